@@ -1,0 +1,45 @@
+"""`python -m audit`: compose the config with Hydra and run the whole audit.
+
+Thin on purpose: everything it does lives in stages.py, which `dvc repro` runs too.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig
+
+from audit.config import register_configs, to_audit_config
+
+log = logging.getLogger("audit")
+CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+def app(cfg: DictConfig) -> dict | None:
+    from audit.backends import BackendError
+    from audit.stages import AuditError, run_audit
+
+    try:
+        audit_cfg = to_audit_config(cfg)
+        return run_audit(audit_cfg, Path(audit_cfg.paths.output_dir))
+    except (AuditError, ValueError, BackendError) as error:
+        log.error("%s", error)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            # One failed job must not end a sweep: the others still run and are logged.
+            return None
+        raise SystemExit(2) from None
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""Structured configs: the typed schema every YAML file under ``conf/`` is validated against.
+
+Hydra merges the YAML groups onto these dataclasses, so a typo in a key or a wrong type fails at
+composition with a message naming the key, instead of surfacing as a KeyError mid-audit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+
+@dataclass
+class SamplingConfig:
+    """Every sampling parameter is sent explicitly: servers differ in their defaults
+    (llama.cpp's server uses repeat_penalty 1.1, the in-process default is 1.0)."""
+
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_tokens: int = 48
+    repeat_penalty: float = 1.0
+
+
+@dataclass
+class ModelConfig:
+    """One audited model (or a judge's model): which backend talks to it and how it samples."""
+
+    backend: str = "llamacpp"
+    # For llamacpp: a packaged model name (see audit.backends.llamacpp.PACKAGED_MODELS) or a GGUF path.
+    model: str = MISSING
+    system_prompt: str = ""
+    n_ctx: int = 2048
+    n_threads: int = 2
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+
+
+@dataclass
+class JudgeConfig:
+    """The judge labels free-text answers; it is configured apart from the audited models."""
+
+    name: str = MISSING
+    use_rules: bool = True
+    model: ModelConfig = field(default_factory=ModelConfig)
+
+
+@dataclass
+class ItemsConfig:
+    """Which decision scenarios enter the design."""
+
+    name: str = "default"
+    bank: str = "data/items/decision_items.csv"
+    domains: list[str] = field(default_factory=list)  # empty: every domain in the bank
+    item_ids: list[str] = field(default_factory=list)  # empty: every item of the chosen domains
+
+
+@dataclass
+class PersonasConfig:
+    """Which persona generators run; each generator reads only its own fields."""
+
+    name: str = "default"
+    generators: list[str] = field(default_factory=lambda: ["baseline", "explicit", "null"])
+    explicit_file: str = "data/personas/explicit_profiles.csv"
+    explicit_ids: list[str] = field(default_factory=list)  # empty: every profile in the file
+    null_count: int = 4
+    null_length: int = 10
+
+
+@dataclass
+class DesignConfig:
+    replicates: int = 1
+    seed: int = 20251123
+
+
+@dataclass
+class EngineConfig:
+    # Share of requests allowed to fail (after retries) before the run stops with an error.
+    max_failed_share: float = 0.0
+    # Retries of transient failures: exponential backoff with jitter between attempts.
+    max_attempts: int = 4
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 30.0
+
+
+@dataclass
+class FitConfig:
+    """The IRT model and the sampler. Thresholds default to Vehtari et al. (2021)."""
+
+    name: str = "rasch"
+    model: str = "rasch"  # rasch (identified, Binomial cells) | rasch_seed (original audit)
+    outcome: str = "favourable"  # favourable | undetermined
+    drop_labels: list[str] = field(default_factory=list)
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
+    cores: int = 2
+    target_accept: float = 0.8
+    seed: int = 20251123
+    hdi_prob: float = 0.94
+    rhat_max: float = 1.01
+    ess_min: float = 400.0
+
+
+@dataclass
+class TrackingConfig:
+    enabled: bool = True
+    tracking_uri: str = "sqlite:///mlflow.db"
+    artifact_root: str = "mlartifacts"
+    experiment: str = "audit"
+    run_name: str | None = None
+
+
+@dataclass
+class PathsConfig:
+    """Every path in one place; relative paths resolve against the directory the audit starts in."""
+
+    root_dir: str = "."
+    data_dir: str = "data"
+    response_store: str = ".audit/responses.sqlite3"
+    output_dir: str = "outputs/latest"
+
+
+@dataclass
+class AuditConfig:
+    # Several audited models at once: each file in conf/model/ adds one key under `model`.
+    model: dict[str, ModelConfig] = field(default_factory=dict)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    items: ItemsConfig = field(default_factory=ItemsConfig)
+    personas: PersonasConfig = field(default_factory=PersonasConfig)
+    design: DesignConfig = field(default_factory=DesignConfig)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    fit: FitConfig = field(default_factory=FitConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    method: str = "rasch"
+
+
+def register_configs() -> None:
+    """Register the schema so that `conf/config.yaml` can name it first in its defaults list."""
+    store = ConfigStore.instance()
+    store.store(name="audit_schema", node=AuditConfig)
+
+
+def to_audit_config(cfg: DictConfig | dict[str, Any]) -> AuditConfig:
+    """Validate any mapping (a composed Hydra config or params.yaml) against the schema."""
+    schema = OmegaConf.structured(AuditConfig)
+    source = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
+    plain = OmegaConf.to_container(source, resolve=True, throw_on_missing=True)
+    if isinstance(plain, dict):
+        plain.pop("hydra", None)
+    merged = OmegaConf.merge(schema, plain)
+    return OmegaConf.to_object(merged)  # type: ignore[return-value]

@@ -1,0 +1,72 @@
+"""Expanding a design: items x personas x models x replicates -> one row per independent request."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import polars as pl
+
+from audit.config import DesignConfig, ModelConfig
+from audit.personas import persona_sentence
+from audit.schemas import PromptSchema, validate
+
+_SPACES = re.compile(r"\s+")
+
+
+def replicate_seed(design_seed: int, replicate: int) -> int:
+    """Distinct, stable seeds per replicate, so replicates are real repeated draws and the cache
+    (which keys on the seed) never collapses them into one answer."""
+    digest = hashlib.sha256(f"{design_seed}:{replicate}".encode()).hexdigest()
+    return int(digest[:8], 16) % (2**31 - 1)
+
+
+def render_prompt(scenario: str, question: str, sentence: str) -> str:
+    filled = scenario.replace("{persona}", sentence)
+    return _SPACES.sub(" ", f"{filled} {question}").strip()
+
+
+def prompt_id(*parts: object) -> str:
+    return hashlib.sha256("\x1f".join(str(part) for part in parts).encode()).hexdigest()[:20]
+
+
+def expand_design(
+    items: pl.DataFrame,
+    personas: pl.DataFrame,
+    models: dict[str, ModelConfig],
+    design: DesignConfig,
+) -> pl.DataFrame:
+    if not models:
+        raise ValueError("no model to audit: choose one with model=NAME (see conf/model/)")
+    if design.replicates < 1:
+        raise ValueError(f"design.replicates must be at least 1, got {design.replicates}")
+    rows = []
+    for model_name in sorted(models):
+        system_prompt = models[model_name].system_prompt
+        for persona in personas.sort("persona_id").iter_rows(named=True):
+            for item in items.sort("item_id").iter_rows(named=True):
+                sentence = persona_sentence(item["role"], persona["kind"], persona["descriptor"])
+                user_prompt = render_prompt(item["scenario"], item["question"], sentence)
+                for replicate in range(design.replicates):
+                    seed = replicate_seed(design.seed, replicate)
+                    rows.append({
+                        "prompt_id": prompt_id(model_name, persona["persona_id"], item["item_id"],
+                                               replicate, seed, system_prompt, user_prompt),
+                        "respondent_id": f"{model_name}/{persona['persona_id']}",
+                        "model_name": model_name,
+                        "persona_id": persona["persona_id"],
+                        "persona_kind": persona["kind"],
+                        "gender": persona["gender"],
+                        "race": persona["race"],
+                        "item_id": item["item_id"],
+                        "domain": item["domain"],
+                        "replicate": replicate,
+                        "seed": seed,
+                        "question": item["question"],
+                        "favourable_option": item["favourable_option"],
+                        "unfavourable_option": item["unfavourable_option"],
+                        "system_prompt": system_prompt,
+                        "user_prompt": user_prompt,
+                    })
+    prompts = pl.DataFrame(rows, infer_schema_length=None)
+    return validate(prompts, PromptSchema, "prompts")

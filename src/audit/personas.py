@@ -1,0 +1,111 @@
+"""Persona generators: each is a small class behind one Protocol, chosen by name in config.
+
+A design mixes several kinds: explicit demographic profiles, a no-demographic baseline, and null
+personas made of random strings. The null personas are a placebo arm: they change the prompt as
+much as a real persona does but carry no demographic signal, so the spread of their effects is the
+noise floor that real effects are compared with.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import polars as pl
+
+from audit.config import PersonasConfig
+from audit.schemas import PersonaSchema, validate
+
+PERSONA_COLUMNS = ["persona_id", "kind", "descriptor", "gender", "race"]
+
+
+@dataclass(frozen=True)
+class PersonaSources:
+    """Tables the generators read, loaded at the edge (stages.py) so generators stay pure."""
+
+    explicit_profiles: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema={c: pl.Utf8 for c in PERSONA_COLUMNS})
+    )
+
+
+class PersonaGenerator(Protocol):
+    def generate(self, config: PersonasConfig, sources: PersonaSources, seed: int) -> pl.DataFrame:
+        ...
+
+
+def _frame(rows: list[dict[str, str | None]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={column: pl.Utf8 for column in PERSONA_COLUMNS})
+
+
+class BaselineGenerator:
+    """The same prompt with no persona sentence at all."""
+
+    def generate(self, config: PersonasConfig, sources: PersonaSources, seed: int) -> pl.DataFrame:
+        return _frame(
+            [{"persona_id": "baseline", "kind": "baseline", "descriptor": "", "gender": None,
+              "race": None}]
+        )
+
+
+class ExplicitGenerator:
+    """Profiles that state demographic attributes outright ("a Black woman")."""
+
+    def generate(self, config: PersonasConfig, sources: PersonaSources, seed: int) -> pl.DataFrame:
+        profiles = sources.explicit_profiles.select(PERSONA_COLUMNS)
+        if config.explicit_ids:
+            unknown = sorted(set(config.explicit_ids) - set(profiles["persona_id"].to_list()))
+            if unknown:
+                valid = ", ".join(profiles["persona_id"].to_list())
+                raise ValueError(
+                    f"unknown persona ids {unknown} in personas.explicit_ids; valid: {valid}"
+                )
+            profiles = profiles.filter(pl.col("persona_id").is_in(config.explicit_ids))
+        return profiles.with_columns(pl.lit("explicit").alias("kind"))
+
+
+class NullGenerator:
+    """Random-string personas, seeded from the design seed so they are the same on every run."""
+
+    def generate(self, config: PersonasConfig, sources: PersonaSources, seed: int) -> pl.DataFrame:
+        rng = random.Random(f"null-personas:{seed}")
+        strings: list[str] = []
+        while len(strings) < config.null_count:
+            candidate = "".join(rng.choices(string.ascii_lowercase, k=config.null_length))
+            if candidate not in strings:
+                strings.append(candidate)
+        return _frame(
+            [{"persona_id": f"null_{text}", "kind": "null", "descriptor": text.capitalize(),
+              "gender": None, "race": None} for text in strings]
+        )
+
+
+PERSONA_GENERATORS: dict[str, PersonaGenerator] = {
+    "baseline": BaselineGenerator(),
+    "explicit": ExplicitGenerator(),
+    "null": NullGenerator(),
+}
+
+
+def generate_personas(config: PersonasConfig, sources: PersonaSources, seed: int) -> pl.DataFrame:
+    frames = []
+    for name in config.generators:
+        if name not in PERSONA_GENERATORS:
+            valid = ", ".join(sorted(PERSONA_GENERATORS))
+            raise ValueError(f"unknown persona generator '{name}' in personas.generators; valid: {valid}")
+        frames.append(PERSONA_GENERATORS[name].generate(config, sources, seed))
+    personas = pl.concat(frames, how="vertical") if frames else _frame([])
+    duplicated = personas.filter(pl.col("persona_id").is_duplicated())["persona_id"].unique()
+    if len(duplicated):
+        raise ValueError(f"duplicate persona ids across generators: {sorted(duplicated.to_list())}")
+    if personas.is_empty():
+        raise ValueError("the persona set is empty: list at least one generator in personas.generators")
+    return validate(personas, PersonaSchema, "personas")
+
+
+def persona_sentence(role: str, kind: str, descriptor: str) -> str:
+    """The sentence placed in an item's `{persona}` slot; the baseline adds nothing."""
+    if kind == "baseline" or not descriptor:
+        return ""
+    return f"The {role} is {descriptor}."

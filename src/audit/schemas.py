@@ -1,0 +1,139 @@
+"""Pandera schemas for every table that crosses a stage boundary.
+
+A stage validates what it writes and what it reads, so a malformed file (a hand-edited CSV, a
+table from an older version) fails at the boundary with the column named, not deep in a fit.
+"""
+
+from __future__ import annotations
+
+import pandera.polars as pa
+import polars as pl
+
+LABELS: tuple[str, ...] = ("favourable", "unfavourable", "needs_more_information", "refusal")
+UNPARSEABLE = "unparseable"
+LABEL_SOURCES: tuple[str, ...] = ("rule", "judge", "none")
+PERSONA_KINDS: tuple[str, ...] = ("baseline", "explicit", "null", "name")
+RESPONSE_STATUSES: tuple[str, ...] = ("ok", "error")
+
+
+class ItemSchema(pa.DataFrameModel):
+    """A decision scenario. `scenario` holds a `{persona}` slot for the persona sentence."""
+
+    item_id: str = pa.Field(unique=True, str_matches=r"^[a-z0-9_]+$")
+    domain: str
+    role: str
+    scenario: str = pa.Field(str_contains="{persona}")
+    question: str
+    favourable_option: str
+    unfavourable_option: str
+
+    class Config:
+        strict = "filter"
+        coerce = True
+
+
+class PersonaSchema(pa.DataFrameModel):
+    """A persona. `descriptor` fills "The {role} is {descriptor}."; empty for the baseline."""
+
+    persona_id: str = pa.Field(unique=True, str_matches=r"^[a-z0-9_]+$")
+    kind: str = pa.Field(isin=list(PERSONA_KINDS))
+    descriptor: str
+    gender: str = pa.Field(nullable=True)
+    race: str = pa.Field(nullable=True)
+
+    class Config:
+        strict = "filter"
+        coerce = True
+
+
+class PromptSchema(pa.DataFrameModel):
+    """One independent request: a respondent (model x persona) answering an item once."""
+
+    prompt_id: str = pa.Field(unique=True)
+    respondent_id: str
+    model_name: str
+    persona_id: str
+    persona_kind: str = pa.Field(isin=list(PERSONA_KINDS))
+    gender: str = pa.Field(nullable=True)
+    race: str = pa.Field(nullable=True)
+    item_id: str
+    domain: str
+    replicate: int = pa.Field(ge=0)
+    seed: int = pa.Field(ge=0)
+    question: str
+    favourable_option: str
+    unfavourable_option: str
+    system_prompt: str
+    user_prompt: str
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class ResponseSchema(pa.DataFrameModel):
+    """What came back for each prompt. Errors are rows too, so nothing silently vanishes."""
+
+    prompt_id: str = pa.Field(unique=True)
+    request_key: str
+    status: str = pa.Field(isin=list(RESPONSE_STATUSES))
+    response_text: str = pa.Field(nullable=True)
+    error_kind: str = pa.Field(nullable=True)
+    error_message: str = pa.Field(nullable=True)
+    completion_tokens: int = pa.Field(nullable=True)
+    latency_s: float = pa.Field(nullable=True)
+    from_cache: bool
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class LabelSchema(pa.DataFrameModel):
+    """The judge's label for each successful response, with where it came from."""
+
+    prompt_id: str = pa.Field(unique=True)
+    label: str = pa.Field(isin=[*LABELS, UNPARSEABLE])
+    label_source: str = pa.Field(isin=list(LABEL_SOURCES))
+    rationale: str
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class OutcomeSchema(pa.DataFrameModel):
+    """The long table the IRT fit reads: one row per response."""
+
+    respondent: str
+    item: str
+    y: int = pa.Field(isin=[0, 1])
+
+    class Config:
+        strict = "filter"
+        coerce = True
+
+
+class SummarySchema(pa.DataFrameModel):
+    """Posterior summary, one row per parameter (`theta[RESPONDENT]`, `b[ITEM]`, ...)."""
+
+    parameter: str = pa.Field(unique=True)
+    mean: float
+    sd: float
+    hdi_low: float
+    hdi_high: float
+    r_hat: float = pa.Field(nullable=True)
+    ess_bulk: float = pa.Field(nullable=True)
+
+    class Config:
+        strict = False
+        coerce = True
+
+
+def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], what: str) -> pl.DataFrame:
+    """Validate with a one-line error that names the table, so users know which file is bad."""
+    try:
+        return schema.validate(frame, lazy=False)
+    except (pa.errors.SchemaError, pa.errors.SchemaErrors) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        raise ValueError(f"{what} does not match {schema.__name__}: {first_line}") from error

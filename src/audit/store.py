@@ -1,0 +1,121 @@
+"""The response store: every reply ever received, keyed by the content hash of its request.
+
+SQLite in WAL mode, one row per response, committed as each reply arrives, so a crash loses at most
+the request in flight and a rerun sends only what is missing. Errors are kept for the record but
+never served from the cache: a rerun retries them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    request_key TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'error')),
+    identity_json TEXT NOT NULL,
+    request_json TEXT NOT NULL,
+    response_text TEXT,
+    completion_tokens INTEGER,
+    latency_s REAL,
+    error_kind TEXT,
+    error_message TEXT,
+    created_at REAL NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS ok_by_key ON responses (request_key) WHERE status = 'ok';
+"""
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    request_key: str
+    response_text: str
+    completion_tokens: int
+    latency_s: float
+
+
+class ResponseStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._connection = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+        self._connection.execute("PRAGMA journal_mode=WAL")
+        self._connection.execute("PRAGMA synchronous=NORMAL")
+        self._connection.executescript(_SCHEMA)
+        self._connection.commit()
+
+    def __enter__(self) -> ResponseStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def get(self, request_key: str) -> StoredResponse | None:
+        row = self._connection.execute(
+            "SELECT response_text, completion_tokens, latency_s FROM responses "
+            "WHERE request_key = ? AND status = 'ok'",
+            (request_key,),
+        ).fetchone()
+        if row is None:
+            return None
+        return StoredResponse(request_key, row[0], int(row[1] or 0), float(row[2] or 0.0))
+
+    def put_ok(
+        self,
+        request_key: str,
+        identity: dict[str, str],
+        request: dict[str, Any],
+        response_text: str,
+        completion_tokens: int,
+        latency_s: float,
+    ) -> None:
+        with self._connection:
+            self._connection.execute(
+                "INSERT OR IGNORE INTO responses (request_key, status, identity_json, request_json,"
+                " response_text, completion_tokens, latency_s, created_at)"
+                " VALUES (?, 'ok', ?, ?, ?, ?, ?, ?)",
+                (
+                    request_key,
+                    json.dumps(identity, sort_keys=True),
+                    json.dumps(request, sort_keys=True),
+                    response_text,
+                    completion_tokens,
+                    latency_s,
+                    time.time(),
+                ),
+            )
+
+    def put_error(
+        self,
+        request_key: str,
+        identity: dict[str, str],
+        request: dict[str, Any],
+        error_kind: str,
+        error_message: str,
+    ) -> None:
+        with self._connection:
+            self._connection.execute(
+                "INSERT INTO responses (request_key, status, identity_json, request_json,"
+                " error_kind, error_message, created_at) VALUES (?, 'error', ?, ?, ?, ?, ?)",
+                (
+                    request_key,
+                    json.dumps(identity, sort_keys=True),
+                    json.dumps(request, sort_keys=True),
+                    error_kind,
+                    error_message,
+                    time.time(),
+                ),
+            )
+
+    def count_ok(self) -> int:
+        return int(self._connection.execute(
+            "SELECT COUNT(*) FROM responses WHERE status = 'ok'"
+        ).fetchone()[0])
