@@ -1,0 +1,69 @@
+"""Convergence diagnostics of a fit, as numbers a run logs and a user can act on.
+
+A fit that did not converge still returns (its posterior may be what the user needs to see to
+debug it), but it carries a ``converged`` flag and readable problems, logged as warnings and
+as MLflow metrics and tags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import arviz as az
+import polars as pl
+
+from audit.config import FitConfig
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    rhat_max: float
+    ess_bulk_min: float
+    ess_tail_min: float
+    divergences: int
+    rhat_limit: float
+    ess_limit: float
+
+    @property
+    def converged(self) -> bool:
+        return not self.problems()
+
+    def problems(self) -> list[str]:
+        """One sentence per failed check, each with the usual fix."""
+        found = []
+        if not self.rhat_max <= self.rhat_limit:  # also catches NaN
+            found.append(f"R-hat max {self.rhat_max:.3f} > {self.rhat_limit}: chains disagree; "
+                         "raise fit.tune and fit.draws")
+        if not self.ess_bulk_min >= self.ess_limit:
+            found.append(f"bulk ESS min {self.ess_bulk_min:.0f} < {self.ess_limit:.0f}: "
+                         "raise fit.draws")
+        if not self.ess_tail_min >= self.ess_limit:
+            found.append(f"tail ESS min {self.ess_tail_min:.0f} < {self.ess_limit:.0f}: "
+                         "HDIs are unreliable; raise fit.draws")
+        if self.divergences:
+            found.append(f"{self.divergences} divergent transitions: raise fit.target_accept "
+                         "(for example 0.95)")
+        return found
+
+
+def _worst(summary: pl.DataFrame, column: str, worst: str) -> float:
+    values = summary.get_column(column).drop_nulls().drop_nans() if column in summary.columns \
+        else pl.Series([], dtype=pl.Float64)
+    if values.is_empty():
+        return float("nan")
+    return float(values.max() if worst == "max" else values.min())
+
+
+def diagnose(idata: az.InferenceData, summary: pl.DataFrame, fit: FitConfig) -> Diagnostics:
+    sample_stats = getattr(idata, "sample_stats", None)
+    divergences = 0
+    if sample_stats is not None and "diverging" in sample_stats:
+        divergences = int(sample_stats["diverging"].sum())
+    return Diagnostics(
+        rhat_max=_worst(summary, "r_hat", "max"),
+        ess_bulk_min=_worst(summary, "ess_bulk", "min"),
+        ess_tail_min=_worst(summary, "ess_tail", "min"),
+        divergences=divergences,
+        rhat_limit=fit.rhat_max,
+        ess_limit=fit.ess_min,
+    )
