@@ -64,7 +64,7 @@ def test_known_parameters_are_recovered(model: str) -> None:
     theta = rng.normal(0.0, 1.0, N_RESPONDENTS)
     b = rng.normal(0.0, 1.0, N_ITEMS)
     fit = fit_rasch(simulate(theta, b, seed=7),
-                    FitConfig(model=model, draws=500, tune=500, chains=4, seed=11,
+                    FitConfig(model=model, draws=1000, tune=1000, chains=4, seed=11,
                               hdi_prob=HDI_PROB))
 
     assert fit.diagnostics.converged, fit.diagnostics.problems()

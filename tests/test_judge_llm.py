@@ -26,9 +26,11 @@ def test_decision_words_map_onto_the_four_labels():
 
 
 def test_only_an_allowed_decision_in_json_counts():
-    assert parse_label('{"decision": "DENY"}', WORDS) == "unfavourable"
-    assert parse_label('{"decision": "deny"}', WORDS) is None
-    assert parse_label('{"label": "favourable"}', WORDS) is None
+    assert parse_label('"DENY"', WORDS) == "unfavourable"
+    assert parse_label(' "REFUSED" ', WORDS) == "refusal"
+    assert parse_label('"deny"', WORDS) is None
+    assert parse_label('{"decision": "DENY"}', WORDS) is None
+    assert parse_label('"favourable"', WORDS) is None
     assert parse_label("APPROVE", WORDS) is None
     assert parse_label('["APPROVE"]', WORDS) is None
 
@@ -73,7 +75,7 @@ def test_an_unparseable_reply_is_retried_then_recorded_not_guessed(tmp_path):
 
 
 def test_a_valid_reply_is_mapped(tmp_path):
-    backend = _Scripted(json.dumps({"decision": "REFUSED"}))
+    backend = _Scripted(json.dumps("REFUSED"))
     with ResponseStore(tmp_path / "s.sqlite3") as store:
         verdict = judge_answer(backend, JudgeConfig(name="x"), store, "Approve?", "no comment",
                                "APPROVE", "DENY")

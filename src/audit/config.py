@@ -54,6 +54,7 @@ class ItemsConfig:
     bank: str = "data/items/decision_items.csv"
     domains: list[str] = field(default_factory=list)  # empty: every domain in the bank
     item_ids: list[str] = field(default_factory=list)  # empty: every item of the chosen domains
+    per_domain: int | None = None  # keep the first N items (by item_id) of each domain; None: all
 
 
 @dataclass

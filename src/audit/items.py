@@ -26,6 +26,11 @@ def select_items(bank: pl.DataFrame, config: ItemsConfig) -> pl.DataFrame:
                 f"see {config.bank} for valid ids"
             )
         selected = selected.filter(pl.col("item_id").is_in(config.item_ids))
+    if config.per_domain is not None:
+        if config.per_domain < 1:
+            raise ValueError(f"items.per_domain={config.per_domain} must be at least 1 (or null)")
+        selected = (selected.sort("item_id")
+                    .filter(pl.int_range(pl.len()).over("domain") < config.per_domain))
     if selected.is_empty():
         raise ValueError("the item selection is empty: check items.domains and items.item_ids")
     return selected.sort("item_id")

@@ -22,7 +22,7 @@ class ItemSchema(pa.DataFrameModel):
     item_id: str = pa.Field(unique=True, str_matches=r"^[a-z0-9_]+$")
     domain: str
     role: str
-    scenario: str = pa.Field(str_contains="{persona}")
+    scenario: str = pa.Field(str_contains=r"\{persona\}")  # a regex: braces escaped
     question: str
     favourable_option: str
     unfavourable_option: str

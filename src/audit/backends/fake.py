@@ -30,9 +30,14 @@ class FakeBackend:
         if "FAIL" in prompt:
             raise BackendError("connection", "scripted failure")
         if request.json_schema is not None:
-            # A judge request: answer with the first allowed value of the schema's only field.
-            field, spec = next(iter(request.json_schema["properties"].items()))
-            return Completion(json.dumps({field: spec["enum"][0]}), 8, "stop", 0.0)
+            return Completion(json.dumps(_first_allowed(request.json_schema)), 8, "stop", 0.0)
         digest = hashlib.sha256(f"{prompt}|{request.seed}".encode()).digest()
         text = FAVOURABLE_REPLY if digest[0] % 2 == 0 else UNFAVOURABLE_REPLY
         return Completion(text, len(text.split()), "stop", 0.0)
+
+
+def _first_allowed(schema: dict) -> object:
+    """A judge request: the first allowed value of a string enum, or of each enum property."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    return {field: _first_allowed(spec) for field, spec in schema.get("properties", {}).items()}

@@ -35,9 +35,14 @@ RHAT_MAX_VEHTARI_2021 = 1.01
 ESS_MIN_VEHTARI_2021 = 400.0
 
 MODELS: tuple[str, ...] = ("rasch", "rasch_seed")
-# Variables summarised, in order: person and item parameters first, then hyperparameters.
+# Prior scales of the identified model, on the logit scale. theta keeps the seed model's N(0, 1);
+# items get more room because their mean now carries the overall favourable rate, which for a
+# model that almost always approves (or denies) sits far from zero.
+THETA_PRIOR_SD = 1.0
+ITEM_PRIOR_SD = 2.0
+# Variables summarised, in order.
 SUMMARY_VARIABLES: dict[str, tuple[str, ...]] = {
-    "rasch": ("theta", "b", "mu_b", "sigma_b"),
+    "rasch": ("theta", "b"),
     "rasch_seed": ("theta", "b"),
 }
 SUMMARY_COLUMNS: tuple[str, ...] = (
@@ -146,15 +151,15 @@ def _build_seed_model(data: RaschData, coords: dict) -> pm.Model:
 
 
 def _build_identified_model(data: RaschData, coords: dict) -> pm.Model:
-    """Zero-sum persons, hierarchical items around a free mean, Binomial cells.
+    """Zero-sum persons, free item difficulties, Binomial cells, no hyperparameters.
 
-    theta sums to zero, so "average respondent" is the reference point and mu_b carries the
-    overall rate; without that constraint theta and b shift together and chains drift (ESS 34,
-    R-hat 1.09 on 100 x 50 x 10 in FACTS.md). theta keeps the seed model's fixed N(0, 1) scale:
-    a hierarchical sigma_theta mixed badly whichever way it was parameterised, because personas
-    of one model often differ by almost nothing (measured: bulk ESS 166 to 213 of 2,000 draws for
-    sigma_theta on 20 x 30 x 4 designs, against over 1,400 for this model). The item deviations
-    are centred and sum to zero, so mu_b is exactly their mean and not traded off against them.
+    theta sums to zero, so "average respondent" is the reference point and b carries the overall
+    rate; without that constraint theta and b shift together and chains drift (ESS 34, R-hat 1.09
+    on 100 x 50 x 10 in FACTS.md). The priors are fixed rather than hierarchical on purpose:
+    personas of one model often differ by almost nothing, and a learned sigma_theta then mixed
+    badly whichever way it was parameterised (bulk ESS 166 to 213 of 2,000 draws on 20 x 30 x 4
+    designs), while a learned sigma_b gave divergences on the three-item smoke design. With fixed
+    scales neither funnel exists.
     """
     coords = {**coords, "cell": np.arange(data.successes.size)}
     with pm.Model(coords=coords) as model:
@@ -162,11 +167,8 @@ def _build_identified_model(data: RaschData, coords: dict) -> pm.Model:
         item_idx = pm.Data("item_idx", data.cell_item, dims="cell")
         trials = pm.Data("trials", data.trials, dims="cell")
         successes = pm.Data("successes", data.successes, dims="cell")
-        theta = pm.ZeroSumNormal("theta", sigma=1.0, dims="respondent")
-        mu_b = pm.Normal("mu_b", mu=0.0, sigma=1.5)
-        sigma_b = pm.HalfNormal("sigma_b", sigma=1.5)
-        item_deviation = pm.ZeroSumNormal("item_deviation", sigma=sigma_b, dims="item")
-        b = pm.Deterministic("b", mu_b + item_deviation, dims="item")
+        theta = pm.ZeroSumNormal("theta", sigma=THETA_PRIOR_SD, dims="respondent")
+        b = pm.Normal("b", mu=0.0, sigma=ITEM_PRIOR_SD, dims="item")
         pm.Binomial(
             "y",
             n=trials,

@@ -1,0 +1,139 @@
+"""The last stage: write the report files, log one MLflow run, print the ranking.
+
+Split from stages.py to keep modules small; like stages.py it is an edge that touches files, while
+the figures and tables it writes are built by pure functions in report.py.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import arviz as az
+import matplotlib.pyplot as plt
+import polars as pl
+from omegaconf import OmegaConf
+
+from audit import tracking
+from audit.config import AuditConfig
+from audit.irt import RaschFit, diagnose
+from audit.report import forest_plot, item_difficulty_plot, label_rates, print_ranking, theta_table
+from audit.schemas import LABELS, UNPARSEABLE, ItemSchema, LabelSchema, PromptSchema, ResponseSchema
+
+log = logging.getLogger(__name__)
+
+RESPONDENT_COLUMNS = ["respondent_id", "model_name", "persona_id", "persona_kind", "gender", "race"]
+
+
+def audit_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, labels: pl.DataFrame,
+                  fit: RaschFit, timings: dict[str, float]) -> dict[str, float]:
+    """Metric names are stable so that runs line up column by column in the MLflow UI."""
+    labelled = labels.height
+    metrics: dict[str, float] = {
+        "n_prompts": prompts.height,
+        "n_respondents": prompts["respondent_id"].n_unique(),
+        "n_items": prompts["item_id"].n_unique(),
+        "n_responses_ok": responses.filter(pl.col("status") == "ok").height,
+        "n_failed": responses.filter(pl.col("status") == "error").height,
+        "n_from_store": responses.filter(pl.col("from_cache")).height,
+        "n_labelled": labelled,
+        "rule_share": labels.filter(pl.col("label_source") == "rule").height / max(labelled, 1),
+        "rhat_max": fit.diagnostics.rhat_max,
+        "ess_bulk_min": fit.diagnostics.ess_bulk_min,
+        "ess_tail_min": fit.diagnostics.ess_tail_min,
+        "divergences": fit.diagnostics.divergences,
+        "converged": float(fit.diagnostics.converged),
+    }
+    for label in (*LABELS, UNPARSEABLE):
+        count = labels.filter(pl.col("label") == label).height
+        metrics[f"label_count/{label}"] = count
+        metrics[f"label_rate/{label}"] = count / max(labelled, 1)
+    for stage, seconds in timings.items():
+        metrics[f"duration_s/{stage}"] = seconds
+    for row in fit.summary.iter_rows(named=True):
+        name, _, index = row["parameter"].partition("[")
+        if name in ("theta", "b") and index:
+            metrics[tracking.metric_name(f"{name}_mean", index.rstrip("]"))] = row["mean"]
+    return metrics
+
+
+def _save(figure: plt.Figure, path: Path) -> Path:
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
+            labels: pl.DataFrame, fit: RaschFit, files, timings: dict[str, float]) -> dict:
+    from audit.stages import read_table  # the shared reader lives with the other stage I/O
+
+    report_dir: Path = files.report
+    report_dir.mkdir(parents=True, exist_ok=True)
+    respondents = prompts.select(RESPONDENT_COLUMNS).unique().sort("respondent_id")
+    thetas = theta_table(fit.summary, respondents)
+    items = read_table(Path(cfg.items.bank), ItemSchema, "item bank")
+    persona_labels = labels.join(prompts.select("prompt_id", "persona_kind"), on="prompt_id")
+    rates = label_rates(persona_labels)
+    metrics = audit_metrics(prompts, responses, labels, fit, timings)
+
+    figures = {
+        "forest_theta.png": forest_plot(thetas, cfg.fit.hdi_prob),
+        "item_difficulty.png": item_difficulty_plot(fit.summary, items, cfg.fit.hdi_prob),
+    }
+    written = {name: _save(figure, report_dir / name) for name, figure in figures.items()}
+    thetas.write_csv(report_dir / "theta_ranking.csv")
+    rates.write_csv(report_dir / "label_rates.csv")
+    (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    config_yaml = report_dir / "config.yaml"
+    config_yaml.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+
+    for problem in fit.diagnostics.problems():
+        log.warning("fit did not converge: %s", problem)
+
+    run_info = None
+    if cfg.tracking.enabled:
+        flat = tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
+        tags = {**tracking.provenance(Path(cfg.paths.root_dir)),
+                "config.hash": tracking.config_hash(flat),
+                "converged": str(fit.diagnostics.converged).lower(),
+                "method": cfg.method,
+                "models": ",".join(sorted(cfg.model))}
+        run_name = cfg.tracking.run_name or f"{cfg.method}-{'+'.join(sorted(cfg.model))}"
+        with tracking.mlflow_run(cfg.tracking, run_name, tags) as run_info:
+            tracking.log_params(flat)
+            tracking.log_metrics(metrics)
+            tracking.log_artifacts({
+                "fit": files.fit / "posterior.nc",
+                "tables": files.fit / "summary.csv",
+                "plots": written["forest_theta.png"],
+                "": config_yaml,
+            })
+            tracking.log_artifacts({"plots": written["item_difficulty.png"],
+                                    "tables": report_dir / "theta_ranking.csv"})
+            tracking.log_artifacts({"tables": report_dir / "label_rates.csv",
+                                    "data": files.labels})
+    print_ranking(thetas, cfg.fit.hdi_prob)
+    if run_info is not None:
+        log.info("MLflow run %s in experiment '%s' at %s; browse with: mlflow ui "
+                 "--backend-store-uri %s --host 127.0.0.1", run_info.run_id,
+                 cfg.tracking.experiment, run_info.tracking_uri, run_info.tracking_uri)
+    log.info("tables, posterior and plots are in %s", files.directory)
+    return {"run": run_info, "thetas": thetas, "metrics": metrics}
+
+
+def publish_from_files(cfg: AuditConfig, files) -> dict:
+    """The report stage of `dvc repro`: the same publishing, from the tables on disk."""
+    from audit.irt import RaschFit
+    from audit.stages import AuditError, read_table
+
+    prompts = read_table(files.prompts, PromptSchema, "prompts")
+    responses = read_table(files.responses, ResponseSchema, "responses")
+    labels = read_table(files.labels, LabelSchema, "labels")
+    posterior = files.fit / "posterior.nc"
+    if not posterior.is_file():
+        raise AuditError(f"posterior not found at {posterior}: run the fit stage first")
+    idata = az.from_netcdf(str(posterior))
+    summary = pl.read_csv(files.fit / "summary.csv")
+    fit = RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, cfg.fit))
+    return publish(cfg, prompts, responses, labels, fit, files, timings={})

@@ -1,0 +1,256 @@
+"""The stages of an audit, and the only place (with __main__) that reads and writes files.
+
+Each stage is a function from validated tables and the config to a table; `python -m audit` runs
+them in order in the Hydra run directory and `dvc repro` runs them one by one through
+`python -m audit.stages STAGE`, so both paths execute the same code on the same tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandera.polars as pa
+import polars as pl
+from omegaconf import OmegaConf
+
+from audit.backends import Backend, BackendError, create_backend
+from audit.config import AuditConfig, to_audit_config
+from audit.design import expand_design
+from audit.engine import collect_responses, summarise_responses
+from audit.irt import RaschFit, code_outcomes, fit_rasch
+from audit.items import select_items
+from audit.judge.cascade import label_responses
+from audit.personas import PersonaSources, generate_personas
+from audit.schemas import (
+    ItemSchema,
+    LabelSchema,
+    PersonaSchema,
+    PromptSchema,
+    ResponseSchema,
+    validate,
+)
+from audit.store import ResponseStore
+
+log = logging.getLogger(__name__)
+
+STAGES = ("design", "respond", "judge", "fit", "report")
+NO_BACKEND = "none"
+
+
+class AuditError(Exception):
+    """A problem the user can fix; shown as one line naming the problem and the fix."""
+
+
+@dataclass(frozen=True)
+class StageFiles:
+    """Where each stage's tables live inside one output directory."""
+
+    directory: Path
+
+    @property
+    def prompts(self) -> Path:
+        return self.directory / "prompts.parquet"
+
+    @property
+    def responses(self) -> Path:
+        return self.directory / "responses.parquet"
+
+    @property
+    def labels(self) -> Path:
+        return self.directory / "labels.parquet"
+
+    @property
+    def fit(self) -> Path:
+        return self.directory / "fit"
+
+    @property
+    def report(self) -> Path:
+        return self.directory / "report"
+
+
+def read_table(path: Path, schema: type[pa.DataFrameModel], what: str) -> pl.DataFrame:
+    path = Path(path)
+    if not path.is_file():
+        raise AuditError(f"{what} not found at {path}: run the stage that writes it first "
+                         f"(or check the path in the config)")
+    try:
+        frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
+    except (pl.exceptions.PolarsError, OSError) as error:
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise AuditError(f"cannot read {what} at {path}: {first_line}") from error
+    return validate(frame, schema, f"{what} ({path})")
+
+
+def write_table(frame: pl.DataFrame, path: Path, schema: type[pa.DataFrameModel], what: str) -> None:
+    validate(frame, schema, what)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(path.suffix + ".partial")
+    frame.write_parquet(partial)
+    partial.replace(path)  # atomic: a crash never leaves a half-written table behind
+
+
+# --- stages -----------------------------------------------------------------------------------
+
+def design_stage(cfg: AuditConfig) -> pl.DataFrame:
+    bank = read_table(Path(cfg.items.bank), ItemSchema, "item bank")
+    items = select_items(bank, cfg.items)
+    explicit = (read_table(Path(cfg.personas.explicit_file), PersonaSchema, "explicit personas")
+                if "explicit" in cfg.personas.generators else PersonaSources().explicit_profiles)
+    personas = generate_personas(cfg.personas, PersonaSources(explicit_profiles=explicit),
+                                 cfg.design.seed)
+    return expand_design(items, personas, cfg.model, cfg.design)
+
+
+def _backends_for(cfg: AuditConfig, model_names: list[str]) -> dict[str, Backend]:
+    missing = sorted(set(model_names) - set(cfg.model))
+    if missing:
+        raise AuditError(f"prompts name models {missing} that are not in the config: "
+                         f"rerun the design stage or add them with model=[...]")
+    return {name: create_backend(cfg.model[name]) for name in model_names}
+
+
+def respond_stage(cfg: AuditConfig, prompts: pl.DataFrame) -> pl.DataFrame:
+    backends = _backends_for(cfg, sorted(prompts["model_name"].unique().to_list()))
+    with ResponseStore(cfg.paths.response_store) as store:
+        responses = collect_responses(prompts, backends, cfg.model, store, cfg.engine)
+    counts = summarise_responses(responses)
+    log.info("respond: %d sent, %d from the store, %d failed", counts["sent"], counts["cached"],
+             counts["failed"])
+    return responses
+
+
+def check_failures(responses: pl.DataFrame, cfg: AuditConfig, store_path: str) -> None:
+    """Stop when more requests failed than allowed; called after the responses are written."""
+    failed = responses.filter(pl.col("status") == "error")
+    share = failed.height / max(responses.height, 1)
+    if failed.height and share > cfg.engine.max_failed_share:
+        kinds = ", ".join(f"{kind} x{count}" for kind, count in
+                          failed.group_by("error_kind").len().sort("error_kind").iter_rows())
+        raise AuditError(
+            f"{failed.height} of {responses.height} requests failed ({kinds}); finished responses "
+            f"are kept in {store_path}: rerun the same command to resume, or raise "
+            f"engine.max_failed_share to accept the gaps")
+
+
+def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame) -> pl.DataFrame:
+    judge_backend = (None if cfg.judge.model.backend == NO_BACKEND
+                     else create_backend(cfg.judge.model))
+    with ResponseStore(cfg.paths.response_store) as store:
+        return label_responses(prompts, responses, cfg.judge, judge_backend, store)
+
+
+def outcome_table(prompts: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
+    return labels.join(prompts.select("prompt_id", "respondent_id", "item_id"), on="prompt_id",
+                       how="inner")
+
+
+def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame) -> RaschFit:
+    outcomes = code_outcomes(outcome_table(prompts, labels), cfg.fit.outcome, cfg.fit.drop_labels)
+    if outcomes.is_empty():
+        raise AuditError("no labelled responses to fit: every answer failed or was unparseable; "
+                         "check the judge (judge=...) and the responses table")
+    return fit_rasch(outcomes, cfg.fit)
+
+
+def write_fit(fit: RaschFit, directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    fit.summary.write_csv(directory / "summary.csv")
+    fit.idata.to_netcdf(str(directory / "posterior.nc"))
+
+
+def read_fit_summary(directory: Path) -> pl.DataFrame:
+    path = directory / "summary.csv"
+    if not path.is_file():
+        raise AuditError(f"fit summary not found at {path}: run the fit stage first")
+    return pl.read_csv(path)
+
+
+# --- the whole audit ----------------------------------------------------------------------------
+
+def run_audit(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+    """All stages in order; each table is written as soon as it exists, so nothing is lost."""
+    from audit.publish import publish  # deferred: imports matplotlib and mlflow
+
+    files = StageFiles(Path(output_dir))
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    prompts = design_stage(cfg)
+    write_table(prompts, files.prompts, PromptSchema, "prompts")
+    timings["design"] = time.perf_counter() - started
+    log.info("design: %d prompts (%d respondents x %d items x %d replicates)", prompts.height,
+             prompts["respondent_id"].n_unique(), prompts["item_id"].n_unique(),
+             cfg.design.replicates)
+
+    started = time.perf_counter()
+    responses = respond_stage(cfg, prompts)
+    write_table(responses, files.responses, ResponseSchema, "responses")
+    check_failures(responses, cfg, cfg.paths.response_store)
+    timings["respond"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    labels = judge_stage(cfg, prompts, responses)
+    write_table(labels, files.labels, LabelSchema, "labels")
+    timings["judge"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    fit = fit_stage(cfg, prompts, labels)
+    write_fit(fit, files.fit)
+    timings["fit"] = time.perf_counter() - started
+
+    return publish(cfg, prompts, responses, labels, fit, files, timings)
+
+
+# --- `python -m audit.stages STAGE`: what dvc.yaml runs -----------------------------------------
+
+def load_params(path: Path) -> AuditConfig:
+    if not path.is_file():
+        raise AuditError(f"params file not found: {path} (write it with `python -m audit.params`)")
+    return to_audit_config(OmegaConf.load(path))
+
+
+def run_stage(stage: str, cfg: AuditConfig, directory: Path) -> None:
+    files = StageFiles(directory)
+    if stage == "design":
+        write_table(design_stage(cfg), files.prompts, PromptSchema, "prompts")
+    elif stage == "respond":
+        prompts = read_table(files.prompts, PromptSchema, "prompts")
+        responses = respond_stage(cfg, prompts)
+        write_table(responses, files.responses, ResponseSchema, "responses")
+        check_failures(responses, cfg, cfg.paths.response_store)
+    elif stage == "judge":
+        prompts = read_table(files.prompts, PromptSchema, "prompts")
+        responses = read_table(files.responses, ResponseSchema, "responses")
+        write_table(judge_stage(cfg, prompts, responses), files.labels, LabelSchema, "labels")
+    elif stage == "fit":
+        prompts = read_table(files.prompts, PromptSchema, "prompts")
+        labels = read_table(files.labels, LabelSchema, "labels")
+        write_fit(fit_stage(cfg, prompts, labels), files.fit)
+    elif stage == "report":
+        from audit.publish import publish_from_files
+
+        publish_from_files(cfg, files)
+    else:  # argparse restricts the choices; kept for callers from Python
+        raise AuditError(f"unknown stage '{stage}'; valid: {', '.join(STAGES)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m audit.stages", description=__doc__)
+    parser.add_argument("stage", choices=STAGES)
+    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
+    parser.add_argument("--dir", type=Path, default=Path("pipeline"))
+    arguments = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        run_stage(arguments.stage, load_params(arguments.params), arguments.dir)
+    except (AuditError, ValueError, BackendError) as error:
+        log.error("%s", error)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

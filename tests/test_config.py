@@ -1,0 +1,76 @@
+"""Every config option composes and validates; params.yaml is exactly the default composition."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+
+from audit.__main__ import CONF_DIR
+from audit.config import AuditConfig, register_configs, to_audit_config
+from audit.params import compose_params, params_yaml
+
+register_configs()
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+GROUPS = ["model", "judge", "items", "personas", "fit", "tracking", "paths"]
+
+
+def _options(group: str) -> list[str]:
+    return sorted(path.stem for path in (Path(CONF_DIR) / group).glob("*.yaml"))
+
+
+def _compose(overrides: list[str]) -> AuditConfig:
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        composed = compose("config", overrides=["paths.output_dir=out", *overrides])
+    return to_audit_config(composed)
+
+
+@pytest.mark.parametrize(("group", "option"),
+                         [(group, option) for group in GROUPS for option in _options(group)])
+def test_every_option_composes(group: str, option: str):
+    cfg = _compose([f"{group}={option}"])
+    assert isinstance(cfg, AuditConfig)
+
+
+@pytest.mark.parametrize("sweep", _options("sweep"))
+def test_every_sweep_preset_composes(sweep: str):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        composed = compose("config", overrides=[f"+sweep={sweep}"], return_hydra_config=True)
+    assert composed.hydra.sweeper.params
+
+
+def test_default_config_has_the_required_groups():
+    cfg = _compose([])
+    assert list(cfg.model) == ["smollm2"]
+    assert cfg.judge.name == "smollm2"
+    assert cfg.fit.model == "rasch" and cfg.fit.outcome == "favourable"
+    assert cfg.tracking.tracking_uri == "sqlite:///mlflow.db"
+    assert {"model", "judge", "items", "personas", "fit", "tracking", "sweep"} <= {
+        path.name for path in Path(CONF_DIR).iterdir() if path.is_dir()}
+
+
+def test_several_models_at_once():
+    cfg = _compose(["model=[smollm2,smollm2_greedy]"])
+    assert sorted(cfg.model) == ["smollm2", "smollm2_greedy"]
+    assert cfg.model["smollm2_greedy"].sampling.temperature == 0.0
+
+
+def test_a_typo_in_an_override_is_an_error():
+    with pytest.raises(ConfigCompositionException):
+        _compose(["design.replicate=3"])
+    with pytest.raises(ConfigCompositionException):
+        _compose(["model=does_not_exist"])
+
+
+def test_a_wrong_type_is_an_error():
+    with pytest.raises(Exception, match="replicates"):
+        _compose(["design.replicates=many"])
+
+
+def test_params_yaml_is_the_default_composition():
+    committed = OmegaConf.load(PROJECT_ROOT / "params.yaml")
+    assert to_audit_config(committed) == compose_params([])
+    assert (PROJECT_ROOT / "params.yaml").read_text() == params_yaml(compose_params([]))
