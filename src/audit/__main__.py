@@ -14,6 +14,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from audit.config import register_configs, to_audit_config
+from audit.logs import quiet_noisy_loggers
 
 log = logging.getLogger("audit")
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
@@ -23,6 +24,7 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def app(cfg: DictConfig) -> dict | None:
+    quiet_noisy_loggers()  # Hydra has just configured logging; before the imports that log
     from audit.backends import BackendError
     from audit.stages import AuditError, run_audit
 

@@ -18,6 +18,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from audit.config import FitConfig
 from audit.irt import fit_rasch, respondent_ranking
+from audit.logs import configure_cli_logging
 
 log = logging.getLogger("audit.fit")
 
@@ -123,7 +124,7 @@ def run(command: FitCommand) -> pl.DataFrame:
 
 
 def main(arguments: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    configure_cli_logging()
     arguments = sys.argv[1:] if arguments is None else arguments
     try:
         command = parse_arguments(arguments)

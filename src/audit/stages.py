@@ -24,6 +24,7 @@ from audit.engine import collect_responses, summarise_responses
 from audit.irt import RaschFit, code_outcomes, fit_rasch
 from audit.items import select_items
 from audit.judge.cascade import label_responses
+from audit.logs import configure_cli_logging
 from audit.personas import PersonaSources, generate_personas
 from audit.schemas import (
     ItemSchema,
@@ -243,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     parser.add_argument("--dir", type=Path, default=Path("pipeline"))
     arguments = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    configure_cli_logging()
     try:
         run_stage(arguments.stage, load_params(arguments.params), arguments.dir)
     except (AuditError, ValueError, BackendError) as error:

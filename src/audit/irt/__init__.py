@@ -1,5 +1,12 @@
 """Item response theory: outcome coding, Rasch models, their fit and its diagnostics."""
 
+import warnings
+
+# PyTensor warns at import that pip installs cannot link BLAS. The warning does not apply here:
+# nutpie compiles the model with numba, so PyTensor's C BLAS path never runs, and a scary
+# three-line warning in every audit would teach users to ignore warnings.
+warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS", category=UserWarning)
+
 from audit.irt.diagnostics import Diagnostics, diagnose
 from audit.irt.outcome import OUTCOME_CODINGS, code_outcomes
 from audit.irt.rasch import (
