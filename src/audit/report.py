@@ -12,20 +12,15 @@ from matplotlib.figure import Figure  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from audit.irt import parameter_table  # noqa: E402
+
 KIND_COLOURS = {"baseline": "#444444", "explicit": "#1f77b4", "null": "#bbbbbb", "name": "#2ca02c"}
-
-
-def _parameter_rows(summary: pl.DataFrame, name: str, key: str) -> pl.DataFrame:
-    return (
-        summary.filter(pl.col("parameter").str.starts_with(f"{name}["))
-        .with_columns(pl.col("parameter").str.slice(len(name) + 1).str.strip_suffix("]").alias(key))
-    )
 
 
 def theta_table(summary: pl.DataFrame, respondents: pl.DataFrame) -> pl.DataFrame:
     """Theta rows joined with what each respondent is (model, persona kind), ranked by mean."""
     return (
-        _parameter_rows(summary, "theta", "respondent_id")
+        parameter_table(summary, "theta", "respondent_id")
         .join(respondents, on="respondent_id", how="left")
         .sort("mean", descending=True)
     )
@@ -50,7 +45,7 @@ def forest_plot(thetas: pl.DataFrame, hdi_prob: float) -> Figure:
 def item_difficulty_plot(summary: pl.DataFrame, items: pl.DataFrame, hdi_prob: float) -> Figure:
     """Item difficulties b: higher means a favourable answer is harder to get."""
     difficulties = (
-        _parameter_rows(summary, "b", "item_id")
+        parameter_table(summary, "b", "item_id")
         .join(items.select("item_id", "domain"), on="item_id", how="left")
         .sort(["domain", "mean"])
     )

@@ -19,7 +19,6 @@ from audit.schemas import LabelSchema, validate
 from audit.store import ResponseStore
 
 
-
 def label_responses(
     prompts: pl.DataFrame,
     responses: pl.DataFrame,
