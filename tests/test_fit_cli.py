@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from audit.config import FitConfig
 from audit.fit import FitInputError, main, parse_arguments, read_long_table
 
 
@@ -28,8 +29,8 @@ def write_responses(path: Path, columns=("respondent", "item", "y")) -> Path:
 
 def test_arguments_are_typed_and_defaulted() -> None:
     command = parse_arguments(["input=a.csv", "output=out", "prior=seed", "draws=200"])
-    assert (command.input, command.output, command.prior, command.draws) == ("a.csv", "out",
-                                                                             "seed", 200)
+    assert (command.input, command.output, command.prior) == ("a.csv", "out", "seed")
+    assert command.sampler.draws == 200 and command.sampler.tune == FitConfig().tune
     assert (command.respondent, command.item, command.outcome) == ("respondent", "item", "y")
 
 
@@ -39,6 +40,7 @@ def test_arguments_are_typed_and_defaulted() -> None:
     (["input=a.csv", "output=o", "colour=red"], "colour"),
     (["input=a.csv", "output=o", "prior=flat"], "prior=seed"),
     (["a.csv"], "key=value"),
+    (["input=a.csv", "output=o", "sampler.model=rasch_seed"], "not an option"),
 ])
 def test_bad_arguments_are_named(arguments: list[str], message: str) -> None:
     with pytest.raises(FitInputError, match=message):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
@@ -25,7 +25,11 @@ log = logging.getLogger("audit.fit")
 # `prior=` names the model by what a user of the original audit knows it as.
 PRIORS = {"seed": "rasch_seed", "rasch": "rasch"}
 USAGE = ("usage: python -m audit.fit input=PATH output=DIR [respondent=COL item=COL outcome=COL "
-         "prior=seed|rasch draws=N tune=N chains=N seed=N hdi_prob=P]")
+         "prior=seed|rasch draws=N tune=N chains=N cores=N target_accept=P seed=N hdi_prob=P]")
+
+
+# Sampler settings are FitConfig's own fields, so their defaults have one home: the audit's.
+SAMPLER_KEYS = ("draws", "tune", "chains", "cores", "target_accept", "seed", "hdi_prob")
 
 
 @dataclass
@@ -34,15 +38,9 @@ class FitCommand:
     output: str = "???"
     respondent: str = "respondent"
     item: str = "item"
-    outcome: str = "y"
+    outcome: str = "y"  # the column; FitConfig.outcome (the label coding) does not apply here
     prior: str = "rasch"
-    draws: int = 1000
-    tune: int = 1000
-    chains: int = 4
-    cores: int = 2
-    target_accept: float = 0.8
-    seed: int = 20251123
-    hdi_prob: float = 0.94
+    sampler: FitConfig = field(default_factory=FitConfig)
 
 
 class FitInputError(ValueError):
@@ -54,10 +52,16 @@ def parse_arguments(arguments: list[str]) -> FitCommand:
     if malformed:
         raise FitInputError(f"argument {malformed[0]!r} is not key=value; {USAGE}")
     try:
-        merged = OmegaConf.merge(OmegaConf.structured(FitCommand), OmegaConf.from_dotlist(arguments))
+        # `draws=500` is short for `sampler.draws=500`; FitConfig's other fields are not options.
+        dotlist = [f"sampler.{argument}" if argument.split("=", 1)[0] in SAMPLER_KEYS
+                   else argument for argument in arguments]
+        merged = OmegaConf.merge(OmegaConf.structured(FitCommand), OmegaConf.from_dotlist(dotlist))
         command: FitCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
     except OmegaConfBaseException as error:
         raise FitInputError(f"{str(error).splitlines()[0]}; {USAGE}") from None
+    hidden = [argument for argument in arguments if argument.startswith("sampler.")]
+    if hidden:
+        raise FitInputError(f"{hidden[0]!r} is not an option; {USAGE}")
     if command.prior not in PRIORS:
         raise FitInputError(f"prior={command.prior} is unknown; use prior=seed (N(0,1) theta and b, "
                             "the original audit) or prior=rasch (identified, the default)")
@@ -104,12 +108,7 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str) -> pl.
 
 def run(command: FitCommand) -> pl.DataFrame:
     outcomes = read_long_table(Path(command.input), command.respondent, command.item, command.outcome)
-    fit_config = FitConfig(
-        model=PRIORS[command.prior], draws=command.draws, tune=command.tune, chains=command.chains,
-        cores=command.cores, target_accept=command.target_accept, seed=command.seed,
-        hdi_prob=command.hdi_prob,
-    )
-    fit = fit_rasch(outcomes, fit_config)
+    fit = fit_rasch(outcomes, replace(command.sampler, model=PRIORS[command.prior]))
     output = Path(command.output)
     output.mkdir(parents=True, exist_ok=True)
     fit.summary.write_csv(output / "summary.csv")
