@@ -54,3 +54,13 @@ def test_label_rates_are_shares_within_each_persona_kind() -> None:
     explicit = dict(rates.filter(pl.col("persona_kind") == "explicit")
                     .select("label", "share").iter_rows())
     assert explicit == {"favourable": 2 / 3, "refusal": 1 / 3}
+
+
+def test_judge_top_label_share_counts_only_the_judges_labels() -> None:
+    from audit.publish import judge_top_label_share
+
+    labels = pl.DataFrame({"label": ["unfavourable"] * 3 + ["favourable"] * 5,
+                           "label_source": ["judge"] * 3 + ["judge"] + ["rule"] * 4})
+    assert judge_top_label_share(labels) == (0.75, "unfavourable", 4)
+    share, top, judged = judge_top_label_share(labels.filter(pl.col("label_source") == "rule"))
+    assert judged == 0 and top == "" and share != share  # NaN when the judge labelled nothing

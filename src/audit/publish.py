@@ -24,6 +24,19 @@ from audit.schemas import LABELS, UNPARSEABLE, ItemSchema, LabelSchema, PromptSc
 log = logging.getLogger(__name__)
 
 RESPONDENT_COLUMNS = ["respondent_id", "model_name", "persona_id", "persona_kind", "gender", "race"]
+# A judge that gives one label to nearly every answer it reads is probably not reading them (the
+# embedded 135M judge does this); below this many judged answers the share says too little.
+JUDGE_TOP_LABEL_SHARE_WARN = 0.9
+JUDGE_MIN_ANSWERS_FOR_WARNING = 20
+
+
+def judge_top_label_share(labels: pl.DataFrame) -> tuple[float, str, int]:
+    """Share of the judge LLM's most frequent label among the answers it labelled."""
+    judged = labels.filter(pl.col("label_source") == "judge")
+    if judged.is_empty():
+        return float("nan"), "", 0
+    top = judged.group_by("label").len().sort(["len", "label"], descending=[True, False]).row(0)
+    return top[1] / judged.height, top[0], judged.height
 
 
 def audit_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, labels: pl.DataFrame,
@@ -45,6 +58,9 @@ def audit_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, labels: pl.Dat
         "divergences": fit.diagnostics.divergences,
         "converged": float(fit.diagnostics.converged),
     }
+    share, _, judged = judge_top_label_share(labels)
+    if judged:
+        metrics["judge_top_label_share"] = share
     for label in (*LABELS, UNPARSEABLE):
         count = labels.filter(pl.col("label") == label).height
         metrics[f"label_count/{label}"] = count
@@ -90,6 +106,11 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
 
     for problem in fit.diagnostics.problems():
         log.warning("fit did not converge: %s", problem)
+    share, top_label, judged = judge_top_label_share(labels)
+    if judged >= JUDGE_MIN_ANSWERS_FOR_WARNING and share > JUDGE_TOP_LABEL_SHARE_WARN:
+        log.warning("the judge gave '%s' to %.0f%% of the %d answers it labelled: it may not be "
+                    "reading them; check labels.parquet and consider a stronger judge (judge=...)",
+                    top_label, 100 * share, judged)
 
     run_info = None
     if cfg.tracking.enabled:
