@@ -19,6 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 from audit.config import FitConfig
 from audit.irt import fit_rasch, respondent_ranking
 from audit.logs import configure_cli_logging
+from audit.stages import AuditError, read_frame, write_fit
 
 log = logging.getLogger("audit.fit")
 
@@ -73,11 +74,9 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str) -> pl.
     if not path.is_file():
         raise FitInputError(f"input file {path} does not exist; pass input=PATH to a CSV or parquet")
     try:
-        table = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
-    except (pl.exceptions.PolarsError, OSError) as error:
-        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise FitInputError(f"cannot read {path} as {'parquet' if path.suffix == '.parquet' else 'CSV'}: "
-                            f"{first_line}") from None
+        table = read_frame(path, "input table")
+    except AuditError as error:
+        raise FitInputError(str(error)) from None
     wanted = {"respondent": respondent, "item": item, "outcome": outcome}
     missing = {key: column for key, column in wanted.items() if column not in table.columns}
     if missing:
@@ -93,10 +92,8 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str) -> pl.
         raise FitInputError(f"{path} has empty cells in {respondent}, {item} or {outcome}; "
                             "drop or fill those rows first")
     y = long.get_column("y")
-    if y.dtype == pl.Boolean:
-        y = y.cast(pl.Int64)
     try:
-        y = y.cast(pl.Int64, strict=True)
+        y = y.cast(pl.Int64, strict=True)  # true/false become 1/0
     except pl.exceptions.PolarsError:
         raise FitInputError(f"column {outcome!r} must hold 0 or 1 (or true/false); "
                             f"found {y.head(3).to_list()}") from None
@@ -110,9 +107,7 @@ def run(command: FitCommand) -> pl.DataFrame:
     outcomes = read_long_table(Path(command.input), command.respondent, command.item, command.outcome)
     fit = fit_rasch(outcomes, replace(command.sampler, model=PRIORS[command.prior]))
     output = Path(command.output)
-    output.mkdir(parents=True, exist_ok=True)
-    fit.summary.write_csv(output / "summary.csv")
-    fit.idata.to_netcdf(str(output / "posterior.nc"))
+    write_fit(fit, output)
     for problem in fit.diagnostics.problems():
         log.warning("fit did not converge: %s", problem)
     ranking = respondent_ranking(fit.summary)

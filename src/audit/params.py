@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 
 from audit.__main__ import CONF_DIR
 from audit.config import AuditConfig, to_audit_config
+from audit.logs import configure_cli_logging
 
 log = logging.getLogger(__name__)
 PIPELINE_DIR = "pipeline"
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. items=smoke")
     parser.add_argument("--output", type=Path, default=Path("params.yaml"))
     arguments = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    configure_cli_logging()
     arguments.output.write_text(params_yaml(compose_params(arguments.overrides)))
     log.info("wrote %s", arguments.output)
     return 0

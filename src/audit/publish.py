@@ -10,14 +10,13 @@ import json
 import logging
 from pathlib import Path
 
-import arviz as az
 import matplotlib.pyplot as plt
 import polars as pl
 from omegaconf import OmegaConf
 
 from audit import tracking
 from audit.config import AuditConfig
-from audit.irt import RaschFit, diagnose
+from audit.irt import RaschFit, parameter_table
 from audit.report import forest_plot, item_difficulty_plot, label_rates, print_ranking, theta_table
 from audit.schemas import LABELS, UNPARSEABLE, ItemSchema, LabelSchema, PromptSchema, ResponseSchema
 
@@ -67,10 +66,10 @@ def audit_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, labels: pl.Dat
         metrics[f"label_rate/{label}"] = count / max(labelled, 1)
     for stage, seconds in timings.items():
         metrics[f"duration_s/{stage}"] = seconds
-    for row in fit.summary.iter_rows(named=True):
-        name, _, index = row["parameter"].partition("[")
-        if name in ("theta", "b") and index:
-            metrics[tracking.metric_name(f"{name}_mean", index.rstrip("]"))] = row["mean"]
+    for name in ("theta", "b"):
+        means = parameter_table(fit.summary, name, "index").select("index", "mean")
+        for index, mean in means.rows():
+            metrics[tracking.metric_name(f"{name}_mean", index)] = mean
     return metrics
 
 
@@ -124,16 +123,16 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         with tracking.mlflow_run(cfg.tracking, run_name, tags) as run_info:
             tracking.log_params(flat)
             tracking.log_metrics(metrics)
-            tracking.log_artifacts({
-                "fit": files.fit / "posterior.nc",
-                "tables": files.fit / "summary.csv",
-                "plots": written["forest_theta.png"],
-                "": config_yaml,
-            })
-            tracking.log_artifacts({"plots": written["item_difficulty.png"],
-                                    "tables": report_dir / "theta_ranking.csv"})
-            tracking.log_artifacts({"tables": report_dir / "label_rates.csv",
-                                    "data": files.labels})
+            tracking.log_artifacts([
+                ("fit", files.fit / "posterior.nc"),
+                ("tables", files.fit / "summary.csv"),
+                ("tables", report_dir / "theta_ranking.csv"),
+                ("tables", report_dir / "label_rates.csv"),
+                ("plots", written["forest_theta.png"]),
+                ("plots", written["item_difficulty.png"]),
+                ("data", files.labels),
+                ("", config_yaml),
+            ])
     print_ranking(thetas, cfg.fit.hdi_prob)
     if run_info is not None:
         log.info("MLflow run %s in experiment '%s' at %s; browse with: mlflow ui "
@@ -145,16 +144,10 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
 
 def publish_from_files(cfg: AuditConfig, files) -> dict:
     """The report stage of `dvc repro`: the same publishing, from the tables on disk."""
-    from audit.irt import RaschFit
-    from audit.stages import AuditError, read_table
+    from audit.stages import read_fit, read_table
 
     prompts = read_table(files.prompts, PromptSchema, "prompts")
     responses = read_table(files.responses, ResponseSchema, "responses")
     labels = read_table(files.labels, LabelSchema, "labels")
-    posterior = files.fit / "posterior.nc"
-    if not posterior.is_file():
-        raise AuditError(f"posterior not found at {posterior}: run the fit stage first")
-    idata = az.from_netcdf(str(posterior))
-    summary = pl.read_csv(files.fit / "summary.csv")
-    fit = RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, cfg.fit))
-    return publish(cfg, prompts, responses, labels, fit, files, timings={})
+    return publish(cfg, prompts, responses, labels, read_fit(files.fit, cfg.fit), files,
+                   timings={})

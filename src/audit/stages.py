@@ -13,15 +13,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import arviz as az
 import pandera.polars as pa
 import polars as pl
 from omegaconf import OmegaConf
 
 from audit.backends import Backend, BackendError, create_backend
-from audit.config import AuditConfig, to_audit_config
+from audit.config import AuditConfig, FitConfig, to_audit_config
 from audit.design import expand_design
 from audit.engine import collect_responses, summarise_responses
-from audit.irt import RaschFit, code_outcomes, fit_rasch
+from audit.irt import RaschFit, code_outcomes, diagnose, fit_rasch
 from audit.items import select_items
 from audit.judge.cascade import label_responses
 from audit.logs import configure_cli_logging
@@ -32,6 +33,7 @@ from audit.schemas import (
     PersonaSchema,
     PromptSchema,
     ResponseSchema,
+    SummarySchema,
     validate,
 )
 from audit.store import ResponseStore
@@ -73,17 +75,21 @@ class StageFiles:
         return self.directory / "report"
 
 
+def read_frame(path: Path, what: str) -> pl.DataFrame:
+    """Read parquet (by suffix) or CSV, turning a reader's error into one line naming the file."""
+    try:
+        return pl.read_parquet(path) if Path(path).suffix == ".parquet" else pl.read_csv(path)
+    except (pl.exceptions.PolarsError, OSError) as error:
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise AuditError(f"cannot read {what} at {path}: {first_line}") from error
+
+
 def read_table(path: Path, schema: type[pa.DataFrameModel], what: str) -> pl.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise AuditError(f"{what} not found at {path}: run the stage that writes it first "
                          f"(or check the path in the config)")
-    try:
-        frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
-    except (pl.exceptions.PolarsError, OSError) as error:
-        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise AuditError(f"cannot read {what} at {path}: {first_line}") from error
-    return validate(frame, schema, f"{what} ({path})")
+    return validate(read_frame(path, what), schema, f"{what} ({path})")
 
 
 def write_table(frame: pl.DataFrame, path: Path, schema: type[pa.DataFrameModel], what: str) -> None:
@@ -163,11 +169,14 @@ def write_fit(fit: RaschFit, directory: Path) -> None:
     fit.idata.to_netcdf(str(directory / "posterior.nc"))
 
 
-def read_fit_summary(directory: Path) -> pl.DataFrame:
-    path = directory / "summary.csv"
-    if not path.is_file():
-        raise AuditError(f"fit summary not found at {path}: run the fit stage first")
-    return pl.read_csv(path)
+def read_fit(directory: Path, fit_config: FitConfig) -> RaschFit:
+    """The fit written by write_fit, with its diagnostics recomputed against fit_config."""
+    posterior = directory / "posterior.nc"
+    if not posterior.is_file():
+        raise AuditError(f"posterior not found at {posterior}: run the fit stage first")
+    idata = az.from_netcdf(str(posterior))
+    summary = read_table(directory / "summary.csv", SummarySchema, "fit summary")
+    return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit_config))
 
 
 # --- the whole audit ----------------------------------------------------------------------------

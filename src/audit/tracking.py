@@ -11,7 +11,7 @@ import importlib.metadata
 import logging
 import re
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,17 +118,15 @@ def log_metrics(metrics: Mapping[str, float]) -> None:
     mlflow.log_metrics(clean)
 
 
-def log_artifacts(files: Mapping[str, Path]) -> None:
-    """Log files under the artifact sub-folders named by the keys ("" for the root)."""
+def log_artifacts(files: Iterable[tuple[str, Path]]) -> None:
+    """Log each (folder, file) pair under that artifact sub-folder ("" for the root).
+
+    Pairs, not a mapping keyed by folder, because a folder usually holds several files.
+    """
     import mlflow
 
-    for folder, path in files.items():
+    for folder, path in files:
         if not Path(path).exists():
             raise FileNotFoundError(f"artifact to log is missing: {path}")
         mlflow.log_artifact(str(path), artifact_path=folder or None)
 
-
-def set_tags(tags: Mapping[str, str]) -> None:
-    import mlflow
-
-    mlflow.set_tags(dict(tags))

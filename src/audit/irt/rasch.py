@@ -20,7 +20,6 @@ import arviz as az
 import numpy as np
 import polars as pl
 import pymc as pm
-import xarray as xr
 
 from audit.config import FitConfig
 from audit.irt.diagnostics import Diagnostics, diagnose
@@ -40,11 +39,8 @@ MODELS: tuple[str, ...] = ("rasch", "rasch_seed")
 # model that almost always approves (or denies) sits far from zero.
 THETA_PRIOR_SD = 1.0
 ITEM_PRIOR_SD = 2.0
-# Variables summarised, in order.
-SUMMARY_VARIABLES: dict[str, tuple[str, ...]] = {
-    "rasch": ("theta", "b"),
-    "rasch_seed": ("theta", "b"),
-}
+# Variables summarised, in order; every model in MODELS defines both.
+SUMMARY_VARIABLES: tuple[str, ...] = ("theta", "b")
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "parameter", "mean", "sd", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail",
 )
@@ -204,10 +200,10 @@ def sample_with_nutpie(model: pm.Model, fit: FitConfig) -> az.InferenceData:
         )
 
 
-def summarise(idata: az.InferenceData, model: str, hdi_prob: float) -> pl.DataFrame:
+def summarise(idata: az.InferenceData, hdi_prob: float) -> pl.DataFrame:
     """ArviZ's summary as a validated polars table with the column names of the CLI contract."""
-    variables = [name for name in SUMMARY_VARIABLES[model] if name in idata.posterior]
-    table = az.summary(idata, var_names=variables, hdi_prob=hdi_prob, kind="all", round_to="none")
+    table = az.summary(idata, var_names=list(SUMMARY_VARIABLES), hdi_prob=hdi_prob, kind="all",
+                       round_to="none")
     low, high = (column for column in table.columns if column.startswith("hdi_"))
     summary = pl.DataFrame(
         {
@@ -235,7 +231,7 @@ def fit_rasch(
         fit.model, data.row_y.size, len(data.respondents), len(data.items), fit.chains, fit.draws,
     )
     idata = sample(model, fit)
-    summary = summarise(idata, fit.model, fit.hdi_prob)
+    summary = summarise(idata, fit.hdi_prob)
     return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit))
 
 

@@ -77,10 +77,10 @@ def judge_answer(backend: Backend, config: JudgeConfig, store: ResponseStore, qu
                  answer: str, favourable: str, unfavourable: str) -> JudgeVerdict:
     prompt = judge_prompt(question, answer, favourable, unfavourable)
     words = decision_words(favourable, unfavourable)
+    schema = decision_schema(words)
     problems = []
     for seed in JUDGE_SEEDS:
-        request = build_request(config.model, JUDGE_SYSTEM_PROMPT, prompt, seed,
-                                decision_schema(words))
+        request = build_request(config.model, JUDGE_SYSTEM_PROMPT, prompt, seed, schema)
         outcome = send(backend, request, store)
         if outcome.completion is None:
             problems.append(f"judge request failed ({outcome.error.kind if outcome.error else '?'})")
