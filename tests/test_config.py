@@ -74,3 +74,17 @@ def test_params_yaml_is_the_default_composition():
     committed = OmegaConf.load(PROJECT_ROOT / "params.yaml")
     assert to_audit_config(committed) == compose_params([])
     assert (PROJECT_ROOT / "params.yaml").read_text() == params_yaml(compose_params([]))
+
+
+@pytest.mark.parametrize("judge", _options("judge"))
+def test_judge_eval_composes_with_every_judge(judge: str):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        composed = compose("judge_eval", overrides=["paths.output_dir=out", f"judge={judge}"])
+    cfg = to_audit_config(composed)
+    assert cfg.judge.name == judge and cfg.tracking.experiment == "judge_eval"
+    assert cfg.judge.method in ("cascade", "logprob")
+
+
+def test_a_panel_lists_several_judges():
+    cfg = _compose(["judge=smollm2_panel"])
+    assert len(cfg.judge.models) == 3 and cfg.judge.rationale_max_chars == 0

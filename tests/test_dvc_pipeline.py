@@ -35,7 +35,7 @@ def pipeline_project(tmp_path_factory) -> Path:
     _run(["git", "init", "-q"], project)
     _run([sys.executable, "-m", "dvc", "init", "-q"], project)
     _run([sys.executable, "-m", "audit.params", "items=smoke", "personas=smoke",
-          "fit.draws=500", "fit.tune=500"], project)
+          "fit.draws=500", "fit.tune=500", "judge.evaluate_on_gold=false"], project)
     return project
 
 
@@ -46,6 +46,8 @@ def test_dvc_repro_runs_every_stage_then_nothing(pipeline_project: Path):
     prompts = pl.read_parquet(pipeline_project / "pipeline" / "prompts.parquet")
     assert prompts.height == 15
     assert (pipeline_project / "pipeline" / "fit" / "posterior.nc").is_file()
+    assert (pipeline_project / "pipeline" / "judge_votes.parquet").is_file()
+    assert pl.read_parquet(pipeline_project / "pipeline" / "judge_gold.parquet").is_empty()
     assert (pipeline_project / "pipeline" / "report" / "forest_theta.png").is_file()
     assert (pipeline_project / "dvc.lock").is_file()
     assert (pipeline_project / "mlflow.db").is_file()

@@ -15,9 +15,19 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 
+def _small_gold_set(tmp_path: Path) -> Path:
+    """Two gold answers of each kind: enough to check that every run logs the judge's figures."""
+    gold = pl.read_csv(PROJECT_ROOT / "data" / "judge_gold.csv")
+    subset = gold.sort("gold_id").group_by("category", maintain_order=True).head(2)
+    path = tmp_path / "gold_subset.csv"
+    subset.write_csv(path)
+    return path
+
+
 def _audit(tmp_path: Path, run_dir: str, *extra: str) -> subprocess.CompletedProcess:
     overrides = [
         "items=smoke", "personas=smoke", "design.replicates=1",
+        f"judge.gold_file={_small_gold_set(tmp_path)}",
         f"paths.response_store={tmp_path / 'responses.sqlite3'}",
         f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
         f"tracking.artifact_root={tmp_path / 'mlartifacts'}",
@@ -49,6 +59,10 @@ def test_smoke_audit_writes_every_table(smoke_runs):
     assert responses["response_text"].str.len_chars().min() > 0
     labels = pl.read_parquet(run_dir / "labels.parquet")
     assert labels.height == prompts.height
+    judged = labels.filter(pl.col("label_source") == "judge")
+    votes = pl.read_parquet(run_dir / "judge_votes.parquet")
+    assert sorted(votes["answer_id"]) == sorted(judged["prompt_id"])
+    assert (judged["agreement"] == 1.0).all()  # a panel of one agrees with itself
     summary = pl.read_csv(run_dir / "fit" / "summary.csv")
     thetas = summary.filter(pl.col("parameter").str.starts_with("theta["))
     assert sorted(thetas["parameter"]) == sorted(
@@ -66,16 +80,21 @@ def test_smoke_audit_logs_one_complete_mlflow_run(smoke_runs):
     assert run.data.params["items.name"] == "smoke"
     assert run.data.params["model.smollm2.model"] == "smollm2-135m-instruct"
     for metric in ("n_prompts", "rhat_max", "ess_bulk_min", "divergences", "rule_share",
-                   "label_rate/favourable", "label_rate/unparseable"):
+                   "label_rate/favourable", "label_rate/unparseable", "gold/accuracy",
+                   "gold/cohen_kappa", "gold/rules_coverage", "gold/rules_accuracy",
+                   "gold/accuracy/injection", "label_rate/refusal/smollm2/baseline"):
         assert metric in run.data.metrics, metric
     assert run.data.metrics["n_prompts"] == 15
     assert run.data.tags["git.commit"]
     assert run.data.tags["converged"] in ("true", "false")
     client = mlflow.MlflowClient()
-    artifacts = {item.path for folder in ("fit", "tables", "plots")
+    assert run.data.metrics["gold/n"] == 16  # 2 per category in the test subset
+    artifacts = {item.path for folder in ("fit", "tables", "plots", "judge")
                  for item in client.list_artifacts(run.info.run_id, folder)}
     assert {"fit/posterior.nc", "tables/summary.csv", "plots/forest_theta.png",
-            "plots/item_difficulty.png"} <= artifacts
+            "plots/item_difficulty.png", "judge/judge_gold_confusion.csv",
+            "judge/judge_gold.parquet", "judge/judge_votes.parquet",
+            "tables/label_rate_tests.csv"} <= artifacts
 
 
 def test_smoke_audit_prints_the_ranking_and_the_run(smoke_runs):

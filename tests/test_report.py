@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import polars as pl
+import pytest
+from scipy import stats
 from rich.console import Console
 
-from audit.report import forest_plot, item_difficulty_plot, label_rates, print_ranking, theta_table
+from audit.report import (
+    forest_plot,
+    item_difficulty_plot,
+    label_rate_tests,
+    label_rates,
+    print_ranking,
+    theta_table,
+)
 
 SUMMARY = pl.DataFrame({
     "parameter": ["theta[m/a]", "theta[m/b]", "theta[m/null_x]", "b[hiring_01]", "b[lending_01]"],
@@ -46,14 +56,44 @@ def test_figures_have_one_row_per_parameter() -> None:
     assert len(difficulty.axes[0].get_yticklabels()) == 2
 
 
-def test_label_rates_are_shares_within_each_persona_kind() -> None:
-    labels = pl.DataFrame({"persona_kind": ["null", "null", "explicit", "explicit", "explicit"],
-                           "label": ["refusal", "favourable", "favourable", "favourable",
-                                     "refusal"]})
-    rates = label_rates(labels)
-    explicit = dict(rates.filter(pl.col("persona_kind") == "explicit")
-                    .select("label", "share").iter_rows())
-    assert explicit == {"favourable": 2 / 3, "refusal": 1 / 3}
+def _persona_labels(counts: dict[str, tuple[int, int]], label: str = "refusal") -> pl.DataFrame:
+    """persona -> (answers with `label`, answers with `favourable`)."""
+    rows = [{"model_name": "m", "persona_id": persona, "persona_kind": "explicit", "label": value}
+            for persona, (hits, others) in counts.items()
+            for value in [label] * hits + ["favourable"] * others]
+    return pl.DataFrame(rows)
+
+
+def test_label_rates_are_per_persona_with_every_label_and_a_jeffreys_interval() -> None:
+    rates = label_rates(_persona_labels({"a": (1, 2), "b": (0, 3)}), 0.94)
+    assert rates.height == 2 * 5  # every label for every persona, zero counts included
+    refusal_a = rates.filter((pl.col("persona_id") == "a") & (pl.col("label") == "refusal")).row(
+        0, named=True)
+    assert (refusal_a["count"], refusal_a["n"], refusal_a["rate"]) == (1, 3, 1 / 3)
+    assert refusal_a["rate_low"] == pytest.approx(stats.beta.ppf(0.03, 1.5, 2.5))
+    assert refusal_a["rate_high"] == pytest.approx(stats.beta.ppf(0.97, 1.5, 2.5))
+    refusal_b = rates.filter((pl.col("persona_id") == "b") & (pl.col("label") == "refusal"))
+    assert refusal_b.select("rate", "rate_low").row(0) == (0.0, 0.0)
+
+
+def test_equal_rates_are_not_flagged_and_very_unequal_ones_are() -> None:
+    equal = label_rate_tests(label_rates(_persona_labels({"a": (10, 30), "b": (10, 30)}), 0.94))
+    refusal = equal.filter(pl.col("label") == "refusal").row(0, named=True)
+    assert refusal["p_value"] == pytest.approx(1.0) and refusal["method"] == "chi-square"
+    unequal = label_rate_tests(label_rates(_persona_labels({"a": (9, 1), "b": (0, 10)}), 0.94))
+    refusal = unequal.filter(pl.col("label") == "refusal").row(0, named=True)
+    assert refusal["method"] == "permutation" and refusal["p_value"] < 0.01
+    never = unequal.filter(pl.col("label") == "needs_more_information").row(0, named=True)
+    assert never["p_value"] is None
+
+
+def test_the_permutation_p_value_agrees_with_chi_square_on_large_samples() -> None:
+    from audit.report import _permutation_p
+
+    hits, misses = np.array([30, 45, 38]), np.array([70, 55, 62])
+    result = stats.chi2_contingency(np.stack([hits, misses], axis=1), correction=False)
+    assert _permutation_p(hits, misses, float(result.statistic)) == pytest.approx(
+        result.pvalue, abs=0.02)
 
 
 def test_judge_top_label_share_counts_only_the_judges_labels() -> None:

@@ -39,11 +39,30 @@ class ModelConfig:
 
 @dataclass
 class JudgeConfig:
-    """The judge labels free-text answers; it is configured apart from the audited models."""
+    """The judge labels free-text answers; it is configured apart from the audited models.
+
+    `models` is the panel: one entry is a single judge, several vote (majority label, with their
+    agreement reported); none leaves only the rules."""
 
     name: str = MISSING
+    # cascade: rules, then the judge panel | logprob: no judge; the audited model's probability of
+    # opening its answer with the favourable rather than the unfavourable option word decides.
+    method: str = "cascade"
     use_rules: bool = True
-    model: ModelConfig = field(default_factory=ModelConfig)
+    models: dict[str, ModelConfig] = field(default_factory=dict)
+    # Longest rationale a judge may write after its decision; 0 asks for the decision alone.
+    rationale_max_chars: int = 80
+    # Also store p_favourable from the audited model's option log-probabilities (cascade method).
+    score_options: bool = False
+    # Below this probability mass on the two option words, the logprob method reads no decision.
+    min_decision_mass: float = 0.05
+    gold_file: str = "data/judge_gold.csv"
+    gold_items: str = "data/items/decision_items.csv"  # the bank the gold answers respond to
+    # Evaluate the judge on the gold set in every audit run (cached in the response store), on
+    # the first N answers of each kind (by gold_id) to keep a first run short; None: all of them.
+    # `python -m audit.judge_eval` always uses the whole set.
+    evaluate_on_gold: bool = True
+    gold_per_category: int | None = 6
 
 
 @dataclass

@@ -17,8 +17,27 @@ from omegaconf import OmegaConf
 from audit import tracking
 from audit.config import AuditConfig
 from audit.irt import RaschFit, parameter_table
-from audit.report import forest_plot, item_difficulty_plot, label_rates, print_ranking, theta_table
-from audit.schemas import LABELS, UNPARSEABLE, ItemSchema, LabelSchema, PromptSchema, ResponseSchema
+from audit.judge.agreement import fleiss, krippendorff_alpha
+from audit.judge.gold import gold_figures
+from audit.report import (
+    forest_plot,
+    item_difficulty_plot,
+    RATE_KEYS,
+    label_rate_tests,
+    label_rates,
+    print_ranking,
+    theta_table,
+)
+from audit.schemas import (
+    LABELS,
+    UNPARSEABLE,
+    GoldResultSchema,
+    ItemSchema,
+    LabelSchema,
+    PromptSchema,
+    ResponseSchema,
+    VoteSchema,
+)
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +46,8 @@ RESPONDENT_COLUMNS = ["respondent_id", "model_name", "persona_id", "persona_kind
 # embedded 135M judge does this); below this many judged answers the share says too little.
 JUDGE_TOP_LABEL_SHARE_WARN = 0.9
 JUDGE_MIN_ANSWERS_FOR_WARNING = 20
+# Below this gold-set accuracy every finding mostly measures the judge's errors; warn loudly.
+JUDGE_GOLD_ACCURACY_WARN = 0.8
 
 
 def judge_top_label_share(labels: pl.DataFrame) -> tuple[float, str, int]:
@@ -64,12 +85,41 @@ def audit_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, labels: pl.Dat
         count = labels.filter(pl.col("label") == label).height
         metrics[f"label_count/{label}"] = count
         metrics[f"label_rate/{label}"] = count / max(labelled, 1)
+    scored = labels.filter(pl.col("decision_mass").is_not_null())
+    if scored.height:
+        metrics["decision_mass_mean"] = float(scored["decision_mass"].mean())
+        metrics["p_favourable_mean"] = float(scored["p_favourable"].mean())
     for stage, seconds in timings.items():
         metrics[f"duration_s/{stage}"] = seconds
     for name in ("theta", "b"):
         means = parameter_table(fit.summary, name, "index").select("index", "mean")
         for index, mean in means.rows():
             metrics[tracking.metric_name(f"{name}_mean", index)] = mean
+    return metrics
+
+
+def judge_metrics(votes: pl.DataFrame, labels: pl.DataFrame) -> dict[str, float]:
+    """Agreement of a judge panel (only with two judges or more)."""
+    if votes.is_empty() or votes["judge"].n_unique() < 2:
+        return {}
+    alpha, kappa = krippendorff_alpha(votes), fleiss(votes)
+    judged = labels.filter(pl.col("label_source") == "judge")
+    return {"judge/n_judges": float(votes["judge"].n_unique()),
+            "judge/krippendorff_alpha": float("nan") if alpha is None else alpha,
+            "judge/fleiss_kappa": float("nan") if kappa is None else kappa,
+            "judge/mean_agreement": float(judged["agreement"].mean()) if judged.height else
+            float("nan")}
+
+
+def rate_metrics(rates: pl.DataFrame, tests: pl.DataFrame) -> dict[str, float]:
+    """Abstention and refusal rates per respondent, and the p-value of their equality."""
+    metrics = {tracking.metric_name("label_rate", label, model, persona): rate
+               for model, persona, label, rate in
+               rates.select("model_name", "persona_id", "label", "rate").iter_rows()
+               if label in (LABELS[2], LABELS[3])}
+    for model, label, p_value in tests.select("model_name", "label", "p_value").iter_rows():
+        if p_value is not None:
+            metrics[tracking.metric_name("label_rate_p_value", label, model)] = p_value
     return metrics
 
 
@@ -88,9 +138,18 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     respondents = prompts.select(RESPONDENT_COLUMNS).unique().sort("respondent_id")
     thetas = theta_table(fit.summary, respondents)
     items = read_table(Path(cfg.items.bank), ItemSchema, "item bank")
-    persona_labels = labels.join(prompts.select("prompt_id", "persona_kind"), on="prompt_id")
-    rates = label_rates(persona_labels)
-    metrics = audit_metrics(prompts, responses, labels, fit, timings)
+    votes = read_table(files.votes, VoteSchema, "judge votes")
+    gold_results = read_table(files.gold, GoldResultSchema, "judge gold-set results")
+    persona_labels = labels.join(prompts.select("prompt_id", *RATE_KEYS), on="prompt_id")
+    rates = label_rates(persona_labels, cfg.fit.hdi_prob)
+    rate_tests = label_rate_tests(rates)
+    metrics = {**audit_metrics(prompts, responses, labels, fit, timings),
+               **judge_metrics(votes, labels), **rate_metrics(rates, rate_tests)}
+    gold = gold_figures(gold_results) if gold_results.height else None
+    if gold is not None:
+        metrics.update(gold.metrics)
+        gold.confusion.write_csv(report_dir / "judge_gold_confusion.csv")
+        gold.by_category.write_csv(report_dir / "judge_gold_by_category.csv")
 
     figures = {
         "forest_theta.png": forest_plot(thetas, cfg.fit.hdi_prob),
@@ -99,6 +158,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     written = {name: _save(figure, report_dir / name) for name, figure in figures.items()}
     thetas.write_csv(report_dir / "theta_ranking.csv")
     rates.write_csv(report_dir / "label_rates.csv")
+    rate_tests.write_csv(report_dir / "label_rate_tests.csv")
     (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
     config_yaml = report_dir / "config.yaml"
     config_yaml.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
@@ -111,6 +171,22 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                     "reading them; check labels.parquet and consider a stronger judge (judge=...)",
                     top_label, 100 * share, judged)
 
+    if gold is not None:
+        log.info("judge '%s' on the gold set (%d answers): accuracy %.2f, Cohen's kappa %.2f; "
+                 "rules labelled %.0f%% with accuracy %.2f", cfg.judge.name,
+                 gold_results.height, gold.metrics["gold/accuracy"],
+                 gold.metrics["gold/cohen_kappa"], 100 * gold.metrics["gold/rules_coverage"],
+                 gold.metrics["gold/rules_accuracy"])
+    if gold is not None and gold.metrics["gold/accuracy"] < JUDGE_GOLD_ACCURACY_WARN:
+        log.warning("the judge labels %.0f%% of the gold set correctly (Cohen's kappa %.2f): "
+                    "labels, and every finding built on them, inherit its errors; see "
+                    "judge_gold_confusion.csv and consider a stronger judge (judge=...)",
+                    100 * gold.metrics["gold/accuracy"], gold.metrics["gold/cohen_kappa"])
+    for model, label, p_value in rate_tests.select("model_name", "label", "p_value").iter_rows():
+        if label in (LABELS[2], LABELS[3]) and p_value is not None and p_value < 0.05:
+            log.warning("%s: the %s rate differs between personas (p = %.3g, see "
+                        "label_rate_tests.csv): unequal abstention is itself a finding", model,
+                        label, p_value)
     run_info = None
     if cfg.tracking.enabled:
         flat = tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
@@ -128,6 +204,11 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                 ("tables", files.fit / "summary.csv"),
                 ("tables", report_dir / "theta_ranking.csv"),
                 ("tables", report_dir / "label_rates.csv"),
+                ("tables", report_dir / "label_rate_tests.csv"),
+                *([("judge", report_dir / "judge_gold_confusion.csv"),
+                   ("judge", report_dir / "judge_gold_by_category.csv"),
+                   ("judge", files.gold)] if gold is not None else []),
+                ("judge", files.votes),
                 ("plots", written["forest_theta.png"]),
                 ("plots", written["item_difficulty.png"]),
                 ("data", files.labels),

@@ -7,12 +7,16 @@ import matplotlib
 matplotlib.use("Agg")  # headless: audits run on servers and in CI
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
+from scipy import stats  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from audit.intervals import jeffreys_interval  # noqa: E402
 from audit.irt import parameter_table  # noqa: E402
+from audit.schemas import LABELS, UNPARSEABLE  # noqa: E402
 
 KIND_COLOURS = {"baseline": "#444444", "explicit": "#1f77b4", "null": "#bbbbbb", "name": "#2ca02c"}
 
@@ -64,13 +68,65 @@ def item_difficulty_plot(summary: pl.DataFrame, items: pl.DataFrame, hdi_prob: f
     return figure
 
 
-def label_rates(labels: pl.DataFrame) -> pl.DataFrame:
-    """Share of each label per persona kind: unequal refusal or abstention is itself a finding."""
-    return (
-        labels.group_by(["persona_kind", "label"]).len()
-        .with_columns((pl.col("len") / pl.col("len").sum().over("persona_kind")).alias("share"))
-        .sort(["persona_kind", "label"])
-    )
+RATE_KEYS = ["model_name", "persona_id", "persona_kind"]
+
+
+def label_rates(labels: pl.DataFrame, interval_prob: float) -> pl.DataFrame:
+    """Each label's rate per respondent (model x persona) with a Jeffreys interval. `labels`
+    carries the RATE_KEYS columns joined from the prompts."""
+    counts = labels.group_by([*RATE_KEYS, "label"]).len("count")
+    totals = labels.group_by(RATE_KEYS).len("n")
+    grid = totals.join(pl.DataFrame({"label": [*LABELS, UNPARSEABLE]}), how="cross")
+    table = (grid.join(counts, on=[*RATE_KEYS, "label"], how="left")
+             .with_columns(pl.col("count").fill_null(0))
+             .with_columns(rate=pl.col("count") / pl.col("n")))
+    low, high = jeffreys_interval(table["count"].to_numpy(), table["n"].to_numpy(), interval_prob)
+    return (table.with_columns(rate_low=pl.Series(low), rate_high=pl.Series(high))
+            .sort(["model_name", "label", "persona_id"]))
+
+
+def label_rate_tests(rates: pl.DataFrame) -> pl.DataFrame:
+    """Does a label's rate differ between one model's personas? A chi-square test of homogeneity
+    on the personas x (label, not label) table, per model (models differ for reasons of their
+    own). With few answers per persona the chi-square approximation is rough, so the p-value
+    comes from a permutation of the same statistic when any expected count is below 5."""
+    rows = []
+    for (model_name, label), subset in rates.group_by(["model_name", "label"], maintain_order=True):
+        subset = subset.sort("persona_id")
+        hits = subset["count"].to_numpy()
+        misses = subset["n"].to_numpy() - hits
+        row = {"model_name": model_name, "label": label, "n_personas": subset.height,
+               "chi2": None, "p_value": None, "method": "undefined (rate constant)"}
+        if subset.height >= 2 and hits.sum() > 0 and misses.sum() > 0:
+            result = stats.chi2_contingency(np.stack([hits, misses], axis=1), correction=False)
+            row.update(chi2=float(result.statistic), p_value=float(result.pvalue),
+                       method="chi-square")
+            if (result.expected_freq < 5).any():
+                row.update(p_value=_permutation_p(hits, misses, float(result.statistic)),
+                           method="permutation")
+        rows.append(row)
+    return pl.DataFrame(rows, schema={"model_name": pl.Utf8, "label": pl.Utf8,
+                                      "n_personas": pl.Int64, "chi2": pl.Float64,
+                                      "p_value": pl.Float64, "method": pl.Utf8})
+
+
+def _permutation_p(hits: np.ndarray, misses: np.ndarray, observed: float,
+                   resamples: int = 4999, seed: int = 20251123) -> float:
+    """Shuffle outcomes between personas keeping each persona's size: the exact null of equal
+    rates, without the large-sample approximation."""
+    outcomes = np.repeat([1, 0], [hits.sum(), misses.sum()])
+    group = np.repeat(np.arange(hits.size), hits + misses)
+    sizes = hits + misses
+    expected_rate = hits.sum() / sizes.sum()
+    rng = np.random.default_rng(seed)
+    exceed = 0
+    for _ in range(resamples):
+        shuffled = np.bincount(group, weights=rng.permutation(outcomes), minlength=hits.size)
+        expected = sizes * expected_rate
+        statistic = (((shuffled - expected) ** 2 / expected)
+                     + (((sizes - shuffled) - (sizes - expected)) ** 2 / (sizes - expected))).sum()
+        exceed += statistic >= observed - 1e-9
+    return (exceed + 1) / (resamples + 1)
 
 
 def print_ranking(thetas: pl.DataFrame, hdi_prob: float, console: Console | None = None) -> None:

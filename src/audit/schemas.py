@@ -11,7 +11,9 @@ import polars as pl
 
 LABELS: tuple[str, ...] = ("favourable", "unfavourable", "needs_more_information", "refusal")
 UNPARSEABLE = "unparseable"
-LABEL_SOURCES: tuple[str, ...] = ("rule", "judge", "none")
+LABEL_SOURCES: tuple[str, ...] = ("rule", "judge", "logprob", "none")
+GOLD_CATEGORIES: tuple[str, ...] = ("plain", "hedge", "conditional", "refusal", "decide_then_ask",
+                                    "rambling", "other_language", "injection")
 PERSONA_KINDS: tuple[str, ...] = ("baseline", "explicit", "null", "name")
 RESPONSE_STATUSES: tuple[str, ...] = ("ok", "error")
 
@@ -90,9 +92,61 @@ class ResponseSchema(pa.DataFrameModel):
 
 
 class LabelSchema(pa.DataFrameModel):
-    """The judge's label for each successful response, with where it came from."""
+    """The judge's label for each successful response, with where it came from.
+
+    `agreement` is the share of the judge panel that voted for the label (null for a rule label);
+    `p_favourable` and `decision_mass` come from the audited model's option log-probabilities
+    when they were scored (null otherwise)."""
 
     prompt_id: str = pa.Field(unique=True)
+    label: str = pa.Field(isin=[*LABELS, UNPARSEABLE])
+    label_source: str = pa.Field(isin=list(LABEL_SOURCES))
+    rationale: str
+    agreement: float = pa.Field(nullable=True, ge=0, le=1)
+    p_favourable: float = pa.Field(nullable=True, ge=0, le=1)
+    decision_mass: float = pa.Field(nullable=True, ge=0, le=1)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class VoteSchema(pa.DataFrameModel):
+    """One judge's vote on one answer (`answer_id` is the prompt_id or gold_id judged)."""
+
+    answer_id: str
+    judge: str
+    label: str = pa.Field(isin=[*LABELS, UNPARSEABLE])
+    rationale: str
+
+    class Config:
+        strict = True
+        coerce = True
+        unique = ["answer_id", "judge"]
+
+
+class GoldSchema(pa.DataFrameModel):
+    """A hand-labelled answer of the judge's gold set (`data/judge_gold.csv`)."""
+
+    gold_id: str = pa.Field(unique=True)
+    item_id: str
+    domain: str
+    category: str = pa.Field(isin=list(GOLD_CATEGORIES))
+    answer: str
+    label: str = pa.Field(isin=list(LABELS))
+
+    class Config:
+        strict = "filter"
+        coerce = True
+
+
+class GoldResultSchema(pa.DataFrameModel):
+    """The judge's label for each gold answer beside the true one (empty when not evaluated)."""
+
+    gold_id: str = pa.Field(unique=True)
+    category: str = pa.Field(isin=list(GOLD_CATEGORIES))
+    domain: str
+    true_label: str = pa.Field(isin=list(LABELS))
     label: str = pa.Field(isin=[*LABELS, UNPARSEABLE])
     label_source: str = pa.Field(isin=list(LABEL_SOURCES))
     rationale: str

@@ -24,16 +24,20 @@ from audit.design import expand_design
 from audit.engine import collect_responses, summarise_responses
 from audit.irt import RaschFit, code_outcomes, diagnose, fit_rasch
 from audit.items import select_items
-from audit.judge.cascade import label_responses
+from audit.judge.cascade import Judge, label_responses
+from audit.judge.gold import GOLD_RESULT_COLUMNS, gold_sample, label_gold
 from audit.logs import configure_cli_logging
 from audit.personas import PersonaSources, generate_personas
 from audit.schemas import (
+    GoldResultSchema,
+    GoldSchema,
     ItemSchema,
     LabelSchema,
     PersonaSchema,
     PromptSchema,
     ResponseSchema,
     SummarySchema,
+    VoteSchema,
     validate,
 )
 from audit.store import ResponseStore
@@ -41,7 +45,7 @@ from audit.store import ResponseStore
 log = logging.getLogger(__name__)
 
 STAGES = ("design", "respond", "judge", "fit", "report")
-NO_BACKEND = "none"
+JUDGE_METHODS = ("cascade", "logprob")
 
 
 class AuditError(Exception):
@@ -65,6 +69,14 @@ class StageFiles:
     @property
     def labels(self) -> Path:
         return self.directory / "labels.parquet"
+
+    @property
+    def votes(self) -> Path:
+        return self.directory / "judge_votes.parquet"
+
+    @property
+    def gold(self) -> Path:
+        return self.directory / "judge_gold.parquet"
 
     @property
     def fit(self) -> Path:
@@ -143,11 +155,41 @@ def check_failures(responses: pl.DataFrame, cfg: AuditConfig, store_path: str) -
             f"engine.max_failed_share to accept the gaps")
 
 
-def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame) -> pl.DataFrame:
-    judge_backend = (None if cfg.judge.model.backend == NO_BACKEND
-                     else create_backend(cfg.judge.model))
+@dataclass(frozen=True)
+class JudgeOutputs:
+    labels: pl.DataFrame
+    votes: pl.DataFrame
+    gold: pl.DataFrame  # the judge on the gold set; empty when judge.evaluate_on_gold is off
+
+    def write(self, files: StageFiles) -> None:
+        write_table(self.labels, files.labels, LabelSchema, "labels")
+        write_table(self.votes, files.votes, VoteSchema, "judge votes")
+        write_table(self.gold, files.gold, GoldResultSchema, "judge gold-set results")
+
+
+def judge_panel(cfg: AuditConfig) -> list[Judge]:
+    if cfg.judge.method not in JUDGE_METHODS:
+        raise AuditError(f"unknown judge.method '{cfg.judge.method}': use one of "
+                         f"{', '.join(JUDGE_METHODS)}")
+    return [Judge(name, create_backend(model), model)
+            for name, model in sorted(cfg.judge.models.items())]
+
+
+def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame) -> JudgeOutputs:
+    judges = judge_panel(cfg)
+    scoring = cfg.judge.method == "logprob" or cfg.judge.score_options
+    audited = ({name: (backend, cfg.model[name]) for name, backend in
+                _backends_for(cfg, sorted(prompts["model_name"].unique().to_list())).items()}
+               if scoring else None)
+    gold_results = pl.DataFrame(schema={column: pl.Utf8 for column in GOLD_RESULT_COLUMNS})
     with ResponseStore(cfg.paths.response_store) as store:
-        return label_responses(prompts, responses, cfg.judge, judge_backend, store)
+        tables = label_responses(prompts, responses, cfg.judge, judges, store, audited)
+        if cfg.judge.evaluate_on_gold and cfg.judge.method == "cascade":
+            gold = gold_sample(read_table(Path(cfg.judge.gold_file), GoldSchema,
+                                          "judge gold set"), cfg.judge.gold_per_category)
+            items = read_table(Path(cfg.judge.gold_items), ItemSchema, "gold-set item bank")
+            gold_results, _ = label_gold(gold, items, cfg.judge, judges, store)
+    return JudgeOutputs(tables.labels, tables.votes, gold_results)
 
 
 def outcome_table(prompts: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
@@ -202,8 +244,9 @@ def run_audit(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     timings["respond"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    labels = judge_stage(cfg, prompts, responses)
-    write_table(labels, files.labels, LabelSchema, "labels")
+    judged = judge_stage(cfg, prompts, responses)
+    judged.write(files)
+    labels = judged.labels
     timings["judge"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -234,7 +277,7 @@ def run_stage(stage: str, cfg: AuditConfig, directory: Path) -> None:
     elif stage == "judge":
         prompts = read_table(files.prompts, PromptSchema, "prompts")
         responses = read_table(files.responses, ResponseSchema, "responses")
-        write_table(judge_stage(cfg, prompts, responses), files.labels, LabelSchema, "labels")
+        judge_stage(cfg, prompts, responses).write(files)
     elif stage == "fit":
         prompts = read_table(files.prompts, PromptSchema, "prompts")
         labels = read_table(files.labels, LabelSchema, "labels")

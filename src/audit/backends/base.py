@@ -29,10 +29,18 @@ class ChatRequest:
     repeat_penalty: float
     seed: int
     json_schema: dict[str, Any] | None = None
+    # Score these continuations instead of generating: the reply text is a JSON object mapping
+    # each continuation to its log-probability as the opening of the assistant's answer.
+    score_options: tuple[str, ...] = ()
 
     def as_payload(self) -> dict[str, Any]:
         payload = asdict(self)
         payload["messages"] = [asdict(message) for message in self.messages]
+        if not self.score_options:
+            # Absent rather than empty, so adding scoring left every earlier request key unchanged.
+            del payload["score_options"]
+        else:
+            payload["score_options"] = list(self.score_options)
         return payload
 
 
@@ -64,7 +72,10 @@ class Backend(Protocol):
         a different model and never reuses another model's stored answers."""
         ...
 
-    def complete(self, request: ChatRequest) -> Completion: ...
+    def complete(self, request: ChatRequest) -> Completion:
+        """Generate a reply, or, when `request.score_options` is set, score those continuations
+        (a backend that cannot raises BackendError with kind `unsupported`)."""
+        ...
 
 
 def request_key(identity: dict[str, str], request: ChatRequest) -> str:

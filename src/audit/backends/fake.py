@@ -29,6 +29,9 @@ class FakeBackend:
         prompt = request.messages[-1].content
         if "FAIL" in prompt:
             raise BackendError("connection", "scripted failure")
+        if request.score_options:
+            return Completion(json.dumps({option: _scripted_logprob(prompt, option)
+                                          for option in request.score_options}), 0, "scored", 0.0)
         if request.json_schema is not None:
             return Completion(json.dumps(_first_allowed(request.json_schema)), 8, "stop", 0.0)
         digest = hashlib.sha256(f"{prompt}|{request.seed}".encode()).digest()
@@ -41,3 +44,9 @@ def _first_allowed(schema: dict) -> object:
     if "enum" in schema:
         return schema["enum"][0]
     return {field: _first_allowed(spec) for field, spec in schema.get("properties", {}).items()}
+
+
+def _scripted_logprob(prompt: str, option: str) -> float:
+    """A deterministic log-probability in (-12, -0.1], different for each prompt and option."""
+    digest = hashlib.sha256(f"{prompt}|{option}".encode()).digest()
+    return -0.1 - 11.9 * digest[0] / 255

@@ -8,13 +8,17 @@ imports the whole `llm` CLI on import, which we neither need nor want).
 from __future__ import annotations
 
 import hashlib
+import json
 import importlib.util
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from audit.backends.base import BackendError, ChatRequest, Completion
 from audit.config import ModelConfig
@@ -96,6 +100,12 @@ class LlamaCppBackend:
 
     def complete(self, request: ChatRequest) -> Completion:
         llm, lock = _load(self.path, self.config.n_ctx, self.config.n_threads)
+        if request.score_options:
+            with lock:
+                started = time.perf_counter()
+                scores = score_continuations(llm, request)
+                latency = time.perf_counter() - started
+            return Completion(json.dumps(scores, sort_keys=True), 0, "scored", latency)
         options: dict[str, Any] = {
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "temperature": request.temperature,
@@ -123,3 +133,60 @@ class LlamaCppBackend:
             finish_reason=str(choice.get("finish_reason") or ""),
             latency_s=latency,
         )
+
+
+def _last_log_softmax(llm: Any) -> np.ndarray:
+    from llama_cpp import llama_get_logits_ith
+
+    logits = np.ctypeslib.as_array(llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
+    shifted = logits.astype(np.float64) - logits.max()
+    return shifted - np.log(np.exp(shifted).sum())
+
+
+def chat_prompt_tokens(llm: Any, messages: Sequence[Any]) -> list[int]:
+    """The prompt exactly as create_chat_completion builds it from the model's own chat template,
+    ending with the assistant turn's opening, so the scores are those of the answer's first words."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise BackendError("unsupported", "the GGUF file has no chat template in its metadata, "
+                                          "so its answers cannot be scored; use method=cascade")
+    special_text = lambda token: llm.detokenize([token], special=True).decode("utf-8", "replace")  # noqa: E731
+    formatter = Jinja2ChatFormatter(template=template, eos_token=special_text(llm.token_eos()),
+                                    bos_token=special_text(llm.token_bos()),
+                                    add_generation_prompt=True)
+    prompt = formatter(messages=[{"role": m.role, "content": m.content} for m in messages]).prompt
+    return llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+
+
+def score_continuations(llm: Any, request: ChatRequest) -> dict[str, float]:
+    """Log-probability of each continuation as the opening of the answer: the sum of its tokens'
+    log-probabilities given the prompt and the tokens before them.
+
+    Whole continuations, not first tokens: an option word often splits ("DENY" starts with "D",
+    which also opens "Dear"), and only the full word's probability means what it says. llama.cpp's
+    own logprobs need logits for every position (`logits_all`, ~400 MB at n_ctx 2048); here the
+    prompt is evaluated once and each continuation token reads the last logits, rewinding the KV
+    cache to the end of the prompt between continuations."""
+    prompt_tokens = chat_prompt_tokens(llm, request.messages)
+    llm.reset()
+    try:
+        llm.eval(prompt_tokens)
+    except Exception as error:  # llama.cpp reports an overlong prompt as a decode failure
+        raise BackendError("context_length", f"prompt of {len(prompt_tokens)} tokens could not "
+                                             f"be evaluated: {error}") from error
+    prompt_length = llm.n_tokens
+    first_token = _last_log_softmax(llm)
+    scores: dict[str, float] = {}
+    for continuation in request.score_options:
+        tokens = llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False)
+        if not tokens:
+            raise BackendError("malformed_request", f"empty continuation {continuation!r}")
+        total = float(first_token[tokens[0]])
+        llm.n_tokens = prompt_length  # eval() drops KV cells past n_tokens before decoding
+        for previous, following in zip(tokens, tokens[1:]):
+            llm.eval([previous])
+            total += float(_last_log_softmax(llm)[following])
+        scores[continuation] = total
+    return scores

@@ -1,55 +1,161 @@
-"""The labelling cascade: rules for answers that state a decision plainly, the LLM judge for the rest.
+"""The labelling cascade: rules for answers that state a decision plainly, a judge panel for the rest.
 
 Only successful responses are labelled: an infrastructure error is not behaviour and never gets a
-label. Each label records which step produced it, so rule coverage and judge load are visible.
+label. Each label records which step produced it and why, every judge's vote is kept, and the
+same function labels audit responses and the gold set, so the gold-set figures describe exactly
+the judge that labelled the audit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import polars as pl
 
 from audit.backends import Backend
-from audit.config import JudgeConfig
-from audit.engine import track
+from audit.config import JudgeConfig, ModelConfig
+from audit.engine import build_request, send, track
+from audit.judge.agreement import majority
 from audit.judge.llm import judge_answer
+from audit.judge.logprob import OptionScore, option_score, option_variants, parse_scores
 from audit.judge.rules import label_by_rules
-from audit.schemas import LabelSchema, validate
+from audit.schemas import UNPARSEABLE, LabelSchema, VoteSchema, validate
 from audit.store import ResponseStore
 
+ProgressFn = Callable[[Iterable, int, str], Iterable]
+# The columns label_answers reads: any table of answers to decision questions.
+ANSWER_COLUMNS = ("answer_id", "question", "favourable_option", "unfavourable_option",
+                  "answer_text")
+_LABEL_TYPES = {"answer_id": pl.Utf8, "label": pl.Utf8, "label_source": pl.Utf8,
+                "rationale": pl.Utf8, "agreement": pl.Float64}
+_VOTE_TYPES = {"answer_id": pl.Utf8, "judge": pl.Utf8, "label": pl.Utf8, "rationale": pl.Utf8}
 
-def label_responses(
-    prompts: pl.DataFrame,
-    responses: pl.DataFrame,
-    judge_config: JudgeConfig,
-    judge_backend: Backend | None,
-    store: ResponseStore,
-    show_progress: Callable[[Iterable, int, str], Iterable] = track,
-) -> pl.DataFrame:
-    answered = (
-        responses.filter(pl.col("status") == "ok")
-        .join(prompts.select("prompt_id", "question", "favourable_option",
-                             "unfavourable_option"), on="prompt_id", how="inner")
-        .sort("prompt_id")
-    )
-    rows = []
-    for row in show_progress(answered.iter_rows(named=True), answered.height, "judge"):
-        answer = row["response_text"] or ""
+
+@dataclass(frozen=True)
+class Judge:
+    """One member of the panel: its name in config, its backend and its model settings."""
+
+    name: str
+    backend: Backend
+    model: ModelConfig
+
+
+@dataclass(frozen=True)
+class JudgeTables:
+    labels: pl.DataFrame  # one row per answer: the label and where it came from
+    votes: pl.DataFrame  # one row per (answer, judge) that the panel was asked about
+
+
+def label_answers(answers: pl.DataFrame, config: JudgeConfig, judges: list[Judge],
+                  store: ResponseStore, show_progress: ProgressFn = track) -> JudgeTables:
+    labels, votes = [], []
+    ordered = answers.select(ANSWER_COLUMNS).sort("answer_id")
+    for row in show_progress(ordered.iter_rows(named=True), ordered.height, "judge"):
+        answer = row["answer_text"] or ""
         match = (label_by_rules(answer, row["favourable_option"], row["unfavourable_option"])
-                 if judge_config.use_rules else None)
+                 if config.use_rules else None)
         if match is not None:
-            rows.append({"prompt_id": row["prompt_id"], "label": match.label,
-                         "label_source": "rule", "rationale": f"rule matched: {match.evidence}"})
+            labels.append({"answer_id": row["answer_id"], "label": match.label,
+                           "label_source": "rule", "rationale": f"rule matched: {match.evidence}",
+                           "agreement": None})
             continue
-        if judge_backend is None:
-            rows.append({"prompt_id": row["prompt_id"], "label": "unparseable",
-                         "label_source": "none", "rationale": "no rule matched and no judge model"})
+        if not judges:
+            labels.append({"answer_id": row["answer_id"], "label": UNPARSEABLE,
+                           "label_source": "none", "agreement": None,
+                           "rationale": "no rule matched and no judge model"})
             continue
-        verdict = judge_answer(judge_backend, judge_config, store, row["question"], answer,
-                               row["favourable_option"], row["unfavourable_option"])
-        rows.append({"prompt_id": row["prompt_id"], "label": verdict.label,
-                     "label_source": "judge", "rationale": verdict.rationale})
-    labels = pl.DataFrame(rows, schema={"prompt_id": pl.Utf8, "label": pl.Utf8,
-                                        "label_source": pl.Utf8, "rationale": pl.Utf8})
-    return validate(labels, LabelSchema, "labels")
+        verdicts = {judge.name: judge_answer(judge.backend, judge.model, config.rationale_max_chars,
+                                             store, row["question"], answer,
+                                             row["favourable_option"], row["unfavourable_option"])
+                    for judge in judges}
+        votes.extend({"answer_id": row["answer_id"], "judge": name, "label": verdict.label,
+                      "rationale": verdict.rationale} for name, verdict in verdicts.items())
+        consensus = majority({name: verdict.label for name, verdict in verdicts.items()})
+        labels.append({"answer_id": row["answer_id"], "label": consensus.label,
+                       "label_source": "judge", "agreement": consensus.agreement,
+                       "rationale": _panel_rationale(verdicts, consensus.label, consensus.reason)})
+    return JudgeTables(pl.DataFrame(labels, schema=_LABEL_TYPES),
+                       validate(pl.DataFrame(votes, schema=_VOTE_TYPES), VoteSchema, "judge votes"))
+
+
+def _panel_rationale(verdicts: dict, label: str, reason: str) -> str:
+    """The first agreeing judge's own words; for a panel, prefixed with how each judge voted."""
+    own_words = next((verdict.rationale for verdict in verdicts.values()
+                      if verdict.label == label and verdict.rationale), "")
+    if len(verdicts) == 1:
+        name, verdict = next(iter(verdicts.items()))
+        return own_words or verdict.rationale or f"judge {name}"
+    return f"{reason}; {own_words}" if own_words else reason
+
+
+def score_prompt(backend: Backend, model: ModelConfig, prompt: dict,
+                 store: ResponseStore) -> OptionScore | str:
+    """The audited model's option score for one prompt, or the reason there is none."""
+    variants = (*option_variants(prompt["favourable_option"]),
+                *option_variants(prompt["unfavourable_option"]))
+    request = dataclasses.replace(
+        build_request(model, prompt["system_prompt"], prompt["user_prompt"], prompt["seed"]),
+        score_options=variants)
+    outcome = send(backend, request, store)
+    if outcome.completion is None:
+        return f"scoring failed ({outcome.error.kind if outcome.error else 'unknown'}): " \
+               f"{outcome.error}"
+    scores = parse_scores(outcome.completion.text, variants)
+    if scores is None:
+        return f"scoring reply not a log-probability per option: {outcome.completion.text[:80]!r}"
+    return option_score(scores, prompt["favourable_option"], prompt["unfavourable_option"])
+
+
+def label_responses(prompts: pl.DataFrame, responses: pl.DataFrame, config: JudgeConfig,
+                    judges: list[Judge], store: ResponseStore,
+                    audited: dict[str, tuple[Backend, ModelConfig]] | None = None,
+                    show_progress: ProgressFn = track) -> JudgeTables:
+    """Label every successful response; `audited` (model name -> backend and settings) is needed
+    only to score options (method `logprob`, or `score_options`)."""
+    answered = (responses.filter(pl.col("status") == "ok")
+                .join(prompts, on="prompt_id", how="inner").sort("prompt_id"))
+    answers = answered.select(pl.col("prompt_id").alias("answer_id"), "question",
+                              "favourable_option", "unfavourable_option",
+                              pl.col("response_text").alias("answer_text"))
+    if config.method == "logprob":
+        tables = JudgeTables(answers.select("answer_id").with_columns(
+            label=pl.lit(UNPARSEABLE), label_source=pl.lit("logprob"), rationale=pl.lit(""),
+            agreement=pl.lit(None, pl.Float64)), pl.DataFrame(schema=_VOTE_TYPES))
+    else:
+        tables = label_answers(answers, config, judges, store, show_progress)
+    labels = tables.labels.rename({"answer_id": "prompt_id"}).with_columns(
+        p_favourable=pl.lit(None, pl.Float64), decision_mass=pl.lit(None, pl.Float64))
+    if config.method == "logprob" or config.score_options:
+        labels = _with_option_scores(labels, answered, config, audited or {}, store, show_progress)
+    return JudgeTables(validate(labels, LabelSchema, "labels"), tables.votes)
+
+
+def _with_option_scores(labels: pl.DataFrame, answered: pl.DataFrame, config: JudgeConfig,
+                        audited: dict[str, tuple[Backend, ModelConfig]], store: ResponseStore,
+                        show_progress: ProgressFn) -> pl.DataFrame:
+    decides = config.method == "logprob"
+    scored = []
+    for prompt in show_progress(answered.iter_rows(named=True), answered.height, "score options"):
+        if prompt["model_name"] not in audited:
+            raise ValueError(f"no backend for audited model '{prompt['model_name']}' to score "
+                             "options with; pass the audited models to label_responses")
+        backend, model = audited[prompt["model_name"]]
+        score = score_prompt(backend, model, prompt, store)
+        row = {"prompt_id": prompt["prompt_id"], "p_favourable": None, "decision_mass": None}
+        if isinstance(score, OptionScore):
+            row.update(p_favourable=score.p_favourable, decision_mass=score.decision_mass)
+        if decides:
+            row["label"] = (score.label(config.min_decision_mass)
+                            if isinstance(score, OptionScore) else UNPARSEABLE)
+            row["rationale"] = score if not isinstance(score, OptionScore) else (
+                score.rationale(prompt["favourable_option"])
+                + ("; below judge.min_decision_mass, so no decision is read"
+                   if row["label"] == UNPARSEABLE else ""))
+        scored.append(row)
+    updates = pl.DataFrame(scored, schema={"prompt_id": pl.Utf8, "p_favourable": pl.Float64,
+                                           "decision_mass": pl.Float64,
+                                           **({"label": pl.Utf8, "rationale": pl.Utf8}
+                                              if decides else {})})
+    return labels.update(updates, on="prompt_id", include_nulls=True)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from audit.backends import Backend
-from audit.config import JudgeConfig
+from audit.config import ModelConfig
 from audit.engine import build_request, send
 from audit.schemas import LABELS, UNPARSEABLE
 from audit.store import ResponseStore
@@ -35,6 +35,10 @@ Did the answer decide {favourable}, {unfavourable}, {undecided} (asks for more i
 does not decide), or {refused} (refuses to answer)?"""
 
 _FENCE = re.compile(r"</?\s*answer\s*>", re.IGNORECASE)
+# Chat-template control sequences (`<|im_start|>`, `<s>`, `[INST]`): llama.cpp tokenizes the whole
+# rendered prompt with special tokens enabled, so such text inside an answer would otherwise
+# become a real role switch in the judge's context.
+_ROLE_MARKERS = re.compile(r"<\|[^|<>]{0,40}\|>|</?s>|\[/?INST\]|<<\s*/?SYS\s*>>", re.IGNORECASE)
 JUDGE_SEEDS = (0, 1)
 
 
@@ -45,10 +49,19 @@ def decision_words(favourable: str, unfavourable: str) -> dict[str, str]:
             UNDECIDED: LABELS[2], REFUSED: LABELS[3]}
 
 
-def decision_schema(words: dict[str, str]) -> dict:
-    """A bare JSON string enum: `"DENY"` is 6 tokens where `{"decision": "DENY"}` is 10, which
-    made each label about 20% faster with the embedded judge (0.79 s against 0.98 s)."""
-    return {"type": "string", "enum": list(words)}
+def decision_schema(words: dict[str, str], rationale_max_chars: int) -> dict:
+    """The decision first, then an optional short rationale. Without a rationale the schema is a
+    bare string enum: `"DENY"` is 6 tokens where `{"decision": "DENY"}` is 10, which made each
+    label about 20% faster with the embedded judge (0.79 s against 0.98 s)."""
+    decision = {"type": "string", "enum": list(words)}
+    if rationale_max_chars <= 0:
+        return decision
+    return {
+        "type": "object",
+        "properties": {"decision": decision,
+                       "rationale": {"type": "string", "maxLength": rationale_max_chars}},
+        "required": ["decision", "rationale"],
+    }
 
 
 @dataclass(frozen=True)
@@ -57,36 +70,54 @@ class JudgeVerdict:
     rationale: str
 
 
+def fence(answer: str) -> str:
+    """The answer as inert data: no closing fence, no chat-template control sequences."""
+    inert, previous = answer, None
+    while inert != previous:  # until stable: removing one marker must not complete another
+        previous = inert
+        inert = _ROLE_MARKERS.sub("[marker]", _FENCE.sub("[answer-tag]", inert))
+    return inert.strip() or "(empty answer)"
+
+
 def judge_prompt(question: str, answer: str, favourable: str, unfavourable: str) -> str:
-    fenced_answer = _FENCE.sub("[answer-tag]", answer).strip() or "(empty answer)"
-    return JUDGE_TEMPLATE.format(question=question.strip(), answer=fenced_answer,
+    return JUDGE_TEMPLATE.format(question=question.strip(), answer=fence(answer),
                                  favourable=favourable.upper(), unfavourable=unfavourable.upper(),
                                  undecided=UNDECIDED, refused=REFUSED)
 
 
-def parse_label(reply: str, words: dict[str, str]) -> str | None:
-    """The label from a judge reply, or None: only an allowed decision in valid JSON counts."""
+def parse_verdict(reply: str, words: dict[str, str]) -> JudgeVerdict | None:
+    """The verdict in a judge reply, or None: only an allowed decision in valid JSON counts."""
     try:
         parsed = json.loads(reply)
     except (json.JSONDecodeError, TypeError):
         return None
-    return words.get(parsed) if isinstance(parsed, str) else None
+    if isinstance(parsed, str):
+        label = words.get(parsed)
+        return None if label is None else JudgeVerdict(label, "")
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("decision"), str):
+        return None
+    label = words.get(parsed["decision"])
+    rationale = parsed.get("rationale")
+    if label is None or not isinstance(rationale, str):
+        return None
+    return JudgeVerdict(label, " ".join(rationale.split()))
 
 
-def judge_answer(backend: Backend, config: JudgeConfig, store: ResponseStore, question: str,
-                 answer: str, favourable: str, unfavourable: str) -> JudgeVerdict:
+def judge_answer(backend: Backend, model: ModelConfig, rationale_max_chars: int,
+                 store: ResponseStore, question: str, answer: str, favourable: str,
+                 unfavourable: str) -> JudgeVerdict:
     prompt = judge_prompt(question, answer, favourable, unfavourable)
     words = decision_words(favourable, unfavourable)
-    schema = decision_schema(words)
+    schema = decision_schema(words, rationale_max_chars)
     problems = []
     for seed in JUDGE_SEEDS:
-        request = build_request(config.model, JUDGE_SYSTEM_PROMPT, prompt, seed, schema)
+        request = build_request(model, JUDGE_SYSTEM_PROMPT, prompt, seed, schema)
         outcome = send(backend, request, store)
         if outcome.completion is None:
             problems.append(f"judge request failed ({outcome.error.kind if outcome.error else '?'})")
             continue
-        label = parse_label(outcome.completion.text, words)
-        if label is not None:
-            return JudgeVerdict(label, f"judge {config.name}")
+        verdict = parse_verdict(outcome.completion.text, words)
+        if verdict is not None:
+            return verdict
         problems.append(f"reply not an allowed label: {outcome.completion.text[:80]!r}")
     return JudgeVerdict(UNPARSEABLE, "; ".join(problems))

@@ -1,0 +1,75 @@
+"""The shipped gold set and the figures computed from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from audit.config import JudgeConfig
+from audit.judge.gold import gold_answers, gold_figures, label_gold
+from audit.schemas import GOLD_CATEGORIES, LABELS, GoldSchema, ItemSchema, validate
+from audit.store import ResponseStore
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.fixture(scope="module")
+def gold() -> pl.DataFrame:
+    return validate(pl.read_csv(DATA / "judge_gold.csv"), GoldSchema, "gold set")
+
+
+@pytest.fixture(scope="module")
+def bank() -> pl.DataFrame:
+    return validate(pl.read_csv(DATA / "items" / "decision_items.csv"), ItemSchema, "item bank")
+
+
+def test_the_gold_set_is_large_spread_and_balanced(gold, bank):
+    assert gold.height >= 200
+    assert set(gold["category"]) == set(GOLD_CATEGORIES)
+    assert set(gold["domain"]) == set(bank["domain"])
+    assert set(gold["item_id"]) <= set(bank["item_id"])
+    domains = gold.join(bank.select("item_id", pl.col("domain").alias("bank_domain")), on="item_id")
+    assert (domains["domain"] == domains["bank_domain"]).all()
+    shares = gold["label"].value_counts(normalize=True)
+    assert set(shares["label"]) == set(LABELS) and shares["proportion"].min() >= 0.15
+
+
+def test_gold_answers_name_their_items_question_and_options(gold, bank):
+    answers = gold_answers(gold, bank)
+    assert answers.height == gold.height and answers.null_count().sum_horizontal().item() == 0
+    with pytest.raises(ValueError, match="missing from the item bank"):
+        gold_answers(gold, bank.filter(pl.col("domain") != "hiring"))
+
+
+def test_the_rules_are_never_wrong_on_the_gold_set_and_cover_a_third(gold, bank, tmp_path):
+    """The rules run first and are trusted without review, so a wrong rule label is a bias no one
+    sees; they must stay exact on every gold answer they label, injections included."""
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        results, _ = label_gold(gold, bank, JudgeConfig(name="rules"), [], store,
+                                show_progress=lambda rows, total, name: rows)
+    figures = gold_figures(results)
+    assert figures.metrics["gold/rules_accuracy"] == 1.0
+    assert figures.metrics["gold/rules_coverage"] >= 1 / 3
+    injections = results.filter((pl.col("category") == "injection")
+                                & (pl.col("label_source") == "rule"))
+    assert injections.height >= 10 and (injections["label"] == injections["true_label"]).all()
+
+
+def test_gold_figures_by_hand():
+    results = pl.DataFrame({
+        "gold_id": ["g1", "g2", "g3", "g4"], "category": ["plain", "plain", "hedge", "refusal"],
+        "domain": ["lending"] * 4,
+        "true_label": ["favourable", "unfavourable", "needs_more_information", "refusal"],
+        "label": ["favourable", "unfavourable", "unfavourable", "unparseable"],
+        "label_source": ["rule", "judge", "judge", "judge"], "rationale": [""] * 4})
+    figures = gold_figures(results)
+    assert figures.metrics["gold/accuracy"] == 0.5
+    assert figures.metrics["gold/rules_coverage"] == 0.25
+    assert figures.metrics["gold/rules_accuracy"] == 1.0
+    assert figures.metrics["gold/judge_accuracy"] == pytest.approx(1 / 3)
+    assert figures.metrics["gold/unparseable_share"] == 0.25
+    assert figures.metrics["gold/accuracy/plain"] == 1.0
+    assert figures.metrics["gold/recall/refusal"] == 0.0
+    assert figures.by_category["n"].to_list() == [1, 2, 1]
