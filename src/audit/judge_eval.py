@@ -69,7 +69,7 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
 
 
 def print_figures(figures: dict, judge_name: str, gold_size: int) -> None:
-    console = Console()
+    console = Console(width=max(Console().width, 110))  # no truncated labels in a redirected log
     table = Table(title=f"Judge '{judge_name}' on the gold set ({gold_size} answers)")
     for column in ("labelled by", "accuracy", "Cohen's kappa", "rules coverage",
                    "rules accuracy", "unparseable"):
