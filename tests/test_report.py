@@ -104,3 +104,21 @@ def test_judge_top_label_share_counts_only_the_judges_labels() -> None:
     assert judge_top_label_share(labels) == (0.75, "unfavourable", 4)
     share, top, judged = judge_top_label_share(labels.filter(pl.col("label_source") == "rule"))
     assert judged == 0 and top == "" and share != share  # NaN when the judge labelled nothing
+
+
+def test_panel_metrics_need_two_judges_and_report_agreement_per_item() -> None:
+    from audit.publish import agreement_by_item, judge_metrics
+
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"], "item_id": ["i1", "i1", "i2"]})
+    labels = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"],
+                           "label_source": ["judge", "judge", "rule"],
+                           "agreement": [1.0, 0.5, None]})
+    by_item = agreement_by_item(labels, prompts)
+    assert by_item.rows() == [("i1", 2, 0.75)]
+    votes = pl.DataFrame({"answer_id": ["p1", "p1", "p2", "p2"], "judge": ["a", "b", "a", "b"],
+                          "label": ["favourable", "favourable", "favourable", "unfavourable"],
+                          "rationale": [""] * 4})
+    metrics = judge_metrics(votes, by_item)
+    assert metrics["judge/n_judges"] == 2 and metrics["judge/agreement/i1"] == 0.75
+    assert "judge/krippendorff_alpha" in metrics and "judge/fleiss_kappa" in metrics
+    assert judge_metrics(votes.filter(pl.col("judge") == "a"), by_item) == {}

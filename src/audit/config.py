@@ -62,7 +62,7 @@ class JudgeConfig:
     # the first N answers of each kind (by gold_id) to keep a first run short; None: all of them.
     # `python -m audit.judge_eval` always uses the whole set.
     evaluate_on_gold: bool = True
-    gold_per_category: int | None = 6
+    gold_per_category: int | None = 3
 
 
 @dataclass

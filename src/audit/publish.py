@@ -98,17 +98,25 @@ def audit_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, labels: pl.Dat
     return metrics
 
 
-def judge_metrics(votes: pl.DataFrame, labels: pl.DataFrame) -> dict[str, float]:
+def agreement_by_item(labels: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
+    """Mean panel agreement per scenario: items where judges split are where labels are shaky."""
+    return (labels.filter(pl.col("label_source") == "judge")
+            .join(prompts.select("prompt_id", "item_id"), on="prompt_id")
+            .group_by("item_id").agg(n_judged=pl.len(), mean_agreement=pl.col("agreement").mean())
+            .sort("item_id"))
+
+
+def judge_metrics(votes: pl.DataFrame, by_item: pl.DataFrame) -> dict[str, float]:
     """Agreement of a judge panel (only with two judges or more)."""
     if votes.is_empty() or votes["judge"].n_unique() < 2:
         return {}
     alpha, kappa = krippendorff_alpha(votes), fleiss(votes)
-    judged = labels.filter(pl.col("label_source") == "judge")
-    return {"judge/n_judges": float(votes["judge"].n_unique()),
-            "judge/krippendorff_alpha": float("nan") if alpha is None else alpha,
-            "judge/fleiss_kappa": float("nan") if kappa is None else kappa,
-            "judge/mean_agreement": float(judged["agreement"].mean()) if judged.height else
-            float("nan")}
+    metrics = {"judge/n_judges": float(votes["judge"].n_unique()),
+               "judge/krippendorff_alpha": float("nan") if alpha is None else alpha,
+               "judge/fleiss_kappa": float("nan") if kappa is None else kappa}
+    for item_id, agreement in by_item.select("item_id", "mean_agreement").iter_rows():
+        metrics[tracking.metric_name("judge/agreement", item_id)] = agreement
+    return metrics
 
 
 def rate_metrics(rates: pl.DataFrame, tests: pl.DataFrame) -> dict[str, float]:
@@ -143,8 +151,9 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     persona_labels = labels.join(prompts.select("prompt_id", *RATE_KEYS), on="prompt_id")
     rates = label_rates(persona_labels, cfg.fit.hdi_prob)
     rate_tests = label_rate_tests(rates)
+    by_item = agreement_by_item(labels, prompts)
     metrics = {**audit_metrics(prompts, responses, labels, fit, timings),
-               **judge_metrics(votes, labels), **rate_metrics(rates, rate_tests)}
+               **judge_metrics(votes, by_item), **rate_metrics(rates, rate_tests)}
     gold = gold_figures(gold_results) if gold_results.height else None
     if gold is not None:
         metrics.update(gold.metrics)
@@ -159,6 +168,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     thetas.write_csv(report_dir / "theta_ranking.csv")
     rates.write_csv(report_dir / "label_rates.csv")
     rate_tests.write_csv(report_dir / "label_rate_tests.csv")
+    by_item.write_csv(report_dir / "judge_agreement_by_item.csv")
     (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
     config_yaml = report_dir / "config.yaml"
     config_yaml.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
@@ -209,6 +219,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                    ("judge", report_dir / "judge_gold_by_category.csv"),
                    ("judge", files.gold)] if gold is not None else []),
                 ("judge", files.votes),
+                ("judge", report_dir / "judge_agreement_by_item.csv"),
                 ("plots", written["forest_theta.png"]),
                 ("plots", written["item_difficulty.png"]),
                 ("data", files.labels),
