@@ -32,9 +32,18 @@ class ModelConfig:
     # For llamacpp: a packaged model name (see audit.backends.llamacpp.PACKAGED_MODELS) or a GGUF path.
     model: str = MISSING
     system_prompt: str = ""
-    n_ctx: int = 2048
+    n_ctx: int = 2048  # llamacpp: context size; ollama: sent as num_ctx
     n_threads: int = 2
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    # Servers (ollama, openai_compatible): where, how long to wait, and which environment
+    # variable holds the API key. The key itself never enters a config, a log or a run.
+    base_url: str | None = None  # ollama: host (default $OLLAMA_HOST); openai_compatible: .../v1
+    api_key_env: str | None = None
+    timeout_s: float = 120.0
+    keep_alive: str | None = None  # ollama: how long the server keeps the model loaded ("5m")
+    # openai_compatible: how a JSON schema is sent. `json_schema` is the OpenAI standard (OpenAI,
+    # vLLM); llama.cpp's Python server takes only `json_object` with a `schema` field.
+    schema_format: str = "json_schema"
 
 
 @dataclass

@@ -14,6 +14,8 @@ from audit.config import ModelConfig
 
 BACKENDS: dict[str, str] = {
     "llamacpp": "audit.backends.llamacpp:LlamaCppBackend",
+    "ollama": "audit.backends.ollama:OllamaBackend",
+    "openai_compatible": "audit.backends.openai_compatible:OpenAICompatibleBackend",
     # Scripted replies for unit tests of the plumbing; never used for an audit's findings.
     "fake": "audit.backends.fake:FakeBackend",
 }

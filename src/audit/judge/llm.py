@@ -64,6 +64,22 @@ def decision_schema(words: dict[str, str], rationale_max_chars: int) -> dict:
     }
 
 
+def min_judge_tokens(rationale_max_chars: int) -> int:
+    """Tokens a judge needs for its JSON reply: the decision object plus the rationale at a
+    conservative 2 characters a token. A cut-off reply is invalid JSON, so every label would
+    silently become unparseable."""
+    return 12 + (rationale_max_chars + 1) // 2 if rationale_max_chars > 0 else 8
+
+
+def check_token_budget(judge_name: str, model: ModelConfig, rationale_max_chars: int) -> None:
+    needed = min_judge_tokens(rationale_max_chars)
+    if model.sampling.max_tokens < needed:
+        raise ValueError(f"judge '{judge_name}' may write {model.sampling.max_tokens} tokens, too "
+                         f"few for a rationale of {rationale_max_chars} characters: set its "
+                         f"sampling.max_tokens to at least {needed} or lower "
+                         "judge.rationale_max_chars")
+
+
 @dataclass(frozen=True)
 class JudgeVerdict:
     label: str

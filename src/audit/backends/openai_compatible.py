@@ -1,0 +1,110 @@
+"""Any server that speaks the OpenAI chat API: vLLM, llama.cpp's server, LM Studio, OpenAI itself.
+
+The official `openai` client does the wire work; its own retries are off because retrying is the
+engine's job (one policy, with backoff, for every backend). The API key is read from the
+environment variable the config names, at the moment the client is built, and is never stored on
+the backend, in an identity or in an error message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from audit.backends.base import BackendError, ChatRequest, Completion
+from audit.config import ModelConfig
+
+# Servers that need no key still need a non-empty string in the client.
+NO_KEY = "not-needed"
+SCHEMA_FORMATS = ("json_schema", "json_object")
+
+
+def _wrap_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """OpenAI's json_schema format needs an object at the top; a bare schema (the judge's string
+    enum) travels wrapped in {"value": ...} and is unwrapped from the reply."""
+    if schema.get("type") == "object":
+        return schema, False
+    return {"type": "object", "properties": {"value": schema}, "required": ["value"],
+            "additionalProperties": False}, True
+
+
+class OpenAICompatibleBackend:
+    def __init__(self, config: ModelConfig) -> None:
+        if not config.base_url:
+            raise BackendError("config", "openai_compatible needs `base_url` in conf/model/ "
+                                         "(for example http://127.0.0.1:8000/v1)")
+        if config.schema_format not in SCHEMA_FORMATS:
+            raise BackendError("config", f"schema_format '{config.schema_format}' is not one of "
+                                         f"{', '.join(SCHEMA_FORMATS)}")
+        import openai  # imported here: only this backend needs the client
+
+        api_key = NO_KEY
+        if config.api_key_env:
+            api_key = os.environ.get(config.api_key_env, "")
+            if not api_key:
+                raise BackendError("config", f"environment variable {config.api_key_env} (named "
+                                             "by api_key_env) is not set: export the API key")
+        self.config = config
+        self._openai = openai
+        self._client = openai.OpenAI(base_url=config.base_url, api_key=api_key,
+                                     timeout=config.timeout_s, max_retries=0)
+
+    def identity(self) -> dict[str, str]:
+        # No base_url: replicas serving the same model share stored answers. The OpenAI API
+        # reports no weights digest, so a changed model behind the same name is not detected.
+        return {"backend": "openai_compatible", "model": self.config.model, "digest": "none"}
+
+    def complete(self, request: ChatRequest) -> Completion:
+        if request.score_options:
+            raise BackendError("unsupported", "openai_compatible cannot score whole option "
+                                              "words; use the embedded backend or method=cascade")
+        options: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "temperature": request.temperature, "top_p": request.top_p,
+            "max_tokens": request.max_tokens, "seed": request.seed,
+            # Not an OpenAI parameter, but servers differ in its default (llama.cpp's is 1.1).
+            "extra_body": {"repeat_penalty": request.repeat_penalty},
+        }
+        wrapped = False
+        if request.json_schema is not None:
+            schema, wrapped = _wrap_schema(request.json_schema)
+            options["response_format"] = (
+                {"type": "json_object", "schema": schema}
+                if self.config.schema_format == "json_object" else
+                {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema,
+                                                        "strict": True}})
+        started = time.perf_counter()
+        reply = self._call(options)
+        latency = time.perf_counter() - started
+        try:
+            choice = reply.choices[0]
+            text = choice.message.content or ""
+            tokens = int(getattr(reply.usage, "completion_tokens", 0) or 0)
+        except (AttributeError, IndexError, TypeError) as error:
+            raise BackendError("malformed_reply", f"reply without a choice: {error}") from error
+        if wrapped:
+            try:
+                text = json.dumps(json.loads(text)["value"])
+            except (json.JSONDecodeError, KeyError, TypeError):
+                pass  # left as is: the judge's strict parser records it as not an allowed label
+        return Completion(text, tokens, str(choice.finish_reason or ""), latency)
+
+    def _call(self, options: dict[str, Any]) -> Any:
+        openai = self._openai
+        try:
+            return self._client.chat.completions.create(**options)
+        except openai.APITimeoutError as error:
+            raise BackendError("timeout", f"no reply within {self.config.timeout_s} s") from error
+        except openai.APIConnectionError as error:
+            raise BackendError("connection", f"cannot reach {self.config.base_url}: "
+                                             f"{type(error).__name__}") from error
+        except openai.RateLimitError as error:
+            raise BackendError("rate_limit", "HTTP 429 from the server") from error
+        except openai.APIStatusError as error:
+            kind = "server_error" if error.status_code >= 500 else "http_status"
+            raise BackendError(kind, f"HTTP {error.status_code} from the server") from error
+        except openai.APIResponseValidationError as error:
+            raise BackendError("malformed_reply", "the server's reply did not parse") from error
