@@ -73,3 +73,47 @@ def test_gold_figures_by_hand():
     assert figures.metrics["gold/accuracy/plain"] == 1.0
     assert figures.metrics["gold/recall/refusal"] == 0.0
     assert figures.by_category["n"].to_list() == [1, 2, 1]
+
+
+def _judge_eval(tmp_path: Path, *overrides: str):
+    import os
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "audit.judge_eval", *overrides,
+               f"paths.response_store={tmp_path / 'store.sqlite3'}",
+               f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
+               f"tracking.artifact_root={tmp_path / 'mlartifacts'}",
+               f"hydra.run.dir={tmp_path / 'run'}"]
+    return subprocess.run(command, cwd=DATA.parent, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "COLUMNS": "160"})
+
+
+@pytest.mark.slow
+def test_judge_eval_reports_and_logs_rules_judge_and_cascade(gold, tmp_path):
+    import json
+
+    import mlflow
+
+    subset = gold.sort("gold_id").group_by("category", maintain_order=True).head(1)
+    subset.write_csv(tmp_path / "gold.csv")
+    done = _judge_eval(tmp_path, "judge=smollm2", f"judge.gold_file={tmp_path / 'gold.csv'}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "on the gold set (8 answers)" in done.stdout and "true label (rows)" in done.stdout
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert set(metrics) == {"rules", "judge", "cascade"}
+    assert metrics["judge"]["gold/rules_coverage"] == 0.0
+    assert metrics["cascade"]["gold/rules_coverage"] == metrics["rules"]["gold/rules_coverage"]
+    assert (tmp_path / "run" / "cascade_confusion.csv").is_file()
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (run,) = mlflow.search_runs(experiment_names=["judge_eval"], output_format="list")
+    assert run.data.metrics["cascade/accuracy"] == metrics["cascade"]["gold/accuracy"]
+    assert run.data.params["judge.name"] == "smollm2"
+
+
+@pytest.mark.slow
+def test_judge_eval_names_a_missing_gold_file_in_one_line(tmp_path):
+    done = _judge_eval(tmp_path, "judge=rules_only", "judge.gold_file=nowhere.csv")
+    assert done.returncode == 2
+    assert "judge gold set not found at nowhere.csv" in done.stderr
+    assert "Traceback" not in done.stderr
