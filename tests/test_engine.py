@@ -14,14 +14,11 @@ from audit.store import ResponseStore
 NO_WAIT = EngineConfig(max_attempts=3, backoff_initial_s=0.0, backoff_max_s=0.0)
 
 
-def _no_progress(rows, total, description):
-    return rows
-
-
 def _run(prompts, fake_models, store_path, backends=None):
     backends = backends or {name: create_backend(config) for name, config in fake_models.items()}
     with ResponseStore(store_path) as store:
-        return collect_responses(prompts, backends, fake_models, store, NO_WAIT, _no_progress), backends
+        return collect_responses(prompts, backends, fake_models, store, NO_WAIT,
+                                 show_progress=False), backends
 
 
 def test_each_request_carries_only_its_own_messages(items, personas, fake_models, tmp_path):
@@ -76,3 +73,84 @@ def test_failures_become_error_rows_and_are_retried_on_rerun(items, personas, fa
     resent = [request for backend in backends.values() for request in backend.requests]
     assert len(set(resent)) == errors.height  # only the failed ones are sent again
     assert len(resent) == errors.height * NO_WAIT.max_attempts  # each retried until attempts ran out
+
+
+class _Timed:
+    """A backend that takes a fixed time per request and records how many run at once."""
+
+    def __init__(self, latency_s: float = 0.2, rate_limited_first: float | None = None) -> None:
+        import threading
+
+        self.latency_s, self.rate_limited_first = latency_s, rate_limited_first
+        self.in_flight = self.peak = 0
+        self.calls: list[tuple[str, float]] = []
+        self._guard = threading.Lock()
+
+    def identity(self):
+        return {"backend": "timed", "model": "timed", "digest": "none"}
+
+    def complete(self, request):
+        import time
+
+        from audit.backends import BackendError, Completion
+
+        prompt = request.messages[-1].content
+        with self._guard:
+            first_call = all(sent != prompt for sent, _ in self.calls)
+            self.calls.append((prompt, time.monotonic()))
+            if first_call and self.rate_limited_first is not None:
+                raise BackendError("rate_limit", "HTTP 429", self.rate_limited_first)
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        time.sleep(self.latency_s)
+        with self._guard:
+            self.in_flight -= 1
+        return Completion(f"APPROVE {prompt}", 2, "stop", self.latency_s)
+
+
+def _timed_run(items, personas, tmp_path, backend, model_backend="fake", concurrency=4,
+               engine=NO_WAIT):
+    import time
+
+    from audit.config import ModelConfig
+
+    models = {"timed": ModelConfig(backend=model_backend, model="timed",
+                                   max_concurrency=concurrency)}
+    prompts = expand_design(items, personas, models, DesignConfig(replicates=1, seed=3)).head(8)
+    started = time.monotonic()
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        responses = collect_responses(prompts, {"timed": backend}, models, store, engine,
+                                      show_progress=False)
+    return responses, time.monotonic() - started
+
+
+def test_requests_run_concurrently_up_to_the_models_limit(items, personas, tmp_path):
+    backend = _Timed(latency_s=0.2)
+    responses, seconds = _timed_run(items, personas, tmp_path, backend, concurrency=4)
+    assert backend.peak == 4 and responses["status"].to_list() == ["ok"] * 8
+    assert seconds < 8 * 0.2 * 0.6  # two waves of four, not eight in a row
+
+
+def test_the_embedded_backend_runs_one_request_at_a_time(items, personas, tmp_path):
+    backend = _Timed(latency_s=0.05)
+    _timed_run(items, personas, tmp_path, backend, model_backend="llamacpp", concurrency=4)
+    assert backend.peak == 1
+
+
+def test_retry_after_is_honoured(items, personas, tmp_path):
+    backend = _Timed(latency_s=0.0, rate_limited_first=0.5)
+    responses, _ = _timed_run(items, personas, tmp_path, backend)
+    assert responses["status"].to_list() == ["ok"] * 8
+    first_try, second_try = {}, {}
+    for prompt, at in backend.calls:
+        (second_try if prompt in first_try else first_try)[prompt] = at
+    assert all(second_try[prompt] - first_try[prompt] >= 0.5 for prompt in first_try)
+
+
+def test_requests_per_minute_spaces_the_requests(items, personas, tmp_path):
+    backend = _Timed(latency_s=0.0)
+    engine = EngineConfig(max_attempts=1, requests_per_minute=600)  # one every 0.1 s
+    _, seconds = _timed_run(items, personas, tmp_path, backend, engine=engine)
+    starts = sorted(at for _, at in backend.calls)
+    assert min(b - a for a, b in zip(starts, starts[1:])) >= 0.08
+    assert seconds >= 0.6

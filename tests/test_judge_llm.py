@@ -137,7 +137,8 @@ def test_cascade_labels_only_successful_responses(items, personas, fake_models, 
     prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=1))
     backends = {name: create_backend(config) for name, config in fake_models.items()}
     with ResponseStore(tmp_path / "s.sqlite3") as store:
-        responses = collect_responses(prompts, backends, fake_models, store, **quiet)
+        responses = collect_responses(prompts, backends, fake_models, store,
+                                      show_progress=False)
         responses = responses.with_columns(
             pl.when(pl.col("prompt_id") == prompts["prompt_id"][0]).then(pl.lit("error"))
             .otherwise(pl.col("status")).alias("status"))

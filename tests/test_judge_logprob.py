@@ -74,7 +74,8 @@ def test_logprob_method_labels_from_the_audited_models_own_scores(items, persona
     audited = {name: (backends[name], fake_models[name]) for name in fake_models}
     config = JudgeConfig(name="logprob", method="logprob", use_rules=False, min_decision_mass=0.0)
     with ResponseStore(tmp_path / "s.sqlite3") as store:
-        responses = collect_responses(prompts, backends, fake_models, store, **quiet)
+        responses = collect_responses(prompts, backends, fake_models, store,
+                                      show_progress=False)
         labels = label_responses(prompts, responses, config, [], store, audited, **quiet).labels
         again = label_responses(prompts, responses, config, [], store, audited, **quiet).labels
     assert labels.height == prompts.height and set(labels["label_source"]) == {"logprob"}
@@ -91,7 +92,8 @@ def test_scores_can_accompany_cascade_labels(items, personas, fake_models, tmp_p
     backends = {name: create_backend(config) for name, config in fake_models.items()}
     audited = {name: (backends[name], fake_models[name]) for name in fake_models}
     with ResponseStore(tmp_path / "s.sqlite3") as store:
-        responses = collect_responses(prompts, backends, fake_models, store, **quiet)
+        responses = collect_responses(prompts, backends, fake_models, store,
+                                      show_progress=False)
         labels = label_responses(prompts, responses, JudgeConfig(name="x", score_options=True),
                                  [], store, audited, **quiet).labels
     assert set(labels["label_source"]) == {"rule"}

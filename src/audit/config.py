@@ -44,6 +44,9 @@ class ModelConfig:
     # openai_compatible: how a JSON schema is sent. `json_schema` is the OpenAI standard (OpenAI,
     # vLLM); llama.cpp's Python server takes only `json_object` with a `schema` field.
     schema_format: str = "json_schema"
+    # Requests in flight at once to this model (a server's parallel slots). The embedded
+    # backend always runs one at a time: llama.cpp contexts are not thread-safe.
+    max_concurrency: int = 1
 
 
 @dataclass
@@ -107,6 +110,8 @@ class DesignConfig:
 class EngineConfig:
     # Share of requests allowed to fail (after retries) before the run stops with an error.
     max_failed_share: float = 0.0
+    # Requests per minute to each model, across its concurrent requests; None: no limit.
+    requests_per_minute: float | None = None
     # Retries of transient failures: exponential backoff with jitter between attempts.
     max_attempts: int = 4
     backoff_initial_s: float = 1.0

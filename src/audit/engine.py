@@ -1,25 +1,35 @@
 """Sending requests: one independent request per prompt, through the response store.
 
 The store is consulted first, so a rerun only sends what is missing and a crash resumes where it
-stopped. Infrastructure failures are retried with exponential backoff and jitter (tenacity) and,
-once retries run out, become error rows with their kind: they never become labels.
+stopped. Requests run concurrently under asyncio up to each model's `max_concurrency` (the
+blocking clients run in worker threads; the embedded model one request at a time) and an
+optional requests-per-minute limit (aiolimiter). Infrastructure failures are retried with
+exponential backoff and jitter, never sooner than the server's Retry-After (tenacity), and once
+retries run out become error rows with their kind: they never become labels. Every reply is
+committed to the store the moment it arrives, on the event loop's thread, which owns the
+SQLite connection.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import polars as pl
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from tenacity import (
-    RetryError,
-    Retrying,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential_jitter,
+from aiolimiter import AsyncLimiter
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
 )
+from rich.text import Text
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from audit.backends import Backend, BackendError, ChatRequest, Completion, Message, request_key
 from audit.config import EngineConfig, ModelConfig
@@ -47,38 +57,65 @@ def _is_transient(error: BaseException) -> bool:
     return isinstance(error, BackendError) and error.kind in TRANSIENT_KINDS
 
 
-def send(backend: Backend, request: ChatRequest, store: ResponseStore,
-         engine: EngineConfig | None = None) -> Outcome:
-    """Answer one request from the store, or send it and store the reply before returning."""
-    identity = backend.identity()
-    key = request_key(identity, request)
-    stored = store.get(key)
-    if stored is not None:
-        completion = Completion(stored.response_text, stored.completion_tokens, "stored",
-                                stored.latency_s)
-        return Outcome(key, completion, from_cache=True)
-    engine = engine or EngineConfig()
+def _backoff(engine: EngineConfig):
+    """Exponential backoff with jitter, but never shorter than the server's Retry-After."""
+    exponential = wait_exponential_jitter(initial=engine.backoff_initial_s, max=engine.backoff_max_s)
+
+    def wait(retry_state) -> float:
+        error = retry_state.outcome.exception() if retry_state.outcome else None
+        hinted = getattr(error, "retry_after_s", None)
+        return max(exponential(retry_state), hinted or 0.0)
+
+    return wait
+
+
+async def _attempt(backend: Backend, request: ChatRequest, engine: EngineConfig,
+                   limiter: AsyncLimiter | None) -> Completion:
+    """Send with retries; the blocking client call runs in a worker thread so the event loop
+    keeps other requests moving."""
+    async for attempt in AsyncRetrying(retry=retry_if_exception(_is_transient),
+                                       stop=stop_after_attempt(engine.max_attempts),
+                                       wait=_backoff(engine), reraise=True):
+        with attempt:
+            if limiter is not None:
+                await limiter.acquire()
+            return await asyncio.to_thread(backend.complete, request)
+    raise AssertionError("unreachable: tenacity reraises the last error")
+
+
+async def _send_missing(backend: Backend, identity: dict[str, str], key: str,
+                        request: ChatRequest, store: ResponseStore, engine: EngineConfig,
+                        limiter: AsyncLimiter | None) -> Outcome:
+    """One request that is not in the store; its reply or error is stored before returning,
+    so a crash loses at most the requests in flight."""
     try:
-        for attempt in Retrying(
-            retry=retry_if_exception(_is_transient),
-            stop=stop_after_attempt(engine.max_attempts),
-            wait=wait_exponential_jitter(initial=engine.backoff_initial_s,
-                                         max=engine.backoff_max_s),
-            reraise=True,
-        ):
-            with attempt:
-                completion = backend.complete(request)
-    except (BackendError, RetryError) as error:
-        failure = error if isinstance(error, BackendError) else BackendError("unknown", str(error))
-        store.put_error(key, identity, request.as_payload(), failure.kind, str(failure))
-        return Outcome(key, None, from_cache=False, error=failure)
-    except Exception as error:  # noqa: BLE001 - any other crash of a backend is an infrastructure error
-        failure = BackendError("backend_crash", f"{type(error).__name__}: {error}")
+        completion = await _attempt(backend, request, engine, limiter)
+    except Exception as error:  # noqa: BLE001 - any crash of a backend is an infrastructure error
+        failure = (error if isinstance(error, BackendError)
+                   else BackendError("backend_crash", f"{type(error).__name__}: {error}"))
         store.put_error(key, identity, request.as_payload(), failure.kind, str(failure))
         return Outcome(key, None, from_cache=False, error=failure)
     store.put_ok(key, identity, request.as_payload(), completion.text,
                  completion.completion_tokens, completion.latency_s)
     return Outcome(key, completion, from_cache=False)
+
+
+def _stored(store: ResponseStore, key: str) -> Outcome | None:
+    stored = store.get(key)
+    if stored is None:
+        return None
+    completion = Completion(stored.response_text, stored.completion_tokens, "stored",
+                            stored.latency_s)
+    return Outcome(key, completion, from_cache=True)
+
+
+def send(backend: Backend, request: ChatRequest, store: ResponseStore,
+         engine: EngineConfig | None = None) -> Outcome:
+    """Answer one request from the store, or send it (with the same retries as a batch)."""
+    identity = backend.identity()
+    key = request_key(identity, request)
+    return _stored(store, key) or asyncio.run(
+        _send_missing(backend, identity, key, request, store, engine or EngineConfig(), None))
 
 
 def build_request(config: ModelConfig, system_prompt: str, user_prompt: str, seed: int,
@@ -97,17 +134,89 @@ def build_request(config: ModelConfig, system_prompt: str, user_prompt: str, see
     )
 
 
+class RateColumn(ProgressColumn):
+    def render(self, task) -> Text:
+        return Text(f"{task.speed:.2f}/s" if task.speed else "-/s")
+
+
 def progress_bar() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeRemainingColumn(), transient=False)
+                    RateColumn(), TimeRemainingColumn(),
+                    TextColumn("[red]{task.fields[errors]} errors"), transient=False)
 
 
 def track(rows: Iterable, total: int, description: str) -> Iterable:
     with progress_bar() as progress:
-        task = progress.add_task(description, total=total)
+        task = progress.add_task(description, total=total, errors=0)
         for row in rows:
             yield row
             progress.advance(task)
+
+
+@dataclass(frozen=True)
+class Planned:
+    prompt_id: str
+    model_name: str
+    key: str
+    request: ChatRequest
+
+
+def plan_requests(prompts: pl.DataFrame, backends: dict[str, Backend],
+                  models: dict[str, ModelConfig]) -> list[Planned]:
+    identities = {name: backend.identity() for name, backend in backends.items()}
+    planned = []
+    for prompt in prompts.sort("prompt_id").iter_rows(named=True):
+        name = prompt["model_name"]
+        request = build_request(models[name], prompt["system_prompt"], prompt["user_prompt"],
+                                prompt["seed"])
+        planned.append(Planned(prompt["prompt_id"], name, request_key(identities[name], request),
+                               request))
+    return planned
+
+
+def estimate(planned: list[Planned], store: ResponseStore) -> dict[str, int]:
+    """What a run will cost before it starts: requests to send and tokens (at ~4 characters a
+    prompt token, and every completion at its max_tokens, so an upper bound)."""
+    missing = [item for item in planned if store.get(item.key) is None]
+    prompt_chars = sum(len(m.content) for item in missing for m in item.request.messages)
+    return {"prompts": len(planned), "stored": len(planned) - len(missing),
+            "to_send": len(missing), "prompt_tokens": prompt_chars // 4,
+            "max_completion_tokens": sum(item.request.max_tokens for item in missing)}
+
+
+async def _collect(planned: list[Planned], backends: dict[str, Backend],
+                   models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
+                   progress: Progress | None) -> dict[str, Outcome]:
+    identities = {name: backend.identity() for name, backend in backends.items()}
+    slots = {name: asyncio.Semaphore(1 if models[name].backend == "llamacpp"
+                                     else max(1, models[name].max_concurrency))
+             for name in backends}
+    # One request per 60/rpm seconds, no bursts: servers that rate-limit count per window.
+    limiters = {name: (AsyncLimiter(1, 60 / engine.requests_per_minute)
+                       if engine.requests_per_minute else None) for name in backends}
+    # The default thread pool has min(32, cores + 4) workers, which would cap concurrency.
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=max(4, sum(slot._value for slot in slots.values()))))
+    task = progress.add_task("respond", total=len(planned), errors=0) if progress else None
+    outcomes: dict[str, Outcome] = {}
+    errors = 0
+
+    async def one(item: Planned) -> None:
+        nonlocal errors
+        outcome = _stored(store, item.key)
+        if outcome is None:
+            async with slots[item.model_name]:
+                outcome = await _send_missing(backends[item.model_name],
+                                              identities[item.model_name], item.key,
+                                              item.request, store, engine,
+                                              limiters[item.model_name])
+        outcomes[item.prompt_id] = outcome
+        errors += outcome.error is not None
+        if progress is not None:
+            progress.update(task, advance=1, errors=errors)
+
+    await asyncio.gather(*(one(item) for item in planned))
+    return outcomes
 
 
 def collect_responses(
@@ -116,19 +225,27 @@ def collect_responses(
     models: dict[str, ModelConfig],
     store: ResponseStore,
     engine: EngineConfig | None = None,
-    show_progress: Callable[[Iterable, int, str], Iterable] = track,
+    show_progress: bool = True,
 ) -> pl.DataFrame:
-    """Send every prompt as its own request; return one response row per prompt, errors included."""
+    """Send every prompt as its own request, concurrently up to each model's limit; return one
+    response row per prompt, errors included."""
+    engine = engine or EngineConfig()
+    planned = plan_requests(prompts, backends, models)
+    workload = estimate(planned, store)
+    log.info("respond: %d prompts, %d in the store, %d to send (about %d prompt tokens and at "
+             "most %d completion tokens)", workload["prompts"], workload["stored"],
+             workload["to_send"], workload["prompt_tokens"], workload["max_completion_tokens"])
+    if show_progress:
+        with progress_bar() as progress:
+            outcomes = asyncio.run(_collect(planned, backends, models, store, engine, progress))
+    else:
+        outcomes = asyncio.run(_collect(planned, backends, models, store, engine, None))
     rows = []
-    ordered = prompts.sort("prompt_id").iter_rows(named=True)
-    for prompt in show_progress(ordered, prompts.height, "respond"):
-        model = models[prompt["model_name"]]
-        request = build_request(model, prompt["system_prompt"], prompt["user_prompt"],
-                                prompt["seed"])
-        outcome = send(backends[prompt["model_name"]], request, store, engine)
+    for item in planned:
+        outcome = outcomes[item.prompt_id]
         completion = outcome.completion
         rows.append({
-            "prompt_id": prompt["prompt_id"],
+            "prompt_id": item.prompt_id,
             "request_key": outcome.request_key,
             "status": "ok" if completion is not None else "error",
             "response_text": completion.text if completion else None,

@@ -56,9 +56,11 @@ class Completion:
 class BackendError(RuntimeError):
     """A failure of infrastructure, never of the audited behaviour; `kind` says which."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        # The server's Retry-After, when it sent one: the engine waits at least this long.
+        self.retry_after_s = retry_after_s
 
 
 @runtime_checkable

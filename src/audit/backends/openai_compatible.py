@@ -21,6 +21,22 @@ NO_KEY = "not-needed"
 SCHEMA_FORMATS = ("json_schema", "json_object")
 
 
+def retry_after(headers) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date), if there is one."""
+    value = headers.get("retry-after") if headers is not None else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
 def _wrap_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """OpenAI's json_schema format needs an object at the top; a bare schema (the judge's string
     enum) travels wrapped in {"value": ...} and is unwrapped from the reply."""
@@ -101,10 +117,10 @@ class OpenAICompatibleBackend:
         except openai.APIConnectionError as error:
             raise BackendError("connection", f"cannot reach {self.config.base_url}: "
                                              f"{type(error).__name__}") from error
-        except openai.RateLimitError as error:
-            raise BackendError("rate_limit", "HTTP 429 from the server") from error
         except openai.APIStatusError as error:
-            kind = "server_error" if error.status_code >= 500 else "http_status"
-            raise BackendError(kind, f"HTTP {error.status_code} from the server") from error
+            kind = ("rate_limit" if error.status_code == 429 else
+                    "server_error" if error.status_code >= 500 else "http_status")
+            raise BackendError(kind, f"HTTP {error.status_code} from the server",
+                               retry_after(error.response.headers)) from error
         except openai.APIResponseValidationError as error:
             raise BackendError("malformed_reply", "the server's reply did not parse") from error
