@@ -176,3 +176,27 @@ def test_the_api_key_is_read_from_the_environment_and_never_shown(openai_server,
     with pytest.raises(BackendError, match="AUDIT_TEST_API_KEY"):
         create_backend(_openai_model(openai_server, api_key_env="AUDIT_TEST_API_KEY"))
     assert SECRET not in os.environ.get("AUDIT_TEST_API_KEY", "")
+
+
+def test_an_api_key_in_the_environment_appears_nowhere_in_a_run(openai_server, tmp_path):
+    """A whole audit against the server with the key in the environment: the key is in no
+    MLflow param, tag, metric or artifact, in no output file and in no log line."""
+    command = [sys.executable, "-m", "audit", "items=smoke", "personas=smoke",
+               "design.replicates=1", "model=vllm", f"model.vllm.base_url={openai_server}",
+               "model.vllm.model=smollm2", "model.vllm.schema_format=json_object",
+               "model.vllm.api_key_env=AUDIT_TEST_API_KEY", "model.vllm.sampling.max_tokens=24",
+               "judge=rules_only", "judge.evaluate_on_gold=false", "fit.draws=300",
+               "fit.tune=300", f"paths.response_store={tmp_path / 'store.sqlite3'}",
+               f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
+               f"tracking.artifact_root={tmp_path / 'mlartifacts'}",
+               f"hydra.run.dir={tmp_path / 'run'}"]
+    done = subprocess.run(command, cwd=os.path.dirname(os.path.dirname(__file__)),
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "AUDIT_TEST_API_KEY": SECRET})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert SECRET not in done.stdout + done.stderr
+    files = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert any(path.name == "mlflow.db" for path in files)
+    assert any(path.suffix == ".nc" for path in files)
+    for path in files:
+        assert SECRET.encode() not in path.read_bytes(), path

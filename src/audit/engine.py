@@ -38,9 +38,11 @@ from audit.store import ResponseStore
 
 log = logging.getLogger(__name__)
 
-# Kinds worth retrying: the server may answer next time. A context overflow or a missing model
-# file will fail the same way again, so they are recorded at once.
-TRANSIENT_KINDS = frozenset({"timeout", "connection", "rate_limit", "server_error"})
+# Kinds worth retrying: the server may answer next time (a garbled reply is usually a proxy or
+# a restarting server). A context overflow or a missing model fails the same way again, so
+# they are recorded at once.
+TRANSIENT_KINDS = frozenset({"timeout", "connection", "rate_limit", "server_error",
+                             "malformed_reply"})
 
 
 @dataclass(frozen=True)

@@ -122,5 +122,6 @@ class OpenAICompatibleBackend:
                     "server_error" if error.status_code >= 500 else "http_status")
             raise BackendError(kind, f"HTTP {error.status_code} from the server",
                                retry_after(error.response.headers)) from error
-        except openai.APIResponseValidationError as error:
-            raise BackendError("malformed_reply", "the server's reply did not parse") from error
+        except (openai.APIResponseValidationError, ValueError) as error:  # JSONDecodeError too
+            raise BackendError("malformed_reply", "the server's reply did not parse as the "
+                                                  "OpenAI chat format") from error
