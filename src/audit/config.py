@@ -38,14 +38,18 @@ class ModelConfig:
     # Servers (ollama, openai_compatible): where, how long to wait, and which environment
     # variable holds the API key. The key itself never enters a config, a log or a run.
     base_url: str | None = None  # ollama: host (default $OLLAMA_HOST); openai_compatible: .../v1
+    # Several hosts serving the same model (instead of base_url): requests are spread over them
+    # by free slots (max_concurrency each), and a failing host is set aside until it recovers.
+    base_urls: list[str] = field(default_factory=list)
     api_key_env: str | None = None
     timeout_s: float = 120.0
     keep_alive: str | None = None  # ollama: how long the server keeps the model loaded ("5m")
     # openai_compatible: how a JSON schema is sent. `json_schema` is the OpenAI standard (OpenAI,
     # vLLM); llama.cpp's Python server takes only `json_object` with a `schema` field.
     schema_format: str = "json_schema"
-    # Requests in flight at once to this model (a server's parallel slots). The embedded
-    # backend always runs one at a time: llama.cpp contexts are not thread-safe.
+    # Requests in flight at once to this model (a server's parallel slots; per host with
+    # base_urls). The embedded backend always runs one at a time: llama.cpp contexts are not
+    # thread-safe.
     max_concurrency: int = 1
 
 

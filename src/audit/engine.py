@@ -190,8 +190,9 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
                    models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
                    progress: Progress | None) -> dict[str, Outcome]:
     identities = {name: backend.identity() for name, backend in backends.items()}
-    slots = {name: asyncio.Semaphore(1 if models[name].backend == "llamacpp"
-                                     else max(1, models[name].max_concurrency))
+    slots = {name: asyncio.Semaphore(1 if models[name].backend == "llamacpp" else
+                                     max(1, models[name].max_concurrency)
+                                     * max(1, len(models[name].base_urls)))
              for name in backends}
     # One request per 60/rpm seconds, no bursts: servers that rate-limit count per window.
     limiters = {name: (AsyncLimiter(1, 60 / engine.requests_per_minute)

@@ -29,6 +29,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         self.port = 0
         self.server: ThreadingHTTPServer | None = None
+        self.connections: set[socket.socket] = set()
 
     @property
     def base_url(self) -> str:
@@ -42,10 +43,18 @@ class FaultProxy:
         return self
 
     def stop(self) -> None:
+        """Die like a crashed server: stop listening and cut every open keep-alive connection."""
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
             self.server = None
+        with self._lock:
+            for connection in list(self.connections):
+                try:
+                    connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.connections.clear()
 
     def _fault_for(self, prompt: str) -> str | None:
         with self._lock:
@@ -65,6 +74,20 @@ class FaultProxy:
             def setup(self) -> None:
                 super().setup()
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                with proxy._lock:
+                    proxy.connections.add(self.connection)
+
+            def finish(self) -> None:
+                with proxy._lock:
+                    proxy.connections.discard(self.connection)
+                try:
+                    super().finish()
+                except OSError:
+                    pass
+
+            def do_GET(self) -> None:  # the model list: what health checks ask for
+                self._raw(200, json.dumps({"object": "list", "data": [
+                    {"id": "stub", "object": "model", "created": 0, "owned_by": "test"}]}).encode())
 
             def _raw(self, status: int, body: bytes, headers: dict[str, str] | None = None,
                      declared_length: int | None = None) -> None:

@@ -22,6 +22,10 @@ BACKENDS: dict[str, str] = {
 
 
 def create_backend(config: ModelConfig) -> Backend:
+    if config.base_urls:
+        from audit.backends.fleet import Fleet
+
+        return Fleet(config, create_backend)
     try:
         target = BACKENDS[config.backend]
     except KeyError:

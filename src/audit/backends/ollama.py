@@ -41,6 +41,10 @@ class OllamaBackend:
             self._digest = str(digests[name])
         return {"backend": "ollama", "model": self.config.model, "digest": self._digest}
 
+    def health_check(self) -> None:
+        """Raise BackendError unless the server lists its models."""
+        self._call(self._client.list)
+
     def complete(self, request: ChatRequest) -> Completion:
         if request.score_options:
             raise BackendError("unsupported", "the Ollama API gives no log-probabilities to "

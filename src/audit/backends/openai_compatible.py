@@ -72,6 +72,10 @@ class OpenAICompatibleBackend:
         # reports no weights digest, so a changed model behind the same name is not detected.
         return {"backend": "openai_compatible", "model": self.config.model, "digest": "none"}
 
+    def health_check(self) -> None:
+        """Raise BackendError unless the server answers its model list."""
+        self._call_method(self._client.models.list)
+
     def complete(self, request: ChatRequest) -> Completion:
         if request.score_options:
             raise BackendError("unsupported", "openai_compatible cannot score whole option "
@@ -109,9 +113,12 @@ class OpenAICompatibleBackend:
         return Completion(text, tokens, str(choice.finish_reason or ""), latency)
 
     def _call(self, options: dict[str, Any]) -> Any:
+        return self._call_method(self._client.chat.completions.create, **options)
+
+    def _call_method(self, method, **options: Any) -> Any:
         openai = self._openai
         try:
-            return self._client.chat.completions.create(**options)
+            return method(**options)
         except openai.APITimeoutError as error:
             raise BackendError("timeout", f"no reply within {self.config.timeout_s} s") from error
         except openai.APIConnectionError as error:
