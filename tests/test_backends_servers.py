@@ -5,6 +5,7 @@ answering with the embedded model. Each is used as an audited model and as a jud
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -200,3 +201,19 @@ def test_an_api_key_in_the_environment_appears_nowhere_in_a_run(openai_server, t
     assert any(path.suffix == ".nc" for path in files)
     for path in files:
         assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_openai_compatible_scores_options_from_first_token_logprobs(openai_server):
+    """The server's top first-token log-probabilities, each counted once: a token that opens
+    several continuations counts for the first of them."""
+    question = ("Should the bank approve the loan? Answer APPROVE or DENY. The applicant has a "
+                "620 credit score and stable income.")
+    request = ChatRequest((Message("user", question),), 0.0, 1.0, 1, 1.0, 0,
+                          score_options=("DENY", "Deny", "To", "The", "zzzz"))
+    scores = json.loads(create_backend(_openai_model(openai_server)).complete(request).text)
+    embedded = json.loads(create_backend(ModelConfig(model="smollm2-135m-instruct"))
+                          .complete(request).text)
+    assert scores["To"] == pytest.approx(embedded["To"], abs=1e-3)  # a whole first token
+    assert scores["DENY"] >= embedded["DENY"] - 1e-3  # "D" opens DENY: an upper bound
+    assert sum(math.exp(value) for value in scores.values()) <= 1 + 1e-6  # nothing counted twice
+    assert scores["zzzz"] == -100.0

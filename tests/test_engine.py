@@ -154,3 +154,24 @@ def test_requests_per_minute_spaces_the_requests(items, personas, tmp_path):
     starts = sorted(at for _, at in backend.calls)
     assert min(b - a for a, b in zip(starts, starts[1:])) >= 0.08
     assert seconds >= 0.6
+
+
+def test_the_estimate_counts_what_is_missing_and_times_it_from_stored_latencies(
+        items, personas, fake_models, tmp_path):
+    from audit.engine import concurrency_limits, estimate, plan_requests
+
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
+    backends = {name: create_backend(config) for name, config in fake_models.items()}
+    planned = plan_requests(prompts, backends, fake_models)
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        before = estimate(planned, store, backends, concurrency_limits(fake_models))
+        assert before["to_send"] == prompts.height and before["stored"] == 0
+        assert before["seconds"] != before["seconds"]  # NaN: no latency to go on yet
+        assert before["max_completion_tokens"] == sum(p.request.max_tokens for p in planned)
+        half = planned[: len(planned) // 2]
+        for item in half:
+            identity = backends[item.model_name].identity()
+            store.put_ok(item.key, identity, item.request.as_payload(), "APPROVE", 1, 2.0)
+        after = estimate(planned, store, backends, concurrency_limits(fake_models))
+    assert after["stored"] == len(half) and after["to_send"] == len(planned) - len(half)
+    assert after["seconds"] == 2.0 * after["to_send"]  # concurrency 1 each

@@ -37,9 +37,11 @@ def _prompts(count: int) -> pl.DataFrame:
         "favourable_option": ["APPROVE"] * count, "unfavourable_option": ["DENY"] * count})
 
 
-def _run(proxy: FaultProxy, prompts: pl.DataFrame, store_path, engine=ENGINE) -> pl.DataFrame:
+def _run(proxy: FaultProxy, prompts: pl.DataFrame, store_path, engine=ENGINE,
+         timeout_s: float = 5) -> pl.DataFrame:
     model = ModelConfig(backend="openai_compatible", model="stub", base_url=proxy.base_url,
-                        max_concurrency=4, timeout_s=5, sampling=SamplingConfig(max_tokens=8))
+                        max_concurrency=4, timeout_s=timeout_s,
+                        sampling=SamplingConfig(max_tokens=8))
     with ResponseStore(store_path) as store:
         return collect_responses(prompts, {"server": create_backend(model)}, {"server": model},
                                  store, engine, show_progress=False)
@@ -122,3 +124,15 @@ def test_a_server_that_dies_mid_run_and_comes_back(tmp_path):
                 assert proxy.answered[text] == answered_in_first_run[text]
     finally:
         proxy.stop()
+
+
+def test_a_request_slower_than_its_timeout_is_a_stored_timeout(tmp_path):
+    prompts = _prompts(3)
+    proxy = FaultProxy(upstream, {text: ("latency", 99) for text in prompts["user_prompt"]})
+    proxy.start()
+    try:
+        responses = _run(proxy, prompts, tmp_path / "store.sqlite3", timeout_s=0.1)
+    finally:
+        proxy.stop()
+    assert set(responses["error_kind"]) == {"timeout"}
+    assert responses["error_message"].str.contains("0.1 s").all()

@@ -176,30 +176,45 @@ def plan_requests(prompts: pl.DataFrame, backends: dict[str, Backend],
     return planned
 
 
-def estimate(planned: list[Planned], store: ResponseStore) -> dict[str, int]:
+def estimate(planned: list[Planned], store: ResponseStore, backends: dict[str, Backend],
+             concurrency: dict[str, int]) -> dict[str, float]:
     """What a run will cost before it starts: requests to send and tokens (at ~4 characters a
-    prompt token, and every completion at its max_tokens, so an upper bound)."""
+    prompt token, and every completion at its max_tokens, so an upper bound), and the time at
+    the median latency of this model's earlier answers in the store (NaN when it has none)."""
     missing = [item for item in planned if store.get(item.key) is None]
     prompt_chars = sum(len(m.content) for item in missing for m in item.request.messages)
+    seconds = 0.0
+    for name, backend in backends.items():
+        to_send = sum(item.model_name == name for item in missing)
+        latencies = sorted(store.latencies(backend.identity())) if to_send else []
+        if to_send and not latencies:
+            seconds = float("nan")
+        elif to_send:
+            seconds += to_send * latencies[len(latencies) // 2] / concurrency[name]
     return {"prompts": len(planned), "stored": len(planned) - len(missing),
             "to_send": len(missing), "prompt_tokens": prompt_chars // 4,
-            "max_completion_tokens": sum(item.request.max_tokens for item in missing)}
+            "max_completion_tokens": sum(item.request.max_tokens for item in missing),
+            "seconds": seconds}
+
+
+def concurrency_limits(models: dict[str, ModelConfig]) -> dict[str, int]:
+    return {name: 1 if model.backend == "llamacpp" else
+            max(1, model.max_concurrency) * max(1, len(model.base_urls))
+            for name, model in models.items()}
 
 
 async def _collect(planned: list[Planned], backends: dict[str, Backend],
                    models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
                    progress: Progress | None) -> dict[str, Outcome]:
     identities = {name: backend.identity() for name, backend in backends.items()}
-    slots = {name: asyncio.Semaphore(1 if models[name].backend == "llamacpp" else
-                                     max(1, models[name].max_concurrency)
-                                     * max(1, len(models[name].base_urls)))
-             for name in backends}
+    limits = concurrency_limits(models)
+    slots = {name: asyncio.Semaphore(limits[name]) for name in backends}
     # One request per 60/rpm seconds, no bursts: servers that rate-limit count per window.
     limiters = {name: (AsyncLimiter(1, 60 / engine.requests_per_minute)
                        if engine.requests_per_minute else None) for name in backends}
     # The default thread pool has min(32, cores + 4) workers, which would cap concurrency.
     asyncio.get_running_loop().set_default_executor(
-        ThreadPoolExecutor(max_workers=max(4, sum(slot._value for slot in slots.values()))))
+        ThreadPoolExecutor(max_workers=max(4, sum(limits[name] for name in backends))))
     task = progress.add_task("respond", total=len(planned), errors=0) if progress else None
     outcomes: dict[str, Outcome] = {}
     errors = 0
@@ -234,10 +249,14 @@ def collect_responses(
     response row per prompt, errors included."""
     engine = engine or EngineConfig()
     planned = plan_requests(prompts, backends, models)
-    workload = estimate(planned, store)
+    workload = estimate(planned, store, backends, concurrency_limits(models))
+    timing = ("" if workload["seconds"] != workload["seconds"] or not workload["to_send"] else
+              f", about {workload['seconds'] / 60:.1f} min at the median latency of earlier "
+              "answers")
     log.info("respond: %d prompts, %d in the store, %d to send (about %d prompt tokens and at "
-             "most %d completion tokens)", workload["prompts"], workload["stored"],
-             workload["to_send"], workload["prompt_tokens"], workload["max_completion_tokens"])
+             "most %d completion tokens%s)", workload["prompts"], workload["stored"],
+             workload["to_send"], workload["prompt_tokens"], workload["max_completion_tokens"],
+             timing)
     if show_progress:
         with progress_bar() as progress:
             outcomes = asyncio.run(_collect(planned, backends, models, store, engine, progress))

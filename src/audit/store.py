@@ -119,3 +119,11 @@ class ResponseStore:
         return int(self._connection.execute(
             "SELECT COUNT(*) FROM responses WHERE status = 'ok'"
         ).fetchone()[0])
+
+    def latencies(self, identity: dict[str, str], limit: int = 200) -> list[float]:
+        """Latencies of the latest answers from this model: what a time estimate can go on."""
+        rows = self._connection.execute(
+            "SELECT latency_s FROM responses WHERE status = 'ok' AND identity_json = ? "
+            "AND latency_s > 0 ORDER BY created_at DESC LIMIT ?",
+            (json.dumps(identity, sort_keys=True), limit)).fetchall()
+        return [float(latency) for (latency,) in rows]

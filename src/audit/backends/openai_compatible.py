@@ -9,6 +9,7 @@ the backend, in an identity or in an error message.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from typing import Any
@@ -19,6 +20,9 @@ from audit.config import ModelConfig
 # Servers that need no key still need a non-empty string in the client.
 NO_KEY = "not-needed"
 SCHEMA_FORMATS = ("json_schema", "json_object")
+TOP_LOGPROBS = 20  # OpenAI's maximum
+# Log-probability given to a continuation that no top token opens: below every listed token.
+UNSEEN_LOGPROB = -100.0
 
 
 def retry_after(headers) -> float | None:
@@ -78,8 +82,7 @@ class OpenAICompatibleBackend:
 
     def complete(self, request: ChatRequest) -> Completion:
         if request.score_options:
-            raise BackendError("unsupported", "openai_compatible cannot score whole option "
-                                              "words; use the embedded backend or method=cascade")
+            return self._score_first_token(request)
         options: dict[str, Any] = {
             "model": self.config.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
@@ -111,6 +114,38 @@ class OpenAICompatibleBackend:
             except (json.JSONDecodeError, KeyError, TypeError):
                 pass  # left as is: the judge's strict parser records it as not an allowed label
         return Completion(text, tokens, str(choice.finish_reason or ""), latency)
+
+    def _score_first_token(self, request: ChatRequest) -> Completion:
+        """Score continuations from the first token's top log-probabilities, the most the OpenAI
+        API offers: each top token counts for the first continuation it opens (in request
+        order), so no probability is counted twice; a continuation no top token opens gets
+        UNSEEN_LOGPROB. An approximation where option words share a first token."""
+        options = {
+            "model": self.config.model, "max_tokens": 1, "temperature": request.temperature,
+            "top_p": request.top_p, "seed": request.seed, "logprobs": True,
+            "top_logprobs": TOP_LOGPROBS,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        }
+        started = time.perf_counter()
+        reply = self._call(options)
+        try:
+            top = reply.choices[0].logprobs.content[0].top_logprobs
+            candidates = [(entry.token, float(entry.logprob)) for entry in top]
+        except (AttributeError, IndexError, TypeError) as error:
+            raise BackendError("malformed_reply", "no first-token logprobs in the reply: the "
+                                                  "server may not support logprobs") from error
+        scores = {continuation: [] for continuation in request.score_options}
+        for token, logprob in candidates:
+            opened = next((c for c in request.score_options if token and c.startswith(token)),
+                          None)
+            if opened is not None:
+                scores[opened].append(logprob)
+        combined = {continuation: (max(values) + math.log(sum(math.exp(v - max(values))
+                                                               for v in values))
+                                   if values else UNSEEN_LOGPROB)
+                    for continuation, values in scores.items()}
+        return Completion(json.dumps(combined, sort_keys=True), 0, "scored",
+                          time.perf_counter() - started)
 
     def _call(self, options: dict[str, Any]) -> Any:
         return self._call_method(self._client.chat.completions.create, **options)
