@@ -37,6 +37,11 @@ def _prompts(count: int) -> pl.DataFrame:
         "favourable_option": ["APPROVE"] * count, "unfavourable_option": ["DENY"] * count})
 
 
+def _slow_proxy(prompts: pl.DataFrame) -> FaultProxy:
+    """Every answer 0.3 s late, so requests are in flight when something happens."""
+    return FaultProxy(upstream, {text: ("latency", 99) for text in prompts["user_prompt"]}).start()
+
+
 def _run(proxy: FaultProxy, prompts: pl.DataFrame, store_path, engine=ENGINE,
          timeout_s: float = 5) -> pl.DataFrame:
     model = ModelConfig(backend="openai_compatible", model="stub", base_url=proxy.base_url,
@@ -94,8 +99,7 @@ def test_every_kind_of_fault_ends_as_an_answer_or_a_stored_error(tmp_path):
 
 def test_a_server_that_dies_mid_run_and_comes_back(tmp_path):
     prompts = _prompts(24)
-    proxy = FaultProxy(upstream, {text: ("latency", 99) for text in prompts["user_prompt"]})
-    proxy.start()
+    proxy = _slow_proxy(prompts)
 
     def outage() -> None:
         while sum(proxy.answered.values()) < 6:
@@ -128,8 +132,7 @@ def test_a_server_that_dies_mid_run_and_comes_back(tmp_path):
 
 def test_a_request_slower_than_its_timeout_is_a_stored_timeout(tmp_path):
     prompts = _prompts(3)
-    proxy = FaultProxy(upstream, {text: ("latency", 99) for text in prompts["user_prompt"]})
-    proxy.start()
+    proxy = _slow_proxy(prompts)
     try:
         responses = _run(proxy, prompts, tmp_path / "store.sqlite3", timeout_s=0.1)
     finally:
