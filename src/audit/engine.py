@@ -71,6 +71,16 @@ def _backoff(engine: EngineConfig):
     return wait
 
 
+# The embedded model runs on this one long-lived thread. Handing each llama.cpp call to whichever
+# pool thread is free made generation about 18% slower here (4.50 s against 5.33 s for the same
+# six greedy requests, interleaved runs); one fixed thread is as fast as the main thread.
+_SERIAL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-serial")
+
+
+def _serial(backend: Backend) -> bool:
+    return type(backend).__name__ == "LlamaCppBackend"
+
+
 async def _attempt(backend: Backend, request: ChatRequest, engine: EngineConfig,
                    limiter: AsyncLimiter | None) -> Completion:
     """Send with retries; the blocking client call runs in a worker thread so the event loop
@@ -81,6 +91,9 @@ async def _attempt(backend: Backend, request: ChatRequest, engine: EngineConfig,
         with attempt:
             if limiter is not None:
                 await limiter.acquire()
+            if _serial(backend):
+                return await asyncio.get_running_loop().run_in_executor(
+                    _SERIAL, backend.complete, request)
             return await asyncio.to_thread(backend.complete, request)
     raise AssertionError("unreachable: tenacity reraises the last error")
 
