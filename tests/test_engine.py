@@ -133,6 +133,7 @@ def test_requests_run_concurrently_up_to_the_models_limit(items, personas, tmp_p
 
 def test_the_embedded_backend_runs_one_request_at_a_time(items, personas, tmp_path):
     backend = _Timed(latency_s=0.05)
+    backend.serial = True  # what LlamaCppBackend declares
     _timed_run(items, personas, tmp_path, backend, model_backend="llamacpp", concurrency=4)
     assert backend.peak == 1
 
@@ -164,7 +165,7 @@ def test_the_estimate_counts_what_is_missing_and_times_it_from_stored_latencies(
     backends = {name: create_backend(config) for name, config in fake_models.items()}
     planned = plan_requests(prompts, backends, fake_models)
     with ResponseStore(tmp_path / "store.sqlite3") as store:
-        before = estimate(planned, store, backends, concurrency_limits(fake_models))
+        before = estimate(planned, store, concurrency_limits(backends, fake_models))
         assert before["to_send"] == prompts.height and before["stored"] == 0
         assert before["seconds"] != before["seconds"]  # NaN: no latency to go on yet
         assert before["max_completion_tokens"] == sum(p.request.max_tokens for p in planned)
@@ -172,6 +173,6 @@ def test_the_estimate_counts_what_is_missing_and_times_it_from_stored_latencies(
         for item in half:
             identity = backends[item.model_name].identity()
             store.put_ok(item.key, identity, item.request.as_payload(), "APPROVE", 1, 2.0)
-        after = estimate(planned, store, backends, concurrency_limits(fake_models))
+        after = estimate(planned, store, concurrency_limits(backends, fake_models))
     assert after["stored"] == len(half) and after["to_send"] == len(planned) - len(half)
     assert after["seconds"] == 2.0 * after["to_send"]  # concurrency 1 each

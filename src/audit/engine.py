@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import polars as pl
@@ -78,7 +79,8 @@ _SERIAL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-serial")
 
 
 def _serial(backend: Backend) -> bool:
-    return type(backend).__name__ == "LlamaCppBackend"
+    """A backend that must run one request at a time says so with `serial = True`."""
+    return bool(getattr(backend, "serial", False))
 
 
 async def _attempt(backend: Backend, request: ChatRequest, engine: EngineConfig,
@@ -172,6 +174,7 @@ def track(rows: Iterable, total: int, description: str) -> Iterable:
 class Planned:
     prompt_id: str
     model_name: str
+    identity: dict[str, str]
     key: str
     request: ChatRequest
 
@@ -184,12 +187,12 @@ def plan_requests(prompts: pl.DataFrame, backends: dict[str, Backend],
         name = prompt["model_name"]
         request = build_request(models[name], prompt["system_prompt"], prompt["user_prompt"],
                                 prompt["seed"])
-        planned.append(Planned(prompt["prompt_id"], name, request_key(identities[name], request),
-                               request))
+        planned.append(Planned(prompt["prompt_id"], name, identities[name],
+                               request_key(identities[name], request), request))
     return planned
 
 
-def estimate(planned: list[Planned], store: ResponseStore, backends: dict[str, Backend],
+def estimate(planned: list[Planned], store: ResponseStore,
              concurrency: dict[str, int]) -> dict[str, float]:
     """What a run will cost before it starts: requests to send and tokens (at ~4 characters a
     prompt token, and every completion at its max_tokens, so an upper bound), and the time at
@@ -197,12 +200,13 @@ def estimate(planned: list[Planned], store: ResponseStore, backends: dict[str, B
     missing = [item for item in planned if store.get(item.key) is None]
     prompt_chars = sum(len(m.content) for item in missing for m in item.request.messages)
     seconds = 0.0
-    for name, backend in backends.items():
+    identities = {item.model_name: item.identity for item in missing}
+    for name, identity in identities.items():
         to_send = sum(item.model_name == name for item in missing)
-        latencies = sorted(store.latencies(backend.identity())) if to_send else []
-        if to_send and not latencies:
+        latencies = sorted(store.latencies(identity))
+        if not latencies:
             seconds = float("nan")
-        elif to_send:
+        else:
             seconds += to_send * latencies[len(latencies) // 2] / concurrency[name]
     return {"prompts": len(planned), "stored": len(planned) - len(missing),
             "to_send": len(missing), "prompt_tokens": prompt_chars // 4,
@@ -210,17 +214,17 @@ def estimate(planned: list[Planned], store: ResponseStore, backends: dict[str, B
             "seconds": seconds}
 
 
-def concurrency_limits(models: dict[str, ModelConfig]) -> dict[str, int]:
-    return {name: 1 if model.backend == "llamacpp" else
-            max(1, model.max_concurrency) * max(1, len(model.base_urls))
-            for name, model in models.items()}
+def concurrency_limits(backends: dict[str, Backend],
+                       models: dict[str, ModelConfig]) -> dict[str, int]:
+    return {name: 1 if _serial(backend) else
+            max(1, models[name].max_concurrency) * max(1, len(models[name].base_urls))
+            for name, backend in backends.items()}
 
 
 async def _collect(planned: list[Planned], backends: dict[str, Backend],
                    models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
                    progress: Progress | None) -> dict[str, Outcome]:
-    identities = {name: backend.identity() for name, backend in backends.items()}
-    limits = concurrency_limits(models)
+    limits = concurrency_limits(backends, models)
     slots = {name: asyncio.Semaphore(limits[name]) for name in backends}
     # One request per 60/rpm seconds, no bursts: servers that rate-limit count per window.
     limiters = {name: (AsyncLimiter(1, 60 / engine.requests_per_minute)
@@ -237,9 +241,8 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
         outcome = _stored(store, item.key)
         if outcome is None:
             async with slots[item.model_name]:
-                outcome = await _send_missing(backends[item.model_name],
-                                              identities[item.model_name], item.key,
-                                              item.request, store, engine,
+                outcome = await _send_missing(backends[item.model_name], item.identity,
+                                              item.key, item.request, store, engine,
                                               limiters[item.model_name])
         outcomes[item.prompt_id] = outcome
         errors += outcome.error is not None
@@ -262,7 +265,7 @@ def collect_responses(
     response row per prompt, errors included."""
     engine = engine or EngineConfig()
     planned = plan_requests(prompts, backends, models)
-    workload = estimate(planned, store, backends, concurrency_limits(models))
+    workload = estimate(planned, store, concurrency_limits(backends, models))
     timing = ("" if workload["seconds"] != workload["seconds"] or not workload["to_send"] else
               f", about {workload['seconds'] / 60:.1f} min at the median latency of earlier "
               "answers")
@@ -270,11 +273,8 @@ def collect_responses(
              "most %d completion tokens%s)", workload["prompts"], workload["stored"],
              workload["to_send"], workload["prompt_tokens"], workload["max_completion_tokens"],
              timing)
-    if show_progress:
-        with progress_bar() as progress:
-            outcomes = asyncio.run(_collect(planned, backends, models, store, engine, progress))
-    else:
-        outcomes = asyncio.run(_collect(planned, backends, models, store, engine, None))
+    with progress_bar() if show_progress else nullcontext() as progress:
+        outcomes = asyncio.run(_collect(planned, backends, models, store, engine, progress))
     rows = []
     for item in planned:
         outcome = outcomes[item.prompt_id]

@@ -91,6 +91,10 @@ def _load(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
 
 
 class LlamaCppBackend:
+    # llama.cpp contexts are not thread-safe: the engine sends one request at a time, always on
+    # the same thread.
+    serial = True
+
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
         self.path = resolve_model_path(config.model)
