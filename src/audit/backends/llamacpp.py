@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.special import log_softmax
 
 from audit.backends.base import BackendError, ChatRequest, Completion
 from audit.config import ModelConfig
@@ -143,8 +144,7 @@ def _last_log_softmax(llm: Any) -> np.ndarray:
     from llama_cpp import llama_get_logits_ith
 
     logits = np.ctypeslib.as_array(llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
-    shifted = logits.astype(np.float64) - logits.max()
-    return shifted - np.log(np.exp(shifted).sum())
+    return log_softmax(logits.astype(np.float64))
 
 
 def chat_prompt_tokens(llm: Any, messages: Sequence[Any]) -> list[int]:

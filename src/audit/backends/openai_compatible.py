@@ -9,10 +9,11 @@ the backend, in an identity or in an error message.
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from typing import Any
+
+from scipy.special import logsumexp
 
 from audit.backends.base import BackendError, ChatRequest, Completion
 from audit.config import ModelConfig
@@ -140,9 +141,7 @@ class OpenAICompatibleBackend:
                           None)
             if opened is not None:
                 scores[opened].append(logprob)
-        combined = {continuation: (max(values) + math.log(sum(math.exp(v - max(values))
-                                                               for v in values))
-                                   if values else UNSEEN_LOGPROB)
+        combined = {continuation: float(logsumexp(values)) if values else UNSEEN_LOGPROB
                     for continuation, values in scores.items()}
         return Completion(json.dumps(combined, sort_keys=True), 0, "scored",
                           time.perf_counter() - started)

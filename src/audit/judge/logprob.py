@@ -14,6 +14,8 @@ import json
 import math
 from dataclasses import dataclass
 
+from scipy.special import logsumexp
+
 from audit.schemas import LABELS, UNPARSEABLE
 
 
@@ -38,16 +40,11 @@ class OptionScore:
                 f"decision mass {self.decision_mass:.3f}")
 
 
-def _log_sum_exp(values: list[float]) -> float:
-    top = max(values)
-    return top + math.log(sum(math.exp(value - top) for value in values))
-
-
 def option_score(scores: dict[str, float], favourable: str, unfavourable: str) -> OptionScore:
     """Combine per-variant log-probabilities (as the backend returned them) into one score."""
-    favourable_lp = _log_sum_exp([scores[v] for v in option_variants(favourable)])
-    unfavourable_lp = _log_sum_exp([scores[v] for v in option_variants(unfavourable)])
-    total = _log_sum_exp([favourable_lp, unfavourable_lp])
+    favourable_lp = logsumexp([scores[v] for v in option_variants(favourable)])
+    unfavourable_lp = logsumexp([scores[v] for v in option_variants(unfavourable)])
+    total = float(logsumexp([favourable_lp, unfavourable_lp]))
     return OptionScore(p_favourable=math.exp(favourable_lp - total),
                        decision_mass=min(1.0, math.exp(total)))
 
