@@ -15,7 +15,8 @@ import polars as pl
 from audit.config import JudgeConfig
 from audit.intervals import jeffreys_interval
 from audit.judge.agreement import cohen_kappa, confusion_matrix
-from audit.judge.cascade import Judge, label_answers
+from audit.engine import track
+from audit.judge.cascade import Judge, ProgressFn, label_answers
 from audit.schemas import LABELS, UNPARSEABLE
 from audit.store import ResponseStore
 
@@ -48,10 +49,10 @@ def gold_answers(gold: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
 
 
 def label_gold(gold: pl.DataFrame, items: pl.DataFrame, config: JudgeConfig, judges: list[Judge],
-               store: ResponseStore, show_progress=None) -> tuple[pl.DataFrame, pl.DataFrame]:
+               store: ResponseStore, show_progress: ProgressFn = track
+               ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The cascade's label for every gold answer beside its true label, and the panel's votes."""
-    options = {} if show_progress is None else {"show_progress": show_progress}
-    tables = label_answers(gold_answers(gold, items), config, judges, store, **options)
+    tables = label_answers(gold_answers(gold, items), config, judges, store, show_progress)
     results = gold.select("gold_id", "category", "domain", pl.col("label").alias("true_label")).join(
         tables.labels.rename({"answer_id": "gold_id"}), on="gold_id", how="left")
     return results.select(GOLD_RESULT_COLUMNS).sort("gold_id"), tables.votes
