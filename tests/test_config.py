@@ -15,7 +15,7 @@ from audit.params import compose_params, params_yaml
 
 register_configs()
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-GROUPS = ["model", "judge", "items", "personas", "fit", "tracking", "paths"]
+GROUPS = ["method", "model", "judge", "items", "personas", "fit", "tracking", "paths"]
 
 
 def _options(group: str) -> list[str]:
@@ -88,3 +88,13 @@ def test_judge_eval_composes_with_every_judge(judge: str):
 def test_a_panel_lists_several_judges():
     cfg = _compose(["judge=smollm2_panel"])
     assert len(cfg.judge.models) == 3 and cfg.judge.rationale_max_chars == 0
+
+
+def test_every_method_option_is_registered():
+    from audit.methods import METHODS, create_method
+
+    assert set(_options("method")) <= set(METHODS)
+    for option in _options("method"):
+        assert _compose([f"method={option}"]).method == option
+    with pytest.raises(ValueError, match="unknown method 'nope'"):
+        create_method("nope")

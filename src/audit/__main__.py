@@ -26,11 +26,12 @@ register_configs()
 def app(cfg: DictConfig) -> dict | None:
     quiet_noisy_loggers()  # Hydra has just configured logging; before the imports that log
     from audit.backends import BackendError
-    from audit.stages import AuditError, run_audit
+    from audit.methods import create_method
+    from audit.stages import AuditError
 
     try:
         audit_cfg = to_audit_config(cfg)
-        return run_audit(audit_cfg, Path(audit_cfg.paths.output_dir))
+        return create_method(audit_cfg.method).run(audit_cfg, Path(audit_cfg.paths.output_dir))
     except (AuditError, ValueError, BackendError) as error:
         log.error("%s", error)
         if HydraConfig.get().mode == RunMode.MULTIRUN:

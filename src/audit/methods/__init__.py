@@ -1,0 +1,44 @@
+"""Audit methods behind one Protocol, chosen by `method=NAME` (`conf/method/NAME.yaml`).
+
+The Rasch audit is the pipeline in stages.py; every other method (IAT word association, DIF
+accuracy, counterfactual generation) is a class here that runs its own design, sends its prompts
+through the same engine and response store, analyses the answers and logs one MLflow run.
+The registry maps a name to an import path and imports lazily, as the backend registry does, so
+choosing one method never imports another's dependencies. Adding a method is one file and one line.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from audit.config import AuditConfig
+
+METHODS: dict[str, str] = {
+    "rasch": "audit.methods.rasch:RaschMethod",
+}
+
+
+class AuditMethod(Protocol):
+    """One way of auditing: from the composed config to the files in output_dir and a result."""
+
+    name: str
+
+    def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+        """Run every step of the method, write its tables into output_dir and log the run."""
+        ...
+
+
+def create_method(name: str) -> AuditMethod:
+    try:
+        target = METHODS[name]
+    except KeyError:
+        valid = ", ".join(sorted(METHODS))
+        raise ValueError(f"unknown method '{name}': choose method= one of {valid}") from None
+    module_name, class_name = target.split(":")
+    return getattr(importlib.import_module(module_name), class_name)()
+
+
+__all__ = ["METHODS", "AuditMethod", "create_method"]
