@@ -1,0 +1,1 @@
+"""audit: measure how large language models treat people differently by demographic."""
