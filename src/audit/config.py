@@ -127,7 +127,8 @@ class FitConfig:
     """The IRT model and the sampler. Thresholds default to Vehtari et al. (2021)."""
 
     name: str = "rasch"
-    model: str = "rasch"  # rasch (identified, Binomial cells) | rasch_seed (original audit)
+    # rasch (identified, Binomial cells) | rasch_seed (original audit) | twopl | explanatory
+    model: str = "rasch"
     outcome: str = "favourable"  # favourable | undetermined
     drop_labels: list[str] = field(default_factory=list)
     draws: int = 1000
@@ -139,6 +140,16 @@ class FitConfig:
     hdi_prob: float = 0.94
     rhat_max: float = 1.01
     ess_min: float = 400.0
+    # Persona columns whose levels are contrasted (and, for fit.model=explanatory, modelled).
+    attributes: list[str] = field(default_factory=lambda: ["gender", "race"])
+    # Attributes that also get a level x item interaction (explanatory model only): which
+    # scenarios carry the gap.
+    item_dif: list[str] = field(default_factory=list)
+    # Half-width of the region of practical equivalence, in logits (default: Cohen's d = 0.1).
+    rope: float = 0.1814
+    # A second outcome coding fitted next to fit.outcome, e.g. `undetermined` to measure who is
+    # asked for more information; its contrasts carry outcome=<coding>.
+    second_outcome: str | None = None
 
 
 @dataclass

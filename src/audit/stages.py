@@ -8,9 +8,10 @@ them in order in the Hydra run directory and `dvc repro` runs them one by one th
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import arviz as az
@@ -195,23 +196,50 @@ def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame
     return JudgeOutputs(tables.labels, tables.votes, gold_results)
 
 
-def outcome_table(prompts: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
-    return labels.join(prompts.select("prompt_id", "respondent_id", "item_id"), on="prompt_id",
-                       how="inner")
+def outcome_table(prompts: pl.DataFrame, labels: pl.DataFrame, attributes: list[str]) -> pl.DataFrame:
+    """Labels with the respondent, item and persona columns a fit and its contrasts read."""
+    missing = sorted(set(attributes) - set(prompts.columns))
+    if missing:
+        raise AuditError(f"fit.attributes names {missing}, which the prompts table lacks: use "
+                         f"persona columns such as gender, race")
+    persona_columns = ["model_name", "persona_kind", *dict.fromkeys(attributes)]
+    return labels.join(prompts.select("prompt_id", "respondent_id", "item_id", *persona_columns),
+                       on="prompt_id", how="inner")
 
 
 def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame) -> RaschFit:
-    outcomes = code_outcomes(outcome_table(prompts, labels), cfg.fit.outcome, cfg.fit.drop_labels)
-    if outcomes.is_empty():
-        raise AuditError("no labelled responses to fit: every answer failed or was unparseable; "
-                         "check the judge (judge=...) and the responses table")
-    return fit_rasch(outcomes, cfg.fit)
+    """The configured outcome, plus fit.second_outcome on the same labels when it is set."""
+    table = outcome_table(prompts, labels, cfg.fit.attributes)
+    fits = []
+    codings = [cfg.fit.outcome, *([cfg.fit.second_outcome] if cfg.fit.second_outcome else [])]
+    for coding in codings:
+        outcomes = code_outcomes(table, coding, cfg.fit.drop_labels)
+        if outcomes.is_empty():
+            raise AuditError("no labelled responses to fit: every answer failed or was "
+                             "unparseable; check the judge (judge=...) and the responses table")
+        fits.append(fit_rasch(outcomes, replace(cfg.fit, outcome=coding)))
+    return replace(fits[0], companions=tuple(fits[1:]))
 
 
 def write_fit(fit: RaschFit, directory: Path) -> None:
+    """Posterior, summary, contrasts and a diagnostics verdict; companions in sub-directories."""
     directory.mkdir(parents=True, exist_ok=True)
     fit.summary.write_csv(directory / "summary.csv")
     fit.idata.to_netcdf(str(directory / "posterior.nc"))
+    if fit.item_gaps.height:
+        fit.item_gaps.write_csv(directory / "item_gaps.csv")
+    for companion in fit.companions:
+        write_fit(companion, directory / companion.outcome)
+    contrasts = fit.all_contrasts()
+    if contrasts.height:
+        contrasts.write_csv(directory / "contrasts.csv")
+    diagnostics = fit.diagnostics
+    (directory / "diagnostics.json").write_text(json.dumps({
+        "converged": fit.converged, "rhat_max": diagnostics.rhat_max,
+        "ess_bulk_min": diagnostics.ess_bulk_min, "ess_tail_min": diagnostics.ess_tail_min,
+        "divergences": diagnostics.divergences, "advice": "; ".join(fit.problems()),
+        "outcomes": [companion.outcome for companion in fit.all_fits()],
+    }, indent=2, allow_nan=True) + "\n")
 
 
 def read_fit(directory: Path, fit_config: FitConfig) -> RaschFit:
@@ -221,7 +249,19 @@ def read_fit(directory: Path, fit_config: FitConfig) -> RaschFit:
         raise AuditError(f"posterior not found at {posterior}: run the fit stage first")
     idata = az.from_netcdf(str(posterior))
     summary = read_table(directory / "summary.csv", SummarySchema, "fit summary")
-    return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit_config))
+    contrasts_file = directory / "contrasts.csv"
+    contrasts = read_frame(contrasts_file, "contrasts") if contrasts_file.is_file() \
+        else pl.DataFrame()
+    companions = tuple(read_fit(directory / coding, replace(fit_config, outcome=coding))
+                       for coding in ([fit_config.second_outcome]
+                                      if fit_config.second_outcome else []))
+    if contrasts.height and "outcome" in contrasts.columns:
+        contrasts = contrasts.filter(pl.col("outcome") == fit_config.outcome).drop("outcome")
+    gaps_file = directory / "item_gaps.csv"
+    return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit_config),
+                    contrasts=contrasts, outcome=fit_config.outcome, companions=companions,
+                    item_gaps=read_frame(gaps_file, "item gaps") if gaps_file.is_file()
+                    else pl.DataFrame())
 
 
 # --- the whole audit ----------------------------------------------------------------------------

@@ -8,13 +8,17 @@ P(y = 1) = logistic(theta[respondent] - b[item]). Two variants share the likelih
 * ``rasch`` pins the location with a zero-sum person effect, lets the item difficulties carry a
   free mean, and aggregates replicates into Binomial cells: the same likelihood, but well
   identified and about nine times cheaper per gradient on replicated designs (FACTS.md).
+* ``twopl`` is ``rasch`` with an item discrimination ``a``: logistic(a[item] * (theta - b)), for
+  users who want to see which scenarios separate respondents sharply and which barely do.
+* ``explanatory`` (explanatory.py) decomposes theta into model, persona-attribute and residual
+  effects, with null personas as the noise floor.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import arviz as az
 import numpy as np
@@ -22,8 +26,11 @@ import polars as pl
 import pymc as pm
 
 from audit.config import FitConfig
+from audit.irt.contrasts import item_gaps, level_contrasts
 from audit.irt.diagnostics import Diagnostics, diagnose
-from audit.schemas import OutcomeSchema, SummarySchema, validate
+from audit.irt.explanatory import build_explanatory_model, respondent_table
+from audit.irt.indexing import RaschData, index_design
+from audit.schemas import SummarySchema, validate
 
 logger = logging.getLogger(__name__)
 
@@ -33,14 +40,18 @@ logger = logging.getLogger(__name__)
 RHAT_MAX_VEHTARI_2021 = 1.01
 ESS_MIN_VEHTARI_2021 = 400.0
 
-MODELS: tuple[str, ...] = ("rasch", "rasch_seed")
+MODELS: tuple[str, ...] = ("rasch", "rasch_seed", "twopl", "explanatory")
 # Prior scales of the identified model, on the logit scale. theta keeps the seed model's N(0, 1);
 # items get more room because their mean now carries the overall favourable rate, which for a
 # model that almost always approves (or denies) sits far from zero.
 THETA_PRIOR_SD = 1.0
 ITEM_PRIOR_SD = 2.0
-# Variables summarised, in order; every model in MODELS defines both.
+# log a ~ N(0, 0.5): discriminations between about 0.4 and 2.7 a priori, centred on the Rasch a = 1.
+DISCRIMINATION_LOG_SD = 0.5
+# Variables summarised, in order; every model in MODELS defines both. Model-specific parameters
+# (effects, spreads, discriminations) follow them in the summary and count in the diagnostics.
 SUMMARY_VARIABLES: tuple[str, ...] = ("theta", "b")
+EXTRA_SUMMARY_PREFIXES: tuple[str, ...] = ("a", "model_effect", "effect_", "sigma_", "dif_")
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "parameter", "mean", "sd", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail",
 )
@@ -48,86 +59,16 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 SampleFunction = Callable[[pm.Model, FitConfig], az.InferenceData]
 
 
-@dataclass(frozen=True, eq=False)
-class RaschData:
-    """The response table as index arrays, at two grains.
-
-    Row grain (one entry per response) feeds the Bernoulli ``rasch_seed`` model; cell grain (one
-    entry per respondent x item pair, replicates summed) feeds the Binomial ``rasch`` model. Index
-    ``i`` in ``*_respondent`` arrays points into ``respondents``, index ``j`` in ``*_item`` arrays
-    into ``items``; both label tuples are sorted so the same data always gets the same indices.
-    """
-
-    respondents: tuple[str, ...]
-    items: tuple[str, ...]
-    row_respondent: np.ndarray
-    row_item: np.ndarray
-    row_y: np.ndarray
-    cell_respondent: np.ndarray
-    cell_item: np.ndarray
-    successes: np.ndarray
-    trials: np.ndarray
-
-    @property
-    def cells(self) -> pl.DataFrame:
-        """The Binomial cells with their labels, for reading and for tests."""
-        return pl.DataFrame(
-            {
-                "respondent": [self.respondents[i] for i in self.cell_respondent],
-                "item": [self.items[j] for j in self.cell_item],
-                "successes": self.successes,
-                "trials": self.trials,
-            }
-        )
-
-
-def index_design(outcomes: pl.DataFrame) -> RaschData:
-    """Map labels to integer indices through explicit label->index tables.
-
-    Joins on labels (instead of reshaping a respondent x item matrix) make a transposed or
-    misaligned response matrix impossible by construction: every index travels with its own row.
-    """
-    rows = validate(outcomes, OutcomeSchema, "outcome table")
-    if rows.height == 0:
-        raise ValueError("outcome table is empty: there is nothing to fit")
-    respondents = tuple(sorted(rows.get_column("respondent").unique().to_list()))
-    items = tuple(sorted(rows.get_column("item").unique().to_list()))
-    respondent_index = pl.DataFrame(
-        {"respondent": respondents, "respondent_idx": np.arange(len(respondents))},
-        schema={"respondent": pl.String, "respondent_idx": pl.Int64},
-    )
-    item_index = pl.DataFrame(
-        {"item": items, "item_idx": np.arange(len(items))},
-        schema={"item": pl.String, "item_idx": pl.Int64},
-    )
-    indexed = rows.join(respondent_index, on="respondent", how="left").join(
-        item_index, on="item", how="left"
-    )
-    cells = (
-        indexed.group_by("respondent_idx", "item_idx")
-        .agg(successes=pl.col("y").sum(), trials=pl.len())
-        .sort("respondent_idx", "item_idx")
-    )
-    return RaschData(
-        respondents=respondents,
-        items=items,
-        row_respondent=indexed.get_column("respondent_idx").to_numpy(),
-        row_item=indexed.get_column("item_idx").to_numpy(),
-        row_y=indexed.get_column("y").to_numpy().astype(np.int64),
-        cell_respondent=cells.get_column("respondent_idx").to_numpy(),
-        cell_item=cells.get_column("item_idx").to_numpy(),
-        successes=cells.get_column("successes").to_numpy().astype(np.int64),
-        trials=cells.get_column("trials").to_numpy().astype(np.int64),
-    )
-
-
 def build_rasch_model(data: RaschData, model: str = "rasch") -> pm.Model:
-    """Build one of MODELS; both expose ``theta`` (dims respondent) and ``b`` (dims item)."""
+    """Build a model that needs only the response table; each exposes ``theta`` and ``b``."""
     coords = {"respondent": list(data.respondents), "item": list(data.items)}
     if model == "rasch_seed":
         return _build_seed_model(data, coords)
-    if model == "rasch":
-        return _build_identified_model(data, coords)
+    if model in ("rasch", "twopl"):
+        return _build_identified_model(data, coords, discrimination=model == "twopl")
+    if model == "explanatory":
+        raise ValueError("the explanatory model needs persona attributes: fit it with fit_rasch "
+                         "on an outcome table that has model_name, persona_kind and the attributes")
     raise ValueError(f"unknown model {model!r}; valid models: {', '.join(MODELS)}")
 
 
@@ -146,7 +87,7 @@ def _build_seed_model(data: RaschData, coords: dict) -> pm.Model:
     return model
 
 
-def _build_identified_model(data: RaschData, coords: dict) -> pm.Model:
+def _build_identified_model(data: RaschData, coords: dict, discrimination: bool) -> pm.Model:
     """Zero-sum persons, free item difficulties, Binomial cells, no hyperparameters.
 
     theta sums to zero, so "average respondent" is the reference point and b carries the overall
@@ -165,10 +106,14 @@ def _build_identified_model(data: RaschData, coords: dict) -> pm.Model:
         successes = pm.Data("successes", data.successes, dims="cell")
         theta = pm.ZeroSumNormal("theta", sigma=THETA_PRIOR_SD, dims="respondent")
         b = pm.Normal("b", mu=0.0, sigma=ITEM_PRIOR_SD, dims="item")
+        logit_p = theta[respondent_idx] - b[item_idx]
+        if discrimination:
+            a = pm.LogNormal("a", mu=0.0, sigma=DISCRIMINATION_LOG_SD, dims="item")
+            logit_p = a[item_idx] * logit_p
         pm.Binomial(
             "y",
             n=trials,
-            logit_p=theta[respondent_idx] - b[item_idx],
+            logit_p=logit_p,
             observed=successes,
             dims="cell",
         )
@@ -182,6 +127,32 @@ class RaschFit:
     idata: az.InferenceData
     summary: pl.DataFrame
     diagnostics: Diagnostics
+    # Gaps between persona attribute levels (contrasts.CONTRAST_COLUMNS); empty when the outcome
+    # table carries no persona attributes (for example `python -m audit.fit` on a bare table).
+    contrasts: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # Per-item gaps for the attributes in fit.item_dif (explanatory model only).
+    item_gaps: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # The outcome coding this fit modelled, and fits of further codings (fit.second_outcome)
+    # made on the same labels, so one fit stage carries e.g. favourability and abstention.
+    outcome: str = "favourable"
+    companions: tuple[RaschFit, ...] = ()
+
+    def all_fits(self) -> tuple[RaschFit, ...]:
+        return (self, *self.companions)
+
+    @property
+    def converged(self) -> bool:
+        return all(fit.diagnostics.converged for fit in self.all_fits())
+
+    def problems(self) -> list[str]:
+        return [f"{fit.outcome}: {problem}" for fit in self.all_fits()
+                for problem in fit.diagnostics.problems()]
+
+    def all_contrasts(self) -> pl.DataFrame:
+        """Contrasts of every fitted outcome, with the outcome as the first column."""
+        tables = [fit.contrasts.select(pl.lit(fit.outcome).alias("outcome"), pl.all())
+                  for fit in self.all_fits() if fit.contrasts.height]
+        return pl.concat(tables) if tables else pl.DataFrame()
 
 
 def sample_with_nutpie(model: pm.Model, fit: FitConfig) -> az.InferenceData:
@@ -202,8 +173,11 @@ def sample_with_nutpie(model: pm.Model, fit: FitConfig) -> az.InferenceData:
 
 def summarise(idata: az.InferenceData, hdi_prob: float) -> pl.DataFrame:
     """ArviZ's summary as a validated polars table with the column names of the CLI contract."""
-    table = az.summary(idata, var_names=list(SUMMARY_VARIABLES), hdi_prob=hdi_prob, kind="all",
-                       round_to="none")
+    extras = [name for name in idata.posterior.data_vars
+              if name not in SUMMARY_VARIABLES and name.startswith(EXTRA_SUMMARY_PREFIXES)
+              and not name.endswith(("_z", "__"))]  # standardised and transformed helpers
+    table = az.summary(idata, var_names=[*SUMMARY_VARIABLES, *sorted(extras)], hdi_prob=hdi_prob,
+                       kind="all", round_to="none")
     low, high = (column for column in table.columns if column.startswith("hdi_"))
     summary = pl.DataFrame(
         {
@@ -224,15 +198,30 @@ def fit_rasch(
     outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction = sample_with_nutpie
 ) -> RaschFit:
     """Fit one of MODELS to a long 0/1 table; ``sample`` is swappable so fast tests skip NUTS."""
+    attributes = tuple(fit.attributes)
+    has_personas = {"model_name", "persona_kind", *attributes} <= set(outcomes.columns)
     data = index_design(outcomes)
-    model = build_rasch_model(data, fit.model)
+    respondents = respondent_table(outcomes, data, attributes) if has_personas else None
+    if fit.model == "explanatory":
+        if respondents is None:
+            raise ValueError("fit.model=explanatory needs model_name, persona_kind and "
+                             f"{', '.join(attributes)} in the outcome table")
+        model = build_explanatory_model(data, respondents, tuple(fit.item_dif))
+    else:
+        model = build_rasch_model(data, fit.model)
     logger.info(
         "fitting %s: %d responses, %d respondents, %d items, %d chains x %d draws",
         fit.model, data.row_y.size, len(data.respondents), len(data.items), fit.chains, fit.draws,
     )
     idata = sample(model, fit)
     summary = summarise(idata, fit.hdi_prob)
-    return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit))
+    contrasts = (level_contrasts(idata.posterior, respondents, fit.rope, fit.hdi_prob)
+                 if respondents is not None and attributes else pl.DataFrame())
+    gaps = [item_gaps(idata.posterior, attribute, fit.hdi_prob) for attribute in fit.item_dif
+            if fit.model == "explanatory"]
+    return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit),
+                    contrasts=contrasts, item_gaps=pl.concat(gaps) if gaps else pl.DataFrame(),
+                    outcome=fit.outcome)
 
 
 def parameter_table(summary: pl.DataFrame, name: str, key: str) -> pl.DataFrame:

@@ -1,0 +1,83 @@
+"""The response table as integer indices: the one place where labels become array positions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from audit.schemas import OutcomeSchema, validate
+
+
+@dataclass(frozen=True, eq=False)
+class RaschData:
+    """The response table as index arrays, at two grains.
+
+    Row grain (one entry per response) feeds the Bernoulli ``rasch_seed`` model; cell grain (one
+    entry per respondent x item pair, replicates summed) feeds the Binomial ``rasch`` model. Index
+    ``i`` in ``*_respondent`` arrays points into ``respondents``, index ``j`` in ``*_item`` arrays
+    into ``items``; both label tuples are sorted so the same data always gets the same indices.
+    """
+
+    respondents: tuple[str, ...]
+    items: tuple[str, ...]
+    row_respondent: np.ndarray
+    row_item: np.ndarray
+    row_y: np.ndarray
+    cell_respondent: np.ndarray
+    cell_item: np.ndarray
+    successes: np.ndarray
+    trials: np.ndarray
+
+    @property
+    def cells(self) -> pl.DataFrame:
+        """The Binomial cells with their labels, for reading and for tests."""
+        return pl.DataFrame(
+            {
+                "respondent": [self.respondents[i] for i in self.cell_respondent],
+                "item": [self.items[j] for j in self.cell_item],
+                "successes": self.successes,
+                "trials": self.trials,
+            }
+        )
+
+
+def index_design(outcomes: pl.DataFrame) -> RaschData:
+    """Map labels to integer indices through explicit label->index tables.
+
+    Joins on labels (instead of reshaping a respondent x item matrix) make a transposed or
+    misaligned response matrix impossible by construction: every index travels with its own row.
+    """
+    rows = validate(outcomes, OutcomeSchema, "outcome table")
+    if rows.height == 0:
+        raise ValueError("outcome table is empty: there is nothing to fit")
+    respondents = tuple(sorted(rows.get_column("respondent").unique().to_list()))
+    items = tuple(sorted(rows.get_column("item").unique().to_list()))
+    respondent_index = pl.DataFrame(
+        {"respondent": respondents, "respondent_idx": np.arange(len(respondents))},
+        schema={"respondent": pl.String, "respondent_idx": pl.Int64},
+    )
+    item_index = pl.DataFrame(
+        {"item": items, "item_idx": np.arange(len(items))},
+        schema={"item": pl.String, "item_idx": pl.Int64},
+    )
+    indexed = rows.join(respondent_index, on="respondent", how="left").join(
+        item_index, on="item", how="left"
+    )
+    cells = (
+        indexed.group_by("respondent_idx", "item_idx")
+        .agg(successes=pl.col("y").sum(), trials=pl.len())
+        .sort("respondent_idx", "item_idx")
+    )
+    return RaschData(
+        respondents=respondents,
+        items=items,
+        row_respondent=indexed.get_column("respondent_idx").to_numpy(),
+        row_item=indexed.get_column("item_idx").to_numpy(),
+        row_y=indexed.get_column("y").to_numpy().astype(np.int64),
+        cell_respondent=cells.get_column("respondent_idx").to_numpy(),
+        cell_item=cells.get_column("item_idx").to_numpy(),
+        successes=cells.get_column("successes").to_numpy().astype(np.int64),
+        trials=cells.get_column("trials").to_numpy().astype(np.int64),
+    )
