@@ -9,12 +9,21 @@ Both use 4 chains x 1000 tune + 1000 draws on 2 cores. Efficiency is the minimum
 theta and b divided by the wall time of the whole fit (compilation included: users wait for it).
 Ends with one machine-readable line:
 RESULT ess_per_s_ratio=<x> default_rhat_max=<r> default_ess_bulk_min=<e>
+
+With --scale it instead fits the default model on simulated designs from 10 thousand to 1 million
+responses, each in its own process so that its peak memory is its own, and prints time, ESS,
+R-hat and peak RSS per size, ending with
+RESULT scale_max_responses=<n> scale_max_seconds=<s> scale_max_peak_rss_mb=<m>
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import resource
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 
@@ -74,13 +83,55 @@ def fit_default(outcomes: pl.DataFrame, config: FitConfig) -> FitFigures:
     return figures(fit.idata, time.perf_counter() - started)
 
 
+# (respondents, items, replicates): 10 thousand to 1 million responses. Audits grow in personas
+# and replicates more than in items, so respondents carry most of the growth.
+SCALE_DESIGNS = ((100, 20, 5), (200, 50, 10), (500, 100, 10), (1000, 100, 10))
+
+
+def fit_one_size(respondents: int, items: int, replicates: int, seed: int) -> None:
+    """Child process of --scale: one default fit, its figures as one JSON line on stdout."""
+    outcomes = simulate(respondents, items, replicates, seed)
+    fitted = fit_default(outcomes, FitConfig())
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    print(json.dumps({"responses": outcomes.height, "seconds": fitted.seconds,
+                      "ess_bulk_min": fitted.ess_bulk_min, "rhat_max": fitted.rhat_max,
+                      "peak_rss_mb": peak_kib / 1024}))
+
+
+def scale_curve(seed: int) -> None:
+    print(f"{'responses':>10} {'cells':>8} {'seconds':>8} {'ESS bulk min':>12} {'R-hat max':>9} "
+          f"{'ESS/s':>7} {'peak RSS MB':>11}")
+    row: dict = {}
+    for respondents, items, replicates in SCALE_DESIGNS:
+        child = subprocess.run(
+            [sys.executable, __file__, "--one", str(respondents), str(items), str(replicates),
+             "--seed", str(seed)], capture_output=True, text=True, check=True)
+        row = json.loads(child.stdout.strip().splitlines()[-1])
+        print(f"{row['responses']:>10} {respondents * items:>8} {row['seconds']:>8.1f} "
+              f"{row['ess_bulk_min']:>12.0f} {row['rhat_max']:>9.4f} "
+              f"{row['ess_bulk_min'] / row['seconds']:>7.1f} {row['peak_rss_mb']:>11.0f}",
+              flush=True)
+    print(f"RESULT scale_max_responses={row['responses']} scale_max_seconds={row['seconds']:.1f} "
+          f"scale_max_peak_rss_mb={row['peak_rss_mb']:.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--respondents", type=int, default=100)
     parser.add_argument("--items", type=int, default=50)
     parser.add_argument("--replicates", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--scale", action="store_true",
+                        help="fit 10 thousand to 1 million responses and print the curve")
+    parser.add_argument("--one", type=int, nargs=3, metavar=("RESPONDENTS", "ITEMS", "REPLICATES"),
+                        help=argparse.SUPPRESS)
     arguments = parser.parse_args()
+    if arguments.one:
+        fit_one_size(*arguments.one, seed=arguments.seed)
+        return
+    if arguments.scale:
+        scale_curve(arguments.seed)
+        return
     outcomes = simulate(arguments.respondents, arguments.items, arguments.replicates,
                         arguments.seed)
     config = FitConfig()

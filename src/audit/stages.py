@@ -252,7 +252,8 @@ def read_fit(directory: Path, fit_config: FitConfig) -> RaschFit:
     contrasts_file = directory / "contrasts.csv"
     contrasts = read_frame(contrasts_file, "contrasts") if contrasts_file.is_file() \
         else pl.DataFrame()
-    companions = tuple(read_fit(directory / coding, replace(fit_config, outcome=coding))
+    companions = tuple(read_fit(directory / coding,
+                                replace(fit_config, outcome=coding, second_outcome=None))
                        for coding in ([fit_config.second_outcome]
                                       if fit_config.second_outcome else []))
     if contrasts.height and "outcome" in contrasts.columns:

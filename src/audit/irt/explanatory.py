@@ -6,8 +6,9 @@ theta[respondent] = model_effect[model] + sum over attributes of effect_<attr>[m
 * ``effect_<attr>`` is what a bias claim is about: the shift in favourability (logits) that comes
   with one level of a persona attribute (gender, race, age band, name origin, ...), for each
   audited model. Levels are zero-sum within an attribute, so only differences between levels are
-  identified, which is exactly what a contrast reads. Models are partially pooled towards a
-  population effect ``effect_<attr>_pooled`` with a learned spread ``effect_<attr>_sd``.
+  identified, which is exactly what a contrast reads. ``effect_<attr>_pooled`` is the average
+  over models. Personas are partially pooled: each persona's residual shrinks towards what its
+  attribute levels predict, with a learned spread.
 * The residual keeps what the attributes do not explain. Real personas and null personas (random
   strings) get separate scales, ``sigma_residual`` and ``sigma_null``: ``sigma_null`` is how much
   favourability moves when the prompt changes by a persona that carries no demographic signal,
@@ -37,7 +38,6 @@ ITEM_PRIOR_SD = 2.0
 ATTRIBUTE_PRIOR_SD = 1.0  # a one-logit gap is already a large demographic effect
 # Half-normal scales of the spreads; the data rarely hold more than a few personas per level, so
 # these priors keep the spreads from wandering into implausible multi-logit values.
-MODEL_SPREAD_PRIOR_SD = 0.5
 RESIDUAL_PRIOR_SD = 0.5
 DIF_PRIOR_SD = 1.0
 NULL_KIND = "null"
@@ -120,17 +120,15 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
             levels = respondents.level_index(attribute)
             has_level = levels != NO_LEVEL
             level_or_zero = np.where(has_level, levels, 0)
-            pooled = pm.ZeroSumNormal(f"effect_{attribute}_pooled", sigma=ATTRIBUTE_PRIOR_SD,
-                                      dims=level_dim)
+            # Each model's effects stand on their own data: shrinking one audited model's gap
+            # towards the others' could hide exactly the bias an audit looks for, and with two or
+            # three models a learned cross-model spread mixed badly whichever way it was written
+            # (bulk ESS 176 to 228 of 2,400 draws). The "all models" effect is their average.
+            effect = pm.ZeroSumNormal(f"effect_{attribute}", sigma=ATTRIBUTE_PRIOR_SD,
+                                      dims=("model", level_dim))
             if several_models:
-                spread = pm.HalfNormal(f"effect_{attribute}_sd", sigma=MODEL_SPREAD_PRIOR_SD)
-                deviation = pm.ZeroSumNormal(f"effect_{attribute}_z", sigma=1.0,
-                                             dims=("model", level_dim))
-                effect = pm.Deterministic(f"effect_{attribute}", pooled[None, :] + spread *
-                                          deviation, dims=("model", level_dim))
-            else:
-                effect = pm.Deterministic(f"effect_{attribute}", pooled[None, :],
-                                          dims=("model", level_dim))
+                pm.Deterministic(f"effect_{attribute}_pooled", effect.mean(axis=0),
+                                 dims=level_dim)
             persona_shift = persona_shift + pt.where(has_level,
                                                      effect[model_index, level_or_zero], 0.0)
             if attribute in item_dif:

@@ -195,9 +195,14 @@ def summarise(idata: az.InferenceData, hdi_prob: float) -> pl.DataFrame:
 
 
 def fit_rasch(
-    outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction = sample_with_nutpie
+    outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction | None = None
 ) -> RaschFit:
-    """Fit one of MODELS to a long 0/1 table; ``sample`` is swappable so fast tests skip NUTS."""
+    """Fit one of MODELS to a long 0/1 table.
+
+    ``sample`` defaults to sample_with_nutpie, looked up at call time so that fast tests of the
+    stages around a fit can swap in a prior-predictive stand-in (as pymc-marketing's tests do).
+    """
+    sample = sample or sample_with_nutpie
     attributes = tuple(fit.attributes)
     has_personas = {"model_name", "persona_kind", *attributes} <= set(outcomes.columns)
     data = index_design(outcomes)
