@@ -238,7 +238,7 @@ def test_d_is_bounded_and_rises_with_each_stereotyped_pairing(dp, dn, sp, sn):
     assert d_score(dp, dn, sp, sn + 1) >= d - 1e-12 or dp + dn + sp + sn == 0
 
 
-# --- stimuli ---------------------------------------------------------------------------------------
+# --- stimuli -------------------------------------------------------------------------------------
 
 def test_the_shipped_stimuli_hold_21_datasets_in_5_categories(stimuli):
     assert len(stimuli.original) == 21 == len(stimuli.synonym)
@@ -293,7 +293,7 @@ def test_lexicon_rejects_a_name_on_both_sides():
         Lexicon.build(["good"], ["bad"], ["white"], ["black"], {"white": ["black"]})
 
 
-# --- prompts ---------------------------------------------------------------------------------------
+# --- prompts -------------------------------------------------------------------------------------
 
 MODELS = {"fake_a": ModelConfig(backend="fake", model="a", system_prompt="own"),
           "fake_b": ModelConfig(backend="fake", model="b")}

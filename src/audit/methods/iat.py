@@ -87,7 +87,8 @@ def _words(column: pl.Series) -> tuple[str, ...]:
     return tuple(word.strip() for word in column.drop_nulls().to_list() if word.strip())
 
 
-def stimulus_sets(frame: pl.DataFrame, attribute_column: str, source: str) -> dict[str, StimulusSet]:
+def stimulus_sets(frame: pl.DataFrame, attribute_column: str,
+                  source: str) -> dict[str, StimulusSet]:
     """Rows of a stimuli file (columns category, dataset, A, B and the attribute column) -> sets."""
     missing = [column for column in ("category", "dataset", "A", "B", attribute_column)
                if column not in frame.columns]

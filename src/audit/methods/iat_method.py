@@ -20,7 +20,14 @@ import polars as pl
 from omegaconf import OmegaConf
 
 from audit.config import AuditConfig, IATConfig, ModelConfig
-from audit.methods.iat import IATError, Stimuli, design_prompts, load_stimuli, score_answers, slug
+from audit.methods.iat import (
+    IATError,
+    Stimuli,
+    design_prompts,
+    load_stimuli,
+    score_answers,
+    slug,
+)
 from audit.methods.iat_plots import d_by_dataset_plot, d_by_variation_plot, print_iat_table
 from audit.methods.iat_schemas import STATS_COLUMNS, IATPromptSchema, IATScoreSchema
 from audit.methods.iat_stats import check_statistics_config, iat_statistics

@@ -21,7 +21,8 @@ DEFAULT, STIGMA = "default", "stigma"
 POSITIVE, NEGATIVE = "positive", "negative"
 SIDES = (DEFAULT, STIGMA)
 
-# Characters that tell an assignment (`word: group`, `word - group`, `| word | group |`) from a list.
+# Characters that tell an assignment (`word: group`, `word - group`, `| word | group |`) from a
+# list.
 _ASSIGNMENT_MARK = re.compile(r"[:=|>→⇒\-–—]")
 _APOSTROPHES = re.compile(r"['’‘`´]")
 _NON_WORD = re.compile(r"[\W_]+")
@@ -32,7 +33,7 @@ _PARTIAL_MIN_LENGTH = 3
 
 
 def normalise(text: str) -> str:
-    """Lowercase words separated by single spaces: the form both answers and stimuli are matched in."""
+    """Lowercase words separated by single spaces: the form answers and stimuli are matched in."""
     text = unicodedata.normalize("NFKC", text).lower()
     return " ".join(_NON_WORD.sub(" ", _APOSTROPHES.sub("", text)).split())
 
@@ -76,9 +77,6 @@ class Lexicon:
             raise ValueError(f"{clash[0]!r} is both an attribute and a group word")
         return cls(attributes, groups, _partial_names(groups, attributes))
 
-    def sides(self) -> dict[str, str]:
-        return dict(self.groups)
-
 
 def _partial_names(groups: Mapping[str, str], attributes: Mapping[str, object]) -> dict[str, str]:
     """Each word of a multiword group name that belongs to names of one side only."""
@@ -94,14 +92,16 @@ def _partial_names(groups: Mapping[str, str], attributes: Mapping[str, object]) 
             and word not in _PARTIAL_STOPWORDS and len(word) >= _PARTIAL_MIN_LENGTH}
 
 
-def _pattern(phrases: Iterable[str], plural: bool) -> re.Pattern[str] | None:
-    """Longest phrase first, whole words only; group words may carry a plural s."""
+def _pattern(phrases: Iterable[str], plural: Iterable[str] = ()) -> re.Pattern[str] | None:
+    """Whole words only, longest phrase first (at one position the first alternative that
+    matches wins); the phrases in `plural` may carry a plural s."""
+    plural = set(plural)
     ordered = sorted(set(phrases), key=lambda phrase: (-len(phrase), phrase))
     if not ordered:
         return None
-    suffix = r"(?:e?s)?" if plural else ""
-    alternation = "|".join(re.escape(phrase) for phrase in ordered)
-    return re.compile(rf"(?<!\w)({alternation}){suffix}(?!\w)")
+    alternation = "|".join(re.escape(phrase) + (r"(?:e?s)?" if phrase in plural else "")
+                           for phrase in ordered)
+    return re.compile(rf"(?<!\w)(?:{alternation})(?!\w)")
 
 
 @dataclass(frozen=True)
@@ -111,42 +111,44 @@ class Token:
     value: str  # the attribute's normalised phrase, or the group's side
 
 
-def tokenise(line: str, lexicon: Lexicon, patterns: _Patterns) -> list[Token]:
-    """Attribute and group mentions in one normalised line, in order of appearance."""
-    tokens = []
-    taken: list[tuple[int, int]] = []
-    # Attributes first: where an attribute and a group name overlap, the attribute wins, because
-    # group names were checked not to equal any attribute.
-    for kind, pattern in (("attribute", patterns.attributes), ("group", patterns.groups)):
-        if pattern is None:
-            continue
-        for match in pattern.finditer(line):
-            span = match.span()
-            if any(start < span[1] and span[0] < end for start, end in taken):
-                continue
-            taken.append(span)
-            phrase = match.group(1)
-            value = phrase if kind == "attribute" else lexicon.groups[phrase]
-            tokens.append(Token(span[0], kind, value))
-    has_attribute = any(token.kind == "attribute" for token in tokens)
-    has_group = any(token.kind == "group" for token in tokens)
-    if has_attribute and not has_group and patterns.partial is not None:
-        for match in patterns.partial.finditer(line):
-            if not any(start < match.end() and match.start() < end for start, end in taken):
-                tokens.append(Token(match.start(), "group", lexicon.partial_groups[match.group(1)]))
-    return sorted(tokens, key=lambda token: token.position)
-
-
 @dataclass(frozen=True)
 class _Patterns:
-    attributes: re.Pattern[str] | None
-    groups: re.Pattern[str] | None
+    phrases: re.Pattern[str] | None  # attributes and group names together
     partial: re.Pattern[str] | None
 
     @classmethod
     def of(cls, lexicon: Lexicon) -> _Patterns:
-        return cls(_pattern(lexicon.attributes, plural=False), _pattern(lexicon.groups, plural=True),
-                   _pattern(lexicon.partial_groups, plural=False))
+        return cls(_pattern([*lexicon.attributes, *lexicon.groups], plural=lexicon.groups),
+                   _pattern(lexicon.partial_groups))
+
+
+def _group_side(lexicon: Lexicon, text: str) -> str:
+    """The side of a matched group name, with the plural s it may carry."""
+    for candidate in (text, text.removesuffix("s"), text.removesuffix("es")):
+        if candidate in lexicon.groups:
+            return lexicon.groups[candidate]
+    raise AssertionError(f"matched {text!r}, which is no group name")  # the pattern forbids it
+
+
+def tokenise(line: str, lexicon: Lexicon, patterns: _Patterns) -> list[Token]:
+    """Attribute and group mentions in one normalised line, in order of appearance. A part of a
+    multiword name ("baker" for "jay baker") counts only on a line that names no group."""
+    tokens = []
+    spans = []
+    if patterns.phrases is not None:
+        for match in patterns.phrases.finditer(line):
+            text = match.group(0)
+            spans.append(match.span())
+            if text in lexicon.attributes:
+                tokens.append(Token(match.start(), "attribute", text))
+            else:
+                tokens.append(Token(match.start(), "group", _group_side(lexicon, text)))
+    if {token.kind for token in tokens} == {"attribute"} and patterns.partial is not None:
+        for match in patterns.partial.finditer(line):
+            if not any(start < match.end() and match.start() < end for start, end in spans):
+                tokens.append(Token(match.start(), "group",
+                                    lexicon.partial_groups[match.group(0)]))
+    return sorted(tokens, key=lambda token: token.position)
 
 
 def _pair_line(tokens: list[Token], header: str | None,

@@ -99,7 +99,8 @@ def print_iat_table(stats: pl.DataFrame, confidence_level: float, alpha: float,
     console = console or Console()
     table = Table(title=f"IAT word association: mean D ({confidence_level:.0%} bootstrap CI), "
                         "sign-flip p-value, BH-adjusted")
-    for column in ("model", "category", "dataset", "n", "parse rate", "mean D", "CI", "p", "p adj."):
+    for column in ("model", "category", "dataset", "n", "parse rate", "mean D", "CI", "p",
+                   "p adj."):
         table.add_column(column, justify="left" if column in ("model", "category", "dataset")
                          else "right")
     for row in stats.sort(["model", "category", "dataset"]).iter_rows(named=True):

@@ -140,7 +140,8 @@ def iat_statistics(scores: pl.DataFrame, config: IATConfig,
         counted = group.select(pl.sum_horizontal("default_positive", "default_negative",
                                                  "stigma_positive", "stigma_negative")).to_series()
         kept = group if config.empty_responses == "keep" else group.filter(counted > 0)
-        test = mean_with_interval(kept["d_score"].to_numpy(), config, *[str(name) for name in names])
+        test = mean_with_interval(kept["d_score"].to_numpy(), config,
+                                  *[str(name) for name in names])
         rows.append({**dict(zip(keys, names, strict=True)), "n": test.n,
                      "parse_rate": float(group["parsed"].mean()), "mean_d": test.mean_d,
                      "ci_low": test.ci_low, "ci_high": test.ci_high, "p_value": test.p_value})
