@@ -66,8 +66,29 @@ def test_import_writes_scores_and_statistics(answers_dir, tmp_path, capsys):
     assert rows["sexuality"]["ci_high"] < 0
     assert rows["mental illness"]["parse_rate"] == pytest.approx(48 / 50)
     assert (stats["p_adjusted"] >= stats["p_value"]).all()
+    assert ((stats["ci_low"] <= stats["mean_d"]) & (stats["mean_d"] <= stats["ci_high"])).all()
     assert (output / "iat_d_by_dataset.png").stat().st_size > 0
     assert "IAT word association" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_readme_table_is_what_the_import_gives(tmp_path):
+    """The README's GPT-4o table, recomputed with its own command (10,000 resamples each)."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    rows = [line.split("|")[1:-1] for line in readme.splitlines()
+            if line.startswith("| ") and line.count("|") == 8 and "%" in line
+            and not line.startswith("| category")]
+    assert len(rows) == 21
+    assert main([f"import_dir={ANSWERS}", f"output={tmp_path}"]) == 0
+    stats = {row["dataset"]: row for row in
+             pl.read_csv(tmp_path / "iat_stats.csv").iter_rows(named=True)}
+    for category, dataset, n, parse_rate, mean_d, interval, _ in (
+            [cell.strip() for cell in row] for row in rows):
+        row = stats[dataset]
+        assert (row["category"], row["n"]) == (category, int(n))
+        assert f"{row['parse_rate']:.1%}" == parse_rate
+        assert f"{row['mean_d']:+.2f}" == mean_d
+        assert f"[{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]" == interval
 
 
 def test_import_is_deterministic(answers_dir, tmp_path):

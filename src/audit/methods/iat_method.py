@@ -48,7 +48,8 @@ def read_csv(path: Path, what: str, fix: str) -> pl.DataFrame:
 
 
 def read_stimuli(config: IATConfig) -> Stimuli:
-    fix = "point iat.stimuli_file, iat.synonym_file and iat.aliases_file at the shipped data/iat/"
+    fix = ("run from the project root, or point stimuli_file, synonym_file and aliases_file "
+           "(iat.* in an audit) at the files shipped in data/iat/")
     original = read_csv(Path(config.stimuli_file), "IAT stimuli", fix)
     synonym = read_csv(Path(config.synonym_file), "IAT synonym stimuli", fix)
     aliases = (read_csv(Path(config.aliases_file), "IAT group aliases", fix)

@@ -44,7 +44,8 @@ def bootstrap_interval(values: np.ndarray, resamples: int, confidence_level: flo
     if values.size < 2:
         return float("nan"), float("nan")
     if np.all(values == values[0]):
-        return float(values[0]), float(values[0])
+        mean = float(values.mean())  # not values[0]: the mean of equal floats may differ by an ulp
+        return mean, mean
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
         result = stats.bootstrap((values,), _mean, n_resamples=resamples, vectorized=True,
