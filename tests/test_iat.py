@@ -288,6 +288,13 @@ def test_an_alias_for_an_unknown_group_word_is_an_error(stimuli):
                      pl.read_csv(DATA / "iat_stimuli_synonym.csv"), aliases)
 
 
+def test_an_alias_that_is_an_attribute_is_an_error():
+    aliases = pl.DataFrame({"dataset": ["racism"], "group_word": ["White"], "alias": ["superb"]})
+    with pytest.raises(IATError, match="dataset 'racism': 'superb' is both an attribute"):
+        load_stimuli(pl.read_csv(DATA / "iat_stimuli.csv"),
+                     pl.read_csv(DATA / "iat_stimuli_synonym.csv"), aliases)
+
+
 def test_lexicon_rejects_a_name_on_both_sides():
     with pytest.raises(ValueError, match="both groups"):
         Lexicon.build(["good"], ["bad"], ["white"], ["black"], {"white": ["black"]})

@@ -171,16 +171,14 @@ def load_stimuli(original: pl.DataFrame, synonym: pl.DataFrame, aliases: pl.Data
                 raise IATError(f"{sources[2]}: {word!r} is not a group word of dataset "
                                f"{dataset!r}; name a word from its A or B column")
             table.setdefault(dataset, {}).setdefault(word, []).append(alias)
-    stimuli = Stimuli(stimuli.original, stimuli.synonym, table)
-    for dataset in stimuli.original:
-        for name in VARIATIONS:
-            if dataset in (stimuli.synonym if VARIATIONS[name].stimuli == "synonym"
-                           else stimuli.original):
-                try:
-                    stimuli.lexicon(dataset, name)
-                except ValueError as error:
-                    raise IATError(f"{sources[2]}, dataset {dataset!r}: {error}") from None
-    return stimuli
+    for sets in (stimuli.original, stimuli.synonym):  # an alias must not clash with a word
+        for dataset, stimulus in sets.items():
+            try:
+                Lexicon.build(stimulus.positive, stimulus.negative, stimulus.default_words,
+                              stimulus.stigma_words, table.get(dataset, {}))
+            except ValueError as error:
+                raise IATError(f"{sources[2]}, dataset {dataset!r}: {error}") from None
+    return Stimuli(stimuli.original, stimuli.synonym, table)
 
 
 def compact(name: str) -> str:

@@ -60,6 +60,8 @@ def read_stimuli(config: IATConfig) -> Stimuli:
 
 def write_table(frame: pl.DataFrame, path: Path, schema: type[pa.DataFrameModel],
                 what: str) -> Path:
+    """stages.write_table's twin: importing stages would load the Rasch stack (PyMC, ArviZ),
+    which this method never uses."""
     validate(frame, schema, what)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(path.suffix + ".partial")
