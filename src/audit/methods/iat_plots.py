@@ -1,0 +1,115 @@
+"""Figures and the console table of the IAT method: functions from tables to figures and text."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: audits run on servers and in CI
+
+import matplotlib.pyplot as plt  # noqa: E402
+import polars as pl  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+_PALETTE = plt.get_cmap("tab10")
+
+
+def _rows(stats: pl.DataFrame) -> pl.DataFrame:
+    """Datasets top to bottom, grouped by category."""
+    return stats.sort(["category", "dataset"], descending=[True, True])
+
+
+def d_by_dataset_plot(stats: pl.DataFrame, confidence_level: float, alpha: float) -> Figure:
+    """Mean D with its bootstrap interval per dataset, one panel per model; a filled marker is
+    significant after the Benjamini-Hochberg adjustment, an open one is not."""
+    models = sorted(stats["model"].unique().to_list())
+    categories = sorted(stats["category"].unique().to_list())
+    colours = {category: _PALETTE(index % 10) for index, category in enumerate(categories)}
+    datasets = _rows(stats.select("category", "dataset").unique())
+    positions = {row: index for index, row in enumerate(datasets.iter_rows())}
+    figure, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models) + 1.8,
+                                                         0.3 * datasets.height + 1.6),
+                                sharey=True, squeeze=False)
+    for axis, model in zip(axes[0], models, strict=True):
+        for row in stats.filter(pl.col("model") == model).iter_rows(named=True):
+            if row["mean_d"] is None:
+                continue
+            y = positions[(row["category"], row["dataset"])]
+            colour = colours[row["category"]]
+            if row["ci_low"] is not None and row["ci_high"] is not None:
+                axis.plot([row["ci_low"], row["ci_high"]], [y, y], color=colour, lw=2)
+            significant = row["p_adjusted"] is not None and row["p_adjusted"] < alpha
+            axis.plot(row["mean_d"], y, "o", color=colour,
+                      markerfacecolor=colour if significant else "white")
+        axis.axvline(0.0, color="black", lw=0.8, ls=":")
+        axis.set_xlim(-1.05, 1.05)
+        axis.set_title(model)
+        axis.set_xlabel(f"mean D, {confidence_level:.0%} bootstrap CI")
+    labels = [f"{dataset} ({category})" for category, dataset in datasets.iter_rows()]
+    axes[0][0].set_yticks(range(len(labels)), labels, fontsize=8)
+    figure.suptitle("Word-association bias by dataset (D > 0: stereotype-consistent; filled: "
+                    f"BH-adjusted p < {alpha})", fontsize=9)
+    figure.tight_layout()
+    return figure
+
+
+def d_by_variation_plot(stats: pl.DataFrame, confidence_level: float) -> Figure:
+    """The same per prompt wording: a bias that holds in only one wording is fragile."""
+    models = sorted(stats["model"].unique().to_list())
+    variations = sorted(stats["variation"].unique().to_list())
+    colours = {name: _PALETTE(index % 10) for index, name in enumerate(variations)}
+    datasets = _rows(stats.select("category", "dataset").unique())
+    positions = {row: index for index, row in enumerate(datasets.iter_rows())}
+    step = 0.8 / max(len(variations), 1)
+    figure, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models) + 1.8,
+                                                         0.4 * datasets.height + 1.8),
+                                sharey=True, squeeze=False)
+    for axis, model in zip(axes[0], models, strict=True):
+        for row in stats.filter(pl.col("model") == model).iter_rows(named=True):
+            if row["mean_d"] is None:
+                continue
+            offset = (variations.index(row["variation"]) - (len(variations) - 1) / 2) * step
+            y = positions[(row["category"], row["dataset"])] + offset
+            colour = colours[row["variation"]]
+            if row["ci_low"] is not None and row["ci_high"] is not None:
+                axis.plot([row["ci_low"], row["ci_high"]], [y, y], color=colour, lw=1.2)
+            axis.plot(row["mean_d"], y, "o", color=colour, markersize=3.5)
+        axis.axvline(0.0, color="black", lw=0.8, ls=":")
+        axis.set_xlim(-1.05, 1.05)
+        axis.set_title(model)
+        axis.set_xlabel(f"mean D, {confidence_level:.0%} bootstrap CI")
+    labels = [f"{dataset} ({category})" for category, dataset in datasets.iter_rows()]
+    axes[0][0].set_yticks(range(len(labels)), labels, fontsize=8)
+    handles = [plt.Line2D([], [], color=colours[name], marker="o", lw=1.2, label=name)
+               for name in variations]
+    figure.legend(handles=handles, fontsize=7, loc="lower center", ncol=len(variations))
+    figure.suptitle("Word-association bias by prompt variation", fontsize=9)
+    figure.tight_layout(rect=(0, 0.03, 1, 1))
+    return figure
+
+
+def _number(value: float | None, template: str) -> str:
+    return "-" if value is None else template.format(value)
+
+
+def print_iat_table(stats: pl.DataFrame, confidence_level: float, alpha: float,
+                    console: Console | None = None) -> None:
+    """The statistics as a table on stdout: the result a user of the CLI reads first."""
+    console = console or Console()
+    table = Table(title=f"IAT word association: mean D ({confidence_level:.0%} bootstrap CI), "
+                        "sign-flip p-value, BH-adjusted")
+    for column in ("model", "category", "dataset", "n", "parse rate", "mean D", "CI", "p",
+                   "p adj."):
+        table.add_column(column, justify="left" if column in ("model", "category", "dataset")
+                         else "right")
+    for row in stats.sort(["model", "category", "dataset"]).iter_rows(named=True):
+        interval = ("-" if row["ci_low"] is None or row["ci_high"] is None
+                    else f"[{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]")
+        adjusted = _number(row["p_adjusted"], "{:.2g}")
+        if row["p_adjusted"] is not None and row["p_adjusted"] < alpha:
+            adjusted = f"[bold]{adjusted}[/bold]"
+        table.add_row(row["model"], row["category"], row["dataset"], str(row["n"]),
+                      _number(row["parse_rate"], "{:.0%}"), _number(row["mean_d"], "{:+.2f}"),
+                      interval, _number(row["p_value"], "{:.2g}"), adjusted)
+    console.print(table)
