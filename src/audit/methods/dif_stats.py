@@ -57,7 +57,9 @@ def mcnemar_p(gained: int, lost: int) -> float:
     """Exact McNemar test of equal accuracy with and without the persona (discordant items)."""
     if gained + lost == 0:
         return 1.0
-    return float(stats.binomtest(gained, gained + lost, 0.5).pvalue)
+    # Equal to stats.binomtest(gained, n, 0.5).pvalue (two-sided; symmetric at p = 1/2), at a
+    # tenth of the cost, which matters in the simulation tests.
+    return float(min(1.0, 2 * stats.binom.cdf(min(gained, lost), gained + lost, 0.5)))
 
 
 def _dataset_views(answers: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
@@ -74,10 +76,12 @@ def persona_table(answers: pl.DataFrame, min_intersection: int,
     for model in sorted(answers["model_name"].unique().to_list()):
         for dataset, view in _dataset_views(answers.filter(pl.col("model_name") == model)):
             ok = view.filter(pl.col("status") == "ok")
-            answered = {persona: set(group["item_id"].to_list()) for (persona,), group in
-                        ok.group_by("persona_id")}
-            correct = {persona: set(group.filter(pl.col("correct"))["item_id"].to_list())
-                       for (persona,), group in ok.group_by("persona_id")}
+            sets = ok.group_by("persona_id").agg(
+                answered=pl.col("item_id"), correct=pl.col("item_id").filter(pl.col("correct")),
+                unparsed=pl.col("extracted").is_null().sum())
+            answered = {row["persona_id"]: set(row["answered"]) for row in sets.iter_rows(named=True)}
+            correct = {row["persona_id"]: set(row["correct"]) for row in sets.iter_rows(named=True)}
+            unparsed = dict(sets.select("persona_id", "unparsed").iter_rows())
             baseline_answered = answered.get("baseline", set())
             personas = view.select("persona_id", "persona_kind", "persona_category").unique()
             for persona in personas.sort("persona_id").iter_rows(named=True):
@@ -85,8 +89,7 @@ def persona_table(answers: pl.DataFrame, min_intersection: int,
                 mine = answered.get(pid, set())
                 row = {"model_name": model, "dataset": dataset, **persona,
                        "n_answered": len(mine), "n_correct": len(correct.get(pid, set())),
-                       "n_unparsed": ok.filter((pl.col("persona_id") == pid)
-                                               & pl.col("extracted").is_null()).height}
+                       "n_unparsed": unparsed.get(pid, 0)}
                 if pid != "baseline":
                     shared = mine & baseline_answered
                     score = bias_score(correct.get(pid, set()) & shared,
