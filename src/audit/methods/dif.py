@@ -55,7 +55,9 @@ def load_items(dif: DIFConfig, shipped: pl.DataFrame | None,
         bank = dif_items.generate_items(dif.seed, dif.per_cell or 10, dif.datasets, dif.forms,
                                         dif.difficulties)
     if custom is not None:
-        bank = pl.concat([bank, dif_items.load_custom_items(custom, custom_source or Path("?"))])
+        user = dif_items.load_custom_items(custom, custom_source or Path("?"))
+        bank = pl.concat([frame.select(dif_items.ITEM_COLUMNS).cast(dif_items.ITEM_SCHEMA)
+                          for frame in (bank, user)])
     return validate(bank, DIFItemSchema, "DIF items (shipped and custom; item_id must be unique)")
 
 
