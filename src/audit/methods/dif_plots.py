@@ -87,7 +87,9 @@ def null_vs_real_plot(personas: pl.DataFrame, tests: pl.DataFrame) -> Figure:
         axis.set_title(f"{model} / {dataset}\nWelch p={_p(test['p_welch'])}, "
                        f"perm. p={_p(test['p_permutation'])}", fontsize=8)
     axes[0][0].set_ylabel("DIF score |C_i and C_b| / |C_i or C_b|")
-    figure.tight_layout()
+    figure.text(0.5, 0.01, "bar: mean; hollow: fewer than dif.min_intersection items correct "
+                "under both persona and baseline", ha="center", fontsize=7, color="#555555")
+    figure.tight_layout(rect=(0, 0.04, 1, 1))
     return figure
 
 
