@@ -46,8 +46,8 @@ from audit.methods.dif_items import number_text
     ("", None, "none"),
 ])
 def test_numbers(reply: str, value: str | None, method: str):
-    assert extract_number(reply) == (value, method) or (
-        extract_number(reply).value == value and extract_number(reply).method == method)
+    extraction = extract_number(reply)
+    assert (extraction.value, extraction.method) == (value, method)
 
 
 OPTIONS = ["17", "19", "20", "5"]

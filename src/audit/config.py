@@ -174,7 +174,9 @@ class DIFConfig:
     datasets: list[str] = field(default_factory=lambda: ["math", "logic"])
     forms: list[str] = field(default_factory=lambda: ["free", "choice"])
     difficulties: list[int] = field(default_factory=lambda: [1, 2, 3])
-    per_cell: int | None = None  # items per dataset x form x difficulty; None: all in the file
+    # Items per dataset x form x difficulty: the first N of the file (None: all), or N generated
+    # (None: 10) when items_file is null.
+    per_cell: int | None = None
     # Personas: the sentence, where it goes (system message or before the question), the file of
     # sociodemographic personas, and the random-string null personas.
     personas_file: str = "data/dif/personas.csv"

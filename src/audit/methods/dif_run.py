@@ -169,10 +169,13 @@ def _warn(results: DIFResults) -> None:
                     "items correct under both the persona and the baseline (small_intersection "
                     "in dif_personas.csv): read them as unstable; more items (dif.per_cell) or a "
                     "stronger model make them firmer", flagged.height, real.height)
+    def p(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3g}"
+
     for row in results.tests.iter_rows(named=True):
         log.info("%s / %s: %s (Welch p = %s, permutation p = %s, Holm-adjusted p = %s)",
-                 row["model_name"], row["dataset"], row["statement"], row["p_welch"],
-                 row["p_permutation"], row["p_claim_holm"])
+                 row["model_name"], row["dataset"], row["statement"], p(row["p_welch"]),
+                 p(row["p_permutation"]), p(row["p_claim_holm"]))
 
 
 def _log_run(cfg: AuditConfig, values: dict[str, float], paths: list[Path]) -> tracking.RunInfo:
