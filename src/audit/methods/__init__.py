@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 METHODS: dict[str, str] = {
     "rasch": "audit.methods.rasch:RaschMethod",
     "iat": "audit.methods.iat_method:IATMethod",
+    "dif": "audit.methods.dif:DIFMethod",
 }
 
 
