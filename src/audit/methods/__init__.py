@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 METHODS: dict[str, str] = {
     "rasch": "audit.methods.rasch:RaschMethod",
+    "counterfactual": "audit.methods.counterfactual:CounterfactualMethod",
 }
 
 
