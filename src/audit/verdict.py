@@ -154,8 +154,14 @@ class RaschContrastSchema(pa.DataFrameModel):
 def read_csv(path: Path, schema: type[pa.DataFrameModel], what: str) -> pl.DataFrame:
     try:
         frame = pl.read_csv(path, infer_schema_length=None)
-        return schema.validate(frame, lazy=False)
     except (pl.exceptions.PolarsError, OSError) as error:
+        raise VerdictError(f"cannot read {what} at {path}: {str(error).splitlines()[0]}") from None
+    missing = [column for column in schema.to_schema().columns if column not in frame.columns]
+    if missing:
+        raise VerdictError(f"{what} at {path} lacks columns {missing} (see {schema.__name__})")
+    try:
+        return schema.validate(frame, lazy=False)
+    except pl.exceptions.PolarsError as error:
         raise VerdictError(f"cannot read {what} at {path}: {str(error).splitlines()[0]}") from None
     except (pa.errors.SchemaError, pa.errors.SchemaErrors) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
