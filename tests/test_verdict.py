@@ -182,6 +182,36 @@ def test_unconverged_rasch_fit_fails(tmp_path: Path) -> None:
     assert main([f"run_dir={run}", "rasch_require_converged=false"]) == 0
 
 
+def test_rasch_fit_without_contrasts_is_judged_on_convergence(tmp_path: Path) -> None:
+    run = rasch_run(tmp_path / "r", ["equivalent"])
+    (run / "fit" / "contrasts.csv").unlink()  # a model that compares no attribute levels
+    checks = judge_run(run, VerdictConfig())
+    assert [(c.name, c.failed) for c in checks] == [("converged", False)]
+
+
+def test_a_second_outcome_is_judged_too(tmp_path: Path) -> None:
+    """The lead's fit writes every outcome's contrasts with an `outcome` column, and a second
+    outcome's fit (its diagnostics) in fit/OUTCOME/."""
+    run = rasch_run(tmp_path / "r", ["equivalent", "equivalent"])
+    contrasts = pl.read_csv(run / "fit" / "contrasts.csv")
+    pl.concat([contrasts.with_columns(outcome=pl.lit("favourable")),
+               contrasts.with_columns(outcome=pl.lit("undetermined"),
+                                      decision=pl.lit("different"), hdi_low=pl.lit(0.5))]).write_csv(
+        run / "fit" / "contrasts.csv")
+    diagnostics = json.loads((run / "fit" / "diagnostics.json").read_text())
+    diagnostics["outcomes"] = ["favourable", "undetermined"]
+    (run / "fit" / "diagnostics.json").write_text(json.dumps(diagnostics))
+    (run / "fit" / "undetermined").mkdir()
+    (run / "fit" / "undetermined" / "diagnostics.json").write_text(json.dumps(
+        {**diagnostics, "converged": False, "rhat_max": float("nan")}))
+    checks = judge_run(run, VerdictConfig())
+    failed = sorted((c.group, c.name) for c in checks if c.failed)
+    assert failed == [("rasch.fit", "converged:undetermined"),
+                      ("rasch.undetermined.smollm2.race", "Black vs level0"),
+                      ("rasch.undetermined.smollm2.race", "Black vs level1")]
+    assert main([f"run_dir={run}"]) == 1
+
+
 @pytest.mark.parametrize("damage", ["no_diagnostics", "bad_json", "bad_decision", "wrong_type",
                                     "missing_column"])
 def test_malformed_rasch_files_are_bad_input(tmp_path: Path, damage: str) -> None:

@@ -10,8 +10,9 @@ input is bad (one line on stderr naming the problem), so it drops into any CI pi
   adjusted p is below alpha and its |rank-biserial| reaches the practical threshold.
 - IAT (`iat_stats.csv`): a row fails when its FDR-adjusted p is below alpha and |mean D| exceeds
   iat_min_abs_d.
-- Rasch (`fit/contrasts.csv` and `fit/diagnostics.json`): a contrast fails when its HDI lies
-  outside the region of practical equivalence (decision `different`); an unconverged fit fails.
+- Rasch (`fit/diagnostics.json`, with `fit/contrasts.csv` when levels were compared): a contrast
+  fails when its HDI lies outside the region of practical equivalence (decision `different`); an
+  unconverged fit fails (a second outcome's fit in `fit/OUTCOME/` too).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import pandera.polars as pa
 import polars as pl
@@ -131,8 +133,10 @@ class IatStatsSchema(pa.DataFrameModel):
 
 
 class RaschContrastSchema(pa.DataFrameModel):
-    """Posterior contrasts between levels of an attribute, judged against a ROPE."""
+    """Posterior contrasts between levels of an attribute, judged against a ROPE (`outcome`:
+    which outcome's fit, when the run fitted more than one)."""
 
+    outcome: Optional[str] = pa.Field(nullable=True)  # noqa: UP045 - pandera reads Optional
     model_name: str
     attribute: str
     level_a: str
@@ -156,7 +160,8 @@ def read_csv(path: Path, schema: type[pa.DataFrameModel], what: str) -> pl.DataF
         frame = pl.read_csv(path, infer_schema_length=None)
     except (pl.exceptions.PolarsError, OSError) as error:
         raise VerdictError(f"cannot read {what} at {path}: {str(error).splitlines()[0]}") from None
-    missing = [column for column in schema.to_schema().columns if column not in frame.columns]
+    missing = [name for name, column in schema.to_schema().columns.items()
+               if column.required and name not in frame.columns]
     if missing:
         raise VerdictError(f"{what} at {path} lacks columns {missing} (see {schema.__name__})")
     try:
@@ -235,16 +240,23 @@ def judge_iat(stats: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
     return checks
 
 
-def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict, rules: VerdictConfig) -> list[Check]:
+def _convergence_check(name: str, diagnostics: dict, rules: VerdictConfig) -> Check:
     converged = diagnostics["converged"]
-    checks = [Check("rasch", "rasch.fit", "converged",
-                    rules.rasch_require_converged and not converged,
-                    f"converged={converged}, R-hat max {diagnostics['rhat_max']:.3f}, ESS bulk "
-                    f"min {diagnostics['ess_bulk_min']:.0f}, ESS tail min "
-                    f"{diagnostics['ess_tail_min']:.0f}, {diagnostics['divergences']} "
-                    f"divergences. {diagnostics['advice']}".strip())]
-    for row in contrasts.sort("model_name", "attribute", "level_a", "level_b").iter_rows(
-            named=True):
+    return Check("rasch", "rasch.fit", name, rules.rasch_require_converged and not converged,
+                 f"converged={converged}, R-hat max {diagnostics['rhat_max']:.3f}, ESS bulk "
+                 f"min {diagnostics['ess_bulk_min']:.0f}, ESS tail min "
+                 f"{diagnostics['ess_tail_min']:.0f}, {diagnostics['divergences']} "
+                 f"divergences. {diagnostics['advice']}".strip())
+
+
+def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
+                rules: VerdictConfig) -> list[Check]:
+    """`diagnostics` maps a fit's name (`converged`, or `converged:OUTCOME` for a second
+    outcome's fit) to its diagnostics.json; every fit must converge."""
+    checks = [_convergence_check(name, values, rules) for name, values in diagnostics.items()]
+    by_outcome = "outcome" in contrasts.columns
+    for row in contrasts.sort([*(["outcome"] if by_outcome else []), "model_name", "attribute",
+                               "level_a", "level_b"]).iter_rows(named=True):
         outside = row["hdi_low"] > row["rope_high"] or row["hdi_high"] < row["rope_low"]
         if outside != (row["decision"] == "different"):
             log.warning("Rasch contrast %s %s vs %s: decision '%s' but the HDI [%.3f, %.3f] "
@@ -254,13 +266,35 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict, rules: VerdictConfig
                         row["rope_low"], row["rope_high"])
         failed = row["decision"] == "different" or (rules.rasch_fail_on_undecided
                                                     and row["decision"] == "undecided")
+        outcome = f"{row['outcome']}." if by_outcome else ""
         checks.append(Check(
-            "rasch", f"rasch.{row['model_name']}.{row['attribute']}",
+            "rasch", f"rasch.{outcome}{row['model_name']}.{row['attribute']}",
             f"{row['level_a']} vs {row['level_b']}", failed,
             f"{row['decision']}: HDI [{row['hdi_low']:+.3f}, {row['hdi_high']:+.3f}] against "
             f"ROPE [{row['rope_low']:+.3f}, {row['rope_high']:+.3f}], mean {row['mean']:+.3f}, "
             f"P(direction) {row['p_direction']:.3f}"))
     return checks
+
+
+def read_rasch(run_dir: Path) -> tuple[pl.DataFrame, dict[str, dict]]:
+    """fit/diagnostics.json (required), fit/contrasts.csv (absent when the model compares no
+    attribute levels) and the diagnostics of a second outcome's fit in fit/OUTCOME/."""
+    contrasts_path, diagnostics_path = run_dir / RASCH_CONTRASTS, run_dir / RASCH_DIAGNOSTICS
+    if not diagnostics_path.is_file():
+        raise VerdictError(f"Rasch run in {run_dir} is incomplete: {diagnostics_path} is "
+                           f"missing (rerun the fit stage)")
+    main_fit = read_diagnostics(diagnostics_path)
+    diagnostics = {"converged": main_fit}
+    outcomes = main_fit.get("outcomes", [])
+    for outcome in outcomes if isinstance(outcomes, list) else []:
+        companion = diagnostics_path.parent / str(outcome) / "diagnostics.json"
+        if companion.is_file():
+            diagnostics[f"converged:{outcome}"] = read_diagnostics(companion)
+    contrasts = (read_csv(contrasts_path, RaschContrastSchema, "Rasch contrasts")
+                 if contrasts_path.is_file() else pl.DataFrame(schema={
+                     column: pl.Utf8 for column in RaschContrastSchema.to_schema().columns
+                     if column != "outcome"}))
+    return contrasts, diagnostics
 
 
 def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
@@ -279,18 +313,12 @@ def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
     if (run_dir / IAT_FILE).is_file():
         found.append("iat")
         checks += judge_iat(read_csv(run_dir / IAT_FILE, IatStatsSchema, "IAT statistics"), rules)
-    contrasts, diagnostics = run_dir / RASCH_CONTRASTS, run_dir / RASCH_DIAGNOSTICS
-    if contrasts.is_file() or diagnostics.is_file():
-        if not (contrasts.is_file() and diagnostics.is_file()):
-            missing = diagnostics if contrasts.is_file() else contrasts
-            raise VerdictError(f"Rasch run in {run_dir} is incomplete: {missing} is missing "
-                               f"(rerun the fit stage)")
+    if (run_dir / RASCH_CONTRASTS).is_file() or (run_dir / RASCH_DIAGNOSTICS).is_file():
         found.append("rasch")
-        checks += judge_rasch(read_csv(contrasts, RaschContrastSchema, "Rasch contrasts"),
-                              read_diagnostics(diagnostics), rules)
+        checks += judge_rasch(*read_rasch(run_dir), rules)
     if not found:
         raise VerdictError(f"no finished run in {run_dir}: expected {COUNTERFACTUAL_FILE}, "
-                           f"{IAT_FILE} or {RASCH_CONTRASTS} with {RASCH_DIAGNOSTICS}")
+                           f"{IAT_FILE} or {RASCH_DIAGNOSTICS}")
     log.info("judged %s in %s: %d checks", ", ".join(found), run_dir, len(checks))
     return checks
 
