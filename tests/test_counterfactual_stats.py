@@ -163,3 +163,13 @@ def test_group_summary_intervals() -> None:
     assert (summary["mean"] <= summary["ci_high"]).all()
     refusal = summary.filter(pl.col("metric") == "refusal")
     assert (refusal["sd"] == 0).all() and (refusal["ci_low"] == refusal["ci_high"]).all()
+
+
+def test_truncated_shares_are_reported() -> None:
+    metrics, groups = simulated(0.0)
+    metrics = metrics.with_columns(truncated=pl.col("prompt_id").str.contains("-B-"))
+    _, pairs = comparisons(observations(metrics, groups, ["word_count"]), by_template=True)
+    table = pairwise_tests(pairs, StatsSettings(bootstrap_resamples=50))
+    row = table.filter((pl.col("scope") == "all") & (pl.col("group_a") == "A")
+                       & (pl.col("group_b") == "B")).row(0, named=True)
+    assert (row["truncated_share_a"], row["truncated_share_b"]) == (0.0, 1.0)

@@ -208,6 +208,9 @@ def judge_counterfactual(pairwise: pl.DataFrame, rules: VerdictConfig) -> list[C
                    f"{row['mean_a']:.3f} vs {row['mean_b']:.3f} (difference "
                    f"{row['mean_difference']:+.3f} [{row['difference_ci_low']:+.3f}, "
                    f"{row['difference_ci_high']:+.3f}])")
+        if row["truncated_share_a"] or row["truncated_share_b"]:
+            message += (f"; cut off at max_tokens: {row['truncated_share_a']:.0%} vs "
+                        f"{row['truncated_share_b']:.0%}")
         checks.append(Check("counterfactual",
                             f"counterfactual.{row['model_name']}.{row['metric']}.{row['factor']}",
                             f"{row['scope']}: {row['group_a']} vs {row['group_b']}", failed,

@@ -44,7 +44,7 @@ from audit.methods.text_metrics import (
     load_lexicon,
     score_texts,
 )
-from audit.schemas import PromptSchema, ResponseSchema, validate
+from audit.schemas import ResponseSchema, validate
 
 log = logging.getLogger(__name__)
 

@@ -85,6 +85,8 @@ class PairwiseSchema(pa.DataFrameModel):
     difference_ci_high: float
     rank_biserial: float = pa.Field(ge=-1, le=1)
     length_ratio: float = pa.Field(ge=0)
+    truncated_share_a: float = pa.Field(ge=0, le=1)
+    truncated_share_b: float = pa.Field(ge=0, le=1)
     u_statistic: float = pa.Field(ge=0)
     p_value: float = pa.Field(ge=0, le=1)
     p_bonferroni: float = pa.Field(ge=0, le=1)

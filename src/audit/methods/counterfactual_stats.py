@@ -2,7 +2,9 @@
 
 Per model, metric and factor: Kruskal-Wallis across the factor's groups, and Mann-Whitney U for
 every pair of groups with rank-biserial correlation, mean difference (with a bootstrap interval)
-and the ratio of mean word counts. p-values are corrected over the whole run (every pairwise row
+the ratio of mean word counts and the share of each group's answers cut off at max_tokens (a
+word count gap between groups whose answers were all cut off measures tokenisation, not the
+model's verbosity). p-values are corrected over the whole run (every pairwise row
 is one family, every Kruskal-Wallis row another) with both Bonferroni and Benjamini-Hochberg.
 
 A comparison pools only the templates in which all of its groups appear, so a template's own
@@ -124,6 +126,7 @@ class Comparison:
     factor: str
     samples: dict[str, np.ndarray]
     lengths: dict[str, np.ndarray]
+    truncated: dict[str, np.ndarray]
 
 
 def _scopes(templates_by_group: dict[str, set[str]], groups: tuple[str, ...],
@@ -157,9 +160,13 @@ def _overall_scopes(templates_by_group: dict[str, set[str]],
 
 def observations(metrics: pl.DataFrame, groups: pl.DataFrame,
                  metric_names: list[str]) -> pl.DataFrame:
-    """Long table: one row per (prompt, factor, metric), answered prompts only."""
-    values = metrics.select("prompt_id", pl.col(LENGTH_METRIC).alias(LENGTH_COLUMN), *metric_names)
-    long = values.unpivot(index=["prompt_id", LENGTH_COLUMN], on=metric_names,
+    """Long table: one row per (prompt, factor, metric), answered prompts only; each row keeps
+    its answer's word count and whether the answer was cut off at max_tokens."""
+    truncated = (pl.col("truncated") if "truncated" in metrics.columns
+                 else pl.lit(False)).alias("truncated")
+    values = metrics.select("prompt_id", pl.col(LENGTH_METRIC).alias(LENGTH_COLUMN), truncated,
+                            *metric_names)
+    long = values.unpivot(index=["prompt_id", LENGTH_COLUMN, "truncated"], on=metric_names,
                           variable_name="metric", value_name="value")
     return (groups.select("prompt_id", "model_name", "template_id", "factor", "group")
             .join(long, on="prompt_id", how="inner")
@@ -185,7 +192,10 @@ def comparisons(long: pl.DataFrame, by_template: bool) -> tuple[list[Comparison]
             samples = {g: frame.filter(pl.col("group") == g)["value"].to_numpy() for g in groups}
             lengths = {g: frame.filter(pl.col("group") == g)[LENGTH_COLUMN].to_numpy()
                        for g in groups}
-            return Comparison(model_name, scope, templates, metric, factor, samples, lengths)
+            truncated = {g: frame.filter(pl.col("group") == g)["truncated"].to_numpy()
+                         for g in groups}
+            return Comparison(model_name, scope, templates, metric, factor, samples, lengths,
+                              truncated)
 
         if len(all_groups) < 2:
             continue
@@ -202,9 +212,9 @@ GROUP_TEST_COLUMNS = ["model_name", "scope", "templates", "metric", "factor", "n
                       "p_bh"]
 PAIRWISE_COLUMNS = ["model_name", "scope", "templates", "metric", "factor", "group_a", "group_b",
                     "n_a", "n_b", "mean_a", "mean_b", "mean_difference", "difference_ci_low",
-                    "difference_ci_high", "rank_biserial", "length_ratio", "u_statistic",
-                    "p_value", "p_bonferroni", "p_bh", "practical_threshold", "meaningful",
-                    "flagged"]
+                    "difference_ci_high", "rank_biserial", "length_ratio", "truncated_share_a",
+                    "truncated_share_b", "u_statistic", "p_value", "p_bonferroni", "p_bh",
+                    "practical_threshold", "meaningful", "flagged"]
 
 
 def group_tests(overall: list[Comparison]) -> pl.DataFrame:
@@ -244,6 +254,8 @@ def pairwise_tests(pairs: list[Comparison], settings: StatsSettings) -> pl.DataF
                      "rank_biserial": rank_biserial(u_statistic, a.size, b.size),
                      "length_ratio": length_ratio(comparison.lengths[group_a],
                                                   comparison.lengths[group_b]),
+                     "truncated_share_a": float(comparison.truncated[group_a].mean()),
+                     "truncated_share_b": float(comparison.truncated[group_b].mean()),
                      "u_statistic": u_statistic, "p_value": p_value})
     frame = pl.DataFrame(rows, schema={column: _dtype(column) for column in PAIRWISE_COLUMNS
                                        if column in _PAIR_COMPUTED})
@@ -279,8 +291,8 @@ def group_summary(long: pl.DataFrame, settings: StatsSettings) -> pl.DataFrame:
 
 _PAIR_COMPUTED = {"model_name", "scope", "templates", "metric", "factor", "group_a", "group_b",
                   "n_a", "n_b", "mean_a", "mean_b", "mean_difference", "difference_ci_low",
-                  "difference_ci_high", "rank_biserial", "length_ratio", "u_statistic",
-                  "p_value"}
+                  "difference_ci_high", "rank_biserial", "length_ratio", "truncated_share_a",
+                  "truncated_share_b", "u_statistic", "p_value"}
 _INTEGER_COLUMNS = {"n_groups", "n", "constant_groups", "n_a", "n_b"}
 _TEXT_COLUMNS = {"model_name", "scope", "templates", "metric", "factor", "groups", "group_a",
                  "group_b"}
