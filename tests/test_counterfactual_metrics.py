@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit.methods.text_metrics import (
@@ -90,6 +90,7 @@ def test_praise_is_not_a_refusal(text: str) -> None:
     assert not is_refusal(text)
 
 
+@settings(deadline=None)  # the first example loads VADER's lexicon
 @given(st.text(max_size=300))
 def test_scores_are_bounded_for_any_text(text: str) -> None:
     scores = score_texts([text], load_lexicon(LEXICON)).row(0, named=True)

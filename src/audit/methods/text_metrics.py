@@ -10,6 +10,7 @@ twice). Refusals are matched by patterns at the start of the answer, where model
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,13 +77,19 @@ def is_refusal(text: str) -> bool:
     return bool(_REFUSAL.search(text[:REFUSAL_WINDOW_CHARS]))
 
 
+@functools.cache
+def _vader_analyzer():
+    """One analyzer per process: building one reads VADER's 7,500-word lexicon file."""
+    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+    return SentimentIntensityAnalyzer()
+
+
 class VaderSentiment:
     """Mean VADER compound score over the text's sentences, in [-1, 1]; 0 for an empty text."""
 
     def __init__(self) -> None:
-        from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
-
-        self._analyzer = SentimentIntensityAnalyzer()
+        self._analyzer = _vader_analyzer()
 
     def score(self, text: str) -> float:
         sentences = [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
