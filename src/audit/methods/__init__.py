@@ -20,6 +20,7 @@ METHODS: dict[str, str] = {
     "rasch": "audit.methods.rasch:RaschMethod",
     "iat": "audit.methods.iat_method:IATMethod",
     "dif": "audit.methods.dif:DIFMethod",
+    "counterfactual": "audit.methods.counterfactual:CounterfactualMethod",
 }
 
 
