@@ -32,6 +32,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from audit.irt.indexing import RaschData, index_design
+from audit.irt.likelihood import binomial_cells
 
 MODEL_EFFECT_PRIOR_SD = 2.0  # carries the overall favourable rate, which can sit far from 50%
 ITEM_PRIOR_SD = 2.0
@@ -146,8 +147,8 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
         scale = pt.where(respondents.is_null, sigma_null, sigma_residual)
         theta = pm.Deterministic("theta", model_effect[model_index] + persona_shift +
                                  scale * respondent_z, dims="respondent")
-        pm.Binomial("y", n=trials, logit_p=theta[respondent_idx] - b[item_idx] + dif_shift,
-                    observed=successes, dims="cell")
+        binomial_cells("y", trials, theta[respondent_idx] - b[item_idx] + dif_shift,
+                       observed=successes, dims="cell")
     return model
 
 

@@ -30,6 +30,7 @@ from audit.irt.contrasts import item_gaps, level_contrasts
 from audit.irt.diagnostics import Diagnostics, diagnose
 from audit.irt.explanatory import build_explanatory_model, respondent_table
 from audit.irt.indexing import RaschData, index_design
+from audit.irt.likelihood import binomial_cells
 from audit.schemas import SummarySchema, validate
 
 logger = logging.getLogger(__name__)
@@ -110,13 +111,7 @@ def _build_identified_model(data: RaschData, coords: dict, discrimination: bool)
         if discrimination:
             a = pm.LogNormal("a", mu=0.0, sigma=DISCRIMINATION_LOG_SD, dims="item")
             logit_p = a[item_idx] * logit_p
-        pm.Binomial(
-            "y",
-            n=trials,
-            logit_p=logit_p,
-            observed=successes,
-            dims="cell",
-        )
+        binomial_cells("y", trials, logit_p, observed=successes, dims="cell")
     return model
 
 
