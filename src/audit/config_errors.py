@@ -24,8 +24,6 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 
 from audit.config import AuditConfig
 
-log = logging.getLogger("audit")
-
 HYDRA_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException,
                 OmegaConfBaseException)
 OVERRIDE_GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
@@ -121,8 +119,17 @@ def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
     except HYDRA_ERRORS as error:
         if wants_traceback:
             raise
-        if not logging.getLogger().handlers:
-            logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s",
-                                stream=sys.stderr)
-        log.error("config error: %s", describe(error, conf_dir))
+        _stderr_logger().error("%s", describe(error, conf_dir))
         raise SystemExit(2) from None
+
+
+def _stderr_logger() -> logging.Logger:
+    """Always stderr and one line: Hydra may have pointed the other loggers at stdout (a
+    multirun's) or at nothing yet (a composition error comes before its logging setup)."""
+    logger = logging.getLogger("audit.config_errors")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("config error: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    return logger

@@ -118,8 +118,7 @@ def favourable_heatmap(rates: pl.DataFrame) -> Figure:
         grid[row_of[respondent], column_of[item]] = rate
     figure, axis = plt.subplots(figsize=(max(5.0, 0.38 * len(items) + 3),
                                          max(3.0, 0.3 * len(respondents) + 1.5)))
-    colours = plt.get_cmap("RdYlGn").copy()
-    colours.set_bad("#cccccc")
+    colours = plt.get_cmap("RdYlGn").with_extremes(bad="#cccccc")
     image = axis.imshow(np.ma.masked_invalid(grid), cmap=colours, vmin=0, vmax=1, aspect="auto")
     axis.set_yticks(range(len(respondents)), respondents, fontsize=7)
     axis.set_xticks(range(len(items)), items, fontsize=7, rotation=60, ha="right")
@@ -197,8 +196,14 @@ def sampling_plots(idata: az.InferenceData, summary: pl.DataFrame,
     trace = np.asarray(trace_axes).ravel()[0].figure
     trace.suptitle("Trace of the parameters with the highest R-hat")
     trace.tight_layout()
-    rank_axes = az.plot_rank(dataset, figsize=(9, 2.2 * ((len(chosen) + 1) // 2)))
-    rank = np.asarray(rank_axes).ravel()[0].figure
+    rank_axes = np.asarray(az.plot_rank(dataset, figsize=(9, 2.6 * ((len(chosen) + 1) // 2)),
+                                        grid=(max(1, (len(chosen) + 1) // 2), 2))).ravel()
+    for axis in rank_axes:
+        axis.title.set_fontsize(9)
+        axis.xaxis.label.set_fontsize(8)
+        axis.yaxis.label.set_fontsize(8)
+        axis.tick_params(labelsize=7)
+    rank = rank_axes[0].figure
     rank.suptitle("Rank plots (uniform bars: chains agree)")
     rank.tight_layout()
     return {"trace_plot.png": trace, "rank_plot.png": rank}

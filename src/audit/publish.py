@@ -220,9 +220,13 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
             tracking.log_params(flat)
             tracking.log_metrics(metrics)
             fit_extras = [files.fit / name for name in ("contrasts.csv", "diagnostics.json")]
+            # The lock as the report stage found it: under `dvc repro`, every earlier stage of
+            # this run already has its entry.
+            lock = Path(cfg.paths.root_dir) / "dvc.lock"
             tracking.log_artifacts([
                 ("", report_html),
                 ("", config_yaml),
+                *([("", lock)] if lock.is_file() else []),
                 *[("hydra", path) for path in sweeps.hydra_files()],
                 ("fit", files.fit / "posterior.nc"),
                 *[("fit", path) for path in fit_extras if path.is_file()],

@@ -48,10 +48,15 @@ def _started(milliseconds: int | None) -> str:
 
 
 def varying_params(runs: list[dict[str, Any]]) -> list[str]:
-    """Params whose values differ between the runs: what a sweep swept, in a readable order."""
-    keys = sorted({key for run in runs for key in run["params"]})
-    varying = [key for key in keys if key not in INCIDENTAL_PARAMS
-               and len({run["params"].get(key) for run in runs}) > 1]
+    """Params every audit run has whose values differ between them: what a sweep swept, in a
+    readable order. Keys only some runs have (another model's settings) are left to the
+    `models` column; sweep parents carry no params and are left out of the comparison."""
+    audits = [run["params"] for run in runs if run["params"]]
+    if len(audits) < 2:
+        return []
+    shared = set.intersection(*(set(params) for params in audits))
+    varying = [key for key in shared if key not in INCIDENTAL_PARAMS
+               and len({params[key] for params in audits}) > 1]
     return sorted(varying, key=lambda key: (key.count("."), key))
 
 
@@ -76,6 +81,7 @@ def runs_frame(runs: list[dict[str, Any]], metric_patterns: list[str] | None = N
             "run_id": run["run_id"], "name": run["name"], "started": _started(run["start_time"]),
             "status": run["status"],
             "parent": _short(tags.get(tracking.PARENT_RUN_TAG, "")),
+            "models": tags.get("models", ""),
             "converged": tags.get("converged", ""),
             "commit": tags.get("git.commit", "")[:10] + ("+dirty" if tags.get("git.dirty") ==
                                                          "true" else ""),
@@ -84,7 +90,7 @@ def runs_frame(runs: list[dict[str, Any]], metric_patterns: list[str] | None = N
         row.update({f"metric:{name}": run["metrics"].get(name) for name in metrics})
         rows.append(row)
     schema = {"run_id": pl.Utf8, "name": pl.Utf8, "started": pl.Utf8, "status": pl.Utf8,
-              "parent": pl.Utf8, "converged": pl.Utf8, "commit": pl.Utf8,
+              "parent": pl.Utf8, "models": pl.Utf8, "converged": pl.Utf8, "commit": pl.Utf8,
               **{f"param:{key}": pl.Utf8 for key in params},
               **{f"metric:{name}": pl.Float64 for name in metrics}}
     return pl.DataFrame(rows, schema=schema)
@@ -103,11 +109,11 @@ def print_runs(frame: pl.DataFrame, title: str, console: Console | None = None) 
     table = Table(title=title)
     shown = [column for column in frame.columns if not column.startswith("param:")]
     varying = [column for column in frame.columns if column.startswith("param:")]
-    shown[5:5] = varying[:MAX_VARYING_COLUMNS]
+    shown[6:6] = varying[:MAX_VARYING_COLUMNS]
     for column in shown:
         label = column.split(":", 1)[-1]
         table.add_column(label, justify="right" if column.startswith("metric:") else "left",
-                         overflow="fold")
+                         overflow="fold", no_wrap=column in ("run_id", "started"))
     for row in frame.iter_rows(named=True):
         table.add_row(*(_short(row[column]) if column == "run_id" else _format(row[column])
                         for column in shown))

@@ -26,6 +26,7 @@ from audit.config import TrackingConfig
 log = logging.getLogger(__name__)
 
 PARENT_RUN_ENV = "AUDIT_MLFLOW_PARENT_RUN_ID"
+SWEPT_KEYS_ENV = "AUDIT_SWEPT_KEYS"  # comma-separated: the keys whose values differ between jobs
 
 
 def sweep_name(task_overrides: list[str]) -> str:
@@ -62,12 +63,24 @@ def job_tags() -> dict[str, str]:
     return tags
 
 
+def swept_keys(task_overrides: list[str], sweeper_params: dict[str, Any]) -> list[str]:
+    """Keys a sweep varies: its preset's params and any command-line override with choices."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(task_overrides)
+    keys = {override.get_key_element() for override in parsed if override.is_sweep_override()}
+    return sorted(keys | set(sweeper_params))
+
+
 def job_run_name(base: str) -> str:
-    """A job's run name shows what it sweeps over (`rasch-smollm2 [model=smollm2]`)."""
+    """A job's run name shows the values it was given (`rasch-smollm2 [model=smollm2]`)."""
     if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
         return base
-    swept = HydraConfig.get().job.override_dirname
-    return f"{base} [{swept}]" if swept else base
+    hydra_config = HydraConfig.get()
+    keys = {key for key in os.environ.get(SWEPT_KEYS_ENV, "").split(",") if key}
+    chosen = [override for override in hydra_config.overrides.task
+              if override.split("=", 1)[0].lstrip("+~") in keys]
+    return f"{base} [{', '.join(chosen) or f'job {hydra_config.job.num}'}]"
 
 
 def hydra_files() -> list[Path]:
@@ -99,11 +112,13 @@ class MlflowSweepCallback(Callback):
                 "audit.role": "sweep"}
         run_id = tracking.start_parent_run(settings, sweep_name(overrides), tags)
         os.environ[PARENT_RUN_ENV] = run_id
+        os.environ[SWEPT_KEYS_ENV] = ",".join(swept_keys(overrides, dict(swept or {})))
         log.info("sweep parent MLflow run %s (%s)", run_id, sweep_name(overrides))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         settings = _tracking_config(config)
         run_id = os.environ.pop(PARENT_RUN_ENV, None)
+        os.environ.pop(SWEPT_KEYS_ENV, None)
         if settings is None or run_id is None:
             return
         from audit.runs import runs_frame  # deferred: polars and rich, only at the end
