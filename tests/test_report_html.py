@@ -35,7 +35,8 @@ def _audit_config(tmp: Path):
     overrides = ["judge=rules_only", "items=smoke", "personas=smoke", "fit.draws=100",
                  "fit.tune=100", "fit.chains=2", "judge.gold_per_category=2",
                  f"paths.output_dir={tmp / 'run'}", f"paths.response_store={tmp / 'store.sqlite'}",
-                 f"paths.root_dir={PROJECT_ROOT}", f"tracking.tracking_uri=sqlite:///{tmp}/mlflow.db",
+                 f"paths.root_dir={PROJECT_ROOT}",
+                 f"tracking.tracking_uri=sqlite:///{tmp}/mlflow.db",
                  f"tracking.artifact_root={tmp / 'artifacts'}"]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = to_audit_config(compose("config", overrides=overrides))
@@ -207,3 +208,37 @@ def test_labels_feed_the_heatmap_table(audit_run):
     rates = favourable_rates(pl.read_parquet(run_dir / "prompts.parquet"),
                              pl.read_parquet(run_dir / "labels.parquet"))
     assert rates.height == 15 and rates["rate"].is_between(0, 1).all()
+
+
+def test_contrasts_and_advice_the_fit_writes_reach_the_run_and_the_page(audit_run):
+    """An explanatory fit writes fit/contrasts.csv and fit/diagnostics.json; the report stage
+    turns them into stable metric names, a forest plot, table rows and the banner's advice."""
+    from audit.publish import publish_from_files
+    from audit.stages import StageFiles
+
+    files = StageFiles(audit_run["tmp"] / "run")
+    pl.DataFrame({
+        "model_name": ["fake", "fake"], "attribute": ["gender", "race"],
+        "level_a": ["woman", "Black"], "level_b": ["man", "White"], "mean": [0.4, -0.7],
+        "sd": [0.2, 0.3], "hdi_low": [0.05, -1.2], "hdi_high": [0.8, -0.2],
+        "p_direction": [0.98, 0.995], "rope_low": [-0.1, -0.1], "rope_high": [0.1, 0.1],
+        "decision": ["different", "different"]}).write_csv(files.fit / "contrasts.csv")
+    (files.fit / "diagnostics.json").write_text(
+        '{"converged": false, "rhat_max": 1.03, "ess_bulk_min": 187, "ess_tail_min": 96, '
+        '"divergences": 0, "advice": "draw longer chains: fit.draws=2000 fit.tune=2000"}')
+    try:
+        result = publish_from_files(audit_run["cfg"], files)
+    finally:
+        (files.fit / "contrasts.csv").unlink()
+        (files.fit / "diagnostics.json").unlink()
+    run = get_run(audit_run["uri"], result["run"].run_id)
+    assert run["metrics"]["contrast/gender/woman_vs_man/mean"] == 0.4
+    assert run["metrics"]["contrast/race/Black_vs_White/hdi_high"] == -0.2
+    artifacts = {item.path for item in
+                 MlflowClient(audit_run["uri"]).list_artifacts(result["run"].run_id, "fit")}
+    assert {"fit/contrasts.csv", "fit/diagnostics.json", "fit/posterior.nc"} <= artifacts
+    page = result["report"].read_text()
+    assert "draw longer chains: fit.draws=2000" in page
+    assert "woman vs man" in page and "[+0.05, +0.80]" in page
+    assert "For fake, race Black versus White: Black personas were treated less favourably" in page
+    assert (files.report / "contrasts_forest.png").is_file()

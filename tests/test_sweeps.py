@@ -93,11 +93,13 @@ def test_name_personas_signal_gender_and_race_in_the_prompt():
 
 def test_every_launcher_composes():
     for launcher, target in (("joblib", "JoblibLauncher"), ("submitit_local", "LocalLauncher"),
-                             ("submitit_slurm", "SlurmLauncher")):
+                             ("submitit_slurm", "SlurmLauncher"), ("slurm", "SlurmLauncher")):
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             composed = compose("config", overrides=[f"hydra/launcher={launcher}"],
                                return_hydra_config=True)
         assert composed.hydra.launcher._target_.endswith(target)
+        if launcher == "slurm":  # the audit's own SLURM settings on top of the plugin's
+            assert composed.hydra.launcher.timeout_min == 120
 
 
 def test_sweep_names_and_swept_keys():

@@ -36,7 +36,8 @@ def _suggestion(word: str, options: list[str]) -> str:
 
 def config_groups(conf_dir: Path) -> list[str]:
     return sorted(path.name for path in Path(conf_dir).iterdir()
-                  if path.is_dir() and path.name != "hydra" and not path.name.startswith((".", "_")))
+                  if path.is_dir() and path.name != "hydra"
+                  and not path.name.startswith((".", "_")))
 
 
 def valid_keys(path: list[str], schema: type = AuditConfig) -> list[str] | None:

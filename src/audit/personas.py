@@ -78,7 +78,8 @@ class NameGenerator:
             unknown = sorted(set(config.name_ids) - set(profiles["persona_id"].to_list()))
             if unknown:
                 valid = ", ".join(profiles["persona_id"].to_list())
-                raise ValueError(f"unknown persona ids {unknown} in personas.name_ids; valid: {valid}")
+                raise ValueError(
+                    f"unknown persona ids {unknown} in personas.name_ids; valid: {valid}")
             profiles = profiles.filter(pl.col("persona_id").is_in(config.name_ids))
         return profiles.with_columns(pl.lit("name").alias("kind"))
 

@@ -59,7 +59,8 @@ def contrast_forest_plot(contrasts: pl.DataFrame, hdi_prob: float) -> Figure:
 LABELLED_STRIP_MAX = 40
 
 
-def _labelled_strip(axis: plt.Axes, table: pl.DataFrame, key: str, colour: str, marker: str) -> None:
+def _labelled_strip(axis: plt.Axes, table: pl.DataFrame, key: str, colour: str,
+                    marker: str) -> None:
     """Points on the logit scale with their names, in two columns so close values stay legible."""
     for offset, row in enumerate(table.sort("mean").iter_rows(named=True)):
         column = offset % 2

@@ -25,7 +25,7 @@ MIN_ANSWERS_PER_RESPONDENT = 10
 
 @dataclass(frozen=True)
 class JudgeQuality:
-    """What the run knows about its labels' reliability (gold figures are None when not measured)."""
+    """What the run knows about its labels' reliability (gold figures None when not measured)."""
 
     top_label: str
     top_label_share: float
@@ -65,7 +65,8 @@ def quality_warnings(judge: JudgeQuality, judge_name: str, rate_tests: pl.DataFr
 
 
 def _interval(row: dict, hdi_prob: float) -> str:
-    return f"{row['mean']:+.2f} ({hdi_prob:.0%} HDI {row['hdi_low']:+.2f} to {row['hdi_high']:+.2f})"
+    return (f"{row['mean']:+.2f} ({hdi_prob:.0%} HDI {row['hdi_low']:+.2f} to "
+            f"{row['hdi_high']:+.2f})")
 
 
 def contrast_sentence(row: dict, hdi_prob: float) -> str:
@@ -102,7 +103,8 @@ def plain_language_reading(contrasts: pl.DataFrame | None, thetas: pl.DataFrame,
                            hdi_prob: float) -> list[str]:
     sentences: list[str] = []
     if contrasts is not None and contrasts.height:
-        sentences.extend(contrast_sentence(row, hdi_prob) for row in contrasts.iter_rows(named=True))
+        sentences.extend(contrast_sentence(row, hdi_prob)
+                         for row in contrasts.iter_rows(named=True))
     else:
         sentences.append("This fit reports no demographic contrasts (the Rasch model estimates "
                          "one favourability theta per respondent); the reading compares "

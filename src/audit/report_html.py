@@ -87,7 +87,8 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
         gold = {"n": int(metrics["gold/n"]), "accuracy": metrics["gold/accuracy"],
                 "accuracy_low": metrics["gold/accuracy_low"],
                 "accuracy_high": metrics["gold/accuracy_high"],
-                "kappa": metrics["gold/cohen_kappa"], "rules_coverage": metrics["gold/rules_coverage"],
+                "kappa": metrics["gold/cohen_kappa"],
+                "rules_coverage": metrics["gold/rules_coverage"],
                 "rules_accuracy": metrics["gold/rules_accuracy"],
                 "judge_accuracy": metrics["gold/judge_accuracy"]}
     confusion = None

@@ -70,7 +70,8 @@ def metric_columns(runs: list[dict[str, Any]], patterns: list[str]) -> list[str]
     return chosen
 
 
-def runs_frame(runs: list[dict[str, Any]], metric_patterns: list[str] | None = None) -> pl.DataFrame:
+def runs_frame(runs: list[dict[str, Any]],
+               metric_patterns: list[str] | None = None) -> pl.DataFrame:
     """One row per run: identity, provenance, the params that vary, and the chosen metrics."""
     params = varying_params(runs)
     metrics = metric_columns(runs, metric_patterns or [])

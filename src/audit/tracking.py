@@ -198,7 +198,8 @@ def get_run(tracking_uri: str, run_id: str) -> dict[str, Any]:
     return _as_dict(run)
 
 
-def download_artifact(tracking_uri: str, run_id: str, artifact_path: str, destination: Path) -> Path:
+def download_artifact(tracking_uri: str, run_id: str, artifact_path: str,
+                      destination: Path) -> Path:
     import mlflow
 
     destination.mkdir(parents=True, exist_ok=True)
