@@ -165,11 +165,15 @@ def test_the_report_renders_in_headless_chromium_without_network(audit_run, tmp_
     assert screenshot.stat().st_size > 50_000
 
 
-def test_the_runs_table_lists_the_run_without_the_ui(audit_run, capsys):
-    assert runs_main(["--tracking-uri", audit_run["uri"], "--metric", "theta_mean/fake/w*"]) == 0
+def test_the_runs_table_lists_the_run_without_the_ui(audit_run, capsys, tmp_path):
+    table = tmp_path / "runs.csv"
+    assert runs_main(["--tracking-uri", audit_run["uri"], "--metric", "theta_mean/fake/w*",
+                      "--csv", str(table)]) == 0
     printed = capsys.readouterr().out
     assert audit_run["run_id"][:8] in printed and "rasch-fake" in printed
-    assert "theta_mean/fake/white_man" in printed
+    written = pl.read_csv(table)
+    assert audit_run["run_id"] in written["run_id"].to_list()
+    assert {"metric:rhat_max", "metric:theta_mean/fake/white_man"} <= set(written.columns)
 
     runs = find_runs(audit_run["uri"], "audit")
     buffer = io.StringIO()

@@ -1,5 +1,5 @@
-"""Sweep presets expand to the jobs they promise, and a real multirun on submitit's local executor
-logs one MLflow run per job under one parent run."""
+"""Sweep presets expand to the jobs they promise, and real multiruns on submitit's local executor
+and on joblib log one MLflow run per job under one parent run."""
 
 from __future__ import annotations
 
@@ -111,7 +111,10 @@ def test_sweep_names_and_swept_keys():
 
 @pytest.mark.slow
 @pytest.mark.integration
-def test_a_submitit_sweep_nests_one_run_per_job_under_a_parent(tmp_path, capsys):
+@pytest.mark.parametrize("launcher", ["submitit_local", "joblib"])
+def test_a_parallel_sweep_nests_one_run_per_job_under_a_parent(launcher, tmp_path, capsys):
+    """Jobs run in other processes (submitit's local executor stands in for SLURM; joblib's
+    workers), so the parent run's id must reach them through the environment."""
     extra = tmp_path / "conf" / "model"
     extra.mkdir(parents=True)
     (extra / "fake_a.yaml").write_text("fake_a:\n  backend: fake\n  model: fake-a\n")
@@ -119,8 +122,10 @@ def test_a_submitit_sweep_nests_one_run_per_job_under_a_parent(tmp_path, capsys)
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     command = [
         sys.executable, "-m", "audit", "-m", "+sweep=models",
-        "hydra.sweeper.params.model='fake_a,fake_b'", "hydra/launcher=submitit_local",
-        "hydra.launcher.timeout_min=15", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        "hydra.sweeper.params.model='fake_a,fake_b'", f"hydra/launcher={launcher}",
+        ("hydra.launcher.timeout_min=15" if launcher == "submitit_local"
+         else "hydra.launcher.n_jobs=2"),
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
         f"hydra.sweep.dir={tmp_path / 'multirun'}", "judge=rules_only", "items=smoke",
         "personas=smoke", "judge.gold_per_category=2", "fit.draws=100", "fit.tune=100",
         "fit.chains=2", "fit.cores=1", f"tracking.tracking_uri={uri}",

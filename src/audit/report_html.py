@@ -30,7 +30,7 @@ def png_data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
 
 
-def _number(value: float, digits: int = 3) -> str:
+def _number(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
@@ -146,4 +146,11 @@ def render_report(context: dict[str, Any]) -> str:
         autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
         undefined=jinja2.StrictUndefined,  # a missing value is a bug, not an empty cell
     )
+    environment.filters["num"] = _number_or_na
     return environment.get_template(TEMPLATE).render(**context)
+
+
+def _number_or_na(value: float | None, digits: int = 2) -> str:
+    """NaN (a statistic with nothing to measure, e.g. the judge model's accuracy when rules
+    labelled everything) reads as n/a, not as a number."""
+    return _number(value, digits)
