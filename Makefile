@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: setup setup-test audit test
+.PHONY: setup setup-test audit test browser
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,15 @@ setup-test: $(PY)
 audit: setup
 	$(PY) -m audit
 
+# The HTML report's browser test drives Debian's chromium; install it when it is missing and this
+# machine can (root or sudo, apt-get). Elsewhere the test is skipped, unless AUDIT_REQUIRE_BROWSER=1.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if ! command -v apt-get >/dev/null 2>&1; then echo "no chromium and no apt-get: install chromium to run the browser test"; \
+	  elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "no chromium and no root: install chromium to run the browser test"; fi; }
+
 # pytest exits 5 when it collects no test; that is not a failure of the suite.
-test: setup-test
+test: setup-test browser
 	$(PY) -m pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc

@@ -97,7 +97,7 @@ def test_the_permutation_p_value_agrees_with_chi_square_on_large_samples() -> No
 
 
 def test_judge_top_label_share_counts_only_the_judges_labels() -> None:
-    from audit.publish import judge_top_label_share
+    from audit.reading import judge_top_label_share
 
     labels = pl.DataFrame({"label": ["unfavourable"] * 3 + ["favourable"] * 5,
                            "label_source": ["judge"] * 3 + ["judge"] + ["rule"] * 4})
@@ -107,7 +107,7 @@ def test_judge_top_label_share_counts_only_the_judges_labels() -> None:
 
 
 def test_panel_metrics_need_two_judges_and_report_agreement_per_item() -> None:
-    from audit.publish import agreement_by_item, judge_metrics
+    from audit.run_metrics import agreement_by_item, judge_metrics
 
     prompts = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"], "item_id": ["i1", "i1", "i2"]})
     labels = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"],

@@ -41,7 +41,10 @@ def app(cfg: DictConfig) -> dict | None:
 
 
 def main() -> None:
-    app()
+    from audit.config_errors import one_line_config_errors
+
+    with one_line_config_errors(Path(CONF_DIR)):
+        app()
 
 
 if __name__ == "__main__":

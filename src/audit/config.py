@@ -102,6 +102,10 @@ class PersonasConfig:
     explicit_ids: list[str] = field(default_factory=list)  # empty: every profile in the file
     null_count: int = 4
     null_length: int = 10
+    # The `name` generator: names that signal gender and race (first names from Bertrand and
+    # Mullainathan 2004); empty name_ids: every profile in the file.
+    names_file: str = "data/personas/name_profiles.csv"
+    name_ids: list[str] = field(default_factory=list)
 
 
 @dataclass

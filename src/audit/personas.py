@@ -28,6 +28,9 @@ class PersonaSources:
     explicit_profiles: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(schema={c: pl.Utf8 for c in PERSONA_COLUMNS})
     )
+    name_profiles: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema={c: pl.Utf8 for c in PERSONA_COLUMNS})
+    )
 
 
 class PersonaGenerator(Protocol):
@@ -65,6 +68,22 @@ class ExplicitGenerator:
         return profiles.with_columns(pl.lit("explicit").alias("kind"))
 
 
+class NameGenerator:
+    """Names that signal gender and race without stating them ("named Lakisha Washington"), as
+    in correspondence studies: the implicit counterpart of the explicit profiles."""
+
+    def generate(self, config: PersonasConfig, sources: PersonaSources, seed: int) -> pl.DataFrame:
+        profiles = sources.name_profiles.select(PERSONA_COLUMNS)
+        if config.name_ids:
+            unknown = sorted(set(config.name_ids) - set(profiles["persona_id"].to_list()))
+            if unknown:
+                valid = ", ".join(profiles["persona_id"].to_list())
+                raise ValueError(
+                    f"unknown persona ids {unknown} in personas.name_ids; valid: {valid}")
+            profiles = profiles.filter(pl.col("persona_id").is_in(config.name_ids))
+        return profiles.with_columns(pl.lit("name").alias("kind"))
+
+
 class NullGenerator:
     """Random-string personas, seeded from the design seed so they are the same on every run."""
 
@@ -85,6 +104,7 @@ PERSONA_GENERATORS: dict[str, PersonaGenerator] = {
     "baseline": BaselineGenerator(),
     "explicit": ExplicitGenerator(),
     "null": NullGenerator(),
+    "name": NameGenerator(),
 }
 
 

@@ -1,7 +1,8 @@
-"""The last stage: write the report files, log one MLflow run, print the ranking.
+"""The last stage: write the report files and report.html, log one MLflow run, print the ranking.
 
 Split from stages.py to keep modules small; like stages.py it is an edge that touches files, while
-the figures and tables it writes are built by pure functions in report.py.
+the figures, numbers and sentences it writes come from pure functions (report.py, plots.py,
+run_metrics.py, reading.py, report_html.py).
 """
 
 from __future__ import annotations
@@ -14,23 +15,44 @@ import matplotlib.pyplot as plt
 import polars as pl
 from omegaconf import OmegaConf
 
-from audit import tracking
+from audit import sweeps, tracking
 from audit.config import AuditConfig
-from audit.irt import RaschFit, parameter_table
-from audit.judge.agreement import fleiss, krippendorff_alpha
+from audit.irt import Diagnostics, RaschFit
 from audit.judge.gold import gold_figures
+from audit.plots import (
+    contrast_forest_plot,
+    favourable_heatmap,
+    favourable_rates,
+    label_distribution_plot,
+    sampling_plots,
+    wright_map,
+)
+from audit.reading import (
+    JudgeQuality,
+    caveats,
+    judge_top_label_share,
+    plain_language_reading,
+    quality_warnings,
+)
 from audit.report import (
+    RATE_KEYS,
     forest_plot,
     item_difficulty_plot,
-    RATE_KEYS,
     label_rate_tests,
     label_rates,
     print_ranking,
     theta_table,
 )
+from audit.report_html import ReportInputs, build_context, render_report
+from audit.run_metrics import (
+    agreement_by_item,
+    audit_metrics,
+    contrast_metrics,
+    gold_alias_metrics,
+    judge_metrics,
+    rate_metrics,
+)
 from audit.schemas import (
-    LABELS,
-    UNPARSEABLE,
     GoldResultSchema,
     ItemSchema,
     LabelSchema,
@@ -42,99 +64,68 @@ from audit.schemas import (
 log = logging.getLogger(__name__)
 
 RESPONDENT_COLUMNS = ["respondent_id", "model_name", "persona_id", "persona_kind", "gender", "race"]
-# A judge that gives one label to nearly every answer it reads is probably not reading them (the
-# embedded 135M judge does this); below this many judged answers the share says too little.
-JUDGE_TOP_LABEL_SHARE_WARN = 0.9
-JUDGE_MIN_ANSWERS_FOR_WARNING = 20
-# Below this gold-set accuracy every finding mostly measures the judge's errors; warn loudly.
-JUDGE_GOLD_ACCURACY_WARN = 0.8
-
-
-def judge_top_label_share(labels: pl.DataFrame) -> tuple[float, str, int]:
-    """Share of the judge LLM's most frequent label among the answers it labelled."""
-    judged = labels.filter(pl.col("label_source") == "judge")
-    if judged.is_empty():
-        return float("nan"), "", 0
-    top = judged.group_by("label").len().sort(["len", "label"], descending=[True, False]).row(0)
-    return top[1] / judged.height, top[0], judged.height
-
-
-def audit_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, labels: pl.DataFrame,
-                  fit: RaschFit, timings: dict[str, float]) -> dict[str, float]:
-    """Metric names are stable so that runs line up column by column in the MLflow UI."""
-    labelled = labels.height
-    metrics: dict[str, float] = {
-        "n_prompts": prompts.height,
-        "n_respondents": prompts["respondent_id"].n_unique(),
-        "n_items": prompts["item_id"].n_unique(),
-        "n_responses_ok": responses.filter(pl.col("status") == "ok").height,
-        "n_failed": responses.filter(pl.col("status") == "error").height,
-        "n_from_store": responses.filter(pl.col("from_cache")).height,
-        "n_labelled": labelled,
-        "rule_share": labels.filter(pl.col("label_source") == "rule").height / max(labelled, 1),
-        "rhat_max": fit.diagnostics.rhat_max,
-        "ess_bulk_min": fit.diagnostics.ess_bulk_min,
-        "ess_tail_min": fit.diagnostics.ess_tail_min,
-        "divergences": fit.diagnostics.divergences,
-        "converged": float(fit.diagnostics.converged),
-    }
-    share, _, judged = judge_top_label_share(labels)
-    if judged:
-        metrics["judge_top_label_share"] = share
-    for label in (*LABELS, UNPARSEABLE):
-        count = labels.filter(pl.col("label") == label).height
-        metrics[f"label_count/{label}"] = count
-        metrics[f"label_rate/{label}"] = count / max(labelled, 1)
-    scored = labels.filter(pl.col("decision_mass").is_not_null())
-    if scored.height:
-        metrics["decision_mass_mean"] = float(scored["decision_mass"].mean())
-        metrics["p_favourable_mean"] = float(scored["p_favourable"].mean())
-    for stage, seconds in timings.items():
-        metrics[f"duration_s/{stage}"] = seconds
-    for name in ("theta", "b"):
-        means = parameter_table(fit.summary, name, "index").select("index", "mean")
-        for index, mean in means.rows():
-            metrics[tracking.metric_name(f"{name}_mean", index)] = mean
-    return metrics
-
-
-def agreement_by_item(labels: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
-    """Mean panel agreement per scenario: items where judges split are where labels are shaky."""
-    return (labels.filter(pl.col("label_source") == "judge")
-            .join(prompts.select("prompt_id", "item_id"), on="prompt_id")
-            .group_by("item_id").agg(n_judged=pl.len(), mean_agreement=pl.col("agreement").mean())
-            .sort("item_id"))
-
-
-def judge_metrics(votes: pl.DataFrame, by_item: pl.DataFrame) -> dict[str, float]:
-    """Agreement of a judge panel (only with two judges or more)."""
-    if votes.is_empty() or votes["judge"].n_unique() < 2:
-        return {}
-    alpha, kappa = krippendorff_alpha(votes), fleiss(votes)
-    metrics = {"judge/n_judges": float(votes["judge"].n_unique()),
-               "judge/krippendorff_alpha": float("nan") if alpha is None else alpha,
-               "judge/fleiss_kappa": float("nan") if kappa is None else kappa}
-    for item_id, agreement in by_item.select("item_id", "mean_agreement").iter_rows():
-        metrics[tracking.metric_name("judge/agreement", item_id)] = agreement
-    return metrics
-
-
-def rate_metrics(rates: pl.DataFrame, tests: pl.DataFrame) -> dict[str, float]:
-    """Abstention and refusal rates per respondent, and the p-value of their equality."""
-    metrics = {tracking.metric_name("label_rate", label, model, persona): rate
-               for model, persona, label, rate in
-               rates.select("model_name", "persona_id", "label", "rate").iter_rows()
-               if label in (LABELS[2], LABELS[3])}
-    for model, label, p_value in tests.select("model_name", "label", "p_value").iter_rows():
-        if p_value is not None:
-            metrics[tracking.metric_name("label_rate_p_value", label, model)] = p_value
-    return metrics
+CONTRAST_COLUMNS = ["model_name", "attribute", "level_a", "level_b", "mean", "sd", "hdi_low",
+                    "hdi_high", "p_direction", "rope_low", "rope_high", "decision"]
+# Figure file -> its key in the HTML template.
+FIGURE_KEYS = {"forest_theta.png": "forest_theta", "item_difficulty.png": "item_difficulty",
+               "contrasts_forest.png": "contrasts", "wright_map.png": "wright",
+               "favourable_heatmap.png": "heatmap", "label_distribution.png": "labels",
+               "trace_plot.png": "trace", "rank_plot.png": "rank"}
 
 
 def _save(figure: plt.Figure, path: Path) -> Path:
-    figure.savefig(path, dpi=120)
+    figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
+
+
+def read_contrasts(path: Path) -> pl.DataFrame | None:
+    """The fit's demographic contrasts when the fit wrote them (explanatory models do)."""
+    from audit.stages import AuditError, read_frame
+
+    if not path.is_file():
+        return None
+    contrasts = read_frame(path, "fit contrasts")
+    missing = [column for column in CONTRAST_COLUMNS if column not in contrasts.columns]
+    if missing:
+        raise AuditError(f"fit contrasts at {path} lack columns {missing}: rerun the fit stage")
+    # A second outcome (fit.second_outcome) adds rows with its own `outcome`; keep the column.
+    return contrasts.select(*(["outcome"] if "outcome" in contrasts.columns else []),
+                            *CONTRAST_COLUMNS)
+
+
+def fit_advice(diagnostics: Diagnostics, diagnostics_file: Path) -> list[str]:
+    """The fit's own advice (fit/diagnostics.json) when it wrote one, else each failed check."""
+    if diagnostics_file.is_file():
+        advice = json.loads(diagnostics_file.read_text()).get("advice") or ""
+        if advice and not diagnostics.converged:
+            return [advice]
+    return diagnostics.problems()
+
+
+def model_identities(cfg: AuditConfig) -> dict[str, dict[str, str]]:
+    """What each audited and judge model is (backend, model file or tag, digest), as its backend
+    reports it: the same identity that keys the response store."""
+    from audit.backends import create_backend
+
+    identities: dict[str, dict[str, str]] = {}
+    for prefix, models in (("model", cfg.model), ("judge_model", cfg.judge.models)):
+        for name, model in sorted(models.items()):
+            try:
+                identities[f"{prefix}.{name}"] = create_backend(model).identity()
+            except Exception as error:  # a server that is down must not lose the finished run
+                identities[f"{prefix}.{name}"] = {"backend": model.backend, "model": model.model,
+                                                  "digest": f"unavailable ({type(error).__name__})"}
+    return identities
+
+
+def identity_tags(identities: dict[str, dict[str, str]]) -> dict[str, str]:
+    tags = {}
+    for key, identity in identities.items():
+        tags[key] = " ".join(f"{field}={identity.get(field, '')}"
+                             for field in ("backend", "model", "digest"))
+        tags[f"{key}.digest"] = identity.get("digest", "")
+    return tags
 
 
 def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
@@ -148,21 +139,35 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     items = read_table(Path(cfg.items.bank), ItemSchema, "item bank")
     votes = read_table(files.votes, VoteSchema, "judge votes")
     gold_results = read_table(files.gold, GoldResultSchema, "judge gold-set results")
+    contrasts = read_contrasts(files.fit / "contrasts.csv")
     persona_labels = labels.join(prompts.select("prompt_id", *RATE_KEYS), on="prompt_id")
     rates = label_rates(persona_labels, cfg.fit.hdi_prob)
     rate_tests = label_rate_tests(rates)
     by_item = agreement_by_item(labels, prompts)
-    metrics = {**audit_metrics(prompts, responses, labels, fit, timings),
-               **judge_metrics(votes, by_item), **rate_metrics(rates, rate_tests)}
+    panel = judge_metrics(votes, by_item)
+    metrics = {**audit_metrics(prompts, responses, labels, fit, timings), **panel,
+               **rate_metrics(rates, rate_tests),
+               **(contrast_metrics(contrasts) if contrasts is not None else {})}
     gold = gold_figures(gold_results) if gold_results.height else None
     if gold is not None:
-        metrics.update(gold.metrics)
+        metrics.update({**gold.metrics, **gold_alias_metrics(gold.metrics)})
         gold.confusion.write_csv(report_dir / "judge_gold_confusion.csv")
         gold.by_category.write_csv(report_dir / "judge_gold_by_category.csv")
+        log.info("judge '%s' on the gold set (%d answers): accuracy %.2f, Cohen's kappa %.2f; "
+                 "rules labelled %.0f%% with accuracy %.2f", cfg.judge.name,
+                 gold_results.height, gold.metrics["gold/accuracy"],
+                 gold.metrics["gold/cohen_kappa"], 100 * gold.metrics["gold/rules_coverage"],
+                 gold.metrics["gold/rules_accuracy"])
 
     figures = {
         "forest_theta.png": forest_plot(thetas, cfg.fit.hdi_prob),
         "item_difficulty.png": item_difficulty_plot(fit.summary, items, cfg.fit.hdi_prob),
+        "wright_map.png": wright_map(fit.summary),
+        "favourable_heatmap.png": favourable_heatmap(favourable_rates(prompts, labels)),
+        "label_distribution.png": label_distribution_plot(prompts, labels),
+        **sampling_plots(fit.idata, fit.summary),
+        **({"contrasts_forest.png": contrast_forest_plot(contrasts, cfg.fit.hdi_prob)}
+           if contrasts is not None and contrasts.height else {}),
     }
     written = {name: _save(figure, report_dir / name) for name, figure in figures.items()}
     thetas.write_csv(report_dir / "theta_ranking.csv")
@@ -173,65 +178,81 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     config_yaml = report_dir / "config.yaml"
     config_yaml.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
 
-    for problem in fit.diagnostics.problems():
-        log.warning("fit did not converge: %s", problem)
     share, top_label, judged = judge_top_label_share(labels)
-    if judged >= JUDGE_MIN_ANSWERS_FOR_WARNING and share > JUDGE_TOP_LABEL_SHARE_WARN:
-        log.warning("the judge gave '%s' to %.0f%% of the %d answers it labelled: it may not be "
-                    "reading them; check labels.parquet and consider a stronger judge (judge=...)",
-                    top_label, 100 * share, judged)
+    judge = JudgeQuality(top_label, share, judged,
+                         gold.metrics["gold/accuracy"] if gold is not None else None,
+                         gold.metrics["gold/cohen_kappa"] if gold is not None else None)
+    warnings = quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems())
+    for warning in warnings:
+        log.warning("%s", warning)
 
-    if gold is not None:
-        log.info("judge '%s' on the gold set (%d answers): accuracy %.2f, Cohen's kappa %.2f; "
-                 "rules labelled %.0f%% with accuracy %.2f", cfg.judge.name,
-                 gold_results.height, gold.metrics["gold/accuracy"],
-                 gold.metrics["gold/cohen_kappa"], 100 * gold.metrics["gold/rules_coverage"],
-                 gold.metrics["gold/rules_accuracy"])
-    if gold is not None and gold.metrics["gold/accuracy"] < JUDGE_GOLD_ACCURACY_WARN:
-        log.warning("the judge labels %.0f%% of the gold set correctly (Cohen's kappa %.2f): "
-                    "labels, and every finding built on them, inherit its errors; see "
-                    "judge_gold_confusion.csv and consider a stronger judge (judge=...)",
-                    100 * gold.metrics["gold/accuracy"], gold.metrics["gold/cohen_kappa"])
-    for model, label, p_value in rate_tests.select("model_name", "label", "p_value").iter_rows():
-        if label in (LABELS[2], LABELS[3]) and p_value is not None and p_value < 0.05:
-            log.warning("%s: the %s rate differs between personas (p = %.3g, see "
-                        "label_rate_tests.csv): unequal abstention is itself a finding", model,
-                        label, p_value)
+    flat = tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
+    identities = model_identities(cfg)
+    tags = {**tracking.provenance(Path(cfg.paths.root_dir)),
+            "config.hash": tracking.config_hash(flat),
+            "converged": str(fit.converged).lower(),
+            "method": cfg.method,
+            "models": ",".join(sorted(cfg.model)),
+            **identity_tags(identities), **sweeps.job_tags()}
+    inputs = ReportInputs(
+        cfg=cfg, prompts=prompts, responses=responses, labels=labels, thetas=thetas,
+        contrasts=contrasts, diagnostics=fit.diagnostics,
+        advice=fit_advice(fit.diagnostics, files.fit / "diagnostics.json"), judge=judge,
+        gold_metrics=gold.metrics if gold is not None else None,
+        gold_confusion=gold.confusion if gold is not None else None, panel_metrics=panel,
+        figures={FIGURE_KEYS[name]: path for name, path in written.items()},
+        model_identities={key.split(".", 1)[1]: value for key, value in identities.items()
+                          if key.startswith("model.")},
+        reading=plain_language_reading(contrasts, thetas, cfg.fit.hdi_prob),
+        caveats=caveats(labels, prompts, judge, fit.converged,
+                        int(metrics["n_failed"])),
+        warnings=warnings, provenance=tags)
+    report_html = report_dir / "report.html"
+
     run_info = None
-    if cfg.tracking.enabled:
-        flat = tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
-        tags = {**tracking.provenance(Path(cfg.paths.root_dir)),
-                "config.hash": tracking.config_hash(flat),
-                "converged": str(fit.diagnostics.converged).lower(),
-                "method": cfg.method,
-                "models": ",".join(sorted(cfg.model))}
-        run_name = cfg.tracking.run_name or f"{cfg.method}-{'+'.join(sorted(cfg.model))}"
-        with tracking.mlflow_run(cfg.tracking, run_name, tags) as run_info:
+    if not cfg.tracking.enabled:
+        report_html.write_text(render_report(build_context(inputs, None)), encoding="utf-8")
+    else:
+        run_name = sweeps.job_run_name(
+            cfg.tracking.run_name or f"{cfg.method}-{'+'.join(sorted(cfg.model))}")
+        with tracking.mlflow_run(cfg.tracking, run_name, tags,
+                                 parent_run_id=sweeps.parent_run_id()) as run_info:
+            report_html.write_text(render_report(build_context(inputs, run_info.run_id)),
+                                   encoding="utf-8")
             tracking.log_params(flat)
             tracking.log_metrics(metrics)
+            fit_extras = [files.fit / name for name in ("contrasts.csv", "diagnostics.json")]
+            # The lock as the report stage found it: under `dvc repro`, every earlier stage of
+            # this run already has its entry.
+            lock = Path(cfg.paths.root_dir) / "dvc.lock"
             tracking.log_artifacts([
+                ("", report_html),
+                ("", config_yaml),
+                *([("", lock)] if lock.is_file() else []),
+                *[("hydra", path) for path in sweeps.hydra_files()],
                 ("fit", files.fit / "posterior.nc"),
+                *[("fit", path) for path in fit_extras if path.is_file()],
                 ("tables", files.fit / "summary.csv"),
                 ("tables", report_dir / "theta_ranking.csv"),
                 ("tables", report_dir / "label_rates.csv"),
                 ("tables", report_dir / "label_rate_tests.csv"),
+                ("tables", report_dir / "metrics.json"),
                 *([("judge", report_dir / "judge_gold_confusion.csv"),
                    ("judge", report_dir / "judge_gold_by_category.csv"),
                    ("judge", files.gold)] if gold is not None else []),
                 ("judge", files.votes),
                 ("judge", report_dir / "judge_agreement_by_item.csv"),
-                ("plots", written["forest_theta.png"]),
-                ("plots", written["item_difficulty.png"]),
+                *[("plots", path) for path in written.values()],
+                ("data", files.prompts),
                 ("data", files.labels),
-                ("", config_yaml),
             ])
     print_ranking(thetas, cfg.fit.hdi_prob)
     if run_info is not None:
         log.info("MLflow run %s in experiment '%s' at %s; browse with: mlflow ui "
                  "--backend-store-uri %s --host 127.0.0.1", run_info.run_id,
                  cfg.tracking.experiment, run_info.tracking_uri, run_info.tracking_uri)
-    log.info("tables, posterior and plots are in %s", files.directory)
-    return {"run": run_info, "thetas": thetas, "metrics": metrics}
+    log.info("report: %s; tables, posterior and plots are in %s", report_html, files.directory)
+    return {"run": run_info, "thetas": thetas, "metrics": metrics, "report": report_html}
 
 
 def publish_from_files(cfg: AuditConfig, files) -> dict:

@@ -46,7 +46,7 @@ from audit.store import ResponseStore
 
 log = logging.getLogger(__name__)
 
-STAGES = ("design", "respond", "judge", "fit", "report")
+STAGES = ("design", "respond", "judge", "judge_gold", "fit", "report")
 JUDGE_METHODS = ("cascade", "logprob")
 
 
@@ -121,7 +121,10 @@ def design_stage(cfg: AuditConfig) -> pl.DataFrame:
     items = select_items(bank, cfg.items)
     explicit = (read_table(Path(cfg.personas.explicit_file), PersonaSchema, "explicit personas")
                 if "explicit" in cfg.personas.generators else PersonaSources().explicit_profiles)
-    personas = generate_personas(cfg.personas, PersonaSources(explicit_profiles=explicit),
+    names = (read_table(Path(cfg.personas.names_file), PersonaSchema, "name personas")
+             if "name" in cfg.personas.generators else PersonaSources().name_profiles)
+    personas = generate_personas(cfg.personas,
+                                 PersonaSources(explicit_profiles=explicit, name_profiles=names),
                                  cfg.design.seed)
     return expand_design(items, personas, cfg.model, cfg.design)
 
@@ -179,21 +182,38 @@ def judge_panel(cfg: AuditConfig) -> list[Judge]:
             for name, model in sorted(cfg.judge.models.items())]
 
 
-def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame) -> JudgeOutputs:
+def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
+                with_gold: bool = True) -> JudgeOutputs:
     judges = judge_panel(cfg)
     scoring = cfg.judge.method == "logprob" or cfg.judge.score_options
     audited = ({name: (backend, cfg.model[name]) for name, backend in
                 _backends_for(cfg, sorted(prompts["model_name"].unique().to_list())).items()}
                if scoring else None)
-    gold_results = pl.DataFrame(schema={column: pl.Utf8 for column in GOLD_RESULT_COLUMNS})
     with ResponseStore(cfg.paths.response_store) as store:
         tables = label_responses(prompts, responses, cfg.judge, judges, store, audited)
-        if cfg.judge.evaluate_on_gold and cfg.judge.method == "cascade":
-            gold = gold_sample(read_table(Path(cfg.judge.gold_file), GoldSchema,
-                                          "judge gold set"), cfg.judge.gold_per_category)
-            items = read_table(Path(cfg.judge.gold_items), ItemSchema, "gold-set item bank")
-            gold_results, _ = label_gold(gold, items, cfg.judge, judges, store)
+        gold_results = label_gold_set(cfg, judges, store) if with_gold else empty_gold()
     return JudgeOutputs(tables.labels, tables.votes, gold_results)
+
+
+def empty_gold() -> pl.DataFrame:
+    return pl.DataFrame(schema={column: pl.Utf8 for column in GOLD_RESULT_COLUMNS})
+
+
+def label_gold_set(cfg: AuditConfig, judges: list[Judge], store: ResponseStore) -> pl.DataFrame:
+    """The judge on (a sample of) its gold set; empty when not asked for or not applicable."""
+    if not (cfg.judge.evaluate_on_gold and cfg.judge.method == "cascade"):
+        return empty_gold()
+    gold = gold_sample(read_table(Path(cfg.judge.gold_file), GoldSchema, "judge gold set"),
+                       cfg.judge.gold_per_category)
+    items = read_table(Path(cfg.judge.gold_items), ItemSchema, "gold-set item bank")
+    return label_gold(gold, items, cfg.judge, judges, store)[0]
+
+
+def judge_gold_stage(cfg: AuditConfig) -> pl.DataFrame:
+    """The gold-set evaluation as a stage of its own (dvc.yaml): it depends on the judge and the
+    gold files, never on the design, so a new item set does not rerun it."""
+    with ResponseStore(cfg.paths.response_store) as store:
+        return label_gold_set(cfg, judge_panel(cfg), store)
 
 
 def outcome_table(prompts: pl.DataFrame, labels: pl.DataFrame, attributes: list[str]) -> pl.DataFrame:
@@ -321,7 +341,11 @@ def run_stage(stage: str, cfg: AuditConfig, directory: Path) -> None:
     elif stage == "judge":
         prompts = read_table(files.prompts, PromptSchema, "prompts")
         responses = read_table(files.responses, ResponseSchema, "responses")
-        judge_stage(cfg, prompts, responses).write(files)
+        judged = judge_stage(cfg, prompts, responses, with_gold=False)
+        write_table(judged.labels, files.labels, LabelSchema, "labels")
+        write_table(judged.votes, files.votes, VoteSchema, "judge votes")
+    elif stage == "judge_gold":
+        write_table(judge_gold_stage(cfg), files.gold, GoldResultSchema, "judge gold-set results")
     elif stage == "fit":
         prompts = read_table(files.prompts, PromptSchema, "prompts")
         labels = read_table(files.labels, LabelSchema, "labels")

