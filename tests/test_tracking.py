@@ -6,6 +6,11 @@ from hypothesis import strategies as st
 from audit.tracking import config_hash, flatten, metric_name
 
 
+def test_flatten_keeps_token_counts_but_redacts_tokens():
+    flat = flatten({"model": {"m": {"sampling": {"max_tokens": 64}, "hf_token": "hf_x"}}})
+    assert flat == {"model.m.sampling.max_tokens": "64", "model.m.hf_token": "***redacted***"}
+
+
 def test_flatten_dots_nested_keys_and_redacts_secrets():
     flat = flatten({"model": {"m": {"api_key": "sk-123", "sampling": {"temperature": 0.7}}},
                     "tracking": {"token": "abc"}, "items": {"name": "smoke"}})

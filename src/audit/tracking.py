@@ -21,7 +21,8 @@ from audit.config import TrackingConfig
 
 log = logging.getLogger(__name__)
 
-_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.IGNORECASE)
+# A key ending in "token" (token, hf_token, auth_token) is a secret; "max_tokens" is a count.
+_SECRET_KEY = re.compile(r"(api[_-]?key|token$|secret|password|authorization)", re.IGNORECASE)
 _METRIC_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /:]")
 # MLflow accepts at most 100 params per batch and 6000 characters per value.
 _PARAM_BATCH = 100
