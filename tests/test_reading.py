@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import arviz as az
 import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
+from rich.console import Console
 
 from audit.config import AuditConfig, ModelConfig
 from audit.irt import Diagnostics
@@ -30,7 +32,7 @@ from audit.reading import (
 )
 from audit.report_html import ReportInputs, build_context, render_report
 from audit.run_metrics import contrast_metrics
-from audit.runs import runs_frame, varying_params
+from audit.runs import print_runs, runs_frame, varying_params
 
 CONTRASTS = pl.DataFrame({
     "model_name": ["m", "m", "m"],
@@ -235,3 +237,6 @@ def test_the_runs_table_shows_what_varies_and_leaves_parents_out():
     assert frame["param:fit.model"].to_list() == ["rasch", "rasch_seed", ""]
     assert frame["parent"].to_list() == ["pppppppp", "", ""]
     assert frame["metric:rhat_max"].to_list()[:2] == [1.0, 1.2]
+    buffer = io.StringIO()
+    print_runs(frame, "runs", Console(file=buffer, width=250))
+    assert "rasch-m [fit=rasch_seed]" in buffer.getvalue()  # brackets are not rich markup

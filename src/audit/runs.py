@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 from omegaconf import OmegaConf
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from audit import tracking
@@ -114,10 +115,13 @@ def print_runs(frame: pl.DataFrame, title: str, console: Console | None = None) 
     for column in shown:
         label = column.split(":", 1)[-1]
         table.add_column(label, justify="right" if column.startswith("metric:") else "left",
-                         overflow="fold", no_wrap=column in ("run_id", "started"))
+                         overflow="fold", no_wrap=column in ("run_id", "started"),
+                         min_width=24 if column == "name" else None)
     for row in frame.iter_rows(named=True):
-        table.add_row(*(_short(row[column]) if column == "run_id" else _format(row[column])
-                        for column in shown))
+        # escape: run names and values hold brackets ("[model=smollm2]") that rich would
+        # otherwise read as markup and drop
+        table.add_row(*(escape(_short(row[column]) if column == "run_id"
+                               else _format(row[column])) for column in shown))
     console.print(table)
     if len(varying) > MAX_VARYING_COLUMNS:
         console.print(f"{len(varying) - MAX_VARYING_COLUMNS} more params vary: "
@@ -152,7 +156,7 @@ def reproduction_steps(run: dict[str, Any]) -> list[str]:
 
 def show_run(run: dict[str, Any], console: Console) -> None:
     tags = run["tags"]
-    table = Table(title=f"MLflow run {run['run_id']} ({run['name']})", show_header=False)
+    table = Table(title=escape(f"MLflow run {run['run_id']} ({run['name']})"), show_header=False)
     table.add_column("what")
     table.add_column("value", overflow="fold")
     rows = [("status", run["status"]), ("started", _started(run["start_time"])),
@@ -162,7 +166,7 @@ def show_run(run: dict[str, Any], console: Console) -> None:
               if key.startswith(("git.", "dvc.", "config.", "model.", "judge_model.",
                                  "hydra.", "package."))]]
     for key, value in rows:
-        table.add_row(key, str(value))
+        table.add_row(escape(key), escape(str(value)))
     console.print(table)
     console.print("To re-create it:")
     for step in reproduction_steps(run):
