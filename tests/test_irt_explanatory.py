@@ -55,7 +55,9 @@ def test_planted_race_gap_and_its_items_are_found():
 
 def test_no_planted_effect_gives_no_demographic_claim():
     outcomes = simulate_audit({}, models=("m1",), items=10, replicates=10, null_count=4, seed=22)
-    fit = fit_rasch(outcomes, FitConfig(model="explanatory", draws=1000, tune=1000, chains=4,
+    # With no demographic signal sigma_null and sigma_residual sit near zero, where the chains
+    # need a longer warm-up (1000 + 1000 gave R-hat 1.011 on sigma_null).
+    fit = fit_rasch(outcomes, FitConfig(model="explanatory", draws=1500, tune=2000, chains=4,
                                         seed=4, target_accept=0.95))
     assert fit.diagnostics.converged, fit.diagnostics.problems()
     assert "different" not in fit.contrasts["decision"].to_list(), fit.contrasts
