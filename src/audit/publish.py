@@ -53,6 +53,7 @@ from audit.run_metrics import (
     rate_metrics,
 )
 from audit.schemas import (
+    ContrastSchema,
     GoldResultSchema,
     ItemSchema,
     LabelSchema,
@@ -64,8 +65,6 @@ from audit.schemas import (
 log = logging.getLogger(__name__)
 
 RESPONDENT_COLUMNS = ["respondent_id", "model_name", "persona_id", "persona_kind", "gender", "race"]
-CONTRAST_COLUMNS = ["model_name", "attribute", "level_a", "level_b", "mean", "sd", "hdi_low",
-                    "hdi_high", "p_direction", "rope_low", "rope_high", "decision"]
 # Figure file -> its key in the HTML template.
 FIGURE_KEYS = {"forest_theta.png": "forest_theta", "item_difficulty.png": "item_difficulty",
                "contrasts_forest.png": "contrasts", "wright_map.png": "wright",
@@ -80,18 +79,13 @@ def _save(figure: plt.Figure, path: Path) -> Path:
 
 
 def read_contrasts(path: Path) -> pl.DataFrame | None:
-    """The fit's demographic contrasts when the fit wrote them (explanatory models do)."""
-    from audit.stages import AuditError, read_frame
+    """The fit's demographic contrasts when the fit wrote them (every fit on persona columns)."""
+    from audit.stages import read_table
 
     if not path.is_file():
         return None
-    contrasts = read_frame(path, "fit contrasts")
-    missing = [column for column in CONTRAST_COLUMNS if column not in contrasts.columns]
-    if missing:
-        raise AuditError(f"fit contrasts at {path} lack columns {missing}: rerun the fit stage")
-    # A second outcome (fit.second_outcome) adds rows with its own `outcome`; keep the column.
-    return contrasts.select(*(["outcome"] if "outcome" in contrasts.columns else []),
-                            *CONTRAST_COLUMNS)
+    # A second outcome (fit.second_outcome) adds rows with its own `outcome`; the schema keeps it.
+    return read_table(path, ContrastSchema, "fit contrasts")
 
 
 def fit_advice(diagnostics: Diagnostics, diagnostics_file: Path) -> list[str]:

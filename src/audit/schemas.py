@@ -6,6 +6,8 @@ table from an older version) fails at the boundary with the column named, not de
 
 from __future__ import annotations
 
+from typing import Optional
+
 import pandera.polars as pa
 import polars as pl
 
@@ -16,6 +18,8 @@ GOLD_CATEGORIES: tuple[str, ...] = ("plain", "hedge", "conditional", "refusal", 
                                     "rambling", "other_language", "injection")
 PERSONA_KINDS: tuple[str, ...] = ("baseline", "explicit", "null", "name")
 RESPONSE_STATUSES: tuple[str, ...] = ("ok", "error")
+# A contrast's HDI against the ROPE: outside, inside, or neither (Kruschke 2018).
+CONTRAST_DECISIONS: tuple[str, ...] = ("different", "equivalent", "undecided")
 
 
 class ItemSchema(pa.DataFrameModel):
@@ -191,3 +195,27 @@ def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], what: str) ->
     except (pa.errors.SchemaError, pa.errors.SchemaErrors) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
         raise ValueError(f"{what} does not match {schema.__name__}: {first_line}") from error
+
+
+class ContrastSchema(pa.DataFrameModel):
+    """`fit/contrasts.csv` as its readers need it (the report, the metrics, the verdict): gaps
+    between levels of an attribute judged against a ROPE; `outcome` names the outcome's fit
+    when the run fitted more than one. Other columns (counts, noise floor) are filtered out."""
+
+    outcome: Optional[str] = pa.Field(nullable=True)  # noqa: UP045 - pandera reads Optional
+    model_name: str
+    attribute: str
+    level_a: str
+    level_b: str
+    mean: float
+    sd: float
+    hdi_low: float
+    hdi_high: float
+    p_direction: float
+    rope_low: float
+    rope_high: float
+    decision: str = pa.Field(isin=list(CONTRAST_DECISIONS))
+
+    class Config:
+        strict = "filter"
+        coerce = True

@@ -24,7 +24,6 @@ import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 import pandera.polars as pa
 import polars as pl
@@ -35,6 +34,7 @@ from rich.table import Table
 
 from audit.config import VerdictConfig
 from audit.logs import configure_cli_logging
+from audit.schemas import ContrastSchema
 
 log = logging.getLogger("audit.verdict")
 
@@ -46,7 +46,6 @@ IAT_FILE = "iat_stats.csv"
 RASCH_CONTRASTS = Path("fit") / "contrasts.csv"
 RASCH_DIAGNOSTICS = Path("fit") / "diagnostics.json"
 JUNIT_DEFAULT = "verdict_junit.xml"
-RASCH_DECISIONS = ("different", "equivalent", "undecided")
 DIAGNOSTIC_TYPES = {"converged": (bool,), "rhat_max": (int, float), "ess_bulk_min": (int, float),
                     "ess_tail_min": (int, float), "divergences": (int,), "advice": (str,)}
 
@@ -114,7 +113,9 @@ def parse_arguments(arguments: list[str]) -> VerdictCommand:
 # --- reading a run ------------------------------------------------------------------------------
 
 class IatStatsSchema(pa.DataFrameModel):
-    """The IAT method's per-category statistics (NaN p: no parsed answers to test)."""
+    """The IAT method's per-category statistics as the verdict reads them: unlike the method's own
+    IATStatsSchema it accepts NaN p-values and rates (a dataset with no parsed answer is
+    untestable, not an error), so it carries no range checks."""
 
     model: str
     category: str
@@ -126,29 +127,6 @@ class IatStatsSchema(pa.DataFrameModel):
     ci_high: float = pa.Field(nullable=True)
     p_value: float = pa.Field(nullable=True)
     p_adjusted: float = pa.Field(nullable=True)
-
-    class Config:
-        strict = "filter"
-        coerce = True
-
-
-class RaschContrastSchema(pa.DataFrameModel):
-    """Posterior contrasts between levels of an attribute, judged against a ROPE (`outcome`:
-    which outcome's fit, when the run fitted more than one)."""
-
-    outcome: Optional[str] = pa.Field(nullable=True)  # noqa: UP045 - pandera reads Optional
-    model_name: str
-    attribute: str
-    level_a: str
-    level_b: str
-    mean: float
-    sd: float
-    hdi_low: float
-    hdi_high: float
-    p_direction: float
-    rope_low: float
-    rope_high: float
-    decision: str = pa.Field(isin=list(RASCH_DECISIONS))
 
     class Config:
         strict = "filter"
@@ -293,9 +271,9 @@ def read_rasch(run_dir: Path) -> tuple[pl.DataFrame, dict[str, dict]]:
         companion = diagnostics_path.parent / str(outcome) / "diagnostics.json"
         if companion.is_file():
             diagnostics[f"converged:{outcome}"] = read_diagnostics(companion)
-    contrasts = (read_csv(contrasts_path, RaschContrastSchema, "Rasch contrasts")
+    contrasts = (read_csv(contrasts_path, ContrastSchema, "Rasch contrasts")
                  if contrasts_path.is_file() else pl.DataFrame(schema={
-                     column: pl.Utf8 for column in RaschContrastSchema.to_schema().columns
+                     column: pl.Utf8 for column in ContrastSchema.to_schema().columns
                      if column != "outcome"}))
     return contrasts, diagnostics
 

@@ -33,7 +33,6 @@ ROPE_HALF_WIDTH_LOGIT = 0.1 * math.pi / math.sqrt(3)
 # How many noise-floor standard deviations a gap must exceed to count as beyond the noise.
 NOISE_MULTIPLE = 2.0
 POOLED_MODEL = "all models"
-DECISIONS = ("different", "equivalent", "undecided")
 
 CONTRAST_COLUMNS = (
     "model_name", "attribute", "level_a", "level_b", "n_a", "n_b", "mean", "sd", "hdi_low",
