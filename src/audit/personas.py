@@ -52,20 +52,25 @@ class BaselineGenerator:
         )
 
 
+def _chosen_profiles(profiles: pl.DataFrame, chosen_ids: list[str], setting: str,
+                     kind: str) -> pl.DataFrame:
+    """The listed profiles (all when the list is empty), each marked with its kind."""
+    profiles = profiles.select(PERSONA_COLUMNS)
+    if chosen_ids:
+        unknown = sorted(set(chosen_ids) - set(profiles["persona_id"].to_list()))
+        if unknown:
+            valid = ", ".join(profiles["persona_id"].to_list())
+            raise ValueError(f"unknown persona ids {unknown} in {setting}; valid: {valid}")
+        profiles = profiles.filter(pl.col("persona_id").is_in(chosen_ids))
+    return profiles.with_columns(pl.lit(kind).alias("kind"))
+
+
 class ExplicitGenerator:
     """Profiles that state demographic attributes outright ("a Black woman")."""
 
     def generate(self, config: PersonasConfig, sources: PersonaSources, seed: int) -> pl.DataFrame:
-        profiles = sources.explicit_profiles.select(PERSONA_COLUMNS)
-        if config.explicit_ids:
-            unknown = sorted(set(config.explicit_ids) - set(profiles["persona_id"].to_list()))
-            if unknown:
-                valid = ", ".join(profiles["persona_id"].to_list())
-                raise ValueError(
-                    f"unknown persona ids {unknown} in personas.explicit_ids; valid: {valid}"
-                )
-            profiles = profiles.filter(pl.col("persona_id").is_in(config.explicit_ids))
-        return profiles.with_columns(pl.lit("explicit").alias("kind"))
+        return _chosen_profiles(sources.explicit_profiles, config.explicit_ids,
+                                "personas.explicit_ids", "explicit")
 
 
 class NameGenerator:
@@ -73,15 +78,8 @@ class NameGenerator:
     in correspondence studies: the implicit counterpart of the explicit profiles."""
 
     def generate(self, config: PersonasConfig, sources: PersonaSources, seed: int) -> pl.DataFrame:
-        profiles = sources.name_profiles.select(PERSONA_COLUMNS)
-        if config.name_ids:
-            unknown = sorted(set(config.name_ids) - set(profiles["persona_id"].to_list()))
-            if unknown:
-                valid = ", ".join(profiles["persona_id"].to_list())
-                raise ValueError(
-                    f"unknown persona ids {unknown} in personas.name_ids; valid: {valid}")
-            profiles = profiles.filter(pl.col("persona_id").is_in(config.name_ids))
-        return profiles.with_columns(pl.lit("name").alias("kind"))
+        return _chosen_profiles(sources.name_profiles, config.name_ids, "personas.name_ids",
+                                "name")
 
 
 class NullGenerator:
