@@ -53,26 +53,27 @@ def decide(hdi_low: float, hdi_high: float, rope: float) -> str:
     return "undecided"
 
 
+def _theta_draws(posterior: xr.Dataset, respondents: list[str]) -> np.ndarray:
+    """theta draws (sample, respondent) of the named respondents, in the order given."""
+    return _flat(posterior["theta"].sel(respondent=respondents))
+
+
 def _level_draws(posterior: xr.Dataset, respondents: RespondentTable, attribute: str,
                  model_name: str) -> dict[str, np.ndarray]:
     """Posterior draws of each level's favourability for one model (or pooled over models)."""
-    frame = respondents.frame
+    level_dim = f"level_{attribute}"
     if f"effect_{attribute}" in posterior:
-        if model_name == POOLED_MODEL:
-            effect = posterior[f"effect_{attribute}_pooled"]
-            return {str(level): _flat(effect.sel({f"level_{attribute}": level}))
-                    for level in effect[f"level_{attribute}"].values}
-        effect = posterior[f"effect_{attribute}"].sel(model=model_name)
-        return {str(level): _flat(effect.sel({f"level_{attribute}": level}))
-                for level in effect[f"level_{attribute}"].values}
-    theta = _flat(posterior["theta"])  # (sample, respondent), respondents in sorted order
-    order = {name: index for index, name in enumerate(posterior["respondent"].values)}
+        effect = (posterior[f"effect_{attribute}_pooled"] if model_name == POOLED_MODEL
+                  else posterior[f"effect_{attribute}"].sel(model=model_name))
+        return {str(level): _flat(effect.sel({level_dim: level}))
+                for level in effect[level_dim].values}
     draws = {}
     for level in respondents.levels(attribute):
-        members = frame.filter((pl.col("model_name") == model_name) &
-                               (pl.col(attribute) == level)).get_column("respondent").to_list()
+        members = respondents.frame.filter(
+            (pl.col("model_name") == model_name) & (pl.col(attribute) == level)
+        ).get_column("respondent").to_list()
         if members:
-            draws[level] = theta[:, [order[name] for name in members]].mean(axis=1)
+            draws[level] = _theta_draws(posterior, members).mean(axis=1)
     return draws
 
 
@@ -95,9 +96,7 @@ def null_spread_draws(posterior: xr.Dataset, respondents: RespondentTable,
     nulls = frame.filter(pl.col("persona_kind") == NULL_KIND).get_column("respondent").to_list()
     if len(nulls) < 2:
         return None
-    order = {name: index for index, name in enumerate(posterior["respondent"].values)}
-    theta = _flat(posterior["theta"])[:, [order[name] for name in nulls]]
-    return theta.std(axis=1, ddof=1)
+    return _theta_draws(posterior, nulls).std(axis=1, ddof=1)
 
 
 def _row(model_name: str, attribute: str, level_a: str, level_b: str, gap: np.ndarray,
