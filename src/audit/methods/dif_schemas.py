@@ -43,9 +43,8 @@ class DIFPersonaSchema(pa.DataFrameModel):
         coerce = True
 
 
-class DIFPromptSchema(pa.DataFrameModel):
-    """One independent greedy request: a model answering an item under a persona.
-    The engine reads `prompt_id`, `model_name`, `system_prompt`, `user_prompt` and `seed`."""
+class _DIFRowSchema(pa.DataFrameModel):
+    """The columns every per-request DIF table carries: who answered which item."""
 
     prompt_id: str = pa.Field(unique=True)
     model_name: str
@@ -56,28 +55,25 @@ class DIFPromptSchema(pa.DataFrameModel):
     dataset: str
     form: str = pa.Field(isin=list(FORMS))
     difficulty: int = pa.Field(ge=0)
-    seed: int = pa.Field(ge=0)
-    system_prompt: str
-    user_prompt: str
 
     class Config:
         strict = True
         coerce = True
 
 
-class DIFAnswerSchema(pa.DataFrameModel):
+class DIFPromptSchema(_DIFRowSchema):
+    """One independent greedy request: a model answering an item under a persona.
+    The engine reads `prompt_id`, `model_name`, `system_prompt`, `user_prompt` and `seed`."""
+
+    seed: int = pa.Field(ge=0)
+    system_prompt: str
+    user_prompt: str
+
+
+class DIFAnswerSchema(_DIFRowSchema):
     """One row per response: what was extracted, by which rule, and whether it is right.
     Infrastructure errors are rows too, with null extraction and correctness."""
 
-    prompt_id: str = pa.Field(unique=True)
-    model_name: str
-    persona_id: str
-    persona_kind: str = pa.Field(isin=list(PERSONA_KINDS))
-    persona_category: str
-    item_id: str
-    dataset: str
-    form: str = pa.Field(isin=list(FORMS))
-    difficulty: int = pa.Field(ge=0)
     status: str = pa.Field(isin=["ok", "error"])
     response_text: str = pa.Field(nullable=True)
     answer: str
@@ -85,10 +81,6 @@ class DIFAnswerSchema(pa.DataFrameModel):
     extract_method: str = pa.Field(nullable=True)
     correct: bool = pa.Field(nullable=True)
     from_cache: bool
-
-    class Config:
-        strict = True
-        coerce = True
 
 
 class DIFTestSchema(pa.DataFrameModel):
