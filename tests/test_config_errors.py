@@ -57,9 +57,9 @@ def test_valid_keys_follow_the_schema_through_dict_fields():
     assert valid_keys(["nope"]) is None
 
 
-def _audit(*arguments: str) -> subprocess.CompletedProcess:
+def _audit(*arguments: str, module: str = "audit") -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
-    return subprocess.run([sys.executable, "-m", "audit", *arguments], cwd=PROJECT_ROOT,
+    return subprocess.run([sys.executable, "-m", module, *arguments], cwd=PROJECT_ROOT,
                           capture_output=True, text=True, timeout=120, env=env)
 
 
@@ -69,6 +69,13 @@ def test_the_command_line_prints_exactly_one_line_and_exits_2():
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1, done.stderr
     assert "valid: ollama_llama3, smollm2, smollm2_greedy, vllm" in lines[0]
+
+
+def test_the_judge_evaluation_gets_the_same_one_line_errors():
+    done = _audit("judge=smolm2", module="audit.judge_eval")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and "judge" in lines[0] and "smollm2" in lines[0], done.stderr
 
 
 def test_a_typo_in_a_sweep_stops_it_before_any_job_runs(tmp_path):

@@ -109,5 +109,12 @@ def app(cfg: DictConfig) -> None:
         raise SystemExit(2) from None
 
 
+def main() -> None:
+    from audit.config_errors import one_line_config_errors
+
+    with one_line_config_errors(Path(CONF_DIR)):
+        app()
+
+
 if __name__ == "__main__":
-    app()
+    main()
