@@ -20,34 +20,54 @@ def _rows(stats: pl.DataFrame) -> pl.DataFrame:
     return stats.sort(["category", "dataset"], descending=[True, True])
 
 
-def d_by_dataset_plot(stats: pl.DataFrame, confidence_level: float, alpha: float) -> Figure:
-    """Mean D with its bootstrap interval per dataset, one panel per model; a filled marker is
-    significant after the Benjamini-Hochberg adjustment, an open one is not."""
+def _dataset_panels(stats: pl.DataFrame, row_height: float, extra_height: float):
+    """One panel per model sharing a y axis with one row per dataset: the frame both D plots
+    draw on. Returns the figure, the (axis, model) pairs and each dataset's row position."""
     models = sorted(stats["model"].unique().to_list())
-    categories = sorted(stats["category"].unique().to_list())
-    colours = {category: _PALETTE(index % 10) for index, category in enumerate(categories)}
     datasets = _rows(stats.select("category", "dataset").unique())
     positions = {row: index for index, row in enumerate(datasets.iter_rows())}
     figure, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models) + 1.8,
-                                                         0.3 * datasets.height + 1.6),
+                                                         row_height * datasets.height
+                                                         + extra_height),
                                 sharey=True, squeeze=False)
-    for axis, model in zip(axes[0], models, strict=True):
-        for row in stats.filter(pl.col("model") == model).iter_rows(named=True):
-            if row["mean_d"] is None:
-                continue
+    labels = [f"{dataset} ({category})" for category, dataset in datasets.iter_rows()]
+    axes[0][0].set_yticks(range(len(labels)), labels, fontsize=8)
+    return figure, list(zip(axes[0], models, strict=True)), positions
+
+
+def _finish_panel(axis, model: str, confidence_level: float) -> None:
+    axis.axvline(0.0, color="black", lw=0.8, ls=":")
+    axis.set_xlim(-1.05, 1.05)
+    axis.set_title(model)
+    axis.set_xlabel(f"mean D, {confidence_level:.0%} bootstrap CI")
+
+
+def _drawable(stats: pl.DataFrame, model: str):
+    """The model's rows that have a mean D (a dataset with nothing parsed has none)."""
+    return (row for row in stats.filter(pl.col("model") == model).iter_rows(named=True)
+            if row["mean_d"] is not None)
+
+
+def _interval(axis, row: dict, y: float, colour, width: float) -> None:
+    if row["ci_low"] is not None and row["ci_high"] is not None:
+        axis.plot([row["ci_low"], row["ci_high"]], [y, y], color=colour, lw=width)
+
+
+def d_by_dataset_plot(stats: pl.DataFrame, confidence_level: float, alpha: float) -> Figure:
+    """Mean D with its bootstrap interval per dataset, one panel per model; a filled marker is
+    significant after the Benjamini-Hochberg adjustment, an open one is not."""
+    categories = sorted(stats["category"].unique().to_list())
+    colours = {category: _PALETTE(index % 10) for index, category in enumerate(categories)}
+    figure, panels, positions = _dataset_panels(stats, row_height=0.3, extra_height=1.6)
+    for axis, model in panels:
+        for row in _drawable(stats, model):
             y = positions[(row["category"], row["dataset"])]
             colour = colours[row["category"]]
-            if row["ci_low"] is not None and row["ci_high"] is not None:
-                axis.plot([row["ci_low"], row["ci_high"]], [y, y], color=colour, lw=2)
+            _interval(axis, row, y, colour, width=2)
             significant = row["p_adjusted"] is not None and row["p_adjusted"] < alpha
             axis.plot(row["mean_d"], y, "o", color=colour,
                       markerfacecolor=colour if significant else "white")
-        axis.axvline(0.0, color="black", lw=0.8, ls=":")
-        axis.set_xlim(-1.05, 1.05)
-        axis.set_title(model)
-        axis.set_xlabel(f"mean D, {confidence_level:.0%} bootstrap CI")
-    labels = [f"{dataset} ({category})" for category, dataset in datasets.iter_rows()]
-    axes[0][0].set_yticks(range(len(labels)), labels, fontsize=8)
+        _finish_panel(axis, model, confidence_level)
     figure.suptitle("Word-association bias by dataset (D > 0: stereotype-consistent; filled: "
                     f"BH-adjusted p < {alpha})", fontsize=9)
     figure.tight_layout()
@@ -56,31 +76,18 @@ def d_by_dataset_plot(stats: pl.DataFrame, confidence_level: float, alpha: float
 
 def d_by_variation_plot(stats: pl.DataFrame, confidence_level: float) -> Figure:
     """The same per prompt wording: a bias that holds in only one wording is fragile."""
-    models = sorted(stats["model"].unique().to_list())
     variations = sorted(stats["variation"].unique().to_list())
     colours = {name: _PALETTE(index % 10) for index, name in enumerate(variations)}
-    datasets = _rows(stats.select("category", "dataset").unique())
-    positions = {row: index for index, row in enumerate(datasets.iter_rows())}
     step = 0.8 / max(len(variations), 1)
-    figure, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models) + 1.8,
-                                                         0.4 * datasets.height + 1.8),
-                                sharey=True, squeeze=False)
-    for axis, model in zip(axes[0], models, strict=True):
-        for row in stats.filter(pl.col("model") == model).iter_rows(named=True):
-            if row["mean_d"] is None:
-                continue
+    figure, panels, positions = _dataset_panels(stats, row_height=0.4, extra_height=1.8)
+    for axis, model in panels:
+        for row in _drawable(stats, model):
             offset = (variations.index(row["variation"]) - (len(variations) - 1) / 2) * step
             y = positions[(row["category"], row["dataset"])] + offset
             colour = colours[row["variation"]]
-            if row["ci_low"] is not None and row["ci_high"] is not None:
-                axis.plot([row["ci_low"], row["ci_high"]], [y, y], color=colour, lw=1.2)
+            _interval(axis, row, y, colour, width=1.2)
             axis.plot(row["mean_d"], y, "o", color=colour, markersize=3.5)
-        axis.axvline(0.0, color="black", lw=0.8, ls=":")
-        axis.set_xlim(-1.05, 1.05)
-        axis.set_title(model)
-        axis.set_xlabel(f"mean D, {confidence_level:.0%} bootstrap CI")
-    labels = [f"{dataset} ({category})" for category, dataset in datasets.iter_rows()]
-    axes[0][0].set_yticks(range(len(labels)), labels, fontsize=8)
+        _finish_panel(axis, model, confidence_level)
     handles = [plt.Line2D([], [], color=colours[name], marker="o", lw=1.2, label=name)
                for name in variations]
     figure.legend(handles=handles, fontsize=7, loc="lower center", ncol=len(variations))
