@@ -75,6 +75,34 @@ def test_failures_become_error_rows_and_are_retried_on_rerun(items, personas, fa
     assert len(resent) == errors.height * NO_WAIT.max_attempts  # each retried until attempts ran out
 
 
+class _Failing:
+    """A backend that fails every request the same way, counting the sends."""
+
+    def __init__(self, failure: Exception) -> None:
+        self.failure, self.sends = failure, 0
+
+    def identity(self):
+        return {"backend": "failing", "model": "failing", "digest": "none"}
+
+    def complete(self, request):
+        self.sends += 1
+        raise self.failure
+
+
+def test_only_transient_failures_are_retried(items, personas, tmp_path):
+    from audit.backends import BackendError
+
+    cases = [(BackendError("http_status", "HTTP 404 from the server"), "http_status", 1),
+             (RuntimeError("client bug"), "backend_crash", 1),
+             (BackendError("server_error", "HTTP 503 from the server"), "server_error",
+              NO_WAIT.max_attempts)]
+    for failure, kind, sends_per_prompt in cases:
+        backend = _Failing(failure)
+        responses, _ = _timed_run(items, personas, tmp_path / kind, backend)
+        assert responses["error_kind"].to_list() == [kind] * 8
+        assert backend.sends == 8 * sends_per_prompt
+
+
 class _Timed:
     """A backend that takes a fixed time per request and records how many run at once."""
 
