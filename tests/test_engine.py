@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from audit.backends import create_backend
 from audit.config import DesignConfig, EngineConfig
@@ -204,3 +205,15 @@ def test_the_estimate_counts_what_is_missing_and_times_it_from_stored_latencies(
         after = estimate(planned, store, concurrency_limits(backends, fake_models))
     assert after["stored"] == len(half) and after["to_send"] == len(planned) - len(half)
     assert after["seconds"] == 2.0 * after["to_send"]  # concurrency 1 each
+
+
+def test_too_many_failures_stop_with_the_kinds_and_how_to_resume():
+    from audit.engine import TooManyFailures, check_failures
+
+    responses = pl.DataFrame({"status": ["ok", "error", "error", "ok"],
+                              "error_kind": [None, "timeout", "rate_limit", None]})
+    check_failures(responses, 0.5, "store.sqlite3")  # half failed: allowed at 0.5
+    with pytest.raises(TooManyFailures, match=r"^2 of 4 DIF requests failed \(rate_limit x1, "
+                                              r"timeout x1\); .* in store.sqlite3: rerun"):
+        check_failures(responses, 0.25, "store.sqlite3", "DIF requests")
+    check_failures(responses.filter(pl.col("status") == "ok"), 0.0, "store.sqlite3")

@@ -225,7 +225,10 @@ def test_failed_requests_stop_the_run_after_keeping_the_responses(tmp_path, monk
         engine=EngineConfig(max_attempts=1),
         paths=PathsConfig(response_store=str(tmp_path / "store.sqlite3")),
         tracking=TrackingConfig(enabled=False), method="iat")
-    with pytest.raises(IATError, match="2 of 2 IAT requests failed .*rerun the same command"):
+    from audit.engine import TooManyFailures
+
+    with pytest.raises(TooManyFailures,
+                       match="2 of 2 IAT requests failed .*rerun the same command"):
         create_method("iat").run(cfg, tmp_path / "run")
     responses = pl.read_parquet(tmp_path / "run" / "iat_responses.parquet")
     assert (responses["status"] == "error").all()

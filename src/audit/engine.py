@@ -326,3 +326,21 @@ def summarise_responses(responses: pl.DataFrame) -> dict[str, int]:
         "cached": int(responses.filter(pl.col("from_cache")).height),
         "failed": int(responses.filter(pl.col("status") == "error").height),
     }
+
+
+class TooManyFailures(ValueError):
+    """More requests failed than `engine.max_failed_share` allows. Raised only after the
+    finished responses were stored (and written by the caller), so a rerun resumes."""
+
+
+def check_failures(responses: pl.DataFrame, max_failed_share: float, store_path: str,
+                   what: str = "requests") -> None:
+    """Stop a method when too many requests failed, naming the kinds and how to resume."""
+    failed = responses.filter(pl.col("status") == "error")
+    if failed.height and failed.height / max(responses.height, 1) > max_failed_share:
+        kinds = ", ".join(f"{kind} x{count}" for kind, count in
+                          failed.group_by("error_kind").len().sort("error_kind").iter_rows())
+        raise TooManyFailures(
+            f"{failed.height} of {responses.height} {what} failed ({kinds}); finished responses "
+            f"are kept in {store_path}: rerun the same command to resume, or raise "
+            f"engine.max_failed_share to accept the gaps")

@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 from audit.backends import Backend, BackendError, create_backend
 from audit.config import AuditConfig, FitConfig, to_audit_config
 from audit.design import expand_design
-from audit.engine import collect_responses, summarise_responses
+from audit.engine import check_failures, collect_responses, summarise_responses
 from audit.irt import RaschFit, code_outcomes, diagnose, fit_rasch
 from audit.items import select_items
 from audit.judge.cascade import Judge, label_responses
@@ -145,19 +145,6 @@ def respond_stage(cfg: AuditConfig, prompts: pl.DataFrame) -> pl.DataFrame:
     log.info("respond: %d sent, %d from the store, %d failed", counts["sent"], counts["cached"],
              counts["failed"])
     return responses
-
-
-def check_failures(responses: pl.DataFrame, cfg: AuditConfig, store_path: str) -> None:
-    """Stop when more requests failed than allowed; called after the responses are written."""
-    failed = responses.filter(pl.col("status") == "error")
-    share = failed.height / max(responses.height, 1)
-    if failed.height and share > cfg.engine.max_failed_share:
-        kinds = ", ".join(f"{kind} x{count}" for kind, count in
-                          failed.group_by("error_kind").len().sort("error_kind").iter_rows())
-        raise AuditError(
-            f"{failed.height} of {responses.height} requests failed ({kinds}); finished responses "
-            f"are kept in {store_path}: rerun the same command to resume, or raise "
-            f"engine.max_failed_share to accept the gaps")
 
 
 @dataclass(frozen=True)
@@ -304,7 +291,7 @@ def run_audit(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     started = time.perf_counter()
     responses = respond_stage(cfg, prompts)
     write_table(responses, files.responses, ResponseSchema, "responses")
-    check_failures(responses, cfg, cfg.paths.response_store)
+    check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store)
     timings["respond"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -337,7 +324,7 @@ def run_stage(stage: str, cfg: AuditConfig, directory: Path) -> None:
         prompts = read_table(files.prompts, PromptSchema, "prompts")
         responses = respond_stage(cfg, prompts)
         write_table(responses, files.responses, ResponseSchema, "responses")
-        check_failures(responses, cfg, cfg.paths.response_store)
+        check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store)
     elif stage == "judge":
         prompts = read_table(files.prompts, PromptSchema, "prompts")
         responses = read_table(files.responses, ResponseSchema, "responses")

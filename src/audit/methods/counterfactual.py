@@ -93,16 +93,6 @@ def check_settings(config: CounterfactualConfig) -> list[str]:
     return check_metrics(config.metrics, config.transformer_model)
 
 
-def check_failures(responses: pl.DataFrame, max_failed_share: float, store_path: str) -> None:
-    failed = responses.filter(pl.col("status") == "error")
-    if failed.height and failed.height / responses.height > max_failed_share:
-        kinds = ", ".join(f"{kind} x{count}" for kind, count in
-                          failed.group_by("error_kind").len().sort("error_kind").iter_rows())
-        raise ValueError(f"{failed.height} of {responses.height} requests failed ({kinds}); "
-                         f"finished responses are kept in {store_path}: rerun the same command "
-                         f"to resume, or raise engine.max_failed_share to accept the gaps")
-
-
 def metric_table(prompts: pl.DataFrame, responses: pl.DataFrame, groups: pl.DataFrame,
                  scores: pl.DataFrame, max_tokens: dict[str, int]) -> pl.DataFrame:
     """Answered prompts with their scores and one column per factor holding the group."""
@@ -195,7 +185,7 @@ def _save(figure: plt.Figure, path: Path) -> Path:
 def run_counterfactual(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     from audit import tracking
     from audit.backends import create_backend
-    from audit.engine import collect_responses, summarise_responses
+    from audit.engine import check_failures, collect_responses, summarise_responses
     from audit.methods.counterfactual_plots import distribution_figure, gap_matrix_figure
     from audit.store import ResponseStore
 

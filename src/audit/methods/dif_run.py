@@ -19,7 +19,7 @@ from rich.table import Table
 from audit import tracking
 from audit.backends import create_backend
 from audit.config import AuditConfig
-from audit.engine import collect_responses, summarise_responses
+from audit.engine import check_failures, collect_responses, summarise_responses
 from audit.methods.dif import (
     DIFResults,
     analyse,
@@ -61,15 +61,6 @@ def _write(frame: pl.DataFrame, path: Path) -> Path:
         frame.write_csv(partial)
     partial.replace(path)  # atomic: never a half-written table
     return path
-
-
-def _check_failures(answers: pl.DataFrame, cfg: AuditConfig) -> None:
-    failed = answers.filter(pl.col("status") == "error")
-    if failed.height and failed.height / answers.height > cfg.engine.max_failed_share:
-        raise ValueError(
-            f"{failed.height} of {answers.height} DIF requests failed; finished responses are "
-            f"kept in {cfg.paths.response_store}: rerun the same command to resume, or raise "
-            f"engine.max_failed_share to accept the gaps")
 
 
 def print_summary(results: DIFResults, console: Console | None = None) -> None:
@@ -126,7 +117,8 @@ def run_dif(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
              counts["cached"], counts["failed"])
     answers = grade_answers(prompts, responses, items)
     _write(answers, files["answers"])
-    _check_failures(answers, cfg)
+    check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
+                   "DIF requests")
     timings["respond"] = time.perf_counter() - started
 
     started = time.perf_counter()

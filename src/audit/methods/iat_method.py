@@ -127,19 +127,6 @@ def _iat_models(cfg: AuditConfig) -> dict[str, ModelConfig]:
             for name, model in cfg.model.items()}
 
 
-def _check_failures(responses: pl.DataFrame, cfg: AuditConfig) -> None:
-    """Infrastructure failures never become scores; too many of them stop the run, after the
-    finished responses were stored and written."""
-    failed = responses.filter(pl.col("status") == "error")
-    if failed.height and failed.height / max(responses.height, 1) > cfg.engine.max_failed_share:
-        kinds = ", ".join(f"{kind} x{count}" for kind, count in
-                          failed.group_by("error_kind").len().sort("error_kind").iter_rows())
-        raise IATError(
-            f"{failed.height} of {responses.height} IAT requests failed ({kinds}); finished "
-            f"responses are kept in {cfg.paths.response_store}: rerun the same command to "
-            "resume, or raise engine.max_failed_share to accept the gaps")
-
-
 def answers_from_responses(prompts: pl.DataFrame, responses: pl.DataFrame) -> pl.DataFrame:
     return (prompts.join(responses.filter(pl.col("status") == "ok"), on="prompt_id", how="inner")
             .select(pl.col("model_name").alias("model"), "dataset", "variation",
@@ -151,7 +138,7 @@ class IATMethod:
 
     def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
         from audit.backends import create_backend
-        from audit.engine import collect_responses, summarise_responses
+        from audit.engine import check_failures, collect_responses, summarise_responses
         from audit.store import ResponseStore
 
         output_dir = Path(output_dir)
@@ -176,7 +163,8 @@ class IATMethod:
         counts = summarise_responses(responses)
         log.info("iat respond: %d sent, %d from the store, %d failed", counts["sent"],
                  counts["cached"], counts["failed"])
-        _check_failures(responses, cfg)
+        check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
+                       "IAT requests")
         timings["respond"] = time.perf_counter() - started
 
         started = time.perf_counter()
