@@ -217,3 +217,64 @@ def test_too_many_failures_stop_with_the_kinds_and_how_to_resume():
                                               r"timeout x1\); .* in store.sqlite3: rerun"):
         check_failures(responses, 0.25, "store.sqlite3", "DIF requests")
     check_failures(responses.filter(pl.col("status") == "ok"), 0.0, "store.sqlite3")
+
+
+class _Unreachable(_Failing):
+    """A server that is down: its health check and every request fail to connect."""
+
+    def __init__(self, kind: str = "connection") -> None:
+        from audit.backends import BackendError
+
+        super().__init__(BackendError(kind, "cannot reach http://127.0.0.1:9/v1"))
+        self.checks = 0
+
+    def health_check(self):
+        self.checks += 1
+        raise self.failure
+
+
+def test_an_unreachable_server_stops_the_run_before_any_request(items, personas, tmp_path):
+    from audit.backends import BackendError
+
+    backend = _Unreachable()
+    with pytest.raises(BackendError, match=r"^model 'timed': cannot reach http://127.0.0.1:9/v1"
+                                           r"\. Nothing was sent: start the server"):
+        _timed_run(items, personas, tmp_path, backend)
+    assert backend.checks == 1 and backend.sends == 0
+
+
+def test_a_fully_stored_run_needs_no_server(items, personas, tmp_path):
+    _timed_run(items, personas, tmp_path, _Timed(latency_s=0.0))
+    backend = _Unreachable()
+    backend.identity = _Timed().identity  # the same model, whose server is now down
+    responses, _ = _timed_run(items, personas, tmp_path, backend)
+    assert responses["from_cache"].all() and backend.checks == 0 and backend.sends == 0
+
+
+def test_a_health_check_that_fails_otherwise_only_warns(items, personas, tmp_path, caplog):
+    backend = _Unreachable(kind="http_status")  # for example a server without /v1/models
+    responses, _ = _timed_run(items, personas, tmp_path, backend)
+    assert backend.checks == 1 and backend.sends == 8
+    assert "the health check failed" in caplog.text
+
+
+def test_the_openai_backend_on_a_closed_port_fails_at_once(items, personas, tmp_path):
+    import socket
+    import time
+
+    from audit.backends import BackendError
+    from audit.config import ModelConfig
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once the probe is: nothing listens there
+    model = ModelConfig(backend="openai_compatible", model="m", timeout_s=10,
+                        base_url=f"http://127.0.0.1:{port}/v1")
+    prompts = expand_design(items, personas, {"m": model}, DesignConfig(replicates=1, seed=3))
+    started = time.monotonic()
+    with ResponseStore(tmp_path / "store.sqlite3") as store, pytest.raises(BackendError) as error:
+        collect_responses(prompts, {"m": create_backend(model)}, {"m": model}, store,
+                          EngineConfig(), show_progress=False)
+    assert time.monotonic() - started < 5  # not every prompt through its backoff
+    assert str(error.value).startswith(f"model 'm': cannot reach http://127.0.0.1:{port}/v1")
+    assert "Nothing was sent" in str(error.value)

@@ -67,11 +67,17 @@ def test_requests_spread_over_hosts_and_survive_a_dead_one(tmp_path, monkeypatch
         second.stop()
 
 
-def test_all_hosts_down_is_a_stored_connection_error(tmp_path, monkeypatch):
+def test_all_hosts_down_stops_before_sending(tmp_path, monkeypatch):
+    from audit.backends import BackendError
+
     monkeypatch.setattr(fleet_module, "COOL_DOWN_S", 60)
     proxy = FaultProxy(upstream, {}).start()
     url = proxy.base_url
     proxy.stop()
     urls = [url, url.replace("/v1", "/v2")]
-    responses = _collect(create_backend(_model(urls)), urls, _prompts(0, 3), tmp_path / "s.db")
-    assert set(responses["error_kind"]) == {"connection"}
+    with pytest.raises(BackendError, match="none of the 2 hosts of 'stub' answers.*Nothing was "
+                                           "sent") as error:
+        _collect(create_backend(_model(urls)), urls, _prompts(0, 3), tmp_path / "s.db")
+    assert error.value.kind == "connection"
+    with ResponseStore(tmp_path / "s.db") as store:
+        assert store.count_ok() == 0

@@ -236,6 +236,32 @@ def estimate(planned: list[Planned], store: ResponseStore,
             "seconds": seconds}
 
 
+# Pre-flight failures that mean no request to this server can succeed now.
+UNREACHABLE_KINDS = frozenset({"connection", "timeout"})
+
+
+def preflight(backends: dict[str, Backend], model_names: Iterable[str]) -> None:
+    """Ask each server about to be sent requests for its model list (a cheap call that needs
+    the server) before sending anything. An unreachable server stops the run at once, in one
+    line: otherwise every request would fail through its retries one by one, which takes
+    minutes on a large design before the user learns the server was never up. Any other
+    failure only warns: some servers do not list models, and the requests will tell."""
+    for name in sorted(set(model_names)):
+        probe = getattr(backends[name], "health_check", None)
+        if probe is None:  # in-process models, and test backends
+            continue
+        try:
+            probe()
+        except BackendError as error:
+            if error.kind not in UNREACHABLE_KINDS:
+                log.warning("model '%s': the health check failed (%s); sending anyway",
+                            name, error)
+                continue
+            raise BackendError(error.kind, f"model '{name}': {error}. Nothing was sent: start "
+                                           "the server (or fix base_url in conf/model/) and "
+                                           "rerun") from error
+
+
 def concurrency_limits(backends: dict[str, Backend],
                        models: dict[str, ModelConfig]) -> dict[str, int]:
     return {name: 1 if _serial(backend) else
@@ -295,6 +321,7 @@ def collect_responses(
              "most %d completion tokens%s)", workload["prompts"], workload["stored"],
              workload["to_send"], workload["prompt_tokens"], workload["max_completion_tokens"],
              timing)
+    preflight(backends, {item.model_name for item in planned if store.get(item.key) is None})
     with progress_bar() if show_progress else nullcontext() as progress:
         outcomes = asyncio.run(_collect(planned, backends, models, store, engine, progress))
     rows = []

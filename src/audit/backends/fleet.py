@@ -43,6 +43,28 @@ class Fleet:
                                          f"models or weights: {identities}")
         return next(iter(identities.values()))
 
+    def health_check(self) -> None:
+        """Probe every host now: those that fail as hosts are set aside, the others are usable
+        at once; raise only when no host answers."""
+        failures: list[BackendError] = []
+        for host in self.hosts:
+            probe = getattr(host.backend, "health_check", None)
+            try:
+                if probe is not None:
+                    probe()
+            except BackendError as error:
+                if error.kind not in HOST_FAILURES:
+                    raise
+                failures.append(error)
+                with self._lock:
+                    host.down_since = time.monotonic()
+                continue
+            with self._lock:
+                host.down_since = None
+        if len(failures) == len(self.hosts):
+            raise BackendError(failures[0].kind, f"none of the {len(self.hosts)} hosts of "
+                                                 f"'{self.config.model}' answers: {failures[0]}")
+
     def _healthy(self, host: Host) -> bool:
         """Probe a set-aside host once its cool-down is over; True when it is usable."""
         if host.down_since is None:
