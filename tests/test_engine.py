@@ -211,10 +211,12 @@ def test_too_many_failures_stop_with_the_kinds_and_how_to_resume():
     from audit.engine import TooManyFailures, check_failures
 
     responses = pl.DataFrame({"status": ["ok", "error", "error", "ok"],
-                              "error_kind": [None, "timeout", "rate_limit", None]})
+                              "error_kind": [None, "timeout", "rate_limit", None],
+                              "error_message": [None, "no reply within 60 s", "HTTP 429", None]})
     check_failures(responses, 0.5, "store.sqlite3")  # half failed: allowed at 0.5
-    with pytest.raises(TooManyFailures, match=r"^2 of 4 DIF requests failed \(rate_limit x1, "
-                                              r"timeout x1\); .* in store.sqlite3: rerun"):
+    with pytest.raises(TooManyFailures, match=r"^2 of 4 DIF requests failed \(rate_limit x1: "
+                                              r"HTTP 429; timeout x1: no reply within 60 s\); "
+                                              r".* in store.sqlite3: rerun"):
         check_failures(responses, 0.25, "store.sqlite3", "DIF requests")
     check_failures(responses.filter(pl.col("status") == "ok"), 0.0, "store.sqlite3")
 

@@ -362,11 +362,15 @@ class TooManyFailures(ValueError):
 
 def check_failures(responses: pl.DataFrame, max_failed_share: float, store_path: str,
                    what: str = "requests") -> None:
-    """Stop a method when too many requests failed, naming the kinds and how to resume."""
+    """Stop a method when too many requests failed, naming each kind with one of its messages
+    (the kind alone rarely says which server or setting to look at) and how to resume."""
     failed = responses.filter(pl.col("status") == "error")
     if failed.height and failed.height / max(responses.height, 1) > max_failed_share:
-        kinds = ", ".join(f"{kind} x{count}" for kind, count in
-                          failed.group_by("error_kind").len().sort("error_kind").iter_rows())
+        by_kind = (failed.group_by("error_kind")
+                   .agg(pl.len(), pl.col("error_message").drop_nulls().first())
+                   .sort("error_kind"))
+        kinds = "; ".join(f"{kind} x{count}" + (f": {example[:120]}" if example else "")
+                          for kind, count, example in by_kind.iter_rows())
         raise TooManyFailures(
             f"{failed.height} of {responses.height} {what} failed ({kinds}); finished responses "
             f"are kept in {store_path}: rerun the same command to resume, or raise "
