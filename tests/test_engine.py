@@ -73,7 +73,8 @@ def test_failures_become_error_rows_and_are_retried_on_rerun(items, personas, fa
     _, backends = _run(failing, fake_models, tmp_path / "store.sqlite3")
     resent = [request for backend in backends.values() for request in backend.requests]
     assert len(set(resent)) == errors.height  # only the failed ones are sent again
-    assert len(resent) == errors.height * NO_WAIT.max_attempts  # each retried until attempts ran out
+    # each retried until its attempts ran out
+    assert len(resent) == errors.height * NO_WAIT.max_attempts
 
 
 class _Failing:

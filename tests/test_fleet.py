@@ -54,7 +54,7 @@ def test_requests_spread_over_hosts_and_survive_a_dead_one(tmp_path, monkeypatch
         second.stop()
         responses = _collect(fleet, urls, _prompts(16, 12), tmp_path / "store.sqlite3")
         assert (responses["status"] == "ok").all()  # retries went to the live host
-        assert fleet.hosts[1].down_since is not None, [(h.url, h.down_since, h.in_flight) for h in fleet.hosts]
+        assert fleet.hosts[1].down_since is not None
 
         second.start()  # recovers on the same port
         served_before = sum(second.answered.values())

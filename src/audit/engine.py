@@ -62,7 +62,8 @@ def _is_transient(error: BaseException) -> bool:
 
 def _backoff(engine: EngineConfig):
     """Exponential backoff with jitter, but never shorter than the server's Retry-After."""
-    exponential = wait_exponential_jitter(initial=engine.backoff_initial_s, max=engine.backoff_max_s)
+    exponential = wait_exponential_jitter(initial=engine.backoff_initial_s,
+                                          max=engine.backoff_max_s)
 
     def wait(retry_state) -> float:
         error = retry_state.outcome.exception() if retry_state.outcome else None
