@@ -126,6 +126,40 @@ def test_rules_label_plain_answers_and_the_panel_is_not_asked(tmp_path):
     assert panel[0].backend.calls == 0 and tables.votes.is_empty()
 
 
+class _Down(_Scripted):
+    """A judge whose requests fail with one kind of infrastructure error."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__("", f"down-{kind}")
+        self.kind = kind
+
+    def complete(self, request):
+        from audit.backends import BackendError
+
+        self.calls += 1
+        raise BackendError(self.kind, "cannot reach http://127.0.0.1:9/v1")
+
+
+def test_an_unreachable_judge_stops_labelling_at_its_first_answer(tmp_path):
+    from audit.backends import BackendError
+
+    judge = Judge("remote", _Down("connection"), JUDGE_MODEL)
+    config = JudgeConfig(name="remote", use_rules=False)
+    with ResponseStore(tmp_path / "s.sqlite3") as store, pytest.raises(
+            BackendError, match=r"^judge 'remote': cannot reach .*start its server"):
+        label_answers(_answers("Hmm.", "Perhaps.", "Maybe."), config, [judge], store, **quiet)
+    assert judge.backend.calls == 4  # one answer's retries (EngineConfig's 4 attempts), no more
+
+
+def test_a_judge_request_that_fails_otherwise_is_an_unparseable_label(tmp_path):
+    judge = Judge("strict", _Down("http_status"), JUDGE_MODEL)
+    config = JudgeConfig(name="strict", use_rules=False)
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        tables = label_answers(_answers("Hmm."), config, [judge], store, **quiet)
+    assert tables.labels["label"].to_list() == [UNPARSEABLE]
+    assert "judge request failed (http_status)" in tables.labels["rationale"][0]
+
+
 def test_without_rules_or_judges_nothing_is_guessed(tmp_path):
     with ResponseStore(tmp_path / "s.sqlite3") as store:
         tables = label_answers(_answers("DENY."), JudgeConfig(name="x", use_rules=False), [],

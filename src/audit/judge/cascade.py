@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from audit.backends import Backend
+from audit.backends import Backend, BackendError
 from audit.config import JudgeConfig, ModelConfig
 from audit.engine import build_request, send, track
 from audit.judge.agreement import majority
-from audit.judge.llm import judge_answer
+from audit.judge.llm import JudgeVerdict, judge_answer
 from audit.judge.logprob import OptionScore, option_score, option_variants, parse_scores
 from audit.judge.rules import label_by_rules
 from audit.schemas import UNPARSEABLE, LabelSchema, VoteSchema, validate
@@ -48,6 +48,17 @@ class JudgeTables:
     votes: pl.DataFrame  # one row per (answer, judge) that the panel was asked about
 
 
+def _ask(judge: Judge, config: JudgeConfig, store: ResponseStore, row: dict) -> JudgeVerdict:
+    try:
+        return judge_answer(judge.backend, judge.model, config.rationale_max_chars, store,
+                            row["question"], row["answer_text"] or "", row["favourable_option"],
+                            row["unfavourable_option"])
+    except BackendError as error:  # the judge's server is unreachable: stop, in one line
+        raise BackendError(error.kind, f"judge '{judge.name}': {error}. The judge's answers so "
+                                       "far are in the response store: start its server (or fix "
+                                       "base_url in conf/judge/) and rerun") from error
+
+
 def label_answers(answers: pl.DataFrame, config: JudgeConfig, judges: list[Judge],
                   store: ResponseStore, show_progress: ProgressFn = track) -> JudgeTables:
     labels, votes = [], []
@@ -66,10 +77,7 @@ def label_answers(answers: pl.DataFrame, config: JudgeConfig, judges: list[Judge
                            "label_source": "none", "agreement": None,
                            "rationale": "no rule matched and no judge model"})
             continue
-        verdicts = {judge.name: judge_answer(judge.backend, judge.model, config.rationale_max_chars,
-                                             store, row["question"], answer,
-                                             row["favourable_option"], row["unfavourable_option"])
-                    for judge in judges}
+        verdicts = {judge.name: _ask(judge, config, store, row) for judge in judges}
         votes.extend({"answer_id": row["answer_id"], "judge": name, "label": verdict.label,
                       "rationale": verdict.rationale} for name, verdict in verdicts.items())
         consensus = majority({name: verdict.label for name, verdict in verdicts.items()})

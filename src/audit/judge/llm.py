@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from audit.backends import Backend
 from audit.config import ModelConfig
-from audit.engine import build_request, send
+from audit.engine import UNREACHABLE_KINDS, build_request, send
 from audit.schemas import LABELS, UNPARSEABLE
 from audit.store import ResponseStore
 
@@ -129,8 +129,13 @@ def judge_answer(backend: Backend, model: ModelConfig, rationale_max_chars: int,
     for seed in JUDGE_SEEDS:
         request = build_request(model, JUDGE_SYSTEM_PROMPT, prompt, seed, schema)
         outcome = send(backend, request, store)
+        if outcome.error is not None and outcome.error.kind in UNREACHABLE_KINDS:
+            # Every later answer would fail the same way, each through its retries (hours on
+            # a large audit); the caller stops the stage instead.
+            raise outcome.error
         if outcome.completion is None:
-            problems.append(f"judge request failed ({outcome.error.kind if outcome.error else '?'})")
+            kind = outcome.error.kind if outcome.error else "?"
+            problems.append(f"judge request failed ({kind})")
             continue
         verdict = parse_verdict(outcome.completion.text, words)
         if verdict is not None:
