@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from audit.backends import Completion, create_backend
-from audit.config import DesignConfig, JudgeConfig, ModelConfig, SamplingConfig
+from audit.config import DesignConfig, EngineConfig, JudgeConfig, ModelConfig, SamplingConfig
 from audit.design import expand_design
 from audit.engine import collect_responses
 from audit.judge.cascade import Judge, label_answers, label_responses
@@ -143,12 +143,13 @@ class _Down(_Scripted):
 def test_an_unreachable_judge_stops_labelling_at_its_first_answer(tmp_path):
     from audit.backends import BackendError
 
-    judge = Judge("remote", _Down("connection"), JUDGE_MODEL)
+    engine = EngineConfig(max_attempts=3, backoff_initial_s=0.0, backoff_max_s=0.0)
+    judge = Judge("remote", _Down("connection"), JUDGE_MODEL, engine)
     config = JudgeConfig(name="remote", use_rules=False)
     with ResponseStore(tmp_path / "s.sqlite3") as store, pytest.raises(
             BackendError, match=r"^judge 'remote': cannot reach .*start its server"):
         label_answers(_answers("Hmm.", "Perhaps.", "Maybe."), config, [judge], store, **quiet)
-    assert judge.backend.calls == 4  # one answer's retries (EngineConfig's 4 attempts), no more
+    assert judge.backend.calls == 3  # the run's retries for one answer, and no other answer
 
 
 def test_a_judge_request_that_fails_otherwise_is_an_unparseable_label(tmp_path):

@@ -165,7 +165,7 @@ def judge_panel(cfg: AuditConfig) -> list[Judge]:
                          f"{', '.join(JUDGE_METHODS)}")
     for name, model in cfg.judge.models.items():
         check_token_budget(name, model, cfg.judge.rationale_max_chars)
-    return [Judge(name, create_backend(model), model)
+    return [Judge(name, create_backend(model), model, cfg.engine)
             for name, model in sorted(cfg.judge.models.items())]
 
 

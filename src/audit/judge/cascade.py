@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from audit.backends import Backend, BackendError
-from audit.config import JudgeConfig, ModelConfig
+from audit.config import EngineConfig, JudgeConfig, ModelConfig
 from audit.engine import build_request, send, track
 from audit.judge.agreement import majority
 from audit.judge.llm import JudgeVerdict, judge_answer
@@ -40,6 +40,8 @@ class Judge:
     name: str
     backend: Backend
     model: ModelConfig
+    # Retries and backoff for its requests: the run's `engine` settings, as for audited models.
+    engine: EngineConfig = field(default_factory=EngineConfig)
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ def _ask(judge: Judge, config: JudgeConfig, store: ResponseStore, row: dict) -> 
     try:
         return judge_answer(judge.backend, judge.model, config.rationale_max_chars, store,
                             row["question"], row["answer_text"] or "", row["favourable_option"],
-                            row["unfavourable_option"])
+                            row["unfavourable_option"], judge.engine)
     except BackendError as error:  # the judge's server is unreachable: stop, in one line
         raise BackendError(error.kind, f"judge '{judge.name}': {error}. The judge's answers so "
                                        "far are in the response store: start its server (or fix "

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from audit.backends import Backend
-from audit.config import ModelConfig
+from audit.config import EngineConfig, ModelConfig
 from audit.engine import UNREACHABLE_KINDS, build_request, send
 from audit.schemas import LABELS, UNPARSEABLE
 from audit.store import ResponseStore
@@ -121,14 +121,14 @@ def parse_verdict(reply: str, words: dict[str, str]) -> JudgeVerdict | None:
 
 def judge_answer(backend: Backend, model: ModelConfig, rationale_max_chars: int,
                  store: ResponseStore, question: str, answer: str, favourable: str,
-                 unfavourable: str) -> JudgeVerdict:
+                 unfavourable: str, engine: EngineConfig | None = None) -> JudgeVerdict:
     prompt = judge_prompt(question, answer, favourable, unfavourable)
     words = decision_words(favourable, unfavourable)
     schema = decision_schema(words, rationale_max_chars)
     problems = []
     for seed in JUDGE_SEEDS:
         request = build_request(model, JUDGE_SYSTEM_PROMPT, prompt, seed, schema)
-        outcome = send(backend, request, store)
+        outcome = send(backend, request, store, engine)
         if outcome.error is not None and outcome.error.kind in UNREACHABLE_KINDS:
             # Every later answer would fail the same way, each through its retries (hours on
             # a large audit); the caller stops the stage instead.
