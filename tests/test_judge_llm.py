@@ -127,33 +127,96 @@ def test_rules_label_plain_answers_and_the_panel_is_not_asked(tmp_path):
 
 
 class _Down(_Scripted):
-    """A judge whose requests fail with one kind of infrastructure error."""
+    """A judge whose requests fail with one kind of infrastructure error; `probe` gives it the
+    health check a real server backend has, failing the same way."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, probe: bool = False) -> None:
         super().__init__("", f"down-{kind}")
         self.kind = kind
+        if probe:
+            self.health_check = self._fail
 
-    def complete(self, request):
+    def _fail(self):
         from audit.backends import BackendError
 
-        self.calls += 1
         raise BackendError(self.kind, "cannot reach http://127.0.0.1:9/v1")
 
+    def complete(self, request):
+        self.calls += 1
+        self._fail()
 
-def test_an_unreachable_judge_stops_labelling_at_its_first_answer(tmp_path):
+
+NO_WAIT = EngineConfig(max_attempts=3, backoff_initial_s=0.0, backoff_max_s=0.0)
+
+
+def test_an_unreachable_judge_server_stops_the_stage_before_any_request(tmp_path):
     from audit.backends import BackendError
 
-    engine = EngineConfig(max_attempts=3, backoff_initial_s=0.0, backoff_max_s=0.0)
-    judge = Judge("remote", _Down("connection"), JUDGE_MODEL, engine)
+    judge = Judge("remote", _Down("connection", probe=True), JUDGE_MODEL, NO_WAIT)
+    config = JudgeConfig(name="remote", use_rules=False)
+    with ResponseStore(tmp_path / "s.sqlite3") as store, pytest.raises(
+            BackendError, match=r"^judge 'remote': cannot reach .*Nothing was sent.*conf/judge/"):
+        label_answers(_answers("Hmm.", "Perhaps."), config, [judge], store, **quiet)
+    assert judge.backend.calls == 0
+
+
+def test_a_judge_server_that_goes_down_stops_labelling_at_its_first_answer(tmp_path):
+    from audit.backends import BackendError
+
+    judge = Judge("remote", _Down("connection"), JUDGE_MODEL, NO_WAIT)
     config = JudgeConfig(name="remote", use_rules=False)
     with ResponseStore(tmp_path / "s.sqlite3") as store, pytest.raises(
             BackendError, match=r"^judge 'remote': cannot reach .*start its server"):
         label_answers(_answers("Hmm.", "Perhaps.", "Maybe."), config, [judge], store, **quiet)
-    assert judge.backend.calls == 3  # the run's retries for one answer, and no other answer
+    # The run's 3 attempts for each answer sent ahead, then for the first answer it labels.
+    assert judge.backend.calls == 3 * 3 + 3
+
+
+class _Slow(_Scripted):
+    """A judge that takes a while to answer and records how many requests it serves at once."""
+
+    def __init__(self, reply: str) -> None:
+        import threading
+
+        super().__init__(reply, "slow")
+        self.in_flight = self.peak = 0
+        self._guard = threading.Lock()
+
+    def complete(self, request):
+        import time
+
+        with self._guard:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        time.sleep(0.05)
+        with self._guard:
+            self.in_flight -= 1
+        return super().complete(request)
+
+
+def test_judge_requests_go_out_concurrently_and_label_as_one_at_a_time_would(tmp_path):
+    from dataclasses import replace
+
+    reply = json.dumps("DENY")
+    texts = [f"It depends on document {index}." for index in range(12)]
+    config = JudgeConfig(name="slow", use_rules=False, rationale_max_chars=0)
+    parallel = _Slow(reply)
+    with ResponseStore(tmp_path / "a.sqlite3") as store:
+        fast = label_answers(_answers(*texts), config, [
+            Judge("slow", parallel, replace(JUDGE_MODEL, max_concurrency=4), NO_WAIT)],
+            store, **quiet)
+    assert parallel.peak == 4 and parallel.calls == 12
+    serial = _Slow(reply)
+    with ResponseStore(tmp_path / "b.sqlite3") as store:
+        slow = label_answers(_answers(*texts), config, [Judge("slow", serial, JUDGE_MODEL,
+                                                              NO_WAIT)], store, **quiet)
+    assert serial.peak == 1 and serial.calls == 12
+    assert fast.labels.equals(slow.labels) and fast.votes.equals(slow.votes)
+    assert set(fast.labels["label"]) == {"unfavourable"}
 
 
 def test_a_judge_request_that_fails_otherwise_is_an_unparseable_label(tmp_path):
-    judge = Judge("strict", _Down("http_status"), JUDGE_MODEL)
+    judge = Judge("strict", _Down("http_status"), JUDGE_MODEL, NO_WAIT)
     config = JudgeConfig(name="strict", use_rules=False)
     with ResponseStore(tmp_path / "s.sqlite3") as store:
         tables = label_answers(_answers("Hmm."), config, [judge], store, **quiet)

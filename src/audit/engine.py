@@ -241,7 +241,8 @@ def estimate(planned: list[Planned], store: ResponseStore,
 UNREACHABLE_KINDS = frozenset({"connection", "timeout"})
 
 
-def preflight(backends: dict[str, Backend], model_names: Iterable[str]) -> None:
+def preflight(backends: dict[str, Backend], model_names: Iterable[str],
+              role: str = "model") -> None:
     """Ask each server about to be sent requests for its model list (a cheap call that needs
     the server) before sending anything. An unreachable server stops the run at once, in one
     line: otherwise every request would fail through its retries one by one, which takes
@@ -255,11 +256,11 @@ def preflight(backends: dict[str, Backend], model_names: Iterable[str]) -> None:
             probe()
         except BackendError as error:
             if error.kind not in UNREACHABLE_KINDS:
-                log.warning("model '%s': the health check failed (%s); sending anyway",
-                            name, error)
+                log.warning("%s '%s': the health check failed (%s); sending anyway",
+                            role, name, error)
                 continue
-            raise BackendError(error.kind, f"model '{name}': {error}. Nothing was sent: start "
-                                           "the server (or fix base_url in conf/model/) and "
+            raise BackendError(error.kind, f"{role} '{name}': {error}. Nothing was sent: start "
+                                           f"the server (or fix base_url in conf/{role}/) and "
                                            "rerun") from error
 
 
@@ -272,7 +273,7 @@ def concurrency_limits(backends: dict[str, Backend],
 
 async def _collect(planned: list[Planned], backends: dict[str, Backend],
                    models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
-                   progress: Progress | None) -> dict[str, Outcome]:
+                   progress: Progress | None, description: str) -> dict[str, Outcome]:
     limits = concurrency_limits(backends, models)
     slots = {name: asyncio.Semaphore(limits[name]) for name in backends}
     # One request per 60/rpm seconds, no bursts: servers that rate-limit count per window.
@@ -281,7 +282,7 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
     # The default thread pool has min(32, cores + 4) workers, which would cap concurrency.
     asyncio.get_running_loop().set_default_executor(
         ThreadPoolExecutor(max_workers=max(4, sum(limits[name] for name in backends))))
-    task = progress.add_task("respond", total=len(planned), errors=0) if progress else None
+    task = progress.add_task(description, total=len(planned), errors=0) if progress else None
     outcomes: dict[str, Outcome] = {}
     errors = 0
 
@@ -300,6 +301,20 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
 
     await asyncio.gather(*(one(item) for item in planned))
     return outcomes
+
+
+def send_planned(planned: list[Planned], backends: dict[str, Backend],
+                 models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
+                 show_progress: bool, description: str, role: str = "model",
+                 ) -> dict[str, Outcome]:
+    """Answer each planned request from the store or send it, concurrently up to each model's
+    limit; outcomes by `prompt_id`. Stops first, in one line, when a server to send to is
+    unreachable (`role` names what it serves in that line: model or judge)."""
+    preflight(backends, {item.model_name for item in planned if store.get(item.key) is None},
+              role)
+    with progress_bar() if show_progress else nullcontext() as progress:
+        return asyncio.run(_collect(planned, backends, models, store, engine, progress,
+                                    description))
 
 
 def collect_responses(
@@ -322,9 +337,7 @@ def collect_responses(
              "most %d completion tokens%s)", workload["prompts"], workload["stored"],
              workload["to_send"], workload["prompt_tokens"], workload["max_completion_tokens"],
              timing)
-    preflight(backends, {item.model_name for item in planned if store.get(item.key) is None})
-    with progress_bar() if show_progress else nullcontext() as progress:
-        outcomes = asyncio.run(_collect(planned, backends, models, store, engine, progress))
+    outcomes = send_planned(planned, backends, models, store, engine, show_progress, "respond")
     rows = []
     for item in planned:
         outcome = outcomes[item.prompt_id]

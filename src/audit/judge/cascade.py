@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from audit.backends import Backend, BackendError
+from audit.backends import Backend, BackendError, request_key
 from audit.config import EngineConfig, JudgeConfig, ModelConfig
-from audit.engine import build_request, send, track
+from audit.engine import Planned, build_request, send, send_planned, track
 from audit.judge.agreement import majority
-from audit.judge.llm import JudgeVerdict, judge_answer
+from audit.judge.llm import JUDGE_SEEDS, JudgeVerdict, judge_answer, judge_request
 from audit.judge.logprob import OptionScore, option_score, option_variants, parse_scores
 from audit.judge.rules import label_by_rules
 from audit.schemas import UNPARSEABLE, LabelSchema, VoteSchema, validate
@@ -50,6 +50,28 @@ class JudgeTables:
     votes: pl.DataFrame  # one row per (answer, judge) that the panel was asked about
 
 
+def _prefetch(judges: list[Judge], config: JudgeConfig, store: ResponseStore,
+              rows: list[dict], show_progress: bool) -> None:
+    """Send every judge's first request for the answers the rules leave, concurrently up to
+    each judge's max_concurrency, so the labelling loop, which asks one answer at a time, reads
+    them from the store: a judge server with 8 slots labels about 8 times faster. Failures
+    are stored, not raised, and the loop's own send retries them (an unreachable server stops
+    the stage before anything is sent)."""
+    planned: dict[str, Planned] = {}
+    for judge in judges:
+        identity = judge.backend.identity()
+        for row in rows:
+            request = judge_request(judge.model, config.rationale_max_chars, row["question"],
+                                    row["answer_text"] or "", row["favourable_option"],
+                                    row["unfavourable_option"], JUDGE_SEEDS[0])
+            key = request_key(identity, request)
+            planned[key] = Planned(key, judge.name, identity, key, request)
+    if planned:
+        send_planned(list(planned.values()), {judge.name: judge.backend for judge in judges},
+                     {judge.name: judge.model for judge in judges}, store, judges[0].engine,
+                     show_progress, "judge requests", role="judge")
+
+
 def _ask(judge: Judge, config: JudgeConfig, store: ResponseStore, row: dict) -> JudgeVerdict:
     try:
         return judge_answer(judge.backend, judge.model, config.rationale_max_chars, store,
@@ -64,11 +86,14 @@ def _ask(judge: Judge, config: JudgeConfig, store: ResponseStore, row: dict) -> 
 def label_answers(answers: pl.DataFrame, config: JudgeConfig, judges: list[Judge],
                   store: ResponseStore, show_progress: ProgressFn = track) -> JudgeTables:
     labels, votes = [], []
-    ordered = answers.select(ANSWER_COLUMNS).sort("answer_id")
-    for row in show_progress(ordered.iter_rows(named=True), ordered.height, "judge"):
-        answer = row["answer_text"] or ""
-        match = (label_by_rules(answer, row["favourable_option"], row["unfavourable_option"])
-                 if config.use_rules else None)
+    rows = list(answers.select(ANSWER_COLUMNS).sort("answer_id").iter_rows(named=True))
+    matches = [label_by_rules(row["answer_text"] or "", row["favourable_option"],
+                              row["unfavourable_option"]) if config.use_rules else None
+               for row in rows]
+    if judges:
+        _prefetch(judges, config, store, [row for row, match in zip(rows, matches)
+                                          if match is None], show_progress is track)
+    for row, match in show_progress(zip(rows, matches), len(rows), "judge"):
         if match is not None:
             labels.append({"answer_id": row["answer_id"], "label": match.label,
                            "label_source": "rule", "rationale": f"rule matched: {match.evidence}",

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from audit.backends import Backend
+from audit.backends import Backend, ChatRequest
 from audit.config import EngineConfig, ModelConfig
 from audit.engine import UNREACHABLE_KINDS, build_request, send
 from audit.schemas import LABELS, UNPARSEABLE
@@ -119,15 +119,23 @@ def parse_verdict(reply: str, words: dict[str, str]) -> JudgeVerdict | None:
     return JudgeVerdict(label, " ".join(rationale.split()))
 
 
+def judge_request(model: ModelConfig, rationale_max_chars: int, question: str, answer: str,
+                  favourable: str, unfavourable: str, seed: int) -> ChatRequest:
+    """The request that asks a judge about one answer: a fenced answer and a schema that
+    admits only the decision words."""
+    schema = decision_schema(decision_words(favourable, unfavourable), rationale_max_chars)
+    return build_request(model, JUDGE_SYSTEM_PROMPT,
+                         judge_prompt(question, answer, favourable, unfavourable), seed, schema)
+
+
 def judge_answer(backend: Backend, model: ModelConfig, rationale_max_chars: int,
                  store: ResponseStore, question: str, answer: str, favourable: str,
                  unfavourable: str, engine: EngineConfig | None = None) -> JudgeVerdict:
-    prompt = judge_prompt(question, answer, favourable, unfavourable)
     words = decision_words(favourable, unfavourable)
-    schema = decision_schema(words, rationale_max_chars)
     problems = []
     for seed in JUDGE_SEEDS:
-        request = build_request(model, JUDGE_SYSTEM_PROMPT, prompt, seed, schema)
+        request = judge_request(model, rationale_max_chars, question, answer, favourable,
+                                unfavourable, seed)
         outcome = send(backend, request, store, engine)
         if outcome.error is not None and outcome.error.kind in UNREACHABLE_KINDS:
             # Every later answer would fail the same way, each through its retries (hours on
