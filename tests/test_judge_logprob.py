@@ -100,6 +100,51 @@ def test_scores_can_accompany_cascade_labels(items, personas, fake_models, tmp_p
     assert labels["decision_mass"].null_count() == 0
 
 
+class _Crowded:
+    """The fake backend, slowed down, recording how many requests it serves at once."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        import threading
+
+        self.inner = create_backend(config)
+        self.in_flight = self.peak = 0
+        self._guard = threading.Lock()
+
+    def identity(self):
+        return self.inner.identity()
+
+    def complete(self, request):
+        import time
+
+        with self._guard:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        time.sleep(0.02)
+        with self._guard:
+            self.in_flight -= 1
+        return self.inner.complete(request)
+
+
+def test_scoring_requests_go_out_concurrently_with_the_same_scores(items, personas, tmp_path):
+    from dataclasses import replace
+
+    model = ModelConfig(backend="fake", model="a")
+    prompts = expand_design(items, personas, {"a": model}, DesignConfig(replicates=1, seed=3))
+    config = JudgeConfig(name="logprob", method="logprob", use_rules=False)
+    results = {}
+    for slots in (1, 4):
+        audited_model = replace(model, max_concurrency=slots)
+        backend = _Crowded(audited_model)
+        with ResponseStore(tmp_path / f"{slots}.sqlite3") as store:
+            responses = collect_responses(prompts, {"a": backend}, {"a": audited_model}, store,
+                                          show_progress=False)
+            backend.peak = 0
+            results[slots] = label_responses(prompts, responses, config, [], store,
+                                             {"a": (backend, audited_model)}, **quiet).labels
+        assert backend.peak == slots
+    assert results[1].equals(results[4])
+
+
 @pytest.mark.slow
 def test_embedded_scores_match_llama_cpp_logprobs():
     """Option scoring without logits_all must give llama.cpp's own log-probabilities: the first

@@ -177,7 +177,8 @@ def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame
                 _backends_for(cfg, sorted(prompts["model_name"].unique().to_list())).items()}
                if scoring else None)
     with ResponseStore(cfg.paths.response_store) as store:
-        tables = label_responses(prompts, responses, cfg.judge, judges, store, audited)
+        tables = label_responses(prompts, responses, cfg.judge, judges, store, audited,
+                                 engine=cfg.engine)
         gold_results = label_gold_set(cfg, judges, store) if with_gold else empty_gold()
     return JudgeOutputs(tables.labels, tables.votes, gold_results)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from audit.backends import Backend, BackendError, request_key
+from audit.backends import Backend, BackendError, ChatRequest, request_key
 from audit.config import EngineConfig, JudgeConfig, ModelConfig
 from audit.engine import Planned, build_request, send, send_planned, track
 from audit.judge.agreement import majority
@@ -125,15 +125,21 @@ def _panel_rationale(verdicts: dict, label: str, reason: str) -> str:
     return f"{reason}; {own_words}" if own_words else reason
 
 
-def score_prompt(backend: Backend, model: ModelConfig, prompt: dict,
-                 store: ResponseStore) -> OptionScore | str:
-    """The audited model's option score for one prompt, or the reason there is none."""
+def score_request(model: ModelConfig, prompt: dict) -> ChatRequest:
+    """The request that scores the option words as continuations of the audited prompt."""
     variants = (*option_variants(prompt["favourable_option"]),
                 *option_variants(prompt["unfavourable_option"]))
-    request = dataclasses.replace(
+    return dataclasses.replace(
         build_request(model, prompt["system_prompt"], prompt["user_prompt"], prompt["seed"]),
         score_options=variants)
-    outcome = send(backend, request, store)
+
+
+def score_prompt(backend: Backend, model: ModelConfig, prompt: dict, store: ResponseStore,
+                 engine: EngineConfig | None = None) -> OptionScore | str:
+    """The audited model's option score for one prompt, or the reason there is none."""
+    request = score_request(model, prompt)
+    variants = request.score_options
+    outcome = send(backend, request, store, engine)
     if outcome.completion is None:
         return f"scoring failed ({outcome.error.kind if outcome.error else 'unknown'}): " \
                f"{outcome.error}"
@@ -146,9 +152,11 @@ def score_prompt(backend: Backend, model: ModelConfig, prompt: dict,
 def label_responses(prompts: pl.DataFrame, responses: pl.DataFrame, config: JudgeConfig,
                     judges: list[Judge], store: ResponseStore,
                     audited: dict[str, tuple[Backend, ModelConfig]] | None = None,
-                    show_progress: ProgressFn = track) -> JudgeTables:
+                    show_progress: ProgressFn = track,
+                    engine: EngineConfig | None = None) -> JudgeTables:
     """Label every successful response; `audited` (model name -> backend and settings) is needed
-    only to score options (method `logprob`, or `score_options`)."""
+    only to score options (method `logprob`, or `score_options`), whose requests retry with
+    `engine`."""
     answered = (responses.filter(pl.col("status") == "ok")
                 .join(prompts, on="prompt_id", how="inner").sort("prompt_id"))
     answers = answered.select(pl.col("prompt_id").alias("answer_id"), "question",
@@ -163,21 +171,34 @@ def label_responses(prompts: pl.DataFrame, responses: pl.DataFrame, config: Judg
     labels = tables.labels.rename({"answer_id": "prompt_id"}).with_columns(
         p_favourable=pl.lit(None, pl.Float64), decision_mass=pl.lit(None, pl.Float64))
     if config.method == "logprob" or config.score_options:
-        labels = _with_option_scores(labels, answered, config, audited or {}, store, show_progress)
+        labels = _with_option_scores(labels, answered, config, audited or {}, store,
+                                     show_progress, engine or EngineConfig())
     return JudgeTables(validate(labels, LabelSchema, "labels"), tables.votes)
 
 
 def _with_option_scores(labels: pl.DataFrame, answered: pl.DataFrame, config: JudgeConfig,
                         audited: dict[str, tuple[Backend, ModelConfig]], store: ResponseStore,
-                        show_progress: ProgressFn) -> pl.DataFrame:
+                        show_progress: ProgressFn, engine: EngineConfig) -> pl.DataFrame:
     decides = config.method == "logprob"
+    missing = set(answered["model_name"]) - set(audited)
+    if missing:
+        raise ValueError(f"no backend for audited model '{sorted(missing)[0]}' to score options "
+                         "with; pass the audited models to label_responses")
+    # Sent ahead, concurrently up to each model's limit, as the judge's requests are.
+    identities = {name: backend.identity() for name, (backend, _) in audited.items()}
+    planned: dict[str, Planned] = {}
+    for prompt in answered.iter_rows(named=True):
+        name = prompt["model_name"]
+        request = score_request(audited[name][1], prompt)
+        key = request_key(identities[name], request)
+        planned[key] = Planned(key, name, identities[name], key, request)
+    send_planned(list(planned.values()), {name: backend for name, (backend, _) in audited.items()},
+                 {name: model for name, (_, model) in audited.items()}, store, engine,
+                 show_progress is track, "score requests")
     scored = []
     for prompt in show_progress(answered.iter_rows(named=True), answered.height, "score options"):
-        if prompt["model_name"] not in audited:
-            raise ValueError(f"no backend for audited model '{prompt['model_name']}' to score "
-                             "options with; pass the audited models to label_responses")
         backend, model = audited[prompt["model_name"]]
-        score = score_prompt(backend, model, prompt, store)
+        score = score_prompt(backend, model, prompt, store, engine)
         row = {"prompt_id": prompt["prompt_id"], "p_favourable": None, "decision_mass": None}
         if isinstance(score, OptionScore):
             row.update(p_favourable=score.p_favourable, decision_mass=score.decision_mass)
