@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from slow_backend import SlowBackend
 
 from audit.backends import Completion, create_backend
 from audit.config import DesignConfig, EngineConfig, JudgeConfig, ModelConfig, SamplingConfig
@@ -172,45 +173,23 @@ def test_a_judge_server_that_goes_down_stops_labelling_at_its_first_answer(tmp_p
     assert judge.backend.calls == 3 * 3 + 3
 
 
-class _Slow(_Scripted):
-    """A judge that takes a while to answer and records how many requests it serves at once."""
-
-    def __init__(self, reply: str) -> None:
-        import threading
-
-        super().__init__(reply, "slow")
-        self.in_flight = self.peak = 0
-        self._guard = threading.Lock()
-
-    def complete(self, request):
-        import time
-
-        with self._guard:
-            self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
-        time.sleep(0.05)
-        with self._guard:
-            self.in_flight -= 1
-        return super().complete(request)
-
-
 def test_judge_requests_go_out_concurrently_and_label_as_one_at_a_time_would(tmp_path):
     from dataclasses import replace
 
     reply = json.dumps("DENY")
     texts = [f"It depends on document {index}." for index in range(12)]
     config = JudgeConfig(name="slow", use_rules=False, rationale_max_chars=0)
-    parallel = _Slow(reply)
+    parallel = SlowBackend(_Scripted(reply, "slow"), delay_s=0.05)
     with ResponseStore(tmp_path / "a.sqlite3") as store:
         fast = label_answers(_answers(*texts), config, [
             Judge("slow", parallel, replace(JUDGE_MODEL, max_concurrency=4), NO_WAIT)],
             store, **quiet)
-    assert parallel.peak == 4 and parallel.calls == 12
-    serial = _Slow(reply)
+    assert parallel.peak == 4 and parallel.inner.calls == 12
+    serial = SlowBackend(_Scripted(reply, "slow"), delay_s=0.05)
     with ResponseStore(tmp_path / "b.sqlite3") as store:
         slow = label_answers(_answers(*texts), config, [Judge("slow", serial, JUDGE_MODEL,
                                                               NO_WAIT)], store, **quiet)
-    assert serial.peak == 1 and serial.calls == 12
+    assert serial.peak == 1 and serial.inner.calls == 12
     assert fast.labels.equals(slow.labels) and fast.votes.equals(slow.votes)
     assert set(fast.labels["label"]) == {"unfavourable"}
 

@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from slow_backend import SlowBackend
 
 from audit.backends import ChatRequest, Message, create_backend
 from audit.config import DesignConfig, JudgeConfig, ModelConfig
@@ -100,31 +101,6 @@ def test_scores_can_accompany_cascade_labels(items, personas, fake_models, tmp_p
     assert labels["decision_mass"].null_count() == 0
 
 
-class _Crowded:
-    """The fake backend, slowed down, recording how many requests it serves at once."""
-
-    def __init__(self, config: ModelConfig) -> None:
-        import threading
-
-        self.inner = create_backend(config)
-        self.in_flight = self.peak = 0
-        self._guard = threading.Lock()
-
-    def identity(self):
-        return self.inner.identity()
-
-    def complete(self, request):
-        import time
-
-        with self._guard:
-            self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
-        time.sleep(0.02)
-        with self._guard:
-            self.in_flight -= 1
-        return self.inner.complete(request)
-
-
 def test_scoring_requests_go_out_concurrently_with_the_same_scores(items, personas, tmp_path):
     from dataclasses import replace
 
@@ -134,7 +110,7 @@ def test_scoring_requests_go_out_concurrently_with_the_same_scores(items, person
     results = {}
     for slots in (1, 4):
         audited_model = replace(model, max_concurrency=slots)
-        backend = _Crowded(audited_model)
+        backend = SlowBackend(create_backend(audited_model))
         with ResponseStore(tmp_path / f"{slots}.sqlite3") as store:
             responses = collect_responses(prompts, {"a": backend}, {"a": audited_model}, store,
                                           show_progress=False)
