@@ -317,6 +317,24 @@ def send_planned(planned: list[Planned], backends: dict[str, Backend],
                                     description))
 
 
+def send_ahead(requests: Iterable[tuple[str, ChatRequest]], backends: dict[str, Backend],
+               models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
+               show_progress: bool, description: str, role: str = "model") -> None:
+    """Send (model name, request) pairs concurrently into the store, for a loop that then asks
+    for them one at a time (the judge panel, option scoring) and reads them back at once.
+    Identical requests go out once. Failures are stored, and the loop's own `send` retries
+    them."""
+    identities: dict[str, dict[str, str]] = {}
+    planned: dict[str, Planned] = {}
+    for name, request in requests:
+        identity = identities.setdefault(name, backends[name].identity())
+        key = request_key(identity, request)
+        planned[key] = Planned(key, name, identity, key, request)
+    if planned:
+        send_planned(list(planned.values()), backends, models, store, engine, show_progress,
+                     description, role)
+
+
 def collect_responses(
     prompts: pl.DataFrame,
     backends: dict[str, Backend],

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from audit.backends import Backend, BackendError, ChatRequest, request_key
+from audit.backends import Backend, BackendError, ChatRequest
 from audit.config import EngineConfig, JudgeConfig, ModelConfig
-from audit.engine import Planned, build_request, send, send_planned, track
+from audit.engine import build_request, send, send_ahead, track
 from audit.judge.agreement import majority
 from audit.judge.llm import JUDGE_SEEDS, JudgeVerdict, judge_answer, judge_request
 from audit.judge.logprob import OptionScore, option_score, option_variants, parse_scores
@@ -54,22 +54,16 @@ def _prefetch(judges: list[Judge], config: JudgeConfig, store: ResponseStore,
               rows: list[dict], show_progress: bool) -> None:
     """Send every judge's first request for the answers the rules leave, concurrently up to
     each judge's max_concurrency, so the labelling loop, which asks one answer at a time, reads
-    them from the store: a judge server with 8 slots labels about 8 times faster. Failures
-    are stored, not raised, and the loop's own send retries them (an unreachable server stops
-    the stage before anything is sent)."""
-    planned: dict[str, Planned] = {}
-    for judge in judges:
-        identity = judge.backend.identity()
-        for row in rows:
-            request = judge_request(judge.model, config.rationale_max_chars, row["question"],
-                                    row["answer_text"] or "", row["favourable_option"],
-                                    row["unfavourable_option"], JUDGE_SEEDS[0])
-            key = request_key(identity, request)
-            planned[key] = Planned(key, judge.name, identity, key, request)
-    if planned:
-        send_planned(list(planned.values()), {judge.name: judge.backend for judge in judges},
-                     {judge.name: judge.model for judge in judges}, store, judges[0].engine,
-                     show_progress, "judge requests", role="judge")
+    them from the store: a judge server with 8 slots labels about 8 times faster. An
+    unreachable server stops the stage before anything is sent."""
+    requests = ((judge.name, judge_request(judge.model, config.rationale_max_chars,
+                                           row["question"], row["answer_text"] or "",
+                                           row["favourable_option"], row["unfavourable_option"],
+                                           JUDGE_SEEDS[0]))
+                for judge in judges for row in rows)
+    send_ahead(requests, {judge.name: judge.backend for judge in judges},
+               {judge.name: judge.model for judge in judges}, store, judges[0].engine,
+               show_progress, "judge requests", role="judge")
 
 
 def _ask(judge: Judge, config: JudgeConfig, store: ResponseStore, row: dict) -> JudgeVerdict:
@@ -185,16 +179,11 @@ def _with_option_scores(labels: pl.DataFrame, answered: pl.DataFrame, config: Ju
         raise ValueError(f"no backend for audited model '{sorted(missing)[0]}' to score options "
                          "with; pass the audited models to label_responses")
     # Sent ahead, concurrently up to each model's limit, as the judge's requests are.
-    identities = {name: backend.identity() for name, (backend, _) in audited.items()}
-    planned: dict[str, Planned] = {}
-    for prompt in answered.iter_rows(named=True):
-        name = prompt["model_name"]
-        request = score_request(audited[name][1], prompt)
-        key = request_key(identities[name], request)
-        planned[key] = Planned(key, name, identities[name], key, request)
-    send_planned(list(planned.values()), {name: backend for name, (backend, _) in audited.items()},
-                 {name: model for name, (_, model) in audited.items()}, store, engine,
-                 show_progress is track, "score requests")
+    send_ahead(((prompt["model_name"], score_request(audited[prompt["model_name"]][1], prompt))
+                for prompt in answered.iter_rows(named=True)),
+               {name: backend for name, (backend, _) in audited.items()},
+               {name: model for name, (_, model) in audited.items()}, store, engine,
+               show_progress is track, "score requests")
     scored = []
     for prompt in show_progress(answered.iter_rows(named=True), answered.height, "score options"):
         backend, model = audited[prompt["model_name"]]
