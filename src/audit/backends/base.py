@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -34,8 +34,11 @@ class ChatRequest:
     score_options: tuple[str, ...] = ()
 
     def as_payload(self) -> dict[str, Any]:
-        payload = asdict(self)
-        payload["messages"] = [asdict(message) for message in self.messages]
+        # Fields read one level deep: `asdict` deep-copies the JSON schema too, which made this
+        # a tenth of a millisecond of event-loop time per request, spent twice (key and store).
+        payload = {item.name: getattr(self, item.name) for item in fields(self)}
+        payload["messages"] = [{"role": message.role, "content": message.content}
+                               for message in self.messages]
         if not self.score_options:
             # Absent rather than empty, so adding scoring left every earlier request key unchanged.
             del payload["score_options"]
