@@ -281,3 +281,80 @@ def test_the_openai_backend_on_a_closed_port_fails_at_once(items, personas, tmp_
     assert time.monotonic() - started < 5  # not every prompt through its backoff
     assert str(error.value).startswith(f"model 'm': cannot reach http://127.0.0.1:{port}/v1")
     assert "Nothing was sent" in str(error.value)
+
+
+class _Recording:
+    """A backend and a store wrapper that log, in order, each send and each stored reply, and
+    whether the collector's heap was frozen during the send."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.frozen_during_send: list[bool] = []
+
+    def identity(self):
+        return {"backend": "recording", "model": "recording", "digest": "none"}
+
+    def complete(self, request):
+        import gc
+
+        from audit.backends import Completion
+
+        self.frozen_during_send.append(gc.get_freeze_count() > 0)
+        self.events.append(("send", request.messages[-1].content))
+        return Completion("APPROVE", 1, "stop", 0.0)
+
+    def watch(self, store: ResponseStore, write_s: float) -> ResponseStore:
+        """Each write takes `write_s` longer (a slow disk), logged once it is done."""
+        import time
+
+        put_ok = store.put_ok
+
+        def recorded_put_ok(key, identity, request, *rest):
+            time.sleep(write_s)
+            put_ok(key, identity, request, *rest)
+            self.events.append(("store", request["messages"][-1]["content"]))
+
+        store.put_ok = recorded_put_ok
+        return store
+
+
+def test_the_next_request_goes_out_before_the_last_reply_is_stored(items, personas, tmp_path):
+    """With one slot, prompt 2 is sent while prompt 1's reply is being written, and every reply
+    is still stored when the stage returns."""
+    from audit.config import ModelConfig
+
+    backend = _Recording()
+    models = {"recording": ModelConfig(backend="fake", model="recording", max_concurrency=1)}
+    prompts = expand_design(items, personas, models, DesignConfig(replicates=1, seed=3)).head(3)
+    with backend.watch(ResponseStore(tmp_path / "store.sqlite3"), write_s=0.2) as store:
+        responses = collect_responses(prompts, {"recording": backend}, models, store, NO_WAIT,
+                                      show_progress=False)
+        assert store.count_ok() == 3
+    sent = [prompt for event, prompt in backend.events if event == "send"]
+    assert backend.events.index(("send", sent[1])) < backend.events.index(("store", sent[0]))
+    assert responses["status"].to_list() == ["ok"] * 3
+
+
+def test_the_heap_is_frozen_only_while_requests_are_in_flight(items, personas, tmp_path):
+    """A full garbage collection mid-run stalls every request thread (engine.heap_frozen)."""
+    import gc
+
+    from audit.config import ModelConfig
+    from audit.engine import heap_frozen
+
+    backend = _Recording()
+    models = {"recording": ModelConfig(backend="fake", model="recording", max_concurrency=2)}
+    prompts = expand_design(items, personas, models, DesignConfig(replicates=1, seed=3)).head(4)
+    assert gc.get_freeze_count() == 0
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        collect_responses(prompts, {"recording": backend}, models, store, NO_WAIT,
+                          show_progress=False)
+    assert backend.frozen_during_send == [True] * 4
+    assert gc.get_freeze_count() == 0
+    gc.freeze()  # a caller's own freeze is left in place
+    try:
+        with heap_frozen():
+            pass
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
