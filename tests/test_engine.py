@@ -189,7 +189,8 @@ def test_requests_per_minute_spaces_the_requests(items, personas, tmp_path):
 
 def test_the_estimate_counts_what_is_missing_and_times_it_from_stored_latencies(
         items, personas, fake_models, tmp_path):
-    from audit.engine import concurrency_limits, estimate, plan_requests
+    from audit.engine import concurrency_limits, plan_requests
+    from audit.preflight import estimate
 
     prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
     backends = {name: create_backend(config) for name, config in fake_models.items()}

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from audit.backends import Backend, ChatRequest
 from audit.config import EngineConfig, ModelConfig
-from audit.engine import UNREACHABLE_KINDS, build_request, send
+from audit.engine import build_request, send
+from audit.preflight import UNREACHABLE_KINDS
 from audit.schemas import LABELS, UNPARSEABLE
 from audit.store import ResponseStore
 
