@@ -6,8 +6,8 @@ blocking clients run in worker threads; the embedded model one request at a time
 optional requests-per-minute limit (aiolimiter). Infrastructure failures are retried with
 exponential backoff and jitter, never sooner than the server's Retry-After (tenacity), and once
 retries run out become error rows with their kind: they never become labels. Every reply is
-committed to the store the moment it arrives, on the event loop's thread, which owns the
-SQLite connection. What a run will cost, and whether its servers answer, is checked first
+committed to the store as it arrives (once the request waiting for its slot has gone out), on
+the event loop's thread, which owns the SQLite connection. What a run will cost, and whether its servers answer, is checked first
 (audit.preflight).
 """
 
