@@ -7,8 +7,8 @@ optional requests-per-minute limit (aiolimiter). Infrastructure failures are ret
 exponential backoff and jitter, never sooner than the server's Retry-After (tenacity), and once
 retries run out become error rows with their kind: they never become labels. Every reply is
 committed to the store as it arrives (once the request waiting for its slot has gone out), on
-the event loop's thread, which owns the SQLite connection. What a run will cost, and whether its servers answer, is checked first
-(audit.preflight).
+the event loop's thread, which owns the SQLite connection. What a run will cost, and whether
+its servers answer, is checked first (audit.preflight).
 """
 
 from __future__ import annotations
