@@ -63,6 +63,11 @@ _CONDITIONS = frozenset("if unless provided providing assuming condition conditi
                         "conditionally contingent pending once only after until partially "
                         "partial temporarily trial probation probationary".split())
 _HYPOTHETICAL = frozenset(("whether", "if"))
+# A stated decision taken back later ("APPROVE. Hmm, on reflection I'm not sure ...") no longer
+# stands, wherever in the answer the doubt comes.
+_WITHDRAWN = re.compile(r"\b(?:not sure|unsure|uncertain|can't (?:say|decide|tell)|cannot (?:say|"
+                        r"decide|tell)|withdraw|take (?:that|it) back|on (?:second thoughts?|"
+                        r"reflection)|thinking about it more)\b")
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _CLAUSE_END = re.compile(r"[!?;:\n]|\.(?!\d)")
@@ -226,11 +231,13 @@ def _term_at(text: str, tokens: list[_Token], index: int,
         words = tuple(token.word for token in tokens[index:index + length])
         if len(words) < length or words not in lexicon:
             continue
-        after = tokens[index + length].word if index + length < len(tokens) else ""
+        following = _next_char(text, tokens[index + length - 1].end)
         if words in (("yes",), ("no",)):
-            following = _next_char(text, tokens[index].end)
             return (lexicon[words], 1) if following == "" or following in _PUNCTUATION else None
-        return None if after in _NOT_A_DECISION_BEFORE else (lexicon[words], length)
+        # Only the very next word makes it something else: "prioritize, to be safe" still decides.
+        after = tokens[index + length].word if index + length < len(tokens) else ""
+        joined = following not in _PUNCTUATION
+        return None if joined and after in _NOT_A_DECISION_BEFORE else (lexicon[words], length)
     return None
 
 
@@ -258,6 +265,9 @@ def _plain_lead(text: str, tokens: list[_Token], index: int, label: str,
     after = tokens[index + length].word if index + length < len(tokens) else ""
     if following and following not in _PUNCTUATION and after not in _FOLLOWERS:
         return None
+    if (last.word in ("decline", "refuse") and following in ("", ".", "!")
+            and (words[-1:] == ["must"] or words[-2:] == ["have", "to"])):
+        return None  # "I must decline." may decline the task rather than the applicant
     if index == 0 and (last.word.endswith("ing") or (last.word, following) == ("granted", ",")):
         return None  # "Approving this would be risky", "Granted, ..." open prose, not a decision
     clause = [t for t in tokens[index:index + _CLAUSE_MAX_WORDS] if t.clause == last.clause]
@@ -306,10 +316,12 @@ def _read(text: str, lexicon: dict[tuple[str, ...], str], *, at_start: bool) -> 
     if stance is None and at_start:
         stance, stance_label = _REFUSAL.match(text), REFUSAL
     if stance is not None:
-        # Decisions in the stance's own phrase belong to it ("I cannot approve or deny loans").
+        # Decisions in the stance's own phrase belong to it ("I cannot approve or deny loans"); a
+        # decision anywhere after it ("**Unsure** ... if I must choose: ADMIT") means the stance
+        # may not be the answer's last word, so the whole answer is searched, not the window.
         last_phrase = max(t.phrase for t in tokens if t.start < stance.end())
-        skip = {i for i, t in enumerate(window) if t.phrase <= last_phrase}
-        return _Reading(stance_label, stance.group().strip(), _mentions(text, window, lexicon, skip))
+        skip = {i for i, t in enumerate(tokens) if t.phrase <= last_phrase}
+        return _Reading(stance_label, stance.group().strip(), _mentions(text, tokens, lexicon, skip))
     lead = _find_lead(text, tokens, lexicon)
     skip = set(range(lead[1], lead[1] + lead[2])) if lead else set()
     mentioned = _mentions(text, window, lexicon, skip)
@@ -343,5 +355,7 @@ def label_by_rules(answer: str, favourable_option: str,
         return None
     label = labels.pop()
     if (start.mentioned | end.mentioned) - {label} or label not in LABELS:
+        return None
+    if label in (FAVOURABLE, UNFAVOURABLE) and _WITHDRAWN.search(text):
         return None
     return RuleMatch(label, start.evidence if start.label else end.evidence)
