@@ -18,6 +18,8 @@ import polars as pl
 import pytest
 import yaml
 
+from audit.schemas import GOLD_CATEGORIES
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 # One llama.cpp thread: on a machine whose cores are busy, a second thread spin-waits and slows
@@ -76,7 +78,8 @@ def test_dvc_repro_runs_every_stage_then_nothing(pipeline_project: Path):
     pipeline = pipeline_project / "pipeline"
     assert pl.read_parquet(pipeline / "prompts.parquet").height == 15
     assert (pipeline / "fit" / "posterior.nc").is_file()
-    assert pl.read_parquet(pipeline / "judge_gold.parquet").height == 8  # one answer per kind
+    # one answer of each kind (gold_per_category=1)
+    assert pl.read_parquet(pipeline / "judge_gold.parquet").height == len(GOLD_CATEGORIES)
     assert (pipeline / "report" / "report.html").is_file()
     assert (pipeline_project / "dvc.lock").is_file()
 

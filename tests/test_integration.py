@@ -11,6 +11,8 @@ import mlflow
 import polars as pl
 import pytest
 
+from audit.schemas import GOLD_CATEGORIES
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -88,7 +90,7 @@ def test_smoke_audit_logs_one_complete_mlflow_run(smoke_runs):
     assert run.data.tags["git.commit"]
     assert run.data.tags["converged"] in ("true", "false")
     client = mlflow.MlflowClient()
-    assert run.data.metrics["gold/n"] == 16  # 2 per category in the test subset
+    assert run.data.metrics["gold/n"] == 2 * len(GOLD_CATEGORIES)  # the test subset
     artifacts = {item.path for folder in ("fit", "tables", "plots", "judge")
                  for item in client.list_artifacts(run.info.run_id, folder)}
     assert {"fit/posterior.nc", "tables/summary.csv", "plots/forest_theta.png",

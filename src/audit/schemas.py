@@ -15,7 +15,11 @@ LABELS: tuple[str, ...] = ("favourable", "unfavourable", "needs_more_information
 UNPARSEABLE = "unparseable"
 LABEL_SOURCES: tuple[str, ...] = ("rule", "judge", "logprob", "none")
 GOLD_CATEGORIES: tuple[str, ...] = ("plain", "hedge", "conditional", "refusal", "decide_then_ask",
-                                    "rambling", "other_language", "injection")
+                                    "rambling", "other_language", "injection",
+                                    # in the styles of real chat models (data/README.md)
+                                    "terse", "unsure_header", "decide_then_hedge", "essay",
+                                    "markdown", "demographic", "synonym", "negation",
+                                    "both_options", "truncated", "small_model")
 PERSONA_KINDS: tuple[str, ...] = ("baseline", "explicit", "null", "name")
 RESPONSE_STATUSES: tuple[str, ...] = ("ok", "error")
 # A contrast's HDI against the ROPE: outside, inside, or neither (Kruschke 2018).
