@@ -311,8 +311,8 @@ class VerdictConfig:
 
     A counterfactual pair fails when its BH-adjusted p is below alpha and its |rank-biserial|
     reaches the practical threshold; an IAT row when its FDR-adjusted p is below alpha and |D|
-    exceeds iat_min_abs_d; a Rasch contrast when its HDI lies outside the ROPE ("different"),
-    and a Rasch fit when it did not converge."""
+    exceeds iat_min_abs_d; a Rasch contrast when its HDI lies outside the ROPE ("different")
+    and it is beyond the noise floor, and a Rasch fit when it did not converge."""
 
     alpha: float = 0.05
     # None: the threshold the run itself was made with (counterfactual.min_rank_biserial).
@@ -322,6 +322,11 @@ class VerdictConfig:
     # IAT rows whose answers parsed less often than this fail as unreliable (0 turns it off).
     iat_min_parse_rate: float = 0.0
     rasch_fail_on_undecided: bool = False
+    # A "different" contrast fails only when P(|gap| > 2 x noise floor) (p_beyond_noise) reaches
+    # this: a gap within what random-string personas produce is not a demographic finding (0:
+    # fail every "different"). Contrasts without a floor (fewer than two null personas) are
+    # judged on the decision alone.
+    rasch_min_p_beyond_noise: float = 0.5
     rasch_require_converged: bool = True
 
 
