@@ -46,10 +46,12 @@ def test_the_embedded_model_answers_every_prompt_and_each_answer_is_scored(iat_r
     assert (responses["status"] == "ok").all()
     assert responses["response_text"].str.len_chars().min() > 0
     assert sorted(scores["response_id"]) == sorted(prompts["prompt_id"])
-    assert scores["d_score"].is_between(-1, 1).all()
+    assert scores["d_score"].drop_nulls().is_between(-1, 1).all()
     stats = pl.read_csv(run / "iat_stats.csv")
-    assert stats.select("model", "category", "dataset", "n").row(0) == (
-        "smollm2", "gender", "power", 2)
+    assert stats.select("model", "category", "dataset").row(0) == ("smollm2", "gender", "power")
+    # strict scoring: n counts the complete answers, the rest are reported as left out
+    assert stats["n"][0] == scores["parsed"].sum()
+    assert stats["n"][0] + stats["n_left_out_strict"][0] == 2
     assert stats["parse_rate"][0] == pytest.approx(scores["parsed"].mean())
 
 

@@ -199,9 +199,12 @@ class IATConfig:
     confidence_level: float = 0.95
     ci_method: str = "BCa"  # BCa | percentile | basic (scipy.stats.bootstrap)
     alpha: float = 0.05  # false discovery rate for the Benjamini-Hochberg adjustment
-    # keep: an answer with nothing counted scores D = 0 and stays in the mean (Bai et al.);
-    # drop: such answers leave the mean (they still lower the parse rate).
-    empty_responses: str = "keep"
+    # Which answers have a D: strict (only answers giving every attribute exactly one group, as
+    # Bai et al. scored) or lenient (also partial answers whose both groups' sides hold a word).
+    # Either way an answer with nothing counted, or a partial one with an empty side, has no D
+    # and leaves the mean (it still lowers the parse rate): an empty side adds 0 to D, which
+    # reads as fully counter-stereotyped.
+    scoring: str = "strict"
 
 
 @dataclass

@@ -33,9 +33,9 @@ RESPONSE_COLUMNS = ("response", "0")
 # The IATConfig fields that shape an import; the design fields (iterations, ...) do not apply.
 ANALYSIS_KEYS = ("stimuli_file", "synonym_file", "aliases_file", "seed", "bootstrap_resamples",
                  "permutation_resamples", "confidence_level", "ci_method", "alpha",
-                 "empty_responses")
+                 "scoring")
 STRING_KEYS = frozenset({"import_dir", "output", "response_column", "stimuli_file",
-                         "synonym_file", "aliases_file", "ci_method", "empty_responses"})
+                         "synonym_file", "aliases_file", "ci_method", "scoring"})
 USAGE = ("usage: python -m audit.iat import_dir=DIR output=OUT [response_column=NAME "
          + " ".join(f"{key}=..." for key in ANALYSIS_KEYS) + "]")
 NAMING = "name each file <model>_<dataset>_<variation>.csv"
