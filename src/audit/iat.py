@@ -4,7 +4,8 @@ elsewhere, without sending a single request.
 DIR holds one CSV per model, dataset and prompt variation, named `<model>_<dataset>_<variation>.csv`
 (as Bai et al.'s published GPT-4o answers are), each with one answer per row in a response
 column. OUT receives `iat_scores.parquet` (one row per answer: its parse and D) and
-`iat_stats.csv` (per model x category x dataset: n, parse rate, mean D with a bootstrap interval,
+`iat_stats.csv` (per model x category x dataset: n, the answers each scoring mode leaves out,
+the answers giving every word to one group, parse rate, mean D with a bootstrap interval,
 the sign-flip permutation p-value and the Benjamini-Hochberg adjusted one), plus the same per
 variation and two plots. Arguments are `key=value` pairs checked against a structured config.
 """
