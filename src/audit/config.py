@@ -134,6 +134,8 @@ class FitConfig:
     # rasch (identified, Binomial cells) | rasch_seed (original audit) | twopl | explanatory
     model: str = "rasch"
     outcome: str = "favourable"  # favourable | undetermined
+    # Labels left out of the fit (of fit.outcome and fit.second_outcome alike), except the label
+    # a coding counts as its event: dropping needs_more_information keeps the abstention fit's 1s.
     drop_labels: list[str] = field(default_factory=list)
     draws: int = 1000
     tune: int = 1000
