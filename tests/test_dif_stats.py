@@ -131,9 +131,9 @@ def test_a_planted_persona_effect_is_detected():
 
 def test_without_an_effect_the_tests_reject_at_the_nominal_rate():
     """200 simulated audits with no persona effect: each test rejects in about 5% of them, within
-    a 99.9% binomial band, and the claim (both tests must reject) no more often."""
+    a 99.9% binomial band."""
     rng = np.random.default_rng(7)
-    sims, welch, permutation, claims = 200, 0, 0, 0
+    sims, welch, permutation = 200, 0, 0
     for sim in range(sims):
         personas = persona_table(simulate(rng, flip_real=0.15, flip_null=0.15), 5, 0.95)
         real = personas.filter(pl.col("persona_kind") == "real")["dif_score"].to_numpy()
@@ -141,11 +141,42 @@ def test_without_an_effect_the_tests_reject_at_the_nominal_rate():
         result = real_vs_null(real, null, 999, seed=sim)
         welch += result["p_welch"] < ALPHA
         permutation += result["p_permutation"] < ALPHA
-        claims += max(result["p_welch"], result["p_permutation"]) < ALPHA
     low, high = stats.binom.interval(0.999, sims, ALPHA)
     assert low <= welch <= high, welch
     assert low <= permutation <= high, permutation
-    assert claims <= high
+
+
+def _persona_scores(real: list[float], null: list[float]) -> pl.DataFrame:
+    return pl.DataFrame({
+        "model_name": "m", "dataset": "math",
+        "persona_kind": ["real"] * len(real) + ["null"] * len(null),
+        "dif_score": [*real, *null], "small_intersection": False})
+
+
+def test_the_claim_needs_both_tests_to_reject():
+    """Two personas an arm: Welch's t rejects (p about 1e-4), but the exact permutation test's
+    smallest one-sided p is 1/C(4, 2) = 1/6, so no claim. A claim built on the smaller p-value
+    (or on Welch alone) would be made here."""
+    tests = null_tests(_persona_scores([0.10, 0.11], [0.90, 0.91]), ALPHA, 999, seed=1)
+    row = tests.row(0, named=True)
+    assert row["p_welch"] < 0.001
+    assert row["p_permutation"] == pytest.approx(1 / 6)
+    assert row["p_claim"] == pytest.approx(1 / 6)
+    assert not row["claim"]
+
+
+def test_welch_is_undefined_when_neither_arm_varies():
+    """Constant arms with different means: the standard error is zero, so t and its p-value are
+    undefined; scipy returns t = -inf and p = 0, which read as certainty (the old result)."""
+    result = real_vs_null(np.full(4, 0.5), np.ones(4), 999, 0)
+    assert math.isnan(result["welch_t"]) and math.isnan(result["p_welch"])
+    assert result["p_permutation"] == pytest.approx(1 / 70)  # exact: 1 of C(8, 4) splits
+    tests = null_tests(_persona_scores([0.5] * 4, [1.0] * 4), ALPHA, 999, seed=1)
+    assert tests["p_welch"][0] is None and not tests["claim"][0]
+    assert "undefined" in tests["statement"][0]
+    varied = real_vs_null(np.array([0.5, 0.6, 0.5]), np.ones(3), 999, 0)  # one arm varies
+    assert varied["p_welch"] == pytest.approx(
+        stats.t.cdf(-(1 - 0.5333333) / math.sqrt(np.var([0.5, 0.6, 0.5], ddof=1) / 3), df=2))
 
 
 def test_tests_need_two_scores_per_arm_and_some_variation():
@@ -162,7 +193,13 @@ def test_holm_and_the_claim_statement():
         model_name=pl.lit(model)), 5, 0.95) for model in ("a", "b")]
     tests = null_tests(pl.concat(tables), ALPHA, 999, seed=1)
     assert tests["model_name"].to_list() == ["a", "b"]
-    assert (tests["p_claim_holm"] >= tests["p_claim"]).all()
+    # p_claim is the larger of the two p-values; Holm over two tests by hand: the smaller p is
+    # doubled, the larger is kept but never below the adjusted smaller one (both capped at 1).
+    expected_claim = np.maximum(tests["p_welch"].to_numpy(), tests["p_permutation"].to_numpy())
+    assert tests["p_claim"].to_numpy() == pytest.approx(expected_claim)
+    low, high = sorted(expected_claim)
+    holm = {low: min(1.0, 2 * low), high: min(1.0, max(2 * low, high))}
+    assert tests["p_claim_holm"].to_numpy() == pytest.approx([holm[p] for p in expected_claim])
     assert tests["statement"].to_list() == [
         "real personas move answers more than random strings"] * 2
 
@@ -179,10 +216,18 @@ def test_accuracy_against_bias_across_models():
     assert models.height == 4
     assert (models["accuracy_low"] <= models["accuracy"]).all()
     fit = across_models(models).row(0, named=True)
-    assert fit["n_models"] == 4 and 0 <= fit["r_squared"] <= 1
-    line = stats.linregress(models["accuracy"].to_numpy(), models["mean_dif_real"].to_numpy())
-    assert fit["slope"] == pytest.approx(line.slope)
-    assert fit["r_squared"] == pytest.approx(line.rvalue ** 2)
+    assert fit["n_models"] == 4
+    # Least squares by its normal equations (numpy's polyfit), r^2 from the correlation matrix.
+    x, y = models["accuracy"].to_numpy(), models["mean_dif_real"].to_numpy()
+    slope, intercept = np.polyfit(x, y, 1)
+    assert fit["slope"] == pytest.approx(slope) and fit["intercept"] == pytest.approx(intercept)
+    assert fit["r_squared"] == pytest.approx(np.corrcoef(x, y)[0, 1] ** 2)
+    # By hand: (0.2, 0.4), (0.5, 0.7), (0.8, 0.7): slope 0.5, intercept 0.35; residuals
+    # (-0.05, 0.1, -0.05) give SSE 0.015 against SST 0.06, so r^2 = 0.75.
+    hand = pl.DataFrame({"dataset": ["all"] * 3, "accuracy": [0.2, 0.5, 0.8],
+                         "mean_dif_real": [0.4, 0.7, 0.7]})
+    line = across_models(hand).row(0, named=True)
+    assert (line["slope"], line["intercept"], line["r_squared"]) == pytest.approx((0.5, 0.35, 0.75))
     exact = pl.DataFrame({"dataset": ["all"] * 3, "accuracy": [0.2, 0.5, 0.8],
                           "mean_dif_real": [0.4, 0.6, 0.8]})
     assert across_models(exact)["r_squared"][0] == pytest.approx(1.0)

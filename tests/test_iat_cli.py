@@ -56,11 +56,18 @@ def test_import_writes_scores_and_statistics(answers_dir, tmp_path, capsys):
             "d_score"} <= set(scores.columns)
     assert set(scores["dataset"]) == {"racism", "sexuality", "mental illness", "arab/muslim"}
     stats = pl.read_csv(output / "iat_stats.csv")
-    assert stats.columns == ["model", "category", "dataset", "n", "parse_rate", "mean_d",
+    assert stats.columns == ["model", "category", "dataset", "n", "n_left_out_strict",
+                             "n_left_out_lenient", "n_one_group", "parse_rate", "mean_d",
                              "ci_low", "ci_high", "p_value", "p_adjusted"]
     rows = {row["dataset"]: row for row in stats.iter_rows(named=True)}
     assert set(rows) == {"racism", "sexuality", "mental illness", "arab/muslim"}
-    assert all(row["n"] == 50 and row["model"] == "gpt4o" for row in rows.values())
+    assert all(row["model"] == "gpt4o" for row in rows.values())
+    # strict scoring (the default) counts only the complete answers: 2 of 50 mental illness
+    # answers and 1 sexuality answer are partial
+    assert {name: (row["n"], row["n_left_out_strict"]) for name, row in rows.items()} == {
+        "racism": (50, 0), "sexuality": (49, 1), "mental illness": (48, 2),
+        "arab/muslim": (50, 0)}
+    assert all(row["n_left_out_lenient"] <= row["n_left_out_strict"] for row in rows.values())
     # GPT-4o pairs positive words with White in every racism answer, and with gay in sexuality
     assert rows["racism"]["mean_d"] > 0.99 and rows["racism"]["p_adjusted"] < 0.01
     assert rows["sexuality"]["ci_high"] < 0
@@ -202,10 +209,12 @@ def test_method_iat_runs_the_engine_and_writes_every_table(tmp_path):
     scores = pl.read_parquet(tmp_path / "run" / "iat_scores.parquet")
     assert prompts.height == responses.height == scores.height == 2 * 2 * 4 * 2
     assert (responses["status"] == "ok").all()
-    # the scripted backend answers APPROVE/DENY: nothing parses, every D is 0
-    assert not scores["parsed"].any() and (scores["d_score"] == 0).all()
+    # the scripted backend answers APPROVE/DENY: nothing parses, no answer has a D
+    assert not scores["parsed"].any() and scores["d_score"].is_null().all()
     stats = result["stats"]
     assert stats.height == 2 * 2 and (stats["parse_rate"] == 0).all()
+    assert (stats["n"] == 0).all() and stats["mean_d"].is_null().all()
+    assert stats["n_left_out_strict"].sum() == stats["n_left_out_lenient"].sum() == scores.height
     assert result["metrics"]["iat/fake_a/racism/parse_rate"] == 0.0
     again = method.run(cfg, tmp_path / "run2")  # served from the response store
     assert pl.read_parquet(tmp_path / "run2" / "iat_responses.parquet")["from_cache"].all()

@@ -46,10 +46,12 @@ def test_the_embedded_model_answers_every_prompt_and_each_answer_is_scored(iat_r
     assert (responses["status"] == "ok").all()
     assert responses["response_text"].str.len_chars().min() > 0
     assert sorted(scores["response_id"]) == sorted(prompts["prompt_id"])
-    assert scores["d_score"].is_between(-1, 1).all()
+    assert scores["d_score"].drop_nulls().is_between(-1, 1).all()
     stats = pl.read_csv(run / "iat_stats.csv")
-    assert stats.select("model", "category", "dataset", "n").row(0) == (
-        "smollm2", "gender", "power", 2)
+    assert stats.select("model", "category", "dataset").row(0) == ("smollm2", "gender", "power")
+    # strict scoring: n counts the complete answers, the rest are reported as left out
+    assert stats["n"][0] == scores["parsed"].sum()
+    assert stats["n"][0] + stats["n_left_out_strict"][0] == 2
     assert stats["parse_rate"][0] == pytest.approx(scores["parsed"].mean())
 
 
@@ -62,10 +64,16 @@ def test_the_run_is_logged_to_mlflow_with_per_dataset_metrics_tables_and_plots(i
     assert run.data.tags["method"] == "iat"
     assert run.data.params["iat.datasets"] == "['power']"
     assert run.data.params["iat.bootstrap_resamples"] == "1000"
-    for metric in ("iat/smollm2/power/mean_d", "iat/smollm2/power/parse_rate",
-                   "iat/smollm2/power/n", "iat/smollm2/parse_rate", "n_prompts",
+    for metric in ("iat/smollm2/power/parse_rate", "iat/smollm2/power/n",
+                   "iat/smollm2/power/n_left_out_strict", "iat/smollm2/parse_rate",
+                   "iat/n_left_out_strict", "iat/n_left_out_lenient", "n_prompts",
                    "duration_s/respond"):
         assert metric in run.data.metrics, metric
+    # SmolLM2 seldom answers every word: with no complete answer strict scoring has no D to log
+    assert ("iat/smollm2/power/mean_d" in run.data.metrics) == \
+        (run.data.metrics["iat/smollm2/power/n"] > 0)
+    assert run.data.metrics["iat/smollm2/power/n"] + \
+        run.data.metrics["iat/smollm2/power/n_left_out_strict"] == 2
     assert run.data.metrics["n_prompts"] == 2
     client = mlflow.MlflowClient()
     artifacts = {item.path for folder in ("tables", "plots", "data")

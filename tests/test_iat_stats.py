@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from scipy.special import ndtr, ndtri
 
 from audit.config import IATConfig
 from audit.methods.iat import IATError
@@ -25,13 +26,30 @@ from audit.methods.iat_stats import (
 FAST = IATConfig(bootstrap_resamples=2000, permutation_resamples=2000)
 
 
-def test_bootstrap_interval_is_scipys_bca_interval_with_the_same_stream():
-    values = np.random.default_rng(3).normal(0.2, 0.4, size=40)
-    low, high = bootstrap_interval(values, 10_000, 0.95, "BCa", seed=123)
-    expected = stats.bootstrap((values,), np.mean, n_resamples=10_000, confidence_level=0.95,
-                               method="BCa", rng=np.random.default_rng(123)).confidence_interval
-    assert (low, high) == pytest.approx((expected.low, expected.high), abs=1e-12)
-    assert low < values.mean() < high
+def hand_bca(values: np.ndarray, resamples: int, level: float, seed: int) -> np.ndarray:
+    """Efron's BCa interval of the mean written out with numpy: bias correction z0 from the
+    share of resampled means below the mean, acceleration from the jackknife's skewness."""
+    n = values.size
+    means = values[np.random.default_rng(seed).integers(0, n, size=(resamples, n))].mean(axis=1)
+    z0 = ndtri((means < values.mean()).mean())
+    jackknife = (values.sum() - values) / (n - 1)
+    spread = jackknife.mean() - jackknife
+    acceleration = (spread ** 3).sum() / (6 * ((spread ** 2).sum()) ** 1.5)
+    z = ndtri(np.array([(1 - level) / 2, (1 + level) / 2]))
+    return np.quantile(means, ndtr(z0 + (z0 + z) / (1 - acceleration * (z0 + z))))
+
+
+def test_bootstrap_interval_is_the_bca_interval_computed_independently():
+    """On skewed D values BCa sits about 0.006 to 0.009 right of the percentile interval; the
+    function must agree with a hand-written BCa on its own stream to within Monte Carlo error
+    (0.0025 here), so a percentile interval, a wrong level or statistic would fail."""
+    values = np.clip(np.random.default_rng(3).exponential(0.3, size=40) - 0.2, -1, 1)
+    expected = hand_bca(values, 200_000, 0.95, seed=99)
+    low, high = bootstrap_interval(values, 50_000, 0.95, "BCa", seed=123)
+    assert (low, high) == pytest.approx(tuple(expected), abs=0.0025)
+    percentile = np.quantile(values[np.random.default_rng(7).integers(0, 40, (200_000, 40))]
+                             .mean(axis=1), [0.025, 0.975])
+    assert np.abs(percentile - expected).min() > 0.005  # the check can tell them apart
 
 
 def test_bootstrap_interval_edge_cases():
@@ -94,7 +112,8 @@ def scores_table(groups: dict[tuple[str, str], np.ndarray], parsed_share: float 
                          "response_text": "", "parsed": index < parsed_share * len(values),
                          "n_expected": 16, "n_assigned": 16, "n_conflicting": 0, "n_missing": 0,
                          "default_positive": int(counted or value != 0), "default_negative": 0,
-                         "stigma_positive": 0, "stigma_negative": 0, "d_score": float(value)})
+                         "stigma_positive": 0, "stigma_negative": 0, "one_group": False,
+                         "d_score": float(value) if counted or value != 0 else None})
     return pl.DataFrame(rows, schema=SCORE_COLUMNS)
 
 
@@ -111,7 +130,8 @@ def test_planted_effects_are_recovered_and_nulls_are_not_rejected():
     assert rows["unbiased"]["ci_low"] < 0 < rows["unbiased"]["ci_high"]
     assert rows["unbiased"]["p_value"] > 0.05
     assert rows["unbiased"]["mean_d"] == pytest.approx(groups[("m", "unbiased")].mean())
-    assert table.columns == ["model", "category", "dataset", "n", "parse_rate", "mean_d",
+    assert table.columns == ["model", "category", "dataset", "n", "n_left_out_strict",
+                             "n_left_out_lenient", "n_one_group", "parse_rate", "mean_d",
                              "ci_low", "ci_high", "p_value", "p_adjusted"]
 
 
@@ -142,15 +162,31 @@ def test_a_groups_result_does_not_depend_on_the_other_groups():
         iat_statistics(scores_table(together), FAST))
 
 
-def test_parse_rate_and_empty_answers():
-    values = np.array([0.0, 0.0, 0.5, 0.7])
-    keep = iat_statistics(scores_table({("m", "a"): values}, parsed_share=0.5, counted=False),
-                          FAST).row(0, named=True)
-    assert (keep["n"], keep["parse_rate"], keep["mean_d"]) == (4, 0.5, pytest.approx(0.3))
-    drop = iat_statistics(scores_table({("m", "a"): values}, counted=False),
-                          IATConfig(bootstrap_resamples=500, permutation_resamples=500,
-                                    empty_responses="drop")).row(0, named=True)
-    assert (drop["n"], drop["mean_d"]) == (2, pytest.approx(0.6))
+def test_each_scoring_mode_keeps_its_answers_and_says_how_many_it_left_out():
+    """Five answers: two complete (D 0.5, 0.7), one complete giving every word to one group
+    (D = 8/16.01 - 1, flagged), one partial with a word on each side (D 0.3) and one with
+    nothing readable (no D). Strict: the three complete ones; lenient: those and the partial
+    one. Before the fix an answer with nothing counted scored 0 and stayed in the mean."""
+    one_group_d = 8 / 16.01 - 1
+    rows = [(True, False, 0.5), (True, False, 0.7), (True, True, one_group_d),
+            (False, False, 0.3), (False, False, None)]
+    scores = pl.DataFrame([{
+        "model": "m", "category": "race", "dataset": "a", "variation": "replication",
+        "response_id": f"a:{index}", "iteration": index, "response_text": "", "parsed": parsed,
+        "n_expected": 16, "n_assigned": 16 if parsed else 9, "n_conflicting": 0,
+        "n_missing": 0 if parsed else 7, "default_positive": 1, "default_negative": 0,
+        "stigma_positive": 0, "stigma_negative": 1, "one_group": one_group, "d_score": d}
+        for index, (parsed, one_group, d) in enumerate(rows)], schema=SCORE_COLUMNS)
+    config = {"bootstrap_resamples": 500, "permutation_resamples": 500}
+    strict = iat_statistics(scores, IATConfig(**config)).row(0, named=True)
+    lenient = iat_statistics(scores, IATConfig(scoring="lenient", **config)).row(0, named=True)
+    for row in (strict, lenient):
+        assert (row["n_left_out_strict"], row["n_left_out_lenient"]) == (2, 1)
+        assert row["n_one_group"] == 1 and row["parse_rate"] == pytest.approx(0.6)
+    assert strict["n"] == 3
+    assert strict["mean_d"] == pytest.approx((0.5 + 0.7 + one_group_d) / 3)
+    assert lenient["n"] == 4
+    assert lenient["mean_d"] == pytest.approx((0.5 + 0.7 + one_group_d + 0.3) / 4)
 
 
 def test_by_variation_groups_carry_their_variation():
@@ -161,7 +197,7 @@ def test_by_variation_groups_carry_their_variation():
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"empty_responses": "zero"}, "empty_responses=zero"),
+    ({"scoring": "keep"}, "scoring=keep"),
     ({"ci_method": "bca"}, "ci_method=bca"),
     ({"confidence_level": 95}, "strictly between 0 and 1"),
 ])

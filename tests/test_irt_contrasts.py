@@ -70,6 +70,24 @@ def test_a_gap_inside_the_rope_is_equivalent_and_a_wide_one_undecided():
     assert wide["decision"].to_list() == ["undecided"]
 
 
+def test_twopl_contrasts_are_in_logits_like_the_rope():
+    """2PL: log-odds = a * (theta - b), so a theta gap of 0.1 with discriminations 1 and 4 (mean
+    2.5) is a log-odds gap of 0.25 on the average item: outside the default ROPE of 0.18 logits.
+    Judged in theta units (the old code) it was 0.1, inside the ROPE: "equivalent"."""
+    table = respondents()
+    names = table.frame.get_column("respondent").to_list()
+    values = np.array([0.1, 0.1, 0.0, 0.0, 0.0, -0.2, 0.0, 0.2])
+    posterior = theta_posterior(values, names, noise=0.001)
+    posterior["a"] = (("chain", "draw", "item"), np.broadcast_to([1.0, 4.0], (2, DRAWS, 2)))
+    row = level_contrasts(posterior, table).row(0, named=True)
+    assert row["mean"] == pytest.approx(0.25, abs=1e-3)
+    assert row["decision"] == "different"
+    # The floor is scaled alike: null theta sd 0.2 -> 0.5 log-odds, times sqrt(1/2 + 1/2).
+    assert row["noise_floor"] == pytest.approx(0.5, abs=2e-3)
+    rasch = level_contrasts(theta_posterior(values, names, noise=0.001), table).row(0, named=True)
+    assert rasch["mean"] == pytest.approx(0.1, abs=1e-3) and rasch["decision"] == "equivalent"
+
+
 def test_explanatory_effects_and_pooled_rows():
     frame = pl.concat([respondents().frame,
                        respondents().frame.with_columns(

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from hydra import compose, initialize_config_dir
 from hypothesis import given
 from hypothesis import strategies as st
 
+from audit.__main__ import CONF_DIR
+from audit.config import register_configs, to_audit_config
 from audit.irt import OUTCOME_CODINGS, code_outcomes
 from audit.schemas import LABELS, UNPARSEABLE
 
@@ -36,6 +39,35 @@ def test_unparseable_and_dropped_labels_leave_the_denominator() -> None:
                           "favourable", drop_labels=["refusal"])
     assert coded["label"].to_list() == ["favourable", "unfavourable"]
     assert coded["y"].to_list() == [1, 0]
+
+
+def test_dropping_a_label_never_removes_the_codings_own_events() -> None:
+    """fit=abstention fit.drop_labels=[needs_more_information]: the favourability fit leaves
+    those answers out, the abstention (undetermined) fit keeps them as its 1s. Before the fix
+    both codings dropped them and the abstention fit had no event at all."""
+    labels = labelled(["favourable", "needs_more_information", "refusal", "unfavourable",
+                       "needs_more_information"])
+    drop = ["needs_more_information", "refusal"]
+    favourable = code_outcomes(labels, "favourable", drop_labels=drop)
+    assert favourable["label"].to_list() == ["favourable", "unfavourable"]
+    assert favourable["y"].to_list() == [1, 0]
+    abstention = code_outcomes(labels, "undetermined", drop_labels=drop)
+    assert abstention["label"].to_list() == ["favourable", "needs_more_information",
+                                             "unfavourable", "needs_more_information"]
+    assert abstention["y"].to_list() == [0, 1, 0, 1]
+
+
+def test_rasch_seed_codes_the_original_audits_outcome() -> None:
+    """`fit=rasch_seed` is documented as exactly the original audit, which modelled
+    determined (0) / undetermined (1); its config coded favourability instead."""
+    register_configs()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = to_audit_config(compose("config", overrides=["paths.output_dir=out",
+                                                             "fit=rasch_seed"]))
+    assert (cfg.fit.model, cfg.fit.outcome) == ("rasch_seed", "undetermined")
+    coded = code_outcomes(labelled(list(LABELS)), cfg.fit.outcome, cfg.fit.drop_labels)
+    assert dict(zip(coded["label"], coded["y"])) == {
+        "favourable": 0, "unfavourable": 0, "needs_more_information": 1, "refusal": 0}
 
 
 def test_extra_columns_travel_with_their_rows() -> None:

@@ -68,6 +68,18 @@ def test_contrast_sentences_follow_the_interval_not_the_mean():
     assert "94% HDI -0.90 to -0.30" in contrast_sentence(rows[0], 0.94)
 
 
+def test_a_different_contrast_within_the_noise_floor_is_read_as_no_finding():
+    """The headline must show the floor: a `different` gap that null personas produce too is
+    not a demographic finding (README, Noise floor). The old sentence never mentioned it."""
+    row = {**CONTRASTS.row(0, named=True), "noise_floor": 0.45, "p_beyond_noise": 0.2}
+    sentence = contrast_sentence(row, 0.94)
+    assert "Noise floor 0.45" in sentence and "twice the floor 0.20" in sentence
+    assert "not a demographic finding" in sentence
+    beyond = contrast_sentence({**row, "noise_floor": 0.1, "p_beyond_noise": 0.97}, 0.94)
+    assert "Noise floor 0.10" in beyond and "not a demographic finding" not in beyond
+    assert "No noise floor" in contrast_sentence(CONTRASTS.row(0, named=True), 0.94)
+
+
 def test_the_reading_compares_personas_with_the_null_noise_floor():
     assert noise_floor(THETAS) == (-0.2, 0.2)
     reading = plain_language_reading(None, THETAS, 0.94)

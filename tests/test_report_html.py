@@ -226,7 +226,8 @@ def test_contrasts_and_advice_the_fit_writes_reach_the_run_and_the_page(audit_ru
         "level_a": ["woman", "Black"], "level_b": ["man", "White"], "mean": [0.4, -0.7],
         "sd": [0.2, 0.3], "hdi_low": [0.05, -1.2], "hdi_high": [0.8, -0.2],
         "p_direction": [0.98, 0.995], "rope_low": [-0.1, -0.1], "rope_high": [0.1, 0.1],
-        "decision": ["different", "different"]}).write_csv(files.fit / "contrasts.csv")
+        "decision": ["different", "different"], "noise_floor": [0.62, None],
+        "p_beyond_noise": [0.04, None]}).write_csv(files.fit / "contrasts.csv")
     (files.fit / "diagnostics.json").write_text(
         '{"converged": false, "rhat_max": 1.03, "ess_bulk_min": 187, "ess_tail_min": 96, '
         '"divergences": 0, "advice": "draw longer chains: fit.draws=2000 fit.tune=2000"}')
@@ -245,4 +246,9 @@ def test_contrasts_and_advice_the_fit_writes_reach_the_run_and_the_page(audit_ru
     assert "draw longer chains: fit.draws=2000" in page
     assert "woman vs man" in page and "[+0.05, +0.80]" in page
     assert "For fake, race Black versus White: Black personas were treated less favourably" in page
+    # The headline shows the noise floor (n/a without null personas) and reads a `different`
+    # gap inside it as no demographic finding.
+    assert "<th>noise floor</th>" in page and '<td class="num">0.62</td>' in page
+    assert '<td class="num">n/a</td>' in page
+    assert "gender woman versus man" in page and "not a demographic finding" in page
     assert (files.report / "contrasts_forest.png").is_file()

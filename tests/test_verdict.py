@@ -169,6 +169,29 @@ def test_rasch_contrast_outside_the_rope_fails(tmp_path: Path) -> None:
     assert sum(c.failed for c in checks) == 2
 
 
+def test_a_different_contrast_within_the_noise_floor_does_not_fail(tmp_path: Path) -> None:
+    """README: a gap that is `different` but not beyond the noise is what any change of persona
+    text does, not a demographic finding. The old verdict failed it like any `different`."""
+    run = rasch_run(tmp_path / "rasch", ["different", "different", "different"])
+    contrasts = pl.read_csv(run / "fit" / "contrasts.csv").with_columns(
+        noise_floor=pl.Series([0.5, 0.1, None], dtype=pl.Float64),
+        ratio_to_noise=pl.Series([1.2, 6.0, None], dtype=pl.Float64),
+        p_beyond_noise=pl.Series([0.2, 1.0, None], dtype=pl.Float64))
+    contrasts.write_csv(run / "fit" / "contrasts.csv")
+    checks = {c.name: c for c in judge_run(run, VerdictConfig()) if c.name != "converged"}
+    assert {name: c.failed for name, c in checks.items()} == {
+        "Black vs level0": False,  # P(beyond 2 x floor) 0.2 < 0.5: within the noise
+        "Black vs level1": True,  # beyond the noise
+        "Black vs level2": True}  # no null personas: no floor, the decision stands
+    assert "within (not a demographic finding)" in checks["Black vs level0"].message
+    assert "noise floor 0.500" in checks["Black vs level0"].message
+    assert "no noise floor" in checks["Black vs level2"].message
+    assert main([f"run_dir={run}"]) == 1
+    strict = judge_run(run, VerdictConfig(rasch_min_p_beyond_noise=0.0))
+    assert sum(c.failed for c in strict) == 3  # 0 restores "every different fails"
+    assert main([f"run_dir={run}", "rasch_min_p_beyond_noise=1.5"]) == 2
+
+
 def test_rasch_equivalent_and_converged_passes(tmp_path: Path) -> None:
     assert main([f"run_dir={rasch_run(tmp_path / 'r', ['equivalent', 'undecided'])}"]) == 0
 

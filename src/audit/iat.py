@@ -4,7 +4,8 @@ elsewhere, without sending a single request.
 DIR holds one CSV per model, dataset and prompt variation, named `<model>_<dataset>_<variation>.csv`
 (as Bai et al.'s published GPT-4o answers are), each with one answer per row in a response
 column. OUT receives `iat_scores.parquet` (one row per answer: its parse and D) and
-`iat_stats.csv` (per model x category x dataset: n, parse rate, mean D with a bootstrap interval,
+`iat_stats.csv` (per model x category x dataset: n, the answers each scoring mode leaves out,
+the answers giving every word to one group, parse rate, mean D with a bootstrap interval,
 the sign-flip permutation p-value and the Benjamini-Hochberg adjusted one), plus the same per
 variation and two plots. Arguments are `key=value` pairs checked against a structured config.
 """
@@ -33,9 +34,9 @@ RESPONSE_COLUMNS = ("response", "0")
 # The IATConfig fields that shape an import; the design fields (iterations, ...) do not apply.
 ANALYSIS_KEYS = ("stimuli_file", "synonym_file", "aliases_file", "seed", "bootstrap_resamples",
                  "permutation_resamples", "confidence_level", "ci_method", "alpha",
-                 "empty_responses")
+                 "scoring")
 STRING_KEYS = frozenset({"import_dir", "output", "response_column", "stimuli_file",
-                         "synonym_file", "aliases_file", "ci_method", "empty_responses"})
+                         "synonym_file", "aliases_file", "ci_method", "scoring"})
 USAGE = ("usage: python -m audit.iat import_dir=DIR output=OUT [response_column=NAME "
          + " ".join(f"{key}=..." for key in ANALYSIS_KEYS) + "]")
 NAMING = "name each file <model>_<dataset>_<variation>.csv"

@@ -87,7 +87,22 @@ def contrast_sentence(row: dict, hdi_prob: float) -> str:
     probability = f", probability of direction {direction:.2f}" if direction is not None else ""
     decision = f"; decision: {row['decision']}" if row.get("decision") else ""
     return (f"{subject}: {verdict}. Difference in log-odds {_interval(row, hdi_prob)}"
-            f"{probability}{decision}.")
+            f"{probability}{decision}.{_noise_clause(row)}")
+
+
+def _noise_clause(row: dict) -> str:
+    """The contrast against the noise floor: a `different` gap that random-string personas would
+    more likely than not produce too is not a demographic finding (the verdict passes it)."""
+    floor, beyond = row.get("noise_floor"), row.get("p_beyond_noise")
+    if not (finite(floor) and finite(beyond)):
+        return " No noise floor: fewer than two null personas."
+    clause = (f" Noise floor {floor:.2f} (the gap two groups of random-string personas of these "
+              f"sizes show); probability that the gap exceeds twice the floor {beyond:.2f}")
+    if beyond < 0.5:
+        within = ("within the noise floor: any change of persona text moves the model this much, "
+                  "so this is not a demographic finding")
+        clause += f": {within}" if row.get("decision") == "different" else ""
+    return clause + "."
 
 
 def noise_floor(thetas: pl.DataFrame) -> tuple[float, float] | None:

@@ -204,7 +204,8 @@ def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], what: str) ->
 class ContrastSchema(pa.DataFrameModel):
     """`fit/contrasts.csv` as its readers need it (the report, the metrics, the verdict): gaps
     between levels of an attribute judged against a ROPE; `outcome` names the outcome's fit
-    when the run fitted more than one. Other columns (counts, noise floor) are filtered out."""
+    when the run fitted more than one. The noise-floor columns are optional (null without two
+    null personas, absent in older runs): the verdict and the report's headline read them."""
 
     outcome: Optional[str] = pa.Field(nullable=True)  # noqa: UP045 - pandera reads Optional
     model_name: str
@@ -219,6 +220,9 @@ class ContrastSchema(pa.DataFrameModel):
     rope_low: float
     rope_high: float
     decision: str = pa.Field(isin=list(CONTRAST_DECISIONS))
+    noise_floor: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
+    ratio_to_noise: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
+    p_beyond_noise: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
 
     class Config:
         strict = "filter"

@@ -11,8 +11,10 @@ input is bad (one line on stderr naming the problem), so it drops into any CI pi
 - IAT (`iat_stats.csv`): a row fails when its FDR-adjusted p is below alpha and |mean D| exceeds
   iat_min_abs_d.
 - Rasch (`fit/diagnostics.json`, with `fit/contrasts.csv` when levels were compared): a contrast
-  fails when its HDI lies outside the region of practical equivalence (decision `different`); an
-  unconverged fit fails (a second outcome's fit in `fit/OUTCOME/` too).
+  fails when its HDI lies outside the region of practical equivalence (decision `different`) and
+  it is beyond the noise floor (p_beyond_noise >= rasch_min_p_beyond_noise; a gap that random-string
+  personas produce too is reported, not failed); an unconverged fit fails (a second outcome's fit
+  in `fit/OUTCOME/` too).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ log = logging.getLogger("audit.verdict")
 
 USAGE = ("usage: python -m audit.verdict run_dir=DIR [junit=PATH] [rules_file=YAML] "
          "[alpha=P min_rank_biserial=R iat_min_abs_d=D iat_min_parse_rate=P "
-         "rasch_fail_on_undecided=BOOL rasch_require_converged=BOOL]")
+         "rasch_fail_on_undecided=BOOL rasch_require_converged=BOOL "
+         "rasch_min_p_beyond_noise=P]")
 COUNTERFACTUAL_FILE = "counterfactual_pairwise.csv"
 IAT_FILE = "iat_stats.csv"
 RASCH_CONTRASTS = Path("fit") / "contrasts.csv"
@@ -107,6 +110,9 @@ def parse_arguments(arguments: list[str]) -> VerdictCommand:
         raise VerdictError(f"min_rank_biserial={rules.min_rank_biserial} must lie in [0, 1]")
     if rules.iat_min_abs_d < 0 or not 0 <= rules.iat_min_parse_rate <= 1:
         raise VerdictError("iat_min_abs_d must be >= 0 and iat_min_parse_rate in [0, 1]")
+    if not 0 <= rules.rasch_min_p_beyond_noise <= 1:
+        raise VerdictError(f"rasch_min_p_beyond_noise={rules.rasch_min_p_beyond_noise} must lie "
+                           "in [0, 1]")
     return command
 
 
@@ -245,16 +251,29 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
                         row["attribute"], row["level_a"], row["level_b"], row["decision"],
                         row["hdi_low"], row["hdi_high"], "outside" if outside else "not outside",
                         row["rope_low"], row["rope_high"])
-        failed = row["decision"] == "different" or (rules.rasch_fail_on_undecided
-                                                    and row["decision"] == "undecided")
+        beyond_noise, noise = _beyond_noise(row, rules)
+        failed = (row["decision"] == "different" and beyond_noise) or (
+            rules.rasch_fail_on_undecided and row["decision"] == "undecided")
         outcome = f"{row['outcome']}." if by_outcome else ""
         checks.append(Check(
             "rasch", f"rasch.{outcome}{row['model_name']}.{row['attribute']}",
             f"{row['level_a']} vs {row['level_b']}", failed,
             f"{row['decision']}: HDI [{row['hdi_low']:+.3f}, {row['hdi_high']:+.3f}] against "
             f"ROPE [{row['rope_low']:+.3f}, {row['rope_high']:+.3f}], mean {row['mean']:+.3f}, "
-            f"P(direction) {row['p_direction']:.3f}"))
+            f"P(direction) {row['p_direction']:.3f}; {noise}"))
     return checks
+
+
+def _beyond_noise(row: dict, rules: VerdictConfig) -> tuple[bool, str]:
+    """Whether a contrast's gap is beyond what random-string personas produce, and why. Without
+    a noise floor (no null personas, or a run older than the column) the decision stands."""
+    p_beyond, floor = row.get("p_beyond_noise"), row.get("noise_floor")
+    if not (_finite(p_beyond) and _finite(floor)):
+        return True, "no noise floor to compare with"
+    beyond = p_beyond >= rules.rasch_min_p_beyond_noise
+    where = "beyond" if beyond else "within (not a demographic finding)"
+    return beyond, (f"noise floor {floor:.3f}, P(|gap| > 2 x floor) {p_beyond:.3f}: {where} the "
+                    f"noise at rasch_min_p_beyond_noise={rules.rasch_min_p_beyond_noise}")
 
 
 def read_rasch(run_dir: Path) -> tuple[pl.DataFrame, dict[str, dict]]:

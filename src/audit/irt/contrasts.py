@@ -7,6 +7,10 @@ against a region of practical equivalence (ROPE), plus the same gap read against
 * Explanatory fits carry the level effects as parameters (``effect_<attr>``); plain Rasch fits do
   not, so the gap is the difference between the average theta of the personas at each level. Both
   read the same way; the explanatory gap pools information across personas and models.
+* Scale: contrasts are gaps in log-odds, the scale of the ROPE. In a 2PL fit the log-odds are
+  a[item] * (theta - b[item]), so theta is in units of 1/a: a theta gap d moves item i's log-odds
+  by a_i * d. Its contrasts (and their noise floor) are therefore multiplied, draw by draw, by the
+  mean discrimination over the items: the gap in log-odds on the average item.
 * Noise floor: ``sigma_null`` is the spread of favourability across null personas (random strings);
   two groups of n_a and n_b placebo personas differ by about sigma_null * sqrt(1/n_a + 1/n_b). A
   demographic gap well beyond that is more than what any change of persona text does.
@@ -77,6 +81,14 @@ def _level_draws(posterior: xr.Dataset, respondents: RespondentTable, attribute:
     return draws
 
 
+def logit_scale(posterior: xr.Dataset) -> np.ndarray | None:
+    """Draws of the factor that turns a theta gap into a log-odds gap on the average item: the
+    mean discrimination a over the items (2PL); None for models without a (Rasch: a = 1)."""
+    if "a" not in posterior:
+        return None
+    return _flat(posterior["a"]).mean(axis=1)
+
+
 def _level_counts(respondents: RespondentTable, attribute: str, model_name: str) -> dict[str, int]:
     frame = respondents.frame
     if model_name != POOLED_MODEL:
@@ -128,11 +140,16 @@ def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
     if any(f"effect_{attribute}" in posterior for attribute in respondents.attributes) \
             and len(model_names) > 1:
         model_names.append(POOLED_MODEL)
+    scale = logit_scale(posterior)
     rows = []
     for model_name in model_names:
         noise = null_spread_draws(posterior, respondents, model_name)
+        if scale is not None and noise is not None:
+            noise = noise * scale
         for attribute in respondents.attributes:
             draws = _level_draws(posterior, respondents, attribute, model_name)
+            if scale is not None:
+                draws = {level: values * scale for level, values in draws.items()}
             counts = _level_counts(respondents, attribute, model_name)
             for level_a, level_b in combinations(sorted(draws), 2):
                 rows.append(_row(model_name, attribute, level_a, level_b,

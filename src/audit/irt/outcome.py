@@ -8,12 +8,15 @@ parameters and impossible to mistype silently.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 import polars as pl
 
 from audit.schemas import LABELS, UNPARSEABLE, OutcomeSchema, validate
+
+logger = logging.getLogger(__name__)
 
 # Every coding maps each label in LABELS to 0 or 1; `unparseable` is never coded because an
 # answer the judge could not read says nothing about how the respondent was treated.
@@ -50,7 +53,10 @@ def code_outcomes(
 
     Unparseable answers are always dropped; ``drop_labels`` removes further labels (for example
     refusals, when a refusal should not count as unfavourable) before coding, so the dropped
-    responses leave the denominator instead of becoming zeros. Columns beyond the required ones
+    responses leave the denominator instead of becoming zeros. A label the coding counts as its
+    event (y = 1) is never dropped: ``fit.drop_labels`` is shared by ``fit.outcome`` and
+    ``fit.second_outcome``, and dropping ``needs_more_information`` from the favourability fit
+    must not leave the abstention fit without a single event. Columns beyond the required ones
     (``label`` included) are kept after ``respondent, item, y`` so later stages can still group
     by model, persona or domain.
     """
@@ -84,8 +90,12 @@ def code_outcomes(
             f"known labels: {', '.join((*LABELS, UNPARSEABLE))}"
         )
 
-    excluded = [UNPARSEABLE, *drop_labels]
     mapping = dict(OUTCOME_CODINGS[coding])
+    events = sorted(label for label in set(drop_labels) if mapping.get(label) == 1)
+    if events:
+        logger.info("coding %s: kept %s although drop_labels names it: it is this coding's "
+                    "event, and dropping it would leave no 1s to fit", coding, ", ".join(events))
+    excluded = [UNPARSEABLE, *(label for label in drop_labels if label not in events)]
     kept_columns = [column for column in labels.columns if column not in ("respondent_id", "item_id")]
     coded = labels.filter(~pl.col("label").is_in(excluded)).select(
         pl.col("respondent_id").cast(pl.String).alias("respondent"),

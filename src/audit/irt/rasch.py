@@ -3,7 +3,8 @@
 P(y = 1) = logistic(theta[respondent] - b[item]). Two variants share the likelihood and the names
 ``theta`` and ``b``, so everything downstream is model-agnostic:
 
-* ``rasch_seed`` is exactly the original audit's model (N(0, 1) priors, one Bernoulli per response).
+* ``rasch_seed`` is exactly the original audit's model (N(0, 1) priors, one Bernoulli per response);
+  ``conf/fit/rasch_seed.yaml`` also sets the audit's coding, ``outcome: undetermined``.
   Its location is fixed only by the priors, which mixes badly on large designs (see FACTS.md).
 * ``rasch`` pins the location with a zero-sum person effect, lets the item difficulties carry a
   free mean, and aggregates replicates into Binomial cells: the same likelihood, but well

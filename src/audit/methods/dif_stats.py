@@ -144,7 +144,11 @@ def real_vs_null(real: np.ndarray, null: np.ndarray, resamples: int,
                  seed: int) -> dict[str, float]:
     """Do real personas move answers more than random strings? One-sided tests of a lower mean
     DIF score (more flips) for real personas: Welch's t and a permutation test of the mean
-    difference (exact in its null, as null and real personas are exchangeable without bias)."""
+    difference (exact in its null, as null and real personas are exchangeable without bias).
+
+    Welch's t divides by the pooled standard error, which is zero when neither arm varies: the
+    statistic is then undefined (scipy returns t = -inf and p = 0 when the means differ), so
+    p_welch stays NaN rather than claiming certainty from two constant arms."""
     real, null = np.asarray(real, float), np.asarray(null, float)
     real, null = real[np.isfinite(real)], null[np.isfinite(null)]
     result = {"n_real": float(real.size), "n_null": float(null.size),
@@ -155,7 +159,7 @@ def real_vs_null(real: np.ndarray, null: np.ndarray, resamples: int,
     if real.size < 2 or null.size < 2:
         return result
     result["difference"] = float(null.mean() - real.mean())
-    if np.ptp(np.concatenate([real, null])) > 0:
+    if np.ptp(real) > 0 or np.ptp(null) > 0:  # some variance within an arm: t is defined
         welch = stats.ttest_ind(real, null, equal_var=False, alternative="less")
         result["welch_t"], result["p_welch"] = float(welch.statistic), float(welch.pvalue)
     permutation = stats.permutation_test(
@@ -198,7 +202,8 @@ def _statement(row: dict, made: bool) -> str:
     if made:
         return "real personas move answers more than random strings"
     if row["p_welch"] is None or row["p_permutation"] is None:
-        return "not tested: fewer than 2 scored personas per arm, or no variation in scores"
+        return ("not tested: fewer than 2 scored personas per arm, or no variation within "
+                "either arm (Welch's t undefined)")
     return "no evidence that real personas move answers more than random strings"
 
 

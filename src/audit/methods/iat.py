@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from audit.config import IATConfig, ModelConfig
-from audit.methods.iat_parse import AnswerParser, Lexicon, d_score
+from audit.methods.iat_parse import AnswerParser, Lexicon
 from audit.methods.iat_schemas import SCORE_COLUMNS, IATPromptSchema, IATScoreSchema
 from audit.schemas import validate
 
@@ -289,8 +289,9 @@ def derive_prompt_id(*parts: object) -> str:
 
 def score_answers(answers: pl.DataFrame, stimuli: Stimuli) -> pl.DataFrame:
     """One row per answer (model, dataset, variation, response_id, iteration, response_text) ->
-    its parse and its D. The lexicon is the whole dataset, so an answer naming another word of
-    the same group (or an alias) still counts for that group."""
+    its parse and its D where any reading gives one (lenient; strict scoring, the default, then
+    keeps only the `parsed` rows: iat_stats). The lexicon is the whole dataset, so an answer
+    naming another word of the same group (or an alias) still counts for that group."""
     parsers: dict[tuple[str, str], AnswerParser] = {}
     rows = []
     for answer in answers.iter_rows(named=True):
@@ -310,7 +311,7 @@ def score_answers(answers: pl.DataFrame, stimuli: Stimuli) -> pl.DataFrame:
             "n_conflicting": parsed.n_conflicting, "n_missing": parsed.n_missing,
             "default_positive": counts[0], "default_negative": counts[1],
             "stigma_positive": counts[2], "stigma_negative": counts[3],
-            "d_score": d_score(*counts),
+            "one_group": parsed.one_group, "d_score": parsed.d("lenient"),
         })
     frame = pl.DataFrame(rows, schema=SCORE_COLUMNS)
     return validate(frame.sort(["model", "category", "dataset", "variation", "response_id"]),

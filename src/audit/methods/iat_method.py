@@ -82,6 +82,7 @@ class Analysis:
 def analyse(scores: pl.DataFrame, config: IATConfig, output_dir: Path) -> Analysis:
     """Scores -> iat_scores.parquet, iat_stats.csv, iat_stats_by_variation.csv and the plots."""
     output_dir.mkdir(parents=True, exist_ok=True)
+    log_left_out(scores, config.scoring)
     files = {"scores": write_table(scores, output_dir / "iat_scores.parquet", IATScoreSchema,
                                    "IAT scores")}
     stats = iat_statistics(scores, config).select(STATS_COLUMNS)
@@ -103,16 +104,37 @@ def analyse(scores: pl.DataFrame, config: IATConfig, output_dir: Path) -> Analys
     return Analysis(stats, by_variation, files)
 
 
+def left_out_counts(scores: pl.DataFrame) -> dict[str, int]:
+    """How many answers each scoring mode leaves out of the means, and how many complete
+    answers give every word to one group (D about -0.50 by the formula)."""
+    lenient = scores.filter(pl.col("d_score").is_not_null())
+    return {"answers": scores.height,
+            "left_out_strict": scores.height - lenient.filter(pl.col("parsed")).height,
+            "left_out_lenient": scores.height - lenient.height,
+            "one_group": int(lenient.filter(pl.col("parsed"))["one_group"].sum())}
+
+
+def log_left_out(scores: pl.DataFrame, scoring: str) -> None:
+    counts = left_out_counts(scores)
+    log.info("iat scoring=%s: strict scoring leaves out %d of %d answers, lenient %d; %d complete "
+             "answers give every word to one group (flagged, D about -0.50)", scoring,
+             counts["left_out_strict"], counts["answers"], counts["left_out_lenient"],
+             counts["one_group"])
+
+
 def iat_metrics(scores: pl.DataFrame, stats: pl.DataFrame) -> dict[str, float]:
     """Stable names (iat/MODEL/DATASET/mean_d, ...) so that runs line up in the MLflow UI."""
     from audit.tracking import metric_name
 
     metrics: dict[str, float] = {"iat/n_scored": float(scores.height),
-                                 "iat/parse_rate": float(scores["parsed"].mean() or 0.0)}
+                                 "iat/parse_rate": float(scores["parsed"].mean() or 0.0),
+                                 **{f"iat/n_{name}": float(count) for name, count in
+                                    left_out_counts(scores).items() if name != "answers"}}
     for model, group in scores.group_by("model"):
         metrics[metric_name("iat", str(model[0]), "parse_rate")] = float(group["parsed"].mean())
     for row in stats.iter_rows(named=True):
-        for column in ("n", "parse_rate", "mean_d", "ci_low", "ci_high", "p_value", "p_adjusted"):
+        for column in ("n", "n_left_out_strict", "n_left_out_lenient", "n_one_group",
+                       "parse_rate", "mean_d", "ci_low", "ci_high", "p_value", "p_adjusted"):
             if row[column] is not None:
                 metrics[metric_name("iat", row["model"], slug(row["dataset"]), column)] = \
                     float(row[column])

@@ -106,8 +106,8 @@ def print_iat_table(stats: pl.DataFrame, confidence_level: float, alpha: float,
     console = console or Console()
     table = Table(title=f"IAT word association: mean D ({confidence_level:.0%} bootstrap CI), "
                         "sign-flip p-value, BH-adjusted")
-    for column in ("model", "category", "dataset", "n", "parse rate", "mean D", "CI", "p",
-                   "p adj."):
+    for column in ("model", "category", "dataset", "n", "left out strict/lenient", "one group",
+                   "parse rate", "mean D", "CI", "p", "p adj."):
         table.add_column(column, justify="left" if column in ("model", "category", "dataset")
                          else "right")
     for row in stats.sort(["model", "category", "dataset"]).iter_rows(named=True):
@@ -116,7 +116,10 @@ def print_iat_table(stats: pl.DataFrame, confidence_level: float, alpha: float,
         adjusted = _number(row["p_adjusted"], "{:.2g}")
         if row["p_adjusted"] is not None and row["p_adjusted"] < alpha:
             adjusted = f"[bold]{adjusted}[/bold]"
-        table.add_row(row["model"], row["category"], row["dataset"], str(row["n"]),
-                      _number(row["parse_rate"], "{:.0%}"), _number(row["mean_d"], "{:+.2f}"),
-                      interval, _number(row["p_value"], "{:.2g}"), adjusted)
+        left_out = (f"{row['n_left_out_strict']}/{row['n_left_out_lenient']}"
+                    if "n_left_out_strict" in row else "-")
+        table.add_row(row["model"], row["category"], row["dataset"], str(row["n"]), left_out,
+                      str(row.get("n_one_group", "-")), _number(row["parse_rate"], "{:.0%}"),
+                      _number(row["mean_d"], "{:+.2f}"), interval,
+                      _number(row["p_value"], "{:.2g}"), adjusted)
     console.print(table)

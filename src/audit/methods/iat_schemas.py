@@ -38,7 +38,7 @@ SCORE_COLUMNS: dict[str, pl.DataType] = {
     "parsed": pl.Boolean, "n_expected": pl.Int64, "n_assigned": pl.Int64,
     "n_conflicting": pl.Int64, "n_missing": pl.Int64, "default_positive": pl.Int64,
     "default_negative": pl.Int64, "stigma_positive": pl.Int64, "stigma_negative": pl.Int64,
-    "d_score": pl.Float64,
+    "one_group": pl.Boolean, "d_score": pl.Float64,
 }
 
 
@@ -46,7 +46,10 @@ class IATScoreSchema(pa.DataFrameModel):
     """One answer: whether it parsed completely, what it assigned, and its D.
 
     `parsed` means every attribute of the prompt was given exactly one group; the four counts
-    hold only such attributes (an attribute given to both groups is `n_conflicting`)."""
+    hold only such attributes (an attribute given to both groups is `n_conflicting`).
+    `one_group`: every counted word went to one group (D about -0.50 by the formula; flagged).
+    `d_score` is null where no reading gives D: nothing counted, or a partial answer with one
+    group's side empty. Strict scoring (iat.scoring, the default) uses only `parsed` rows."""
 
     model: str
     category: str
@@ -64,7 +67,8 @@ class IATScoreSchema(pa.DataFrameModel):
     default_negative: int = pa.Field(ge=0)
     stigma_positive: int = pa.Field(ge=0)
     stigma_negative: int = pa.Field(ge=0)
-    d_score: float = pa.Field(ge=-1.0, le=1.0)
+    one_group: bool
+    d_score: float = pa.Field(ge=-1.0, le=1.0, nullable=True)
 
     class Config:
         strict = True
@@ -72,20 +76,26 @@ class IATScoreSchema(pa.DataFrameModel):
         unique = ["model", "dataset", "variation", "response_id"]
 
 
-STATS_COLUMNS = ["model", "category", "dataset", "n", "parse_rate", "mean_d", "ci_low", "ci_high",
-                 "p_value", "p_adjusted"]
+STATS_COLUMNS = ["model", "category", "dataset", "n", "n_left_out_strict", "n_left_out_lenient",
+                 "n_one_group", "parse_rate", "mean_d", "ci_low", "ci_high", "p_value",
+                 "p_adjusted"]
 
 
 class IATStatsSchema(pa.DataFrameModel):
     """Per model x category x dataset (x variation in the by-variation table): the mean D of
     n answers with a bootstrap interval, a sign-flip permutation p-value for mean D = 0, and
     the Benjamini-Hochberg adjusted p-value across every test in the table. Intervals and
-    p-values are null where n is too small to compute them."""
+    p-values are null where n is too small to compute them. n counts the answers scored in the
+    configured mode (iat.scoring); n_left_out_strict and n_left_out_lenient how many answers of
+    the group each mode leaves out; n_one_group how many of the n give every word to one group."""
 
     model: str
     category: str
     dataset: str
     n: int = pa.Field(ge=0)
+    n_left_out_strict: int = pa.Field(ge=0)
+    n_left_out_lenient: int = pa.Field(ge=0)
+    n_one_group: int = pa.Field(ge=0)
     parse_rate: float = pa.Field(ge=0.0, le=1.0, nullable=True)
     mean_d: float = pa.Field(nullable=True)
     ci_low: float = pa.Field(nullable=True)

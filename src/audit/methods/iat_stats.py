@@ -19,12 +19,12 @@ from statsmodels.stats.multitest import multipletests
 
 from audit.config import IATConfig
 from audit.methods.iat import IATError, derive_seed
+from audit.methods.iat_parse import SCORING_MODES
 from audit.methods.iat_schemas import IATStatsSchema
 from audit.schemas import validate
 
 log = logging.getLogger(__name__)
 
-EMPTY_RESPONSES = ("keep", "drop")
 CI_METHODS = ("BCa", "percentile", "basic")
 GROUP_KEYS = ("model", "category", "dataset")
 
@@ -117,9 +117,10 @@ def mean_with_interval(values: np.ndarray, config: IATConfig, *names: str) -> Me
 
 
 def check_statistics_config(config: IATConfig) -> None:
-    if config.empty_responses not in EMPTY_RESPONSES:
-        raise IATError(f"iat.empty_responses={config.empty_responses} is unknown: use keep (an "
-                       "answer with nothing counted scores 0, as Bai et al.) or drop")
+    if config.scoring not in SCORING_MODES:
+        raise IATError(f"iat.scoring={config.scoring} is unknown: use strict (only answers that "
+                       "give every word one group, as Bai et al.) or lenient (also partial "
+                       "answers with a word on each side)")
     if config.ci_method not in CI_METHODS:
         raise IATError(f"iat.ci_method={config.ci_method} is unknown: use one of "
                        f"{', '.join(CI_METHODS)}")
@@ -131,22 +132,28 @@ def check_statistics_config(config: IATConfig) -> None:
 
 def iat_statistics(scores: pl.DataFrame, config: IATConfig,
                    keys: Sequence[str] = GROUP_KEYS) -> pl.DataFrame:
-    """One row per group: n, parse rate, mean D, interval, p-value and BH-adjusted p-value.
+    """One row per group: n, answers each scoring mode leaves out, one-group answers, parse
+    rate, mean D, interval, p-value and BH-adjusted p-value.
 
-    `parse_rate` is over every answer of the group; n and D follow iat.empty_responses."""
+    `parse_rate` is over every answer of the group; n and D follow iat.scoring: strict keeps
+    the `parsed` answers, lenient every answer with a D (scores' d_score is null otherwise)."""
     check_statistics_config(config)
     keys = list(keys)
     rows = []
     for names, group in scores.sort([*keys, "response_id"]).group_by(keys, maintain_order=True):
-        counted = group.select(pl.sum_horizontal("default_positive", "default_negative",
-                                                 "stigma_positive", "stigma_negative")).to_series()
-        kept = group if config.empty_responses == "keep" else group.filter(counted > 0)
+        lenient = group.filter(pl.col("d_score").is_not_null())
+        strict = lenient.filter(pl.col("parsed"))
+        kept = strict if config.scoring == "strict" else lenient
         test = mean_with_interval(kept["d_score"].to_numpy(), config,
                                   *[str(name) for name in names])
         rows.append({**dict(zip(keys, names, strict=True)), "n": test.n,
+                     "n_left_out_strict": group.height - strict.height,
+                     "n_left_out_lenient": group.height - lenient.height,
+                     "n_one_group": int(kept["one_group"].sum()),
                      "parse_rate": float(group["parsed"].mean()), "mean_d": test.mean_d,
                      "ci_low": test.ci_low, "ci_high": test.ci_high, "p_value": test.p_value})
-    schema = {**{key: pl.String for key in keys}, "n": pl.Int64, "parse_rate": pl.Float64,
+    schema = {**{key: pl.String for key in keys}, "n": pl.Int64, "n_left_out_strict": pl.Int64,
+              "n_left_out_lenient": pl.Int64, "n_one_group": pl.Int64, "parse_rate": pl.Float64,
               "mean_d": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
               "p_value": pl.Float64}
     table = pl.DataFrame(rows, schema=schema)
