@@ -121,3 +121,10 @@ def test_planned_hdi_width_matches_real_fits_of_the_same_design():
     # The plan recovers the gap it planted, with the sign of level_a minus level_b.
     assert abs(planned["gap_mean"] - gap) < 3 * planned["gap_mean_se"] + 0.05
     assert planned["p_different"] >= single["p_different"]
+
+
+def test_a_model_the_plan_cannot_simulate_is_refused_before_sampling():
+    # rasch_seed fits Bernoulli rows, whose number changes with replicates: one compiled model
+    # cannot serve every size, so the plan says which models it can simulate.
+    with pytest.raises(ValueError, match="fit=rasch"):
+        simulate_power(prompts_table(), PlanConfig(), "rasch_seed", 0.18, 0.94)

@@ -31,13 +31,13 @@ import polars as pl
 
 from audit.config import PlanConfig
 from audit.irt.contrasts import level_contrasts
-from audit.irt.explanatory import RespondentTable
+from audit.irt.explanatory import RespondentTable, build_explanatory_model
 from audit.irt.indexing import RaschData
 from audit.irt.rasch import build_rasch_model
 
 logger = logging.getLogger(__name__)
 
-PLANNABLE_MODELS = ("rasch", "twopl")
+PLANNABLE_MODELS = ("rasch", "twopl", "explanatory")
 GAP_UNITS = ("logit", "pp")
 POWER_COLUMNS = (
     "model_name", "persona_multiple", "replicates", "respondents", "simulations", "gap_logit",
@@ -116,6 +116,15 @@ def _cell_data(design: PlannedDesign, replicates: int) -> RaschData:
                      trials=np.full(n_cells, replicates, dtype=np.int64))
 
 
+def planning_model(design: PlannedDesign, respondents: RespondentTable, fit_model: str):
+    """The audit's own model on the planned cells; the explanatory one models only the planned
+    attribute (other attributes would only add zero-effect terms to the simulation)."""
+    data = _cell_data(design, 1)
+    if fit_model == "explanatory":
+        return build_explanatory_model(data, respondents, ())
+    return build_rasch_model(data, fit_model)
+
+
 def true_theta(design: PlannedDesign, gap: float, plan: PlanConfig,
                rng: np.random.Generator) -> np.ndarray:
     """Persona favourability: the planted gap on level_a plus each persona's own deviation."""
@@ -173,8 +182,8 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit_model: str, rope
     for multiple in plan.persona_multiples:
         design = planned_design(prompts, plan, multiple)
         respondents = RespondentTable(design.respondents, (design.attribute,))
-        compiled = nutpie.compile_pymc_model(
-            build_rasch_model(_cell_data(design, 1), fit_model), freeze_model=False)
+        compiled = nutpie.compile_pymc_model(planning_model(design, respondents, fit_model),
+                                             freeze_model=False)
         for replicates in plan.replicates:
             outcomes: dict[str, list[tuple]] = {name: [] for name in respondents.models}
             for simulation in range(plan.simulations):
