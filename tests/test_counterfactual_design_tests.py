@@ -81,8 +81,8 @@ def _rejection_rates(group_effect: float, name_sd: float, runs: int,
 def test_a_name_effect_not_shared_by_the_group_is_not_a_group_claim():
     """No group effect, each name its own (sd 0.7 against noise sd 1): the per-text Mann-Whitney
     treats 80 answers per group (4 names x 4 templates x 5 replicates) as independent and
-    rejects far above 5% (39% here, against 3% for the name-level test); the name-level test stays at its level (within three
-    binomial standard errors of 0.05 over 200 data sets)."""
+    rejects far above 5% (39% here); the name-level test stays at its level (3% here; the bound
+    is three binomial standard errors above 0.05 over 200 data sets)."""
     runs = 200
     old, new = _rejection_rates(group_effect=0.0, name_sd=0.7, runs=runs, replicates=5)
     bound = 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs)

@@ -81,7 +81,9 @@ def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
         for multiple in cfg.plan.persona_multiples:
             costs.append({"replicates": replicates, "persona_multiple": multiple,
                           **scaled_cost(cost, prompts, cfg.plan.attribute, multiple)})
-    cost_table = pl.DataFrame(costs).with_columns(pl.col(*COST_COLUMNS[:-1]).round().cast(pl.Int64))
+    # A size whose prompts are all in the store has no price per prompt to scale: null, not 0.
+    counts = pl.col(*COST_COLUMNS[:-1]).round().cast(pl.Int64, strict=False)
+    cost_table = pl.DataFrame(costs).with_columns(counts)
     return power.join(cost_table, on=["persona_multiple", "replicates"], how="left")
 
 
