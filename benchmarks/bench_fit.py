@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import resource
 import statistics
 import subprocess
@@ -39,9 +38,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-
-# Two CPU devices for JAX, set before jax is imported (the machine has two cores).
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 
 import arviz as az
 import numpy as np
@@ -52,16 +48,6 @@ import xarray as xr
 from audit.config import FitConfig
 from audit.irt import build_rasch_model, fit_rasch, index_design
 from audit.irt.indexing import RaschData
-from audit.irt.rasch import ITEM_PRIOR_SD, THETA_PRIOR_SD
-
-try:
-    import jax
-    import jax.numpy as jnp
-    import numpyro
-    import numpyro.distributions as dist
-    from numpyro.infer import MCMC, NUTS
-except ImportError:  # the bench extra is optional; --scale needs only the project itself
-    numpyro = None
 
 logging.basicConfig(level=logging.WARNING)
 
@@ -130,33 +116,19 @@ def fit_pymc(outcomes: pl.DataFrame, config: FitConfig) -> FitFigures:
     return figures(*_posterior_arrays(idata), time.perf_counter() - started)
 
 
-def numpyro_rasch(respondent_idx, item_idx, trials, successes, n_respondents: int,
-                  n_items: int) -> None:
-    """The project's `rasch` model in NumPyro: the same priors and the same Binomial cells."""
-    theta = numpyro.sample("theta", dist.ZeroSumNormal(THETA_PRIOR_SD, (n_respondents,)))
-    b = numpyro.sample("b", dist.Normal(0.0, ITEM_PRIOR_SD).expand((n_items,)).to_event(1))
-    numpyro.sample("y", dist.Binomial(total_count=trials,
-                                      logits=theta[respondent_idx] - b[item_idx]),
-                   obs=successes)
+SampleArrays = Callable[[RaschData, FitConfig], tuple[np.ndarray, np.ndarray]]
 
 
-def fit_numpyro(outcomes: pl.DataFrame, config: FitConfig) -> FitFigures:
-    started = time.perf_counter()
-    data: RaschData = index_design(outcomes)
-    mcmc = MCMC(NUTS(numpyro_rasch, target_accept_prob=config.target_accept),
-                num_warmup=config.tune, num_samples=config.draws, num_chains=config.chains,
-                chain_method="vectorized", progress_bar=False)
-    mcmc.run(jax.random.PRNGKey(config.seed), jnp.asarray(data.cell_respondent),
-             jnp.asarray(data.cell_item), jnp.asarray(data.trials), jnp.asarray(data.successes),
-             len(data.respondents), len(data.items))
-    samples = mcmc.get_samples(group_by_chain=True)
-    theta, b = np.asarray(samples["theta"]), np.asarray(samples["b"])
-    return figures(theta, b, time.perf_counter() - started)
+def engines(sample_numpyro: SampleArrays) -> dict[str, Callable[[pl.DataFrame, FitConfig],
+                                                                  FitFigures]]:
+    def fit_numpyro(outcomes: pl.DataFrame, config: FitConfig) -> FitFigures:
+        started = time.perf_counter()
+        theta, b = sample_numpyro(index_design(outcomes), config)
+        return figures(theta, b, time.perf_counter() - started)
+
+    return {"default": fit_default, "pymc": fit_pymc, "numpyro": fit_numpyro}
 
 
-ENGINES: dict[str, Callable[[pl.DataFrame, FitConfig], FitFigures]] = {
-    "default": fit_default, "pymc": fit_pymc, "numpyro": fit_numpyro,
-}
 LABELS = {"default": "default (nutpie)", "pymc": "PyMC NUTS, cores=2",
           "numpyro": "NumPyro NUTS (vectorised)"}
 
@@ -213,12 +185,17 @@ def main() -> None:
     if arguments.scale:
         scale_curve(arguments.seed)
         return
-    if numpyro is None:
-        parser.error("the comparison needs numpyro and jax: pip install -e '.[bench]'")
-    compare(arguments)
+    try:
+        # Imported here, not at the top: JAX's import alone would raise the peak memory that the
+        # --scale children report. The module sits next to this file.
+        import numpyro_rasch
+    except ImportError as error:
+        parser.error(f"the comparison needs numpyro and jax ({error}): pip install -e '.[bench]'")
+    compare(arguments, engines(numpyro_rasch.sample_rasch))
 
 
-def compare(arguments: argparse.Namespace) -> None:
+def compare(arguments: argparse.Namespace,
+            engines_by_name: dict[str, Callable[[pl.DataFrame, FitConfig], FitFigures]]) -> None:
     outcomes = simulate(arguments.respondents, arguments.items, arguments.replicates,
                         arguments.seed)
     base = FitConfig(draws=arguments.draws, tune=arguments.tune)
@@ -226,9 +203,9 @@ def compare(arguments: argparse.Namespace) -> None:
           f"{arguments.replicates} replicates = {outcomes.height} responses; "
           f"{base.chains} chains x {base.tune} tune + {base.draws} draws, "
           f"{arguments.seeds} sampler seeds")
-    runs: dict[str, list[FitFigures]] = {name: [] for name in ENGINES}
+    runs: dict[str, list[FitFigures]] = {name: [] for name in engines_by_name}
     for seed in range(arguments.seeds):
-        for name, engine in ENGINES.items():  # interleaved, so load drifts hit every engine
+        for name, engine in engines_by_name.items():  # interleaved, so load drifts hit every engine
             fitted = engine(outcomes, replace(base, seed=1000 + seed))
             runs[name].append(fitted)
             print(f"  seed {seed} {LABELS[name]:<27} {fitted.seconds:7.1f} s, ESS bulk min "
