@@ -69,6 +69,10 @@ def test_scripted_run_writes_every_table_logs_mlflow_and_resumes(tmp_path: Path)
     assert {"race", "gender", "age_group", "race:gender"} <= set(metrics.columns)
     pairwise = validate(pl.read_csv(run / "counterfactual_pairwise.csv"), PairwiseSchema, "p")
     validate(pl.read_csv(run / "counterfactual_group_tests.csv"), GroupTestSchema, "tests")
+    unit_tests = pl.read_csv(run / "counterfactual_design_tests.csv")
+    # 4 names (2 a race): race is tested on names; the 3 ages, one word each, on their blocks.
+    assert set(unit_tests.filter(pl.col("factor") == "race")["unit"]) == {"name"}
+    assert set(unit_tests.filter(pl.col("factor") == "age_group")["unit"]) == {"block"}
     assert pairwise.equals(first["pairwise"])
     assert (run / "plots" / "counterfactual_gaps_fake.png").stat().st_size > 10_000
     assert (run / "plots" / "counterfactual_distributions_fake.png").stat().st_size > 10_000
@@ -80,7 +84,8 @@ def test_scripted_run_writes_every_table_logs_mlflow_and_resumes(tmp_path: Path)
     assert logged.data.tags["pairs_flagged"] == str(int(pairwise["flagged"].sum()))
     artifacts = {item.path for folder in ("tables", "plots") for item in
                  mlflow.MlflowClient().list_artifacts(first["run"].run_id, folder)}
-    assert {"tables/counterfactual_pairwise.csv", "plots/counterfactual_gaps_fake.png"} <= artifacts
+    assert {"tables/counterfactual_pairwise.csv", "tables/counterfactual_design_tests.csv",
+            "plots/counterfactual_gaps_fake.png"} <= artifacts
 
     second = method.run(cfg, tmp_path / "run")  # every answer now comes from the store
     assert second["metrics"]["n_from_store"] == prompts.height

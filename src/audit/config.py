@@ -336,6 +336,27 @@ class VerdictConfig:
 
 
 @dataclass
+class PlanConfig:
+    """Power planning (`python -m audit.plan`): a planted gap, the design sizes to try, and the
+    planning assumptions the simulation needs (the audit itself estimates all of them)."""
+
+    attribute: str = "race"
+    levels: list[str] = field(default_factory=list)  # two levels; empty: the first two, sorted
+    gap: float = 0.5  # the planted gap: level[0] minus level[1]
+    gap_unit: str = "logit"  # logit | pp (percentage points around base_rate)
+    base_rate: float = 0.5  # overall favourable rate
+    persona_sd: float = 0.2  # spread of personas within one level, logits
+    item_sd: float = 1.0  # spread of item difficulties, logits
+    replicates: list[int] = field(default_factory=lambda: [1, 2, 4])
+    persona_multiples: list[int] = field(default_factory=lambda: [1])
+    simulations: int = 10
+    draws: int = 300
+    tune: int = 300
+    chains: int = 2
+    seed: int = 20251123
+
+
+@dataclass
 class AuditConfig:
     # Several audited models at once: each file in conf/model/ adds one key under `model`.
     model: dict[str, ModelConfig] = field(default_factory=dict)
@@ -351,6 +372,7 @@ class AuditConfig:
     iat: IATConfig = field(default_factory=IATConfig)
     dif: DIFConfig = field(default_factory=DIFConfig)
     counterfactual: CounterfactualConfig = field(default_factory=CounterfactualConfig)
+    plan: PlanConfig = field(default_factory=PlanConfig)
 
 
 def register_configs() -> None:

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from audit.config import AuditConfig, CounterfactualConfig
+from audit.methods.counterfactual_design_tests import design_tests
 from audit.methods.counterfactual_schemas import (
     CounterfactualGroupSchema,
     CounterfactualMetricSchema,
@@ -66,6 +67,8 @@ class CounterfactualFiles:
         self.group_tests = self.directory / "counterfactual_group_tests.csv"
         self.pairwise = self.directory / self.PAIRWISE
         self.summary = self.directory / "counterfactual_group_summary.csv"
+        # Group claims tested on their sampled units (names; template x replicate blocks).
+        self.design_tests = self.directory / "counterfactual_design_tests.csv"
         self.plots = self.directory / "plots"
         self.run_metrics = self.directory / "metrics.json"
         self.config = self.directory / "config.yaml"
@@ -241,6 +244,8 @@ def run_counterfactual(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     pairwise = validate(pairwise_tests(pairs, settings), PairwiseSchema,
                         "counterfactual pairwise tests")
     summary = group_summary(long, settings)
+    unit_tests = design_tests(metrics, design.groups, tested, settings)
+    unit_tests.write_csv(files.design_tests)
     tests.write_csv(files.group_tests)
     pairwise.write_csv(files.pairwise)
     summary.write_csv(files.summary)
@@ -270,7 +275,8 @@ def run_counterfactual(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
             tracking.log_metrics(values)
             tracking.log_artifacts([
                 ("tables", files.pairwise), ("tables", files.group_tests),
-                ("tables", files.summary), ("data", files.metrics), ("data", files.groups),
+                ("tables", files.summary), ("tables", files.design_tests),
+                ("data", files.metrics), ("data", files.groups),
                 *(("plots", path) for path in plots), ("", files.config),
             ])
         log.info("MLflow run %s in experiment '%s' at %s", run_info.run_id,
