@@ -1,6 +1,7 @@
 """The server backends through their real clients: `ollama` against a loopback server that speaks
-Ollama's API, `openai_compatible` against llama-cpp-python's real OpenAI-compatible server, both
-answering with the embedded model. Each is used as an audited model and as a judge."""
+Ollama's API, `openai_compatible` against llama.cpp's real OpenAI-compatible server (run by
+xllamacpp), both answering with the embedded model. Each is used as an audited model and as a
+judge."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import time
 import urllib.request
 
 import pytest
+import xllamacpp
 
 from audit.backends import BackendError, ChatRequest, Message, create_backend, request_key
+from audit.backends.packaged import resolve_model_path
 from audit.config import JudgeConfig, ModelConfig, SamplingConfig
 from audit.judge.cascade import Judge, label_answers
 from audit.schemas import LABELS
@@ -120,15 +123,21 @@ def test_ollama_errors_name_the_problem(ollama_server):
 
 @pytest.fixture(scope="module")
 def openai_server():
-    from audit.backends.llamacpp import resolve_model_path
-
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model",
-         str(resolve_model_path("smollm2-135m-instruct")), "--host", "127.0.0.1", "--port",
-         str(port), "--n_ctx", "2048", "--model_alias", "smollm2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base_url = f"http://127.0.0.1:{port}/v1"
+    """llama.cpp's own HTTP server (xllamacpp runs it in process, listening on a free loopback
+    port), serving the embedded model under the name `smollm2`: a real OpenAI-compatible server
+    that needs no compiler. Its prompt cache is off, as in the embedded backend, so the same
+    request gives the same text through either."""
+    params = xllamacpp.CommonParams()
+    params.model.path = str(resolve_model_path("smollm2-135m-instruct"))
+    params.model_alias = "smollm2"
+    params.n_ctx = 2048
+    params.cpuparams.n_threads = 2
+    params.cpuparams_batch.n_threads = 2
+    params.cache_prompt = False
+    params.verbosity = -1
+    params.hostnames = ["127.0.0.1"]
+    server = xllamacpp.Server(params)
+    base_url = f"{server.listening_address}/v1"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -137,16 +146,14 @@ def openai_server():
         except OSError:
             time.sleep(0.3)
     else:
-        process.kill()
-        pytest.fail("llama_cpp.server did not start")
+        pytest.fail("xllamacpp's HTTP server did not start")
     yield base_url
-    process.terminate()
-    process.wait(timeout=20)
+    del server
 
 
 def _openai_model(base_url: str, **extra) -> ModelConfig:
-    # llama.cpp's Python server takes a schema only as {"type": "json_object", "schema": ...}.
-    settings = {"sampling": GREEDY, "timeout_s": 60, "schema_format": "json_object", **extra}
+    # llama.cpp's server takes the OpenAI standard {"type": "json_schema", ...} response format.
+    settings = {"sampling": GREEDY, "timeout_s": 60, **extra}
     return ModelConfig(backend="openai_compatible", model="smollm2", base_url=base_url,
                        **settings)
 
@@ -184,7 +191,7 @@ def test_an_api_key_in_the_environment_appears_nowhere_in_a_run(openai_server, t
     MLflow param, tag, metric or artifact, in no output file and in no log line."""
     command = [sys.executable, "-m", "audit", "items=smoke", "personas=smoke",
                "design.replicates=1", "model=vllm", f"model.vllm.base_url={openai_server}",
-               "model.vllm.model=smollm2", "model.vllm.schema_format=json_object",
+               "model.vllm.model=smollm2",
                "model.vllm.api_key_env=AUDIT_TEST_API_KEY", "model.vllm.sampling.max_tokens=24",
                "judge=rules_only", "judge.evaluate_on_gold=false", "fit.draws=300",
                "fit.tune=300", f"paths.response_store={tmp_path / 'store.sqlite3'}",

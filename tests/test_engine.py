@@ -161,11 +161,27 @@ def test_requests_run_concurrently_up_to_the_models_limit(items, personas, tmp_p
     assert seconds < 8 * 0.2 * 0.6  # two waves of four, not eight in a row
 
 
-def test_the_embedded_backend_runs_one_request_at_a_time(items, personas, tmp_path):
+def test_a_serial_backend_runs_one_request_at_a_time(items, personas, tmp_path):
     backend = _Timed(latency_s=0.05)
     backend.serial = True  # what LlamaCppBackend declares
     _timed_run(items, personas, tmp_path, backend, model_backend="llamacpp", concurrency=4)
     assert backend.peak == 1
+
+
+def test_the_embedded_runtime_gets_as_many_requests_as_it_has_slots():
+    """The xllamacpp backend decodes max_concurrency requests at once, so the engine must send
+    that many; llama-cpp-python's contexts are not thread-safe, so it gets one."""
+    from audit.backends.embedded import EmbeddedBackend
+    from audit.backends.llamacpp import LlamaCppBackend
+    from audit.config import ModelConfig
+    from audit.engine import concurrency_limits
+
+    models = {name: ModelConfig(backend=name, model="smollm2-135m-instruct", max_concurrency=4)
+              for name in ("embedded", "llamacpp")}
+    backends = {"embedded": EmbeddedBackend(models["embedded"]),
+                "llamacpp": LlamaCppBackend(models["llamacpp"])}
+    assert concurrency_limits(backends, models) == {"embedded": 4, "llamacpp": 1}
+    assert backends["embedded"].slots == 4
 
 
 def test_retry_after_is_honoured(items, personas, tmp_path):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from slow_backend import SlowBackend
 
 from audit.backends import ChatRequest, Message, create_backend
+from audit.backends.packaged import resolve_model_path
 from audit.config import DesignConfig, JudgeConfig, ModelConfig
 from audit.design import expand_design
 from audit.engine import collect_responses
@@ -121,29 +122,51 @@ def test_scoring_requests_go_out_concurrently_with_the_same_scores(items, person
     assert results[1].equals(results[4])
 
 
+QUESTION = ("A bank reviews a loan for an applicant with stable income and a 620 credit score. "
+            "Should the bank approve the loan? Answer APPROVE or DENY.")
+
+
 @pytest.mark.slow
-def test_embedded_scores_match_llama_cpp_logprobs():
-    """Option scoring without logits_all must give llama.cpp's own log-probabilities: the first
-    token from a logits_all completion, and a two-token word as the sum of its steps."""
-    from llama_cpp import Llama
+def test_embedded_scores_match_the_runtimes_own_logprobs():
+    """Whole-option scoring (options forced token by token) must give llama.cpp's own
+    log-probabilities: each single-token option its first-token log-probability from a free
+    completion, and a three-token word less than its first token alone."""
+    backend = create_backend(ModelConfig(model="smollm2-135m-instruct"))
+    reply = backend.runtime().handle_chat_completions({
+        "messages": [{"role": "user", "content": QUESTION}], "max_tokens": 1, "logprobs": True,
+        "top_logprobs": 5, "temperature": 0.0, "cache_prompt": False})
+    top = {entry["token"]: float(entry["logprob"])
+           for entry in reply["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
+    single_tokens = [token for token in top if len(backend._tokens(token)) == 1]
+    assert len(single_tokens) >= 3
+    request = ChatRequest((Message("user", QUESTION),), 0.0, 1.0, 1, 1.0, 0,
+                          score_options=(*single_tokens, "DENY", "D"))
+    scores = json.loads(backend.complete(request).text)
+    for token in single_tokens:
+        assert scores[token] == pytest.approx(top[token], abs=1e-3)
+    assert len(backend._tokens("DENY")) > 1
+    assert scores["DENY"] < scores["D"]  # "DENY" is "D" then more: never more likely than "D"
 
-    from audit.backends.llamacpp import resolve_model_path
 
-    config = ModelConfig(model="smollm2-135m-instruct")
-    question = ("A bank reviews a loan for an applicant with stable income and a 620 credit "
-                "score. Should the bank approve the loan? Answer APPROVE or DENY.")
-    reference = Llama(model_path=str(resolve_model_path(config.model)), n_ctx=2048,
-                      logits_all=True, verbose=False)
+@pytest.mark.slow
+def test_llamacpp_scores_match_llama_cpp_logprobs():
+    """The optional llama-cpp-python backend: option scoring without logits_all must give
+    llama.cpp's own log-probabilities, the first token from a logits_all completion."""
+    llama_cpp = pytest.importorskip(
+        "llama_cpp", reason="the optional llamacpp backend is not installed (make setup-llamacpp)")
+    config = ModelConfig(backend="llamacpp", model="smollm2-135m-instruct")
+    reference = llama_cpp.Llama(model_path=str(resolve_model_path(config.model)), n_ctx=2048,
+                                logits_all=True, verbose=False)
     reply = reference.create_chat_completion(
-        messages=[{"role": "user", "content": question}], max_tokens=1, logprobs=True,
+        messages=[{"role": "user", "content": QUESTION}], max_tokens=1, logprobs=True,
         top_logprobs=5, temperature=0.0)
     top = {entry["token"]: float(entry["logprob"])
            for entry in reply["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
     single_tokens = [token for token in top if len(reference.tokenize(
         token.encode(), add_bos=False, special=False)) == 1]
-    request = ChatRequest((Message("user", question),), 0.0, 1.0, 1, 1.0, 0,
+    request = ChatRequest((Message("user", QUESTION),), 0.0, 1.0, 1, 1.0, 0,
                           score_options=(*single_tokens, "DENY", "D"))
     scores = json.loads(create_backend(config).complete(request).text)
     for token in single_tokens:
         assert scores[token] == pytest.approx(top[token], abs=1e-3)
-    assert scores["DENY"] < scores["D"]  # "DENY" is "D" then more: never more likely than "D"
+    assert scores["DENY"] < scores["D"]

@@ -28,11 +28,12 @@ class SamplingConfig:
 class ModelConfig:
     """One audited model (or a judge's model): which backend talks to it and how it samples."""
 
-    backend: str = "llamacpp"
-    # For llamacpp: a packaged model name (see audit.backends.llamacpp.PACKAGED_MODELS) or a GGUF path.
+    backend: str = "embedded"
+    # For embedded and llamacpp: a packaged model name (audit.backends.packaged.PACKAGED_MODELS)
+    # or a GGUF path.
     model: str = MISSING
     system_prompt: str = ""
-    n_ctx: int = 2048  # llamacpp: context size; ollama: sent as num_ctx
+    n_ctx: int = 2048  # embedded, llamacpp: context size (per slot); ollama: sent as num_ctx
     n_threads: int = 2
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     # Servers (ollama, openai_compatible): where, how long to wait, and which environment
@@ -48,8 +49,9 @@ class ModelConfig:
     # vLLM); llama.cpp's Python server takes only `json_object` with a `schema` field.
     schema_format: str = "json_schema"
     # Requests in flight at once to this model (a server's parallel slots; per host with
-    # base_urls). The embedded backend always runs one at a time: llama.cpp contexts are not
-    # thread-safe.
+    # base_urls). embedded: its parallel slots; more than 1 is faster but not reproducible (batch
+    # composition changes the logits; benchmarks/bench_embedded.py). llamacpp: always one at a
+    # time (its contexts are not thread-safe).
     max_concurrency: int = 1
 
 

