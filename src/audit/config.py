@@ -29,7 +29,7 @@ class ModelConfig:
     """One audited model (or a judge's model): which backend talks to it and how it samples."""
 
     backend: str = "llamacpp"
-    # For llamacpp: a packaged model name (see audit.backends.llamacpp.PACKAGED_MODELS) or a GGUF path.
+    # For llamacpp: a packaged model name (see audit.backends.packaged.PACKAGED_MODELS) or a GGUF path.
     model: str = MISSING
     system_prompt: str = ""
     n_ctx: int = 2048  # llamacpp: context size; ollama: sent as num_ctx

