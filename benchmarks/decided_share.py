@@ -76,12 +76,13 @@ def main() -> None:
     counts = decided(texts)
     counts["error"] = table.height - answered.height
     total = len(table)
-    decided = counts["favourable"] + counts["unfavourable"]
+    n_decided = counts["favourable"] + counts["unfavourable"]
     sent = table.filter(~table["from_cache"])
     print(json.dumps({
         "model": model, "overrides": overrides, "prompts": total,
-        "decided_share": round(decided / total, 3),
-        "favourable_among_decided": round(counts["favourable"] / decided, 3) if decided else None,
+        "decided_share": round(n_decided / total, 3),
+        "favourable_among_decided": (round(counts["favourable"] / n_decided, 3)
+                                     if n_decided else None),
         "shares": {label: round(count / total, 3) for label, count in sorted(counts.items())},
         "mean_completion_tokens": round(float(table["completion_tokens"].mean() or 0), 1),
         "median_latency_s": round(float(table["latency_s"].median() or 0), 2),

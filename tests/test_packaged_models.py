@@ -38,7 +38,7 @@ def _write_parts(root: Path, count: int = PART_COUNT) -> bytes:
     for index in range(1, count + 1):
         package = root / f"{PREFIX}{index}"
         (package / "data").mkdir(parents=True)
-        (package / "__init__.py").write_text("raise RuntimeError('data packages are never imported')\n")
+        (package / "__init__.py").write_text("raise RuntimeError('never imported')\n")
         (package / "data" / f"part{index:02d}.bin").write_bytes(_part_bytes(index))
     return b"".join(_part_bytes(index) for index in range(1, count + 1))
 
@@ -58,7 +58,8 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return directory
 
 
-def _register(monkeypatch: pytest.MonkeyPatch, whole: bytes, sha256: str | None = None) -> PartedFile:
+def _register(monkeypatch: pytest.MonkeyPatch, whole: bytes,
+              sha256: str | None = None) -> PartedFile:
     entry = PartedFile(parts=numbered_parts(PREFIX, PART_COUNT), file_name="fake.gguf",
                        sha256=sha256 or hashlib.sha256(whole).hexdigest(), size=len(whole))
     monkeypatch.setitem(PACKAGED_MODELS, MODEL, entry)
@@ -141,7 +142,8 @@ def test_half_written_files_never_count(parts_root, cache, monkeypatch) -> None:
     assert file_digest(path) == entry.sha256
 
 
-def test_complete_file_without_marker_is_verified_not_rebuilt(parts_root, cache, monkeypatch) -> None:
+def test_complete_file_without_marker_is_verified_not_rebuilt(parts_root, cache,
+                                                               monkeypatch) -> None:
     """A crash between the rename and the marker leaves a good file: it is hashed once and kept."""
     root, whole = parts_root
     _register(monkeypatch, whole)

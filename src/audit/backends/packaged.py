@@ -125,7 +125,8 @@ def resolve_model_path(model: str) -> Path:
         known = ", ".join(sorted(PACKAGED_MODELS))
         raise BackendError(
             "model_not_found",
-            f"model file not found: {path} (give a GGUF path or one of the packaged models: {known})",
+            f"model file not found: {path} (give a GGUF path or one of the packaged models: "
+            f"{known})",
         )
     return path
 
@@ -233,8 +234,8 @@ def assemble(model: str, entry: PartedFile, directory: Path) -> Path:
         temporary.unlink(missing_ok=True)
         raise BackendError(
             "model_digest_mismatch",
-            f"the parts of packaged model '{model}' assemble to sha256 {digest.hexdigest()[:16]}..., "
-            f"not the pinned {entry.sha256[:16]}...: reinstall them with "
+            f"the parts of packaged model '{model}' assemble to sha256 "
+            f"{digest.hexdigest()[:16]}..., not the pinned {entry.sha256[:16]}...: reinstall them with "
             f"`pip install --force-reinstall {' '.join(entry.distributions)}`",
         )
     # NamedTemporaryFile creates 0600; the model is data anyone on the machine may read.
