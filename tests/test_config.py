@@ -44,8 +44,8 @@ def test_every_sweep_preset_composes(sweep: str):
 
 def test_default_config_has_the_required_groups():
     cfg = _compose([])
-    assert list(cfg.model) == ["smollm2"]
-    assert cfg.judge.name == "smollm2"
+    assert list(cfg.model) == ["qwen_coder_0_5b"]
+    assert cfg.model["qwen_coder_0_5b"].model == "qwen2.5-coder-0.5b-instruct"
     assert cfg.fit.model == "rasch" and cfg.fit.outcome == "favourable"
     assert cfg.tracking.tracking_uri == "sqlite:///mlflow.db"
     assert {"model", "judge", "items", "personas", "fit", "tracking", "sweep"} <= {

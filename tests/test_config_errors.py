@@ -27,16 +27,18 @@ def _error_for(override: str) -> str:
 
 @pytest.mark.parametrize(("override", "expected"), [
     ("model=smolm2", "unknown option 'smolm2' for config group 'model'; valid: ollama_llama3, "
-                     "smollm2, smollm2_greedy, vllm (did you mean 'smollm2'?)"),
+                     "qwen_coder_0_5b, qwen_coder_1_5b, smollm2, smollm2_greedy, vllm (did you "
+                     "mean 'smollm2'?)"),
     ("model=[smollm2,smolm2]", "unknown option 'smolm2' for config group 'model'; valid: "
-                               "ollama_llama3, smollm2, smollm2_greedy, vllm"),
+                               "ollama_llama3, qwen_coder_0_5b, qwen_coder_1_5b, smollm2, "
+                               "smollm2_greedy, vllm"),
     ("+sweep=modelz", "unknown option 'modelz' for config group 'sweep'; valid: domains, fits, "
                       "judges, models, personas (did you mean 'models'?)"),
     ("design.replicatez=2", "unknown key 'design.replicatez'; valid keys under 'design': "
                             "replicates, seed (did you mean 'replicates'?)"),
-    ("model.smollm2.sampling.temprature=1",
-     "unknown key 'model.smollm2.sampling.temprature'; valid keys under "
-     "'model.smollm2.sampling': temperature, top_p, max_tokens, repeat_penalty "
+    ("model.qwen_coder_0_5b.sampling.temprature=1",
+     "unknown key 'model.qwen_coder_0_5b.sampling.temprature'; valid keys under "
+     "'model.qwen_coder_0_5b.sampling': temperature, top_p, max_tokens, repeat_penalty "
      "(did you mean 'temperature'?)"),
     ("modle=smollm2", "did you mean 'model'?"),
     ("design.replicates=abc", "invalid value for 'design.replicates': Value 'abc' of type 'str' "
@@ -68,7 +70,8 @@ def test_the_command_line_prints_exactly_one_line_and_exits_2():
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1, done.stderr
-    assert "valid: ollama_llama3, smollm2, smollm2_greedy, vllm" in lines[0]
+    assert ("valid: ollama_llama3, qwen_coder_0_5b, qwen_coder_1_5b, smollm2, smollm2_greedy, "
+            "vllm" in lines[0])
 
 
 def test_the_judge_evaluation_gets_the_same_one_line_errors():

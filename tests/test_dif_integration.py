@@ -15,7 +15,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 # 2 items x (baseline + 2 real + 2 null personas) = 10 short greedy requests.
-DESIGN = ["method=dif", "dif.per_cell=1", "dif.datasets=[logic]", "dif.forms=[choice]",
+DESIGN = ["method=dif", "model=smollm2", "dif.per_cell=1", "dif.datasets=[logic]", "dif.forms=[choice]",
           "dif.difficulties=[1,2]", "dif.persona_ids=[black,woman]", "dif.null_count=2",
           "dif.permutation_resamples=999"]
 

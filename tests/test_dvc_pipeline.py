@@ -24,7 +24,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 # One llama.cpp thread: on a machine whose cores are busy, a second thread spin-waits and slows
 # generation many times over (the test suite shares 2 cores).
-SMOKE = ["items=smoke", "personas=smoke", "fit.draws=300", "fit.tune=300",
+SMOKE = ["model=smollm2", "items=smoke", "personas=smoke", "fit.draws=300", "fit.tune=300",
          "judge.gold_per_category=1", "model.smollm2.n_threads=1",
          "judge.models.smollm2.n_threads=1"]
 # Adds one scenario to the smoke item set: what a changed item set reruns.

@@ -21,7 +21,7 @@ def iat_run(tmp_path_factory):
     enough to see real answers scored, short enough for a busy 2-core machine."""
     tmp_path = tmp_path_factory.mktemp("iat")
     overrides = [
-        "method=iat", "iat.datasets=[power]", "iat.variations=[replication,instruction1]",
+        "method=iat", "model=smollm2", "iat.datasets=[power]", "iat.variations=[replication,instruction1]",
         "iat.iterations=1", "iat.max_tokens=96", "iat.bootstrap_resamples=1000",
         "iat.permutation_resamples=1000",
         f"paths.response_store={tmp_path / 'responses.sqlite3'}",

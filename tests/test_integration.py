@@ -28,7 +28,8 @@ def _small_gold_set(tmp_path: Path) -> Path:
 
 def _audit(tmp_path: Path, run_dir: str, *extra: str) -> subprocess.CompletedProcess:
     overrides = [
-        "items=smoke", "personas=smoke", "design.replicates=1",
+        # SmolLM2 pinned: the fastest embedded model keeps this plumbing test short on 2 cores.
+        "model=smollm2", "items=smoke", "personas=smoke", "design.replicates=1",
         f"judge.gold_file={_small_gold_set(tmp_path)}",
         f"paths.response_store={tmp_path / 'responses.sqlite3'}",
         f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",

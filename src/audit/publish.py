@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 from audit import sweeps, tracking
 from audit.config import AuditConfig
 from audit.irt import Diagnostics, RaschFit
+from audit.irt.outcome import code_outcomes
 from audit.judge.gold import gold_figures
 from audit.plots import (
     contrast_forest_plot,
@@ -31,6 +32,8 @@ from audit.reading import (
     JudgeQuality,
     caveats,
     judge_top_label_share,
+    no_signal_headline,
+    no_signal_reasons,
     plain_language_reading,
     quality_warnings,
 )
@@ -168,17 +171,26 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     rates.write_csv(report_dir / "label_rates.csv")
     rate_tests.write_csv(report_dir / "label_rate_tests.csv")
     by_item.write_csv(report_dir / "judge_agreement_by_item.csv")
-    (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
-    config_yaml = report_dir / "config.yaml"
-    config_yaml.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
-
     share, top_label, judged = judge_top_label_share(labels)
     judge = JudgeQuality(top_label, share, judged,
                          gold.metrics["gold/accuracy"] if gold is not None else None,
                          gold.metrics["gold/cohen_kappa"] if gold is not None else None)
+    no_signal = no_signal_reasons(
+        code_outcomes(labels.join(prompts.select("prompt_id", "respondent_id", "item_id",
+                                                 "model_name"), on="prompt_id"),
+                      cfg.fit.outcome, cfg.fit.drop_labels),
+        sorted(cfg.model), cfg.fit.outcome, judge)
+    metrics["no_signal"] = float(bool(no_signal))
+    (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    config_yaml = report_dir / "config.yaml"
+    config_yaml.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+
     warnings = quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems())
     for warning in warnings:
         log.warning("%s", warning)
+    headline = no_signal_headline(no_signal) if no_signal else None
+    if headline:
+        log.warning("%s", headline)
 
     flat = tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
     identities = model_identities(cfg)
@@ -197,7 +209,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         figures={FIGURE_KEYS[name]: path for name, path in written.items()},
         model_identities={key.split(".", 1)[1]: value for key, value in identities.items()
                           if key.startswith("model.")},
-        reading=plain_language_reading(contrasts, thetas, cfg.fit.hdi_prob),
+        reading=plain_language_reading(contrasts, thetas, cfg.fit.hdi_prob, no_signal),
+        no_signal=no_signal,
         caveats=caveats(labels, prompts, judge, fit.converged,
                         int(metrics["n_failed"])),
         warnings=warnings, provenance=tags)
@@ -240,7 +253,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                 ("data", files.prompts),
                 ("data", files.labels),
             ])
-    print_ranking(thetas, cfg.fit.hdi_prob)
+    print_ranking(thetas, cfg.fit.hdi_prob, headline=headline)
     if run_info is not None:
         log.info("MLflow run %s in experiment '%s' at %s; browse with: mlflow ui "
                  "--backend-store-uri %s --host 127.0.0.1", run_info.run_id,

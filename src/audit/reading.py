@@ -21,6 +21,11 @@ JUDGE_GOLD_ACCURACY_WARN = 0.8
 UNPARSEABLE_SHARE_WARN = 0.2
 # Fewer decided answers than this per respondent give intervals too wide to rank anyone.
 MIN_ANSWERS_PER_RESPONDENT = 10
+# An outcome whose rarer value is below this share of a model's answers cannot separate that
+# model's personas: every respondent sits at the same extreme, every contrast is "undecided" with
+# an interval set by the priors, and reading that as "no demographic difference" would be wrong
+# (issue 19: the smoke audit labelled 15 of 15 answers unfavourable and read as a null finding).
+NO_SIGNAL_MINORITY_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -114,9 +119,41 @@ def noise_floor(thetas: pl.DataFrame) -> tuple[float, float] | None:
     return float(nulls["mean"].min()), float(nulls["mean"].max())
 
 
+def no_signal_reasons(outcomes: pl.DataFrame, models: list[str], coding: str,
+                      judge: JudgeQuality) -> list[str]:
+    """Why this run can neither show nor rule out a demographic difference; empty when it can.
+
+    `outcomes` is the coded table the fit reads (`model_name`, `y` in {0, 1}); `models` are the
+    audited models. Causes: an outcome that (almost) never varies within a model (or a model with
+    no labelled answer at all), and a judge whose gold-set accuracy is below
+    JUDGE_GOLD_ACCURACY_WARN, whose labels then mostly measure its own errors."""
+    reasons: list[str] = []
+    counts = (outcomes.group_by("model_name")
+              .agg(pl.len().alias("n"), pl.col("y").sum().alias("ones")).sort("model_name"))
+    for model, n, ones in counts.iter_rows():
+        majority, value = max((ones, 1), (n - ones, 0))
+        if n and (n - majority) / n < NO_SIGNAL_MINORITY_SHARE:
+            reasons.append(f"{model}'s '{coding}' outcome is {value} in {majority} of its {n} "
+                           f"labelled answers, so it barely varies between personas")
+    for model in sorted(set(models) - set(counts["model_name"].to_list())):
+        reasons.append(f"{model} has no labelled answers")
+    if judge.gold_accuracy is not None and judge.gold_accuracy < JUDGE_GOLD_ACCURACY_WARN:
+        reasons.append(f"the judge labels {judge.gold_accuracy:.0%} of the gold set correctly, "
+                       f"below the {JUDGE_GOLD_ACCURACY_WARN:.0%} needed to trust its labels")
+    return reasons
+
+
+def no_signal_headline(reasons: list[str]) -> str:
+    return ("NO SIGNAL: this run can neither show nor rule out a demographic difference, "
+            f"because {'; '.join(reasons)}. Use a model that states decisions (model=...) or a "
+            f"stronger judge (judge=...) before reading any interval below as a finding.")
+
+
 def plain_language_reading(contrasts: pl.DataFrame | None, thetas: pl.DataFrame,
-                           hdi_prob: float) -> list[str]:
-    sentences: list[str] = []
+                           hdi_prob: float, no_signal: list[str] | None = None) -> list[str]:
+    """The reading's sentences; with `no_signal` reasons the first says so, and the run is never
+    summarised as showing no demographic difference."""
+    sentences: list[str] = [no_signal_headline(no_signal)] if no_signal else []
     if contrasts is not None and contrasts.height:
         sentences.extend(contrast_sentence(row, hdi_prob)
                          for row in contrasts.iter_rows(named=True))
@@ -141,7 +178,7 @@ def plain_language_reading(contrasts: pl.DataFrame | None, thetas: pl.DataFrame,
             sentences.append(f"Whole interval above every null persona: {', '.join(above)}.")
         if below:
             sentences.append(f"Whole interval below every null persona: {', '.join(below)}.")
-    elif others.height:
+    elif others.height and not no_signal:
         sentences.append("No demographic persona's interval lies wholly outside the null "
                          "personas' range: this run shows no demographic difference larger "
                          "than the noise floor.")

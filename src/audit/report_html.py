@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,8 @@ class ReportInputs:
     caveats: list[str]
     warnings: list[str]
     provenance: dict[str, str]
+    # Why the run cannot show or rule out a difference (reading.no_signal_reasons); empty: it can.
+    no_signal: list[str] = field(default_factory=list)
 
 
 def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
@@ -113,6 +115,7 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
         "dirty": inputs.provenance.get("git.dirty", "unknown"),
         "config_hash": inputs.provenance.get("config.hash", ""),
         "converged": inputs.diagnostics.converged, "advice": inputs.advice,
+        "no_signal": inputs.no_signal,
         "models": models,
         "items": {"name": cfg.items.name, "count": prompts["item_id"].n_unique(),
                   "domains": sorted(prompts["domain"].unique().to_list()),

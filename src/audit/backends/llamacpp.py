@@ -20,6 +20,7 @@ import numpy as np
 from scipy.special import log_softmax
 
 from audit.backends.base import BackendError, ChatRequest, Completion
+# Re-exported: callers (and tests) that located models through this module keep working.
 from audit.backends.packaged import PACKAGED_MODELS, file_digest, resolve_model_path  # noqa: F401
 from audit.config import ModelConfig
 
