@@ -26,7 +26,7 @@ from audit.engine import check_failures, collect_responses, summarise_responses
 from audit.irt import RaschFit, code_outcomes, diagnose, fit_rasch
 from audit.items import select_items
 from audit.judge.cascade import Judge, label_responses
-from audit.judge.llm import check_token_budget
+from audit.judge.llm import DECODINGS, check_token_budget
 from audit.judge.gold import GOLD_RESULT_COLUMNS, gold_sample, label_gold
 from audit.logs import configure_cli_logging
 from audit.personas import PersonaSources, generate_personas
@@ -163,8 +163,12 @@ def judge_panel(cfg: AuditConfig) -> list[Judge]:
     if cfg.judge.method not in JUDGE_METHODS:
         raise AuditError(f"unknown judge.method '{cfg.judge.method}': use one of "
                          f"{', '.join(JUDGE_METHODS)}")
+    if cfg.judge.decoding not in DECODINGS:
+        raise AuditError(f"unknown judge.decoding '{cfg.judge.decoding}': use one of "
+                         f"{', '.join(DECODINGS)}")
     for name, model in cfg.judge.models.items():
-        check_token_budget(name, model, cfg.judge.rationale_max_chars)
+        if cfg.judge.decoding == "json":  # a scoring judge writes nothing, so needs no tokens
+            check_token_budget(name, model, cfg.judge.rationale_max_chars)
     return [Judge(name, create_backend(model), model, cfg.engine)
             for name, model in sorted(cfg.judge.models.items())]
 

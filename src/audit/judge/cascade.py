@@ -59,7 +59,7 @@ def _prefetch(judges: list[Judge], config: JudgeConfig, store: ResponseStore,
     requests = ((judge.name, judge_request(judge.model, config.rationale_max_chars,
                                            row["question"], row["answer_text"] or "",
                                            row["favourable_option"], row["unfavourable_option"],
-                                           JUDGE_SEEDS[0]))
+                                           JUDGE_SEEDS[0], config.decoding))
                 for judge in judges for row in rows)
     send_ahead(requests, {judge.name: judge.backend for judge in judges},
                {judge.name: judge.model for judge in judges}, store, judges[0].engine,
@@ -70,7 +70,7 @@ def _ask(judge: Judge, config: JudgeConfig, store: ResponseStore, row: dict) -> 
     try:
         return judge_answer(judge.backend, judge.model, config.rationale_max_chars, store,
                             row["question"], row["answer_text"] or "", row["favourable_option"],
-                            row["unfavourable_option"], judge.engine)
+                            row["unfavourable_option"], judge.engine, config.decoding)
     except BackendError as error:  # the judge's server is unreachable: stop, in one line
         raise BackendError(error.kind, f"judge '{judge.name}': {error}. The judge's answers so "
                                        "far are in the response store: start its server (or fix "
