@@ -80,3 +80,19 @@ def test_the_verdict_is_the_argmax_of_the_scores(values):
     verdict = parse_option_verdict(json.dumps(scores), WORDS)
     assert verdict is not None
     assert scores[next(w for w, label in WORDS.items() if label == verdict.label)] == max(values)
+
+
+def test_self_judged_shares_count_only_judge_labels_of_the_judges_own_file():
+    import polars as pl
+
+    from audit.judge.cascade import self_judged_shares
+
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2", "p3", "p4"],
+                            "model_name": ["qwen", "qwen", "qwen", "smol"]})
+    labels = pl.DataFrame({"prompt_id": ["p1", "p2", "p3", "p4"],
+                           "label_source": ["judge", "rule", "rule", "judge"]})
+    digests = {"qwen": "abc", "smol": "def"}
+    assert self_judged_shares(labels, prompts, {"abc"}, digests) == {"qwen": pytest.approx(1 / 3)}
+    assert self_judged_shares(labels, prompts, {"xyz"}, digests) == {}
+    # a server that reports no digest is never taken for the judge's own file
+    assert self_judged_shares(labels, prompts, {"none"}, {"qwen": "none"}) == {}

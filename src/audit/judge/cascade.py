@@ -204,3 +204,22 @@ def _with_option_scores(labels: pl.DataFrame, answered: pl.DataFrame, config: Ju
                                            **({"label": pl.Utf8, "rationale": pl.Utf8}
                                               if decides else {})})
     return labels.update(updates, on="prompt_id", include_nulls=True)
+
+
+def self_judged_shares(labels: pl.DataFrame, prompts: pl.DataFrame, judge_digests: set[str],
+                       model_digests: dict[str, str]) -> dict[str, float]:
+    """For each audited model whose weights file (by digest) is also a judge's: the share of its
+    labelled answers that the judge, not the rules, labelled. A model reading its own answers may
+    share their blind spots, and the gold set holds no answers of the judge's own file, so its
+    gold accuracy says less about those labels; the run says how many there are."""
+    own = {name for name, digest in model_digests.items()
+           if digest and digest != "none" and digest in judge_digests}
+    if not own:
+        return {}
+    joined = labels.join(prompts.select("prompt_id", "model_name"), on="prompt_id", how="inner")
+    shares = {}
+    for name in sorted(own):
+        answers = joined.filter(pl.col("model_name") == name)
+        if answers.height:
+            shares[name] = float((answers["label_source"] == "judge").mean())
+    return shares
