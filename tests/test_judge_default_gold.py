@@ -28,8 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {"cascade": {"gold/accuracy": 0.90, "gold/cohen_kappa": 0.85},
            "judge": {"gold/accuracy": 0.80}}
 # What the shipped default judge reached on the sample (see the module docstring).
-REACHED = {"cascade": {"gold/accuracy": 0.0, "gold/cohen_kappa": 0.0},
-           "judge": {"gold/accuracy": 0.0}}
+# Measured on the 441-answer gold set (gold branch eeaf5a7), 57-answer sample: cascade 37/57 =
+# 0.649, kappa 0.531; judge alone 26/57 = 0.456 (llama-cpp-python 0.3.36). All below the targets.
+REACHED = {"cascade": {"gold/accuracy": 0.64, "gold/cohen_kappa": 0.53},
+           "judge": {"gold/accuracy": 0.45}}
 
 
 def default_judge_config() -> JudgeConfig:
