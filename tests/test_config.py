@@ -45,7 +45,7 @@ def test_every_sweep_preset_composes(sweep: str):
 def test_default_config_has_the_required_groups():
     cfg = _compose([])
     assert list(cfg.model) == ["smollm2"]
-    assert cfg.judge.name == "qwen_coder_0_5b" and cfg.judge.decoding == "options"
+    assert cfg.judge.name == "qwen_coder_1_5b" and cfg.judge.decoding == "options"
     assert cfg.fit.model == "rasch" and cfg.fit.outcome == "favourable"
     assert cfg.tracking.tracking_uri == "sqlite:///mlflow.db"
     assert {"model", "judge", "items", "personas", "fit", "tracking", "sweep"} <= {
