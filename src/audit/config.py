@@ -68,6 +68,11 @@ class JudgeConfig:
     method: str = "cascade"
     use_rules: bool = True
     models: dict[str, ModelConfig] = field(default_factory=dict)
+    # How a judge model gives its label. json: generates a JSON enum of the decision words under a
+    # grammar (with an optional rationale). options: scores each decision word as the opening of
+    # its reply and takes the most likely (no generation, no grammar, no rationale; the four
+    # words' probabilities are the rationale). Needs a backend that scores (the embedded ones).
+    decoding: str = "json"
     # Longest rationale a judge may write after its decision; 0 asks for the decision alone.
     rationale_max_chars: int = 80
     # Also store p_favourable from the audited model's option log-probabilities (cascade method).

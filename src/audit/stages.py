@@ -25,8 +25,8 @@ from audit.design import expand_design
 from audit.engine import check_failures, collect_responses, summarise_responses
 from audit.irt import RaschFit, code_outcomes, diagnose, fit_rasch
 from audit.items import select_items
-from audit.judge.cascade import Judge, label_responses
-from audit.judge.llm import check_token_budget
+from audit.judge.cascade import Judge, label_responses, self_judged_shares
+from audit.judge.llm import DECODINGS, check_token_budget
 from audit.judge.gold import GOLD_RESULT_COLUMNS, gold_sample, label_gold
 from audit.logs import configure_cli_logging
 from audit.personas import PersonaSources, generate_personas
@@ -163,8 +163,12 @@ def judge_panel(cfg: AuditConfig) -> list[Judge]:
     if cfg.judge.method not in JUDGE_METHODS:
         raise AuditError(f"unknown judge.method '{cfg.judge.method}': use one of "
                          f"{', '.join(JUDGE_METHODS)}")
+    if cfg.judge.decoding not in DECODINGS:
+        raise AuditError(f"unknown judge.decoding '{cfg.judge.decoding}': use one of "
+                         f"{', '.join(DECODINGS)}")
     for name, model in cfg.judge.models.items():
-        check_token_budget(name, model, cfg.judge.rationale_max_chars)
+        if cfg.judge.decoding == "json":  # a scoring judge writes nothing, so needs no tokens
+            check_token_budget(name, model, cfg.judge.rationale_max_chars)
     return [Judge(name, create_backend(model), model, cfg.engine)
             for name, model in sorted(cfg.judge.models.items())]
 
@@ -180,7 +184,24 @@ def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame
         tables = label_responses(prompts, responses, cfg.judge, judges, store, audited,
                                  engine=cfg.engine)
         gold_results = label_gold_set(cfg, judges, store) if with_gold else empty_gold()
+    _warn_self_judged(cfg, judges, prompts, tables.labels)
     return JudgeOutputs(tables.labels, tables.votes, gold_results)
+
+
+def _warn_self_judged(cfg: AuditConfig, judges: list[Judge], prompts: pl.DataFrame,
+                      labels: pl.DataFrame) -> None:
+    if not judges or labels.is_empty():
+        return
+    audited = _backends_for(cfg, sorted(prompts["model_name"].unique().to_list()))
+    shares = self_judged_shares(labels, prompts,
+                                {judge.backend.identity().get("digest", "") for judge in judges},
+                                {name: backend.identity().get("digest", "")
+                                 for name, backend in audited.items()})
+    for name, share in shares.items():
+        log.warning("the judge is the same weights file as audited model '%s' and labelled %.0f%% "
+                    "of its answers (the rules labelled the rest); the gold set holds no answers "
+                    "of that file, so its gold accuracy is not measured on its own answers",
+                    name, 100 * share)
 
 
 def empty_gold() -> pl.DataFrame:

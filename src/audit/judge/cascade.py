@@ -59,7 +59,7 @@ def _prefetch(judges: list[Judge], config: JudgeConfig, store: ResponseStore,
     requests = ((judge.name, judge_request(judge.model, config.rationale_max_chars,
                                            row["question"], row["answer_text"] or "",
                                            row["favourable_option"], row["unfavourable_option"],
-                                           JUDGE_SEEDS[0]))
+                                           JUDGE_SEEDS[0], config.decoding))
                 for judge in judges for row in rows)
     send_ahead(requests, {judge.name: judge.backend for judge in judges},
                {judge.name: judge.model for judge in judges}, store, judges[0].engine,
@@ -70,7 +70,7 @@ def _ask(judge: Judge, config: JudgeConfig, store: ResponseStore, row: dict) -> 
     try:
         return judge_answer(judge.backend, judge.model, config.rationale_max_chars, store,
                             row["question"], row["answer_text"] or "", row["favourable_option"],
-                            row["unfavourable_option"], judge.engine)
+                            row["unfavourable_option"], judge.engine, config.decoding)
     except BackendError as error:  # the judge's server is unreachable: stop, in one line
         raise BackendError(error.kind, f"judge '{judge.name}': {error}. The judge's answers so "
                                        "far are in the response store: start its server (or fix "
@@ -204,3 +204,22 @@ def _with_option_scores(labels: pl.DataFrame, answered: pl.DataFrame, config: Ju
                                            **({"label": pl.Utf8, "rationale": pl.Utf8}
                                               if decides else {})})
     return labels.update(updates, on="prompt_id", include_nulls=True)
+
+
+def self_judged_shares(labels: pl.DataFrame, prompts: pl.DataFrame, judge_digests: set[str],
+                       model_digests: dict[str, str]) -> dict[str, float]:
+    """For each audited model whose weights file (by digest) is also a judge's: the share of its
+    labelled answers that the judge, not the rules, labelled. A model reading its own answers may
+    share their blind spots, and the gold set holds no answers of the judge's own file, so its
+    gold accuracy says less about those labels; the run says how many there are."""
+    own = {name for name, digest in model_digests.items()
+           if digest and digest != "none" and digest in judge_digests}
+    if not own:
+        return {}
+    joined = labels.join(prompts.select("prompt_id", "model_name"), on="prompt_id", how="inner")
+    shares = {}
+    for name in sorted(own):
+        answers = joined.filter(pl.col("model_name") == name)
+        if answers.height:
+            shares[name] = float((answers["label_source"] == "judge").mean())
+    return shares
