@@ -52,7 +52,8 @@ DISCRIMINATION_LOG_SD = 0.5
 # Variables summarised, in order; every model in MODELS defines both. Model-specific parameters
 # (effects, spreads, discriminations) follow them in the summary and count in the diagnostics.
 SUMMARY_VARIABLES: tuple[str, ...] = ("theta", "b")
-EXTRA_SUMMARY_PREFIXES: tuple[str, ...] = ("a", "model_effect", "effect_", "sigma_", "dif_")
+EXTRA_SUMMARY_PREFIXES: tuple[str, ...] = ("a", "model_effect", "real_effect", "effect_", "sigma_",
+                                           "dif_")
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "parameter", "mean", "sd", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail",
 )
