@@ -50,3 +50,25 @@ def simulate_audit(race_effect: dict[str, float], *, models: tuple[str, ...] = (
                                  **{key: persona[key] for key in ("persona_kind", "gender",
                                                                   "race")}})
     return pl.DataFrame(rows).with_columns(pl.col("gender", "race").cast(pl.String))
+
+
+def through_judge(outcomes: pl.DataFrame, sensitivity: float, specificity: float,
+                  seed: int) -> pl.DataFrame:
+    """The same table with each true y replaced by what a noisy judge would label it."""
+    rng = np.random.default_rng(seed)
+    truth = outcomes.get_column("y").to_numpy()
+    draws = rng.random(truth.size)
+    judged = np.where(truth == 1, draws < sensitivity, draws >= specificity).astype(np.int64)
+    return outcomes.with_columns(pl.Series("y", judged))
+
+
+def gold_results(n_favourable: int, n_unfavourable: int, sensitivity: float,
+                 specificity: float, seed: int) -> pl.DataFrame:
+    """A judge's gold-set results (true_label, label) drawn with the given error rates."""
+    rng = np.random.default_rng(seed)
+    truth = ["favourable"] * n_favourable + ["unfavourable"] * n_unfavourable
+    right = rng.random(len(truth)) < np.where(np.array(truth) == "favourable", sensitivity,
+                                              specificity)
+    flip = {"favourable": "unfavourable", "unfavourable": "favourable"}
+    judged = [label if ok else flip[label] for label, ok in zip(truth, right)]
+    return pl.DataFrame({"true_label": truth, "label": judged})

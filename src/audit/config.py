@@ -154,6 +154,11 @@ class FitConfig:
     # A second outcome coding fitted next to fit.outcome, e.g. `undetermined` to measure who is
     # asked for more information; its contrasts carry outcome=<coding>.
     second_outcome: str | None = None
+    # Carry the judge's errors into the posterior: each label is the true decision passed through
+    # the judge's misclassification rates, with Beta priors from its gold-set confusion counts
+    # (irt/judge_error.py). None: on whenever the run has gold-set results (judge.evaluate_on_gold),
+    # for every model but rasch_seed; true: required (the fit fails without gold results); false: off.
+    judge_error: bool | None = None
 
 
 @dataclass

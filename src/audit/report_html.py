@@ -72,6 +72,9 @@ class ReportInputs:
     caveats: list[str]
     warnings: list[str]
     provenance: dict[str, str]
+    # sigma_null (and sigma_residual) per model against their prior; None without an estimated
+    # floor (every fit but explanatory).
+    noise_floor: pl.DataFrame | None = None
 
 
 def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
@@ -130,6 +133,8 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
         "fit": cfg.fit, "hdi_label": f"{cfg.fit.hdi_prob:.0%}",
         "contrasts": (list(inputs.contrasts.iter_rows(named=True))
                       if inputs.contrasts is not None and inputs.contrasts.height else None),
+        "noise_floor": (list(inputs.noise_floor.iter_rows(named=True))
+                        if inputs.noise_floor is not None else None),
         "thetas": list(inputs.thetas.head(THETA_ROWS_SHOWN).iter_rows(named=True)),
         "gold": gold, "confusion": confusion, "panel": panel,
         "top_label": {"label": inputs.judge.top_label, "share": inputs.judge.top_label_share,

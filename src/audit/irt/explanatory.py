@@ -37,7 +37,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from audit.irt.indexing import RaschData, index_design
-from audit.irt.likelihood import binomial_cells
+from audit.irt.judge_error import JudgeConfusion, label_cells
 
 MODEL_EFFECT_PRIOR_SD = 2.0  # carries the overall favourable rate, which can sit far from 50%
 ITEM_PRIOR_SD = 2.0
@@ -97,7 +97,8 @@ def respondent_table(outcomes: pl.DataFrame, data: RaschData,
 
 
 def build_explanatory_model(data: RaschData, respondents: RespondentTable,
-                            item_dif: tuple[str, ...] = ()) -> pm.Model:
+                            item_dif: tuple[str, ...] = (),
+                            confusion: JudgeConfusion | None = None) -> pm.Model:
     unknown = sorted(set(item_dif) - set(respondents.attributes))
     if unknown:
         raise ValueError(f"fit.item_dif names {unknown}, which are not in fit.attributes")
@@ -157,8 +158,8 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
         scale = pt.where(is_null, sigma_null[model_index], sigma_residual[model_index])
         theta = pm.Deterministic("theta", model_effect[model_index] + persona_shift +
                                  scale * respondent_z, dims="respondent")
-        binomial_cells("y", trials, theta[respondent_idx] - b[item_idx] + dif_shift,
-                       observed=successes, dims="cell")
+        label_cells("y", trials, theta[respondent_idx] - b[item_idx] + dif_shift,
+                    observed=successes, dims="cell", confusion=confusion)
     return model
 
 
