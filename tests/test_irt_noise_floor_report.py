@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import jinja2
 import numpy as np
 import xarray as xr
 
@@ -45,3 +48,15 @@ def test_the_plot_has_one_panel_per_model():
     figure = noise_floor_plot(_posterior())
     assert [axis.get_title() for axis in figure.axes] == ["sigma_null, m_data",
                                                          "sigma_null, m_prior"]
+
+
+def test_the_page_says_whether_labels_were_read_through_the_judge():
+    template = (Path(__file__).parents[1] / "src/audit/templates/report.html.j2").read_text()
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=True)
+    section = template[template.index('<section id="judge-error">'):
+                       template.index("</section>", template.index('<section id="judge-error">'))]
+    rates = [{"parameter": "judge_sensitivity", "mean": 0.71, "hdi_low": 0.6, "hdi_high": 0.8}]
+    corrected = environment.from_string(section).render(judge_rates=rates, hdi_label="94%")
+    assert "judge_sensitivity" in corrected and "[0.60, 0.80]" in corrected
+    plain = environment.from_string(section).render(judge_rates=None, hdi_label="94%")
+    assert "read the judge's labels as truth" in plain

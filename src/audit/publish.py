@@ -156,6 +156,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                  gold.metrics["gold/rules_accuracy"])
 
     floor = noise_floor_table(fit.idata.posterior, cfg.fit.hdi_prob)
+    # The judge's rates as the fit estimated them (fit.judge_error): empty when labels were truth.
+    judge_rates = fit.summary.filter(pl.col("parameter").str.starts_with("judge_"))
     if floor.height:
         floor.write_csv(report_dir / "noise_floor.csv")
     figures = {
@@ -197,6 +199,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     inputs = ReportInputs(
         cfg=cfg, prompts=prompts, responses=responses, labels=labels, thetas=thetas,
         contrasts=contrasts, noise_floor=floor if floor.height else None,
+        judge_rates=judge_rates if judge_rates.height else None,
         diagnostics=fit.diagnostics,
         advice=fit_advice(fit.diagnostics, files.fit / "diagnostics.json"), judge=judge,
         gold_metrics=gold.metrics if gold is not None else None,
