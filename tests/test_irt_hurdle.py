@@ -13,6 +13,7 @@ import pytest
 from audit.config import FitConfig
 from audit.irt import fit_rasch
 from audit.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME, hurdle_data
+from audit.reading import contrast_sentence
 
 sys.path.insert(0, str(Path(__file__).parent))
 from irt_simulation import persona_frame  # noqa: E402
@@ -84,3 +85,14 @@ def test_hurdle_recovers_effects_on_each_step():
     # Black personas being denied more: the claim the hurdle model keeps apart.
     coded = fit_rasch(outcomes, FitConfig(model="rasch", draws=500, tune=500, chains=2, seed=9))
     assert _race(coded.contrasts, "Black", "White")["hdi_high"] < 0
+
+
+def test_an_abstention_gap_is_not_read_as_a_favourability_gap():
+    row = {"model_name": "m1", "attribute": "race", "level_a": "Black", "level_b": "White",
+           "mean": 1.2, "hdi_low": 0.8, "hdi_high": 1.6, "rope_low": -0.18, "rope_high": 0.18,
+           "p_direction": 1.0, "decision": "different"}
+    asked = contrast_sentence({**row, "outcome": ABSTAINED_OUTCOME}, 0.94)
+    assert "abstained" in asked and "more often for Black personas" in asked
+    assert "favourably" not in asked
+    decided = contrast_sentence({**row, "outcome": DECIDED_OUTCOME}, 0.94)
+    assert "once the model decided, Black personas were treated more favourably" in decided
