@@ -236,7 +236,8 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
                              "unparseable; check the judge (judge=...) and the responses table")
         confusion = resolve_confusion(cfg.fit.judge_error, cfg.fit.model, coding, gold)
         fits.append(fit_rasch(outcomes, replace(cfg.fit, outcome=coding), confusion=confusion))
-    return replace(fits[0], companions=tuple(fits[1:]))
+    # Keep the first fit's own companions (the hurdle model's abstention step).
+    return replace(fits[0], companions=(*fits[0].companions, *fits[1:]))
 
 
 def write_fit(fit: RaschFit, directory: Path) -> None:
