@@ -24,11 +24,12 @@ def simulate_audit(race_effect: dict[str, float], *, models: tuple[str, ...] = (
                    items: int = 12, replicates: int = 4, null_count: int = 4,
                    residual_sd: float = 0.2, null_sd: float = 0.2, model_rate: float = 0.0,
                    item_sd: float = 1.0, item_dif: dict[tuple[str, int], float] | None = None,
-                   seed: int = 1) -> pl.DataFrame:
+                   real_shift: float = 0.0, seed: int = 1) -> pl.DataFrame:
     """Long outcome table (respondent, item, y, model_name, persona_kind, gender, race).
 
     theta = model_rate + race_effect[race] + residual (sd residual_sd, or null_sd for null
-    personas); item_dif adds a shift to (race, item index) cells.
+    personas), plus real_shift for every persona that is not null; item_dif adds a shift to
+    (race, item index) cells.
     """
     rng = np.random.default_rng(seed)
     personas = persona_frame(null_count)
@@ -39,6 +40,7 @@ def simulate_audit(race_effect: dict[str, float], *, models: tuple[str, ...] = (
         for persona in personas.iter_rows(named=True):
             spread = null_sd if persona["persona_kind"] == "null" else residual_sd
             theta = model_rate + race_effect.get(persona["race"], 0.0) + rng.normal(0, spread)
+            theta += 0.0 if persona["persona_kind"] == "null" else real_shift
             for item in range(items):
                 shift = (item_dif or {}).get((persona["race"], item), 0.0)
                 p = 1.0 / (1.0 + np.exp(-(theta - difficulty[item] + shift)))
@@ -48,3 +50,25 @@ def simulate_audit(race_effect: dict[str, float], *, models: tuple[str, ...] = (
                                  **{key: persona[key] for key in ("persona_kind", "gender",
                                                                   "race")}})
     return pl.DataFrame(rows).with_columns(pl.col("gender", "race").cast(pl.String))
+
+
+def through_judge(outcomes: pl.DataFrame, sensitivity: float, specificity: float,
+                  seed: int) -> pl.DataFrame:
+    """The same table with each true y replaced by what a noisy judge would label it."""
+    rng = np.random.default_rng(seed)
+    truth = outcomes.get_column("y").to_numpy()
+    draws = rng.random(truth.size)
+    judged = np.where(truth == 1, draws < sensitivity, draws >= specificity).astype(np.int64)
+    return outcomes.with_columns(pl.Series("y", judged))
+
+
+def gold_results(n_favourable: int, n_unfavourable: int, sensitivity: float,
+                 specificity: float, seed: int) -> pl.DataFrame:
+    """A judge's gold-set results (true_label, label) drawn with the given error rates."""
+    rng = np.random.default_rng(seed)
+    truth = ["favourable"] * n_favourable + ["unfavourable"] * n_unfavourable
+    right = rng.random(len(truth)) < np.where(np.array(truth) == "favourable", sensitivity,
+                                              specificity)
+    flip = {"favourable": "unfavourable", "unfavourable": "favourable"}
+    judged = [label if ok else flip[label] for label, ok in zip(truth, right)]
+    return pl.DataFrame({"true_label": truth, "label": judged})

@@ -23,6 +23,7 @@ import pytest
 
 from audit.irt import build_rasch_model, index_design
 from audit.irt.explanatory import build_explanatory_model, respondent_table
+from audit.irt.judge_error import JudgeConfusion
 
 sys.path.insert(0, str(Path(__file__).parent))
 from irt_simulation import simulate_audit  # noqa: E402
@@ -74,5 +75,18 @@ def test_explanatory_intervals_are_calibrated():
                               seed=6)
     data = index_design(outcomes.select("respondent", "item", "y"))
     model = build_explanatory_model(data, respondent_table(outcomes, data, ("gender", "race")))
-    observed = coverage(model, ["theta", "effect_race", "effect_gender", "sigma_null"], seed=12)
+    observed = coverage(model, ["theta", "effect_race", "effect_gender", "sigma_null",
+                                "real_effect"], seed=12)
+    assert COVERAGE_BAND[0] <= observed <= COVERAGE_BAND[1], observed
+
+
+def test_judge_error_likelihood_is_calibrated():
+    # Labels drawn through a judge whose rates come from their gold-set priors: a wrong mixture
+    # (sensitivity and specificity swapped, or 1 - p for p) breaks coverage of theta and b.
+    outcomes = simulate_audit({}, items=8, replicates=6, null_count=2, seed=7)
+    confusion = JudgeConfusion("favourable", true_1_judged_1=40, true_1_judged_0=10,
+                               true_0_judged_0=45, true_0_judged_1=5)
+    model = build_rasch_model(index_design(outcomes.select("respondent", "item", "y")), "rasch",
+                              confusion)
+    observed = coverage(model, ["theta", "b", "judge_sensitivity", "judge_specificity"], seed=13)
     assert COVERAGE_BAND[0] <= observed <= COVERAGE_BAND[1], observed

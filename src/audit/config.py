@@ -107,7 +107,7 @@ class PersonasConfig:
     generators: list[str] = field(default_factory=lambda: ["baseline", "explicit", "null"])
     explicit_file: str = "data/personas/explicit_profiles.csv"
     explicit_ids: list[str] = field(default_factory=list)  # empty: every profile in the file
-    null_count: int = 4
+    null_count: int = 16  # the noise floor's sample (conf/personas/default.yaml says why)
     null_length: int = 10
     # The `name` generator: names that signal gender and race (first names from Bertrand and
     # Mullainathan 2004); empty name_ids: every profile in the file.
@@ -163,6 +163,11 @@ class FitConfig:
     # A second outcome coding fitted next to fit.outcome, e.g. `undetermined` to measure who is
     # asked for more information; its contrasts carry outcome=<coding>.
     second_outcome: str | None = None
+    # Carry the judge's errors into the posterior: each label is the true decision passed through
+    # the judge's misclassification rates, with Beta priors from its gold-set confusion counts
+    # (irt/judge_error.py). None: on whenever the run has gold-set results (judge.evaluate_on_gold),
+    # for every model but rasch_seed; true: required (the fit fails without gold results); false: off.
+    judge_error: bool | None = None
 
 
 @dataclass

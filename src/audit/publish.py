@@ -19,6 +19,7 @@ from audit import sweeps, tracking
 from audit.config import AuditConfig
 from audit.irt import Diagnostics, RaschFit
 from audit.irt.outcome import code_outcomes
+from audit.irt.noise_floor import noise_floor_plot, noise_floor_table
 from audit.judge.gold import gold_figures
 from audit.plots import (
     contrast_forest_plot,
@@ -72,7 +73,8 @@ RESPONDENT_COLUMNS = ["respondent_id", "model_name", "persona_id", "persona_kind
 FIGURE_KEYS = {"forest_theta.png": "forest_theta", "item_difficulty.png": "item_difficulty",
                "contrasts_forest.png": "contrasts", "wright_map.png": "wright",
                "favourable_heatmap.png": "heatmap", "label_distribution.png": "labels",
-               "trace_plot.png": "trace", "rank_plot.png": "rank"}
+               "trace_plot.png": "trace", "rank_plot.png": "rank",
+               "noise_floor.png": "noise_floor"}
 
 
 def _save(figure: plt.Figure, path: Path) -> Path:
@@ -156,6 +158,11 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                  gold.metrics["gold/cohen_kappa"], 100 * gold.metrics["gold/rules_coverage"],
                  gold.metrics["gold/rules_accuracy"])
 
+    floor = noise_floor_table(fit.idata.posterior, cfg.fit.hdi_prob)
+    # The judge's rates as the fit estimated them (fit.judge_error): empty when labels were truth.
+    judge_rates = fit.summary.filter(pl.col("parameter").str.starts_with("judge_"))
+    if floor.height:
+        floor.write_csv(report_dir / "noise_floor.csv")
     figures = {
         "forest_theta.png": forest_plot(thetas, cfg.fit.hdi_prob),
         "item_difficulty.png": item_difficulty_plot(fit.summary, items, cfg.fit.hdi_prob),
@@ -165,6 +172,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         **sampling_plots(fit.idata, fit.summary),
         **({"contrasts_forest.png": contrast_forest_plot(contrasts, cfg.fit.hdi_prob)}
            if contrasts is not None and contrasts.height else {}),
+        **({"noise_floor.png": noise_floor_plot(fit.idata.posterior)} if floor.height else {}),
     }
     written = {name: _save(figure, report_dir / name) for name, figure in figures.items()}
     thetas.write_csv(report_dir / "theta_ranking.csv")
@@ -202,7 +210,9 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
             **identity_tags(identities), **sweeps.job_tags()}
     inputs = ReportInputs(
         cfg=cfg, prompts=prompts, responses=responses, labels=labels, thetas=thetas,
-        contrasts=contrasts, diagnostics=fit.diagnostics,
+        contrasts=contrasts, noise_floor=floor if floor.height else None,
+        judge_rates=judge_rates if judge_rates.height else None,
+        diagnostics=fit.diagnostics,
         advice=fit_advice(fit.diagnostics, files.fit / "diagnostics.json"), judge=judge,
         gold_metrics=gold.metrics if gold is not None else None,
         gold_confusion=gold.confusion if gold is not None else None, panel_metrics=panel,
@@ -244,6 +254,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                 ("tables", report_dir / "label_rates.csv"),
                 ("tables", report_dir / "label_rate_tests.csv"),
                 ("tables", report_dir / "metrics.json"),
+                *([("tables", report_dir / "noise_floor.csv")] if floor.height else []),
                 *([("judge", report_dir / "judge_gold_confusion.csv"),
                    ("judge", report_dir / "judge_gold_by_category.csv"),
                    ("judge", files.gold)] if gold is not None else []),

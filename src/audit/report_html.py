@@ -74,6 +74,12 @@ class ReportInputs:
     provenance: dict[str, str]
     # Why the run cannot show or rule out a difference (reading.no_signal_reasons); empty: it can.
     no_signal: list[str] = field(default_factory=list)
+    # sigma_null (and sigma_residual) per model against their prior; None without an estimated
+    # floor (every fit but explanatory).
+    noise_floor: pl.DataFrame | None = None
+    # judge_sensitivity / judge_specificity summary rows when the fit read labels through the
+    # judge's errors (fit.judge_error); None when it read them as truth.
+    judge_rates: pl.DataFrame | None = None
 
 
 def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
@@ -133,6 +139,10 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
         "fit": cfg.fit, "hdi_label": f"{cfg.fit.hdi_prob:.0%}",
         "contrasts": (list(inputs.contrasts.iter_rows(named=True))
                       if inputs.contrasts is not None and inputs.contrasts.height else None),
+        "noise_floor": (list(inputs.noise_floor.iter_rows(named=True))
+                        if inputs.noise_floor is not None else None),
+        "judge_rates": (list(inputs.judge_rates.iter_rows(named=True))
+                        if inputs.judge_rates is not None else None),
         "thetas": list(inputs.thetas.head(THETA_ROWS_SHOWN).iter_rows(named=True)),
         "gold": gold, "confusion": confusion, "panel": panel,
         "top_label": {"label": inputs.judge.top_label, "share": inputs.judge.top_label_share,

@@ -24,6 +24,8 @@ from audit.config import AuditConfig, FitConfig, to_audit_config
 from audit.design import expand_design
 from audit.engine import check_failures, collect_responses, summarise_responses
 from audit.irt import RaschFit, code_outcomes, diagnose, fit_rasch
+from audit.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
+from audit.irt.judge_error import resolve_confusion
 from audit.items import select_items
 from audit.judge.cascade import Judge, label_responses, self_judged_shares
 from audit.judge.llm import DECODINGS, check_token_budget
@@ -236,18 +238,27 @@ def outcome_table(prompts: pl.DataFrame, labels: pl.DataFrame, attributes: list[
                        on="prompt_id", how="inner")
 
 
-def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame) -> RaschFit:
-    """The configured outcome, plus fit.second_outcome on the same labels when it is set."""
+def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
+              gold: pl.DataFrame | None = None) -> RaschFit:
+    """The configured outcome, plus fit.second_outcome on the same labels when it is set.
+
+    ``gold``: the judge's gold-set results; with them (and fit.judge_error not false) every fit
+    reads its labels through the judge's measured misclassification rates.
+    """
     table = outcome_table(prompts, labels, cfg.fit.attributes)
     fits = []
-    codings = [cfg.fit.outcome, *([cfg.fit.second_outcome] if cfg.fit.second_outcome else [])]
+    # The hurdle model fits both of its steps from the labels at once: no second coding.
+    second = cfg.fit.second_outcome if cfg.fit.model != "hurdle" else None
+    codings = [cfg.fit.outcome, *([second] if second else [])]
     for coding in codings:
         outcomes = code_outcomes(table, coding, cfg.fit.drop_labels)
         if outcomes.is_empty():
             raise AuditError("no labelled responses to fit: every answer failed or was "
                              "unparseable; check the judge (judge=...) and the responses table")
-        fits.append(fit_rasch(outcomes, replace(cfg.fit, outcome=coding)))
-    return replace(fits[0], companions=tuple(fits[1:]))
+        confusion = resolve_confusion(cfg.fit.judge_error, cfg.fit.model, coding, gold)
+        fits.append(fit_rasch(outcomes, replace(cfg.fit, outcome=coding), confusion=confusion))
+    # Keep the first fit's own companions (the hurdle model's abstention step).
+    return replace(fits[0], companions=(*fits[0].companions, *fits[1:]))
 
 
 def write_fit(fit: RaschFit, directory: Path) -> None:
@@ -268,6 +279,9 @@ def write_fit(fit: RaschFit, directory: Path) -> None:
         "ess_bulk_min": diagnostics.ess_bulk_min, "ess_tail_min": diagnostics.ess_tail_min,
         "divergences": diagnostics.divergences, "advice": "; ".join(fit.problems()),
         "outcomes": [companion.outcome for companion in fit.all_fits()],
+        "judge_error": {companion.outcome: (companion.judge_confusion.as_dict()
+                                            if companion.judge_confusion else None)
+                        for companion in fit.all_fits()},
     }, indent=2, allow_nan=True) + "\n")
 
 
@@ -281,15 +295,20 @@ def read_fit(directory: Path, fit_config: FitConfig) -> RaschFit:
     contrasts_file = directory / "contrasts.csv"
     contrasts = read_frame(contrasts_file, "contrasts") if contrasts_file.is_file() \
         else pl.DataFrame()
+    if fit_config.model == "hurdle":  # the two steps of one model, named by step
+        outcome, further = DECIDED_OUTCOME, [ABSTAINED_OUTCOME]
+    else:
+        outcome = fit_config.outcome
+        further = [fit_config.second_outcome] if fit_config.second_outcome else []
     companions = tuple(read_fit(directory / coding,
-                                replace(fit_config, outcome=coding, second_outcome=None))
-                       for coding in ([fit_config.second_outcome]
-                                      if fit_config.second_outcome else []))
+                                replace(fit_config, model="rasch", outcome=coding,
+                                        second_outcome=None))
+                       for coding in further)
     if contrasts.height and "outcome" in contrasts.columns:
-        contrasts = contrasts.filter(pl.col("outcome") == fit_config.outcome).drop("outcome")
+        contrasts = contrasts.filter(pl.col("outcome") == outcome).drop("outcome")
     gaps_file = directory / "item_gaps.csv"
     return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit_config),
-                    contrasts=contrasts, outcome=fit_config.outcome, companions=companions,
+                    contrasts=contrasts, outcome=outcome, companions=companions,
                     item_gaps=read_frame(gaps_file, "item gaps") if gaps_file.is_file()
                     else pl.DataFrame())
 
@@ -323,7 +342,7 @@ def run_audit(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     timings["judge"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    fit = fit_stage(cfg, prompts, labels)
+    fit = fit_stage(cfg, prompts, labels, judged.gold)
     write_fit(fit, files.fit)
     timings["fit"] = time.perf_counter() - started
 
@@ -358,7 +377,9 @@ def run_stage(stage: str, cfg: AuditConfig, directory: Path) -> None:
     elif stage == "fit":
         prompts = read_table(files.prompts, PromptSchema, "prompts")
         labels = read_table(files.labels, LabelSchema, "labels")
-        write_fit(fit_stage(cfg, prompts, labels), files.fit)
+        gold = (read_table(files.gold, GoldResultSchema, "judge gold-set results")
+                if files.gold.is_file() else None)
+        write_fit(fit_stage(cfg, prompts, labels, gold), files.fit)
     elif stage == "report":
         from audit.publish import publish_from_files
 

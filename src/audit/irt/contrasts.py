@@ -101,7 +101,14 @@ def null_spread_draws(posterior: xr.Dataset, respondents: RespondentTable,
                       model_name: str) -> np.ndarray | None:
     """Draws of the null personas' spread: estimated (explanatory) or their theta's sample sd."""
     if "sigma_null" in posterior:
-        return _flat(posterior["sigma_null"])
+        sigma = posterior["sigma_null"]
+        if "model" not in sigma.dims:
+            return _flat(sigma)
+        if model_name != POOLED_MODEL:
+            return _flat(sigma.sel(model=model_name))
+        # The pooled effect averages the models' effects and its counts add up over models, so
+        # its floor uses the root mean square of the models' spreads.
+        return np.sqrt((_flat(sigma) ** 2).mean(axis=1))
     frame = respondents.frame
     if model_name != POOLED_MODEL:
         frame = frame.filter(pl.col("model_name") == model_name)

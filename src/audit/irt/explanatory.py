@@ -1,16 +1,21 @@
 """The explanatory Rasch model: favourability explained by who the persona is, per audited model.
 
-theta[respondent] = model_effect[model] + sum over attributes of effect_<attr>[model, level]
-                    + scale[kind] * respondent_z[respondent]
+theta[respondent] = model_effect[model] + real_effect[model] * is_real[respondent]
+                    + sum over attributes of effect_<attr>[model, level]
+                    + scale[model, kind] * respondent_z[respondent]
 
 * ``effect_<attr>`` is what a bias claim is about: the shift in favourability (logits) that comes
   with one level of a persona attribute (gender, race, age band, name origin, ...), for each
   audited model. Levels are zero-sum within an attribute, so only differences between levels are
   identified, which is exactly what a contrast reads. ``effect_<attr>_pooled`` is the average
-  over models. Personas are partially pooled: each persona's residual shrinks towards what its
+  over models (with one model, that model's effect: item gaps read it either way). Personas are partially pooled: each persona's residual shrinks towards what its
   attribute levels predict, with a learned spread.
+* ``real_effect`` is the shift shared by every real persona (baseline, explicit, name) against the
+  null personas: "any persona text at all" rather than any demographic. Without it a shift that all
+  demographic personas share has nowhere to go but the spreads: planting -1 logit on every real
+  persona moved the sigma_null estimate from 0.33 to 0.52 (truth 0.2) before this term existed.
 * The residual keeps what the attributes do not explain. Real personas and null personas (random
-  strings) get separate scales, ``sigma_residual`` and ``sigma_null``: ``sigma_null`` is how much
+  strings) get separate scales per audited model, ``sigma_residual`` and ``sigma_null``: ``sigma_null`` is how much
   favourability moves when the prompt changes by a persona that carries no demographic signal,
   estimated in the same model, which is the noise floor a demographic contrast is read against.
 * Item difficulties ``b`` sum to zero, so ``model_effect`` carries each model's overall rate.
@@ -32,7 +37,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from audit.irt.indexing import RaschData, index_design
-from audit.irt.likelihood import binomial_cells
+from audit.irt.judge_error import JudgeConfusion, label_cells
 
 MODEL_EFFECT_PRIOR_SD = 2.0  # carries the overall favourable rate, which can sit far from 50%
 ITEM_PRIOR_SD = 2.0
@@ -40,6 +45,7 @@ ATTRIBUTE_PRIOR_SD = 1.0  # a one-logit gap is already a large demographic effec
 # Half-normal scales of the spreads; the data rarely hold more than a few personas per level, so
 # these priors keep the spreads from wandering into implausible multi-logit values.
 RESIDUAL_PRIOR_SD = 0.5
+REAL_EFFECT_PRIOR_SD = 1.0  # the same scale as a demographic effect: persona text vs none
 DIF_PRIOR_SD = 1.0
 NULL_KIND = "null"
 NO_LEVEL = -1
@@ -91,7 +97,8 @@ def respondent_table(outcomes: pl.DataFrame, data: RaschData,
 
 
 def build_explanatory_model(data: RaschData, respondents: RespondentTable,
-                            item_dif: tuple[str, ...] = ()) -> pm.Model:
+                            item_dif: tuple[str, ...] = (),
+                            confusion: JudgeConfusion | None = None) -> pm.Model:
     unknown = sorted(set(item_dif) - set(respondents.attributes))
     if unknown:
         raise ValueError(f"fit.item_dif names {unknown}, which are not in fit.attributes")
@@ -106,7 +113,6 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
                              "personas; a contrast needs at least two (check fit.attributes)")
         coords[f"level_{attribute}"] = list(levels)
     model_index = respondents.model_index
-    several_models = len(respondents.models) > 1
     with pm.Model(coords=coords) as model:
         respondent_idx = pm.Data("respondent_idx", data.cell_respondent, dims="cell")
         item_idx = pm.Data("item_idx", data.cell_item, dims="cell")
@@ -127,9 +133,10 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
             # (bulk ESS 176 to 228 of 2,400 draws). The "all models" effect is their average.
             effect = pm.ZeroSumNormal(f"effect_{attribute}", sigma=ATTRIBUTE_PRIOR_SD,
                                       dims=("model", level_dim))
-            if several_models:
-                pm.Deterministic(f"effect_{attribute}_pooled", effect.mean(axis=0),
-                                 dims=level_dim)
+            # Always defined: item gaps and pooled contrasts read it, and with one audited model
+            # (the default design) it is that model's effect. Defining it only for several models
+            # crashed `fit.item_dif` after sampling (KeyError 'effect_race_pooled').
+            pm.Deterministic(f"effect_{attribute}_pooled", effect.mean(axis=0), dims=level_dim)
             persona_shift = persona_shift + pt.where(has_level,
                                                      effect[model_index, level_or_zero], 0.0)
             if attribute in item_dif:
@@ -141,14 +148,18 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
                 cell_level = pt.as_tensor(level_or_zero)[respondent_idx]
                 cell_has_level = pt.as_tensor(has_level)[respondent_idx]
                 dif_shift = dif_shift + pt.where(cell_has_level, dif[cell_level, item_idx], 0.0)
-        sigma_residual = pm.HalfNormal("sigma_residual", sigma=RESIDUAL_PRIOR_SD)
-        sigma_null = pm.HalfNormal("sigma_null", sigma=RESIDUAL_PRIOR_SD)
+        is_null = respondents.is_null
+        if is_null.any() and (~is_null).any():
+            real_effect = pm.Normal("real_effect", 0.0, REAL_EFFECT_PRIOR_SD, dims="model")
+            persona_shift = persona_shift + pt.where(is_null, 0.0, real_effect[model_index])
+        sigma_residual = pm.HalfNormal("sigma_residual", sigma=RESIDUAL_PRIOR_SD, dims="model")
+        sigma_null = pm.HalfNormal("sigma_null", sigma=RESIDUAL_PRIOR_SD, dims="model")
         respondent_z = pm.Normal("respondent_z", 0.0, 1.0, dims="respondent")
-        scale = pt.where(respondents.is_null, sigma_null, sigma_residual)
+        scale = pt.where(is_null, sigma_null[model_index], sigma_residual[model_index])
         theta = pm.Deterministic("theta", model_effect[model_index] + persona_shift +
                                  scale * respondent_z, dims="respondent")
-        binomial_cells("y", trials, theta[respondent_idx] - b[item_idx] + dif_shift,
-                       observed=successes, dims="cell")
+        label_cells("y", trials, theta[respondent_idx] - b[item_idx] + dif_shift,
+                    observed=successes, dims="cell", confusion=confusion)
     return model
 
 

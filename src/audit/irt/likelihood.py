@@ -30,3 +30,32 @@ def binomial_cells(name: str, trials, logit_p, observed, dims: str) -> pt.Tensor
     """An observed Binomial variable whose log-density omits log C(n, k)."""
     return pm.CustomDist(name, trials, logit_p, logp=_kernel_logp, dist=_binomial_draws,
                          observed=observed, dims=dims)
+
+
+def _misclassified_logp(successes, trials, logit_p, sensitivity, specificity):
+    # The judge reports 1 with probability sens * p + (1 - spec) * (1 - p). Written as a mixture
+    # in log space (logaddexp) so that p near 0 or 1 stays finite.
+    log_p, log_q = -pt.softplus(-logit_p), -pt.softplus(logit_p)  # log p, log(1 - p)
+    log_one = pt.logaddexp(pt.log(sensitivity) + log_p, pt.log1p(-specificity) + log_q)
+    log_zero = pt.logaddexp(pt.log1p(-sensitivity) + log_p, pt.log(specificity) + log_q)
+    return successes * log_one + (trials - successes) * log_zero
+
+
+def _misclassified_draws(trials, logit_p, sensitivity, specificity, size):
+    p = pm.math.sigmoid(logit_p)
+    return pm.Binomial.dist(n=trials, p=sensitivity * p + (1 - specificity) * (1 - p), size=size)
+
+
+def misclassified_binomial_cells(name: str, trials, logit_p, sensitivity, specificity, observed,
+                                 dims: str) -> pt.TensorVariable:
+    """Binomial cells of judge labels, each the true decision passed through the judge's errors.
+
+    The true decision is 1 with probability logistic(logit_p); the judge calls a true 1 a 1 with
+    probability ``sensitivity`` and a true 0 a 0 with probability ``specificity``, so every
+    observed label is Bernoulli(sens * p + (1 - spec) * (1 - p)) and a cell of n labels is still
+    Binomial: the correction costs no extra dimensions, only two parameters per fit. As in
+    binomial_cells, log C(n, k) is left out.
+    """
+    return pm.CustomDist(name, trials, logit_p, sensitivity, specificity,
+                         logp=_misclassified_logp, dist=_misclassified_draws, observed=observed,
+                         dims=dims)

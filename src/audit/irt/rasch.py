@@ -13,6 +13,8 @@ P(y = 1) = logistic(theta[respondent] - b[item]). Two variants share the likelih
   users who want to see which scenarios separate respondents sharply and which barely do.
 * ``explanatory`` (explanatory.py) decomposes theta into model, persona-attribute and residual
   effects, with null personas as the noise floor.
+* ``hurdle`` (hurdle.py) models abstention as a step of its own: decide or abstain, then
+  favourable or not given a decision, with persona effects on both steps.
 """
 
 from __future__ import annotations
@@ -29,9 +31,16 @@ import pymc as pm
 from audit.config import FitConfig
 from audit.irt.contrasts import item_gaps, level_contrasts
 from audit.irt.diagnostics import Diagnostics, diagnose
-from audit.irt.explanatory import build_explanatory_model, respondent_table
+from audit.irt.explanatory import RespondentTable, build_explanatory_model, respondent_table
+from audit.irt.hurdle import (
+    ABSTAINED_OUTCOME,
+    DECIDED_OUTCOME,
+    abstention_posterior,
+    build_hurdle_model,
+    hurdle_data,
+)
 from audit.irt.indexing import RaschData, index_design
-from audit.irt.likelihood import binomial_cells
+from audit.irt.judge_error import JudgeConfusion, label_cells
 from audit.schemas import SummarySchema, validate
 
 logger = logging.getLogger(__name__)
@@ -42,7 +51,7 @@ logger = logging.getLogger(__name__)
 RHAT_MAX_VEHTARI_2021 = 1.01
 ESS_MIN_VEHTARI_2021 = 400.0
 
-MODELS: tuple[str, ...] = ("rasch", "rasch_seed", "twopl", "explanatory")
+MODELS: tuple[str, ...] = ("rasch", "rasch_seed", "twopl", "explanatory", "hurdle")
 # Prior scales of the identified model, on the logit scale. theta keeps the seed model's N(0, 1);
 # items get more room because their mean now carries the overall favourable rate, which for a
 # model that almost always approves (or denies) sits far from zero.
@@ -53,7 +62,8 @@ DISCRIMINATION_LOG_SD = 0.5
 # Variables summarised, in order; every model in MODELS defines both. Model-specific parameters
 # (effects, spreads, discriminations) follow them in the summary and count in the diagnostics.
 SUMMARY_VARIABLES: tuple[str, ...] = ("theta", "b")
-EXTRA_SUMMARY_PREFIXES: tuple[str, ...] = ("a", "model_effect", "effect_", "sigma_", "dif_")
+EXTRA_SUMMARY_PREFIXES: tuple[str, ...] = ("a", "model_effect", "real_effect", "effect_", "sigma_",
+                                           "dif_", "judge_", "theta_abstain", "b_abstain")
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "parameter", "mean", "sd", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail",
 )
@@ -61,13 +71,26 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 SampleFunction = Callable[[pm.Model, FitConfig], az.InferenceData]
 
 
-def build_rasch_model(data: RaschData, model: str = "rasch") -> pm.Model:
-    """Build a model that needs only the response table; each exposes ``theta`` and ``b``."""
+def build_rasch_model(data: RaschData, model: str = "rasch",
+                      confusion: JudgeConfusion | None = None) -> pm.Model:
+    """Build a model that needs only the response table; each exposes ``theta`` and ``b``.
+
+    ``confusion`` (the judge's gold-set counts) makes the likelihood read each label through the
+    judge's misclassification rates (judge_error.py); the seed model keeps the original audit's
+    labels-as-truth likelihood.
+    """
     coords = {"respondent": list(data.respondents), "item": list(data.items)}
     if model == "rasch_seed":
+        if confusion is not None:
+            raise ValueError("fit.model=rasch_seed is the original audit's model, which reads "
+                             "labels as truth: set fit.judge_error=false or use fit=rasch")
         return _build_seed_model(data, coords)
     if model in ("rasch", "twopl"):
-        return _build_identified_model(data, coords, discrimination=model == "twopl")
+        return _build_identified_model(data, coords, discrimination=model == "twopl",
+                                       confusion=confusion)
+    if model == "hurdle":
+        raise ValueError("the hurdle model codes its two steps from the judge's labels: fit it "
+                         "with fit_rasch on an outcome table that has a label column")
     if model == "explanatory":
         raise ValueError("the explanatory model needs persona attributes: fit it with fit_rasch "
                          "on an outcome table that has model_name, persona_kind and the attributes")
@@ -89,7 +112,8 @@ def _build_seed_model(data: RaschData, coords: dict) -> pm.Model:
     return model
 
 
-def _build_identified_model(data: RaschData, coords: dict, discrimination: bool) -> pm.Model:
+def _build_identified_model(data: RaschData, coords: dict, discrimination: bool,
+                            confusion: JudgeConfusion | None = None) -> pm.Model:
     """Zero-sum persons, free item difficulties, Binomial cells, no hyperparameters.
 
     theta sums to zero, so "average respondent" is the reference point and b carries the overall
@@ -112,7 +136,7 @@ def _build_identified_model(data: RaschData, coords: dict, discrimination: bool)
         if discrimination:
             a = pm.LogNormal("a", mu=0.0, sigma=DISCRIMINATION_LOG_SD, dims="item")
             logit_p = a[item_idx] * logit_p
-        binomial_cells("y", trials, logit_p, observed=successes, dims="cell")
+        label_cells("y", trials, logit_p, observed=successes, dims="cell", confusion=confusion)
     return model
 
 
@@ -132,6 +156,8 @@ class RaschFit:
     # made on the same labels, so one fit stage carries e.g. favourability and abstention.
     outcome: str = "favourable"
     companions: tuple[RaschFit, ...] = ()
+    # The judge's gold-set counts the likelihood read labels through; None: labels as truth.
+    judge_confusion: JudgeConfusion | None = None
 
     def all_fits(self) -> tuple[RaschFit, ...]:
         return (self, *self.companions)
@@ -191,28 +217,37 @@ def summarise(idata: az.InferenceData, hdi_prob: float) -> pl.DataFrame:
 
 
 def fit_rasch(
-    outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction | None = None
+    outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction | None = None,
+    confusion: JudgeConfusion | None = None,
 ) -> RaschFit:
     """Fit one of MODELS to a long 0/1 table.
 
     ``sample`` defaults to sample_with_nutpie, looked up at call time so that fast tests of the
     stages around a fit can swap in a prior-predictive stand-in (as pymc-marketing's tests do).
+    ``confusion``: the judge's gold-set counts under this coding, to carry its errors into the
+    posterior (None reads labels as truth).
     """
     sample = sample or sample_with_nutpie
     attributes = tuple(fit.attributes)
     has_personas = {"model_name", "persona_kind", *attributes} <= set(outcomes.columns)
     data = index_design(outcomes)
     respondents = respondent_table(outcomes, data, attributes) if has_personas else None
+    if fit.model == "hurdle":
+        if confusion is not None:
+            raise ValueError("fit.model=hurdle reads labels as truth (its three labels would need "
+                             "a 3 x 3 confusion matrix): set fit.judge_error=false")
+        return _fit_hurdle(outcomes, fit, sample, respondents)
     if fit.model == "explanatory":
         if respondents is None:
             raise ValueError("fit.model=explanatory needs model_name, persona_kind and "
                              f"{', '.join(attributes)} in the outcome table")
-        model = build_explanatory_model(data, respondents, tuple(fit.item_dif))
+        model = build_explanatory_model(data, respondents, tuple(fit.item_dif), confusion)
     else:
-        model = build_rasch_model(data, fit.model)
+        model = build_rasch_model(data, fit.model, confusion)
     logger.info(
-        "fitting %s: %d responses, %d respondents, %d items, %d chains x %d draws",
+        "fitting %s: %d responses, %d respondents, %d items, %d chains x %d draws%s",
         fit.model, data.row_y.size, len(data.respondents), len(data.items), fit.chains, fit.draws,
+        "" if confusion is None else f", judge error from {confusion.n} gold answers",
     )
     idata = sample(model, fit)
     summary = summarise(idata, fit.hdi_prob)
@@ -222,7 +257,29 @@ def fit_rasch(
             if fit.model == "explanatory"]
     return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit),
                     contrasts=contrasts, item_gaps=pl.concat(gaps) if gaps else pl.DataFrame(),
-                    outcome=fit.outcome)
+                    outcome=fit.outcome, judge_confusion=confusion)
+
+
+def _fit_hurdle(outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction,
+                respondents: RespondentTable | None) -> RaschFit:
+    """Both steps in one model and one sampling run; the abstention step is the companion fit."""
+    abstention, decision = hurdle_data(outcomes)
+    logger.info("fitting hurdle: %d answers (%d decided), %d respondents, %d items, "
+                "%d chains x %d draws", int(abstention.trials.sum()), int(decision.trials.sum()),
+                len(abstention.respondents), len(abstention.items), fit.chains, fit.draws)
+    idata = sample(build_hurdle_model(abstention, decision), fit)
+    summary = summarise(idata, fit.hdi_prob)
+    diagnostics = diagnose(idata, summary, fit)
+    steps = {}
+    for outcome, posterior in ((DECIDED_OUTCOME, idata.posterior),
+                               (ABSTAINED_OUTCOME, abstention_posterior(idata.posterior))):
+        steps[outcome] = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob)
+                          if respondents is not None and fit.attributes else pl.DataFrame())
+    companion = RaschFit(idata=idata, summary=summary, diagnostics=diagnostics,
+                         contrasts=steps[ABSTAINED_OUTCOME], outcome=ABSTAINED_OUTCOME)
+    return RaschFit(idata=idata, summary=summary, diagnostics=diagnostics,
+                    contrasts=steps[DECIDED_OUTCOME], outcome=DECIDED_OUTCOME,
+                    companions=(companion,))
 
 
 def parameter_table(summary: pl.DataFrame, name: str, key: str) -> pl.DataFrame:
