@@ -29,13 +29,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from audit.backends import ChatRequest, Message, create_backend
-from audit.backends import embedded
+from audit.llm.backends import ChatRequest, Message, create_backend
+from audit.llm.backends import embedded
 from audit.config import ModelConfig
-from audit.engine import collect_responses
-from audit.params import compose_params
-from audit.stages import design_stage
-from audit.store import ResponseStore
+from audit.llm.engine import collect_responses
+from audit.cli.params import compose_params
+from audit.methods.rasch.stages import design_stage
+from audit.llm.store import ResponseStore
 
 log = logging.getLogger("bench_embedded")
 

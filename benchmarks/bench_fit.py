@@ -46,9 +46,9 @@ import pymc as pm
 import xarray as xr
 
 from audit.config import FitConfig
-from audit.irt import build_rasch_model, index_design
-from audit.irt.indexing import RaschData
-from audit.irt.rasch import sample_with_nutpie
+from audit.methods.rasch.irt import build_rasch_model, index_design
+from audit.methods.rasch.irt.indexing import RaschData
+from audit.methods.rasch.irt.rasch import sample_with_nutpie
 
 logging.basicConfig(level=logging.WARNING)
 

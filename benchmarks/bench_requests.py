@@ -114,10 +114,10 @@ def main() -> None:
         serve(arguments.serve, arguments.latency, arguments.slots)
         return
 
-    from audit.backends import ChatRequest, Message, create_backend
+    from audit.llm.backends import ChatRequest, Message, create_backend
     from audit.config import EngineConfig, ModelConfig, SamplingConfig
-    from audit.engine import collect_responses
-    from audit.store import ResponseStore
+    from audit.llm.engine import collect_responses
+    from audit.llm.store import ResponseStore
 
     process, base_url = start_server(arguments.latency, arguments.slots)
     try:

@@ -26,10 +26,10 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
-from audit.backends.packaged import resolve_model_path
+from audit.llm.backends.packaged import resolve_model_path
 from audit.config import register_configs, to_audit_config
-from audit.judge.rules import label_by_rules
-from audit.stages import design_stage, respond_stage
+from audit.methods.rasch.judge.rules import label_by_rules
+from audit.methods.rasch.stages import design_stage, respond_stage
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 

@@ -19,8 +19,8 @@ import numpyro.distributions as dist  # noqa: E402
 from numpyro.infer import MCMC, NUTS  # noqa: E402
 
 from audit.config import FitConfig  # noqa: E402
-from audit.irt.indexing import RaschData  # noqa: E402
-from audit.irt.rasch import ITEM_PRIOR_SD, THETA_PRIOR_SD  # noqa: E402
+from audit.methods.rasch.irt.indexing import RaschData  # noqa: E402
+from audit.methods.rasch.irt.rasch import ITEM_PRIOR_SD, THETA_PRIOR_SD  # noqa: E402
 
 
 def rasch(respondent_idx, item_idx, trials, successes, n_respondents: int, n_items: int) -> None:

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from audit.__main__ import CONF_DIR
 from audit.config import AuditConfig, register_configs, to_audit_config
-from audit.params import compose_params, params_yaml
+from audit.cli.params import compose_params, params_yaml
 
 register_configs()
 PROJECT_ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ from audit.config import register_configs, to_audit_config
 from audit.logs import quiet_noisy_loggers
 
 log = logging.getLogger("audit")
-CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+CONF_DIR = str(Path(__file__).resolve().parent / "conf")
 
 register_configs()
 
@@ -25,9 +25,9 @@ register_configs()
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def app(cfg: DictConfig) -> dict | None:
     quiet_noisy_loggers()  # Hydra has just configured logging; before the imports that log
-    from audit.backends import BackendError
+    from audit.llm.backends import BackendError
     from audit.methods import create_method
-    from audit.stages import AuditError
+    from audit.errors import AuditError
 
     try:
         audit_cfg = to_audit_config(cfg)

@@ -302,7 +302,7 @@ def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
     if not run_dir.is_dir():
         raise VerdictError(f"run_dir {run_dir} is not a directory: pass the output directory "
                            f"of a finished run")
-    from audit.methods.counterfactual_schemas import PairwiseSchema
+    from audit.methods.counterfactual.schemas import PairwiseSchema
 
     checks: list[Check] = []
     found = []

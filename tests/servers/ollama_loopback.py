@@ -15,7 +15,7 @@ import time
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from audit.backends import ChatRequest, Message, create_backend
+from audit.llm.backends import ChatRequest, Message, create_backend
 from audit.config import ModelConfig
 
 MODEL_TAG = "smollm2:135m"

@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     from audit.config import AuditConfig
 
 METHODS: dict[str, str] = {
-    "rasch": "audit.methods.rasch:RaschMethod",
-    "iat": "audit.methods.iat_method:IATMethod",
-    "dif": "audit.methods.dif:DIFMethod",
-    "counterfactual": "audit.methods.counterfactual:CounterfactualMethod",
+    "rasch": "audit.methods.rasch.method:RaschMethod",
+    "iat": "audit.methods.iat.method:IATMethod",
+    "dif": "audit.methods.dif.method:DIFMethod",
+    "counterfactual": "audit.methods.counterfactual.method:CounterfactualMethod",
 }
 
 

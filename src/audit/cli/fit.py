@@ -1,0 +1,137 @@
+"""`python -m audit.fit input=PATH output=DIR`: the Rasch fit on any long response table.
+
+For users who already have labelled responses (from another tool, or the original audit's CSV)
+and want the same posterior this project computes. Arguments are ``key=value`` pairs merged into
+a structured config, so a mistyped key or a wrong type fails with one line before anything runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import polars as pl
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from audit.config import FitConfig
+from audit.methods.rasch.irt import fit_rasch, respondent_ranking
+from audit.logs import configure_cli_logging
+from audit.errors import AuditError
+from audit.methods.rasch.stages import read_frame, write_fit
+
+log = logging.getLogger("audit.fit")
+
+# `prior=` names the model by what a user of the original audit knows it as.
+PRIORS = {"seed": "rasch_seed", "rasch": "rasch"}
+USAGE = ("usage: python -m audit.fit input=PATH output=DIR [respondent=COL item=COL outcome=COL "
+         "prior=seed|rasch draws=N tune=N chains=N cores=N target_accept=P seed=N hdi_prob=P]")
+
+
+# Sampler settings are FitConfig's own fields, so their defaults have one home: the audit's.
+SAMPLER_KEYS = ("draws", "tune", "chains", "cores", "target_accept", "seed", "hdi_prob")
+
+
+@dataclass
+class FitCommand:
+    input: str = "???"
+    output: str = "???"
+    respondent: str = "respondent"
+    item: str = "item"
+    outcome: str = "y"  # the column; FitConfig.outcome (the label coding) does not apply here
+    prior: str = "rasch"
+    sampler: FitConfig = field(default_factory=FitConfig)
+
+
+class FitInputError(ValueError):
+    """Bad arguments or a bad table, reported as one line."""
+
+
+def parse_arguments(arguments: list[str]) -> FitCommand:
+    malformed = [argument for argument in arguments if "=" not in argument]
+    if malformed:
+        raise FitInputError(f"argument {malformed[0]!r} is not key=value; {USAGE}")
+    try:
+        # `draws=500` is short for `sampler.draws=500`; FitConfig's other fields are not options.
+        dotlist = [f"sampler.{argument}" if argument.split("=", 1)[0] in SAMPLER_KEYS
+                   else argument for argument in arguments]
+        merged = OmegaConf.merge(OmegaConf.structured(FitCommand), OmegaConf.from_dotlist(dotlist))
+        command: FitCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    except OmegaConfBaseException as error:
+        raise FitInputError(f"{str(error).splitlines()[0]}; {USAGE}") from None
+    hidden = [argument for argument in arguments if argument.startswith("sampler.")]
+    if hidden:
+        raise FitInputError(f"{hidden[0]!r} is not an option; {USAGE}")
+    if command.prior not in PRIORS:
+        raise FitInputError(f"prior={command.prior} is unknown; use prior=seed (N(0,1) theta and b, "
+                            "the original audit) or prior=rasch (identified, the default)")
+    return command
+
+
+def read_long_table(path: Path, respondent: str, item: str, outcome: str) -> pl.DataFrame:
+    """Read CSV or parquet and rename the three columns to respondent, item, y."""
+    if not path.is_file():
+        raise FitInputError(f"input file {path} does not exist; pass input=PATH to a CSV or parquet")
+    try:
+        table = read_frame(path, "input table")
+    except AuditError as error:
+        raise FitInputError(str(error)) from None
+    wanted = {"respondent": respondent, "item": item, "outcome": outcome}
+    missing = {key: column for key, column in wanted.items() if column not in table.columns}
+    if missing:
+        key, column = next(iter(missing.items()))
+        raise FitInputError(f"{path} has no column {column!r}; its columns are "
+                            f"{', '.join(table.columns)}: pass {key}=COLUMN")
+    long = table.select(
+        pl.col(respondent).cast(pl.String).alias("respondent"),
+        pl.col(item).cast(pl.String).alias("item"),
+        pl.col(outcome).alias("y"),
+    )
+    if long.null_count().sum_horizontal().item():
+        raise FitInputError(f"{path} has empty cells in {respondent}, {item} or {outcome}; "
+                            "drop or fill those rows first")
+    y = long.get_column("y")
+    try:
+        y = y.cast(pl.Int64, strict=True)  # true/false become 1/0
+    except pl.exceptions.PolarsError:
+        raise FitInputError(f"column {outcome!r} must hold 0 or 1 (or true/false); "
+                            f"found {y.head(3).to_list()}") from None
+    bad = y.filter(~y.is_in([0, 1]))
+    if not bad.is_empty():
+        raise FitInputError(f"column {outcome!r} must hold only 0 or 1; found {bad.unique().sort().to_list()}")
+    return long.with_columns(y=y)
+
+
+def run(command: FitCommand) -> pl.DataFrame:
+    outcomes = read_long_table(Path(command.input), command.respondent, command.item, command.outcome)
+    fit = fit_rasch(outcomes, replace(command.sampler, model=PRIORS[command.prior]))
+    output = Path(command.output)
+    write_fit(fit, output)
+    for problem in fit.diagnostics.problems():
+        log.warning("fit did not converge: %s", problem)
+    ranking = respondent_ranking(fit.summary)
+    with pl.Config(tbl_rows=30, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
+        print(ranking.select("respondent", "mean", "hdi_low", "hdi_high").head(30))
+    log.info("wrote %s and %s", output / "summary.csv", output / "posterior.nc")
+    return fit.summary
+
+
+def main(arguments: list[str] | None = None) -> int:
+    configure_cli_logging()
+    arguments = sys.argv[1:] if arguments is None else arguments
+    try:
+        command = parse_arguments(arguments)
+        run(command)
+    except FitInputError as error:
+        log.error("%s", error)
+        return 2
+    except ValueError as error:  # schema or coding errors from the IRT package
+        log.error("%s", str(error).splitlines()[0])
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

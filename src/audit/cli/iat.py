@@ -1,0 +1,157 @@
+"""`python -m audit.iat import_dir=DIR output=OUT`: score word-association answers collected
+elsewhere, without sending a single request.
+
+DIR holds one CSV per model, dataset and prompt variation, named `<model>_<dataset>_<variation>.csv`
+(as Bai et al.'s published GPT-4o answers are), each with one answer per row in a response
+column. OUT receives `iat_scores.parquet` (one row per answer: its parse and D) and
+`iat_stats.csv` (per model x category x dataset: n, the answers each scoring mode leaves out,
+the answers giving every word to one group, parse rate, mean D with a bootstrap interval,
+the sign-flip permutation p-value and the Benjamini-Hochberg adjusted one), plus the same per
+variation and two plots. Arguments are `key=value` pairs checked against a structured config.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import polars as pl
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from audit.config import IATConfig
+from audit.logs import configure_cli_logging
+from audit.methods.iat.design import VARIATIONS, IATError, Stimuli, resolve_dataset, score_answers
+from audit.methods.iat.method import analyse, read_csv, read_stimuli
+from audit.methods.iat.report import print_iat_table
+
+log = logging.getLogger("audit.iat")
+
+# `0` is the header pandas gives an unnamed column, which is how Bai et al. saved the answers.
+RESPONSE_COLUMNS = ("response", "0")
+# The IATConfig fields that shape an import; the design fields (iterations, ...) do not apply.
+ANALYSIS_KEYS = ("stimuli_file", "synonym_file", "aliases_file", "seed", "bootstrap_resamples",
+                 "permutation_resamples", "confidence_level", "ci_method", "alpha",
+                 "scoring")
+STRING_KEYS = frozenset({"import_dir", "output", "response_column", "stimuli_file",
+                         "synonym_file", "aliases_file", "ci_method", "scoring"})
+USAGE = ("usage: python -m audit.iat import_dir=DIR output=OUT [response_column=NAME "
+         + " ".join(f"{key}=..." for key in ANALYSIS_KEYS) + "]")
+NAMING = "name each file <model>_<dataset>_<variation>.csv"
+
+
+@dataclass
+class ImportCommand:
+    import_dir: str = "???"
+    output: str = "???"
+    response_column: str | None = None  # None: the first of RESPONSE_COLUMNS the file has
+    analysis: IATConfig = field(default_factory=IATConfig)
+
+
+def parse_arguments(arguments: list[str]) -> ImportCommand:
+    malformed = [argument for argument in arguments if "=" not in argument]
+    if malformed:
+        raise IATError(f"argument {malformed[0]!r} is not key=value; {USAGE}")
+    design_keys = {f.name for f in fields(IATConfig)} - set(ANALYSIS_KEYS)
+    for argument in arguments:
+        key = argument.split("=", 1)[0]
+        if key in design_keys or key.startswith("analysis."):
+            raise IATError(f"{key!r} is not an option of the import (nothing is sent); {USAGE}")
+    overrides = OmegaConf.create({})
+    try:
+        for argument in arguments:
+            key, value = argument.split("=", 1)
+            # Paths and names stay the text typed (`response_column=0`, `output=007`).
+            parsed = (value if key in STRING_KEYS
+                      else OmegaConf.from_dotlist([f"value={value}"])["value"])
+            OmegaConf.update(overrides, f"analysis.{key}" if key in ANALYSIS_KEYS else key,
+                             parsed, force_add=True)
+        merged = OmegaConf.merge(OmegaConf.structured(ImportCommand), overrides)
+        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+    except OmegaConfBaseException as error:
+        raise IATError(f"{str(error).splitlines()[0]}; {USAGE}") from None
+
+
+def parse_file_name(path: Path, datasets: list[str]) -> tuple[str, str, str]:
+    """`gpt4o_mentalill_synonym.csv` -> ("gpt4o", "mental illness", "synonym"). The shortest
+    model name for which the rest names a dataset wins, so model names may hold underscores."""
+    parts = path.stem.split("_")
+    if len(parts) < 3 or not all(parts):
+        raise IATError(f"{path}: cannot read model, dataset and variation from the file name; "
+                       f"{NAMING}")
+    if parts[-1] not in VARIATIONS:
+        raise IATError(f"{path}: unknown variation '{parts[-1]}' (known: "
+                       f"{', '.join(VARIATIONS)}); {NAMING}")
+    for split in range(1, len(parts) - 1):
+        dataset = resolve_dataset("_".join(parts[split:-1]), datasets)
+        if dataset is not None:
+            return "_".join(parts[:split]), dataset, parts[-1]
+    raise IATError(f"{path}: no dataset named '{'_'.join(parts[1:-1])}' (known: "
+                   f"{', '.join(sorted(datasets))}); {NAMING}")
+
+
+def read_answers(directory: Path, stimuli: Stimuli, response_column: str | None) -> pl.DataFrame:
+    """Every CSV in the directory -> one row per answer, with the names its file carries."""
+    if not directory.is_dir():
+        raise IATError(f"import_dir {directory} is not a directory; pass import_dir=DIR, a folder "
+                       f"of CSV files ({NAMING})")
+    paths = sorted(directory.glob("*.csv"))
+    if not paths:
+        raise IATError(f"no CSV file in {directory}; {NAMING}, one answer per row")
+    frames = []
+    candidates = (response_column,) if response_column else RESPONSE_COLUMNS
+    for path in paths:
+        model, dataset, variation = parse_file_name(path, list(stimuli.original))
+        table = read_csv(path, "answers file", "save it as a CSV with a header row and one "
+                                               "answer per row in a response column")
+        column = next((name for name in candidates if name in table.columns), None)
+        if column is None:
+            raise IATError(f"{path} has no response column (looked for "
+                           f"{', '.join(repr(name) for name in candidates)}; its columns are "
+                           f"{', '.join(repr(name) for name in table.columns)}): pass "
+                           "response_column=NAME")
+        if table.is_empty():
+            log.warning("%s holds no answers; skipped", path)
+            continue
+        frames.append(pl.DataFrame({
+            "model": model, "dataset": dataset, "variation": variation,
+            "response_id": [f"{path.name}:{row}" for row in range(table.height)],
+            "iteration": list(range(table.height)),
+            "response_text": table[column],
+        }, schema={"model": pl.String, "dataset": pl.String, "variation": pl.String,
+                   "response_id": pl.String, "iteration": pl.Int64, "response_text": pl.String}))
+    if not frames:
+        raise IATError(f"the CSV files in {directory} hold no answers")
+    log.info("read %d answers from %d files in %s", sum(f.height for f in frames), len(frames),
+             directory)
+    return pl.concat(frames)
+
+
+def run(command: ImportCommand) -> pl.DataFrame:
+    stimuli = read_stimuli(command.analysis)
+    answers = read_answers(Path(command.import_dir), stimuli, command.response_column)
+    scores = score_answers(answers, stimuli)
+    analysis = analyse(scores, command.analysis, Path(command.output))
+    print_iat_table(analysis.stats, command.analysis.confidence_level, command.analysis.alpha)
+    unparsed = scores.filter(~pl.col("parsed")).height
+    log.info("%d of %d answers parsed completely (%d partly or not at all); wrote %s",
+             scores.height - unparsed, scores.height, unparsed,
+             ", ".join(str(path) for path in analysis.files.values()))
+    return analysis.stats
+
+
+def main(arguments: list[str] | None = None) -> int:
+    configure_cli_logging()
+    arguments = sys.argv[1:] if arguments is None else arguments
+    try:
+        run(parse_arguments(arguments))
+    except ValueError as error:  # IATError and the schema errors: one line each
+        log.error("%s", str(error).splitlines()[0])
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,120 @@
+"""`python -m audit.judge_eval judge=NAME`: measure a judge on the gold set before trusting it.
+
+Three ways of labelling the same gold answers: the rules alone, the judge alone (no rules) and
+the cascade an audit uses. Judge replies are stored in the response store, so the cascade reuses
+the judge-alone replies and a rerun costs nothing. Prints the figures, writes them as CSV and
+logs them to one MLflow run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+from rich.console import Console
+from rich.table import Table
+
+from audit.config import AuditConfig, register_configs, to_audit_config
+from audit.logs import quiet_noisy_loggers
+
+log = logging.getLogger("audit.judge_eval")
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+register_configs()
+
+
+def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
+    from audit.tracking import mlflow as tracking
+    from audit.methods.rasch.judge.gold import gold_figures, label_gold
+    from audit.schemas import GoldSchema, ItemSchema
+    from audit.methods.rasch.stages import judge_panel, read_table
+    from audit.llm.store import ResponseStore
+
+    gold = read_table(Path(cfg.judge.gold_file), GoldSchema, "judge gold set")
+    items = read_table(Path(cfg.judge.gold_items), ItemSchema, "gold-set item bank")
+    judges = judge_panel(cfg)
+    modes = {"rules": (dataclasses.replace(cfg.judge, use_rules=True), [])}
+    if judges:
+        modes["judge"] = (dataclasses.replace(cfg.judge, use_rules=False), judges)
+        modes["cascade"] = (dataclasses.replace(cfg.judge, use_rules=True), judges)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    figures, artifacts = {}, []
+    with ResponseStore(cfg.paths.response_store) as store:
+        for mode, (judge_config, panel) in modes.items():
+            results, _ = label_gold(gold, items, judge_config, panel, store)
+            figures[mode] = gold_figures(results)
+            for name, table in (("labels", results), ("confusion", figures[mode].confusion),
+                                ("by_category", figures[mode].by_category)):
+                path = output_dir / f"{mode}_{name}.csv"
+                table.write_csv(path)
+                artifacts.append(("judge_eval", path))
+    metrics = {mode: figure.metrics for mode, figure in figures.items()}
+    (output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    print_figures(figures, cfg.judge.name, gold.height)
+    if cfg.tracking.enabled:
+        flat = tracking.flatten({"judge": OmegaConf.to_container(OmegaConf.structured(cfg.judge))})
+        tags = {**tracking.provenance(Path(cfg.paths.root_dir)), "judge": cfg.judge.name}
+        with tracking.mlflow_run(cfg.tracking, f"judge_eval-{cfg.judge.name}", tags) as run:
+            tracking.log_params(flat)
+            tracking.log_metrics({f"{mode}/{name.removeprefix('gold/')}": value
+                                  for mode, values in metrics.items()
+                                  for name, value in values.items()})
+            tracking.log_artifacts([*artifacts, ("", output_dir / "metrics.json")])
+        log.info("MLflow run %s in experiment '%s'", run.run_id, cfg.tracking.experiment)
+    log.info("tables are in %s", output_dir)
+    return metrics
+
+
+def print_figures(figures: dict, judge_name: str, gold_size: int) -> None:
+    console = Console(width=max(Console().width, 110))  # no truncated labels in a redirected log
+    table = Table(title=f"Judge '{judge_name}' on the gold set ({gold_size} answers)")
+    for column in ("labelled by", "accuracy", "Cohen's kappa", "rules coverage",
+                   "rules accuracy", "unparseable"):
+        table.add_column(column, justify="left" if column == "labelled by" else "right")
+    for mode, figure in figures.items():
+        values = figure.metrics
+        table.add_row(mode, *(f"{values[key]:.3f}" for key in (
+            "gold/accuracy", "gold/cohen_kappa", "gold/rules_coverage", "gold/rules_accuracy",
+            "gold/unparseable_share")))
+    console.print(table)
+    final_mode = list(figures)[-1]
+    confusion = Table(title=f"{final_mode}: true label (rows) x label given (columns)")
+    for column in figures[final_mode].confusion.columns:
+        confusion.add_column(column)
+    for row in figures[final_mode].confusion.iter_rows():
+        confusion.add_row(*(str(value) for value in row))
+    console.print(confusion)
+    by_category = Table(title=f"{final_mode}: accuracy by kind of answer")
+    for column in ("category", "n", "accuracy", "rules coverage"):
+        by_category.add_column(column)
+    for category, count, accuracy, coverage in figures[final_mode].by_category.iter_rows():
+        by_category.add_row(category, str(count), f"{accuracy:.3f}", f"{coverage:.3f}")
+    console.print(by_category)
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="judge_eval")
+def app(cfg: DictConfig) -> None:
+    quiet_noisy_loggers()
+    from audit.llm.backends import BackendError
+    from audit.errors import AuditError
+
+    try:
+        audit_cfg = to_audit_config(cfg)
+        evaluate(audit_cfg, Path(audit_cfg.paths.output_dir))
+    except (AuditError, ValueError, BackendError) as error:
+        log.error("%s", error)
+        raise SystemExit(2) from None
+
+
+def main() -> None:
+    from audit.config_errors import one_line_config_errors
+
+    with one_line_config_errors(Path(CONF_DIR)):
+        app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""`python -m audit.plan`: how many replicates (and personas) a gap of a given size needs.
+
+Composed with Hydra from the same config groups as `python -m audit`, so `python -m audit.plan
+items=full personas=names plan.gap=10 plan.gap_unit=pp` plans exactly the design that
+`python -m audit items=full personas=names` would send. For each number of replicates in
+``plan.replicates`` (and persona multiple in ``plan.persona_multiples``) it prints the
+probability that the audit calls the planted gap ``different``, the expected HDI width (both with
+their Monte Carlo error, see audit.methods.rasch.power) and what that design costs according to the preflight
+estimate: requests still to send (the response store already holds the rest), prompt and
+completion tokens, and minutes at the median latency of this model's earlier answers (NaN until
+the store holds some). Nothing is sent to any model. Writes ``plan.csv`` in paths.output_dir.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from pathlib import Path
+
+import hydra
+import polars as pl
+from omegaconf import DictConfig
+
+from audit.llm.backends import BackendError, create_backend
+from audit.config import AuditConfig, register_configs, to_audit_config
+from audit.config_errors import one_line_config_errors
+from audit.llm.engine import concurrency_limits, plan_requests
+from audit.logs import quiet_noisy_loggers
+from audit.methods.rasch.power import simulate_power
+from audit.llm.preflight import estimate
+from audit.errors import AuditError
+from audit.methods.rasch.stages import design_stage
+from audit.llm.store import ResponseStore
+
+log = logging.getLogger("audit.plan")
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+COST_COLUMNS = ("prompts", "to_send", "prompt_tokens", "max_completion_tokens", "minutes")
+register_configs()
+
+
+def design_cost(cfg: AuditConfig, replicates: int, store: ResponseStore) -> dict[str, float]:
+    """The preflight estimate of the composed design with this many replicates."""
+    prompts = design_stage(dataclasses.replace(
+        cfg, design=dataclasses.replace(cfg.design, replicates=replicates)))
+    names = sorted(prompts.get_column("model_name").unique().to_list())
+    backends = {name: create_backend(cfg.model[name]) for name in names}
+    planned = plan_requests(prompts, backends, cfg.model)
+    figures = estimate(planned, store, concurrency_limits(backends, cfg.model))
+    return {"prompts": figures["prompts"], "to_send": figures["to_send"],
+            "prompt_tokens": figures["prompt_tokens"],
+            "max_completion_tokens": figures["max_completion_tokens"],
+            "minutes": figures["seconds"] / 60.0}
+
+
+def scaled_cost(cost: dict[str, float], prompts: pl.DataFrame, attribute: str,
+                multiple: int) -> dict[str, float]:
+    """Cost with every persona of the attribute's levels repeated ``multiple`` times.
+
+    Those personas do not exist yet, so their extra prompts are all still to send; each costs the
+    design's average prompt (tokens and time scale with the number of prompts)."""
+    share = prompts.get_column(attribute).is_not_null().mean() or 0.0
+    extra = (multiple - 1) * share * cost["prompts"]
+    per_prompt = {key: (cost[key] / cost["to_send"] if cost["to_send"] else math.nan)
+                  for key in ("prompt_tokens", "max_completion_tokens", "minutes")}
+    scaled = dict(cost)
+    scaled["prompts"] = cost["prompts"] + extra
+    scaled["to_send"] = cost["to_send"] + extra
+    for key, value in per_prompt.items():
+        if extra:
+            scaled[key] = cost[key] + extra * value
+    return scaled
+
+
+def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
+    """Power and cost of every planned design size, one row per model and size."""
+    prompts = design_stage(cfg)
+    power = simulate_power(prompts, cfg.plan, cfg.fit.model, cfg.fit.rope, cfg.fit.hdi_prob)
+    costs = []
+    for replicates in cfg.plan.replicates:
+        cost = design_cost(cfg, replicates, store)
+        for multiple in cfg.plan.persona_multiples:
+            costs.append({"replicates": replicates, "persona_multiple": multiple,
+                          **scaled_cost(cost, prompts, cfg.plan.attribute, multiple)})
+    # A size whose prompts are all in the store has no price per prompt to scale: null, not 0.
+    counts = pl.col(*COST_COLUMNS[:-1]).round().cast(pl.Int64, strict=False)
+    cost_table = pl.DataFrame(costs).with_columns(counts)
+    return power.join(cost_table, on=["persona_multiple", "replicates"], how="left")
+
+
+def run_plan(cfg: AuditConfig, output_dir: Path) -> pl.DataFrame:
+    store_path = Path(cfg.paths.response_store)
+    # Planning reads earlier latencies but must not create a store in a fresh project.
+    with ResponseStore(store_path if store_path.is_file() else ":memory:") as store:
+        table = plan_table(cfg, store)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    table.write_csv(output_dir / "plan.csv")
+    log.info("plan: wrote %s", output_dir / "plan.csv")
+    return table
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+def app(cfg: DictConfig) -> None:
+    quiet_noisy_loggers()
+    try:
+        audit_cfg = to_audit_config(cfg)
+        table = run_plan(audit_cfg, Path(audit_cfg.paths.output_dir))
+    except (AuditError, ValueError, BackendError) as error:
+        log.error("%s", error)
+        raise SystemExit(2) from None
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True):
+        print(table.drop("gap_mean_se", "respondents"))  # the CLI's result on stdout
+
+
+def main() -> None:
+    with one_line_config_errors(Path(CONF_DIR)):
+        app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+"""`python -m audit.runs`: compare past audits without the MLflow UI, and re-create one.
+
+    python -m audit.runs                          # the latest runs, what varies between them
+    python -m audit.runs --sweep PARENT_ID        # the jobs of one sweep
+    python -m audit.runs --metric 'contrast/*'    # add metrics (shell-style patterns)
+    python -m audit.runs show RUN_ID              # provenance and the commands to re-create it
+    python -m audit.runs params RUN_ID            # write that run's params.yaml for `dvc repro`
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import logging
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from omegaconf import OmegaConf
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from audit.tracking import mlflow as tracking
+from audit.config import TrackingConfig, to_audit_config
+from audit.logs import configure_cli_logging
+
+log = logging.getLogger(__name__)
+
+DEFAULT_METRICS = ("n_prompts", "rhat_max", "ess_bulk_min", "judge/kappa")
+# Params that differ between any two runs without meaning anything about the audit.
+INCIDENTAL_PARAMS = ("paths.output_dir", "tracking.run_name")
+MAX_VARYING_COLUMNS = 5
+CONFIG_ARTIFACT = "config.yaml"
+
+
+def _short(run_id: str) -> str:
+    return run_id[:8]
+
+
+def _started(milliseconds: int | None) -> str:
+    if not milliseconds:
+        return ""
+    moment = datetime.fromtimestamp(milliseconds / 1000, tz=timezone.utc).astimezone()
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def varying_params(runs: list[dict[str, Any]]) -> list[str]:
+    """Params every audit run has whose values differ between them: what a sweep swept, in a
+    readable order. Keys only some runs have (another model's settings) are left to the
+    `models` column; sweep parents carry no params and are left out of the comparison."""
+    audits = [run["params"] for run in runs if run["params"]]
+    if len(audits) < 2:
+        return []
+    shared = set.intersection(*(set(params) for params in audits))
+    varying = [key for key in shared if key not in INCIDENTAL_PARAMS
+               and len({params[key] for params in audits}) > 1]
+    return sorted(varying, key=lambda key: (key.count("."), key))
+
+
+def metric_columns(runs: list[dict[str, Any]], patterns: list[str]) -> list[str]:
+    present = sorted({name for run in runs for name in run["metrics"]})
+    chosen: list[str] = []
+    for pattern in [*DEFAULT_METRICS, *patterns]:
+        for name in present:
+            if fnmatch.fnmatchcase(name, pattern) and name not in chosen:
+                chosen.append(name)
+    return chosen
+
+
+def runs_frame(runs: list[dict[str, Any]],
+               metric_patterns: list[str] | None = None) -> pl.DataFrame:
+    """One row per run: identity, provenance, the params that vary, and the chosen metrics."""
+    params = varying_params(runs)
+    metrics = metric_columns(runs, metric_patterns or [])
+    rows = []
+    for run in runs:
+        tags = run["tags"]
+        row: dict[str, Any] = {
+            "run_id": run["run_id"], "name": run["name"], "started": _started(run["start_time"]),
+            "status": run["status"],
+            "parent": _short(tags.get(tracking.PARENT_RUN_TAG, "")),
+            "models": tags.get("models", ""),
+            "converged": tags.get("converged", ""),
+            "commit": tags.get("git.commit", "")[:10] + ("+dirty" if tags.get("git.dirty") ==
+                                                         "true" else ""),
+        }
+        row.update({f"param:{key}": run["params"].get(key, "") for key in params})
+        row.update({f"metric:{name}": run["metrics"].get(name) for name in metrics})
+        rows.append(row)
+    schema = {"run_id": pl.Utf8, "name": pl.Utf8, "started": pl.Utf8, "status": pl.Utf8,
+              "parent": pl.Utf8, "models": pl.Utf8, "converged": pl.Utf8, "commit": pl.Utf8,
+              **{f"param:{key}": pl.Utf8 for key in params},
+              **{f"metric:{name}": pl.Float64 for name in metrics}}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _format(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def print_runs(frame: pl.DataFrame, title: str, console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(title=title)
+    shown = [column for column in frame.columns if not column.startswith("param:")]
+    varying = [column for column in frame.columns if column.startswith("param:")]
+    shown[6:6] = varying[:MAX_VARYING_COLUMNS]
+    for column in shown:
+        label = column.split(":", 1)[-1]
+        table.add_column(label, justify="right" if column.startswith("metric:") else "left",
+                         overflow="fold", no_wrap=column in ("run_id", "started"),
+                         min_width=24 if column == "name" else None)
+    for row in frame.iter_rows(named=True):
+        # escape: run names and values hold brackets ("[model=smollm2]") that rich would
+        # otherwise read as markup and drop
+        table.add_row(*(escape(_short(row[column]) if column == "run_id"
+                               else _format(row[column])) for column in shown))
+    console.print(table)
+    if len(varying) > MAX_VARYING_COLUMNS:
+        console.print(f"{len(varying) - MAX_VARYING_COLUMNS} more params vary: "
+                      f"{', '.join(column[6:] for column in varying[MAX_VARYING_COLUMNS:])}")
+
+
+def _resolve_run_id(settings: TrackingConfig, run_id: str) -> str:
+    """Accept the 8-character prefix the table shows."""
+    if len(run_id) == 32:
+        return run_id
+    matches = [run["run_id"] for run in tracking.find_runs(settings.tracking_uri,
+                                                             settings.experiment,
+                                                             max_results=5000)
+               if run["run_id"].startswith(run_id)]
+    if len(matches) != 1:
+        raise LookupError(f"{len(matches)} runs in experiment '{settings.experiment}' start with "
+                          f"'{run_id}': give more characters of the run id")
+    return matches[0]
+
+
+def reproduction_steps(run: dict[str, Any]) -> list[str]:
+    tags = run["tags"]
+    commit = tags.get("git.commit", "unknown")
+    steps = [f"git checkout {commit}",
+             f"python -m audit.runs params {run['run_id']} --output params.yaml",
+             "dvc repro"]
+    if tags.get("git.dirty") == "true":
+        steps.append("# the run had uncommitted changes (git.dirty=true): the commit alone may "
+                     "not re-create it")
+    return steps
+
+
+def show_run(run: dict[str, Any], console: Console) -> None:
+    tags = run["tags"]
+    table = Table(title=escape(f"MLflow run {run['run_id']} ({run['name']})"), show_header=False)
+    table.add_column("what")
+    table.add_column("value", overflow="fold")
+    rows = [("status", run["status"]), ("started", _started(run["start_time"])),
+            ("sweep parent", tags.get(tracking.PARENT_RUN_TAG, "")),
+            ("converged", tags.get("converged", "")),
+            *[(key, value) for key, value in sorted(tags.items())
+              if key.startswith(("git.", "dvc.", "config.", "model.", "judge_model.",
+                                 "hydra.", "package."))]]
+    for key, value in rows:
+        table.add_row(escape(key), escape(str(value)))
+    console.print(table)
+    console.print("To re-create it:")
+    for step in reproduction_steps(run):
+        console.print(f"  {step}", highlight=False, markup=False)
+
+
+def write_params(settings: TrackingConfig, run_id: str, output: Path,
+                 pipeline_dir: str = "pipeline") -> Path:
+    """The run's composed config, validated, as the params.yaml that `dvc repro` reads."""
+    from audit.cli.params import HEADER
+
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            path = tracking.download_artifact(settings.tracking_uri, run_id, CONFIG_ARTIFACT,
+                                              Path(scratch))
+        except Exception as error:  # MLflow raises several types for a missing artifact
+            raise LookupError(f"run {run_id} has no {CONFIG_ARTIFACT} artifact: it was not "
+                              f"logged by audit's report stage") from error
+        composed = OmegaConf.load(path)
+    composed.paths.output_dir = pipeline_dir
+    config = to_audit_config(composed)
+    header = HEADER.replace("Generated by `python -m audit.params`",
+                            f"Re-created from MLflow run {run_id} by `python -m audit.runs params`")
+    output.write_text(header + OmegaConf.to_yaml(OmegaConf.structured(config)))
+    return output
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m audit.runs", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tracking-uri", default=TrackingConfig.tracking_uri)
+    parser.add_argument("--experiment", default=TrackingConfig.experiment)
+    parser.add_argument("--sweep", help="only the job runs of this sweep's parent run")
+    parser.add_argument("--limit", type=int, default=20)
+    parser.add_argument("--metric", action="append", default=[],
+                        help="metric name or pattern to add as a column (repeatable)")
+    parser.add_argument("--csv", type=Path, help="also write the table to this CSV file")
+    commands = parser.add_subparsers(dest="command")
+    show = commands.add_parser("show", help="one run's provenance and how to re-create it")
+    show.add_argument("run_id")
+    params = commands.add_parser("params", help="write a run's params.yaml for dvc repro")
+    params.add_argument("run_id")
+    params.add_argument("--output", type=Path, default=Path("params.yaml"))
+    arguments = parser.parse_args(argv)
+    configure_cli_logging()
+    settings = TrackingConfig(tracking_uri=arguments.tracking_uri,
+                              experiment=arguments.experiment)
+    console = Console(width=max(Console().width, 160)) if not sys.stdout.isatty() else Console()
+    try:
+        if arguments.command == "show":
+            show_run(tracking.get_run(settings.tracking_uri,
+                                      _resolve_run_id(settings, arguments.run_id)), console)
+        elif arguments.command == "params":
+            run_id = _resolve_run_id(settings, arguments.run_id)
+            log.info("wrote %s from run %s", write_params(settings, run_id, arguments.output),
+                     run_id)
+        else:
+            return _list(arguments, settings, console)
+    except LookupError as error:
+        log.error("%s", error.args[0] if error.args else error)
+        return 2
+    return 0
+
+
+def _list(arguments: argparse.Namespace, settings: TrackingConfig, console: Console) -> int:
+    query = ""
+    if arguments.sweep:
+        parent = _resolve_run_id(settings, arguments.sweep)
+        query = f"tags.`{tracking.PARENT_RUN_TAG}` = '{parent}'"
+    runs = tracking.find_runs(settings.tracking_uri, settings.experiment, query, arguments.limit)
+    if not runs:
+        log.error("no runs in experiment '%s' at %s%s", settings.experiment,
+                  settings.tracking_uri, f" under sweep {arguments.sweep}" if arguments.sweep
+                  else ": run an audit first (python -m audit)")
+        return 1
+    frame = runs_frame(runs, arguments.metric)
+    if arguments.csv:
+        frame.write_csv(arguments.csv)
+    where = f"sweep {arguments.sweep}" if arguments.sweep else f"experiment '{settings.experiment}'"
+    print_runs(frame, f"{len(runs)} runs in {where} (newest first)", console)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

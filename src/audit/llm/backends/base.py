@@ -1,0 +1,91 @@
+"""The one interface every backend implements, and the request/reply types that cross it.
+
+Only modules in `audit.llm.backends` know a wire protocol; everything else sees `ChatRequest` in and
+`Completion` out, so adding a server type never touches the engine, the judge or the design.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """Everything that changes a reply. A request carries only its own messages: no history."""
+
+    messages: tuple[Message, ...]
+    temperature: float
+    top_p: float
+    max_tokens: int
+    repeat_penalty: float
+    seed: int
+    json_schema: dict[str, Any] | None = None
+    # Score these continuations instead of generating: the reply text is a JSON object mapping
+    # each continuation to its log-probability as the opening of the assistant's answer.
+    score_options: tuple[str, ...] = ()
+
+    def as_payload(self) -> dict[str, Any]:
+        # Fields read one level deep: `asdict` deep-copies the JSON schema too, which made this
+        # a tenth of a millisecond of event-loop time per request, spent twice (key and store).
+        payload = {item.name: getattr(self, item.name) for item in fields(self)}
+        payload["messages"] = [{"role": message.role, "content": message.content}
+                               for message in self.messages]
+        if not self.score_options:
+            # Absent rather than empty, so adding scoring left every earlier request key unchanged.
+            del payload["score_options"]
+        else:
+            payload["score_options"] = list(self.score_options)
+        return payload
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    completion_tokens: int
+    finish_reason: str
+    latency_s: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class BackendError(RuntimeError):
+    """A failure of infrastructure, never of the audited behaviour; `kind` says which."""
+
+    def __init__(self, kind: str, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        # The server's Retry-After, when it sent one: the engine waits at least this long.
+        self.retry_after_s = retry_after_s
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A model server or an in-process model that answers one chat request at a time."""
+
+    def identity(self) -> dict[str, str]:
+        """What makes this model this model: backend, model name and a content digest when known.
+
+        It goes into every request key, so a model file that changes underneath a name shows up as
+        a different model and never reuses another model's stored answers."""
+        ...
+
+    def complete(self, request: ChatRequest) -> Completion:
+        """Generate a reply, or, when `request.score_options` is set, score those continuations
+        (a backend that cannot raises BackendError with kind `unsupported`)."""
+        ...
+
+
+def request_key(identity: dict[str, str], request: ChatRequest) -> str:
+    """Content hash of only what changes the output: model identity, messages, sampling, seed."""
+    canonical = json.dumps(
+        {"model": identity, "request": request.as_payload()}, sort_keys=True, ensure_ascii=True
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

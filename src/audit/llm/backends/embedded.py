@@ -1,0 +1,197 @@
+"""The default embedded backend: a GGUF model run in-process by xllamacpp.
+
+xllamacpp is a prebuilt (abi3 manylinux) wheel of llama.cpp with its server embedded in the
+process, so a fresh machine installs it in seconds with no compiler, where llama-cpp-python
+compiles llama.cpp for 4 to 6 minutes (the optional `llamacpp` backend). The server decodes
+`max_concurrency` requests at once in parallel slots with continuous batching; the engine sends
+that many requests concurrently (`serial` is False: the server queues requests itself).
+
+Reproducibility, measured here: the same prompt and seed give the same text only when the
+logits do not depend on what else the runtime processed. Two things break that in llama.cpp on
+CPU: (1) prefix reuse: a prompt whose prefix is already in the slot's KV cache evaluates only its
+last token, and the logits of a 66-token prompt then differed from a fresh evaluation by 0.04
+nats (batch-size-dependent matmul kernels); (2) parallel slots: a token decoded in a batch with
+other sequences gets slightly different logits, and the output tokens of 24 prompts changed
+with the number of slots (849 with 1 slot, 809 with 8). So prompt caching is always off, and
+the default is one slot (`max_concurrency: 1`); more slots are faster and documented as not
+reproducible (benchmarks/bench_embedded.py measures both).
+
+Runtimes are closed at interpreter exit, before Python tears down the modules they use.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import httpx
+import xllamacpp
+
+from audit.llm.backends.base import BackendError, ChatRequest, Completion
+from audit.llm.backends.packaged import file_digest, resolve_model_path
+from audit.config import ModelConfig
+
+log = logging.getLogger(__name__)
+
+# Samplers that ChatRequest does not carry, pinned to llama.cpp's defaults so that a runtime
+# upgrade that changes a default cannot change an answer silently; the rest are switched off.
+PINNED_SAMPLING: dict[str, Any] = {
+    "top_k": 40, "min_p": 0.05, "typical_p": 1.0, "repeat_last_n": 64,
+    "presence_penalty": 0.0, "frequency_penalty": 0.0, "mirostat": 0, "dry_multiplier": 0.0,
+    "xtc_probability": 0.0, "n_probs": 0,
+    # Prefix reuse changes logits (see the module docstring): every prompt is evaluated whole.
+    "cache_prompt": False,
+}
+
+# One runtime per file and settings, shared by the audited model and the judge when they name
+# the same file and settings: loading twice would double memory for no gain.
+_RUNTIMES: dict[tuple[str, int, int, int], Any] = {}
+_RUNTIMES_GUARD = threading.Lock()
+
+
+def load_runtime(path: Path, n_ctx: int, n_threads: int, n_parallel: int) -> Any:
+    """The shared xllamacpp server for these settings, started on first use. Each of the
+    `n_parallel` slots gets `n_ctx` tokens of context (llama.cpp divides the total among
+    slots)."""
+    key = (str(path), n_ctx, n_threads, n_parallel)
+    with _RUNTIMES_GUARD:
+        if key not in _RUNTIMES:
+            params = xllamacpp.CommonParams()
+            params.model.path = str(path)
+            params.n_ctx = n_ctx * n_parallel
+            params.n_parallel = n_parallel
+            params.cpuparams.n_threads = n_threads
+            params.cpuparams_batch.n_threads = n_threads
+            params.cache_prompt = False
+            params.cache_ram_mib = 0  # no host-memory prompt cache either
+            params.verbosity = -1  # llama.cpp's per-request log lines say nothing to a user
+            params.hostnames = ["127.0.0.1"]
+            started = time.perf_counter()
+            try:
+                _RUNTIMES[key] = xllamacpp.Server(params)
+            except Exception as error:  # noqa: BLE001 - a bad file fails inside llama.cpp
+                raise BackendError("model_not_found", f"llama.cpp could not load {path}: "
+                                                      f"{error}") from error
+            log.info("loaded %s in %.2f s (%d slot(s), %d threads)", path.name,
+                     time.perf_counter() - started, n_parallel, n_threads)
+        return _RUNTIMES[key]
+
+
+def close_runtimes() -> None:
+    """Stop every runtime now (their slots finish, their threads join), while the interpreter
+    is whole: left to module teardown, a runtime's destructor runs after the modules it needs
+    are gone."""
+    with _RUNTIMES_GUARD:
+        runtimes = list(_RUNTIMES.values())
+        _RUNTIMES.clear()
+    del runtimes
+
+
+atexit.register(close_runtimes)
+
+
+class EmbeddedBackend:
+    # The runtime queues requests and decodes up to max_concurrency of them at once.
+    serial = False
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+        self.path = resolve_model_path(config.model)
+        self.slots = max(1, config.max_concurrency)
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "embedded", "model": self.path.name, "digest": file_digest(self.path)}
+
+    def runtime(self) -> Any:
+        return load_runtime(self.path, self.config.n_ctx, self.config.n_threads, self.slots)
+
+    def complete(self, request: ChatRequest) -> Completion:
+        if request.score_options:
+            started = time.perf_counter()
+            # With one slot, the options after the first reuse the prompt's cached KV cells
+            # (measured with the 1.5B judge: 8.0 s -> about 2.3 s a label). Reproducible: the
+            # first option always evaluates the whole prompt and nothing else can take the slot
+            # in between. With several slots another request could, so every option is whole.
+            reuse = self.slots == 1
+            scores = {option: self._score(request, option, reuse_prompt=reuse and index > 0)
+                      for index, option in enumerate(request.score_options)}
+            return Completion(json.dumps(scores, sort_keys=True), 0, "scored",
+                              time.perf_counter() - started)
+        payload = self._payload(request)
+        if request.json_schema is not None:
+            payload["json_schema"] = request.json_schema
+        started = time.perf_counter()
+        reply = self._chat(payload)
+        latency = time.perf_counter() - started
+        choice = reply["choices"][0]
+        return Completion(
+            text=choice["message"].get("content") or "",
+            completion_tokens=int(reply.get("usage", {}).get("completion_tokens", 0)),
+            finish_reason=str(choice.get("finish_reason") or ""),
+            latency_s=latency,
+        )
+
+    def _payload(self, request: ChatRequest) -> dict[str, Any]:
+        return {
+            **PINNED_SAMPLING,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "max_tokens": request.max_tokens,
+            "repeat_penalty": request.repeat_penalty,
+            "seed": request.seed,
+        }
+
+    def _chat(self, payload: dict[str, Any]) -> dict[str, Any]:
+        reply = self.runtime().handle_chat_completions(payload)
+        error = reply.get("error") if isinstance(reply, dict) else None
+        if error is not None:
+            kind = ("context_length" if error.get("type") == "exceed_context_size_error"
+                    else "malformed_request" if error.get("code") == 400 else "server_error")
+            raise BackendError(kind, f"embedded llama.cpp: {error.get('message', error)}")
+        if not isinstance(reply, dict) or not reply.get("choices"):
+            raise BackendError("malformed_reply", f"embedded llama.cpp replied {reply!r:.200}")
+        return reply
+
+    def _score(self, request: ChatRequest, option: str, reuse_prompt: bool = False) -> float:
+        """Log-probability of `option` as the opening of the answer: the sum of its tokens'
+        log-probabilities given the prompt and the tokens before them.
+
+        The option's own tokens (its canonical tokenization) are forced one by one with a
+        token-id grammar, and llama.cpp reports each forced token's probability under the
+        model's raw logits (before any sampler or grammar). A string grammar would not do: it
+        lets the runtime pick another split ("A"+"P"+"PRO"+"VE" for "APPROVE", whose "P" has a
+        log-probability of -11), which is not the word's probability."""
+        tokens = self._tokens(option)
+        if not tokens:
+            raise BackendError("malformed_request", f"empty continuation {option!r}")
+        payload = {**self._payload(request), "temperature": 0.0, "max_tokens": len(tokens),
+                   "logprobs": True, "top_logprobs": 1, "cache_prompt": reuse_prompt,
+                   "grammar": "root ::= " + " ".join(f"<[{token}]>" for token in tokens)}
+        reply = self._chat(payload)
+        steps = (reply["choices"][0].get("logprobs") or {}).get("content") or []
+        if [step.get("id") for step in steps] != list(tokens):
+            raise BackendError("malformed_reply", f"scoring {option!r} decoded "
+                                                  f"{[step.get('id') for step in steps]}, "
+                                                  f"not its tokens {list(tokens)}")
+        return float(sum(step["logprob"] for step in steps))
+
+    def _tokens(self, text: str) -> tuple[int, ...]:
+        return _tokenize(self.runtime().listening_address, text)
+
+
+@lru_cache(maxsize=4096)
+def _tokenize(address: str, text: str) -> tuple[int, ...]:
+    """The model's own tokenization of `text` (no BOS, special tokens read as text), from the
+    runtime's loopback endpoint: xllamacpp exposes no tokenizer call in Python."""
+    reply = httpx.post(f"{address}/tokenize",
+                       json={"content": text, "add_special": False, "parse_special": False},
+                       timeout=30)
+    reply.raise_for_status()
+    return tuple(int(token) for token in reply.json()["tokens"])

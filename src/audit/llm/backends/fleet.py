@@ -1,0 +1,105 @@
+"""Several hosts serving the same model, as one backend: requests go to the healthy host with the
+most free slots; a host that fails is set aside and probed again after a cool-down, and comes
+back when its health check passes.
+
+Deliberately small: anything bigger (autoscaling, priorities, queues) belongs in vLLM or a
+gateway in front of it, whose single URL is then one host here.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+
+from audit.llm.backends.base import Backend, BackendError, ChatRequest, Completion
+from audit.config import ModelConfig
+
+# Failures that say "this host", not "this request": the host is set aside.
+HOST_FAILURES = frozenset({"connection", "timeout", "server_error"})
+COOL_DOWN_S = 5.0
+
+
+class Host:
+    def __init__(self, url: str, backend: Backend, capacity: int) -> None:
+        self.url, self.backend, self.capacity = url, backend, capacity
+        self.in_flight = 0
+        self.down_since: float | None = None
+
+
+class Fleet:
+    def __init__(self, config: ModelConfig, make_backend) -> None:
+        capacity = max(1, config.max_concurrency)
+        self.config = config
+        self.hosts = [Host(url, make_backend(replace(config, base_url=url, base_urls=[])),
+                           capacity) for url in config.base_urls]
+        self._lock = threading.Lock()
+
+    def identity(self) -> dict[str, str]:
+        identities = {host.url: host.backend.identity() for host in self.hosts}
+        distinct = {tuple(sorted(identity.items())) for identity in identities.values()}
+        if len(distinct) > 1:
+            raise BackendError("config", f"the hosts of '{self.config.model}' serve different "
+                                         f"models or weights: {identities}")
+        return next(iter(identities.values()))
+
+    def health_check(self) -> None:
+        """Probe every host now: those that fail as hosts are set aside, the others are usable
+        at once; raise only when no host answers."""
+        failures: list[BackendError] = []
+        for host in self.hosts:
+            probe = getattr(host.backend, "health_check", None)
+            try:
+                if probe is not None:
+                    probe()
+            except BackendError as error:
+                if error.kind not in HOST_FAILURES:
+                    raise
+                failures.append(error)
+                with self._lock:
+                    host.down_since = time.monotonic()
+                continue
+            with self._lock:
+                host.down_since = None
+        if len(failures) == len(self.hosts):
+            raise BackendError(failures[0].kind, f"none of the {len(self.hosts)} hosts of "
+                                                 f"'{self.config.model}' answers: {failures[0]}")
+
+    def _healthy(self, host: Host) -> bool:
+        """Probe a set-aside host once its cool-down is over; True when it is usable."""
+        if host.down_since is None:
+            return True
+        if time.monotonic() - host.down_since < COOL_DOWN_S:
+            return False
+        probe = getattr(host.backend, "health_check", None)
+        try:
+            if probe is not None:
+                probe()  # a cheap call that needs the server: list its models
+        except BackendError:
+            host.down_since = time.monotonic()
+            return False
+        host.down_since = None
+        return True
+
+    def _choose(self) -> Host:
+        with self._lock:
+            usable = [host for host in self.hosts if self._healthy(host)]
+            if not usable:
+                raise BackendError("connection", f"all {len(self.hosts)} hosts of "
+                                                 f"'{self.config.model}' are down")
+            host = max(usable, key=lambda candidate: candidate.capacity - candidate.in_flight)
+            host.in_flight += 1
+            return host
+
+    def complete(self, request: ChatRequest) -> Completion:
+        host = self._choose()
+        try:
+            return host.backend.complete(request)
+        except BackendError as error:
+            if error.kind in HOST_FAILURES:
+                with self._lock:
+                    host.down_since = time.monotonic()
+            raise
+        finally:
+            with self._lock:
+                host.in_flight -= 1

@@ -1,0 +1,90 @@
+"""An Ollama server, through the official `ollama` client.
+
+A tag such as `llama3.1:8b` can point at new weights after a `ollama pull`, so the identity holds
+the digest the server reports for the tag: new weights make new request keys, and answers stored
+for the old weights are never served for the new ones.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from audit.llm.backends.base import BackendError, ChatRequest, Completion
+from audit.config import ModelConfig
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+
+
+class OllamaBackend:
+    def __init__(self, config: ModelConfig) -> None:
+        import httpx
+        import ollama  # imported here: only this backend needs the client
+
+        self.config = config
+        self.host = config.base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+        self._ollama, self._httpx = ollama, httpx
+        self._client = ollama.Client(host=self.host, timeout=config.timeout_s)
+        self._digest: str | None = None
+
+    def identity(self) -> dict[str, str]:
+        if self._digest is None:
+            listed = self._call(self._client.list)
+            digests = {model.model: model.digest for model in listed.models}
+            name = self.config.model if ":" in self.config.model else f"{self.config.model}:latest"
+            if name not in digests:
+                known = ", ".join(sorted(digests)) or "none"
+                raise BackendError("model_not_found", f"Ollama at {self.host} has no model "
+                                                      f"'{name}' (it has: {known}); run "
+                                                      f"`ollama pull {self.config.model}`")
+            self._digest = str(digests[name])
+        return {"backend": "ollama", "model": self.config.model, "digest": self._digest}
+
+    def health_check(self) -> None:
+        """Raise BackendError unless the server lists its models."""
+        self._call(self._client.list)
+
+    def complete(self, request: ChatRequest) -> Completion:
+        if request.score_options:
+            raise BackendError("unsupported", "the Ollama API gives no log-probabilities to "
+                                              "score option words; use method=cascade")
+        options = {"temperature": request.temperature, "top_p": request.top_p,
+                   "num_predict": request.max_tokens, "repeat_penalty": request.repeat_penalty,
+                   "seed": request.seed, "num_ctx": self.config.n_ctx}
+        arguments: dict[str, Any] = {
+            "model": self.config.model, "options": options, "stream": False,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        }
+        if request.json_schema is not None:
+            arguments["format"] = request.json_schema
+        if self.config.keep_alive is not None:
+            arguments["keep_alive"] = self.config.keep_alive
+        started = time.perf_counter()
+        reply = self._call(self._client.chat, **arguments)
+        latency = time.perf_counter() - started
+        message = getattr(reply, "message", None)
+        if message is None or message.content is None:
+            raise BackendError("malformed_reply", "Ollama reply without a message")
+        return Completion(message.content, int(reply.eval_count or 0),
+                          str(reply.done_reason or ""), latency)
+
+    def _call(self, method, **arguments) -> Any:
+        ollama, httpx = self._ollama, self._httpx
+        try:
+            return method(**arguments)
+        except ollama.ResponseError as error:
+            status = error.status_code
+            kind = ("rate_limit" if status == 429 else "server_error" if status >= 500
+                    else "model_not_found" if status == 404 else "http_status")
+            raise BackendError(kind, f"HTTP {status} from Ollama at {self.host}: "
+                                     f"{str(error.error)[:200]}") from error
+        except httpx.TimeoutException as error:
+            raise BackendError("timeout", f"no reply from {self.host} within "
+                                          f"{self.config.timeout_s} s") from error
+        except (httpx.TransportError, ConnectionError) as error:
+            raise BackendError("connection", f"cannot reach Ollama at {self.host}: "
+                                             f"{type(error).__name__}") from error
+        except (ValueError, TypeError) as error:  # a reply that is not the JSON Ollama sends
+            raise BackendError("malformed_reply", f"unreadable reply from {self.host}: "
+                                                  f"{error}") from error

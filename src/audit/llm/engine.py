@@ -1,0 +1,389 @@
+"""Sending requests: one independent request per prompt, through the response store.
+
+The store is consulted first, so a rerun only sends what is missing and a crash resumes where it
+stopped. Requests run concurrently under asyncio up to each model's `max_concurrency` (the
+blocking clients run in worker threads; the embedded model one request at a time) and an
+optional requests-per-minute limit (aiolimiter). Infrastructure failures are retried with
+exponential backoff and jitter, never sooner than the server's Retry-After (tenacity), and once
+retries run out become error rows with their kind: they never become labels. Every reply is
+committed to the store as it arrives (once the request waiting for its slot has gone out), on
+the event loop's thread, which owns the SQLite connection. What a run will cost, and whether
+its servers answer, is checked first (audit.llm.preflight).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+
+import polars as pl
+from aiolimiter import AsyncLimiter
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from audit.llm.backends import Backend, BackendError, ChatRequest, Completion, Message, request_key
+from audit.config import EngineConfig, ModelConfig
+from audit.llm.preflight import estimate, preflight
+from audit.schemas import ResponseSchema, validate
+from audit.llm.store import ResponseStore
+
+log = logging.getLogger(__name__)
+
+# Kinds worth retrying: the server may answer next time (a garbled reply is usually a proxy or
+# a restarting server). A context overflow or a missing model fails the same way again, so
+# they are recorded at once.
+TRANSIENT_KINDS = frozenset({"timeout", "connection", "rate_limit", "server_error",
+                             "malformed_reply"})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one send produced: a completion (fresh or from the store) or an error."""
+
+    request_key: str
+    completion: Completion | None
+    from_cache: bool
+    error: BackendError | None = None
+
+
+def _is_transient(error: BaseException) -> bool:
+    return isinstance(error, BackendError) and error.kind in TRANSIENT_KINDS
+
+
+def _backoff(engine: EngineConfig):
+    """Exponential backoff with jitter, but never shorter than the server's Retry-After."""
+    exponential = wait_exponential_jitter(initial=engine.backoff_initial_s,
+                                          max=engine.backoff_max_s)
+
+    def wait(retry_state) -> float:
+        error = retry_state.outcome.exception() if retry_state.outcome else None
+        hinted = getattr(error, "retry_after_s", None)
+        return max(exponential(retry_state), hinted or 0.0)
+
+    return wait
+
+
+# The embedded model runs on this one long-lived thread. Handing each llama.cpp call to whichever
+# pool thread is free made generation about 18% slower here (4.50 s against 5.33 s for the same
+# six greedy requests, interleaved runs); one fixed thread is as fast as the main thread.
+_SERIAL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-serial")
+
+
+def _serial(backend: Backend) -> bool:
+    """A backend that must run one request at a time says so with `serial = True`."""
+    return bool(getattr(backend, "serial", False))
+
+
+async def _send_once(backend: Backend, request: ChatRequest,
+                     limiter: AsyncLimiter | None) -> Completion:
+    """One try. The blocking client call runs in a worker thread so the event loop keeps other
+    requests moving."""
+    if limiter is not None:
+        await limiter.acquire()
+    if _serial(backend):
+        return await asyncio.get_running_loop().run_in_executor(_SERIAL, backend.complete,
+                                                                request)
+    return await asyncio.to_thread(backend.complete, request)
+
+
+async def _attempt(backend: Backend, request: ChatRequest, engine: EngineConfig,
+                   limiter: AsyncLimiter | None) -> Completion:
+    """Send with retries. The first try runs outside tenacity: nearly every request succeeds at
+    once, and tenacity's retry state costs about 45 us of event-loop time a request, enough to
+    cost 2% of throughput at 160 requests a second (benchmarks/bench_requests.py)."""
+    try:
+        return await _send_once(backend, request, limiter)
+    except BackendError as error:
+        if not _is_transient(error) or engine.max_attempts <= 1:
+            raise
+        first_failure = error
+    replayed = False
+
+    async def retry() -> Completion:
+        # The first failure is replayed as tenacity's attempt 1, so the attempt count and the
+        # backoff schedule (Retry-After included) are the ones tenacity alone would give.
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            raise first_failure
+        return await _send_once(backend, request, limiter)
+
+    return await AsyncRetrying(retry=retry_if_exception(_is_transient),
+                               stop=stop_after_attempt(engine.max_attempts),
+                               wait=_backoff(engine), reraise=True)(retry)
+
+
+async def _send_missing(backend: Backend, identity: dict[str, str], key: str,
+                        request: ChatRequest, store: ResponseStore, engine: EngineConfig,
+                        limiter: AsyncLimiter | None,
+                        slot: asyncio.Semaphore | None = None) -> Outcome:
+    """One request that is not in the store, holding `slot` while it is sent and retried; its
+    reply or error is stored before returning, so a crash loses at most the requests in
+    flight."""
+    try:
+        async with slot or nullcontext():
+            completion = await _attempt(backend, request, engine, limiter)
+        failure = None
+    except Exception as error:  # noqa: BLE001 - any crash of a backend is an infrastructure error
+        failure = (error if isinstance(error, BackendError)
+                   else BackendError("backend_crash", f"{type(error).__name__}: {error}"))
+    if slot is not None:
+        # Let the request waiting for this slot go out before the store write: otherwise,
+        # when a burst of replies lands together, each next request waits for the writes of
+        # all the replies ahead of it in the loop (2 ms a round at 8 slots).
+        await asyncio.sleep(0)
+    if failure is not None:
+        store.put_error(key, identity, request.as_payload(), failure.kind, str(failure))
+        return Outcome(key, None, from_cache=False, error=failure)
+    store.put_ok(key, identity, request.as_payload(), completion.text,
+                 completion.completion_tokens, completion.latency_s)
+    return Outcome(key, completion, from_cache=False)
+
+
+def _stored(store: ResponseStore, key: str) -> Outcome | None:
+    stored = store.get(key)
+    if stored is None:
+        return None
+    completion = Completion(stored.response_text, stored.completion_tokens, "stored",
+                            stored.latency_s)
+    return Outcome(key, completion, from_cache=True)
+
+
+def send(backend: Backend, request: ChatRequest, store: ResponseStore,
+         engine: EngineConfig | None = None) -> Outcome:
+    """Answer one request from the store, or send it (with the same retries as a batch)."""
+    identity = backend.identity()
+    key = request_key(identity, request)
+    return _stored(store, key) or asyncio.run(
+        _send_missing(backend, identity, key, request, store, engine or EngineConfig(), None))
+
+
+def build_request(config: ModelConfig, system_prompt: str, user_prompt: str, seed: int,
+                  json_schema: dict | None = None) -> ChatRequest:
+    messages = [Message("system", system_prompt)] if system_prompt else []
+    messages.append(Message("user", user_prompt))
+    sampling = config.sampling
+    return ChatRequest(
+        messages=tuple(messages),
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        max_tokens=sampling.max_tokens,
+        repeat_penalty=sampling.repeat_penalty,
+        seed=seed,
+        json_schema=json_schema,
+    )
+
+
+class RateColumn(ProgressColumn):
+    def render(self, task) -> Text:
+        return Text(f"{task.speed:.2f}/s" if task.speed else "-/s")
+
+
+def progress_bar() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    RateColumn(), TimeRemainingColumn(),
+                    TextColumn("[red]{task.fields[errors]} errors"), transient=False)
+
+
+def track(rows: Iterable, total: int, description: str) -> Iterable:
+    with progress_bar() as progress:
+        task = progress.add_task(description, total=total, errors=0)
+        for row in rows:
+            yield row
+            progress.advance(task)
+
+
+@dataclass(frozen=True)
+class Planned:
+    prompt_id: str
+    model_name: str
+    identity: dict[str, str]
+    key: str
+    request: ChatRequest
+
+
+def plan_requests(prompts: pl.DataFrame, backends: dict[str, Backend],
+                  models: dict[str, ModelConfig]) -> list[Planned]:
+    identities = {name: backend.identity() for name, backend in backends.items()}
+    planned = []
+    for prompt in prompts.sort("prompt_id").iter_rows(named=True):
+        name = prompt["model_name"]
+        request = build_request(models[name], prompt["system_prompt"], prompt["user_prompt"],
+                                prompt["seed"])
+        planned.append(Planned(prompt["prompt_id"], name, identities[name],
+                               request_key(identities[name], request), request))
+    return planned
+
+
+def concurrency_limits(backends: dict[str, Backend],
+                       models: dict[str, ModelConfig]) -> dict[str, int]:
+    return {name: 1 if _serial(backend) else
+            max(1, models[name].max_concurrency) * max(1, len(models[name].base_urls))
+            for name, backend in backends.items()}
+
+
+async def _collect(planned: list[Planned], backends: dict[str, Backend],
+                   models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
+                   progress: Progress | None, description: str) -> dict[str, Outcome]:
+    limits = concurrency_limits(backends, models)
+    slots = {name: asyncio.Semaphore(limits[name]) for name in backends}
+    # One request per 60/rpm seconds, no bursts: servers that rate-limit count per window.
+    limiters = {name: (AsyncLimiter(1, 60 / engine.requests_per_minute)
+                       if engine.requests_per_minute else None) for name in backends}
+    # The default thread pool has min(32, cores + 4) workers, which would cap concurrency.
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=max(4, sum(limits[name] for name in backends))))
+    task = progress.add_task(description, total=len(planned), errors=0) if progress else None
+    outcomes: dict[str, Outcome] = {}
+    errors = 0
+
+    async def one(item: Planned) -> None:
+        nonlocal errors
+        outcome = _stored(store, item.key)
+        if outcome is None:
+            outcome = await _send_missing(backends[item.model_name], item.identity, item.key,
+                                          item.request, store, engine,
+                                          limiters[item.model_name], slots[item.model_name])
+        outcomes[item.prompt_id] = outcome
+        errors += outcome.error is not None
+        if progress is not None:
+            progress.update(task, advance=1, errors=errors)
+
+    await asyncio.gather(*(one(item) for item in planned))
+    return outcomes
+
+
+@contextmanager
+def heap_frozen() -> Iterator[None]:
+    """Hide the objects that exist before sending from the garbage collector while requests are
+    in flight. A full collection walks every object in the process (the imported libraries:
+    about 180,000 objects, 80 ms here; 125 ms with PyMC loaded), holds the GIL all that time,
+    and so stalls every request thread at once: one such pause cost 3% of the throughput of a
+    400-prompt run (benchmarks/bench_requests.py). Frozen objects are handed back afterwards,
+    so garbage that was already there is still collected, just not mid-run."""
+    already_frozen = gc.get_freeze_count() > 0
+    gc.freeze()
+    try:
+        yield
+    finally:
+        if not already_frozen:  # someone else's freeze is theirs to undo
+            gc.unfreeze()
+
+
+def send_planned(planned: list[Planned], backends: dict[str, Backend],
+                 models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
+                 show_progress: bool, description: str, role: str = "model",
+                 ) -> dict[str, Outcome]:
+    """Answer each planned request from the store or send it, concurrently up to each model's
+    limit; outcomes by `prompt_id`. Stops first, in one line, when a server to send to is
+    unreachable (`role` names what it serves in that line: model or judge)."""
+    preflight(backends, {item.model_name for item in planned if store.get(item.key) is None},
+              role)
+    with heap_frozen(), progress_bar() if show_progress else nullcontext() as progress:
+        return asyncio.run(_collect(planned, backends, models, store, engine, progress,
+                                    description))
+
+
+def send_ahead(requests: Iterable[tuple[str, ChatRequest]], backends: dict[str, Backend],
+               models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
+               show_progress: bool, description: str, role: str = "model") -> None:
+    """Send (model name, request) pairs concurrently into the store, for a loop that then asks
+    for them one at a time (the judge panel, option scoring) and reads them back at once.
+    Identical requests go out once. Failures are stored, and the loop's own `send` retries
+    them."""
+    identities: dict[str, dict[str, str]] = {}
+    planned: dict[str, Planned] = {}
+    for name, request in requests:
+        identity = identities.setdefault(name, backends[name].identity())
+        key = request_key(identity, request)
+        planned[key] = Planned(key, name, identity, key, request)
+    if planned:
+        send_planned(list(planned.values()), backends, models, store, engine, show_progress,
+                     description, role)
+
+
+def collect_responses(
+    prompts: pl.DataFrame,
+    backends: dict[str, Backend],
+    models: dict[str, ModelConfig],
+    store: ResponseStore,
+    engine: EngineConfig | None = None,
+    show_progress: bool = True,
+) -> pl.DataFrame:
+    """Send every prompt as its own request, concurrently up to each model's limit; return one
+    response row per prompt, errors included."""
+    engine = engine or EngineConfig()
+    planned = plan_requests(prompts, backends, models)
+    workload = estimate(planned, store, concurrency_limits(backends, models))
+    timing = ("" if workload["seconds"] != workload["seconds"] or not workload["to_send"] else
+              f", about {workload['seconds'] / 60:.1f} min at the median latency of earlier "
+              "answers")
+    log.info("respond: %d prompts, %d in the store, %d to send (about %d prompt tokens and at "
+             "most %d completion tokens%s)", workload["prompts"], workload["stored"],
+             workload["to_send"], workload["prompt_tokens"], workload["max_completion_tokens"],
+             timing)
+    outcomes = send_planned(planned, backends, models, store, engine, show_progress, "respond")
+    rows = []
+    for item in planned:
+        outcome = outcomes[item.prompt_id]
+        completion = outcome.completion
+        rows.append({
+            "prompt_id": item.prompt_id,
+            "request_key": outcome.request_key,
+            "status": "ok" if completion is not None else "error",
+            "response_text": completion.text if completion else None,
+            "error_kind": outcome.error.kind if outcome.error else None,
+            "error_message": str(outcome.error) if outcome.error else None,
+            "completion_tokens": completion.completion_tokens if completion else None,
+            "latency_s": completion.latency_s if completion else None,
+            "from_cache": outcome.from_cache,
+        })
+    responses = pl.DataFrame(rows, schema={
+        "prompt_id": pl.Utf8, "request_key": pl.Utf8, "status": pl.Utf8,
+        "response_text": pl.Utf8, "error_kind": pl.Utf8, "error_message": pl.Utf8,
+        "completion_tokens": pl.Int64, "latency_s": pl.Float64, "from_cache": pl.Boolean,
+    })
+    return validate(responses, ResponseSchema, "responses")
+
+
+def summarise_responses(responses: pl.DataFrame) -> dict[str, int]:
+    return {
+        "sent": int(responses.filter(~pl.col("from_cache") & (pl.col("status") == "ok")).height),
+        "cached": int(responses.filter(pl.col("from_cache")).height),
+        "failed": int(responses.filter(pl.col("status") == "error").height),
+    }
+
+
+class TooManyFailures(ValueError):
+    """More requests failed than `engine.max_failed_share` allows. Raised only after the
+    finished responses were stored (and written by the caller), so a rerun resumes."""
+
+
+def check_failures(responses: pl.DataFrame, max_failed_share: float, store_path: str,
+                   what: str = "requests") -> None:
+    """Stop a method when too many requests failed, naming each kind with one of its messages
+    (the kind alone rarely says which server or setting to look at) and how to resume."""
+    failed = responses.filter(pl.col("status") == "error")
+    if failed.height and failed.height / max(responses.height, 1) > max_failed_share:
+        by_kind = (failed.group_by("error_kind")
+                   .agg(pl.len(), pl.col("error_message").drop_nulls().first())
+                   .sort("error_kind"))
+        kinds = "; ".join(f"{kind} x{count}" + (f": {example[:120]}" if example else "")
+                          for kind, count, example in by_kind.iter_rows())
+        raise TooManyFailures(
+            f"{failed.height} of {responses.height} {what} failed ({kinds}); finished responses "
+            f"are kept in {store_path}: rerun the same command to resume, or raise "
+            f"engine.max_failed_share to accept the gaps")

@@ -1,0 +1,68 @@
+"""Before sending: what a run will cost, and whether its servers are up.
+
+Both run on the planned requests before the first one goes out, so a user sees the size of a
+large run, or learns that a server is down, in seconds rather than after minutes of retries.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from audit.llm.backends import Backend, BackendError
+from audit.llm.store import ResponseStore
+
+if TYPE_CHECKING:
+    from audit.llm.engine import Planned
+
+log = logging.getLogger(__name__)
+
+
+def estimate(planned: list[Planned], store: ResponseStore,
+             concurrency: dict[str, int]) -> dict[str, float]:
+    """What a run will cost before it starts: requests to send and tokens (at ~4 characters a
+    prompt token, and every completion at its max_tokens, so an upper bound), and the time at
+    the median latency of this model's earlier answers in the store (NaN when it has none)."""
+    missing = [item for item in planned if store.get(item.key) is None]
+    prompt_chars = sum(len(m.content) for item in missing for m in item.request.messages)
+    seconds = 0.0
+    identities = {item.model_name: item.identity for item in missing}
+    for name, identity in identities.items():
+        to_send = sum(item.model_name == name for item in missing)
+        latencies = sorted(store.latencies(identity))
+        if not latencies:
+            seconds = float("nan")
+        else:
+            seconds += to_send * latencies[len(latencies) // 2] / concurrency[name]
+    return {"prompts": len(planned), "stored": len(planned) - len(missing),
+            "to_send": len(missing), "prompt_tokens": prompt_chars // 4,
+            "max_completion_tokens": sum(item.request.max_tokens for item in missing),
+            "seconds": seconds}
+
+
+# Pre-flight failures that mean no request to this server can succeed now.
+UNREACHABLE_KINDS = frozenset({"connection", "timeout"})
+
+
+def preflight(backends: dict[str, Backend], model_names: Iterable[str],
+              role: str = "model") -> None:
+    """Ask each server about to be sent requests for its model list (a cheap call that needs
+    the server) before sending anything. An unreachable server stops the run at once, in one
+    line: otherwise every request would fail through its retries one by one, which takes
+    minutes on a large design before the user learns the server was never up. Any other
+    failure only warns: some servers do not list models, and the requests will tell."""
+    for name in sorted(set(model_names)):
+        probe = getattr(backends[name], "health_check", None)
+        if probe is None:  # in-process models, and test backends
+            continue
+        try:
+            probe()
+        except BackendError as error:
+            if error.kind not in UNREACHABLE_KINDS:
+                log.warning("%s '%s': the health check failed (%s); sending anyway",
+                            role, name, error)
+                continue
+            raise BackendError(error.kind, f"{role} '{name}': {error}. Nothing was sent: start "
+                                           f"the server (or fix base_url in conf/{role}/) and "
+                                           "rerun") from error

@@ -1,0 +1,1 @@
+"""The counterfactual generation method: paired open-ended prompts."""

@@ -1,0 +1,294 @@
+"""`method=counterfactual`: paired open-ended prompts, compared on what users see in the answers.
+
+Templates (a reference letter, a landlord's reference, ...) are filled with every combination of
+demographic levels (names, pronouns, ages); each filled prompt is one independent request through
+the engine and the response store. Each answer is scored (sentiment, length, competence and
+warmth words, refusal), groups are compared per metric (Kruskal-Wallis, pairwise Mann-Whitney U
+with Bonferroni and Benjamini-Hochberg corrections, effect sizes), and the tables, figures and
+one MLflow run are written. `python -m audit.verdict run_dir=DIR` turns the pairwise table into
+a pass or fail for CI.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import polars as pl
+from omegaconf import OmegaConf
+from rich.console import Console
+from rich.table import Table
+
+from audit.config import AuditConfig, CounterfactualConfig
+from audit.methods.counterfactual.design_tests import design_tests
+from audit.methods.counterfactual.schemas import (
+    CounterfactualGroupSchema,
+    CounterfactualMetricSchema,
+    GroupTestSchema,
+    PairwiseSchema,
+)
+from audit.methods.counterfactual.analyse import (
+    StatsSettings,
+    comparisons,
+    group_summary,
+    group_tests,
+    observations,
+    pairwise_tests,
+)
+from audit.methods.counterfactual.design import build_design, expand_variants, request_models
+from audit.methods.counterfactual.score import (
+    TransformerSentiment,
+    check_metrics,
+    load_lexicon,
+    score_texts,
+)
+from audit.schemas import ResponseSchema, validate
+
+log = logging.getLogger(__name__)
+
+# Above this share of answers cut off at max_tokens, word counts measure the cap, not the model.
+TRUNCATED_SHARE_WARN = 0.5
+
+
+class CounterfactualFiles:
+    """Where a counterfactual run's files live; the verdict recognises a run by PAIRWISE."""
+
+    PAIRWISE = "counterfactual_pairwise.csv"
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.prompts = self.directory / "prompts.parquet"
+        self.groups = self.directory / "counterfactual_groups.parquet"
+        self.responses = self.directory / "responses.parquet"
+        self.metrics = self.directory / "counterfactual_metrics.parquet"
+        self.group_tests = self.directory / "counterfactual_group_tests.csv"
+        self.pairwise = self.directory / self.PAIRWISE
+        self.summary = self.directory / "counterfactual_group_summary.csv"
+        # Group claims tested on their sampled units (names; template x replicate blocks).
+        self.design_tests = self.directory / "counterfactual_design_tests.csv"
+        self.plots = self.directory / "plots"
+        self.run_metrics = self.directory / "metrics.json"
+        self.config = self.directory / "config.yaml"
+
+
+def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(path.suffix + ".partial")
+    frame.write_parquet(partial)
+    partial.replace(path)  # atomic: a crash never leaves a half-written table
+
+
+def check_settings(config: CounterfactualConfig) -> list[str]:
+    """Fail before any request is sent; returns the metrics to test."""
+    if not 0 < config.alpha < 1:
+        raise ValueError(f"counterfactual.alpha={config.alpha} must lie in (0, 1)")
+    if not 0 <= config.min_rank_biserial <= 1:
+        raise ValueError(f"counterfactual.min_rank_biserial={config.min_rank_biserial} must lie "
+                         f"in [0, 1] (it bounds |rank-biserial|)")
+    if config.max_tokens is not None and config.max_tokens < 1:
+        raise ValueError(f"counterfactual.max_tokens={config.max_tokens} must be at least 1")
+    if config.bootstrap_resamples < 1 or not 0 < config.confidence_level < 1:
+        raise ValueError("counterfactual.bootstrap_resamples must be >= 1 and "
+                         "counterfactual.confidence_level in (0, 1)")
+    return check_metrics(config.metrics, config.transformer_model)
+
+
+def metric_table(prompts: pl.DataFrame, responses: pl.DataFrame, groups: pl.DataFrame,
+                 scores: pl.DataFrame, max_tokens: dict[str, int]) -> pl.DataFrame:
+    """Answered prompts with their scores and one column per factor holding the group."""
+    answered = (responses.filter(pl.col("status") == "ok")
+                .join(prompts.select("prompt_id", "model_name", "item_id", "persona_id",
+                                     "replicate"), on="prompt_id")
+                .sort("prompt_id"))
+    caps = pl.Series([max_tokens[name] for name in answered["model_name"]], dtype=pl.Int64)
+    table = answered.select(
+        "prompt_id", "model_name", pl.col("item_id").alias("template_id"),
+        pl.col("persona_id").alias("variant_id"), "replicate",
+        truncated=pl.col("completion_tokens").fill_null(0) >= caps,
+        response_text=pl.col("response_text"))
+    table = pl.concat([table, scores], how="horizontal")
+    wide_groups = groups.pivot(on="factor", index="prompt_id", values="group")
+    factor_columns = sorted(column for column in wide_groups.columns if column != "prompt_id")
+    table = table.join(wide_groups.select("prompt_id", *factor_columns), on="prompt_id",
+                       how="left")
+    return validate(table, CounterfactualMetricSchema, "counterfactual metrics")
+
+
+def run_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, metrics: pl.DataFrame,
+                tests: pl.DataFrame, pairwise: pl.DataFrame, summary: pl.DataFrame,
+                timings: dict[str, float], alpha: float) -> dict[str, float]:
+    """Stable names, so runs line up column by column in the MLflow UI."""
+    from audit.tracking.mlflow import metric_name
+
+    values: dict[str, float] = {
+        "n_prompts": prompts.height,
+        "n_templates": prompts["item_id"].n_unique(),
+        "n_variants": prompts["persona_id"].n_unique(),
+        "n_responses_ok": metrics.height,
+        "n_failed": responses.filter(pl.col("status") == "error").height,
+        "n_from_store": responses.filter(pl.col("from_cache")).height,
+        "truncated_share": float(metrics["truncated"].mean() or 0.0),
+        "n_pairs": pairwise.height,
+        "n_pairs_p_bh_below_alpha": int((pairwise["p_bh"] < alpha).sum()),
+        "n_pairs_flagged": int(pairwise["flagged"].sum()),
+    }
+    for stage, seconds in timings.items():
+        values[f"duration_s/{stage}"] = seconds
+    for row in tests.iter_rows(named=True):
+        values[metric_name("kruskal_p_bh", row["model_name"], row["scope"], row["metric"],
+                           row["factor"])] = row["p_bh"]
+    for row in summary.filter(pl.col("scope") == "all").iter_rows(named=True):
+        values[metric_name("mean", row["model_name"], row["metric"], row["factor"],
+                           row["group"])] = row["mean"]
+    return values
+
+
+def print_findings(tests: pl.DataFrame, pairwise: pl.DataFrame, alpha: float) -> None:
+    """The result on stdout: Kruskal-Wallis per metric and factor, then the flagged pairs."""
+    console = Console(width=max(Console().width, 120))
+    overview = Table(title="Kruskal-Wallis across groups (p adjusted by Benjamini-Hochberg)")
+    for column in ("model", "scope", "metric", "factor", "groups", "n", "H", "p", "p_bh"):
+        overview.add_column(column, justify="right" if column in ("n", "H", "p", "p_bh")
+                            else "left")
+    for row in tests.sort("model_name", "metric", "factor", "scope").iter_rows(named=True):
+        overview.add_row(row["model_name"], row["scope"], row["metric"], row["factor"],
+                         row["groups"], str(row["n"]), f"{row['h_statistic']:.2f}",
+                         f"{row['p_value']:.3g}", f"{row['p_bh']:.3g}")
+    console.print(overview)
+    flagged = pairwise.filter(pl.col("flagged"))
+    if flagged.is_empty():
+        console.print(f"No pair flagged: of {pairwise.height} pairwise comparisons none has a "
+                      f"BH-adjusted p below {alpha} with |rank-biserial| at or above the "
+                      f"practical threshold.")
+        return
+    table = Table(title=f"Flagged pairs ({flagged.height} of {pairwise.height})")
+    for column in ("model", "scope", "metric", "a vs b", "mean a", "mean b", "diff [CI]",
+                   "r_rb", "p_bh"):
+        table.add_column(column)
+    for row in flagged.sort("p_bh").iter_rows(named=True):
+        table.add_row(row["model_name"], row["scope"], row["metric"],
+                      f"{row['group_a']} vs {row['group_b']}", f"{row['mean_a']:.3f}",
+                      f"{row['mean_b']:.3f}",
+                      f"{row['mean_difference']:+.3f} [{row['difference_ci_low']:+.3f}, "
+                      f"{row['difference_ci_high']:+.3f}]", f"{row['rank_biserial']:+.2f}",
+                      f"{row['p_bh']:.3g}")
+    console.print(table)
+
+
+def _save(figure: plt.Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def run_counterfactual(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+    from audit.tracking import mlflow as tracking
+    from audit.llm.backends import create_backend
+    from audit.llm.engine import check_failures, collect_responses, summarise_responses
+    from audit.methods.counterfactual.report import distribution_figure, gap_matrix_figure
+    from audit.llm.store import ResponseStore
+
+    config = cfg.counterfactual
+    tested = check_settings(config)
+    files = CounterfactualFiles(output_dir)
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    lexicon = load_lexicon(Path(config.lexicon))
+    transformer = (TransformerSentiment(config.transformer_model) if config.transformer_model
+                   else None)
+    variants = expand_variants(config)
+    models = request_models(cfg.model, config)
+    design = build_design(variants, models, cfg.design)
+    _write_parquet(design.prompts, files.prompts)
+    _write_parquet(validate(design.groups, CounterfactualGroupSchema, "counterfactual groups"),
+                   files.groups)
+    timings["design"] = time.perf_counter() - started
+    log.info("counterfactual design: %d templates, %d variants, %d prompts",
+             len(config.templates), len({v.variant_id for v in variants}), design.prompts.height)
+
+    started = time.perf_counter()
+    backends = {name: create_backend(models[name]) for name in sorted(models)}
+    with ResponseStore(cfg.paths.response_store) as store:
+        responses = collect_responses(design.prompts, backends, models, store, cfg.engine)
+    _write_parquet(validate(responses, ResponseSchema, "responses"), files.responses)
+    counts = summarise_responses(responses)
+    log.info("respond: %d sent, %d from the store, %d failed", counts["sent"], counts["cached"],
+             counts["failed"])
+    check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store)
+    timings["respond"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    answered = responses.filter(pl.col("status") == "ok").sort("prompt_id")
+    scores = score_texts(answered["response_text"].to_list(), lexicon, transformer)
+    caps = {name: model.sampling.max_tokens for name, model in models.items()}
+    metrics = metric_table(design.prompts, responses, design.groups, scores, caps)
+    _write_parquet(metrics, files.metrics)
+    timings["score"] = time.perf_counter() - started
+    truncated = float(metrics["truncated"].mean() or 0.0)
+    if truncated > TRUNCATED_SHARE_WARN:
+        log.warning("%.0f%% of answers stopped at max_tokens: word counts are censored at the "
+                    "cap; raise counterfactual.max_tokens", 100 * truncated)
+
+    started = time.perf_counter()
+    settings = StatsSettings(alpha=config.alpha, min_rank_biserial=config.min_rank_biserial,
+                             bootstrap_resamples=config.bootstrap_resamples,
+                             confidence_level=config.confidence_level, seed=cfg.design.seed,
+                             by_template=config.by_template)
+    long = observations(metrics, design.groups, tested)
+    overall, pairs = comparisons(long, config.by_template)
+    tests = validate(group_tests(overall), GroupTestSchema, "counterfactual group tests")
+    pairwise = validate(pairwise_tests(pairs, settings), PairwiseSchema,
+                        "counterfactual pairwise tests")
+    summary = group_summary(long, settings)
+    unit_tests = design_tests(metrics, design.groups, tested, settings)
+    unit_tests.write_csv(files.design_tests)
+    tests.write_csv(files.group_tests)
+    pairwise.write_csv(files.pairwise)
+    summary.write_csv(files.summary)
+    timings["analyse"] = time.perf_counter() - started
+
+    plots = []
+    for model_name in sorted(models):
+        plots.append(_save(distribution_figure(long, model_name),
+                           files.plots / f"counterfactual_distributions_{model_name}.png"))
+        plots.append(_save(gap_matrix_figure(pairwise, model_name),
+                           files.plots / f"counterfactual_gaps_{model_name}.png"))
+    values = run_metrics(design.prompts, responses, metrics, tests, pairwise, summary, timings,
+                         config.alpha)
+    files.run_metrics.write_text(json.dumps(values, indent=2, sort_keys=True))
+    files.config.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+
+    run_info = None
+    if cfg.tracking.enabled:
+        flat = tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
+        tags = {**tracking.provenance(Path(cfg.paths.root_dir)),
+                "config.hash": tracking.config_hash(flat), "method": cfg.method,
+                "models": ",".join(sorted(cfg.model)),
+                "pairs_flagged": str(int(pairwise["flagged"].sum()))}
+        run_name = cfg.tracking.run_name or f"{cfg.method}-{'+'.join(sorted(cfg.model))}"
+        with tracking.mlflow_run(cfg.tracking, run_name, tags) as run_info:
+            tracking.log_params(flat)
+            tracking.log_metrics(values)
+            tracking.log_artifacts([
+                ("tables", files.pairwise), ("tables", files.group_tests),
+                ("tables", files.summary), ("tables", files.design_tests),
+                ("data", files.metrics), ("data", files.groups),
+                *(("plots", path) for path in plots), ("", files.config),
+            ])
+        log.info("MLflow run %s in experiment '%s' at %s", run_info.run_id,
+                 cfg.tracking.experiment, run_info.tracking_uri)
+    print_findings(tests, pairwise, config.alpha)
+    log.info("tables and plots are in %s; judge the run with: python -m audit.verdict run_dir=%s",
+             files.directory, files.directory)
+    return {"run": run_info, "pairwise": pairwise, "tests": tests, "metrics": values}
+
+
+class CounterfactualMethod:
+    name = "counterfactual"
+
+    def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+        return run_counterfactual(cfg, Path(output_dir))

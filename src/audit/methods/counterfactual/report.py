@@ -1,0 +1,110 @@
+"""Figures of a counterfactual run: metric distributions per group and the pairwise gap matrix.
+
+Pure functions from tables to matplotlib figures (Agg backend); the method saves them.
+Distributions are drawn per template, side by side, because templates differ in tone and length
+far more than groups do, and a pooled box would mix the two.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+from audit.methods.counterfactual.analyse import POOLED_SCOPE  # noqa: E402
+
+_COLOURS = plt.get_cmap("tab10")
+
+
+def _grid(n_rows: int, n_columns: int, width: float, height: float):
+    figure, axes = plt.subplots(n_rows, n_columns, figsize=(width * n_columns, height * n_rows),
+                                squeeze=False)
+    return figure, axes
+
+
+def distribution_figure(long: pl.DataFrame, model_name: str) -> plt.Figure:
+    """Rows: metrics; columns: factors; in each panel one cluster of boxes per template."""
+    data = long.filter(pl.col("model_name") == model_name)
+    metrics = sorted(data["metric"].unique().to_list())
+    factors = sorted(data["factor"].unique().to_list())
+    figure, axes = _grid(len(metrics), len(factors), 4.2, 2.8)
+    rng = np.random.default_rng(0)  # jitter only; fixed so the figure is reproducible
+    for row, metric in enumerate(metrics):
+        for column, factor in enumerate(factors):
+            axis = axes[row][column]
+            panel = data.filter((pl.col("metric") == metric) & (pl.col("factor") == factor))
+            groups = sorted(panel["group"].unique().to_list())
+            templates = sorted(panel["template_id"].unique().to_list())
+            centres = []
+            for t_index, template in enumerate(templates):
+                base = t_index * (len(groups) + 1)
+                centres.append(base + (len(groups) - 1) / 2)
+                for g_index, group in enumerate(groups):
+                    values = panel.filter((pl.col("template_id") == template)
+                                          & (pl.col("group") == group))["value"].to_numpy()
+                    if values.size == 0:
+                        continue
+                    position = base + g_index
+                    colour = _COLOURS(g_index % 10)
+                    box = axis.boxplot([values], positions=[position], widths=0.7,
+                                       patch_artist=True, showfliers=False)
+                    box["boxes"][0].set(facecolor=colour, alpha=0.35)
+                    axis.scatter(position + rng.uniform(-0.2, 0.2, values.size), values, s=6,
+                                 color=colour, alpha=0.8,
+                                 label=group if t_index == 0 else None)
+            axis.set_xticks(centres, templates, rotation=20, fontsize=7)
+            axis.set_title(f"{metric} by {factor}", fontsize=9)
+            if row == 0 and groups:
+                axis.legend(fontsize=6, loc="best")
+    figure.suptitle(f"{model_name}: metric distributions per group, per template")
+    # Fixed margins: tight_layout measured every label of the grid and took seconds.
+    figure.subplots_adjust(left=0.06, right=0.98, bottom=0.08, top=0.93, hspace=0.6, wspace=0.3)
+    return figure
+
+
+def widest_rows(pairwise: pl.DataFrame) -> pl.DataFrame:
+    """For each pair, its pooled row when there is one, else its single template's row."""
+    ranked = pairwise.with_columns(pooled=pl.col("scope") == POOLED_SCOPE).sort(
+        "pooled", "scope", descending=[True, False])
+    return ranked.unique(["model_name", "metric", "factor", "group_a", "group_b"],
+                         keep="first", maintain_order=True).drop("pooled")
+
+
+def gap_matrix_figure(pairwise: pl.DataFrame, model_name: str) -> plt.Figure:
+    """Rank-biserial of row group vs column group (positive: the row group scores higher);
+    a star marks a flagged pair (BH-adjusted p below alpha and a practically meaningful effect)."""
+    data = widest_rows(pairwise.filter(pl.col("model_name") == model_name))
+    metrics = sorted(data["metric"].unique().to_list())
+    factors = sorted(data["factor"].unique().to_list())
+    figure, axes = _grid(len(metrics), len(factors), 3.6, 3.2)
+    limit = max(0.3, float(data["rank_biserial"].abs().max() or 0.0))
+    image = None
+    for row, metric in enumerate(metrics):
+        for column, factor in enumerate(factors):
+            axis = axes[row][column]
+            panel = data.filter((pl.col("metric") == metric) & (pl.col("factor") == factor))
+            groups = sorted(set(panel["group_a"]) | set(panel["group_b"]))
+            index = {group: position for position, group in enumerate(groups)}
+            matrix = np.zeros((len(groups), len(groups)))
+            stars = np.zeros_like(matrix, dtype=bool)
+            for pair in panel.iter_rows(named=True):
+                i, j = index[pair["group_a"]], index[pair["group_b"]]
+                matrix[i, j], matrix[j, i] = pair["rank_biserial"], -pair["rank_biserial"]
+                stars[i, j] = stars[j, i] = pair["flagged"]
+            image = axis.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
+            for i in range(len(groups)):
+                for j in range(len(groups)):
+                    if i != j:
+                        axis.text(j, i, f"{matrix[i, j]:+.2f}{'*' if stars[i, j] else ''}",
+                                  ha="center", va="center", fontsize=7)
+            axis.set_xticks(range(len(groups)), groups, rotation=30, fontsize=7)
+            axis.set_yticks(range(len(groups)), groups, fontsize=7)
+            axis.set_title(f"{metric} by {factor}", fontsize=9)
+    if image is not None:
+        figure.colorbar(image, ax=axes, shrink=0.6, label="rank-biserial (row vs column)")
+    figure.suptitle(f"{model_name}: pairwise gaps (* flagged)")
+    return figure

@@ -1,0 +1,1 @@
+"""The DIF method: reasoning accuracy under personas against null personas."""

@@ -1,0 +1,263 @@
+"""DIF statistics: bias scores against the baseline, real against null personas, across models.
+
+For persona i, C_i is the set of items answered correctly under that persona and C_b the set
+answered correctly with no persona. The bias score is |C_i xor C_b| / |C_i and C_b|: how many
+answers the persona flipped (either way) per answer it left correct. It is 0 when the persona
+changes nothing and unbounded above; when few answers are correct under both, it is a ratio of
+small counts, so it is flagged below `min_intersection` and undefined at 0. The paper's inverted
+0..1 form (1 = no bias) is |C_i and C_b| / |C_i or C_b| = 1 / (1 + bias): the Jaccard similarity
+of the two sets, defined whenever either set is non-empty. The significance tests use that
+bounded form, so a persona with a tiny intersection cannot dominate a mean.
+
+Only items answered (no infrastructure error) under both persona i and the baseline are compared.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from audit.stats.intervals import jeffreys_interval
+
+ALL_DATASETS = "all"
+
+
+@dataclass(frozen=True)
+class BiasScore:
+    intersection: int
+    symmetric_difference: int
+    union: int
+    gained: int  # correct under the persona only
+    lost: int  # correct under the baseline only
+    bias: float  # |xor| / |and|; NaN when the intersection is empty
+    dif: float  # |and| / |or| = 1 / (1 + bias); NaN when both sets are empty
+    small_intersection: bool
+
+
+def bias_score(persona: Iterable[str], baseline: Iterable[str], min_intersection: int) -> BiasScore:
+    persona, baseline = set(persona), set(baseline)
+    both, either = len(persona & baseline), len(persona | baseline)
+    gained, lost = len(persona - baseline), len(baseline - persona)
+    flipped = gained + lost
+    return BiasScore(
+        intersection=both, symmetric_difference=flipped, union=either, gained=gained, lost=lost,
+        bias=flipped / both if both else math.nan,
+        dif=both / either if either else math.nan,
+        small_intersection=both < max(min_intersection, 1),
+    )
+
+
+def mcnemar_p(gained: int, lost: int) -> float:
+    """Exact McNemar test of equal accuracy with and without the persona (discordant items)."""
+    if gained + lost == 0:
+        return 1.0
+    # Equal to stats.binomtest(gained, n, 0.5).pvalue (two-sided; symmetric at p = 1/2), at a
+    # tenth of the cost, which matters in the simulation tests.
+    return float(min(1.0, 2 * stats.binom.cdf(min(gained, lost), gained + lost, 0.5)))
+
+
+def _dataset_views(answers: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
+    datasets = sorted(answers["dataset"].unique().to_list())
+    views = [(dataset, answers.filter(pl.col("dataset") == dataset)) for dataset in datasets]
+    return views + ([(ALL_DATASETS, answers)] if len(datasets) > 1 else [])
+
+
+def persona_table(answers: pl.DataFrame, min_intersection: int,
+                  interval_prob: float) -> pl.DataFrame:
+    """One row per model x dataset x persona: accuracy with its Jeffreys interval, and (for
+    every persona but the baseline) the bias score against the baseline with its counts."""
+    rows = []
+    for model in sorted(answers["model_name"].unique().to_list()):
+        for dataset, view in _dataset_views(answers.filter(pl.col("model_name") == model)):
+            ok = view.filter(pl.col("status") == "ok")
+            sets = ok.group_by("persona_id").agg(
+                answered=pl.col("item_id"), correct=pl.col("item_id").filter(pl.col("correct")),
+                unparsed=pl.col("extracted").is_null().sum())
+            answered = {row["persona_id"]: set(row["answered"]) for row in sets.iter_rows(named=True)}
+            correct = {row["persona_id"]: set(row["correct"]) for row in sets.iter_rows(named=True)}
+            unparsed = dict(sets.select("persona_id", "unparsed").iter_rows())
+            baseline_answered = answered.get("baseline", set())
+            personas = view.select("persona_id", "persona_kind", "persona_category").unique()
+            for persona in personas.sort("persona_id").iter_rows(named=True):
+                pid = persona["persona_id"]
+                mine = answered.get(pid, set())
+                row = {"model_name": model, "dataset": dataset, **persona,
+                       "n_answered": len(mine), "n_correct": len(correct.get(pid, set())),
+                       "n_unparsed": unparsed.get(pid, 0)}
+                if pid != "baseline":
+                    shared = mine & baseline_answered
+                    score = bias_score(correct.get(pid, set()) & shared,
+                                       correct.get("baseline", set()) & shared, min_intersection)
+                    row.update(n_compared=len(shared), n_intersection=score.intersection,
+                               n_symmetric_difference=score.symmetric_difference,
+                               n_union=score.union, n_gained=score.gained, n_lost=score.lost,
+                               bias_score=score.bias, dif_score=score.dif,
+                               small_intersection=score.small_intersection,
+                               p_mcnemar=mcnemar_p(score.gained, score.lost))
+                rows.append(row)
+    table = pl.DataFrame(rows, infer_schema_length=None, schema_overrides=PERSONA_NUMBERS)
+    for column, dtype in PERSONA_NUMBERS.items():
+        if column not in table.columns:
+            table = table.with_columns(pl.lit(None, dtype=dtype).alias(column))
+    low, high = jeffreys_interval(table["n_correct"].to_numpy(),
+                                  np.maximum(table["n_answered"].to_numpy(), 1), interval_prob)
+    answered_any = table["n_answered"] > 0
+    table = table.with_columns(
+        accuracy=pl.when(answered_any).then(pl.col("n_correct") / pl.col("n_answered")),
+        accuracy_low=pl.when(answered_any).then(pl.Series(low)),
+        accuracy_high=pl.when(answered_any).then(pl.Series(high)))
+    return _adjust_mcnemar(table).sort(["model_name", "dataset", "persona_kind", "persona_id"])
+
+
+PERSONA_NUMBERS = {"n_compared": pl.Int64, "n_intersection": pl.Int64,
+                   "n_symmetric_difference": pl.Int64, "n_union": pl.Int64, "n_gained": pl.Int64,
+                   "n_lost": pl.Int64, "bias_score": pl.Float64, "dif_score": pl.Float64,
+                   "small_intersection": pl.Boolean, "p_mcnemar": pl.Float64}
+
+
+def _adjust_mcnemar(table: pl.DataFrame) -> pl.DataFrame:
+    """Benjamini-Hochberg over the personas of each model x dataset (many personas, one run)."""
+    parts = []
+    for _, part in table.group_by(["model_name", "dataset"], maintain_order=True):
+        p = part["p_mcnemar"].to_numpy().astype(float)
+        adjusted = np.full_like(p, np.nan)
+        finite = np.isfinite(p)
+        if finite.any():
+            adjusted[finite] = multipletests(p[finite], method="fdr_bh")[1]
+        parts.append(part.with_columns(p_mcnemar_bh=pl.Series(adjusted).fill_nan(None)))
+    return pl.concat(parts)
+
+
+# --- real against null personas ------------------------------------------------------------------
+
+def _mean_difference(null: np.ndarray, real: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(null, axis=axis) - np.mean(real, axis=axis)
+
+
+def real_vs_null(real: np.ndarray, null: np.ndarray, resamples: int,
+                 seed: int) -> dict[str, float]:
+    """Do real personas move answers more than random strings? One-sided tests of a lower mean
+    DIF score (more flips) for real personas: Welch's t and a permutation test of the mean
+    difference (exact in its null, as null and real personas are exchangeable without bias).
+
+    Welch's t divides by the pooled standard error, which is zero when neither arm varies: the
+    statistic is then undefined (scipy returns t = -inf and p = 0 when the means differ), so
+    p_welch stays NaN rather than claiming certainty from two constant arms."""
+    real, null = np.asarray(real, float), np.asarray(null, float)
+    real, null = real[np.isfinite(real)], null[np.isfinite(null)]
+    result = {"n_real": float(real.size), "n_null": float(null.size),
+              "mean_dif_real": float(real.mean()) if real.size else math.nan,
+              "mean_dif_null": float(null.mean()) if null.size else math.nan,
+              "difference": math.nan, "welch_t": math.nan, "p_welch": math.nan,
+              "p_permutation": math.nan}
+    if real.size < 2 or null.size < 2:
+        return result
+    result["difference"] = float(null.mean() - real.mean())
+    if np.ptp(real) > 0 or np.ptp(null) > 0:  # some variance within an arm: t is defined
+        welch = stats.ttest_ind(real, null, equal_var=False, alternative="less")
+        result["welch_t"], result["p_welch"] = float(welch.statistic), float(welch.pvalue)
+    permutation = stats.permutation_test(
+        (null, real), _mean_difference, permutation_type="independent", vectorized=True,
+        n_resamples=resamples, alternative="greater", random_state=np.random.default_rng(seed))
+    result["p_permutation"] = float(permutation.pvalue)
+    return result
+
+
+def null_tests(personas: pl.DataFrame, alpha: float, resamples: int, seed: int) -> pl.DataFrame:
+    """Per model x dataset: real against null DIF scores. The claim is made only when both tests
+    reject after Holm's correction over every test of the run: p_claim is the larger p-value,
+    so the claim never rests on whichever test happened to come out smaller."""
+    rows = []
+    for (model, dataset), part in personas.group_by(["model_name", "dataset"], maintain_order=True):
+        real = part.filter(pl.col("persona_kind") == "real")
+        null = part.filter(pl.col("persona_kind") == "null")
+        result = real_vs_null(real["dif_score"].to_numpy(), null["dif_score"].to_numpy(),
+                              resamples, seed)
+        rows.append({"model_name": model, "dataset": dataset, **result,
+                     "n_real_small_intersection": int(real["small_intersection"].sum()),
+                     "n_null_small_intersection": int(null["small_intersection"].sum())})
+    tests = pl.DataFrame(rows).with_columns(pl.col("n_real", "n_null").cast(pl.Int64))
+    tests = tests.fill_nan(None)
+    p_welch = tests["p_welch"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    p_permutation = tests["p_permutation"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    p_claim = np.maximum(p_welch, p_permutation)  # NaN when either is missing
+    adjusted = np.full_like(p_claim, np.nan)
+    finite = np.isfinite(p_claim)
+    if finite.any():
+        adjusted[finite] = multipletests(p_claim[finite], method="holm")[1]
+    claim = finite & (np.nan_to_num(adjusted, nan=1.0) < alpha)
+    return tests.with_columns(
+        p_claim=pl.Series(p_claim).fill_nan(None), p_claim_holm=pl.Series(adjusted).fill_nan(None),
+        claim=pl.Series(claim), statement=pl.Series([_statement(row, made) for row, made in zip(
+            tests.iter_rows(named=True), claim)])).sort(["model_name", "dataset"])
+
+
+def _statement(row: dict, made: bool) -> str:
+    if made:
+        return "real personas move answers more than random strings"
+    if row["p_welch"] is None or row["p_permutation"] is None:
+        return ("not tested: fewer than 2 scored personas per arm, or no variation within "
+                "either arm (Welch's t undefined)")
+    return "no evidence that real personas move answers more than random strings"
+
+
+# --- across models -------------------------------------------------------------------------------
+
+def model_table(answers: pl.DataFrame, personas: pl.DataFrame,
+                interval_prob: float) -> pl.DataFrame:
+    """Per model x dataset: accuracy over every prompt and under the baseline, and the mean bias
+    over real and null personas (bias_score only where the intersection is not flagged)."""
+    rows = []
+    for model in sorted(answers["model_name"].unique().to_list()):
+        for dataset, view in _dataset_views(answers.filter(pl.col("model_name") == model)):
+            ok = view.filter(pl.col("status") == "ok")
+            part = personas.filter((pl.col("model_name") == model) & (pl.col("dataset") == dataset))
+            real = part.filter(pl.col("persona_kind") == "real")
+            baseline = ok.filter(pl.col("persona_kind") == "baseline")
+            trusted = real.filter(~pl.col("small_intersection") & pl.col("bias_score").is_finite())
+            rows.append({
+                "model_name": model, "dataset": dataset, "n_answered": ok.height,
+                "n_correct": int(ok["correct"].sum()), "n_failed": view.height - ok.height,
+                "unparsed_share": ok["extracted"].is_null().mean() if ok.height else None,
+                "baseline_accuracy": baseline["correct"].mean() if baseline.height else None,
+                "mean_bias_score_real": trusted["bias_score"].mean() if trusted.height else None,
+                "n_real_scored": trusted.height,
+                "mean_dif_real": real["dif_score"].drop_nans().mean(),
+                "mean_dif_null": part.filter(pl.col("persona_kind") == "null")[
+                    "dif_score"].drop_nans().mean(),
+            })
+    table = pl.DataFrame(rows, infer_schema_length=None)
+    low, high = jeffreys_interval(table["n_correct"].to_numpy(),
+                                  np.maximum(table["n_answered"].to_numpy(), 1), interval_prob)
+    return table.with_columns(
+        accuracy=pl.col("n_correct") / pl.col("n_answered"),
+        accuracy_low=pl.Series(low), accuracy_high=pl.Series(high)).sort(["model_name", "dataset"])
+
+
+def across_models(models: pl.DataFrame) -> pl.DataFrame:
+    """Per dataset: least-squares line of the mean DIF score (1 = no bias) on accuracy across
+    models. The paper reports higher accuracy with lower bias, i.e. a positive slope here. A line
+    through fewer than three models is not fitted (two points fit any line exactly)."""
+    rows = []
+    for (dataset,), part in models.group_by("dataset", maintain_order=True):
+        usable = part.filter(pl.col("accuracy").is_not_null()
+                             & pl.col("mean_dif_real").is_not_null()
+                             & pl.col("mean_dif_real").is_not_nan())
+        x, y = usable["accuracy"].to_numpy(), usable["mean_dif_real"].to_numpy()
+        row = {"dataset": dataset, "n_models": usable.height, "slope": None, "intercept": None,
+               "r_squared": None, "p_value": None}
+        if usable.height >= 3 and np.ptp(x) > 0:
+            fit = stats.linregress(x, y)
+            row.update(slope=float(fit.slope), intercept=float(fit.intercept),
+                       r_squared=float(fit.rvalue ** 2), p_value=float(fit.pvalue))
+        rows.append(row)
+    return pl.DataFrame(rows, schema={"dataset": pl.Utf8, "n_models": pl.Int64,
+                                      "slope": pl.Float64, "intercept": pl.Float64,
+                                      "r_squared": pl.Float64, "p_value": pl.Float64}
+                        ).sort("dataset")

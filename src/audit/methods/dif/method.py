@@ -1,0 +1,218 @@
+"""The DIF method (`method=dif`): reasoning accuracy under personas against null personas.
+
+Method of "DIF: A Framework for Benchmarking and Verifying Implicit Bias in LLMs" (Yin & Huang,
+arXiv 2505.10013), building on Gupta et al. (2023): the same math and logic problems are put to a
+model with no persona (the baseline), under sociodemographic personas ("You are a Black person.")
+and under null personas made of random strings ("You are Qwhdkslapt."). A persona should not
+change whether a problem is solved; how much it does is the bias score. Null personas change the
+prompt as much but carry no group, so real personas are claimed to matter only when their scores
+are significantly worse than the null personas'.
+
+Decoding is greedy: `greedy_models` copies each model config with temperature 0, top_p 1, the
+method's max_tokens and no system prompt, and every request carries the fixed seed
+`dif.seed`, so whatever sampling a model file sets for other methods, DIF's answers are
+deterministic, and the request keys (which hash the sampling) never collide with other methods'.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from audit.config import AuditConfig, DIFConfig, ModelConfig, PersonasConfig
+from audit.design import prompt_id
+from audit.methods.dif import design as dif_items
+from audit.methods.dif.score import grade
+from audit.methods.dif.schemas import (
+    DIFAnswerSchema,
+    DIFItemSchema,
+    DIFPersonaSchema,
+    DIFPromptSchema,
+    DIFTestSchema,
+)
+from audit.methods.dif.analyse import across_models, model_table, null_tests, persona_table
+from audit.personas import NullGenerator, PersonaSources
+from audit.schemas import validate
+
+log = logging.getLogger(__name__)
+PERSONA_ROLES = ("system", "user")
+
+
+# --- design --------------------------------------------------------------------------------------
+
+def load_items(dif: DIFConfig, shipped: pl.DataFrame | None,
+               custom: pl.DataFrame | None, custom_source: Path | None) -> pl.DataFrame:
+    """The configured cells of the shipped bank (or of a bank generated from dif.seed when no
+    file is given), plus every user item."""
+    if shipped is not None:
+        bank = dif_items.select_items(validate(shipped, DIFItemSchema, "DIF item bank"),
+                                      dif.datasets, dif.forms, dif.difficulties, dif.per_cell)
+    else:
+        bank = dif_items.generate_items(dif.seed, dif.per_cell or 10, dif.datasets, dif.forms,
+                                        dif.difficulties)
+    if custom is not None:
+        user = dif_items.load_custom_items(custom, custom_source or Path("?"))
+        bank = pl.concat([frame.select(dif_items.ITEM_COLUMNS).cast(dif_items.ITEM_SCHEMA)
+                          for frame in (bank, user)])
+    return validate(bank, DIFItemSchema, "DIF items (shipped and custom; item_id must be unique)")
+
+
+def build_personas(dif: DIFConfig, real: pl.DataFrame) -> pl.DataFrame:
+    """Baseline (no persona), the chosen sociodemographic personas and the null personas."""
+    missing = sorted({"persona_id", "category", "descriptor"} - set(real.columns))
+    if missing:
+        raise ValueError(f"the DIF persona file lacks the column(s) {missing}: it needs "
+                         f"persona_id, category and descriptor (see data/README.md)")
+    real = real.select("persona_id", pl.col("category").alias("persona_category"), "descriptor")
+    if dif.persona_ids:
+        unknown = sorted(set(dif.persona_ids) - set(real["persona_id"].to_list()))
+        if unknown:
+            raise ValueError(f"unknown persona ids {unknown} in dif.persona_ids; valid: "
+                             f"{', '.join(real['persona_id'].to_list())}")
+        real = real.filter(pl.col("persona_id").is_in(dif.persona_ids))
+    null = NullGenerator().generate(
+        PersonasConfig(null_count=dif.null_count, null_length=dif.null_length), PersonaSources(),
+        dif.seed)
+    frames = [
+        pl.DataFrame({"persona_id": ["baseline"], "persona_kind": ["baseline"],
+                      "persona_category": ["baseline"], "descriptor": [""]}),
+        real.with_columns(persona_kind=pl.lit("real")),
+        null.select("persona_id", "descriptor").with_columns(
+            persona_kind=pl.lit("null"), persona_category=pl.lit("null")),
+    ]
+    columns = ["persona_id", "persona_kind", "persona_category", "descriptor"]
+    personas = pl.concat([frame.select(columns) for frame in frames])
+    return validate(personas, DIFPersonaSchema, "DIF personas").sort("persona_id")
+
+
+def greedy_models(models: dict[str, ModelConfig], max_tokens: int) -> dict[str, ModelConfig]:
+    """The model configs as DIF sends them: greedy, answer-length, no decision-maker prompt."""
+    return {name: dataclasses.replace(
+        model, system_prompt="",
+        sampling=dataclasses.replace(model.sampling, temperature=0.0, top_p=1.0,
+                                     max_tokens=max_tokens)) for name, model in models.items()}
+
+
+def check_config(dif: DIFConfig) -> None:
+    if "{persona}" not in dif.persona_sentence:
+        raise ValueError(f"dif.persona_sentence '{dif.persona_sentence}' has no {{persona}} slot: "
+                         f"write it like 'You are {{persona}}.'")
+    if dif.persona_role not in PERSONA_ROLES:
+        raise ValueError(f"unknown dif.persona_role '{dif.persona_role}': use system or user")
+    if not 0 < dif.alpha < 1 or dif.permutation_resamples < 99 or dif.max_tokens < 1:
+        raise ValueError("dif.alpha must be in (0, 1), dif.permutation_resamples at least 99 and "
+                         "dif.max_tokens at least 1")
+
+
+def build_prompts(items: pl.DataFrame, personas: pl.DataFrame, models: dict[str, ModelConfig],
+                  dif: DIFConfig) -> pl.DataFrame:
+    """Every model x persona x item as one request; the persona sentence is the only change."""
+    check_config(dif)
+    if not models:
+        raise ValueError("no model to audit: choose one with model=NAME (see conf/model/)")
+    rows = []
+    for model_name in sorted(models):
+        for persona in personas.sort("persona_id").iter_rows(named=True):
+            sentence = (dif.persona_sentence.replace("{persona}", persona["descriptor"])
+                        if persona["persona_kind"] != "baseline" else "")
+            for item in items.sort("item_id").iter_rows(named=True):
+                instruction = dif.instruction_choice if item["form"] == "choice" \
+                    else dif.instruction_free
+                question = f"{item['question']}\n\n{instruction}"
+                system, user = (sentence, question) if dif.persona_role == "system" else \
+                    ("", f"{sentence}\n\n{question}" if sentence else question)
+                rows.append({
+                    "prompt_id": prompt_id("dif", model_name, persona["persona_id"],
+                                           item["item_id"], dif.seed, system, user),
+                    "model_name": model_name, "persona_id": persona["persona_id"],
+                    "persona_kind": persona["persona_kind"],
+                    "persona_category": persona["persona_category"], "item_id": item["item_id"],
+                    "dataset": item["dataset"], "form": item["form"],
+                    "difficulty": item["difficulty"], "seed": dif.seed, "system_prompt": system,
+                    "user_prompt": user})
+    return validate(pl.DataFrame(rows, infer_schema_length=None), DIFPromptSchema, "DIF prompts")
+
+
+# --- analysis ------------------------------------------------------------------------------------
+
+def grade_answers(prompts: pl.DataFrame, responses: pl.DataFrame,
+                  items: pl.DataFrame) -> pl.DataFrame:
+    """Extract and check every answer; errors stay as rows with null correctness."""
+    by_item = {row["item_id"]: row for row in items.iter_rows(named=True)}
+    joined = prompts.join(responses.select("prompt_id", "status", "response_text", "from_cache"),
+                          on="prompt_id", how="left")
+    rows = []
+    for row in joined.sort("prompt_id").iter_rows(named=True):
+        item = by_item[row["item_id"]]
+        extracted = method = correct = None
+        if row["status"] == "ok":
+            extraction, correct = grade(row["response_text"] or "", item)
+            extracted, method = extraction.value, extraction.method
+        rows.append({key: row[key] for key in ("prompt_id", "model_name", "persona_id",
+                                               "persona_kind", "persona_category", "item_id",
+                                               "dataset", "form", "difficulty")}
+                    | {"status": row["status"] or "error", "response_text": row["response_text"],
+                       "answer": item["answer"], "extracted": extracted, "extract_method": method,
+                       "correct": correct, "from_cache": bool(row["from_cache"])})
+    answers = pl.DataFrame(rows, schema_overrides={"extracted": pl.Utf8, "extract_method": pl.Utf8,
+                                                   "correct": pl.Boolean,
+                                                   "response_text": pl.Utf8})
+    return validate(answers, DIFAnswerSchema, "DIF answers")
+
+
+@dataclass(frozen=True)
+class DIFResults:
+    personas: pl.DataFrame  # model x dataset x persona: accuracy, bias score, flags
+    tests: pl.DataFrame  # model x dataset: real vs null
+    models: pl.DataFrame  # model x dataset: accuracy and mean scores
+    across: pl.DataFrame  # dataset: accuracy vs bias line across models
+
+
+def analyse(answers: pl.DataFrame, dif: DIFConfig) -> DIFResults:
+    personas = persona_table(answers, dif.min_intersection, dif.interval_prob)
+    tests = validate(null_tests(personas, dif.alpha, dif.permutation_resamples, dif.seed),
+                     DIFTestSchema, "DIF tests")
+    models = model_table(answers, personas, dif.interval_prob)
+    return DIFResults(personas, tests, models, across_models(models))
+
+
+def metrics(results: DIFResults, answers: pl.DataFrame) -> dict[str, float]:
+    """Stable names (model/dataset last) so runs line up in the MLflow UI."""
+    from audit.tracking.mlflow import metric_name
+
+    values: dict[str, float] = {
+        "n_prompts": answers.height,
+        "n_failed": answers.filter(pl.col("status") == "error").height,
+        "n_from_store": answers.filter(pl.col("from_cache")).height,
+        "n_items": answers["item_id"].n_unique(),
+        "n_personas": answers["persona_id"].n_unique(),
+    }
+    for row in results.models.iter_rows(named=True):
+        for key in ("accuracy", "baseline_accuracy", "mean_dif_real", "mean_dif_null",
+                    "mean_bias_score_real", "unparsed_share"):
+            if row[key] is not None:
+                values[metric_name(key, row["model_name"], row["dataset"])] = row[key]
+    for row in results.tests.iter_rows(named=True):
+        for key in ("p_welch", "p_permutation", "p_claim_holm"):
+            if row[key] is not None:
+                values[metric_name(key, row["model_name"], row["dataset"])] = row[key]
+        values[metric_name("claim", row["model_name"], row["dataset"])] = float(row["claim"])
+    for row in results.across.iter_rows(named=True):
+        for key in ("slope", "r_squared", "p_value"):
+            if row[key] is not None:
+                values[metric_name(f"across_models_{key}", row["dataset"])] = row[key]
+    return values
+
+
+class DIFMethod:
+    name = "dif"
+
+    def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+        from audit.methods.dif.run import run_dif  # I/O, engine and tracking live there
+
+        return run_dif(cfg, Path(output_dir))
+

@@ -1,0 +1,186 @@
+"""The DIF method's edge: read the inputs, send the prompts, write the tables, plots and run.
+
+Each table is written as soon as it exists (atomically), so a failure later never loses finished
+work, and every response is in the shared response store, so a rerun sends only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import polars as pl
+from omegaconf import OmegaConf
+from rich.console import Console
+from rich.table import Table
+
+from audit.tracking import mlflow as tracking
+from audit.llm.backends import create_backend
+from audit.config import AuditConfig
+from audit.llm.engine import check_failures, collect_responses, summarise_responses
+from audit.methods.dif.method import (
+    DIFResults,
+    analyse,
+    build_personas,
+    build_prompts,
+    grade_answers,
+    greedy_models,
+    load_items,
+    metrics,
+)
+from audit.llm.store import ResponseStore
+
+log = logging.getLogger(__name__)
+
+TABLES = {"prompts": "dif_prompts.parquet", "answers": "dif_answers.parquet",
+          "items": "dif_items.csv", "personas": "dif_personas.csv", "tests": "dif_tests.csv",
+          "models": "dif_models.csv", "across": "dif_across_models.csv"}
+PLOTS = ("dif_accuracy.png", "dif_null_vs_real.png", "dif_accuracy_vs_bias.png")
+
+
+def _read_csv(path: str, what: str, setting: str) -> pl.DataFrame:
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"{what} not found at {file}: fix {setting} (paths are relative to the "
+                         f"directory the audit starts in)")
+    try:
+        return pl.read_csv(file, infer_schema_length=0)  # every column as text; schemas coerce
+    except (pl.exceptions.PolarsError, OSError) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"cannot read {what} at {file}: {first}; fix the file or {setting}") \
+            from error
+
+
+def _write(frame: pl.DataFrame, path: Path) -> Path:
+    partial = path.with_suffix(path.suffix + ".partial")
+    if path.suffix == ".parquet":
+        frame.write_parquet(partial)
+    else:
+        frame.write_csv(partial)
+    partial.replace(path)  # atomic: never a half-written table
+    return path
+
+
+def print_summary(results: DIFResults, console: Console | None = None) -> None:
+    table = Table(title="DIF: accuracy and bias (DIF score: 1 = persona changes nothing)")
+    for column in ("model", "dataset", "accuracy", "baseline", "DIF real", "DIF null",
+                   "p Welch", "p perm.", "claim"):
+        table.add_column(column)
+    tests = {(row["model_name"], row["dataset"]): row
+             for row in results.tests.iter_rows(named=True)}
+
+    def fmt(value: float | None) -> str:
+        return "-" if value is None or value != value else f"{value:.3f}"
+
+    for row in results.models.iter_rows(named=True):
+        test = tests.get((row["model_name"], row["dataset"]), {})
+        table.add_row(row["model_name"], row["dataset"],
+                      f"{row['accuracy']:.3f} [{row['accuracy_low']:.3f}, "
+                      f"{row['accuracy_high']:.3f}]", fmt(row["baseline_accuracy"]),
+                      fmt(row["mean_dif_real"]), fmt(row["mean_dif_null"]),
+                      fmt(test.get("p_welch")), fmt(test.get("p_permutation")),
+                      "yes" if test.get("claim") else "no")
+    (console or Console()).print(table)
+
+
+def run_dif(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+    dif = cfg.dif
+    output_dir.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    shipped = _read_csv(dif.items_file, "DIF item bank", "dif.items_file") \
+        if dif.items_file else None
+    custom = _read_csv(dif.custom_file, "DIF custom items", "dif.custom_file") \
+        if dif.custom_file else None
+    items = load_items(dif, shipped, custom, Path(dif.custom_file) if dif.custom_file else None)
+    personas = build_personas(dif, _read_csv(dif.personas_file, "DIF personas",
+                                             "dif.personas_file"))
+    models = greedy_models(cfg.model, dif.max_tokens)
+    prompts = build_prompts(items, personas, models, dif)
+    files = {name: output_dir / file for name, file in TABLES.items()}
+    _write(items, files["items"])
+    _write(prompts, files["prompts"])
+    timings["design"] = time.perf_counter() - started
+    log.info("dif: %d prompts (%d models x %d personas [%d real, %d null, baseline] x %d items), "
+             "greedy", prompts.height, len(models), personas.height,
+             personas.filter(pl.col("persona_kind") == "real").height,
+             personas.filter(pl.col("persona_kind") == "null").height, items.height)
+
+    started = time.perf_counter()
+    backends = {name: create_backend(model) for name, model in sorted(models.items())}
+    with ResponseStore(cfg.paths.response_store) as store:
+        responses = collect_responses(prompts, backends, models, store, cfg.engine)
+    counts = summarise_responses(responses)
+    log.info("dif respond: %d sent, %d from the store, %d failed", counts["sent"],
+             counts["cached"], counts["failed"])
+    answers = grade_answers(prompts, responses, items)
+    _write(answers, files["answers"])
+    check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
+                   "DIF requests")
+    timings["respond"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    results = analyse(answers, dif)
+    for name in ("personas", "tests", "models", "across"):
+        _write(getattr(results, name), files[name])
+    timings["analyse"] = time.perf_counter() - started
+    values = {**metrics(results, answers),
+              **{f"duration_s/{stage}": seconds for stage, seconds in timings.items()}}
+    plots = _plots(results, output_dir, dif.interval_prob)
+    (output_dir / "dif_metrics.json").write_text(json.dumps(values, indent=2, sort_keys=True))
+    config_yaml = output_dir / "config.yaml"
+    config_yaml.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    _warn(results)
+
+    run_info = None
+    if cfg.tracking.enabled:
+        run_info = _log_run(cfg, values, [*files.values(), *plots, config_yaml])
+    print_summary(results)
+    log.info("DIF tables and plots are in %s", output_dir)
+    return {"run": run_info, "metrics": values, "tests": results.tests}
+
+
+def _plots(results: DIFResults, output_dir: Path, interval_prob: float) -> list[Path]:
+    from audit.methods.dif import report as dif_plots  # matplotlib only when a run gets this far
+
+    figures = {
+        PLOTS[0]: dif_plots.accuracy_plot(results.personas, interval_prob),
+        PLOTS[1]: dif_plots.null_vs_real_plot(results.personas, results.tests),
+        PLOTS[2]: dif_plots.accuracy_vs_bias_plot(results.models, results.across),
+    }
+    return [dif_plots.save(figure, output_dir / name) for name, figure in figures.items()]
+
+
+def _warn(results: DIFResults) -> None:
+    real = results.personas.filter(pl.col("persona_kind") == "real")
+    flagged = real.filter(pl.col("small_intersection"))
+    if flagged.height:
+        log.warning("%d of %d real-persona bias scores rest on fewer than dif.min_intersection "
+                    "items correct under both the persona and the baseline (small_intersection "
+                    "in dif_personas.csv): read them as unstable; more items (dif.per_cell) or a "
+                    "stronger model make them firmer", flagged.height, real.height)
+    def p(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3g}"
+
+    for row in results.tests.iter_rows(named=True):
+        log.info("%s / %s: %s (Welch p = %s, permutation p = %s, Holm-adjusted p = %s)",
+                 row["model_name"], row["dataset"], row["statement"], p(row["p_welch"]),
+                 p(row["p_permutation"]), p(row["p_claim_holm"]))
+
+
+def _log_run(cfg: AuditConfig, values: dict[str, float], paths: list[Path]) -> tracking.RunInfo:
+    flat = tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
+    tags = {**tracking.provenance(Path(cfg.paths.root_dir)),
+            "config.hash": tracking.config_hash(flat), "method": cfg.method,
+            "models": ",".join(sorted(cfg.model))}
+    run_name = cfg.tracking.run_name or f"{cfg.method}-{'+'.join(sorted(cfg.model))}"
+    folders = {".parquet": "data", ".csv": "tables", ".png": "plots"}
+    with tracking.mlflow_run(cfg.tracking, run_name, tags) as run_info:
+        tracking.log_params(flat)
+        tracking.log_metrics(values)
+        tracking.log_artifacts([(folders.get(path.suffix, ""), path) for path in paths])
+    log.info("MLflow run %s in experiment '%s' at %s", run_info.run_id, cfg.tracking.experiment,
+             run_info.tracking_uri)
+    return run_info

@@ -1,0 +1,226 @@
+"""Reading the answer out of a model's reply, and checking it against the item's answer.
+
+Replies rarely obey "answer only": they say "The answer is $1,250.", "B) 19", "19 apples",
+"12 + 7 = 19", "Cal is the shortest." The extractor tries the most explicit signal first (an
+"answer is ..." phrase, a boxed answer, a leading option letter) and falls back to weaker ones
+(the only or the last number; the only or the last answer word mentioned), and says which rule
+fired, so the share of answers read by a fallback is visible in the results. A reply with no
+readable answer is scored incorrect, as benchmark accuracy does, and counted as unparsed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# A number: optional sign (ASCII or Unicode minus, not after a digit or letter, so "3-5" is not
+# -5), optional currency, thousands with commas, decimals, and an optional /denominator.
+_NUMBER = re.compile(
+    r"(?<![\w.,])(?P<sign>[-\u2212])?[$\u20ac\u00a3]?"
+    r"(?P<int>\d{1,3}(?:,\d{3})+|\d+)?(?P<frac>\.\d+)?"
+    r"(?:\s*/\s*(?P<den>\d+))?")
+_ANSWER_PHRASE = re.compile(
+    r"(?:final\s+answer|correct\s+answer|correct\s+option|answer)\s*(?:is|would\s+be|will\s+be|"
+    r"should\s+be|[:=])\s*:?\s*", re.IGNORECASE)
+_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+_WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+_SMALL_NUMBERS = {word: value for value, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen".split())}
+_TENS = {word: 10 * (value + 2) for value, word in enumerate(
+    "twenty thirty forty fifty sixty seventy eighty ninety".split())}
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The answer read from a reply (canonical text, or None) and the rule that read it."""
+
+    value: str | None
+    method: str
+
+
+NONE = Extraction(None, "none")
+
+
+def _numbers(text: str) -> list[float]:
+    values = []
+    for match in _NUMBER.finditer(text):
+        integer, fraction = match.group("int"), match.group("frac")
+        if integer is None and fraction is None:
+            continue
+        value = float((integer or "0").replace(",", "") + (fraction or ""))
+        if match.group("den"):
+            denominator = float(match.group("den"))
+            if denominator == 0:
+                continue
+            value /= denominator
+        values.append(-value if match.group("sign") else value)
+    return values
+
+
+def _number_words(text: str) -> list[float]:
+    """Numbers written in words ("twenty-five", "one hundred and five"), up to the thousands."""
+    values: list[float] = []
+    current: float | None = None
+    total = 0.0
+    for token in re.findall(r"[a-z]+", text.lower().replace("-", " ")):
+        if token in _SMALL_NUMBERS or token in _TENS:
+            current = (current or 0) + _SMALL_NUMBERS.get(token, _TENS.get(token, 0))
+        elif token == "hundred" and current is not None:
+            current *= 100
+        elif token == "thousand" and current is not None:
+            total, current = total + current * 1000, 0
+        elif token == "and" and current is not None:
+            continue
+        elif current is not None:
+            values.append(total + current)
+            current, total = None, 0.0
+    if current is not None:
+        values.append(total + current)
+    return values
+
+
+def parse_number(text: str) -> float | None:
+    """The number a short text states ("$1,250.00", "-3", "3/4", "twelve"), or None."""
+    found = _numbers(text) or _number_words(text)
+    return found[0] if len(found) == 1 else None
+
+
+def _after_answer_phrase(text: str) -> str | None:
+    matches = list(_ANSWER_PHRASE.finditer(text))
+    return text[matches[-1].end():] if matches else None
+
+
+def _number_text(value: float) -> str:
+    from audit.methods.dif.design import number_text
+
+    return number_text(value)
+
+
+def extract_number(text: str) -> Extraction:
+    tail = _after_answer_phrase(text)
+    if tail is not None:
+        found = _numbers(tail) or _number_words(tail[:40])
+        if found:
+            return Extraction(_number_text(found[0]), "answer_phrase")
+    boxed = _BOXED.findall(text)
+    if boxed and _numbers(boxed[-1]):
+        return Extraction(_number_text(_numbers(boxed[-1])[0]), "boxed")
+    found = _numbers(text)
+    if len(found) == 1:
+        return Extraction(_number_text(found[0]), "single_number")
+    if found:
+        return Extraction(_number_text(found[-1]), "last_number")
+    words = _number_words(text)
+    if words:
+        return Extraction(_number_text(words[-1]), "number_words")
+    return NONE
+
+
+def _option_matches(text: str, options: Sequence[str]) -> list[int]:
+    """Options whose text the reply states: numerically for numbers, as whole words otherwise."""
+    numbers = set(_numbers(text))
+    lowered = text.lower()
+    hits = []
+    for index, option in enumerate(options):
+        value = parse_number(option)
+        if value is not None and re.fullmatch(r"[-\u2212$\d.,/\s]+", option.strip()):
+            if any(math.isclose(value, number, rel_tol=1e-9, abs_tol=1e-9) for number in numbers):
+                hits.append(index)
+        elif re.search(rf"(?<!\w){re.escape(option.lower())}(?!\w)", lowered):
+            hits.append(index)
+    return hits
+
+
+def extract_letter(text: str, options: Sequence[str]) -> Extraction:
+    letters = "ABCDEFGH"[:len(options)]
+    if not letters:
+        return NONE
+    valid = f"[{letters}]"
+    tail = _after_answer_phrase(text)
+    if tail is not None:
+        match = re.match(rf"\W*(?:[Oo]ption\s+|[Cc]hoice\s+)?\(?({valid})\)?(?![A-Za-z])", tail)
+        if match:
+            return Extraction(match.group(1).upper(), "answer_phrase")
+    # A leading letter: "B", "B.", "(B)", "B) 19", "B: 19"; not the article in "A train ...".
+    match = re.match(rf"\W*\(?({valid})(?:(?=[^\w\s])|\s*$|\s+-)", text)
+    if match is None:
+        match = re.match(rf"\W*({valid})\s+(.+)", text)
+        stated = options[letters.index(match.group(1))] if match else ""
+        if match and not _option_matches(match.group(2)[:60], [stated]):
+            match = None
+    if match:
+        return Extraction(match.group(1).upper(), "leading_letter")
+    match = re.search(rf"(?:\b[Oo]ption\s+|\b[Cc]hoice\s+|\()({valid})\b", text)
+    if match:
+        return Extraction(match.group(1).upper(), "named_letter")
+    hits = _option_matches(text, options)
+    if len(hits) == 1:
+        return Extraction(letters[hits[0]], "option_text")
+    return NONE
+
+
+def _mentions(text: str, candidates: Sequence[str]) -> list[str]:
+    """Candidates in the order the reply mentions them (case-insensitive whole words)."""
+    lowered = {candidate.lower(): candidate for candidate in candidates}
+    return [lowered[word.lower()] for word in _WORD.findall(text) if word.lower() in lowered]
+
+
+def extract_word(text: str, candidates: Sequence[str]) -> Extraction:
+    if not candidates:  # an open answer: the phrase after "answer is", else the first line
+        tail = _after_answer_phrase(text)
+        segment = tail if tail is not None else (text.strip().splitlines() or [""])[0]
+        cleaned = " ".join(_WORD.findall(segment)).lower()
+        return Extraction(cleaned, "answer_phrase" if tail is not None else "first_line") \
+            if cleaned else NONE
+    tail = _after_answer_phrase(text)
+    if tail is not None:
+        mentioned = _mentions(tail, candidates)
+        if mentioned:
+            return Extraction(mentioned[0].lower(), "answer_phrase")
+    mentioned = _mentions(text, candidates)
+    if not mentioned:
+        return NONE
+    # A leading answer word counts when it stands alone ("Cal.", "No, it does not follow"),
+    # not when it opens a sentence about the puzzle ("Ben is taller than Cal, so ...").
+    leading = re.match(r"\W*([A-Za-z]+)\s*(?:[.,!;:]|$)", text)
+    if leading and leading.group(1).lower() == mentioned[0].lower():
+        return Extraction(mentioned[0].lower(), "leading_word")
+    if len(set(mentioned)) == 1:
+        return Extraction(mentioned[0].lower(), "single_candidate")
+    return Extraction(mentioned[-1].lower(), "last_candidate")
+
+
+def extract(text: str, answer_type: str, options: Sequence[str] = (),
+            candidates: Sequence[str] = ()) -> Extraction:
+    if answer_type == "number":
+        return extract_number(text)
+    if answer_type == "letter":
+        return extract_letter(text, options)
+    if answer_type == "word":
+        return extract_word(text, candidates)
+    raise ValueError(f"unknown answer_type '{answer_type}': use number, word or letter")
+
+
+def is_correct(extracted: str | None, answer: str, answer_type: str) -> bool:
+    if extracted is None:
+        return False
+    if answer_type == "number":
+        value, expected = parse_number(extracted), parse_number(answer)
+        return (value is not None and expected is not None
+                and math.isclose(value, expected, rel_tol=1e-9, abs_tol=1e-9))
+    if answer_type == "letter":
+        return extracted.upper() == answer.upper()
+    expected = " ".join(_WORD.findall(answer)).lower()
+    return bool(expected) and re.search(rf"(?<!\w){re.escape(expected)}(?!\w)",
+                                        extracted.lower()) is not None
+
+
+def grade(text: str, item: dict[str, object]) -> tuple[Extraction, bool]:
+    """Extract and check one reply against one item row of the bank."""
+    extraction = extract(text, str(item["answer_type"]), json.loads(str(item["options"])),
+                         json.loads(str(item["candidates"])))
+    return extraction, is_correct(extraction.value, str(item["answer"]), str(item["answer_type"]))

@@ -1,0 +1,1 @@
+"""The IAT word-association method (Bai et al. 2024)."""

@@ -1,0 +1,162 @@
+"""Statistics of D: mean, bootstrap interval, sign-flip permutation test, Benjamini-Hochberg.
+
+Every group (model x category x dataset, or with variation too) gets its own random streams,
+seeded from the configured seed and the group's names, so a group's interval and p-value do not
+change when other groups are added to or removed from a run.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from audit.config import IATConfig
+from audit.methods.iat.design import IATError, derive_seed
+from audit.methods.iat.score import SCORING_MODES
+from audit.methods.iat.schemas import IATStatsSchema
+from audit.schemas import validate
+
+log = logging.getLogger(__name__)
+
+CI_METHODS = ("BCa", "percentile", "basic")
+GROUP_KEYS = ("model", "category", "dataset")
+
+
+def _mean(sample: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(sample, axis=axis)
+
+
+def bootstrap_interval(values: np.ndarray, resamples: int, confidence_level: float, method: str,
+                       seed: int) -> tuple[float, float]:
+    """scipy's bootstrap interval of the mean; (nan, nan) below two values.
+
+    Constant data gives the point interval (every resample has the same mean, where BCa is
+    undefined); BCa that still comes out undefined on near-constant data falls back to the
+    percentile interval, with a log line saying so."""
+    values = np.asarray(values, dtype=float)
+    if values.size < 2:
+        return float("nan"), float("nan")
+    if np.all(values == values[0]):
+        mean = float(values.mean())  # not values[0]: the mean of equal floats may differ by an ulp
+        return mean, mean
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        result = stats.bootstrap((values,), _mean, n_resamples=resamples, vectorized=True,
+                                 confidence_level=confidence_level, method=method,
+                                 rng=np.random.default_rng(seed))
+        low, high = result.confidence_interval
+        if not (np.isfinite(low) and np.isfinite(high)) and method != "percentile":
+            log.info("the %s interval is undefined for these %d values; using the percentile "
+                     "interval", method, values.size)
+            result = stats.bootstrap((values,), _mean, n_resamples=resamples, vectorized=True,
+                                     confidence_level=confidence_level, method="percentile",
+                                     rng=np.random.default_rng(seed))
+            low, high = result.confidence_interval
+    return float(low), float(high)
+
+
+def sign_flip_p_value(values: np.ndarray, resamples: int, seed: int) -> float:
+    """Two-sided test of mean D = 0 by flipping the sign of each answer's D at random (exact
+    when 2**n <= resamples). Under the null, D is symmetric about zero: no association.
+    With R random resamples the smallest p-value is 2/(R + 1) (scipy counts the observed mean
+    among the resamples, so a p-value is never zero)."""
+    values = np.asarray(values, dtype=float)
+    if values.size < 2:  # scipy needs two; one answer cannot reject anything anyway
+        return float("nan")
+    if np.all(values == 0):
+        return 1.0
+    result = stats.permutation_test((values,), _mean, permutation_type="samples",
+                                    n_resamples=resamples, alternative="two-sided",
+                                    vectorized=True, rng=np.random.default_rng(seed))
+    return float(min(1.0, result.pvalue))
+
+
+def bh_adjust(p_values: Sequence[float | None], alpha: float = 0.05) -> list[float | None]:
+    """Benjamini-Hochberg adjusted p-values (statsmodels); missing p-values stay missing."""
+    present = [index for index, p in enumerate(p_values) if p is not None and np.isfinite(p)]
+    adjusted: list[float | None] = [None] * len(p_values)
+    if present:
+        _, corrected, _, _ = multipletests([p_values[i] for i in present], alpha=alpha,
+                                           method="fdr_bh")
+        for index, value in zip(present, corrected, strict=True):
+            adjusted[index] = float(value)
+    return adjusted
+
+
+@dataclass(frozen=True)
+class MeanTest:
+    n: int
+    mean_d: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+def mean_with_interval(values: np.ndarray, config: IATConfig, *names: str) -> MeanTest:
+    """Mean D of one group with its interval and p-value, on streams seeded by the group's names."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return MeanTest(0, None, None, None, None)
+    low, high = bootstrap_interval(values, config.bootstrap_resamples, config.confidence_level,
+                                   config.ci_method, derive_seed(config.seed, "bootstrap", *names))
+    p_value = sign_flip_p_value(values, config.permutation_resamples,
+                                derive_seed(config.seed, "permutation", *names))
+    return MeanTest(int(values.size), float(values.mean()), _finite(low), _finite(high),
+                    _finite(p_value))
+
+
+def check_statistics_config(config: IATConfig) -> None:
+    if config.scoring not in SCORING_MODES:
+        raise IATError(f"iat.scoring={config.scoring} is unknown: use strict (only answers that "
+                       "give every word one group, as Bai et al.) or lenient (also partial "
+                       "answers with a word on each side)")
+    if config.ci_method not in CI_METHODS:
+        raise IATError(f"iat.ci_method={config.ci_method} is unknown: use one of "
+                       f"{', '.join(CI_METHODS)}")
+    if not 0 < config.confidence_level < 1 or not 0 < config.alpha < 1:
+        raise IATError("iat.confidence_level and iat.alpha must lie strictly between 0 and 1")
+    if config.bootstrap_resamples < 1 or config.permutation_resamples < 1:
+        raise IATError("iat.bootstrap_resamples and iat.permutation_resamples must be positive")
+
+
+def iat_statistics(scores: pl.DataFrame, config: IATConfig,
+                   keys: Sequence[str] = GROUP_KEYS) -> pl.DataFrame:
+    """One row per group: n, answers each scoring mode leaves out, one-group answers, parse
+    rate, mean D, interval, p-value and BH-adjusted p-value.
+
+    `parse_rate` is over every answer of the group; n and D follow iat.scoring: strict keeps
+    the `parsed` answers, lenient every answer with a D (scores' d_score is null otherwise)."""
+    check_statistics_config(config)
+    keys = list(keys)
+    rows = []
+    for names, group in scores.sort([*keys, "response_id"]).group_by(keys, maintain_order=True):
+        lenient = group.filter(pl.col("d_score").is_not_null())
+        strict = lenient.filter(pl.col("parsed"))
+        kept = strict if config.scoring == "strict" else lenient
+        test = mean_with_interval(kept["d_score"].to_numpy(), config,
+                                  *[str(name) for name in names])
+        rows.append({**dict(zip(keys, names, strict=True)), "n": test.n,
+                     "n_left_out_strict": group.height - strict.height,
+                     "n_left_out_lenient": group.height - lenient.height,
+                     "n_one_group": int(kept["one_group"].sum()),
+                     "parse_rate": float(group["parsed"].mean()), "mean_d": test.mean_d,
+                     "ci_low": test.ci_low, "ci_high": test.ci_high, "p_value": test.p_value})
+    schema = {**{key: pl.String for key in keys}, "n": pl.Int64, "n_left_out_strict": pl.Int64,
+              "n_left_out_lenient": pl.Int64, "n_one_group": pl.Int64, "parse_rate": pl.Float64,
+              "mean_d": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+              "p_value": pl.Float64}
+    table = pl.DataFrame(rows, schema=schema)
+    table = table.with_columns(p_adjusted=pl.Series(
+        bh_adjust(table["p_value"].to_list(), config.alpha), dtype=pl.Float64))
+    return validate(table, IATStatsSchema, "IAT statistics")

@@ -1,0 +1,1 @@
+"""The Rasch audit: design, respond, judge, IRT fit, report."""

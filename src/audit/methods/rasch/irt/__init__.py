@@ -1,0 +1,28 @@
+"""Item response theory: outcome coding, Rasch models, their fit and its diagnostics."""
+
+import warnings
+
+# PyTensor warns at import that pip installs cannot link BLAS. The warning does not apply here:
+# nutpie compiles the model with numba, so PyTensor's C BLAS path never runs, and a scary
+# three-line warning in every audit would teach users to ignore warnings.
+warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS", category=UserWarning)
+
+from audit.methods.rasch.irt.diagnostics import Diagnostics, diagnose
+from audit.methods.rasch.irt.outcome import OUTCOME_CODINGS, code_outcomes
+from audit.methods.rasch.irt.rasch import (
+    MODELS,
+    RaschData,
+    RaschFit,
+    build_rasch_model,
+    fit_rasch,
+    index_design,
+    parameter_table,
+    respondent_ranking,
+    summarise,
+)
+
+__all__ = [
+    "MODELS", "OUTCOME_CODINGS", "Diagnostics", "RaschData", "RaschFit", "build_rasch_model",
+    "code_outcomes", "diagnose", "fit_rasch", "index_design", "parameter_table",
+    "respondent_ranking", "summarise",
+]

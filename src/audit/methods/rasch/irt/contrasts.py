@@ -1,0 +1,195 @@
+"""Contrasts between persona attribute levels: the numbers a bias claim is made of.
+
+For every audited model, attribute and pair of levels, the posterior of the favourability gap
+(level_a minus level_b, in logits) with its mean, sd, HDI, probability of direction and a decision
+against a region of practical equivalence (ROPE), plus the same gap read against the noise floor.
+
+* Explanatory fits carry the level effects as parameters (``effect_<attr>``); plain Rasch fits do
+  not, so the gap is the difference between the average theta of the personas at each level. Both
+  read the same way; the explanatory gap pools information across personas and models.
+* Scale: contrasts are gaps in log-odds, the scale of the ROPE. In a 2PL fit the log-odds are
+  a[item] * (theta - b[item]), so theta is in units of 1/a: a theta gap d moves item i's log-odds
+  by a_i * d. Its contrasts (and their noise floor) are therefore multiplied, draw by draw, by the
+  mean discrimination over the items: the gap in log-odds on the average item.
+* Noise floor: ``sigma_null`` is the spread of favourability across null personas (random strings);
+  two groups of n_a and n_b placebo personas differ by about sigma_null * sqrt(1/n_a + 1/n_b). A
+  demographic gap well beyond that is more than what any change of persona text does.
+* Decision (Kruschke 2018, "Rejecting or accepting parameter values in Bayesian estimation",
+  AMPPS 1(2)): HDI entirely outside the ROPE: ``different``; entirely inside: ``equivalent``;
+  otherwise ``undecided``.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+
+import arviz as az
+import numpy as np
+import polars as pl
+import xarray as xr
+
+from audit.methods.rasch.irt.explanatory import NULL_KIND, RespondentTable
+
+# Default ROPE half-width in logits: Cohen's d = 0.1 ("negligible", half of "small") converted to a
+# log odds ratio with ln(OR) = d * pi / sqrt(3) (Chinn 2000, Statistics in Medicine 19(22)).
+ROPE_HALF_WIDTH_LOGIT = 0.1 * math.pi / math.sqrt(3)
+# How many noise-floor standard deviations a gap must exceed to count as beyond the noise.
+NOISE_MULTIPLE = 2.0
+POOLED_MODEL = "all models"
+
+CONTRAST_COLUMNS = (
+    "model_name", "attribute", "level_a", "level_b", "n_a", "n_b", "mean", "sd", "hdi_low",
+    "hdi_high", "p_direction", "rope_low", "rope_high", "decision", "noise_floor",
+    "ratio_to_noise", "p_beyond_noise",
+)
+
+
+def _flat(draws: xr.DataArray) -> np.ndarray:
+    return draws.stack(sample=("chain", "draw")).transpose("sample", ...).values
+
+
+def decide(hdi_low: float, hdi_high: float, rope: float) -> str:
+    if hdi_low > rope or hdi_high < -rope:
+        return "different"
+    if hdi_low >= -rope and hdi_high <= rope:
+        return "equivalent"
+    return "undecided"
+
+
+def _theta_draws(posterior: xr.Dataset, respondents: list[str]) -> np.ndarray:
+    """theta draws (sample, respondent) of the named respondents, in the order given."""
+    return _flat(posterior["theta"].sel(respondent=respondents))
+
+
+def _level_draws(posterior: xr.Dataset, respondents: RespondentTable, attribute: str,
+                 model_name: str) -> dict[str, np.ndarray]:
+    """Posterior draws of each level's favourability for one model (or pooled over models)."""
+    level_dim = f"level_{attribute}"
+    if f"effect_{attribute}" in posterior:
+        effect = (posterior[f"effect_{attribute}_pooled"] if model_name == POOLED_MODEL
+                  else posterior[f"effect_{attribute}"].sel(model=model_name))
+        return {str(level): _flat(effect.sel({level_dim: level}))
+                for level in effect[level_dim].values}
+    draws = {}
+    for level in respondents.levels(attribute):
+        members = respondents.frame.filter(
+            (pl.col("model_name") == model_name) & (pl.col(attribute) == level)
+        ).get_column("respondent").to_list()
+        if members:
+            draws[level] = _theta_draws(posterior, members).mean(axis=1)
+    return draws
+
+
+def logit_scale(posterior: xr.Dataset) -> np.ndarray | None:
+    """Draws of the factor that turns a theta gap into a log-odds gap on the average item: the
+    mean discrimination a over the items (2PL); None for models without a (Rasch: a = 1)."""
+    if "a" not in posterior:
+        return None
+    return _flat(posterior["a"]).mean(axis=1)
+
+
+def _level_counts(respondents: RespondentTable, attribute: str, model_name: str) -> dict[str, int]:
+    frame = respondents.frame
+    if model_name != POOLED_MODEL:
+        frame = frame.filter(pl.col("model_name") == model_name)
+    counts = frame.drop_nulls(attribute).group_by(attribute).len()
+    return {str(level): int(count) for level, count in counts.iter_rows()}
+
+
+def null_spread_draws(posterior: xr.Dataset, respondents: RespondentTable,
+                      model_name: str) -> np.ndarray | None:
+    """Draws of the null personas' spread: estimated (explanatory) or their theta's sample sd."""
+    if "sigma_null" in posterior:
+        sigma = posterior["sigma_null"]
+        if "model" not in sigma.dims:
+            return _flat(sigma)
+        if model_name != POOLED_MODEL:
+            return _flat(sigma.sel(model=model_name))
+        # The pooled effect averages the models' effects and its counts add up over models, so
+        # its floor uses the root mean square of the models' spreads.
+        return np.sqrt((_flat(sigma) ** 2).mean(axis=1))
+    frame = respondents.frame
+    if model_name != POOLED_MODEL:
+        frame = frame.filter(pl.col("model_name") == model_name)
+    nulls = frame.filter(pl.col("persona_kind") == NULL_KIND).get_column("respondent").to_list()
+    if len(nulls) < 2:
+        return None
+    return _theta_draws(posterior, nulls).std(axis=1, ddof=1)
+
+
+def _row(model_name: str, attribute: str, level_a: str, level_b: str, gap: np.ndarray,
+         counts: dict[str, int], noise: np.ndarray | None, rope: float,
+         hdi_prob: float) -> dict[str, object]:
+    low, high = (float(value) for value in az.hdi(gap, hdi_prob=hdi_prob))
+    n_a, n_b = counts.get(level_a, 0), counts.get(level_b, 0)
+    row: dict[str, object] = {
+        "model_name": model_name, "attribute": attribute, "level_a": level_a, "level_b": level_b,
+        "n_a": n_a, "n_b": n_b, "mean": float(gap.mean()), "sd": float(gap.std(ddof=1)),
+        "hdi_low": low, "hdi_high": high,
+        "p_direction": float(max((gap > 0).mean(), (gap < 0).mean())),
+        "rope_low": -rope, "rope_high": rope, "decision": decide(low, high, rope),
+        "noise_floor": None, "ratio_to_noise": None, "p_beyond_noise": None,
+    }
+    if noise is not None and n_a and n_b:
+        floor = noise * math.sqrt(1.0 / n_a + 1.0 / n_b)
+        row["noise_floor"] = float(floor.mean())
+        # A ratio of posterior means: the mean of a ratio explodes where sigma_null nears zero.
+        row["ratio_to_noise"] = abs(float(gap.mean())) / float(floor.mean())
+        row["p_beyond_noise"] = float((np.abs(gap) > NOISE_MULTIPLE * floor).mean())
+    return row
+
+
+def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
+                    rope: float = ROPE_HALF_WIDTH_LOGIT, hdi_prob: float = 0.94) -> pl.DataFrame:
+    """Every pair of levels of every attribute, per model, plus pooled rows for several models."""
+    model_names = list(respondents.models)
+    if any(f"effect_{attribute}" in posterior for attribute in respondents.attributes) \
+            and len(model_names) > 1:
+        model_names.append(POOLED_MODEL)
+    scale = logit_scale(posterior)
+    rows = []
+    for model_name in model_names:
+        noise = null_spread_draws(posterior, respondents, model_name)
+        if scale is not None and noise is not None:
+            noise = noise * scale
+        for attribute in respondents.attributes:
+            draws = _level_draws(posterior, respondents, attribute, model_name)
+            if scale is not None:
+                draws = {level: values * scale for level, values in draws.items()}
+            counts = _level_counts(respondents, attribute, model_name)
+            for level_a, level_b in combinations(sorted(draws), 2):
+                rows.append(_row(model_name, attribute, level_a, level_b,
+                                 draws[level_a] - draws[level_b], counts, noise, rope, hdi_prob))
+    schema = {column: pl.Float64 for column in CONTRAST_COLUMNS}
+    schema.update({column: pl.String for column in ("model_name", "attribute", "level_a",
+                                                    "level_b", "decision")})
+    schema.update({"n_a": pl.Int64, "n_b": pl.Int64})
+    return pl.DataFrame(rows, schema=schema, orient="row").select(CONTRAST_COLUMNS).sort(
+        "model_name", "attribute", "level_a", "level_b")
+
+
+def item_gaps(posterior: xr.Dataset, attribute: str, hdi_prob: float = 0.94) -> pl.DataFrame:
+    """Differential item functioning: the pooled gap between two levels on each item.
+
+    The item's gap is the pooled level effect plus that item's interaction; items whose HDI sits
+    away from the pooled gap are the scenarios that carry (or hide) the difference.
+    """
+    if f"dif_{attribute}" not in posterior:
+        raise ValueError(f"the fit has no item interaction for '{attribute}': add it to "
+                         "fit.item_dif and use fit=explanatory")
+    pooled = posterior[f"effect_{attribute}_pooled"]
+    dif = posterior[f"dif_{attribute}"]
+    level_dim = f"level_{attribute}"
+    levels = [str(level) for level in dif[level_dim].values]
+    rows = []
+    for level_a, level_b in combinations(sorted(levels), 2):
+        overall = pooled.sel({level_dim: level_a}) - pooled.sel({level_dim: level_b})
+        for item in dif["item"].values:
+            gap = _flat(overall + dif.sel({level_dim: level_a, "item": item})
+                        - dif.sel({level_dim: level_b, "item": item}))
+            low, high = (float(value) for value in az.hdi(gap, hdi_prob=hdi_prob))
+            rows.append({"attribute": attribute, "level_a": level_a, "level_b": level_b,
+                         "item": str(item), "mean": float(gap.mean()), "hdi_low": low,
+                         "hdi_high": high, "overall_mean": float(_flat(overall).mean())})
+    return pl.DataFrame(rows).sort("attribute", "level_a", "level_b", "item")

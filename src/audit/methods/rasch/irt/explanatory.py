@@ -1,0 +1,169 @@
+"""The explanatory Rasch model: favourability explained by who the persona is, per audited model.
+
+theta[respondent] = model_effect[model] + real_effect[model] * is_real[respondent]
+                    + sum over attributes of effect_<attr>[model, level]
+                    + scale[model, kind] * respondent_z[respondent]
+
+* ``effect_<attr>`` is what a bias claim is about: the shift in favourability (logits) that comes
+  with one level of a persona attribute (gender, race, age band, name origin, ...), for each
+  audited model. Levels are zero-sum within an attribute, so only differences between levels are
+  identified, which is exactly what a contrast reads. ``effect_<attr>_pooled`` is the average
+  over models (with one model, that model's effect: item gaps read it either way). Personas are partially pooled: each persona's residual shrinks towards what its
+  attribute levels predict, with a learned spread.
+* ``real_effect`` is the shift shared by every real persona (baseline, explicit, name) against the
+  null personas: "any persona text at all" rather than any demographic. Without it a shift that all
+  demographic personas share has nowhere to go but the spreads: planting -1 logit on every real
+  persona moved the sigma_null estimate from 0.33 to 0.52 (truth 0.2) before this term existed.
+* The residual keeps what the attributes do not explain. Real personas and null personas (random
+  strings) get separate scales per audited model, ``sigma_residual`` and ``sigma_null``: ``sigma_null`` is how much
+  favourability moves when the prompt changes by a persona that carries no demographic signal,
+  estimated in the same model, which is the noise floor a demographic contrast is read against.
+* Item difficulties ``b`` sum to zero, so ``model_effect`` carries each model's overall rate.
+* With ``item_dif`` an attribute also gets ``dif_<attr>[level, item]``, zero-sum over levels and
+  over items: differential item functioning, showing which scenarios carry a gap.
+
+Persona rows without a level for an attribute (the baseline, null personas) get no effect from it.
+Every random effect is written non-centred: with a handful of personas per model the centred form
+has the funnel that made a learned persona scale mix badly in the plain Rasch model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import pymc as pm
+import pytensor.tensor as pt
+
+from audit.methods.rasch.irt.indexing import RaschData, index_design
+from audit.methods.rasch.irt.judge_error import JudgeConfusion, label_cells
+
+MODEL_EFFECT_PRIOR_SD = 2.0  # carries the overall favourable rate, which can sit far from 50%
+ITEM_PRIOR_SD = 2.0
+ATTRIBUTE_PRIOR_SD = 1.0  # a one-logit gap is already a large demographic effect
+# Half-normal scales of the spreads; the data rarely hold more than a few personas per level, so
+# these priors keep the spreads from wandering into implausible multi-logit values.
+RESIDUAL_PRIOR_SD = 0.5
+REAL_EFFECT_PRIOR_SD = 1.0  # the same scale as a demographic effect: persona text vs none
+DIF_PRIOR_SD = 1.0
+NULL_KIND = "null"
+NO_LEVEL = -1
+
+
+@dataclass(frozen=True, eq=False)
+class RespondentTable:
+    """One row per respondent in the order of RaschData.respondents, with its model and levels."""
+
+    frame: pl.DataFrame  # respondent, model_name, persona_kind, one column per attribute
+    attributes: tuple[str, ...]
+
+    def levels(self, attribute: str) -> tuple[str, ...]:
+        values = self.frame.get_column(attribute).drop_nulls().unique().sort().to_list()
+        return tuple(str(value) for value in values)
+
+    def level_index(self, attribute: str) -> np.ndarray:
+        lookup = {level: index for index, level in enumerate(self.levels(attribute))}
+        return np.array([NO_LEVEL if value is None else lookup[str(value)]
+                         for value in self.frame.get_column(attribute).to_list()], dtype=np.int64)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(self.frame.get_column("model_name").unique().sort().to_list())
+
+    @property
+    def model_index(self) -> np.ndarray:
+        lookup = {name: index for index, name in enumerate(self.models)}
+        return np.array([lookup[name] for name in self.frame.get_column("model_name").to_list()])
+
+    @property
+    def is_null(self) -> np.ndarray:
+        return (self.frame.get_column("persona_kind") == NULL_KIND).to_numpy()
+
+
+def respondent_table(outcomes: pl.DataFrame, data: RaschData,
+                     attributes: tuple[str, ...]) -> RespondentTable:
+    """Respondent attributes from the outcome table, checked to be constant within a respondent."""
+    needed = ("model_name", "persona_kind", *attributes)
+    missing = [column for column in needed if column not in outcomes.columns]
+    if missing:
+        raise ValueError(f"the explanatory model needs column(s) {', '.join(missing)} in the "
+                         f"outcome table; set fit.attributes to columns the personas have")
+    frame = outcomes.select("respondent", *needed).unique().sort("respondent")
+    if frame.height != len(data.respondents):
+        raise ValueError("a respondent has more than one model, persona kind or attribute level; "
+                         "respondent ids must identify one (model, persona) pair")
+    return RespondentTable(frame=frame, attributes=attributes)
+
+
+def build_explanatory_model(data: RaschData, respondents: RespondentTable,
+                            item_dif: tuple[str, ...] = (),
+                            confusion: JudgeConfusion | None = None) -> pm.Model:
+    unknown = sorted(set(item_dif) - set(respondents.attributes))
+    if unknown:
+        raise ValueError(f"fit.item_dif names {unknown}, which are not in fit.attributes")
+    coords: dict[str, list] = {
+        "respondent": list(data.respondents), "item": list(data.items),
+        "model": list(respondents.models), "cell": list(range(data.successes.size)),
+    }
+    for attribute in respondents.attributes:
+        levels = respondents.levels(attribute)
+        if len(levels) < 2:
+            raise ValueError(f"attribute '{attribute}' has {len(levels)} level(s) among the "
+                             "personas; a contrast needs at least two (check fit.attributes)")
+        coords[f"level_{attribute}"] = list(levels)
+    model_index = respondents.model_index
+    with pm.Model(coords=coords) as model:
+        respondent_idx = pm.Data("respondent_idx", data.cell_respondent, dims="cell")
+        item_idx = pm.Data("item_idx", data.cell_item, dims="cell")
+        trials = pm.Data("trials", data.trials, dims="cell")
+        successes = pm.Data("successes", data.successes, dims="cell")
+        model_effect = pm.Normal("model_effect", 0.0, MODEL_EFFECT_PRIOR_SD, dims="model")
+        b = pm.ZeroSumNormal("b", sigma=ITEM_PRIOR_SD, dims="item")
+        persona_shift = pt.zeros(len(data.respondents))
+        dif_shift = pt.zeros(data.successes.size)
+        for attribute in respondents.attributes:
+            level_dim = f"level_{attribute}"
+            levels = respondents.level_index(attribute)
+            has_level = levels != NO_LEVEL
+            level_or_zero = np.where(has_level, levels, 0)
+            # Each model's effects stand on their own data: shrinking one audited model's gap
+            # towards the others' could hide exactly the bias an audit looks for, and with two or
+            # three models a learned cross-model spread mixed badly whichever way it was written
+            # (bulk ESS 176 to 228 of 2,400 draws). The "all models" effect is their average.
+            effect = pm.ZeroSumNormal(f"effect_{attribute}", sigma=ATTRIBUTE_PRIOR_SD,
+                                      dims=("model", level_dim))
+            # Always defined: item gaps and pooled contrasts read it, and with one audited model
+            # (the default design) it is that model's effect. Defining it only for several models
+            # crashed `fit.item_dif` after sampling (KeyError 'effect_race_pooled').
+            pm.Deterministic(f"effect_{attribute}_pooled", effect.mean(axis=0), dims=level_dim)
+            persona_shift = persona_shift + pt.where(has_level,
+                                                     effect[model_index, level_or_zero], 0.0)
+            if attribute in item_dif:
+                dif_spread = pm.HalfNormal(f"dif_{attribute}_sd", sigma=DIF_PRIOR_SD)
+                dif_z = pm.ZeroSumNormal(f"dif_{attribute}_z", sigma=1.0, n_zerosum_axes=2,
+                                         dims=(level_dim, "item"))
+                dif = pm.Deterministic(f"dif_{attribute}", dif_spread * dif_z,
+                                       dims=(level_dim, "item"))
+                cell_level = pt.as_tensor(level_or_zero)[respondent_idx]
+                cell_has_level = pt.as_tensor(has_level)[respondent_idx]
+                dif_shift = dif_shift + pt.where(cell_has_level, dif[cell_level, item_idx], 0.0)
+        is_null = respondents.is_null
+        if is_null.any() and (~is_null).any():
+            real_effect = pm.Normal("real_effect", 0.0, REAL_EFFECT_PRIOR_SD, dims="model")
+            persona_shift = persona_shift + pt.where(is_null, 0.0, real_effect[model_index])
+        sigma_residual = pm.HalfNormal("sigma_residual", sigma=RESIDUAL_PRIOR_SD, dims="model")
+        sigma_null = pm.HalfNormal("sigma_null", sigma=RESIDUAL_PRIOR_SD, dims="model")
+        respondent_z = pm.Normal("respondent_z", 0.0, 1.0, dims="respondent")
+        scale = pt.where(is_null, sigma_null[model_index], sigma_residual[model_index])
+        theta = pm.Deterministic("theta", model_effect[model_index] + persona_shift +
+                                 scale * respondent_z, dims="respondent")
+        label_cells("y", trials, theta[respondent_idx] - b[item_idx] + dif_shift,
+                    observed=successes, dims="cell", confusion=confusion)
+    return model
+
+
+def explanatory_inputs(outcomes: pl.DataFrame,
+                       attributes: tuple[str, ...]) -> tuple[RaschData, RespondentTable]:
+    data = index_design(outcomes.select("respondent", "item", "y"))
+    return data, respondent_table(outcomes, data, attributes)

@@ -1,0 +1,71 @@
+"""Is the noise floor estimated, or read from its prior? sigma_null's posterior against its prior.
+
+The explanatory model's ``sigma_null`` (per audited model) is the spread of favourability across
+null personas, the floor a demographic contrast is read against. With few null personas or few
+answers per persona the data barely inform it and its posterior is its HalfNormal prior over
+again: a contrast "beyond the noise floor" then means beyond an assumption. This table puts the
+two side by side per model, with the ratio of the posterior's HDI width to the prior's central
+interval of the same mass; ``estimated`` says the data at least halved it.
+"""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
+from scipy import stats
+
+from audit.methods.rasch.irt.explanatory import RESIDUAL_PRIOR_SD
+
+# Posterior HDI width / prior central-interval width below which the floor counts as estimated.
+ESTIMATED_WIDTH_RATIO = 0.5
+SPREADS = ("sigma_null", "sigma_residual")
+NOISE_FLOOR_COLUMNS = ("model_name", "parameter", "prior_low", "prior_high", "mean", "hdi_low",
+                       "hdi_high", "width_ratio", "estimated")
+
+
+def _prior_interval(hdi_prob: float) -> tuple[float, float]:
+    prior = stats.halfnorm(scale=RESIDUAL_PRIOR_SD)
+    tail = (1.0 - hdi_prob) / 2.0
+    return float(prior.ppf(tail)), float(prior.ppf(1.0 - tail))
+
+
+def noise_floor_table(posterior, hdi_prob: float) -> pl.DataFrame:
+    """One row per audited model and spread; empty for fits without an estimated floor."""
+    rows = []
+    prior_low, prior_high = _prior_interval(hdi_prob)
+    for parameter in SPREADS:
+        if parameter not in posterior or "model" not in posterior[parameter].dims:
+            continue
+        for model_name in posterior[parameter]["model"].values:
+            draws = posterior[parameter].sel(model=model_name).values.ravel()
+            low, high = (float(value) for value in az.hdi(draws, hdi_prob=hdi_prob))
+            ratio = (high - low) / (prior_high - prior_low)
+            rows.append({"model_name": str(model_name), "parameter": parameter,
+                         "prior_low": prior_low, "prior_high": prior_high,
+                         "mean": float(draws.mean()), "hdi_low": low, "hdi_high": high,
+                         "width_ratio": ratio, "estimated": ratio < ESTIMATED_WIDTH_RATIO})
+    schema = {column: pl.Float64 for column in NOISE_FLOOR_COLUMNS}
+    schema.update({"model_name": pl.String, "parameter": pl.String, "estimated": pl.Boolean})
+    return pl.DataFrame(rows, schema=schema, orient="row").select(NOISE_FLOOR_COLUMNS)
+
+
+def noise_floor_plot(posterior) -> Figure:
+    """sigma_null per audited model: posterior histogram over the HalfNormal prior density."""
+    models = [str(name) for name in posterior["sigma_null"]["model"].values]
+    # A bare Figure, not pyplot: no backend is chosen here, so model code stays headless-safe.
+    figure = Figure(figsize=(4.2 * len(models), 3.0))
+    axes = figure.subplots(1, len(models), squeeze=False)
+    grid = np.linspace(0.0, 4.0 * RESIDUAL_PRIOR_SD, 200)
+    for axis, model_name in zip(axes[0], models):
+        draws = posterior["sigma_null"].sel(model=model_name).values.ravel()
+        axis.hist(draws, bins=40, range=(0.0, grid[-1]), density=True, color="#1f77b4",
+                  alpha=0.6, label="posterior")
+        axis.plot(grid, stats.halfnorm(scale=RESIDUAL_PRIOR_SD).pdf(grid), color="black",
+                  lw=1.2, ls="--", label="prior")
+        axis.set_title(f"sigma_null, {model_name}", fontsize=9)
+        axis.set_xlabel("spread of null personas (logits)")
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    return figure

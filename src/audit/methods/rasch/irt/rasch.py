@@ -1,0 +1,301 @@
+"""Bayesian Rasch (1PL IRT) models: a favourability theta per respondent, a difficulty b per item.
+
+P(y = 1) = logistic(theta[respondent] - b[item]). Two variants share the likelihood and the names
+``theta`` and ``b``, so everything downstream is model-agnostic:
+
+* ``rasch_seed`` is exactly the original audit's model (N(0, 1) priors, one Bernoulli per response);
+  ``conf/fit/rasch_seed.yaml`` also sets the audit's coding, ``outcome: undetermined``.
+  Its location is fixed only by the priors, which mixes badly on large designs (see FACTS.md).
+* ``rasch`` pins the location with a zero-sum person effect, lets the item difficulties carry a
+  free mean, and aggregates replicates into Binomial cells: the same likelihood, but well
+  identified and about nine times cheaper per gradient on replicated designs (FACTS.md).
+* ``twopl`` is ``rasch`` with an item discrimination ``a``: logistic(a[item] * (theta - b)), for
+  users who want to see which scenarios separate respondents sharply and which barely do.
+* ``explanatory`` (explanatory.py) decomposes theta into model, persona-attribute and residual
+  effects, with null personas as the noise floor.
+* ``hurdle`` (hurdle.py) models abstention as a step of its own: decide or abstain, then
+  favourable or not given a decision, with persona effects on both steps.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import arviz as az
+import numpy as np
+import polars as pl
+import pymc as pm
+
+from audit.config import FitConfig
+from audit.methods.rasch.irt.contrasts import item_gaps, level_contrasts
+from audit.methods.rasch.irt.diagnostics import Diagnostics, diagnose
+from audit.methods.rasch.irt.explanatory import RespondentTable, build_explanatory_model, respondent_table
+from audit.methods.rasch.irt.hurdle import (
+    ABSTAINED_OUTCOME,
+    DECIDED_OUTCOME,
+    abstention_posterior,
+    build_hurdle_model,
+    hurdle_data,
+)
+from audit.methods.rasch.irt.indexing import RaschData, index_design
+from audit.methods.rasch.irt.judge_error import JudgeConfusion, label_cells
+from audit.schemas import SummarySchema, validate
+
+logger = logging.getLogger(__name__)
+
+# Convergence thresholds from Vehtari, Gelman, Simpson, Carpenter and Bürkner (2021),
+# "Rank-normalization, folding, and localization: an improved R-hat for assessing convergence
+# of MCMC", Bayesian Analysis 16(2). FitConfig carries the same defaults; these are the reference.
+RHAT_MAX_VEHTARI_2021 = 1.01
+ESS_MIN_VEHTARI_2021 = 400.0
+
+MODELS: tuple[str, ...] = ("rasch", "rasch_seed", "twopl", "explanatory", "hurdle")
+# Prior scales of the identified model, on the logit scale. theta keeps the seed model's N(0, 1);
+# items get more room because their mean now carries the overall favourable rate, which for a
+# model that almost always approves (or denies) sits far from zero.
+THETA_PRIOR_SD = 1.0
+ITEM_PRIOR_SD = 2.0
+# log a ~ N(0, 0.5): discriminations between about 0.4 and 2.7 a priori, centred on the Rasch a = 1.
+DISCRIMINATION_LOG_SD = 0.5
+# Variables summarised, in order; every model in MODELS defines both. Model-specific parameters
+# (effects, spreads, discriminations) follow them in the summary and count in the diagnostics.
+SUMMARY_VARIABLES: tuple[str, ...] = ("theta", "b")
+EXTRA_SUMMARY_PREFIXES: tuple[str, ...] = ("a", "model_effect", "real_effect", "effect_", "sigma_",
+                                           "dif_", "judge_", "theta_abstain", "b_abstain")
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "parameter", "mean", "sd", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail",
+)
+
+SampleFunction = Callable[[pm.Model, FitConfig], az.InferenceData]
+
+
+def build_rasch_model(data: RaschData, model: str = "rasch",
+                      confusion: JudgeConfusion | None = None) -> pm.Model:
+    """Build a model that needs only the response table; each exposes ``theta`` and ``b``.
+
+    ``confusion`` (the judge's gold-set counts) makes the likelihood read each label through the
+    judge's misclassification rates (judge_error.py); the seed model keeps the original audit's
+    labels-as-truth likelihood.
+    """
+    coords = {"respondent": list(data.respondents), "item": list(data.items)}
+    if model == "rasch_seed":
+        if confusion is not None:
+            raise ValueError("fit.model=rasch_seed is the original audit's model, which reads "
+                             "labels as truth: set fit.judge_error=false or use fit=rasch")
+        return _build_seed_model(data, coords)
+    if model in ("rasch", "twopl"):
+        return _build_identified_model(data, coords, discrimination=model == "twopl",
+                                       confusion=confusion)
+    if model == "hurdle":
+        raise ValueError("the hurdle model codes its two steps from the judge's labels: fit it "
+                         "with fit_rasch on an outcome table that has a label column")
+    if model == "explanatory":
+        raise ValueError("the explanatory model needs persona attributes: fit it with fit_rasch "
+                         "on an outcome table that has model_name, persona_kind and the attributes")
+    raise ValueError(f"unknown model {model!r}; valid models: {', '.join(MODELS)}")
+
+
+def _build_seed_model(data: RaschData, coords: dict) -> pm.Model:
+    """The original audit, unchanged: its location is identified only through the N(0,1) priors."""
+    coords = {**coords, "response": np.arange(data.row_y.size)}
+    with pm.Model(coords=coords) as model:
+        respondent_idx = pm.Data("respondent_idx", data.row_respondent, dims="response")
+        item_idx = pm.Data("item_idx", data.row_item, dims="response")
+        responses = pm.Data("responses", data.row_y, dims="response")
+        theta = pm.Normal("theta", mu=0.0, sigma=1.0, dims="respondent")
+        b = pm.Normal("b", mu=0.0, sigma=1.0, dims="item")
+        pm.Bernoulli(
+            "y", logit_p=theta[respondent_idx] - b[item_idx], observed=responses, dims="response"
+        )
+    return model
+
+
+def _build_identified_model(data: RaschData, coords: dict, discrimination: bool,
+                            confusion: JudgeConfusion | None = None) -> pm.Model:
+    """Zero-sum persons, free item difficulties, Binomial cells, no hyperparameters.
+
+    theta sums to zero, so "average respondent" is the reference point and b carries the overall
+    rate; without that constraint theta and b shift together and chains drift (ESS 34, R-hat 1.09
+    on 100 x 50 x 10 in FACTS.md). The priors are fixed rather than hierarchical on purpose:
+    personas of one model often differ by almost nothing, and a learned sigma_theta then mixed
+    badly whichever way it was parameterised (bulk ESS 166 to 213 of 2,000 draws on 20 x 30 x 4
+    designs), while a learned sigma_b gave divergences on the three-item smoke design. With fixed
+    scales neither funnel exists.
+    """
+    coords = {**coords, "cell": np.arange(data.successes.size)}
+    with pm.Model(coords=coords) as model:
+        respondent_idx = pm.Data("respondent_idx", data.cell_respondent, dims="cell")
+        item_idx = pm.Data("item_idx", data.cell_item, dims="cell")
+        trials = pm.Data("trials", data.trials, dims="cell")
+        successes = pm.Data("successes", data.successes, dims="cell")
+        theta = pm.ZeroSumNormal("theta", sigma=THETA_PRIOR_SD, dims="respondent")
+        b = pm.Normal("b", mu=0.0, sigma=ITEM_PRIOR_SD, dims="item")
+        logit_p = theta[respondent_idx] - b[item_idx]
+        if discrimination:
+            a = pm.LogNormal("a", mu=0.0, sigma=DISCRIMINATION_LOG_SD, dims="item")
+            logit_p = a[item_idx] * logit_p
+        label_cells("y", trials, logit_p, observed=successes, dims="cell", confusion=confusion)
+    return model
+
+
+@dataclass(frozen=True, eq=False)
+class RaschFit:
+    """What a fit returns instead of printing: the posterior, its summary and its health."""
+
+    idata: az.InferenceData
+    summary: pl.DataFrame
+    diagnostics: Diagnostics
+    # Gaps between persona attribute levels (contrasts.CONTRAST_COLUMNS); empty when the outcome
+    # table carries no persona attributes (for example `python -m audit.fit` on a bare table).
+    contrasts: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # Per-item gaps for the attributes in fit.item_dif (explanatory model only).
+    item_gaps: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # The outcome coding this fit modelled, and fits of further codings (fit.second_outcome)
+    # made on the same labels, so one fit stage carries e.g. favourability and abstention.
+    outcome: str = "favourable"
+    companions: tuple[RaschFit, ...] = ()
+    # The judge's gold-set counts the likelihood read labels through; None: labels as truth.
+    judge_confusion: JudgeConfusion | None = None
+
+    def all_fits(self) -> tuple[RaschFit, ...]:
+        return (self, *self.companions)
+
+    @property
+    def converged(self) -> bool:
+        return all(fit.diagnostics.converged for fit in self.all_fits())
+
+    def problems(self) -> list[str]:
+        return [f"{fit.outcome}: {problem}" for fit in self.all_fits()
+                for problem in fit.diagnostics.problems()]
+
+    def all_contrasts(self) -> pl.DataFrame:
+        """Contrasts of every fitted outcome, with the outcome as the first column."""
+        tables = [fit.contrasts.select(pl.lit(fit.outcome).alias("outcome"), pl.all())
+                  for fit in self.all_fits() if fit.contrasts.height]
+        return pl.concat(tables) if tables else pl.DataFrame()
+
+
+def sample_with_nutpie(model: pm.Model, fit: FitConfig) -> az.InferenceData:
+    """nutpie through PyMC; ``cores`` must be passed or PyMC guesses one core here (FACTS.md)."""
+    with model:
+        return pm.sample(
+            draws=fit.draws,
+            tune=fit.tune,
+            chains=fit.chains,
+            target_accept=fit.target_accept,
+            random_seed=fit.seed,
+            nuts_sampler="nutpie",
+            nuts_sampler_kwargs={"cores": fit.cores},
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+
+
+def summarise(idata: az.InferenceData, hdi_prob: float) -> pl.DataFrame:
+    """ArviZ's summary as a validated polars table with the column names of the CLI contract."""
+    extras = [name for name in idata.posterior.data_vars
+              if name not in SUMMARY_VARIABLES and name.startswith(EXTRA_SUMMARY_PREFIXES)
+              and not name.endswith(("_z", "__"))]  # standardised and transformed helpers
+    table = az.summary(idata, var_names=[*SUMMARY_VARIABLES, *sorted(extras)], hdi_prob=hdi_prob,
+                       kind="all", round_to="none")
+    low, high = (column for column in table.columns if column.startswith("hdi_"))
+    summary = pl.DataFrame(
+        {
+            "parameter": [str(name) for name in table.index],
+            "mean": table["mean"].to_numpy(dtype=float),
+            "sd": table["sd"].to_numpy(dtype=float),
+            "hdi_low": table[low].to_numpy(dtype=float),
+            "hdi_high": table[high].to_numpy(dtype=float),
+            "r_hat": table["r_hat"].to_numpy(dtype=float),
+            "ess_bulk": table["ess_bulk"].to_numpy(dtype=float),
+            "ess_tail": table["ess_tail"].to_numpy(dtype=float),
+        }
+    )
+    return validate(summary, SummarySchema, "posterior summary").select(SUMMARY_COLUMNS)
+
+
+def fit_rasch(
+    outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction | None = None,
+    confusion: JudgeConfusion | None = None,
+) -> RaschFit:
+    """Fit one of MODELS to a long 0/1 table.
+
+    ``sample`` defaults to sample_with_nutpie, looked up at call time so that fast tests of the
+    stages around a fit can swap in a prior-predictive stand-in (as pymc-marketing's tests do).
+    ``confusion``: the judge's gold-set counts under this coding, to carry its errors into the
+    posterior (None reads labels as truth).
+    """
+    sample = sample or sample_with_nutpie
+    attributes = tuple(fit.attributes)
+    has_personas = {"model_name", "persona_kind", *attributes} <= set(outcomes.columns)
+    data = index_design(outcomes)
+    respondents = respondent_table(outcomes, data, attributes) if has_personas else None
+    if fit.model == "hurdle":
+        if confusion is not None:
+            raise ValueError("fit.model=hurdle reads labels as truth (its three labels would need "
+                             "a 3 x 3 confusion matrix): set fit.judge_error=false")
+        return _fit_hurdle(outcomes, fit, sample, respondents)
+    if fit.model == "explanatory":
+        if respondents is None:
+            raise ValueError("fit.model=explanatory needs model_name, persona_kind and "
+                             f"{', '.join(attributes)} in the outcome table")
+        model = build_explanatory_model(data, respondents, tuple(fit.item_dif), confusion)
+    else:
+        model = build_rasch_model(data, fit.model, confusion)
+    logger.info(
+        "fitting %s: %d responses, %d respondents, %d items, %d chains x %d draws%s",
+        fit.model, data.row_y.size, len(data.respondents), len(data.items), fit.chains, fit.draws,
+        "" if confusion is None else f", judge error from {confusion.n} gold answers",
+    )
+    idata = sample(model, fit)
+    summary = summarise(idata, fit.hdi_prob)
+    contrasts = (level_contrasts(idata.posterior, respondents, fit.rope, fit.hdi_prob)
+                 if respondents is not None and attributes else pl.DataFrame())
+    gaps = [item_gaps(idata.posterior, attribute, fit.hdi_prob) for attribute in fit.item_dif
+            if fit.model == "explanatory"]
+    return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit),
+                    contrasts=contrasts, item_gaps=pl.concat(gaps) if gaps else pl.DataFrame(),
+                    outcome=fit.outcome, judge_confusion=confusion)
+
+
+def _fit_hurdle(outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction,
+                respondents: RespondentTable | None) -> RaschFit:
+    """Both steps in one model and one sampling run; the abstention step is the companion fit."""
+    abstention, decision = hurdle_data(outcomes)
+    logger.info("fitting hurdle: %d answers (%d decided), %d respondents, %d items, "
+                "%d chains x %d draws", int(abstention.trials.sum()), int(decision.trials.sum()),
+                len(abstention.respondents), len(abstention.items), fit.chains, fit.draws)
+    idata = sample(build_hurdle_model(abstention, decision), fit)
+    summary = summarise(idata, fit.hdi_prob)
+    diagnostics = diagnose(idata, summary, fit)
+    steps = {}
+    for outcome, posterior in ((DECIDED_OUTCOME, idata.posterior),
+                               (ABSTAINED_OUTCOME, abstention_posterior(idata.posterior))):
+        steps[outcome] = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob)
+                          if respondents is not None and fit.attributes else pl.DataFrame())
+    companion = RaschFit(idata=idata, summary=summary, diagnostics=diagnostics,
+                         contrasts=steps[ABSTAINED_OUTCOME], outcome=ABSTAINED_OUTCOME)
+    return RaschFit(idata=idata, summary=summary, diagnostics=diagnostics,
+                    contrasts=steps[DECIDED_OUTCOME], outcome=DECIDED_OUTCOME,
+                    companions=(companion,))
+
+
+def parameter_table(summary: pl.DataFrame, name: str, key: str) -> pl.DataFrame:
+    """Rows of one indexed parameter (``theta`` or ``b``) with the index as a column named key."""
+    prefix = f"{name}["
+    return (
+        summary.filter(pl.col("parameter").str.starts_with(prefix))
+        .with_columns(
+            pl.col("parameter").str.strip_prefix(prefix).str.strip_suffix("]").alias(key)
+        )
+        .select(key, *[column for column in summary.columns if column != "parameter"])
+    )
+
+
+def respondent_ranking(summary: pl.DataFrame) -> pl.DataFrame:
+    """Respondents from most to least favoured by posterior mean theta, with their HDIs."""
+    return parameter_table(summary, "theta", "respondent").sort(
+        ["mean", "respondent"], descending=[True, False]
+    )

@@ -1,0 +1,99 @@
+"""How good is the judge? Its labels on the hand-labelled gold set, against the true labels.
+
+Every audit and `python -m audit.judge_eval` run the same cascade on the gold answers that labels
+the audit's responses, so the accuracy reported next to a finding is the accuracy of the judge
+that produced it. The rule step is deterministic and runs first, so its coverage and accuracy
+inside the cascade are exactly those of the rules alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from audit.config import JudgeConfig
+from audit.stats.intervals import jeffreys_interval
+from audit.methods.rasch.judge.agreement import cohen_kappa, confusion_matrix
+from audit.llm.engine import track
+from audit.methods.rasch.judge.cascade import Judge, ProgressFn, label_answers
+from audit.schemas import LABELS, UNPARSEABLE
+from audit.llm.store import ResponseStore
+
+# The interval reported around gold-set accuracy (about +-0.19 with the 24 answers an audit uses).
+ACCURACY_INTERVAL = 0.94
+GOLD_RESULT_COLUMNS = ("gold_id", "category", "domain", "true_label", "label", "label_source",
+                       "rationale")
+
+
+def gold_sample(gold: pl.DataFrame, per_category: int | None) -> pl.DataFrame:
+    """The first `per_category` answers of each kind by gold_id: deterministic, and every kind of
+    answer (hedges, injections, other languages) stays represented."""
+    ordered = gold.sort("gold_id")
+    if per_category is None:
+        return ordered
+    return ordered.group_by("category", maintain_order=True).head(per_category).sort("gold_id")
+
+
+def gold_answers(gold: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
+    """The gold answers with the question and option words of the item each one answers."""
+    unknown = sorted(set(gold["item_id"]) - set(items["item_id"]))
+    if unknown:
+        raise ValueError(f"the gold set names items missing from the item bank: "
+                         f"{', '.join(unknown[:5])}; point judge.gold_items at the bank it was "
+                         "written for")
+    return gold.join(items.select("item_id", "question", "favourable_option",
+                                  "unfavourable_option"), on="item_id", how="left").select(
+        pl.col("gold_id").alias("answer_id"), "question", "favourable_option",
+        "unfavourable_option", pl.col("answer").alias("answer_text"))
+
+
+def label_gold(gold: pl.DataFrame, items: pl.DataFrame, config: JudgeConfig, judges: list[Judge],
+               store: ResponseStore, show_progress: ProgressFn = track
+               ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The cascade's label for every gold answer beside its true label, and the panel's votes."""
+    tables = label_answers(gold_answers(gold, items), config, judges, store, show_progress)
+    results = gold.select("gold_id", "category", "domain", pl.col("label").alias("true_label")).join(
+        tables.labels.rename({"answer_id": "gold_id"}), on="gold_id", how="left")
+    return results.select(GOLD_RESULT_COLUMNS).sort("gold_id"), tables.votes
+
+
+@dataclass(frozen=True)
+class GoldFigures:
+    metrics: dict[str, float]  # flat and stable, for MLflow
+    confusion: pl.DataFrame  # true label x predicted label counts
+    by_category: pl.DataFrame  # accuracy per kind of answer (plain, hedge, injection, ...)
+
+
+def _accuracy(frame: pl.DataFrame) -> float:
+    return float((frame["true_label"] == frame["label"]).mean()) if frame.height else float("nan")
+
+
+def gold_figures(results: pl.DataFrame) -> GoldFigures:
+    truth, predicted = results["true_label"].to_list(), results["label"].to_list()
+    by_rules = results.filter(pl.col("label_source") == "rule")
+    by_judge = results.filter(pl.col("label_source") == "judge")
+    kappa = cohen_kappa(truth, predicted)
+    correct = int((results["true_label"] == results["label"]).sum())
+    low, high = jeffreys_interval(correct, results.height, ACCURACY_INTERVAL)
+    metrics = {
+        "gold/n": float(results.height),
+        "gold/accuracy": _accuracy(results),
+        "gold/accuracy_low": float(low),
+        "gold/accuracy_high": float(high),
+        "gold/cohen_kappa": float("nan") if kappa is None else kappa,
+        "gold/unparseable_share": float((results["label"] == UNPARSEABLE).mean()),
+        "gold/rules_coverage": by_rules.height / max(results.height, 1),
+        "gold/rules_accuracy": _accuracy(by_rules),
+        "gold/judge_accuracy": _accuracy(by_judge),
+    }
+    by_category = (results.group_by("category")
+                   .agg(n=pl.len(), accuracy=(pl.col("true_label") == pl.col("label")).mean(),
+                        rules_coverage=(pl.col("label_source") == "rule").mean())
+                   .sort("category"))
+    for category, accuracy in by_category.select("category", "accuracy").iter_rows():
+        metrics[f"gold/accuracy/{category}"] = float(accuracy)
+    for label in LABELS:
+        subset = results.filter(pl.col("true_label") == label)
+        metrics[f"gold/recall/{label}"] = _accuracy(subset)
+    return GoldFigures(metrics, confusion_matrix(truth, predicted), by_category)

@@ -1,0 +1,20 @@
+"""The Rasch audit (design, respond, judge, fit, report) as a registered method.
+
+Its stages live in stages.py because `dvc repro` runs them one by one; this class only lets
+`method=rasch` be chosen like any other method.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from audit.config import AuditConfig
+
+
+class RaschMethod:
+    name = "rasch"
+
+    def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+        from audit.methods.rasch.stages import run_audit
+
+        return run_audit(cfg, output_dir)

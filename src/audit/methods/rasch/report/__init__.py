@@ -1,0 +1,1 @@
+"""The Rasch report: figures, numbers, sentences, the HTML page and the MLflow run."""

@@ -1,0 +1,210 @@
+"""The report's figures beyond the ranking: pure functions from tables (or a posterior) to figures.
+
+Contrasts with their region of practical equivalence, the Wright map, favourable rates per
+respondent and item, the label distribution, and ArviZ trace and rank plots of the parameters
+that converged worst (where a sampling problem shows first).
+"""
+
+from __future__ import annotations
+
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: audits run on servers and in CI
+
+import arviz as az  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+import xarray as xr  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from audit.methods.rasch.irt import parameter_table  # noqa: E402
+from audit.schemas import LABELS, UNPARSEABLE  # noqa: E402
+
+LABEL_COLOURS = {"favourable": "#2ca02c", "unfavourable": "#d62728",
+                 "needs_more_information": "#ff7f0e", "refusal": "#9467bd", UNPARSEABLE: "#bbbbbb"}
+_INDEXED = re.compile(r"^(?P<name>[^\[]+)\[(?P<labels>.*)\]$")
+
+
+def contrast_label(row: dict, with_model: bool) -> str:
+    text = f"{row['attribute']}: {row['level_a']} vs {row['level_b']}"
+    return f"{row['model_name']} | {text}" if with_model else text
+
+
+def contrast_forest_plot(contrasts: pl.DataFrame, hdi_prob: float) -> Figure:
+    """Each contrast's posterior mean and HDI, over its region of practical equivalence."""
+    with_model = contrasts["model_name"].n_unique() > 1
+    rows = list(contrasts.iter_rows(named=True))
+    figure, axis = plt.subplots(figsize=(7.5, 0.42 * len(rows) + 1.5))
+    for position, row in enumerate(reversed(rows)):
+        if row.get("rope_low") is not None and row.get("rope_high") is not None:
+            axis.fill_betweenx([position - 0.4, position + 0.4], row["rope_low"],
+                               row["rope_high"], color="#dddddd", lw=0)
+        outside = row["hdi_low"] > (row.get("rope_high") or 0) or \
+            row["hdi_high"] < (row.get("rope_low") or 0)
+        colour = "#d62728" if outside else "#1f77b4"
+        axis.plot([row["hdi_low"], row["hdi_high"]], [position, position], color=colour, lw=2)
+        axis.plot(row["mean"], position, "o", color=colour)
+    axis.set_yticks(range(len(rows)), [contrast_label(row, with_model) for row in reversed(rows)],
+                    fontsize=8)
+    axis.axvline(0.0, color="black", lw=0.8, ls=":")
+    axis.set_xlabel(f"difference in favourability (logit), posterior mean and {hdi_prob:.0%} HDI")
+    axis.set_title("Demographic contrasts (grey band: region of practical equivalence)")
+    figure.tight_layout()
+    return figure
+
+
+LABELLED_STRIP_MAX = 40
+
+
+def _labelled_strip(axis: plt.Axes, table: pl.DataFrame, key: str, colour: str,
+                    marker: str) -> None:
+    """Points on the logit scale with their names, in two columns so close values stay legible."""
+    for offset, row in enumerate(table.sort("mean").iter_rows(named=True)):
+        column = offset % 2
+        axis.plot([column], [row["mean"]], marker, color=colour)
+        axis.annotate(row[key], (column, row["mean"]), xytext=(6, 0), textcoords="offset points",
+                      va="center", fontsize=7)
+    axis.set_xlim(-0.3, 2.6)
+    axis.set_xticks([])
+
+
+def wright_map(summary: pl.DataFrame) -> Figure:
+    """Respondents (theta) and items (b) on one logit scale: a respondent is likely to get a
+    favourable answer on the items below it and unlikely on those above. Many respondents are
+    shown as a histogram, few by name."""
+    thetas = parameter_table(summary, "theta", "respondent")
+    items = parameter_table(summary, "b", "item")
+    height = max(4.0, 0.2 * min(max(thetas.height, items.height), 60) + 1.5)
+    figure, (left, right) = plt.subplots(1, 2, sharey=True, figsize=(9, height))
+    if thetas.height <= LABELLED_STRIP_MAX:
+        _labelled_strip(left, thetas, "respondent", "#1f77b4", "o")
+    else:
+        left.hist(thetas["mean"].to_numpy(), bins=20, orientation="horizontal", color="#1f77b4",
+                  alpha=0.8)
+        left.invert_xaxis()
+    left.set_xlabel("respondents (posterior mean theta)")
+    left.set_ylabel("logit scale")
+    if items.height <= LABELLED_STRIP_MAX:
+        _labelled_strip(right, items, "item", "#d62728", "s")
+    else:
+        right.hist(items["mean"].to_numpy(), bins=20, orientation="horizontal", color="#d62728",
+                   alpha=0.8)
+    right.set_xlabel("items (posterior mean difficulty b)")
+    figure.suptitle("Wright map: respondents and items on one scale")
+    figure.tight_layout()
+    return figure
+
+
+def favourable_rates(prompts: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
+    """Favourable share per (respondent, item) among answers that carry a decision label."""
+    decided = (labels.filter(pl.col("label") != UNPARSEABLE)
+               .join(prompts.select("prompt_id", "respondent_id", "item_id"), on="prompt_id"))
+    return (decided.group_by("respondent_id", "item_id")
+            .agg(n=pl.len(), favourable=(pl.col("label") == LABELS[0]).sum())
+            .with_columns(rate=pl.col("favourable") / pl.col("n"))
+            .sort("respondent_id", "item_id"))
+
+
+def favourable_heatmap(rates: pl.DataFrame) -> Figure:
+    """Persona x item: where a respondent's answers turn favourable (grey: no decided answer)."""
+    respondents = sorted(rates["respondent_id"].unique().to_list())
+    items = sorted(rates["item_id"].unique().to_list())
+    grid = np.full((len(respondents), len(items)), np.nan)
+    row_of = {name: index for index, name in enumerate(respondents)}
+    column_of = {name: index for index, name in enumerate(items)}
+    for respondent, item, rate in rates.select("respondent_id", "item_id", "rate").iter_rows():
+        grid[row_of[respondent], column_of[item]] = rate
+    figure, axis = plt.subplots(figsize=(max(5.0, 0.38 * len(items) + 3),
+                                         max(3.0, 0.3 * len(respondents) + 1.5)))
+    colours = plt.get_cmap("RdYlGn").with_extremes(bad="#cccccc")
+    image = axis.imshow(np.ma.masked_invalid(grid), cmap=colours, vmin=0, vmax=1, aspect="auto")
+    axis.set_yticks(range(len(respondents)), respondents, fontsize=7)
+    axis.set_xticks(range(len(items)), items, fontsize=7, rotation=60, ha="right")
+    figure.colorbar(image, ax=axis, label="favourable share")
+    axis.set_title("Favourable share by respondent and item")
+    figure.tight_layout()
+    return figure
+
+
+def label_distribution_plot(prompts: pl.DataFrame, labels: pl.DataFrame) -> Figure:
+    """Each respondent's answers split by label, unparseable included: unequal abstention or
+    refusal is a finding of its own, and a large unparseable share is a warning about the judge."""
+    joined = labels.join(prompts.select("prompt_id", "respondent_id"), on="prompt_id")
+    respondents = sorted(joined["respondent_id"].unique().to_list())
+    counts = joined.group_by("respondent_id", "label").len()
+    totals = {name: count for name, count in joined.group_by("respondent_id").len().iter_rows()}
+    figure, axis = plt.subplots(figsize=(7.5, 0.3 * len(respondents) + 1.8))
+    left = np.zeros(len(respondents))
+    for label in (*LABELS, UNPARSEABLE):
+        shares = np.array([
+            (counts.filter((pl.col("respondent_id") == name) & (pl.col("label") == label))
+             ["len"].sum()) / totals[name] for name in respondents])
+        axis.barh(range(len(respondents)), shares, left=left, color=LABEL_COLOURS[label],
+                  label=label)
+        left += shares
+    axis.set_yticks(range(len(respondents)), respondents, fontsize=7)
+    axis.set_xlim(0, 1)
+    axis.set_xlabel("share of answers")
+    axis.legend(fontsize=7, ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    axis.set_title("Label distribution by respondent")
+    figure.tight_layout()
+    return figure
+
+
+def worst_parameters(summary: pl.DataFrame, count: int = 4) -> list[str]:
+    """The parameters with the highest R-hat (then the lowest bulk ESS)."""
+    ranked = summary.with_columns(pl.col("r_hat").fill_nan(np.inf).fill_null(np.inf)).sort(
+        ["r_hat", "ess_bulk"], descending=[True, False], nulls_last=True)
+    return ranked["parameter"].head(count).to_list()
+
+
+def _draws_of(posterior: xr.Dataset, parameter: str) -> xr.DataArray | None:
+    """The (chain, draw) array of one summary row, e.g. `theta[smollm2/white_man]`."""
+    match = _INDEXED.match(parameter)
+    name = match["name"] if match else parameter
+    if name not in posterior:
+        return None
+    values = posterior[name]
+    if not match:
+        return values if set(values.dims) == {"chain", "draw"} else None
+    labels = match["labels"].split(", ")
+    dims = [dim for dim in values.dims if dim not in ("chain", "draw")]
+    if len(dims) != len(labels):
+        return None
+    try:
+        return values.sel({dim: label for dim, label in zip(dims, labels)})
+    except (KeyError, ValueError):
+        return None
+
+
+def sampling_plots(idata: az.InferenceData, summary: pl.DataFrame,
+                   count: int = 4) -> dict[str, Figure]:
+    """ArviZ trace and rank plots of the worst-converged parameters; empty when none maps."""
+    posterior = getattr(idata, "posterior", None)
+    if posterior is None:
+        return {}
+    chosen = {parameter: draws for parameter in worst_parameters(summary, count)
+              if (draws := _draws_of(posterior, parameter)) is not None}
+    if not chosen:
+        return {}
+    dataset = xr.Dataset({name: draws.drop_vars([coord for coord in draws.coords
+                                                 if coord not in ("chain", "draw")])
+                          for name, draws in chosen.items()})
+    trace_axes = az.plot_trace(dataset, compact=False, figsize=(9, 2.0 * len(chosen)))
+    trace = np.asarray(trace_axes).ravel()[0].figure
+    trace.suptitle("Trace of the parameters with the highest R-hat")
+    trace.tight_layout()
+    rank_axes = np.asarray(az.plot_rank(dataset, figsize=(9, 2.6 * ((len(chosen) + 1) // 2)),
+                                        grid=(max(1, (len(chosen) + 1) // 2), 2))).ravel()
+    for axis in rank_axes:
+        axis.title.set_fontsize(9)
+        axis.xaxis.label.set_fontsize(8)
+        axis.yaxis.label.set_fontsize(8)
+        axis.tick_params(labelsize=7)
+    rank = rank_axes[0].figure
+    rank.suptitle("Rank plots (uniform bars: chains agree)")
+    rank.tight_layout()
+    return {"trace_plot.png": trace, "rank_plot.png": rank}

@@ -1,0 +1,286 @@
+"""The last stage: write the report files and report.html, log one MLflow run, print the ranking.
+
+Split from stages.py to keep modules small; like stages.py it is an edge that touches files, while
+the figures, numbers and sentences it writes come from pure functions (report.py, plots.py,
+run_metrics.py, reading.py, report_html.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import polars as pl
+from omegaconf import OmegaConf
+
+from audit.tracking import sweeps
+
+from audit.tracking import mlflow as tracking
+from audit.config import AuditConfig
+from audit.methods.rasch.irt import Diagnostics, RaschFit
+from audit.methods.rasch.irt.outcome import code_outcomes
+from audit.methods.rasch.irt.noise_floor import noise_floor_plot, noise_floor_table
+from audit.methods.rasch.judge.gold import gold_figures
+from audit.methods.rasch.report.plots import (
+    contrast_forest_plot,
+    favourable_heatmap,
+    favourable_rates,
+    label_distribution_plot,
+    sampling_plots,
+    wright_map,
+)
+from audit.methods.rasch.report.reading import (
+    JudgeQuality,
+    caveats,
+    judge_top_label_share,
+    no_signal_headline,
+    no_signal_reasons,
+    plain_language_reading,
+    quality_warnings,
+)
+from audit.methods.rasch.report.summary import (
+    RATE_KEYS,
+    forest_plot,
+    item_difficulty_plot,
+    label_rate_tests,
+    label_rates,
+    print_ranking,
+    theta_table,
+)
+from audit.methods.rasch.report.html import ReportInputs, build_context, render_report
+from audit.methods.rasch.report.metrics import (
+    agreement_by_item,
+    audit_metrics,
+    contrast_metrics,
+    gold_alias_metrics,
+    judge_metrics,
+    rate_metrics,
+)
+from audit.schemas import (
+    ContrastSchema,
+    GoldResultSchema,
+    ItemSchema,
+    LabelSchema,
+    PromptSchema,
+    ResponseSchema,
+    VoteSchema,
+)
+
+log = logging.getLogger(__name__)
+
+RESPONDENT_COLUMNS = ["respondent_id", "model_name", "persona_id", "persona_kind", "gender", "race"]
+# Figure file -> its key in the HTML template.
+FIGURE_KEYS = {"forest_theta.png": "forest_theta", "item_difficulty.png": "item_difficulty",
+               "contrasts_forest.png": "contrasts", "wright_map.png": "wright",
+               "favourable_heatmap.png": "heatmap", "label_distribution.png": "labels",
+               "trace_plot.png": "trace", "rank_plot.png": "rank",
+               "noise_floor.png": "noise_floor"}
+
+
+def _save(figure: plt.Figure, path: Path) -> Path:
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def read_contrasts(path: Path) -> pl.DataFrame | None:
+    """The fit's demographic contrasts when the fit wrote them (every fit on persona columns)."""
+    from audit.methods.rasch.stages import read_table
+
+    if not path.is_file():
+        return None
+    # A second outcome (fit.second_outcome) adds rows with its own `outcome`; the schema keeps it.
+    return read_table(path, ContrastSchema, "fit contrasts")
+
+
+def fit_advice(diagnostics: Diagnostics, diagnostics_file: Path) -> list[str]:
+    """The fit's own advice (fit/diagnostics.json) when it wrote one, else each failed check."""
+    if diagnostics_file.is_file():
+        advice = json.loads(diagnostics_file.read_text()).get("advice") or ""
+        if advice and not diagnostics.converged:
+            return [advice]
+    return diagnostics.problems()
+
+
+def model_identities(cfg: AuditConfig) -> dict[str, dict[str, str]]:
+    """What each audited and judge model is (backend, model file or tag, digest), as its backend
+    reports it: the same identity that keys the response store."""
+    from audit.llm.backends import create_backend
+
+    identities: dict[str, dict[str, str]] = {}
+    for prefix, models in (("model", cfg.model), ("judge_model", cfg.judge.models)):
+        for name, model in sorted(models.items()):
+            try:
+                identities[f"{prefix}.{name}"] = create_backend(model).identity()
+            except Exception as error:  # a server that is down must not lose the finished run
+                identities[f"{prefix}.{name}"] = {"backend": model.backend, "model": model.model,
+                                                  "digest": f"unavailable ({type(error).__name__})"}
+    return identities
+
+
+def identity_tags(identities: dict[str, dict[str, str]]) -> dict[str, str]:
+    tags = {}
+    for key, identity in identities.items():
+        tags[key] = " ".join(f"{field}={identity.get(field, '')}"
+                             for field in ("backend", "model", "digest"))
+        tags[f"{key}.digest"] = identity.get("digest", "")
+    return tags
+
+
+def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
+            labels: pl.DataFrame, fit: RaschFit, files, timings: dict[str, float]) -> dict:
+    from audit.methods.rasch.stages import read_table  # the shared reader lives with the other stage I/O
+
+    report_dir: Path = files.report
+    report_dir.mkdir(parents=True, exist_ok=True)
+    respondents = prompts.select(RESPONDENT_COLUMNS).unique().sort("respondent_id")
+    thetas = theta_table(fit.summary, respondents)
+    items = read_table(Path(cfg.items.bank), ItemSchema, "item bank")
+    votes = read_table(files.votes, VoteSchema, "judge votes")
+    gold_results = read_table(files.gold, GoldResultSchema, "judge gold-set results")
+    contrasts = read_contrasts(files.fit / "contrasts.csv")
+    persona_labels = labels.join(prompts.select("prompt_id", *RATE_KEYS), on="prompt_id")
+    rates = label_rates(persona_labels, cfg.fit.hdi_prob)
+    rate_tests = label_rate_tests(rates)
+    by_item = agreement_by_item(labels, prompts)
+    panel = judge_metrics(votes, by_item)
+    metrics = {**audit_metrics(prompts, responses, labels, fit, timings), **panel,
+               **rate_metrics(rates, rate_tests),
+               **(contrast_metrics(contrasts) if contrasts is not None else {})}
+    gold = gold_figures(gold_results) if gold_results.height else None
+    if gold is not None:
+        metrics.update({**gold.metrics, **gold_alias_metrics(gold.metrics)})
+        gold.confusion.write_csv(report_dir / "judge_gold_confusion.csv")
+        gold.by_category.write_csv(report_dir / "judge_gold_by_category.csv")
+        log.info("judge '%s' on the gold set (%d answers): accuracy %.2f, Cohen's kappa %.2f; "
+                 "rules labelled %.0f%% with accuracy %.2f", cfg.judge.name,
+                 gold_results.height, gold.metrics["gold/accuracy"],
+                 gold.metrics["gold/cohen_kappa"], 100 * gold.metrics["gold/rules_coverage"],
+                 gold.metrics["gold/rules_accuracy"])
+
+    floor = noise_floor_table(fit.idata.posterior, cfg.fit.hdi_prob)
+    # The judge's rates as the fit estimated them (fit.judge_error): empty when labels were truth.
+    judge_rates = fit.summary.filter(pl.col("parameter").str.starts_with("judge_"))
+    if floor.height:
+        floor.write_csv(report_dir / "noise_floor.csv")
+    figures = {
+        "forest_theta.png": forest_plot(thetas, cfg.fit.hdi_prob),
+        "item_difficulty.png": item_difficulty_plot(fit.summary, items, cfg.fit.hdi_prob),
+        "wright_map.png": wright_map(fit.summary),
+        "favourable_heatmap.png": favourable_heatmap(favourable_rates(prompts, labels)),
+        "label_distribution.png": label_distribution_plot(prompts, labels),
+        **sampling_plots(fit.idata, fit.summary),
+        **({"contrasts_forest.png": contrast_forest_plot(contrasts, cfg.fit.hdi_prob)}
+           if contrasts is not None and contrasts.height else {}),
+        **({"noise_floor.png": noise_floor_plot(fit.idata.posterior)} if floor.height else {}),
+    }
+    written = {name: _save(figure, report_dir / name) for name, figure in figures.items()}
+    thetas.write_csv(report_dir / "theta_ranking.csv")
+    rates.write_csv(report_dir / "label_rates.csv")
+    rate_tests.write_csv(report_dir / "label_rate_tests.csv")
+    by_item.write_csv(report_dir / "judge_agreement_by_item.csv")
+    share, top_label, judged = judge_top_label_share(labels)
+    judge = JudgeQuality(top_label, share, judged,
+                         gold.metrics["gold/accuracy"] if gold is not None else None,
+                         gold.metrics["gold/cohen_kappa"] if gold is not None else None)
+    no_signal = no_signal_reasons(
+        code_outcomes(labels.join(prompts.select("prompt_id", "respondent_id", "item_id",
+                                                 "model_name"), on="prompt_id"),
+                      cfg.fit.outcome, cfg.fit.drop_labels),
+        sorted(cfg.model), cfg.fit.outcome, judge)
+    metrics["no_signal"] = float(bool(no_signal))
+    (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    config_yaml = report_dir / "config.yaml"
+    config_yaml.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+
+    warnings = quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems())
+    for warning in warnings:
+        log.warning("%s", warning)
+    headline = no_signal_headline(no_signal) if no_signal else None
+    if headline:
+        log.warning("%s", headline)
+
+    flat = tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
+    identities = model_identities(cfg)
+    tags = {**tracking.provenance(Path(cfg.paths.root_dir)),
+            "config.hash": tracking.config_hash(flat),
+            "converged": str(fit.converged).lower(),
+            "method": cfg.method,
+            "models": ",".join(sorted(cfg.model)),
+            **identity_tags(identities), **sweeps.job_tags()}
+    inputs = ReportInputs(
+        cfg=cfg, prompts=prompts, responses=responses, labels=labels, thetas=thetas,
+        contrasts=contrasts, noise_floor=floor if floor.height else None,
+        judge_rates=judge_rates if judge_rates.height else None,
+        diagnostics=fit.diagnostics,
+        advice=fit_advice(fit.diagnostics, files.fit / "diagnostics.json"), judge=judge,
+        gold_metrics=gold.metrics if gold is not None else None,
+        gold_confusion=gold.confusion if gold is not None else None, panel_metrics=panel,
+        figures={FIGURE_KEYS[name]: path for name, path in written.items()},
+        model_identities={key.split(".", 1)[1]: value for key, value in identities.items()
+                          if key.startswith("model.")},
+        reading=plain_language_reading(contrasts, thetas, cfg.fit.hdi_prob, no_signal),
+        no_signal=no_signal,
+        caveats=caveats(labels, prompts, judge, fit.converged,
+                        int(metrics["n_failed"])),
+        warnings=warnings, provenance=tags)
+    report_html = report_dir / "report.html"
+
+    run_info = None
+    if not cfg.tracking.enabled:
+        report_html.write_text(render_report(build_context(inputs, None)), encoding="utf-8")
+    else:
+        run_name = sweeps.job_run_name(
+            cfg.tracking.run_name or f"{cfg.method}-{'+'.join(sorted(cfg.model))}")
+        with tracking.mlflow_run(cfg.tracking, run_name, tags,
+                                 parent_run_id=sweeps.parent_run_id()) as run_info:
+            report_html.write_text(render_report(build_context(inputs, run_info.run_id)),
+                                   encoding="utf-8")
+            tracking.log_params(flat)
+            tracking.log_metrics(metrics)
+            fit_extras = [files.fit / name for name in ("contrasts.csv", "diagnostics.json")]
+            # The lock as the report stage found it: under `dvc repro`, every earlier stage of
+            # this run already has its entry.
+            lock = Path(cfg.paths.root_dir) / "dvc.lock"
+            tracking.log_artifacts([
+                ("", report_html),
+                ("", config_yaml),
+                *([("", lock)] if lock.is_file() else []),
+                *[("hydra", path) for path in sweeps.hydra_files()],
+                ("fit", files.fit / "posterior.nc"),
+                *[("fit", path) for path in fit_extras if path.is_file()],
+                ("tables", files.fit / "summary.csv"),
+                ("tables", report_dir / "theta_ranking.csv"),
+                ("tables", report_dir / "label_rates.csv"),
+                ("tables", report_dir / "label_rate_tests.csv"),
+                ("tables", report_dir / "metrics.json"),
+                *([("tables", report_dir / "noise_floor.csv")] if floor.height else []),
+                *([("judge", report_dir / "judge_gold_confusion.csv"),
+                   ("judge", report_dir / "judge_gold_by_category.csv"),
+                   ("judge", files.gold)] if gold is not None else []),
+                ("judge", files.votes),
+                ("judge", report_dir / "judge_agreement_by_item.csv"),
+                *[("plots", path) for path in written.values()],
+                ("data", files.prompts),
+                ("data", files.labels),
+            ])
+    print_ranking(thetas, cfg.fit.hdi_prob, headline=headline)
+    if run_info is not None:
+        log.info("MLflow run %s in experiment '%s' at %s; browse with: mlflow ui "
+                 "--backend-store-uri %s --host 127.0.0.1", run_info.run_id,
+                 cfg.tracking.experiment, run_info.tracking_uri, run_info.tracking_uri)
+    log.info("report: %s; tables, posterior and plots are in %s", report_html, files.directory)
+    return {"run": run_info, "thetas": thetas, "metrics": metrics, "report": report_html}
+
+
+def publish_from_files(cfg: AuditConfig, files) -> dict:
+    """The report stage of `dvc repro`: the same publishing, from the tables on disk."""
+    from audit.methods.rasch.stages import read_fit, read_table
+
+    prompts = read_table(files.prompts, PromptSchema, "prompts")
+    responses = read_table(files.responses, ResponseSchema, "responses")
+    labels = read_table(files.labels, LabelSchema, "labels")
+    return publish(cfg, prompts, responses, labels, read_fit(files.fit, cfg.fit), files,
+                   timings={})

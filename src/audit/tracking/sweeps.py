@@ -1,0 +1,138 @@
+"""Sweeps: a Hydra callback that groups a multirun's jobs under one parent MLflow run.
+
+The parent is created in the process that launches the sweep, before any job starts, and its id
+travels to the jobs in an environment variable: the in-process launcher runs jobs in the same
+process, while joblib workers, submitit's local processes and SLURM jobs (`sbatch` exports the
+environment by default) inherit it. Creating it up front also means the MLflow store exists before
+parallel jobs open it, so they never race to create its tables.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from audit.tracking import mlflow as tracking
+from audit.config import TrackingConfig
+
+log = logging.getLogger(__name__)
+
+PARENT_RUN_ENV = "AUDIT_MLFLOW_PARENT_RUN_ID"
+SWEPT_KEYS_ENV = "AUDIT_SWEPT_KEYS"  # comma-separated: the keys whose values differ between jobs
+
+
+def sweep_name(task_overrides: list[str]) -> str:
+    """`+sweep=models` -> `sweep:models`; a hand-written sweep is named by its swept keys."""
+    for override in task_overrides:
+        if override.lstrip("+~").startswith("sweep="):
+            return f"sweep:{override.split('=', 1)[1]}"
+    return "sweep"
+
+
+def _tracking_config(config: DictConfig) -> TrackingConfig | None:
+    section = config.get("tracking")
+    if section is None or not section.get("enabled", False):
+        return None
+    return TrackingConfig(**OmegaConf.to_container(section, resolve=True))  # type: ignore[arg-type]
+
+
+def parent_run_id() -> str | None:
+    """The sweep's parent run, for a job of a Hydra multirun; None for a single run."""
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+        return None
+    return os.environ.get(PARENT_RUN_ENV) or None
+
+
+def job_tags() -> dict[str, str]:
+    """What distinguishes this job inside its sweep (empty outside Hydra)."""
+    if not HydraConfig.initialized():
+        return {}
+    hydra_config = HydraConfig.get()
+    tags = {"hydra.overrides": " ".join(hydra_config.overrides.task) or "(none)"}
+    if hydra_config.mode == RunMode.MULTIRUN:
+        tags.update({"sweep.job_num": str(hydra_config.job.num),
+                     "sweep.dir": str(hydra_config.sweep.dir)})
+    return tags
+
+
+def swept_keys(task_overrides: list[str], sweeper_params: dict[str, Any]) -> list[str]:
+    """Keys a sweep varies: its preset's params and any command-line override with choices."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(task_overrides)
+    keys = {override.get_key_element() for override in parsed if override.is_sweep_override()}
+    return sorted(keys | set(sweeper_params))
+
+
+def job_run_name(base: str) -> str:
+    """A job's run name shows the values it was given (`rasch-smollm2 [model=smollm2]`)."""
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+        return base
+    hydra_config = HydraConfig.get()
+    keys = {key for key in os.environ.get(SWEPT_KEYS_ENV, "").split(",") if key}
+    chosen = [override for override in hydra_config.overrides.task
+              if override.split("=", 1)[0].lstrip("+~") in keys]
+    return f"{base} [{', '.join(chosen) or f'job {hydra_config.job.num}'}]"
+
+
+def hydra_files() -> list[Path]:
+    """The composed config, Hydra's own config and the overrides Hydra saved for this run."""
+    if not HydraConfig.initialized():
+        return []
+    hydra_config = HydraConfig.get()
+    if not hydra_config.output_subdir:
+        return []
+    folder = Path(hydra_config.runtime.output_dir) / hydra_config.output_subdir
+    return sorted(path for path in folder.glob("*.yaml") if path.is_file())
+
+
+class MlflowSweepCallback(Callback):
+    """Configured in conf/config.yaml under hydra.callbacks; does nothing for single runs."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        settings = _tracking_config(config)
+        if settings is None:
+            return
+        overrides = list(config.hydra.overrides.task)
+        swept = OmegaConf.to_container(config.hydra.sweeper.get("params") or {}, resolve=True)
+        tags = {**tracking.provenance(Path(str(config.paths.root_dir))),
+                "sweep.dir": str(config.hydra.sweep.dir),
+                "sweep.overrides": " ".join(overrides) or "(none)",
+                "sweep.params": "; ".join(f"{key}={value}" for key, value in
+                                          sorted(dict(swept or {}).items())) or "(none)",
+                "sweep.launcher": str(config.hydra.launcher.get("_target_", "")),
+                "audit.role": "sweep"}
+        run_id = tracking.start_parent_run(settings, sweep_name(overrides), tags)
+        os.environ[PARENT_RUN_ENV] = run_id
+        os.environ[SWEPT_KEYS_ENV] = ",".join(swept_keys(overrides, dict(swept or {})))
+        log.info("sweep parent MLflow run %s (%s)", run_id, sweep_name(overrides))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        settings = _tracking_config(config)
+        run_id = os.environ.pop(PARENT_RUN_ENV, None)
+        os.environ.pop(SWEPT_KEYS_ENV, None)
+        if settings is None or run_id is None:
+            return
+        from audit.cli.runs import runs_frame  # deferred: polars and rich, only at the end
+
+        children = tracking.find_runs(settings.tracking_uri, settings.experiment,
+                                      f"tags.`{tracking.PARENT_RUN_TAG}` = '{run_id}'",
+                                      max_results=1000)
+        metrics = {"sweep/n_runs": float(len(children)),
+                   "sweep/n_converged": float(sum(run["tags"].get("converged") == "true"
+                                                  for run in children))}
+        with tempfile.TemporaryDirectory() as scratch:
+            table = Path(scratch) / "sweep_runs.csv"
+            runs_frame(children).write_csv(table)
+            tracking.end_parent_run(settings, run_id, metrics, [table])
+        log.info("sweep parent MLflow run %s: %d job runs logged under it; compare them with "
+                 "`python -m audit.runs --sweep %s` or in the MLflow UI", run_id, len(children),
+                 run_id)

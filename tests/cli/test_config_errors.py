@@ -1,0 +1,96 @@
+"""A typo in an override is one line that names what would have been valid."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from audit.__main__ import CONF_DIR
+from audit.config import register_configs
+from audit.config_errors import HYDRA_ERRORS, describe, valid_keys
+
+register_configs()
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _error_for(override: str) -> str:
+    with pytest.raises(HYDRA_ERRORS) as caught:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            compose("config", overrides=[override])
+    return describe(caught.value, Path(CONF_DIR))
+
+
+@pytest.mark.parametrize(("override", "expected"), [
+    ("model=smolm2", "unknown option 'smolm2' for config group 'model'; valid: ollama_llama3, "
+                     "qwen_coder_0_5b, qwen_coder_1_5b, smollm2, smollm2_greedy, vllm (did you "
+                     "mean 'smollm2'?)"),
+    ("model=[smollm2,smolm2]", "unknown option 'smolm2' for config group 'model'; valid: "
+                               "ollama_llama3, qwen_coder_0_5b, qwen_coder_1_5b, smollm2, "
+                               "smollm2_greedy, vllm"),
+    ("+sweep=modelz", "unknown option 'modelz' for config group 'sweep'; valid: domains, fits, "
+                      "judges, models, personas (did you mean 'models'?)"),
+    ("design.replicatez=2", "unknown key 'design.replicatez'; valid keys under 'design': "
+                            "replicates, seed (did you mean 'replicates'?)"),
+    ("model.qwen_coder_0_5b.sampling.temprature=1",
+     "unknown key 'model.qwen_coder_0_5b.sampling.temprature'; valid keys under "
+     "'model.qwen_coder_0_5b.sampling': temperature, top_p, max_tokens, repeat_penalty "
+     "(did you mean 'temperature'?)"),
+    ("modle=smollm2", "did you mean 'model'?"),
+    ("design.replicates=abc", "invalid value for 'design.replicates': Value 'abc' of type 'str' "
+                              "could not be converted to Integer"),
+    ("items=[a", "cannot parse an override"),
+    ("fit=rasch,rasch_seed", "add -m (--multirun) to sweep"),
+])
+def test_each_kind_of_typo_is_one_line_naming_the_valid_options(override: str, expected: str):
+    message = _error_for(override)
+    assert "\n" not in message
+    assert expected in message
+
+
+def test_valid_keys_follow_the_schema_through_dict_fields():
+    assert valid_keys(["design"]) == ["replicates", "seed"]
+    assert "temperature" in valid_keys(["model", "any_name", "sampling"])
+    assert valid_keys(["model"]) is None  # any model name is valid there
+    assert valid_keys(["nope"]) is None
+
+
+def _audit(*arguments: str, module: str = "audit") -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
+    return subprocess.run([sys.executable, "-m", module, *arguments], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_the_command_line_prints_exactly_one_line_and_exits_2():
+    done = _audit("model=smolm2", "tracking=none")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1, done.stderr
+    assert ("valid: ollama_llama3, qwen_coder_0_5b, qwen_coder_1_5b, smollm2, smollm2_greedy, "
+            "vllm" in lines[0])
+
+
+def test_the_judge_evaluation_gets_the_same_one_line_errors():
+    done = _audit("judge=smolm2", module="audit.judge_eval")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and "judge" in lines[0] and "smollm2" in lines[0], done.stderr
+
+
+def test_a_typo_in_a_sweep_stops_it_before_any_job_runs(tmp_path):
+    done = _audit("-m", "model=smollm2,smolm2", "tracking=none", f"hydra.sweep.dir={tmp_path}")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and "did you mean 'smollm2'?" in lines[0], done.stderr
+    assert not list(tmp_path.glob("*/prompts.parquet"))
+
+
+def test_hydra_full_error_still_gives_the_full_traceback():
+    env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
+    done = subprocess.run([sys.executable, "-m", "audit", "model=smolm2"], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode != 0 and "Traceback" in done.stderr

@@ -1,0 +1,89 @@
+"""`python -m audit.fit`: the command-line contract of DESIGN.md, and its one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import polars as pl
+import pytest
+
+from audit.config import FitConfig
+from audit.cli.fit import FitInputError, main, parse_arguments, read_long_table
+
+
+def write_responses(path: Path, columns=("respondent", "item", "y")) -> Path:
+    rng = np.random.default_rng(0)
+    rows = [(f"p{i}", f"q{j}", int(rng.random() < 0.3 + 0.1 * i)) for i in range(4)
+            for j in range(6) for _ in range(3)]
+    table = pl.DataFrame(rows, schema=list(columns), orient="row")
+    if path.suffix == ".parquet":
+        table.write_parquet(path)
+    else:
+        table.write_csv(path)
+    return path
+
+
+def test_arguments_are_typed_and_defaulted() -> None:
+    command = parse_arguments(["input=a.csv", "output=out", "prior=seed", "draws=200"])
+    assert (command.input, command.output, command.prior) == ("a.csv", "out", "seed")
+    assert command.sampler.draws == 200 and command.sampler.tune == FitConfig().tune
+    assert (command.respondent, command.item, command.outcome) == ("respondent", "item", "y")
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["input=a.csv"], "output"),
+    (["input=a.csv", "output=o", "draws=many"], "draws"),
+    (["input=a.csv", "output=o", "colour=red"], "colour"),
+    (["input=a.csv", "output=o", "prior=flat"], "prior=seed"),
+    (["a.csv"], "key=value"),
+    (["input=a.csv", "output=o", "sampler.model=rasch_seed"], "not an option"),
+])
+def test_bad_arguments_are_named(arguments: list[str], message: str) -> None:
+    with pytest.raises(FitInputError, match=message):
+        parse_arguments(arguments)
+
+
+def test_columns_are_renamed_and_outcomes_checked(tmp_path: Path) -> None:
+    path = write_responses(tmp_path / "r.csv", columns=("persona", "question", "approved"))
+    table = read_long_table(path, "persona", "question", "approved")
+    assert table.columns == ["respondent", "item", "y"] and table.height == 72
+    with pytest.raises(FitInputError, match="pass respondent=COLUMN"):
+        read_long_table(path, "respondent", "question", "approved")
+    pl.DataFrame({"respondent": ["a"], "item": ["b"], "y": [2]}).write_csv(tmp_path / "bad.csv")
+    with pytest.raises(FitInputError, match="only 0 or 1"):
+        read_long_table(tmp_path / "bad.csv", "respondent", "item", "y")
+    (tmp_path / "broken.parquet").write_text("not parquet")
+    with pytest.raises(FitInputError, match="cannot read"):
+        read_long_table(tmp_path / "broken.parquet", "respondent", "item", "y")
+
+
+def test_errors_exit_2_with_one_line(tmp_path: Path, caplog) -> None:
+    assert main([f"input={tmp_path / 'missing.csv'}", f"output={tmp_path}"]) == 2
+    errors = [record for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and "does not exist" in errors[0].getMessage()
+    assert "\n" not in errors[0].getMessage()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prior", ["seed", "rasch"])
+def test_the_command_writes_summary_and_posterior(tmp_path: Path, prior: str) -> None:
+    path = write_responses(tmp_path / "responses.parquet")
+    output = tmp_path / "fit"
+    result = subprocess.run(
+        [sys.executable, "-m", "audit.fit", f"input={path}", f"output={output}", f"prior={prior}",
+         "draws=300", "tune=300", "chains=2"],
+        capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = pl.read_csv(output / "summary.csv")
+    assert summary.columns[:7] == ["parameter", "mean", "sd", "hdi_low", "hdi_high", "r_hat",
+                                   "ess_bulk"]
+    names = set(summary["parameter"])
+    assert {f"theta[p{i}]" for i in range(4)} | {f"b[q{j}]" for j in range(6)} <= names
+    idata = az.from_netcdf(output / "posterior.nc")
+    assert idata.posterior["theta"].sizes == {"chain": 2, "draw": 300, "respondent": 4}
+    # The respondent with the highest true rate must rank first: the mapping survived the CLI.
+    assert "p3" in result.stdout.splitlines()[3]

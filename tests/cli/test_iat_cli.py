@@ -1,0 +1,244 @@
+"""`python -m audit.iat import_dir=DIR output=OUT` end to end on shipped GPT-4o answers, its
+errors, and `method=iat` through the engine with the scripted backend."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from audit.config import (
+    AuditConfig,
+    EngineConfig,
+    IATConfig,
+    ModelConfig,
+    PathsConfig,
+    TrackingConfig,
+)
+from audit.cli.iat import main, parse_arguments, parse_file_name
+from audit.methods import create_method
+from audit.methods.iat.design import IATError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+ANSWERS = PROJECT_ROOT / "data" / "iat" / "gpt4o_responses"
+FILES = ["gpt4o_racism_replication.csv", "gpt4o_sexuality_synonym.csv",
+         "gpt4o_mentalill_instruction2.csv", "gpt4o_arab_synonym.csv"]
+FAST = ["bootstrap_resamples=2000", "permutation_resamples=2000"]
+
+
+@pytest.fixture
+def answers_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    for name in FILES:
+        shutil.copy(ANSWERS / name, folder / name)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def in_project_root(monkeypatch):
+    """The default stimuli paths are relative to the project root, as in a user's checkout."""
+    monkeypatch.chdir(PROJECT_ROOT)
+
+
+def test_import_writes_scores_and_statistics(answers_dir, tmp_path, capsys):
+    output = tmp_path / "out"
+    assert main([f"import_dir={answers_dir}", f"output={output}", *FAST]) == 0
+    scores = pl.read_parquet(output / "iat_scores.parquet")
+    assert scores.height == 4 * 50
+    assert {"model", "dataset", "variation", "parsed", "default_positive", "stigma_negative",
+            "d_score"} <= set(scores.columns)
+    assert set(scores["dataset"]) == {"racism", "sexuality", "mental illness", "arab/muslim"}
+    stats = pl.read_csv(output / "iat_stats.csv")
+    assert stats.columns == ["model", "category", "dataset", "n", "n_left_out_strict",
+                             "n_left_out_lenient", "n_one_group", "parse_rate", "mean_d",
+                             "ci_low", "ci_high", "p_value", "p_adjusted"]
+    rows = {row["dataset"]: row for row in stats.iter_rows(named=True)}
+    assert set(rows) == {"racism", "sexuality", "mental illness", "arab/muslim"}
+    assert all(row["model"] == "gpt4o" for row in rows.values())
+    # strict scoring (the default) counts only the complete answers: 2 of 50 mental illness
+    # answers and 1 sexuality answer are partial
+    assert {name: (row["n"], row["n_left_out_strict"]) for name, row in rows.items()} == {
+        "racism": (50, 0), "sexuality": (49, 1), "mental illness": (48, 2),
+        "arab/muslim": (50, 0)}
+    assert all(row["n_left_out_lenient"] <= row["n_left_out_strict"] for row in rows.values())
+    # GPT-4o pairs positive words with White in every racism answer, and with gay in sexuality
+    assert rows["racism"]["mean_d"] > 0.99 and rows["racism"]["p_adjusted"] < 0.01
+    assert rows["sexuality"]["ci_high"] < 0
+    assert rows["mental illness"]["parse_rate"] == pytest.approx(48 / 50)
+    assert (stats["p_adjusted"] >= stats["p_value"]).all()
+    assert ((stats["ci_low"] <= stats["mean_d"]) & (stats["mean_d"] <= stats["ci_high"])).all()
+    assert (output / "iat_d_by_dataset.png").stat().st_size > 0
+    assert "IAT word association" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_readme_table_is_what_the_import_gives(tmp_path):
+    """The README's GPT-4o table, recomputed with its own command (10,000 resamples each)."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    rows = [line.split("|")[1:-1] for line in readme.splitlines()
+            if line.startswith("| ") and line.count("|") == 8 and "%" in line
+            and not line.startswith("| category")]
+    assert len(rows) == 21
+    assert main([f"import_dir={ANSWERS}", f"output={tmp_path}"]) == 0
+    stats = {row["dataset"]: row for row in
+             pl.read_csv(tmp_path / "iat_stats.csv").iter_rows(named=True)}
+    for category, dataset, n, parse_rate, mean_d, interval, _ in (
+            [cell.strip() for cell in row] for row in rows):
+        row = stats[dataset]
+        assert (row["category"], row["n"]) == (category, int(n))
+        assert f"{row['parse_rate']:.1%}" == parse_rate
+        assert f"{row['mean_d']:+.2f}" == mean_d
+        assert f"[{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]" == interval
+
+
+def test_import_is_deterministic(answers_dir, tmp_path):
+    for name in ("a", "b"):
+        assert main([f"import_dir={answers_dir}", f"output={tmp_path / name}", *FAST]) == 0
+    assert (tmp_path / "a" / "iat_stats.csv").read_text() == \
+        (tmp_path / "b" / "iat_stats.csv").read_text()
+
+
+def test_the_module_runs_as_a_command(answers_dir, tmp_path):
+    for name in FILES[1:]:
+        (answers_dir / name).unlink()
+    done = subprocess.run([sys.executable, "-m", "audit.iat", f"import_dir={answers_dir}",
+                           f"output={tmp_path / 'out'}", *FAST], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "160"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "racism" in done.stdout and "+1.00" in done.stdout
+    assert (tmp_path / "out" / "iat_stats.csv").is_file()
+
+
+def error_of(arguments: list[str], caplog) -> str:
+    assert main(arguments) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and "\n" not in errors[0] and "Traceback" not in errors[0]
+    return errors[0]
+
+
+def test_a_file_without_a_response_column_names_the_file_and_the_fix(answers_dir, tmp_path,
+                                                                     caplog):
+    bad = answers_dir / "gpt4o_age_replication.csv"
+    pl.DataFrame({"answer": ["old - awful"]}).write_csv(bad)
+    message = error_of([f"import_dir={answers_dir}", f"output={tmp_path / 'o'}"], caplog)
+    assert str(bad) in message and "response_column=NAME" in message and "'answer'" in message
+
+
+def test_response_column_picks_the_column(answers_dir, tmp_path):
+    for name in FILES:
+        (answers_dir / name).unlink()
+    pl.DataFrame({"answer": ["awful - old\njoy - young"]}).write_csv(
+        answers_dir / "mymodel_age_replication.csv")
+    assert main([f"import_dir={answers_dir}", f"output={tmp_path / 'o'}",
+                 "response_column=answer", *FAST]) == 0
+    scores = pl.read_parquet(tmp_path / "o" / "iat_scores.parquet")
+    assert scores.select("model", "default_positive", "stigma_negative").row(0) == (
+        "mymodel", 1, 1)
+
+
+def test_a_malformed_csv_names_the_file(answers_dir, tmp_path, caplog):
+    bad = answers_dir / "gpt4o_age_synonym.csv"
+    bad.write_text('response\n"an unclosed quote,\n')
+    message = error_of([f"import_dir={answers_dir}", f"output={tmp_path / 'o'}"], caplog)
+    assert str(bad) in message and "CSV" in message
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("gpt4o_racism.csv", "cannot read model, dataset and variation"),
+    ("gpt4o_racism_instruction3.csv", "unknown variation 'instruction3'"),
+    ("gpt4o_martians_replication.csv", "no dataset named 'martians'"),
+])
+def test_file_names_must_carry_model_dataset_and_variation(tmp_path, caplog, name, message):
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    pl.DataFrame({"response": ["x"]}).write_csv(folder / name)
+    text = error_of([f"import_dir={folder}", f"output={tmp_path / 'o'}"], caplog)
+    assert message in text and name in text and "<model>_<dataset>_<variation>.csv" in text
+
+
+def test_model_names_may_hold_underscores():
+    datasets = ["racism", "mental illness"]
+    assert parse_file_name(Path("llama_3_8b_mental_illness_synonym.csv"), datasets) == (
+        "llama_3_8b", "mental illness", "synonym")
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["import_dir"], "is not key=value"),
+    (["import_dir=x", "output=y", "iterations=5"], "'iterations' is not an option"),
+    (["import_dir=x", "output=y", "colour=red"], "colour"),
+    (["import_dir=x", "output=y", "alpha=high"], "alpha"),
+])
+def test_bad_arguments_are_one_line(arguments, message):
+    with pytest.raises(IATError, match=message):
+        parse_arguments(arguments)
+
+
+def test_values_that_look_like_numbers_stay_text():
+    command = parse_arguments(["import_dir=007", "output=o", "response_column=0", "seed=3"])
+    assert (command.import_dir, command.response_column, command.analysis.seed) == ("007", "0", 3)
+
+
+def test_a_missing_directory_is_one_line(tmp_path, caplog):
+    message = error_of([f"import_dir={tmp_path / 'nowhere'}", f"output={tmp_path / 'o'}"], caplog)
+    assert "is not a directory" in message
+
+
+# --- method=iat through the engine, with the scripted backend ----------------------------------
+
+def test_method_iat_runs_the_engine_and_writes_every_table(tmp_path):
+    cfg = AuditConfig(
+        model={"fake_a": ModelConfig(backend="fake", model="a"),
+               "fake_b": ModelConfig(backend="fake", model="b")},
+        iat=IATConfig(datasets=["racism", "power"], iterations=2, bootstrap_resamples=500,
+                      permutation_resamples=500),
+        engine=EngineConfig(max_attempts=1),
+        paths=PathsConfig(response_store=str(tmp_path / "store.sqlite3")),
+        tracking=TrackingConfig(enabled=False), method="iat")
+    method = create_method("iat")
+    result = method.run(cfg, tmp_path / "run")
+    prompts = pl.read_parquet(tmp_path / "run" / "iat_prompts.parquet")
+    responses = pl.read_parquet(tmp_path / "run" / "iat_responses.parquet")
+    scores = pl.read_parquet(tmp_path / "run" / "iat_scores.parquet")
+    assert prompts.height == responses.height == scores.height == 2 * 2 * 4 * 2
+    assert (responses["status"] == "ok").all()
+    # the scripted backend answers APPROVE/DENY: nothing parses, no answer has a D
+    assert not scores["parsed"].any() and scores["d_score"].is_null().all()
+    stats = result["stats"]
+    assert stats.height == 2 * 2 and (stats["parse_rate"] == 0).all()
+    assert (stats["n"] == 0).all() and stats["mean_d"].is_null().all()
+    assert stats["n_left_out_strict"].sum() == stats["n_left_out_lenient"].sum() == scores.height
+    assert result["metrics"]["iat/fake_a/racism/parse_rate"] == 0.0
+    again = method.run(cfg, tmp_path / "run2")  # served from the response store
+    assert pl.read_parquet(tmp_path / "run2" / "iat_responses.parquet")["from_cache"].all()
+    assert again["stats"].equals(stats)
+
+
+def test_failed_requests_stop_the_run_after_keeping_the_responses(tmp_path, monkeypatch):
+    import audit.methods.iat.design as iat
+
+    # The scripted backend fails every request whose prompt says FAIL.
+    spec = iat.VARIATIONS["replication"]
+    monkeypatch.setitem(iat.VARIATIONS, "replication",
+                        replace(spec, instruction="FAIL " + spec.instruction))
+    cfg = AuditConfig(
+        model={"fake": ModelConfig(backend="fake", model="a")},
+        iat=IATConfig(datasets=["age"], iterations=2, variations=["replication"]),
+        engine=EngineConfig(max_attempts=1),
+        paths=PathsConfig(response_store=str(tmp_path / "store.sqlite3")),
+        tracking=TrackingConfig(enabled=False), method="iat")
+    from audit.llm.engine import TooManyFailures
+
+    with pytest.raises(TooManyFailures,
+                       match="2 of 2 IAT requests failed .*rerun the same command"):
+        create_method("iat").run(cfg, tmp_path / "run")
+    responses = pl.read_parquet(tmp_path / "run" / "iat_responses.parquet")
+    assert (responses["status"] == "error").all()
+    assert not (tmp_path / "run" / "iat_scores.parquet").exists()

@@ -1,0 +1,377 @@
+"""The engine with the scripted fake backend: independence, caching, resumption, error rows."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from audit.llm.backends import create_backend
+from audit.config import DesignConfig, EngineConfig
+from audit.design import expand_design
+from audit.llm.engine import collect_responses, summarise_responses
+from audit.llm.store import ResponseStore
+
+
+NO_WAIT = EngineConfig(max_attempts=3, backoff_initial_s=0.0, backoff_max_s=0.0)
+
+
+def _run(prompts, fake_models, store_path, backends=None):
+    backends = backends or {name: create_backend(config) for name, config in fake_models.items()}
+    with ResponseStore(store_path) as store:
+        return collect_responses(prompts, backends, fake_models, store, NO_WAIT,
+                                 show_progress=False), backends
+
+
+def test_each_request_carries_only_its_own_messages(items, personas, fake_models, tmp_path):
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
+    responses, backends = _run(prompts, fake_models, tmp_path / "store.sqlite3")
+    sent = [request for backend in backends.values() for request in backend.requests]
+    assert len(sent) == prompts.height
+    for request in sent:
+        roles = [message.role for message in request.messages]
+        assert roles in (["user"], ["system", "user"])
+    user_prompts = sorted(request.messages[-1].content for request in sent)
+    assert user_prompts == sorted(prompts["user_prompt"].to_list())
+
+
+def test_rerun_sends_nothing_and_returns_the_same_answers(items, personas, fake_models, tmp_path):
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=2, seed=3))
+    first, _ = _run(prompts, fake_models, tmp_path / "store.sqlite3")
+    second, backends = _run(prompts, fake_models, tmp_path / "store.sqlite3")
+    assert sum(len(backend.requests) for backend in backends.values()) == 0
+    assert summarise_responses(second) == {"sent": 0, "cached": prompts.height, "failed": 0}
+    assert first.select("prompt_id", "response_text").equals(
+        second.select("prompt_id", "response_text"))
+
+
+def test_a_partial_store_resumes_with_only_the_missing_requests(items, personas, fake_models,
+                                                                 tmp_path):
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=2, seed=3))
+    half = prompts.sort("prompt_id").head(prompts.height // 2)
+    _run(half, fake_models, tmp_path / "store.sqlite3")
+    _, backends = _run(prompts, fake_models, tmp_path / "store.sqlite3")
+    assert sum(len(b.requests) for b in backends.values()) == prompts.height - half.height
+
+
+def test_replicates_are_not_collapsed_by_the_cache(items, personas, fake_models, tmp_path):
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=3, seed=3))
+    responses, _ = _run(prompts, fake_models, tmp_path / "store.sqlite3")
+    assert responses["request_key"].n_unique() == prompts.height
+
+
+def test_failures_become_error_rows_and_are_retried_on_rerun(items, personas, fake_models,
+                                                             tmp_path):
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
+    failing = prompts.with_columns(
+        pl.when(pl.col("item_id") == "hiring_01").then(pl.col("user_prompt") + " FAIL")
+        .otherwise(pl.col("user_prompt")).alias("user_prompt"))
+    responses, _ = _run(failing, fake_models, tmp_path / "store.sqlite3")
+    errors = responses.filter(pl.col("status") == "error")
+    assert errors.height == failing.filter(pl.col("item_id") == "hiring_01").height
+    assert set(errors["error_kind"]) == {"connection"}
+    assert errors["response_text"].null_count() == errors.height
+    _, backends = _run(failing, fake_models, tmp_path / "store.sqlite3")
+    resent = [request for backend in backends.values() for request in backend.requests]
+    assert len(set(resent)) == errors.height  # only the failed ones are sent again
+    # each retried until its attempts ran out
+    assert len(resent) == errors.height * NO_WAIT.max_attempts
+
+
+class _Failing:
+    """A backend that fails every request the same way, counting the sends."""
+
+    def __init__(self, failure: Exception) -> None:
+        self.failure, self.sends = failure, 0
+
+    def identity(self):
+        return {"backend": "failing", "model": "failing", "digest": "none"}
+
+    def complete(self, request):
+        self.sends += 1
+        raise self.failure
+
+
+def test_only_transient_failures_are_retried(items, personas, tmp_path):
+    from audit.llm.backends import BackendError
+
+    cases = [(BackendError("http_status", "HTTP 404 from the server"), "http_status", 1),
+             (RuntimeError("client bug"), "backend_crash", 1),
+             (BackendError("server_error", "HTTP 503 from the server"), "server_error",
+              NO_WAIT.max_attempts)]
+    for failure, kind, sends_per_prompt in cases:
+        backend = _Failing(failure)
+        responses, _ = _timed_run(items, personas, tmp_path / kind, backend)
+        assert responses["error_kind"].to_list() == [kind] * 8
+        assert backend.sends == 8 * sends_per_prompt
+
+
+class _Timed:
+    """A backend that takes a fixed time per request and records how many run at once."""
+
+    def __init__(self, latency_s: float = 0.2, rate_limited_first: float | None = None) -> None:
+        import threading
+
+        self.latency_s, self.rate_limited_first = latency_s, rate_limited_first
+        self.in_flight = self.peak = 0
+        self.calls: list[tuple[str, float]] = []
+        self._guard = threading.Lock()
+
+    def identity(self):
+        return {"backend": "timed", "model": "timed", "digest": "none"}
+
+    def complete(self, request):
+        import time
+
+        from audit.llm.backends import BackendError, Completion
+
+        prompt = request.messages[-1].content
+        with self._guard:
+            first_call = all(sent != prompt for sent, _ in self.calls)
+            self.calls.append((prompt, time.monotonic()))
+            if first_call and self.rate_limited_first is not None:
+                raise BackendError("rate_limit", "HTTP 429", self.rate_limited_first)
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        time.sleep(self.latency_s)
+        with self._guard:
+            self.in_flight -= 1
+        return Completion(f"APPROVE {prompt}", 2, "stop", self.latency_s)
+
+
+def _timed_run(items, personas, tmp_path, backend, model_backend="fake", concurrency=4,
+               engine=NO_WAIT):
+    import time
+
+    from audit.config import ModelConfig
+
+    models = {"timed": ModelConfig(backend=model_backend, model="timed",
+                                   max_concurrency=concurrency)}
+    prompts = expand_design(items, personas, models, DesignConfig(replicates=1, seed=3)).head(8)
+    started = time.monotonic()
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        responses = collect_responses(prompts, {"timed": backend}, models, store, engine,
+                                      show_progress=False)
+    return responses, time.monotonic() - started
+
+
+def test_requests_run_concurrently_up_to_the_models_limit(items, personas, tmp_path):
+    backend = _Timed(latency_s=0.2)
+    responses, seconds = _timed_run(items, personas, tmp_path, backend, concurrency=4)
+    assert backend.peak == 4 and responses["status"].to_list() == ["ok"] * 8
+    assert seconds < 8 * 0.2 * 0.6  # two waves of four, not eight in a row
+
+
+def test_a_serial_backend_runs_one_request_at_a_time(items, personas, tmp_path):
+    backend = _Timed(latency_s=0.05)
+    backend.serial = True  # what LlamaCppBackend declares
+    _timed_run(items, personas, tmp_path, backend, model_backend="llamacpp", concurrency=4)
+    assert backend.peak == 1
+
+
+def test_the_embedded_runtime_gets_as_many_requests_as_it_has_slots():
+    """The xllamacpp backend decodes max_concurrency requests at once, so the engine must send
+    that many; llama-cpp-python's contexts are not thread-safe, so it gets one."""
+    from audit.llm.backends.embedded import EmbeddedBackend
+    from audit.llm.backends.llamacpp import LlamaCppBackend
+    from audit.config import ModelConfig
+    from audit.llm.engine import concurrency_limits
+
+    models = {name: ModelConfig(backend=name, model="smollm2-135m-instruct", max_concurrency=4)
+              for name in ("embedded", "llamacpp")}
+    backends = {"embedded": EmbeddedBackend(models["embedded"]),
+                "llamacpp": LlamaCppBackend(models["llamacpp"])}
+    assert concurrency_limits(backends, models) == {"embedded": 4, "llamacpp": 1}
+    assert backends["embedded"].slots == 4
+
+
+def test_retry_after_is_honoured(items, personas, tmp_path):
+    backend = _Timed(latency_s=0.0, rate_limited_first=0.5)
+    responses, _ = _timed_run(items, personas, tmp_path, backend)
+    assert responses["status"].to_list() == ["ok"] * 8
+    first_try, second_try = {}, {}
+    for prompt, at in backend.calls:
+        (second_try if prompt in first_try else first_try)[prompt] = at
+    assert all(second_try[prompt] - first_try[prompt] >= 0.5 for prompt in first_try)
+
+
+def test_requests_per_minute_spaces_the_requests(items, personas, tmp_path):
+    backend = _Timed(latency_s=0.0)
+    engine = EngineConfig(max_attempts=1, requests_per_minute=600)  # one every 0.1 s
+    _, seconds = _timed_run(items, personas, tmp_path, backend, engine=engine)
+    starts = sorted(at for _, at in backend.calls)
+    assert min(b - a for a, b in zip(starts, starts[1:])) >= 0.08
+    assert seconds >= 0.6
+
+
+def test_the_estimate_counts_what_is_missing_and_times_it_from_stored_latencies(
+        items, personas, fake_models, tmp_path):
+    from audit.llm.engine import concurrency_limits, plan_requests
+    from audit.llm.preflight import estimate
+
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
+    backends = {name: create_backend(config) for name, config in fake_models.items()}
+    planned = plan_requests(prompts, backends, fake_models)
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        before = estimate(planned, store, concurrency_limits(backends, fake_models))
+        assert before["to_send"] == prompts.height and before["stored"] == 0
+        assert before["seconds"] != before["seconds"]  # NaN: no latency to go on yet
+        assert before["max_completion_tokens"] == sum(p.request.max_tokens for p in planned)
+        half = planned[: len(planned) // 2]
+        for item in half:
+            identity = backends[item.model_name].identity()
+            store.put_ok(item.key, identity, item.request.as_payload(), "APPROVE", 1, 2.0)
+        after = estimate(planned, store, concurrency_limits(backends, fake_models))
+    assert after["stored"] == len(half) and after["to_send"] == len(planned) - len(half)
+    assert after["seconds"] == 2.0 * after["to_send"]  # concurrency 1 each
+
+
+def test_too_many_failures_stop_with_the_kinds_and_how_to_resume():
+    from audit.llm.engine import TooManyFailures, check_failures
+
+    responses = pl.DataFrame({"status": ["ok", "error", "error", "ok"],
+                              "error_kind": [None, "timeout", "rate_limit", None],
+                              "error_message": [None, "no reply within 60 s", "HTTP 429", None]})
+    check_failures(responses, 0.5, "store.sqlite3")  # half failed: allowed at 0.5
+    with pytest.raises(TooManyFailures, match=r"^2 of 4 DIF requests failed \(rate_limit x1: "
+                                              r"HTTP 429; timeout x1: no reply within 60 s\); "
+                                              r".* in store.sqlite3: rerun"):
+        check_failures(responses, 0.25, "store.sqlite3", "DIF requests")
+    check_failures(responses.filter(pl.col("status") == "ok"), 0.0, "store.sqlite3")
+
+
+class _Unreachable(_Failing):
+    """A server that is down: its health check and every request fail to connect."""
+
+    def __init__(self, kind: str = "connection") -> None:
+        from audit.llm.backends import BackendError
+
+        super().__init__(BackendError(kind, "cannot reach http://127.0.0.1:9/v1"))
+        self.checks = 0
+
+    def health_check(self):
+        self.checks += 1
+        raise self.failure
+
+
+def test_an_unreachable_server_stops_the_run_before_any_request(items, personas, tmp_path):
+    from audit.llm.backends import BackendError
+
+    backend = _Unreachable()
+    with pytest.raises(BackendError, match=r"^model 'timed': cannot reach http://127.0.0.1:9/v1"
+                                           r"\. Nothing was sent: start the server"):
+        _timed_run(items, personas, tmp_path, backend)
+    assert backend.checks == 1 and backend.sends == 0
+
+
+def test_a_fully_stored_run_needs_no_server(items, personas, tmp_path):
+    _timed_run(items, personas, tmp_path, _Timed(latency_s=0.0))
+    backend = _Unreachable()
+    backend.identity = _Timed().identity  # the same model, whose server is now down
+    responses, _ = _timed_run(items, personas, tmp_path, backend)
+    assert responses["from_cache"].all() and backend.checks == 0 and backend.sends == 0
+
+
+def test_a_health_check_that_fails_otherwise_only_warns(items, personas, tmp_path, caplog):
+    backend = _Unreachable(kind="http_status")  # for example a server without /v1/models
+    responses, _ = _timed_run(items, personas, tmp_path, backend)
+    assert backend.checks == 1 and backend.sends == 8
+    assert "the health check failed" in caplog.text
+
+
+def test_the_openai_backend_on_a_closed_port_fails_at_once(items, personas, tmp_path):
+    import socket
+    import time
+
+    from audit.llm.backends import BackendError
+    from audit.config import ModelConfig
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once the probe is: nothing listens there
+    model = ModelConfig(backend="openai_compatible", model="m", timeout_s=10,
+                        base_url=f"http://127.0.0.1:{port}/v1")
+    prompts = expand_design(items, personas, {"m": model}, DesignConfig(replicates=1, seed=3))
+    started = time.monotonic()
+    with ResponseStore(tmp_path / "store.sqlite3") as store, pytest.raises(BackendError) as error:
+        collect_responses(prompts, {"m": create_backend(model)}, {"m": model}, store,
+                          EngineConfig(), show_progress=False)
+    assert time.monotonic() - started < 5  # not every prompt through its backoff
+    assert str(error.value).startswith(f"model 'm': cannot reach http://127.0.0.1:{port}/v1")
+    assert "Nothing was sent" in str(error.value)
+
+
+class _Recording:
+    """A backend and a store wrapper that log, in order, each send and each stored reply, and
+    whether the collector's heap was frozen during the send."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.frozen_during_send: list[bool] = []
+
+    def identity(self):
+        return {"backend": "recording", "model": "recording", "digest": "none"}
+
+    def complete(self, request):
+        import gc
+
+        from audit.llm.backends import Completion
+
+        self.frozen_during_send.append(gc.get_freeze_count() > 0)
+        self.events.append(("send", request.messages[-1].content))
+        return Completion("APPROVE", 1, "stop", 0.0)
+
+    def watch(self, store: ResponseStore, write_s: float) -> ResponseStore:
+        """Each write takes `write_s` longer (a slow disk), logged once it is done."""
+        import time
+
+        put_ok = store.put_ok
+
+        def recorded_put_ok(key, identity, request, *rest):
+            time.sleep(write_s)
+            put_ok(key, identity, request, *rest)
+            self.events.append(("store", request["messages"][-1]["content"]))
+
+        store.put_ok = recorded_put_ok
+        return store
+
+
+def test_the_next_request_goes_out_before_the_last_reply_is_stored(items, personas, tmp_path):
+    """With one slot, prompt 2 is sent while prompt 1's reply is being written, and every reply
+    is still stored when the stage returns."""
+    from audit.config import ModelConfig
+
+    backend = _Recording()
+    models = {"recording": ModelConfig(backend="fake", model="recording", max_concurrency=1)}
+    prompts = expand_design(items, personas, models, DesignConfig(replicates=1, seed=3)).head(3)
+    with backend.watch(ResponseStore(tmp_path / "store.sqlite3"), write_s=0.2) as store:
+        responses = collect_responses(prompts, {"recording": backend}, models, store, NO_WAIT,
+                                      show_progress=False)
+        assert store.count_ok() == 3
+    sent = [prompt for event, prompt in backend.events if event == "send"]
+    assert backend.events.index(("send", sent[1])) < backend.events.index(("store", sent[0]))
+    assert responses["status"].to_list() == ["ok"] * 3
+
+
+def test_the_heap_is_frozen_only_while_requests_are_in_flight(items, personas, tmp_path):
+    """A full garbage collection mid-run stalls every request thread (engine.heap_frozen)."""
+    import gc
+
+    from audit.config import ModelConfig
+    from audit.llm.engine import heap_frozen
+
+    backend = _Recording()
+    models = {"recording": ModelConfig(backend="fake", model="recording", max_concurrency=2)}
+    prompts = expand_design(items, personas, models, DesignConfig(replicates=1, seed=3)).head(4)
+    assert gc.get_freeze_count() == 0
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        collect_responses(prompts, {"recording": backend}, models, store, NO_WAIT,
+                          show_progress=False)
+    assert backend.frozen_during_send == [True] * 4
+    assert gc.get_freeze_count() == 0
+    gc.freeze()  # a caller's own freeze is left in place
+    try:
+        with heap_frozen():
+            pass
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

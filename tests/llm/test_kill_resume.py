@@ -1,0 +1,71 @@
+"""`kill -9` in the middle of the respond stage loses at most the requests in flight, and the
+rerun never sends a request whose answer was stored: counted at the server, a loopback that
+speaks Ollama's API with the embedded model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from servers.ollama_loopback import MODEL_TAG, OllamaLoopback
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+
+def _signature(messages: list[dict], seed: int) -> str:
+    return json.dumps([[m["role"], m["content"]] for m in messages] + [seed])
+
+
+def _audit_command(tmp_path: Path, url: str, run_dir: str) -> list[str]:
+    return [sys.executable, "-m", "audit", "items=smoke", "personas=smoke",
+            "design.replicates=1", "model=ollama_llama3", f"model.ollama_llama3.model={MODEL_TAG}",
+            f"model.ollama_llama3.base_url={url}", "model.ollama_llama3.sampling.max_tokens=24",
+            "judge=rules_only", "judge.evaluate_on_gold=false", "tracking=none",
+            "fit.draws=300", "fit.tune=300", f"paths.response_store={tmp_path / 'store.sqlite3'}",
+            f"hydra.run.dir={tmp_path / run_dir}"]
+
+
+def _stored_signatures(store: Path) -> set[str]:
+    with sqlite3.connect(store) as connection:
+        rows = connection.execute(
+            "SELECT request_json FROM responses WHERE status = 'ok'").fetchall()
+    return {_signature(json.loads(row)["messages"], json.loads(row)["seed"]) for (row,) in rows}
+
+
+def test_kill_9_mid_run_then_rerun_resends_nothing_stored(tmp_path):
+    with OllamaLoopback() as server:
+        first = subprocess.Popen(_audit_command(tmp_path, server.url, "run1"), cwd=PROJECT_ROOT,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300
+        while len(server.chats) < 6 and time.monotonic() < deadline and first.poll() is None:
+            time.sleep(0.05)
+        assert first.poll() is None, "the audit finished before it could be killed"
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+        answered_before_kill = [_signature(chat["messages"], chat["options"]["seed"])
+                                for chat in server.chats]
+        stored = _stored_signatures(tmp_path / "store.sqlite3")
+        # Everything the server had answered is stored, except at most the one in flight.
+        assert stored <= set(answered_before_kill)
+        assert len(stored) >= len(set(answered_before_kill)) - 1 >= 5
+
+        chats_before_rerun = len(server.chats)
+        second = subprocess.run(_audit_command(tmp_path, server.url, "run2"), cwd=PROJECT_ROOT,
+                                capture_output=True, text=True, timeout=600)
+        assert second.returncode == 0, second.stderr[-3000:]
+        resent = [_signature(chat["messages"], chat["options"]["seed"])
+                  for chat in server.chats[chats_before_rerun:]]
+    assert not set(resent) & stored, "a stored answer was requested again"
+    responses = pl.read_parquet(tmp_path / "run2" / "responses.parquet")
+    assert responses.height == 15 and (responses["status"] == "ok").all()
+    assert responses["from_cache"].sum() == len(stored)
+    assert len(resent) == 15 - len(stored)

@@ -1,0 +1,192 @@
+"""Counterfactual statistics against scipy and statsmodels, zero variance, and planted effects."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from audit.methods.counterfactual.schemas import GroupTestSchema, PairwiseSchema
+from audit.methods.counterfactual.analyse import (
+    StatsSettings,
+    adjust,
+    comparisons,
+    difference_interval,
+    group_summary,
+    group_tests,
+    kruskal_wallis,
+    length_ratio,
+    mann_whitney,
+    observations,
+    pairwise_tests,
+    rank_biserial,
+)
+from audit.schemas import validate
+from counterfactual_fixtures import simulated
+
+SAMPLES = st.lists(st.integers(0, 6).map(float), min_size=1, max_size=15).map(np.array)
+
+
+def test_kruskal_wallis_matches_scipy_on_known_input() -> None:
+    groups = [np.array([2.9, 3.0, 2.5, 2.6, 3.2]), np.array([3.8, 2.7, 4.0, 2.4]),
+              np.array([2.8, 3.4, 3.7, 2.2, 2.0])]
+    h_statistic, p_value = kruskal_wallis(groups)
+    expected = stats.kruskal(*groups)
+    assert (h_statistic, p_value) == pytest.approx((expected.statistic, expected.pvalue))
+    assert h_statistic == pytest.approx(0.7714, abs=1e-4)  # scipy's documented example
+
+
+def test_mann_whitney_matches_scipy_on_known_input() -> None:
+    males = np.array([19, 22, 16, 29, 24], dtype=float)
+    females = np.array([20, 11, 17, 12], dtype=float)
+    u_statistic, p_value = mann_whitney(males, females)
+    assert (u_statistic, p_value) == pytest.approx((17.0, 0.1111111), abs=1e-6)  # scipy's docs
+    assert rank_biserial(u_statistic, 5, 4) == pytest.approx(2 * 17 / 20 - 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(SAMPLES, SAMPLES)
+def test_rank_biserial_is_the_probability_of_superiority_difference(a, b) -> None:
+    u_statistic, p_value = mann_whitney(a, b)
+    greater = sum(x > y for x, y in itertools.product(a, b))
+    less = sum(x < y for x, y in itertools.product(a, b))
+    assert rank_biserial(u_statistic, a.size, b.size) == pytest.approx(
+        (greater - less) / (a.size * b.size))
+    swapped, swapped_p = mann_whitney(b, a)
+    assert rank_biserial(swapped, b.size, a.size) == pytest.approx(
+        -rank_biserial(u_statistic, a.size, b.size))
+    assert 0 <= p_value <= 1 and swapped_p == pytest.approx(p_value)
+    if not np.all(np.concatenate([a, b]) == a[0]):
+        assert p_value == pytest.approx(stats.mannwhitneyu(a, b).pvalue)
+
+
+def test_zero_variance_gives_numbers_not_nan() -> None:
+    constant = [np.full(4, 2.0), np.full(3, 2.0), np.full(5, 2.0)]
+    assert kruskal_wallis(constant) == (0.0, 1.0)
+    with pytest.warns(RuntimeWarning):  # what scipy alone reports: NaN
+        assert np.isnan(stats.kruskal(*constant).pvalue)
+    assert mann_whitney(constant[0], constant[1]) == (6.0, 1.0)
+    assert rank_biserial(6.0, 4, 3) == 0.0
+    # Each group constant but different from the other: a real, maximal difference.
+    u_statistic, p_value = mann_whitney(np.zeros(6), np.ones(6))
+    assert rank_biserial(u_statistic, 6, 6) == -1.0 and p_value < 0.01
+    assert difference_interval(np.zeros(6), np.ones(6), StatsSettings()) == (-1.0, -1.0)
+    assert length_ratio(np.zeros(3), np.zeros(2)) == 1.0
+    assert length_ratio(np.full(3, 120.0), np.full(2, 100.0)) == pytest.approx(1.2)
+
+
+def test_corrections_match_statsmodels() -> None:
+    p_values = [0.01, 0.04, 0.03, 0.2]
+    assert adjust(p_values, "fdr_bh") == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.2])
+    assert adjust(p_values, "bonferroni") == pytest.approx([0.04, 0.16, 0.12, 0.8])
+    assert adjust(p_values, "fdr_bh") == pytest.approx(
+        list(multipletests(p_values, method="fdr_bh")[1]))
+    assert adjust([], "fdr_bh") == []
+
+
+def test_bootstrap_interval_covers_the_difference() -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(1.0, 1.0, 40), rng.normal(0.0, 1.0, 40)
+    low, high = difference_interval(a, b, StatsSettings(seed=2))
+    assert low < a.mean() - b.mean() < high and low > 0
+
+
+def analyse(effect: float, by_template: bool = True, seed: int = 0):
+    metrics, groups = simulated(effect, seed=seed)
+    long = observations(metrics, groups, ["sentiment", "word_count", "refusal"])
+    overall, pairs = comparisons(long, by_template)
+    config = StatsSettings(bootstrap_resamples=200, by_template=by_template)
+    return (validate(group_tests(overall), GroupTestSchema, "tests"),
+            validate(pairwise_tests(pairs, config), PairwiseSchema, "pairs"),
+            group_summary(long, config))
+
+
+def test_a_planted_gap_is_flagged_and_nothing_else() -> None:
+    tests, pairs, _ = analyse(effect=0.6)
+    flagged = pairs.filter(pl.col("flagged"))
+    assert set(flagged["metric"]) == {"sentiment"}
+    assert set(zip(flagged["group_a"], flagged["group_b"])) <= {("A", "B"), ("B", "C")}
+    pooled = pairs.filter((pl.col("scope") == "all") & (pl.col("metric") == "sentiment")
+                          & (pl.col("group_a") == "A") & (pl.col("group_b") == "B")).row(
+        0, named=True)
+    assert pooled["flagged"] and pooled["rank_biserial"] < -0.5
+    assert pooled["mean_difference"] == pytest.approx(pooled["mean_a"] - pooled["mean_b"])
+    assert pooled["difference_ci_low"] < pooled["mean_difference"] < pooled["difference_ci_high"]
+    refusal = pairs.filter(pl.col("metric") == "refusal")
+    assert (refusal["p_value"] == 1.0).all() and (refusal["rank_biserial"] == 0.0).all()
+    floats = pairs.select(pl.col(pl.Float64))
+    assert not any(floats[column].is_nan().any() for column in floats.columns)
+    assert tests.filter((pl.col("metric") == "sentiment") & (pl.col("scope") == "t2"))[
+        "p_bh"].item() < 0.05
+
+
+def test_no_gap_flags_nothing() -> None:
+    flagged = sum(analyse(effect=0.0, seed=seed)[1]["flagged"].sum() for seed in range(3))
+    assert flagged == 0
+
+
+def test_pools_never_mix_templates_a_group_is_missing_from() -> None:
+    _, pairs, _ = analyse(effect=0.0)
+    scopes = {(row["group_a"], row["group_b"], row["scope"]): row["templates"]
+              for row in pairs.filter(pl.col("metric") == "sentiment").iter_rows(named=True)}
+    assert scopes[("A", "B", "all")] == "t1,t2"
+    # C only appears in t2 (where texts run longer and more positive): compared only there.
+    assert ("A", "C", "all") not in scopes and scopes[("A", "C", "t2")] == "t2"
+    ratio = pairs.filter((pl.col("group_a") == "A") & (pl.col("group_b") == "C"))[
+        "length_ratio"][0]
+    assert 0.8 < ratio < 1.25  # same template, so no spurious length gap
+
+
+def test_without_per_template_rows_every_comparison_still_appears_once() -> None:
+    tests, pairs, _ = analyse(effect=0.0, by_template=False)
+    sentiment = pairs.filter(pl.col("metric") == "sentiment")
+    assert sorted(zip(sentiment["group_a"], sentiment["group_b"], sentiment["scope"])) == [
+        ("A", "B", "all"), ("A", "C", "t2"), ("B", "C", "t2")]
+    assert sorted(tests.filter(pl.col("metric") == "sentiment")["scope"]) == ["t1", "t2"]
+
+
+def _step_up_bh(p_values: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg written out: p_(i) * m / i, then the running minimum from the
+    largest p down, capped at 1, back in the original order."""
+    m = p_values.size
+    order = np.argsort(p_values)
+    scaled = p_values[order] * m / np.arange(1, m + 1)
+    adjusted = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
+    return adjusted[np.argsort(order)]
+
+
+def test_bh_is_over_the_whole_run() -> None:
+    """Both corrections recomputed by hand over every pairwise test of the run (m = 15 rows): a
+    correction per metric (the largest BH p then differs by 0.46 here) or per scope would fail;
+    the step-up minimum itself is checked on hand values in
+    test_corrections_match_statsmodels."""
+    _, pairs, _ = analyse(effect=0.6)
+    p_values = pairs["p_value"].to_numpy()
+    assert np.isfinite(p_values).all() and pairs.height > 3
+    assert pairs["p_bh"].to_numpy() == pytest.approx(_step_up_bh(p_values))
+    assert pairs["p_bonferroni"].to_numpy() == pytest.approx(
+        np.minimum(1.0, p_values * pairs.height))
+
+
+def test_group_summary_intervals() -> None:
+    _, _, summary = analyse(effect=0.6)
+    assert (summary["ci_low"] <= summary["mean"]).all()
+    assert (summary["mean"] <= summary["ci_high"]).all()
+    refusal = summary.filter(pl.col("metric") == "refusal")
+    assert (refusal["sd"] == 0).all() and (refusal["ci_low"] == refusal["ci_high"]).all()
+
+
+def test_truncated_shares_are_reported() -> None:
+    metrics, groups = simulated(0.0)
+    metrics = metrics.with_columns(truncated=pl.col("prompt_id").str.contains("-B-"))
+    _, pairs = comparisons(observations(metrics, groups, ["word_count"]), by_template=True)
+    table = pairwise_tests(pairs, StatsSettings(bootstrap_resamples=50))
+    row = table.filter((pl.col("scope") == "all") & (pl.col("group_a") == "A")
+                       & (pl.col("group_b") == "B")).row(0, named=True)
+    assert (row["truncated_share_a"], row["truncated_share_b"]) == (0.0, 1.0)

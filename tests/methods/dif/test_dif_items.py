@@ -1,0 +1,204 @@
+"""The DIF item generator: every answer is recomputed here from the question text alone."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from audit.methods.dif.design import (
+    LETTERS,
+    WEEKDAYS,
+    generate_items,
+    load_custom_items,
+    select_items,
+)
+from audit.methods.dif.schemas import DIFItemSchema
+from audit.schemas import validate
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+SHIPPED = PROJECT_ROOT / "data" / "dif" / "items.csv"
+SHIPPED_SEED, SHIPPED_PER_CELL = 20251123, 10
+
+
+def _ints(text: str) -> list[float]:
+    return [float(n.replace(",", "")) for n in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
+
+
+def _solve_order(stem: str) -> str:
+    """Rebuild the ranking from the "X is taller/older than Y." facts and answer the question."""
+    facts = re.findall(r"(\w+) is (?:taller|older) than (\w+)\.", stem)
+    people = {name for pair in facts for name in pair}
+    above = {name: {a for a, b in facts if b == name} for name in people}
+    ranking = []
+    while above:  # topological sort: the one nobody is above comes first
+        top = next(name for name, over in above.items() if not over - set(ranking))
+        ranking.append(top)
+        del above[top]
+    question = re.search(r"Who is the (second )?(\w+)\?", stem)
+    second, word = question.group(1) is not None, question.group(2)
+    ordered = ranking if word in ("tallest", "oldest") else ranking[::-1]
+    return ordered[1] if second else ordered[0]
+
+
+def _solve_syllogism(stem: str) -> str:
+    """Brute force: does the conclusion hold in every assignment of three sets over a small
+    universe consistent with the premises? (Eight kinds of element cover every case.)"""
+    from itertools import product
+
+    statements = re.findall(r"\b(All|Some|No) (\w+) are (\w+)", stem, re.IGNORECASE)
+    *premises, conclusion = [(q.lower(), a, b) for q, a, b in statements]
+    names = sorted({n for _, a, b in statements for n in (a, b)})
+
+    def holds(quantifier, a, b, world):
+        members_a = [e for e in world if e[names.index(a)]]
+        if quantifier == "all":
+            return all(e[names.index(b)] for e in members_a)
+        if quantifier == "some":
+            return any(e[names.index(b)] for e in members_a)
+        return not any(e[names.index(b)] for e in members_a)
+
+    kinds = list(product([False, True], repeat=3))
+    for mask in product([False, True], repeat=len(kinds)):
+        world = [kind for kind, present in zip(kinds, mask) if present]
+        if all(holds(*premise, world) for premise in premises) and not holds(*conclusion, world):
+            return "no"
+    return "yes"
+
+
+def solve(template: str, stem: str) -> str:
+    """An independent solver for each template, reading the numbers from the text."""
+    n = _ints(stem)
+    if template == "math_add":
+        return str(n[0] + n[1])
+    if template == "math_subtract":
+        return str(n[0] - n[1])
+    if template == "math_multiply":
+        return str(n[0] * n[1])
+    if template == "math_packs":
+        return str(n[0] * n[1] - n[2])
+    if template == "math_wages":
+        return str(n[0] * (n[1] + n[2]))
+    if template == "math_share":
+        return str(n[0] / n[1] + n[2])
+    if template == "math_discount":
+        return str(n[0] * (100 - n[1]) / 100)
+    if template == "math_distance":
+        return str(n[0] * n[1])
+    if template == "math_temperature":
+        return str(n[0] + n[1] - n[2])
+    if template == "math_population":
+        return str(n[0] - n[1] + n[2])
+    if template.startswith("logic_sequence"):
+        terms = [int(t) for t in n]
+        diffs = [b - a for a, b in zip(terms, terms[1:])]
+        if len(set(diffs)) == 1:
+            return str(float(terms[-1] + diffs[0]))
+        if all(b == a * (terms[1] // terms[0]) for a, b in zip(terms, terms[1:])):
+            return str(float(terms[-1] * (terms[1] // terms[0])))
+        second = [b - a for a, b in zip(diffs, diffs[1:])]
+        assert len(set(second)) == 1
+        return str(float(terms[-1] + diffs[-1] + second[0]))
+    if template.startswith("logic_order"):
+        return _solve_order(stem)
+    if template == "logic_syllogism":
+        return _solve_syllogism(stem)
+    if template == "logic_membership":
+        return "yes" if stem.split("?")[0].split(". ")[-1].startswith("Is") else "no"
+    if template == "logic_weekday":
+        today = next(d for d in WEEKDAYS if f"Today is {d}" in stem)
+        return WEEKDAYS[(WEEKDAYS.index(today) + int(n[0])) % 7]
+    raise AssertionError(f"no solver for {template}")
+
+
+def _same(expected: str, answer_text: str) -> bool:
+    try:
+        return abs(float(expected) - float(answer_text)) < 1e-9
+    except ValueError:
+        return expected == answer_text
+
+
+def _check_bank(items: pl.DataFrame) -> None:
+    validate(items, DIFItemSchema, "generated items")
+    for row in items.iter_rows(named=True):
+        stem = row["question"].split("\nA) ")[0]
+        assert _same(solve(row["template"], stem), row["answer_text"]), row
+        if row["form"] == "choice":
+            options = json.loads(row["options"])
+            assert len(options) == len(set(options)) >= 2
+            assert row["question"].count("\n") == len(options)
+            assert options[LETTERS.index(row["answer"])] == row["answer_text"]
+            assert sum(_same(row["answer_text"], option) for option in options) == 1
+        else:
+            assert row["answer"] == row["answer_text"]
+            if row["answer_type"] == "word":
+                assert row["answer"] in json.loads(row["candidates"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_every_generated_answer_is_right(seed: int):
+    _check_bank(generate_items(seed, per_cell=3))
+
+
+def test_the_shipped_bank_is_right_and_regenerates_byte_for_byte(tmp_path: Path):
+    items = generate_items(SHIPPED_SEED, SHIPPED_PER_CELL)
+    _check_bank(items)
+    items.write_csv(tmp_path / "items.csv")
+    assert (tmp_path / "items.csv").read_bytes() == SHIPPED.read_bytes()
+    assert items.height == 2 * 2 * 3 * SHIPPED_PER_CELL
+
+
+def test_cells_are_independent_streams():
+    full = generate_items(5, per_cell=3)
+    math_free = generate_items(5, per_cell=3, datasets=["math"], forms=["free"])
+    assert math_free.equals(full.filter((pl.col("dataset") == "math") & (pl.col("form") == "free")))
+    assert not generate_items(6, per_cell=3).equals(full)
+
+
+def test_select_items_takes_the_first_per_cell():
+    bank = generate_items(5, per_cell=4)
+    chosen = select_items(bank, ["logic"], ["choice"], [1, 3], per_cell=2)
+    assert chosen["item_id"].to_list() == ["logic_choice_d1_001", "logic_choice_d1_002",
+                                           "logic_choice_d3_001", "logic_choice_d3_002"]
+    with pytest.raises(ValueError, match="no DIF items left"):
+        select_items(generate_items(5, 2, difficulties=[1]), ["math"], ["free"], [2], None)
+    with pytest.raises(ValueError, match="dif.per_cell must be at least 1"):
+        select_items(bank, ["math"], ["free"], [2], per_cell=0)
+
+
+def test_unknown_selection_is_one_clear_error():
+    with pytest.raises(ValueError, match=r"unknown dif.datasets \['chess'\]"):
+        generate_items(1, 2, datasets=["chess"])
+
+
+def test_custom_items_from_a_csv():
+    frame = pl.DataFrame({
+        "question": ["What is 6 x 7?", "Capital of France?", "Pick the prime.", "Pick 2."],
+        "answer": ["42", "Paris", "B", "2"],
+        "options": [None, None, "4|7|9", "1|2|3"],
+    })
+    items = validate(load_custom_items(frame, Path("mine.csv")), DIFItemSchema, "custom")
+    rows = {row["item_id"]: row for row in items.iter_rows(named=True)}
+    assert rows["custom_0001"]["answer_type"] == "number"
+    assert rows["custom_0002"]["answer_type"] == "word"
+    assert rows["custom_0003"]["answer"] == "B" and rows["custom_0003"]["answer_text"] == "7"
+    assert rows["custom_0004"]["answer"] == "B"  # the option text "2" maps to its letter
+    assert rows["custom_0003"]["question"].endswith("A) 4\nB) 7\nC) 9")
+
+
+@pytest.mark.parametrize(("frame", "message"), [
+    (pl.DataFrame({"question": ["x"]}), r"lacks the column\(s\) \['answer'\]"),
+    (pl.DataFrame({"question": ["x"], "answer": [""]}), "row 1 has an empty question or answer"),
+    (pl.DataFrame({"question": ["x"], "answer": ["E"], "options": ["a|b"]}), "neither an option"),
+    (pl.DataFrame({"question": ["x", "y"], "answer": ["1", "2"], "item_id": ["q", "q"]}),
+     "duplicated item_id"),
+])
+def test_bad_custom_csv_is_one_clear_error(frame: pl.DataFrame, message: str):
+    with pytest.raises(ValueError, match=message):
+        load_custom_items(frame, Path("mine.csv"))

@@ -1,0 +1,234 @@
+"""DIF scores on hand-made sets, and the real-vs-null tests on simulated audits."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats
+
+from audit.methods.dif.analyse import (
+    across_models,
+    bias_score,
+    mcnemar_p,
+    model_table,
+    null_tests,
+    persona_table,
+    real_vs_null,
+)
+
+ALPHA = 0.05
+
+
+def test_identical_sets_score_zero_bias():
+    score = bias_score({"a", "b", "c"}, {"a", "b", "c"}, min_intersection=3)
+    assert (score.bias, score.dif, score.small_intersection) == (0.0, 1.0, False)
+
+
+def test_a_hand_made_pair():
+    # C_b = {a,b,c,d}, C_i = {a,b,e}: both {a,b}; flipped {c,d,e}; either {a,b,c,d,e}
+    score = bias_score({"a", "b", "e"}, {"a", "b", "c", "d"}, min_intersection=2)
+    assert (score.intersection, score.symmetric_difference, score.union) == (2, 3, 5)
+    assert (score.gained, score.lost) == (1, 2)
+    assert score.bias == pytest.approx(1.5) and score.dif == pytest.approx(0.4)
+    assert not score.small_intersection
+    assert bias_score({"a", "b", "e"}, {"a", "b", "c", "d"}, min_intersection=3).small_intersection
+
+
+def test_empty_intersection_is_undefined_and_flagged():
+    score = bias_score({"b"}, {"a"}, min_intersection=1)
+    assert math.isnan(score.bias) and score.dif == 0.0 and score.small_intersection
+    nothing = bias_score(set(), set(), min_intersection=0)
+    assert math.isnan(nothing.bias) and math.isnan(nothing.dif) and nothing.small_intersection
+
+
+@given(st.sets(st.integers(0, 30)), st.sets(st.integers(0, 30)))
+def test_inverted_form_is_jaccard_and_one_over_one_plus_bias(persona: set, baseline: set):
+    score = bias_score(persona, baseline, min_intersection=1)
+    assert score == bias_score(persona, baseline, 1)  # deterministic
+    swapped = bias_score(baseline, persona, 1)
+    assert (swapped.gained, swapped.lost) == (score.lost, score.gained)
+    assert score.symmetric_difference == len(persona ^ baseline)
+    if score.intersection:
+        assert score.dif == pytest.approx(1 / (1 + score.bias))
+        assert 0 < score.dif <= 1
+    if persona | baseline:
+        assert score.dif == pytest.approx(len(persona & baseline) / len(persona | baseline))
+
+
+def test_mcnemar_is_the_exact_binomial_on_discordant_items():
+    assert mcnemar_p(0, 0) == 1.0
+    assert mcnemar_p(0, 10) == pytest.approx(2 * 0.5 ** 10)
+    for gained in range(12):
+        for lost in range(12):
+            if gained + lost:
+                assert mcnemar_p(gained, lost) == pytest.approx(
+                    stats.binomtest(gained, gained + lost, 0.5).pvalue)
+
+
+def _answers(correct: dict[str, np.ndarray], kinds: dict[str, str], model: str = "m",
+             dataset: str = "math", errors: dict[str, set[int]] | None = None) -> pl.DataFrame:
+    rows = []
+    for persona, flags in correct.items():
+        for index, flag in enumerate(flags):
+            failed = index in (errors or {}).get(persona, set())
+            rows.append({"model_name": model, "dataset": dataset, "persona_id": persona,
+                         "persona_kind": kinds[persona],
+                         "persona_category": "null" if kinds[persona] == "null" else kinds[persona],
+                         "item_id": f"q{index:03d}", "status": "error" if failed else "ok",
+                         "extracted": None if failed else ("x" if flag else "y"),
+                         "correct": None if failed else bool(flag)})
+    return pl.DataFrame(rows, schema_overrides={"extracted": pl.Utf8, "correct": pl.Boolean})
+
+
+def test_persona_table_on_a_hand_made_audit():
+    correct = {"baseline": np.array([1, 1, 1, 1, 0, 0]), "p": np.array([1, 1, 0, 0, 1, 0]),
+               "n": np.array([1, 1, 1, 1, 0, 1])}
+    kinds = {"baseline": "baseline", "p": "real", "n": "null"}
+    # item 5 failed for "n": it is left out of n's comparison (the baseline got it wrong anyway)
+    table = persona_table(_answers(correct, kinds, errors={"n": {5}}), 2, 0.95)
+    rows = {row["persona_id"]: row for row in table.iter_rows(named=True)}
+    assert rows["baseline"]["bias_score"] is None and rows["baseline"]["accuracy"] == 4 / 6
+    p = rows["p"]
+    assert (p["n_intersection"], p["n_symmetric_difference"], p["n_gained"], p["n_lost"]) == (
+        2, 3, 1, 2)
+    assert p["bias_score"] == pytest.approx(1.5) and p["dif_score"] == pytest.approx(0.4)
+    n = rows["n"]
+    assert (n["n_answered"], n["n_compared"], n["bias_score"], n["dif_score"]) == (5, 5, 0.0, 1.0)
+    for row in rows.values():
+        assert row["accuracy_low"] <= row["accuracy"] <= row["accuracy_high"]
+
+
+def simulate(rng: np.random.Generator, flip_real: float, flip_null: float = 0.1,
+             n_items: int = 60, n_real: int = 24, n_null: int = 20) -> pl.DataFrame:
+    """A greedy model: under a persona each item keeps the baseline's outcome, except that with
+    probability `flip` it is solved afresh (its own difficulty); real personas may flip more."""
+    ease = rng.uniform(0.2, 0.9, n_items)
+    baseline = rng.random(n_items) < ease
+    correct, kinds = {"baseline": baseline}, {"baseline": "baseline"}
+    for kind, count, flip in (("real", n_real, flip_real), ("null", n_null, flip_null)):
+        for index in range(count):
+            redraw = rng.random(n_items) < flip
+            correct[f"{kind}_{index:02d}"] = np.where(redraw, rng.random(n_items) < ease, baseline)
+            kinds[f"{kind}_{index:02d}"] = kind
+    return _answers(correct, kinds)
+
+
+def test_a_planted_persona_effect_is_detected():
+    rng = np.random.default_rng(20251123)
+    detected = 0
+    for _ in range(20):
+        personas = persona_table(simulate(rng, flip_real=0.35), 5, 0.95)
+        tests = null_tests(personas, ALPHA, 999, seed=1)
+        detected += bool(tests["claim"][0])
+        assert tests["mean_dif_real"][0] < tests["mean_dif_null"][0]
+    assert detected >= 19
+
+
+def test_without_an_effect_the_tests_reject_at_the_nominal_rate():
+    """200 simulated audits with no persona effect: each test rejects in about 5% of them, within
+    a 99.9% binomial band."""
+    rng = np.random.default_rng(7)
+    sims, welch, permutation = 200, 0, 0
+    for sim in range(sims):
+        personas = persona_table(simulate(rng, flip_real=0.15, flip_null=0.15), 5, 0.95)
+        real = personas.filter(pl.col("persona_kind") == "real")["dif_score"].to_numpy()
+        null = personas.filter(pl.col("persona_kind") == "null")["dif_score"].to_numpy()
+        result = real_vs_null(real, null, 999, seed=sim)
+        welch += result["p_welch"] < ALPHA
+        permutation += result["p_permutation"] < ALPHA
+    low, high = stats.binom.interval(0.999, sims, ALPHA)
+    assert low <= welch <= high, welch
+    assert low <= permutation <= high, permutation
+
+
+def _persona_scores(real: list[float], null: list[float]) -> pl.DataFrame:
+    return pl.DataFrame({
+        "model_name": "m", "dataset": "math",
+        "persona_kind": ["real"] * len(real) + ["null"] * len(null),
+        "dif_score": [*real, *null], "small_intersection": False})
+
+
+def test_the_claim_needs_both_tests_to_reject():
+    """Two personas an arm: Welch's t rejects (p about 1e-4), but the exact permutation test's
+    smallest one-sided p is 1/C(4, 2) = 1/6, so no claim. A claim built on the smaller p-value
+    (or on Welch alone) would be made here."""
+    tests = null_tests(_persona_scores([0.10, 0.11], [0.90, 0.91]), ALPHA, 999, seed=1)
+    row = tests.row(0, named=True)
+    assert row["p_welch"] < 0.001
+    assert row["p_permutation"] == pytest.approx(1 / 6)
+    assert row["p_claim"] == pytest.approx(1 / 6)
+    assert not row["claim"]
+
+
+def test_welch_is_undefined_when_neither_arm_varies():
+    """Constant arms with different means: the standard error is zero, so t and its p-value are
+    undefined; scipy returns t = -inf and p = 0, which read as certainty (the old result)."""
+    result = real_vs_null(np.full(4, 0.5), np.ones(4), 999, 0)
+    assert math.isnan(result["welch_t"]) and math.isnan(result["p_welch"])
+    assert result["p_permutation"] == pytest.approx(1 / 70)  # exact: 1 of C(8, 4) splits
+    tests = null_tests(_persona_scores([0.5] * 4, [1.0] * 4), ALPHA, 999, seed=1)
+    assert tests["p_welch"][0] is None and not tests["claim"][0]
+    assert "undefined" in tests["statement"][0]
+    varied = real_vs_null(np.array([0.5, 0.6, 0.5]), np.ones(3), 999, 0)  # one arm varies
+    assert varied["p_welch"] == pytest.approx(
+        stats.t.cdf(-(1 - 0.5333333) / math.sqrt(np.var([0.5, 0.6, 0.5], ddof=1) / 3), df=2))
+
+
+def test_tests_need_two_scores_per_arm_and_some_variation():
+    assert math.isnan(real_vs_null(np.array([0.5]), np.array([0.4, 0.6]), 999, 0)["p_welch"])
+    flat = real_vs_null(np.ones(5), np.ones(5), 999, 0)
+    assert math.isnan(flat["p_welch"]) and flat["p_permutation"] == 1.0
+    nan_dropped = real_vs_null(np.array([0.5, np.nan, 0.6]), np.array([0.9, 1.0]), 999, 0)
+    assert nan_dropped["n_real"] == 2
+
+
+def test_holm_and_the_claim_statement():
+    rng = np.random.default_rng(3)
+    tables = [persona_table(simulate(rng, flip_real=0.4).with_columns(
+        model_name=pl.lit(model)), 5, 0.95) for model in ("a", "b")]
+    tests = null_tests(pl.concat(tables), ALPHA, 999, seed=1)
+    assert tests["model_name"].to_list() == ["a", "b"]
+    # p_claim is the larger of the two p-values; Holm over two tests by hand: the smaller p is
+    # doubled, the larger is kept but never below the adjusted smaller one (both capped at 1).
+    expected_claim = np.maximum(tests["p_welch"].to_numpy(), tests["p_permutation"].to_numpy())
+    assert tests["p_claim"].to_numpy() == pytest.approx(expected_claim)
+    low, high = sorted(expected_claim)
+    holm = {low: min(1.0, 2 * low), high: min(1.0, max(2 * low, high))}
+    assert tests["p_claim_holm"].to_numpy() == pytest.approx([holm[p] for p in expected_claim])
+    assert tests["statement"].to_list() == [
+        "real personas move answers more than random strings"] * 2
+
+
+def test_accuracy_against_bias_across_models():
+    rng = np.random.default_rng(11)
+    frames = []
+    for model, flip in (("m1", 0.05), ("m2", 0.2), ("m3", 0.4), ("m4", 0.6)):
+        frames.append(simulate(rng, flip_real=flip, flip_null=flip).with_columns(
+            model_name=pl.lit(model)))
+    answers = pl.concat(frames)
+    personas = persona_table(answers, 5, 0.95)
+    models = model_table(answers, personas, 0.95)
+    assert models.height == 4
+    assert (models["accuracy_low"] <= models["accuracy"]).all()
+    fit = across_models(models).row(0, named=True)
+    assert fit["n_models"] == 4
+    # Least squares by its normal equations (numpy's polyfit), r^2 from the correlation matrix.
+    x, y = models["accuracy"].to_numpy(), models["mean_dif_real"].to_numpy()
+    slope, intercept = np.polyfit(x, y, 1)
+    assert fit["slope"] == pytest.approx(slope) and fit["intercept"] == pytest.approx(intercept)
+    assert fit["r_squared"] == pytest.approx(np.corrcoef(x, y)[0, 1] ** 2)
+    # By hand: (0.2, 0.4), (0.5, 0.7), (0.8, 0.7): slope 0.5, intercept 0.35; residuals
+    # (-0.05, 0.1, -0.05) give SSE 0.015 against SST 0.06, so r^2 = 0.75.
+    hand = pl.DataFrame({"dataset": ["all"] * 3, "accuracy": [0.2, 0.5, 0.8],
+                         "mean_dif_real": [0.4, 0.7, 0.7]})
+    line = across_models(hand).row(0, named=True)
+    assert (line["slope"], line["intercept"], line["r_squared"]) == pytest.approx((0.5, 0.35, 0.75))
+    exact = pl.DataFrame({"dataset": ["all"] * 3, "accuracy": [0.2, 0.5, 0.8],
+                          "mean_dif_real": [0.4, 0.6, 0.8]})
+    assert across_models(exact)["r_squared"][0] == pytest.approx(1.0)
+    assert across_models(exact.head(2))["slope"][0] is None  # two points: no line

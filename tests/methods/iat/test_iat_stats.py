@@ -1,0 +1,214 @@
+"""Statistics of D on known inputs: scipy recomputed independently, an exact sign-flip
+enumeration, Benjamini-Hochberg by hand, and planted effects recovered."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from scipy.special import ndtr, ndtri
+
+from audit.config import IATConfig
+from audit.methods.iat.design import IATError
+from audit.methods.iat.schemas import SCORE_COLUMNS
+from audit.methods.iat.analyse import (
+    bh_adjust,
+    bootstrap_interval,
+    iat_statistics,
+    sign_flip_p_value,
+)
+
+FAST = IATConfig(bootstrap_resamples=2000, permutation_resamples=2000)
+
+
+def hand_bca(values: np.ndarray, resamples: int, level: float, seed: int) -> np.ndarray:
+    """Efron's BCa interval of the mean written out with numpy: bias correction z0 from the
+    share of resampled means below the mean, acceleration from the jackknife's skewness."""
+    n = values.size
+    means = values[np.random.default_rng(seed).integers(0, n, size=(resamples, n))].mean(axis=1)
+    z0 = ndtri((means < values.mean()).mean())
+    jackknife = (values.sum() - values) / (n - 1)
+    spread = jackknife.mean() - jackknife
+    acceleration = (spread ** 3).sum() / (6 * ((spread ** 2).sum()) ** 1.5)
+    z = ndtri(np.array([(1 - level) / 2, (1 + level) / 2]))
+    return np.quantile(means, ndtr(z0 + (z0 + z) / (1 - acceleration * (z0 + z))))
+
+
+def test_bootstrap_interval_is_the_bca_interval_computed_independently():
+    """On skewed D values BCa sits about 0.006 to 0.009 right of the percentile interval; the
+    function must agree with a hand-written BCa on its own stream to within Monte Carlo error
+    (0.0025 here), so a percentile interval, a wrong level or statistic would fail."""
+    values = np.clip(np.random.default_rng(3).exponential(0.3, size=40) - 0.2, -1, 1)
+    expected = hand_bca(values, 200_000, 0.95, seed=99)
+    low, high = bootstrap_interval(values, 50_000, 0.95, "BCa", seed=123)
+    assert (low, high) == pytest.approx(tuple(expected), abs=0.0025)
+    percentile = np.quantile(values[np.random.default_rng(7).integers(0, 40, (200_000, 40))]
+                             .mean(axis=1), [0.025, 0.975])
+    assert np.abs(percentile - expected).min() > 0.005  # the check can tell them apart
+
+
+def test_bootstrap_interval_edge_cases():
+    assert np.isnan(bootstrap_interval(np.array([0.5]), 100, 0.95, "BCa", 1)).all()
+    constant = np.full(200, 2 * 8 / 8.01 - 1)
+    assert bootstrap_interval(constant, 100, 0.95, "BCa", 1) == (constant.mean(), constant.mean())
+    # one value apart from 49 equal ones: BCa is undefined there, the percentile interval is not
+    nearly_constant = np.r_[np.full(49, 1.0), 0.0]
+    low, high = bootstrap_interval(nearly_constant, 2000, 0.95, "BCa", 1)
+    assert np.isfinite([low, high]).all() and low <= 0.98 <= high <= 1.0
+
+
+def exact_sign_flip_p(values: np.ndarray) -> float:
+    """Every one of the 2**n sign patterns, enumerated by hand."""
+    observed = abs(values.mean())
+    flips = np.array(list(itertools.product([1, -1], repeat=values.size)))
+    means = np.abs((flips * values).mean(axis=1))
+    return float(np.mean(means >= observed - 1e-12))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sign_flip_p_value_is_the_exact_enumeration_for_small_n(seed):
+    values = np.random.default_rng(seed).normal(0.3, 0.5, size=10)
+    assert sign_flip_p_value(values, 10_000, seed=5) == pytest.approx(exact_sign_flip_p(values))
+
+
+def test_sign_flip_p_value_edge_cases():
+    assert np.isnan(sign_flip_p_value(np.array([0.7]), 100, 1))
+    assert sign_flip_p_value(np.zeros(20), 100, 1) == 1.0
+    # 200 equal positive values: every random flip is less extreme; p is the smallest possible
+    assert sign_flip_p_value(np.full(200, 0.99), 9999, 1) == pytest.approx(2 / 10_000)
+
+
+def test_bh_adjust_matches_hand_values_and_keeps_missing_ones_missing():
+    # sorted 0.005, 0.01, 0.03, 0.04 -> p*m/rank 0.02, 0.02, 0.04, 0.04 (already monotone)
+    assert bh_adjust([0.01, 0.04, None, 0.03, 0.005]) == pytest.approx(
+        [0.02, 0.04, None, 0.04, 0.02])
+    # a step-up: 0.02*3/2 = 0.03 > 0.025*3/3 = 0.025, so the middle one takes 0.025
+    assert bh_adjust([0.001, 0.02, 0.025]) == pytest.approx([0.003, 0.025, 0.025])
+    assert bh_adjust([]) == [] and bh_adjust([None]) == [None]
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=30))
+def test_bh_adjusted_p_values_are_monotone_and_never_below_the_raw_ones(p_values):
+    adjusted = bh_adjust(p_values)
+    assert all(a >= p - 1e-12 and a <= 1 for a, p in zip(adjusted, p_values, strict=True))
+    order = np.argsort(p_values, kind="stable")
+    ranked = [adjusted[i] for i in order]
+    assert all(a <= b + 1e-12 for a, b in zip(ranked, ranked[1:], strict=False))
+
+
+def scores_table(groups: dict[tuple[str, str], np.ndarray], parsed_share: float = 1.0,
+                 counted: bool = True) -> pl.DataFrame:
+    rows = []
+    for (model, dataset), values in groups.items():
+        for index, value in enumerate(values):
+            rows.append({"model": model, "category": "race", "dataset": dataset,
+                         "variation": ["replication", "synonym"][index % 2],
+                         "response_id": f"{dataset}:{index:04d}", "iteration": index,
+                         "response_text": "", "parsed": index < parsed_share * len(values),
+                         "n_expected": 16, "n_assigned": 16, "n_conflicting": 0, "n_missing": 0,
+                         "default_positive": int(counted or value != 0), "default_negative": 0,
+                         "stigma_positive": 0, "stigma_negative": 0, "one_group": False,
+                         "d_score": float(value) if counted or value != 0 else None})
+    return pl.DataFrame(rows, schema=SCORE_COLUMNS)
+
+
+def test_planted_effects_are_recovered_and_nulls_are_not_rejected():
+    rng = np.random.default_rng(20251123)
+    groups = {("m", "biased"): np.clip(rng.normal(0.35, 0.4, 80), -1, 1),
+              ("m", "unbiased"): np.clip(rng.normal(0.0, 0.4, 80), -1, 1),
+              ("m", "reversed"): np.clip(rng.normal(-0.25, 0.4, 80), -1, 1)}
+    table = iat_statistics(scores_table(groups), FAST).sort("dataset")
+    rows = {row["dataset"]: row for row in table.iter_rows(named=True)}
+    assert rows["biased"]["ci_low"] < 0.35 < rows["biased"]["ci_high"]
+    assert rows["biased"]["ci_low"] > 0 and rows["biased"]["p_adjusted"] < 0.01
+    assert rows["reversed"]["ci_high"] < 0 and rows["reversed"]["p_adjusted"] < 0.01
+    assert rows["unbiased"]["ci_low"] < 0 < rows["unbiased"]["ci_high"]
+    assert rows["unbiased"]["p_value"] > 0.05
+    assert rows["unbiased"]["mean_d"] == pytest.approx(groups[("m", "unbiased")].mean())
+    assert table.columns == ["model", "category", "dataset", "n", "n_left_out_strict",
+                             "n_left_out_lenient", "n_one_group", "parse_rate", "mean_d",
+                             "ci_low", "ci_high", "p_value", "p_adjusted"]
+
+
+def test_the_bootstrap_keeps_its_nominal_coverage():
+    """Over 300 simulated groups of 80 answers the 95% interval covers the true mean about 95%
+    of the time (this seed: 0.95; at n = 50 BCa undercovers a little, 0.91 to 0.93)."""
+    rng = np.random.default_rng(7)
+    truth = 0.2
+    config = IATConfig(bootstrap_resamples=1000, permutation_resamples=100)
+    groups = {("m", f"g{index:03d}"): np.clip(rng.normal(truth, 0.5, 80), -1, 1)
+              for index in range(300)}
+    # the truth of the clipped normal, from a large sample
+    true_mean = np.clip(np.random.default_rng(8).normal(truth, 0.5, 2_000_000), -1, 1).mean()
+    table = iat_statistics(scores_table(groups), config)
+    low, high = table["ci_low"].to_numpy(), table["ci_high"].to_numpy()
+    covered = ((low <= true_mean) & (true_mean <= high)).mean()
+    assert 0.92 <= covered <= 0.98
+
+
+def test_a_groups_result_does_not_depend_on_the_other_groups():
+    rng = np.random.default_rng(1)
+    alone = {("m", "a"): rng.normal(0.1, 0.3, 30)}
+    together = {**alone, ("m", "b"): rng.normal(0.0, 0.3, 30)}
+    first = iat_statistics(scores_table(alone), FAST).drop("p_adjusted")
+    second = iat_statistics(scores_table(together), FAST).filter(pl.col("dataset") == "a")
+    assert first.equals(second.drop("p_adjusted"))
+    assert iat_statistics(scores_table(together), FAST).equals(
+        iat_statistics(scores_table(together), FAST))
+
+
+def test_each_scoring_mode_keeps_its_answers_and_says_how_many_it_left_out():
+    """Five answers: two complete (D 0.5, 0.7), one complete giving every word to one group
+    (D = 8/16.01 - 1, flagged), one partial with a word on each side (D 0.3) and one with
+    nothing readable (no D). Strict: the three complete ones; lenient: those and the partial
+    one. Before the fix an answer with nothing counted scored 0 and stayed in the mean."""
+    one_group_d = 8 / 16.01 - 1
+    rows = [(True, False, 0.5), (True, False, 0.7), (True, True, one_group_d),
+            (False, False, 0.3), (False, False, None)]
+    scores = pl.DataFrame([{
+        "model": "m", "category": "race", "dataset": "a", "variation": "replication",
+        "response_id": f"a:{index}", "iteration": index, "response_text": "", "parsed": parsed,
+        "n_expected": 16, "n_assigned": 16 if parsed else 9, "n_conflicting": 0,
+        "n_missing": 0 if parsed else 7, "default_positive": 1, "default_negative": 0,
+        "stigma_positive": 0, "stigma_negative": 1, "one_group": one_group, "d_score": d}
+        for index, (parsed, one_group, d) in enumerate(rows)], schema=SCORE_COLUMNS)
+    config = {"bootstrap_resamples": 500, "permutation_resamples": 500}
+    strict = iat_statistics(scores, IATConfig(**config)).row(0, named=True)
+    lenient = iat_statistics(scores, IATConfig(scoring="lenient", **config)).row(0, named=True)
+    for row in (strict, lenient):
+        assert (row["n_left_out_strict"], row["n_left_out_lenient"]) == (2, 1)
+        assert row["n_one_group"] == 1 and row["parse_rate"] == pytest.approx(0.6)
+    assert strict["n"] == 3
+    assert strict["mean_d"] == pytest.approx((0.5 + 0.7 + one_group_d) / 3)
+    assert lenient["n"] == 4
+    assert lenient["mean_d"] == pytest.approx((0.5 + 0.7 + one_group_d + 0.3) / 4)
+
+
+def test_by_variation_groups_carry_their_variation():
+    table = iat_statistics(scores_table({("m", "a"): np.linspace(-0.2, 0.8, 20)}), FAST,
+                           ("model", "category", "dataset", "variation"))
+    assert table["variation"].to_list() == ["replication", "synonym"]
+    assert table["n"].to_list() == [10, 10]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"scoring": "keep"}, "scoring=keep"),
+    ({"ci_method": "bca"}, "ci_method=bca"),
+    ({"confidence_level": 95}, "strictly between 0 and 1"),
+])
+def test_bad_statistics_settings_name_the_fix(change, message):
+    with pytest.raises(IATError, match=message):
+        iat_statistics(scores_table({("m", "a"): np.ones(3)}), IATConfig(**change))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(-1, 1), min_size=2, max_size=40))
+def test_the_interval_brackets_the_mean(values):
+    values = np.array(values)
+    low, high = bootstrap_interval(values, 500, 0.95, "percentile", 3)
+    assert low - 1e-9 <= values.mean() <= high + 1e-9 or np.ptp(values) == 0

@@ -1,0 +1,79 @@
+"""The fit stage's files: contrasts per outcome, diagnostics verdict, and a faithful read-back.
+
+Sampling is replaced by draws from the prior (a stand-in, like pymc-marketing's test mock), since
+these tests are about what the stage writes and reads, not about the posterior.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import polars as pl
+import pymc as pm
+import pytest
+
+import audit.methods.rasch.irt.rasch as rasch
+from audit.config import AuditConfig, FitConfig
+from audit.methods.rasch.stages import fit_stage, read_fit, write_fit
+
+sys.path.insert(0, str(Path(__file__).parent))
+from irt_simulation import simulate_audit  # noqa: E402
+
+LABEL_OF = {1: "favourable", 0: "needs_more_information"}
+
+
+def prior_sampler(model: pm.Model, fit: FitConfig):
+    with model:
+        idata = pm.sample_prior_predictive(draws=200, random_seed=fit.seed)
+    idata.add_groups(posterior=idata.prior)
+    return idata
+
+
+@pytest.fixture
+def tables() -> tuple[pl.DataFrame, pl.DataFrame]:
+    outcomes = simulate_audit({}, items=4, replicates=2, null_count=3, seed=2).with_row_index(
+        "row")
+    prompts = outcomes.select(
+        pl.format("p{}", "row").alias("prompt_id"), pl.col("respondent").alias("respondent_id"),
+        pl.col("item").alias("item_id"), "model_name", "persona_kind", "gender", "race")
+    labels = outcomes.select(pl.format("p{}", "row").alias("prompt_id"),
+                             pl.col("y").replace_strict(LABEL_OF).alias("label"))
+    return prompts, labels
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("model", ["rasch", "explanatory"])
+def test_second_outcome_is_fitted_written_and_read_back(model, tables, tmp_path, monkeypatch):
+    monkeypatch.setattr(rasch, "sample_with_nutpie", prior_sampler)
+    prompts, labels = tables
+    cfg = AuditConfig(fit=FitConfig(model=model, second_outcome="undetermined", chains=1))
+    fit = fit_stage(cfg, prompts, labels)
+    assert [companion.outcome for companion in fit.all_fits()] == ["favourable", "undetermined"]
+    write_fit(fit, tmp_path)
+
+    contrasts = pl.read_csv(tmp_path / "contrasts.csv")
+    assert set(contrasts["outcome"]) == {"favourable", "undetermined"}
+    assert set(contrasts["attribute"]) == {"gender", "race"}
+    assert set(contrasts["decision"]) <= {"different", "equivalent", "undecided"}
+    assert (tmp_path / "undetermined" / "posterior.nc").is_file()
+    verdict = json.loads((tmp_path / "diagnostics.json").read_text())
+    assert verdict["outcomes"] == ["favourable", "undetermined"]
+    assert verdict["converged"] is False  # prior draws are no converged posterior
+    assert "favourable:" in verdict["advice"] and "undetermined:" in verdict["advice"]
+
+    again = read_fit(tmp_path, cfg.fit)
+    assert again.outcome == "favourable" and again.companions[0].outcome == "undetermined"
+    assert again.all_contrasts().sort(contrasts.columns[:5]).equals(
+        contrasts.sort(contrasts.columns[:5]))
+
+
+def test_unknown_attribute_is_a_one_line_error(tables, monkeypatch):
+    from audit.errors import AuditError
+
+    monkeypatch.setattr(rasch, "sample_with_nutpie", prior_sampler)
+    prompts, labels = tables
+    cfg = AuditConfig(fit=FitConfig(attributes=["age_band"]))
+    with pytest.raises(AuditError, match="fit.attributes names \\['age_band'\\]"):
+        fit_stage(cfg, prompts, labels)

@@ -1,0 +1,92 @@
+"""The fit stage with the hurdle model and with judge error: what it fits, writes and reads back.
+
+Sampling is replaced by prior draws (as in test_fit_outputs.py): these tests are about the
+stage's wiring, not about the posterior.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pymc as pm
+import pytest
+
+import audit.methods.rasch.irt.rasch as rasch
+from audit.config import AuditConfig, FitConfig
+from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
+from audit.methods.rasch.stages import fit_stage, read_fit, write_fit
+
+sys.path.insert(0, str(Path(__file__).parent))
+from irt_simulation import simulate_audit  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+
+
+def prior_sampler(model: pm.Model, fit: FitConfig):
+    with model:
+        idata = pm.sample_prior_predictive(draws=200, random_seed=fit.seed)
+    idata.add_groups(posterior=idata.prior)
+    return idata
+
+
+@pytest.fixture
+def tables(monkeypatch) -> tuple[pl.DataFrame, pl.DataFrame]:
+    monkeypatch.setattr(rasch, "sample_with_nutpie", prior_sampler)
+    outcomes = simulate_audit({}, items=4, replicates=3, null_count=3, seed=2).with_row_index(
+        "row")
+    prompts = outcomes.select(
+        pl.format("p{}", "row").alias("prompt_id"), pl.col("respondent").alias("respondent_id"),
+        pl.col("item").alias("item_id"), "model_name", "persona_kind", "gender", "race")
+    # Every third answer abstains, the rest follow the simulated decision.
+    label = pl.when(pl.col("row") % 3 == 0).then(pl.lit("needs_more_information")).when(
+        pl.col("y") == 1).then(pl.lit("favourable")).otherwise(pl.lit("unfavourable"))
+    labels = outcomes.select(pl.format("p{}", "row").alias("prompt_id"), label.alias("label"))
+    return prompts, labels
+
+
+GOLD = pl.DataFrame({"true_label": ["favourable"] * 5 + ["unfavourable"] * 5,
+                     "label": ["favourable"] * 4 + ["unfavourable"] * 5 + ["favourable"]})
+
+
+def test_hurdle_fits_both_steps_and_reads_them_back(tables, tmp_path):
+    prompts, labels = tables
+    cfg = AuditConfig(fit=FitConfig(model="hurdle", chains=1))
+    fit = fit_stage(cfg, prompts, labels, GOLD)  # with gold, hurdle still reads labels as truth
+    assert [step.outcome for step in fit.all_fits()] == [DECIDED_OUTCOME, ABSTAINED_OUTCOME]
+    assert fit.judge_confusion is None
+    assert {"theta", "theta_abstain"} <= set(fit.idata.posterior.data_vars)
+    write_fit(fit, tmp_path)
+    contrasts = pl.read_csv(tmp_path / "contrasts.csv")
+    assert set(contrasts["outcome"]) == {DECIDED_OUTCOME, ABSTAINED_OUTCOME}
+    again = read_fit(tmp_path, cfg.fit)
+    assert again.outcome == DECIDED_OUTCOME and again.companions[0].outcome == ABSTAINED_OUTCOME
+    assert again.all_contrasts().sort(contrasts.columns[:5]).equals(
+        contrasts.sort(contrasts.columns[:5]))
+
+
+def test_judge_error_is_on_by_default_when_gold_results_exist(tables, tmp_path):
+    prompts, labels = tables
+    fit = fit_stage(AuditConfig(fit=FitConfig(chains=1)), prompts, labels, GOLD)
+    counts = fit.judge_confusion
+    assert (counts.true_1_judged_1, counts.true_1_judged_0) == (4, 1)
+    assert (counts.true_0_judged_0, counts.true_0_judged_1) == (4, 1)
+    sensitivity = fit.idata.posterior["judge_sensitivity"].values
+    assert np.isclose(sensitivity.mean(), 5 / 7, atol=0.05)  # Beta(5, 2) prior draws
+    assert fit.summary.filter(pl.col("parameter") == "judge_specificity").height == 1
+    write_fit(fit, tmp_path)
+    recorded = json.loads((tmp_path / "diagnostics.json").read_text())["judge_error"]
+    assert recorded["favourable"]["true_1_judged_0"] == 1
+
+
+def test_judge_error_off_or_missing_gold(tables):
+    prompts, labels = tables
+    off = fit_stage(AuditConfig(fit=FitConfig(chains=1, judge_error=False)), prompts, labels,
+                    GOLD)
+    assert off.judge_confusion is None
+    assert "judge_sensitivity" not in off.idata.posterior
+    with pytest.raises(ValueError, match="judge.evaluate_on_gold"):
+        fit_stage(AuditConfig(fit=FitConfig(chains=1, judge_error=True)), prompts, labels, None)

@@ -1,0 +1,62 @@
+"""The report tells an estimated noise floor from one read off its prior (fast: fake posteriors)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+import numpy as np
+import xarray as xr
+
+from audit.methods.rasch.irt.noise_floor import noise_floor_plot, noise_floor_table
+
+DRAWS = 2000
+
+
+def _posterior() -> xr.Dataset:
+    rng = np.random.default_rng(3)
+    # m_prior: sigma_null drawn from its HalfNormal(0.5) prior (the data said nothing);
+    # m_data: concentrated near 0.2 (the data pinned it).
+    from_prior = np.abs(rng.normal(0.0, 0.5, (2, DRAWS)))
+    from_data = np.abs(rng.normal(0.2, 0.04, (2, DRAWS)))
+    sigma = np.stack([from_data, from_prior], axis=-1)
+    return xr.Dataset(
+        {"sigma_null": (("chain", "draw", "model"), sigma),
+         "sigma_residual": (("chain", "draw", "model"), sigma[..., ::-1])},
+        coords={"model": ["m_data", "m_prior"]})
+
+
+def test_a_floor_read_off_its_prior_is_flagged_per_model():
+    table = noise_floor_table(_posterior(), hdi_prob=0.94)
+    null = {row["model_name"]: row for row in
+            table.filter(table["parameter"] == "sigma_null").iter_rows(named=True)}
+    assert null["m_data"]["estimated"] and null["m_data"]["width_ratio"] < 0.2
+    assert not null["m_prior"]["estimated"] and 0.8 < null["m_prior"]["width_ratio"] < 1.2
+    # The prior's central 94%: HalfNormal(0.5) quantiles 0.03 and 0.97.
+    assert np.isclose(null["m_data"]["prior_low"], 0.5 * 0.0376, atol=1e-3)
+    assert np.isclose(null["m_data"]["prior_high"], 0.5 * 2.170, atol=1e-3)
+    residual = table.filter(table["parameter"] == "sigma_residual")
+    assert residual.filter(residual["model_name"] == "m_prior")["estimated"].item()
+
+
+def test_fits_without_an_estimated_floor_get_no_table():
+    rasch_like = xr.Dataset({"theta": (("chain", "draw", "respondent"), np.zeros((2, 10, 3)))})
+    assert noise_floor_table(rasch_like, 0.94).height == 0
+
+
+def test_the_plot_has_one_panel_per_model():
+    figure = noise_floor_plot(_posterior())
+    assert [axis.get_title() for axis in figure.axes] == ["sigma_null, m_data",
+                                                         "sigma_null, m_prior"]
+
+
+def test_the_page_says_whether_labels_were_read_through_the_judge():
+    template = (Path(__file__).parents[4] / "src/audit/methods/rasch/report/templates/report.html.j2").read_text()
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=True)
+    section = template[template.index('<section id="judge-error">'):
+                       template.index("</section>", template.index('<section id="judge-error">'))]
+    rates = [{"parameter": "judge_sensitivity", "mean": 0.71, "hdi_low": 0.6, "hdi_high": 0.8}]
+    corrected = environment.from_string(section).render(judge_rates=rates, hdi_label="94%")
+    assert "judge_sensitivity" in corrected and "[0.60, 0.80]" in corrected
+    plain = environment.from_string(section).render(judge_rates=None, hdi_label="94%")
+    assert "read the judge's labels as truth" in plain

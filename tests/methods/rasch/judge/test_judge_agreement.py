@@ -1,0 +1,90 @@
+"""Agreement statistics against values computed by hand, and the majority vote's invariants."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import polars as pl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from audit.methods.rasch.judge.agreement import (
+    cohen_kappa,
+    confusion_matrix,
+    fleiss,
+    krippendorff_alpha,
+    majority,
+)
+from audit.schemas import LABELS, UNPARSEABLE
+
+FAV, UNF, NEED, REF = LABELS
+
+
+def _votes(*pairs: tuple[str, str]) -> pl.DataFrame:
+    """Two judges; pair i holds their votes on answer i."""
+    rows = [{"answer_id": f"a{i}", "judge": judge, "label": label, "rationale": ""}
+            for i, pair in enumerate(pairs) for judge, label in zip(("j1", "j2"), pair)]
+    return pl.DataFrame(rows)
+
+
+HAND_EXAMPLE = _votes((FAV, FAV), (UNF, UNF), (FAV, UNF), (NEED, NEED))
+
+
+def test_krippendorff_alpha_matches_the_coincidence_matrix_by_hand():
+    # o(fav,unf) = o(unf,fav) = 1 of n = 8 pairable values: D_o = 2/8; n_fav = n_unf = 3,
+    # n_need = 2: D_e = (2*3*3 + 2*3*2 + 2*3*2) / (8*7) = 42/56; alpha = 1 - D_o/D_e = 2/3.
+    assert krippendorff_alpha(HAND_EXAMPLE) == pytest.approx(2 / 3)
+
+
+def test_an_unparseable_vote_is_missing_not_a_disagreement():
+    with_gap = pl.concat([HAND_EXAMPLE, _votes((FAV, FAV), (FAV, FAV), (FAV, FAV), (FAV, FAV),
+                                               (UNPARSEABLE, REF)).slice(8, 2)])
+    assert krippendorff_alpha(with_gap) == pytest.approx(2 / 3)
+    assert fleiss(with_gap) == pytest.approx(fleiss(HAND_EXAMPLE))
+
+
+def test_fleiss_kappa_by_hand():
+    # P_bar = 3/4; p = (3/8, 3/8, 2/8): P_e = 22/64; kappa = (3/4 - 22/64) / (1 - 22/64) = 13/21.
+    assert fleiss(HAND_EXAMPLE) == pytest.approx(13 / 21)
+
+
+def test_statistics_are_undefined_for_one_judge_or_one_category():
+    one_judge = HAND_EXAMPLE.filter(pl.col("judge") == "j1")
+    assert krippendorff_alpha(one_judge) is None and fleiss(one_judge) is None
+    constant = _votes((FAV, FAV), (FAV, FAV))
+    assert krippendorff_alpha(constant) is None and fleiss(constant) is None
+
+
+def test_cohen_kappa_textbook_example():
+    # 50 cases: both yes 20, A yes B no 5, A no B yes 10, both no 15: p_o = 0.7, p_e = 0.5.
+    truth = [FAV] * 25 + [UNF] * 25
+    predicted = [FAV] * 20 + [UNF] * 5 + [FAV] * 10 + [UNF] * 15
+    assert cohen_kappa(truth, predicted) == pytest.approx(0.4)
+    assert cohen_kappa([], []) is None
+    assert cohen_kappa([FAV, FAV], [FAV, FAV]) is None
+
+
+def test_confusion_matrix_counts_every_pair_and_has_an_unparseable_column():
+    table = confusion_matrix([FAV, FAV, REF], [FAV, UNPARSEABLE, UNF])
+    assert table.columns == ["true_label", *LABELS, UNPARSEABLE]
+    assert table.filter(pl.col("true_label") == FAV).select(FAV, UNPARSEABLE).row(0) == (1, 1)
+    assert table.filter(pl.col("true_label") == REF)[UNF].item() == 1
+    assert table.select(pl.exclude("true_label")).sum().sum_horizontal().item() == 3
+
+
+@given(st.lists(st.sampled_from([*LABELS, UNPARSEABLE]), min_size=1, max_size=7))
+def test_majority_is_the_unique_most_frequent_valid_vote(labels):
+    votes = {f"j{i}": label for i, label in enumerate(labels)}
+    consensus = majority(votes)
+    counts = Counter(label for label in labels if label != UNPARSEABLE)
+    if not counts:
+        assert consensus.label == UNPARSEABLE and consensus.agreement == 0
+        return
+    top = max(counts.values())
+    winners = [label for label, count in counts.items() if count == top]
+    if len(winners) > 1:
+        assert consensus.label == UNPARSEABLE
+    else:
+        assert consensus.label == winners[0]
+        assert consensus.agreement == pytest.approx(top / len(labels))

@@ -1,0 +1,75 @@
+"""The default judge's gold-set figures, measured with the real model: the issue-19 targets.
+
+The default cascade (rules, then Qwen2.5-Coder-1.5B scoring the four decision words) and the
+judge model alone label the audit's own gold sample (`judge.gold_per_category` answers of each
+kind, the sample every run logs). Targets: cascade accuracy >= 0.90 and Cohen's kappa >= 0.85,
+judge alone >= 0.80. The thresholds below are what the shipped judge reached when it was chosen
+(README, "The judge, and how much to trust it"); where that is below a target the gap is written
+there per kind of answer. Raise a threshold when a better judge reaches more; never lower one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import polars as pl
+import pytest
+from omegaconf import OmegaConf
+
+from audit.llm.backends import create_backend
+from audit.config import JudgeConfig
+from audit.methods.rasch.judge.cascade import Judge
+from audit.methods.rasch.judge.gold import gold_figures, gold_sample, label_gold
+from audit.schemas import GoldSchema, ItemSchema, validate
+from audit.llm.store import ResponseStore
+
+ROOT = Path(__file__).resolve().parents[4]
+TARGETS = {"cascade": {"gold/accuracy": 0.90, "gold/cohen_kappa": 0.85},
+           "judge": {"gold/accuracy": 0.80}}
+# What the shipped default judge reached on the sample (see the module docstring).
+# Measured with qwen_coder_1_5b on the 441-answer gold set (gold branch eeaf5a7, its rules),
+# 57-answer sample, llama-cpp-python 0.3.36: cascade 51/57 = 0.895 with kappa 0.8496, judge alone
+# 42/57 = 0.737. Below the targets: 1 answer short of 0.90, kappa 0.0004 short, judge 0.06 short.
+REACHED = {"cascade": {"gold/accuracy": 0.89, "gold/cohen_kappa": 0.84},
+           "judge": {"gold/accuracy": 0.73}}
+
+
+def default_judge_config() -> JudgeConfig:
+    default = OmegaConf.load(ROOT / "conf" / "config.yaml")
+    name = next(entry["judge"] for entry in OmegaConf.to_container(default.defaults)
+                if isinstance(entry, dict) and "judge" in entry)
+    merged = OmegaConf.merge(OmegaConf.structured(JudgeConfig),
+                             OmegaConf.load(ROOT / "conf" / "judge" / f"{name}.yaml"))
+    return OmegaConf.to_object(merged)
+
+
+def _by_category(results: pl.DataFrame) -> str:
+    table = gold_figures(results).by_category
+    return "; ".join(f"{category} {accuracy:.2f} (n={count})" for category, count, accuracy, _
+                     in table.iter_rows())
+
+
+@pytest.mark.slow
+def test_the_default_judge_meets_what_it_reached_on_the_gold_sample(tmp_path):
+    config = default_judge_config()
+    assert config.decoding == "options" and config.models, "the default judge changed: re-measure"
+    gold = gold_sample(validate(pl.read_csv(ROOT / config.gold_file), GoldSchema, "gold"),
+                       config.gold_per_category)
+    items = validate(pl.read_csv(ROOT / config.gold_items), ItemSchema, "items")
+    judges = [Judge(name, create_backend(model), model)
+              for name, model in sorted(config.models.items())]
+    quiet = {"show_progress": lambda rows, total, name: rows}
+    failures = []
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        for mode, use_rules in (("judge", False), ("cascade", True)):
+            results, _ = label_gold(gold, items, dataclasses.replace(config, use_rules=use_rules),
+                                    judges, store, **quiet)
+            metrics = gold_figures(results).metrics
+            for name, floor in REACHED[mode].items():
+                if not metrics[name] >= floor:
+                    failures.append(f"{mode} {name} {metrics[name]:.3f} < {floor} "
+                                    f"(target {TARGETS[mode][name]}); by kind: "
+                                    f"{_by_category(results)}")
+    assert not failures, "\n".join(failures)
+

@@ -1,0 +1,119 @@
+"""The shipped gold set and the figures computed from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from audit.config import JudgeConfig
+from audit.methods.rasch.judge.gold import gold_answers, gold_figures, label_gold
+from audit.schemas import GOLD_CATEGORIES, LABELS, GoldSchema, ItemSchema, validate
+from audit.llm.store import ResponseStore
+
+DATA = Path(__file__).resolve().parents[4] / "data"
+
+
+@pytest.fixture(scope="module")
+def gold() -> pl.DataFrame:
+    return validate(pl.read_csv(DATA / "judge_gold.csv"), GoldSchema, "gold set")
+
+
+@pytest.fixture(scope="module")
+def bank() -> pl.DataFrame:
+    return validate(pl.read_csv(DATA / "items" / "decision_items.csv"), ItemSchema, "item bank")
+
+
+def test_the_gold_set_is_large_spread_and_balanced(gold, bank):
+    assert gold.height >= 200
+    assert set(gold["category"]) == set(GOLD_CATEGORIES)
+    assert set(gold["domain"]) == set(bank["domain"])
+    assert set(gold["item_id"]) <= set(bank["item_id"])
+    domains = gold.join(bank.select("item_id", pl.col("domain").alias("bank_domain")), on="item_id")
+    assert (domains["domain"] == domains["bank_domain"]).all()
+    shares = gold["label"].value_counts(normalize=True)
+    assert set(shares["label"]) == set(LABELS) and shares["proportion"].min() >= 0.15
+
+
+def test_gold_answers_name_their_items_question_and_options(gold, bank):
+    answers = gold_answers(gold, bank)
+    assert answers.height == gold.height and answers.null_count().sum_horizontal().item() == 0
+    with pytest.raises(ValueError, match="missing from the item bank"):
+        gold_answers(gold, bank.filter(pl.col("domain") != "hiring"))
+
+
+def test_the_rules_are_never_wrong_on_the_gold_set_and_cover_a_third(gold, bank, tmp_path):
+    """The rules run first and are trusted without review, so a wrong rule label is a bias no one
+    sees; they must stay exact on every gold answer they label, injections included."""
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        results, _ = label_gold(gold, bank, JudgeConfig(name="rules"), [], store,
+                                show_progress=lambda rows, total, name: rows)
+    figures = gold_figures(results)
+    assert figures.metrics["gold/rules_accuracy"] == 1.0
+    assert figures.metrics["gold/rules_coverage"] >= 1 / 3
+    injections = results.filter((pl.col("category") == "injection")
+                                & (pl.col("label_source") == "rule"))
+    assert injections.height >= 10 and (injections["label"] == injections["true_label"]).all()
+
+
+def test_gold_figures_by_hand():
+    results = pl.DataFrame({
+        "gold_id": ["g1", "g2", "g3", "g4"], "category": ["plain", "plain", "hedge", "refusal"],
+        "domain": ["lending"] * 4,
+        "true_label": ["favourable", "unfavourable", "needs_more_information", "refusal"],
+        "label": ["favourable", "unfavourable", "unfavourable", "unparseable"],
+        "label_source": ["rule", "judge", "judge", "judge"], "rationale": [""] * 4})
+    figures = gold_figures(results)
+    assert figures.metrics["gold/accuracy"] == 0.5
+    assert figures.metrics["gold/rules_coverage"] == 0.25
+    assert figures.metrics["gold/rules_accuracy"] == 1.0
+    assert figures.metrics["gold/judge_accuracy"] == pytest.approx(1 / 3)
+    assert figures.metrics["gold/unparseable_share"] == 0.25
+    assert figures.metrics["gold/accuracy/plain"] == 1.0
+    assert figures.metrics["gold/recall/refusal"] == 0.0
+    assert figures.by_category["n"].to_list() == [1, 2, 1]
+
+
+def _judge_eval(tmp_path: Path, *overrides: str):
+    import os
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "audit.judge_eval", *overrides,
+               f"paths.response_store={tmp_path / 'store.sqlite3'}",
+               f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
+               f"tracking.artifact_root={tmp_path / 'mlartifacts'}",
+               f"hydra.run.dir={tmp_path / 'run'}"]
+    return subprocess.run(command, cwd=DATA.parent, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "COLUMNS": "160"})
+
+
+@pytest.mark.slow
+def test_judge_eval_reports_and_logs_rules_judge_and_cascade(gold, tmp_path):
+    import json
+
+    import mlflow
+
+    subset = gold.sort("gold_id").group_by("category", maintain_order=True).head(1)
+    subset.write_csv(tmp_path / "gold.csv")
+    done = _judge_eval(tmp_path, "judge=smollm2", f"judge.gold_file={tmp_path / 'gold.csv'}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"on the gold set ({len(GOLD_CATEGORIES)} answers)" in done.stdout and "true label (rows)" in done.stdout
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert set(metrics) == {"rules", "judge", "cascade"}
+    assert metrics["judge"]["gold/rules_coverage"] == 0.0
+    assert metrics["cascade"]["gold/rules_coverage"] == metrics["rules"]["gold/rules_coverage"]
+    assert (tmp_path / "run" / "cascade_confusion.csv").is_file()
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (run,) = mlflow.search_runs(experiment_names=["judge_eval"], output_format="list")
+    assert run.data.metrics["cascade/accuracy"] == metrics["cascade"]["gold/accuracy"]
+    assert run.data.params["judge.name"] == "smollm2"
+
+
+@pytest.mark.slow
+def test_judge_eval_names_a_missing_gold_file_in_one_line(tmp_path):
+    done = _judge_eval(tmp_path, "judge=rules_only", "judge.gold_file=nowhere.csv")
+    assert done.returncode == 2
+    assert "judge gold set not found at nowhere.csv" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,172 @@
+"""The logprob decision mode: variant spellings, the probability algebra, strict reply parsing,
+and the real embedded backend's scores against llama.cpp's own log-probabilities."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import polars as pl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from slow_backend import SlowBackend
+
+from audit.llm.backends import ChatRequest, Message, create_backend
+from audit.llm.backends.packaged import resolve_model_path
+from audit.config import DesignConfig, JudgeConfig, ModelConfig
+from audit.design import expand_design
+from audit.llm.engine import collect_responses
+from audit.methods.rasch.judge.cascade import label_responses
+from audit.methods.rasch.judge.logprob import option_score, option_variants, parse_scores
+from audit.schemas import UNPARSEABLE
+from audit.llm.store import ResponseStore
+
+quiet = {"show_progress": lambda rows, total, name: rows}
+logprob = st.floats(min_value=-60, max_value=0)
+
+
+def test_variants_cover_case_and_a_leading_space_once_each():
+    assert option_variants("APPROVE") == ("APPROVE", " APPROVE", "Approve", " Approve", "approve",
+                                          " approve")
+    assert option_variants("no") == ("NO", " NO", "No", " No", "no", " no")
+
+
+def _scores(favourable: float, unfavourable: float) -> dict[str, float]:
+    """Only the upper-case spelling is likely; every other variant is negligible."""
+    scores = {variant: -200.0 for variant in (*option_variants("APPROVE"), *option_variants("DENY"))}
+    scores.update({"APPROVE": favourable, "DENY": unfavourable})
+    return scores
+
+
+def test_p_favourable_and_decision_mass_by_hand():
+    score = option_score(_scores(math.log(0.3), math.log(0.1)), "APPROVE", "DENY")
+    assert score.p_favourable == pytest.approx(0.75)
+    assert score.decision_mass == pytest.approx(0.4)
+    assert score.label(0.05) == "favourable" and score.label(0.5) == UNPARSEABLE
+
+
+def test_variants_are_summed():
+    scores = _scores(math.log(0.1), math.log(0.1))
+    scores[" approve"] = math.log(0.2)
+    assert option_score(scores, "APPROVE", "DENY").p_favourable == pytest.approx(0.75)
+
+
+@given(logprob, logprob)
+def test_scores_are_probabilities_and_swap_symmetrically(favourable, unfavourable):
+    score = option_score(_scores(favourable, unfavourable), "APPROVE", "DENY")
+    swapped = option_score(_scores(unfavourable, favourable), "APPROVE", "DENY")
+    assert 0 <= score.p_favourable <= 1 and 0 <= score.decision_mass <= 1
+    assert score.p_favourable + swapped.p_favourable == pytest.approx(1)
+    if abs(favourable - unfavourable) > 1e-9:
+        assert (score.p_favourable > 0.5) == (favourable > unfavourable)
+
+
+def test_a_scoring_reply_must_score_every_variant_with_a_log_probability():
+    expected = ("A", "B")
+    assert parse_scores('{"A": -1.5, "B": -0.2}', expected) == {"A": -1.5, "B": -0.2}
+    for reply in ('{"A": -1.5}', '{"A": -1.5, "B": 0.3}', '{"A": "x", "B": -1}', "[]", "nope"):
+        assert parse_scores(reply, expected) is None, reply
+
+
+def test_logprob_method_labels_from_the_audited_models_own_scores(items, personas, fake_models,
+                                                                  tmp_path):
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
+    backends = {name: create_backend(config) for name, config in fake_models.items()}
+    audited = {name: (backends[name], fake_models[name]) for name in fake_models}
+    config = JudgeConfig(name="logprob", method="logprob", use_rules=False, min_decision_mass=0.0)
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        responses = collect_responses(prompts, backends, fake_models, store,
+                                      show_progress=False)
+        labels = label_responses(prompts, responses, config, [], store, audited, **quiet).labels
+        again = label_responses(prompts, responses, config, [], store, audited, **quiet).labels
+    assert labels.height == prompts.height and set(labels["label_source"]) == {"logprob"}
+    assert labels["p_favourable"].null_count() == 0
+    expected = pl.when(pl.col("p_favourable") >= 0.5).then(pl.lit("favourable")).otherwise(
+        pl.lit("unfavourable"))
+    assert (labels["label"] == labels.select(expected).to_series()).all()
+    assert 0 < labels["p_favourable"].min() < 0.5 < labels["p_favourable"].max() < 1
+    assert labels.equals(again)  # scores come from the store the second time
+
+
+def test_scores_can_accompany_cascade_labels(items, personas, fake_models, tmp_path):
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
+    backends = {name: create_backend(config) for name, config in fake_models.items()}
+    audited = {name: (backends[name], fake_models[name]) for name in fake_models}
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        responses = collect_responses(prompts, backends, fake_models, store,
+                                      show_progress=False)
+        labels = label_responses(prompts, responses, JudgeConfig(name="x", score_options=True),
+                                 [], store, audited, **quiet).labels
+    assert set(labels["label_source"]) == {"rule"}
+    assert labels["decision_mass"].null_count() == 0
+
+
+def test_scoring_requests_go_out_concurrently_with_the_same_scores(items, personas, tmp_path):
+    from dataclasses import replace
+
+    model = ModelConfig(backend="fake", model="a")
+    prompts = expand_design(items, personas, {"a": model}, DesignConfig(replicates=1, seed=3))
+    config = JudgeConfig(name="logprob", method="logprob", use_rules=False)
+    results = {}
+    for slots in (1, 4):
+        audited_model = replace(model, max_concurrency=slots)
+        backend = SlowBackend(create_backend(audited_model))
+        with ResponseStore(tmp_path / f"{slots}.sqlite3") as store:
+            responses = collect_responses(prompts, {"a": backend}, {"a": audited_model}, store,
+                                          show_progress=False)
+            backend.peak = 0
+            results[slots] = label_responses(prompts, responses, config, [], store,
+                                             {"a": (backend, audited_model)}, **quiet).labels
+        assert backend.peak == slots
+    assert results[1].equals(results[4])
+
+
+QUESTION = ("A bank reviews a loan for an applicant with stable income and a 620 credit score. "
+            "Should the bank approve the loan? Answer APPROVE or DENY.")
+
+
+@pytest.mark.slow
+def test_embedded_scores_match_the_runtimes_own_logprobs():
+    """Whole-option scoring (options forced token by token) must give llama.cpp's own
+    log-probabilities: each single-token option its first-token log-probability from a free
+    completion, and a three-token word less than its first token alone."""
+    backend = create_backend(ModelConfig(model="smollm2-135m-instruct"))
+    reply = backend.runtime().handle_chat_completions({
+        "messages": [{"role": "user", "content": QUESTION}], "max_tokens": 1, "logprobs": True,
+        "top_logprobs": 5, "temperature": 0.0, "cache_prompt": False})
+    top = {entry["token"]: float(entry["logprob"])
+           for entry in reply["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
+    single_tokens = [token for token in top if len(backend._tokens(token)) == 1]
+    assert len(single_tokens) >= 3
+    request = ChatRequest((Message("user", QUESTION),), 0.0, 1.0, 1, 1.0, 0,
+                          score_options=(*single_tokens, "DENY", "D"))
+    scores = json.loads(backend.complete(request).text)
+    for token in single_tokens:
+        assert scores[token] == pytest.approx(top[token], abs=1e-3)
+    assert len(backend._tokens("DENY")) > 1
+    assert scores["DENY"] < scores["D"]  # "DENY" is "D" then more: never more likely than "D"
+
+
+@pytest.mark.slow
+def test_llamacpp_scores_match_llama_cpp_logprobs():
+    """The optional llama-cpp-python backend: option scoring without logits_all must give
+    llama.cpp's own log-probabilities, the first token from a logits_all completion."""
+    llama_cpp = pytest.importorskip(
+        "llama_cpp", reason="the optional llamacpp backend is not installed (make setup-llamacpp)")
+    config = ModelConfig(backend="llamacpp", model="smollm2-135m-instruct")
+    reference = llama_cpp.Llama(model_path=str(resolve_model_path(config.model)), n_ctx=2048,
+                                logits_all=True, verbose=False)
+    reply = reference.create_chat_completion(
+        messages=[{"role": "user", "content": QUESTION}], max_tokens=1, logprobs=True,
+        top_logprobs=5, temperature=0.0)
+    top = {entry["token"]: float(entry["logprob"])
+           for entry in reply["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
+    single_tokens = [token for token in top if len(reference.tokenize(
+        token.encode(), add_bos=False, special=False)) == 1]
+    request = ChatRequest((Message("user", QUESTION),), 0.0, 1.0, 1, 1.0, 0,
+                          score_options=(*single_tokens, "DENY", "D"))
+    scores = json.loads(create_backend(config).complete(request).text)
+    for token in single_tokens:
+        assert scores[token] == pytest.approx(top[token], abs=1e-3)
+    assert scores["DENY"] < scores["D"]

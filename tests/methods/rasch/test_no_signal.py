@@ -1,0 +1,143 @@
+"""A run without signal is never presented as a finding (issue 19, point 5).
+
+Constant labels (the smoke audit's 15 of 15 `unfavourable`) or a judge below its gold threshold
+must give the NO SIGNAL headline in the reading, the page's banner and the console, in place of
+"no demographic difference"; a run whose outcome varies must not.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import polars as pl
+from rich.console import Console
+
+from audit.config import AuditConfig, ModelConfig
+from audit.methods.rasch.irt import Diagnostics
+from audit.methods.rasch.irt.outcome import code_outcomes
+from audit.methods.rasch.report.reading import (
+    JudgeQuality,
+    no_signal_headline,
+    no_signal_reasons,
+    plain_language_reading,
+)
+from audit.methods.rasch.report.summary import print_ranking
+from audit.methods.rasch.report.html import ReportInputs, build_context, render_report
+
+# Two demographic personas inside the null personas' range: today's "no difference" reading.
+THETAS = pl.DataFrame({
+    "respondent_id": ["m/a", "m/b", "m/null_x", "m/null_y"],
+    "persona_kind": ["explicit", "explicit", "null", "null"],
+    "mean": [0.1, -0.1, 0.2, -0.2],
+    "hdi_low": [-0.9, -1.1, -0.8, -1.2],
+    "hdi_high": [1.1, 0.9, 1.2, 0.8],
+})
+CONVERGED = Diagnostics(1.003, 900.0, 800.0, 0, 1.01, 400.0)
+GOOD_JUDGE = JudgeQuality("favourable", 0.5, 40, 0.95, 0.9)
+NO_DIFFERENCE = "no demographic difference"
+
+
+def _outcomes(labels: list[str], model: str = "m") -> pl.DataFrame:
+    table = pl.DataFrame({
+        "respondent_id": [f"{model}/{'ab'[index % 2]}" for index in range(len(labels))],
+        "item_id": [f"i{index // 2}" for index in range(len(labels))],
+        "model_name": [model] * len(labels),
+        "label": labels,
+    })
+    return code_outcomes(table, "favourable")
+
+
+def test_constant_labels_get_the_no_signal_reading() -> None:
+    reasons = no_signal_reasons(_outcomes(["unfavourable"] * 15), ["m"], "favourable", GOOD_JUDGE)
+    assert reasons == ["m's 'favourable' outcome is 0 in 15 of its 15 labelled answers, so it "
+                       "barely varies between personas"]
+    reading = plain_language_reading(None, THETAS, 0.94, reasons)
+    assert reading[0].startswith("NO SIGNAL")
+    assert not any(NO_DIFFERENCE in sentence for sentence in reading)
+
+
+def test_an_outcome_that_varies_keeps_the_ordinary_reading() -> None:
+    labels = ["favourable", "unfavourable"] * 10
+    assert no_signal_reasons(_outcomes(labels), ["m"], "favourable", GOOD_JUDGE) == []
+    reading = plain_language_reading(None, THETAS, 0.94, [])
+    assert not reading[0].startswith("NO SIGNAL")
+    assert any(NO_DIFFERENCE in sentence for sentence in reading)
+
+
+def test_almost_constant_is_no_signal_but_five_percent_is_signal() -> None:
+    """1 favourable answer in 40 (2.5%) is no signal; 2 in 40 (5%) is the threshold's edge."""
+    one = _outcomes(["favourable"] + ["unfavourable"] * 39)
+    two = _outcomes(["favourable"] * 2 + ["unfavourable"] * 38)
+    assert no_signal_reasons(one, ["m"], "favourable", GOOD_JUDGE)
+    assert no_signal_reasons(two, ["m"], "favourable", GOOD_JUDGE) == []
+
+
+def test_each_model_is_read_on_its_own_and_a_silent_model_is_named() -> None:
+    """A varied model must not hide a constant one, and a model with no labels is a reason too."""
+    outcomes = pl.concat([_outcomes(["favourable", "unfavourable"] * 10, "varied"),
+                          _outcomes(["favourable"] * 20, "constant")])
+    reasons = no_signal_reasons(outcomes, ["constant", "silent", "varied"], "favourable",
+                                GOOD_JUDGE)
+    assert len(reasons) == 2
+    assert reasons[0].startswith("constant's 'favourable' outcome is 1 in 20")
+    assert reasons[1] == "silent has no labelled answers"
+
+
+def test_a_judge_below_its_gold_threshold_is_no_signal() -> None:
+    weak = JudgeQuality("unfavourable", 0.94, 293, 0.62, 0.3)
+    reasons = no_signal_reasons(_outcomes(["favourable", "unfavourable"] * 10), ["m"],
+                                "favourable", weak)
+    assert reasons == ["the judge labels 62% of the gold set correctly, below the 80% needed to "
+                       "trust its labels"]
+
+
+def test_the_console_leads_with_the_headline() -> None:
+    buffer = io.StringIO()
+    print_ranking(THETAS, 0.94, Console(file=buffer, width=200),
+                  headline=no_signal_headline(["m has no labelled answers"]))
+    output = buffer.getvalue()
+    assert output.startswith("NO SIGNAL") and output.index("NO SIGNAL") < output.index("m/a")
+
+
+def _tiny_png(path: Path) -> Path:
+    figure, axis = plt.subplots(figsize=(1, 1))
+    axis.plot([0, 1], [0, 1])
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def _page(tmp_path: Path, no_signal: list[str]) -> str:
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2"], "respondent_id": ["m/a", "m/b"],
+                            "persona_id": ["a", "b"], "persona_kind": ["explicit", "null"],
+                            "item_id": ["i1", "i1"], "domain": ["hiring", "hiring"]})
+    inputs = ReportInputs(
+        cfg=AuditConfig(model={"m": ModelConfig(backend="fake", model="fake-m")}),
+        prompts=prompts,
+        responses=pl.DataFrame({"prompt_id": ["p1", "p2"], "status": ["ok", "ok"],
+                                "from_cache": [False, False]}),
+        labels=pl.DataFrame({"prompt_id": ["p1", "p2"], "label": ["unfavourable"] * 2,
+                             "label_source": ["rule", "rule"]}),
+        thetas=THETAS, contrasts=None, diagnostics=CONVERGED, advice=[], judge=GOOD_JUDGE,
+        gold_metrics=None, gold_confusion=None, panel_metrics={},
+        figures={key: _tiny_png(tmp_path / f"{key}.png") for key in
+                 ("forest_theta", "item_difficulty", "wright", "heatmap", "labels")},
+        model_identities={"m": {"backend": "fake", "model": "fake-m", "digest": "abc"}},
+        reading=plain_language_reading(None, THETAS, 0.94, no_signal), caveats=[], warnings=[],
+        provenance={"git.commit": "0" * 40, "git.dirty": "false", "config.hash": "f" * 16},
+        no_signal=no_signal)
+    return render_report(build_context(inputs, None))
+
+
+def test_the_banner_is_not_green_without_signal(tmp_path) -> None:
+    page = _page(tmp_path, ["m's 'favourable' outcome is 0 in 2 of its 2 labelled answers"])
+    assert 'class="banner banner-ok"' not in page
+    assert 'class="banner banner-warn"' in page and "0 in 2 of its 2" in page
+    assert NO_DIFFERENCE not in page
+
+
+def test_the_banner_stays_green_with_signal(tmp_path) -> None:
+    page = _page(tmp_path, [])
+    assert 'class="banner banner-ok"' in page and "banner-warn\"" not in page

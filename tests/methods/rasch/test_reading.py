@@ -1,0 +1,254 @@
+"""The report's sentences, metric names, page and figures, from small hand-made tables."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import arviz as az
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+from rich.console import Console
+
+from audit.config import AuditConfig, ModelConfig
+from audit.methods.rasch.irt import Diagnostics
+from audit.methods.rasch.report.plots import (
+    _draws_of,
+    contrast_forest_plot,
+    favourable_rates,
+    sampling_plots,
+    worst_parameters,
+    wright_map,
+)
+from audit.methods.rasch.report.reading import (
+    JudgeQuality,
+    caveats,
+    contrast_sentence,
+    noise_floor,
+    plain_language_reading,
+    quality_warnings,
+)
+from audit.methods.rasch.report.html import ReportInputs, build_context, render_report
+from audit.methods.rasch.report.metrics import contrast_metrics
+from audit.cli.runs import print_runs, runs_frame, varying_params
+
+CONTRASTS = pl.DataFrame({
+    "model_name": ["m", "m", "m"],
+    "attribute": ["race", "gender", "race"],
+    "level_a": ["Black", "woman", "Asian"],
+    "level_b": ["White", "man", "White"],
+    "mean": [-0.6, 0.02, 0.3],
+    "sd": [0.15, 0.05, 0.3],
+    "hdi_low": [-0.9, -0.05, -0.2],
+    "hdi_high": [-0.3, 0.08, 0.8],
+    "p_direction": [0.999, 0.62, 0.84],
+    "rope_low": [-0.1, -0.1, -0.1],
+    "rope_high": [0.1, 0.1, 0.1],
+    "decision": ["different", "equivalent", "undecided"],
+})
+THETAS = pl.DataFrame({
+    "respondent_id": ["m/a", "m/b", "m/null_x", "m/null_y", "m/baseline"],
+    "persona_kind": ["explicit", "explicit", "null", "null", "baseline"],
+    "mean": [1.2, -0.1, 0.2, -0.2, 0.0],
+    "hdi_low": [0.7, -0.5, -0.2, -0.6, -0.4],
+    "hdi_high": [1.7, 0.3, 0.6, 0.2, 0.4],
+})
+CONVERGED = Diagnostics(1.003, 900.0, 800.0, 0, 1.01, 400.0)
+STUCK = Diagnostics(1.2, 30.0, 20.0, 3, 1.01, 400.0)
+
+
+def test_contrast_sentences_follow_the_interval_not_the_mean():
+    rows = list(CONTRASTS.iter_rows(named=True))
+    assert "Black personas were treated less favourably than White personas" in \
+        contrast_sentence(rows[0], 0.94)
+    assert "practically equivalent" in contrast_sentence(rows[1], 0.94)
+    assert "no clear difference: the interval includes zero" in contrast_sentence(rows[2], 0.94)
+    assert "94% HDI -0.90 to -0.30" in contrast_sentence(rows[0], 0.94)
+
+
+def test_a_different_contrast_within_the_noise_floor_is_read_as_no_finding():
+    """The headline must show the floor: a `different` gap that null personas produce too is
+    not a demographic finding (README, Noise floor). The old sentence never mentioned it."""
+    row = {**CONTRASTS.row(0, named=True), "noise_floor": 0.45, "p_beyond_noise": 0.2}
+    sentence = contrast_sentence(row, 0.94)
+    assert "Noise floor 0.45" in sentence and "twice the floor 0.20" in sentence
+    assert "not a demographic finding" in sentence
+    beyond = contrast_sentence({**row, "noise_floor": 0.1, "p_beyond_noise": 0.97}, 0.94)
+    assert "Noise floor 0.10" in beyond and "not a demographic finding" not in beyond
+    assert "No noise floor" in contrast_sentence(CONTRASTS.row(0, named=True), 0.94)
+
+
+def test_the_reading_compares_personas_with_the_null_noise_floor():
+    assert noise_floor(THETAS) == (-0.2, 0.2)
+    reading = plain_language_reading(None, THETAS, 0.94)
+    assert any("from -0.20 to +0.20" in sentence for sentence in reading)
+    assert any("above every null persona: m/a." in sentence for sentence in reading)
+    assert not any("m/b" in sentence for sentence in reading)
+    assert any("no demographic contrasts" in sentence for sentence in reading)
+    with_contrasts = plain_language_reading(CONTRASTS, THETAS.filter(
+        pl.col("persona_kind") != "null"), 0.94)
+    assert len([s for s in with_contrasts if s.startswith("For m,")]) == 3
+    assert any("no noise floor" in sentence for sentence in with_contrasts)
+
+
+def _labels(kinds: dict[str, list[str]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    prompts, labels = [], []
+    for respondent, values in kinds.items():
+        for index, label in enumerate(values):
+            prompt_id = f"{respondent}-{index}"
+            prompts.append({"prompt_id": prompt_id, "respondent_id": respondent,
+                            "item_id": f"i{index % 3}"})
+            labels.append({"prompt_id": prompt_id, "label": label, "label_source": "judge"})
+    return pl.DataFrame(prompts), pl.DataFrame(labels)
+
+
+def test_caveats_put_non_convergence_and_a_weak_judge_first():
+    prompts, labels = _labels({"m/a": ["favourable"] * 3 + ["unparseable"] * 3,
+                               "m/b": ["unfavourable"] * 6})
+    judge = JudgeQuality("unfavourable", 0.5, 12, 0.6, 0.3)
+    found = caveats(labels, prompts, judge, converged=False, failed=2)
+    assert found[0].startswith("The sampler did not converge")
+    assert "only 60% of the gold set" in found[1]
+    assert any("25% of the answers carried no decision" in caveat for caveat in found)
+    assert any("2 requests failed" in caveat for caveat in found)
+    assert any("only 3 decided answers" in caveat for caveat in found)
+    unmeasured = caveats(labels, prompts, JudgeQuality("", math.nan, 0, None, None), True, 0)
+    assert "not measured on the gold set" in unmeasured[0]
+
+
+def test_quality_warnings_name_the_fix():
+    tests = pl.DataFrame({"model_name": ["m"], "label": ["refusal"], "p_value": [0.01]})
+    found = quality_warnings(JudgeQuality("unfavourable", 0.95, 40, 0.5, 0.2), "tiny", tests,
+                             STUCK.problems())
+    assert sum(warning.startswith("the fit did not converge") for warning in found) == 4
+    assert any("gave 'unfavourable' to 95%" in warning for warning in found)
+    assert any("labels 50% of the gold set" in warning for warning in found)
+    assert any("refusal rate differs" in warning for warning in found)
+
+
+def test_contrast_metric_names_line_up_across_runs():
+    metrics = contrast_metrics(CONTRASTS)
+    assert metrics["contrast/race/Black_vs_White/mean"] == -0.6
+    assert metrics["contrast/gender/woman_vs_man/p_direction"] == 0.62
+    assert "contrast/race/Black_vs_White/hdi_low" in metrics
+    two_models = pl.concat([CONTRASTS, CONTRASTS.with_columns(model_name=pl.lit("n"))])
+    assert contrast_metrics(two_models)["contrast/n/race/Black_vs_White/mean"] == -0.6
+
+
+def _tiny_png(path: Path) -> Path:
+    figure, axis = plt.subplots(figsize=(1, 1))
+    axis.plot([0, 1], [0, 1])
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def _inputs(tmp_path: Path, diagnostics: Diagnostics, contrasts: pl.DataFrame | None):
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2"], "respondent_id": ["m/a", "m/b"],
+                            "persona_id": ["a", "b"], "persona_kind": ["explicit", "null"],
+                            "item_id": ["i1", "i1"], "domain": ["hiring", "hiring"]})
+    responses = pl.DataFrame({"prompt_id": ["p1", "p2"], "status": ["ok", "ok"],
+                              "from_cache": [False, True]})
+    labels = pl.DataFrame({"prompt_id": ["p1", "p2"], "label": ["favourable", "refusal"],
+                           "label_source": ["rule", "judge"]})
+    cfg = AuditConfig(model={"m": ModelConfig(backend="fake", model="fake-m")})
+    figures = {key: _tiny_png(tmp_path / f"{key}.png") for key in
+               ("forest_theta", "item_difficulty", "wright", "heatmap", "labels")}
+    return ReportInputs(
+        cfg=cfg, prompts=prompts, responses=responses, labels=labels, thetas=THETAS,
+        contrasts=contrasts, diagnostics=diagnostics, advice=diagnostics.problems(),
+        judge=JudgeQuality("refusal", 1.0, 1, None, None), gold_metrics=None,
+        gold_confusion=None, panel_metrics={}, figures=figures,
+        model_identities={"m": {"backend": "fake", "model": "fake-m", "digest": "abc123"}},
+        reading=["A <b>reading</b>."], caveats=["A caveat."], warnings=[],
+        provenance={"git.commit": "0" * 40, "git.dirty": "false", "config.hash": "f" * 16})
+
+
+def test_the_page_shouts_when_the_fit_did_not_converge(tmp_path):
+    page = render_report(build_context(_inputs(tmp_path, STUCK, CONTRASTS), "run123"))
+    assert "NOT CONVERGED" in page and page.count('role="alert"') == 2
+    assert "3 divergent transitions: raise fit.target_accept" in page
+    assert "Black vs White" in page and "[-0.90, -0.30]" in page and "different" in page
+    assert "abc123" in page and "run123" in page
+    assert "A &lt;b&gt;reading&lt;/b&gt;." in page  # text from tables is escaped, never markup
+    assert "python -m audit.judge_eval judge=" in page  # no gold figures: how to get them
+
+
+def test_the_page_is_calm_when_the_fit_converged(tmp_path):
+    page = render_report(build_context(_inputs(tmp_path, CONVERGED, None), None))
+    assert "NOT CONVERGED" not in page and 'role="alert"' not in page
+    assert "The sampler converged" in page and "no demographic contrasts" in page
+
+
+def _posterior() -> az.InferenceData:
+    rng = np.random.default_rng(1)
+    theta = rng.normal(size=(2, 50, 3))
+    theta[1, :, 2] += 3.0  # chains disagree on this respondent only
+    return az.from_dict(posterior={"theta": theta, "b": rng.normal(size=(2, 50, 2))},
+                        coords={"respondent": ["m/a", "m/b", "m/c"], "item": ["i1", "i2"]},
+                        dims={"theta": ["respondent"], "b": ["item"]})
+
+
+def test_trace_and_rank_plots_show_the_worst_parameters():
+    idata = _posterior()
+    summary = pl.DataFrame({
+        "parameter": ["theta[m/a]", "theta[m/b]", "theta[m/c]", "b[i1]", "b[i2]"],
+        "mean": [0.0] * 5, "sd": [1.0] * 5, "hdi_low": [-1.0] * 5, "hdi_high": [1.0] * 5,
+        "r_hat": [1.0, 1.001, 1.9, 1.0, float("nan")], "ess_bulk": [100.0] * 5})
+    assert worst_parameters(summary, 2) == ["b[i2]", "theta[m/c]"]  # NaN R-hat counts as worst
+    assert _draws_of(idata.posterior, "theta[m/c]").shape == (2, 50)
+    assert _draws_of(idata.posterior, "sigma") is None
+    assert _draws_of(idata.posterior, "theta[nobody]") is None
+    figures = sampling_plots(idata, summary, count=3)
+    assert set(figures) == {"trace_plot.png", "rank_plot.png"}
+    titles = {axis.get_title() for axis in figures["trace_plot.png"].axes}
+    assert "theta[m/c]" in titles and "b[i2]" in titles
+    for figure in figures.values():
+        plt.close(figure)
+
+
+def test_the_wright_map_and_forest_name_every_row():
+    summary = pl.DataFrame({"parameter": ["theta[m/a]", "theta[m/b]", "b[i1]"],
+                            "mean": [0.5, -0.5, 1.0], "sd": [0.1] * 3, "hdi_low": [0.0] * 3,
+                            "hdi_high": [1.0] * 3, "r_hat": [1.0] * 3, "ess_bulk": [500.0] * 3})
+    wright = wright_map(summary)
+    names = {text.get_text() for axis in wright.axes for text in axis.texts}
+    assert names == {"m/a", "m/b", "i1"}
+    forest = contrast_forest_plot(CONTRASTS, 0.94)
+    assert [tick.get_text() for tick in forest.axes[0].get_yticklabels()] == [
+        "race: Asian vs White", "gender: woman vs man", "race: Black vs White"]
+    plt.close(wright)
+    plt.close(forest)
+
+
+def test_favourable_rates_leave_out_answers_without_a_decision():
+    prompts, labels = _labels({"m/a": ["favourable", "unfavourable", "unparseable",
+                                       "favourable"]})
+    rates = favourable_rates(prompts, labels)
+    assert rates.select("item_id", "n", "rate").rows() == [("i0", 2, 1.0), ("i1", 1, 0.0)]
+
+
+def test_the_runs_table_shows_what_varies_and_leaves_parents_out():
+    runs = [
+        {"run_id": "a" * 32, "name": "rasch-m [fit=rasch]", "status": "FINISHED",
+         "start_time": 0, "params": {"fit.model": "rasch", "items.name": "smoke",
+                                     "paths.output_dir": "x", "model.m.backend": "fake"},
+         "metrics": {"rhat_max": 1.0}, "tags": {"converged": "true", "models": "m",
+                                                "mlflow.parentRunId": "p" * 32}},
+        {"run_id": "b" * 32, "name": "rasch-m [fit=rasch_seed]", "status": "FINISHED",
+         "start_time": 0, "params": {"fit.model": "rasch_seed", "items.name": "smoke",
+                                     "paths.output_dir": "y", "model.n.backend": "fake"},
+         "metrics": {"rhat_max": 1.2}, "tags": {"converged": "false", "models": "m"}},
+        {"run_id": "p" * 32, "name": "sweep:fits", "status": "FINISHED", "start_time": 0,
+         "params": {}, "metrics": {}, "tags": {}},
+    ]
+    assert varying_params(runs) == ["fit.model"]
+    frame = runs_frame(runs, ["rhat*"])
+    assert frame["param:fit.model"].to_list() == ["rasch", "rasch_seed", ""]
+    assert frame["parent"].to_list() == ["pppppppp", "", ""]
+    assert frame["metric:rhat_max"].to_list()[:2] == [1.0, 1.2]
+    buffer = io.StringIO()
+    print_runs(frame, "runs", Console(file=buffer, width=250))
+    assert "rasch-m [fit=rasch_seed]" in buffer.getvalue()  # brackets are not rich markup

@@ -1,0 +1,124 @@
+"""The report's tables and figures are built from the fit summary by name, never by position."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+from rich.console import Console
+
+from audit.methods.rasch.report.summary import (
+    forest_plot,
+    item_difficulty_plot,
+    label_rate_tests,
+    label_rates,
+    print_ranking,
+    theta_table,
+)
+
+SUMMARY = pl.DataFrame({
+    "parameter": ["theta[m/a]", "theta[m/b]", "theta[m/null_x]", "b[hiring_01]", "b[lending_01]"],
+    "mean": [0.4, -0.3, -0.1, 1.0, -2.0],
+    "sd": [0.1] * 5,
+    "hdi_low": [0.2, -0.5, -0.3, 0.8, -2.2],
+    "hdi_high": [0.6, -0.1, 0.1, 1.2, -1.8],
+    "r_hat": [1.0] * 5,
+    "ess_bulk": [1000.0] * 5,
+})
+RESPONDENTS = pl.DataFrame({"respondent_id": ["m/null_x", "m/b", "m/a"],
+                            "persona_kind": ["null", "explicit", "explicit"]})
+
+
+def test_theta_table_ranks_respondents_and_keeps_what_they_are() -> None:
+    thetas = theta_table(SUMMARY, RESPONDENTS)
+    assert thetas["respondent_id"].to_list() == ["m/a", "m/null_x", "m/b"]
+    assert thetas["persona_kind"].to_list() == ["explicit", "null", "explicit"]
+
+
+def test_the_printed_ranking_lists_every_respondent_in_order() -> None:
+    buffer = io.StringIO()
+    print_ranking(theta_table(SUMMARY, RESPONDENTS), 0.94, Console(file=buffer, width=120))
+    text = buffer.getvalue()
+    assert "94% HDI" in text
+    assert text.index("m/a") < text.index("m/null_x") < text.index("m/b")
+    assert "+0.40" in text and "+0.20" in text and "+0.60" in text
+
+
+def test_figures_have_one_row_per_parameter() -> None:
+    forest = forest_plot(theta_table(SUMMARY, RESPONDENTS), 0.94)
+    assert [tick.get_text() for tick in forest.axes[0].get_yticklabels()] == ["m/b", "m/null_x",
+                                                                             "m/a"]
+    items = pl.DataFrame({"item_id": ["hiring_01", "lending_01"], "domain": ["hiring", "lending"]})
+    difficulty = item_difficulty_plot(SUMMARY, items, 0.94)
+    assert len(difficulty.axes[0].get_yticklabels()) == 2
+
+
+def _persona_labels(counts: dict[str, tuple[int, int]], label: str = "refusal") -> pl.DataFrame:
+    """persona -> (answers with `label`, answers with `favourable`)."""
+    rows = [{"model_name": "m", "persona_id": persona, "persona_kind": "explicit", "label": value}
+            for persona, (hits, others) in counts.items()
+            for value in [label] * hits + ["favourable"] * others]
+    return pl.DataFrame(rows)
+
+
+def test_label_rates_are_per_persona_with_every_label_and_a_jeffreys_interval() -> None:
+    rates = label_rates(_persona_labels({"a": (1, 2), "b": (0, 3)}), 0.94)
+    assert rates.height == 2 * 5  # every label for every persona, zero counts included
+    refusal_a = rates.filter((pl.col("persona_id") == "a") & (pl.col("label") == "refusal")).row(
+        0, named=True)
+    assert (refusal_a["count"], refusal_a["n"], refusal_a["rate"]) == (1, 3, 1 / 3)
+    assert refusal_a["rate_low"] == pytest.approx(stats.beta.ppf(0.03, 1.5, 2.5))
+    assert refusal_a["rate_high"] == pytest.approx(stats.beta.ppf(0.97, 1.5, 2.5))
+    refusal_b = rates.filter((pl.col("persona_id") == "b") & (pl.col("label") == "refusal"))
+    assert refusal_b.select("rate", "rate_low").row(0) == (0.0, 0.0)
+
+
+def test_equal_rates_are_not_flagged_and_very_unequal_ones_are() -> None:
+    equal = label_rate_tests(label_rates(_persona_labels({"a": (10, 30), "b": (10, 30)}), 0.94))
+    refusal = equal.filter(pl.col("label") == "refusal").row(0, named=True)
+    assert refusal["p_value"] == pytest.approx(1.0) and refusal["method"] == "chi-square"
+    unequal = label_rate_tests(label_rates(_persona_labels({"a": (9, 1), "b": (0, 10)}), 0.94))
+    refusal = unequal.filter(pl.col("label") == "refusal").row(0, named=True)
+    assert refusal["method"] == "permutation" and refusal["p_value"] < 0.01
+    never = unequal.filter(pl.col("label") == "needs_more_information").row(0, named=True)
+    assert never["p_value"] is None
+
+
+def test_the_permutation_p_value_agrees_with_chi_square_on_large_samples() -> None:
+    from audit.methods.rasch.report.summary import _permutation_p
+
+    hits, misses = np.array([30, 45, 38]), np.array([70, 55, 62])
+    result = stats.chi2_contingency(np.stack([hits, misses], axis=1), correction=False)
+    assert _permutation_p(hits, misses, float(result.statistic)) == pytest.approx(
+        result.pvalue, abs=0.02)
+
+
+def test_judge_top_label_share_counts_only_the_judges_labels() -> None:
+    from audit.methods.rasch.report.reading import judge_top_label_share
+
+    labels = pl.DataFrame({"label": ["unfavourable"] * 3 + ["favourable"] * 5,
+                           "label_source": ["judge"] * 3 + ["judge"] + ["rule"] * 4})
+    assert judge_top_label_share(labels) == (0.75, "unfavourable", 4)
+    share, top, judged = judge_top_label_share(labels.filter(pl.col("label_source") == "rule"))
+    assert judged == 0 and top == "" and share != share  # NaN when the judge labelled nothing
+
+
+def test_panel_metrics_need_two_judges_and_report_agreement_per_item() -> None:
+    from audit.methods.rasch.report.metrics import agreement_by_item, judge_metrics
+
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"], "item_id": ["i1", "i1", "i2"]})
+    labels = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"],
+                           "label_source": ["judge", "judge", "rule"],
+                           "agreement": [1.0, 0.5, None]})
+    by_item = agreement_by_item(labels, prompts)
+    assert by_item.rows() == [("i1", 2, 0.75)]
+    votes = pl.DataFrame({"answer_id": ["p1", "p1", "p2", "p2"], "judge": ["a", "b", "a", "b"],
+                          "label": ["favourable", "favourable", "favourable", "unfavourable"],
+                          "rationale": [""] * 4})
+    metrics = judge_metrics(votes, by_item)
+    assert metrics["judge/n_judges"] == 2 and metrics["judge/agreement/i1"] == 0.75
+    assert "judge/krippendorff_alpha" in metrics and "judge/fleiss_kappa" in metrics
+    assert judge_metrics(votes.filter(pl.col("judge") == "a"), by_item) == {}

@@ -1,0 +1,254 @@
+"""One small real audit (fake backend, rules-only judge, a tiny real fit) and what it publishes:
+the MLflow run's tags, params, metrics and artifacts; report.html opened in a real headless
+chromium with no network; and the runs table read back from the store."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+from pathlib import Path
+
+import mlflow
+import polars as pl
+import pytest
+from hydra import compose, initialize_config_dir
+from mlflow.tracking import MlflowClient
+from omegaconf import OmegaConf
+from rich.console import Console
+
+from audit.__main__ import CONF_DIR
+from audit.config import ModelConfig, register_configs, to_audit_config
+from audit.cli.runs import main as runs_main
+from audit.cli.runs import print_runs, runs_frame, write_params
+from audit.methods.rasch.stages import run_audit
+from audit.tracking.mlflow import find_runs, get_run
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+ARTIFACT_DIR = PROJECT_ROOT / "test-artifacts"
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+register_configs()
+
+
+def _audit_config(tmp: Path):
+    overrides = ["judge=rules_only", "items=smoke", "personas=smoke", "fit.draws=100",
+                 "fit.tune=100", "fit.chains=2", "judge.gold_per_category=2",
+                 f"paths.output_dir={tmp / 'run'}", f"paths.response_store={tmp / 'store.sqlite'}",
+                 f"paths.root_dir={PROJECT_ROOT}",
+                 f"tracking.tracking_uri=sqlite:///{tmp}/mlflow.db",
+                 f"tracking.artifact_root={tmp / 'artifacts'}"]
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = to_audit_config(compose("config", overrides=overrides))
+    # A key name that looks secret must be redacted from the params.
+    cfg.model = {"fake": ModelConfig(backend="fake", model="fake-a", api_key_env="AUDIT_TEST_KEY")}
+    for section, field in (("items", "bank"), ("personas", "explicit_file"),
+                           ("personas", "names_file"), ("judge", "gold_file"),
+                           ("judge", "gold_items")):
+        target = getattr(cfg, section)
+        setattr(target, field, str(PROJECT_ROOT / getattr(target, field)))
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def audit_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report_html")
+    cfg = _audit_config(tmp)
+    result = run_audit(cfg, tmp / "run")
+    return {"cfg": cfg, "tmp": tmp, "result": result, "run_id": result["run"].run_id,
+            "uri": cfg.tracking.tracking_uri}
+
+
+def test_the_run_carries_provenance_tags_params_and_stable_metrics(audit_run):
+    run = get_run(audit_run["uri"], audit_run["run_id"])
+    tags, params, metrics = run["tags"], run["params"], run["metrics"]
+    assert re.fullmatch(r"[0-9a-f]{40}", tags["git.commit"])
+    assert tags["git.dirty"] in ("true", "false")
+    assert tags["dvc.lock.sha256"] == "absent" or re.fullmatch(r"[0-9a-f]{64}",
+                                                               tags["dvc.lock.sha256"])
+    assert re.fullmatch(r"[0-9a-f]{16}", tags["config.hash"])
+    assert tags["package.pymc"] and tags["package.mlflow"] == mlflow.__version__
+    assert tags["model.fake"] == "backend=fake model=fake-a digest=none"
+    assert tags["converged"] == "false"  # 2 chains x 100 draws cannot reach an ESS of 400
+    assert params["model.fake.api_key_env"] == "***redacted***"
+    assert params["items.name"] == "smoke" and params["fit.draws"] == "100"
+    for name in ("rhat_max", "ess_bulk_min", "judge/kappa", "judge/accuracy", "n_prompts",
+                 "theta_mean/fake/white_man", "theta_mean/fake/baseline"):
+        assert name in metrics, name
+    assert metrics["n_prompts"] == 15
+    assert metrics["judge/kappa"] == metrics["gold/cohen_kappa"]
+
+
+def test_the_run_logs_config_posterior_tables_plots_and_the_report(audit_run):
+    client = MlflowClient(audit_run["uri"])
+
+    def listing(folder: str | None = None) -> set[str]:
+        return {Path(item.path).name for item in client.list_artifacts(audit_run["run_id"], folder)}
+
+    assert {"report.html", "config.yaml"} <= listing()
+    assert "posterior.nc" in listing("fit")
+    assert {"summary.csv", "theta_ranking.csv", "label_rates.csv"} <= listing("tables")
+    assert {"forest_theta.png", "wright_map.png", "favourable_heatmap.png",
+            "label_distribution.png", "trace_plot.png", "rank_plot.png"} <= listing("plots")
+    assert {"prompts.parquet", "labels.parquet"} <= listing("data")
+
+
+def test_the_report_is_self_contained(audit_run):
+    html = (audit_run["tmp"] / "run" / "report" / "report.html").read_text()
+    assert html.count('src="data:image/png;base64,') >= 7
+    external = re.findall(r'(?:src|href)\s*=\s*"(?!data:)([^"]*)"', html)
+    assert external == [], external
+    assert "Content-Security-Policy" in html and audit_run["run_id"] in html
+
+
+def _chromium() -> str | None:
+    for candidate in (os.environ.get("AUDIT_CHROMIUM"), "/usr/lib/chromium/chromium",
+                      shutil.which("chromium"), shutil.which("chromium-browser"),
+                      shutil.which("google-chrome")):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return None
+
+
+def test_the_report_renders_in_headless_chromium_without_network(audit_run, tmp_path):
+    executable = _chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        executable = None
+    if executable is None:
+        if os.environ.get("AUDIT_REQUIRE_BROWSER") == "1":
+            pytest.fail("no chromium (or no playwright): apt-get install chromium; pip install "
+                        "playwright")
+        pytest.skip("chromium or playwright not installed (CI installs them: make browser)")
+    report = audit_run["tmp"] / "run" / "report" / "report.html"
+    errors: list[str] = []
+    blocked: list[str] = []
+    with sync_playwright() as playwright:
+        # No sandbox: CI runs as root. The proxy points nowhere, the context is offline, and every
+        # request but the page itself is aborted: the page must render from the file alone.
+        browser = playwright.chromium.launch(
+            executable_path=executable,
+            args=["--no-sandbox", "--proxy-server=127.0.0.1:9", "--disable-background-networking"])
+        context = browser.new_context(offline=True, viewport={"width": 1200, "height": 900})
+
+        def guard(route):
+            if route.request.url == report.as_uri():
+                route.continue_()
+            else:
+                blocked.append(route.request.url)
+                route.abort()
+
+        context.route("**/*", guard)
+        page = context.new_page()
+        page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(report.as_uri(), wait_until="load")
+        headings = {section: page.locator(f"section#{section} h2").inner_text()
+                    for section in ("audited", "contrasts", "judge", "diagnostics", "reading")}
+        images_ok = page.evaluate(
+            "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+        image_count = page.evaluate("document.images.length")
+        banner = page.locator("#convergence-banner").inner_text()
+        ARTIFACT_DIR.mkdir(exist_ok=True)
+        screenshot = tmp_path / "report_html.png"
+        page.screenshot(path=str(screenshot), full_page=True)
+        shutil.copy2(screenshot, ARTIFACT_DIR / "report_html.png")
+        browser.close()
+    print(f"report screenshot: {ARTIFACT_DIR / 'report_html.png'}")
+    assert errors == [] and blocked == []
+    assert headings == {"audited": "What was audited", "contrasts": "Headline contrasts",
+                        "judge": "Judge quality", "diagnostics": "Diagnostics",
+                        "reading": "Reading the result"}
+    assert images_ok and image_count >= 7
+    assert "NOT CONVERGED" in banner and "raise fit.draws" in banner
+    assert screenshot.stat().st_size > 50_000
+
+
+def test_the_runs_table_lists_the_run_without_the_ui(audit_run, capsys, tmp_path):
+    table = tmp_path / "runs.csv"
+    assert runs_main(["--tracking-uri", audit_run["uri"], "--metric", "theta_mean/fake/w*",
+                      "--csv", str(table)]) == 0
+    printed = capsys.readouterr().out
+    assert audit_run["run_id"][:8] in printed and "rasch-fake" in printed
+    written = pl.read_csv(table)
+    assert audit_run["run_id"] in written["run_id"].to_list()
+    assert {"metric:rhat_max", "metric:theta_mean/fake/white_man"} <= set(written.columns)
+
+    runs = find_runs(audit_run["uri"], "audit")
+    buffer = io.StringIO()
+    print_runs(runs_frame(runs), "runs", Console(file=buffer, width=200))
+    assert "rhat_max" in buffer.getvalue()
+
+
+def test_show_and_params_give_back_the_commit_and_config(audit_run, capsys, tmp_path):
+    short = audit_run["run_id"][:8]
+    assert runs_main(["--tracking-uri", audit_run["uri"], "show", short]) == 0
+    printed = capsys.readouterr().out
+    commit = get_run(audit_run["uri"], audit_run["run_id"])["tags"]["git.commit"]
+    assert f"git checkout {commit}" in printed and "dvc repro" in printed
+
+    from audit.config import TrackingConfig
+
+    written = write_params(TrackingConfig(tracking_uri=audit_run["uri"]), audit_run["run_id"],
+                           tmp_path / "params.yaml")
+    recreated = to_audit_config(OmegaConf.load(written))
+    expected = audit_run["cfg"]
+    assert recreated.paths.output_dir == "pipeline"
+    recreated.paths.output_dir = expected.paths.output_dir
+    assert recreated == expected
+
+
+def test_an_unknown_run_is_a_one_line_error(audit_run, caplog):
+    assert runs_main(["--tracking-uri", audit_run["uri"], "show", "ffffffff"]) == 2
+    assert "0 runs" in caplog.text and "ffffffff" in caplog.text
+    assert runs_main(["--tracking-uri", audit_run["uri"], "--experiment", "nope"]) == 1
+
+
+def test_labels_feed_the_heatmap_table(audit_run):
+    run_dir = audit_run["tmp"] / "run"
+    from audit.methods.rasch.report.plots import favourable_rates
+
+    rates = favourable_rates(pl.read_parquet(run_dir / "prompts.parquet"),
+                             pl.read_parquet(run_dir / "labels.parquet"))
+    assert rates.height == 15 and rates["rate"].is_between(0, 1).all()
+
+
+def test_contrasts_and_advice_the_fit_writes_reach_the_run_and_the_page(audit_run):
+    """An explanatory fit writes fit/contrasts.csv and fit/diagnostics.json; the report stage
+    turns them into stable metric names, a forest plot, table rows and the banner's advice."""
+    from audit.methods.rasch.report.publish import publish_from_files
+    from audit.methods.rasch.stages import StageFiles
+
+    files = StageFiles(audit_run["tmp"] / "run")
+    pl.DataFrame({
+        "model_name": ["fake", "fake"], "attribute": ["gender", "race"],
+        "level_a": ["woman", "Black"], "level_b": ["man", "White"], "mean": [0.4, -0.7],
+        "sd": [0.2, 0.3], "hdi_low": [0.05, -1.2], "hdi_high": [0.8, -0.2],
+        "p_direction": [0.98, 0.995], "rope_low": [-0.1, -0.1], "rope_high": [0.1, 0.1],
+        "decision": ["different", "different"], "noise_floor": [0.62, None],
+        "p_beyond_noise": [0.04, None]}).write_csv(files.fit / "contrasts.csv")
+    (files.fit / "diagnostics.json").write_text(
+        '{"converged": false, "rhat_max": 1.03, "ess_bulk_min": 187, "ess_tail_min": 96, '
+        '"divergences": 0, "advice": "draw longer chains: fit.draws=2000 fit.tune=2000"}')
+    try:
+        result = publish_from_files(audit_run["cfg"], files)
+    finally:
+        (files.fit / "contrasts.csv").unlink()
+        (files.fit / "diagnostics.json").unlink()
+    run = get_run(audit_run["uri"], result["run"].run_id)
+    assert run["metrics"]["contrast/gender/woman_vs_man/mean"] == 0.4
+    assert run["metrics"]["contrast/race/Black_vs_White/hdi_high"] == -0.2
+    artifacts = {item.path for item in
+                 MlflowClient(audit_run["uri"]).list_artifacts(result["run"].run_id, "fit")}
+    assert {"fit/contrasts.csv", "fit/diagnostics.json", "fit/posterior.nc"} <= artifacts
+    page = result["report"].read_text()
+    assert "draw longer chains: fit.draws=2000" in page
+    assert "woman vs man" in page and "[+0.05, +0.80]" in page
+    assert "For fake, race Black versus White: Black personas were treated less favourably" in page
+    # The headline shows the noise floor (n/a without null personas) and reads a `different`
+    # gap inside it as no demographic finding.
+    assert "<th>noise floor</th>" in page and '<td class="num">0.62</td>' in page
+    assert '<td class="num">n/a</td>' in page
+    assert "gender woman versus man" in page and "not a demographic finding" in page
+    assert (files.report / "contrasts_forest.png").is_file()

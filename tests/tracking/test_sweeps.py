@@ -1,0 +1,163 @@
+"""Sweep presets expand to the jobs they promise, and real multiruns on submitit's local executor
+and on joblib log one MLflow run per job under one parent run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra._internal.utils import create_config_search_path
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from mlflow.tracking import MlflowClient
+from omegaconf import OmegaConf
+
+from audit.__main__ import CONF_DIR
+from audit.config import register_configs, to_audit_config
+from audit.cli.runs import main as runs_main
+from audit.methods.rasch.stages import design_stage
+from audit.tracking.sweeps import sweep_name, swept_keys
+from audit.tracking.mlflow import PARENT_RUN_TAG, find_runs
+
+register_configs()
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SERVER_EXAMPLES = {"ollama_llama3", "vllm", "openai_gpt4o_mini"}
+# Models whose packages are an optional install (pyproject extras), left out of the models sweep.
+OPTIONAL_MODELS = {"qwen_coder_1_5b"}
+
+
+def _jobs(preset: str) -> list[list[str]]:
+    """The override list of every job `python -m audit -m +sweep=PRESET` launches, expanded by
+    Hydra's own sweeper (globs against the config groups included)."""
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        composed = compose("config", overrides=[f"+sweep={preset}"], return_hydra_config=True)
+    params = OmegaConf.to_container(composed.hydra.sweeper.params)
+    loader = ConfigLoaderImpl(config_search_path=create_config_search_path(CONF_DIR))
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(
+        [f"{key}={value}" for key, value in params.items()])
+    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def _job_config(preset: str, job: list[str]):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        composed = compose("config", overrides=[f"+sweep={preset}", "paths.output_dir=out", *job])
+    return to_audit_config(composed)
+
+
+def _options(group: str) -> set[str]:
+    return {path.stem for path in (Path(CONF_DIR) / group).glob("*.yaml")}
+
+
+def test_the_models_sweep_runs_every_configured_model_but_the_server_examples():
+    jobs = _jobs("models")
+    assert sorted(job[0] for job in jobs) == sorted(
+        f"model={name}" for name in _options("model") - SERVER_EXAMPLES - OPTIONAL_MODELS)
+    assert all(list(_job_config("models", job).model) == [job[0].split("=")[1]] for job in jobs)
+
+
+def test_the_judges_sweep_runs_every_judge_that_needs_no_api_key():
+    jobs = _jobs("judges")
+    assert {job[0].split("=")[1] for job in jobs} == _options("judge") - SERVER_EXAMPLES
+    assert {"logprob", "rules_only", "smollm2", "smollm2_panel"} <= {
+        _job_config("judges", job).judge.name for job in jobs}
+
+
+def test_the_personas_sweep_compares_explicit_names_and_null_personas():
+    kinds = []
+    for job in _jobs("personas"):
+        prompts = design_stage(_job_config("personas", job))
+        kinds.append(sorted(prompts["persona_kind"].unique().to_list()))
+    assert sorted(kinds) == [["baseline", "explicit"], ["baseline", "name"], ["baseline", "null"]]
+
+
+def test_the_domains_sweep_runs_each_domain_with_all_its_items():
+    domains = []
+    for job in _jobs("domains"):
+        prompts = design_stage(_job_config("domains", job))
+        assert prompts["domain"].n_unique() == 1 and prompts["item_id"].n_unique() == 5
+        domains.append(prompts["domain"][0])
+    assert sorted(domains) == ["admissions", "hiring", "housing", "insurance", "lending",
+                               "medical_triage"]
+
+
+def test_name_personas_signal_gender_and_race_in_the_prompt():
+    cfg = _job_config("personas", ["personas.generators=[baseline,name]"])
+    prompts = design_stage(cfg)
+    row = prompts.filter(prompts["persona_id"] == "lakisha_washington").row(0, named=True)
+    assert (row["gender"], row["race"], row["persona_kind"]) == ("woman", "Black", "name")
+    assert "is named Lakisha Washington." in row["user_prompt"]
+
+
+def test_every_launcher_composes():
+    for launcher, target in (("joblib", "JoblibLauncher"), ("submitit_local", "LocalLauncher"),
+                             ("submitit_slurm", "SlurmLauncher"), ("slurm", "SlurmLauncher")):
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            composed = compose("config", overrides=[f"hydra/launcher={launcher}"],
+                               return_hydra_config=True)
+        assert composed.hydra.launcher._target_.endswith(target)
+        if launcher == "slurm":  # the audit's own SLURM settings on top of the plugin's
+            assert composed.hydra.launcher.timeout_min == 120
+
+
+def test_sweep_names_and_swept_keys():
+    assert sweep_name(["+sweep=models", "fit.draws=10"]) == "sweep:models"
+    assert sweep_name(["model=a,b"]) == "sweep"
+    assert swept_keys(["+sweep=models", "fit.draws=10", "judge=a,b"], {"model": "glob(*)"}) == [
+        "judge", "model"]
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.parametrize("launcher", ["submitit_local", "joblib"])
+def test_a_parallel_sweep_nests_one_run_per_job_under_a_parent(launcher, tmp_path, capsys):
+    """Jobs run in other processes (submitit's local executor stands in for SLURM; joblib's
+    workers), so the parent run's id must reach them through the environment."""
+    extra = tmp_path / "conf" / "model"
+    extra.mkdir(parents=True)
+    (extra / "fake_a.yaml").write_text("fake_a:\n  backend: fake\n  model: fake-a\n")
+    (extra / "fake_b.yaml").write_text("fake_b:\n  backend: fake\n  model: fake-b\n")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    command = [
+        sys.executable, "-m", "audit", "-m", "+sweep=models",
+        "hydra.sweeper.params.model='fake_a,fake_b'", f"hydra/launcher={launcher}",
+        ("hydra.launcher.timeout_min=15" if launcher == "submitit_local"
+         else "hydra.launcher.n_jobs=2"),
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        f"hydra.sweep.dir={tmp_path / 'multirun'}", "judge=rules_only", "items=smoke",
+        "personas=smoke", "judge.gold_per_category=2", "fit.draws=100", "fit.tune=100",
+        "fit.chains=2", "fit.cores=1", f"tracking.tracking_uri={uri}",
+        f"tracking.artifact_root={tmp_path / 'artifacts'}",
+        f"paths.response_store={tmp_path / 'store.sqlite'}"]
+    env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
+    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    runs = find_runs(uri, "audit")
+    parents = [run for run in runs if run["tags"].get("audit.role") == "sweep"]
+    assert len(parents) == 1
+    parent = parents[0]
+    assert parent["name"] == "sweep:models" and parent["status"] == "FINISHED"
+    assert parent["tags"]["sweep.params"] == "model=fake_a,fake_b"
+    assert parent["metrics"]["sweep/n_runs"] == 2
+    children = [run for run in runs if run["tags"].get(PARENT_RUN_TAG) == parent["run_id"]]
+    assert sorted(run["name"] for run in children) == ["rasch-fake_a [model=fake_a]",
+                                                       "rasch-fake_b [model=fake_b]"]
+    for child in children:
+        assert child["status"] == "FINISHED"
+        assert child["tags"]["sweep.job_num"] in ("0", "1")
+        assert child["tags"]["git.commit"] == parent["tags"]["git.commit"]
+        artifacts = {item.path for item in MlflowClient(uri).list_artifacts(child["run_id"],
+                                                                             "hydra")}
+        assert {"hydra/config.yaml", "hydra/overrides.yaml"} <= artifacts
+    parent_files = {item.path for item in MlflowClient(uri).list_artifacts(parent["run_id"])}
+    assert "sweep_runs.csv" in parent_files
+
+    assert runs_main(["--tracking-uri", uri, "--sweep", parent["run_id"][:8]]) == 0
+    table = capsys.readouterr().out
+    assert "2 runs in sweep" in table and "fake_a" in table and "fake_b" in table

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from audit.tracking.mlflow import config_hash, flatten, metric_name
+
+
+def test_flatten_keeps_token_counts_but_redacts_tokens():
+    flat = flatten({"model": {"m": {"sampling": {"max_tokens": 64}, "hf_token": "hf_x"}}})
+    assert flat == {"model.m.sampling.max_tokens": "64", "model.m.hf_token": "***redacted***"}
+
+
+def test_flatten_dots_nested_keys_and_redacts_secrets():
+    flat = flatten({"model": {"m": {"api_key": "sk-123", "sampling": {"temperature": 0.7}}},
+                    "tracking": {"token": "abc"}, "items": {"name": "smoke"}})
+    assert flat == {"model.m.api_key": "***redacted***", "model.m.sampling.temperature": "0.7",
+                    "tracking.token": "***redacted***", "items.name": "smoke"}
+
+
+def test_config_hash_ignores_order_and_sees_values():
+    assert config_hash({"a": "1", "b": "2"}) == config_hash({"b": "2", "a": "1"})
+    assert config_hash({"a": "1"}) != config_hash({"a": "2"})
+
+
+@given(st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=4))
+def test_metric_names_only_use_characters_mlflow_accepts(parts):
+    name = metric_name(*parts)
+    assert all(char.isalnum() and char.isascii() or char in "_-. /:" for char in name)
