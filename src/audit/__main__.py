@@ -1,6 +1,6 @@
 """`python -m audit`: compose the config with Hydra and run the whole audit.
 
-Thin on purpose: everything it does lives in stages.py, which `dvc repro` runs too.
+Thin on purpose: each method (audit.methods) runs its own stages, which `dvc repro` runs too.
 """
 
 from __future__ import annotations
@@ -13,22 +13,21 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from audit.config import register_configs, to_audit_config
+from audit.config import CONF_DIR, register_configs, to_audit_config
+from audit.config_errors import one_line_config_errors
+from audit.errors import AuditError
+from audit.llm.backends import BackendError
 from audit.logs import quiet_noisy_loggers
+from audit.methods import create_method
 
 log = logging.getLogger("audit")
-CONF_DIR = str(Path(__file__).resolve().parent / "conf")
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def app(cfg: DictConfig) -> dict | None:
-    quiet_noisy_loggers()  # Hydra has just configured logging; before the imports that log
-    from audit.llm.backends import BackendError
-    from audit.methods import create_method
-    from audit.errors import AuditError
-
+    quiet_noisy_loggers()  # Hydra has just configured logging
     try:
         audit_cfg = to_audit_config(cfg)
         return create_method(audit_cfg.method).run(audit_cfg, Path(audit_cfg.paths.output_dir))
@@ -41,8 +40,6 @@ def app(cfg: DictConfig) -> dict | None:
 
 
 def main() -> None:
-    from audit.config_errors import one_line_config_errors
-
     with one_line_config_errors(Path(CONF_DIR)):
         app()
 

@@ -7,10 +7,14 @@ composition with a message naming the key, instead of surfacing as a KeyError mi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
+
+# The default configs ship inside the package, so an installed wheel composes without a checkout.
+CONF_DIR = str(Path(__file__).resolve().parent / "conf")
 
 
 @dataclass

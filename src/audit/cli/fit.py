@@ -20,7 +20,8 @@ from audit.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch, respondent_ranking
 from audit.logs import configure_cli_logging
 from audit.errors import AuditError
-from audit.methods.rasch.stages import read_frame, write_fit
+from audit.methods.rasch.files import write_fit
+from audit.tables import read_frame
 
 log = logging.getLogger("audit.fit")
 

@@ -18,21 +18,23 @@ from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 from rich.table import Table
 
-from audit.config import AuditConfig, register_configs, to_audit_config
+from audit.config import CONF_DIR, AuditConfig, register_configs, to_audit_config
+from audit.config_errors import one_line_config_errors
+from audit.errors import AuditError
+from audit.llm.backends import BackendError
+from audit.llm.store import ResponseStore
 from audit.logs import quiet_noisy_loggers
+from audit.methods.rasch.judge.gold import gold_figures, label_gold
+from audit.methods.rasch.stages import judge_panel
+from audit.schemas import GoldSchema, ItemSchema
+from audit.tables import read_table
+from audit.tracking import mlflow as tracking
 
 log = logging.getLogger("audit.judge_eval")
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 register_configs()
 
 
 def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
-    from audit.tracking import mlflow as tracking
-    from audit.methods.rasch.judge.gold import gold_figures, label_gold
-    from audit.schemas import GoldSchema, ItemSchema
-    from audit.methods.rasch.stages import judge_panel, read_table
-    from audit.llm.store import ResponseStore
-
     gold = read_table(Path(cfg.judge.gold_file), GoldSchema, "judge gold set")
     items = read_table(Path(cfg.judge.gold_items), ItemSchema, "gold-set item bank")
     judges = judge_panel(cfg)
@@ -98,9 +100,6 @@ def print_figures(figures: dict, judge_name: str, gold_size: int) -> None:
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="judge_eval")
 def app(cfg: DictConfig) -> None:
     quiet_noisy_loggers()
-    from audit.llm.backends import BackendError
-    from audit.errors import AuditError
-
     try:
         audit_cfg = to_audit_config(cfg)
         evaluate(audit_cfg, Path(audit_cfg.paths.output_dir))
@@ -110,8 +109,6 @@ def app(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    from audit.config_errors import one_line_config_errors
-
     with one_line_config_errors(Path(CONF_DIR)):
         app()
 

@@ -13,8 +13,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from audit.__main__ import CONF_DIR
-from audit.config import AuditConfig, to_audit_config
+from audit.config import CONF_DIR, AuditConfig, to_audit_config
 from audit.config_errors import one_line_config_errors
 from audit.logs import configure_cli_logging
 

@@ -10,11 +10,9 @@
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import logging
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,78 +22,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from audit.tracking import mlflow as tracking
+from audit.cli.params import HEADER
 from audit.config import TrackingConfig, to_audit_config
+from audit.tracking import mlflow as tracking
 from audit.logs import configure_cli_logging
+from audit.tracking.runs_table import runs_frame, short_id
 
 log = logging.getLogger(__name__)
 
-DEFAULT_METRICS = ("n_prompts", "rhat_max", "ess_bulk_min", "judge/kappa")
-# Params that differ between any two runs without meaning anything about the audit.
-INCIDENTAL_PARAMS = ("paths.output_dir", "tracking.run_name")
 MAX_VARYING_COLUMNS = 5
 CONFIG_ARTIFACT = "config.yaml"
-
-
-def _short(run_id: str) -> str:
-    return run_id[:8]
-
-
-def _started(milliseconds: int | None) -> str:
-    if not milliseconds:
-        return ""
-    moment = datetime.fromtimestamp(milliseconds / 1000, tz=timezone.utc).astimezone()
-    return moment.strftime("%Y-%m-%d %H:%M")
-
-
-def varying_params(runs: list[dict[str, Any]]) -> list[str]:
-    """Params every audit run has whose values differ between them: what a sweep swept, in a
-    readable order. Keys only some runs have (another model's settings) are left to the
-    `models` column; sweep parents carry no params and are left out of the comparison."""
-    audits = [run["params"] for run in runs if run["params"]]
-    if len(audits) < 2:
-        return []
-    shared = set.intersection(*(set(params) for params in audits))
-    varying = [key for key in shared if key not in INCIDENTAL_PARAMS
-               and len({params[key] for params in audits}) > 1]
-    return sorted(varying, key=lambda key: (key.count("."), key))
-
-
-def metric_columns(runs: list[dict[str, Any]], patterns: list[str]) -> list[str]:
-    present = sorted({name for run in runs for name in run["metrics"]})
-    chosen: list[str] = []
-    for pattern in [*DEFAULT_METRICS, *patterns]:
-        for name in present:
-            if fnmatch.fnmatchcase(name, pattern) and name not in chosen:
-                chosen.append(name)
-    return chosen
-
-
-def runs_frame(runs: list[dict[str, Any]],
-               metric_patterns: list[str] | None = None) -> pl.DataFrame:
-    """One row per run: identity, provenance, the params that vary, and the chosen metrics."""
-    params = varying_params(runs)
-    metrics = metric_columns(runs, metric_patterns or [])
-    rows = []
-    for run in runs:
-        tags = run["tags"]
-        row: dict[str, Any] = {
-            "run_id": run["run_id"], "name": run["name"], "started": _started(run["start_time"]),
-            "status": run["status"],
-            "parent": _short(tags.get(tracking.PARENT_RUN_TAG, "")),
-            "models": tags.get("models", ""),
-            "converged": tags.get("converged", ""),
-            "commit": tags.get("git.commit", "")[:10] + ("+dirty" if tags.get("git.dirty") ==
-                                                         "true" else ""),
-        }
-        row.update({f"param:{key}": run["params"].get(key, "") for key in params})
-        row.update({f"metric:{name}": run["metrics"].get(name) for name in metrics})
-        rows.append(row)
-    schema = {"run_id": pl.Utf8, "name": pl.Utf8, "started": pl.Utf8, "status": pl.Utf8,
-              "parent": pl.Utf8, "models": pl.Utf8, "converged": pl.Utf8, "commit": pl.Utf8,
-              **{f"param:{key}": pl.Utf8 for key in params},
-              **{f"metric:{name}": pl.Float64 for name in metrics}}
-    return pl.DataFrame(rows, schema=schema)
 
 
 def _format(value: Any) -> str:
@@ -120,7 +56,7 @@ def print_runs(frame: pl.DataFrame, title: str, console: Console | None = None) 
     for row in frame.iter_rows(named=True):
         # escape: run names and values hold brackets ("[model=smollm2]") that rich would
         # otherwise read as markup and drop
-        table.add_row(*(escape(_short(row[column]) if column == "run_id"
+        table.add_row(*(escape(short_id(row[column]) if column == "run_id"
                                else _format(row[column])) for column in shown))
     console.print(table)
     if len(varying) > MAX_VARYING_COLUMNS:
@@ -176,8 +112,6 @@ def show_run(run: dict[str, Any], console: Console) -> None:
 def write_params(settings: TrackingConfig, run_id: str, output: Path,
                  pipeline_dir: str = "pipeline") -> Path:
     """The run's composed config, validated, as the params.yaml that `dvc repro` reads."""
-    from audit.cli.params import HEADER
-
     with tempfile.TemporaryDirectory() as scratch:
         try:
             path = tracking.download_artifact(settings.tracking_uri, run_id, CONFIG_ARTIFACT,

@@ -21,6 +21,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from audit.tracking import mlflow as tracking
+from audit.tracking.runs_table import runs_frame
 from audit.config import TrackingConfig
 
 log = logging.getLogger(__name__)
@@ -121,8 +122,6 @@ class MlflowSweepCallback(Callback):
         os.environ.pop(SWEPT_KEYS_ENV, None)
         if settings is None or run_id is None:
             return
-        from audit.cli.runs import runs_frame  # deferred: polars and rich, only at the end
-
         children = tracking.find_runs(settings.tracking_uri, settings.experiment,
                                       f"tags.`{tracking.PARENT_RUN_TAG}` = '{run_id}'",
                                       max_results=1000)

@@ -32,7 +32,8 @@ from audit.methods.rasch.report.reading import (
 )
 from audit.methods.rasch.report.html import ReportInputs, build_context, render_report
 from audit.methods.rasch.report.metrics import contrast_metrics
-from audit.cli.runs import print_runs, runs_frame, varying_params
+from audit.cli.runs import print_runs
+from audit.tracking.runs_table import runs_frame, varying_params
 
 CONTRASTS = pl.DataFrame({
     "model_name": ["m", "m", "m"],

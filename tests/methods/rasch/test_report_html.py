@@ -21,7 +21,8 @@ from rich.console import Console
 from audit.__main__ import CONF_DIR
 from audit.config import ModelConfig, register_configs, to_audit_config
 from audit.cli.runs import main as runs_main
-from audit.cli.runs import print_runs, runs_frame, write_params
+from audit.cli.runs import print_runs, write_params
+from audit.tracking.runs_table import runs_frame
 from audit.methods.rasch.stages import run_audit
 from audit.tracking.mlflow import find_runs, get_run
 

@@ -46,6 +46,12 @@ from audit.methods.counterfactual.score import (
     score_texts,
 )
 from audit.schemas import ResponseSchema, validate
+from audit.tracking.mlflow import metric_name
+from audit.tracking import mlflow as tracking
+from audit.llm.backends import create_backend
+from audit.llm.engine import check_failures, collect_responses, summarise_responses
+from audit.methods.counterfactual.report import distribution_figure, gap_matrix_figure
+from audit.llm.store import ResponseStore
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +127,6 @@ def run_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, metrics: pl.Data
                 tests: pl.DataFrame, pairwise: pl.DataFrame, summary: pl.DataFrame,
                 timings: dict[str, float], alpha: float) -> dict[str, float]:
     """Stable names, so runs line up column by column in the MLflow UI."""
-    from audit.tracking.mlflow import metric_name
-
     values: dict[str, float] = {
         "n_prompts": prompts.height,
         "n_templates": prompts["item_id"].n_unique(),
@@ -186,12 +190,6 @@ def _save(figure: plt.Figure, path: Path) -> Path:
 
 
 def run_counterfactual(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
-    from audit.tracking import mlflow as tracking
-    from audit.llm.backends import create_backend
-    from audit.llm.engine import check_failures, collect_responses, summarise_responses
-    from audit.methods.counterfactual.report import distribution_figure, gap_matrix_figure
-    from audit.llm.store import ResponseStore
-
     config = cfg.counterfactual
     tested = check_settings(config)
     files = CounterfactualFiles(output_dir)

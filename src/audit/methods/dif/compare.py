@@ -16,6 +16,7 @@ import polars as pl
 
 from audit.logs import configure_cli_logging
 from audit.methods.dif.analyse import across_models
+from audit.methods.dif import report as dif_plots
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,6 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         log.error("%s", error)
         return 2
-    from audit.methods.dif import report as dif_plots
 
     across = across_models(models)
     models.write_csv(arguments.directory / "dif_models_all.csv")

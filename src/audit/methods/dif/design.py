@@ -20,6 +20,9 @@ from pathlib import Path
 
 import polars as pl
 
+# The bank writes answers with the extractor's own number reading and writing, so they compare equal.
+from audit.methods.dif.score import number_text, parse_number
+
 DATASETS: tuple[str, ...] = ("math", "logic")
 FORMS: tuple[str, ...] = ("free", "choice")
 DIFFICULTIES: tuple[int, ...] = (1, 2, 3)
@@ -45,13 +48,6 @@ class Problem:
     answer_type: str  # number | word
     distractors: tuple[str, ...]  # wrong answers a careless solver might give, for choice form
     candidates: tuple[str, ...] = field(default=())  # the closed answer set of a word answer
-
-
-def number_text(value: float) -> str:
-    """Canonical text of a number: no trailing .0, no exponent."""
-    if float(value).is_integer():
-        return str(int(value))
-    return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
 def _numeric(template: str, stem: str, answer: float, slips: Sequence[float]) -> Problem:
@@ -338,8 +334,6 @@ def _custom_row(index: int, row: dict[str, object], source: Path) -> dict[str, o
                 "answer": letter, "answer_type": "letter",
                 "answer_text": options[LETTERS.index(letter)], "options": json.dumps(options),
                 "candidates": "[]"}
-    from audit.methods.dif.score import parse_number  # the extractor's own number reading
-
     number = parse_number(answer)
     answer_type, canonical = (("number", number_text(number)) if number is not None
                               else ("word", answer))

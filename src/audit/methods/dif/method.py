@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.config import AuditConfig, DIFConfig, ModelConfig, PersonasConfig
+from audit.config import DIFConfig, ModelConfig, PersonasConfig
 from audit.design import prompt_id
 from audit.methods.dif import design as dif_items
 from audit.methods.dif.score import grade
@@ -37,6 +37,7 @@ from audit.methods.dif.schemas import (
 from audit.methods.dif.analyse import across_models, model_table, null_tests, persona_table
 from audit.personas import NullGenerator, PersonaSources
 from audit.schemas import validate
+from audit.tracking.mlflow import metric_name
 
 log = logging.getLogger(__name__)
 PERSONA_ROLES = ("system", "user")
@@ -182,8 +183,6 @@ def analyse(answers: pl.DataFrame, dif: DIFConfig) -> DIFResults:
 
 def metrics(results: DIFResults, answers: pl.DataFrame) -> dict[str, float]:
     """Stable names (model/dataset last) so runs line up in the MLflow UI."""
-    from audit.tracking.mlflow import metric_name
-
     values: dict[str, float] = {
         "n_prompts": answers.height,
         "n_failed": answers.filter(pl.col("status") == "error").height,
@@ -206,13 +205,3 @@ def metrics(results: DIFResults, answers: pl.DataFrame) -> dict[str, float]:
             if row[key] is not None:
                 values[metric_name(f"across_models_{key}", row["dataset"])] = row[key]
     return values
-
-
-class DIFMethod:
-    name = "dif"
-
-    def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
-        from audit.methods.dif.run import run_dif  # I/O, engine and tracking live there
-
-        return run_dif(cfg, Path(output_dir))
-

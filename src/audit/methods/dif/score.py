@@ -94,10 +94,12 @@ def _after_answer_phrase(text: str) -> str | None:
     return text[matches[-1].end():] if matches else None
 
 
-def _number_text(value: float) -> str:
-    from audit.methods.dif.design import number_text
-
-    return number_text(value)
+def number_text(value: float) -> str:
+    """Canonical text of a number: no trailing .0, no exponent. The bank writes its answers with
+    it and the extractor its readings, so the two always compare equal."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
 def extract_number(text: str) -> Extraction:
@@ -105,18 +107,18 @@ def extract_number(text: str) -> Extraction:
     if tail is not None:
         found = _numbers(tail) or _number_words(tail[:40])
         if found:
-            return Extraction(_number_text(found[0]), "answer_phrase")
+            return Extraction(number_text(found[0]), "answer_phrase")
     boxed = _BOXED.findall(text)
     if boxed and _numbers(boxed[-1]):
-        return Extraction(_number_text(_numbers(boxed[-1])[0]), "boxed")
+        return Extraction(number_text(_numbers(boxed[-1])[0]), "boxed")
     found = _numbers(text)
     if len(found) == 1:
-        return Extraction(_number_text(found[0]), "single_number")
+        return Extraction(number_text(found[0]), "single_number")
     if found:
-        return Extraction(_number_text(found[-1]), "last_number")
+        return Extraction(number_text(found[-1]), "last_number")
     words = _number_words(text)
     if words:
-        return Extraction(_number_text(words[-1]), "number_words")
+        return Extraction(number_text(words[-1]), "number_words")
     return NONE
 
 

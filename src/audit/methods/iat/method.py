@@ -32,6 +32,11 @@ from audit.methods.iat.report import d_by_dataset_plot, d_by_variation_plot, pri
 from audit.methods.iat.schemas import STATS_COLUMNS, IATPromptSchema, IATScoreSchema
 from audit.methods.iat.analyse import check_statistics_config, iat_statistics
 from audit.schemas import ResponseSchema, validate
+from audit.tracking.mlflow import metric_name
+from audit.llm.backends import create_backend
+from audit.llm.engine import check_failures, collect_responses, summarise_responses
+from audit.llm.store import ResponseStore
+from audit.tracking import mlflow as tracking
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +129,6 @@ def log_left_out(scores: pl.DataFrame, scoring: str) -> None:
 
 def iat_metrics(scores: pl.DataFrame, stats: pl.DataFrame) -> dict[str, float]:
     """Stable names (iat/MODEL/DATASET/mean_d, ...) so that runs line up in the MLflow UI."""
-    from audit.tracking.mlflow import metric_name
-
     metrics: dict[str, float] = {"iat/n_scored": float(scores.height),
                                  "iat/parse_rate": float(scores["parsed"].mean() or 0.0),
                                  **{f"iat/n_{name}": float(count) for name, count in
@@ -159,10 +162,6 @@ class IATMethod:
     name = "iat"
 
     def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
-        from audit.llm.backends import create_backend
-        from audit.llm.engine import check_failures, collect_responses, summarise_responses
-        from audit.llm.store import ResponseStore
-
         output_dir = Path(output_dir)
         check_statistics_config(cfg.iat)
         timings: dict[str, float] = {}
@@ -213,7 +212,6 @@ class IATMethod:
                  metrics: dict[str, float]):
         if not cfg.tracking.enabled:
             return None
-        from audit.tracking import mlflow as tracking
 
         config_yaml = output_dir / "config.yaml"
         config_yaml.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))

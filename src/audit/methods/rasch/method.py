@@ -9,12 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from audit.config import AuditConfig
+from audit.methods.rasch.stages import run_audit
 
 
 class RaschMethod:
     name = "rasch"
 
     def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
-        from audit.methods.rasch.stages import run_audit
-
         return run_audit(cfg, output_dir)

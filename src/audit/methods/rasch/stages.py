@@ -8,24 +8,24 @@ them in order in the Hydra run directory and `dvc repro` runs them one by one th
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import arviz as az
 import pandera.polars as pa
 import polars as pl
 from omegaconf import OmegaConf
 
 from audit.llm.backends import Backend, BackendError, create_backend
-from audit.config import AuditConfig, FitConfig, to_audit_config
+from audit.config import AuditConfig, to_audit_config
 from audit.design import expand_design
 from audit.errors import AuditError
+from audit.methods.rasch.files import StageFiles, write_fit
+from audit.methods.rasch.report.publish import publish, publish_from_files
+from audit.tables import read_table, write_table
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
-from audit.methods.rasch.irt import RaschFit, code_outcomes, diagnose, fit_rasch
-from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
+from audit.methods.rasch.irt import RaschFit, code_outcomes, fit_rasch
 from audit.methods.rasch.irt.judge_error import resolve_confusion
 from audit.items import select_items
 from audit.methods.rasch.judge.cascade import Judge, label_responses, self_judged_shares
@@ -41,7 +41,6 @@ from audit.schemas import (
     PersonaSchema,
     PromptSchema,
     ResponseSchema,
-    SummarySchema,
     VoteSchema,
     validate,
 )
@@ -51,66 +50,6 @@ log = logging.getLogger(__name__)
 
 STAGES = ("design", "respond", "judge", "judge_gold", "fit", "report")
 JUDGE_METHODS = ("cascade", "logprob")
-
-
-@dataclass(frozen=True)
-class StageFiles:
-    """Where each stage's tables live inside one output directory."""
-
-    directory: Path
-
-    @property
-    def prompts(self) -> Path:
-        return self.directory / "prompts.parquet"
-
-    @property
-    def responses(self) -> Path:
-        return self.directory / "responses.parquet"
-
-    @property
-    def labels(self) -> Path:
-        return self.directory / "labels.parquet"
-
-    @property
-    def votes(self) -> Path:
-        return self.directory / "judge_votes.parquet"
-
-    @property
-    def gold(self) -> Path:
-        return self.directory / "judge_gold.parquet"
-
-    @property
-    def fit(self) -> Path:
-        return self.directory / "fit"
-
-    @property
-    def report(self) -> Path:
-        return self.directory / "report"
-
-
-def read_frame(path: Path, what: str) -> pl.DataFrame:
-    """Read parquet (by suffix) or CSV, turning a reader's error into one line naming the file."""
-    try:
-        return pl.read_parquet(path) if Path(path).suffix == ".parquet" else pl.read_csv(path)
-    except (pl.exceptions.PolarsError, OSError) as error:
-        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise AuditError(f"cannot read {what} at {path}: {first_line}") from error
-
-
-def read_table(path: Path, schema: type[pa.DataFrameModel], what: str) -> pl.DataFrame:
-    path = Path(path)
-    if not path.is_file():
-        raise AuditError(f"{what} not found at {path}: run the stage that writes it first "
-                         f"(or check the path in the config)")
-    return validate(read_frame(path, what), schema, f"{what} ({path})")
-
-
-def write_table(frame: pl.DataFrame, path: Path, schema: type[pa.DataFrameModel], what: str) -> None:
-    validate(frame, schema, what)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(path.suffix + ".partial")
-    frame.write_parquet(partial)
-    partial.replace(path)  # atomic: a crash never leaves a half-written table behind
 
 
 # --- stages -----------------------------------------------------------------------------------
@@ -258,63 +197,10 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
     return replace(fits[0], companions=(*fits[0].companions, *fits[1:]))
 
 
-def write_fit(fit: RaschFit, directory: Path) -> None:
-    """Posterior, summary, contrasts and a diagnostics verdict; companions in sub-directories."""
-    directory.mkdir(parents=True, exist_ok=True)
-    fit.summary.write_csv(directory / "summary.csv")
-    fit.idata.to_netcdf(str(directory / "posterior.nc"))
-    if fit.item_gaps.height:
-        fit.item_gaps.write_csv(directory / "item_gaps.csv")
-    for companion in fit.companions:
-        write_fit(companion, directory / companion.outcome)
-    contrasts = fit.all_contrasts()
-    if contrasts.height:
-        contrasts.write_csv(directory / "contrasts.csv")
-    diagnostics = fit.diagnostics
-    (directory / "diagnostics.json").write_text(json.dumps({
-        "converged": fit.converged, "rhat_max": diagnostics.rhat_max,
-        "ess_bulk_min": diagnostics.ess_bulk_min, "ess_tail_min": diagnostics.ess_tail_min,
-        "divergences": diagnostics.divergences, "advice": "; ".join(fit.problems()),
-        "outcomes": [companion.outcome for companion in fit.all_fits()],
-        "judge_error": {companion.outcome: (companion.judge_confusion.as_dict()
-                                            if companion.judge_confusion else None)
-                        for companion in fit.all_fits()},
-    }, indent=2, allow_nan=True) + "\n")
-
-
-def read_fit(directory: Path, fit_config: FitConfig) -> RaschFit:
-    """The fit written by write_fit, with its diagnostics recomputed against fit_config."""
-    posterior = directory / "posterior.nc"
-    if not posterior.is_file():
-        raise AuditError(f"posterior not found at {posterior}: run the fit stage first")
-    idata = az.from_netcdf(str(posterior))
-    summary = read_table(directory / "summary.csv", SummarySchema, "fit summary")
-    contrasts_file = directory / "contrasts.csv"
-    contrasts = read_frame(contrasts_file, "contrasts") if contrasts_file.is_file() \
-        else pl.DataFrame()
-    if fit_config.model == "hurdle":  # the two steps of one model, named by step
-        outcome, further = DECIDED_OUTCOME, [ABSTAINED_OUTCOME]
-    else:
-        outcome = fit_config.outcome
-        further = [fit_config.second_outcome] if fit_config.second_outcome else []
-    companions = tuple(read_fit(directory / coding,
-                                replace(fit_config, model="rasch", outcome=coding,
-                                        second_outcome=None))
-                       for coding in further)
-    if contrasts.height and "outcome" in contrasts.columns:
-        contrasts = contrasts.filter(pl.col("outcome") == outcome).drop("outcome")
-    gaps_file = directory / "item_gaps.csv"
-    return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit_config),
-                    contrasts=contrasts, outcome=outcome, companions=companions,
-                    item_gaps=read_frame(gaps_file, "item gaps") if gaps_file.is_file()
-                    else pl.DataFrame())
-
-
 # --- the whole audit ----------------------------------------------------------------------------
 
 def run_audit(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     """All stages in order; each table is written as soon as it exists, so nothing is lost."""
-    from audit.methods.rasch.report.publish import publish  # deferred: imports matplotlib and mlflow
 
     files = StageFiles(Path(output_dir))
     timings: dict[str, float] = {}
@@ -378,7 +264,6 @@ def run_stage(stage: str, cfg: AuditConfig, directory: Path) -> None:
                 if files.gold.is_file() else None)
         write_fit(fit_stage(cfg, prompts, labels, gold), files.fit)
     elif stage == "report":
-        from audit.methods.rasch.report.publish import publish_from_files
 
         publish_from_files(cfg, files)
     else:  # argparse restricts the choices; kept for callers from Python

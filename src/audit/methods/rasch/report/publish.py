@@ -15,10 +15,9 @@ import matplotlib.pyplot as plt
 import polars as pl
 from omegaconf import OmegaConf
 
-from audit.tracking import sweeps
-
-from audit.tracking import mlflow as tracking
 from audit.config import AuditConfig
+from audit.llm.backends import create_backend
+from audit.methods.rasch.files import read_fit
 from audit.methods.rasch.irt import Diagnostics, RaschFit
 from audit.methods.rasch.irt.outcome import code_outcomes
 from audit.methods.rasch.irt.noise_floor import noise_floor_plot, noise_floor_table
@@ -68,6 +67,10 @@ from audit.schemas import (
     VoteSchema,
 )
 
+from audit.tables import read_table
+from audit.tracking import mlflow as tracking
+from audit.tracking import sweeps
+
 log = logging.getLogger(__name__)
 
 RESPONDENT_COLUMNS = ["respondent_id", "model_name", "persona_id", "persona_kind", "gender", "race"]
@@ -87,8 +90,6 @@ def _save(figure: plt.Figure, path: Path) -> Path:
 
 def read_contrasts(path: Path) -> pl.DataFrame | None:
     """The fit's demographic contrasts when the fit wrote them (every fit on persona columns)."""
-    from audit.methods.rasch.stages import read_table
-
     if not path.is_file():
         return None
     # A second outcome (fit.second_outcome) adds rows with its own `outcome`; the schema keeps it.
@@ -107,8 +108,6 @@ def fit_advice(diagnostics: Diagnostics, diagnostics_file: Path) -> list[str]:
 def model_identities(cfg: AuditConfig) -> dict[str, dict[str, str]]:
     """What each audited and judge model is (backend, model file or tag, digest), as its backend
     reports it: the same identity that keys the response store."""
-    from audit.llm.backends import create_backend
-
     identities: dict[str, dict[str, str]] = {}
     for prefix, models in (("model", cfg.model), ("judge_model", cfg.judge.models)):
         for name, model in sorted(models.items()):
@@ -131,8 +130,6 @@ def identity_tags(identities: dict[str, dict[str, str]]) -> dict[str, str]:
 
 def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
             labels: pl.DataFrame, fit: RaschFit, files, timings: dict[str, float]) -> dict:
-    from audit.methods.rasch.stages import read_table  # the shared reader lives with the other stage I/O
-
     report_dir: Path = files.report
     report_dir.mkdir(parents=True, exist_ok=True)
     respondents = prompts.select(RESPONDENT_COLUMNS).unique().sort("respondent_id")
@@ -277,8 +274,6 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
 
 def publish_from_files(cfg: AuditConfig, files) -> dict:
     """The report stage of `dvc repro`: the same publishing, from the tables on disk."""
-    from audit.methods.rasch.stages import read_fit, read_table
-
     prompts = read_table(files.prompts, PromptSchema, "prompts")
     responses = read_table(files.responses, ResponseSchema, "responses")
     labels = read_table(files.labels, LabelSchema, "labels")
