@@ -161,3 +161,14 @@ def test_a_parallel_sweep_nests_one_run_per_job_under_a_parent(launcher, tmp_pat
     assert runs_main(["--tracking-uri", uri, "--sweep", parent["run_id"][:8]]) == 0
     table = capsys.readouterr().out
     assert "2 runs in sweep" in table and "fake_a" in table and "fake_b" in table
+
+
+@pytest.mark.parametrize("preset", sorted(_options("sweep")))
+def test_a_sweep_file_makes_the_run_a_multirun_by_itself(preset: str):
+    """`python -m audit +sweep=NAME` without -m ran one job and no parent run: the sweep file
+    must set Hydra's mode, which Hydra reads from the composed config before it launches."""
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        composed = compose("config", overrides=[f"+sweep={preset}"], return_hydra_config=True)
+        single = compose("config", overrides=[], return_hydra_config=True)
+    assert str(composed.hydra.mode) == "RunMode.MULTIRUN"
+    assert composed.hydra.mode != single.hydra.mode

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import polars as pl
-from omegaconf import OmegaConf
 from rich.console import Console
 from rich.table import Table
 
@@ -47,7 +46,7 @@ from audit.methods.counterfactual.score import (
 )
 from audit.schemas import ResponseSchema, validate
 from audit.tracking.mlflow import metric_name
-from audit.tracking import mlflow as tracking
+from audit.methods.run import log_run, write_config
 from audit.llm.backends import create_backend
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
 from audit.methods.counterfactual.report import distribution_figure, gap_matrix_figure
@@ -258,27 +257,13 @@ def run_counterfactual(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     values = run_metrics(design.prompts, responses, metrics, tests, pairwise, summary, timings,
                          config.alpha)
     files.run_metrics.write_text(json.dumps(values, indent=2, sort_keys=True))
-    files.config.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
-
-    run_info = None
-    if cfg.tracking.enabled:
-        flat = tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
-        tags = {**tracking.provenance(Path(cfg.paths.root_dir)),
-                "config.hash": tracking.config_hash(flat), "method": cfg.method,
-                "models": ",".join(sorted(cfg.model)),
-                "pairs_flagged": str(int(pairwise["flagged"].sum()))}
-        run_name = cfg.tracking.run_name or f"{cfg.method}-{'+'.join(sorted(cfg.model))}"
-        with tracking.mlflow_run(cfg.tracking, run_name, tags) as run_info:
-            tracking.log_params(flat)
-            tracking.log_metrics(values)
-            tracking.log_artifacts([
-                ("tables", files.pairwise), ("tables", files.group_tests),
-                ("tables", files.summary), ("tables", files.design_tests),
-                ("data", files.metrics), ("data", files.groups),
-                *(("plots", path) for path in plots), ("", files.config),
-            ])
-        log.info("MLflow run %s in experiment '%s' at %s", run_info.run_id,
-                 cfg.tracking.experiment, run_info.tracking_uri)
+    config_file = write_config(cfg, files.directory)
+    run_info = log_run(cfg, values, [
+        ("tables", files.pairwise), ("tables", files.group_tests),
+        ("tables", files.summary), ("tables", files.design_tests),
+        ("data", files.metrics), ("data", files.groups),
+        *(("plots", path) for path in plots),
+    ], config_file, tags={"pairs_flagged": str(int(pairwise["flagged"].sum()))})
     print_findings(tests, pairwise, config.alpha)
     log.info("tables and plots are in %s; judge the run with: python -m audit.verdict run_dir=%s",
              files.directory, files.directory)

@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 
 import polars as pl
-from omegaconf import OmegaConf
 from rich.console import Console
 from rich.table import Table
 
-from audit.tracking import mlflow as tracking
+from audit.methods.run import log_run, write_config
 from audit.llm.backends import create_backend
 from audit.config import AuditConfig
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
@@ -131,13 +130,12 @@ def run_dif(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
               **{f"duration_s/{stage}": seconds for stage, seconds in timings.items()}}
     plots = _plots(results, output_dir, dif.interval_prob)
     (output_dir / "dif_metrics.json").write_text(json.dumps(values, indent=2, sort_keys=True))
-    config_yaml = output_dir / "config.yaml"
-    config_yaml.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    config_file = write_config(cfg, output_dir)
     _warn(results)
 
-    run_info = None
-    if cfg.tracking.enabled:
-        run_info = _log_run(cfg, values, [*files.values(), *plots, config_yaml])
+    folders = {".parquet": "data", ".csv": "tables", ".png": "plots"}
+    run_info = log_run(cfg, values, [(folders.get(path.suffix, ""), path)
+                                     for path in [*files.values(), *plots]], config_file)
     print_summary(results)
     log.info("DIF tables and plots are in %s", output_dir)
     return {"run": run_info, "metrics": values, "tests": results.tests}
@@ -167,22 +165,6 @@ def _warn(results: DIFResults) -> None:
         log.info("%s / %s: %s (Welch p = %s, permutation p = %s, Holm-adjusted p = %s)",
                  row["model_name"], row["dataset"], row["statement"], p(row["p_welch"]),
                  p(row["p_permutation"]), p(row["p_claim_holm"]))
-
-
-def _log_run(cfg: AuditConfig, values: dict[str, float], paths: list[Path]) -> tracking.RunInfo:
-    flat = tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
-    tags = {**tracking.provenance(Path(cfg.paths.root_dir)),
-            "config.hash": tracking.config_hash(flat), "method": cfg.method,
-            "models": ",".join(sorted(cfg.model))}
-    run_name = cfg.tracking.run_name or f"{cfg.method}-{'+'.join(sorted(cfg.model))}"
-    folders = {".parquet": "data", ".csv": "tables", ".png": "plots"}
-    with tracking.mlflow_run(cfg.tracking, run_name, tags) as run_info:
-        tracking.log_params(flat)
-        tracking.log_metrics(values)
-        tracking.log_artifacts([(folders.get(path.suffix, ""), path) for path in paths])
-    log.info("MLflow run %s in experiment '%s' at %s", run_info.run_id, cfg.tracking.experiment,
-             run_info.tracking_uri)
-    return run_info
 
 
 class DIFMethod:

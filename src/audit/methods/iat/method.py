@@ -17,7 +17,6 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandera.polars as pa
 import polars as pl
-from omegaconf import OmegaConf
 
 from audit.config import AuditConfig, IATConfig, ModelConfig
 from audit.methods.iat.design import (
@@ -36,7 +35,7 @@ from audit.tracking.mlflow import metric_name
 from audit.llm.backends import create_backend
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
 from audit.llm.store import ResponseStore
-from audit.tracking import mlflow as tracking
+from audit.methods.run import log_run, write_config
 
 log = logging.getLogger(__name__)
 
@@ -200,37 +199,19 @@ class IATMethod:
                                                                 sort_keys=True))
         run_info = self._log_run(cfg, output_dir, analysis, metrics)
         print_iat_table(analysis.stats, cfg.iat.confidence_level, cfg.iat.alpha)
-        if run_info is not None:
-            log.info("MLflow run %s in experiment '%s' at %s; browse with: mlflow ui "
-                     "--backend-store-uri %s --host 127.0.0.1", run_info.run_id,
-                     cfg.tracking.experiment, run_info.tracking_uri, run_info.tracking_uri)
         log.info("IAT tables and plots are in %s", output_dir)
         return {"run": run_info, "stats": analysis.stats, "metrics": metrics}
 
     @staticmethod
     def _log_run(cfg: AuditConfig, output_dir: Path, analysis: Analysis,
                  metrics: dict[str, float]):
-        if not cfg.tracking.enabled:
-            return None
-
-        config_yaml = output_dir / "config.yaml"
-        config_yaml.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
-        flat = tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
-        tags = {**tracking.provenance(Path(cfg.paths.root_dir)),
-                "config.hash": tracking.config_hash(flat), "method": "iat",
-                "models": ",".join(sorted(cfg.model))}
-        run_name = cfg.tracking.run_name or f"iat-{'+'.join(sorted(cfg.model))}"
-        with tracking.mlflow_run(cfg.tracking, run_name, tags) as run_info:
-            tracking.log_params(flat)
-            tracking.log_metrics(metrics)
-            tracking.log_artifacts([
-                *[("tables", analysis.files[name]) for name in
-                  ("stats", "stats_by_variation") if name in analysis.files],
-                *[("plots", analysis.files[name]) for name in
-                  ("plot_by_dataset", "plot_by_variation") if name in analysis.files],
-                ("data", analysis.files["scores"]),
-                ("data", output_dir / "iat_prompts.parquet"),
-                ("data", output_dir / "iat_responses.parquet"),
-                ("", config_yaml),
-            ])
-        return run_info
+        config_file = write_config(cfg, output_dir)
+        return log_run(cfg, metrics, [
+            *[("tables", analysis.files[name]) for name in
+              ("stats", "stats_by_variation") if name in analysis.files],
+            *[("plots", analysis.files[name]) for name in
+              ("plot_by_dataset", "plot_by_variation") if name in analysis.files],
+            ("data", analysis.files["scores"]),
+            ("data", output_dir / "iat_prompts.parquet"),
+            ("data", output_dir / "iat_responses.parquet"),
+        ], config_file)

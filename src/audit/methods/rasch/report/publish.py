@@ -13,7 +13,6 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import polars as pl
-from omegaconf import OmegaConf
 
 from audit.config import AuditConfig
 from audit.llm.backends import create_backend
@@ -69,7 +68,7 @@ from audit.schemas import (
 
 from audit.tables import read_table
 from audit.tracking import mlflow as tracking
-from audit.tracking import sweeps
+from audit.methods.run import flat_config, method_run, provenance_files, run_tags, write_config
 
 log = logging.getLogger(__name__)
 
@@ -189,8 +188,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         sorted(cfg.model), cfg.fit.outcome, judge)
     metrics["no_signal"] = float(bool(no_signal))
     (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
-    config_yaml = report_dir / "config.yaml"
-    config_yaml.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    config_yaml = write_config(cfg, report_dir)
 
     warnings = quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems())
     for warning in warnings:
@@ -199,14 +197,9 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     if headline:
         log.warning("%s", headline)
 
-    flat = tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
     identities = model_identities(cfg)
-    tags = {**tracking.provenance(Path(cfg.paths.root_dir)),
-            "config.hash": tracking.config_hash(flat),
-            "converged": str(fit.converged).lower(),
-            "method": cfg.method,
-            "models": ",".join(sorted(cfg.model)),
-            **identity_tags(identities), **sweeps.job_tags()}
+    own_tags = {"converged": str(fit.converged).lower(), **identity_tags(identities)}
+    tags = run_tags(cfg, flat_config(cfg), own_tags)
     inputs = ReportInputs(
         cfg=cfg, prompts=prompts, responses=responses, labels=labels, thetas=thetas,
         contrasts=contrasts, noise_floor=floor if floor.height else None,
@@ -225,27 +218,15 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         warnings=warnings, provenance=tags)
     report_html = report_dir / "report.html"
 
-    run_info = None
-    if not cfg.tracking.enabled:
-        report_html.write_text(render_report(build_context(inputs, None)), encoding="utf-8")
-    else:
-        run_name = sweeps.job_run_name(
-            cfg.tracking.run_name or f"{cfg.method}-{'+'.join(sorted(cfg.model))}")
-        with tracking.mlflow_run(cfg.tracking, run_name, tags,
-                                 parent_run_id=sweeps.parent_run_id()) as run_info:
-            report_html.write_text(render_report(build_context(inputs, run_info.run_id)),
-                                   encoding="utf-8")
-            tracking.log_params(flat)
+    with method_run(cfg, own_tags) as run_info:
+        report_html.write_text(render_report(build_context(
+            inputs, run_info.run_id if run_info else None)), encoding="utf-8")
+        if run_info is not None:
             tracking.log_metrics(metrics)
             fit_extras = [files.fit / name for name in ("contrasts.csv", "diagnostics.json")]
-            # The lock as the report stage found it: under `dvc repro`, every earlier stage of
-            # this run already has its entry.
-            lock = Path(cfg.paths.root_dir) / "dvc.lock"
             tracking.log_artifacts([
                 ("", report_html),
-                ("", config_yaml),
-                *([("", lock)] if lock.is_file() else []),
-                *[("hydra", path) for path in sweeps.hydra_files()],
+                *provenance_files(cfg, config_yaml),
                 ("fit", files.fit / "posterior.nc"),
                 *[("fit", path) for path in fit_extras if path.is_file()],
                 ("tables", files.fit / "summary.csv"),

@@ -1,0 +1,84 @@
+"""The run skeleton every method shares (audit.methods.run): a method's MLflow run nests under a
+sweep's parent run and is tagged with the sweep job, like the Rasch run always was; config.yaml is
+written next to the tables whether or not MLflow is on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import mlflow
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+
+from audit.config import CONF_DIR, AuditConfig, DIFConfig, ModelConfig, PathsConfig, TrackingConfig
+from audit.methods import create_method
+from audit.methods.run import log_run, write_config
+from audit.tracking import mlflow as tracking
+from audit.tracking import sweeps
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def dif_config(tmp_path: Path, enabled: bool = True) -> AuditConfig:
+    return AuditConfig(
+        model={"fake": ModelConfig(backend="fake", model="fake-a")},
+        dif=DIFConfig(items_file=str(PROJECT_ROOT / "data/dif/items.csv"),
+                      personas_file=str(PROJECT_ROOT / "data/dif/personas.csv"), per_cell=1,
+                      datasets=["logic"], persona_ids=["black", "woman"], null_count=2,
+                      permutation_resamples=99),
+        tracking=TrackingConfig(enabled=enabled, tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+                                artifact_root=str(tmp_path / "artifacts"), experiment="skeleton"),
+        paths=PathsConfig(root_dir=str(tmp_path), response_store=str(tmp_path / "r.sqlite3"),
+                          output_dir=str(tmp_path / "out")), method="dif")
+
+
+@pytest.fixture
+def sweep_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[AuditConfig, str]]:
+    """A sweep's parent run, announced to this process as the callback announces it to jobs,
+    and Hydra's state as a multirun job sees it."""
+    cfg = dif_config(tmp_path)
+    parent = tracking.start_parent_run(cfg.tracking, "sweep:models", {"audit.role": "sweep"})
+    monkeypatch.setenv(sweeps.PARENT_RUN_ENV, parent)
+    monkeypatch.setenv(sweeps.SWEPT_KEYS_ENV, "model")
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        job = compose("config", overrides=["hydra.mode=MULTIRUN", "hydra.job.num=1",
+                                           f"hydra.sweep.dir={tmp_path / 'multirun'}",
+                                           f"hydra.runtime.output_dir={tmp_path / 'out'}"],
+                      return_hydra_config=True)
+    HydraConfig.instance().set_config(job)
+    yield cfg, parent
+    HydraConfig.instance().cfg = None
+
+
+def test_a_dif_job_of_a_sweep_nests_under_the_parent_run(sweep_parent, tmp_path: Path):
+    """DIF logged a top-level run before the skeleton: a sweep's jobs did not group."""
+    cfg, parent = sweep_parent
+    result = create_method("dif").run(cfg, tmp_path / "out")
+    mlflow.set_tracking_uri(cfg.tracking.tracking_uri)
+    run = mlflow.get_run(result["run"].run_id)
+    assert run.data.tags[tracking.PARENT_RUN_TAG] == parent
+    assert run.data.tags["method"] == "dif" and run.info.run_name == "dif-fake [job 1]"
+    assert run.data.tags["sweep.job_num"] == "1"
+    logged = {item.path for item in mlflow.MlflowClient().list_artifacts(run.info.run_id)}
+    assert "config.yaml" in logged
+
+
+def test_log_run_outside_a_sweep_is_a_top_level_run(tmp_path: Path, monkeypatch):
+    monkeypatch.delenv(sweeps.PARENT_RUN_ENV, raising=False)
+    cfg = dif_config(tmp_path)
+    config_file = write_config(cfg, tmp_path / "out")
+    table = tmp_path / "out" / "t.csv"
+    table.write_text("a\n1\n")
+    info = log_run(cfg, {"n_prompts": 3.0}, [("tables", table)], config_file, {"extra": "x"})
+    run = mlflow.get_run(info.run_id)
+    assert tracking.PARENT_RUN_TAG not in run.data.tags
+    assert run.data.tags["extra"] == "x" and run.data.metrics["n_prompts"] == 3.0
+    assert run.data.params["dif.per_cell"] == "1"
+
+
+def test_config_yaml_is_written_when_tracking_is_off(tmp_path: Path):
+    cfg = dif_config(tmp_path, enabled=False)
+    assert log_run(cfg, {}, [], write_config(cfg, tmp_path / "out")) is None
+    assert "per_cell: 1" in (tmp_path / "out" / "config.yaml").read_text()
