@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import mlflow
 from hypothesis import given
 from hypothesis import strategies as st
 
-from audit.tracking.mlflow import config_hash, flatten, metric_name
+from audit.config import TrackingConfig
+from audit.tracking.mlflow import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, config_hash, flatten
+from audit.tracking.mlflow import metric_name, mlflow_run
 
 
 def test_flatten_keeps_token_counts_but_redacts_tokens():
@@ -27,3 +30,18 @@ def test_config_hash_ignores_order_and_sees_values():
 def test_metric_names_only_use_characters_mlflow_accepts(parts):
     name = metric_name(*parts)
     assert all(char.isalnum() and char.isascii() or char in "_-. /:" for char in name)
+
+
+def test_experiments_are_marked_as_model_development(tmp_path):
+    """Without the experiment-kind tag MLflow 3's UI opens an audit on an empty GenAI page; an
+    experiment an older version created gets the tag on its next run."""
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    mlflow.set_tracking_uri(uri)
+    mlflow.create_experiment("old", artifact_location=(tmp_path / "a").as_uri())
+    for name in ("new", "old"):
+        config = TrackingConfig(tracking_uri=uri, artifact_root=str(tmp_path / "a"),
+                                experiment=name)
+        with mlflow_run(config, "run", {}):
+            pass
+        tags = mlflow.get_experiment_by_name(name).tags
+        assert tags[EXPERIMENT_KIND_TAG] == EXPERIMENT_KIND

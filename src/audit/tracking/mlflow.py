@@ -91,15 +91,25 @@ def config_hash(flat_config: Mapping[str, str]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+# MLflow 3 opens an experiment without this tag on an empty GenAI "Overview" page; an audit is
+# model development (runs with params, metrics and artifacts), so the UI should open on the runs.
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+
+
 def _experiment_id(config: TrackingConfig) -> str:
     import mlflow
 
     mlflow.set_tracking_uri(config.tracking_uri)
     experiment = mlflow.get_experiment_by_name(config.experiment)
-    if experiment is not None:
-        return experiment.experiment_id
-    artifact_location = Path(config.artifact_root).resolve().as_uri()
-    return mlflow.create_experiment(config.experiment, artifact_location=artifact_location)
+    if experiment is None:
+        artifact_location = Path(config.artifact_root).resolve().as_uri()
+        return mlflow.create_experiment(config.experiment, artifact_location=artifact_location,
+                                        tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+    if EXPERIMENT_KIND_TAG not in experiment.tags:  # made by an older version of audit
+        mlflow.MlflowClient(config.tracking_uri).set_experiment_tag(
+            experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    return experiment.experiment_id
 
 
 @contextmanager
