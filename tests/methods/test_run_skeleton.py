@@ -5,6 +5,7 @@ written next to the tables whether or not MLflow is on."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+import time
 from pathlib import Path
 
 import mlflow
@@ -82,3 +83,16 @@ def test_config_yaml_is_written_when_tracking_is_off(tmp_path: Path):
     cfg = dif_config(tmp_path, enabled=False)
     assert log_run(cfg, {}, [], write_config(cfg, tmp_path / "out")) is None
     assert "per_cell: 1" in (tmp_path / "out" / "config.yaml").read_text()
+
+
+def test_the_mlflow_run_spans_the_work_not_only_its_logging(tmp_path: Path):
+    """Runs were opened at publish time, so a multi-minute audit showed a 0.2 s duration."""
+    cfg = dif_config(tmp_path)
+    method = create_method("dif")  # imports the method's modules before the clock starts
+    before = int(time.time() * 1000)
+    result = method.run(cfg, tmp_path / "out")
+    run = mlflow.get_run(result["run"].run_id)
+    work_ms = 1000 * sum(value for name, value in run.data.metrics.items()
+                         if name.startswith("duration_s/"))
+    assert before <= run.info.start_time <= before + 1000
+    assert run.info.end_time - run.info.start_time >= work_ms

@@ -63,16 +63,18 @@ def flat_config(cfg: AuditConfig) -> dict[str, str]:
 
 
 @contextmanager
-def method_run(cfg: AuditConfig, tags: Mapping[str, str] | None = None
-               ) -> Iterator[tracking.RunInfo | None]:
+def method_run(cfg: AuditConfig, tags: Mapping[str, str] | None = None,
+               started_at: float | None = None) -> Iterator[tracking.RunInfo | None]:
     """The method's MLflow run (None when tracking is off), nested under the sweep's parent run
-    when this process is a sweep job; params are logged on entry."""
+    when this process is a sweep job, starting when the work started (started_at, epoch
+    seconds); params are logged on entry."""
     if not cfg.tracking.enabled:
         yield None
         return
     flat = flat_config(cfg)
     with tracking.mlflow_run(cfg.tracking, run_name(cfg), run_tags(cfg, flat, tags),
-                             parent_run_id=sweeps.parent_run_id()) as run_info:
+                             parent_run_id=sweeps.parent_run_id(),
+                             started_at=started_at) as run_info:
         tracking.log_params(flat)
         yield run_info
 
@@ -87,9 +89,10 @@ def provenance_files(cfg: AuditConfig, config_file: Path) -> list[tuple[str, Pat
 
 def log_run(cfg: AuditConfig, metrics: Mapping[str, float],
             artifacts: Iterable[tuple[str, Path]], config_file: Path,
-            tags: Mapping[str, str] | None = None) -> tracking.RunInfo | None:
+            tags: Mapping[str, str] | None = None,
+            started_at: float | None = None) -> tracking.RunInfo | None:
     """One MLflow run with the metrics, the artifacts and the provenance files; None when off."""
-    with method_run(cfg, tags) as run_info:
+    with method_run(cfg, tags, started_at) as run_info:
         if run_info is None:
             return None
         tracking.log_metrics(metrics)

@@ -114,13 +114,25 @@ def _experiment_id(config: TrackingConfig) -> str:
 
 @contextmanager
 def mlflow_run(config: TrackingConfig, run_name: str, tags: Mapping[str, str],
-               parent_run_id: str | None = None) -> Iterator[RunInfo]:
-    """One run; with parent_run_id it is nested under that run (a sweep's parent) in the UI."""
+               parent_run_id: str | None = None,
+               started_at: float | None = None) -> Iterator[RunInfo]:
+    """One run; with parent_run_id it is nested under that run (a sweep's parent) in the UI.
+    started_at (epoch seconds) is when the work began, so the run's duration is the audit's and
+    not the few tenths of a second its logging takes at the end."""
     import mlflow
 
     experiment_id = _experiment_id(config)
     tags = {**tags, **({PARENT_RUN_TAG: parent_run_id} if parent_run_id else {})}
-    with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=tags) as run:
+    if started_at is not None:
+        from mlflow.tracking.context.registry import resolve_tags  # what start_run adds
+
+        created = mlflow.MlflowClient(config.tracking_uri).create_run(
+            experiment_id, start_time=int(started_at * 1000), tags=resolve_tags(tags),
+            run_name=run_name)
+        opened = mlflow.start_run(run_id=created.info.run_id)
+    else:
+        opened = mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=tags)
+    with opened as run:
         yield RunInfo(run.info.run_id, experiment_id, config.tracking_uri, run.info.artifact_uri)
 
 

@@ -192,6 +192,7 @@ def run_counterfactual(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     config = cfg.counterfactual
     tested = check_settings(config)
     files = CounterfactualFiles(output_dir)
+    started_at = time.time()  # the MLflow run spans the work, not only its logging
     timings: dict[str, float] = {}
     started = time.perf_counter()
     lexicon = load_lexicon(Path(config.lexicon))
@@ -263,7 +264,8 @@ def run_counterfactual(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
         ("tables", files.summary), ("tables", files.design_tests),
         ("data", files.metrics), ("data", files.groups),
         *(("plots", path) for path in plots),
-    ], config_file, tags={"pairs_flagged": str(int(pairwise["flagged"].sum()))})
+    ], config_file, tags={"pairs_flagged": str(int(pairwise["flagged"].sum()))},
+        started_at=started_at)
     print_findings(tests, pairwise, config.alpha)
     log.info("tables and plots are in %s; judge the run with: python -m audit.verdict run_dir=%s",
              files.directory, files.directory)

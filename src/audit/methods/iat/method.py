@@ -164,6 +164,7 @@ class IATMethod:
         output_dir = Path(output_dir)
         check_statistics_config(cfg.iat)
         timings: dict[str, float] = {}
+        started_at = time.time()  # the MLflow run spans the work, not only its logging
         started = time.perf_counter()
         stimuli = read_stimuli(cfg.iat)
         models = _iat_models(cfg)
@@ -197,14 +198,14 @@ class IATMethod:
                    **{f"duration_s/{stage}": seconds for stage, seconds in timings.items()}}
         (output_dir / "iat_metrics.json").write_text(json.dumps(metrics, indent=2,
                                                                 sort_keys=True))
-        run_info = self._log_run(cfg, output_dir, analysis, metrics)
+        run_info = self._log_run(cfg, output_dir, analysis, metrics, started_at)
         print_iat_table(analysis.stats, cfg.iat.confidence_level, cfg.iat.alpha)
         log.info("IAT tables and plots are in %s", output_dir)
         return {"run": run_info, "stats": analysis.stats, "metrics": metrics}
 
     @staticmethod
     def _log_run(cfg: AuditConfig, output_dir: Path, analysis: Analysis,
-                 metrics: dict[str, float]):
+                 metrics: dict[str, float], started_at: float):
         config_file = write_config(cfg, output_dir)
         return log_run(cfg, metrics, [
             *[("tables", analysis.files[name]) for name in
@@ -214,4 +215,4 @@ class IATMethod:
             ("data", analysis.files["scores"]),
             ("data", output_dir / "iat_prompts.parquet"),
             ("data", output_dir / "iat_responses.parquet"),
-        ], config_file)
+        ], config_file, started_at=started_at)

@@ -128,7 +128,8 @@ def identity_tags(identities: dict[str, dict[str, str]]) -> dict[str, str]:
 
 
 def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
-            labels: pl.DataFrame, fit: RaschFit, files, timings: dict[str, float]) -> dict:
+            labels: pl.DataFrame, fit: RaschFit, files, timings: dict[str, float],
+            started_at: float | None = None) -> dict:
     report_dir: Path = files.report
     report_dir.mkdir(parents=True, exist_ok=True)
     respondents = prompts.select(RESPONDENT_COLUMNS).unique().sort("respondent_id")
@@ -218,7 +219,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         warnings=warnings, provenance=tags)
     report_html = report_dir / "report.html"
 
-    with method_run(cfg, own_tags) as run_info:
+    with method_run(cfg, own_tags, started_at) as run_info:
         report_html.write_text(render_report(build_context(
             inputs, run_info.run_id if run_info else None)), encoding="utf-8")
         if run_info is not None:
