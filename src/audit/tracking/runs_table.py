@@ -12,6 +12,14 @@ import polars as pl
 from audit.tracking import mlflow as tracking
 
 DEFAULT_METRICS = ("n_prompts", "rhat_max", "ess_bulk_min", "judge/kappa")
+# The headline columns of each method's runs (shell-style patterns), chosen by the runs' `method`
+# tag: a table of IAT runs shows D and the parse rate, not the Rasch sampler's diagnostics.
+METHOD_METRICS: dict[str, tuple[str, ...]] = {
+    "rasch": DEFAULT_METRICS,
+    "iat": ("iat/n_scored", "iat/parse_rate", "iat/*/mean_d"),
+    "dif": ("n_prompts", "n_failed", "accuracy/*/all", "mean_dif_real/*/all", "claim/*/all"),
+    "counterfactual": ("n_prompts", "n_failed", "n_pairs", "n_pairs_flagged", "truncated_share"),
+}
 # Params that differ between any two runs without meaning anything about the audit.
 INCIDENTAL_PARAMS = ("paths.output_dir", "tracking.run_name")
 
@@ -42,7 +50,10 @@ def varying_params(runs: list[dict[str, Any]]) -> list[str]:
 def metric_columns(runs: list[dict[str, Any]], patterns: list[str]) -> list[str]:
     present = sorted({name for run in runs for name in run["metrics"]})
     chosen: list[str] = []
-    for pattern in [*DEFAULT_METRICS, *patterns]:
+    methods = sorted({run["tags"].get("method", "rasch") for run in runs if run["metrics"]})
+    defaults = [pattern for method in methods
+                for pattern in METHOD_METRICS.get(method, DEFAULT_METRICS)]
+    for pattern in [*defaults, *patterns]:
         for name in present:
             if fnmatch.fnmatchcase(name, pattern) and name not in chosen:
                 chosen.append(name)

@@ -1,0 +1,25 @@
+"""The runs table picks the headline columns of the method whose runs it shows."""
+
+from __future__ import annotations
+
+from audit.tracking.runs_table import metric_columns
+
+
+def _run(method: str, metrics: dict[str, float]) -> dict:
+    return {"run_id": "r", "name": "n", "start_time": 0, "status": "FINISHED",
+            "tags": {"method": method}, "params": {}, "metrics": metrics}
+
+
+def test_iat_runs_show_iat_columns_and_not_the_samplers():
+    runs = [_run("iat", {"iat/n_scored": 10.0, "iat/parse_rate": 0.9,
+                         "iat/smollm2/race/mean_d": 0.2, "iat/smollm2/race/p_value": 0.1,
+                         "rhat_max": 1.0})]
+    assert metric_columns(runs, []) == ["iat/n_scored", "iat/parse_rate",
+                                        "iat/smollm2/race/mean_d"]
+
+
+def test_a_mixed_table_shows_each_methods_columns_and_the_asked_for_ones():
+    runs = [_run("rasch", {"n_prompts": 5.0, "rhat_max": 1.01, "theta_mean/a": 0.1}),
+            _run("counterfactual", {"n_prompts": 8.0, "n_pairs_flagged": 2.0, "n_pairs": 6.0})]
+    assert metric_columns(runs, ["theta_mean/*"]) == [
+        "n_prompts", "n_pairs", "n_pairs_flagged", "rhat_max", "theta_mean/a"]
