@@ -23,7 +23,7 @@ import polars as pl
 from omegaconf import DictConfig
 
 from audit.llm.backends import BackendError, create_backend
-from audit.config import AuditConfig, register_configs, to_audit_config
+from audit.config import CONF_DIR, AuditConfig, register_configs, to_audit_config
 from audit.config_errors import one_line_config_errors
 from audit.llm.engine import concurrency_limits, plan_requests
 from audit.logs import quiet_noisy_loggers
@@ -34,7 +34,6 @@ from audit.methods.rasch.stages import design_stage
 from audit.llm.store import ResponseStore
 
 log = logging.getLogger("audit.plan")
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 COST_COLUMNS = ("prompts", "to_send", "prompt_tokens", "max_completion_tokens", "minutes")
 register_configs()
 

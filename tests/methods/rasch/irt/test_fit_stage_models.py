@@ -18,7 +18,8 @@ import pytest
 import audit.methods.rasch.irt.rasch as rasch
 from audit.config import AuditConfig, FitConfig
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
-from audit.methods.rasch.stages import fit_stage, read_fit, write_fit
+from audit.methods.rasch.files import read_fit, write_fit
+from audit.methods.rasch.stages import fit_stage
 
 sys.path.insert(0, str(Path(__file__).parent))
 from irt_simulation import simulate_audit  # noqa: E402
