@@ -32,7 +32,7 @@ def test_a_model_file_in_the_users_conf_is_a_new_option(tmp_path: Path):
 
 def test_a_users_file_wins_over_the_shipped_file_of_the_same_name(tmp_path: Path):
     shipped = _params(tmp_path)  # no ./conf: the shipped default composes from any folder
-    assert "smollm2" in shipped["model"]
+    assert "qwen_coder_0_5b" in shipped["model"]  # the shipped default model
     (tmp_path / "conf" / "items").mkdir(parents=True)
     (tmp_path / "conf" / "items" / "smoke.yaml").write_text(
         "name: my_smoke\nbank: my_items.csv\n")
