@@ -123,13 +123,7 @@ class EmbeddedBackend:
         started = time.perf_counter()
         reply = self._chat(payload)
         latency = time.perf_counter() - started
-        choice = reply["choices"][0]
-        return Completion(
-            text=choice["message"].get("content") or "",
-            completion_tokens=int(reply.get("usage", {}).get("completion_tokens", 0)),
-            finish_reason=str(choice.get("finish_reason") or ""),
-            latency_s=latency,
-        )
+        return Completion.from_chat_reply(reply, latency)
 
     def _payload(self, request: ChatRequest) -> dict[str, Any]:
         return {
