@@ -55,6 +55,18 @@ class Completion:
     latency_s: float
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_chat_reply(cls, reply: dict[str, Any], latency_s: float) -> "Completion":
+        """The first choice of an OpenAI-style chat reply given as a dict (what both in-process
+        llama.cpp runtimes return)."""
+        choice = reply["choices"][0]
+        return cls(
+            text=choice["message"].get("content") or "",
+            completion_tokens=int(reply.get("usage", {}).get("completion_tokens", 0)),
+            finish_reason=str(choice.get("finish_reason") or ""),
+            latency_s=latency_s,
+        )
+
 
 class BackendError(RuntimeError):
     """A failure of infrastructure, never of the audited behaviour; `kind` says which."""

@@ -114,13 +114,7 @@ class EmbeddedBackend:
     def complete(self, request: ChatRequest) -> Completion:
         if request.score_options:
             started = time.perf_counter()
-            # With one slot, the options after the first reuse the prompt's cached KV cells
-            # (measured with the 1.5B judge: 8.0 s -> about 2.3 s a label). Reproducible: the
-            # first option always evaluates the whole prompt and nothing else can take the slot
-            # in between. With several slots another request could, so every option is whole.
-            reuse = self.slots == 1
-            scores = {option: self._score(request, option, reuse_prompt=reuse and index > 0)
-                      for index, option in enumerate(request.score_options)}
+            scores = {option: self._score(request, option) for option in request.score_options}
             return Completion(json.dumps(scores, sort_keys=True), 0, "scored",
                               time.perf_counter() - started)
         payload = self._payload(request)
@@ -129,13 +123,7 @@ class EmbeddedBackend:
         started = time.perf_counter()
         reply = self._chat(payload)
         latency = time.perf_counter() - started
-        choice = reply["choices"][0]
-        return Completion(
-            text=choice["message"].get("content") or "",
-            completion_tokens=int(reply.get("usage", {}).get("completion_tokens", 0)),
-            finish_reason=str(choice.get("finish_reason") or ""),
-            latency_s=latency,
-        )
+        return Completion.from_chat_reply(reply, latency)
 
     def _payload(self, request: ChatRequest) -> dict[str, Any]:
         return {
@@ -159,7 +147,7 @@ class EmbeddedBackend:
             raise BackendError("malformed_reply", f"embedded llama.cpp replied {reply!r:.200}")
         return reply
 
-    def _score(self, request: ChatRequest, option: str, reuse_prompt: bool = False) -> float:
+    def _score(self, request: ChatRequest, option: str) -> float:
         """Log-probability of `option` as the opening of the answer: the sum of its tokens'
         log-probabilities given the prompt and the tokens before them.
 
@@ -172,7 +160,7 @@ class EmbeddedBackend:
         if not tokens:
             raise BackendError("malformed_request", f"empty continuation {option!r}")
         payload = {**self._payload(request), "temperature": 0.0, "max_tokens": len(tokens),
-                   "logprobs": True, "top_logprobs": 1, "cache_prompt": reuse_prompt,
+                   "logprobs": True, "top_logprobs": 1,
                    "grammar": "root ::= " + " ".join(f"<[{token}]>" for token in tokens)}
         reply = self._chat(payload)
         steps = (reply["choices"][0].get("logprobs") or {}).get("content") or []

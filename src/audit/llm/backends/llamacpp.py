@@ -88,13 +88,7 @@ class LlamaCppBackend:
             except ValueError as error:  # llama-cpp-python raises ValueError for context overflow
                 raise BackendError("context_length", str(error)) from error
             latency = time.perf_counter() - started
-        choice = reply["choices"][0]
-        return Completion(
-            text=choice["message"].get("content") or "",
-            completion_tokens=int(reply.get("usage", {}).get("completion_tokens", 0)),
-            finish_reason=str(choice.get("finish_reason") or ""),
-            latency_s=latency,
-        )
+        return Completion.from_chat_reply(reply, latency)
 
 
 def _last_log_softmax(llm: Any) -> np.ndarray:
