@@ -25,12 +25,37 @@ def read_frame(path: Path, what: str) -> pl.DataFrame:
         raise AuditError(f"cannot read {what} at {path}: {first_line}") from error
 
 
+def required_columns(schema: type[pa.DataFrameModel]) -> list[str]:
+    """The columns a schema cannot do without (its optional ones left out), in its order."""
+    return [name for name, column in schema.to_schema().columns.items()
+            if column.required and not column.regex]
+
+
+def require_columns(frame: pl.DataFrame, columns: list[str], path: Path, what: str,
+                    fix: str) -> None:
+    """One line naming the file, every missing column and the fix.
+
+    Checked before pandera sees the table: with `coerce=True` pandera 0.35 casts the columns it
+    expects before it checks that they exist, so a missing column surfaced as polars'
+    ColumnNotFoundError with a 70-line traceback (a misspelt one was already one line).
+    """
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise AuditError(f"{what} at {path} lacks the column(s) {', '.join(map(repr, missing))} "
+                         f"(its columns: {', '.join(frame.columns) or 'none'}): {fix}")
+
+
 def read_table(path: Path, schema: type[pa.DataFrameModel], what: str) -> pl.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise AuditError(f"{what} not found at {path}: run the stage that writes it first "
                          f"(or check the path in the config)")
-    return validate(read_frame(path, what), schema, f"{what} ({path})")
+    frame = read_frame(path, what)
+    require_columns(frame, required_columns(schema), path, what,
+                    f"add the missing columns to the file (see {schema.__name__} in "
+                    f"{schema.__module__} and data/README.md for what each holds), or point the "
+                    f"config at a file that has them")
+    return validate(frame, schema, f"{what} ({path})")
 
 
 def write_table(frame: pl.DataFrame, path: Path, schema: type[pa.DataFrameModel], what: str) -> None:

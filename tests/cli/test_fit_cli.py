@@ -68,6 +68,17 @@ def test_errors_exit_2_with_one_line(tmp_path: Path, caplog) -> None:
     assert "\n" not in errors[0].getMessage()
 
 
+def test_missing_columns_are_one_line_naming_the_file_each_column_and_the_option(
+        tmp_path: Path, caplog) -> None:
+    path = write_responses(tmp_path / "r.parquet", columns=("respondent", "question", "approved"))
+    assert main([f"input={path}", f"output={tmp_path / 'out'}"]) == 2
+    (error,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert "\n" not in error and str(path) in error
+    assert "'item', 'y'" in error and "respondent, question, approved" in error
+    assert "pass item=COLUMN and pass outcome=COLUMN" in error
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("prior", ["seed", "rasch"])
 def test_the_command_writes_summary_and_posterior(tmp_path: Path, prior: str) -> None:

@@ -21,7 +21,7 @@ from audit.methods.rasch.irt import fit_rasch, respondent_ranking
 from audit.logs import configure_cli_logging
 from audit.errors import AuditError
 from audit.methods.rasch.files import write_fit
-from audit.tables import read_frame
+from audit.tables import read_frame, require_columns
 
 log = logging.getLogger("audit.fit")
 
@@ -80,11 +80,13 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str) -> pl.
     except AuditError as error:
         raise FitInputError(str(error)) from None
     wanted = {"respondent": respondent, "item": item, "outcome": outcome}
-    missing = {key: column for key, column in wanted.items() if column not in table.columns}
-    if missing:
-        key, column = next(iter(missing.items()))
-        raise FitInputError(f"{path} has no column {column!r}; its columns are "
-                            f"{', '.join(table.columns)}: pass {key}=COLUMN")
+    missing = [key for key, column in wanted.items() if column not in table.columns]
+    try:
+        require_columns(table, list(wanted.values()), path, "input table",
+                        " and ".join(f"pass {key}=COLUMN" for key in missing)
+                        + " to name the column that holds it")
+    except AuditError as error:
+        raise FitInputError(str(error)) from None
     long = table.select(
         pl.col(respondent).cast(pl.String).alias("respondent"),
         pl.col(item).cast(pl.String).alias("item"),

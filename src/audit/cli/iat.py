@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from audit.config import IATConfig
+from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 from audit.methods.iat.design import VARIATIONS, IATError, Stimuli, resolve_dataset, score_answers
 from audit.methods.iat.method import analyse, read_csv, read_stimuli
@@ -147,7 +148,7 @@ def main(arguments: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if arguments is None else arguments
     try:
         run(parse_arguments(arguments))
-    except ValueError as error:  # IATError and the schema errors: one line each
+    except (AuditError, ValueError) as error:  # IATError, a missing data file, the schemas
         log.error("%s", str(error).splitlines()[0])
         return 2
     return 0

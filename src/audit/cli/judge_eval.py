@@ -20,6 +20,7 @@ from rich.table import Table
 
 from audit.config import CONF_DIR, AuditConfig, register_configs, to_audit_config
 from audit.config_errors import one_line_config_errors
+from audit.data_files import data_file
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
 from audit.llm.store import ResponseStore
@@ -35,8 +36,10 @@ register_configs()
 
 
 def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
-    gold = read_table(Path(cfg.judge.gold_file), GoldSchema, "judge gold set")
-    items = read_table(Path(cfg.judge.gold_items), ItemSchema, "gold-set item bank")
+    gold = read_table(data_file(cfg.judge.gold_file, "judge gold set", "judge.gold_file"),
+                      GoldSchema, "judge gold set")
+    items = read_table(data_file(cfg.judge.gold_items, "gold-set item bank", "judge.gold_items"),
+                       ItemSchema, "gold-set item bank")
     judges = judge_panel(cfg)
     modes = {"rules": (dataclasses.replace(cfg.judge, use_rules=True), [])}
     if judges:

@@ -23,6 +23,7 @@ from audit.config import (
     DesignConfig,
     ModelConfig,
 )
+from audit.data_files import data_file
 from audit.design import prompt_id, replicate_seed
 from audit.schemas import PromptSchema, validate
 
@@ -73,10 +74,8 @@ def load_axis(name: str, config: CounterfactualAxisConfig, root: Path = Path("."
     if config.file and config.levels:
         raise ValueError(f"counterfactual axis '{name}' has both `file` and `levels`: keep one")
     if config.file:
-        path = root / config.file
-        if not path.is_file():
-            raise ValueError(f"counterfactual axis '{name}': file {path} not found (set "
-                             f"counterfactual.axes.{name}.file to a CSV)")
+        path = data_file(root / config.file, f"counterfactual axis '{name}' file",
+                         f"counterfactual.axes.{name}.file")  # the user's, else the shipped copy
         table = pl.read_csv(path, infer_schema_length=0)  # every column as text
         wanted = [*config.fill.values(), *config.groups]
         missing = [column for column in wanted if column not in table.columns]

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from audit.config import AuditConfig, CounterfactualConfig
+from audit.data_files import data_file
 from audit.methods.counterfactual.design_tests import design_tests
 from audit.methods.counterfactual.schemas import (
     CounterfactualGroupSchema,
@@ -195,7 +196,7 @@ def run_counterfactual(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     started_at = time.time()  # the MLflow run spans the work, not only its logging
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    lexicon = load_lexicon(Path(config.lexicon))
+    lexicon = load_lexicon(data_file(config.lexicon, "lexicon", "counterfactual.lexicon"))
     transformer = (TransformerSentiment(config.transformer_model) if config.transformer_model
                    else None)
     variants = expand_variants(config)

@@ -18,6 +18,7 @@ from rich.table import Table
 from audit.methods.run import log_run, write_config
 from audit.llm.backends import create_backend
 from audit.config import AuditConfig
+from audit.data_files import data_file
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
 from audit.methods.dif.method import (
     DIFResults,
@@ -41,10 +42,7 @@ PLOTS = ("dif_accuracy.png", "dif_null_vs_real.png", "dif_accuracy_vs_bias.png")
 
 
 def _read_csv(path: str, what: str, setting: str) -> pl.DataFrame:
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"{what} not found at {file}: fix {setting} (paths are relative to the "
-                         f"directory the audit starts in)")
+    file = data_file(path, what, setting)  # the user's file, else the shipped copy
     try:
         return pl.read_csv(file, infer_schema_length=0)  # every column as text; schemas coerce
     except (pl.exceptions.PolarsError, OSError) as error:

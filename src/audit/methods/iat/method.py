@@ -30,6 +30,7 @@ from audit.methods.iat.design import (
 from audit.methods.iat.report import d_by_dataset_plot, d_by_variation_plot, print_iat_table
 from audit.methods.iat.schemas import STATS_COLUMNS, IATPromptSchema, IATScoreSchema
 from audit.methods.iat.analyse import check_statistics_config, iat_statistics
+from audit.data_files import data_file
 from audit.schemas import ResponseSchema, validate
 from audit.tracking.mlflow import metric_name
 from audit.llm.backends import create_backend
@@ -52,11 +53,14 @@ def read_csv(path: Path, what: str, fix: str) -> pl.DataFrame:
 
 
 def read_stimuli(config: IATConfig) -> Stimuli:
-    fix = ("run from the project root, or point stimuli_file, synonym_file and aliases_file "
-           "(iat.* in an audit) at the files shipped in data/iat/")
-    original = read_csv(Path(config.stimuli_file), "IAT stimuli", fix)
-    synonym = read_csv(Path(config.synonym_file), "IAT synonym stimuli", fix)
-    aliases = (read_csv(Path(config.aliases_file), "IAT group aliases", fix)
+    """The stimuli files from the user's path, else the copies shipped with audit (any folder)."""
+    fix = "point stimuli_file, synonym_file and aliases_file (iat.* in an audit) at your CSV files"
+    original = read_csv(data_file(config.stimuli_file, "IAT stimuli", "stimuli_file (iat.*)"),
+                        "IAT stimuli", fix)
+    synonym = read_csv(data_file(config.synonym_file, "IAT synonym stimuli",
+                                 "synonym_file (iat.*)"), "IAT synonym stimuli", fix)
+    aliases = (read_csv(data_file(config.aliases_file, "IAT group aliases",
+                                  "aliases_file (iat.*; empty for none)"), "IAT group aliases", fix)
                if config.aliases_file else None)
     return load_stimuli(original, synonym, aliases, (config.stimuli_file, config.synonym_file,
                                                      config.aliases_file or "aliases"))

@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 from audit.llm.backends import Backend, BackendError, create_backend
 from audit.config import AuditConfig, to_audit_config
 from audit.design import expand_design
+from audit.data_files import data_file
 from audit.errors import AuditError
 from audit.methods.rasch.files import StageFiles, write_fit
 from audit.methods.rasch.report.publish import publish, publish_from_files
@@ -55,11 +56,14 @@ JUDGE_METHODS = ("cascade", "logprob")
 # --- stages -----------------------------------------------------------------------------------
 
 def design_stage(cfg: AuditConfig) -> pl.DataFrame:
-    bank = read_table(Path(cfg.items.bank), ItemSchema, "item bank")
+    bank = read_table(data_file(cfg.items.bank, "item bank", "items.bank"), ItemSchema,
+                      "item bank")
     items = select_items(bank, cfg.items)
-    explicit = (read_table(Path(cfg.personas.explicit_file), PersonaSchema, "explicit personas")
+    explicit = (read_table(data_file(cfg.personas.explicit_file, "explicit personas",
+                                     "personas.explicit_file"), PersonaSchema, "explicit personas")
                 if "explicit" in cfg.personas.generators else PersonaSources().explicit_profiles)
-    names = (read_table(Path(cfg.personas.names_file), PersonaSchema, "name personas")
+    names = (read_table(data_file(cfg.personas.names_file, "name personas", "personas.names_file"),
+                        PersonaSchema, "name personas")
              if "name" in cfg.personas.generators else PersonaSources().name_profiles)
     personas = generate_personas(cfg.personas,
                                  PersonaSources(explicit_profiles=explicit, name_profiles=names),
@@ -150,9 +154,11 @@ def label_gold_set(cfg: AuditConfig, judges: list[Judge], store: ResponseStore) 
     """The judge on (a sample of) its gold set; empty when not asked for or not applicable."""
     if not (cfg.judge.evaluate_on_gold and cfg.judge.method == "cascade"):
         return empty_gold()
-    gold = gold_sample(read_table(Path(cfg.judge.gold_file), GoldSchema, "judge gold set"),
+    gold_file = data_file(cfg.judge.gold_file, "judge gold set", "judge.gold_file")
+    gold = gold_sample(read_table(gold_file, GoldSchema, "judge gold set"),
                        cfg.judge.gold_per_category)
-    items = read_table(Path(cfg.judge.gold_items), ItemSchema, "gold-set item bank")
+    items = read_table(data_file(cfg.judge.gold_items, "gold-set item bank", "judge.gold_items"),
+                       ItemSchema, "gold-set item bank")
     return label_gold(gold, items, cfg.judge, judges, store)[0]
 
 

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from audit.config import AuditConfig
+from audit.data_files import data_file
 from audit.llm.backends import create_backend
 from audit.methods.rasch.files import read_fit
 from audit.methods.rasch.irt import Diagnostics, RaschFit
@@ -134,7 +135,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     report_dir.mkdir(parents=True, exist_ok=True)
     respondents = prompts.select(RESPONDENT_COLUMNS).unique().sort("respondent_id")
     thetas = theta_table(fit.summary, respondents)
-    items = read_table(Path(cfg.items.bank), ItemSchema, "item bank")
+    items = read_table(data_file(cfg.items.bank, "item bank", "items.bank"), ItemSchema,
+                       "item bank")
     votes = read_table(files.votes, VoteSchema, "judge votes")
     gold_results = read_table(files.gold, GoldResultSchema, "judge gold-set results")
     contrasts = read_contrasts(files.fit / "contrasts.csv")

@@ -1,0 +1,84 @@
+"""Where a configured input file is: the user's own file, else the copy shipped with audit.
+
+The configs name shipped inputs by their place in the repository (`data/items/decision_items.csv`),
+which only exists in the folder a checkout is run from; `python -m audit.iat import_dir=...` run
+from any other folder used to stop with "IAT stimuli not found at data/iat/iat_stimuli.csv: run from
+the project root". A built wheel carries the repository's top-level data/ folder as `audit/data`
+(setup.py maps the package `audit.data` onto it), so every read point resolves its path here, in
+one order:
+
+1. an absolute path, as it is;
+2. a relative path that exists from the current folder: the user's own file (and, in a checkout
+   run from its root, the repository's data/, which is also what `dvc repro` reads);
+3. the shipped copy: `audit/data` in an installed wheel, the repository's data/ in a source
+   checkout used without installing (PYTHONPATH=src), with a leading `data/` dropped.
+
+A file in neither place is one line naming the path, where it looked and the setting to change.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from audit.errors import AuditError
+
+log = logging.getLogger(__name__)
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+SHIPPED_PREFIX = "data"  # how the configs name the shipped folder
+
+
+class DataFileNotFound(AuditError, ValueError):
+    """A configured input file that is neither the user's own nor shipped with audit.
+
+    Also a ValueError: the methods' and commands' handlers that predate AuditError (DIF,
+    counterfactual, `audit.iat`, `audit.fit`) report ValueErrors as one line, and the read points
+    this resolver replaced raised ValueError, so a missing file stays one line wherever it is read.
+    """
+
+
+def shipped_data_dir(package_dir: Path = PACKAGE_DIR) -> Path:
+    """`audit/data` in an installed wheel, else the data/ of the source checkout holding the
+    package (src/audit -> the folder with pyproject.toml); the wheel's path when neither exists,
+    so an error names where an install should have put it."""
+    installed = package_dir / SHIPPED_PREFIX
+    checkout = package_dir.parents[1]
+    if not installed.is_dir() and (checkout / "pyproject.toml").is_file() \
+            and (checkout / SHIPPED_PREFIX).is_dir():
+        return checkout / SHIPPED_PREFIX
+    return installed
+
+
+def shipped_path(path: Path, shipped: Path) -> Path:
+    """Where a relative config path lies in the shipped folder: `data/<path>` -> `<path>`."""
+    parts = path.parts
+    return shipped.joinpath(*parts[1:]) if parts and parts[0] == SHIPPED_PREFIX \
+        else shipped / path
+
+
+def data_file(path: str | Path, what: str, setting: str, *, cwd: Path | None = None,
+              shipped: Path | None = None) -> Path:
+    """The file a config path names, in the order of the module docstring.
+
+    `what` names the file for people ("item bank"), `setting` the config key that points at it
+    ("items.bank"); `cwd` and `shipped` default to the current folder and the shipped data.
+    """
+    given = Path(path)
+    if given.is_absolute():
+        if given.is_file():
+            return given
+        raise DataFileNotFound(f"{what} not found at {given}: set {setting} to an existing file")
+    here = (cwd or Path.cwd()) / given
+    if here.is_file():
+        return here if cwd is not None else given
+    folder = shipped or shipped_data_dir()
+    candidate = shipped_path(given, folder)
+    if candidate.is_file():
+        log.debug("%s: %s is not in %s; using the copy shipped with audit, %s", what, given,
+                  here.parent, candidate)
+        return candidate
+    raise DataFileNotFound(
+        f"{what} not found at {given} (looked in {(cwd or Path.cwd())} and in the data shipped "
+        f"with audit, {candidate}): set {setting} to an existing file, or run from the folder "
+        f"that holds {given}")

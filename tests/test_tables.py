@@ -1,0 +1,68 @@
+"""audit.tables: a table missing a column its schema requires is one line naming the file, the
+columns and the fix (pandera's coercion used to surface it as a 70-line polars traceback); a table
+built in code that lacks a column is a bug and keeps its traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from audit.errors import AuditError
+from audit.schemas import ItemSchema, PersonaSchema
+from audit.tables import read_table, required_columns, write_table
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_required_columns_leave_the_optional_ones_out():
+    assert required_columns(ItemSchema) == ["item_id", "domain", "role", "scenario", "question",
+                                            "favourable_option", "unfavourable_option"]
+    assert required_columns(PersonaSchema) == ["persona_id", "kind", "descriptor", "gender",
+                                               "race"]
+
+
+def test_an_item_bank_without_a_column_is_one_line(items: pl.DataFrame, tmp_path: Path):
+    path = tmp_path / "bank.csv"
+    items.drop("question").write_csv(path)
+    with pytest.raises(AuditError) as raised:
+        read_table(path, ItemSchema, "item bank")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith(f"item bank at {path} lacks the column(s) 'question' (its columns: "
+                              "item_id, domain, role, scenario, favourable_option")
+    assert "add the missing columns to the file" in message and "ItemSchema" in message
+    # extra columns are fine (the schema filters them), so a complete bank still reads
+    items.with_columns(note=pl.lit("x")).write_csv(path)
+    assert read_table(path, ItemSchema, "item bank").columns == required_columns(ItemSchema)
+
+
+def test_a_personas_file_names_every_missing_column(explicit_profiles: pl.DataFrame,
+                                                   tmp_path: Path):
+    path = tmp_path / "personas.parquet"
+    explicit_profiles.drop("kind", "race").write_parquet(path)
+    with pytest.raises(AuditError, match=r"lacks the column\(s\) 'kind', 'race' \(its columns: "
+                                         r"persona_id, descriptor, gender\)"):
+        read_table(path, PersonaSchema, "explicit personas")
+
+
+def test_a_table_built_in_code_without_a_column_keeps_its_traceback(items: pl.DataFrame,
+                                                                     tmp_path: Path):
+    with pytest.raises(pl.exceptions.ColumnNotFoundError):
+        write_table(items.drop("question"), tmp_path / "items.parquet", ItemSchema, "items")
+
+
+def test_the_command_line_reports_a_bank_without_a_column_in_one_line(items: pl.DataFrame,
+                                                                      tmp_path: Path):
+    items.drop("question", "role").write_csv(tmp_path / "bank.csv")
+    done = subprocess.run([sys.executable, "-m", "audit.plan", "items.bank=bank.csv"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")})
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and "ColumnNotFoundError" not in done.stderr
+    (error,) = [line for line in done.stderr.splitlines() if "ERROR" in line]
+    assert "item bank at bank.csv lacks the column(s) 'role', 'question'" in error
