@@ -1,0 +1,128 @@
+"""A built wheel is a working audit away from any checkout (issue 20, points 5 and 7).
+
+The wheel is built from a copy of the sources (pip, with the build backend pyproject.toml asks
+for), installed with `pip install --target` into an empty folder and run by this interpreter (its
+dependencies are already here) from another empty folder, with nothing of the checkout on the
+path: the IAT import reads the shipped stimuli, the Rasch design reads the shipped items and
+personas, and a model the user adds as one YAML file in their own ./conf composes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "src", "data")
+IAT_FILES = ("gpt4o_racism_replication.csv", "gpt4o_sexuality_synonym.csv")
+
+pytestmark = pytest.mark.slow
+
+
+def run(arguments: list[str], cwd: Path, site: Path | None = None,
+        timeout: int = 600) -> subprocess.CompletedProcess:
+    """A command with only the installed wheel on the path (no PYTHONPATH=src, no checkout)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", str(cwd)), "COLUMNS": "160"}
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+    return subprocess.run(arguments, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    source = tmp_path_factory.mktemp("source")
+    for name in SOURCES:
+        origin = PROJECT_ROOT / name
+        if origin.is_dir():
+            shutil.copytree(origin, source / name,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy(origin, source / name)
+    built = tmp_path_factory.mktemp("wheel")
+    done = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir",
+                str(built), str(source)], cwd=source)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = built.glob("audit-*.whl")
+    return path
+
+
+@pytest.fixture(scope="module")
+def site(wheel: Path, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("site")
+    done = run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target",
+                str(folder), str(wheel)], cwd=folder)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder
+
+
+def test_the_wheel_carries_every_shipped_data_file_and_config(wheel: Path):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    data = {f"audit/data/{path.relative_to(PROJECT_ROOT / 'data').as_posix()}"
+            for path in (PROJECT_ROOT / "data").rglob("*") if path.is_file()}
+    conf = {f"audit/conf/{path.relative_to(PROJECT_ROOT / 'src/audit/conf').as_posix()}"
+            for path in (PROJECT_ROOT / "src/audit/conf").rglob("*.yaml")}
+    assert "audit/data/items/decision_items.csv" in data and "audit/conf/config.yaml" in conf
+    assert data <= names and conf <= names
+    assert "hydra_plugins/audit_configs/__init__.py" in names  # the user's ./conf in front
+
+
+def test_the_iat_import_runs_from_an_empty_folder_on_the_shipped_stimuli(site: Path,
+                                                                         tmp_path: Path):
+    where = run([sys.executable, "-c", "import audit, audit.data_files as d; "
+                 "print(audit.__file__); print(d.shipped_data_dir())"], tmp_path, site)
+    assert where.returncode == 0, where.stderr[-2000:]
+    module, shipped = (Path(line) for line in where.stdout.splitlines())
+    assert module.is_relative_to(site) and shipped == site / "audit" / "data"
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    for name in IAT_FILES:  # the GPT-4o answers shipped in the wheel itself
+        shutil.copy(shipped / "iat" / "gpt4o_responses" / name, answers / name)
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    done = run([sys.executable, "-m", "audit.iat", f"import_dir={answers}", "output=out",
+                "bootstrap_resamples=500", "permutation_resamples=500"], folder, site)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(path.name for path in folder.iterdir()) == ["out"]  # no data/ copied in
+    stats = {row["dataset"]: row for row in
+             pl.read_csv(folder / "out" / "iat_stats.csv").iter_rows(named=True)}
+    assert set(stats) == {"racism", "sexuality"}
+    # as in tests/cli/test_iat_cli.py from the checkout: positive words go with White every time
+    assert stats["racism"]["n"] == 50 and stats["racism"]["mean_d"] > 0.99
+    assert (stats["sexuality"]["n"], stats["sexuality"]["n_left_out_strict"]) == (49, 1)
+
+
+def test_a_users_own_model_file_composes_and_the_design_reads_the_shipped_tables(
+        site: Path, tmp_path: Path):
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    (tmp_path / "conf" / "model" / "x.yaml").write_text(
+        "x:\n  backend: ollama\n  model: llama3.2:1b\n")
+    done = run([sys.executable, "-m", "audit.params", "model=x", "items=smoke",
+                "personas=smoke", "--output", "params.yaml"], tmp_path, site)
+    assert done.returncode == 0, done.stderr[-3000:]
+    params = yaml.safe_load((tmp_path / "params.yaml").read_text())
+    assert params["model"] == {"x": params["model"]["x"]}
+    assert params["model"]["x"]["model"] == "llama3.2:1b"
+    assert params["items"]["bank"] == "data/items/decision_items.csv"  # no data/ here
+    design = run([sys.executable, "-c",
+                  "from audit.cli.params import compose_params\n"
+                  "from audit.methods.rasch.stages import design_stage\n"
+                  "prompts = design_stage(compose_params(['model=x', 'items=smoke', "
+                  "'personas=smoke']))\n"
+                  "print(prompts.height, sorted(set(prompts['model_name'])))\n"], tmp_path, site)
+    assert design.returncode == 0, design.stderr[-3000:]
+    height, models = design.stdout.strip().split(" ", 1)
+    assert int(height) > 0 and models == "['x']"
+    # the same composition without the user's file does not know the model
+    shutil.rmtree(tmp_path / "conf")
+    unknown = run([sys.executable, "-m", "audit.params", "model=x"], tmp_path, site)
+    assert unknown.returncode != 0
+    assert "unknown option 'x' for config group 'model'" in unknown.stderr
