@@ -164,6 +164,27 @@ def test_file_names_must_carry_model_dataset_and_variation(tmp_path, caplog, nam
     assert message in text and name in text and "<model>_<dataset>_<variation>.csv" in text
 
 
+def test_the_import_runs_from_any_folder_on_the_shipped_stimuli(answers_dir, tmp_path,
+                                                               monkeypatch):
+    """Issue 20: from outside the project root the import stopped with "IAT stimuli not found at
+    data/iat/iat_stimuli.csv: run from the project root"."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main([f"import_dir={answers_dir}", "output=out", *FAST]) == 0
+    stats = pl.read_csv(elsewhere / "out" / "iat_stats.csv")
+    assert stats.height == len(FILES) and not (elsewhere / "data").exists()
+
+
+def test_a_stimuli_file_in_neither_place_is_one_line(answers_dir, tmp_path, caplog,
+                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    message = error_of([f"import_dir={answers_dir}", "output=o", "stimuli_file=mine.csv"],
+                       caplog)
+    assert message.startswith("IAT stimuli not found at mine.csv (looked in ")
+    assert "set stimuli_file" in message
+
+
 def test_model_names_may_hold_underscores():
     datasets = ["racism", "mental illness"]
     assert parse_file_name(Path("llama_3_8b_mental_illness_synonym.csv"), datasets) == (
