@@ -21,7 +21,7 @@ import polars as pl
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from audit.config import IATConfig
+from audit.methods.iat.config import IATConfig
 from audit.logs import configure_cli_logging
 from audit.methods.iat.design import VARIATIONS, IATError, Stimuli, resolve_dataset, score_answers
 from audit.methods.iat.method import analyse, read_csv, read_stimuli

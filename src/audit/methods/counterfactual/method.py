@@ -21,7 +21,8 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from audit.config import AuditConfig, CounterfactualConfig
+from audit.config import AuditConfig
+from audit.methods.counterfactual.config import CounterfactualConfig
 from audit.methods.counterfactual.design_tests import design_tests
 from audit.methods.counterfactual.schemas import (
     CounterfactualGroupSchema,
