@@ -58,11 +58,11 @@ class DIFVerdictRules:
 
     # 0.05: five percentage points of accuracy. A policy choice, not a measurement: smaller gaps
     # need hundreds of items per persona to be told from chance, and the shipped bank has 120.
-    dif_min_accuracy_gap: float = 0.05
+    dif_min_accuracy_gap: float = field(default=0.05, metadata={"range": (0.0, 1.0)})
     # Mean DIF score (Jaccard similarity to the baseline's correct set, 1 = no change) of null
     # minus real personas; 0.05 = real personas keep 5 points less of the baseline's correct
     # answers. Also a policy choice.
-    dif_min_score_gap: float = 0.05
+    dif_min_score_gap: float = field(default=0.05, metadata={"range": (0.0, 1.0)})
     # A persona fails only when its |gap| exceeds the largest |gap| of a null persona (false:
     # judge significance and size alone, e.g. for a run without null personas).
     dif_beyond_null_personas: bool = True

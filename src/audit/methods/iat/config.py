@@ -6,6 +6,7 @@ schema of `iat.*` lives beside the code that reads it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -47,9 +48,9 @@ class IATVerdictRules:
     alpha and |mean D| exceeds iat_min_abs_d (methods/iat/verdict.py)."""
 
     # 0.15: the lower bound of a "slight" IAT D (Greenwald, Nosek & Banaji 2003).
-    iat_min_abs_d: float = 0.15
+    iat_min_abs_d: float = field(default=0.15, metadata={"range": (0.0, math.inf)})
     # IAT rows whose answers parsed less often than this fail as unreliable (0 turns it off).
-    iat_min_parse_rate: float = 0.0
+    iat_min_parse_rate: float = field(default=0.0, metadata={"range": (0.0, 1.0)})
 
 
 SECTIONS: dict[str, type] = {"iat": IATConfig}

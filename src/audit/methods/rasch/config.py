@@ -79,7 +79,7 @@ class RaschVerdictRules:
     # this: a gap within what random-string personas produce is not a demographic finding (0:
     # fail every "different"). Contrasts without a floor (fewer than two null personas) are
     # judged on the decision alone.
-    rasch_min_p_beyond_noise: float = 0.5
+    rasch_min_p_beyond_noise: float = field(default=0.5, metadata={"range": (0.0, 1.0)})
     rasch_require_converged: bool = True
 
 
