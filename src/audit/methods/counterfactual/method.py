@@ -60,7 +60,7 @@ TRUNCATED_SHARE_WARN = 0.5
 
 
 class CounterfactualFiles:
-    """Where a counterfactual run's files live; the verdict recognises a run by PAIRWISE."""
+    """Where a counterfactual run's files live (the verdict reads PAIRWISE)."""
 
     PAIRWISE = "counterfactual_pairwise.csv"
 
