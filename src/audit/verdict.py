@@ -1,4 +1,4 @@
-"""`python -m audit.verdict` moved to audit.cli.verdict; this name keeps the command users learned."""
+"""`python -m audit.verdict` moved to audit.cli.verdict; this name keeps the command users know."""
 
 from audit.cli.verdict import main
 
