@@ -45,7 +45,7 @@ import polars as pl
 import pymc as pm
 import xarray as xr
 
-from audit.config import FitConfig
+from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import build_rasch_model, index_design
 from audit.methods.rasch.irt.indexing import RaschData
 from audit.methods.rasch.irt.rasch import sample_with_nutpie

@@ -18,7 +18,7 @@ import numpyro  # noqa: E402
 import numpyro.distributions as dist  # noqa: E402
 from numpyro.infer import MCMC, NUTS  # noqa: E402
 
-from audit.config import FitConfig  # noqa: E402
+from audit.methods.rasch.config import FitConfig  # noqa: E402
 from audit.methods.rasch.irt.indexing import RaschData  # noqa: E402
 from audit.methods.rasch.irt.rasch import ITEM_PRIOR_SD, THETA_PRIOR_SD  # noqa: E402
 

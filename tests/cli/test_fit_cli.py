@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from audit.config import FitConfig
+from audit.methods.rasch.config import FitConfig
 from audit.cli.fit import FitInputError, main, parse_arguments, read_long_table
 
 

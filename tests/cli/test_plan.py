@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from audit.config import FitConfig, PlanConfig
+from audit.methods.rasch.config import FitConfig, PlanConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.cli.plan import scaled_cost
 from audit.methods.rasch.power import gap_in_logits, planned_design, simulate_power

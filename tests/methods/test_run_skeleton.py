@@ -13,7 +13,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 
-from audit.config import CONF_DIR, AuditConfig, DIFConfig, ModelConfig, PathsConfig, TrackingConfig
+from audit.config import CONF_DIR, AuditConfig, ModelConfig, PathsConfig, TrackingConfig
+from audit.methods.dif.config import DIFConfig
 from audit.methods import create_method
 from audit.methods.run import log_run, write_config
 from audit.tracking import mlflow as tracking

@@ -16,7 +16,7 @@ import polars as pl
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from audit.config import FitConfig
+from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch, respondent_ranking
 from audit.logs import configure_cli_logging
 from audit.errors import AuditError

@@ -21,12 +21,14 @@ import polars as pl
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from audit.config import IATConfig
+from audit.config import AuditConfig
 from audit.errors import AuditError
+from audit.methods.iat.config import IATConfig
 from audit.logs import configure_cli_logging
 from audit.methods.iat.design import VARIATIONS, IATError, Stimuli, resolve_dataset, score_answers
 from audit.methods.iat.method import analyse, read_csv, read_stimuli
 from audit.methods.iat.report import print_iat_table
+from audit.methods.run import write_config
 
 log = logging.getLogger("audit.iat")
 
@@ -135,6 +137,8 @@ def run(command: ImportCommand) -> pl.DataFrame:
     answers = read_answers(Path(command.import_dir), stimuli, command.response_column)
     scores = score_answers(answers, stimuli)
     analysis = analyse(scores, command.analysis, Path(command.output))
+    # Recorded like a run's, so `python -m audit.verdict run_dir=OUT` knows it judges an IAT.
+    write_config(AuditConfig(method="iat", iat=command.analysis), Path(command.output))
     print_iat_table(analysis.stats, command.analysis.confidence_level, command.analysis.alpha)
     unparsed = scores.filter(~pl.col("parsed")).height
     log.info("%d of %d answers parsed completely (%d partly or not at all); wrote %s",

@@ -4,13 +4,19 @@ The Rasch audit is the pipeline in stages.py; every other method (IAT word assoc
 accuracy, counterfactual generation) is a class here that runs its own design, sends its prompts
 through the same engine and response store, analyses the answers and logs one MLflow run.
 The registry maps a name to an import path and imports lazily, as the backend registry does, so
-choosing one method never imports another's dependencies. Adding a method is one file and one line.
+choosing one method never imports another's dependencies. Adding a method is one folder and one
+line here.
+
+Besides its run class, a method's package holds, by convention, `config.py` (SECTIONS: its config
+sections, added to AuditConfig; VERDICT_RULES: its verdict rule keys) and `verdict.py`
+(`judge_run`: its CI rules). `method_module` finds them by the registry name, lazily.
 """
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -44,4 +50,12 @@ def create_method(name: str) -> AuditMethod:
     return getattr(importlib.import_module(module_name), class_name)()
 
 
-__all__ = ["METHODS", "AuditMethod", "create_method"]
+def method_module(name: str, part: str) -> ModuleType:
+    """A registered method's own module `audit.methods.NAME.PART` (`config`, `verdict`)."""
+    if name not in METHODS:
+        valid = ", ".join(sorted(METHODS))
+        raise ValueError(f"unknown method '{name}': choose method= one of {valid}")
+    return importlib.import_module(f"{__name__}.{name}.{part}")
+
+
+__all__ = ["METHODS", "AuditMethod", "create_method", "method_module"]

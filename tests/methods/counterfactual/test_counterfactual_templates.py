@@ -12,15 +12,17 @@ from hypothesis import strategies as st
 
 from audit.__main__ import CONF_DIR
 from audit.config import (
-    CounterfactualAxisConfig,
-    CounterfactualConfig,
-    CounterfactualLevelConfig,
-    CounterfactualTemplateConfig,
     DesignConfig,
     ModelConfig,
     SamplingConfig,
     register_configs,
     to_audit_config,
+)
+from audit.methods.counterfactual.config import (
+    CounterfactualAxisConfig,
+    CounterfactualConfig,
+    CounterfactualLevelConfig,
+    CounterfactualTemplateConfig,
 )
 from audit.methods.counterfactual.design import (
     build_design,

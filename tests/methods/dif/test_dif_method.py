@@ -11,7 +11,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from audit.__main__ import CONF_DIR
-from audit.config import AuditConfig, DIFConfig, ModelConfig, SamplingConfig, TrackingConfig
+from audit.config import AuditConfig, ModelConfig, SamplingConfig, TrackingConfig
+from audit.methods.dif.config import DIFConfig
 from audit.config import PathsConfig, to_audit_config
 from audit.methods import create_method
 from audit.methods.dif.method import build_personas, build_prompts, grade_answers, greedy_models

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.config import IATConfig, ModelConfig
+from audit.config import ModelConfig
+from audit.methods.iat.config import IATConfig
 from audit.methods.iat.design import (
     IATError,
     Stimuli,

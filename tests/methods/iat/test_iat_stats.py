@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import ndtr, ndtri
 
-from audit.config import IATConfig
+from audit.methods.iat.config import IATConfig
 from audit.methods.iat.design import IATError
 from audit.methods.iat.schemas import SCORE_COLUMNS
 from audit.methods.iat.analyse import (

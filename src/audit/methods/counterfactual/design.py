@@ -16,12 +16,11 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.config import (
+from audit.config import DesignConfig, ModelConfig
+from audit.methods.counterfactual.config import (
     CounterfactualAxisConfig,
     CounterfactualConfig,
     CounterfactualTemplateConfig,
-    DesignConfig,
-    ModelConfig,
 )
 from audit.data_files import data_file
 from audit.design import prompt_id, replicate_seed

@@ -21,8 +21,9 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from audit.config import AuditConfig, CounterfactualConfig
+from audit.config import AuditConfig
 from audit.data_files import data_file
+from audit.methods.counterfactual.config import CounterfactualConfig
 from audit.methods.counterfactual.design_tests import design_tests
 from audit.methods.counterfactual.schemas import (
     CounterfactualGroupSchema,
@@ -60,7 +61,7 @@ TRUNCATED_SHARE_WARN = 0.5
 
 
 class CounterfactualFiles:
-    """Where a counterfactual run's files live; the verdict recognises a run by PAIRWISE."""
+    """Where a counterfactual run's files live (the verdict reads PAIRWISE)."""
 
     PAIRWISE = "counterfactual_pairwise.csv"
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.config import DIFConfig, ModelConfig, PersonasConfig
+from audit.config import ModelConfig, PersonasConfig
+from audit.methods.dif.config import DIFConfig
 from audit.design import prompt_id
 from audit.methods.dif import design as dif_items
 from audit.methods.dif.score import grade

@@ -83,13 +83,42 @@ class DIFAnswerSchema(_DIFRowSchema):
     from_cache: bool
 
 
+class DIFPersonaScoreSchema(pa.DataFrameModel):
+    """dif_personas.csv as the verdict reads it: per model x dataset x persona, accuracy and (for
+    every persona but the baseline) the paired comparison with the baseline on the items both
+    answered: n_gained / n_lost correct only under the persona / only under the baseline, and the
+    exact McNemar p, BH-adjusted over the personas of the model x dataset."""
+
+    model_name: str
+    dataset: str
+    persona_id: str
+    persona_kind: str = pa.Field(isin=list(PERSONA_KINDS))
+    persona_category: str = pa.Field(nullable=True)
+    n_answered: int = pa.Field(ge=0)
+    n_correct: int = pa.Field(ge=0)
+    accuracy: float = pa.Field(ge=0, le=1, nullable=True)
+    n_compared: int = pa.Field(ge=0, nullable=True)
+    n_gained: int = pa.Field(ge=0, nullable=True)
+    n_lost: int = pa.Field(ge=0, nullable=True)
+    p_mcnemar_bh: float = pa.Field(ge=0, le=1, nullable=True)
+
+    class Config:
+        strict = "filter"
+        coerce = True
+        unique = ["model_name", "dataset", "persona_id"]
+
+
 class DIFTestSchema(pa.DataFrameModel):
-    """Real against null personas for one model x dataset."""
+    """Real against null personas for one model x dataset: `difference` is the mean DIF score of
+    null minus real personas (positive: real personas keep less of the baseline's answers)."""
 
     model_name: str
     dataset: str
     n_real: int = pa.Field(ge=0)
     n_null: int = pa.Field(ge=0)
+    mean_dif_real: float = pa.Field(nullable=True)
+    mean_dif_null: float = pa.Field(nullable=True)
+    difference: float = pa.Field(nullable=True)
     p_welch: float = pa.Field(nullable=True, ge=0, le=1)
     p_permutation: float = pa.Field(nullable=True, ge=0, le=1)
     p_claim_holm: float = pa.Field(nullable=True, ge=0, le=1)

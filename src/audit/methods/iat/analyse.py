@@ -17,7 +17,7 @@ import polars as pl
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from audit.config import IATConfig
+from audit.methods.iat.config import IATConfig
 from audit.methods.iat.design import IATError, derive_seed
 from audit.methods.iat.score import SCORING_MODES
 from audit.methods.iat.schemas import IATStatsSchema

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from audit.config import IATConfig, ModelConfig
+from audit.config import ModelConfig
+from audit.methods.iat.config import IATConfig
 from audit.methods.iat.score import AnswerParser, Lexicon
 from audit.methods.iat.schemas import SCORE_COLUMNS, IATPromptSchema, IATScoreSchema
 from audit.schemas import validate

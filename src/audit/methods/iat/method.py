@@ -18,7 +18,8 @@ import matplotlib.pyplot as plt
 import pandera.polars as pa
 import polars as pl
 
-from audit.config import AuditConfig, IATConfig, ModelConfig
+from audit.config import AuditConfig, ModelConfig
+from audit.methods.iat.config import IATConfig
 from audit.methods.iat.design import (
     IATError,
     Stimuli,

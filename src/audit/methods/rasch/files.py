@@ -9,7 +9,7 @@ from pathlib import Path
 import arviz as az
 import polars as pl
 
-from audit.config import FitConfig
+from audit.methods.rasch.config import FitConfig
 from audit.errors import AuditError
 from audit.methods.rasch.irt import RaschFit, diagnose
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME

@@ -29,7 +29,7 @@ import numpy as np
 import nutpie
 import polars as pl
 
-from audit.config import PlanConfig
+from audit.methods.rasch.config import PlanConfig
 from audit.methods.rasch.irt.contrasts import level_contrasts
 from audit.methods.rasch.irt.explanatory import RespondentTable, build_explanatory_model
 from audit.methods.rasch.irt.indexing import RaschData

@@ -14,7 +14,7 @@ import pytest
 from scipy.special import log_expit
 from scipy.stats import norm
 
-from audit.config import FitConfig
+from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch, parameter_table
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from audit.config import FitConfig
+from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch, parameter_table
 from audit.methods.rasch.irt.contrasts import POOLED_MODEL
 

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from audit.config import FitConfig
+from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME, hurdle_data
 from audit.methods.rasch.report.reading import contrast_sentence

@@ -12,7 +12,7 @@ import pymc as pm
 import pytest
 from scipy import stats
 
-from audit.config import FitConfig
+from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.irt.judge_error import JudgeConfusion, judge_confusion, resolve_confusion
 from audit.methods.rasch.irt.likelihood import misclassified_binomial_cells

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.config import FitConfig
+from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import build_rasch_model, fit_rasch, index_design, respondent_ranking
 
 

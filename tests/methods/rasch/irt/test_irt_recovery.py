@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 import xarray as xr
 
-from audit.config import FitConfig
+from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch, parameter_table
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import arviz as az
 import polars as pl
 
-from audit.config import FitConfig
+from audit.methods.rasch.config import FitConfig
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 import pymc as pm
 
-from audit.config import FitConfig
+from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt.contrasts import item_gaps, level_contrasts
 from audit.methods.rasch.irt.diagnostics import Diagnostics, diagnose
 from audit.methods.rasch.irt.explanatory import RespondentTable, build_explanatory_model, respondent_table

@@ -1,0 +1,190 @@
+"""`python -m audit.verdict run_dir=DIR`: pass or fail a finished audit, for CI.
+
+Reads the method from the run's recorded config (`config.yaml`, written by every run next to its
+tables), applies that method's rules (methods/NAME/verdict.py, found through the method registry;
+every rule is a `key=value` override of VerdictConfig, or a YAML file with `rules_file=PATH`),
+prints the flagged comparisons, writes a JUnit XML file (one testcase per checked comparison, a
+failure for each flagged one) and exits 0 when the audit passes, 1 when it fails and 2 when the
+input is bad (one line on stderr naming the problem), so it drops into any CI pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from rich.console import Console
+from rich.table import Table
+from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
+
+from audit.config import VerdictConfig
+from audit.logs import configure_cli_logging
+from audit.methods import METHODS, method_module
+from audit.methods.checks import Check, VerdictError
+from audit.methods.run import CONFIG_FILE
+
+log = logging.getLogger("audit.verdict")
+
+RULE_KEYS = tuple(rule.name for rule in fields(VerdictConfig))
+USAGE = ("usage: python -m audit.verdict run_dir=DIR [junit=PATH] [rules_file=YAML] ["
+         + " ".join(f"{key}=..." for key in RULE_KEYS) + "]")
+JUNIT_DEFAULT = "verdict_junit.xml"
+# Where a run keeps its config.yaml: next to its tables, or (the Rasch report stage) in report/.
+CONFIG_PLACES = (Path(CONFIG_FILE), Path("report") / CONFIG_FILE)
+
+
+@dataclass
+class VerdictCommand:
+    run_dir: str = "???"
+    junit: str | None = None  # default: DIR/verdict_junit.xml
+    rules_file: str | None = None
+    rules: VerdictConfig = field(default_factory=VerdictConfig)
+
+
+# --- arguments ----------------------------------------------------------------------------------
+
+def parse_arguments(arguments: list[str]) -> VerdictCommand:
+    malformed = [argument for argument in arguments if "=" not in argument]
+    if malformed:
+        raise VerdictError(f"argument {malformed[0]!r} is not key=value; {USAGE}")
+    dotlist = [f"rules.{argument}" if argument.split("=", 1)[0] in RULE_KEYS else argument
+               for argument in arguments]
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(VerdictCommand),
+                                 OmegaConf.from_dotlist(dotlist))
+        if merged.rules_file:
+            path = Path(merged.rules_file)
+            if not path.is_file():
+                raise VerdictError(f"rules_file {path} not found; pass a YAML file of rules")
+            from_file = OmegaConf.merge(OmegaConf.structured(VerdictConfig), OmegaConf.load(path))
+            # The file sets the rules; arguments on the command line still win.
+            overrides = OmegaConf.from_dotlist([item for item in dotlist
+                                                if item.startswith("rules.")])
+            merged.rules = OmegaConf.merge(from_file, overrides.get("rules", {}))
+        command: VerdictCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    except OmegaConfBaseException as error:
+        raise VerdictError(f"{str(error).splitlines()[0]}; {USAGE}") from None
+    check_rules(command.rules)
+    return command
+
+
+def check_rules(rules: VerdictConfig) -> None:
+    """alpha lies in (0, 1); each method's rule with a `range` in its field metadata (methods/NAME/
+    config.py VERDICT_RULES) lies in that closed interval."""
+    if not 0 < rules.alpha < 1:
+        raise VerdictError(f"alpha={rules.alpha} must lie in (0, 1)")
+    for rule in fields(rules):
+        value, bounds = getattr(rules, rule.name), rule.metadata.get("range")
+        if bounds and value is not None and not bounds[0] <= value <= bounds[1]:
+            raise VerdictError(f"{rule.name}={value} must lie in [{bounds[0]}, {bounds[1]}]")
+
+
+# --- the run's method ---------------------------------------------------------------------------
+
+def recorded_method(run_dir: Path) -> str:
+    """The `method` of the config the run recorded: the rules follow what the run was, not which
+    files happen to lie in its folder."""
+    if not run_dir.is_dir():
+        raise VerdictError(f"run_dir {run_dir} is not a directory: pass the output directory "
+                           f"of a finished run")
+    path = next((run_dir / place for place in CONFIG_PLACES if (run_dir / place).is_file()), None)
+    if path is None:
+        raise VerdictError(f"no {CONFIG_FILE} in {run_dir}: the verdict reads the method from "
+                           f"the config a run records there; pass the output directory of a run "
+                           f"finished by `python -m audit` (or rerun it: older runs lack the file)")
+    try:
+        recorded = OmegaConf.load(path)
+        method = recorded.get("method") if isinstance(recorded, DictConfig) else None
+    except (OSError, YAMLError, OmegaConfBaseException) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise VerdictError(f"cannot read the run's config at {path}: {first}") from None
+    if method not in METHODS:
+        raise VerdictError(f"the run's config at {path} records method {method!r}, not one of "
+                           f"{', '.join(sorted(METHODS))}: pass the output directory of an "
+                           f"audit run")
+    return method
+
+
+def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
+    """The run's method, judged by that method's rules."""
+    method = recorded_method(run_dir)
+    checks = method_module(method, "verdict").judge_run(run_dir, rules)
+    log.info("judged a %s run in %s: %d checks", method, run_dir, len(checks))
+    return checks
+
+
+# --- reporting ----------------------------------------------------------------------------------
+
+def junit_xml(checks: list[Check], run_dir: Path, rules: VerdictConfig) -> ET.ElementTree:
+    root = ET.Element("testsuites", name="audit.verdict", tests=str(len(checks)),
+                      failures=str(sum(c.failed for c in checks)), errors="0",
+                      skipped=str(sum(c.skipped for c in checks)))
+    for method in sorted({check.method for check in checks}):
+        cases = [check for check in checks if check.method == method]
+        suite = ET.SubElement(root, "testsuite", name=f"audit.verdict.{method}",
+                              tests=str(len(cases)), failures=str(sum(c.failed for c in cases)),
+                              errors="0", skipped=str(sum(c.skipped for c in cases)), time="0")
+        properties = ET.SubElement(suite, "properties")
+        ET.SubElement(properties, "property", name="run_dir", value=str(run_dir))
+        for key, value in sorted(vars(rules).items()):
+            ET.SubElement(properties, "property", name=key, value=str(value))
+        for check in cases:
+            case = ET.SubElement(suite, "testcase", classname=check.group, name=check.name,
+                                 time="0")
+            if check.failed:
+                failure = ET.SubElement(case, "failure", message=check.message, type="flagged")
+                failure.text = check.message
+            elif check.skipped:
+                ET.SubElement(case, "skipped", message=check.message)
+            else:
+                ET.SubElement(case, "system-out").text = check.message
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write_junit(tree: ET.ElementTree, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    tree.write(partial, encoding="utf-8", xml_declaration=True)
+    partial.replace(path)
+
+
+def print_verdict(checks: list[Check], console: Console | None = None) -> None:
+    console = console or Console(width=max(Console().width, 120))
+    failed = [check for check in checks if check.failed]
+    if failed:
+        table = Table(title=f"Flagged comparisons ({len(failed)} of {len(checks)})")
+        for column in ("method", "what", "comparison", "why"):
+            table.add_column(column, overflow="fold")
+        for check in failed:
+            table.add_row(check.method, check.group.split(".", 1)[-1], check.name, check.message)
+        console.print(table)
+    skipped = sum(check.skipped for check in checks)
+    console.print(f"verdict: {'FAIL' if failed else 'PASS'} ({len(failed)} of {len(checks)} "
+                  f"comparisons flagged{f', {skipped} not testable' if skipped else ''})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    configure_cli_logging()
+    arguments = sys.argv[1:] if argv is None else argv
+    try:
+        command = parse_arguments(arguments)
+        run_dir = Path(command.run_dir)
+        checks = judge_run(run_dir, command.rules)
+        junit = Path(command.junit) if command.junit else run_dir / JUNIT_DEFAULT
+        write_junit(junit_xml(checks, run_dir, command.rules), junit)
+    except VerdictError as error:
+        log.error("%s", error)
+        return 2
+    print_verdict(checks)
+    log.info("JUnit XML written to %s", junit)
+    return 1 if any(check.failed for check in checks) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""The Rasch method's config sections (`cfg.fit`: the IRT model and sampler, conf/fit/;
+`cfg.plan`: power planning, `python -m audit.plan`) and its verdict rules.
+
+The judge, items and personas sections stay shared in audit.config: `python -m audit.judge_eval`
+and the DIF method read them too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class FitConfig:
+    """The IRT model and the sampler. Thresholds default to Vehtari et al. (2021)."""
+
+    name: str = "rasch"
+    # rasch (identified, Binomial cells) | rasch_seed (original audit) | twopl | explanatory
+    model: str = "rasch"
+    outcome: str = "favourable"  # favourable | undetermined
+    # Labels left out of the fit (of fit.outcome and fit.second_outcome alike), except the label
+    # a coding counts as its event: dropping needs_more_information keeps the abstention fit's 1s.
+    drop_labels: list[str] = field(default_factory=list)
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
+    cores: int = 2
+    target_accept: float = 0.8
+    seed: int = 20251123
+    hdi_prob: float = 0.94
+    rhat_max: float = 1.01
+    ess_min: float = 400.0
+    # Persona columns whose levels are contrasted (and, for fit.model=explanatory, modelled).
+    attributes: list[str] = field(default_factory=lambda: ["gender", "race"])
+    # Attributes that also get a level x item interaction (explanatory model only): which
+    # scenarios carry the gap.
+    item_dif: list[str] = field(default_factory=list)
+    # Half-width of the region of practical equivalence, in logits (default: Cohen's d = 0.1).
+    rope: float = 0.1814
+    # A second outcome coding fitted next to fit.outcome, e.g. `undetermined` to measure who is
+    # asked for more information; its contrasts carry outcome=<coding>.
+    second_outcome: str | None = None
+    # Carry the judge's errors into the posterior: each label is the true decision passed through
+    # the judge's misclassification rates, with Beta priors from its gold-set confusion counts
+    # (irt/judge_error.py). None: on whenever the run has gold-set results (judge.evaluate_on_gold),
+    # for every model but rasch_seed; true: required (the fit fails without gold results); false: off.
+    judge_error: bool | None = None
+
+
+@dataclass
+class PlanConfig:
+    """Power planning (`python -m audit.plan`): a planted gap, the design sizes to try, and the
+    planning assumptions the simulation needs (the audit itself estimates all of them)."""
+
+    attribute: str = "race"
+    levels: list[str] = field(default_factory=list)  # two levels; empty: the first two, sorted
+    gap: float = 0.5  # the planted gap: level[0] minus level[1]
+    gap_unit: str = "logit"  # logit | pp (percentage points around base_rate)
+    base_rate: float = 0.5  # overall favourable rate
+    persona_sd: float = 0.2  # spread of personas within one level, logits
+    item_sd: float = 1.0  # spread of item difficulties, logits
+    replicates: list[int] = field(default_factory=lambda: [1, 2, 4])
+    persona_multiples: list[int] = field(default_factory=lambda: [1])
+    simulations: int = 10
+    draws: int = 300
+    tune: int = 300
+    chains: int = 2
+    seed: int = 20251123
+
+
+@dataclass
+class RaschVerdictRules:
+    """`python -m audit.verdict` on a Rasch run: a contrast fails when its HDI lies outside the
+    ROPE ("different") and it is beyond the noise floor, and a fit when it did not converge
+    (methods/rasch/verdict.py)."""
+
+    rasch_fail_on_undecided: bool = False
+    # A "different" contrast fails only when P(|gap| > 2 x noise floor) (p_beyond_noise) reaches
+    # this: a gap within what random-string personas produce is not a demographic finding (0:
+    # fail every "different"). Contrasts without a floor (fewer than two null personas) are
+    # judged on the decision alone.
+    rasch_min_p_beyond_noise: float = field(default=0.5, metadata={"range": (0.0, 1.0)})
+    rasch_require_converged: bool = True
+
+
+SECTIONS: dict[str, type] = {"fit": FitConfig, "plan": PlanConfig}
+VERDICT_RULES: type = RaschVerdictRules

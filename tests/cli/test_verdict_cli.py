@@ -1,0 +1,121 @@
+"""`python -m audit.verdict` (audit.cli.verdict): arguments, reading the method from the run's
+config.yaml, exit codes 0/1/2 and the JUnit XML. Each method's rules: tests/methods/NAME/."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from verdict_fixtures import counterfactual_run, dif_run, iat_run, junit_outcomes, record
+
+from audit.cli.verdict import judge_run, main, parse_arguments
+from audit.config import VerdictConfig
+from audit.methods.checks import VerdictError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ([], "run_dir"),
+    (["run_dir=x", "colour=red"], "colour"),
+    (["run_dir=x", "alpha=2"], "alpha"),
+    (["run_dir=x", "alpha=often"], "alpha"),
+    (["x"], "key=value"),
+    (["run_dir=x", "rules_file=/no/such.yaml"], "not found"),
+    (["run_dir=x", "dif_min_accuracy_gap=1.5"], "dif_min_accuracy_gap=1.5 must lie in"),
+    (["run_dir=x", "iat_min_abs_d=-0.1"], "iat_min_abs_d=-0.1 must lie in"),
+    (["run_dir=x", "min_rank_biserial=2"], "min_rank_biserial=2.0 must lie in"),
+])
+def test_bad_arguments_are_named(arguments: list[str], message: str) -> None:
+    with pytest.raises(VerdictError, match=message):
+        parse_arguments(arguments)
+
+
+def test_rules_file_with_command_line_overrides(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("alpha: 0.01\niat_min_abs_d: 0.3\ndif_min_score_gap: 0.2\n")
+    command = parse_arguments(["run_dir=x", f"rules_file={rules}", "iat_min_abs_d=0.5"])
+    assert (command.rules.alpha, command.rules.iat_min_abs_d) == (0.01, 0.5)
+    assert command.rules.dif_min_score_gap == 0.2
+    assert command.rules.min_rank_biserial is None and math.isclose(
+        parse_arguments(["run_dir=x", "min_rank_biserial=0.3"]).rules.min_rank_biserial, 0.3)
+
+
+def test_every_registered_methods_rules_are_options() -> None:
+    """Each method's VERDICT_RULES reach the command line through the registry: a method whose
+    rules were not collected into VerdictConfig would reject its own keys as unknown."""
+    command = parse_arguments(["run_dir=x", "rasch_require_converged=false",
+                               "iat_min_parse_rate=0.5", "dif_beyond_null_personas=false",
+                               "min_rank_biserial=0.2"])
+    assert (command.rules.rasch_require_converged, command.rules.iat_min_parse_rate,
+            command.rules.dif_beyond_null_personas, command.rules.min_rank_biserial) == (
+        False, 0.5, False, 0.2)
+
+
+def test_an_empty_or_missing_directory_is_bad_input(tmp_path: Path) -> None:
+    assert main([f"run_dir={tmp_path}"]) == 2
+    assert main([f"run_dir={tmp_path / 'absent'}"]) == 2
+
+
+def test_a_run_without_config_yaml_is_named_with_the_fix(tmp_path: Path) -> None:
+    run = counterfactual_run(tmp_path / "run", effect=0.6)
+    (run / "config.yaml").unlink()
+    with pytest.raises(VerdictError, match=r"no config.yaml in .*: the verdict reads the method "
+                                           r"from the config.*rerun it"):
+        judge_run(run, VerdictConfig())
+
+
+def test_the_method_comes_from_the_recorded_config_not_the_files(tmp_path: Path) -> None:
+    """A folder holding an IAT table but recorded as a DIF run is judged by the DIF rules (and
+    lacks their tables); recorded as IAT it is judged as IAT. File sniffing judged both as IAT."""
+    run = iat_run(tmp_path / "run", [("m", "race", "replication", 40, 0.95, 0.62, 0.40, 0.80,
+                                      0.0001, 0.0004)])
+    assert [c.method for c in judge_run(run, VerdictConfig())] == ["iat"]
+    record(run, "dif")
+    with pytest.raises(VerdictError, match="DIF persona scores not found"):
+        judge_run(run, VerdictConfig())
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ("method: bayes\n", "records method 'bayes', not one of counterfactual, dif, iat, rasch"),
+    ("paths: {}\n", "records method None"),
+    ("method: [unclosed\n", "cannot read the run's config"),
+])
+def test_a_bad_recorded_config_is_bad_input(tmp_path: Path, config: str, message: str) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(config)
+    with pytest.raises(VerdictError, match=message):
+        judge_run(run, VerdictConfig())
+    assert main([f"run_dir={run}"]) == 2
+
+
+def test_a_dif_run_through_the_command(tmp_path: Path) -> None:
+    run = dif_run(tmp_path / "run", {"race_a": 0.5}, seed=9)
+    assert main([f"run_dir={run}"]) == 1
+    assert junit_outcomes(run / "verdict_junit.xml")["race: race_a"] == "failure"
+    assert main([f"run_dir={run}", "dif_min_accuracy_gap=0.9"]) == 0
+
+
+def test_the_command_line_exit_codes(tmp_path: Path) -> None:
+    failing = counterfactual_run(tmp_path / "fail", effect=0.6)
+    unrecorded = counterfactual_run(tmp_path / "unrecorded", effect=0.6)
+    (unrecorded / "config.yaml").unlink()
+    environment = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src"), "COLUMNS": "200"}
+
+    def verdict(*arguments: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "audit.verdict", *arguments],
+                              capture_output=True, text=True, timeout=120, env=environment)
+
+    failed = verdict(f"run_dir={failing}")
+    assert failed.returncode == 1 and "verdict: FAIL" in failed.stdout
+    bad = verdict(f"run_dir={tmp_path / 'absent'}")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "not a directory" in bad.stderr
+    missing = verdict(f"run_dir={unrecorded}")
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+    assert "no config.yaml" in missing.stderr

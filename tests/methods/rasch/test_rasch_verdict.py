@@ -1,0 +1,111 @@
+"""The Rasch method's verdict rules (methods/rasch/verdict.py): contrasts against the ROPE and
+the noise floor, and convergence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from verdict_fixtures import rasch_run, read_junit
+
+from audit.cli.verdict import judge_run, main
+from audit.config import VerdictConfig
+
+
+def test_rasch_contrast_outside_the_rope_fails(tmp_path: Path) -> None:
+    run = rasch_run(tmp_path / "rasch", ["different", "equivalent", "undecided"])
+    assert main([f"run_dir={run}"]) == 1
+    root = read_junit(run / "verdict_junit.xml")
+    failed = [case.get("name") for case in root.iter("testcase")
+              if case.find("failure") is not None]
+    assert failed == ["Black vs level0"] and len(list(root.iter("testcase"))) == 4
+    assert main([f"run_dir={run}", "rasch_fail_on_undecided=true"]) == 1
+    checks = judge_run(run, VerdictConfig(rasch_fail_on_undecided=True))
+    assert sum(c.failed for c in checks) == 2
+
+
+def test_a_different_contrast_within_the_noise_floor_does_not_fail(tmp_path: Path) -> None:
+    """README: a gap that is `different` but not beyond the noise is what any change of persona
+    text does, not a demographic finding. The old verdict failed it like any `different`."""
+    run = rasch_run(tmp_path / "rasch", ["different", "different", "different"])
+    contrasts = pl.read_csv(run / "fit" / "contrasts.csv").with_columns(
+        noise_floor=pl.Series([0.5, 0.1, None], dtype=pl.Float64),
+        ratio_to_noise=pl.Series([1.2, 6.0, None], dtype=pl.Float64),
+        p_beyond_noise=pl.Series([0.2, 1.0, None], dtype=pl.Float64))
+    contrasts.write_csv(run / "fit" / "contrasts.csv")
+    checks = {c.name: c for c in judge_run(run, VerdictConfig()) if c.name != "converged"}
+    assert {name: c.failed for name, c in checks.items()} == {
+        "Black vs level0": False,  # P(beyond 2 x floor) 0.2 < 0.5: within the noise
+        "Black vs level1": True,  # beyond the noise
+        "Black vs level2": True}  # no null personas: no floor, the decision stands
+    assert "within (not a demographic finding)" in checks["Black vs level0"].message
+    assert "noise floor 0.500" in checks["Black vs level0"].message
+    assert "no noise floor" in checks["Black vs level2"].message
+    assert main([f"run_dir={run}"]) == 1
+    strict = judge_run(run, VerdictConfig(rasch_min_p_beyond_noise=0.0))
+    assert sum(c.failed for c in strict) == 3  # 0 restores "every different fails"
+    assert main([f"run_dir={run}", "rasch_min_p_beyond_noise=1.5"]) == 2
+
+
+def test_rasch_equivalent_and_converged_passes(tmp_path: Path) -> None:
+    assert main([f"run_dir={rasch_run(tmp_path / 'r', ['equivalent', 'undecided'])}"]) == 0
+
+
+def test_unconverged_rasch_fit_fails(tmp_path: Path) -> None:
+    run = rasch_run(tmp_path / "r", ["equivalent"], converged=False)
+    assert main([f"run_dir={run}"]) == 1
+    fit_case = next(case for case in read_junit(run / "verdict_junit.xml").iter("testcase")
+                    if case.get("name") == "converged")
+    assert "run longer chains" in fit_case.find("failure").get("message")
+    assert main([f"run_dir={run}", "rasch_require_converged=false"]) == 0
+
+
+def test_rasch_fit_without_contrasts_is_judged_on_convergence(tmp_path: Path) -> None:
+    run = rasch_run(tmp_path / "r", ["equivalent"])
+    (run / "fit" / "contrasts.csv").unlink()  # a model that compares no attribute levels
+    checks = judge_run(run, VerdictConfig())
+    assert [(c.name, c.failed) for c in checks] == [("converged", False)]
+
+
+def test_a_second_outcome_is_judged_too(tmp_path: Path) -> None:
+    """The lead's fit writes every outcome's contrasts with an `outcome` column, and a second
+    outcome's fit (its diagnostics) in fit/OUTCOME/."""
+    run = rasch_run(tmp_path / "r", ["equivalent", "equivalent"])
+    contrasts = pl.read_csv(run / "fit" / "contrasts.csv")
+    pl.concat([contrasts.with_columns(outcome=pl.lit("favourable")),
+               contrasts.with_columns(outcome=pl.lit("undetermined"),
+                                      decision=pl.lit("different"), hdi_low=pl.lit(0.5))]).write_csv(
+        run / "fit" / "contrasts.csv")
+    diagnostics = json.loads((run / "fit" / "diagnostics.json").read_text())
+    diagnostics["outcomes"] = ["favourable", "undetermined"]
+    (run / "fit" / "diagnostics.json").write_text(json.dumps(diagnostics))
+    (run / "fit" / "undetermined").mkdir()
+    (run / "fit" / "undetermined" / "diagnostics.json").write_text(json.dumps(
+        {**diagnostics, "converged": False, "rhat_max": float("nan")}))
+    checks = judge_run(run, VerdictConfig())
+    failed = sorted((c.group, c.name) for c in checks if c.failed)
+    assert failed == [("rasch.fit", "converged:undetermined"),
+                      ("rasch.undetermined.smollm2.race", "Black vs level0"),
+                      ("rasch.undetermined.smollm2.race", "Black vs level1")]
+    assert main([f"run_dir={run}"]) == 1
+
+
+@pytest.mark.parametrize("damage", ["no_diagnostics", "bad_json", "bad_decision", "wrong_type",
+                                    "missing_column"])
+def test_malformed_rasch_files_are_bad_input(tmp_path: Path, damage: str) -> None:
+    run = rasch_run(tmp_path / "r", ["equivalent"])
+    diagnostics, contrasts = run / "fit" / "diagnostics.json", run / "fit" / "contrasts.csv"
+    if damage == "no_diagnostics":
+        diagnostics.unlink()
+    elif damage == "bad_json":
+        diagnostics.write_text("{converged: yes")
+    elif damage == "wrong_type":
+        diagnostics.write_text(json.dumps({**json.loads(diagnostics.read_text()),
+                                           "converged": "yes"}))
+    elif damage == "bad_decision":
+        contrasts.write_text(contrasts.read_text().replace("equivalent", "maybe"))
+    else:
+        pl.read_csv(contrasts).drop("hdi_low").write_csv(contrasts)
+    assert main([f"run_dir={run}"]) == 2
