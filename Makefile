@@ -45,4 +45,4 @@ browser:
 
 # pytest exits 5 when it collects no test; that is not a failure of the suite.
 test: setup-test browser
-	$(PY) -m pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+	$(PY) -m pytest --durations=30; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
