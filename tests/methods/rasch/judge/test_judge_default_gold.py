@@ -18,7 +18,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from audit.llm.backends import create_backend
-from audit.config import JudgeConfig
+from audit.config import CONF_DIR, JudgeConfig
 from audit.methods.rasch.judge.cascade import Judge
 from audit.methods.rasch.judge.gold import gold_figures, gold_sample, label_gold
 from audit.schemas import GoldSchema, ItemSchema, validate
@@ -36,11 +36,11 @@ REACHED = {"cascade": {"gold/accuracy": 0.89, "gold/cohen_kappa": 0.84},
 
 
 def default_judge_config() -> JudgeConfig:
-    default = OmegaConf.load(ROOT / "conf" / "config.yaml")
+    default = OmegaConf.load(Path(CONF_DIR) / "config.yaml")
     name = next(entry["judge"] for entry in OmegaConf.to_container(default.defaults)
                 if isinstance(entry, dict) and "judge" in entry)
     merged = OmegaConf.merge(OmegaConf.structured(JudgeConfig),
-                             OmegaConf.load(ROOT / "conf" / "judge" / f"{name}.yaml"))
+                             OmegaConf.load(Path(CONF_DIR) / "judge" / f"{name}.yaml"))
     return OmegaConf.to_object(merged)
 
 
@@ -53,7 +53,7 @@ def _by_category(results: pl.DataFrame) -> str:
 @pytest.mark.slow
 def test_the_default_judge_meets_what_it_reached_on_the_gold_sample(tmp_path):
     config = default_judge_config()
-    assert config.decoding == "options" and config.models, "the default judge changed: re-measure"
+    assert config.decoding == "first_token" and config.models, "the default judge changed: re-measure"
     gold = gold_sample(validate(pl.read_csv(ROOT / config.gold_file), GoldSchema, "gold"),
                        config.gold_per_category)
     items = validate(pl.read_csv(ROOT / config.gold_items), ItemSchema, "items")
