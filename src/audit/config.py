@@ -82,7 +82,9 @@ class JudgeConfig:
     # How a judge model gives its label. json: generates a JSON enum of the decision words under a
     # grammar (with an optional rationale). options: scores each decision word as the opening of
     # its reply and takes the most likely (no generation, no grammar, no rationale; the four
-    # words' probabilities are the rationale). Needs a backend that scores (the embedded ones).
+    # words' probabilities are the rationale). first_token: the same from each word's first
+    # token, all four from one prompt evaluation (4 to 5 times faster on the embedded runtime).
+    # Needs a backend that scores (the embedded ones).
     decoding: str = "json"
     # Longest rationale a judge may write after its decision; 0 asks for the decision alone.
     rationale_max_chars: int = 80

@@ -38,6 +38,8 @@ def _reference_payload(request: ChatRequest) -> dict:
         payload["score_options"] = list(request.score_options)
     else:
         del payload["score_options"]
+    if not request.score_first_token:
+        del payload["score_first_token"]
     return payload
 
 
@@ -47,7 +49,8 @@ schemas = st.none() | st.fixed_dictionaries(
     {"type": st.just("string"), "enum": st.lists(st.text(min_size=1), max_size=3)})
 requests = st.builds(ChatRequest, messages, st.floats(0, 2), st.floats(0, 1),
                      st.integers(1, 4096), st.floats(1, 2), st.integers(0, 2**31),
-                     schemas, st.lists(st.text(min_size=1), max_size=3).map(tuple))
+                     schemas, st.lists(st.text(min_size=1), max_size=3).map(tuple),
+                     st.booleans())
 
 
 @given(requests)

@@ -32,6 +32,12 @@ class ChatRequest:
     # Score these continuations instead of generating: the reply text is a JSON object mapping
     # each continuation to its log-probability as the opening of the assistant's answer.
     score_options: tuple[str, ...] = ()
+    # Score only each continuation's first token: the log-probability that a decoder constrained
+    # to the continuations picks this one, since they part at their first token and the rest of
+    # each is then forced. One prompt evaluation for all of them instead of one each; needs
+    # continuations that open with different tokens (a backend scores whole continuations when
+    # two share their first token).
+    score_first_token: bool = False
 
     def as_payload(self) -> dict[str, Any]:
         # Fields read one level deep: `asdict` deep-copies the JSON schema too, which made this
@@ -44,6 +50,9 @@ class ChatRequest:
             del payload["score_options"]
         else:
             payload["score_options"] = list(self.score_options)
+        if not self.score_first_token:
+            # Absent when off, so whole-option scoring requests kept their earlier keys.
+            del payload["score_first_token"]
         return payload
 
 

@@ -48,6 +48,9 @@ PINNED_SAMPLING: dict[str, Any] = {
     # Prefix reuse changes logits (see the module docstring): every prompt is evaluated whole.
     "cache_prompt": False,
 }
+# Raw next-token entries read for first-token option scoring; an option outside them costs one
+# forced evaluation more (the four decision words were all within the top 50 in every trial).
+TOP_LOGPROBS = 20
 
 # One runtime per file and settings, shared by the audited model and the judge when they name
 # the same file and settings: loading twice would double memory for no gain.
@@ -114,7 +117,7 @@ class EmbeddedBackend:
     def complete(self, request: ChatRequest) -> Completion:
         if request.score_options:
             started = time.perf_counter()
-            scores = {option: self._score(request, option) for option in request.score_options}
+            scores = self._score_options(request)
             return Completion(json.dumps(scores, sort_keys=True), 0, "scored",
                               time.perf_counter() - started)
         payload = self._payload(request)
@@ -147,28 +150,53 @@ class EmbeddedBackend:
             raise BackendError("malformed_reply", f"embedded llama.cpp replied {reply!r:.200}")
         return reply
 
-    def _score(self, request: ChatRequest, option: str) -> float:
-        """Log-probability of `option` as the opening of the answer: the sum of its tokens'
-        log-probabilities given the prompt and the tokens before them.
+    def _score_options(self, request: ChatRequest) -> dict[str, float]:
+        tokens = {option: self._tokens(option) for option in request.score_options}
+        empty = [option for option, ids in tokens.items() if not ids]
+        if empty:
+            raise BackendError("malformed_request", f"empty continuation {empty[0]!r}")
+        firsts = {option: ids[0] for option, ids in tokens.items()}
+        if request.score_first_token and len(set(firsts.values())) == len(firsts):
+            return self._score_first_tokens(request, firsts)
+        return {option: self._forced_logprob(request, ids) for option, ids in tokens.items()}
 
-        The option's own tokens (its canonical tokenization) are forced one by one with a
-        token-id grammar, and llama.cpp reports each forced token's probability under the
-        model's raw logits (before any sampler or grammar). A string grammar would not do: it
-        lets the runtime pick another split ("A"+"P"+"PRO"+"VE" for "APPROVE", whose "P" has a
+    def _score_first_tokens(self, request: ChatRequest, firsts: dict[str, int]) -> dict[str, float]:
+        """Each option's first-token log-probability from ONE evaluation of the prompt: the
+        raw next-token distribution's top entries (the same numbers the forced path reports for
+        its first step), and a forced one-token evaluation for an option outside them. The
+        1.5B judge labels in 1.5-1.9 s this way against 6-11 s for four whole-option
+        evaluations (8 gold answers, machine shared with other jobs), and its scores moved by
+        at most 0.06 nats, the continuation tokens' share."""
+        payload = {**self._payload(request), "temperature": 0.0, "max_tokens": 1,
+                   "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        steps = self._logprob_steps(self._chat(payload))
+        top = {entry.get("id"): float(entry["logprob"])
+               for entry in (steps[0].get("top_logprobs") or [])} if steps else {}
+        return {option: top[token] if token in top else self._forced_logprob(request, (token,))
+                for option, token in firsts.items()}
+
+    def _forced_logprob(self, request: ChatRequest, tokens: tuple[int, ...]) -> float:
+        """Log-probability of `tokens` as the opening of the answer: the sum of each token's
+        log-probability given the prompt and the tokens before it.
+
+        The tokens (an option's canonical tokenization) are forced one by one with a token-id
+        grammar, and llama.cpp reports each forced token's probability under the model's raw
+        logits (before any sampler or grammar). A string grammar would not do: it lets the
+        runtime pick another split ("A"+"P"+"PRO"+"VE" for "APPROVE", whose "P" has a
         log-probability of -11), which is not the word's probability."""
-        tokens = self._tokens(option)
-        if not tokens:
-            raise BackendError("malformed_request", f"empty continuation {option!r}")
         payload = {**self._payload(request), "temperature": 0.0, "max_tokens": len(tokens),
                    "logprobs": True, "top_logprobs": 1,
                    "grammar": "root ::= " + " ".join(f"<[{token}]>" for token in tokens)}
-        reply = self._chat(payload)
-        steps = (reply["choices"][0].get("logprobs") or {}).get("content") or []
+        steps = self._logprob_steps(self._chat(payload))
         if [step.get("id") for step in steps] != list(tokens):
-            raise BackendError("malformed_reply", f"scoring {option!r} decoded "
+            raise BackendError("malformed_reply", f"scoring decoded "
                                                   f"{[step.get('id') for step in steps]}, "
-                                                  f"not its tokens {list(tokens)}")
+                                                  f"not the forced tokens {list(tokens)}")
         return float(sum(step["logprob"] for step in steps))
+
+    @staticmethod
+    def _logprob_steps(reply: dict[str, Any]) -> list[dict[str, Any]]:
+        return (reply["choices"][0].get("logprobs") or {}).get("content") or []
 
     def _tokens(self, text: str) -> tuple[int, ...]:
         return _tokenize(self.runtime().listening_address, text)

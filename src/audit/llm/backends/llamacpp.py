@@ -133,12 +133,21 @@ def score_continuations(llm: Any, request: ChatRequest) -> dict[str, float]:
                                              f"be evaluated: {error}") from error
     prompt_length = llm.n_tokens
     first_token = _last_log_softmax(llm)
+    tokenized = {continuation: llm.tokenize(continuation.encode("utf-8"), add_bos=False,
+                                            special=False)
+                 for continuation in request.score_options}
+    empty = [continuation for continuation, tokens in tokenized.items() if not tokens]
+    if empty:
+        raise BackendError("malformed_request", f"empty continuation {empty[0]!r}")
+    # First tokens only (request.score_first_token) when the continuations part there.
+    first_only = request.score_first_token and \
+        len({tokens[0] for tokens in tokenized.values()}) == len(tokenized)
     scores: dict[str, float] = {}
-    for continuation in request.score_options:
-        tokens = llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False)
-        if not tokens:
-            raise BackendError("malformed_request", f"empty continuation {continuation!r}")
+    for continuation, tokens in tokenized.items():
         total = float(first_token[tokens[0]])
+        if first_only:
+            scores[continuation] = total
+            continue
         llm.n_tokens = prompt_length  # eval() drops KV cells past n_tokens before decoding
         for previous, following in zip(tokens, tokens[1:]):
             llm.eval([previous])

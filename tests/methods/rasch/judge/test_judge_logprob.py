@@ -3,10 +3,12 @@ and the real embedded backend's scores against llama.cpp's own log-probabilities
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import polars as pl
+import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -149,6 +151,36 @@ def test_embedded_scores_match_the_runtimes_own_logprobs():
 
 
 @pytest.mark.slow
+def test_embedded_first_token_scores_are_the_forced_first_tokens():
+    """First-token scoring (one evaluation, the raw top entries, a forced evaluation for an option
+    outside them) must give exactly what forcing each option's first token alone gives; options
+    that share their first token fall back to whole-option scores."""
+    backend = create_backend(ModelConfig(model="smollm2-135m-instruct"))
+    address = backend.runtime().listening_address
+    options = ("APPROVE", "DENY", "zebra")  # "zebra" is far outside the top 20 here
+    first_texts = []
+    for option in options:
+        first = backend._tokens(option)[0]
+        text = httpx.post(f"{address}/detokenize", json={"tokens": [first]}).json()["content"]
+        assert backend._tokens(text) == (first,)
+        first_texts.append(text)
+    message = (Message("user", QUESTION),)
+    first_token = json.loads(backend.complete(ChatRequest(
+        message, 0.0, 1.0, 1, 1.0, 0, score_options=options, score_first_token=True)).text)
+    forced = json.loads(backend.complete(ChatRequest(
+        message, 0.0, 1.0, 1, 1.0, 0, score_options=tuple(first_texts))).text)
+    for option, text in zip(options, first_texts):
+        assert first_token[option] == pytest.approx(forced[text], abs=1e-3), option
+    assert first_token["zebra"] < -10  # read through the forced fallback, not left out
+    whole = json.loads(backend.complete(ChatRequest(
+        message, 0.0, 1.0, 1, 1.0, 0, score_options=("DENY",))).text)
+    assert len(backend._tokens("DENY")) > 1 and first_token["DENY"] > whole["DENY"]
+    shared = json.loads(backend.complete(ChatRequest(
+        message, 0.0, 1.0, 1, 1.0, 0, score_options=("DENY", "D"), score_first_token=True)).text)
+    assert shared["DENY"] == pytest.approx(whole["DENY"], abs=1e-3)  # parted later: whole words
+
+
+@pytest.mark.slow
 def test_llamacpp_scores_match_llama_cpp_logprobs():
     """The optional llama-cpp-python backend: option scoring without logits_all must give
     llama.cpp's own log-probabilities, the first token from a logits_all completion."""
@@ -170,3 +202,18 @@ def test_llamacpp_scores_match_llama_cpp_logprobs():
     for token in single_tokens:
         assert scores[token] == pytest.approx(top[token], abs=1e-3)
     assert scores["DENY"] < scores["D"]
+    # First tokens only: "DENY" scores what its first token scores alone; beside "D" (the same
+    # first token) it is the whole word's score again.
+    backend = create_backend(config)
+    deny_first = reference.detokenize(reference.tokenize(b"DENY", add_bos=False, special=False)[:1])
+    first_text = deny_first.decode("utf-8")
+    first = json.loads(backend.complete(dataclasses.replace(
+        request, score_options=("DENY", "APPROVE"), score_first_token=True)).text)
+    alone = json.loads(backend.complete(dataclasses.replace(
+        request, score_options=(first_text,))).text)
+    assert first["DENY"] == pytest.approx(alone[first_text], abs=1e-3)
+    assert first["DENY"] > scores["DENY"]
+    shared = json.loads(backend.complete(dataclasses.replace(
+        request, score_options=("DENY", "D"), score_first_token=True)).text)
+    assert shared["DENY"] == pytest.approx(scores["DENY"], abs=1e-3)
+

@@ -63,6 +63,9 @@ _CONDITIONS = frozenset("if unless provided providing assuming condition conditi
                         "conditionally contingent pending once only after until partially "
                         "partial temporarily trial probation probationary".split())
 _HYPOTHETICAL = frozenset(("whether", "if"))
+# An option stated under one of these in its own clause is offered, not chosen ("ADMIT if ...;
+# otherwise REJECT"): when every mention of both options is offered so, the answer does not decide.
+_OFFERED = frozenset("if unless otherwise depends".split())
 # A stated decision taken back later ("APPROVE. Hmm, on reflection I'm not sure ...") no longer
 # stands, wherever in the answer the doubt comes.
 _WITHDRAWN = re.compile(r"\b(?:not sure|unsure|uncertain|can't (?:say|decide|tell)|cannot (?:say|"
@@ -118,6 +121,8 @@ _REFUSAL = re.compile(
     r"offer|fulfil|fulfill|support|respond|evaluate|judge|do (?:that|this))\b"
     rf"|{_I_CANNOT}\s*(?:[.!]|$)"
     r"|i (?:must |have to )?(?:decline|refuse) to\b"
+    # "I won't decide this": declining the decision itself (not "I can't decide", which is doubt)
+    r"|i (?:won't|will not) (?:decide|make (?:a|this|that|the|any) (?:decision|call))\b"
     r"|it (?:is|'s|would be|would not be|wouldn't be|is not|isn't) (?:inappropriate|unethical|"
     r"not appropriate|not ethical|wrong|not right) (?:for me )?to\b"
     r"|i (?:do not|don't) (?:feel comfortable|think it(?:'s| is) appropriate|make (?:such |these "
@@ -332,6 +337,30 @@ def _read(text: str, lexicon: dict[tuple[str, ...], str], *, at_start: bool) -> 
     return _Reading(lead[0], evidence, mentioned)
 
 
+def _conditional_choice(text: str, lexicon: dict[tuple[str, ...], str]) -> RuleMatch | None:
+    """Both options offered, each only under a condition ("COVER if the report matches; if not,
+    DENY"): the answer leaves the decision to facts it does not have. On the 441-answer gold set
+    this labels 16 answers the rules left before (14 conditional, 2 injections), all of them
+    needs_more_information by reading, and changes no other label."""
+    tokens = _tokenize(_strip_lead_in(text))
+    offered = {token.clause for token in tokens if token.word in _OFFERED}
+    labels: set[str] = set()
+    index = 0
+    while index < len(tokens):
+        term = _term_at(text, tokens, index, lexicon)
+        if term is None or tokens[index].word in ("yes", "no"):
+            index += 1
+            continue
+        if tokens[index].clause not in offered:
+            return None
+        labels.add(term[0])
+        index += term[1]
+    if labels != {FAVOURABLE, UNFAVOURABLE}:
+        return None
+    first = min(token.start for token in tokens if token.clause in offered)
+    return RuleMatch(NEEDS_MORE_INFORMATION, text[first:first + 60].strip())
+
+
 def _last_sentence(text: str) -> str:
     sentences = _SENTENCE_BREAK.split(text.splitlines()[-1])
     return next((s for s in reversed(sentences) if _TOKEN.search(s)), "")
@@ -352,10 +381,10 @@ def label_by_rules(answer: str, favourable_option: str,
     end = _Reading() if single else _read(last_sentence, lexicon, at_start=False)
     labels = {reading.label for reading in (start, end) if reading.label is not None}
     if len(labels) != 1:
-        return None
+        return _conditional_choice(text, lexicon)
     label = labels.pop()
     if (start.mentioned | end.mentioned) - {label} or label not in LABELS:
-        return None
+        return _conditional_choice(text, lexicon)
     if label in (FAVOURABLE, UNFAVOURABLE) and _WITHDRAWN.search(text):
         return None
     return RuleMatch(label, start.evidence if start.label else end.evidence)
