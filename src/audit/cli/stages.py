@@ -7,7 +7,9 @@ stages are the same for all of them and this command dispatches on `method` in p
 params.yaml with method=iat runs the IAT stages and logs an IAT run, never the Rasch report.
 Each stage's files go to DIR/STAGE/ (the out folder dvc.yaml declares for it); the report stage
 also writes DIR/report/metrics.json, the headline figures `dvc metrics diff` compares.
-The Rasch method's older stage names (judge, judge_gold, fit) still work.
+The Rasch method's older stage names (judge, judge_gold, fit) still work. A params.yaml that
+`dvc exp run -S` composed without the overrides recorded in params.overrides is refused
+(audit.cli.params.check_kept_overrides).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from audit.cli.params import check_kept_overrides
 from audit.config import AuditConfig, to_audit_config
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
@@ -44,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_cli_logging()
     try:
         cfg = load_params(arguments.params)
+        check_kept_overrides(arguments.params, cfg)
         run_one_stage(create_method(cfg.method).stages, arguments.stage, cfg, arguments.dir)
     except (AuditError, ValueError, BackendError) as error:
         log.error("%s", error)
