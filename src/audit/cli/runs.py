@@ -26,7 +26,7 @@ from audit.cli.params import HEADER, overrides_file
 from audit.config import TrackingConfig, to_audit_config
 from audit.tracking import mlflow as tracking
 from audit.logs import configure_cli_logging
-from audit.tracking.runs_table import runs_frame, short_id
+from audit.tracking.runs_table import runs_frame, short_id, started_text
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def show_run(run: dict[str, Any], console: Console) -> None:
     table = Table(title=escape(f"MLflow run {run['run_id']} ({run['name']})"), show_header=False)
     table.add_column("what")
     table.add_column("value", overflow="fold")
-    rows = [("status", run["status"]), ("started", _started(run["start_time"])),
+    rows = [("status", run["status"]), ("started", started_text(run["start_time"])),
             ("sweep parent", tags.get(tracking.PARENT_RUN_TAG, "")),
             ("converged", tags.get("converged", "")),
             *[(key, value) for key, value in sorted(tags.items())
