@@ -52,8 +52,10 @@ class RunFiles:
 
     def path(self, name: str) -> Path:
         """`name` is a file or folder a stage writes, or a path inside such a folder."""
-        stage = self.owners.get(name.split("/", 1)[0])
-        return self.directory / stage / name if stage else self.directory / name
+        head = name.split("/", 1)[0]
+        stage = self.owners.get(head)
+        # A folder named like its stage (Rasch's `report`) is that stage's folder, not nested.
+        return self.directory / stage / name if stage and stage != head else self.directory / name
 
 
 @dataclass
