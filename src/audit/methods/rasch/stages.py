@@ -11,10 +11,9 @@ import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import pandera.polars as pa
 import polars as pl
 
-from audit.llm.backends import Backend, BackendError, create_backend
+from audit.llm.backends import Backend, create_backend
 from audit.config import AuditConfig
 from audit.design import expand_design
 from audit.errors import AuditError
@@ -49,7 +48,6 @@ from audit.schemas import (
     PromptSchema,
     ResponseSchema,
     VoteSchema,
-    validate,
 )
 from audit.llm.store import ResponseStore
 
