@@ -1,6 +1,6 @@
-"""`python -m audit.stages` moved to audit.methods.rasch.stages; this name keeps the command users learned."""
+"""`python -m audit.stages` moved to audit.cli.stages; this name keeps the command users learned."""
 
-from audit.methods.rasch.stages import main
+from audit.cli.stages import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

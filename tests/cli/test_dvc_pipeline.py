@@ -58,7 +58,7 @@ def pipeline_project(tmp_path_factory) -> Path:
     """A scratch copy of the project's pipeline files in its own git + DVC repository, with the
     smoke design's params committed."""
     project = tmp_path_factory.mktemp("dvc_project")
-    for name in ("dvc.yaml", ".dvcignore", ".gitignore"):
+    for name in ("dvc.yaml", ".dvcignore", ".gitignore", "params.overrides"):
         shutil.copy2(PROJECT_ROOT / name, project / name)
     for folder in ("data", "src"):
         shutil.copytree(PROJECT_ROOT / folder, project / folder,
@@ -74,13 +74,14 @@ def pipeline_project(tmp_path_factory) -> Path:
 
 def test_dvc_repro_runs_every_stage_then_nothing(pipeline_project: Path):
     first = _dvc("repro", cwd=pipeline_project)
-    assert _ran(first) == {"design", "respond", "judge", "judge_gold", "fit", "report"}
+    assert _ran(first) == {"design", "respond", "score", "analyse", "report"}
     pipeline = pipeline_project / "pipeline"
-    assert pl.read_parquet(pipeline / "prompts.parquet").height == 15
-    assert (pipeline / "fit" / "posterior.nc").is_file()
+    assert pl.read_parquet(pipeline / "design" / "prompts.parquet").height == 15
+    assert (pipeline / "analyse" / "fit" / "posterior.nc").is_file()
     # one answer of each kind (gold_per_category=1)
-    assert pl.read_parquet(pipeline / "judge_gold.parquet").height == len(GOLD_CATEGORIES)
+    assert pl.read_parquet(pipeline / "score" / "judge_gold.parquet").height == len(GOLD_CATEGORIES)
     assert (pipeline / "report" / "report.html").is_file()
+    assert "n_prompts" in json.loads((pipeline / "report" / "metrics.json").read_text())
     assert (pipeline_project / "dvc.lock").is_file()
 
     second = _dvc("repro", cwd=pipeline_project)
@@ -116,14 +117,14 @@ def test_a_past_run_is_recreated_from_its_mlflow_record(pipeline_project: Path, 
     assert "report" in _ran(redone)
 
     original, again = pipeline_project / "pipeline", clone / "pipeline"
-    for table in ("prompts.parquet", "labels.parquet", "judge_gold.parquet"):
+    for table in ("design/prompts.parquet", "score/labels.parquet", "score/judge_gold.parquet"):
         assert pl.read_parquet(original / table).equals(pl.read_parquet(again / table)), table
-    texts = [pl.read_parquet(folder / "responses.parquet").select("prompt_id", "response_text")
-             for folder in (original, again)]
+    texts = [pl.read_parquet(folder / "respond" / "responses.parquet")
+             .select("prompt_id", "response_text") for folder in (original, again)]
     assert texts[0].equals(texts[1])
-    assert pl.read_parquet(again / "responses.parquet")["from_cache"].sum() == 0
-    _summary_agrees(pl.read_csv(original / "fit" / "summary.csv"),
-                    pl.read_csv(again / "fit" / "summary.csv"))
+    assert pl.read_parquet(again / "respond" / "responses.parquet")["from_cache"].sum() == 0
+    _summary_agrees(pl.read_csv(original / "analyse" / "fit" / "summary.csv"),
+                    pl.read_csv(again / "analyse" / "fit" / "summary.csv"))
 
 
 def _changed_stages(project: Path) -> set[str]:
@@ -133,11 +134,13 @@ def _changed_stages(project: Path) -> set[str]:
 
 def test_each_stage_reads_only_its_own_params(pipeline_project: Path):
     _params(pipeline_project, *SMOKE, "fit.draws=301")
-    assert _changed_stages(pipeline_project) == {"fit"}
+    assert _changed_stages(pipeline_project) == {"analyse"}
     _params(pipeline_project, *SMOKE, "judge.gold_per_category=2")
-    assert _changed_stages(pipeline_project) == {"judge_gold"}
+    assert _changed_stages(pipeline_project) == {"score"}
     _params(pipeline_project, *SMOKE, "fit.hdi_prob=0.9")
-    assert _changed_stages(pipeline_project) == {"fit", "report"}
+    assert _changed_stages(pipeline_project) == {"analyse", "report"}
+    _params(pipeline_project, *SMOKE, "iat.alpha=0.01")  # another method's section: no model
+    assert "respond" not in _changed_stages(pipeline_project)  # work, nothing that costs
     _params(pipeline_project, *SMOKE)
     assert _changed_stages(pipeline_project) == set()
 
@@ -148,12 +151,12 @@ def test_a_new_item_set_reruns_what_reads_prompts_and_keeps_the_store(pipeline_p
         stored_before = connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
     _params(pipeline_project, *SMOKE, MORE_ITEMS)
     done = _dvc("repro", cwd=pipeline_project)
-    assert _ran(done) == {"design", "respond", "judge", "fit", "report"}, done.stdout
+    assert _ran(done) == {"design", "respond", "score", "analyse", "report"}, done.stdout
     assert "respond: 5 sent, 15 from the store, 0 failed" in done.stdout + done.stderr
     with sqlite3.connect(store) as connection:
         stored_after = connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
     assert stored_after > stored_before
-    assert pl.read_parquet(pipeline_project / "pipeline" / "prompts.parquet").height == 20
+    assert pl.read_parquet(pipeline_project / "pipeline" / "design" / "prompts.parquet").height == 20
 
 
 def test_dvc_exp_run_composes_params_from_conf_with_hydra(pipeline_project: Path):

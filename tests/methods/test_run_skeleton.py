@@ -5,18 +5,29 @@ written next to the tables whether or not MLflow is on."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+import json
 import time
 from pathlib import Path
 
 import mlflow
+import polars as pl
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 
 from audit.config import CONF_DIR, AuditConfig, ModelConfig, PathsConfig, TrackingConfig
+from audit.methods import METHODS, create_method
 from audit.methods.dif.config import DIFConfig
-from audit.methods import create_method
-from audit.methods.run import log_run, write_config
+from audit.methods.run import (
+    CONFIG_FILE,
+    DVC_METRICS_FILE,
+    STAGE_NAMES,
+    check_stages,
+    find_stage,
+    log_run,
+    run_one_stage,
+    write_config,
+)
 from audit.tracking import mlflow as tracking
 from audit.tracking import sweeps
 
@@ -97,3 +108,46 @@ def test_the_mlflow_run_spans_the_work_not_only_its_logging(tmp_path: Path):
                          if name.startswith("duration_s/"))
     assert before <= run.info.start_time <= before + 1000
     assert run.info.end_time - run.info.start_time >= work_ms
+
+
+# --- one skeleton, two ways of running it --------------------------------------------------------
+
+def test_every_method_declares_the_five_stages_in_order():
+    """dvc.yaml's stages are the same for every method: a method missing one would leave
+    `dvc repro` with an empty out folder (or a stage that reruns another method's code)."""
+    for name in METHODS:
+        stages = create_method(name).stages
+        check_stages(name, stages)
+        written = [file for stage in stages for file in stage.writes]
+        assert len(written) == len(set(written)), name  # each file has one owner stage
+        assert stages[-1].writes == (CONFIG_FILE,) or name == "rasch"
+
+
+def test_stages_run_one_at_a_time_write_the_same_tables_into_stage_folders(tmp_path: Path):
+    """What `dvc repro` runs (one stage a process, files in pipeline/STAGE/) gives the tables a
+    whole run gives, and the report stage writes the headline metrics dvc.yaml declares."""
+    cfg = dif_config(tmp_path, enabled=False)
+    method = create_method("dif")
+    whole = method.run(cfg, tmp_path / "out")
+    pipeline = tmp_path / "pipeline"
+    for stage in STAGE_NAMES:
+        run_one_stage(method.stages, stage, cfg, pipeline)
+    assert sorted(path.name for path in pipeline.iterdir()) == sorted(STAGE_NAMES)
+    for stage, name in (("design", "dif_prompts.parquet"), ("score", "dif_answers.parquet")):
+        assert pl.read_parquet(pipeline / stage / name).drop("from_cache", strict=False).equals(
+            pl.read_parquet(tmp_path / "out" / name).drop("from_cache", strict=False)), name
+    assert pl.read_csv(pipeline / "analyse" / "dif_tests.csv").equals(
+        pl.read_csv(tmp_path / "out" / "dif_tests.csv"))
+    assert (pipeline / "report" / "config.yaml").is_file()
+    headline = json.loads((pipeline / "report" / DVC_METRICS_FILE).read_text())
+    assert headline["n_prompts"] == whole["metrics"]["n_prompts"]
+    assert not any(key.startswith("duration_s/") for key in headline)
+    assert any(key.startswith("duration_s/") for key in whole["metrics"])
+
+
+def test_an_old_rasch_stage_name_still_runs_and_an_unknown_one_is_one_line():
+    stages = create_method("rasch").stages
+    assert find_stage(stages, "fit").name == "analyse"
+    assert find_stage(stages, "judge_gold").name == "score"
+    with pytest.raises(ValueError, match="unknown stage 'fitt': use one of design, respond"):
+        find_stage(stages, "fitt")

@@ -2,19 +2,31 @@
 
 params.yaml is generated from conf/ rather than edited by hand, so `python -m audit` and
 `dvc repro` can never drift apart; a test checks the committed file matches the default config.
+
+It also records its overrides in params.overrides (one a line). `dvc exp run -S KEY=VALUE`
+composes conf/pipeline.yaml from the -S overrides alone and overwrites params.yaml, so an earlier
+`items=smoke` would silently fall back to the full item set (a 312-prompt audit instead of 15).
+Every stage therefore checks a params.yaml that DVC composed (it has no header) against the
+record, and refuses, naming the overrides to repeat, when a setting they made is back at its
+default.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
 from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from audit.config import CONF_DIR, AuditConfig, to_audit_config
 from audit.config_errors import one_line_config_errors
+from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 
 log = logging.getLogger(__name__)
@@ -39,16 +51,79 @@ def params_yaml(cfg: AuditConfig) -> str:
     return HEADER + OmegaConf.to_yaml(OmegaConf.structured(cfg))
 
 
+# Next to params.yaml: the overrides it was composed from, which `dvc exp run -S` must repeat.
+OVERRIDES_FILE = "params.overrides"
+
+
+def overrides_file(params: Path) -> Path:
+    return params.with_name(OVERRIDES_FILE)
+
+
+def write_params(overrides: list[str], output: Path) -> Path:
+    """params.yaml from conf/pipeline.yaml and the overrides, and the record of the overrides."""
+    with one_line_config_errors(Path(CONF_DIR)):
+        config = compose_params(overrides)
+    output.write_text(params_yaml(config))
+    overrides_file(output).write_text("".join(f"{override}\n" for override in overrides))
+    return output
+
+
+def composed_by_dvc(params: Path) -> bool:
+    """`dvc exp run -S` dumps the composed config bare; audit's commands write a header."""
+    return not params.read_text().startswith("# ")
+
+
+def _leaves(config: AuditConfig) -> dict[str, Any]:
+    def walk(node: Any, prefix: str) -> dict[str, Any]:
+        if isinstance(node, Mapping):
+            return {key: value for name, child in node.items()
+                    for key, value in walk(child, f"{prefix}{name}.").items()}
+        return {prefix[:-1]: node}
+    return walk(OmegaConf.to_container(OmegaConf.structured(config)), "")
+
+
+def dropped_settings(params: AuditConfig, overrides: list[str]) -> dict[str, Any]:
+    """Settings the recorded overrides make that params.yaml has back at their defaults
+    (setting -> the value the overrides give it); empty when params.yaml keeps them all."""
+    wanted, default, current = (_leaves(compose_params(overrides)), _leaves(compose_params([])),
+                                _leaves(params))
+    return {key: value for key, value in sorted(wanted.items())
+            if value != default.get(key) and current.get(key) == default.get(key)}
+
+
+def check_kept_overrides(params_file: Path, params: AuditConfig) -> None:
+    """Refuse a params.yaml that `dvc exp run -S` composed without the recorded overrides."""
+    record = overrides_file(params_file)
+    if not record.is_file() or not composed_by_dvc(params_file):
+        return
+    overrides = [line.strip() for line in record.read_text().splitlines() if line.strip()]
+    try:
+        dropped = dropped_settings(params, overrides) if overrides else {}
+    except (HydraException, OmegaConfBaseException) as error:
+        raise AuditError(f"the overrides recorded in {record} do not compose "
+                         f"({str(error).splitlines()[0]}): rewrite params.yaml and the record "
+                         f"with `python -m audit.params OVERRIDES`") from None
+    if dropped:
+        shown = ", ".join(f"{key}={value}" for key, value in list(dropped.items())[:4])
+        more = f" and {len(dropped) - 4} more" if len(dropped) > 4 else ""
+        repeat = " ".join(f"-S '{override}'" for override in overrides)
+        raise AuditError(
+            f"params.yaml was composed by `dvc exp run -S` without the overrides that produced "
+            f"the last one ({' '.join(overrides)}; {OVERRIDES_FILE}): {shown}{more} fell back "
+            f"to the defaults. DVC composes conf/pipeline.yaml from the -S overrides alone, so "
+            f"repeat them: dvc exp run {repeat} -S KEY=VALUE; or write params.yaml with "
+            f"`python -m audit.params {' '.join(overrides)} KEY=VALUE` and run `dvc exp run` "
+            f"without -S")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m audit.params", description=__doc__)
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. items=smoke")
     parser.add_argument("--output", type=Path, default=Path("params.yaml"))
     arguments = parser.parse_args(argv)
     configure_cli_logging()
-    with one_line_config_errors(Path(CONF_DIR)):
-        config = compose_params(arguments.overrides)
-    arguments.output.write_text(params_yaml(config))
-    log.info("wrote %s", arguments.output)
+    write_params(arguments.overrides, arguments.output)
+    log.info("wrote %s and %s", arguments.output, overrides_file(arguments.output))
     return 0
 
 

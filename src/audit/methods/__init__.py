@@ -1,8 +1,8 @@
 """Audit methods behind one Protocol, chosen by `method=NAME` (`conf/method/NAME.yaml`).
 
-The Rasch audit is the pipeline in stages.py; every other method (IAT word association, DIF
-accuracy, counterfactual generation) is a class here that runs its own design, sends its prompts
-through the same engine and response store, analyses the answers and logs one MLflow run.
+Every method (the Rasch audit, IAT word association, DIF accuracy, counterfactual generation)
+declares the same five stages (design, respond, score, analyse, report; audit.methods.run), which
+the one run skeleton runs in one process for `python -m audit` and one at a time for `dvc repro`.
 The registry maps a name to an import path and imports lazily, as the backend registry does, so
 choosing one method never imports another's dependencies. Adding a method is one folder and one
 line here.
@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from audit.config import AuditConfig
+    from audit.methods.run import Stage
 
 METHODS: dict[str, str] = {
     "rasch": "audit.methods.rasch.method:RaschMethod",
@@ -34,9 +36,10 @@ class AuditMethod(Protocol):
     """One way of auditing: from the composed config to the files in output_dir and a result."""
 
     name: str
+    stages: Sequence[Stage]  # one for each name in audit.methods.run.STAGE_NAMES, in order
 
     def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
-        """Run every step of the method, write its tables into output_dir and log the run."""
+        """Every stage in order (audit.methods.run.run_stages): tables into output_dir, one run."""
         ...
 
 

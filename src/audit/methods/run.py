@@ -1,29 +1,145 @@
-"""The run skeleton every method shares: its config.yaml, its timed stages and its MLflow run.
+"""The run skeleton every method shares: its ordered stages, its files, config.yaml and MLflow run.
 
 Each method used to carry its own copy of this (and the copies drifted: only the Rasch run nested
-under a sweep's parent and tagged the sweep job). Here once, so a method's run always writes
-config.yaml next to its tables, names and tags its MLflow run the same way, nests under the
-sweep's parent run when it is a sweep job, and logs the Hydra files and the dvc.lock it ran from.
-Table I/O (atomic writes, the one CSV/parquet reader) is audit.tables.
+under a sweep's parent and tagged the sweep job, and only Rasch had DVC stages). Here once.
+
+A method declares its stages in the order they run, one for each name in STAGE_NAMES: a function
+from the config and the tables earlier stages wrote to the tables it writes (`Stage.writes`).
+`run_stages` runs them all in one process (`python -m audit`: every file flat in the run
+directory, names unchanged); `run_one_stage` runs one of them (`python -m audit.stages NAME`,
+which `dvc repro` calls), each stage's files in a folder named after the stage, so dvc.yaml
+declares the same five stages and out folders for every method and dispatches on `method`.
+A method's MLflow run always writes config.yaml next to its tables, names and tags its run the
+same way, nests under the sweep's parent run when it is a sweep job, and logs the Hydra files and
+the dvc.lock it ran from. Table I/O (atomic writes, the one CSV/parquet reader) is audit.tables.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from audit.config import AuditConfig
+from audit.errors import AuditError
 from audit.tracking import mlflow as tracking
 from audit.tracking import sweeps
 
 log = logging.getLogger(__name__)
 
 CONFIG_FILE = "config.yaml"
+# The slots every method fills, in order; dvc.yaml declares one stage (and out folder) for each.
+STAGE_NAMES = ("design", "respond", "score", "analyse", "report")
+# Under `dvc repro` the report stage also writes the run's headline figures here (flat JSON, no
+# durations), the file dvc.yaml declares as metrics for whatever the method is.
+DVC_METRICS_FILE = "metrics.json"
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """Where a run's files live. `owners` (file name -> the stage that writes it) is empty for a
+    whole run, so every file is flat in `directory` as it always was; under `dvc repro` it puts
+    each file in its stage's folder (`pipeline/design/prompts.parquet`)."""
+
+    directory: Path
+    owners: Mapping[str, str] = field(default_factory=dict)
+
+    def path(self, name: str) -> Path:
+        """`name` is a file or folder a stage writes, or a path inside such a folder."""
+        head = name.split("/", 1)[0]
+        stage = self.owners.get(head)
+        # A folder named like its stage (Rasch's `report`) is that stage's folder, not nested.
+        return self.directory / stage / name if stage and stage != head else self.directory / name
+
+
+@dataclass
+class RunClock:
+    """When the run started (its MLflow run spans the work, not only its logging) and how long
+    each finished stage took; a stage run on its own under DVC sees only its own start."""
+
+    started_at: float = field(default_factory=time.time)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+StageResult = Mapping[str, object] | None
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of a method: reads earlier stages' files, writes `writes` (names in RunFiles).
+    `aliases`: older names `python -m audit.stages` still accepts."""
+
+    name: str
+    run: Callable[[AuditConfig, RunFiles, RunClock], StageResult]
+    writes: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+
+
+def check_stages(method: str, stages: Sequence[Stage]) -> None:
+    """A method fills every slot, in order: dvc.yaml's stages are the same for all methods."""
+    names = tuple(stage.name for stage in stages)
+    if names != STAGE_NAMES:
+        raise TypeError(f"method {method} declares stages {names}; every method declares "
+                        f"{STAGE_NAMES} in that order")
+
+
+def run_stages(stages: Sequence[Stage], cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+    """`python -m audit`: every stage in order in one process; each writes its tables as soon as
+    they exist, so a failure later never loses finished work. Returns the stages' results."""
+    check_stages(cfg.method, stages)
+    files, clock = RunFiles(Path(output_dir)), RunClock()
+    result: dict[str, object] = {}
+    for stage in stages:
+        with timed(clock.timings, stage.name):
+            result.update(stage.run(cfg, files, clock) or {})
+    return result
+
+
+def find_stage(stages: Sequence[Stage], name: str) -> Stage:
+    for stage in stages:
+        if name == stage.name or name in stage.aliases:
+            return stage
+    valid = ", ".join(stage.name for stage in stages)
+    raise ValueError(f"unknown stage '{name}': use one of {valid}")
+
+
+def stage_files(stages: Sequence[Stage], directory: Path) -> RunFiles:
+    return RunFiles(Path(directory), {name: stage.name for stage in stages
+                                      for name in stage.writes})
+
+
+def run_one_stage(stages: Sequence[Stage], name: str, cfg: AuditConfig,
+                  directory: Path) -> dict[str, object]:
+    """`python -m audit.stages NAME` (what dvc.yaml runs): one stage, its files in
+    `directory/STAGE/`, reading earlier stages' folders."""
+    check_stages(cfg.method, stages)
+    stage = find_stage(stages, name)
+    files = stage_files(stages, directory)
+    (Path(directory) / stage.name).mkdir(parents=True, exist_ok=True)
+    result = dict(stage.run(cfg, files, RunClock()) or {})
+    if stage.name == STAGE_NAMES[-1]:
+        write_headline_metrics(result.get("metrics") or {},
+                               Path(directory) / stage.name / DVC_METRICS_FILE)
+    return result
+
+
+def write_headline_metrics(metrics: Mapping[str, object], path: Path) -> Path:
+    """The figures `dvc metrics diff` compares: a flat JSON without wall times (they differ on
+    every run and would bury the figures that changed)."""
+    headline = {key: value for key, value in sorted(metrics.items())
+                if not key.startswith("duration_s/")}
+    path.write_text(json.dumps(headline, indent=2, allow_nan=True) + "\n")
+    return path
+
+
+def duration_metrics(clock: RunClock) -> dict[str, float]:
+    return {f"duration_s/{stage}": seconds for stage, seconds in clock.timings.items()}
 
 
 def write_config(cfg: AuditConfig, directory: Path) -> Path:
@@ -101,3 +217,29 @@ def log_run(cfg: AuditConfig, metrics: Mapping[str, float],
              "--backend-store-uri %s --host 127.0.0.1", run_info.run_id,
              cfg.tracking.experiment, run_info.tracking_uri, run_info.tracking_uri)
     return run_info
+
+
+def read_metrics(path: Path) -> dict[str, float]:
+    if not path.is_file():
+        raise AuditError(f"metrics not found at {path}: run the analyse stage first")
+    return json.loads(path.read_text())
+
+
+def write_metrics(metrics: Mapping[str, float], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(metrics), indent=2, sort_keys=True))
+    return path
+
+
+def logged_report(cfg: AuditConfig, files: RunFiles, clock: RunClock, metrics_file: str,
+                  artifacts: Iterable[tuple[str, str]],
+                  tags: Mapping[str, str] | None = None) -> dict[str, object]:
+    """The report stage of a method whose analyse stage wrote its figures to `metrics_file`:
+    config.yaml, then one MLflow run with those figures, the stages' wall times and the
+    `artifacts` (MLflow folder, file name) that exist."""
+    metrics = {**read_metrics(files.path(metrics_file)), **duration_metrics(clock)}
+    config_file = write_config(cfg, files.path(CONFIG_FILE).parent)
+    paths = [(folder, files.path(name)) for folder, name in artifacts]
+    run_info = log_run(cfg, metrics, [(folder, path) for folder, path in paths if path.exists()],
+                       config_file, tags, clock.started_at)
+    return {"run": run_info, "metrics": metrics}

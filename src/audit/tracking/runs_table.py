@@ -27,7 +27,7 @@ def short_id(run_id: str) -> str:
     return run_id[:8]
 
 
-def _started(milliseconds: int | None) -> str:
+def started_text(milliseconds: int | None) -> str:
     if not milliseconds:
         return ""
     moment = datetime.fromtimestamp(milliseconds / 1000, tz=timezone.utc).astimezone()
@@ -69,7 +69,7 @@ def runs_frame(runs: list[dict[str, Any]],
     for run in runs:
         tags = run["tags"]
         row: dict[str, Any] = {
-            "run_id": run["run_id"], "name": run["name"], "started": _started(run["start_time"]),
+            "run_id": run["run_id"], "name": run["name"], "started": started_text(run["start_time"]),
             "status": run["status"],
             "parent": short_id(tags.get(tracking.PARENT_RUN_TAG, "")),
             "models": tags.get("models", ""),

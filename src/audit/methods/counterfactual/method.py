@@ -11,9 +11,7 @@ a pass or fail for CI.
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -46,9 +44,19 @@ from audit.methods.counterfactual.score import (
     load_lexicon,
     score_texts,
 )
-from audit.schemas import ResponseSchema, validate
+from audit.schemas import PromptSchema, ResponseSchema, validate
+from audit.tables import read_table
 from audit.tracking.mlflow import metric_name
-from audit.methods.run import log_run, write_config
+from audit.methods.run import (
+    CONFIG_FILE,
+    RunClock,
+    RunFiles,
+    Stage,
+    logged_report,
+    read_metrics,
+    run_stages,
+    write_metrics,
+)
 from audit.llm.backends import create_backend
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
 from audit.methods.counterfactual.report import distribution_figure, gap_matrix_figure
@@ -60,25 +68,14 @@ log = logging.getLogger(__name__)
 TRUNCATED_SHARE_WARN = 0.5
 
 
-class CounterfactualFiles:
-    """Where a counterfactual run's files live (the verdict reads PAIRWISE)."""
-
-    PAIRWISE = "counterfactual_pairwise.csv"
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = Path(directory)
-        self.prompts = self.directory / "prompts.parquet"
-        self.groups = self.directory / "counterfactual_groups.parquet"
-        self.responses = self.directory / "responses.parquet"
-        self.metrics = self.directory / "counterfactual_metrics.parquet"
-        self.group_tests = self.directory / "counterfactual_group_tests.csv"
-        self.pairwise = self.directory / self.PAIRWISE
-        self.summary = self.directory / "counterfactual_group_summary.csv"
-        # Group claims tested on their sampled units (names; template x replicate blocks).
-        self.design_tests = self.directory / "counterfactual_design_tests.csv"
-        self.plots = self.directory / "plots"
-        self.run_metrics = self.directory / "metrics.json"
-        self.config = self.directory / "config.yaml"
+# File names (flat in a run directory; in stage folders under `dvc repro`, see RunFiles).
+PROMPTS, GROUPS = "prompts.parquet", "counterfactual_groups.parquet"
+RESPONSES, METRICS_TABLE = "responses.parquet", "counterfactual_metrics.parquet"
+GROUP_TESTS, PAIRWISE = "counterfactual_group_tests.csv", "counterfactual_pairwise.csv"
+SUMMARY = "counterfactual_group_summary.csv"
+# Group claims tested on their sampled units (names; template x replicate blocks).
+DESIGN_TESTS = "counterfactual_design_tests.csv"
+PLOTS, RUN_METRICS = "plots", "metrics.json"
 
 
 def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
@@ -190,92 +187,112 @@ def _save(figure: plt.Figure, path: Path) -> Path:
     return path
 
 
-def run_counterfactual(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+# --- the stages (audit.methods.run runs them) -------------------------------------------------
+
+def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     config = cfg.counterfactual
-    tested = check_settings(config)
-    files = CounterfactualFiles(output_dir)
-    started_at = time.time()  # the MLflow run spans the work, not only its logging
-    timings: dict[str, float] = {}
-    started = time.perf_counter()
-    lexicon = load_lexicon(data_file(config.lexicon, "lexicon", "counterfactual.lexicon"))
-    transformer = (TransformerSentiment(config.transformer_model) if config.transformer_model
-                   else None)
+    check_settings(config)
+    # a missing lexicon stops the run before any request
+    load_lexicon(data_file(config.lexicon, "lexicon", "counterfactual.lexicon"))
     variants = expand_variants(config)
-    models = request_models(cfg.model, config)
-    design = build_design(variants, models, cfg.design)
-    _write_parquet(design.prompts, files.prompts)
+    design = build_design(variants, request_models(cfg.model, config), cfg.design)
+    _write_parquet(design.prompts, files.path(PROMPTS))
     _write_parquet(validate(design.groups, CounterfactualGroupSchema, "counterfactual groups"),
-                   files.groups)
-    timings["design"] = time.perf_counter() - started
+                   files.path(GROUPS))
     log.info("counterfactual design: %d templates, %d variants, %d prompts",
              len(config.templates), len({v.variant_id for v in variants}), design.prompts.height)
 
-    started = time.perf_counter()
+
+def _respond(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
+    prompts = read_table(files.path(PROMPTS), PromptSchema, "counterfactual prompts")
+    models = request_models(cfg.model, cfg.counterfactual)
     backends = {name: create_backend(models[name]) for name in sorted(models)}
     with ResponseStore(cfg.paths.response_store) as store:
-        responses = collect_responses(design.prompts, backends, models, store, cfg.engine)
-    _write_parquet(validate(responses, ResponseSchema, "responses"), files.responses)
+        responses = collect_responses(prompts, backends, models, store, cfg.engine)
+    _write_parquet(validate(responses, ResponseSchema, "responses"), files.path(RESPONSES))
     counts = summarise_responses(responses)
     log.info("respond: %d sent, %d from the store, %d failed", counts["sent"], counts["cached"],
              counts["failed"])
     check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store)
-    timings["respond"] = time.perf_counter() - started
 
-    started = time.perf_counter()
+
+def _score(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
+    config = cfg.counterfactual
+    prompts = read_table(files.path(PROMPTS), PromptSchema, "counterfactual prompts")
+    responses = read_table(files.path(RESPONSES), ResponseSchema, "responses")
+    groups = read_table(files.path(GROUPS), CounterfactualGroupSchema, "counterfactual groups")
+    transformer = (TransformerSentiment(config.transformer_model) if config.transformer_model
+                   else None)
     answered = responses.filter(pl.col("status") == "ok").sort("prompt_id")
+    lexicon = load_lexicon(data_file(config.lexicon, "lexicon", "counterfactual.lexicon"))
     scores = score_texts(answered["response_text"].to_list(), lexicon, transformer)
-    caps = {name: model.sampling.max_tokens for name, model in models.items()}
-    metrics = metric_table(design.prompts, responses, design.groups, scores, caps)
-    _write_parquet(metrics, files.metrics)
-    timings["score"] = time.perf_counter() - started
+    caps = {name: model.sampling.max_tokens
+            for name, model in request_models(cfg.model, config).items()}
+    metrics = metric_table(prompts, responses, groups, scores, caps)
+    _write_parquet(metrics, files.path(METRICS_TABLE))
     truncated = float(metrics["truncated"].mean() or 0.0)
     if truncated > TRUNCATED_SHARE_WARN:
         log.warning("%.0f%% of answers stopped at max_tokens: word counts are censored at the "
                     "cap; raise counterfactual.max_tokens", 100 * truncated)
 
-    started = time.perf_counter()
+
+def _analyse(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, object]:
+    config = cfg.counterfactual
+    tested = check_settings(config)
+    prompts = read_table(files.path(PROMPTS), PromptSchema, "counterfactual prompts")
+    responses = read_table(files.path(RESPONSES), ResponseSchema, "responses")
+    groups = read_table(files.path(GROUPS), CounterfactualGroupSchema, "counterfactual groups")
+    metrics = read_table(files.path(METRICS_TABLE), CounterfactualMetricSchema,
+                         "counterfactual metrics")
     settings = StatsSettings(alpha=config.alpha, min_rank_biserial=config.min_rank_biserial,
                              bootstrap_resamples=config.bootstrap_resamples,
                              confidence_level=config.confidence_level, seed=cfg.design.seed,
                              by_template=config.by_template)
-    long = observations(metrics, design.groups, tested)
+    long = observations(metrics, groups, tested)
     overall, pairs = comparisons(long, config.by_template)
     tests = validate(group_tests(overall), GroupTestSchema, "counterfactual group tests")
     pairwise = validate(pairwise_tests(pairs, settings), PairwiseSchema,
                         "counterfactual pairwise tests")
     summary = group_summary(long, settings)
-    unit_tests = design_tests(metrics, design.groups, tested, settings)
-    unit_tests.write_csv(files.design_tests)
-    tests.write_csv(files.group_tests)
-    pairwise.write_csv(files.pairwise)
-    summary.write_csv(files.summary)
-    timings["analyse"] = time.perf_counter() - started
-
-    plots = []
-    for model_name in sorted(models):
-        plots.append(_save(distribution_figure(long, model_name),
-                           files.plots / f"counterfactual_distributions_{model_name}.png"))
-        plots.append(_save(gap_matrix_figure(pairwise, model_name),
-                           files.plots / f"counterfactual_gaps_{model_name}.png"))
-    values = run_metrics(design.prompts, responses, metrics, tests, pairwise, summary, timings,
-                         config.alpha)
-    files.run_metrics.write_text(json.dumps(values, indent=2, sort_keys=True))
-    config_file = write_config(cfg, files.directory)
-    run_info = log_run(cfg, values, [
-        ("tables", files.pairwise), ("tables", files.group_tests),
-        ("tables", files.summary), ("tables", files.design_tests),
-        ("data", files.metrics), ("data", files.groups),
-        *(("plots", path) for path in plots),
-    ], config_file, tags={"pairs_flagged": str(int(pairwise["flagged"].sum()))},
-        started_at=started_at)
+    files.path(DESIGN_TESTS).parent.mkdir(parents=True, exist_ok=True)
+    design_tests(metrics, groups, tested, settings).write_csv(files.path(DESIGN_TESTS))
+    tests.write_csv(files.path(GROUP_TESTS))
+    pairwise.write_csv(files.path(PAIRWISE))
+    summary.write_csv(files.path(SUMMARY))
+    for model_name in sorted(prompts["model_name"].unique().to_list()):
+        _save(distribution_figure(long, model_name),
+              files.path(f"{PLOTS}/counterfactual_distributions_{model_name}.png"))
+        _save(gap_matrix_figure(pairwise, model_name),
+              files.path(f"{PLOTS}/counterfactual_gaps_{model_name}.png"))
+    values = run_metrics(prompts, responses, metrics, tests, pairwise, summary, {}, config.alpha)
+    write_metrics(values, files.path(RUN_METRICS))
     print_findings(tests, pairwise, config.alpha)
+    return {"pairwise": pairwise, "tests": tests, "metrics": values}
+
+
+def _report(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, object]:
+    plots = sorted(path.name for path in files.path(PLOTS).glob("*.png"))
+    values = read_metrics(files.path(RUN_METRICS))
+    result = logged_report(cfg, files, clock, RUN_METRICS, [
+        ("tables", PAIRWISE), ("tables", GROUP_TESTS), ("tables", SUMMARY),
+        ("tables", DESIGN_TESTS), ("data", METRICS_TABLE), ("data", GROUPS),
+        *(("plots", f"{PLOTS}/{name}") for name in plots),
+    ], tags={"pairs_flagged": str(int(values["n_pairs_flagged"]))})
     log.info("tables and plots are in %s; judge the run with: python -m audit.verdict run_dir=%s",
-             files.directory, files.directory)
-    return {"run": run_info, "pairwise": pairwise, "tests": tests, "metrics": values}
+             files.path(PAIRWISE).parent, files.path(PAIRWISE).parent)
+    return result
 
 
 class CounterfactualMethod:
     name = "counterfactual"
+    stages = (
+        Stage("design", _design, (PROMPTS, GROUPS)),
+        Stage("respond", _respond, (RESPONSES,)),
+        Stage("score", _score, (METRICS_TABLE,)),
+        Stage("analyse", _analyse, (DESIGN_TESTS, GROUP_TESTS, PAIRWISE, SUMMARY, PLOTS,
+                                    RUN_METRICS)),
+        Stage("report", _report, (CONFIG_FILE,)),
+    )
 
     def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
-        return run_counterfactual(cfg, Path(output_dir))
+        return run_stages(self.stages, cfg, output_dir)

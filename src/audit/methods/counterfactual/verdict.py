@@ -15,7 +15,7 @@ from audit.config import VerdictConfig
 from audit.methods.checks import Check, read_csv
 from audit.methods.counterfactual.schemas import PairwiseSchema
 
-# Written by the run (methods/counterfactual/method.py, CounterfactualFiles.PAIRWISE).
+# Written by the run (methods/counterfactual/method.py, PAIRWISE).
 PAIRWISE_FILE = "counterfactual_pairwise.csv"
 
 

@@ -6,16 +6,25 @@ work, and every response is in the shared response store, so a rerun sends only 
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from pathlib import Path
 
 import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from audit.methods.run import log_run, write_config
+from audit.methods.run import (
+    CONFIG_FILE,
+    RunClock,
+    RunFiles,
+    Stage,
+    logged_report,
+    run_stages,
+    write_metrics,
+)
+from audit.methods.dif.schemas import DIFAnswerSchema, DIFItemSchema, DIFPromptSchema
+from audit.schemas import ResponseSchema, validate
+from audit.tables import read_table, write_table
 from audit.llm.backends import create_backend
 from audit.config import AuditConfig
 from audit.data_files import data_file
@@ -35,10 +44,12 @@ from audit.methods.dif import report as dif_plots
 
 log = logging.getLogger(__name__)
 
-TABLES = {"prompts": "dif_prompts.parquet", "answers": "dif_answers.parquet",
+TABLES = {"prompts": "dif_prompts.parquet", "responses": "dif_responses.parquet",
+          "answers": "dif_answers.parquet",
           "items": "dif_items.csv", "personas": "dif_personas.csv", "tests": "dif_tests.csv",
           "models": "dif_models.csv", "across": "dif_across_models.csv"}
 PLOTS = ("dif_accuracy.png", "dif_null_vs_real.png", "dif_accuracy_vs_bias.png")
+METRICS = "dif_metrics.json"
 
 
 def _read_csv(path: str, what: str, setting: str) -> pl.DataFrame:
@@ -52,6 +63,7 @@ def _read_csv(path: str, what: str, setting: str) -> pl.DataFrame:
 
 
 def _write(frame: pl.DataFrame, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(path.suffix + ".partial")
     if path.suffix == ".parquet":
         frame.write_parquet(partial)
@@ -83,12 +95,10 @@ def print_summary(results: DIFResults, console: Console | None = None) -> None:
     (console or Console()).print(table)
 
 
-def run_dif(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+# --- the stages (audit.methods.run runs them) -------------------------------------------------
+
+def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     dif = cfg.dif
-    output_dir.mkdir(parents=True, exist_ok=True)
-    timings: dict[str, float] = {}
-    started_at = time.time()  # the MLflow run spans the work, not only its logging
-    started = time.perf_counter()
     shipped = _read_csv(dif.items_file, "DIF item bank", "dif.items_file") \
         if dif.items_file else None
     custom = _read_csv(dif.custom_file, "DIF custom items", "dif.custom_file") \
@@ -98,56 +108,65 @@ def run_dif(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
                                              "dif.personas_file"))
     models = greedy_models(cfg.model, dif.max_tokens)
     prompts = build_prompts(items, personas, models, dif)
-    files = {name: output_dir / file for name, file in TABLES.items()}
-    _write(items, files["items"])
-    _write(prompts, files["prompts"])
-    timings["design"] = time.perf_counter() - started
+    _write(items, files.path(TABLES["items"]))
+    _write(prompts, files.path(TABLES["prompts"]))
     log.info("dif: %d prompts (%d models x %d personas [%d real, %d null, baseline] x %d items), "
              "greedy", prompts.height, len(models), personas.height,
              personas.filter(pl.col("persona_kind") == "real").height,
              personas.filter(pl.col("persona_kind") == "null").height, items.height)
 
-    started = time.perf_counter()
+
+def _respond(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
+    prompts = read_table(files.path(TABLES["prompts"]), DIFPromptSchema, "DIF prompts")
+    models = greedy_models(cfg.model, cfg.dif.max_tokens)
     backends = {name: create_backend(model) for name, model in sorted(models.items())}
     with ResponseStore(cfg.paths.response_store) as store:
         responses = collect_responses(prompts, backends, models, store, cfg.engine)
+    write_table(responses, files.path(TABLES["responses"]), ResponseSchema, "DIF responses")
     counts = summarise_responses(responses)
     log.info("dif respond: %d sent, %d from the store, %d failed", counts["sent"],
              counts["cached"], counts["failed"])
-    answers = grade_answers(prompts, responses, items)
-    _write(answers, files["answers"])
     check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
                    "DIF requests")
-    timings["respond"] = time.perf_counter() - started
 
-    started = time.perf_counter()
-    results = analyse(answers, dif)
+
+def _score(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
+    prompts = read_table(files.path(TABLES["prompts"]), DIFPromptSchema, "DIF prompts")
+    responses = read_table(files.path(TABLES["responses"]), ResponseSchema, "DIF responses")
+    items = validate(pl.read_csv(files.path(TABLES["items"]), infer_schema_length=0),
+                     DIFItemSchema, "DIF items")
+    _write(grade_answers(prompts, responses, items), files.path(TABLES["answers"]))
+
+
+def _analyse(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, object]:
+    answers = read_table(files.path(TABLES["answers"]), DIFAnswerSchema, "DIF answers")
+    results = analyse(answers, cfg.dif)
     for name in ("personas", "tests", "models", "across"):
-        _write(getattr(results, name), files[name])
-    timings["analyse"] = time.perf_counter() - started
-    values = {**metrics(results, answers),
-              **{f"duration_s/{stage}": seconds for stage, seconds in timings.items()}}
-    plots = _plots(results, output_dir, dif.interval_prob)
-    (output_dir / "dif_metrics.json").write_text(json.dumps(values, indent=2, sort_keys=True))
-    config_file = write_config(cfg, output_dir)
+        _write(getattr(results, name), files.path(TABLES[name]))
+    values = metrics(results, answers)
+    _plots(results, files, cfg.dif.interval_prob)
+    write_metrics(values, files.path(METRICS))
     _warn(results)
-
-    folders = {".parquet": "data", ".csv": "tables", ".png": "plots"}
-    run_info = log_run(cfg, values, [(folders.get(path.suffix, ""), path)
-                                     for path in [*files.values(), *plots]], config_file,
-                       started_at=started_at)
     print_summary(results)
-    log.info("DIF tables and plots are in %s", output_dir)
-    return {"run": run_info, "metrics": values, "tests": results.tests}
+    return {"metrics": values, "tests": results.tests}
 
 
-def _plots(results: DIFResults, output_dir: Path, interval_prob: float) -> list[Path]:
+def _report(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, object]:
+    folders = {".parquet": "data", ".csv": "tables", ".png": "plots"}
+    result = logged_report(cfg, files, clock, METRICS,
+                           [(folders[Path(name).suffix], name)
+                            for name in [*TABLES.values(), *PLOTS]])
+    log.info("DIF tables and plots are in %s", files.directory)
+    return result
+
+
+def _plots(results: DIFResults, files: RunFiles, interval_prob: float) -> list[Path]:
     figures = {
         PLOTS[0]: dif_plots.accuracy_plot(results.personas, interval_prob),
         PLOTS[1]: dif_plots.null_vs_real_plot(results.personas, results.tests),
         PLOTS[2]: dif_plots.accuracy_vs_bias_plot(results.models, results.across),
     }
-    return [dif_plots.save(figure, output_dir / name) for name, figure in figures.items()]
+    return [dif_plots.save(figure, files.path(name)) for name, figure in figures.items()]
 
 
 def _warn(results: DIFResults) -> None:
@@ -172,5 +191,14 @@ class DIFMethod:
 
     name = "dif"
 
+    stages = (
+        Stage("design", _design, (TABLES["items"], TABLES["prompts"])),
+        Stage("respond", _respond, (TABLES["responses"],)),
+        Stage("score", _score, (TABLES["answers"],)),
+        Stage("analyse", _analyse, (*(TABLES[name] for name in ("personas", "tests", "models",
+                                                                 "across")), *PLOTS, METRICS)),
+        Stage("report", _report, (CONFIG_FILE,)),
+    )
+
     def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
-        return run_dif(cfg, Path(output_dir))
+        return run_stages(self.stages, cfg, output_dir)

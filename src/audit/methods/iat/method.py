@@ -8,14 +8,12 @@ iat_stats.py, iat_plots.py). `python -m audit.iat import_dir=...` reuses the ana
 
 from __future__ import annotations
 
-import json
 import logging
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import pandera.polars as pa
 import polars as pl
 
 from audit.config import AuditConfig, ModelConfig
@@ -32,14 +30,27 @@ from audit.methods.iat.report import d_by_dataset_plot, d_by_variation_plot, pri
 from audit.methods.iat.schemas import STATS_COLUMNS, IATPromptSchema, IATScoreSchema
 from audit.methods.iat.analyse import check_statistics_config, iat_statistics
 from audit.data_files import data_file
-from audit.schemas import ResponseSchema, validate
+from audit.schemas import ResponseSchema
+from audit.tables import read_table, write_table
 from audit.tracking.mlflow import metric_name
 from audit.llm.backends import create_backend
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
 from audit.llm.store import ResponseStore
-from audit.methods.run import log_run, write_config
+from audit.methods.run import (
+    CONFIG_FILE,
+    RunClock,
+    RunFiles,
+    Stage,
+    logged_report,
+    run_stages,
+    write_metrics,
+)
 
 log = logging.getLogger(__name__)
+
+PROMPTS, RESPONSES, SCORES = "iat_prompts.parquet", "iat_responses.parquet", "iat_scores.parquet"
+STATS, STATS_BY_VARIATION = "iat_stats.csv", "iat_stats_by_variation.csv"
+METRICS = "iat_metrics.json"
 
 
 def read_csv(path: Path, what: str, fix: str) -> pl.DataFrame:
@@ -67,18 +78,6 @@ def read_stimuli(config: IATConfig) -> Stimuli:
                                                      config.aliases_file or "aliases"))
 
 
-def write_table(frame: pl.DataFrame, path: Path, schema: type[pa.DataFrameModel],
-                what: str) -> Path:
-    """stages.write_table's twin: importing stages would load the Rasch stack (PyMC, ArviZ),
-    which this method never uses."""
-    validate(frame, schema, what)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(path.suffix + ".partial")
-    frame.write_parquet(partial)
-    partial.replace(path)  # atomic: a crash never leaves a half-written table behind
-    return path
-
-
 @dataclass(frozen=True)
 class Analysis:
     """What the scores turn into, and where it was written."""
@@ -90,16 +89,23 @@ class Analysis:
 
 def analyse(scores: pl.DataFrame, config: IATConfig, output_dir: Path) -> Analysis:
     """Scores -> iat_scores.parquet, iat_stats.csv, iat_stats_by_variation.csv and the plots."""
-    output_dir.mkdir(parents=True, exist_ok=True)
+    output_dir = Path(output_dir)
+    write_table(scores, output_dir / SCORES, IATScoreSchema, "IAT scores")
+    analysis = analyse_scores(scores, config, lambda name: output_dir / name)
+    return Analysis(analysis.stats, analysis.by_variation,
+                    {"scores": output_dir / SCORES, **analysis.files})
+
+
+def analyse_scores(scores: pl.DataFrame, config: IATConfig,
+                   place: Callable[[str], Path]) -> Analysis:
+    """Scores -> the statistics tables and plots, each written where `place` puts its name."""
     log_left_out(scores, config.scoring)
-    files = {"scores": write_table(scores, output_dir / "iat_scores.parquet", IATScoreSchema,
-                                   "IAT scores")}
     stats = iat_statistics(scores, config).select(STATS_COLUMNS)
     by_variation = iat_statistics(scores, config,
                                   ("model", "category", "dataset", "variation"))
-    files["stats"] = output_dir / "iat_stats.csv"
+    files = {"stats": place(STATS), "stats_by_variation": place(STATS_BY_VARIATION)}
+    files["stats"].parent.mkdir(parents=True, exist_ok=True)
     stats.write_csv(files["stats"])
-    files["stats_by_variation"] = output_dir / "iat_stats_by_variation.csv"
     by_variation.write_csv(files["stats_by_variation"])
     if stats.height:
         for name, figure in (
@@ -107,7 +113,7 @@ def analyse(scores: pl.DataFrame, config: IATConfig, output_dir: Path) -> Analys
                                                       config.alpha)),
                 ("plot_by_variation", d_by_variation_plot(by_variation,
                                                           config.confidence_level))):
-            files[name] = output_dir / f"iat_d_{name.removeprefix('plot_')}.png"
+            files[name] = place(f"iat_d_{name.removeprefix('plot_')}.png")
             figure.savefig(files[name], dpi=120)
             plt.close(figure)
     return Analysis(stats, by_variation, files)
@@ -162,62 +168,70 @@ def answers_from_responses(prompts: pl.DataFrame, responses: pl.DataFrame) -> pl
                     pl.col("prompt_id").alias("response_id"), "iteration", "response_text"))
 
 
+# --- the stages (audit.methods.run runs them) -------------------------------------------------
+
+def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
+    check_statistics_config(cfg.iat)
+    models = _iat_models(cfg)
+    prompts = design_prompts(read_stimuli(cfg.iat), cfg.iat, models)
+    write_table(prompts, files.path(PROMPTS), IATPromptSchema, "IAT prompts")
+    log.info("iat design: %d prompts (%d models x %d datasets x %d variations x %d "
+             "iterations)", prompts.height, len(models), prompts["dataset"].n_unique(),
+             len(cfg.iat.variations), cfg.iat.iterations)
+
+
+def _respond(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
+    prompts = read_table(files.path(PROMPTS), IATPromptSchema, "IAT prompts")
+    models = _iat_models(cfg)
+    backends = {name: create_backend(cfg.model[name]) for name in sorted(models)}
+    with ResponseStore(cfg.paths.response_store) as store:
+        responses = collect_responses(prompts, backends, models, store, cfg.engine)
+    write_table(responses, files.path(RESPONSES), ResponseSchema, "IAT responses")
+    counts = summarise_responses(responses)
+    log.info("iat respond: %d sent, %d from the store, %d failed", counts["sent"],
+             counts["cached"], counts["failed"])
+    check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
+                   "IAT requests")
+
+
+def _score(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
+    prompts = read_table(files.path(PROMPTS), IATPromptSchema, "IAT prompts")
+    responses = read_table(files.path(RESPONSES), ResponseSchema, "IAT responses")
+    scores = score_answers(answers_from_responses(prompts, responses), read_stimuli(cfg.iat))
+    write_table(scores, files.path(SCORES), IATScoreSchema, "IAT scores")
+
+
+def _analyse(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, object]:
+    scores = read_table(files.path(SCORES), IATScoreSchema, "IAT scores")
+    responses = read_table(files.path(RESPONSES), ResponseSchema, "IAT responses")
+    analysis = analyse_scores(scores, cfg.iat, files.path)
+    counts = summarise_responses(responses)
+    metrics = {**iat_metrics(scores, analysis.stats), "n_prompts": float(responses.height),
+               "n_failed": float(counts["failed"]), "n_from_store": float(counts["cached"])}
+    write_metrics(metrics, files.path(METRICS))
+    print_iat_table(analysis.stats, cfg.iat.confidence_level, cfg.iat.alpha)
+    return {"stats": analysis.stats, "metrics": metrics}
+
+
+def _report(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, object]:
+    result = logged_report(cfg, files, clock, METRICS, [
+        ("tables", STATS), ("tables", STATS_BY_VARIATION),
+        ("plots", "iat_d_by_dataset.png"), ("plots", "iat_d_by_variation.png"),
+        ("data", SCORES), ("data", PROMPTS), ("data", RESPONSES)])
+    log.info("IAT tables and plots are in %s", files.directory)
+    return result
+
+
 class IATMethod:
     name = "iat"
+    stages = (
+        Stage("design", _design, (PROMPTS,)),
+        Stage("respond", _respond, (RESPONSES,)),
+        Stage("score", _score, (SCORES,)),
+        Stage("analyse", _analyse, (STATS, STATS_BY_VARIATION, "iat_d_by_dataset.png",
+                                    "iat_d_by_variation.png", METRICS)),
+        Stage("report", _report, (CONFIG_FILE,)),
+    )
 
     def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
-        output_dir = Path(output_dir)
-        check_statistics_config(cfg.iat)
-        timings: dict[str, float] = {}
-        started_at = time.time()  # the MLflow run spans the work, not only its logging
-        started = time.perf_counter()
-        stimuli = read_stimuli(cfg.iat)
-        models = _iat_models(cfg)
-        prompts = design_prompts(stimuli, cfg.iat, models)
-        write_table(prompts, output_dir / "iat_prompts.parquet", IATPromptSchema, "IAT prompts")
-        timings["design"] = time.perf_counter() - started
-        log.info("iat design: %d prompts (%d models x %d datasets x %d variations x %d "
-                 "iterations)", prompts.height, len(models), prompts["dataset"].n_unique(),
-                 len(cfg.iat.variations), cfg.iat.iterations)
-
-        started = time.perf_counter()
-        backends = {name: create_backend(cfg.model[name]) for name in sorted(models)}
-        with ResponseStore(cfg.paths.response_store) as store:
-            responses = collect_responses(prompts, backends, models, store, cfg.engine)
-        write_table(responses, output_dir / "iat_responses.parquet", ResponseSchema,
-                    "IAT responses")
-        counts = summarise_responses(responses)
-        log.info("iat respond: %d sent, %d from the store, %d failed", counts["sent"],
-                 counts["cached"], counts["failed"])
-        check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
-                       "IAT requests")
-        timings["respond"] = time.perf_counter() - started
-
-        started = time.perf_counter()
-        scores = score_answers(answers_from_responses(prompts, responses), stimuli)
-        analysis = analyse(scores, cfg.iat, output_dir)
-        timings["analyse"] = time.perf_counter() - started
-        metrics = {**iat_metrics(scores, analysis.stats),
-                   "n_prompts": float(prompts.height), "n_failed": float(counts["failed"]),
-                   "n_from_store": float(counts["cached"]),
-                   **{f"duration_s/{stage}": seconds for stage, seconds in timings.items()}}
-        (output_dir / "iat_metrics.json").write_text(json.dumps(metrics, indent=2,
-                                                                sort_keys=True))
-        run_info = self._log_run(cfg, output_dir, analysis, metrics, started_at)
-        print_iat_table(analysis.stats, cfg.iat.confidence_level, cfg.iat.alpha)
-        log.info("IAT tables and plots are in %s", output_dir)
-        return {"run": run_info, "stats": analysis.stats, "metrics": metrics}
-
-    @staticmethod
-    def _log_run(cfg: AuditConfig, output_dir: Path, analysis: Analysis,
-                 metrics: dict[str, float], started_at: float):
-        config_file = write_config(cfg, output_dir)
-        return log_run(cfg, metrics, [
-            *[("tables", analysis.files[name]) for name in
-              ("stats", "stats_by_variation") if name in analysis.files],
-            *[("plots", analysis.files[name]) for name in
-              ("plot_by_dataset", "plot_by_variation") if name in analysis.files],
-            ("data", analysis.files["scores"]),
-            ("data", output_dir / "iat_prompts.parquet"),
-            ("data", output_dir / "iat_responses.parquet"),
-        ], config_file, started_at=started_at)
+        return run_stages(self.stages, cfg, output_dir)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import arviz as az
@@ -13,43 +13,46 @@ from audit.methods.rasch.config import FitConfig
 from audit.errors import AuditError
 from audit.methods.rasch.irt import RaschFit, diagnose
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
+from audit.methods.run import RunFiles
 from audit.schemas import SummarySchema
 from audit.tables import read_frame, read_table
 
+PROMPTS, RESPONSES = "prompts.parquet", "responses.parquet"
+LABELS, VOTES, GOLD = "labels.parquet", "judge_votes.parquet", "judge_gold.parquet"
+FIT, REPORT = "fit", "report"  # folders
 
-@dataclass(frozen=True)
-class StageFiles:
-    """Where each stage's tables live inside one output directory."""
 
-    directory: Path
+class StageFiles(RunFiles):
+    """Where each Rasch stage's tables live (flat in one run directory, or in the stage folders
+    `dvc repro` uses: see audit.methods.run.RunFiles)."""
 
     @property
     def prompts(self) -> Path:
-        return self.directory / "prompts.parquet"
+        return self.path(PROMPTS)
 
     @property
     def responses(self) -> Path:
-        return self.directory / "responses.parquet"
+        return self.path(RESPONSES)
 
     @property
     def labels(self) -> Path:
-        return self.directory / "labels.parquet"
+        return self.path(LABELS)
 
     @property
     def votes(self) -> Path:
-        return self.directory / "judge_votes.parquet"
+        return self.path(VOTES)
 
     @property
     def gold(self) -> Path:
-        return self.directory / "judge_gold.parquet"
+        return self.path(GOLD)
 
     @property
     def fit(self) -> Path:
-        return self.directory / "fit"
+        return self.path(FIT)
 
     @property
     def report(self) -> Path:
-        return self.directory / "report"
+        return self.path(REPORT)
 
 
 def write_fit(fit: RaschFit, directory: Path) -> None:

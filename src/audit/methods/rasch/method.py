@@ -1,7 +1,7 @@
 """The Rasch audit (design, respond, judge, fit, report) as a registered method.
 
-Its stages live in stages.py because `dvc repro` runs them one by one; this class only lets
-`method=rasch` be chosen like any other method.
+Its stages live in stages.py (score is the judge, analyse the fit); this class lets `method=rasch`
+be chosen like any other method.
 """
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from audit.config import AuditConfig
-from audit.methods.rasch.stages import run_audit
+from audit.methods.rasch.stages import STAGES
+from audit.methods.run import run_stages
 
 
 class RaschMethod:
     name = "rasch"
+    stages = STAGES
 
     def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
-        return run_audit(cfg, output_dir)
+        return run_stages(self.stages, cfg, output_dir)

@@ -1,29 +1,36 @@
-"""The stages of an audit, and the only place (with __main__) that reads and writes files.
+"""The Rasch audit's stages: design, respond, score (the judge), analyse (the fit), report.
 
-Each stage is a function from validated tables and the config to a table; `python -m audit` runs
-them in order in the Hydra run directory and `dvc repro` runs them one by one through
-`python -m audit.stages STAGE`, so both paths execute the same code on the same tables.
+Each stage is a function from validated tables and the config to tables; the run skeleton
+(audit.methods.run) runs them in order for `python -m audit` and one at a time for `dvc repro`
+(`python -m audit.stages STAGE`), so both paths execute the same code on the same tables.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import pandera.polars as pa
 import polars as pl
-from omegaconf import OmegaConf
 
-from audit.llm.backends import Backend, BackendError, create_backend
-from audit.config import AuditConfig, to_audit_config
+from audit.llm.backends import Backend, create_backend
+from audit.config import AuditConfig
 from audit.design import expand_design
 from audit.data_files import data_file
 from audit.errors import AuditError
-from audit.methods.rasch.files import StageFiles, write_fit
-from audit.methods.rasch.report.publish import publish, publish_from_files
+from audit.methods.rasch.files import (
+    FIT,
+    GOLD,
+    LABELS,
+    PROMPTS,
+    REPORT,
+    RESPONSES,
+    VOTES,
+    StageFiles,
+    write_fit,
+)
+from audit.methods.rasch.report.publish import publish_from_files
+from audit.methods.run import RunClock, RunFiles, Stage, run_stages
 from audit.tables import read_table, write_table
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
 from audit.methods.rasch.irt import RaschFit, code_outcomes, fit_rasch
@@ -32,7 +39,6 @@ from audit.items import select_items
 from audit.methods.rasch.judge.cascade import Judge, label_responses, self_judged_shares
 from audit.methods.rasch.judge.llm import DECODINGS, check_token_budget
 from audit.methods.rasch.judge.gold import GOLD_RESULT_COLUMNS, gold_sample, label_gold
-from audit.logs import configure_cli_logging
 from audit.personas import PersonaSources, generate_personas
 from audit.schemas import (
     GoldResultSchema,
@@ -43,13 +49,11 @@ from audit.schemas import (
     PromptSchema,
     ResponseSchema,
     VoteSchema,
-    validate,
 )
 from audit.llm.store import ResponseStore
 
 log = logging.getLogger(__name__)
 
-STAGES = ("design", "respond", "judge", "judge_gold", "fit", "report")
 JUDGE_METHODS = ("cascade", "logprob")
 
 
@@ -203,93 +207,58 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
     return replace(fits[0], companions=(*fits[0].companions, *fits[1:]))
 
 
-# --- the whole audit ----------------------------------------------------------------------------
+# --- the stages as the run skeleton runs them (audit.methods.run) --------------------------------
 
-def run_audit(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
-    """All stages in order; each table is written as soon as it exists, so nothing is lost."""
-    files = StageFiles(Path(output_dir))
-    started_at = time.time()  # the MLflow run spans the work, not only its logging
-    timings: dict[str, float] = {}
-    started = time.perf_counter()
+def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     prompts = design_stage(cfg)
     write_table(prompts, files.prompts, PromptSchema, "prompts")
-    timings["design"] = time.perf_counter() - started
     log.info("design: %d prompts (%d respondents x %d items x %d replicates)", prompts.height,
              prompts["respondent_id"].n_unique(), prompts["item_id"].n_unique(),
              cfg.design.replicates)
 
-    started = time.perf_counter()
-    responses = respond_stage(cfg, prompts)
+
+def _respond(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
+    responses = respond_stage(cfg, read_table(files.prompts, PromptSchema, "prompts"))
     write_table(responses, files.responses, ResponseSchema, "responses")
     check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store)
-    timings["respond"] = time.perf_counter() - started
-
-    started = time.perf_counter()
-    judged = judge_stage(cfg, prompts, responses)
-    judged.write(files)
-    labels = judged.labels
-    timings["judge"] = time.perf_counter() - started
-
-    started = time.perf_counter()
-    fit = fit_stage(cfg, prompts, labels, judged.gold)
-    write_fit(fit, files.fit)
-    timings["fit"] = time.perf_counter() - started
-
-    return publish(cfg, prompts, responses, labels, fit, files, timings, started_at)
 
 
-# --- `python -m audit.stages STAGE`: what dvc.yaml runs -----------------------------------------
-
-def load_params(path: Path) -> AuditConfig:
-    if not path.is_file():
-        raise AuditError(f"params file not found: {path} (write it with `python -m audit.params`)")
-    return to_audit_config(OmegaConf.load(path))
-
-
-def run_stage(stage: str, cfg: AuditConfig, directory: Path) -> None:
-    files = StageFiles(directory)
-    if stage == "design":
-        write_table(design_stage(cfg), files.prompts, PromptSchema, "prompts")
-    elif stage == "respond":
-        prompts = read_table(files.prompts, PromptSchema, "prompts")
-        responses = respond_stage(cfg, prompts)
-        write_table(responses, files.responses, ResponseSchema, "responses")
-        check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store)
-    elif stage == "judge":
-        prompts = read_table(files.prompts, PromptSchema, "prompts")
-        responses = read_table(files.responses, ResponseSchema, "responses")
-        judged = judge_stage(cfg, prompts, responses, with_gold=False)
-        write_table(judged.labels, files.labels, LabelSchema, "labels")
-        write_table(judged.votes, files.votes, VoteSchema, "judge votes")
-    elif stage == "judge_gold":
-        write_table(judge_gold_stage(cfg), files.gold, GoldResultSchema, "judge gold-set results")
-    elif stage == "fit":
-        prompts = read_table(files.prompts, PromptSchema, "prompts")
-        labels = read_table(files.labels, LabelSchema, "labels")
-        gold = (read_table(files.gold, GoldResultSchema, "judge gold-set results")
-                if files.gold.is_file() else None)
-        write_fit(fit_stage(cfg, prompts, labels, gold), files.fit)
-    elif stage == "report":
-
-        publish_from_files(cfg, files)
-    else:  # argparse restricts the choices; kept for callers from Python
-        raise AuditError(f"unknown stage '{stage}'; valid: {', '.join(STAGES)}")
+def _score(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
+    """The judge on the answers and (judge.evaluate_on_gold) on its gold set: one stage, so the
+    gold results the fit reads are always the same judge's; a rerun costs store lookups only."""
+    prompts = read_table(files.prompts, PromptSchema, "prompts")
+    responses = read_table(files.responses, ResponseSchema, "responses")
+    judge_stage(cfg, prompts, responses).write(files)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m audit.stages", description=__doc__)
-    parser.add_argument("stage", choices=STAGES)
-    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
-    parser.add_argument("--dir", type=Path, default=Path("pipeline"))
-    arguments = parser.parse_args(argv)
-    configure_cli_logging()
-    try:
-        run_stage(arguments.stage, load_params(arguments.params), arguments.dir)
-    except (AuditError, ValueError, BackendError) as error:
-        log.error("%s", error)
-        return 2
-    return 0
+def _analyse(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
+    prompts = read_table(files.prompts, PromptSchema, "prompts")
+    labels = read_table(files.labels, LabelSchema, "labels")
+    gold = (read_table(files.gold, GoldResultSchema, "judge gold-set results")
+            if files.gold.is_file() else None)
+    write_fit(fit_stage(cfg, prompts, labels, gold), files.fit)
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def _report(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> dict[str, object]:
+    return publish_from_files(cfg, files, clock.timings, clock.started_at)
+
+
+def _on_stage_files(run):
+    """The skeleton hands every stage RunFiles; the Rasch stages name their files StageFiles."""
+    def on_stage_files(cfg: AuditConfig, files: RunFiles, clock: RunClock):
+        return run(cfg, StageFiles(files.directory, files.owners), clock)
+    return on_stage_files
+
+
+STAGES = (
+    Stage("design", _on_stage_files(_design), (PROMPTS,)),
+    Stage("respond", _on_stage_files(_respond), (RESPONSES,)),
+    Stage("score", _on_stage_files(_score), (LABELS, VOTES, GOLD), aliases=("judge", "judge_gold")),
+    Stage("analyse", _on_stage_files(_analyse), (FIT,), aliases=("fit",)),
+    Stage("report", _on_stage_files(_report), (REPORT,)),
+)
+
+
+def run_audit(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+    """All stages in order in one process (what `python -m audit` runs for method=rasch)."""
+    return run_stages(STAGES, cfg, output_dir)

@@ -256,10 +256,11 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     return {"run": run_info, "thetas": thetas, "metrics": metrics, "report": report_html}
 
 
-def publish_from_files(cfg: AuditConfig, files) -> dict:
-    """The report stage of `dvc repro`: the same publishing, from the tables on disk."""
+def publish_from_files(cfg: AuditConfig, files, timings: dict[str, float] | None = None,
+                       started_at: float | None = None) -> dict:
+    """The report stage: publishing from the tables and the fit the earlier stages wrote."""
     prompts = read_table(files.prompts, PromptSchema, "prompts")
     responses = read_table(files.responses, ResponseSchema, "responses")
     labels = read_table(files.labels, LabelSchema, "labels")
     return publish(cfg, prompts, responses, labels, read_fit(files.fit, cfg.fit), files,
-                   timings={})
+                   timings=dict(timings or {}), started_at=started_at)

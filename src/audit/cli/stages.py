@@ -1,0 +1,59 @@
+"""`python -m audit.stages STAGE`: one stage of the method in params.yaml, what dvc.yaml runs.
+
+    python -m audit.stages design --params params.yaml --dir pipeline
+
+Every method declares the same stages (design, respond, score, analyse, report), so dvc.yaml's
+stages are the same for all of them and this command dispatches on `method` in params.yaml: a
+params.yaml with method=iat runs the IAT stages and logs an IAT run, never the Rasch report.
+Each stage's files go to DIR/STAGE/ (the out folder dvc.yaml declares for it); the report stage
+also writes DIR/report/metrics.json, the headline figures `dvc metrics diff` compares.
+The Rasch method's older stage names (judge, judge_gold, fit) still work. A params.yaml that
+`dvc exp run -S` composed without the overrides recorded in params.overrides is refused
+(audit.cli.params.check_kept_overrides).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from audit.cli.params import check_kept_overrides
+from audit.config import AuditConfig, to_audit_config
+from audit.errors import AuditError
+from audit.llm.backends import BackendError
+from audit.logs import configure_cli_logging
+from audit.methods import create_method
+from audit.methods.run import run_one_stage
+
+log = logging.getLogger(__name__)
+
+
+def load_params(path: Path) -> AuditConfig:
+    if not path.is_file():
+        raise AuditError(f"params file not found: {path} (write it with `python -m audit.params`)")
+    return to_audit_config(OmegaConf.load(path))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m audit.stages", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("stage", help="design, respond, score, analyse or report")
+    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
+    parser.add_argument("--dir", type=Path, default=Path("pipeline"))
+    arguments = parser.parse_args(argv)
+    configure_cli_logging()
+    try:
+        cfg = load_params(arguments.params)
+        check_kept_overrides(arguments.params, cfg)
+        run_one_stage(create_method(cfg.method).stages, arguments.stage, cfg, arguments.dir)
+    except (AuditError, ValueError, BackendError) as error:
+        log.error("%s", error)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
