@@ -20,7 +20,7 @@ from audit.methods.counterfactual.analyse import (
     pairwise_tests,
 )
 from audit.methods.dif.config import DIFConfig
-from audit.methods.dif.method import analyse as analyse_dif
+from audit.methods.dif.analyse import analyse as analyse_dif
 from audit.methods.run import write_config
 
 

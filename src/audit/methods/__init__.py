@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 METHODS: dict[str, str] = {
     "rasch": "audit.methods.rasch.method:RaschMethod",
     "iat": "audit.methods.iat.method:IATMethod",
-    "dif": "audit.methods.dif.run:DIFMethod",
+    "dif": "audit.methods.dif.method:DIFMethod",
     "counterfactual": "audit.methods.counterfactual.method:CounterfactualMethod",
 }
 

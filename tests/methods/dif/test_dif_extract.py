@@ -16,7 +16,7 @@ from audit.methods.dif.score import (
     is_correct,
     parse_number,
 )
-from audit.methods.dif.design import number_text
+from audit.methods.dif.score import number_text
 
 
 @pytest.mark.parametrize(("reply", "value", "method"), [

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.methods.dif.design import (
+from audit.methods.dif.items import (
     LETTERS,
     WEEKDAYS,
     generate_items,

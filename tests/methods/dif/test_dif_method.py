@@ -15,9 +15,9 @@ from audit.config import AuditConfig, ModelConfig, SamplingConfig, TrackingConfi
 from audit.methods.dif.config import DIFConfig
 from audit.config import PathsConfig, to_audit_config
 from audit.methods import create_method
-from audit.methods.dif.method import build_personas, build_prompts, grade_answers, greedy_models
-from audit.methods.dif.method import load_items
-from audit.methods.dif.design import generate_items
+from audit.methods.dif.design import build_personas, build_prompts, greedy_models, load_items
+from audit.methods.dif.score import grade_answers
+from audit.methods.dif.items import generate_items
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 PERSONAS = pl.read_csv(PROJECT_ROOT / "data" / "dif" / "personas.csv")

@@ -23,7 +23,11 @@ import polars as pl
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from audit.methods.dif.config import DIFConfig
+from audit.methods.dif.schemas import DIFTestSchema
+from audit.schemas import validate
 from audit.stats.intervals import jeffreys_interval
+from audit.tracking.mlflow import metric_name
 
 ALL_DATASETS = "all"
 
@@ -261,3 +265,45 @@ def across_models(models: pl.DataFrame) -> pl.DataFrame:
                                       "slope": pl.Float64, "intercept": pl.Float64,
                                       "r_squared": pl.Float64, "p_value": pl.Float64}
                         ).sort("dataset")
+
+
+@dataclass(frozen=True)
+class DIFResults:
+    personas: pl.DataFrame  # model x dataset x persona: accuracy, bias score, flags
+    tests: pl.DataFrame  # model x dataset: real vs null
+    models: pl.DataFrame  # model x dataset: accuracy and mean scores
+    across: pl.DataFrame  # dataset: accuracy vs bias line across models
+
+
+def analyse(answers: pl.DataFrame, dif: DIFConfig) -> DIFResults:
+    personas = persona_table(answers, dif.min_intersection, dif.interval_prob)
+    tests = validate(null_tests(personas, dif.alpha, dif.permutation_resamples, dif.seed),
+                     DIFTestSchema, "DIF tests")
+    models = model_table(answers, personas, dif.interval_prob)
+    return DIFResults(personas, tests, models, across_models(models))
+
+
+def metrics(results: DIFResults, answers: pl.DataFrame) -> dict[str, float]:
+    """Stable names (model/dataset last) so runs line up in the MLflow UI."""
+    values: dict[str, float] = {
+        "n_prompts": answers.height,
+        "n_failed": answers.filter(pl.col("status") == "error").height,
+        "n_from_store": answers.filter(pl.col("from_cache")).height,
+        "n_items": answers["item_id"].n_unique(),
+        "n_personas": answers["persona_id"].n_unique(),
+    }
+    for row in results.models.iter_rows(named=True):
+        for key in ("accuracy", "baseline_accuracy", "mean_dif_real", "mean_dif_null",
+                    "mean_bias_score_real", "unparsed_share"):
+            if row[key] is not None:
+                values[metric_name(key, row["model_name"], row["dataset"])] = row[key]
+    for row in results.tests.iter_rows(named=True):
+        for key in ("p_welch", "p_permutation", "p_claim_holm"):
+            if row[key] is not None:
+                values[metric_name(key, row["model_name"], row["dataset"])] = row[key]
+        values[metric_name("claim", row["model_name"], row["dataset"])] = float(row["claim"])
+    for row in results.across.iter_rows(named=True):
+        for key in ("slope", "r_squared", "p_value"):
+            if row[key] is not None:
+                values[metric_name(f"across_models_{key}", row["dataset"])] = row[key]
+    return values

@@ -12,197 +12,202 @@ Decoding is greedy: `greedy_models` copies each model config with temperature 0,
 method's max_tokens and no system prompt, and every request carries the fixed seed
 `dif.seed`, so whatever sampling a model file sets for other methods, DIF's answers are
 deterministic, and the request keys (which hash the sampling) never collide with other methods'.
+
+The run (the five stages below) reads the inputs, sends the prompts, writes the tables, plots and
+the MLflow run.
+
+Each table is written as soon as it exists (atomically), so a failure later never loses finished
+work, and every response is in the shared response store, so a rerun sends only what is missing.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+from rich.console import Console
+from rich.table import Table
 
-from audit.config import ModelConfig, PersonasConfig
-from audit.methods.dif.config import DIFConfig
-from audit.design import prompt_id
-from audit.methods.dif import design as dif_items
-from audit.methods.dif.score import grade
-from audit.methods.dif.schemas import (
-    DIFAnswerSchema,
-    DIFItemSchema,
-    DIFPersonaSchema,
-    DIFPromptSchema,
-    DIFTestSchema,
+from audit.methods.run import (
+    CONFIG_FILE,
+    RunClock,
+    RunFiles,
+    Stage,
+    logged_report,
+    run_stages,
+    write_metrics,
 )
-from audit.methods.dif.analyse import across_models, model_table, null_tests, persona_table
-from audit.personas import NullGenerator, PersonaSources
-from audit.schemas import validate
-from audit.tracking.mlflow import metric_name
+from audit.methods.dif.schemas import DIFAnswerSchema, DIFItemSchema, DIFPromptSchema
+from audit.schemas import ResponseSchema, validate
+from audit.tables import read_table, write_table
+from audit.llm.backends import create_backend
+from audit.config import AuditConfig
+from audit.data_files import data_file
+from audit.llm.engine import check_failures, collect_responses, summarise_responses
+from audit.methods.dif.analyse import DIFResults, analyse, metrics
+from audit.methods.dif.design import build_personas, build_prompts, greedy_models, load_items
+from audit.methods.dif.score import grade_answers
+from audit.llm.store import ResponseStore
+from audit.methods.dif import report as dif_plots
 
 log = logging.getLogger(__name__)
-PERSONA_ROLES = ("system", "user")
+
+TABLES = {"prompts": "dif_prompts.parquet", "responses": "dif_responses.parquet",
+          "answers": "dif_answers.parquet",
+          "items": "dif_items.csv", "personas": "dif_personas.csv", "tests": "dif_tests.csv",
+          "models": "dif_models.csv", "across": "dif_across_models.csv"}
+PLOTS = ("dif_accuracy.png", "dif_null_vs_real.png", "dif_accuracy_vs_bias.png")
+METRICS = "dif_metrics.json"
 
 
-# --- design --------------------------------------------------------------------------------------
+def _read_csv(path: str, what: str, setting: str) -> pl.DataFrame:
+    file = data_file(path, what, setting)  # the user's file, else the shipped copy
+    try:
+        return pl.read_csv(file, infer_schema_length=0)  # every column as text; schemas coerce
+    except (pl.exceptions.PolarsError, OSError) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"cannot read {what} at {file}: {first}; fix the file or {setting}") \
+            from error
 
-def load_items(dif: DIFConfig, shipped: pl.DataFrame | None,
-               custom: pl.DataFrame | None, custom_source: Path | None) -> pl.DataFrame:
-    """The configured cells of the shipped bank (or of a bank generated from dif.seed when no
-    file is given), plus every user item."""
-    if shipped is not None:
-        bank = dif_items.select_items(validate(shipped, DIFItemSchema, "DIF item bank"),
-                                      dif.datasets, dif.forms, dif.difficulties, dif.per_cell)
+
+def _write(frame: pl.DataFrame, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(path.suffix + ".partial")
+    if path.suffix == ".parquet":
+        frame.write_parquet(partial)
     else:
-        bank = dif_items.generate_items(dif.seed, dif.per_cell or 10, dif.datasets, dif.forms,
-                                        dif.difficulties)
-    if custom is not None:
-        user = dif_items.load_custom_items(custom, custom_source or Path("?"))
-        bank = pl.concat([frame.select(dif_items.ITEM_COLUMNS).cast(dif_items.ITEM_SCHEMA)
-                          for frame in (bank, user)])
-    return validate(bank, DIFItemSchema, "DIF items (shipped and custom; item_id must be unique)")
+        frame.write_csv(partial)
+    partial.replace(path)  # atomic: never a half-written table
+    return path
 
 
-def build_personas(dif: DIFConfig, real: pl.DataFrame) -> pl.DataFrame:
-    """Baseline (no persona), the chosen sociodemographic personas and the null personas."""
-    missing = sorted({"persona_id", "category", "descriptor"} - set(real.columns))
-    if missing:
-        raise ValueError(f"the DIF persona file lacks the column(s) {missing}: it needs "
-                         f"persona_id, category and descriptor (see data/README.md)")
-    real = real.select("persona_id", pl.col("category").alias("persona_category"), "descriptor")
-    if dif.persona_ids:
-        unknown = sorted(set(dif.persona_ids) - set(real["persona_id"].to_list()))
-        if unknown:
-            raise ValueError(f"unknown persona ids {unknown} in dif.persona_ids; valid: "
-                             f"{', '.join(real['persona_id'].to_list())}")
-        real = real.filter(pl.col("persona_id").is_in(dif.persona_ids))
-    null = NullGenerator().generate(
-        PersonasConfig(null_count=dif.null_count, null_length=dif.null_length), PersonaSources(),
-        dif.seed)
-    frames = [
-        pl.DataFrame({"persona_id": ["baseline"], "persona_kind": ["baseline"],
-                      "persona_category": ["baseline"], "descriptor": [""]}),
-        real.with_columns(persona_kind=pl.lit("real")),
-        null.select("persona_id", "descriptor").with_columns(
-            persona_kind=pl.lit("null"), persona_category=pl.lit("null")),
-    ]
-    columns = ["persona_id", "persona_kind", "persona_category", "descriptor"]
-    personas = pl.concat([frame.select(columns) for frame in frames])
-    return validate(personas, DIFPersonaSchema, "DIF personas").sort("persona_id")
+def print_summary(results: DIFResults, console: Console | None = None) -> None:
+    table = Table(title="DIF: accuracy and bias (DIF score: 1 = persona changes nothing)")
+    for column in ("model", "dataset", "accuracy", "baseline", "DIF real", "DIF null",
+                   "p Welch", "p perm.", "claim"):
+        table.add_column(column)
+    tests = {(row["model_name"], row["dataset"]): row
+             for row in results.tests.iter_rows(named=True)}
 
+    def fmt(value: float | None) -> str:
+        return "-" if value is None or value != value else f"{value:.3f}"
 
-def greedy_models(models: dict[str, ModelConfig], max_tokens: int) -> dict[str, ModelConfig]:
-    """The model configs as DIF sends them: greedy, answer-length, no decision-maker prompt."""
-    return {name: dataclasses.replace(
-        model, system_prompt="",
-        sampling=dataclasses.replace(model.sampling, temperature=0.0, top_p=1.0,
-                                     max_tokens=max_tokens)) for name, model in models.items()}
-
-
-def check_config(dif: DIFConfig) -> None:
-    if "{persona}" not in dif.persona_sentence:
-        raise ValueError(f"dif.persona_sentence '{dif.persona_sentence}' has no {{persona}} slot: "
-                         f"write it like 'You are {{persona}}.'")
-    if dif.persona_role not in PERSONA_ROLES:
-        raise ValueError(f"unknown dif.persona_role '{dif.persona_role}': use system or user")
-    if not 0 < dif.alpha < 1 or dif.permutation_resamples < 99 or dif.max_tokens < 1:
-        raise ValueError("dif.alpha must be in (0, 1), dif.permutation_resamples at least 99 and "
-                         "dif.max_tokens at least 1")
-
-
-def build_prompts(items: pl.DataFrame, personas: pl.DataFrame, models: dict[str, ModelConfig],
-                  dif: DIFConfig) -> pl.DataFrame:
-    """Every model x persona x item as one request; the persona sentence is the only change."""
-    check_config(dif)
-    if not models:
-        raise ValueError("no model to audit: choose one with model=NAME (see conf/model/)")
-    rows = []
-    for model_name in sorted(models):
-        for persona in personas.sort("persona_id").iter_rows(named=True):
-            sentence = (dif.persona_sentence.replace("{persona}", persona["descriptor"])
-                        if persona["persona_kind"] != "baseline" else "")
-            for item in items.sort("item_id").iter_rows(named=True):
-                instruction = dif.instruction_choice if item["form"] == "choice" \
-                    else dif.instruction_free
-                question = f"{item['question']}\n\n{instruction}"
-                system, user = (sentence, question) if dif.persona_role == "system" else \
-                    ("", f"{sentence}\n\n{question}" if sentence else question)
-                rows.append({
-                    "prompt_id": prompt_id("dif", model_name, persona["persona_id"],
-                                           item["item_id"], dif.seed, system, user),
-                    "model_name": model_name, "persona_id": persona["persona_id"],
-                    "persona_kind": persona["persona_kind"],
-                    "persona_category": persona["persona_category"], "item_id": item["item_id"],
-                    "dataset": item["dataset"], "form": item["form"],
-                    "difficulty": item["difficulty"], "seed": dif.seed, "system_prompt": system,
-                    "user_prompt": user})
-    return validate(pl.DataFrame(rows, infer_schema_length=None), DIFPromptSchema, "DIF prompts")
-
-
-# --- analysis ------------------------------------------------------------------------------------
-
-def grade_answers(prompts: pl.DataFrame, responses: pl.DataFrame,
-                  items: pl.DataFrame) -> pl.DataFrame:
-    """Extract and check every answer; errors stay as rows with null correctness."""
-    by_item = {row["item_id"]: row for row in items.iter_rows(named=True)}
-    joined = prompts.join(responses.select("prompt_id", "status", "response_text", "from_cache"),
-                          on="prompt_id", how="left")
-    rows = []
-    for row in joined.sort("prompt_id").iter_rows(named=True):
-        item = by_item[row["item_id"]]
-        extracted = method = correct = None
-        if row["status"] == "ok":
-            extraction, correct = grade(row["response_text"] or "", item)
-            extracted, method = extraction.value, extraction.method
-        rows.append({key: row[key] for key in ("prompt_id", "model_name", "persona_id",
-                                               "persona_kind", "persona_category", "item_id",
-                                               "dataset", "form", "difficulty")}
-                    | {"status": row["status"] or "error", "response_text": row["response_text"],
-                       "answer": item["answer"], "extracted": extracted, "extract_method": method,
-                       "correct": correct, "from_cache": bool(row["from_cache"])})
-    answers = pl.DataFrame(rows, schema_overrides={"extracted": pl.Utf8, "extract_method": pl.Utf8,
-                                                   "correct": pl.Boolean,
-                                                   "response_text": pl.Utf8})
-    return validate(answers, DIFAnswerSchema, "DIF answers")
-
-
-@dataclass(frozen=True)
-class DIFResults:
-    personas: pl.DataFrame  # model x dataset x persona: accuracy, bias score, flags
-    tests: pl.DataFrame  # model x dataset: real vs null
-    models: pl.DataFrame  # model x dataset: accuracy and mean scores
-    across: pl.DataFrame  # dataset: accuracy vs bias line across models
-
-
-def analyse(answers: pl.DataFrame, dif: DIFConfig) -> DIFResults:
-    personas = persona_table(answers, dif.min_intersection, dif.interval_prob)
-    tests = validate(null_tests(personas, dif.alpha, dif.permutation_resamples, dif.seed),
-                     DIFTestSchema, "DIF tests")
-    models = model_table(answers, personas, dif.interval_prob)
-    return DIFResults(personas, tests, models, across_models(models))
-
-
-def metrics(results: DIFResults, answers: pl.DataFrame) -> dict[str, float]:
-    """Stable names (model/dataset last) so runs line up in the MLflow UI."""
-    values: dict[str, float] = {
-        "n_prompts": answers.height,
-        "n_failed": answers.filter(pl.col("status") == "error").height,
-        "n_from_store": answers.filter(pl.col("from_cache")).height,
-        "n_items": answers["item_id"].n_unique(),
-        "n_personas": answers["persona_id"].n_unique(),
-    }
     for row in results.models.iter_rows(named=True):
-        for key in ("accuracy", "baseline_accuracy", "mean_dif_real", "mean_dif_null",
-                    "mean_bias_score_real", "unparsed_share"):
-            if row[key] is not None:
-                values[metric_name(key, row["model_name"], row["dataset"])] = row[key]
+        test = tests.get((row["model_name"], row["dataset"]), {})
+        table.add_row(row["model_name"], row["dataset"],
+                      f"{row['accuracy']:.3f} [{row['accuracy_low']:.3f}, "
+                      f"{row['accuracy_high']:.3f}]", fmt(row["baseline_accuracy"]),
+                      fmt(row["mean_dif_real"]), fmt(row["mean_dif_null"]),
+                      fmt(test.get("p_welch")), fmt(test.get("p_permutation")),
+                      "yes" if test.get("claim") else "no")
+    (console or Console()).print(table)
+
+
+# --- the stages (audit.methods.run runs them) -------------------------------------------------
+
+def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
+    dif = cfg.dif
+    shipped = _read_csv(dif.items_file, "DIF item bank", "dif.items_file") \
+        if dif.items_file else None
+    custom = _read_csv(dif.custom_file, "DIF custom items", "dif.custom_file") \
+        if dif.custom_file else None
+    items = load_items(dif, shipped, custom, Path(dif.custom_file) if dif.custom_file else None)
+    personas = build_personas(dif, _read_csv(dif.personas_file, "DIF personas",
+                                             "dif.personas_file"))
+    models = greedy_models(cfg.model, dif.max_tokens)
+    prompts = build_prompts(items, personas, models, dif)
+    _write(items, files.path(TABLES["items"]))
+    _write(prompts, files.path(TABLES["prompts"]))
+    log.info("dif: %d prompts (%d models x %d personas [%d real, %d null, baseline] x %d items), "
+             "greedy", prompts.height, len(models), personas.height,
+             personas.filter(pl.col("persona_kind") == "real").height,
+             personas.filter(pl.col("persona_kind") == "null").height, items.height)
+
+
+def _respond(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
+    prompts = read_table(files.path(TABLES["prompts"]), DIFPromptSchema, "DIF prompts")
+    models = greedy_models(cfg.model, cfg.dif.max_tokens)
+    backends = {name: create_backend(model) for name, model in sorted(models.items())}
+    with ResponseStore(cfg.paths.response_store) as store:
+        responses = collect_responses(prompts, backends, models, store, cfg.engine)
+    write_table(responses, files.path(TABLES["responses"]), ResponseSchema, "DIF responses")
+    counts = summarise_responses(responses)
+    log.info("dif respond: %d sent, %d from the store, %d failed", counts["sent"],
+             counts["cached"], counts["failed"])
+    check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
+                   "DIF requests")
+
+
+def _score(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
+    prompts = read_table(files.path(TABLES["prompts"]), DIFPromptSchema, "DIF prompts")
+    responses = read_table(files.path(TABLES["responses"]), ResponseSchema, "DIF responses")
+    items = validate(pl.read_csv(files.path(TABLES["items"]), infer_schema_length=0),
+                     DIFItemSchema, "DIF items")
+    _write(grade_answers(prompts, responses, items), files.path(TABLES["answers"]))
+
+
+def _analyse(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, object]:
+    answers = read_table(files.path(TABLES["answers"]), DIFAnswerSchema, "DIF answers")
+    results = analyse(answers, cfg.dif)
+    for name in ("personas", "tests", "models", "across"):
+        _write(getattr(results, name), files.path(TABLES[name]))
+    values = metrics(results, answers)
+    _plots(results, files, cfg.dif.interval_prob)
+    write_metrics(values, files.path(METRICS))
+    _warn(results)
+    print_summary(results)
+    return {"metrics": values, "tests": results.tests}
+
+
+def _report(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, object]:
+    folders = {".parquet": "data", ".csv": "tables", ".png": "plots"}
+    result = logged_report(cfg, files, clock, METRICS,
+                           [(folders[Path(name).suffix], name)
+                            for name in [*TABLES.values(), *PLOTS]])
+    log.info("DIF tables and plots are in %s", files.directory)
+    return result
+
+
+def _plots(results: DIFResults, files: RunFiles, interval_prob: float) -> list[Path]:
+    figures = {
+        PLOTS[0]: dif_plots.accuracy_plot(results.personas, interval_prob),
+        PLOTS[1]: dif_plots.null_vs_real_plot(results.personas, results.tests),
+        PLOTS[2]: dif_plots.accuracy_vs_bias_plot(results.models, results.across),
+    }
+    return [dif_plots.save(figure, files.path(name)) for name, figure in figures.items()]
+
+
+def _warn(results: DIFResults) -> None:
+    real = results.personas.filter(pl.col("persona_kind") == "real")
+    flagged = real.filter(pl.col("small_intersection"))
+    if flagged.height:
+        log.warning("%d of %d real-persona bias scores rest on fewer than dif.min_intersection "
+                    "items correct under both the persona and the baseline (small_intersection "
+                    "in dif_personas.csv): read them as unstable; more items (dif.per_cell) or a "
+                    "stronger model make them firmer", flagged.height, real.height)
+    def p(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3g}"
+
     for row in results.tests.iter_rows(named=True):
-        for key in ("p_welch", "p_permutation", "p_claim_holm"):
-            if row[key] is not None:
-                values[metric_name(key, row["model_name"], row["dataset"])] = row[key]
-        values[metric_name("claim", row["model_name"], row["dataset"])] = float(row["claim"])
-    for row in results.across.iter_rows(named=True):
-        for key in ("slope", "r_squared", "p_value"):
-            if row[key] is not None:
-                values[metric_name(f"across_models_{key}", row["dataset"])] = row[key]
-    return values
+        log.info("%s / %s: %s (Welch p = %s, permutation p = %s, Holm-adjusted p = %s)",
+                 row["model_name"], row["dataset"], row["statement"], p(row["p_welch"]),
+                 p(row["p_permutation"]), p(row["p_claim_holm"]))
+
+
+class DIFMethod:
+    """`method=dif`: the registered entry; the pure logic it calls lives in method.py."""
+
+    name = "dif"
+
+    stages = (
+        Stage("design", _design, (TABLES["items"], TABLES["prompts"])),
+        Stage("respond", _respond, (TABLES["responses"],)),
+        Stage("score", _score, (TABLES["answers"],)),
+        Stage("analyse", _analyse, (*(TABLES[name] for name in ("personas", "tests", "models",
+                                                                 "across")), *PLOTS, METRICS)),
+        Stage("report", _report, (CONFIG_FILE,)),
+    )
+
+    def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+        return run_stages(self.stages, cfg, output_dir)

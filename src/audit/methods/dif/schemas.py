@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pandera.polars as pa
 
-from audit.methods.dif.design import ANSWER_TYPES, FORMS
-
 PERSONA_KINDS = ("baseline", "real", "null")
+# The item bank's forms and answer types (audit.methods.dif.items generates them).
+FORMS: tuple[str, ...] = ("free", "choice")
+ANSWER_TYPES: tuple[str, ...] = ("number", "word", "letter")
 
 
 class DIFItemSchema(pa.DataFrameModel):

@@ -16,6 +16,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import polars as pl
+
+from audit.methods.dif.schemas import DIFAnswerSchema
+from audit.schemas import validate
+
 # A number: optional sign (ASCII or Unicode minus, not after a digit or letter, so "3-5" is not
 # -5), optional currency, thousands with commas, decimals, and an optional /denominator.
 _NUMBER = re.compile(
@@ -226,3 +231,28 @@ def grade(text: str, item: dict[str, object]) -> tuple[Extraction, bool]:
     extraction = extract(text, str(item["answer_type"]), json.loads(str(item["options"])),
                          json.loads(str(item["candidates"])))
     return extraction, is_correct(extraction.value, str(item["answer"]), str(item["answer_type"]))
+
+
+def grade_answers(prompts: pl.DataFrame, responses: pl.DataFrame,
+                  items: pl.DataFrame) -> pl.DataFrame:
+    """Extract and check every answer; errors stay as rows with null correctness."""
+    by_item = {row["item_id"]: row for row in items.iter_rows(named=True)}
+    joined = prompts.join(responses.select("prompt_id", "status", "response_text", "from_cache"),
+                          on="prompt_id", how="left")
+    rows = []
+    for row in joined.sort("prompt_id").iter_rows(named=True):
+        item = by_item[row["item_id"]]
+        extracted = method = correct = None
+        if row["status"] == "ok":
+            extraction, correct = grade(row["response_text"] or "", item)
+            extracted, method = extraction.value, extraction.method
+        rows.append({key: row[key] for key in ("prompt_id", "model_name", "persona_id",
+                                               "persona_kind", "persona_category", "item_id",
+                                               "dataset", "form", "difficulty")}
+                    | {"status": row["status"] or "error", "response_text": row["response_text"],
+                       "answer": item["answer"], "extracted": extracted, "extract_method": method,
+                       "correct": correct, "from_cache": bool(row["from_cache"])})
+    answers = pl.DataFrame(rows, schema_overrides={"extracted": pl.Utf8, "extract_method": pl.Utf8,
+                                                   "correct": pl.Boolean,
+                                                   "response_text": pl.Utf8})
+    return validate(answers, DIFAnswerSchema, "DIF answers")

@@ -25,7 +25,7 @@ from audit.config import VerdictConfig
 from audit.methods.checks import Check, finite, read_csv
 from audit.methods.dif.schemas import DIFPersonaScoreSchema, DIFTestSchema
 
-# Written by the run (methods/dif/run.py TABLES).
+# Written by the run (methods/dif/method.py TABLES).
 PERSONAS_FILE = "dif_personas.csv"
 TESTS_FILE = "dif_tests.csv"
 
