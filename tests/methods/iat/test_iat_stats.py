@@ -10,7 +10,6 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
 from scipy.special import ndtr, ndtri
 
 from audit.methods.iat.config import IATConfig
