@@ -24,10 +24,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import polars as pl
 from omegaconf import OmegaConf
 
 from audit.config import AuditConfig
+from audit.config import ModelConfig
 from audit.errors import AuditError
+from audit.llm.backends import create_backend
+from audit.llm.engine import check_failures, collect_responses, summarise_responses
+from audit.llm.store import ResponseStore
+from audit.schemas import ResponseSchema
+from audit.tables import write_table
 from audit.tracking import mlflow as tracking
 from audit.tracking import sweeps
 
@@ -243,3 +250,20 @@ def logged_report(cfg: AuditConfig, files: RunFiles, clock: RunClock, metrics_fi
     run_info = log_run(cfg, metrics, [(folder, path) for folder, path in paths if path.exists()],
                        config_file, tags, clock.started_at)
     return {"run": run_info, "metrics": metrics}
+
+
+def send_prompts(cfg: AuditConfig, prompts: pl.DataFrame, models: Mapping[str, ModelConfig],
+                 path: Path, what: str) -> pl.DataFrame:
+    """Every method's respond stage: each prompt through the shared engine and response store
+    (what the store holds is not sent again), the responses table written, counts logged, and
+    the stage stopped when too many requests failed."""
+    backends = {name: create_backend(models[name]) for name in sorted(models)}
+    with ResponseStore(cfg.paths.response_store) as store:
+        responses = collect_responses(prompts, backends, dict(models), store, cfg.engine)
+    write_table(responses, path, ResponseSchema, f"{what} responses")
+    counts = summarise_responses(responses)
+    log.info("%s respond: %d sent, %d from the store, %d failed", what, counts["sent"],
+             counts["cached"], counts["failed"])
+    check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
+                   f"{what} requests")
+    return responses

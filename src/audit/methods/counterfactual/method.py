@@ -55,12 +55,10 @@ from audit.methods.run import (
     logged_report,
     read_metrics,
     run_stages,
+    send_prompts,
     write_metrics,
 )
-from audit.llm.backends import create_backend
-from audit.llm.engine import check_failures, collect_responses, summarise_responses
 from audit.methods.counterfactual.report import distribution_figure, gap_matrix_figure
-from audit.llm.store import ResponseStore
 
 log = logging.getLogger(__name__)
 
@@ -206,14 +204,7 @@ def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
 def _respond(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     prompts = read_table(files.path(PROMPTS), PromptSchema, "counterfactual prompts")
     models = request_models(cfg.model, cfg.counterfactual)
-    backends = {name: create_backend(models[name]) for name in sorted(models)}
-    with ResponseStore(cfg.paths.response_store) as store:
-        responses = collect_responses(prompts, backends, models, store, cfg.engine)
-    _write_parquet(validate(responses, ResponseSchema, "responses"), files.path(RESPONSES))
-    counts = summarise_responses(responses)
-    log.info("respond: %d sent, %d from the store, %d failed", counts["sent"], counts["cached"],
-             counts["failed"])
-    check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store)
+    send_prompts(cfg, prompts, models, files.path(RESPONSES), "counterfactual")
 
 
 def _score(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:

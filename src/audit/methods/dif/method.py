@@ -36,19 +36,17 @@ from audit.methods.run import (
     Stage,
     logged_report,
     run_stages,
+    send_prompts,
     write_metrics,
 )
 from audit.methods.dif.schemas import DIFAnswerSchema, DIFItemSchema, DIFPromptSchema
 from audit.schemas import ResponseSchema, validate
-from audit.tables import read_table, write_table
-from audit.llm.backends import create_backend
+from audit.tables import read_table
 from audit.config import AuditConfig
 from audit.data_files import data_file
-from audit.llm.engine import check_failures, collect_responses, summarise_responses
 from audit.methods.dif.analyse import DIFResults, analyse, metrics
 from audit.methods.dif.design import build_personas, build_prompts, greedy_models, load_items
 from audit.methods.dif.score import grade_answers
-from audit.llm.store import ResponseStore
 from audit.methods.dif import report as dif_plots
 
 log = logging.getLogger(__name__)
@@ -128,15 +126,7 @@ def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
 def _respond(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     prompts = read_table(files.path(TABLES["prompts"]), DIFPromptSchema, "DIF prompts")
     models = greedy_models(cfg.model, cfg.dif.max_tokens)
-    backends = {name: create_backend(model) for name, model in sorted(models.items())}
-    with ResponseStore(cfg.paths.response_store) as store:
-        responses = collect_responses(prompts, backends, models, store, cfg.engine)
-    write_table(responses, files.path(TABLES["responses"]), ResponseSchema, "DIF responses")
-    counts = summarise_responses(responses)
-    log.info("dif respond: %d sent, %d from the store, %d failed", counts["sent"],
-             counts["cached"], counts["failed"])
-    check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
-                   "DIF requests")
+    send_prompts(cfg, prompts, models, files.path(TABLES["responses"]), "DIF")
 
 
 def _score(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:

@@ -33,9 +33,7 @@ from audit.data_files import data_file
 from audit.schemas import ResponseSchema
 from audit.tables import read_table, write_table
 from audit.tracking.mlflow import metric_name
-from audit.llm.backends import create_backend
-from audit.llm.engine import check_failures, collect_responses, summarise_responses
-from audit.llm.store import ResponseStore
+from audit.llm.engine import summarise_responses
 from audit.methods.run import (
     CONFIG_FILE,
     RunClock,
@@ -43,6 +41,7 @@ from audit.methods.run import (
     Stage,
     logged_report,
     run_stages,
+    send_prompts,
     write_metrics,
 )
 
@@ -183,15 +182,7 @@ def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
 def _respond(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     prompts = read_table(files.path(PROMPTS), IATPromptSchema, "IAT prompts")
     models = _iat_models(cfg)
-    backends = {name: create_backend(cfg.model[name]) for name in sorted(models)}
-    with ResponseStore(cfg.paths.response_store) as store:
-        responses = collect_responses(prompts, backends, models, store, cfg.engine)
-    write_table(responses, files.path(RESPONSES), ResponseSchema, "IAT responses")
-    counts = summarise_responses(responses)
-    log.info("iat respond: %d sent, %d from the store, %d failed", counts["sent"],
-             counts["cached"], counts["failed"])
-    check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
-                   "IAT requests")
+    send_prompts(cfg, prompts, models, files.path(RESPONSES), "IAT")
 
 
 def _score(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
