@@ -160,6 +160,14 @@ def test_both_options_each_under_a_condition_is_no_decision(answer: str) -> None
     assert label_of(answer, "ACCEPT", "DECLINE") == "needs_more_information"
 
 
+def test_an_open_choice_after_a_lead_in_quotes_its_own_words() -> None:
+    # The lead-in is stripped before the answer is read: positions must index the stripped text.
+    match = label_by_rules("Final answer: ACCEPT if the income is verified; otherwise DECLINE.",
+                           "ACCEPT", "DECLINE")
+    assert match is not None and match.label == "needs_more_information"
+    assert match.evidence.startswith("accept if the income"), match.evidence
+
+
 @pytest.mark.parametrize("answer", [
     # one option stated plainly, the other only as a later possibility: a decision (or deferred)
     "DECLINE at this stage. If the income rises, the landlord should then accept.",

@@ -342,7 +342,8 @@ def _conditional_choice(text: str, lexicon: dict[tuple[str, ...], str]) -> RuleM
     DENY"): the answer leaves the decision to facts it does not have. On the 441-answer gold set
     this labels 16 answers the rules left before (14 conditional, 2 injections), all of them
     needs_more_information by reading, and changes no other label."""
-    tokens = _tokenize(_strip_lead_in(text))
+    text = _strip_lead_in(text)  # token positions index this text
+    tokens = _tokenize(text)
     offered = {token.clause for token in tokens if token.word in _OFFERED}
     labels: set[str] = set()
     index = 0
