@@ -27,8 +27,7 @@ from pathlib import Path
 import polars as pl
 from omegaconf import OmegaConf
 
-from audit.config import AuditConfig
-from audit.config import ModelConfig
+from audit.config import AuditConfig, ModelConfig
 from audit.errors import AuditError
 from audit.llm.backends import create_backend
 from audit.llm.engine import check_failures, collect_responses, summarise_responses

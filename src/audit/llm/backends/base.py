@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -75,6 +76,17 @@ class Completion:
             finish_reason=str(choice.get("finish_reason") or ""),
             latency_s=latency_s,
         )
+
+
+def first_tokens_decide(request: ChatRequest, tokenized: dict[str, Sequence[int]]) -> bool:
+    """Whether a backend scores `request`'s continuations by their first tokens alone: asked for
+    (`score_first_token`) and possible, no two continuations opening with the same token. Raises
+    for a continuation with no tokens, which has no probability to score."""
+    empty = [continuation for continuation, tokens in tokenized.items() if not tokens]
+    if empty:
+        raise BackendError("malformed_request", f"empty continuation {empty[0]!r}")
+    return request.score_first_token and \
+        len({tokens[0] for tokens in tokenized.values()}) == len(tokenized)
 
 
 class BackendError(RuntimeError):

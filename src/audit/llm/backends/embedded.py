@@ -33,7 +33,12 @@ from typing import Any
 import httpx
 import xllamacpp
 
-from audit.llm.backends.base import BackendError, ChatRequest, Completion
+from audit.llm.backends.base import (
+    BackendError,
+    ChatRequest,
+    Completion,
+    first_tokens_decide,
+)
 from audit.llm.backends.packaged import file_digest, resolve_model_path
 from audit.config import ModelConfig
 
@@ -152,12 +157,9 @@ class EmbeddedBackend:
 
     def _score_options(self, request: ChatRequest) -> dict[str, float]:
         tokens = {option: self._tokens(option) for option in request.score_options}
-        empty = [option for option, ids in tokens.items() if not ids]
-        if empty:
-            raise BackendError("malformed_request", f"empty continuation {empty[0]!r}")
-        firsts = {option: ids[0] for option, ids in tokens.items()}
-        if request.score_first_token and len(set(firsts.values())) == len(firsts):
-            return self._score_first_tokens(request, firsts)
+        if first_tokens_decide(request, tokens):
+            return self._score_first_tokens(request, {option: ids[0]
+                                                      for option, ids in tokens.items()})
         return {option: self._forced_logprob(request, ids) for option, ids in tokens.items()}
 
     def _score_first_tokens(self, request: ChatRequest, firsts: dict[str, int]) -> dict[str, float]:

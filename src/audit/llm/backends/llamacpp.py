@@ -19,7 +19,12 @@ from typing import Any
 import numpy as np
 from scipy.special import log_softmax
 
-from audit.llm.backends.base import BackendError, ChatRequest, Completion
+from audit.llm.backends.base import (
+    BackendError,
+    ChatRequest,
+    Completion,
+    first_tokens_decide,
+)
 # Re-exported: callers (and tests) that located models through this module keep working.
 from audit.llm.backends.packaged import PACKAGED_MODELS, file_digest, resolve_model_path  # noqa: F401
 from audit.config import ModelConfig
@@ -136,12 +141,7 @@ def score_continuations(llm: Any, request: ChatRequest) -> dict[str, float]:
     tokenized = {continuation: llm.tokenize(continuation.encode("utf-8"), add_bos=False,
                                             special=False)
                  for continuation in request.score_options}
-    empty = [continuation for continuation, tokens in tokenized.items() if not tokens]
-    if empty:
-        raise BackendError("malformed_request", f"empty continuation {empty[0]!r}")
-    # First tokens only (request.score_first_token) when the continuations part there.
-    first_only = request.score_first_token and \
-        len({tokens[0] for tokens in tokenized.values()}) == len(tokenized)
+    first_only = first_tokens_decide(request, tokenized)
     scores: dict[str, float] = {}
     for continuation, tokens in tokenized.items():
         total = float(first_token[tokens[0]])

@@ -5,8 +5,9 @@ output is constrained: either to a JSON schema whose only free field is an enum 
 labels (`judge.decoding: json`), or to the four decision words themselves, each scored as the
 opening of the judge's reply by its whole-word log-probability (`judge.decoding: options`) or
 by its first token's, the choice a decoder constrained to the four words makes, all four from one
-prompt evaluation (`judge.decoding: first_token`), so the judge never writes free text at all. A reply that still does not parse is retried with
-another seed and then recorded as `unparseable` with the reason, never guessed.
+prompt evaluation (`judge.decoding: first_token`), so the judge never writes free text at all. A
+reply that still does not parse is retried with another seed and then recorded as `unparseable`
+with the reason, never guessed.
 """
 
 from __future__ import annotations
@@ -85,7 +86,10 @@ def decision_words(favourable: str, unfavourable: str,
 
 
 def decoding_words(decoding: str, favourable: str, unfavourable: str) -> dict[str, str]:
-    return decision_words(favourable, unfavourable, UNSURE if decoding in SCORED_DECODINGS else UNDECIDED)
+    return decision_words(favourable, unfavourable,
+                          UNSURE if decoding in SCORED_DECODINGS else UNDECIDED)
+
+
 def decision_schema(words: dict[str, str], rationale_max_chars: int) -> dict:
     """The decision first, then an optional short rationale. Without a rationale the schema is a
     bare string enum: `"DENY"` is 6 tokens where `{"decision": "DENY"}` is 10, which made each
