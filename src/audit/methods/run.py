@@ -251,18 +251,25 @@ def logged_report(cfg: AuditConfig, files: RunFiles, clock: RunClock, metrics_fi
     return {"run": run_info, "metrics": metrics}
 
 
-def send_prompts(cfg: AuditConfig, prompts: pl.DataFrame, models: Mapping[str, ModelConfig],
-                 path: Path, what: str) -> pl.DataFrame:
-    """Every method's respond stage: each prompt through the shared engine and response store
-    (what the store holds is not sent again), the responses table written, counts logged, and
-    the stage stopped when too many requests failed."""
+def answer_prompts(cfg: AuditConfig, prompts: pl.DataFrame, models: Mapping[str, ModelConfig],
+                   what: str) -> pl.DataFrame:
+    """Each prompt through the shared engine and response store (what the store holds is not sent
+    again), with the counts logged; failures stay rows of the table."""
     backends = {name: create_backend(models[name]) for name in sorted(models)}
     with ResponseStore(cfg.paths.response_store) as store:
         responses = collect_responses(prompts, backends, dict(models), store, cfg.engine)
-    write_table(responses, path, ResponseSchema, f"{what} responses")
     counts = summarise_responses(responses)
     log.info("%s respond: %d sent, %d from the store, %d failed", what, counts["sent"],
              counts["cached"], counts["failed"])
+    return responses
+
+
+def send_prompts(cfg: AuditConfig, prompts: pl.DataFrame, models: Mapping[str, ModelConfig],
+                 path: Path, what: str) -> pl.DataFrame:
+    """Every method's respond stage: the answers (answer_prompts) written to `path`, and the
+    stage stopped when too many requests failed (the written answers are kept)."""
+    responses = answer_prompts(cfg, prompts, models, what)
+    write_table(responses, path, ResponseSchema, f"{what} responses")
     check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
                    f"{what} requests")
     return responses

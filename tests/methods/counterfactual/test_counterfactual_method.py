@@ -99,7 +99,8 @@ def test_failed_requests_stop_the_run_but_keep_the_answers(tmp_path: Path) -> No
     cfg = fake_config(tmp_path, "tracking=none", "engine.max_attempts=1",
                       "counterfactual.templates=[{id: t, text: 'FAIL for {name}'}, "
                       "{id: u, text: 'Praise {name}.'}]")
-    with pytest.raises(ValueError, match="4 of 8 counterfactual requests failed.*rerun the same command"):
+    with pytest.raises(ValueError,
+                       match="4 of 8 counterfactual requests failed.*rerun the same command"):
         create_method("counterfactual").run(cfg, tmp_path / "run")
     responses = pl.read_parquet(tmp_path / "run" / "responses.parquet")
     assert responses["status"].value_counts().sort("status")["count"].to_list() == [4, 4]

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.llm.backends import Backend, create_backend
-from audit.config import AuditConfig
+from audit.config import AuditConfig, ModelConfig
 from audit.design import expand_design
 from audit.data_files import data_file
 from audit.errors import AuditError
@@ -30,9 +30,8 @@ from audit.methods.rasch.files import (
     write_fit,
 )
 from audit.methods.rasch.report.publish import publish_from_files
-from audit.methods.run import RunClock, RunFiles, Stage, run_stages
+from audit.methods.run import RunClock, RunFiles, Stage, answer_prompts, run_stages, send_prompts
 from audit.tables import read_table, write_table
-from audit.llm.engine import check_failures, collect_responses, summarise_responses
 from audit.methods.rasch.irt import RaschFit, code_outcomes, fit_rasch
 from audit.methods.rasch.irt.judge_error import resolve_confusion
 from audit.items import select_items
@@ -75,22 +74,22 @@ def design_stage(cfg: AuditConfig) -> pl.DataFrame:
     return expand_design(items, personas, cfg.model, cfg.design)
 
 
-def _backends_for(cfg: AuditConfig, model_names: list[str]) -> dict[str, Backend]:
+def _models_for(cfg: AuditConfig, prompts: pl.DataFrame) -> dict[str, ModelConfig]:
+    """The configs of the models the prompts name; one line when the config lacks one."""
+    model_names = sorted(prompts["model_name"].unique().to_list())
     missing = sorted(set(model_names) - set(cfg.model))
     if missing:
         raise AuditError(f"prompts name models {missing} that are not in the config: "
                          f"rerun the design stage or add them with model=[...]")
-    return {name: create_backend(cfg.model[name]) for name in model_names}
+    return {name: cfg.model[name] for name in model_names}
+
+
+def _backends_for(cfg: AuditConfig, prompts: pl.DataFrame) -> dict[str, Backend]:
+    return {name: create_backend(model) for name, model in _models_for(cfg, prompts).items()}
 
 
 def respond_stage(cfg: AuditConfig, prompts: pl.DataFrame) -> pl.DataFrame:
-    backends = _backends_for(cfg, sorted(prompts["model_name"].unique().to_list()))
-    with ResponseStore(cfg.paths.response_store) as store:
-        responses = collect_responses(prompts, backends, cfg.model, store, cfg.engine)
-    counts = summarise_responses(responses)
-    log.info("respond: %d sent, %d from the store, %d failed", counts["sent"], counts["cached"],
-             counts["failed"])
-    return responses
+    return answer_prompts(cfg, prompts, _models_for(cfg, prompts), "Rasch")
 
 
 @dataclass(frozen=True)
@@ -124,7 +123,7 @@ def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame
     judges = judge_panel(cfg)
     scoring = cfg.judge.method == "logprob" or cfg.judge.score_options
     audited = ({name: (backend, cfg.model[name]) for name, backend in
-                _backends_for(cfg, sorted(prompts["model_name"].unique().to_list())).items()}
+                _backends_for(cfg, prompts).items()}
                if scoring else None)
     with ResponseStore(cfg.paths.response_store) as store:
         tables = label_responses(prompts, responses, cfg.judge, judges, store, audited,
@@ -138,7 +137,7 @@ def _warn_self_judged(cfg: AuditConfig, judges: list[Judge], prompts: pl.DataFra
                       labels: pl.DataFrame) -> None:
     if not judges or labels.is_empty():
         return
-    audited = _backends_for(cfg, sorted(prompts["model_name"].unique().to_list()))
+    audited = _backends_for(cfg, prompts)
     shares = self_judged_shares(labels, prompts,
                                 {judge.backend.identity().get("digest", "") for judge in judges},
                                 {name: backend.identity().get("digest", "")
@@ -218,9 +217,8 @@ def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
 
 
 def _respond(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
-    responses = respond_stage(cfg, read_table(files.prompts, PromptSchema, "prompts"))
-    write_table(responses, files.responses, ResponseSchema, "responses")
-    check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store)
+    prompts = read_table(files.prompts, PromptSchema, "prompts")
+    send_prompts(cfg, prompts, _models_for(cfg, prompts), files.responses, "Rasch")
 
 
 def _score(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
