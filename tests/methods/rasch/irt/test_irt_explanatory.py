@@ -53,6 +53,13 @@ def test_planted_race_gap_and_its_items_are_found():
     black_white = fit.item_gaps.filter((pl.col("level_a") == "Black") &
                                        (pl.col("level_b") == "White")).sort("mean")
     assert set(black_white["item"].head(3)) == set(DIF_ITEMS), black_white
+    # What makes the truth -1.65 and not -1.54, checked exactly rather than through a 0.2-0.28
+    # posterior sd: the pooled level gap IS the item-averaged gap, draw by draw, because the
+    # interaction sums to zero over items. An interaction centred over levels only (or a contrast
+    # read as a deviation from the mean of the levels) breaks this identity by 0.1 logit or more.
+    pooled_gap = race_contrast(fit.contrasts, POOLED_MODEL, "Black", "White")["mean"]
+    assert black_white["mean"].mean() == pytest.approx(pooled_gap, abs=1e-9)
+    assert (black_white["overall_mean"] - pooled_gap).abs().max() < 1e-9
     # Item gaps themselves: -1.2 on plain items, -2.7 on the three with the planted interaction.
     others = black_white.filter(~pl.col("item").is_in(DIF_ITEMS))
     assert abs(others["mean"].mean() + 1.2) < 0.4, others
