@@ -8,6 +8,7 @@ for each, and is kept for comparison with earlier audits made with it.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import threading
@@ -51,6 +52,22 @@ def _load(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
             log.info("loaded %s in %.2f s", path.name, time.perf_counter() - started)
             _LOADED[key] = (llm, threading.Lock())
         return _LOADED[key]
+
+
+def close_models() -> None:
+    """Free every loaded model now, while the interpreter is whole. Left to interpreter teardown,
+    llama-cpp-python's `Llama.__del__` runs after the module globals it calls are gone and prints
+    "TypeError: 'NoneType' object is not callable" under "Exception ignored" (seen at the end of
+    benchmarks/bench_embedded.py)."""
+    with _LOADED_GUARD:
+        loaded = list(_LOADED.values())
+        _LOADED.clear()
+    for llm, lock in loaded:
+        with lock:
+            llm.close()
+
+
+atexit.register(close_models)
 
 
 class LlamaCppBackend:
