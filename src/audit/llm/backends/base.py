@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field, fields
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -76,6 +77,18 @@ class Completion:
             finish_reason=str(choice.get("finish_reason") or ""),
             latency_s=latency_s,
         )
+
+
+def usable_threads(requested: int) -> int:
+    """The llama.cpp thread count to start: `requested`, but never more than the CPUs this process
+    may run on (its affinity mask, as `taskset`, a container's cpuset or a pinned test worker set
+    it). llama.cpp's threads spin-wait for each other at every layer, so a thread without a core
+    of its own stalls all of them: Qwen2.5-Coder-0.5B, 2 threads, took 0.85 s a prompt on 2 idle
+    CPUs, 52 s pinned to one CPU and 1.39 s with one thread there (benchmarks/bench_threads.py,
+    2026-11-25, idle machine)."""
+    available = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                 else os.cpu_count() or 1)
+    return max(1, min(requested, available))
 
 
 def first_tokens_decide(request: ChatRequest, tokenized: dict[str, Sequence[int]]) -> bool:

@@ -38,6 +38,7 @@ from audit.llm.backends.base import (
     ChatRequest,
     Completion,
     first_tokens_decide,
+    usable_threads,
 )
 from audit.llm.backends.packaged import file_digest, resolve_model_path
 from audit.config import ModelConfig
@@ -117,7 +118,8 @@ class EmbeddedBackend:
         return {"backend": "embedded", "model": self.path.name, "digest": file_digest(self.path)}
 
     def runtime(self) -> Any:
-        return load_runtime(self.path, self.config.n_ctx, self.config.n_threads, self.slots)
+        return load_runtime(self.path, self.config.n_ctx, usable_threads(self.config.n_threads),
+                            self.slots)
 
     def complete(self, request: ChatRequest) -> Completion:
         if request.score_options:

@@ -25,6 +25,7 @@ from audit.llm.backends.base import (
     ChatRequest,
     Completion,
     first_tokens_decide,
+    usable_threads,
 )
 # Re-exported: callers (and tests) that located models through this module keep working.
 from audit.llm.backends.packaged import PACKAGED_MODELS, file_digest, resolve_model_path  # noqa: F401
@@ -83,7 +84,7 @@ class LlamaCppBackend:
         return {"backend": "llamacpp", "model": self.path.name, "digest": file_digest(self.path)}
 
     def complete(self, request: ChatRequest) -> Completion:
-        llm, lock = _load(self.path, self.config.n_ctx, self.config.n_threads)
+        llm, lock = _load(self.path, self.config.n_ctx, usable_threads(self.config.n_threads))
         if request.score_options:
             with lock:
                 started = time.perf_counter()
