@@ -43,6 +43,7 @@ browser:
 	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	  else echo "no chromium and no root: install chromium to run the browser test"; fi; }
 
-# pytest exits 5 when it collects no test; that is not a failure of the suite.
+# pytest exits 5 when it collects no test; that is not a failure of the suite. -n auto: one
+# worker per CPU, each pinned to its CPU (tests/conftest.py), whole files per worker.
 test: setup-test browser
-	$(PY) -m pytest --durations=30; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+	$(PY) -m pytest -n auto --dist loadfile --durations=30; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc

@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+import os
+
 import polars as pl
 import pytest
 
 from audit.config import DesignConfig, ModelConfig, PersonasConfig, SamplingConfig
 from audit.personas import PersonaSources, generate_personas
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (`make test` runs `-n auto`), give each worker a CPU of its own. Its
+    processes (and the audits they start) then see one CPU, so llama.cpp starts one thread
+    (audit.llm.backends.base.usable_threads) and two workers never make four threads spin-wait
+    on two cores, which slows decoding many times over (benchmarks/bench_threads.py)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpus[int(worker.removeprefix("gw")) % len(cpus)]})
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files with slow tests first, each file's own order kept: with the suite spread over
+    workers file by file, the long files start at once and the short ones fill in at the end,
+    rather than one worker starting a four-minute file while the other has finished."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
 
 
 @pytest.fixture
