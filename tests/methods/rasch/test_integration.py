@@ -28,8 +28,10 @@ def _small_gold_set(tmp_path: Path) -> Path:
 
 def _audit(tmp_path: Path, run_dir: str, *extra: str) -> subprocess.CompletedProcess:
     overrides = [
-        # SmolLM2 pinned: the fastest embedded model keeps this plumbing test short on 2 cores.
-        "model=smollm2", "items=smoke", "personas=smoke", "design.replicates=1",
+        # SmolLM2 pinned, as the audited model and as the judge: the fastest embedded model keeps
+        # this plumbing test short (the default judge's accuracy has its own test,
+        # test_judge_default_gold.py; with it here the fixture took 120 s of the suite).
+        "model=smollm2", "judge=smollm2", "items=smoke", "personas=smoke", "design.replicates=1",
         f"judge.gold_file={_small_gold_set(tmp_path)}",
         f"paths.response_store={tmp_path / 'responses.sqlite3'}",
         f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
