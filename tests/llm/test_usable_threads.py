@@ -40,6 +40,7 @@ def test_the_configured_count_stands_when_the_cpus_exist():
 @pytest.mark.slow
 def test_the_embedded_runtime_starts_one_thread_on_one_cpu(one_cpu, caplog):
     backend = create_backend(ModelConfig(model="smollm2-135m-instruct", n_threads=2))
+    embedded.close_runtimes()  # a runtime an earlier test left loaded would not log its start
     with caplog.at_level(logging.INFO, logger="audit.llm.backends.embedded"):
         backend.runtime()
     embedded.close_runtimes()
