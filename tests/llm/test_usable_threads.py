@@ -9,7 +9,7 @@ import os
 import pytest
 
 from audit.config import ModelConfig
-from audit.llm.backends import create_backend, embedded
+from audit.llm.backends import ChatRequest, Message, create_backend, embedded
 from audit.llm.backends.base import usable_threads
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"),
@@ -42,7 +42,9 @@ def test_the_embedded_runtime_starts_one_thread_on_one_cpu(one_cpu, caplog):
     backend = create_backend(ModelConfig(model="smollm2-135m-instruct", n_threads=2))
     embedded.close_runtimes()  # a runtime an earlier test left loaded would not log its start
     with caplog.at_level(logging.INFO, logger="audit.llm.backends.embedded"):
-        backend.runtime()
+        # One request, as in a run: an xllamacpp server destroyed the instant it was created can
+        # wait forever to join its loop thread (seen once in CI, in ~Server's thread join).
+        backend.complete(ChatRequest((Message("user", "Hi"),), 0.0, 1.0, 1, 1.0, 0))
     embedded.close_runtimes()
     loaded = [record.getMessage() for record in caplog.records if "loaded" in record.getMessage()]
     assert loaded and loaded[-1].endswith("(1 slot(s), 1 threads)"), loaded
