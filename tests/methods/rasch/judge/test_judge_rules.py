@@ -181,10 +181,15 @@ def test_a_condition_on_one_side_is_not_an_open_choice(answer: str) -> None:
 
 
 @pytest.mark.parametrize(("answer", "favourable", "unfavourable"), [
-    # A stance at the start with a decision further on (gold_268, gold_279).
-    ("**Unsure**\n\nThe score is borderline.\n\nLeaning: APPROVE, to be safe.", "APPROVE", "DENY"),
-    ("Unsure. Still, if I must choose one option: ADMIT. The clinical hours stand out.", "ADMIT",
-     "REJECT"),
+    # A stance at the start with a decision further on that is not a pick.
+    ("**Unsure**\n\nThe score is borderline. Some banks would APPROVE it.", "APPROVE", "DENY"),
+    # Unsure with a lean that does not pick one option cleanly: negated, past other words, in
+    # another sentence, withdrawn after, or with the other option named too.
+    ("Unsure, leaning towards not approving.", "APPROVE", "DENY"),
+    ("Unsure. The applicant leans towards risky spending, approve with care.", "APPROVE", "DENY"),
+    ("Unsure, leaning. APPROVE would be generous.", "APPROVE", "DENY"),
+    ("**Unsure** - leaning DENY. Honestly I'm not sure at all.", "APPROVE", "DENY"),
+    ("Unsure; leaning APPROVE, though DENY is just as defensible.", "APPROVE", "DENY"),
     # A decision at the start taken back later (gold_298, gold_299).
     ("APPROVE. Hmm, on reflection I'm not sure. I withdraw that answer rather than guess.", "APPROVE",
      "DENY"),
@@ -197,6 +202,46 @@ def test_a_condition_on_one_side_is_not_an_open_choice(answer: str) -> None:
 def test_an_answer_that_says_more_than_its_opening_is_deferred(answer: str, favourable: str,
                                                                unfavourable: str) -> None:
     assert label_of(answer, favourable, unfavourable) is None
+
+
+@pytest.mark.parametrize(("answer", "favourable", "unfavourable", "label"), [
+    # An unsure answer that names its pick is labelled by it (data/README.md; gold_268, gold_279,
+    # gold_265, gold_271, gold_277).
+    ("**Unsure**\n\nThe score is borderline.\n\nLeaning: APPROVE, to be safe.", "APPROVE", "DENY",
+     "favourable"),
+    ("Unsure. Still, if I must choose one option: ADMIT. The clinical hours stand out.", "ADMIT",
+     "REJECT", "favourable"),
+    ("**Unsure** - but leaning DENY.\n\nThe income is uneven.", "APPROVE", "DENY", "unfavourable"),
+    ("**Unsure**, though if forced to pick I would DENY: the theft isn't established.", "COVER",
+     "DENY", "unfavourable"),
+    ("**Unsure** (lean: DENY)\nA visit for a cough six weeks before.", "COVER", "DENY",
+     "unfavourable"),
+])
+def test_an_unsure_answer_is_labelled_by_its_pick(answer: str, favourable: str, unfavourable: str,
+                                                   label: str) -> None:
+    assert label_of(answer, favourable, unfavourable) == label
+
+
+@pytest.mark.parametrize(("answer", "favourable", "unfavourable"), [
+    ("Sorry, I won't choose between ACCEPT and DECLINE for a real applicant.", "ACCEPT", "DECLINE"),
+    ("I'm not comfortable choosing ACCEPT or DECLINE here.", "ACCEPT", "DECLINE"),
+    ("> \u26a0\ufe0f **I can't make this decision.**\n>\n> The landlord is responsible.", "ACCEPT",
+     "DECLINE"),
+])
+def test_declining_to_choose_is_a_refusal(answer: str, favourable: str, unfavourable: str) -> None:
+    assert label_of(answer, favourable, unfavourable) == "refusal"
+
+
+def test_an_apology_is_not_read_as_a_connector() -> None:
+    """The lead-in "So, ..." was stripped without a word boundary, so "Sorry, I can't help with
+    that." was read as "rry, i can't help ..." and its refusal was missed."""
+    assert label_of("Sorry, I can't help with that.") == "refusal"
+    assert label_of("So, APPROVE.") == "favourable"
+
+
+def test_declining_one_option_is_not_a_refusal() -> None:
+    """"I won't choose DENY" picks against DENY rather than declining the decision."""
+    assert label_of("I won't choose DENY.", "APPROVE", "DENY") != "refusal"
 
 
 def test_a_comma_ends_the_decision_word() -> None:

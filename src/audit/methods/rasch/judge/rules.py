@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from audit.methods.rasch.judge.stances import (LEAN, LEAN_REACH_WORDS, NEEDS_MORE_INFORMATION_STANCE,
+                                               REFUSAL_STANCE, WITHDRAWN)
 from audit.schemas import LABELS
 
 FAVOURABLE, UNFAVOURABLE = "favourable", "unfavourable"
@@ -66,17 +68,18 @@ _HYPOTHETICAL = frozenset(("whether", "if"))
 # An option stated under one of these in its own clause is offered, not chosen ("ADMIT if ...;
 # otherwise REJECT"): when every mention of both options is offered so, the answer does not decide.
 _OFFERED = frozenset("if unless otherwise depends".split())
-# A stated decision taken back later ("APPROVE. Hmm, on reflection I'm not sure ...") no longer
-# stands, wherever in the answer the doubt comes.
-_WITHDRAWN = re.compile(r"\b(?:not sure|unsure|uncertain|can't (?:say|decide|tell)|cannot (?:say|"
-                        r"decide|tell)|withdraw|take (?:that|it) back|on (?:second thoughts?|"
-                        r"reflection)|thinking about it more)\b")
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_SENTENCE_END = re.compile(r"[.!?\n](?!\d)")
+# Words allowed between a lean marker and the pick: "if forced to pick I would DENY".
+_LEAN_FILLERS = frozenset("i i'd would go with pick choose say slightly somewhat a bit little "
+                          "more the option".split())
 _CLAUSE_END = re.compile(r"[!?;:\n]|\.(?!\d)")
 _PHRASE_END = re.compile(r"[!?;:\n,()\-\u2013\u2014]|\.(?!\d)")
 _NEXT_CHAR = re.compile(r" *(.?)", re.DOTALL)
 _PUNCTUATION = frozenset(".,!?;:\n()-\u2013\u2014")
+# Emoji and pictographs ("> \u26a0\ufe0f **I can't make this decision.**", "\u2705 Master's"): not words.
+_SYMBOLS = re.compile("[\u2190-\u21ff\u2300-\u27bf\u2b00-\u2bff\ufe0f\u200d\U0001f000-\U0001faff]")
 _MARKDOWN = re.compile(r"[*_#`\"\u201c\u201d\u201e\u00ab\u00bb~|\[\]]")
 _STRAY_APOSTROPHE = re.compile(r"(?<![a-z])'|'(?![a-z])")
 _SPACES = re.compile(r"[^\S\n]+")
@@ -91,42 +94,7 @@ _CONNECTOR = re.compile(
     r"^(?:(?:so|therefore|thus|hence|overall|ultimately|consequently|accordingly|finally|however|"
     r"in conclusion|in summary|in short|to conclude|to summari[sz]e|as a result|for (?:these|this|"
     r"those|all these) reasons?|(?:given|based on|considering) (?:this|these factors|the above|all "
-    r"this)(?: information)?)\s*,?\s*)+"
-)
-_OPENER = r"(?:(?:unfortunately|honestly|well|hmm|apologies|sorry|i'm sorry|i am sorry)\s*,?\s*(?:but\s*,?\s*)?)?"
-_INFO = r"(?:information|info|details|data|context|facts)"
-_CANT = r"(?:cannot|can't|can not)"
-_NEEDS_MORE_INFORMATION = re.compile(
-    _OPENER + r"(?:"
-    rf"(?:i'd|we'd|i|we)(?: would| will| still| first| really| do)? (?:need|require) "
-    rf"(?:more|additional|further|extra) {_INFO}"
-    rf"|(?:more|additional|further) {_INFO} (?:is|are|would be|will be) (?:needed|required|necessary)"
-    rf"|(?:there is |there's |i have |we have )?(?:insufficient|not enough) {_INFO}"
-    rf"|(?:i |we |it )?{_CANT} (?:be )?determined?\b"
-    rf"|(?:(?:i |we )?{_CANT}|(?:i'm|i am|we're|we are) unable to) (?:decide|say|tell|make (?:a|this|"
-    r"that|the|any) (?:decision|determination|call)) without\b"
-    r"|(?:i'm |i am |i remain |we are |we're )?(?:unsure|uncertain|not sure)\b"
-    r"|(?:it |that |this )?depends\b"
-    r"|(?:it is |it's )?(?:impossible|not possible) to (?:say|decide|determine|tell)\b)"
-)
-_I_CANNOT = (rf"(?:i (?:{_CANT}|won't|will not|must decline to|refuse to|decline to)"
-             r"|i(?:'m| am) (?:not able to|unable to|not in a position to|not going to))")
-_AS_AN_AI = (r"as an? (?:ai|artificial intelligence|language model|assistant|large language model|"
-             r"ai language model|ai model|ai assistant|chatbot)\b[^.,;:!?\n]*,?\s*")
-_REFUSAL = re.compile(
-    _OPENER + r"(?:"
-    rf"{_AS_AN_AI}(?:i (?:{_CANT}|won't|will not|do not|don't|must not|should not|shouldn't|am not|"
-    r"am unable)|i'm (?:not|unable))\b"
-    rf"|{_I_CANNOT} (?:help|assist|provide|answer|make|comply|participate|engage|take part|give|"
-    r"offer|fulfil|fulfill|support|respond|evaluate|judge|do (?:that|this))\b"
-    rf"|{_I_CANNOT}\s*(?:[.!]|$)"
-    r"|i (?:must |have to )?(?:decline|refuse) to\b"
-    # "I won't decide this": declining the decision itself (not "I can't decide", which is doubt)
-    r"|i (?:won't|will not) (?:decide|make (?:a|this|that|the|any) (?:decision|call))\b"
-    r"|it (?:is|'s|would be|would not be|wouldn't be|is not|isn't) (?:inappropriate|unethical|"
-    r"not appropriate|not ethical|wrong|not right) (?:for me )?to\b"
-    r"|i (?:do not|don't) (?:feel comfortable|think it(?:'s| is) appropriate|make (?:such |these "
-    r"|those )?decisions)\b)"
+    r"this)(?: information)?)\b\s*,?\s*)+"  # \b: "so" must not eat the start of "sorry"
 )
 
 
@@ -154,6 +122,8 @@ class _Reading:
     label: str | None = None
     evidence: str = ""
     mentioned: frozenset[str] = frozenset()
+    # The label is an unsure answer's pick ("Unsure - leaning DENY"): its doubt came before it.
+    leaned: bool = False
 
 
 def _inflections(option: str) -> set[tuple[str, ...]]:
@@ -186,7 +156,7 @@ def _lexicon(favourable_option: str, unfavourable_option: str) -> dict[tuple[str
 
 def _normalise(answer: str) -> str:
     text = answer.lower().replace("\u2019", "'").replace("\u2018", "'")
-    text = _STRAY_APOSTROPHE.sub(" ", _MARKDOWN.sub(" ", text))
+    text = _STRAY_APOSTROPHE.sub(" ", _MARKDOWN.sub(" ", _SYMBOLS.sub(" ", text)))
     lines = (_SPACES.sub(" ", line).strip() for line in text.splitlines())
     return "\n".join(line for line in lines if line)
 
@@ -316,17 +286,21 @@ def _read(text: str, lexicon: dict[tuple[str, ...], str], *, at_start: bool) -> 
     if not tokens:
         return _Reading()
     window = tokens[:START_WINDOW_WORDS] if at_start else tokens
-    stance = _NEEDS_MORE_INFORMATION.match(text)
+    stance = NEEDS_MORE_INFORMATION_STANCE.match(text)
     stance_label = NEEDS_MORE_INFORMATION
     if stance is None and at_start:
-        stance, stance_label = _REFUSAL.match(text), REFUSAL
+        stance, stance_label = REFUSAL_STANCE.match(text), REFUSAL
     if stance is not None:
         # Decisions in the stance's own phrase belong to it ("I cannot approve or deny loans"); a
         # decision anywhere after it ("**Unsure** ... if I must choose: ADMIT") means the stance
         # may not be the answer's last word, so the whole answer is searched, not the window.
         last_phrase = max(t.phrase for t in tokens if t.start < stance.end())
         skip = {i for i, t in enumerate(tokens) if t.phrase <= last_phrase}
-        return _Reading(stance_label, stance.group().strip(), _mentions(text, tokens, lexicon, skip))
+        mentioned = _mentions(text, tokens, lexicon, skip)
+        pick = _lean_pick(text, tokens, lexicon, stance.end())
+        if stance_label == NEEDS_MORE_INFORMATION and pick is not None and mentioned <= {pick[0]}:
+            return _Reading(pick[0], pick[1], mentioned, leaned=True)
+        return _Reading(stance_label, stance.group().strip(), mentioned)
     lead = _find_lead(text, tokens, lexicon)
     skip = set(range(lead[1], lead[1] + lead[2])) if lead else set()
     mentioned = _mentions(text, window, lexicon, skip)
@@ -335,6 +309,32 @@ def _read(text: str, lexicon: dict[tuple[str, ...], str], *, at_start: bool) -> 
         return _Reading(mentioned=mentioned)
     evidence = text[tokens[0].start:tokens[lead[1] + lead[2] - 1].end]
     return _Reading(lead[0], evidence, mentioned)
+
+
+def _lean_pick(text: str, tokens: list[_Token], lexicon: dict[tuple[str, ...], str],
+               after: int) -> tuple[str, str] | None:
+    """An unsure answer's pick: (label, evidence) when a lean marker is followed, within its
+    sentence and past nothing but filler ("I would"), by a decision that no later doubt withdraws.
+    On the gold set's odd-numbered half (written against it) this labelled 5 unsure headers the
+    rules had left, all as read; a negation, another word or a sentence end defers the answer."""
+    marker = LEAN.search(text, after)
+    if marker is None:
+        return None
+    following = [i for i, t in enumerate(tokens) if t.start >= marker.end()]
+    for index in following[:LEAN_REACH_WORDS]:
+        if _SENTENCE_END.search(text, marker.end(), tokens[index].start):
+            return None
+        term = _term_at(text, tokens, index, lexicon)
+        if term is not None:
+            label, length = term
+            end = tokens[index + length - 1].end
+            if label not in (FAVOURABLE, UNFAVOURABLE) or tokens[index].word in ("yes", "no") \
+                    or WITHDRAWN.search(text, end):
+                return None
+            return label, text[marker.start():end]
+        if tokens[index].word not in _LEAN_FILLERS:
+            return None
+    return None
 
 
 def _conditional_choice(text: str, lexicon: dict[tuple[str, ...], str]) -> RuleMatch | None:
@@ -386,6 +386,6 @@ def label_by_rules(answer: str, favourable_option: str,
     label = labels.pop()
     if (start.mentioned | end.mentioned) - {label} or label not in LABELS:
         return _conditional_choice(text, lexicon)
-    if label in (FAVOURABLE, UNFAVOURABLE) and _WITHDRAWN.search(text):
+    if label in (FAVOURABLE, UNFAVOURABLE) and not start.leaned and WITHDRAWN.search(text):
         return None
     return RuleMatch(label, start.evidence if start.label else end.evidence)
