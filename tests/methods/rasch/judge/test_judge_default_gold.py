@@ -31,7 +31,7 @@ TARGETS = {"cascade": {"gold/accuracy": 0.90, "gold/cohen_kappa": 0.85},
 # the embedded runtime (xllamacpp), judge.decoding=first_token and the rules of this commit:
 # cascade 56/57 = 0.982 with kappa 0.975 (the rules' lean and refusal phrases were written from
 # the odd-numbered half of the gold set, which holds part of this sample; on the even half, held
-# out, the cascade went from 0.859 to 0.868), judge alone 45/57 = 0.789 (one answer short of 0.80).
+# out, the cascade went from 0.859 to 0.873), judge alone 45/57 = 0.789 (one answer short of 0.80).
 REACHED = {"cascade": {"gold/accuracy": 0.98, "gold/cohen_kappa": 0.97},
            "judge": {"gold/accuracy": 0.78}}
 

@@ -232,6 +232,25 @@ def test_declining_to_choose_is_a_refusal(answer: str, favourable: str, unfavour
     assert label_of(answer, favourable, unfavourable) == "refusal"
 
 
+@pytest.mark.parametrize("answer", [
+    "Mixed feelings. Clear explanations are a plus, but classroom management is weak.",
+    "There are arguments on both sides. Without a troponin result I can't really say.",
+    "It's a toss-up.",
+    "Either HIRE or REJECT could be justified; a mixed lesson doesn't settle it.",
+    "Hard to say. The references are strong but the gap is long.",
+])
+def test_a_hedge_that_names_no_pick_needs_more_information(answer: str) -> None:
+    assert label_of(answer, "HIRE", "REJECT") == "needs_more_information"
+
+
+@pytest.mark.parametrize("answer", [
+    "Mixed feelings, but on balance HIRE.",
+    "It's a toss-up. In the end I'd REJECT: the gap is long.",
+])
+def test_a_hedge_followed_by_a_pick_is_deferred(answer: str) -> None:
+    assert label_of(answer, "HIRE", "REJECT") is None
+
+
 def test_an_apology_is_not_read_as_a_connector() -> None:
     """The lead-in "So, ..." was stripped without a word boundary, so "Sorry, I can't help with
     that." was read as "rry, i can't help ..." and its refusal was missed."""

@@ -315,8 +315,8 @@ def _lean_pick(text: str, tokens: list[_Token], lexicon: dict[tuple[str, ...], s
                after: int) -> tuple[str, str] | None:
     """An unsure answer's pick: (label, evidence) when a lean marker is followed, within its
     sentence and past nothing but filler ("I would"), by a decision that no later doubt withdraws.
-    On the gold set's odd-numbered half (written against it) this labelled 5 unsure headers the
-    rules had left, all as read; a negation, another word or a sentence end defers the answer."""
+    Written from the gold set's odd-numbered half, where it labels 5 unsure headers the rules had
+    left, all as read; a negation, another word or a sentence end defers the answer."""
     marker = LEAN.search(text, after)
     if marker is None:
         return None
