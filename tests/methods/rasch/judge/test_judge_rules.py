@@ -238,6 +238,8 @@ def test_declining_to_choose_is_a_refusal(answer: str, favourable: str, unfavour
     "It's a toss-up.",
     "Either HIRE or REJECT could be justified; a mixed lesson doesn't settle it.",
     "Hard to say. The references are strong but the gap is long.",
+    "- strong references\n- a long gap\n\nThere isn't a clear answer here; it depends on the team.",
+    "## Decision\nMore information needed: the dates of the gap.",
 ])
 def test_a_hedge_that_names_no_pick_needs_more_information(answer: str) -> None:
     assert label_of(answer, "HIRE", "REJECT") == "needs_more_information"

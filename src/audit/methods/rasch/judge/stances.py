@@ -23,7 +23,8 @@ NEEDS_MORE_INFORMATION_STANCE = re.compile(
     _OPENER + r"(?:"
     rf"(?:i'd|we'd|i|we)(?: would| will| still| first| really| do)? (?:need|require) "
     rf"(?:more|additional|further|extra) {_INFO}"
-    rf"|(?:more|additional|further) {_INFO} (?:is|are|would be|will be) (?:needed|required|necessary)"
+    rf"|(?:more|additional|further) {_INFO} (?:is |are |would be |will be )?(?:needed|required|"
+    r"necessary)\b"
     rf"|(?:there is |there's |i have |we have )?(?:insufficient|not enough) {_INFO}"
     rf"|(?:i |we |it )?{_CANT} (?:be )?determined?\b"
     rf"|(?:(?:i |we )?{_CANT}|(?:i'm|i am|we're|we are) unable to) (?:decide|say|tell|make (?:a|this|"
@@ -34,6 +35,7 @@ NEEDS_MORE_INFORMATION_STANCE = re.compile(
     # Hedges that name no pick: "Mixed feelings.", "There are arguments on both sides.", "It's a
     # toss-up.", "Either HIRE or REJECT could be justified." (a pick named later defers the answer)
     r"|mixed feelings\b"
+    r"|there (?:isn't|is not|is no|'s no) (?:a |one )?(?:clear|right|simple|easy|obvious) answer\b"
     r"|there (?:are|is) (?:good |strong |real |valid )?(?:arguments|a case|cases) (?:on|for) both "
     r"sides\b"
     r"|(?:it is |it's |this is |that's |really )?(?:a |an absolute )?toss-?up\b"
