@@ -216,6 +216,9 @@ def test_an_answer_that_says_more_than_its_opening_is_deferred(answer: str, favo
      "DENY", "unfavourable"),
     ("**Unsure** (lean: DENY)\nA visit for a cough six weeks before.", "COVER", "DENY",
      "unfavourable"),
+    # The pick in the last sentence: its own "Unsure" does not withdraw it.
+    ("The income is uneven and the reserves are thin. Unsure, leaning DENY.", "APPROVE", "DENY",
+     "unfavourable"),
 ])
 def test_an_unsure_answer_is_labelled_by_its_pick(answer: str, favourable: str, unfavourable: str,
                                                    label: str) -> None:

@@ -297,9 +297,10 @@ def _read(text: str, lexicon: dict[tuple[str, ...], str], *, at_start: bool) -> 
         last_phrase = max(t.phrase for t in tokens if t.start < stance.end())
         skip = {i for i, t in enumerate(tokens) if t.phrase <= last_phrase}
         mentioned = _mentions(text, tokens, lexicon, skip)
-        pick = _lean_pick(text, tokens, lexicon, stance.end())
-        if stance_label == NEEDS_MORE_INFORMATION and pick is not None and mentioned <= {pick[0]}:
-            return _Reading(pick[0], pick[1], mentioned, leaned=True)
+        if stance_label == NEEDS_MORE_INFORMATION:
+            pick = _lean_pick(text, tokens, lexicon, stance.end())
+            if pick is not None and mentioned <= {pick[0]}:
+                return _Reading(pick[0], pick[1], mentioned, leaned=True)
         return _Reading(stance_label, stance.group().strip(), mentioned)
     lead = _find_lead(text, tokens, lexicon)
     skip = set(range(lead[1], lead[1] + lead[2])) if lead else set()
@@ -386,6 +387,7 @@ def label_by_rules(answer: str, favourable_option: str,
     label = labels.pop()
     if (start.mentioned | end.mentioned) - {label} or label not in LABELS:
         return _conditional_choice(text, lexicon)
-    if label in (FAVOURABLE, UNFAVOURABLE) and not start.leaned and WITHDRAWN.search(text):
+    leaned = start.leaned or end.leaned  # the doubt came before the pick, which _lean_pick checked
+    if label in (FAVOURABLE, UNFAVOURABLE) and not leaned and WITHDRAWN.search(text):
         return None
     return RuleMatch(label, start.evidence if start.label else end.evidence)
