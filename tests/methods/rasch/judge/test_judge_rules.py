@@ -188,7 +188,8 @@ def test_a_condition_on_one_side_is_not_an_open_choice(answer: str) -> None:
     ("Unsure, leaning towards not approving.", "APPROVE", "DENY"),
     ("Unsure. The applicant leans towards risky spending, approve with care.", "APPROVE", "DENY"),
     ("Unsure, leaning. APPROVE would be generous.", "APPROVE", "DENY"),
-    ("**Unsure** - leaning DENY. Honestly I'm not sure at all.", "APPROVE", "DENY"),
+    ("**Unsure** - leaning DENY, though I'm not sure of that. The reserves are thin.", "APPROVE",
+     "DENY"),
     ("Unsure; leaning APPROVE, though DENY is just as defensible.", "APPROVE", "DENY"),
     # A decision at the start taken back later (gold_298, gold_299).
     ("APPROVE. Hmm, on reflection I'm not sure. I withdraw that answer rather than guess.", "APPROVE",

@@ -299,7 +299,7 @@ def _read(text: str, lexicon: dict[tuple[str, ...], str], *, at_start: bool) -> 
         mentioned = _mentions(text, tokens, lexicon, skip)
         if stance_label == NEEDS_MORE_INFORMATION:
             pick = _lean_pick(text, tokens, lexicon, stance.end())
-            if pick is not None and mentioned <= {pick[0]}:
+            if pick is not None:  # another decision mentioned defers it in label_by_rules
                 return _Reading(pick[0], pick[1], mentioned, leaned=True)
         return _Reading(stance_label, stance.group().strip(), mentioned)
     lead = _find_lead(text, tokens, lexicon)
