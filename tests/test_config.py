@@ -46,7 +46,7 @@ def test_default_config_has_the_required_groups():
     cfg = _compose([])
     assert list(cfg.model) == ["qwen_coder_0_5b"]
     assert cfg.model["qwen_coder_0_5b"].model == "qwen2.5-coder-0.5b-instruct"
-    assert cfg.judge.name == "qwen_coder_1_5b" and cfg.judge.decoding == "first_token"
+    assert cfg.judge.name == "qwen_coder_1_5b" and cfg.judge.decoding == "letters"
     assert cfg.fit.model == "rasch" and cfg.fit.outcome == "favourable"
     assert cfg.tracking.tracking_uri == "sqlite:///mlflow.db"
     assert {"model", "judge", "items", "personas", "fit", "tracking", "sweep"} <= {

@@ -84,6 +84,8 @@ class JudgeConfig:
     # its reply and takes the most likely (no generation, no grammar, no rationale; the four
     # words' probabilities are the rationale). first_token: the same from each word's first
     # token, all four from one prompt evaluation (4 to 5 times faster on the embedded runtime).
+    # letters: the four outcomes described in full and answered by letter (A-D), the letters'
+    # first tokens scored in one evaluation (the default judge; judge/llm.py says why).
     # Needs a backend that scores (the embedded ones).
     decoding: str = "json"
     # Longest rationale a judge may write after its decision; 0 asks for the decision alone.

@@ -1,6 +1,7 @@
 """The default judge's gold-set figures, measured with the real model: the issue-19 targets.
 
-The default cascade (rules, then Qwen2.5-Coder-1.5B scoring the four decision words) and the
+The default cascade (rules, then Qwen2.5-Coder-1.5B scoring the letters of four described
+outcomes) and the
 judge model alone label the audit's own gold sample (`judge.gold_per_category` answers of each
 kind, the sample every run logs). Targets: cascade accuracy >= 0.90 and Cohen's kappa >= 0.85,
 judge alone >= 0.80. The thresholds below are what the shipped judge reached when it was chosen
@@ -28,12 +29,14 @@ ROOT = Path(__file__).resolve().parents[4]
 TARGETS = {"cascade": {"gold/accuracy": 0.90, "gold/cohen_kappa": 0.85},
            "judge": {"gold/accuracy": 0.80}}
 # What the shipped default judge reached on the sample (see the module docstring), measured with
-# the embedded runtime (xllamacpp), judge.decoding=first_token and the rules of this commit:
-# cascade 56/57 = 0.982 with kappa 0.975 (the rules' lean and refusal phrases were written from
-# the odd-numbered half of the gold set, which holds part of this sample; on the even half, held
-# out, the cascade went from 0.859 to 0.873), judge alone 45/57 = 0.789 (one answer short of 0.80).
+# the embedded runtime (xllamacpp), judge.decoding=letters and the rules of this commit:
+# cascade 56/57 = 0.982 with kappa 0.975, judge alone 51/57 = 0.895 with kappa 0.851 (the
+# decision-word judge it replaced: 45/57). Both are partly in-sample: the rules' lean and refusal
+# phrases and the lettered prompt's wording were chosen on the odd-numbered half of the gold set,
+# which holds part of this sample. On the even half, held out, the judge alone reads 0.768 (the
+# decision words 0.755) and the cascade 0.873 (unchanged); the whole set: 0.778 and 0.882.
 REACHED = {"cascade": {"gold/accuracy": 0.98, "gold/cohen_kappa": 0.97},
-           "judge": {"gold/accuracy": 0.78}}
+           "judge": {"gold/accuracy": 0.89, "gold/cohen_kappa": 0.85}}
 
 
 def default_judge_config() -> JudgeConfig:
@@ -54,7 +57,7 @@ def _by_category(results: pl.DataFrame) -> str:
 @pytest.mark.slow
 def test_the_default_judge_meets_what_it_reached_on_the_gold_sample(tmp_path):
     config = default_judge_config()
-    assert config.decoding == "first_token" and config.models, "the default judge changed: re-measure"
+    assert config.decoding == "letters" and config.models, "the default judge changed: re-measure"
     gold = gold_sample(validate(pl.read_csv(ROOT / config.gold_file), GoldSchema, "gold"),
                        config.gold_per_category)
     items = validate(pl.read_csv(ROOT / config.gold_items), ItemSchema, "items")
@@ -70,7 +73,7 @@ def test_the_default_judge_meets_what_it_reached_on_the_gold_sample(tmp_path):
             for name, floor in REACHED[mode].items():
                 if not metrics[name] >= floor:
                     failures.append(f"{mode} {name} {metrics[name]:.3f} < {floor} "
-                                    f"(target {TARGETS[mode][name]}); by kind: "
+                                    f"(target {TARGETS[mode].get(name, 'none')}); by kind: "
                                     f"{_by_category(results)}")
     assert not failures, "\n".join(failures)
 
