@@ -1,4 +1,5 @@
-"""The option-scoring judge: it scores the four decision words and never generates text."""
+"""The option-scoring judge: it scores the four decision words (or the letters of four described
+outcomes) and never generates text."""
 
 from __future__ import annotations
 
