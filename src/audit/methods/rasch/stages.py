@@ -122,22 +122,22 @@ def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame
                 with_gold: bool = True) -> JudgeOutputs:
     judges = judge_panel(cfg)
     scoring = cfg.judge.method == "logprob" or cfg.judge.score_options
-    audited = ({name: (backend, cfg.model[name]) for name, backend in
-                _backends_for(cfg, prompts).items()}
+    # Built once: the self-judged check below reads the same backends' digests.
+    audited_backends = _backends_for(cfg, prompts)
+    audited = ({name: (backend, cfg.model[name]) for name, backend in audited_backends.items()}
                if scoring else None)
     with ResponseStore(cfg.paths.response_store) as store:
         tables = label_responses(prompts, responses, cfg.judge, judges, store, audited,
                                  engine=cfg.engine)
         gold_results = label_gold_set(cfg, judges, store) if with_gold else empty_gold()
-    _warn_self_judged(cfg, judges, prompts, tables.labels)
+    _warn_self_judged(judges, audited_backends, prompts, tables.labels)
     return JudgeOutputs(tables.labels, tables.votes, gold_results)
 
 
-def _warn_self_judged(cfg: AuditConfig, judges: list[Judge], prompts: pl.DataFrame,
+def _warn_self_judged(judges: list[Judge], audited: dict[str, Backend], prompts: pl.DataFrame,
                       labels: pl.DataFrame) -> None:
     if not judges or labels.is_empty():
         return
-    audited = _backends_for(cfg, prompts)
     shares = self_judged_shares(labels, prompts,
                                 {judge.backend.identity().get("digest", "") for judge in judges},
                                 {name: backend.identity().get("digest", "")

@@ -1,12 +1,12 @@
 """The default judge's gold-set figures, measured with the real model: the issue-19 targets.
 
 The default cascade (rules, then Qwen2.5-Coder-1.5B scoring the letters of four described
-outcomes) and the
-judge model alone label the audit's own gold sample (`judge.gold_per_category` answers of each
-kind, the sample every run logs). Targets: cascade accuracy >= 0.90 and Cohen's kappa >= 0.85,
-judge alone >= 0.80. The thresholds below are what the shipped judge reached when it was chosen
-(README, "The judge, and how much to trust it"); where that is below a target the gap is written
-there per kind of answer. Raise a threshold when a better judge reaches more; never lower one.
+outcomes) and the judge model alone label the audit's own gold sample
+(`judge.gold_per_category` answers of each kind, the sample every run logs). Targets: cascade
+accuracy >= 0.90 and Cohen's kappa >= 0.85, judge alone >= 0.80. The thresholds below are what
+the shipped judge reached when it was chosen (README, "The judge, and how much to trust it"),
+where the figures on the whole gold set and its held-out half are written per kind of answer.
+Raise a threshold when a better judge reaches more; never lower one.
 """
 
 from __future__ import annotations
