@@ -122,8 +122,9 @@ def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame
                 with_gold: bool = True) -> JudgeOutputs:
     judges = judge_panel(cfg)
     scoring = cfg.judge.method == "logprob" or cfg.judge.score_options
-    # Built once: the self-judged check below reads the same backends' digests.
-    audited_backends = _backends_for(cfg, prompts)
+    # Built once, and only when read: option scoring and the self-judged check (which needs a
+    # judge panel) share them; a rules-only run never resolves the audited models' files.
+    audited_backends = _backends_for(cfg, prompts) if scoring or judges else {}
     audited = ({name: (backend, cfg.model[name]) for name, backend in audited_backends.items()}
                if scoring else None)
     with ResponseStore(cfg.paths.response_store) as store:
