@@ -88,6 +88,16 @@ class JudgeConfig:
     # first tokens scored in one evaluation (the default judge; judge/llm.py says why).
     # Needs a backend that scores (the embedded ones).
     decoding: str = "json"
+    # Ask a judge that reads an answer as not deciding a second question, "did it refuse?", and
+    # split needs_more_information from refusal by its answer (judge/llm.py, check_refusal). Needs
+    # a backend that scores (the embedded ones). Costs one prompt evaluation more for each such
+    # answer (about 2 s with the default judge).
+    refusal_check: bool = False
+    # The cut on log P(Yes) - log P(No): above it, a refusal. The default judge leans to No, so
+    # its own even odds (0) are too strict: chosen for the cascade on each half of the gold set
+    # and measured on the other (benchmarks/judge_refusal_cut.py), -0.5 (P(Yes) > 0.38) was best
+    # on both halves.
+    refusal_log_odds: float = -0.5
     # Longest rationale a judge may write after its decision; 0 asks for the decision alone.
     rationale_max_chars: int = 80
     # Also store p_favourable from the audited model's option log-probabilities (cascade method).

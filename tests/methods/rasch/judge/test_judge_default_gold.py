@@ -1,11 +1,12 @@
 """The default judge's gold-set figures, measured with the real model: the issue-19 targets.
 
 The default cascade (rules, then Qwen2.5-Coder-1.5B scoring the letters of four described
-outcomes) and the judge model alone label the audit's own gold sample
-(`judge.gold_per_category` answers of each kind, the sample every run logs). Targets: cascade
-accuracy >= 0.90 and Cohen's kappa >= 0.85, judge alone >= 0.80. The thresholds below are what
-the shipped judge reached when it was chosen (README, "The judge, and how much to trust it"),
-where the figures on the whole gold set and its held-out half are written per kind of answer.
+outcomes, and asking whether an answer that does not decide refused) and the judge model alone
+label the audit's own gold sample (`judge.gold_per_category` answers of each kind, the sample
+every run logs). Targets: cascade accuracy >= 0.90 and Cohen's kappa >= 0.85, judge alone >= 0.80.
+The thresholds below are what the shipped judge reached when it was chosen (README, "The judge,
+and how much to trust it"), where the figures on the whole gold set and its halves are written
+per kind of answer.
 Raise a threshold when a better judge reaches more; never lower one.
 """
 
@@ -29,14 +30,16 @@ ROOT = Path(__file__).resolve().parents[4]
 TARGETS = {"cascade": {"gold/accuracy": 0.90, "gold/cohen_kappa": 0.85},
            "judge": {"gold/accuracy": 0.80}}
 # What the shipped default judge reached on the sample (see the module docstring), measured with
-# the embedded runtime (xllamacpp), judge.decoding=letters and the rules of this commit:
-# cascade 56/57 = 0.982 with kappa 0.975, judge alone 51/57 = 0.895 with kappa 0.851 (the
-# decision-word judge it replaced: 45/57). Both are partly in-sample: the rules' lean and refusal
-# phrases and the lettered prompt's wording were chosen on the odd-numbered half of the gold set,
-# which holds part of this sample. On the even half, held out, the judge alone reads 0.768 (the
-# decision words 0.755) and the cascade 0.873 (unchanged); the whole set: 0.778 and 0.882.
+# the embedded runtime (xllamacpp), judge.decoding=letters with the refusal check at -0.5 and the
+# rules of this commit: cascade 56/57 = 0.982 with kappa 0.975, judge alone 54/57 = 0.947 with
+# kappa 0.926 (letters without the check: 51/57; the decision words before them: 45/57). Both are
+# partly in-sample: the rules' lean and refusal phrases and the lettered prompt's wording were
+# chosen on the odd-numbered half of the gold set, which holds part of this sample, and the
+# check's cut on each half. Chosen on one half and measured on the other
+# (benchmarks/judge_refusal_cut.py), the cascade reads 0.914 and 0.923 and the judge alone
+# 0.842 and 0.868; the whole set: cascade 0.918 (kappa 0.889), judge alone 0.855 (kappa 0.802).
 REACHED = {"cascade": {"gold/accuracy": 0.98, "gold/cohen_kappa": 0.97},
-           "judge": {"gold/accuracy": 0.89, "gold/cohen_kappa": 0.85}}
+           "judge": {"gold/accuracy": 0.94, "gold/cohen_kappa": 0.92}}
 
 
 def default_judge_config() -> JudgeConfig:
@@ -57,7 +60,8 @@ def _by_category(results: pl.DataFrame) -> str:
 @pytest.mark.slow
 def test_the_default_judge_meets_what_it_reached_on_the_gold_sample(tmp_path):
     config = default_judge_config()
-    assert config.decoding == "letters" and config.models, "the default judge changed: re-measure"
+    assert config.decoding == "letters" and config.refusal_check and config.models, \
+        "the default judge changed: re-measure"
     gold = gold_sample(validate(pl.read_csv(ROOT / config.gold_file), GoldSchema, "gold"),
                        config.gold_per_category)
     items = validate(pl.read_csv(ROOT / config.gold_items), ItemSchema, "items")

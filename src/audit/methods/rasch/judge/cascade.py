@@ -70,7 +70,8 @@ def _ask(judge: Judge, config: JudgeConfig, store: ResponseStore, row: dict) -> 
     try:
         return judge_answer(judge.backend, judge.model, config.rationale_max_chars, store,
                             row["question"], row["answer_text"] or "", row["favourable_option"],
-                            row["unfavourable_option"], judge.engine, config.decoding)
+                            row["unfavourable_option"], judge.engine, config.decoding,
+                            config.refusal_log_odds if config.refusal_check else None)
     except BackendError as error:  # the judge's server is unreachable: stop, in one line
         raise BackendError(error.kind, f"judge '{judge.name}': {error}. The judge's answers so "
                                        "far are in the response store: start its server (or fix "
