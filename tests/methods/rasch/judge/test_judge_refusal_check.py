@@ -9,8 +9,8 @@ import math
 import polars as pl
 import pytest
 
-from audit.config import JudgeConfig, ModelConfig, SamplingConfig
-from audit.llm.backends import Completion
+from audit.config import EngineConfig, JudgeConfig, ModelConfig, SamplingConfig
+from audit.llm.backends import BackendError, Completion
 from audit.llm.store import ResponseStore
 from audit.methods.rasch.judge.cascade import Judge, label_answers
 from audit.methods.rasch.judge.llm import (REFUSAL_CHECK_WORDS, judge_answer,
@@ -18,6 +18,7 @@ from audit.methods.rasch.judge.llm import (REFUSAL_CHECK_WORDS, judge_answer,
 from audit.schemas import UNPARSEABLE
 
 JUDGE_MODEL = ModelConfig(backend="fake", model="judge", sampling=SamplingConfig(temperature=0.0))
+NO_WAIT = EngineConfig(max_attempts=1, backoff_initial_s=0.0, backoff_max_s=0.0)
 LETTER_LABELS = {"A": "favourable", "B": "unfavourable", "C": "needs_more_information",
                  "D": "refusal"}
 
@@ -107,3 +108,31 @@ def test_the_cascade_asks_the_check_with_the_configured_cut(tmp_path):
                                    show_progress=lambda rows, total, name: rows)
         labels[checked] = tables.labels["label"].item()
     assert labels == {True: "refusal", False: "needs_more_information"}
+
+
+class _CheckFails(_Scores):
+    """Scores the letters, then fails the refusal check with a given kind of error."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__("C", 0.0)
+        self.kind = kind
+
+    def complete(self, request):
+        if request.score_options == REFUSAL_CHECK_WORDS:
+            raise BackendError(self.kind, "scripted failure of the check")
+        return super().complete(request)
+
+
+def test_a_check_that_fails_for_good_is_unparseable_with_the_reason(tmp_path):
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        verdict = judge_answer(_CheckFails("http_status"), JUDGE_MODEL, 0, store, "Approve?",
+                               "Hmm.", "APPROVE", "DENY", NO_WAIT, "letters", -0.5)
+    assert verdict.label == UNPARSEABLE
+    assert verdict.rationale.endswith("; refusal check failed (http_status)")
+
+
+def test_an_unreachable_judge_during_the_check_stops_the_stage(tmp_path):
+    with ResponseStore(tmp_path / "s.sqlite3") as store, pytest.raises(BackendError) as raised:
+        judge_answer(_CheckFails("connection"), JUDGE_MODEL, 0, store, "Approve?", "Hmm.",
+                     "APPROVE", "DENY", NO_WAIT, "letters", -0.5)
+    assert raised.value.kind == "connection"

@@ -276,16 +276,14 @@ def check_refusal(backend: Backend, model: ModelConfig, store: ResponseStore, qu
     """Split a verdict of not deciding into refusal or needs_more_information by the refusal
     check: a refusal when log P(Yes) - log P(No) exceeds `refusal_log_odds`. A check that fails
     or does not parse makes the label unparseable with the reason, as a first question would."""
-    outcome = send(backend, refusal_check_request(model, question, answer), store, engine)
-    if outcome.error is not None and outcome.error.kind in UNREACHABLE_KINDS:
-        raise outcome.error
-    if outcome.completion is None:
-        kind = outcome.error.kind if outcome.error else "?"
-        return JudgeVerdict(UNPARSEABLE, f"{verdict.rationale}; refusal check failed ({kind})")
-    scores = parse_scores(outcome.completion.text, REFUSAL_CHECK_WORDS)
+    reply, failure = _reply(backend, refusal_check_request(model, question, answer), store,
+                            engine)
+    if reply is None:
+        return JudgeVerdict(UNPARSEABLE, f"{verdict.rationale}; refusal check {failure}")
+    scores = parse_scores(reply, REFUSAL_CHECK_WORDS)
     if scores is None:
         return JudgeVerdict(UNPARSEABLE, f"{verdict.rationale}; refusal check reply not scored: "
-                                         f"{outcome.completion.text[:80]!r}")
+                                         f"{reply[:80]!r}")
     log_odds = scores["Yes"] - scores["No"]
     label = LABELS[3] if log_odds > refusal_log_odds else LABELS[2]
     share = 1.0 / (1.0 + math.exp(-log_odds))
@@ -316,18 +314,26 @@ def _first_verdict(backend: Backend, model: ModelConfig, rationale_max_chars: in
     for seed in JUDGE_SEEDS[:1] if decoding in SCORED_DECODINGS else JUDGE_SEEDS:
         request = judge_request(model, rationale_max_chars, question, answer, favourable,
                                 unfavourable, seed, decoding)
-        outcome = send(backend, request, store, engine)
-        if outcome.error is not None and outcome.error.kind in UNREACHABLE_KINDS:
-            # Every later answer would fail the same way, each through its retries (hours on
-            # a large audit); the caller stops the stage instead.
-            raise outcome.error
-        if outcome.completion is None:
-            kind = outcome.error.kind if outcome.error else "?"
-            problems.append(f"judge request failed ({kind})")
+        reply, failure = _reply(backend, request, store, engine)
+        if reply is None:
+            problems.append(f"judge request {failure}")
             continue
-        verdict = (parse_option_verdict(outcome.completion.text, words, names)
-                   if decoding in SCORED_DECODINGS else parse_verdict(outcome.completion.text, words))
+        verdict = (parse_option_verdict(reply, words, names)
+                   if decoding in SCORED_DECODINGS else parse_verdict(reply, words))
         if verdict is not None:
             return verdict
-        problems.append(f"reply not an allowed label: {outcome.completion.text[:80]!r}")
+        problems.append(f"reply not an allowed label: {reply[:80]!r}")
     return JudgeVerdict(UNPARSEABLE, "; ".join(problems))
+
+
+def _reply(backend: Backend, request: ChatRequest, store: ResponseStore,
+           engine: EngineConfig | None) -> tuple[str | None, str]:
+    """The judge's reply text, or None and why ("failed (timeout)") when the request failed
+    for good. An unreachable judge raises: every later answer would fail the same way, each
+    through its retries (hours on a large audit), so the caller stops the stage instead."""
+    outcome = send(backend, request, store, engine)
+    if outcome.error is not None and outcome.error.kind in UNREACHABLE_KINDS:
+        raise outcome.error
+    if outcome.completion is None:
+        return None, f"failed ({outcome.error.kind if outcome.error else '?'})"
+    return outcome.completion.text, ""
