@@ -8,8 +8,8 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scoring_backend import ScoringBackend
 
-from audit.llm.backends import Completion
 from audit.config import ModelConfig, SamplingConfig
 from audit.methods.rasch.judge.llm import (LETTERS_SYSTEM_PROMPT, OPTIONS_SYSTEM_PROMPT,
                                           decoding_words, judge_answer, judge_request,
@@ -19,21 +19,6 @@ from audit.llm.store import ResponseStore
 
 WORDS = decoding_words("options", "approve", "Deny")
 JUDGE_MODEL = ModelConfig(backend="fake", model="judge", sampling=SamplingConfig(temperature=0.0))
-
-
-class _Scores:
-    """A scoring backend that replies with fixed log-probabilities per word."""
-
-    def __init__(self, scores: dict[str, float]) -> None:
-        self.scores, self.requests = scores, []
-
-    def identity(self):
-        return {"backend": "scores", "model": json.dumps(self.scores), "digest": "none"}
-
-    def complete(self, request):
-        self.requests.append(request)
-        reply = {word: self.scores[word] for word in request.score_options if word in self.scores}
-        return Completion(json.dumps(reply), 0, "scored", 0.0)
 
 
 def test_the_options_words_are_the_items_words_then_unsure_and_refused():
@@ -53,7 +38,7 @@ def test_an_options_request_scores_the_four_words_and_asks_for_no_schema():
 @pytest.mark.parametrize("best", sorted(WORDS))
 def test_the_most_likely_word_gives_the_label_and_the_shares_are_the_rationale(best, tmp_path):
     scores = {word: (-0.2 if word == best else -3.0) for word in WORDS}
-    backend = _Scores(scores)
+    backend = ScoringBackend(scores)
     with ResponseStore(tmp_path / "s.sqlite3") as store:
         verdict = judge_answer(backend, JUDGE_MODEL, 0, store, "Approve?", "whatever",
                                "APPROVE", "DENY", decoding="options")
@@ -63,7 +48,7 @@ def test_the_most_likely_word_gives_the_label_and_the_shares_are_the_rationale(b
 
 
 def test_a_reply_that_misses_a_word_is_unparseable_not_guessed(tmp_path):
-    backend = _Scores({"APPROVE": -0.1, "DENY": -2.0, "UNSURE": -3.0})  # no REFUSED
+    backend = ScoringBackend({"APPROVE": -0.1, "DENY": -2.0, "UNSURE": -3.0})  # no REFUSED
     with ResponseStore(tmp_path / "s.sqlite3") as store:
         verdict = judge_answer(backend, JUDGE_MODEL, 0, store, "Approve?", "whatever",
                                "APPROVE", "DENY", decoding="options")
@@ -89,7 +74,7 @@ LETTER_LABELS = {"A": "favourable", "B": "unfavourable", "C": "needs_more_inform
 
 @pytest.mark.parametrize("best", sorted(LETTER_LABELS))
 def test_a_lettered_verdict_is_its_letters_label_named_by_the_decision_words(best, tmp_path):
-    backend = _Scores({letter: (-0.2 if letter == best else -3.0) for letter in LETTER_LABELS})
+    backend = ScoringBackend({letter: (-0.2 if letter == best else -3.0) for letter in LETTER_LABELS})
     with ResponseStore(tmp_path / "s.sqlite3") as store:
         verdict = judge_answer(backend, JUDGE_MODEL, 0, store, "Approve?", "whatever",
                                "approve", "Deny", decoding="letters")

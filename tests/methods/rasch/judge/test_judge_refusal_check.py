@@ -3,14 +3,14 @@ needs more information, asked only when the first question read the answer as no
 
 from __future__ import annotations
 
-import json
 import math
 
 import polars as pl
 import pytest
+from scoring_backend import ScoringBackend
 
 from audit.config import EngineConfig, JudgeConfig, ModelConfig, SamplingConfig
-from audit.llm.backends import BackendError, Completion
+from audit.llm.backends import BackendError
 from audit.llm.store import ResponseStore
 from audit.methods.rasch.judge.cascade import Judge, label_answers
 from audit.methods.rasch.judge.llm import (REFUSAL_CHECK_WORDS, judge_answer,
@@ -23,23 +23,13 @@ LETTER_LABELS = {"A": "favourable", "B": "unfavourable", "C": "needs_more_inform
                  "D": "refusal"}
 
 
-class _Scores:
-    """A scoring judge: the letters' scores for the first question, Yes/No for the check."""
-
-    def __init__(self, best_letter: str, yes_log_odds: float | None) -> None:
-        self.scores = {letter: (-0.2 if letter == best_letter else -3.0)
-                       for letter in LETTER_LABELS}
-        if yes_log_odds is not None:
-            self.scores |= {"Yes": yes_log_odds - 1.0, "No": -1.0}
-        self.requests = []
-
-    def identity(self):
-        return {"backend": "scores", "model": json.dumps(self.scores), "digest": "none"}
-
-    def complete(self, request):
-        self.requests.append(request)
-        reply = {word: self.scores[word] for word in request.score_options if word in self.scores}
-        return Completion(json.dumps(reply), 0, "scored", 0.0)
+def _scores(best_letter: str, yes_log_odds: float | None) -> ScoringBackend:
+    """The letters' scores for the first question (best_letter likeliest), and Yes/No for the
+    check at the given log-odds of Yes (None: the check's reply scores neither word)."""
+    scores = {letter: (-0.2 if letter == best_letter else -3.0) for letter in LETTER_LABELS}
+    if yes_log_odds is not None:
+        scores |= {"Yes": yes_log_odds - 1.0, "No": -1.0}
+    return ScoringBackend(scores)
 
 
 def _judge(backend, tmp_path, cut: float | None):
@@ -56,7 +46,7 @@ def test_the_check_decides_between_refusal_and_needing_information_at_the_cut(
         first, yes_log_odds, label, tmp_path):
     # Either letter of not deciding goes to the check, and the check alone decides: at a cut of
     # -0.5, Yes at 0.2 nats above it is a refusal and 0.2 below it is not, whatever the letter.
-    backend = _Scores(first, yes_log_odds)
+    backend = _scores(first, yes_log_odds)
     verdict = _judge(backend, tmp_path, -0.5)
     assert verdict.label == label
     assert [request.score_options for request in backend.requests] == [
@@ -68,20 +58,20 @@ def test_the_check_decides_between_refusal_and_needing_information_at_the_cut(
 
 @pytest.mark.parametrize("first", ["A", "B"])
 def test_a_decision_is_never_sent_to_the_check(first, tmp_path):
-    backend = _Scores(first, 5.0)  # the check would say "refused" if it were asked
+    backend = _scores(first, 5.0)  # the check would say "refused" if it were asked
     verdict = _judge(backend, tmp_path, -0.5)
     assert verdict.label == LETTER_LABELS[first]
     assert len(backend.requests) == 1
 
 
 def test_without_a_cut_there_is_no_check(tmp_path):
-    backend = _Scores("C", 5.0)
+    backend = _scores("C", 5.0)
     assert _judge(backend, tmp_path, None).label == "needs_more_information"
     assert len(backend.requests) == 1
 
 
 def test_a_check_that_does_not_score_both_words_is_unparseable_not_guessed(tmp_path):
-    backend = _Scores("D", None)  # replies to the check without Yes and No
+    backend = _scores("D", None)  # replies to the check without Yes and No
     verdict = _judge(backend, tmp_path, -0.5)
     assert verdict.label == UNPARSEABLE
     assert "refusal check reply not scored" in verdict.rationale
@@ -100,7 +90,7 @@ def test_the_cascade_asks_the_check_with_the_configured_cut(tmp_path):
                             "answer_text": ["Loans are decided by the credit committee."]})
     labels = {}
     for checked in (True, False):
-        backend = _Scores("C", -0.3)
+        backend = _scores("C", -0.3)
         config = JudgeConfig(name="j", use_rules=False, decoding="letters",
                              refusal_check=checked, refusal_log_odds=-0.5)
         with ResponseStore(tmp_path / f"{checked}.sqlite3") as store:
@@ -110,11 +100,11 @@ def test_the_cascade_asks_the_check_with_the_configured_cut(tmp_path):
     assert labels == {True: "refusal", False: "needs_more_information"}
 
 
-class _CheckFails(_Scores):
+class _CheckFails(ScoringBackend):
     """Scores the letters, then fails the refusal check with a given kind of error."""
 
     def __init__(self, kind: str) -> None:
-        super().__init__("C", 0.0)
+        super().__init__(_scores("C", 0.0).scores)
         self.kind = kind
 
     def complete(self, request):
