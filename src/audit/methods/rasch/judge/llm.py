@@ -6,9 +6,11 @@ labels (`judge.decoding: json`), or to the four decision words themselves, each 
 opening of the judge's reply by its whole-word log-probability (`judge.decoding: options`) or
 by its first token's, the choice a decoder constrained to the four words makes, all four from one
 prompt evaluation (`judge.decoding: first_token`), or to the letters of the four outcomes
-described in full (`judge.decoding: letters`), so the judge never writes free text at all. A
-reply that still does not parse is retried with another seed and then recorded as `unparseable`
-with the reason, never guessed.
+described in full (`judge.decoding: letters`), so the judge never writes free text at all. With
+`judge.refusal_check`, an answer read as not deciding gets a second scored question, "did it
+refuse?", that splits refusal from needs_more_information (check_refusal). A reply that still
+does not parse is retried with another seed and then recorded as `unparseable` with the reason,
+never guessed.
 """
 
 from __future__ import annotations
