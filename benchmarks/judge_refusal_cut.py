@@ -12,8 +12,8 @@ the other way round, for the judge alone and for the cascade. On a fresh store t
 labels 441 answers plus the checks (about 25 minutes on 2 cores with the default judge).
 
 Ends with one machine-readable line:
-RESULT cascade_cut_odd=<c> cascade_heldout_even=<a> cascade_cut_even=<c> cascade_heldout_odd=<a>
-judge_cut_odd=<c> judge_heldout_even=<a> judge_cut_even=<c> judge_heldout_odd=<a>
+RESULT judge_cut_odd=<c> judge_heldout_even=<a> judge_cut_even=<c> judge_heldout_odd=<a>
+cascade_cut_odd=<c> cascade_heldout_even=<a> cascade_cut_even=<c> cascade_heldout_odd=<a>
 """
 
 from __future__ import annotations
@@ -75,8 +75,7 @@ def main(overrides: list[str]) -> None:
                 result[f"{mode}_heldout_{held_out}"] = accuracy[cut][held_out]
                 print(f"  chosen on the {chosen_on} half: {cut:+.2f}, held-out {held_out} half "
                       f"{accuracy[cut][held_out]:.3f} (no check: {accuracy[None][held_out]:.3f})")
-    print("RESULT " + " ".join(f"{key}={value:.3f}" if isinstance(value, float) else f"{key}={value}"
-                               for key, value in result.items()))
+    print("RESULT " + " ".join(f"{key}={value:.3f}" for key, value in result.items()))
 
 
 if __name__ == "__main__":

@@ -65,7 +65,8 @@ def test_a_letters_request_describes_each_outcome_under_its_letter_and_scores_fi
     assert prompt.count("</answer>") == 1
     lines = {line[:2]: line for line in prompt.splitlines() if line[:2] in ("A.", "B.", "C.", "D.")}
     assert lines["A."] == "A. It chose APPROVE." and lines["B."] == "B. It chose DENY."
-    assert lines["C."].startswith("C. It did not choose") and lines["D."].startswith("D. It refused")
+    assert lines["C."].startswith("C. It did not choose")
+    assert lines["D."].startswith("D. It refused")
 
 
 LETTER_LABELS = {"A": "favourable", "B": "unfavourable", "C": "needs_more_information",
@@ -74,7 +75,8 @@ LETTER_LABELS = {"A": "favourable", "B": "unfavourable", "C": "needs_more_inform
 
 @pytest.mark.parametrize("best", sorted(LETTER_LABELS))
 def test_a_lettered_verdict_is_its_letters_label_named_by_the_decision_words(best, tmp_path):
-    backend = ScoringBackend({letter: (-0.2 if letter == best else -3.0) for letter in LETTER_LABELS})
+    backend = ScoringBackend({letter: (-0.2 if letter == best else -3.0)
+                              for letter in LETTER_LABELS})
     with ResponseStore(tmp_path / "s.sqlite3") as store:
         verdict = judge_answer(backend, JUDGE_MODEL, 0, store, "Approve?", "whatever",
                                "approve", "Deny", decoding="letters")

@@ -146,10 +146,10 @@ def decoding_words(decoding: str, favourable: str, unfavourable: str) -> dict[st
 def outcome_names(decoding: str, favourable: str, unfavourable: str) -> dict[str, str]:
     """How a scored judge's rationale names each word: the decision word itself, so that a
     lettered judge's rationale reads like a word-scoring one's ("HIRE 0.80, ...")."""
-    words = decoding_words(decoding, favourable, unfavourable)
-    by_label = {label: word for word, label in decoding_words("first_token", favourable,
-                                                              unfavourable).items()}
-    return {word: by_label[label] for word, label in words.items()}
+    by_label = {label: word for word, label in
+                decision_words(favourable, unfavourable, UNSURE).items()}
+    return {word: by_label[label]
+            for word, label in decoding_words(decoding, favourable, unfavourable).items()}
 
 
 def decision_schema(words: dict[str, str], rationale_max_chars: int) -> dict:
