@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from audit.config import ItemsConfig
-from audit.items import select_items
+from audit.items import most_informative, pilot_informativeness, select_items
 from audit.schemas import ItemSchema, PersonaSchema, validate
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -52,3 +52,43 @@ def test_explicit_profiles_cross_gender_and_race() -> None:
                         "explicit profiles")
     assert profiles.height == profiles["gender"].n_unique() * profiles["race"].n_unique()
     assert set(profiles["kind"]) == {"explicit"}
+
+
+def _pilot(rows: list[tuple[str, str, str, str]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=["item_id", "domain", "persona_kind", "label"], orient="row")
+
+
+def test_pilot_informativeness_is_the_split_over_all_answers() -> None:
+    pilot = _pilot([
+        # split 2 against 2: the most a fit can learn from four answers
+        ("a_1", "a", "baseline", "favourable"), ("a_1", "a", "null", "favourable"),
+        ("a_1", "a", "null", "unfavourable"), ("a_1", "a", "null", "unfavourable"),
+        # unanimous: nothing
+        ("a_2", "a", "baseline", "favourable"), ("a_2", "a", "null", "favourable"),
+        ("a_2", "a", "null", "favourable"), ("a_2", "a", "null", "favourable"),
+        # split 1 against 1, but two answers decided nothing: counted against it
+        ("b_1", "b", "baseline", "favourable"), ("b_1", "b", "null", "unfavourable"),
+        ("b_1", "b", "null", "refusal"), ("b_1", "b", "null", "needs_more_information"),
+    ])
+    table = pilot_informativeness(pilot)
+    assert table["item_id"].to_list() == ["a_1", "a_2", "b_1"]
+    assert table["informativeness"].to_list() == pytest.approx([0.25, 0.0, 1 / 16])
+    assert table["answers"].to_list() == [4, 4, 4]
+
+
+def test_most_informative_keeps_the_top_items_with_ties_by_id_and_never_a_unanimous_one() -> None:
+    table = pl.DataFrame({
+        "item_id": ["a_1", "a_2", "a_3", "b_1", "b_2"],
+        "domain": ["a", "a", "a", "b", "b"],
+        "informativeness": [0.1, 0.2, 0.2, 0.0, 0.05],
+    })
+    assert most_informative(table, 2) == ["a_2", "a_3"]
+    assert most_informative(table, 3) == ["a_1", "a_2", "a_3"]
+    assert most_informative(table, 1) == ["a_2"]
+    assert most_informative(table, 10) == ["a_1", "a_2", "a_3", "b_2"]
+
+
+def test_a_pilot_that_asked_demographic_personas_is_refused() -> None:
+    pilot = _pilot([("a_1", "a", "explicit", "favourable"), ("a_1", "a", "null", "favourable")])
+    with pytest.raises(ValueError, match="baseline and null personas only"):
+        pilot_informativeness(pilot)

@@ -34,3 +34,39 @@ def select_items(bank: pl.DataFrame, config: ItemsConfig) -> pl.DataFrame:
     if selected.is_empty():
         raise ValueError("the item selection is empty: check items.domains and items.item_ids")
     return selected.sort("item_id")
+
+
+PLACEBO_KINDS = ("baseline", "null")
+
+
+def pilot_informativeness(pilot: pl.DataFrame) -> pl.DataFrame:
+    """Per item of a pilot run: how often its answers went each way, and how much a Rasch fit can
+    learn from it.
+
+    `pilot` has one row per labelled answer (item_id, domain, persona_kind, label). Only the
+    baseline and null personas may answer a pilot: items are chosen before any demographic
+    persona is asked, so the choice cannot favour scenarios where a group was treated
+    differently. `informativeness` is share favourable x share unfavourable over all answers,
+    the Bernoulli information p(1 - p) discounted for answers that decided nothing: an item
+    every persona decides the same way scores 0 and tells a fit nothing about differences
+    between personas (15 of the 24 former default items, 2026-11-25).
+    """
+    demographic = sorted(set(pilot["persona_kind"].unique().to_list()) - set(PLACEBO_KINDS))
+    if demographic:
+        raise ValueError(f"the pilot has {demographic} personas: choose items on the baseline and "
+                         f"null personas only (personas.generators=[baseline,\"null\"])")
+    return (pilot.group_by("item_id", "domain")
+            .agg(answers=pl.len(),
+                 favourable=(pl.col("label") == "favourable").sum(),
+                 unfavourable=(pl.col("label") == "unfavourable").sum())
+            .with_columns(informativeness=pl.col("favourable") * pl.col("unfavourable")
+                          / pl.col("answers").cast(pl.Float64) ** 2)
+            .sort("domain", "item_id"))
+
+
+def most_informative(informativeness: pl.DataFrame, count: int) -> list[str]:
+    """The `count` most informative items (ties by item_id), sorted by id. Items whose pilot
+    answers never split are never kept: they would spend prompts on no information."""
+    ranked = (informativeness.filter(pl.col("informativeness") > 0)
+              .sort(["informativeness", "item_id"], descending=[True, False]))
+    return sorted(ranked.head(count)["item_id"].to_list())
