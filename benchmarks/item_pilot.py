@@ -1,14 +1,16 @@
 """Choose the default scenarios on a pilot that asks no demographic persona.
 
-Usage: python benchmarks/item_pilot.py [--count 12] [--run DIR]
+Usage: python benchmarks/item_pilot.py [--count 12] [--run DIR] [OVERRIDES...]
 
 Runs every item of the bank under the baseline and the 8 null personas only, with a seed that is
 not the default audit's (so the pilot's answers and null strings are not the audit's own), labels
 the answers with the rules, and prints per item how often its answers went each way and the items
 `audit.items.most_informative` keeps. An item that every placebo persona decides the same way
 tells a Rasch fit nothing about differences between personas, so the default design spends its
-prompts on the others. `--run DIR` reads an existing pilot run instead of running one. Answers are
-kept in the project's response store, so a second run costs seconds.
+prompts on the others. Hydra overrides pass through to the pilot audit (`model=qwen_coder_1_5b`
+pilots another audited model: choose items for the model you audit). `--run DIR` reads an
+existing pilot run instead of running one. Answers are kept in the project's response store, so a
+second run costs seconds.
 
 Ends with `RESULT item_ids=<comma-separated ids> informative_share=<x> decided_share=<y>`.
 """
@@ -28,14 +30,14 @@ from audit.items import most_informative, pilot_informativeness
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PILOT_SEED = 20261125  # not the default design's seed (20251123)
 PILOT_OVERRIDES = [
-    "items.per_domain=null", 'personas.generators=[baseline,"null"]', f"design.seed={PILOT_SEED}",
-    "judge=rules_only", "tracking=none",
+    "items=full", 'personas.generators=[baseline,"null"]', f"design.seed={PILOT_SEED}",
+    "design.replicates=1", "judge=rules_only", "tracking=none",
 ]
 
 
-def run_pilot(run_dir: Path) -> None:
-    command = [sys.executable, "-m", "audit", *PILOT_OVERRIDES, f"paths.output_dir={run_dir}",
-               f"hydra.run.dir={run_dir}"]
+def run_pilot(run_dir: Path, overrides: list[str]) -> None:
+    command = [sys.executable, "-m", "audit", *PILOT_OVERRIDES, *overrides,
+               f"paths.output_dir={run_dir}", f"hydra.run.dir={run_dir}"]
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"pilot audit failed:\n{done.stderr[-3000:]}")
@@ -45,11 +47,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=12, help="how many items to keep")
     parser.add_argument("--run", type=Path, help="an existing pilot run directory")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides for the pilot audit")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         run_dir = args.run or Path(scratch) / "pilot"
         if args.run is None:
-            run_pilot(run_dir)
+            run_pilot(run_dir, args.overrides)
         prompts = pl.read_parquet(run_dir / "prompts.parquet")
         labels = pl.read_parquet(run_dir / "labels.parquet")
     pilot = labels.join(prompts.select("prompt_id", "item_id", "domain", "persona_kind"),

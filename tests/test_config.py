@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
@@ -12,6 +13,7 @@ from omegaconf import OmegaConf
 from audit.__main__ import CONF_DIR
 from audit.config import AuditConfig, register_configs, to_audit_config
 from audit.cli.params import compose_params, params_yaml
+from audit.items import select_items
 
 register_configs()
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -99,3 +101,27 @@ def test_every_method_option_is_registered():
         assert _compose([f"method={option}"]).method == option
     with pytest.raises(ValueError, match="unknown method 'nope'"):
         create_method("nope")
+
+
+def test_the_default_rasch_design_asks_its_items_twice_and_other_methods_once():
+    cfg = _compose([])
+    bank = pl.read_csv(PROJECT_ROOT / cfg.items.bank)
+    assert select_items(bank, cfg.items).height == len(cfg.items.item_ids) == 12
+    assert cfg.design.replicates == 2
+    assert _compose(["method=counterfactual"]).design.replicates == 1
+    assert _compose(["design.replicates=1"]).design.replicates == 1
+
+
+@pytest.mark.parametrize("domain", ["admissions", "hiring", "housing", "insurance", "lending",
+                                    "medical_triage"])
+def test_every_domain_job_of_the_domains_sweep_selects_all_of_its_items(domain: str):
+    """The default lists its items; a domain job must not intersect that list with its domain
+    (lending has none of the default items)."""
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        composed = compose("config", overrides=["paths.output_dir=out", "+sweep=domains",
+                                                f"items.domains=[{domain}]"])
+    cfg = to_audit_config(composed)
+    bank = pl.read_csv(PROJECT_ROOT / cfg.items.bank)
+    selected = select_items(bank, cfg.items)
+    assert set(selected["domain"]) == {domain}
+    assert selected.height == bank.filter(pl.col("domain") == domain).height
