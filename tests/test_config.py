@@ -111,17 +111,3 @@ def test_the_default_rasch_design_asks_its_items_twice_and_other_methods_once():
     assert _compose(["method=counterfactual"]).design.replicates == 1
     assert _compose(["design.replicates=1"]).design.replicates == 1
 
-
-@pytest.mark.parametrize("domain", ["admissions", "hiring", "housing", "insurance", "lending",
-                                    "medical_triage"])
-def test_every_domain_job_of_the_domains_sweep_selects_all_of_its_items(domain: str):
-    """The default lists its items; a domain job must not intersect that list with its domain
-    (lending has none of the default items)."""
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        composed = compose("config", overrides=["paths.output_dir=out", "+sweep=domains",
-                                                f"items.domains=[{domain}]"])
-    cfg = to_audit_config(composed)
-    bank = pl.read_csv(PROJECT_ROOT / cfg.items.bank)
-    selected = select_items(bank, cfg.items)
-    assert set(selected["domain"]) == {domain}
-    assert selected.height == bank.filter(pl.col("domain") == domain).height

@@ -38,7 +38,7 @@ TINY = {
                        "counterfactual.templates=[{id: letter, text: 'Recommend {name} for a "
                        "job in one sentence.'}]", "counterfactual.max_tokens=16",
                        "counterfactual.bootstrap_resamples=100"],
-    "rasch": ["items=smoke", "personas=smoke", "judge=smollm2", "judge.gold_per_category=1",
+    "rasch": ["items=smoke", "personas=smoke", "design.replicates=1", "judge=smollm2", "judge.gold_per_category=1",
               "judge.models.smollm2.n_threads=1", "fit.draws=200", "fit.tune=200"],
 }
 # (stage folder, file, columns compared or None for all): tables the reproduction must equal.

@@ -24,7 +24,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 # One llama.cpp thread: on a machine whose cores are busy, a second thread spin-waits and slows
 # generation many times over (the test suite shares 2 cores).
-SMOKE = ["model=smollm2", "items=smoke", "personas=smoke", "fit.draws=300", "fit.tune=300",
+SMOKE = ["model=smollm2", "items=smoke", "personas=smoke", "design.replicates=1", "fit.draws=300",
+         "fit.tune=300",
          "judge=smollm2", "judge.gold_per_category=1", "model.smollm2.n_threads=1",
          "judge.models.smollm2.n_threads=1"]
 # The judge is SmolLM2 (a real model, 11 times smaller than the default judge): what is tested

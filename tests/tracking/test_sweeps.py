@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
@@ -26,6 +27,7 @@ from audit.tracking.mlflow import PARENT_RUN_TAG, find_runs
 
 register_configs()
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+BANK = pl.read_csv(PROJECT_ROOT / "data" / "items" / "decision_items.csv")
 SERVER_EXAMPLES = {"ollama_llama3", "vllm", "openai_gpt4o_mini"}
 # Models whose packages are an optional install (pyproject extras), left out of the models sweep.
 OPTIONAL_MODELS = {"qwen_coder_1_5b"}
@@ -79,8 +81,10 @@ def test_the_domains_sweep_runs_each_domain_with_all_its_items():
     domains = []
     for job in _jobs("domains"):
         prompts = design_stage(_job_config("domains", job))
-        assert prompts["domain"].n_unique() == 1 and prompts["item_id"].n_unique() == 5
-        domains.append(prompts["domain"][0])
+        domain = prompts["domain"][0]
+        assert prompts["domain"].n_unique() == 1
+        assert prompts["item_id"].n_unique() == BANK.filter(pl.col("domain") == domain).height
+        domains.append(domain)
     assert sorted(domains) == ["admissions", "hiring", "housing", "insurance", "lending",
                                "medical_triage"]
 
@@ -129,7 +133,8 @@ def test_a_parallel_sweep_nests_one_run_per_job_under_a_parent(launcher, tmp_pat
          else "hydra.launcher.n_jobs=2"),
         f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
         f"hydra.sweep.dir={tmp_path / 'multirun'}", "judge=rules_only", "items=smoke",
-        "personas=smoke", "judge.gold_per_category=2", "fit.draws=100", "fit.tune=100",
+        "personas=smoke", "design.replicates=1", "judge.gold_per_category=2", "fit.draws=100",
+        "fit.tune=100",
         "fit.chains=2", "fit.cores=1", f"tracking.tracking_uri={uri}",
         f"tracking.artifact_root={tmp_path / 'artifacts'}",
         f"paths.response_store={tmp_path / 'store.sqlite'}"]

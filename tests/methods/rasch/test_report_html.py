@@ -33,7 +33,8 @@ register_configs()
 
 
 def _audit_config(tmp: Path):
-    overrides = ["judge=rules_only", "items=smoke", "personas=smoke", "fit.draws=100",
+    overrides = ["judge=rules_only", "items=smoke", "personas=smoke", "design.replicates=1",
+                 "fit.draws=100",
                  "fit.tune=100", "fit.chains=2", "judge.gold_per_category=2",
                  f"paths.output_dir={tmp / 'run'}", f"paths.response_store={tmp / 'store.sqlite'}",
                  f"paths.root_dir={PROJECT_ROOT}",

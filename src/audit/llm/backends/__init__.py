@@ -24,21 +24,32 @@ BACKENDS: dict[str, str] = {
 }
 
 
+def backend_class(name: str) -> type:
+    """The class registered as `name`, imported now."""
+    try:
+        target = BACKENDS[name]
+    except KeyError:
+        valid = ", ".join(sorted(BACKENDS))
+        raise ValueError(
+            f"unknown backend '{name}': set `backend` in conf/model/ to one of {valid}"
+        ) from None
+    module_name, class_name = target.split(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def can_score_options(config: ModelConfig) -> bool:
+    """Whether the backend `config` names can score option continuations
+    (`ChatRequest.score_options`): a backend that cannot says so with a class attribute
+    `scores_options = False`. Read from the class, so a config is checked before any model loads."""
+    return bool(getattr(backend_class(config.backend), "scores_options", True))
+
+
 def create_backend(config: ModelConfig) -> Backend:
     if config.base_urls:
         from audit.llm.backends.fleet import Fleet
 
         return Fleet(config, create_backend)
-    try:
-        target = BACKENDS[config.backend]
-    except KeyError:
-        valid = ", ".join(sorted(BACKENDS))
-        raise ValueError(
-            f"unknown backend '{config.backend}': set `backend` in conf/model/ to one of {valid}"
-        ) from None
-    module_name, class_name = target.split(":")
-    backend_class = getattr(importlib.import_module(module_name), class_name)
-    return backend_class(config)
+    return backend_class(config.backend)(config)
 
 
 __all__ = [
@@ -48,6 +59,7 @@ __all__ = [
     "ChatRequest",
     "Completion",
     "Message",
+    "can_score_options",
     "create_backend",
     "request_key",
 ]

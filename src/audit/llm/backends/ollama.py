@@ -18,6 +18,11 @@ DEFAULT_HOST = "http://127.0.0.1:11434"
 
 
 class OllamaBackend:
+    # The Ollama API returns no log-probabilities, so it cannot score option words: a judge that
+    # scores (judge.decoding options, first_token, letters, or the refusal check) is refused up
+    # front rather than labelling every answer unparseable.
+    scores_options = False
+
     def __init__(self, config: ModelConfig) -> None:
         import httpx
         import ollama  # imported here: only this backend needs the client

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.llm.backends import Backend, create_backend
+from audit.llm.backends import Backend, can_score_options, create_backend
 from audit.config import AuditConfig, ModelConfig
 from audit.design import expand_design
 from audit.data_files import data_file
@@ -36,7 +36,7 @@ from audit.methods.rasch.irt import RaschFit, code_outcomes, fit_rasch
 from audit.methods.rasch.irt.judge_error import resolve_confusion
 from audit.items import select_items
 from audit.methods.rasch.judge.cascade import Judge, label_responses, self_judged_shares
-from audit.methods.rasch.judge.llm import DECODINGS, check_token_budget
+from audit.methods.rasch.judge.llm import DECODINGS, SCORED_DECODINGS, check_token_budget
 from audit.methods.rasch.judge.gold import GOLD_RESULT_COLUMNS, gold_sample, label_gold
 from audit.personas import PersonaSources, generate_personas
 from audit.schemas import (
@@ -114,8 +114,23 @@ def judge_panel(cfg: AuditConfig) -> list[Judge]:
     for name, model in cfg.judge.models.items():
         if cfg.judge.decoding == "json":  # a scoring judge writes nothing, so needs no tokens
             check_token_budget(name, model, cfg.judge.rationale_max_chars)
+    check_judge_backends(cfg)
     return [Judge(name, create_backend(model), model, cfg.engine)
             for name, model in sorted(cfg.judge.models.items())]
+
+
+def check_judge_backends(cfg: AuditConfig) -> None:
+    """Refuse a judge whose backend cannot do what the judge asks of it. Checked at design time
+    too, so that a broken judge config stops the run before any prompt is sent."""
+    if cfg.judge.decoding not in SCORED_DECODINGS and not cfg.judge.refusal_check:
+        return
+    asked = (f"judge.decoding={cfg.judge.decoding}" if cfg.judge.decoding in SCORED_DECODINGS
+             else "judge.refusal_check=true")
+    for name, model in sorted(cfg.judge.models.items()):
+        if not can_score_options(model):
+            raise AuditError(f"judge model '{name}' ({model.backend}) cannot score options, which "
+                             f"{asked} needs: set judge.decoding=json judge.refusal_check=false, "
+                             f"or judge with an embedded, llamacpp or openai_compatible model")
 
 
 def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
@@ -210,6 +225,7 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
 # --- the stages as the run skeleton runs them (audit.methods.run) --------------------------------
 
 def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
+    check_judge_backends(cfg)
     prompts = design_stage(cfg)
     write_table(prompts, files.prompts, PromptSchema, "prompts")
     log.info("design: %d prompts (%d respondents x %d items x %d replicates)", prompts.height,

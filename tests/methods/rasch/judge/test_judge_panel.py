@@ -1,0 +1,60 @@
+"""The judge panel refuses, in one line, a judge whose backend cannot do what its decoding asks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from audit.__main__ import CONF_DIR
+from audit.config import AuditConfig, register_configs, to_audit_config
+from audit.errors import AuditError
+from audit.methods.rasch.stages import judge_panel
+
+register_configs()
+PROJECT_ROOT = Path(__file__).resolve().parents[4]
+OLLAMA_JUDGE = ["judge.models.qwen_coder_1_5b.backend=ollama",
+                "judge.models.qwen_coder_1_5b.model=llama3.1:8b"]
+
+
+def _compose(overrides: list[str]) -> AuditConfig:
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return to_audit_config(compose("config", overrides=["paths.output_dir=out", *overrides]))
+
+
+@pytest.mark.parametrize(("overrides", "asked"), [
+    ([], "judge.decoding=letters"),
+    (["judge.decoding=options", "judge.refusal_check=false"], "judge.decoding=options"),
+    (["judge.decoding=json", "judge.refusal_check=true"], "judge.refusal_check=true"),
+])
+def test_an_ollama_judge_that_must_score_options_is_refused_with_the_fix(overrides, asked):
+    with pytest.raises(AuditError) as refused:
+        judge_panel(_compose([*OLLAMA_JUDGE, *overrides]))
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "'qwen_coder_1_5b' (ollama) cannot score options" in message and asked in message
+    assert "judge.decoding=json judge.refusal_check=false" in message
+
+
+def test_an_ollama_judge_that_writes_its_label_is_accepted():
+    judges = judge_panel(_compose([*OLLAMA_JUDGE, "judge.decoding=json",
+                                   "judge.refusal_check=false"]))
+    assert [judge.name for judge in judges] == ["qwen_coder_1_5b"]
+
+
+def test_the_audit_stops_at_design_before_sending_any_prompt(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "audit", *OLLAMA_JUDGE, "tracking=none",
+         f"paths.output_dir={tmp_path}", f"hydra.run.dir={tmp_path}",
+         f"paths.response_store={tmp_path / 'responses.sqlite3'}"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
+        env={key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"})
+    errors = [line for line in done.stderr.splitlines() if "cannot score options" in line]
+    assert done.returncode != 0 and len(errors) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "prompts.parquet").exists()
+    assert not (tmp_path / "responses.parquet").exists()
