@@ -120,17 +120,27 @@ def judge_panel(cfg: AuditConfig) -> list[Judge]:
 
 
 def check_judge_backends(cfg: AuditConfig) -> None:
-    """Refuse a judge whose backend cannot do what the judge asks of it. Checked at design time
-    too, so that a broken judge config stops the run before any prompt is sent."""
-    if cfg.judge.decoding not in SCORED_DECODINGS and not cfg.judge.refusal_check:
-        return
-    asked = (f"judge.decoding={cfg.judge.decoding}" if cfg.judge.decoding in SCORED_DECODINGS
-             else "judge.refusal_check=true")
-    for name, model in sorted(cfg.judge.models.items()):
+    """Refuse a judge (or, for option scoring, an audited model) whose backend cannot score
+    options when the judge needs it to. Checked at design time too, so that a broken judge config
+    stops the run before any prompt is sent."""
+    scorers = {}
+    if cfg.judge.decoding in SCORED_DECODINGS or cfg.judge.refusal_check:
+        asked = (f"judge.decoding={cfg.judge.decoding}" if cfg.judge.decoding in SCORED_DECODINGS
+                 else "judge.refusal_check=true")
+        fix = "set judge.decoding=json judge.refusal_check=false, or judge with"
+        scorers.update({("judge model", name): (model, asked, fix)
+                        for name, model in cfg.judge.models.items()})
+    if cfg.judge.method == "logprob" or cfg.judge.score_options:
+        asked = ("judge.method=logprob" if cfg.judge.method == "logprob"
+                 else "judge.score_options=true")
+        fix = "use judge.method=cascade judge.score_options=false, or audit"
+        scorers.update({("audited model", name): (model, asked, fix)
+                        for name, model in cfg.model.items()})
+    for (role, name), (model, asked, fix) in sorted(scorers.items()):
         if not can_score_options(model):
-            raise AuditError(f"judge model '{name}' ({model.backend}) cannot score options, which "
-                             f"{asked} needs: set judge.decoding=json judge.refusal_check=false, "
-                             f"or judge with an embedded, llamacpp or openai_compatible model")
+            raise AuditError(f"{role} '{name}' ({model.backend}) cannot score options, which "
+                             f"{asked} needs: {fix} an embedded, llamacpp or "
+                             f"openai_compatible model")
 
 
 def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,

@@ -36,8 +36,16 @@ def test_an_ollama_judge_that_must_score_options_is_refused_with_the_fix(overrid
         judge_panel(_compose([*OLLAMA_JUDGE, *overrides]))
     message = str(refused.value)
     assert "\n" not in message
-    assert "'qwen_coder_1_5b' (ollama) cannot score options" in message and asked in message
-    assert "judge.decoding=json judge.refusal_check=false" in message
+    assert "judge model 'qwen_coder_1_5b' (ollama) cannot score options" in message
+    assert asked in message and "judge.decoding=json judge.refusal_check=false" in message
+
+
+def test_option_scoring_of_an_ollama_audited_model_is_refused_with_the_fix():
+    with pytest.raises(AuditError) as refused:
+        judge_panel(_compose(["model=ollama_llama3", "judge=logprob"]))
+    message = str(refused.value)
+    assert "audited model 'ollama_llama3' (ollama) cannot score options" in message
+    assert "judge.method=logprob" in message and "judge.method=cascade" in message
 
 
 def test_an_ollama_judge_that_writes_its_label_is_accepted():
