@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
-from audit.__main__ import CONF_DIR
-from audit.config import AuditConfig, register_configs, to_audit_config
+from audit.cli.params import compose_params
+from audit.config import register_configs
 from audit.errors import AuditError
 from audit.methods.rasch.stages import judge_panel
 
@@ -21,11 +20,6 @@ OLLAMA_JUDGE = ["judge.models.qwen_coder_1_5b.backend=ollama",
                 "judge.models.qwen_coder_1_5b.model=llama3.1:8b"]
 
 
-def _compose(overrides: list[str]) -> AuditConfig:
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return to_audit_config(compose("config", overrides=["paths.output_dir=out", *overrides]))
-
-
 @pytest.mark.parametrize(("overrides", "asked"), [
     ([], "judge.decoding=letters"),
     (["judge.decoding=options", "judge.refusal_check=false"], "judge.decoding=options"),
@@ -33,7 +27,7 @@ def _compose(overrides: list[str]) -> AuditConfig:
 ])
 def test_an_ollama_judge_that_must_score_options_is_refused_with_the_fix(overrides, asked):
     with pytest.raises(AuditError) as refused:
-        judge_panel(_compose([*OLLAMA_JUDGE, *overrides]))
+        judge_panel(compose_params([*OLLAMA_JUDGE, *overrides]))
     message = str(refused.value)
     assert "\n" not in message
     assert "judge model 'qwen_coder_1_5b' (ollama) cannot score options" in message
@@ -42,14 +36,14 @@ def test_an_ollama_judge_that_must_score_options_is_refused_with_the_fix(overrid
 
 def test_option_scoring_of_an_ollama_audited_model_is_refused_with_the_fix():
     with pytest.raises(AuditError) as refused:
-        judge_panel(_compose(["model=ollama_llama3", "judge=logprob"]))
+        judge_panel(compose_params(["model=ollama_llama3", "judge=logprob"]))
     message = str(refused.value)
     assert "audited model 'ollama_llama3' (ollama) cannot score options" in message
     assert "judge.method=logprob" in message and "judge.method=cascade" in message
 
 
 def test_an_ollama_judge_that_writes_its_label_is_accepted():
-    judges = judge_panel(_compose([*OLLAMA_JUDGE, "judge.decoding=json",
+    judges = judge_panel(compose_params([*OLLAMA_JUDGE, "judge.decoding=json",
                                    "judge.refusal_check=false"]))
     assert [judge.name for judge in judges] == ["qwen_coder_1_5b"]
 
