@@ -30,6 +30,7 @@ import nutpie
 import polars as pl
 
 from audit.methods.rasch.config import PlanConfig
+from audit.methods.rasch.irt.compiled import compile_model
 from audit.methods.rasch.irt.contrasts import level_contrasts
 from audit.methods.rasch.irt.explanatory import RespondentTable, build_explanatory_model
 from audit.methods.rasch.irt.indexing import RaschData
@@ -182,8 +183,7 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit_model: str, rope
     for multiple in plan.persona_multiples:
         design = planned_design(prompts, plan, multiple)
         respondents = RespondentTable(design.respondents, (design.attribute,))
-        compiled = nutpie.compile_pymc_model(planning_model(design, respondents, fit_model),
-                                             freeze_model=False)
+        compiled = compile_model(planning_model(design, respondents, fit_model))
         for replicates in plan.replicates:
             outcomes: dict[str, list[tuple]] = {name: [] for name in respondents.models}
             for simulation in range(plan.simulations):

@@ -29,6 +29,7 @@ import polars as pl
 import pymc as pm
 
 from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.irt.compiled import sample_model
 from audit.methods.rasch.irt.contrasts import item_gaps, level_contrasts
 from audit.methods.rasch.irt.diagnostics import Diagnostics, diagnose
 from audit.methods.rasch.irt.explanatory import RespondentTable, build_explanatory_model, respondent_table
@@ -178,19 +179,10 @@ class RaschFit:
 
 
 def sample_with_nutpie(model: pm.Model, fit: FitConfig) -> az.InferenceData:
-    """nutpie through PyMC; ``cores`` must be passed or PyMC guesses one core here (FACTS.md)."""
-    with model:
-        return pm.sample(
-            draws=fit.draws,
-            tune=fit.tune,
-            chains=fit.chains,
-            target_accept=fit.target_accept,
-            random_seed=fit.seed,
-            nuts_sampler="nutpie",
-            nuts_sampler_kwargs={"cores": fit.cores},
-            progressbar=False,
-            compute_convergence_checks=False,
-        )
+    """nutpie on callbacks cached across processes (compiled.py); ``cores`` is passed because
+    PyMC's guess is one core here (FACTS.md)."""
+    return sample_model(model, draws=fit.draws, tune=fit.tune, chains=fit.chains, cores=fit.cores,
+                        target_accept=fit.target_accept, seed=fit.seed)
 
 
 def summarise(idata: az.InferenceData, hdi_prob: float) -> pl.DataFrame:

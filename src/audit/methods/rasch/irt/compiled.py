@@ -1,0 +1,243 @@
+"""A PyMC model compiled for nutpie with its two C callbacks cached on disk.
+
+Why: ``nutpie.compile_pymc_model`` wraps PyTensor's numba function of the log density in two
+``numba.cfunc`` closures that capture the model's data, so numba recompiles them (and every numpy
+overload they use) in each new process: 5.4-6 s of a 50,000-response Rasch fit whose sampling
+takes 4.4 s (FACTS.md; benchmarks/bench_fit.py). PyTensor already caches its own numba function
+on disk under a key of the graph. Here the callbacks are generated as source that reads the data
+through a pointer table instead of a closure, and registered with PyTensor's cache locator under
+a key of that graph, the generated source and the library versions, so a second process with a
+model of the same structure loads them instead of compiling them (1.1 s instead of 7.1 s for
+the whole compile, 50,000 responses).
+
+The sampled model, the initial points (nutpie's defaults: support point, jittered) and the
+draws for a given seed are nutpie's own: the same seed gives the same draws as
+``nutpie.compile_pymc_model`` (tests/methods/rasch/irt/test_compiled.py). This module uses
+nutpie's internal helpers, which is why pyproject.toml pins nutpie to one version.
+When PyTensor cannot cache the log density (an Op without a cache key, or
+``PYTENSOR_FLAGS=numba__cache=False``), it falls back to ``nutpie.compile_pymc_model``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+import arviz as az
+import numba
+import numpy as np
+import nutpie
+import pymc as pm
+import pytensor
+from nutpie import compile_pymc as nutpie_pymc
+from arviz import dict_to_dataset
+from pymc.backends.arviz import (
+    coords_and_dims_for_inferencedata,
+    find_constants,
+    find_observations,
+)
+from pymc.initial_point import make_initial_point_fn
+from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS, compile_numba_function_src
+
+logger = logging.getLogger(__name__)
+
+# Bump when the generated source below changes meaning without changing its text.
+CALLBACK_VERSION = "1"
+
+# nuts-rs's C signatures (nutpie/compile_pymc.py): logp(dim, x, gradient out, logp out, data)
+# and expand(dim, expanded dim, x, draws out, data); 0 means success.
+LOGP_SIGNATURE = numba.types.int64(
+    numba.types.uint64, numba.types.CPointer(numba.types.double),
+    numba.types.CPointer(numba.types.double), numba.types.CPointer(numba.types.double),
+    numba.types.voidptr)
+EXPAND_SIGNATURE = numba.types.int64(
+    numba.types.uint64, numba.types.uint64, numba.types.CPointer(numba.types.double),
+    numba.types.CPointer(numba.types.double), numba.types.voidptr)
+# Return codes of nutpie's own callbacks, which nuts-rs reads.
+NONFINITE_GRADIENT, NONFINITE_LOGP, WRONG_DIMENSION, FAILED = 3, 4, -1, 1
+
+
+def pointer_table(n_dim: int, n_expanded: int, arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """The callbacks' data argument: n_dim, n_expanded, then per array its address and shape.
+
+    The arrays must stay alive as long as the table is used: ``CachedPyMCModel`` keeps them.
+    """
+    words = [n_dim, n_expanded]
+    for array in arrays:
+        words += [array.ctypes.data, *array.shape]
+    return np.array(words, dtype=np.uint64)
+
+
+def _offsets(arrays: Sequence[np.ndarray]) -> list[int]:
+    """Where each array's address sits in ``pointer_table``."""
+    offsets, offset = [], 2
+    for array in arrays:
+        offsets.append(offset)
+        offset += 1 + array.ndim
+    return offsets
+
+
+def _read_arrays(arrays: Sequence[tuple[int, np.dtype, int]]) -> tuple[list[str], list[str]]:
+    """Source lines that view the (offset, dtype, ndim) arrays of the table without copying."""
+    names, lines = [], []
+    for position, (offset, dtype, ndim) in enumerate(arrays):
+        shape = "".join(f"words[{offset + 1 + axis}], " for axis in range(ndim))
+        names.append(f"data_{position}")
+        lines.append(f"        data_{position} = numba.carray(as_pointer(words[{offset}]), "
+                     f"({shape}), np.{np.dtype(dtype).name})")
+    return names, lines
+
+
+def logp_source(n_words: int, arrays: Sequence[tuple[int, np.dtype, int]]) -> str:
+    names, lines = _read_arrays(arrays)
+    return "\n".join([
+        "def logp_callback(dim, x_, gradient_, logp_, table_):",
+        f"    words = numba.carray(table_, ({n_words},), np.uint64)",
+        "    if dim != words[0]:",
+        f"        return {WRONG_DIMENSION}",
+        "    try:",
+        *lines,
+        "        x = numba.carray(x_, (dim,))",
+        "        gradient = numba.carray(gradient_, (dim,))",
+        f"        logp, grad = log_density({', '.join(['x', *names])})",
+        "        logp_[0] = logp",
+        "        finite = True",
+        "        for i in range(dim):",
+        "            gradient[i] = grad[i]",
+        "            finite = finite and np.isfinite(grad[i])",
+        "        if not finite:",
+        f"            return {NONFINITE_GRADIENT}",
+        "        if not np.isfinite(logp):",
+        f"            return {NONFINITE_LOGP}",
+        "    except Exception:",
+        f"        return {FAILED}",
+        "    return 0",
+    ])
+
+
+def expand_source(n_words: int, arrays: Sequence[tuple[int, np.dtype, int]]) -> str:
+    names, lines = _read_arrays(arrays)
+    return "\n".join([
+        "def expand_callback(dim, expanded, x_, draws_, table_):",
+        f"    words = numba.carray(table_, ({n_words},), np.uint64)",
+        "    if dim != words[0] or expanded != words[1]:",
+        f"        return {WRONG_DIMENSION}",
+        "    try:",
+        *lines,
+        "        x = numba.carray(x_, (dim,))",
+        "        draws = numba.carray(draws_, (expanded,))",
+        f"        (values,) = expand({', '.join(['x', *names])})",
+        "        for i in range(expanded):",
+        "            draws[i] = values[i]",
+        "    except Exception:",
+        f"        return {FAILED}",
+        "    return 0",
+    ])
+
+
+def cached_callback(source: str, name: str, inner_name: str, inner: Callable,
+                    signature: numba.core.typing.templates.Signature):
+    """The callback compiled or loaded from PyTensor's numba cache; None if ``inner`` has no key.
+
+    The key covers everything the compiled code depends on: PyTensor's key of the inner
+    function (its graph), the generated source (the data layout) and the library versions.
+    """
+    inner_key = CACHED_SRC_FUNCTIONS.get(getattr(inner, "py_func", None))
+    if inner_key is None or not pytensor.config.numba__cache:
+        return None
+    key = hashlib.sha256("\n".join([
+        CALLBACK_VERSION, numba.__version__, nutpie.__version__, pytensor.__version__, inner_key,
+        source]).encode()).hexdigest()
+    environment = {"__name__": __name__, "numba": numba, "np": np, inner_name: inner,
+                   "as_pointer": nutpie_pymc.address_as_void_pointer}
+    function = compile_numba_function_src(source, name, environment, cache_key=key)
+    return numba.cfunc(signature, cache=True)(function)
+
+
+@dataclasses.dataclass(frozen=True)
+class CachedPyMCModel(nutpie_pymc.CompiledPyMCModel):
+    """nutpie's compiled PyMC model whose data live in ``shared_data`` behind ``pointer_table``."""
+
+    def with_data(self, **updates) -> CachedPyMCModel:
+        """New data of the same rank and dtype (the callbacks are compiled for both)."""
+        shared = dict(self.shared_data)
+        for name, value in updates.items():
+            if name not in shared:
+                raise KeyError(f"unknown data variable {name!r}; the model has {sorted(shared)}")
+            old = shared[name]
+            new = np.array(value, dtype=old.dtype, order="C", copy=True)
+            if new.ndim != old.ndim:
+                raise ValueError(f"data variable {name!r} must have rank {old.ndim}, got {new.ndim}")
+            new.flags.writeable = False
+            shared[name] = new
+        table = pointer_table(self.n_dim, self.n_expanded, list(shared.values()))
+        return dataclasses.replace(self, shared_data=shared, user_data=table)
+
+
+def _initial_point_function(model: pm.Model):
+    """nutpie's default start: the support point with every free variable jittered, thread-safe."""
+    return nutpie_pymc._wrap_with_lock(make_initial_point_fn(
+        model=model, default_strategy="support_point", jitter_rvs=set(model.free_RVs),
+        return_transformed=True))
+
+
+def compile_model(model: pm.Model) -> nutpie_pymc.CompiledPyMCModel:
+    """What ``nutpie.compile_pymc_model(model)`` returns, with cached callbacks when possible."""
+    initial_point = _initial_point_function(model)
+    n_dim, n_expanded, logp_function, expand_function, initial_point_function, shape_info = (
+        nutpie_pymc._make_functions(model, mode="NUMBA", compute_grad=True, join_expanded=True,
+                                    pymc_initial_point_fn=initial_point))
+    variables = list(dict.fromkeys([*logp_function.get_shared(), *expand_function.get_shared()]))
+    names = [variable.name for variable in variables]
+    if len(set(names)) != len(names):
+        raise ValueError(f"shared variables of the model need unique names: {names}")
+    arrays = [np.array(variable.get_value(), order="C", copy=True) for variable in variables]
+    for array in arrays:
+        array.flags.writeable = False
+    offsets = dict(zip(variables, _offsets(arrays), strict=True))
+    layout = {variable: (offsets[variable], array.dtype, array.ndim)
+              for variable, array in zip(variables, arrays, strict=True)}
+    n_words = len(pointer_table(n_dim, n_expanded, arrays))
+    logp = cached_callback(
+        logp_source(n_words, [layout[v] for v in logp_function.get_shared()]), "logp_callback",
+        "log_density", logp_function.vm.jit_fn, LOGP_SIGNATURE)
+    expand = cached_callback(
+        expand_source(n_words, [layout[v] for v in expand_function.get_shared()]),
+        "expand_callback", "expand", expand_function.vm.jit_fn, EXPAND_SIGNATURE)
+    if logp is None or expand is None:
+        logger.debug("PyTensor cannot cache this model's numba functions; nutpie compiles them")
+        return nutpie.compile_pymc_model(model)
+    dims, coords = nutpie_pymc._prepare_dims_and_coords(model, shape_info)
+    return CachedPyMCModel(
+        _n_dim=n_dim, dims=dims, _coords=coords,
+        _shapes={name: tuple(shape) for name, _, shape in zip(*shape_info, strict=True)},
+        compiled_logp_func=logp, compiled_expand_func=expand,
+        initial_point_func=initial_point_function,
+        shared_data=dict(zip(names, arrays, strict=True)),
+        user_data=pointer_table(n_dim, n_expanded, arrays), n_expanded=n_expanded,
+        shape_info=shape_info, logp_func=logp_function, expand_func=expand_function)
+
+
+def sample_model(model: pm.Model, *, draws: int, tune: int, chains: int, cores: int,
+                 target_accept: float, seed: int) -> az.InferenceData:
+    """What ``pm.sample(nuts_sampler="nutpie", ...)`` returns, on ``compile_model``'s callbacks.
+
+    PyMC hands nutpie the seed itself when one integer seeds the run, and adds the observed and
+    constant data, since nutpie never sees the model; the same here.
+    """
+    compiled = compile_model(model)
+    started = time.perf_counter()
+    idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=cores,
+                          target_accept=target_accept, seed=seed, progress_bar=False)
+    idata.posterior.attrs.update({"sampling_time": time.perf_counter() - started,
+                                  "tuning_steps": tune})
+    coords, dims = coords_and_dims_for_inferencedata(model)
+    groups = {group: dict_to_dataset(found(model), library=pm, coords=coords, dims=dims,
+                                     default_dims=[])
+              for group, found in (("constant_data", find_constants),
+                                   ("observed_data", find_observations))}
+    idata.add_groups(groups, coords=coords, dims=dims)
+    return idata
