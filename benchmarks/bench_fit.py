@@ -4,12 +4,18 @@ Usage: python benchmarks/bench_fit.py [--respondents 100 --items 50 --replicates
 Needs the optional `bench` extra (numpyro, jax on CPU): pip install -e '.[bench]'.
 
 Like with like: one simulated data set, one model (the project's `rasch`: zero-sum theta with
-sd 1, b ~ N(0, 2), Binomial cells of replicates) and three engines, each with 4 chains x
+sd 1, b ~ N(0, 2), Binomial cells of replicates) and four engines, each with 4 chains x
 --tune + --draws on 2 cores:
-* default: what `fit_rasch` samples (the PyMC model on nutpie, 2 cores);
+* default: what `fit_rasch` samples (the PyMC model on nutpie, 2 cores, its C callbacks loaded
+  from the on-disk cache of irt/compiled.py);
 * pymc: the same PyMC model on PyMC's default NUTS (cores=2);
 * numpyro: the same model written in NumPyro (ZeroSumNormal theta, Binomial cells), NUTS with
-  the 4 chains vectorised on the CPU.
+  the 4 chains vectorised on the CPU, as HiBayES runs it (JAX compiles in every process);
+* numpyro_cached: the same, with JAX's persistent compilation cache on, so that NumPyro gets
+  the caching the default gets. It runs in child processes because that cache is process-wide.
+Every engine fits once untimed first, so each timed fit finds the caches that a second audit
+of the same design finds. The default's first fit on an empty cache is timed separately in a
+child process and printed, not used in the ratios.
 Efficiency is the smallest bulk ESS over identified quantities only (theta minus its mean, b
 minus the mean of theta, and the gap between the mean theta of the first and the
 second half of the respondents), divided by the wall time of the whole fit, compilation included
@@ -19,6 +25,7 @@ non-identified model's minimum ESS (unreliable at R-hat 1.107) with an identifie
 three changes in one ratio: it was not a speed figure. Ends with one machine-readable line
 (medians over the seeds):
 RESULT ess_per_s_vs_numpyro=<x> ess_per_s_vs_pymc=<y> default_rhat_max=<r> default_ess_bulk_min=<e>
+       ess_per_s_vs_numpyro_cached=<z> default_cold_seconds=<c>   (on the same line)
 
 With --scale it instead fits the default model on simulated designs from 10 thousand to 1 million
 responses, each in its own process so that its peak memory is its own, and prints time, ESS,
@@ -29,12 +36,15 @@ RESULT scale_max_responses=<n> scale_max_seconds=<s> scale_max_peak_rss_mb=<m>
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
+import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -120,20 +130,55 @@ def fit_pymc(outcomes: pl.DataFrame, config: FitConfig) -> FitFigures:
 
 
 SampleArrays = Callable[[RaschData, FitConfig], tuple[np.ndarray, np.ndarray]]
+Engine = Callable[[pl.DataFrame, FitConfig], FitFigures]
 
 
-def engines(sample_numpyro: SampleArrays) -> dict[str, Callable[[pl.DataFrame, FitConfig],
-                                                                  FitFigures]]:
+def numpyro_engine(sample_numpyro: SampleArrays) -> Engine:
     def fit_numpyro(outcomes: pl.DataFrame, config: FitConfig) -> FitFigures:
         started = time.perf_counter()
         theta, b = sample_numpyro(index_design(outcomes), config)
         return figures(theta, b, time.perf_counter() - started)
 
-    return {"default": fit_default, "pymc": fit_pymc, "numpyro": fit_numpyro}
+    return fit_numpyro
+
+
+def child_fit(arguments: argparse.Namespace, engine: str, config: FitConfig,
+              environment: dict[str, str] | None = None) -> FitFigures:
+    """One fit in a fresh process (``--child``), which re-simulates the same data."""
+    command = [sys.executable, __file__, "--child", engine, "--cache-dir", arguments.cache_dir,
+               "--sampler-seed", str(config.seed)]
+    for name in ("respondents", "items", "replicates", "seed", "draws", "tune"):
+        command += [f"--{name}", str(getattr(arguments, name))]
+    child = subprocess.run(command, capture_output=True, text=True, check=True,
+                           env={**os.environ, **(environment or {})})
+    return FitFigures(**json.loads(child.stdout.strip().splitlines()[-1]))
+
+
+def run_child(arguments: argparse.Namespace) -> None:
+    """Child side of child_fit: the figures of one fit as one JSON line on stdout."""
+    outcomes = simulate(arguments.respondents, arguments.items, arguments.replicates,
+                        arguments.seed)
+    config = FitConfig(draws=arguments.draws, tune=arguments.tune, seed=arguments.sampler_seed)
+    if arguments.child == "numpyro_cached":
+        import numpyro_rasch
+
+        numpyro_rasch.use_compilation_cache(arguments.cache_dir)
+        fitted = numpyro_engine(numpyro_rasch.sample_rasch)(outcomes, config)
+    else:
+        fitted = fit_default(outcomes, config)
+    print(json.dumps(dataclasses.asdict(fitted)))
+
+
+def engines(sample_numpyro: SampleArrays, arguments: argparse.Namespace) -> dict[str, Engine]:
+    def fit_numpyro_cached(outcomes: pl.DataFrame, config: FitConfig) -> FitFigures:
+        return child_fit(arguments, "numpyro_cached", config)
+
+    return {"default": fit_default, "pymc": fit_pymc,
+            "numpyro": numpyro_engine(sample_numpyro), "numpyro_cached": fit_numpyro_cached}
 
 
 LABELS = {"default": "default (nutpie)", "pymc": "PyMC NUTS, cores=2",
-          "numpyro": "NumPyro NUTS (vectorised)"}
+          "numpyro": "NumPyro NUTS (vectorised)", "numpyro_cached": "NumPyro, JAX cache on"}
 
 
 # (respondents, items, replicates): 10 thousand to 1 million responses. Audits grow in personas
@@ -181,7 +226,13 @@ def main() -> None:
                         help="fit 10 thousand to 1 million responses and print the curve")
     parser.add_argument("--one", type=int, nargs=3, metavar=("RESPONDENTS", "ITEMS", "REPLICATES"),
                         help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("numpyro_cached", "default"), help=argparse.SUPPRESS)
+    parser.add_argument("--cache-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--sampler-seed", type=int, default=1000, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
+    if arguments.child:
+        run_child(arguments)
+        return
     if arguments.one:
         fit_one_size(*arguments.one, seed=arguments.seed)
         return
@@ -194,11 +245,13 @@ def main() -> None:
         import numpyro_rasch
     except ImportError as error:
         parser.error(f"the comparison needs numpyro and jax ({error}): pip install -e '.[bench]'")
-    compare(arguments, engines(numpyro_rasch.sample_rasch))
+    with tempfile.TemporaryDirectory(prefix="bench_fit_") as cache_dir:
+        arguments.cache_dir = cache_dir
+        compare(arguments, engines(numpyro_rasch.sample_rasch, arguments))
 
 
 def compare(arguments: argparse.Namespace,
-            engines_by_name: dict[str, Callable[[pl.DataFrame, FitConfig], FitFigures]]) -> None:
+            engines_by_name: dict[str, Engine]) -> None:
     outcomes = simulate(arguments.respondents, arguments.items, arguments.replicates,
                         arguments.seed)
     base = FitConfig(draws=arguments.draws, tune=arguments.tune)
@@ -206,6 +259,13 @@ def compare(arguments: argparse.Namespace,
           f"{arguments.replicates} replicates = {outcomes.height} responses; "
           f"{base.chains} chains x {base.tune} tune + {base.draws} draws, "
           f"{arguments.seeds} sampler seeds")
+    # An empty PyTensor cache: what the first fit of this design on a new machine costs.
+    cold = child_fit(arguments, "default", replace(base, seed=999),
+                     {"PYTENSOR_FLAGS": f"base_compiledir={arguments.cache_dir}/pytensor"})
+    print(f"  default on an empty cache (first fit of this design): {cold.seconds:.1f} s, "
+          f"{cold.ess_per_second:.1f} ESS/s", flush=True)
+    for engine in engines_by_name.values():  # untimed: fills each engine's compile cache
+        engine(outcomes, replace(base, seed=999))
     runs: dict[str, list[FitFigures]] = {name: [] for name in engines_by_name}
     for seed in range(arguments.seeds):
         for name, engine in engines_by_name.items():  # interleaved, so load drifts hit every engine
@@ -228,7 +288,9 @@ def compare(arguments: argparse.Namespace,
     print(f"RESULT ess_per_s_vs_numpyro={medians['default'] / medians['numpyro']:.2f} "
           f"ess_per_s_vs_pymc={medians['default'] / medians['pymc']:.2f} "
           f"default_rhat_max={statistics.median(fit.rhat_max for fit in default):.4f} "
-          f"default_ess_bulk_min={statistics.median(fit.ess_bulk_min for fit in default):.0f}")
+          f"default_ess_bulk_min={statistics.median(fit.ess_bulk_min for fit in default):.0f} "
+          f"ess_per_s_vs_numpyro_cached={medians['default'] / medians['numpyro_cached']:.2f} "
+          f"default_cold_seconds={cold.seconds:.1f}")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,15 @@ def rasch(respondent_idx, item_idx, trials, successes, n_respondents: int, n_ite
                    obs=successes)
 
 
+def use_compilation_cache(directory: str) -> None:
+    """JAX's persistent compilation cache, every compiled program kept: NumPyro's counterpart of
+    the default's cached nutpie callbacks. Process-wide once set, so bench_fit.py sets it only in
+    child processes."""
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 def sample_rasch(data: RaschData, config: FitConfig) -> tuple[np.ndarray, np.ndarray]:
     """theta and b draws as (chain, draw, k) arrays; the chains run vectorised on the CPU."""
     mcmc = MCMC(NUTS(rasch, target_accept_prob=config.target_accept), num_warmup=config.tune,
