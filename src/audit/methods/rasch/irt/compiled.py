@@ -91,51 +91,52 @@ def _read_arrays(arrays: Sequence[tuple[int, np.dtype, int]]) -> tuple[list[str]
     return names, lines
 
 
-def logp_source(n_words: int, arrays: Sequence[tuple[int, np.dtype, int]]) -> str:
+def _callback_source(header: str, n_words: int, guard: str,
+                     arrays: Sequence[tuple[int, np.dtype, int]], call: str,
+                     body: Sequence[str]) -> str:
+    """A callback: check the dimensions, view the data, call the PyTensor function, copy out."""
     names, lines = _read_arrays(arrays)
     return "\n".join([
-        "def logp_callback(dim, x_, gradient_, logp_, table_):",
+        header,
         f"    words = numba.carray(table_, ({n_words},), np.uint64)",
-        "    if dim != words[0]:",
+        f"    if {guard}:",
         f"        return {WRONG_DIMENSION}",
         "    try:",
         *lines,
         "        x = numba.carray(x_, (dim,))",
-        "        gradient = numba.carray(gradient_, (dim,))",
-        f"        logp, grad = log_density({', '.join(['x', *names])})",
-        "        logp_[0] = logp",
-        "        finite = True",
-        "        for i in range(dim):",
-        "            gradient[i] = grad[i]",
-        "            finite = finite and np.isfinite(grad[i])",
-        "        if not finite:",
-        f"            return {NONFINITE_GRADIENT}",
-        "        if not np.isfinite(logp):",
-        f"            return {NONFINITE_LOGP}",
+        f"        {call}({', '.join(['x', *names])})",
+        *body,
         "    except Exception:",
         f"        return {FAILED}",
         "    return 0",
     ])
+
+
+def logp_source(n_words: int, arrays: Sequence[tuple[int, np.dtype, int]]) -> str:
+    return _callback_source(
+        "def logp_callback(dim, x_, gradient_, logp_, table_):", n_words, "dim != words[0]",
+        arrays, "logp, grad = log_density", [
+            "        logp_[0] = logp",
+            "        gradient = numba.carray(gradient_, (dim,))",
+            "        finite = True",
+            "        for i in range(dim):",
+            "            gradient[i] = grad[i]",
+            "            finite = finite and np.isfinite(grad[i])",
+            "        if not finite:",
+            f"            return {NONFINITE_GRADIENT}",
+            "        if not np.isfinite(logp):",
+            f"            return {NONFINITE_LOGP}",
+        ])
 
 
 def expand_source(n_words: int, arrays: Sequence[tuple[int, np.dtype, int]]) -> str:
-    names, lines = _read_arrays(arrays)
-    return "\n".join([
-        "def expand_callback(dim, expanded, x_, draws_, table_):",
-        f"    words = numba.carray(table_, ({n_words},), np.uint64)",
-        "    if dim != words[0] or expanded != words[1]:",
-        f"        return {WRONG_DIMENSION}",
-        "    try:",
-        *lines,
-        "        x = numba.carray(x_, (dim,))",
-        "        draws = numba.carray(draws_, (expanded,))",
-        f"        (values,) = expand({', '.join(['x', *names])})",
-        "        for i in range(expanded):",
-        "            draws[i] = values[i]",
-        "    except Exception:",
-        f"        return {FAILED}",
-        "    return 0",
-    ])
+    return _callback_source(
+        "def expand_callback(dim, expanded, x_, draws_, table_):", n_words,
+        "dim != words[0] or expanded != words[1]", arrays, "(values,) = expand", [
+            "        draws = numba.carray(draws_, (expanded,))",
+            "        for i in range(expanded):",
+            "            draws[i] = values[i]",
+        ])
 
 
 def cached_callback(source: str, name: str, inner_name: str, inner: Callable,
@@ -200,7 +201,8 @@ def compile_model(model: pm.Model) -> nutpie_pymc.CompiledPyMCModel:
     offsets = dict(zip(variables, _offsets(arrays), strict=True))
     layout = {variable: (offsets[variable], array.dtype, array.ndim)
               for variable, array in zip(variables, arrays, strict=True)}
-    n_words = len(pointer_table(n_dim, n_expanded, arrays))
+    table = pointer_table(n_dim, n_expanded, arrays)
+    n_words = len(table)
     logp = cached_callback(
         logp_source(n_words, [layout[v] for v in logp_function.get_shared()]), "logp_callback",
         "log_density", logp_function.vm.jit_fn, LOGP_SIGNATURE)
@@ -217,7 +219,7 @@ def compile_model(model: pm.Model) -> nutpie_pymc.CompiledPyMCModel:
         compiled_logp_func=logp, compiled_expand_func=expand,
         initial_point_func=initial_point_function,
         shared_data=dict(zip(names, arrays, strict=True)),
-        user_data=pointer_table(n_dim, n_expanded, arrays), n_expanded=n_expanded,
+        user_data=table, n_expanded=n_expanded,
         shape_info=shape_info, logp_func=logp_function, expand_func=expand_function)
 
 
