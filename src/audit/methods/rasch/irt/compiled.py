@@ -80,19 +80,19 @@ def _offsets(arrays: Sequence[np.ndarray]) -> list[int]:
     return offsets
 
 
-def _read_arrays(arrays: Sequence[tuple[int, np.dtype, int]]) -> tuple[list[str], list[str]]:
-    """Source lines that view the (offset, dtype, ndim) arrays of the table without copying."""
+def _read_arrays(arrays: Sequence[tuple[int, np.ndarray]]) -> tuple[list[str], list[str]]:
+    """Source lines that view the (offset in the table, array) pairs without copying."""
     names, lines = [], []
-    for position, (offset, dtype, ndim) in enumerate(arrays):
-        shape = "".join(f"words[{offset + 1 + axis}], " for axis in range(ndim))
+    for position, (offset, array) in enumerate(arrays):
+        shape = "".join(f"words[{offset + 1 + axis}], " for axis in range(array.ndim))
         names.append(f"data_{position}")
         lines.append(f"        data_{position} = numba.carray(as_pointer(words[{offset}]), "
-                     f"({shape}), np.{np.dtype(dtype).name})")
+                     f"({shape}), np.{array.dtype.name})")
     return names, lines
 
 
 def _callback_source(header: str, n_words: int, guard: str,
-                     arrays: Sequence[tuple[int, np.dtype, int]], call: str,
+                     arrays: Sequence[tuple[int, np.ndarray]], call: str,
                      body: Sequence[str]) -> str:
     """A callback: check the dimensions, view the data, call the PyTensor function, copy out."""
     names, lines = _read_arrays(arrays)
@@ -112,7 +112,7 @@ def _callback_source(header: str, n_words: int, guard: str,
     ])
 
 
-def logp_source(n_words: int, arrays: Sequence[tuple[int, np.dtype, int]]) -> str:
+def logp_source(n_words: int, arrays: Sequence[tuple[int, np.ndarray]]) -> str:
     return _callback_source(
         "def logp_callback(dim, x_, gradient_, logp_, table_):", n_words, "dim != words[0]",
         arrays, "logp, grad = log_density", [
@@ -129,7 +129,7 @@ def logp_source(n_words: int, arrays: Sequence[tuple[int, np.dtype, int]]) -> st
         ])
 
 
-def expand_source(n_words: int, arrays: Sequence[tuple[int, np.dtype, int]]) -> str:
+def expand_source(n_words: int, arrays: Sequence[tuple[int, np.ndarray]]) -> str:
     return _callback_source(
         "def expand_callback(dim, expanded, x_, draws_, table_):", n_words,
         "dim != words[0] or expanded != words[1]", arrays, "(values,) = expand", [
@@ -198,9 +198,7 @@ def compile_model(model: pm.Model) -> nutpie_pymc.CompiledPyMCModel:
     arrays = [np.array(variable.get_value(), order="C", copy=True) for variable in variables]
     for array in arrays:
         array.flags.writeable = False
-    offsets = dict(zip(variables, _offsets(arrays), strict=True))
-    layout = {variable: (offsets[variable], array.dtype, array.ndim)
-              for variable, array in zip(variables, arrays, strict=True)}
+    layout = dict(zip(variables, zip(_offsets(arrays), arrays, strict=True), strict=True))
     table = pointer_table(n_dim, n_expanded, arrays)
     n_words = len(table)
     logp = cached_callback(

@@ -179,8 +179,7 @@ class RaschFit:
 
 
 def sample_with_nutpie(model: pm.Model, fit: FitConfig) -> az.InferenceData:
-    """nutpie on callbacks cached across processes (compiled.py); ``cores`` is passed because
-    PyMC's guess is one core here (FACTS.md)."""
+    """nutpie on callbacks cached across processes (compiled.py), on ``fit.cores`` threads."""
     return sample_model(model, draws=fit.draws, tune=fit.tune, chains=fit.chains, cores=fit.cores,
                         target_accept=fit.target_accept, seed=fit.seed)
 
