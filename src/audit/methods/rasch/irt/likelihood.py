@@ -16,10 +16,13 @@ from __future__ import annotations
 import pymc as pm
 import pytensor.tensor as pt
 
+from audit.methods.rasch.irt.logit_kernel import binomial_logit_logp
+
 
 def _kernel_logp(successes, trials, logit_p):
-    # k log p + (n - k) log(1 - p), with log p = logit - softplus(logit), log(1 - p) = -softplus.
-    return successes * logit_p - trials * pt.softplus(logit_p)
+    # k log p + (n - k) log(1 - p), with log p = logit - softplus(logit), log(1 - p) = -softplus,
+    # value and gradient from one exp per cell (logit_kernel.py).
+    return binomial_logit_logp(successes, trials, logit_p)
 
 
 def _binomial_draws(trials, logit_p, size):
