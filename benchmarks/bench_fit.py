@@ -8,7 +8,8 @@ sd 1, b ~ N(0, 2), Binomial cells of replicates) and four engines, each with 4 c
 --tune + --draws on 2 cores:
 * default: what `fit_rasch` samples (the PyMC model on nutpie, 2 cores, its C callbacks loaded
   from the on-disk cache of irt/compiled.py);
-* pymc: the same PyMC model on PyMC's default NUTS (cores=2);
+* pymc: the same PyMC model on PyMC's default NUTS (cores=2), whose C backend runs the same
+  one-exp likelihood kernel (irt/logit_kernel.py) as the default;
 * numpyro: the same model written in NumPyro (ZeroSumNormal theta, Binomial cells), NUTS with
   the 4 chains vectorised on the CPU, as HiBayES runs it (JAX compiles in every process);
 * numpyro_cached: the same, with JAX's persistent compilation cache on, so that NumPyro gets

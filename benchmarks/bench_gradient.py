@@ -1,0 +1,102 @@
+"""One log-density-and-gradient evaluation of the Rasch model: the one-exp kernel against softplus.
+
+Usage: python benchmarks/bench_gradient.py [--respondents 100 --items 50 --replicates 10]
+
+What a NUTS step costs, isolated from the sampler: the project's `rasch` model (its likelihood
+through irt/logit_kernel.py) against the same model with the likelihood written as
+``k * eta - n * softplus(eta)``, PyTensor's own graph and what the project used before. Both are
+compiled for the numba backend (what nutpie calls) and for PyTensor's C backend (what PyMC's own
+NUTS calls), checked to agree at a random point, then called alternately in --repeats rounds of
+--calls evaluations; the figure per round is the mean time of one call, and the table gives the
+median round and the range. Calls go through a PyTensor Function with trust_input, which adds the
+same few microseconds to both. Ends with
+RESULT gradient_speedup_numba=<x> gradient_speedup_c=<y>   (median baseline / median kernel)
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+from audit.methods.rasch.irt import build_rasch_model, index_design
+from audit.methods.rasch.irt.indexing import RaschData
+from audit.methods.rasch.irt.rasch import ITEM_PRIOR_SD, THETA_PRIOR_SD
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_fit import simulate  # noqa: E402
+
+MODES = {"numba": "NUMBA", "c": "FAST_RUN"}
+
+
+def softplus_model(data: RaschData) -> pm.Model:
+    """The `rasch` model with the likelihood as PyTensor's softplus graph: the baseline."""
+    coords = {"respondent": list(data.respondents), "item": list(data.items),
+              "cell": np.arange(data.successes.size)}
+    with pm.Model(coords=coords) as model:
+        respondent_idx = pm.Data("respondent_idx", data.cell_respondent, dims="cell")
+        item_idx = pm.Data("item_idx", data.cell_item, dims="cell")
+        trials = pm.Data("trials", data.trials, dims="cell")
+        successes = pm.Data("successes", data.successes, dims="cell")
+        theta = pm.ZeroSumNormal("theta", sigma=THETA_PRIOR_SD, dims="respondent")
+        b = pm.Normal("b", mu=0.0, sigma=ITEM_PRIOR_SD, dims="item")
+        pm.CustomDist("y", trials, theta[respondent_idx] - b[item_idx],
+                      logp=lambda k, n, eta: k * eta - n * pt.softplus(eta),
+                      observed=successes, dims="cell")
+    return model
+
+
+def evaluator(model: pm.Model, mode: str) -> Callable[[np.ndarray], list[np.ndarray]]:
+    function = model.logp_dlogp_function(ravel_inputs=True, mode=mode)._pytensor_function
+    function.trust_input = True
+    return function
+
+
+def time_rounds(function: Callable, point: np.ndarray, calls: int) -> float:
+    started = time.perf_counter()
+    for _ in range(calls):
+        function(point)
+    return (time.perf_counter() - started) / calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--respondents", type=int, default=100)
+    parser.add_argument("--items", type=int, default=50)
+    parser.add_argument("--replicates", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=7)
+    arguments = parser.parse_args()
+    data = index_design(simulate(arguments.respondents, arguments.items, arguments.replicates, 1))
+    models = {"kernel": build_rasch_model(data, "rasch"), "softplus": softplus_model(data)}
+    size = sum(value.size for value in models["kernel"].initial_point().values())
+    point = np.random.default_rng(2).normal(0.0, 0.5, size)
+    print(f"{data.successes.size} cells, {size} parameters; {arguments.repeats} rounds of "
+          f"{arguments.calls} calls; microseconds per call, median (range)")
+    speedups = {}
+    for label, mode in MODES.items():
+        functions = {name: evaluator(model, mode) for name, model in models.items()}
+        values = {name: function(point) for name, function in functions.items()}
+        for got, expected in zip(values["kernel"], values["softplus"], strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
+        rounds: dict[str, list[float]] = {name: [] for name in functions}
+        for _ in range(arguments.repeats):  # alternated, so drifting load hits both
+            for name, function in functions.items():
+                rounds[name].append(time_rounds(function, point, arguments.calls) * 1e6)
+        medians = {name: statistics.median(found) for name, found in rounds.items()}
+        for name, found in rounds.items():
+            print(f"  {label:<6} {name:<9} {medians[name]:7.1f} ({min(found):.1f}-{max(found):.1f})")
+        speedups[label] = medians["softplus"] / medians["kernel"]
+    print(f"RESULT gradient_speedup_numba={speedups['numba']:.2f} "
+          f"gradient_speedup_c={speedups['c']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
