@@ -1,16 +1,18 @@
-"""One log-density-and-gradient evaluation of the Rasch model: the one-exp kernel against softplus.
+"""One log-density-and-gradient evaluation of the Rasch model: the one-exp kernels against PyTensor.
 
 Usage: python benchmarks/bench_gradient.py [--respondents 100 --items 50 --replicates 10]
 
-What a NUTS step costs, isolated from the sampler: the project's `rasch` model (its likelihood
-through irt/logit_kernel.py) against the same model with the likelihood written as
-``k * eta - n * softplus(eta)``, PyTensor's own graph and what the project used before. Both are
-compiled for the numba backend (what nutpie calls) and for PyTensor's C backend (what PyMC's own
-NUTS calls), checked to agree at a random point, then called alternately in --repeats rounds of
---calls evaluations; the figure per round is the mean time of one call, and the table gives the
-median round and the range. Calls go through a PyTensor Function with trust_input, which adds the
-same few microseconds to both. Ends with
-RESULT gradient_speedup_numba=<x> gradient_speedup_c=<y>   (median baseline / median kernel)
+What a NUTS step costs, isolated from the sampler: the project's `rasch` model, with labels as
+truth and with the judge's errors (its likelihoods through irt/logit_kernel.py), against the same
+models with the likelihoods written with PyTensor's own functions, as the project wrote them
+before: ``k * eta - n * softplus(eta)`` and the logaddexp mixture of the judge's two rates. Each
+pair is compiled for the numba backend (what nutpie calls) and for PyTensor's C backend (what
+PyMC's own NUTS calls), checked to agree at a random point, then called alternately in --repeats
+rounds of --calls evaluations; the figure per round is the mean time of one call, and the table
+gives the median round and the range. Calls go through a PyTensor Function with trust_input,
+which adds the same few microseconds to both. Ends with (median baseline / median kernel)
+RESULT gradient_speedup_numba=<x> gradient_speedup_c=<y> judge_error_speedup_numba=<z>
+       judge_error_speedup_c=<w>   (on the same line)
 """
 
 from __future__ import annotations
@@ -28,16 +30,31 @@ import pytensor.tensor as pt
 
 from audit.methods.rasch.irt import build_rasch_model, index_design
 from audit.methods.rasch.irt.indexing import RaschData
+from audit.methods.rasch.irt.judge_error import JudgeConfusion, judge_rates
 from audit.methods.rasch.irt.rasch import ITEM_PRIOR_SD, THETA_PRIOR_SD
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_fit import simulate  # noqa: E402
 
 MODES = {"numba": "NUMBA", "c": "FAST_RUN"}
+# A judge measured on 240 gold answers, about as good as the default judge.
+CONFUSION = JudgeConfusion("favourable", true_1_judged_1=100, true_1_judged_0=8,
+                           true_0_judged_0=120, true_0_judged_1=12)
 
 
-def softplus_model(data: RaschData) -> pm.Model:
-    """The `rasch` model with the likelihood as PyTensor's softplus graph: the baseline."""
+def softplus_logp(successes, trials, logit_p):
+    return successes * logit_p - trials * pt.softplus(logit_p)
+
+
+def logaddexp_logp(successes, trials, logit_p, sensitivity, specificity):
+    log_p, log_q = -pt.softplus(-logit_p), -pt.softplus(logit_p)
+    log_one = pt.logaddexp(pt.log(sensitivity) + log_p, pt.log1p(-specificity) + log_q)
+    log_zero = pt.logaddexp(pt.log1p(-sensitivity) + log_p, pt.log(specificity) + log_q)
+    return successes * log_one + (trials - successes) * log_zero
+
+
+def baseline_model(data: RaschData, confusion: JudgeConfusion | None) -> pm.Model:
+    """The `rasch` model with its likelihood in PyTensor's own functions: the baseline."""
     coords = {"respondent": list(data.respondents), "item": list(data.items),
               "cell": np.arange(data.successes.size)}
     with pm.Model(coords=coords) as model:
@@ -47,9 +64,13 @@ def softplus_model(data: RaschData) -> pm.Model:
         successes = pm.Data("successes", data.successes, dims="cell")
         theta = pm.ZeroSumNormal("theta", sigma=THETA_PRIOR_SD, dims="respondent")
         b = pm.Normal("b", mu=0.0, sigma=ITEM_PRIOR_SD, dims="item")
-        pm.CustomDist("y", trials, theta[respondent_idx] - b[item_idx],
-                      logp=lambda k, n, eta: k * eta - n * pt.softplus(eta),
-                      observed=successes, dims="cell")
+        logit_p = theta[respondent_idx] - b[item_idx]
+        if confusion is None:
+            pm.CustomDist("y", trials, logit_p, logp=softplus_logp, observed=successes,
+                          dims="cell")
+        else:
+            pm.CustomDist("y", trials, logit_p, *judge_rates(confusion), logp=logaddexp_logp,
+                          observed=successes, dims="cell")
     return model
 
 
@@ -75,27 +96,36 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     arguments = parser.parse_args()
     data = index_design(simulate(arguments.respondents, arguments.items, arguments.replicates, 1))
-    models = {"kernel": build_rasch_model(data, "rasch"), "softplus": softplus_model(data)}
+    print(f"{data.successes.size} cells; {arguments.repeats} rounds of {arguments.calls} calls; "
+          "microseconds per call, median (range)")
+    speedups = {}
+    for likelihood, confusion in (("gradient", None), ("judge_error", CONFUSION)):
+        models = {"kernel": build_rasch_model(data, "rasch", confusion=confusion),
+                  "baseline": baseline_model(data, confusion)}
+        for label, mode in MODES.items():
+            rounds = time_pair(models, mode, arguments)
+            medians = {name: statistics.median(found) for name, found in rounds.items()}
+            for name, found in rounds.items():
+                print(f"  {likelihood:<11} {label:<6} {name:<9} {medians[name]:7.1f} "
+                      f"({min(found):.1f}-{max(found):.1f})")
+            speedups[f"{likelihood}_speedup_{label}"] = medians["baseline"] / medians["kernel"]
+    print("RESULT " + " ".join(f"{name}={value:.2f}" for name, value in speedups.items()))
+
+
+def time_pair(models: dict[str, pm.Model], mode: str,
+              arguments: argparse.Namespace) -> dict[str, list[float]]:
+    """Microseconds per call of each model's function, per round, after checking they agree."""
     size = sum(value.size for value in models["kernel"].initial_point().values())
     point = np.random.default_rng(2).normal(0.0, 0.5, size)
-    print(f"{data.successes.size} cells, {size} parameters; {arguments.repeats} rounds of "
-          f"{arguments.calls} calls; microseconds per call, median (range)")
-    speedups = {}
-    for label, mode in MODES.items():
-        functions = {name: evaluator(model, mode) for name, model in models.items()}
-        values = {name: function(point) for name, function in functions.items()}
-        for got, expected in zip(values["kernel"], values["softplus"], strict=True):
-            np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
-        rounds: dict[str, list[float]] = {name: [] for name in functions}
-        for _ in range(arguments.repeats):  # alternated, so drifting load hits both
-            for name, function in functions.items():
-                rounds[name].append(time_rounds(function, point, arguments.calls) * 1e6)
-        medians = {name: statistics.median(found) for name, found in rounds.items()}
-        for name, found in rounds.items():
-            print(f"  {label:<6} {name:<9} {medians[name]:7.1f} ({min(found):.1f}-{max(found):.1f})")
-        speedups[label] = medians["softplus"] / medians["kernel"]
-    print(f"RESULT gradient_speedup_numba={speedups['numba']:.2f} "
-          f"gradient_speedup_c={speedups['c']:.2f}")
+    functions = {name: evaluator(model, mode) for name, model in models.items()}
+    values = {name: function(point) for name, function in functions.items()}
+    for got, expected in zip(values["kernel"], values["baseline"], strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
+    rounds: dict[str, list[float]] = {name: [] for name in functions}
+    for _ in range(arguments.repeats):  # alternated, so drifting load hits both
+        for name, function in functions.items():
+            rounds[name].append(time_rounds(function, point, arguments.calls) * 1e6)
+    return rounds
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pymc as pm
 import pytensor.tensor as pt
 
-from audit.methods.rasch.irt.logit_kernel import binomial_logit_logp
+from audit.methods.rasch.irt.logit_ops import binomial_logit_logp, misclassified_logit_logp
 
 
 def _kernel_logp(successes, trials, logit_p):
@@ -36,12 +36,9 @@ def binomial_cells(name: str, trials, logit_p, observed, dims: str) -> pt.Tensor
 
 
 def _misclassified_logp(successes, trials, logit_p, sensitivity, specificity):
-    # The judge reports 1 with probability sens * p + (1 - spec) * (1 - p). Written as a mixture
-    # in log space (logaddexp) so that p near 0 or 1 stays finite.
-    log_p, log_q = -pt.softplus(-logit_p), -pt.softplus(logit_p)  # log p, log(1 - p)
-    log_one = pt.logaddexp(pt.log(sensitivity) + log_p, pt.log1p(-specificity) + log_q)
-    log_zero = pt.logaddexp(pt.log1p(-sensitivity) + log_p, pt.log(specificity) + log_q)
-    return successes * log_one + (trials - successes) * log_zero
+    # The judge reports 1 with probability sens * p + (1 - spec) * (1 - p); value and gradients
+    # from one exp and two logs per cell (logit_kernel.py).
+    return misclassified_logit_logp(successes, trials, logit_p, sensitivity, specificity)
 
 
 def _misclassified_draws(trials, logit_p, sensitivity, specificity, size):

@@ -1,69 +1,69 @@
-"""The Binomial-logit cell terms and their gradient from one exp, in a loop numba vectorises.
+"""The likelihood kernels of the Binomial cells, on exp, log1p and log that numba vectorises.
 
-Every identified model's likelihood is, per cell, ``k * eta - n * softplus(eta)`` with gradient
-``k - n * sigmoid(eta)`` in the logit ``eta``. Written with PyTensor's softplus, the compiled
-gradient spent about two thirds of its time in exp and log1p (a numba loop that only gathers and
-scatters the same 5,000 cells took 15.5 of its 90 µs), because the pip build of llvmlite has no
-SVML: numba calls libm one value at a time, where XLA (NumPyro) vectorises. This Op computes both
-outputs from one ``e = exp(-|eta|)``:
+Every identified model's likelihood is, per cell of n labels with k ones, a function of the logit
+eta: ``k * eta - n * softplus(eta)`` when labels are truth, and ``k log r + (n - k) log(1 - r)``
+with ``r = sens * p + (1 - spec) * (1 - p)`` when they pass through the judge's errors. Written
+with PyTensor's functions, two thirds of a Rasch gradient went to exp and log1p (a numba loop that
+only gathers and scatters the same 5,000 cells took 15.5 of its 90 µs): the pip build of
+llvmlite has no SVML, so numba calls libm one value at a time, where XLA (NumPyro) vectorises.
+
+Here both kernels compute value and gradient from one ``e = exp(-|eta|)``:
 
     softplus(eta) = max(eta, 0) + log1p(e)
     sigmoid(eta)  = 1 / (1 + e)  if eta >= 0,  else  e / (1 + e)
 
-with exp and log1p written as plain arithmetic (Cody-Waite range reduction, a degree-13 Taylor
-polynomial, the exponent set through integer bits; log1p(e) = 2 atanh(e / (2 + e)) as an odd
-series), so LLVM vectorises the loop with FMA. No library gives numba a vectorised exp without
-SVML, which is why this is written by hand. Measured on 5,000 cells, idle: the loop takes 12.6 µs
-against 84.5 µs for the same loop calling libm, and the Rasch log density with gradient 45.7 µs
-against 151.5 µs (benchmarks/bench_gradient.py). Accuracy over |eta| <= 700 against an
-extended-precision reference: within 4.3e-16 relative, about two units in the last place (numpy's
-logaddexp and scipy's expit: 2.4e-16), tested in tests/methods/rasch/irt/test_logit_kernel.py.
+and exp, log1p and log are plain arithmetic: a range reduction, a polynomial or an odd series,
+and the binary exponent read or set through an int64 view of an array (numba offers views on
+arrays only, which is why the helpers take and return arrays). LLVM then vectorises the loops with
+FMA. No library gives numba vectorised transcendental functions without SVML, which is why they
+are written by hand. Measured on 5,000 cells, idle: a loop of exp and log1p took 12.6 µs against
+84.5 µs calling libm; the Rasch log density with gradient takes 45.7 µs against 151.5 µs
+(benchmarks/bench_gradient.py). Accuracy against an extended-precision reference: about two
+units in the last place (tests/methods/rasch/irt/test_logit_kernel.py).
+
+Every function uses ``error_model="numpy"`` (numba's ZeroDivisionError check alone stops LLVM from
+vectorising a division) and the ``contract`` fast-math flag only (FMA, nothing that could reorder
+the exact steps of a range reduction). The kernels and the functions they call share this file on
+purpose: numba's on-disk cache checks only the file of the function it compiled, so a helper in
+another file could change under a stale cached kernel. PyTensor's cache key of the Ops
+(logit_ops.KERNEL_VERSION) must be bumped with any change here.
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
-import pytensor.tensor as pt
-from pytensor.gradient import DisconnectedType
-from pytensor.graph.basic import Apply
-from pytensor.graph.op import Op
-from pytensor.tensor.type import discrete_dtypes
-from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 
-# Bump when the kernel's arithmetic changes: it is part of PyTensor's cache key for the Op.
-KERNEL_VERSION = 1
-# exp(-708) is the smallest power of e that is still a normal double; past it e is set to that
-# value, which changes softplus and sigmoid by less than 1e-307.
-_LARGEST_EXPONENT = 708.0
+_OPTIONS = {"error_model": "numpy", "fastmath": {"contract"}, "cache": True}
+# exp(-708) is the smallest power of e that is still a normal double; past it the result is held
+# at that value, which moves a softplus or a sigmoid by less than 1e-307.
+LARGEST_EXPONENT = 708.0
 _LOG2E = 1.4426950408889634
-# ln 2 split so that n * _LN2_HIGH is exact for every n the clamp allows (fdlibm's constants).
+# ln 2 split so that n * _LN2_HIGH is exact for every |n| < 2048 (fdlibm's constants).
 _LN2_HIGH = 6.93147180369123816490e-01
 _LN2_LOW = 1.90821492927058770002e-10
 _EXPONENT_BIAS = 1023
 _MANTISSA_BITS = 52
+_MANTISSA_MASK = (1 << _MANTISSA_BITS) - 1
+_EXPONENT_MASK = 0x7FF
+_SQRT2 = 1.4142135623730951
+_SMALLEST_NORMAL = 2.2250738585072014e-308
+_TWO_TO_54 = 18014398509481984.0
 
 
-@numba.njit(error_model="numpy", fastmath={"contract"}, cache=True)
-def binomial_logit_terms(successes, trials, logit_p):
-    """Per-cell ``k * eta - n * softplus(eta)`` and ``k - n * sigmoid(eta)``.
-
-    ``error_model="numpy"`` drops numba's ZeroDivisionError check, which alone stopped LLVM from
-    vectorising the divisions; ``contract`` allows FMA and nothing else, so the range reduction
-    keeps its exact steps. The loop is split in two because the exponent is set through an int64
-    view of the scale, which numba offers on arrays only.
-    """
-    size = logit_p.shape[0]
-    if successes.shape[0] != size or trials.shape[0] != size:
-        raise ValueError("successes, trials and logit_p must have the same length")
+@numba.njit(**_OPTIONS)
+def exp_minus_abs(values: np.ndarray) -> np.ndarray:
+    """exp(-|x|) per element, in (0, 1]; NaN elements give 1 (callers must carry NaN on)."""
+    size = values.shape[0]
     mantissa = np.empty(size)
     exponent_bits = np.empty(size, dtype=np.int64)
     for i in range(size):
-        magnitude = min(abs(logit_p[i]), _LARGEST_EXPONENT)
-        if magnitude != magnitude:  # NaN: any finite value; the output is set to NaN below
+        magnitude = min(abs(values[i]), LARGEST_EXPONENT)
+        if magnitude != magnitude:
             magnitude = 0.0
         halvings = np.floor(magnitude * _LOG2E + 0.5)
-        x = halvings * _LN2_HIGH - magnitude + halvings * _LN2_LOW  # in [-ln2/2, ln2/2]
+        x = halvings * _LN2_HIGH - magnitude + halvings * _LN2_LOW  # -(reduced), |x| <= ln2/2
+        # Taylor to degree 13: the remainder is below 4e-18 relative on |x| <= ln 2 / 2.
         poly = 1.0 / 6227020800.0
         poly = poly * x + 1.0 / 479001600.0
         poly = poly * x + 1.0 / 39916800.0
@@ -79,20 +79,69 @@ def binomial_logit_terms(successes, trials, logit_p):
         poly = poly * x + 1.0
         mantissa[i] = poly * x + 1.0
         exponent_bits[i] = (_EXPONENT_BIAS - np.int64(halvings)) << _MANTISSA_BITS
-    scale = exponent_bits.view(np.float64)
-    logp = np.empty(size)
-    gradient = np.empty(size)
+    return mantissa * exponent_bits.view(np.float64)
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def log1p_unit(e: float) -> float:
+    """log(1 + e) for e in [0, 1]: 2 atanh(s), s = e / (2 + e) <= 1/3, as an odd series.
+
+    Relative accuracy holds down to the smallest e, since s ~ e / 2 there. Terms to s^35: the
+    next is below 1e-17 of the sum.
+    """
+    s = e / (2.0 + e)
+    s2 = s * s
+    series = 1.0 / 35.0
+    series = series * s2 + 1.0 / 33.0
+    series = series * s2 + 1.0 / 31.0
+    series = series * s2 + 1.0 / 29.0
+    series = series * s2 + 1.0 / 27.0
+    series = series * s2 + 1.0 / 25.0
+    series = series * s2 + 1.0 / 23.0
+    series = series * s2 + 1.0 / 21.0
+    series = series * s2 + 1.0 / 19.0
+    series = series * s2 + 1.0 / 17.0
+    series = series * s2 + 1.0 / 15.0
+    series = series * s2 + 1.0 / 13.0
+    series = series * s2 + 1.0 / 11.0
+    series = series * s2 + 1.0 / 9.0
+    series = series * s2 + 1.0 / 7.0
+    series = series * s2 + 1.0 / 5.0
+    series = series * s2 + 1.0 / 3.0
+    return 2.0 * s * (series * s2 + 1.0)
+
+
+@numba.njit(**_OPTIONS)
+def log_positive(values: np.ndarray) -> np.ndarray:
+    """Natural log per element; 0 gives -inf, +inf gives inf, negatives and NaN give NaN.
+
+    x = 2^k m with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh((m - 1) / (m + 1)) with
+    |s| <= 0.172, so terms to s^23 leave under 1e-18. Subnormal inputs are scaled by 2^54 first.
+    """
+    size = values.shape[0]
+    scaled = np.empty(size)
+    exponent = np.empty(size)
     for i in range(size):
-        e = mantissa[i] * scale[i]  # exp(-|eta|), in (0, 1]
-        s = e / (2.0 + e)
+        value = values[i]
+        subnormal = value < _SMALLEST_NORMAL
+        scaled[i] = value * _TWO_TO_54 if subnormal else value
+        exponent[i] = -54.0 if subnormal else 0.0
+    bits = scaled.view(np.int64)
+    mantissa_bits = np.empty(size, dtype=np.int64)
+    for i in range(size):
+        exponent[i] += np.float64(((bits[i] >> _MANTISSA_BITS) & _EXPONENT_MASK) - _EXPONENT_BIAS)
+        mantissa_bits[i] = (bits[i] & _MANTISSA_MASK) | (_EXPONENT_BIAS << _MANTISSA_BITS)
+    mantissa = mantissa_bits.view(np.float64)
+    result = np.empty(size)
+    for i in range(size):
+        m = mantissa[i]
+        k = exponent[i]
+        high = m > _SQRT2
+        m = 0.5 * m if high else m
+        k = k + 1.0 if high else k
+        s = (m - 1.0) / (m + 1.0)
         s2 = s * s
-        series = 1.0 / 35.0
-        series = series * s2 + 1.0 / 33.0
-        series = series * s2 + 1.0 / 31.0
-        series = series * s2 + 1.0 / 29.0
-        series = series * s2 + 1.0 / 27.0
-        series = series * s2 + 1.0 / 25.0
-        series = series * s2 + 1.0 / 23.0
+        series = 1.0 / 23.0
         series = series * s2 + 1.0 / 21.0
         series = series * s2 + 1.0 / 19.0
         series = series * s2 + 1.0 / 17.0
@@ -103,79 +152,86 @@ def binomial_logit_terms(successes, trials, logit_p):
         series = series * s2 + 1.0 / 7.0
         series = series * s2 + 1.0 / 5.0
         series = series * s2 + 1.0 / 3.0
-        log1p_e = 2.0 * s * (series * s2 + 1.0)  # s <= 1/3: the next term is below 1e-17
+        log_m = 2.0 * s * (series * s2 + 1.0)
+        finite = k * _LN2_HIGH + (log_m + k * _LN2_LOW)
+        value = values[i]
+        special = np.nan if (value != value or value < 0.0) else value  # NaN, -x: NaN; inf: inf
+        special = -np.inf if value == 0.0 else special
+        result[i] = finite if (0.0 < value < np.inf) else special
+    return result
+
+
+@numba.njit(**_OPTIONS)
+def binomial_logit_terms(successes, trials, logit_p):
+    """Per cell, ``k * eta - n * softplus(eta)`` and its derivative ``k - n * sigmoid(eta)``."""
+    size = logit_p.shape[0]
+    if successes.shape[0] != size or trials.shape[0] != size:
+        raise ValueError("successes, trials and logit_p must have the same length")
+    small = exp_minus_abs(logit_p)
+    logp = np.empty(size)
+    gradient = np.empty(size)
+    for i in range(size):
+        e = small[i]
         eta = logit_p[i]
         positive = eta >= 0.0
-        softplus = (eta if positive else 0.0) + log1p_e
+        softplus = (eta if positive else 0.0) + log1p_unit(e)
         reciprocal = 1.0 / (1.0 + e)
         sigmoid = reciprocal if positive else e * reciprocal
-        term = successes[i] * eta - trials[i] * softplus
+        logp[i] = successes[i] * eta - trials[i] * softplus  # NaN eta: carried by k * eta
         slope = successes[i] - trials[i] * sigmoid
-        logp[i] = term  # a NaN eta is carried by k * eta, also for k = 0
-        gradient[i] = slope if eta == eta else eta  # but not here: sigmoid(NaN) came out finite
+        gradient[i] = slope if eta == eta else eta  # sigmoid(NaN) came out finite
     return logp, gradient
 
 
-class BinomialLogitTerms(Op):
-    """(successes, trials, logit_p) vectors -> (cell log-density, its derivative in logit_p).
+@numba.njit(**_OPTIONS)
+def misclassified_logit_terms(successes, trials, logit_p, sensitivity, specificity):
+    """Per cell, the log density of k judge ones in n labels, and its derivatives.
 
-    Both outputs come out of one node, so when PyTensor differentiates the summed first output
-    the gradient reads the second instead of recomputing a sigmoid.
+    The judge says 1 with probability r = sens * p + (1 - spec) * q and 0 with probability
+    1 - r = spec * q + (1 - sens) * p (p = sigmoid(eta), q = 1 - p, both from one exp), each a
+    sum of non-negative terms, so neither loses precision near 0 or 1. With
+    w = k / r - (n - k) / (1 - r), the derivatives are w (sens + spec - 1) p q in eta, w p in
+    sensitivity and -w q in specificity. Returns (log density, d eta, d sens, d spec) per cell.
     """
-
-    __props__ = ()
-
-    def make_node(self, successes, trials, logit_p) -> Apply:
-        inputs = [pt.as_tensor_variable(successes), pt.as_tensor_variable(trials),
-                  pt.cast(pt.as_tensor_variable(logit_p), "float64")]
-        if any(variable.type.ndim != 1 for variable in inputs):
-            raise TypeError("BinomialLogitTerms takes vectors; broadcast and flatten first")
-        outputs = [pt.dvector(), pt.dvector()]
-        return Apply(self, inputs, outputs)
-
-    def perform(self, node, inputs, output_storage) -> None:
-        # The Python and C linkers (PyMC's own sampler, compute_log_likelihood) call the same
-        # kernel: 187 µs a gradient with numpy's logaddexp and expit here against 161 µs for
-        # PyTensor's C softplus, which would have slowed every PyMC-sampled fit.
-        for storage, value in zip(output_storage, binomial_logit_terms(*inputs), strict=True):
-            storage[0] = value
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[2], input_shapes[2]]
-
-    def L_op(self, inputs, outputs, output_gradients):
-        successes, trials, logit_p = inputs
-        _, slope = outputs
-        gradient_logp, gradient_slope = output_gradients
-        sigmoid = pt.sigmoid(logit_p)
-        grads = [pt.zeros_like(successes, dtype="float64"), pt.zeros_like(trials, dtype="float64"),
-                 pt.zeros_like(logit_p)]
-        if not isinstance(gradient_logp.type, DisconnectedType):
-            grads[0] += gradient_logp * logit_p
-            grads[1] -= gradient_logp * pt.softplus(logit_p)
-            grads[2] += gradient_logp * slope
-        if not isinstance(gradient_slope.type, DisconnectedType):
-            grads[0] += gradient_slope
-            grads[1] -= gradient_slope * sigmoid
-            grads[2] -= gradient_slope * trials * sigmoid * (1.0 - sigmoid)
-        # PyTensor's convention for integer inputs (counts usually are): a float zero gradient.
-        return [pt.zeros_like(variable, dtype="float64") if variable.type.dtype in discrete_dtypes
-                else grad for variable, grad in zip(inputs, grads, strict=True)]
-
-
-binomial_logit_terms_op = BinomialLogitTerms()
-
-
-@register_funcify_default_op_cache_key(BinomialLogitTerms)
-def _numba_binomial_logit_terms(op, node=None, **kwargs):
-    return binomial_logit_terms, KERNEL_VERSION
-
-
-def binomial_logit_logp(successes, trials, logit_p) -> pt.TensorVariable:
-    """``k * logit_p - n * softplus(logit_p)`` per cell, through the one-exp kernel."""
-    successes, trials, logit_p = pt.broadcast_arrays(successes, trials, logit_p)
-    logp, _ = binomial_logit_terms_op(successes.ravel(), trials.ravel(), logit_p.ravel())
-    return logp.reshape(logit_p.shape)
-
-
-__all__ = ["KERNEL_VERSION", "BinomialLogitTerms", "binomial_logit_logp", "binomial_logit_terms"]
+    size = logit_p.shape[0]
+    if successes.shape[0] != size or trials.shape[0] != size:
+        raise ValueError("successes, trials and logit_p must have the same length")
+    small = exp_minus_abs(logit_p)
+    one_minus_sensitivity = 1.0 - sensitivity
+    one_minus_specificity = 1.0 - specificity  # exact for specificity >= 1/2 (Sterbenz)
+    p = np.empty(size)
+    q = np.empty(size)
+    judged_one = np.empty(size)
+    judged_zero = np.empty(size)
+    for i in range(size):
+        e = small[i]
+        reciprocal = 1.0 / (1.0 + e)
+        positive = logit_p[i] >= 0.0
+        p[i] = reciprocal if positive else e * reciprocal
+        q[i] = e * reciprocal if positive else reciprocal
+        judged_one[i] = sensitivity * p[i] + one_minus_specificity * q[i]
+        judged_zero[i] = specificity * q[i] + one_minus_sensitivity * p[i]
+    log_one = log_positive(judged_one)
+    log_zero = log_positive(judged_zero)
+    logp = np.empty(size)
+    d_logit = np.empty(size)
+    d_sensitivity = np.empty(size)
+    d_specificity = np.empty(size)
+    for i in range(size):
+        ones = successes[i]
+        zeros = trials[i] - ones
+        # A cell without ones (or zeros) must not multiply 0 by a log of 0.
+        logp[i] = ((ones * log_one[i] if ones != 0 else 0.0)
+                   + (zeros * log_zero[i] if zeros != 0 else 0.0))
+        weight = ((ones / judged_one[i] if ones != 0 else 0.0)
+                  - (zeros / judged_zero[i] if zeros != 0 else 0.0))
+        d_logit[i] = weight * (sensitivity - one_minus_specificity) * p[i] * q[i]
+        d_sensitivity[i] = weight * p[i]
+        d_specificity[i] = -weight * q[i]
+        if logit_p[i] != logit_p[i]:  # p and q of a NaN came out finite
+            nan = logit_p[i]
+            logp[i] = nan
+            d_logit[i] = nan
+            d_sensitivity[i] = nan
+            d_specificity[i] = nan
+    return logp, d_logit, d_sensitivity, d_specificity
