@@ -23,7 +23,7 @@ from audit.methods.rasch.irt.logit_kernel import binomial_logit_terms, misclassi
 
 # Part of PyTensor's cache key of both Ops: bump it with any change to logit_kernel.py, or a
 # cached model function keeps the old arithmetic.
-KERNEL_VERSION = 3
+KERNEL_VERSION = 4
 
 
 def _counts_and_logits(successes, trials, logit_p) -> list[pt.TensorVariable]:
