@@ -104,8 +104,9 @@ def _summary_agrees(first: pl.DataFrame, second: pl.DataFrame) -> None:
 
 
 def test_a_past_run_is_recreated_from_its_mlflow_record(pipeline_project: Path, tmp_path: Path):
-    """What the README tells users: the commit and params from the run, then `dvc repro` in a
-    fresh clone, with no response store and no DVC cache: every answer is generated again."""
+    """What docs/reproducibility.md tells users: the commit and params from the run, then
+    `dvc repro` in a fresh clone, with no response store and no DVC cache: every answer is
+    generated again."""
     uri = f"sqlite:///{pipeline_project / 'mlflow.db'}"
     from audit.tracking.mlflow import find_runs
 

@@ -27,8 +27,9 @@ def test_rasch_contrast_outside_the_rope_fails(tmp_path: Path) -> None:
 
 
 def test_a_different_contrast_within_the_noise_floor_does_not_fail(tmp_path: Path) -> None:
-    """README: a gap that is `different` but not beyond the noise is what any change of persona
-    text does, not a demographic finding. The old verdict failed it like any `different`."""
+    """docs/statistics.md: a gap that is `different` but not beyond the noise is what any change
+    of persona text does, not a demographic finding. The old verdict failed it like any
+    `different`."""
     run = rasch_run(tmp_path / "rasch", ["different", "different", "different"])
     contrasts = pl.read_csv(run / "fit" / "contrasts.csv").with_columns(
         noise_floor=pl.Series([0.5, 0.1, None], dtype=pl.Float64),

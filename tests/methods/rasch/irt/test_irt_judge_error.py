@@ -92,7 +92,7 @@ def test_corrected_model_covers_true_gaps_where_labels_as_truth_do_not():
     Why 300 gold answers a class: the audit data also inform the rates, and they pull them below
     the gold estimate (posterior sensitivity 0.64 to 0.70 against gold 0.68 to 0.73 with 60 + 60
     gold answers), which stretches the gaps; with 60 + 60 the corrected model covered 14 of 18
-    (measured on a busy 2-core machine). See the README on how large a gold set this needs.
+    (measured on a busy 2-core machine). docs/statistics.md says how large a gold set it needs.
     """
     corrected, uncorrected = [], []
     for replication in range(3):

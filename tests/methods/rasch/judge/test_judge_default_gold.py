@@ -4,9 +4,9 @@ The default cascade (rules, then Qwen2.5-Coder-1.5B scoring the letters of four 
 outcomes, and asking whether an answer that does not decide refused) and the judge model alone
 label the audit's own gold sample (`judge.gold_per_category` answers of each kind, the sample
 every run logs). Targets: cascade accuracy >= 0.90 and Cohen's kappa >= 0.85, judge alone >= 0.80.
-The thresholds below are what the shipped judge reached when it was chosen (README, "The judge,
-and how much to trust it"), where the figures on the whole gold set and its halves are written
-per kind of answer.
+The thresholds below are what the shipped judge reached when it was chosen (benchmarks/RESULTS.md,
+"Judge on the gold set", with the figures on the whole gold set and its held-out half; the
+judge itself is described in docs/judge.md).
 Raise a threshold when a better judge reaches more; never lower one.
 """
 
