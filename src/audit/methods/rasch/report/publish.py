@@ -20,6 +20,7 @@ from audit.llm.backends import create_backend
 from audit.methods.rasch.files import read_fit
 from audit.methods.rasch.irt import Diagnostics, RaschFit
 from audit.methods.rasch.irt.outcome import code_outcomes
+from audit.methods.rasch.irt.rasch import posterior_draws
 from audit.methods.rasch.irt.noise_floor import noise_floor_plot, noise_floor_table
 from audit.methods.rasch.judge.gold import gold_figures
 from audit.methods.rasch.report.plots import (
@@ -159,7 +160,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                  gold.metrics["gold/cohen_kappa"], 100 * gold.metrics["gold/rules_coverage"],
                  gold.metrics["gold/rules_accuracy"])
 
-    floor = noise_floor_table(fit.idata.posterior, cfg.fit.hdi_prob)
+    floor = noise_floor_table(posterior_draws(fit.idata), cfg.fit.hdi_prob)
     # The judge's rates as the fit estimated them (fit.judge_error): empty when labels were truth.
     judge_rates = fit.summary.filter(pl.col("parameter").str.starts_with("judge_"))
     if floor.height:
@@ -173,7 +174,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         **sampling_plots(fit.idata, fit.summary),
         **({"contrasts_forest.png": contrast_forest_plot(contrasts, cfg.fit.hdi_prob)}
            if contrasts is not None and contrasts.height else {}),
-        **({"noise_floor.png": noise_floor_plot(fit.idata.posterior)} if floor.height else {}),
+        **({"noise_floor.png": noise_floor_plot(posterior_draws(fit.idata))}
+           if floor.height else {}),
     }
     written = {name: _save(figure, report_dir / name) for name, figure in figures.items()}
     thetas.write_csv(report_dir / "theta_ranking.csv")
