@@ -74,7 +74,8 @@ def scaled_cost(cost: dict[str, float], prompts: pl.DataFrame, attribute: str,
 def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
     """Power and cost of every planned design size, one row per model and size."""
     prompts = design_stage(cfg)
-    power = simulate_power(prompts, cfg.plan, cfg.fit.model, cfg.fit.rope, cfg.fit.hdi_prob)
+    power = simulate_power(prompts, cfg.plan, cfg.fit.model, cfg.fit.rope, cfg.fit.hdi_prob,
+                           cfg.fit.engine)
     costs = []
     for replicates in cfg.plan.replicates:
         cost = design_cost(cfg, replicates, store)

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 from rich.console import Console
+from xarray import DataTree
 
 from audit.config import AuditConfig, ModelConfig
 from audit.methods.rasch.irt import Diagnostics
@@ -183,11 +184,11 @@ def test_the_page_is_calm_when_the_fit_converged(tmp_path):
     assert "The sampler converged" in page and "no demographic contrasts" in page
 
 
-def _posterior() -> az.InferenceData:
+def _posterior() -> DataTree:
     rng = np.random.default_rng(1)
     theta = rng.normal(size=(2, 50, 3))
     theta[1, :, 2] += 3.0  # chains disagree on this respondent only
-    return az.from_dict(posterior={"theta": theta, "b": rng.normal(size=(2, 50, 2))},
+    return az.from_dict({"posterior": {"theta": theta, "b": rng.normal(size=(2, 50, 2))}},
                         coords={"respondent": ["m/a", "m/b", "m/c"], "item": ["i1", "i2"]},
                         dims={"theta": ["respondent"], "b": ["item"]})
 
@@ -199,13 +200,14 @@ def test_trace_and_rank_plots_show_the_worst_parameters():
         "mean": [0.0] * 5, "sd": [1.0] * 5, "hdi_low": [-1.0] * 5, "hdi_high": [1.0] * 5,
         "r_hat": [1.0, 1.001, 1.9, 1.0, float("nan")], "ess_bulk": [100.0] * 5})
     assert worst_parameters(summary, 2) == ["b[i2]", "theta[m/c]"]  # NaN R-hat counts as worst
-    assert _draws_of(idata.posterior, "theta[m/c]").shape == (2, 50)
-    assert _draws_of(idata.posterior, "sigma") is None
-    assert _draws_of(idata.posterior, "theta[nobody]") is None
+    posterior = idata["posterior"].to_dataset()
+    assert _draws_of(posterior, "theta[m/c]").shape == (2, 50)
+    assert _draws_of(posterior, "sigma") is None
+    assert _draws_of(posterior, "theta[nobody]") is None
     figures = sampling_plots(idata, summary, count=3)
     assert set(figures) == {"trace_plot.png", "rank_plot.png"}
     titles = {axis.get_title() for axis in figures["trace_plot.png"].axes}
-    assert "theta[m/c]" in titles and "b[i2]" in titles
+    assert "theta[m\u2215c]" in titles and "b[i2]" in titles  # "/" shown as U+2215
     for figure in figures.values():
         plt.close(figure)
 

@@ -27,6 +27,10 @@ class FitConfig:
     cores: int = 2
     target_accept: float = 0.8
     seed: int = 20251123
+    # The sampler (irt/engines.py): auto (nutpie on callbacks cached across processes when its
+    # check of nutpie's internals passes, else public nutpie with one warning) | cached | nutpie
+    # (the public nutpie.compile_pymc_model) | pymc (PyMC's own NUTS).
+    engine: str = "auto"
     hdi_prob: float = 0.94
     rhat_max: float = 1.01
     ess_min: float = 400.0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import arviz as az
 import polars as pl
+from xarray import DataTree
 
 from audit.methods.rasch.config import FitConfig
 from audit.errors import AuditError
@@ -79,12 +80,19 @@ def write_fit(fit: RaschFit, directory: Path) -> None:
     }, indent=2, allow_nan=True) + "\n")
 
 
+def read_posterior(path: Path) -> DataTree:
+    """A posterior.nc as an ArviZ 1 DataTree, loaded into memory (the file is not held open, so a
+    rerun can replace it). Files written by releases on ArviZ 0.23 (InferenceData) have the same
+    netCDF groups and open the same way (tests/methods/rasch/test_posterior_files.py)."""
+    return az.from_netcdf(str(path)).load()
+
+
 def read_fit(directory: Path, fit_config: FitConfig) -> RaschFit:
     """The fit written by write_fit, with its diagnostics recomputed against fit_config."""
     posterior = directory / "posterior.nc"
     if not posterior.is_file():
         raise AuditError(f"posterior not found at {posterior}: run the fit stage first")
-    idata = az.from_netcdf(str(posterior))
+    idata = read_posterior(posterior)
     summary = read_table(directory / "summary.csv", SummarySchema, "fit summary")
     contrasts_file = directory / "contrasts.csv"
     contrasts = read_frame(contrasts_file, "contrasts") if contrasts_file.is_file() \

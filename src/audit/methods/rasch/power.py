@@ -30,11 +30,11 @@ import nutpie
 import polars as pl
 
 from audit.methods.rasch.config import PlanConfig
-from audit.methods.rasch.irt.compiled import compile_model
+from audit.methods.rasch.irt.engines import compile_nutpie
 from audit.methods.rasch.irt.contrasts import level_contrasts
 from audit.methods.rasch.irt.explanatory import RespondentTable, build_explanatory_model
 from audit.methods.rasch.irt.indexing import RaschData
-from audit.methods.rasch.irt.rasch import build_rasch_model
+from audit.methods.rasch.irt.rasch import build_rasch_model, posterior_draws
 
 logger = logging.getLogger(__name__)
 
@@ -172,8 +172,11 @@ def _summary_row(model_name: str, multiple: int, replicates: int, design: Planne
 
 
 def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit_model: str, rope: float,
-                   hdi_prob: float) -> pl.DataFrame:
-    """Probability of a ``different`` decision and expected HDI width per design size."""
+                   hdi_prob: float, engine: str = "auto") -> pl.DataFrame:
+    """Probability of a ``different`` decision and expected HDI width per design size.
+
+    ``engine`` is fit.engine; PyMC's sampler cannot swap data into one compiled model, so a plan
+    under fit.engine=pymc samples with nutpie (the same model and posterior)."""
     if fit_model not in PLANNABLE_MODELS:
         raise ValueError(f"planning simulates fit.model in {', '.join(PLANNABLE_MODELS)}; got "
                          f"{fit_model!r}: plan with fit=rasch (the same respondents and items)")
@@ -183,7 +186,8 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit_model: str, rope
     for multiple in plan.persona_multiples:
         design = planned_design(prompts, plan, multiple)
         respondents = RespondentTable(design.respondents, (design.attribute,))
-        compiled = compile_model(planning_model(design, respondents, fit_model))
+        compiled = compile_nutpie(planning_model(design, respondents, fit_model),
+                                  "auto" if engine == "pymc" else engine)
         for replicates in plan.replicates:
             outcomes: dict[str, list[tuple]] = {name: [] for name in respondents.models}
             for simulation in range(plan.simulations):
@@ -195,7 +199,7 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit_model: str, rope
                     compiled.with_data(successes=successes, trials=trials), draws=plan.draws,
                     tune=plan.tune, chains=plan.chains, cores=plan.chains,
                     seed=int(rng.integers(2**31)), progress_bar=False)
-                contrasts = level_contrasts(idata.posterior, respondents, rope, hdi_prob)
+                contrasts = level_contrasts(posterior_draws(idata), respondents, rope, hdi_prob)
                 for name in outcomes:
                     outcomes[name].append(_planted_row(contrasts, design, name))
                 logger.debug("plan: x%d personas, %d replicates, simulation %d done", multiple,

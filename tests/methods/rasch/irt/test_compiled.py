@@ -32,12 +32,12 @@ def regression_model(n: int = 40, seed: int = 0) -> pm.Model:
     """Data of three dtypes and two ranks, so a wrong offset, shape or dtype in the pointer
     table reads the wrong numbers; a zero-sum effect, so the sampled and stored sizes differ."""
     rng = np.random.default_rng(seed)
-    with pm.Model(coords={"group": ["a", "b", "c"]}) as model:
+    with pm.Model(coords={"level": ["a", "b", "c"]}) as model:
         x = pm.Data("x", rng.normal(size=(n, 2)))
         group = pm.Data("group", rng.integers(0, 3, n).astype(np.int32))
         y = pm.Data("y", rng.normal(size=n))
         beta = pm.Normal("beta", 0.0, 1.0, shape=2)
-        effect = pm.ZeroSumNormal("effect", 1.0, dims="group")
+        effect = pm.ZeroSumNormal("effect", 1.0, dims="level")
         sigma = pm.HalfNormal("sigma", 1.0)
         pm.Normal("y_obs", (x * beta).sum(axis=1) + effect[group], sigma, observed=y)
     return model

@@ -29,7 +29,7 @@ LABEL_OF = {1: "favourable", 0: "needs_more_information"}
 def prior_sampler(model: pm.Model, fit: FitConfig):
     with model:
         idata = pm.sample_prior_predictive(draws=200, random_seed=fit.seed)
-    idata.add_groups(posterior=idata.prior)
+    idata["posterior"] = idata["prior"].copy()
     return idata
 
 

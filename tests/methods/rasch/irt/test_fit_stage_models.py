@@ -31,7 +31,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:Runtim
 def prior_sampler(model: pm.Model, fit: FitConfig):
     with model:
         idata = pm.sample_prior_predictive(draws=200, random_seed=fit.seed)
-    idata.add_groups(posterior=idata.prior)
+    idata["posterior"] = idata["prior"].copy()
     return idata
 
 

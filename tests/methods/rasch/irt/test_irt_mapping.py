@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 import pymc as pm
 import pytest
+import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -74,12 +75,12 @@ def point_mass_sampler(true_theta: dict[str, float]):
     def sample(model: pm.Model, fit: FitConfig):
         with model:
             idata = pm.sample_prior_predictive(draws=50, random_seed=fit.seed)
-        posterior = idata.prior.expand_dims(chain=1) if "chain" not in idata.prior.dims \
-            else idata.prior
+        prior = idata["prior"].to_dataset()
+        posterior = prior.expand_dims(chain=1) if "chain" not in prior.dims else prior
         names = posterior["theta"].coords["respondent"].values
         values = np.array([true_theta[str(name)] for name in names])
         posterior["theta"] = posterior["theta"] * 0 + values
-        idata.add_groups(posterior=posterior)
+        idata["posterior"] = xr.DataTree(posterior)
         return idata
 
     return sample

@@ -51,8 +51,8 @@ def coverage_and_correlation(draws: xr.DataArray, dim: str, truth: np.ndarray,
                              prefix: str) -> tuple[np.ndarray, float]:
     assert [str(label) for label in draws[dim].values] == [f"{prefix}{k:02d}"
                                                           for k in range(truth.size)]
-    interval = az.hdi(draws.to_dataset(name="value"), hdi_prob=HDI_PROB)["value"]
-    low, high = interval.sel(hdi="lower").values, interval.sel(hdi="higher").values
+    interval = az.hdi(draws.to_dataset(name="value"), prob=HDI_PROB)["value"]
+    low, high = interval.sel(ci_bound="lower").values, interval.sel(ci_bound="upper").values
     inside = (low <= truth) & (truth <= high)
     mean = draws.mean(("chain", "draw")).values
     return inside, float(np.corrcoef(mean, truth)[0, 1])
@@ -83,6 +83,7 @@ def test_summary_hdis_match_the_posterior() -> None:
     fit = fit_rasch(simulate(rng.normal(0, 1, 6), rng.normal(0, 1, 8), seed=5),
                     FitConfig(draws=300, tune=300, chains=2, seed=1, hdi_prob=HDI_PROB))
     theta = parameter_table(fit.summary, "theta", "respondent").sort("respondent")
-    interval = az.hdi(fit.idata, var_names=["theta"], hdi_prob=HDI_PROB)["theta"]
-    np.testing.assert_allclose(theta["hdi_low"].to_numpy(), interval.sel(hdi="lower").values)
-    np.testing.assert_allclose(theta["hdi_high"].to_numpy(), interval.sel(hdi="higher").values)
+    interval = az.hdi(fit.idata, var_names=["theta"], prob=HDI_PROB)["theta"]
+    np.testing.assert_allclose(theta["hdi_low"].to_numpy(), interval.sel(ci_bound="lower").values)
+    np.testing.assert_allclose(theta["hdi_high"].to_numpy(),
+                               interval.sel(ci_bound="upper").values)

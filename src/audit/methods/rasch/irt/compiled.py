@@ -12,8 +12,16 @@ the whole compile, 50,000 responses).
 
 The sampled model, the initial points (nutpie's defaults: support point, jittered) and the
 draws for a given seed are nutpie's own: the same seed gives the same draws as
-``nutpie.compile_pymc_model`` (tests/methods/rasch/irt/test_compiled.py). This module uses
-nutpie's internal helpers, which is why pyproject.toml pins nutpie to one version.
+``nutpie.compile_pymc_model`` (tests/methods/rasch/irt/test_compiled.py).
+
+Private APIs, guarded. This module uses nutpie's internal helpers (``_make_functions``,
+``_wrap_with_lock``, ``_prepare_dims_and_coords``, the fields of ``CompiledPyMCModel``) and
+PyTensor's numba cache (``CACHED_SRC_FUNCTIONS``, ``compile_numba_function_src``). It is only
+reached through ``engines.py``, which imports it lazily and runs ``internals_problem`` first:
+``fit.engine=auto`` falls back to the public ``nutpie.compile_pymc_model`` with one warning when
+the nutpie version is not one this was tested on or an internal moved, so a change upstream costs
+speed, never a fit. What would retire the module: nutpie callbacks that numba can cache on disk
+(pymc-devs/nutpie#334, "Make the numba wrapper functions disk-cacheable"; not in nutpie 0.16.11).
 When PyTensor cannot cache the log density (an Op without a cache key, or
 ``PYTENSOR_FLAGS=numba__cache=False``), it falls back to ``nutpie.compile_pymc_model``.
 """
@@ -23,29 +31,44 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import time
 from collections.abc import Callable, Sequence
 
-import arviz as az
 import numba
 import numpy as np
 import nutpie
 import pymc as pm
 import pytensor
 from nutpie import compile_pymc as nutpie_pymc
-from arviz import dict_to_dataset
-from pymc.backends.arviz import (
-    coords_and_dims_for_inferencedata,
-    find_constants,
-    find_observations,
-)
 from pymc.initial_point import make_initial_point_fn
 from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS, compile_numba_function_src
 
 logger = logging.getLogger(__name__)
 
 # Bump when the generated source below changes meaning without changing its text.
-CALLBACK_VERSION = "1"
+CALLBACK_VERSION = "2"
+# nutpie releases whose internals this module was written against and tested on
+# (tests/methods/rasch/irt/test_compiled.py). Another version takes the public path under
+# fit.engine=auto: its private helpers may have moved even where the names below still exist.
+TESTED_NUTPIE_VERSIONS = ("0.16.11",)
+# What the module reads of nutpie's CompiledPyMCModel and its helpers.
+_NUTPIE_HELPERS = ("_make_functions", "_wrap_with_lock", "_prepare_dims_and_coords",
+                   "address_as_void_pointer", "CompiledPyMCModel")
+_MODEL_FIELDS = {"shared_data", "shared_var_keys", "user_data", "n_expanded", "shape_info",
+                 "logp_func", "expand_func", "reparameterized_names", "compiled_logp_func",
+                 "compiled_expand_func", "initial_point_func"}
+
+
+def internals_problem() -> str | None:
+    """Why the cached path cannot run with the installed nutpie, or None when it can."""
+    if nutpie.__version__ not in TESTED_NUTPIE_VERSIONS:
+        return (f"nutpie {nutpie.__version__} is not a version the cached fit path was tested on "
+                f"({', '.join(TESTED_NUTPIE_VERSIONS)})")
+    missing = [name for name in _NUTPIE_HELPERS if not hasattr(nutpie_pymc, name)]
+    fields = {field.name for field in dataclasses.fields(nutpie_pymc.CompiledPyMCModel)}
+    missing += sorted(_MODEL_FIELDS - fields)
+    if missing:
+        return f"nutpie {nutpie.__version__} lacks {', '.join(missing)}"
+    return None
 
 # nuts-rs's C signatures (nutpie/compile_pymc.py): logp(dim, x, gradient out, logp out, data)
 # and expand(dim, expanded dim, x, draws out, data); 0 means success.
@@ -160,7 +183,11 @@ def cached_callback(source: str, name: str, inner_name: str, inner: Callable,
 
 @dataclasses.dataclass(frozen=True)
 class CachedPyMCModel(nutpie_pymc.CompiledPyMCModel):
-    """nutpie's compiled PyMC model whose data live in ``shared_data`` behind ``pointer_table``."""
+    """nutpie's compiled PyMC model whose data live in ``shared_data`` behind ``pointer_table``.
+
+    ``shared_data`` is keyed by the shared variables' names (``shared_var_keys`` maps each
+    variable to its name), where nutpie keys it by a random uuid.
+    """
 
     def with_data(self, **updates) -> CachedPyMCModel:
         """New data of the same rank and dtype (the callbacks are compiled for both)."""
@@ -188,9 +215,10 @@ def _initial_point_function(model: pm.Model):
 def compile_model(model: pm.Model) -> nutpie_pymc.CompiledPyMCModel:
     """What ``nutpie.compile_pymc_model(model)`` returns, with cached callbacks when possible."""
     initial_point = _initial_point_function(model)
-    n_dim, n_expanded, logp_function, expand_function, initial_point_function, shape_info = (
-        nutpie_pymc._make_functions(model, mode="NUMBA", compute_grad=True, join_expanded=True,
-                                    pymc_initial_point_fn=initial_point))
+    (n_dim, n_expanded, logp_function, expand_function, initial_point_function, shape_info,
+     reparameterized) = nutpie_pymc._make_functions(
+        model, mode="NUMBA", compute_grad=True, join_expanded=True,
+        pymc_initial_point_fn=initial_point)
     variables = list(dict.fromkeys([*logp_function.get_shared(), *expand_function.get_shared()]))
     names = [variable.name for variable in variables]
     if len(set(names)) != len(names):
@@ -210,34 +238,14 @@ def compile_model(model: pm.Model) -> nutpie_pymc.CompiledPyMCModel:
     if logp is None or expand is None:
         logger.debug("PyTensor cannot cache this model's numba functions; nutpie compiles them")
         return nutpie.compile_pymc_model(model)
-    dims, coords = nutpie_pymc._prepare_dims_and_coords(model, shape_info)
+    dims, coords = nutpie_pymc._prepare_dims_and_coords(model, shape_info, reparameterized)
     return CachedPyMCModel(
         _n_dim=n_dim, dims=dims, _coords=coords,
         _shapes={name: tuple(shape) for name, _, shape in zip(*shape_info, strict=True)},
         compiled_logp_func=logp, compiled_expand_func=expand,
         initial_point_func=initial_point_function,
         shared_data=dict(zip(names, arrays, strict=True)),
+        shared_var_keys={variable: variable.name for variable in variables},
         user_data=table, n_expanded=n_expanded,
-        shape_info=shape_info, logp_func=logp_function, expand_func=expand_function)
-
-
-def sample_model(model: pm.Model, *, draws: int, tune: int, chains: int, cores: int,
-                 target_accept: float, seed: int) -> az.InferenceData:
-    """What ``pm.sample(nuts_sampler="nutpie", ...)`` returns, on ``compile_model``'s callbacks.
-
-    PyMC hands nutpie the seed itself when one integer seeds the run, and adds the observed and
-    constant data, since nutpie never sees the model; the same here.
-    """
-    compiled = compile_model(model)
-    started = time.perf_counter()
-    idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=cores,
-                          target_accept=target_accept, seed=seed, progress_bar=False)
-    idata.posterior.attrs.update({"sampling_time": time.perf_counter() - started,
-                                  "tuning_steps": tune})
-    coords, dims = coords_and_dims_for_inferencedata(model)
-    groups = {group: dict_to_dataset(found(model), library=pm, coords=coords, dims=dims,
-                                     default_dims=[])
-              for group, found in (("constant_data", find_constants),
-                                   ("observed_data", find_observations))}
-    idata.add_groups(groups, coords=coords, dims=dims)
-    return idata
+        shape_info=shape_info, logp_func=logp_function, expand_func=expand_function,
+        reparameterized_names=reparameterized)

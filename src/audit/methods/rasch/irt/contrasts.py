@@ -24,12 +24,12 @@ from __future__ import annotations
 import math
 from itertools import combinations
 
-import arviz as az
 import numpy as np
 import polars as pl
 import xarray as xr
 
 from audit.methods.rasch.irt.explanatory import NULL_KIND, RespondentTable
+from audit.stats.intervals import hdi_bounds
 
 # Default ROPE half-width in logits: Cohen's d = 0.1 ("negligible", half of "small") converted to a
 # log odds ratio with ln(OR) = d * pi / sqrt(3) (Chinn 2000, Statistics in Medicine 19(22)).
@@ -121,7 +121,7 @@ def null_spread_draws(posterior: xr.Dataset, respondents: RespondentTable,
 def _row(model_name: str, attribute: str, level_a: str, level_b: str, gap: np.ndarray,
          counts: dict[str, int], noise: np.ndarray | None, rope: float,
          hdi_prob: float) -> dict[str, object]:
-    low, high = (float(value) for value in az.hdi(gap, hdi_prob=hdi_prob))
+    low, high = hdi_bounds(gap, hdi_prob)
     n_a, n_b = counts.get(level_a, 0), counts.get(level_b, 0)
     row: dict[str, object] = {
         "model_name": model_name, "attribute": attribute, "level_a": level_a, "level_b": level_b,
@@ -188,7 +188,7 @@ def item_gaps(posterior: xr.Dataset, attribute: str, hdi_prob: float = 0.94) -> 
         for item in dif["item"].values:
             gap = _flat(overall + dif.sel({level_dim: level_a, "item": item})
                         - dif.sel({level_dim: level_b, "item": item}))
-            low, high = (float(value) for value in az.hdi(gap, hdi_prob=hdi_prob))
+            low, high = hdi_bounds(gap, hdi_prob)
             rows.append({"attribute": attribute, "level_a": level_a, "level_b": level_b,
                          "item": str(item), "mean": float(gap.mean()), "hdi_low": low,
                          "hdi_high": high, "overall_mean": float(_flat(overall).mean())})

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import arviz as az
 import polars as pl
+from xarray import DataTree
 
 from audit.methods.rasch.config import FitConfig
 
@@ -54,10 +54,10 @@ def _worst(summary: pl.DataFrame, column: str, worst: str) -> float:
     return float(values.max() if worst == "max" else values.min())
 
 
-def diagnose(idata: az.InferenceData, summary: pl.DataFrame, fit: FitConfig) -> Diagnostics:
-    sample_stats = getattr(idata, "sample_stats", None)
+def diagnose(idata: DataTree, summary: pl.DataFrame, fit: FitConfig) -> Diagnostics:
+    sample_stats = idata["sample_stats"] if "sample_stats" in idata.children else None
     divergences = 0
-    if sample_stats is not None and "diverging" in sample_stats:
+    if sample_stats is not None and "diverging" in sample_stats.data_vars:
         divergences = int(sample_stats["diverging"].sum())
     return Diagnostics(
         rhat_max=_worst(summary, "r_hat", "max"),

@@ -16,7 +16,7 @@ audit answers are left out of the fit: the rates are conditional on a parsed lab
 
 The audit data alone cannot tell a noisy judge from a model whose decisions are near 50%; only the
 gold counts pin the rates, so the correction is only as good as the gold set is like the audit's
-answers (see the README).
+answers (see docs/statistics.md).
 """
 
 from __future__ import annotations

@@ -10,13 +10,13 @@ interval of the same mass; ``estimated`` says the data at least halved it.
 
 from __future__ import annotations
 
-import arviz as az
 import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 from scipy import stats
 
 from audit.methods.rasch.irt.explanatory import RESIDUAL_PRIOR_SD
+from audit.stats.intervals import hdi_bounds
 
 # Posterior HDI width / prior central-interval width below which the floor counts as estimated.
 ESTIMATED_WIDTH_RATIO = 0.5
@@ -40,7 +40,7 @@ def noise_floor_table(posterior, hdi_prob: float) -> pl.DataFrame:
             continue
         for model_name in posterior[parameter]["model"].values:
             draws = posterior[parameter].sel(model=model_name).values.ravel()
-            low, high = (float(value) for value in az.hdi(draws, hdi_prob=hdi_prob))
+            low, high = hdi_bounds(draws, hdi_prob)
             ratio = (high - low) / (prior_high - prior_low)
             rows.append({"model_name": str(model_name), "parameter": parameter,
                          "prior_low": prior_low, "prior_high": prior_high,

@@ -27,9 +27,11 @@ import arviz as az
 import numpy as np
 import polars as pl
 import pymc as pm
+import xarray as xr
+from xarray import DataTree
 
 from audit.methods.rasch.config import FitConfig
-from audit.methods.rasch.irt.compiled import sample_model
+from audit.methods.rasch.irt.engines import sample_posterior
 from audit.methods.rasch.irt.contrasts import item_gaps, level_contrasts
 from audit.methods.rasch.irt.diagnostics import Diagnostics, diagnose
 from audit.methods.rasch.irt.explanatory import RespondentTable, build_explanatory_model, respondent_table
@@ -51,6 +53,8 @@ logger = logging.getLogger(__name__)
 # of MCMC", Bayesian Analysis 16(2). FitConfig carries the same defaults; these are the reference.
 RHAT_MAX_VEHTARI_2021 = 1.01
 ESS_MIN_VEHTARI_2021 = 400.0
+# Tail ESS is the smaller ESS of the indicators at the 5% and 95% quantiles (the same paper).
+TAIL_ESS_PROB = 0.95
 
 MODELS: tuple[str, ...] = ("rasch", "rasch_seed", "twopl", "explanatory", "hurdle")
 # Prior scales of the identified model, on the logit scale. theta keeps the seed model's N(0, 1);
@@ -69,7 +73,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "parameter", "mean", "sd", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail",
 )
 
-SampleFunction = Callable[[pm.Model, FitConfig], az.InferenceData]
+SampleFunction = Callable[[pm.Model, FitConfig], DataTree]
 
 
 def build_rasch_model(data: RaschData, model: str = "rasch",
@@ -145,7 +149,7 @@ def _build_identified_model(data: RaschData, coords: dict, discrimination: bool,
 class RaschFit:
     """What a fit returns instead of printing: the posterior, its summary and its health."""
 
-    idata: az.InferenceData
+    idata: DataTree
     summary: pl.DataFrame
     diagnostics: Diagnostics
     # Gaps between persona attribute levels (contrasts.CONTRAST_COLUMNS); empty when the outcome
@@ -178,20 +182,29 @@ class RaschFit:
         return pl.concat(tables) if tables else pl.DataFrame()
 
 
-def sample_with_nutpie(model: pm.Model, fit: FitConfig) -> az.InferenceData:
-    """nutpie on callbacks cached across processes (compiled.py), on ``fit.cores`` threads."""
-    return sample_model(model, draws=fit.draws, tune=fit.tune, chains=fit.chains, cores=fit.cores,
-                        target_accept=fit.target_accept, seed=fit.seed)
+def sample_with_nutpie(model: pm.Model, fit: FitConfig) -> DataTree:
+    """Draws from the sampler ``fit.engine`` names (engines.py; nutpie unless it says pymc)."""
+    return sample_posterior(model, fit)
 
 
-def summarise(idata: az.InferenceData, hdi_prob: float) -> pl.DataFrame:
+def posterior_draws(idata: DataTree) -> xr.Dataset:
+    """The posterior group as an xarray Dataset (what contrasts, floors and plots read): ArviZ 1
+    returns a DataTree, whose nodes select variables differently from a Dataset."""
+    return idata["posterior"].to_dataset()
+
+
+def summarise(idata: DataTree, hdi_prob: float) -> pl.DataFrame:
     """ArviZ's summary as a validated polars table with the column names of the CLI contract."""
     extras = [name for name in idata.posterior.data_vars
               if name not in SUMMARY_VARIABLES and name.startswith(EXTRA_SUMMARY_PREFIXES)
               and not name.endswith(("_z", "__"))]  # standardised and transformed helpers
-    table = az.summary(idata, var_names=[*SUMMARY_VARIABLES, *sorted(extras)], hdi_prob=hdi_prob,
-                       kind="all", round_to="none")
-    low, high = (column for column in table.columns if column.startswith("hdi_"))
+    # ArviZ 1 takes the tail ESS's quantiles from the default interval mass (stats.ci_prob, 0.89:
+    # the 11% and 89% quantiles); ess_tail here keeps its meaning of Vehtari et al. (2021) and of
+    # earlier releases, the 5% and 95% quantiles (tests/methods/rasch/test_posterior_files.py).
+    with az.rc_context({"stats.ci_prob": TAIL_ESS_PROB}):
+        table = az.summary(idata, var_names=[*SUMMARY_VARIABLES, *sorted(extras)],
+                           ci_prob=hdi_prob, ci_kind="hdi", kind="all", round_to="none")
+    low, high = (column for column in table.columns if column.startswith("hdi"))
     summary = pl.DataFrame(
         {
             "parameter": [str(name) for name in table.index],
@@ -242,9 +255,10 @@ def fit_rasch(
     )
     idata = sample(model, fit)
     summary = summarise(idata, fit.hdi_prob)
-    contrasts = (level_contrasts(idata.posterior, respondents, fit.rope, fit.hdi_prob)
+    posterior = posterior_draws(idata)
+    contrasts = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob)
                  if respondents is not None and attributes else pl.DataFrame())
-    gaps = [item_gaps(idata.posterior, attribute, fit.hdi_prob) for attribute in fit.item_dif
+    gaps = [item_gaps(posterior, attribute, fit.hdi_prob) for attribute in fit.item_dif
             if fit.model == "explanatory"]
     return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit),
                     contrasts=contrasts, item_gaps=pl.concat(gaps) if gaps else pl.DataFrame(),
@@ -262,8 +276,8 @@ def _fit_hurdle(outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction,
     summary = summarise(idata, fit.hdi_prob)
     diagnostics = diagnose(idata, summary, fit)
     steps = {}
-    for outcome, posterior in ((DECIDED_OUTCOME, idata.posterior),
-                               (ABSTAINED_OUTCOME, abstention_posterior(idata.posterior))):
+    for outcome, posterior in ((DECIDED_OUTCOME, posterior_draws(idata)),
+                               (ABSTAINED_OUTCOME, abstention_posterior(posterior_draws(idata)))):
         steps[outcome] = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob)
                           if respondents is not None and fit.attributes else pl.DataFrame())
     companion = RaschFit(idata=idata, summary=summary, diagnostics=diagnostics,

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 import xarray as xr  # noqa: E402
+from xarray import DataTree  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
@@ -180,31 +181,34 @@ def _draws_of(posterior: xr.Dataset, parameter: str) -> xr.DataArray | None:
         return None
 
 
-def sampling_plots(idata: az.InferenceData, summary: pl.DataFrame,
+def sampling_plots(idata: DataTree, summary: pl.DataFrame,
                    count: int = 4) -> dict[str, Figure]:
     """ArviZ trace and rank plots of the worst-converged parameters; empty when none maps."""
-    posterior = getattr(idata, "posterior", None)
-    if posterior is None:
+    if "posterior" not in idata.children:
         return {}
+    posterior = idata["posterior"].to_dataset()
     chosen = {parameter: draws for parameter in worst_parameters(summary, count)
               if (draws := _draws_of(posterior, parameter)) is not None}
     if not chosen:
         return {}
-    dataset = xr.Dataset({name: draws.drop_vars([coord for coord in draws.coords
-                                                 if coord not in ("chain", "draw")])
-                          for name, draws in chosen.items()})
-    trace_axes = az.plot_trace(dataset, compact=False, figsize=(9, 2.0 * len(chosen)))
-    trace = np.asarray(trace_axes).ravel()[0].figure
+    # ArviZ 1 plots through a DataTree, whose variable names cannot hold "/" (respondents are
+    # "model/persona"): shown with U+2215, which looks the same.
+    dataset = xr.Dataset({name.replace("/", "\u2215"): draws.drop_vars(
+        [coord for coord in draws.coords if coord not in ("chain", "draw")])
+        for name, draws in chosen.items()})
+    # ArviZ 1 draws through arviz-plots and returns a PlotCollection; its figure is the "figure"
+    # entry of the collection's viz tree.
+    trace = az.plot_trace(dataset, backend="matplotlib").viz["figure"].item()
+    trace.set_size_inches(9, 2.0 * len(chosen))
     trace.suptitle("Trace of the parameters with the highest R-hat")
     trace.tight_layout()
-    rank_axes = np.asarray(az.plot_rank(dataset, figsize=(9, 2.6 * ((len(chosen) + 1) // 2)),
-                                        grid=(max(1, (len(chosen) + 1) // 2), 2))).ravel()
-    for axis in rank_axes:
+    rank = az.plot_rank(dataset, backend="matplotlib").viz["figure"].item()
+    rank.set_size_inches(9, 2.6 * ((len(chosen) + 1) // 2))
+    for axis in rank.axes:
         axis.title.set_fontsize(9)
         axis.xaxis.label.set_fontsize(8)
         axis.yaxis.label.set_fontsize(8)
         axis.tick_params(labelsize=7)
-    rank = rank_axes[0].figure
     rank.suptitle("Rank plots (uniform bars: chains agree)")
     rank.tight_layout()
     return {"trace_plot.png": trace, "rank_plot.png": rank}

@@ -1,0 +1,116 @@
+"""Which sampler fits a model: ``fit.engine``.
+
+* ``nutpie``: the public path, ``nutpie.compile_pymc_model`` then ``nutpie.sample``.
+* ``cached``: nutpie on callbacks that a second process loads from disk instead of compiling
+  (compiled.py; nutpie 0.16.11 cannot cache its own, see FACTS.md). The same sampler and, for a
+  seed, the same draws as ``nutpie``; it saves the 7-11 s compile of every new process, which is
+  what repeated fits (plan loops, sweeps, DVC stages) pay again and again.
+* ``pymc``: PyMC's own NUTS (C backend), for a user who wants the reference sampler.
+* ``auto`` (the default): ``cached`` when its check of nutpie's internals passes, else
+  ``nutpie`` with one warning. Never a crash: a cached compile that fails with an internals error
+  also falls back.
+
+compiled.py is imported only here and only when asked for, so an upstream change to nutpie's or
+PyTensor's internals cannot break the import of the fit code.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import nutpie
+import pymc as pm
+
+from audit.errors import AuditError
+
+if TYPE_CHECKING:
+    from xarray import DataTree
+
+    from audit.methods.rasch.config import FitConfig
+
+logger = logging.getLogger(__name__)
+
+ENGINES: tuple[str, ...] = ("auto", "cached", "nutpie", "pymc")
+# Errors that mean "nutpie's or PyTensor's internals are not what compiled.py expects".
+_INTERNALS_ERRORS = (ImportError, AttributeError, TypeError, KeyError)
+_warned: set[str] = set()
+
+
+def cached_path_problem() -> str | None:
+    """Why ``fit.engine=cached`` cannot run here, or None."""
+    try:
+        from audit.methods.rasch.irt import compiled
+    except _INTERNALS_ERRORS as error:
+        return f"nutpie's or PyTensor's internals moved ({type(error).__name__}: {error})"
+    return compiled.internals_problem()
+
+
+def _fall_back(reason: str) -> None:
+    if reason not in _warned:  # one warning a process, not one per fit of a plan loop
+        _warned.add(reason)
+        logger.warning("fit.engine=auto: %s; fitting with the public nutpie path instead "
+                       "(same draws, a few seconds more to compile)", reason)
+
+
+def _check(engine: str) -> None:
+    if engine not in ENGINES:
+        raise AuditError(f"fit.engine={engine!r} is not an engine; choose one of "
+                         f"{', '.join(ENGINES)} (fit.engine=auto is the default)")
+
+
+def compile_nutpie(model: pm.Model, engine: str = "auto"):
+    """A nutpie compiled model (``with_data`` works on both kinds) for auto, cached or nutpie."""
+    _check(engine)
+    if engine == "pymc":
+        raise AuditError("fit.engine=pymc cannot reuse one compiled model across simulations; "
+                         "plan with fit.engine=auto, cached or nutpie")
+    if engine in ("auto", "cached"):
+        problem = cached_path_problem()
+        if problem is None:
+            from audit.methods.rasch.irt import compiled
+            try:
+                return compiled.compile_model(model)
+            except _INTERNALS_ERRORS as error:
+                if engine == "cached":
+                    raise
+                problem = f"the cached compile failed ({type(error).__name__}: {error})"
+        if engine == "cached":
+            raise AuditError(f"fit.engine=cached cannot run here: {problem}; use fit.engine=auto "
+                             "or fit.engine=nutpie")
+        _fall_back(problem)
+    return nutpie.compile_pymc_model(model)
+
+
+def sample_posterior(model: pm.Model, fit: FitConfig) -> DataTree:
+    """Draws of ``model`` with the sampler ``fit.engine`` names, as an ArviZ DataTree."""
+    _check(fit.engine)
+    if fit.engine == "pymc":
+        return pm.sample(draws=fit.draws, tune=fit.tune, chains=fit.chains, cores=fit.cores,
+                         target_accept=fit.target_accept, random_seed=fit.seed,
+                         progressbar=False, compute_convergence_checks=False, model=model)
+    return sample_compiled(compile_nutpie(model, fit.engine), model, draws=fit.draws,
+                           tune=fit.tune, chains=fit.chains, cores=fit.cores,
+                           target_accept=fit.target_accept, seed=fit.seed)
+
+
+def sample_compiled(compiled, model: pm.Model, *, draws: int, tune: int, chains: int,
+                    cores: int, target_accept: float, seed: int) -> DataTree:
+    """nutpie's draws of a compiled model, with the groups and attributes PyMC adds.
+
+    What ``pm.sample(nuts_sampler="nutpie", random_seed=seed)`` does: nutpie gets the seed itself,
+    and the observed and constant data and the sampling time are added afterwards (nutpie never
+    sees the model), through PyMC's own helper.
+    """
+    started = time.perf_counter()
+    idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=cores,
+                          target_accept=target_accept, seed=seed, progress_bar=False)
+    elapsed = time.perf_counter() - started
+    try:
+        from pymc.backends.arviz import patch_nutpie_idata
+    except ImportError:  # PyMC moved its helper: the draws are complete without the data groups
+        idata.posterior.attrs.update({"sampling_time": elapsed, "tuning_steps": tune})
+    else:
+        patch_nutpie_idata(idata, model, elapsed)
+    return idata
