@@ -36,13 +36,28 @@ class SamplingConfig:
 
 
 @dataclass
+class HubFileConfig:
+    """A GGUF file on the Hugging Face hub, pinned: downloaded once into the model cache with
+    huggingface_hub (HF_TOKEN, HF_ENDPOINT honoured) and used only when its sha256 matches."""
+
+    repo: str = MISSING  # e.g. Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF
+    file: str = MISSING  # the file's path in the repository
+    revision: str = MISSING  # a commit sha (a branch name would let the file change under a run)
+    sha256: str = MISSING  # the file's digest (the hub lists it as the LFS "SHA256")
+
+
+@dataclass
 class ModelConfig:
     """One audited model (or a judge's model): which backend talks to it and how it samples."""
 
     backend: str = "embedded"
-    # For embedded and llamacpp: a packaged model name (audit.llm.backends.packaged.PACKAGED_MODELS)
-    # or a GGUF path.
-    model: str = MISSING
+    # Servers: the model name the server serves. embedded and llamacpp: a packaged model name
+    # (audit.llm.backends.packaged.PACKAGED_MODELS) or a GGUF path; optional with `path` or `hub`.
+    model: str = ""
+    # embedded and llamacpp: a GGUF file on disk, or one on the Hugging Face hub (one of the two,
+    # instead of a packaged `model` name). audit.llm.model_sources resolves all three.
+    path: str | None = None
+    hub: HubFileConfig | None = None
     system_prompt: str = ""
     n_ctx: int = 2048  # embedded, llamacpp: context size (per slot); ollama: sent as num_ctx
     n_threads: int = 2

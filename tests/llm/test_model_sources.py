@@ -1,0 +1,154 @@
+"""Model files from where users keep them: a packaged model, a GGUF path, a pinned hub file.
+
+The hub is a loopback server (tests/servers/hub_loopback.py) reached through HF_ENDPOINT by the real
+huggingface_hub client; the real hub is never contacted."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from audit.config import HubFileConfig, ModelConfig, SamplingConfig
+from audit.llm.backends.base import BackendError, ChatRequest, Message
+from audit.llm.backends.packaged import CACHE_ENV, PACKAGED_MODELS, PartedFile, resolve_model_path
+from audit.llm.model_sources import hub_file, model_file
+from servers.hub_loopback import HubLoopback
+
+REPO, REVISION, FILE = "someone/tiny-gguf", "0123456789abcdef0123456789abcdef01234567", "tiny.gguf"
+CONTENT = b"GGUF" + bytes(range(256)) * 64
+
+
+def _hub(sha256: str | None = None, file: str = FILE) -> HubFileConfig:
+    return HubFileConfig(repo=REPO, file=file, revision=REVISION,
+                         sha256=sha256 or hashlib.sha256(CONTENT).hexdigest())
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """The loopback hub, with HF_ENDPOINT pointing at it and an empty model cache."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "models"))
+    with HubLoopback({(REPO, REVISION, FILE): CONTENT}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        yield server
+
+
+def test_a_hub_file_is_downloaded_once_into_the_model_cache(hub, tmp_path) -> None:
+    """Fails if the file lands outside the cache, differs from the served bytes, or is fetched
+    again on the next run."""
+    path = hub_file(_hub())
+    assert path.read_bytes() == CONTENT
+    assert (tmp_path / "models" / "hub") in path.parents
+    assert hub.downloads() == 1
+    assert hub_file(_hub()) == path and hub.downloads() == 1
+
+
+def test_a_hub_file_with_another_digest_is_deleted_and_never_used(hub) -> None:
+    """Fails if a file that does not match its pin is returned, or stays in the cache where the
+    next run would find it without downloading."""
+    with pytest.raises(BackendError) as error:
+        hub_file(_hub(sha256="ab" * 32))
+    assert error.value.kind == "model_digest_mismatch"
+    assert "deleted and not used" in str(error.value) and "\n" not in str(error.value)
+    with pytest.raises(BackendError):
+        hub_file(_hub(sha256="ab" * 32))
+    assert hub.downloads() == 2  # downloaded again: nothing of the bad file was kept
+    assert hub_file(_hub()).read_bytes() == CONTENT
+
+
+def test_a_missing_hub_file_and_a_malformed_pin_are_one_line_each(hub) -> None:
+    with pytest.raises(BackendError, match=r"cannot download other\.gguf from the hub repo "
+                                           r"someone/tiny-gguf at 0123.*: 404"):
+        hub_file(_hub(file="other.gguf"))
+    with pytest.raises(BackendError, match="hub.sha256 must be the file's 64-hex-digit sha256"):
+        hub_file(_hub(sha256="main"))
+    assert hub.downloads() == 0
+
+
+def test_a_model_names_its_file_in_exactly_one_way(tmp_path) -> None:
+    gguf = tmp_path / "mine.gguf"
+    gguf.write_bytes(CONTENT)
+    assert model_file(ModelConfig(path=str(gguf))) == gguf
+    with pytest.raises(BackendError, match="exactly one of `model`.*gives model and path"):
+        model_file(ModelConfig(model="smollm2-135m-instruct", path=str(gguf)))
+    with pytest.raises(BackendError, match="gives none"):
+        model_file(ModelConfig())
+    with pytest.raises(BackendError, match="model file not found: .*absent.gguf"):
+        model_file(ModelConfig(path=str(tmp_path / "absent.gguf")))
+
+
+def test_a_packaged_model_without_its_extra_names_the_extra(monkeypatch) -> None:
+    """What a slim install (no `embedded` extra) sees when it picks an embedded default model."""
+    monkeypatch.setitem(PACKAGED_MODELS, "absent-model", PartedFile(
+        parts=(("absent_part_pkg1", "data/part01.bin"), ("absent_part_pkg2", "data/part02.bin")),
+        file_name="absent.gguf", sha256="0" * 64, size=10))
+    with pytest.raises(BackendError) as error:
+        model_file(ModelConfig(model="absent-model"))
+    message = str(error.value)
+    assert "not installed: install the `embedded` extra" in message and "\n" not in message
+
+
+CHILD = textwrap.dedent("""
+    import json, sys
+    from audit.config import HubFileConfig, ModelConfig, SamplingConfig
+    from audit.llm.backends import create_backend
+    from audit.llm.backends.base import ChatRequest, Message
+    hub = HubFileConfig(**json.loads(sys.argv[1]))
+    backend = create_backend(ModelConfig(backend="embedded", hub=hub, n_threads=2,
+                                         sampling=SamplingConfig(max_tokens=8)))
+    request = ChatRequest(messages=(Message("user", "Say yes."),), temperature=0.0, top_p=1.0,
+                          max_tokens=8, repeat_penalty=1.0, seed=1)
+    print(json.dumps({"identity": backend.identity(), "text": backend.complete(request).text}))
+""")
+
+
+@pytest.mark.slow
+def test_an_embedded_model_from_the_hub_answers_like_the_same_packaged_file(tmp_path) -> None:
+    """The real SmolLM2 GGUF served by the loopback hub, downloaded in a fresh process through
+    HF_ENDPOINT alone: same identity (so the same request keys and stored answers) and the same
+    answer as the packaged file. Fails if the hub path hands the runtime another file or the
+    identity depends on where the file came from."""
+    packaged = resolve_model_path("smollm2-135m-instruct")
+    content = packaged.read_bytes()
+    pin = {"repo": "HuggingFaceTB/SmolLM2-135M-Instruct-GGUF", "file": packaged.name,
+           "revision": REVISION, "sha256": hashlib.sha256(content).hexdigest()}
+    with HubLoopback({(pin["repo"], REVISION, pin["file"]): content}) as server:
+        environment = {**os.environ, "HF_ENDPOINT": server.url,
+                       CACHE_ENV: str(tmp_path / "models"), "HF_HUB_OFFLINE": "0"}
+        result = subprocess.run([sys.executable, "-c", CHILD, json.dumps(pin)], env=environment,
+                                capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    from_hub = json.loads(result.stdout.strip().splitlines()[-1])
+    from audit.llm.backends import create_backend
+
+    local = create_backend(ModelConfig(backend="embedded", model="smollm2-135m-instruct",
+                                       n_threads=2, sampling=SamplingConfig(max_tokens=8)))
+    request = ChatRequest(messages=(Message("user", "Say yes."),), temperature=0.0, top_p=1.0,
+                          max_tokens=8, repeat_penalty=1.0, seed=1)
+    assert from_hub["identity"] == local.identity()
+    assert from_hub["text"] == local.complete(request).text
+
+
+def test_a_design_stops_before_any_prompt_when_a_models_extra_is_missing(monkeypatch, tmp_path):
+    """The Rasch design checks the audited models and the judge's: a judge whose parts are not
+    installed stops the run at design, not after every audited prompt was answered."""
+    from audit.cli.params import compose_params
+    from audit.errors import AuditError
+    from audit.llm.model_sources import check_model_files
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-cache"))
+    cfg = compose_params([])
+    judge = next(iter(cfg.judge.models.values()))
+    entry = PACKAGED_MODELS[judge.model]
+    monkeypatch.setitem(PACKAGED_MODELS, judge.model, PartedFile(
+        parts=tuple((f"absent_{index}", relative) for index, (_, relative)
+                    in enumerate(entry.parts)), file_name=entry.file_name, sha256=entry.sha256,
+        size=entry.size))
+    with pytest.raises(AuditError, match=f"the embedded model '{judge.model}' is not installed: "
+                                         "install the `embedded` extra"):
+        check_model_files([*cfg.model.values(), *cfg.judge.models.values()])
