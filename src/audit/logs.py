@@ -1,15 +1,76 @@
-"""Logging for the command-line entry points: one format, and third-party chatter kept down."""
+"""Logging for the command-line entry points: one console, one format, no library chatter.
+
+Progress bars and log lines share one rich Console on stderr (`console()`): a line logged while a
+bar is drawn is printed above the bar instead of through it, and stdout keeps only results (the
+summary, tables), so `python -m audit > result.txt` keeps them.
+
+By default only the tool's own INFO lines reach the terminal; libraries speak at WARNING and
+above (matplotlib's font cache, pytensor's "Compiling new CVM", ArviZ's backend discovery, one
+httpx line per request, MLflow's and alembic's table creation). `AUDIT_VERBOSE=1` brings every
+INFO line back, for all entry points (`python -m audit`, `audit.stages`, `audit.runs`, ...).
+Hydra's own log file in the run directory keeps the INFO lines of every logger either way.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 
-# Loggers that announce, at INFO, things a user cannot act on: ArviZ lists optional preview
-# packages that are not installed; httpx logs one line per HTTP request (hundreds a run with a
-# server backend); MLflow logs its database-table creation and migration in a second format of
-# its own.
-QUIET_LOGGERS = ("arviz.preview", "httpx", "mlflow.store.db.utils", "alembic")
+from rich.console import Console
+
+VERBOSE_ENV = "AUDIT_VERBOSE"
+# Loggers whose INFO lines a user reads: the tool's own, and Hydra's (a sweep's "Launching 2 jobs
+# locally" and the job list).
+OWN_LOGGERS = ("audit", "hydra", "__main__")
+# Libraries that log through handlers of their own instead of the root logger's, so the console
+# handler's filter never sees them: their level is set instead. MLflow (re)configures its logger
+# when it is imported, from MLFLOW_LOGGING_LEVEL, which is set too.
+SELF_HANDLED_LOGGERS = ("mlflow", "alembic")
+QUIET_LOGGERS = ("arviz", "httpx", "httpcore", "matplotlib", "numba", "pytensor",
+                 *SELF_HANDLED_LOGGERS)
+CLI_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+_console: Console | None = None
+
+
+def verbose() -> bool:
+    """AUDIT_VERBOSE set to anything but empty, 0 or false."""
+    return os.environ.get(VERBOSE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def console() -> Console:
+    """The one stderr console that progress bars and log lines are drawn on."""
+    global _console
+    if _console is None:
+        _console = Console(stderr=True)
+    return _console
+
+
+class LibraryInfoFilter(logging.Filter):
+    """Below WARNING, only the tool's own loggers pass, unless AUDIT_VERBOSE is set."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return (record.levelno >= logging.WARNING or record.name.split(".")[0] in OWN_LOGGERS
+                or verbose())
+
+
+class ConsoleLogHandler(logging.Handler):
+    """Log records printed on `console()`, one unwrapped line each, above any progress bar.
+
+    `stream` is accepted and ignored: Hydra's default job_logging names one for its console
+    handler, and the key survives when conf/config.yaml swaps the handler's class for this one."""
+
+    def __init__(self, stream: object = None, level: int = logging.NOTSET) -> None:
+        super().__init__(level)
+        self.addFilter(LibraryInfoFilter())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = self.format(record)
+            console().print(message, markup=False, highlight=False, emoji=False, soft_wrap=True)
+        except Exception:  # noqa: BLE001 - logging must never raise; report it the logging way
+            self.handleError(record)
 
 
 def silence_library_warnings() -> None:
@@ -20,11 +81,17 @@ def silence_library_warnings() -> None:
 
 
 def quiet_noisy_loggers() -> None:
+    """Libraries at WARNING, unless AUDIT_VERBOSE is set (then nothing is changed)."""
+    if verbose():
+        return
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def configure_cli_logging() -> None:
     """For entry points Hydra does not configure (`audit.stages`, `audit.fit`, `audit.params`)."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    handler = ConsoleLogHandler()
+    handler.setFormatter(logging.Formatter(CLI_FORMAT))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     quiet_noisy_loggers()

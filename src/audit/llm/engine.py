@@ -36,6 +36,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from audit.llm.backends import Backend, BackendError, ChatRequest, Completion, Message, request_key
 from audit.config import EngineConfig, ModelConfig
+from audit.logs import console
 from audit.llm.preflight import estimate, preflight
 from audit.schemas import ResponseSchema, validate
 from audit.llm.store import ResponseStore
@@ -192,14 +193,20 @@ class RateColumn(ProgressColumn):
         return Text(f"{task.speed:.2f}/s" if task.speed else "-/s")
 
 
-def progress_bar() -> Progress:
+def progress_bar(rate: bool = True) -> Progress:
+    """A bar on the stderr console log lines are printed on (audit.logs), so a line logged
+    meanwhile appears above it. `rate`: requests a second and the time left, for bars that count
+    requests actually sent (answers already in the store are counted in before it starts, so
+    they do not inflate the rate); a loop that mostly reads the store shows neither."""
+    timing = (RateColumn(), TimeRemainingColumn()) if rate else ()
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    RateColumn(), TimeRemainingColumn(),
-                    TextColumn("[red]{task.fields[errors]} errors"), transient=False)
+                    *timing, TextColumn("[red]{task.fields[errors]} errors"), transient=False,
+                    console=console())
 
 
 def track(rows: Iterable, total: int, description: str) -> Iterable:
-    with progress_bar() as progress:
+    """A bar over a loop; `description` says what it counts ("labelled answers")."""
+    with progress_bar(rate=False) as progress:
         task = progress.add_task(description, total=total, errors=0)
         for row in rows:
             yield row
@@ -246,23 +253,30 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
     # The default thread pool has min(32, cores + 4) workers, which would cap concurrency.
     asyncio.get_running_loop().set_default_executor(
         ThreadPoolExecutor(max_workers=max(4, sum(limits[name] for name in backends))))
-    task = progress.add_task(description, total=len(planned), errors=0) if progress else None
     outcomes: dict[str, Outcome] = {}
+    missing = []
+    for item in planned:
+        stored = _stored(store, item.key)
+        if stored is None:
+            missing.append(item)
+        else:
+            outcomes[item.prompt_id] = stored
+    # What the store holds is counted in before the bar starts: its rate is of requests sent.
+    task = (progress.add_task(description, total=len(planned), completed=len(outcomes),
+                              errors=0) if progress else None)
     errors = 0
 
     async def one(item: Planned) -> None:
         nonlocal errors
-        outcome = _stored(store, item.key)
-        if outcome is None:
-            outcome = await _send_missing(backends[item.model_name], item.identity, item.key,
-                                          item.request, store, engine,
-                                          limiters[item.model_name], slots[item.model_name])
+        outcome = await _send_missing(backends[item.model_name], item.identity, item.key,
+                                      item.request, store, engine, limiters[item.model_name],
+                                      slots[item.model_name])
         outcomes[item.prompt_id] = outcome
         errors += outcome.error is not None
         if progress is not None:
             progress.update(task, advance=1, errors=errors)
 
-    await asyncio.gather(*(one(item) for item in planned))
+    await asyncio.gather(*(one(item) for item in missing))
     return outcomes
 
 
@@ -283,6 +297,11 @@ def heap_frozen() -> Iterator[None]:
             gc.unfreeze()
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C while requests were in flight; its text is the one line a user sees: how many
+    answers are saved and how to resume."""
+
+
 def send_planned(planned: list[Planned], backends: dict[str, Backend],
                  models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
                  show_progress: bool, description: str, role: str = "model",
@@ -292,9 +311,16 @@ def send_planned(planned: list[Planned], backends: dict[str, Backend],
     unreachable (`role` names what it serves in that line: model or judge)."""
     preflight(backends, {item.model_name for item in planned if store.get(item.key) is None},
               role)
-    with heap_frozen(), progress_bar() if show_progress else nullcontext() as progress:
-        return asyncio.run(_collect(planned, backends, models, store, engine, progress,
-                                    description))
+    try:
+        with heap_frozen(), progress_bar() if show_progress else nullcontext() as progress:
+            return asyncio.run(_collect(planned, backends, models, store, engine, progress,
+                                        description))
+    except KeyboardInterrupt:
+        # Every reply was committed as it arrived: say how many, and that a rerun resumes.
+        saved = sum(store.get(item.key) is not None for item in planned)
+        raise Interrupted(f"interrupted: {saved} of {len(planned)} {description} are saved in "
+                          f"{store.path}; rerun the same command to resume (what is saved is "
+                          f"not sent again)") from None
 
 
 def send_ahead(requests: Iterable[tuple[str, ChatRequest]], backends: dict[str, Backend],
@@ -335,7 +361,7 @@ def collect_responses(
              "most %d completion tokens%s)", workload["prompts"], workload["stored"],
              workload["to_send"], workload["prompt_tokens"], workload["max_completion_tokens"],
              timing)
-    outcomes = send_planned(planned, backends, models, store, engine, show_progress, "respond")
+    outcomes = send_planned(planned, backends, models, store, engine, show_progress, "answers")
     rows = []
     for item in planned:
         outcome = outcomes[item.prompt_id]

@@ -63,7 +63,7 @@ def _prefetch(judges: list[Judge], config: JudgeConfig, store: ResponseStore,
                 for judge in judges for row in rows)
     send_ahead(requests, {judge.name: judge.backend for judge in judges},
                {judge.name: judge.model for judge in judges}, store, judges[0].engine,
-               show_progress, "judge requests", role="judge")
+               show_progress, "judge replies", role="judge")
 
 
 def _ask(judge: Judge, config: JudgeConfig, store: ResponseStore, row: dict) -> JudgeVerdict:
@@ -88,7 +88,7 @@ def label_answers(answers: pl.DataFrame, config: JudgeConfig, judges: list[Judge
     if judges:
         _prefetch(judges, config, store, [row for row, match in zip(rows, matches)
                                           if match is None], show_progress is track)
-    for row, match in show_progress(zip(rows, matches), len(rows), "judge"):
+    for row, match in show_progress(zip(rows, matches), len(rows), "labelled answers"):
         if match is not None:
             labels.append({"answer_id": row["answer_id"], "label": match.label,
                            "label_source": "rule", "rationale": f"rule matched: {match.evidence}",
@@ -184,9 +184,9 @@ def _with_option_scores(labels: pl.DataFrame, answered: pl.DataFrame, config: Ju
                 for prompt in answered.iter_rows(named=True)),
                {name: backend for name, (backend, _) in audited.items()},
                {name: model for name, (_, model) in audited.items()}, store, engine,
-               show_progress is track, "score requests")
+               show_progress is track, "option scores")
     scored = []
-    for prompt in show_progress(answered.iter_rows(named=True), answered.height, "score options"):
+    for prompt in show_progress(answered.iter_rows(named=True), answered.height, "scored answers"):
         backend, model = audited[prompt["model_name"]]
         score = score_prompt(backend, model, prompt, store, engine)
         row = {"prompt_id": prompt["prompt_id"], "p_favourable": None, "decision_mass": None}
