@@ -13,6 +13,7 @@ import dataclasses
 import difflib
 import logging
 import os
+import re
 import sys
 import typing
 from collections.abc import Iterator
@@ -27,6 +28,9 @@ from audit.config import AuditConfig
 HYDRA_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException,
                 OmegaConfBaseException)
 OVERRIDE_GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
+# What Hydra's composition error says about a value that does not fit the schema.
+_FULL_KEY = re.compile(r"full_key: (?P<key>[\w.]+)")
+_SOURCE = re.compile(r"In '(?P<source>[^']+)'")
 
 
 def _suggestion(word: str, options: list[str]) -> str:
@@ -65,6 +69,43 @@ def valid_keys(path: list[str], schema: type = AuditConfig) -> list[str] | None:
     return [field.name for field in dataclasses.fields(current)]
 
 
+def entry_schema(path: list[str], schema: type = AuditConfig) -> type | None:
+    """The dataclass of the entries of the dict field at `path` (`model` -> ModelConfig,
+    `judge.models` -> ModelConfig); None when `path` is not such a field."""
+    current: object = schema
+    for segment in path:
+        if not dataclasses.is_dataclass(current):
+            return None
+        current = typing.get_type_hints(current).get(segment)
+    if typing.get_origin(current) is not dict:
+        return None
+    entry = typing.get_args(current)[1]
+    return entry if dataclasses.is_dataclass(entry) else None
+
+
+def flat_entry(text: str) -> str | None:
+    """A file that sets an entry's settings (`backend: ...`) directly where named entries belong
+    (a model file written flat, not nested under the model's name): one line showing the shape
+    that works; None for any other error."""
+    key, source = _FULL_KEY.search(text), _SOURCE.search(text)
+    if key is None or "." not in key["key"]:
+        return None
+    *parent, setting = key["key"].split(".")
+    entry = entry_schema(parent)
+    if entry is None or setting not in {field.name for field in dataclasses.fields(entry)}:
+        return None
+    where = f"conf/{source['source']}.yaml" if source else "a config file"
+    name = source["source"].rsplit("/", 1)[-1] if source else "NAME"
+    if parent == ["model"]:
+        return (f"{where} sets '{setting}' at the top of the file, but a model file nests its "
+                f"settings under the model's name: make the first line `{name}:` and indent "
+                f"every setting under it (`{name}:` / `  backend: openai_compatible` / "
+                f"`  model: ...`), as conf/model/vllm.yaml does")
+    return (f"{where} sets '{setting}' directly under '{'.'.join(parent)}', which holds "
+            f"{entry.__name__} entries by name: put the settings under a name "
+            f"(`{parent[-1]}:` / `  NAME:` / `    {setting}: ...`)")
+
+
 def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text)
 
@@ -82,6 +123,9 @@ def describe(error: BaseException, conf_dir: Path) -> str:
         return _first_line(str(error))
     if isinstance(error, OverrideParseException):
         return f"cannot parse an override: {_first_line(str(error))}; see {OVERRIDE_GRAMMAR_URL}"
+    flat = flat_entry(str(error))
+    if flat:
+        return flat
     cause = error.__cause__ if isinstance(error, ConfigCompositionException) else error
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and getattr(cause, "full_key",
                                                                              None):

@@ -94,3 +94,40 @@ def test_hydra_full_error_still_gives_the_full_traceback():
     done = subprocess.run([sys.executable, "-m", "audit", "model=smolm2"], cwd=PROJECT_ROOT,
                           capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode != 0 and "Traceback" in done.stderr
+
+
+FLAT_MODEL = "backend: openai_compatible\nmodel: my-model\nbase_url: http://127.0.0.1:8000/v1\n"
+
+
+def test_a_model_file_written_flat_is_one_line_showing_the_nested_shape(tmp_path):
+    """A model file must nest its settings under the model's name; written flat it failed with
+    `Invalid type assigned: str is not a subclass of ModelConfig ... full_key: model.backend`."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "my_server.yaml").write_text(FLAT_MODEL)
+    done = _audit(f"hydra.searchpath=[file://{tmp_path}]", "model=my_server", "tracking=none")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0] == (
+        "config error: conf/model/my_server.yaml sets 'backend' at the top of the file, but a "
+        "model file nests its settings under the model's name: make the first line "
+        "`my_server:` and indent every setting under it (`my_server:` / `  backend: "
+        "openai_compatible` / `  model: ...`), as conf/model/vllm.yaml does")
+    # The shape the line shows composes.
+    nested = "my_server:\n" + "".join(f"  {line}\n" for line in FLAT_MODEL.splitlines())
+    (tmp_path / "model" / "my_server.yaml").write_text(nested)
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("config", overrides=[f"hydra.searchpath=[file://{tmp_path}]",
+                                           "model=my_server"])
+    assert cfg.model.my_server.backend == "openai_compatible"
+
+
+def test_a_judge_file_with_an_unnamed_model_names_where_the_name_goes(tmp_path):
+    (tmp_path / "judge").mkdir()
+    (tmp_path / "judge" / "mine.yaml").write_text("name: mine\nmodels:\n  backend: fake\n")
+    with pytest.raises(HYDRA_ERRORS) as caught:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            compose("config", overrides=[f"hydra.searchpath=[file://{tmp_path}]", "judge=mine"])
+    assert describe(caught.value, Path(CONF_DIR)) == (
+        "conf/judge/mine.yaml sets 'backend' directly under 'judge.models', which holds "
+        "ModelConfig entries by name: put the settings under a name (`models:` / `  NAME:` / "
+        "`    backend: ...`)")
