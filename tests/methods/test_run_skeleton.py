@@ -72,7 +72,7 @@ def test_a_dif_job_of_a_sweep_nests_under_the_parent_run(sweep_parent, tmp_path:
     mlflow.set_tracking_uri(cfg.tracking.tracking_uri)
     run = mlflow.get_run(result["run"].run_id)
     assert run.data.tags[tracking.PARENT_RUN_TAG] == parent
-    assert run.data.tags["method"] == "dif" and run.info.run_name == "dif-fake [job 1]"
+    assert run.data.tags["method"] == "dif" and run.info.run_name == "dif fake"
     assert run.data.tags["sweep.job_num"] == "1"
     logged = {item.path for item in mlflow.MlflowClient().list_artifacts(run.info.run_id)}
     assert "config.yaml" in logged

@@ -151,8 +151,7 @@ def test_a_parallel_sweep_nests_one_run_per_job_under_a_parent(launcher, tmp_pat
     assert parent["tags"]["sweep.params"] == "model=fake_a,fake_b"
     assert parent["metrics"]["sweep/n_runs"] == 2
     children = [run for run in runs if run["tags"].get(PARENT_RUN_TAG) == parent["run_id"]]
-    assert sorted(run["name"] for run in children) == ["rasch-fake_a [model=fake_a]",
-                                                       "rasch-fake_b [model=fake_b]"]
+    assert sorted(run["name"] for run in children) == ["rasch fake_a", "rasch fake_b"]
     for child in children:
         assert child["status"] == "FINISHED"
         assert child["tags"]["sweep.job_num"] in ("0", "1")

@@ -65,15 +65,40 @@ def print_runs(frame: pl.DataFrame, title: str, console: Console | None = None) 
                       f"{', '.join(column[6:] for column in varying[MAX_VARYING_COLUMNS:])}")
 
 
+ELSEWHERE = (f"pass --tracking-uri with the store the run was logged to (the audit's "
+             f"tracking.tracking_uri; default {TrackingConfig.tracking_uri}, relative to the "
+             f"directory the audit ran in)")
+
+
+def check_store(settings: TrackingConfig) -> None:
+    """A SQLite store that does not exist is named, instead of MLflow creating an empty one
+    there and every run seeming missing."""
+    prefix = "sqlite:///"
+    if settings.tracking_uri.startswith(prefix):
+        path = Path(settings.tracking_uri[len(prefix):])
+        if not path.is_file():
+            raise LookupError(f"no MLflow store at {settings.tracking_uri} ({path} does not "
+                              f"exist); {ELSEWHERE}")
+
+
 def _resolve_run_id(settings: TrackingConfig, run_id: str) -> str:
-    """Accept the 8-character prefix the table shows."""
+    """Accept the 8-character prefix the table shows; a run the store does not hold is one line
+    naming the store that was searched."""
     if len(run_id) == 32:
+        try:
+            tracking.get_run(settings.tracking_uri, run_id)
+        except LookupError as error:  # it names the store it looked in
+            raise LookupError(f"{error}; {ELSEWHERE}") from None
         return run_id
     matches = [run["run_id"] for run in tracking.find_runs(settings.tracking_uri,
                                                              settings.experiment,
                                                              max_results=5000)
                if run["run_id"].startswith(run_id)]
-    if len(matches) != 1:
+    if not matches:
+        raise LookupError(f"0 runs in experiment '{settings.experiment}' in "
+                          f"{settings.tracking_uri} start with '{run_id}': check the id, or "
+                          f"{ELSEWHERE}")
+    if len(matches) > 1:
         raise LookupError(f"{len(matches)} runs in experiment '{settings.experiment}' start with "
                           f"'{run_id}': give more characters of the run id")
     return matches[0]
@@ -84,9 +109,16 @@ def reproduction_steps(run: dict[str, Any]) -> list[str]:
     params.yaml written from the run's config.yaml carries (a test follows these steps for one
     run of each method and compares the tables)."""
     tags = run["tags"]
-    commit = tags.get("git.commit", "unknown")
     method = tags.get("method", "rasch")
-    steps = [f"git checkout {commit}",
+    # Runs made outside a git checkout record no commit (older ones recorded `unknown`): the
+    # installed version stands in for it.
+    commit = tags.get("git.commit", "unknown")
+    version = tags.get("audit.version", "unknown")
+    source = ([f"git checkout {commit}"] if commit != "unknown" else
+              [f"pip install llm-demographic-audit=={version}  # not made in a git checkout"]
+              if version != "unknown" else
+              ["# not made in a git checkout, by a version of audit the run did not record"])
+    steps = [*source,
              f"python -m audit.runs params {run['run_id']} --output params.yaml",
              f"dvc repro  # the {method} stages (design, respond, score, analyse, report): "
              f"tables in pipeline/STAGE/, figures in pipeline/report/metrics.json"]
@@ -105,8 +137,8 @@ def show_run(run: dict[str, Any], console: Console) -> None:
             ("sweep parent", tags.get(tracking.PARENT_RUN_TAG, "")),
             ("converged", tags.get("converged", "")),
             *[(key, value) for key, value in sorted(tags.items())
-              if key.startswith(("git.", "dvc.", "config.", "model.", "judge_model.",
-                                 "hydra.", "package."))]]
+              if key.startswith(("audit.version", "git.", "dvc.", "config.", "model.",
+                                 "judge_model.", "hydra.", "package."))]]
     for key, value in rows:
         table.add_row(escape(key), escape(str(value)))
     console.print(table)
@@ -172,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                               experiment=arguments.experiment)
     console = Console(width=max(Console().width, 160)) if not sys.stdout.isatty() else Console()
     try:
+        check_store(settings)
         if arguments.command == "show":
             show_run(tracking.get_run(settings.tracking_uri,
                                       _resolve_run_id(settings, arguments.run_id)), console)

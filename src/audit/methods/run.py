@@ -21,17 +21,18 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import polars as pl
 from omegaconf import OmegaConf
 
-from audit.config import AuditConfig, ModelConfig
+from audit.config import AuditConfig, ModelConfig, SharedConfig
 from audit.errors import AuditError
 from audit.llm.backends import create_backend
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
 from audit.llm.store import ResponseStore
+from audit.methods import method_module
 from audit.schemas import ResponseSchema
 from audit.tables import write_table
 from audit.tracking import mlflow as tracking
@@ -167,8 +168,10 @@ def timed(timings: dict[str, float], stage: str) -> Iterator[None]:
 
 
 def run_name(cfg: AuditConfig) -> str:
+    """`tracking.run_name`, else the method and the models; with what the command line changed
+    (sweeps.job_run_name), so that two runs of one model are told apart by their names."""
     return sweeps.job_run_name(cfg.tracking.run_name
-                               or f"{cfg.method}-{'+'.join(sorted(cfg.model))}")
+                               or f"{cfg.method} {'+'.join(sorted(cfg.model))}")
 
 
 def run_tags(cfg: AuditConfig, flat: Mapping[str, str],
@@ -180,8 +183,18 @@ def run_tags(cfg: AuditConfig, flat: Mapping[str, str],
             "models": ",".join(sorted(cfg.model)), **sweeps.job_tags(), **(extra or {})}
 
 
+def own_sections(method: str) -> list[str]:
+    """The config sections a run of `method` reads: the shared ones and the method's own."""
+    return [*(section.name for section in fields(SharedConfig)),
+            *method_module(method, "config").SECTIONS]
+
+
 def flat_config(cfg: AuditConfig) -> dict[str, str]:
-    return tracking.flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
+    """The run's params (and what config.hash hashes): the shared sections and the running
+    method's own; another method's settings (a Rasch run's `counterfactual.alpha`) say nothing
+    about this run. config.yaml, logged with every run, keeps the whole config."""
+    config = OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)
+    return tracking.flatten({key: config[key] for key in own_sections(cfg.method)})
 
 
 @contextmanager
@@ -219,9 +232,8 @@ def log_run(cfg: AuditConfig, metrics: Mapping[str, float],
             return None
         tracking.log_metrics(metrics)
         tracking.log_artifacts([*artifacts, *provenance_files(cfg, config_file)])
-    log.info("MLflow run %s in experiment '%s' at %s; browse with: mlflow ui "
-             "--backend-store-uri %s --host 127.0.0.1", run_info.run_id,
-             cfg.tracking.experiment, run_info.tracking_uri, run_info.tracking_uri)
+    # Where to see it is in the summary the run ends with (audit.methods.summary).
+    log.info("MLflow run %s in experiment '%s'", run_info.run_id, cfg.tracking.experiment)
     return run_info
 
 

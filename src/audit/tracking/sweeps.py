@@ -73,15 +73,53 @@ def swept_keys(task_overrides: list[str], sweeper_params: dict[str, Any]) -> lis
     return sorted(keys | set(sweeper_params))
 
 
+# Overrides that change where a run's files and records go, not what it measures; `model=` and
+# `method=` are named by the run name's base already.
+PLACE_KEYS = ("hydra.", "paths.", "tracking.", "sweep")
+NAMED_KEYS = ("model", "method")
+TRANSPORT_KEYS = ("base_url", "base_urls", "api_key_env", "timeout_s", "keep_alive",
+                  "max_concurrency")
+MAX_VALUE_CHARS = 32
+MAX_NAME_CHARS = 160
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _tells_apart(override: str) -> bool:
+    key = _key(override)
+    return not (key.startswith(PLACE_KEYS) or key in NAMED_KEYS
+                or (key.startswith("model.") and key.rsplit(".", 1)[-1] in TRANSPORT_KEYS))
+
+
+def _short(override: str) -> str:
+    """A long value (a file path) by its last part, cut to MAX_VALUE_CHARS."""
+    key, _, value = override.partition("=")
+    if len(value) > MAX_VALUE_CHARS and "/" in value.rstrip("/"):
+        value = value.rstrip("/").rsplit("/", 1)[-1]
+    return f"{key}={value[:MAX_VALUE_CHARS - 1] + '…' if len(value) > MAX_VALUE_CHARS else value}"
+
+
 def job_run_name(base: str) -> str:
-    """A job's run name shows the values it was given (`rasch-smollm2 [model=smollm2]`)."""
-    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+    """A run's name says what differs from other runs: `base` (the method and the models), then
+    the command line's overrides that change what is measured (`rasch qwen items=smoke`). A
+    sweep's job is named by the values swept, first, so a narrow column still shows them
+    (`fit=hurdle · rasch qwen`; a model sweep's `rasch qwen` names its model already): what its
+    jobs share is the sweep's parent run's. Where files go and how a server is reached are left
+    out."""
+    if not HydraConfig.initialized():
         return base
     hydra_config = HydraConfig.get()
+    overrides = [_short(override) for override in hydra_config.overrides.task
+                 if _tells_apart(override)]
+    if hydra_config.mode != RunMode.MULTIRUN:
+        return " ".join([base, *overrides])[:MAX_NAME_CHARS]
     keys = {key for key in os.environ.get(SWEPT_KEYS_ENV, "").split(",") if key}
-    chosen = [override for override in hydra_config.overrides.task
-              if override.split("=", 1)[0].lstrip("+~") in keys]
-    return f"{base} [{', '.join(chosen) or f'job {hydra_config.job.num}'}]"
+    swept = [override for override in overrides if _key(override) in keys]
+    if not swept and not keys & set(NAMED_KEYS):  # nothing tells this job apart but its number
+        swept = [f"job {hydra_config.job.num}"]
+    return (f"{', '.join(swept)} · {base}" if swept else base)[:MAX_NAME_CHARS]
 
 
 def hydra_files() -> list[Path]:

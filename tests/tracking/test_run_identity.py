@@ -1,0 +1,136 @@
+"""What an MLflow run says about itself: a name that tells it apart, only its own method's
+params, the tool's version and (in a git checkout) its commit; and `audit.runs` errors that name
+the store they looked in."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+from mlflow.tracking import MlflowClient
+
+from audit.cli.runs import main as runs_main
+from audit.cli.runs import reproduction_steps
+from audit.config import CONF_DIR, AuditConfig, ModelConfig, TrackingConfig
+from audit.methods.run import flat_config, run_name
+from audit.tracking import mlflow as tracking
+from audit.tracking import sweeps
+
+
+def _model() -> ModelConfig:
+    return ModelConfig(backend="fake", model="m")
+
+
+@pytest.fixture
+def hydra_job(monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    """Hydra's state as a job started with the given overrides sees it."""
+    def start(overrides: list[str], multirun: bool = False, swept: str = "") -> None:
+        monkeypatch.setenv(sweeps.SWEPT_KEYS_ENV, swept)
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            job = compose("config", overrides=["hydra.mode=MULTIRUN", "hydra.job.num=3"]
+                          if multirun else [], return_hydra_config=True)
+        job.hydra.overrides.task = overrides
+        HydraConfig.instance().set_config(job)
+
+    yield start
+    HydraConfig.instance().cfg = None
+
+
+def test_a_single_run_is_named_by_its_method_models_and_what_the_command_changed(hydra_job):
+    hydra_job(["items=smoke", "design.replicates=1", "paths.output_dir=/tmp/x",
+               "tracking.experiment=e", "model=vllm", "model.vllm.base_url=http://h:1/v1",
+               "counterfactual.axes.name.file=/a/very/long/folder/name/with/first_names.csv"])
+    assert run_name(AuditConfig(method="rasch", model={"vllm": _model()})) == ("rasch vllm items=smoke design.replicates=1 "
+                             "counterfactual.axes.name.file=first_names.csv")
+
+
+def test_a_sweep_job_is_named_by_the_values_swept_first(hydra_job):
+    """Sweep jobs were `rasch-qwen_coder_0_5b [fit=hurdle]`, cut to `rasch-qwen_co...` in the
+    UI's column; what the jobs of one sweep share is left to the parent run."""
+    hydra_job(["fit=hurdle", "items=smoke"], multirun=True, swept="fit")
+    assert run_name(AuditConfig(method="rasch", model={"qwen": _model()})) == \
+        "fit=hurdle · rasch qwen"
+    hydra_job(["model=qwen", "items=smoke"], multirun=True, swept="model")
+    assert run_name(AuditConfig(method="rasch", model={"qwen": _model()})) == "rasch qwen"
+    hydra_job(["items=smoke"], multirun=True, swept="")
+    assert run_name(AuditConfig(method="rasch", model={"qwen": _model()})) == \
+        "job 3 · rasch qwen"
+
+
+def test_params_are_the_shared_sections_and_the_running_methods_own():
+    rasch = flat_config(AuditConfig(method="rasch"))
+    assert "fit.draws" in rasch and "design.replicates" in rasch and "judge.method" in rasch
+    assert not [key for key in rasch if key.startswith(("counterfactual.", "iat.", "dif."))]
+    counterfactual = flat_config(AuditConfig(method="counterfactual"))
+    assert "counterfactual.alpha" in counterfactual
+    assert not [key for key in counterfactual if key.startswith(("fit.", "plan.", "iat."))]
+
+
+def test_every_run_records_the_tools_version_and_a_commit_only_in_a_git_checkout(tmp_path):
+    version = importlib.metadata.version("llm-demographic-audit")
+    outside = tracking.provenance(tmp_path)  # not a git checkout
+    assert outside["audit.version"] == version
+    assert "git.commit" not in outside and "git.dirty" not in outside
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    inside = tracking.provenance(tmp_path)
+    assert len(inside["git.commit"]) == 40 and inside["git.dirty"] == "false"
+
+
+def test_re_creating_a_run_made_outside_git_names_the_version_not_git_checkout_unknown():
+    run = {"run_id": "a" * 32, "tags": {"audit.version": "0.2.0", "method": "iat"}}
+    steps = reproduction_steps(run)
+    assert steps[0].startswith("pip install llm-demographic-audit==0.2.0")
+    assert not any(step.startswith("git checkout") for step in steps)
+    older = {"run_id": "a" * 32, "tags": {"git.commit": "unknown"}}
+    assert not any(step.startswith("git checkout") for step in reproduction_steps(older))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    settings = TrackingConfig(tracking_uri=uri, artifact_root=str(tmp_path / "artifacts"))
+    with tracking.mlflow_run(settings, "one", {}):
+        pass
+    return uri
+
+
+def test_runs_errors_name_the_store_they_looked_in(store, tmp_path, caplog):
+    """`audit.runs params ID` against the wrong store said the run 'has no config.yaml
+    artifact'; a store that does not exist was created, empty."""
+    unknown = "0123456789abcdef0123456789abcdef"
+    assert runs_main(["--tracking-uri", store, "params", unknown]) == 2
+    assert (f"run {unknown} not found in {store}; pass --tracking-uri" in caplog.text)
+    caplog.clear()
+    assert runs_main(["--tracking-uri", store, "show", "01234567"]) == 2
+    assert f"0 runs in experiment 'audit' in {store} start with '01234567'" in caplog.text
+    caplog.clear()
+    missing = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    assert runs_main(["--tracking-uri", missing, "params", unknown]) == 2
+    assert f"no MLflow store at {missing}" in caplog.text
+    assert not (tmp_path / "elsewhere.db").exists()
+
+
+def test_the_printed_url_opens_the_runs_table_with_the_shared_view(store):
+    client = MlflowClient(store)
+    experiment = client.get_experiment_by_name("audit").experiment_id
+    assert tracking.runs_page_url(store, experiment, "audit-rasch") == (
+        f"http://127.0.0.1:5000/#/experiments/{experiment}/runs?"
+        "workflowType=machine_learning&viewStateShareKey=audit-rasch")
+    assert tracking.runs_page_url("http://mlflow.example:8080/", "7").startswith(
+        "http://mlflow.example:8080/#/experiments/7/runs?workflowType=machine_learning")
+    assert tracking.ui_command("http://mlflow.example:8080") is None
+    tracking.set_runs_view(store, experiment, "audit-rasch", ["contrast/race/a_vs_b/mean"])
+    tracking.set_runs_view(store, experiment, "audit-rasch", ["contrast/gender/w_vs_m/mean"])
+    view = json.loads(client.get_experiment(experiment).tags[
+        "mlflow.sharedViewState.audit-rasch"])
+    # The newest run's headline first, an earlier run's kept after it.
+    assert view["selectedColumns"] == ["metrics.`contrast/gender/w_vs_m/mean`",
+                                       "metrics.`contrast/race/a_vs_b/mean`"]
