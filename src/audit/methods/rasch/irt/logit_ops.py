@@ -54,7 +54,7 @@ class BinomialLogitTerms(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         return [input_shapes[2]] * 2
 
-    def L_op(self, inputs, outputs, output_gradients):
+    def pullback(self, inputs, outputs, output_gradients):  # PyTensor 3 name of L_op
         successes, trials, logit_p = inputs
         _, slope = outputs
         gradient_logp, gradient_slope = output_gradients
@@ -99,7 +99,7 @@ class MisclassifiedLogitTerms(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         return [input_shapes[2]] * 4
 
-    def L_op(self, inputs, outputs, output_gradients):
+    def pullback(self, inputs, outputs, output_gradients):  # PyTensor 3 name of L_op
         if any(_connected(gradient) for gradient in output_gradients[1:]):
             return [grad_not_implemented(self, position, variable,
                                          "second derivatives of the judge-error likelihood")
