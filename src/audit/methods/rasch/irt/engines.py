@@ -41,7 +41,7 @@ _warned: set[str] = set()
 def cached_path_problem() -> str | None:
     """Why ``fit.engine=cached`` cannot run here, or None."""
     try:
-        from audit.methods.rasch.irt import compiled
+        import audit.methods.rasch.irt.compiled as compiled
     except _INTERNALS_ERRORS as error:
         return f"nutpie's or PyTensor's internals moved ({type(error).__name__}: {error})"
     return compiled.internals_problem()
@@ -69,7 +69,7 @@ def compile_nutpie(model: pm.Model, engine: str = "auto"):
     if engine in ("auto", "cached"):
         problem = cached_path_problem()
         if problem is None:
-            from audit.methods.rasch.irt import compiled
+            import audit.methods.rasch.irt.compiled as compiled
             try:
                 return compiled.compile_model(model)
             except _INTERNALS_ERRORS as error:
