@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 
 from audit import logs
-from audit.config import EngineConfig, ModelConfig
+from audit.config import EngineConfig
 from audit.llm.backends import create_backend
 from audit.llm.engine import _collect, plan_requests, progress_bar
 from audit.llm.store import ResponseStore

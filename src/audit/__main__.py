@@ -1,6 +1,8 @@
 """`python -m audit`: compose the config with Hydra and run the whole audit.
 
-Thin on purpose: each method (audit.methods) runs its own stages, which `dvc repro` runs too.
+Thin on purpose: each method (audit.methods) runs its own stages, which `dvc repro` runs too, and
+the run ends with its answer (audit.methods.summary). Ctrl-C ends it with one line and exit status
+130: what is saved, and that the same command resumes.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from audit.errors import AuditError
 from audit.llm.backends import BackendError
 from audit.logs import quiet_noisy_loggers
 from audit.methods import create_method
+from audit.methods.summary import run_method
 
 log = logging.getLogger("audit")
 
@@ -30,7 +33,14 @@ def app(cfg: DictConfig) -> dict | None:
     quiet_noisy_loggers()  # Hydra has just configured logging
     try:
         audit_cfg = to_audit_config(cfg)
-        return create_method(audit_cfg.method).run(audit_cfg, Path(audit_cfg.paths.output_dir))
+        return run_method(create_method(audit_cfg.method), audit_cfg,
+                          Path(audit_cfg.paths.output_dir))
+    except KeyboardInterrupt as interrupted:
+        # The engine's own line says how many answers are saved; elsewhere the store still holds
+        # every answer received (each is committed as it arrives).
+        log.error("%s", str(interrupted) or f"interrupted: the answers received so far are saved "
+                  f"in {cfg.paths.response_store}; rerun the same command to resume")
+        raise SystemExit(130) from None
     except (AuditError, ValueError, BackendError) as error:
         log.error("%s", error)
         if HydraConfig.get().mode == RunMode.MULTIRUN:

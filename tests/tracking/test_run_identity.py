@@ -46,8 +46,8 @@ def test_a_single_run_is_named_by_its_method_models_and_what_the_command_changed
     hydra_job(["items=smoke", "design.replicates=1", "paths.output_dir=/tmp/x",
                "tracking.experiment=e", "model=vllm", "model.vllm.base_url=http://h:1/v1",
                "counterfactual.axes.name.file=/a/very/long/folder/name/with/first_names.csv"])
-    assert run_name(AuditConfig(method="rasch", model={"vllm": _model()})) == ("rasch vllm items=smoke design.replicates=1 "
-                             "counterfactual.axes.name.file=first_names.csv")
+    assert run_name(AuditConfig(method="rasch", model={"vllm": _model()})) == (
+        "rasch vllm items=smoke design.replicates=1 counterfactual.axes.name.file=first_names.csv")
 
 
 def test_a_sweep_job_is_named_by_the_values_swept_first(hydra_job):

@@ -164,9 +164,16 @@ def print_verdict(checks: list[Check], console: Console | None = None) -> None:
         for check in failed:
             table.add_row(check.method, check.group.split(".", 1)[-1], check.name, check.message)
         console.print(table)
+    console.print(f"verdict: {verdict_text(checks)}")
+
+
+def verdict_text(checks: list[Check]) -> str:
+    """`FAIL (2 of 6 comparisons flagged, 1 not testable)`: what CI decides, in one phrase (the
+    command's last line, and the summary a run ends with)."""
+    failed = sum(check.failed for check in checks)
     skipped = sum(check.skipped for check in checks)
-    console.print(f"verdict: {'FAIL' if failed else 'PASS'} ({len(failed)} of {len(checks)} "
-                  f"comparisons flagged{f', {skipped} not testable' if skipped else ''})")
+    return (f"{'FAIL' if failed else 'PASS'} ({failed} of {len(checks)} comparisons flagged"
+            f"{f', {skipped} not testable' if skipped else ''})")
 
 
 def main(argv: list[str] | None = None) -> int:

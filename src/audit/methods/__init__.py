@@ -21,8 +21,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from audit.config import AuditConfig
     from audit.methods.run import Stage
+    from audit.methods.summary import Findings
 
 METHODS: dict[str, str] = {
     "rasch": "audit.methods.rasch.method:RaschMethod",
@@ -40,6 +43,12 @@ class AuditMethod(Protocol):
 
     def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
         """Every stage in order (audit.methods.run.run_stages): tables into output_dir, one run."""
+        ...
+
+    def findings(self, cfg: AuditConfig, run_dir: Path,
+                 result: Mapping[str, object]) -> Findings:
+        """What the finished run found, from its tables (and `result`, what its stages
+        returned): the headline comparisons the summary states (audit.methods.summary)."""
         ...
 
 

@@ -166,8 +166,6 @@ def set_runs_view(tracking_uri: str, experiment_id: str, key: str,
     """The shared view `key` of the experiment shows these metrics as columns, newest first; the
     columns an earlier run put there stay after them (a run of another model names its own
     metrics), up to MAX_VIEW_COLUMNS."""
-    import json
-
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri)

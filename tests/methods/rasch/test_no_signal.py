@@ -14,7 +14,11 @@ import matplotlib.pyplot as plt
 import polars as pl
 from rich.console import Console
 
+from verdict_fixtures import rasch_run
+
 from audit.config import AuditConfig, ModelConfig
+from audit.methods import create_method
+from audit.methods.summary import summary_text
 from audit.methods.rasch.irt import Diagnostics
 from audit.methods.rasch.irt.outcome import code_outcomes
 from audit.methods.rasch.report.reading import (
@@ -93,12 +97,19 @@ def test_a_judge_below_its_gold_threshold_is_no_signal() -> None:
                        "trust its labels"]
 
 
-def test_the_console_leads_with_the_headline() -> None:
+def test_the_console_says_it_once_leading_the_runs_answer(tmp_path: Path) -> None:
+    """It was printed twice: logged as a warning and again above the ranking. Now once, first
+    in the summary the run ends with; the ranking above it stays a plain table."""
     buffer = io.StringIO()
-    print_ranking(THETAS, 0.94, Console(file=buffer, width=200),
-                  headline=no_signal_headline(["m has no labelled answers"]))
-    output = buffer.getvalue()
-    assert output.startswith("NO SIGNAL") and output.index("NO SIGNAL") < output.index("m/a")
+    print_ranking(THETAS, 0.94, Console(file=buffer, width=200))
+    assert "NO SIGNAL" not in buffer.getvalue()
+    run_dir = rasch_run(tmp_path / "run", ["undecided"])
+    cfg = AuditConfig(method="rasch", model={"m": ModelConfig(model="x")})
+    headline = no_signal_headline(["m has no labelled answers"])
+    findings = create_method("rasch").findings(cfg, run_dir, {"no_signal": headline})
+    lines = summary_text(cfg, findings, run_dir, {}).splitlines()
+    assert lines[1] == f"  {headline}" and lines[2].startswith("  race Black vs level0:")
+    assert sum(line.count("NO SIGNAL") for line in lines) == 1
 
 
 def _tiny_png(path: Path) -> Path:

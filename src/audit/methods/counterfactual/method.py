@@ -58,7 +58,7 @@ from audit.methods.run import (
     send_prompts,
     write_metrics,
 )
-from audit.methods.counterfactual.report import distribution_figure, gap_matrix_figure
+from audit.methods.counterfactual.report import distribution_figure, findings, gap_matrix_figure
 
 log = logging.getLogger(__name__)
 
@@ -276,6 +276,7 @@ def _report(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, obj
 
 class CounterfactualMethod:
     name = "counterfactual"
+    findings = staticmethod(findings)  # each pair of groups in words, for the run's summary
     stages = (
         Stage("design", _design, (PROMPTS, GROUPS)),
         Stage("respond", _respond, (RESPONSES,)),

@@ -7,6 +7,9 @@ far more than groups do, and a pooled box would mix the two.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -15,7 +18,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
+from audit.config import AuditConfig  # noqa: E402
+from audit.methods.checks import read_csv  # noqa: E402
 from audit.methods.counterfactual.analyse import POOLED_SCOPE  # noqa: E402
+from audit.methods.counterfactual.config import CounterfactualConfig  # noqa: E402
+from audit.methods.counterfactual.schemas import PairwiseSchema  # noqa: E402
+from audit.methods.counterfactual.verdict import PAIRWISE_FILE  # noqa: E402
+from audit.methods.summary import Findings, Headline  # noqa: E402
 
 _COLOURS = plt.get_cmap("tab10")
 
@@ -108,3 +117,37 @@ def gap_matrix_figure(pairwise: pl.DataFrame, model_name: str) -> plt.Figure:
         figure.colorbar(image, ax=axes, shrink=0.6, label="rank-biserial (row vs column)")
     figure.suptitle(f"{model_name}: pairwise gaps (* flagged)")
     return figure
+
+
+# --- the run's answer, for the summary every run ends with (audit.methods.summary) ---------------
+
+def pair_decision(row: dict, alpha: float) -> str:
+    higher = "higher" if row["mean_difference"] > 0 else "lower"
+    if row["flagged"]:
+        return f"differs: {row['metric']} {higher} for {row['group_a']}"
+    if row["p_bh"] < alpha:
+        return (f"a difference below the practical threshold (|rank-biserial| "
+                f"{abs(row['rank_biserial']):.2f} < {row['practical_threshold']:.2f})")
+    return "no difference shown"
+
+
+def headlines(pairwise: pl.DataFrame, config: CounterfactualConfig) -> list[Headline]:
+    """Each pair of groups over all templates, flagged pairs first, then by adjusted p."""
+    pooled = pairwise.filter(pl.col("scope") == POOLED_SCOPE)
+    several = pooled["model_name"].n_unique() > 1
+    found = []
+    for row in pooled.sort(["flagged", "p_bh"], descending=[True, False]).iter_rows(named=True):
+        found.append(Headline(
+            f"{row['metric']} by {row['factor']}: {row['group_a']} vs {row['group_b']}"
+            + (f" ({row['model_name']})" if several else ""),
+            pair_decision(row, config.alpha), row["mean_difference"], row["difference_ci_low"],
+            row["difference_ci_high"], f"{config.confidence_level:.0%} bootstrap CI",
+            f"BH-adjusted p {row['p_bh']:.2g}"))
+    return found
+
+
+def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> Findings:
+    pairwise = read_csv(run_dir / PAIRWISE_FILE, PairwiseSchema, "counterfactual pairwise table")
+    return Findings(headlines(pairwise, cfg.counterfactual), source=run_dir / PAIRWISE_FILE,
+                    empty="no pair of groups to compare",
+                    metrics=("n_pairs_flagged", "n_pairs", "truncated_share"))

@@ -189,6 +189,7 @@ class DIFMethod:
     """`method=dif`: the registered entry; the pure logic it calls lives in method.py."""
 
     name = "dif"
+    findings = staticmethod(dif_plots.findings)  # real vs null personas in words, for the summary
 
     stages = (
         Stage("design", _design, (TABLES["items"], TABLES["prompts"])),

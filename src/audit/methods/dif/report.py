@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -13,7 +14,13 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from audit.config import AuditConfig  # noqa: E402
+from audit.methods.checks import read_csv  # noqa: E402
 from audit.methods.dif.analyse import ALL_DATASETS  # noqa: E402
+from audit.methods.dif.schemas import DIFTestSchema  # noqa: E402
+from audit.methods.dif.verdict import TESTS_FILE  # noqa: E402
+from audit.methods.summary import Findings, Headline  # noqa: E402
+from audit.tracking.mlflow import metric_name  # noqa: E402
 
 CATEGORY_COLOURS = {"baseline": "#000000", "race": "#1f77b4", "religion": "#ff7f0e",
                     "gender": "#2ca02c", "sexuality": "#d62728", "disability": "#9467bd",
@@ -135,3 +142,37 @@ def save(figure: Figure, path: Path) -> Path:
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
+
+
+# --- the run's answer, for the summary every run ends with (audit.methods.summary) ---------------
+
+def headlines(tests: pl.DataFrame) -> list[Headline]:
+    """Per model x dataset: do real personas change answers more than random strings do? The
+    estimate is the mean DIF score of null minus real personas (positive: real personas keep
+    fewer of the baseline's answers)."""
+    several = tests["model_name"].n_unique() > 1
+    found = []
+    for row in tests.sort(["p_claim_holm", "model_name", "dataset"], nulls_last=True).iter_rows(
+            named=True):
+        testable = row["p_claim_holm"] is not None and row["difference"] is not None
+        decision = ("not testable: too few personas scored, or no variation" if not testable
+                    else "real personas change answers more than random strings do"
+                    if row["claim"] else "real personas change answers no more than random "
+                                         "strings do")
+        found.append(Headline(
+            f"{row['dataset']}: DIF score, null minus real personas"
+            + (f" ({row['model_name']})" if several else ""),
+            decision, row["difference"] if testable else None,
+            detail=(f"Holm-adjusted p {row['p_claim_holm']:.2g}; " if testable else "")
+            + f"{row['n_real']} real, {row['n_null']} null personas",
+            metric=metric_name("mean_dif_real", row["model_name"], row["dataset"])))
+    return found
+
+
+def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> Findings:
+    tests = read_csv(run_dir / TESTS_FILE, DIFTestSchema, "DIF real-vs-null tests")
+    cells = tests.select("model_name", "dataset").rows()
+    return Findings(headlines(tests), source=run_dir / TESTS_FILE,
+                    empty="no real-vs-null test: no persona was scored",
+                    metrics=[metric_name(key, model, dataset) for key in ("claim", "accuracy")
+                             for model, dataset in cells])

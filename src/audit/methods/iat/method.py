@@ -26,7 +26,12 @@ from audit.methods.iat.design import (
     score_answers,
     slug,
 )
-from audit.methods.iat.report import d_by_dataset_plot, d_by_variation_plot, print_iat_table
+from audit.methods.iat.report import (
+    d_by_dataset_plot,
+    d_by_variation_plot,
+    findings,
+    print_iat_table,
+)
 from audit.methods.iat.schemas import STATS_COLUMNS, IATPromptSchema, IATScoreSchema
 from audit.methods.iat.analyse import check_statistics_config, iat_statistics
 from audit.data_files import data_file
@@ -215,6 +220,7 @@ def _report(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, obj
 
 class IATMethod:
     name = "iat"
+    findings = staticmethod(findings)  # each mean D in words, for the run's summary
     stages = (
         Stage("design", _design, (PROMPTS,)),
         Stage("respond", _respond, (RESPONSES,)),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")  # headless: audits run on servers and in CI
@@ -11,6 +14,15 @@ import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+
+from audit.config import AuditConfig  # noqa: E402
+from audit.methods.checks import read_csv  # noqa: E402
+from audit.methods.iat.config import IATConfig  # noqa: E402
+from audit.methods.iat.design import slug  # noqa: E402
+from audit.methods.iat.schemas import IATStatsSchema  # noqa: E402
+from audit.methods.iat.verdict import STATS_FILE  # noqa: E402
+from audit.methods.summary import Findings, Headline  # noqa: E402
+from audit.tracking.mlflow import metric_name  # noqa: E402
 
 _PALETTE = plt.get_cmap("tab10")
 
@@ -123,3 +135,37 @@ def print_iat_table(stats: pl.DataFrame, confidence_level: float, alpha: float,
                       _number(row["mean_d"], "{:+.2f}"), interval,
                       _number(row["p_value"], "{:.2g}"), adjusted)
     console.print(table)
+
+
+# --- the run's answer, for the summary every run ends with (audit.methods.summary) ---------------
+
+def iat_decision(row: dict, alpha: float) -> str:
+    if row["mean_d"] is None or row["p_adjusted"] is None:
+        return "not testable: too few parsed answers"
+    if row["p_adjusted"] >= alpha:
+        return "no association shown"
+    return ("stereotype-consistent association" if row["mean_d"] > 0
+            else "counter-stereotypical association")
+
+
+def headlines(stats: pl.DataFrame, config: IATConfig) -> list[Headline]:
+    """Each model x dataset's mean D, the strongest evidence first."""
+    several = stats["model"].n_unique() > 1
+    found = []
+    for row in stats.sort(["p_adjusted", "model", "dataset"], nulls_last=True).iter_rows(
+            named=True):
+        tested = row["p_adjusted"] is not None
+        found.append(Headline(
+            f"{row['dataset']} ({row['category']}{f', {row['model']}' if several else ''})",
+            iat_decision(row, config.alpha), row["mean_d"], row["ci_low"], row["ci_high"],
+            f"{config.confidence_level:.0%} bootstrap CI",
+            f"BH-adjusted p {row['p_adjusted']:.2g}, n {row['n']}" if tested else
+            f"n {row['n']}", metric_name("iat", row["model"], slug(row["dataset"]), "mean_d")))
+    return found
+
+
+def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> Findings:
+    """D > 0: the model paired the stereotype's words with the default group."""
+    stats = read_csv(run_dir / STATS_FILE, IATStatsSchema, "IAT statistics")
+    return Findings(headlines(stats, cfg.iat), source=run_dir / STATS_FILE,
+                    empty="no D score: no answer could be scored", metrics=("iat/parse_rate",))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from audit.config import AuditConfig
+from audit.methods.rasch.report.findings import findings
 from audit.methods.rasch.stages import STAGES
 from audit.methods.run import run_stages
 
@@ -16,6 +17,7 @@ from audit.methods.run import run_stages
 class RaschMethod:
     name = "rasch"
     stages = STAGES
+    findings = staticmethod(findings)  # its contrasts in words, for the run's summary
 
     def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
         return run_stages(self.stages, cfg, output_dir)

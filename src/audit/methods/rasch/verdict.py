@@ -67,8 +67,8 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
                         row["attribute"], row["level_a"], row["level_b"], row["decision"],
                         row["hdi_low"], row["hdi_high"], "outside" if outside else "not outside",
                         row["rope_low"], row["rope_high"])
-        beyond_noise, noise = _beyond_noise(row, rules)
-        failed = (row["decision"] == "different" and beyond_noise) or (
+        beyond, noise = noise_check(row, rules)
+        failed = (row["decision"] == "different" and beyond) or (
             rules.rasch_fail_on_undecided and row["decision"] == "undecided")
         outcome = f"{row['outcome']}." if by_outcome else ""
         checks.append(Check(
@@ -80,7 +80,7 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
     return checks
 
 
-def _beyond_noise(row: dict, rules: VerdictConfig) -> tuple[bool, str]:
+def noise_check(row: dict, rules: VerdictConfig) -> tuple[bool, str]:
     """Whether a contrast's gap is beyond what random-string personas produce, and why. Without
     a noise floor (no null personas, or a run older than the column) the decision stands."""
     p_beyond, floor = row.get("p_beyond_noise"), row.get("noise_floor")

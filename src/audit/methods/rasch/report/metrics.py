@@ -92,22 +92,30 @@ def contrast_metrics(contrasts: pl.DataFrame) -> dict[str, float]:
     """`contrast/<attribute>/<a>_vs_<b>/<statistic>` for a run of one model, so a model sweep's
     runs line up; with several models in one run the model comes first:
     `contrast/<model>/<attribute>/<a>_vs_<b>/<statistic>`."""
+    names = contrast_metric_names(contrasts)
+    metrics: dict[str, float] = {}
+    for row, name in zip(contrasts.iter_rows(named=True), names):
+        for statistic in CONTRAST_STATISTICS:
+            if row.get(statistic) is not None:
+                metrics[f"{name}/{statistic}"] = float(row[statistic])
+    return metrics
+
+
+def contrast_metric_names(contrasts: pl.DataFrame) -> list[str]:
+    """Each row's metric name without its statistic (`contrast/race/Black_vs_White`)."""
     several = contrasts["model_name"].n_unique() > 1
     # The configured outcome keeps the stable names; a second outcome's rows (the fit writes the
     # configured one first) go under `contrast/<outcome>/...`.
     primary = contrasts["outcome"][0] if "outcome" in contrasts.columns and contrasts.height \
         else None
-    metrics: dict[str, float] = {}
+    names = []
     for row in contrasts.iter_rows(named=True):
         prefix = (["contrast", row["model_name"]] if several else ["contrast"])
         if primary is not None and row["outcome"] != primary:
             prefix.insert(1, row["outcome"])
-        for statistic in CONTRAST_STATISTICS:
-            if row.get(statistic) is not None:
-                metrics[tracking.metric_name(*prefix, row["attribute"],
-                                             f"{row['level_a']}_vs_{row['level_b']}",
-                                             statistic)] = float(row[statistic])
-    return metrics
+        names.append(tracking.metric_name(*prefix, row["attribute"],
+                                          f"{row['level_a']}_vs_{row['level_b']}"))
+    return names
 
 
 def gold_alias_metrics(gold_metrics: dict[str, float]) -> dict[str, float]:

@@ -198,9 +198,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     warnings = quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems())
     for warning in warnings:
         log.warning("%s", warning)
+    # Said once, in the summary the run ends with (audit.methods.summary), not here as well.
     headline = no_signal_headline(no_signal) if no_signal else None
-    if headline:
-        log.warning("%s", headline)
 
     identities = model_identities(cfg)
     own_tags = {"converged": str(fit.converged).lower(), **identity_tags(identities)}
@@ -249,13 +248,11 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                 ("data", files.prompts),
                 ("data", files.labels),
             ])
-    print_ranking(thetas, cfg.fit.hdi_prob, headline=headline)
-    if run_info is not None:
-        log.info("MLflow run %s in experiment '%s' at %s; browse with: mlflow ui "
-                 "--backend-store-uri %s --host 127.0.0.1", run_info.run_id,
-                 cfg.tracking.experiment, run_info.tracking_uri, run_info.tracking_uri)
-    log.info("report: %s; tables, posterior and plots are in %s", report_html, files.directory)
-    return {"run": run_info, "thetas": thetas, "metrics": metrics, "report": report_html}
+    print_ranking(thetas, cfg.fit.hdi_prob)
+    # The report, the MLflow URL and the no-signal headline are in the summary that follows.
+    log.info("tables, posterior and plots are in %s", files.directory)
+    return {"run": run_info, "thetas": thetas, "metrics": metrics, "report": report_html,
+            "no_signal": headline}
 
 
 def publish_from_files(cfg: AuditConfig, files, timings: dict[str, float] | None = None,

@@ -129,13 +129,10 @@ def _permutation_p(hits: np.ndarray, misses: np.ndarray, observed: float,
     return (exceed + 1) / (resamples + 1)
 
 
-def print_ranking(thetas: pl.DataFrame, hdi_prob: float, console: Console | None = None,
-                  headline: str | None = None) -> None:
-    """The console result: the no-signal headline first when there is one (reading.py), so a run
-    without signal is never shown as a bare ranking that looks like a finding."""
+def print_ranking(thetas: pl.DataFrame, hdi_prob: float, console: Console | None = None) -> None:
+    """The ranking on stdout; the run's answer (a no-signal headline first, when there is one)
+    follows it in the summary every run ends with (audit.methods.summary)."""
     console = console or Console()
-    if headline:
-        console.print(headline, style="bold red", markup=False)
     table = Table(title=f"Respondents ranked by posterior favourability (theta, {hdi_prob:.0%} HDI)")
     for column in ("rank", "respondent", "persona kind", "theta", "HDI low", "HDI high"):
         table.add_column(column, justify="left" if column in ("respondent", "persona kind")

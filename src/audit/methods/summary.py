@@ -1,0 +1,157 @@
+"""The end of every run: its answer in a few plain lines, for any method.
+
+`python -m audit` runs a method's stages (audit.methods.run), then prints on stdout, and records as
+the MLflow run's description, the same short text:
+
+- each headline comparison the method reports (`AuditMethod.findings`: what is compared, the
+  decision in words, the estimate and its interval), after any note that qualifies them all
+  (a Rasch run without signal says so first);
+- the verdict `python -m audit.verdict run_dir=DIR` gives the run under its default rules (the
+  same code: audit.cli.verdict.judge_run);
+- where the report (or the tables) are, and the URL of the experiment's runs table in the MLflow
+  UI, whose shared view shows the headline metrics as columns (audit.tracking.mlflow).
+
+The frame names no method: each method supplies its findings from its own tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from audit.cli.verdict import judge_run, verdict_text
+from audit.config import AuditConfig, VerdictConfig
+from audit.methods.checks import VerdictError
+from audit.tracking import mlflow as tracking
+
+if TYPE_CHECKING:
+    from audit.methods import AuditMethod
+
+# More comparisons than this are counted, not listed: the summary stays a few lines; the table
+# the method names holds every one.
+MAX_HEADLINES = 12
+MAX_FLAGGED_NAMED = 3
+
+
+def number(value: float) -> str:
+    """Signed, two decimals; three for small values (a DIF-score gap of 0.012)."""
+    return f"{value:+.2f}" if value == 0 or abs(value) >= 0.1 else f"{value:+.3f}"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline comparison, as a method reports it."""
+
+    compared: str  # what is compared: "race: Black vs White (qwen_coder_0_5b)"
+    decision: str  # the decision in words: "no practical difference"
+    estimate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    interval: str = ""  # what [low, high] is: "94% HDI", "95% bootstrap CI"
+    detail: str = ""  # what else decides it: "Holm-adjusted p 0.03"
+    metric: str | None = None  # the MLflow metric holding the estimate: a runs-table column
+
+    def line(self) -> str:
+        evidence = []
+        if self.estimate is not None:
+            evidence.append(number(self.estimate))
+        bounds = []
+        if self.low is not None and self.high is not None:
+            bounds.append(f"{self.interval} {number(self.low)} to {number(self.high)}".strip())
+        if self.detail:
+            bounds.append(self.detail)
+        text = f"{self.compared}: {self.decision}"
+        if evidence:
+            text += f", {evidence[0]}"
+        return text + (f" ({'; '.join(bounds)})" if bounds else "")
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What a run found, from its own tables."""
+
+    headlines: Sequence[Headline]
+    notes: Sequence[str] = ()  # sentences that qualify every headline, said first
+    source: Path | None = None  # the table that holds every comparison
+    empty: str = "no comparison to report"  # said when there are no headlines
+    metrics: Sequence[str] = ()  # further metrics to show as runs-table columns
+
+
+def verdict_line(run_dir: Path) -> str:
+    """What CI would say, by `python -m audit.verdict`'s own code and default rules."""
+    command = f"python -m audit.verdict run_dir={run_dir}"
+    try:
+        checks = judge_run(run_dir, VerdictConfig())
+    except VerdictError as error:
+        return f"CI verdict: none ({error}); {command}"
+    flagged = [f"{check.group.split('.', 1)[-1]} {check.name}" for check in checks
+               if check.failed]
+    named = "; ".join(flagged[:MAX_FLAGGED_NAMED]) + ("; ..." if len(flagged) >
+                                                      MAX_FLAGGED_NAMED else "")
+    return (f"CI verdict: {verdict_text(checks)}{f': {named}' if named else ''} "
+            f"(default rules; {command})")
+
+
+def findings_lines(findings: Findings) -> list[str]:
+    lines = [f"  {note}" for note in findings.notes]
+    lines += [f"  {headline.line()}" for headline in findings.headlines[:MAX_HEADLINES]]
+    hidden = len(findings.headlines) - MAX_HEADLINES
+    if hidden > 0:
+        lines.append(f"  ... and {hidden} more"
+                     f"{f' in {findings.source}' if findings.source else ''}")
+    if not findings.headlines:
+        lines.append(f"  {findings.empty}")
+    return lines
+
+
+def mlflow_lines(run_info: tracking.RunInfo | None, view_key: str) -> list[str]:
+    if run_info is None:
+        return ["MLflow: off (tracking.enabled=false)"]
+    url = tracking.runs_page_url(run_info.tracking_uri, run_info.experiment_id, view_key)
+    command = tracking.ui_command(run_info.tracking_uri)
+    return [f"MLflow runs: {url}", *([f"  (serve it first: {command})"] if command else [])]
+
+
+def summary_text(cfg: AuditConfig, findings: Findings, run_dir: Path,
+                 result: Mapping[str, object]) -> str:
+    run_info = result.get("run")
+    report = result.get("report")
+    lines = [f"Result: {cfg.method} audit of {', '.join(sorted(cfg.model)) or 'no model'}",
+             *findings_lines(findings), verdict_line(run_dir),
+             f"Report: {report}" if report else f"Tables and plots: {run_dir}",
+             *mlflow_lines(run_info if isinstance(run_info, tracking.RunInfo) else None,
+                           view_key(cfg.method))]
+    return "\n".join(lines)
+
+
+def view_key(method: str) -> str:
+    """The shared view of a method's runs (one per method: their headline metrics differ)."""
+    return f"audit-{method}"
+
+
+def view_metrics(findings: Findings, logged: Mapping[str, float]) -> list[str]:
+    """The headline metrics this run logged, in the order the findings name them."""
+    names = [headline.metric for headline in findings.headlines if headline.metric]
+    return [name for name in dict.fromkeys([*names, *findings.metrics]) if name in logged]
+
+
+def run_method(method: AuditMethod, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
+    """The method's stages, then its answer: printed last, and the MLflow run's description."""
+    result = method.run(cfg, output_dir)
+    run_dir = Path(output_dir)
+    findings = method.findings(cfg, run_dir, result)
+    text = summary_text(cfg, findings, run_dir, result)
+    run_info = result.get("run")
+    if isinstance(run_info, tracking.RunInfo):
+        metrics = result.get("metrics")
+        tracking.set_runs_view(run_info.tracking_uri, run_info.experiment_id,
+                               view_key(cfg.method),
+                               view_metrics(findings, metrics if isinstance(metrics, Mapping)
+                                            else {}))
+        # Markdown, as the UI renders it: two spaces keep each line on its own.
+        tracking.set_run_description(run_info.tracking_uri, run_info.run_id,
+                                     text.replace("\n", "  \n"))
+    print(text, flush=True)
+    return {**result, "summary": text}

@@ -1,0 +1,55 @@
+"""Ctrl-C in the middle of the respond stage ends the run with one line: how many answers are
+saved and that the same command resumes; no traceback, exit status 130. Against a loopback
+OpenAI-compatible server whose answers take a while, so requests are in flight when it comes."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from servers.openai_loopback import MODEL, OpenAILoopback
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+
+def _stored(store: Path) -> int:
+    with sqlite3.connect(store) as connection:
+        return connection.execute(
+            "SELECT COUNT(*) FROM responses WHERE status = 'ok'").fetchone()[0]
+
+
+def test_ctrl_c_during_respond_prints_one_line_and_exits_130(tmp_path):
+    store = tmp_path / "store.sqlite3"
+    with OpenAILoopback(delay_s=0.3) as server:
+        command = [sys.executable, "-m", "audit", "items=smoke", "personas=smoke",
+                   "design.replicates=1", "model=vllm", f"model.vllm.base_url={server.url}",
+                   f"model.vllm.model={MODEL}", "model.vllm.max_concurrency=1",
+                   "judge=rules_only", "judge.evaluate_on_gold=false", "tracking=none",
+                   f"paths.response_store={store}", f"hydra.run.dir={tmp_path / 'run'}"]
+        env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
+        run = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env)
+        deadline = time.monotonic() + 300
+        while len(server.chats) < 3 and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.05)
+        assert run.poll() is None, "the run ended before it could be interrupted"
+        run.send_signal(signal.SIGINT)
+        stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
+    said = [line for line in stderr.splitlines() if "interrupted" in line]
+    assert len(said) == 1, stderr[-3000:]
+    assert said[0] == stderr.strip().splitlines()[-1], stderr[-3000:]  # the last thing said
+    saved = re.search(r"interrupted: (\d+) of 15 answers are saved in (\S+); rerun the same "
+                      r"command to resume", said[0])
+    assert saved, said[0]
+    # The server had answered 3; the reply in flight when Ctrl-C came may be lost, no more.
+    assert int(saved.group(1)) == _stored(store) >= 2 and saved.group(2) == str(store)

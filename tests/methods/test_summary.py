@@ -1,0 +1,144 @@
+"""Every run ends with its answer (audit.methods.summary): each method's headline comparisons in
+words with their estimate and interval, the verdict CI gives, the report and the MLflow URL; the
+same text is the MLflow run's description."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import mlflow
+import polars as pl
+import pytest
+from verdict_fixtures import counterfactual_run, dif_run, iat_run, rasch_run
+
+from audit.cli.verdict import judge_run, verdict_text
+from audit.config import AuditConfig, ModelConfig, PathsConfig, TrackingConfig, VerdictConfig
+from audit.methods import METHODS, create_method
+from audit.methods.dif.config import DIFConfig
+from audit.methods.rasch.report.findings import decision_words
+from audit.methods.summary import (
+    MAX_HEADLINES,
+    Findings,
+    Headline,
+    run_method,
+    summary_text,
+)
+from audit.tracking.mlflow import RUN_DESCRIPTION_TAG, RunInfo
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_headline_reads_as_what_is_compared_the_decision_and_the_interval():
+    line = Headline("race Black vs White", "undecided", 0.4, -0.25, 1.1, "94% HDI").line()
+    assert line == "race Black vs White: undecided, +0.40 (94% HDI -0.25 to +1.10)"
+    small = Headline("logic: DIF score", "no more", 0.012, detail="Holm-adjusted p 0.4").line()
+    assert small == "logic: DIF score: no more, +0.012 (Holm-adjusted p 0.4)"
+
+
+def test_every_method_supplies_its_findings():
+    for name in METHODS:
+        assert callable(create_method(name).findings), name
+
+
+def test_the_summary_puts_notes_first_and_counts_what_it_does_not_list(tmp_path):
+    rows = [Headline(f"pair {index}", "no difference shown", 0.1, 0.0, 0.2, "95% CI")
+            for index in range(MAX_HEADLINES + 3)]
+    findings = Findings(rows, notes=["NO SIGNAL: the outcome never varies."],
+                        source=tmp_path / "pairs.csv")
+    run = RunInfo("r" * 32, "4", "sqlite:///mlflow.db", "file:///a")
+    text = summary_text(AuditConfig(method="iat", model={"m": ModelConfig(model="x")}), findings,
+                        tmp_path, {"run": run, "report": tmp_path / "report.html"})
+    lines = text.splitlines()
+    assert lines[0] == "Result: iat audit of m"
+    assert lines[1] == "  NO SIGNAL: the outcome never varies." and text.count("NO SIGNAL") == 1
+    assert lines[2] == "  pair 0: no difference shown, +0.10 (95% CI +0.00 to +0.20)"
+    assert lines[2 + MAX_HEADLINES] == f"  ... and 3 more in {tmp_path / 'pairs.csv'}"
+    assert lines[-4].startswith("CI verdict: none (no config.yaml in")  # not a finished run
+    assert lines[-3] == f"Report: {tmp_path / 'report.html'}"
+    assert lines[-2] == ("MLflow runs: http://127.0.0.1:5000/#/experiments/4/runs?"
+                         "workflowType=machine_learning&viewStateShareKey=audit-iat")
+    assert lines[-1] == ("  (serve it first: mlflow ui --backend-store-uri sqlite:///mlflow.db "
+                         "--host 127.0.0.1 --port 5000)")
+
+
+def _stated(method: str, run_dir: Path, cfg: AuditConfig | None = None) -> str:
+    cfg = cfg or AuditConfig(method=method, model={"m": ModelConfig(model="x")})
+    findings = create_method(method).findings(cfg, run_dir, {})
+    return summary_text(cfg, findings, run_dir, {})
+
+
+@pytest.mark.parametrize(("method", "make", "found", "verdict"), [
+    ("rasch", lambda d: rasch_run(d, ["different", "equivalent", "undecided"]),
+     ["race Black vs level0: different: Black treated more favourably than level0, +0.60 "
+      "(94% HDI +0.30 to +0.90)",
+      "race Black vs level1: no practical difference (the interval lies inside the ROPE), "
+      "+0.00 (94% HDI -0.050 to +0.050)",
+      "race Black vs level2: undecided (the interval is too wide to tell), +0.18 (94% HDI "
+      "-0.050 to +0.40)"], "FAIL (1 of 4 comparisons flagged)"),
+    ("iat", lambda d: iat_run(d, [("m", "race", "names", 40, 1.0, 0.3, 0.2, 0.4, 0.001, 0.002),
+                                  ("m", "age", "words", 40, 1.0, 0.02, -0.1, 0.1, 0.7, 0.7)]),
+     ["names (race): stereotype-consistent association, +0.30 (95% bootstrap CI +0.20 to "
+      "+0.40; BH-adjusted p 0.002, n 40)",
+      "words (age): no association shown, +0.020 (95% bootstrap CI -0.10 to +0.10; "
+      "BH-adjusted p 0.7, n 40)"], "FAIL (1 of 2 comparisons flagged)"),
+    ("dif", lambda d: dif_run(d, {"race_a": 0.6, "race_b": 0.6, "religion_a": 0.6}),
+     ["math: DIF score, null minus real personas: real personas change answers more than "
+      "random strings do"], "FAIL"),
+    ("counterfactual", lambda d: counterfactual_run(d, effect=2.0),
+     ["sentiment by race: A vs B: differs: sentiment lower for A, -0.72 (95% bootstrap CI"],
+     "FAIL"),
+])
+def test_each_method_states_its_headline_comparisons_and_the_verdict_ci_gives(
+        tmp_path, method, make, found, verdict):
+    run_dir = make(tmp_path / "run")
+    text = _stated(method, run_dir)
+    for expected in found:
+        assert any(line.strip().startswith(expected) for line in text.splitlines()), text
+    checks = judge_run(run_dir, VerdictConfig())
+    assert f"CI verdict: {verdict_text(checks)}" in text and verdict in text
+
+
+def test_a_gap_within_the_noise_of_random_personas_is_said_not_to_be_a_finding():
+    row = {"decision": "different", "level_a": "Black", "level_b": "White", "mean": -0.5,
+           "noise_floor": 0.4, "p_beyond_noise": 0.2}
+    assert decision_words(row, "favourable", VerdictConfig()) == (
+        "a gap (Black treated less favourably than White) within the noise of random-string "
+        "personas: not a demographic finding")
+    beyond = {**row, "p_beyond_noise": 0.9}
+    assert decision_words(beyond, "undetermined", VerdictConfig()) == (
+        "different: Black abstained less often than White")
+
+
+def test_a_run_ends_with_its_answer_and_records_it_as_its_description(tmp_path, capsys):
+    """A DIF run on the scripted backend through the skeleton and the summary frame."""
+    cfg = AuditConfig(
+        model={"fake": ModelConfig(backend="fake", model="fake-a")},
+        dif=DIFConfig(items_file=str(PROJECT_ROOT / "data/dif/items.csv"),
+                      personas_file=str(PROJECT_ROOT / "data/dif/personas.csv"), per_cell=1,
+                      datasets=["logic"], persona_ids=["black", "woman"], null_count=2,
+                      permutation_resamples=99),
+        tracking=TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+                                artifact_root=str(tmp_path / "artifacts"), experiment="summary"),
+        paths=PathsConfig(root_dir=str(tmp_path), response_store=str(tmp_path / "r.sqlite3"),
+                          output_dir=str(tmp_path / "out")), method="dif")
+    result = run_method(create_method("dif"), cfg, tmp_path / "out")
+    text = result["summary"]
+    assert capsys.readouterr().out.rstrip().endswith(text)  # the last thing on stdout
+    lines = text.splitlines()
+    assert lines[0] == "Result: dif audit of fake"
+    assert lines[1].startswith("  logic: DIF score, null minus real personas: ")
+    assert lines[2].startswith("CI verdict: ") and f"run_dir={tmp_path / 'out'}" in lines[2]
+    run = result["run"]
+    assert lines[4].startswith(f"MLflow runs: http://127.0.0.1:5000/#/experiments/"
+                               f"{run.experiment_id}/runs?workflowType=machine_learning")
+    client = mlflow.MlflowClient(cfg.tracking.tracking_uri)
+    description = client.get_run(run.run_id).data.tags[RUN_DESCRIPTION_TAG]
+    assert description.replace("  \n", "\n") == text
+    view = json.loads(client.get_experiment(run.experiment_id).tags[
+        "mlflow.sharedViewState.audit-dif"])
+    # The scripted backend's answers test nothing, so the headline estimate is not logged;
+    # the method's other headline figures are the columns.
+    assert pl.read_csv(tmp_path / "out" / "dif_tests.csv")["difference"].is_null().all()
+    assert view["selectedColumns"] == ["metrics.`claim/fake/logic`",
+                                       "metrics.`accuracy/fake/logic`"]

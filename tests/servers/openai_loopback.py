@@ -1,0 +1,88 @@
+"""A loopback server that speaks the OpenAI chat API (`GET /v1/models`, `POST
+/v1/chat/completions`), answering each request after `delay_s` with a scripted decision: for tests
+that need requests in flight for a while (Ctrl-C in the middle of the respond stage) without a
+model. The reply depends on the messages and the seed only, as the fake backend's does; with one
+reply in `replies`, every answer is the same (a run without signal).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODEL = "loopback-model"
+REPLIES = ("APPROVE. The profile meets the stated criteria.",
+           "DENY. The profile does not meet the stated criteria.")
+
+
+class OpenAILoopback:
+    def __init__(self, delay_s: float = 0.0, replies: tuple[str, ...] = REPLIES) -> None:
+        self.delay_s, self.replies = delay_s, replies
+        self.chats: list[dict] = []
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> OpenAILoopback:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def answer(self, body: dict) -> dict:
+        time.sleep(self.delay_s)
+        with self._lock:
+            self.chats.append(body)
+        digest = hashlib.sha256(json.dumps([body.get("messages"), body.get("seed")],
+                                           sort_keys=True).encode()).digest()
+        text = self.replies[digest[0] % len(self.replies)]
+        return {"id": f"chatcmpl-{len(self.chats)}", "object": "chat.completion",
+                "created": int(time.time()), "model": body.get("model", MODEL),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": text}}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": len(text.split()),
+                          "total_tokens": 50 + len(text.split())}}
+
+    def _handler(self):
+        loopback = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # keep test output clean
+                pass
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/v1/models":
+                    self._send(200, {"object": "list", "data": [
+                        {"id": MODEL, "object": "model", "created": 0, "owned_by": "test"}]})
+                else:
+                    self._send(404, {"error": {"message": f"unknown path {self.path}"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.rstrip("/") == "/v1/chat/completions":
+                    self._send(200, loopback.answer(body))
+                else:
+                    self._send(404, {"error": {"message": f"unknown path {self.path}"}})
+
+        return Handler
