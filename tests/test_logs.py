@@ -19,7 +19,8 @@ from rich.console import Console
 from audit import logs
 from audit.config import EngineConfig
 from audit.llm.backends import create_backend
-from audit.llm.engine import _collect, plan_requests, progress_bar
+from audit.llm.engine import _collect, plan_requests
+from audit.logs import progress_bar
 from audit.llm.store import ResponseStore
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Logging for the command-line entry points: one console, one format, no library chatter.
+"""The terminal of the command-line entry points: one console, one format, no library chatter.
 
 Progress bars and log lines share one rich Console on stderr (`console()`): a line logged while a
 bar is drawn is printed above the bar instead of through it, and stdout keeps only results (the
@@ -16,8 +16,18 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from collections.abc import Iterable
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 VERBOSE_ENV = "AUDIT_VERBOSE"
 # Loggers whose INFO lines a user reads: the tool's own, and Hydra's (a sweep's "Launching 2 jobs
@@ -95,3 +105,30 @@ def configure_cli_logging() -> None:
     handler.setFormatter(logging.Formatter(CLI_FORMAT))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     quiet_noisy_loggers()
+
+
+# --- progress bars, on the same console ---------------------------------------------------------
+
+class RateColumn(ProgressColumn):
+    def render(self, task) -> Text:
+        return Text(f"{task.speed:.2f}/s" if task.speed else "-/s")
+
+
+def progress_bar(rate: bool = True) -> Progress:
+    """A bar on the stderr console log lines are printed on, so a line logged
+    meanwhile appears above it. `rate`: requests a second and the time left, for bars that count
+    requests actually sent (answers already in the store are counted in before it starts, so
+    they do not inflate the rate); a loop that mostly reads the store shows neither."""
+    timing = (RateColumn(), TimeRemainingColumn()) if rate else ()
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    *timing, TextColumn("[red]{task.fields[errors]} errors"), transient=False,
+                    console=console())
+
+
+def track(rows: Iterable, total: int, description: str) -> Iterable:
+    """A bar over a loop; `description` says what it counts ("labelled answers")."""
+    with progress_bar(rate=False) as progress:
+        task = progress.add_task(description, total=total, errors=0)
+        for row in rows:
+            yield row
+            progress.advance(task)

@@ -23,20 +23,12 @@ from dataclasses import dataclass
 
 import polars as pl
 from aiolimiter import AsyncLimiter
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
+from rich.progress import Progress
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from audit.llm.backends import Backend, BackendError, ChatRequest, Completion, Message, request_key
 from audit.config import EngineConfig, ModelConfig
-from audit.logs import console
+from audit.logs import progress_bar
 from audit.llm.preflight import estimate, preflight
 from audit.schemas import ResponseSchema, validate
 from audit.llm.store import ResponseStore
@@ -186,31 +178,6 @@ def build_request(config: ModelConfig, system_prompt: str, user_prompt: str, see
         seed=seed,
         json_schema=json_schema,
     )
-
-
-class RateColumn(ProgressColumn):
-    def render(self, task) -> Text:
-        return Text(f"{task.speed:.2f}/s" if task.speed else "-/s")
-
-
-def progress_bar(rate: bool = True) -> Progress:
-    """A bar on the stderr console log lines are printed on (audit.logs), so a line logged
-    meanwhile appears above it. `rate`: requests a second and the time left, for bars that count
-    requests actually sent (answers already in the store are counted in before it starts, so
-    they do not inflate the rate); a loop that mostly reads the store shows neither."""
-    timing = (RateColumn(), TimeRemainingColumn()) if rate else ()
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    *timing, TextColumn("[red]{task.fields[errors]} errors"), transient=False,
-                    console=console())
-
-
-def track(rows: Iterable, total: int, description: str) -> Iterable:
-    """A bar over a loop; `description` says what it counts ("labelled answers")."""
-    with progress_bar(rate=False) as progress:
-        task = progress.add_task(description, total=total, errors=0)
-        for row in rows:
-            yield row
-            progress.advance(task)
 
 
 @dataclass(frozen=True)

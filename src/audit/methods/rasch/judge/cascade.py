@@ -16,7 +16,8 @@ import polars as pl
 
 from audit.llm.backends import Backend, BackendError, ChatRequest
 from audit.config import EngineConfig, JudgeConfig, ModelConfig
-from audit.llm.engine import build_request, send, send_ahead, track
+from audit.llm.engine import build_request, send, send_ahead
+from audit.logs import track
 from audit.methods.rasch.judge.agreement import majority
 from audit.methods.rasch.judge.llm import JUDGE_SEEDS, JudgeVerdict, judge_answer, judge_request
 from audit.methods.rasch.judge.logprob import OptionScore, option_score, option_variants, parse_scores

@@ -15,7 +15,7 @@ import polars as pl
 from audit.config import JudgeConfig
 from audit.stats.intervals import jeffreys_interval
 from audit.methods.rasch.judge.agreement import cohen_kappa, confusion_matrix
-from audit.llm.engine import track
+from audit.logs import track
 from audit.methods.rasch.judge.cascade import Judge, ProgressFn, label_answers
 from audit.schemas import LABELS, UNPARSEABLE
 from audit.llm.store import ResponseStore
