@@ -4,34 +4,13 @@ audited model is a loopback OpenAI-compatible server with scripted answers, so n
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from servers.openai_loopback import MODEL, REPLIES, OpenAILoopback
+from servers.openai_loopback import REPLIES
+from smoke_audit import run_smoke_audit
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
-
-
-def _smoke(tmp_path: Path, replies: tuple[str, ...]) -> subprocess.CompletedProcess:
-    with OpenAILoopback(replies=replies) as server:
-        command = [sys.executable, "-m", "audit", "items=smoke", "personas=smoke",
-                   "design.replicates=1", "model=vllm", f"model.vllm.base_url={server.url}",
-                   f"model.vllm.model={MODEL}", "judge=rules_only",
-                   "judge.evaluate_on_gold=false", "fit.draws=300", "fit.tune=300",
-                   f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
-                   f"tracking.artifact_root={tmp_path / 'artifacts'}",
-                   f"paths.response_store={tmp_path / 'store.sqlite3'}",
-                   f"hydra.run.dir={tmp_path / 'run'}"]
-        env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
-        done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True,
-                              env=env, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
 
 
 def _answer(stdout: str) -> list[str]:
@@ -42,7 +21,7 @@ def _answer(stdout: str) -> list[str]:
 
 
 def test_the_last_lines_of_a_smoke_run_state_its_finding(tmp_path):
-    done = _smoke(tmp_path, REPLIES)
+    done = run_smoke_audit(tmp_path)
     answer = _answer(done.stdout)
     assert answer[0] == "Result: rasch audit of vllm"
     contrasts = answer[1:-4]
@@ -60,7 +39,7 @@ def test_the_last_lines_of_a_smoke_run_state_its_finding(tmp_path):
 
 
 def test_a_run_without_signal_says_so_once_leading_its_answer(tmp_path):
-    done = _smoke(tmp_path, REPLIES[:1])  # every answer approves: the outcome never varies
+    done = run_smoke_audit(tmp_path, REPLIES[:1])  # every answer approves: the outcome never varies
     answer = _answer(done.stdout)
     assert answer[1].startswith("  NO SIGNAL: this run can neither show nor rule out")
     assert (done.stdout + done.stderr).count("NO SIGNAL") == 1

@@ -5,7 +5,6 @@ chromium with no network; and the runs table read back from the store."""
 from __future__ import annotations
 
 import io
-import os
 import re
 import shutil
 from pathlib import Path
@@ -13,21 +12,21 @@ from pathlib import Path
 import mlflow
 import polars as pl
 import pytest
+from browser import ARTIFACT_DIR, require_chromium
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 from rich.console import Console
 
 from audit.__main__ import CONF_DIR
-from audit.config import ModelConfig, register_configs, to_audit_config
 from audit.cli.runs import main as runs_main
 from audit.cli.runs import print_runs, write_params
-from audit.tracking.runs_table import runs_frame
+from audit.config import ModelConfig, register_configs, to_audit_config
 from audit.methods.rasch.stages import run_audit
 from audit.tracking.mlflow import find_runs, get_run
+from audit.tracking.runs_table import runs_frame
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-ARTIFACT_DIR = PROJECT_ROOT / "test-artifacts"
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 register_configs()
 
@@ -103,26 +102,10 @@ def test_the_report_is_self_contained(audit_run):
     assert "Content-Security-Policy" in html and audit_run["run_id"] in html
 
 
-def _chromium() -> str | None:
-    for candidate in (os.environ.get("AUDIT_CHROMIUM"), "/usr/lib/chromium/chromium",
-                      shutil.which("chromium"), shutil.which("chromium-browser"),
-                      shutil.which("google-chrome")):
-        if candidate and Path(candidate).is_file():
-            return candidate
-    return None
-
-
 def test_the_report_renders_in_headless_chromium_without_network(audit_run, tmp_path):
-    executable = _chromium()
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        executable = None
-    if executable is None:
-        if os.environ.get("AUDIT_REQUIRE_BROWSER") == "1":
-            pytest.fail("no chromium (or no playwright): apt-get install chromium; pip install "
-                        "playwright")
-        pytest.skip("chromium or playwright not installed (CI installs them: make browser)")
+    executable = require_chromium()
+    from playwright.sync_api import sync_playwright
+
     report = audit_run["tmp"] / "run" / "report" / "report.html"
     errors: list[str] = []
     blocked: list[str] = []
@@ -172,7 +155,7 @@ def test_the_runs_table_lists_the_run_without_the_ui(audit_run, capsys, tmp_path
     assert runs_main(["--tracking-uri", audit_run["uri"], "--metric", "theta_mean/fake/w*",
                       "--csv", str(table)]) == 0
     printed = capsys.readouterr().out
-    assert audit_run["run_id"][:8] in printed and "rasch-fake" in printed
+    assert audit_run["run_id"][:8] in printed and "rasch fake" in printed
     written = pl.read_csv(table)
     assert audit_run["run_id"] in written["run_id"].to_list()
     assert {"metric:rhat_max", "metric:theta_mean/fake/white_man"} <= set(written.columns)
