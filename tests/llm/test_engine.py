@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import polars as pl
 import pytest
 
@@ -362,6 +365,7 @@ def test_the_heap_is_frozen_only_while_requests_are_in_flight(items, personas, t
     backend = _Recording()
     models = {"recording": ModelConfig(backend="fake", model="recording", max_concurrency=2)}
     prompts = expand_design(items, personas, models, DesignConfig(replicates=1, seed=3)).head(4)
+    gc.unfreeze()  # nobody's freeze in place (Python 3.12 starts with some objects frozen)
     assert gc.get_freeze_count() == 0
     with ResponseStore(tmp_path / "store.sqlite3") as store:
         collect_responses(prompts, {"recording": backend}, models, store, NO_WAIT,
@@ -375,3 +379,16 @@ def test_the_heap_is_frozen_only_while_requests_are_in_flight(items, personas, t
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_a_fresh_interpreter_gets_its_heap_back_after_sending():
+    """Python 3.12 starts with objects in the permanent generation (gc.get_freeze_count() > 0
+    before any code runs). Fails if heap_frozen takes that for a caller's freeze and never
+    unfreezes: every object alive before the run would then stay uncollectable for the process."""
+    code = ("import gc\nfrom audit.llm.engine import heap_frozen\nstart = gc.get_freeze_count()\n"
+            "with heap_frozen():\n    assert gc.get_freeze_count() > start\n"
+            "print(gc.get_freeze_count() <= start)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True"
