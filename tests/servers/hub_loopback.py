@@ -11,30 +11,18 @@ is not fetched again.
 from __future__ import annotations
 
 import hashlib
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import unquote
 
+from servers import LoopbackServer
 
-class HubLoopback:
+
+class HubLoopback(LoopbackServer):
     def __init__(self, files: dict[tuple[str, str, str], bytes]) -> None:
         """files: (repo, revision, file path) -> content."""
         self.files = dict(files)
         self.requests: list[tuple[str, str]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> HubLoopback:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__()
 
     def downloads(self) -> int:
         """File downloads (the client also asks other endpoints, which are not files)."""

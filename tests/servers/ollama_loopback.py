@@ -13,35 +13,22 @@ import socket
 import threading
 import time
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
-from audit.llm.backends import ChatRequest, Message, create_backend
 from audit.config import ModelConfig
+from audit.llm.backends import ChatRequest, Message, create_backend
+from servers import LoopbackServer
 
 MODEL_TAG = "smollm2:135m"
 
 
-class OllamaLoopback:
+class OllamaLoopback(LoopbackServer):
     def __init__(self, digest: str = "sha256:" + "ab" * 32) -> None:
         self.backend = create_backend(ModelConfig(model="smollm2-135m-instruct"))
         self.digest = digest
         self.chats: list[dict] = []
         self._lock = threading.Lock()
-        handler = self._handler()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> OllamaLoopback:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__()
 
     def _answer(self, body: dict) -> dict:
         options = body.get("options") or {}

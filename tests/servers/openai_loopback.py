@@ -11,33 +11,23 @@ import hashlib
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from servers import LoopbackServer
 
 MODEL = "loopback-model"
 REPLIES = ("APPROVE. The profile meets the stated criteria.",
            "DENY. The profile does not meet the stated criteria.")
 
 
-class OpenAILoopback:
+class OpenAILoopback(LoopbackServer):
+    path = "/v1"
+
     def __init__(self, delay_s: float = 0.0, replies: tuple[str, ...] = REPLIES) -> None:
         self.delay_s, self.replies = delay_s, replies
         self.chats: list[dict] = []
         self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> OpenAILoopback:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__()
 
     def answer(self, body: dict) -> dict:
         time.sleep(self.delay_s)
