@@ -82,4 +82,7 @@ def test_the_run_is_logged_to_mlflow_with_per_dataset_metrics_tables_and_plots(i
             "plots/iat_d_by_dataset.png", "plots/iat_d_by_variation.png",
             "data/iat_scores.parquet", "data/iat_prompts.parquet"} <= artifacts
     assert "IAT word association" in done.stdout
-    assert "mlflow ui --backend-store-uri" in done.stderr
+    # The run ends with its summary on stdout: the runs-table link and how to serve it.
+    assert f"/#/experiments/{run.info.experiment_id}/runs?workflowType=machine_learning" \
+        in done.stdout
+    assert "mlflow ui --backend-store-uri" in done.stdout
