@@ -2,8 +2,30 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """A request handler that reads and answers JSON, quietly (no access log in test output)."""
+
+    content_type = "application/json"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def _send(self, status: int, payload: dict) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", self.content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> dict:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length) or b"{}")
 
 
 class LoopbackServer:

@@ -8,16 +8,14 @@ every chat request it receives so tests can count and inspect them.
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler
 
 from audit.config import ModelConfig
 from audit.llm.backends import ChatRequest, Message, create_backend
-from servers import LoopbackServer
+from servers import JsonHandler, LoopbackServer
 
 MODEL_TAG = "smollm2:135m"
 
@@ -55,27 +53,14 @@ class OllamaLoopback(LoopbackServer):
     def _handler(self):
         loopback = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:  # keep test output clean
-                pass
+        class Handler(JsonHandler):
+            content_type = "application/json; charset=utf-8"
 
             def setup(self) -> None:
                 super().setup()
                 # Headers and body go out in separate writes; without TCP_NODELAY, Nagle's algorithm
                 # and the client's delayed ACK add about 40 ms to every keep-alive request.
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _body(self) -> dict:
-                length = int(self.headers.get("Content-Length") or 0)
-                return json.loads(self.rfile.read(length) or b"{}")
 
             def do_GET(self) -> None:
                 if self.path == "/api/tags":

@@ -11,9 +11,8 @@ import hashlib
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler
 
-from servers import LoopbackServer
+from servers import JsonHandler, LoopbackServer
 
 MODEL = "loopback-model"
 REPLIES = ("APPROVE. The profile meets the stated criteria.",
@@ -46,19 +45,8 @@ class OpenAILoopback(LoopbackServer):
     def _handler(self):
         loopback = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args) -> None:  # keep test output clean
-                pass
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/") == "/v1/models":
@@ -68,8 +56,7 @@ class OpenAILoopback(LoopbackServer):
                     self._send(404, {"error": {"message": f"unknown path {self.path}"}})
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = self._body()
                 if self.path.rstrip("/") == "/v1/chat/completions":
                     self._send(200, loopback.answer(body))
                 else:
