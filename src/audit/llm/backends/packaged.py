@@ -190,7 +190,7 @@ def _marker_matches(target: Path, sha256: str, expected_size: int | None = None)
     except (OSError, ValueError):
         return False
     return (marker == {"sha256": sha256, "size": size, "mtime_ns": mtime_ns}
-            and size == (expected_size if expected_size is not None else size))
+            and expected_size in (None, size))
 
 
 def _write_marker(target: Path, sha256: str) -> None:

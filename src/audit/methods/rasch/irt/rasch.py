@@ -276,8 +276,9 @@ def _fit_hurdle(outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction,
     summary = summarise(idata, fit.hdi_prob)
     diagnostics = diagnose(idata, summary, fit)
     steps = {}
-    for outcome, posterior in ((DECIDED_OUTCOME, posterior_draws(idata)),
-                               (ABSTAINED_OUTCOME, abstention_posterior(posterior_draws(idata)))):
+    draws = posterior_draws(idata)
+    for outcome, posterior in ((DECIDED_OUTCOME, draws),
+                               (ABSTAINED_OUTCOME, abstention_posterior(draws))):
         steps[outcome] = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob)
                           if respondents is not None and fit.attributes else pl.DataFrame())
     companion = RaschFit(idata=idata, summary=summary, diagnostics=diagnostics,
