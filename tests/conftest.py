@@ -3,12 +3,36 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import polars as pl
 import pytest
 
 from audit.config import DesignConfig, ModelConfig, PersonasConfig, SamplingConfig
 from audit.personas import PersonaSources, generate_personas
+
+
+# Waits until the worker that started it is gone (its end of the pipe closes), then kills what
+# is left of the worker's process group.
+_REAPER = ("import os, signal, sys\n"
+           "sys.stdin.buffer.read()\n"
+           "try:\n    os.killpg(int(sys.argv[1]), signal.SIGKILL)\n"
+           "except ProcessLookupError:\n    pass\n")
+_reaper: subprocess.Popen | None = None
+
+
+def _reap_this_workers_processes_when_it_ends() -> None:
+    """A worker that pytest-timeout stops (os._exit, by thread) leaves the processes its test
+    started running: an audit's llama.cpp then spins on its CPU for as long as that audit would
+    have run, and every later model test on the machine crawls (two llama.cpp jobs on two cores
+    slow each other many times over). So each worker leads a process group of its own, and a
+    small watcher, started in a session of its own, kills that group once the worker is gone,
+    however it ended. Processes a test starts in a session of its own are that test's to end."""
+    global _reaper
+    os.setpgid(0, 0)
+    _reaper = subprocess.Popen([sys.executable, "-c", _REAPER, str(os.getpgid(0))],
+                               stdin=subprocess.PIPE, start_new_session=True)
 
 
 def pytest_configure(config):
@@ -20,6 +44,8 @@ def pytest_configure(config):
     if worker and hasattr(os, "sched_setaffinity"):
         cpus = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, {cpus[int(worker.removeprefix("gw")) % len(cpus)]})
+    if worker and hasattr(os, "setpgid"):
+        _reap_this_workers_processes_when_it_ends()
 
 
 def pytest_collection_modifyitems(config, items):

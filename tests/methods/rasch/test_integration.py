@@ -29,8 +29,8 @@ def _small_gold_set(tmp_path: Path) -> Path:
 def _audit(tmp_path: Path, run_dir: str, *extra: str) -> subprocess.CompletedProcess:
     overrides = [
         # SmolLM2 pinned, as the audited model and as the judge: the fastest embedded model keeps
-        # this plumbing test short (the default judge's accuracy has its own test,
-        # test_judge_default_gold.py; with it here the fixture took 120 s of the suite).
+        # this plumbing test short (the default judge's accuracy is checked by the README's smoke
+        # audit, tests/docs/test_readme_smoke.py; with it here the fixture took 120 s more).
         "model=smollm2", "judge=smollm2", "items=smoke", "personas=smoke", "design.replicates=1",
         f"judge.gold_file={_small_gold_set(tmp_path)}",
         f"paths.response_store={tmp_path / 'responses.sqlite3'}",

@@ -1,13 +1,18 @@
-"""The default judge's gold-set figures, measured with the real model: the issue-19 targets.
+"""The default judge on the 57-answer gold sample every audit logs: judge alone and cascade.
+
+Usage: python benchmarks/judge_gold.py   (about 10 minutes on 2 cores; a fresh response store)
 
 The default cascade (rules, then Qwen2.5-Coder-1.5B scoring the letters of four described
 outcomes, and asking whether an answer that does not decide refused) and the judge model alone
-label the audit's own gold sample (`judge.gold_per_category` answers of each kind, the sample
-every run logs). Targets: cascade accuracy >= 0.90 and Cohen's kappa >= 0.85, judge alone >= 0.80.
-The thresholds below are what the shipped judge reached when it was chosen (benchmarks/RESULTS.md,
-"Judge on the gold set", with the figures on the whole gold set and its held-out half; the
-judge itself is described in docs/judge.md).
-Raise a threshold when a better judge reaches more; never lower one.
+label the audit's own gold sample (`judge.gold_per_category` answers of each kind). Targets
+(issue 19): cascade accuracy >= 0.90 and Cohen's kappa >= 0.85, judge alone >= 0.80. REACHED is
+what the shipped judge reached when it was chosen (benchmarks/RESULTS.md, "Judge on the gold
+set"); the script exits 1 when a figure falls below it. CI checks the cascade's figures on the
+same sample through the README's smoke audit (tests/docs/test_readme_smoke.py), which labels it
+anyway; the judge alone on all 57 answers costs another labelling pass, so it is measured here.
+
+Ends with one machine-readable line:
+RESULT judge_accuracy=<a> judge_kappa=<k> cascade_accuracy=<a> cascade_kappa=<k>
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import dataclasses
 from pathlib import Path
 
 import polars as pl
-import pytest
+import sys
+import tempfile
 from omegaconf import OmegaConf
 
 from audit.llm.backends import create_backend
@@ -26,7 +32,7 @@ from audit.methods.rasch.judge.gold import gold_figures, gold_sample, label_gold
 from audit.schemas import GoldSchema, ItemSchema, validate
 from audit.llm.store import ResponseStore
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {"cascade": {"gold/accuracy": 0.90, "gold/cohen_kappa": 0.85},
            "judge": {"gold/accuracy": 0.80}}
 # What the shipped default judge reached on the sample (see the module docstring), measured with
@@ -57,27 +63,34 @@ def _by_category(results: pl.DataFrame) -> str:
                      in table.iter_rows())
 
 
-@pytest.mark.slow
-def test_the_default_judge_meets_what_it_reached_on_the_gold_sample(tmp_path):
+def main() -> int:
     config = default_judge_config()
-    assert config.decoding == "letters" and config.refusal_check and config.models, \
-        "the default judge changed: re-measure"
     gold = gold_sample(validate(pl.read_csv(ROOT / config.gold_file), GoldSchema, "gold"),
                        config.gold_per_category)
     items = validate(pl.read_csv(ROOT / config.gold_items), ItemSchema, "items")
     judges = [Judge(name, create_backend(model), model)
               for name, model in sorted(config.models.items())]
-    quiet = {"show_progress": lambda rows, total, name: rows}
-    failures = []
-    with ResponseStore(tmp_path / "store.sqlite3") as store:
+    failures, figures = [], {}
+    with tempfile.TemporaryDirectory() as folder, \
+            ResponseStore(Path(folder) / "store.sqlite3") as store:
         for mode, use_rules in (("judge", False), ("cascade", True)):
             results, _ = label_gold(gold, items, dataclasses.replace(config, use_rules=use_rules),
-                                    judges, store, **quiet)
+                                    judges, store)
             metrics = gold_figures(results).metrics
+            figures[f"{mode}_accuracy"] = metrics["gold/accuracy"]
+            figures[f"{mode}_kappa"] = metrics["gold/cohen_kappa"]
+            print(f"{mode}: accuracy {metrics['gold/accuracy']:.3f}, kappa "
+                  f"{metrics['gold/cohen_kappa']:.3f} on {gold.height} answers; by kind: "
+                  f"{_by_category(results)}")
             for name, floor in REACHED[mode].items():
                 if not metrics[name] >= floor:
                     failures.append(f"{mode} {name} {metrics[name]:.3f} < {floor} "
-                                    f"(target {TARGETS[mode].get(name, 'none')}); by kind: "
-                                    f"{_by_category(results)}")
-    assert not failures, "\n".join(failures)
+                                    f"(target {TARGETS[mode].get(name, 'none')})")
+    print("RESULT " + " ".join(f"{name}={value:.3f}" for name, value in figures.items()))
+    for failure in failures:
+        print("BELOW WHAT WAS REACHED:", failure)
+    return 1 if failures else 0
 
+
+if __name__ == "__main__":
+    sys.exit(main())
