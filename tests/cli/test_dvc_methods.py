@@ -91,6 +91,9 @@ def project(tmp_path_factory) -> Path:
     pl.DataFrame({"first_name": ["Emily", "Lakisha"], "race": ["White", "Black"],
                   "gender": ["female", "female"]}).write_csv(project / "names.csv")
     _run(["git", "init", "-q"], project)
+    # `dvc exp run` commits with the repository's own identity (a CI machine may have none).
+    _run(["git", "config", "user.name", "audit tests"], project)
+    _run(["git", "config", "user.email", "tests@example.invalid"], project)
     _dvc("init", "-q", cwd=project)
     shutil.copy2(PROJECT_ROOT / ".dvc" / "config", project / ".dvc" / "config")  # Hydra on
     _run(GIT + ["add", "-A"], project)

@@ -68,6 +68,9 @@ def pipeline_project(tmp_path_factory) -> Path:
         shutil.copytree(PROJECT_ROOT / folder, project / folder,
                         ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     _run(["git", "init", "-q"], project)
+    # `dvc exp run` commits with the repository's own identity (a CI machine may have none).
+    _run(["git", "config", "user.name", "audit tests"], project)
+    _run(["git", "config", "user.email", "tests@example.invalid"], project)
     _dvc("init", "-q", cwd=project)
     shutil.copy2(PROJECT_ROOT / ".dvc" / "config", project / ".dvc" / "config")  # Hydra on
     _params(project, *SMOKE)
