@@ -30,6 +30,7 @@ import pymc as pm
 import xarray as xr
 from xarray import DataTree
 
+from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt.engines import sample_posterior
 from audit.methods.rasch.irt.contrasts import item_gaps, level_contrasts
@@ -87,7 +88,7 @@ def build_rasch_model(data: RaschData, model: str = "rasch",
     coords = {"respondent": list(data.respondents), "item": list(data.items)}
     if model == "rasch_seed":
         if confusion is not None:
-            raise ValueError("fit.model=rasch_seed is the original audit's model, which reads "
+            raise AuditError("fit.model=rasch_seed is the original audit's model, which reads "
                              "labels as truth: set fit.judge_error=false or use fit=rasch")
         return _build_seed_model(data, coords)
     if model in ("rasch", "twopl"):
@@ -99,7 +100,7 @@ def build_rasch_model(data: RaschData, model: str = "rasch",
     if model == "explanatory":
         raise ValueError("the explanatory model needs persona attributes: fit it with fit_rasch "
                          "on an outcome table that has model_name, persona_kind and the attributes")
-    raise ValueError(f"unknown model {model!r}; valid models: {', '.join(MODELS)}")
+    raise AuditError(f"unknown model {model!r}; valid models: {', '.join(MODELS)}")
 
 
 def _build_seed_model(data: RaschData, coords: dict) -> pm.Model:
@@ -238,12 +239,12 @@ def fit_rasch(
     respondents = respondent_table(outcomes, data, attributes) if has_personas else None
     if fit.model == "hurdle":
         if confusion is not None:
-            raise ValueError("fit.model=hurdle reads labels as truth (its three labels would need "
+            raise AuditError("fit.model=hurdle reads labels as truth (its three labels would need "
                              "a 3 x 3 confusion matrix): set fit.judge_error=false")
         return _fit_hurdle(outcomes, fit, sample, respondents)
     if fit.model == "explanatory":
         if respondents is None:
-            raise ValueError("fit.model=explanatory needs model_name, persona_kind and "
+            raise AuditError("fit.model=explanatory needs model_name, persona_kind and "
                              f"{', '.join(attributes)} in the outcome table")
         model = build_explanatory_model(data, respondents, tuple(fit.item_dif), confusion)
     else:
