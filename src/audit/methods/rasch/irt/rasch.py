@@ -49,12 +49,8 @@ from audit.schemas import SummarySchema, validate
 
 logger = logging.getLogger(__name__)
 
-# Convergence thresholds from Vehtari, Gelman, Simpson, Carpenter and Bürkner (2021),
-# "Rank-normalization, folding, and localization: an improved R-hat for assessing convergence
-# of MCMC", Bayesian Analysis 16(2). FitConfig carries the same defaults; these are the reference.
-RHAT_MAX_VEHTARI_2021 = 1.01
-ESS_MIN_VEHTARI_2021 = 400.0
-# Tail ESS is the smaller ESS of the indicators at the 5% and 95% quantiles (the same paper).
+# Tail ESS is the smaller ESS of the indicators at the 5% and 95% quantiles (Vehtari, Gelman,
+# Simpson, Carpenter and Bürkner 2021, whose thresholds are FitConfig's rhat_max and ess_min).
 TAIL_ESS_PROB = 0.95
 
 MODELS: tuple[str, ...] = ("rasch", "rasch_seed", "twopl", "explanatory", "hurdle")
