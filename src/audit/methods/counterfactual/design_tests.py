@@ -36,7 +36,7 @@ import polars as pl
 from scipy import stats
 
 from audit.methods.counterfactual.analyse import StatsSettings
-from audit.stats.differences import mean_difference
+from audit.stats.differences import mean_difference_p_value
 from audit.stats.multiple_testing import adjust_p_values
 
 BLOCK = ("template_id", "replicate")
@@ -88,11 +88,8 @@ def name_level_test(a: np.ndarray, b: np.ndarray,
     min_p = min(1.0, 2.0 / arrangements)
     if np.ptp(np.concatenate([a, b])) == 0:
         return 1.0, min_p
-    result = stats.permutation_test((a, b), mean_difference, permutation_type="independent",
-                                    n_resamples=settings.bootstrap_resamples * 10,
-                                    alternative="two-sided",
-                                    random_state=np.random.default_rng(settings.seed))
-    return float(result.pvalue), min_p
+    return mean_difference_p_value(a, b, settings.bootstrap_resamples * 10, "two-sided",
+                                   settings.seed), min_p
 
 
 def block_level_test(differences: np.ndarray) -> tuple[float, float]:
