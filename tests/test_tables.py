@@ -14,7 +14,14 @@ import pytest
 
 from audit.errors import AuditError
 from audit.schemas import ItemSchema, PersonaSchema
-from audit.tables import read_frame, read_table, required_columns, write_frame, write_table
+from audit.tables import (
+    read_frame,
+    read_table,
+    required_columns,
+    save_figure,
+    write_frame,
+    write_table,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,3 +103,15 @@ def test_read_frame_names_the_file_and_the_fix(tmp_path: Path):
     path.write_text("a,b\n1,2,3\n")  # more fields than the header names
     with pytest.raises(AuditError, match=r"^cannot read ids at .*; fix it"):
         read_frame(path, "ids", "fix it")
+
+
+def test_save_figure_writes_the_format_of_its_suffix_and_closes_the_figure(tmp_path: Path):
+    """The partial file's name ends in `.partial`, so a saver that let matplotlib infer the
+    format from it would fail; a saver that kept figures open would leak one per plot."""
+    import matplotlib.pyplot as plt
+
+    figure, _ = plt.subplots()
+    path = save_figure(figure, tmp_path / "plots" / "gap.png")
+    assert path.read_bytes().startswith(b"\x89PNG")
+    assert not plt.fignum_exists(figure.number)
+    assert [p.name for p in path.parent.iterdir()] == ["gap.png"]

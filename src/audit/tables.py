@@ -115,3 +115,16 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> Path:
     finally:
         partial.unlink(missing_ok=True)
     return path
+
+
+def save_figure(figure, path: Path, dpi: int = 110) -> Path:
+    """A matplotlib figure saved atomically (format by suffix) and closed, so a long run of
+    plots does not keep every figure's memory."""
+    import matplotlib.pyplot as plt  # here: tables are read by commands that never plot
+
+    path = Path(path)
+    try:
+        return write_atomically(path, lambda partial: figure.savefig(
+            partial, dpi=dpi, format=path.suffix.lstrip(".")))
+    finally:
+        plt.close(figure)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import polars as pl
 from rich.console import Console
 from rich.table import Table
@@ -46,7 +45,7 @@ from audit.methods.counterfactual.score import (
     score_texts,
 )
 from audit.schemas import PromptSchema, ResponseSchema, validate
-from audit.tables import read_table, write_frame
+from audit.tables import read_table, save_figure, write_frame
 from audit.tracking.mlflow import metric_name
 from audit.methods.run import (
     CONFIG_FILE,
@@ -172,13 +171,6 @@ def print_findings(tests: pl.DataFrame, pairwise: pl.DataFrame, alpha: float) ->
     console.print(table)
 
 
-def _save(figure: plt.Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
-
-
 # --- the stages (audit.methods.run runs them) -------------------------------------------------
 
 def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
@@ -245,10 +237,10 @@ def _analyse(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, ob
     write_frame(pairwise, files.path(PAIRWISE))
     write_frame(summary, files.path(SUMMARY))
     for model_name in sorted(prompts["model_name"].unique().to_list()):
-        _save(distribution_figure(long, model_name),
-              files.path(f"{PLOTS}/counterfactual_distributions_{model_name}.png"))
-        _save(gap_matrix_figure(pairwise, model_name),
-              files.path(f"{PLOTS}/counterfactual_gaps_{model_name}.png"))
+        save_figure(distribution_figure(long, model_name),
+                    files.path(f"{PLOTS}/counterfactual_distributions_{model_name}.png"))
+        save_figure(gap_matrix_figure(pairwise, model_name),
+                    files.path(f"{PLOTS}/counterfactual_gaps_{model_name}.png"))
     values = run_metrics(prompts, responses, metrics, tests, pairwise, summary, {}, config.alpha)
     write_metrics(values, files.path(RUN_METRICS))
     print_findings(tests, pairwise, config.alpha)

@@ -18,7 +18,7 @@ from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 from audit.methods.dif.analyse import across_models
 from audit.methods.dif import report as dif_plots
-from audit.tables import read_frame, write_frame
+from audit.tables import read_frame, save_figure, write_frame
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     across = across_models(models)
     write_frame(models, arguments.directory / "dif_models_all.csv")
     write_frame(across, arguments.directory / "dif_across_models.csv")
-    dif_plots.save(dif_plots.accuracy_vs_bias_plot(models, across),
+    save_figure(dif_plots.accuracy_vs_bias_plot(models, across),
                    arguments.directory / "dif_accuracy_vs_bias.png")
     for row in across.iter_rows(named=True):
         log.info("%s: %d models, slope %s, R^2 %s", row["dataset"], row["n_models"],

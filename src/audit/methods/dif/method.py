@@ -41,7 +41,7 @@ from audit.methods.run import (
 )
 from audit.methods.dif.schemas import DIFAnswerSchema, DIFItemSchema, DIFPromptSchema
 from audit.schemas import ResponseSchema
-from audit.tables import read_frame, read_table, write_frame
+from audit.tables import read_frame, read_table, save_figure, write_frame
 from audit.config import AuditConfig
 from audit.data_files import data_file
 from audit.methods.dif.analyse import DIFResults, analyse, metrics
@@ -148,7 +148,7 @@ def _plots(results: DIFResults, files: RunFiles, interval_prob: float) -> list[P
         PLOTS[1]: dif_plots.null_vs_real_plot(results.personas, results.tests),
         PLOTS[2]: dif_plots.accuracy_vs_bias_plot(results.models, results.across),
     }
-    return [dif_plots.save(figure, files.path(name)) for name, figure in figures.items()]
+    return [save_figure(figure, files.path(name), dpi=120) for name, figure in figures.items()]
 
 
 def _warn(results: DIFResults) -> None:

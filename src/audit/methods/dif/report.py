@@ -138,12 +138,6 @@ def accuracy_vs_bias_plot(models: pl.DataFrame, across: pl.DataFrame) -> Figure:
     return figure
 
 
-def save(figure: Figure, path: Path) -> Path:
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
-
-
 # --- the run's answer, for the summary every run ends with (audit.methods.summary) ---------------
 
 def headlines(tests: pl.DataFrame) -> list[Headline]:

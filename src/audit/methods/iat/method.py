@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import polars as pl
 
 from audit.config import AuditConfig, ModelConfig
@@ -35,7 +34,7 @@ from audit.methods.iat.schemas import STATS_COLUMNS, IATPromptSchema, IATScoreSc
 from audit.methods.iat.analyse import check_statistics_config, iat_statistics
 from audit.data_files import data_file
 from audit.schemas import ResponseSchema
-from audit.tables import read_frame, read_table, write_frame, write_table
+from audit.tables import read_frame, read_table, save_figure, write_frame, write_table
 from audit.tracking.mlflow import metric_name
 from audit.llm.engine import summarise_responses
 from audit.methods.run import (
@@ -105,9 +104,8 @@ def analyse_scores(scores: pl.DataFrame, config: IATConfig,
                                                       config.alpha)),
                 ("plot_by_variation", d_by_variation_plot(by_variation,
                                                           config.confidence_level))):
-            files[name] = place(f"iat_d_{name.removeprefix('plot_')}.png")
-            figure.savefig(files[name], dpi=120)
-            plt.close(figure)
+            files[name] = save_figure(figure, place(f"iat_d_{name.removeprefix('plot_')}.png"),
+                                      dpi=120)
     return Analysis(stats, by_variation, files)
 
 

@@ -11,7 +11,6 @@ import json
 import logging
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import polars as pl
 
 from audit.config import AuditConfig
@@ -68,7 +67,7 @@ from audit.schemas import (
     VoteSchema,
 )
 
-from audit.tables import read_table, write_frame
+from audit.tables import read_table, save_figure, write_frame
 from audit.tracking import mlflow as tracking
 from audit.methods.run import flat_config, method_run, provenance_files, run_tags, write_config
 
@@ -81,12 +80,6 @@ FIGURE_KEYS = {"forest_theta.png": "forest_theta", "item_difficulty.png": "item_
                "favourable_heatmap.png": "heatmap", "label_distribution.png": "labels",
                "trace_plot.png": "trace", "rank_plot.png": "rank",
                "noise_floor.png": "noise_floor"}
-
-
-def _save(figure: plt.Figure, path: Path) -> Path:
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
 
 
 def read_contrasts(path: Path) -> pl.DataFrame | None:
@@ -177,7 +170,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         **({"noise_floor.png": noise_floor_plot(posterior_draws(fit.idata))}
            if floor.height else {}),
     }
-    written = {name: _save(figure, report_dir / name) for name, figure in figures.items()}
+    written = {name: save_figure(figure, report_dir / name) for name, figure in figures.items()}
     write_frame(thetas, report_dir / "theta_ranking.csv")
     write_frame(rates, report_dir / "label_rates.csv")
     write_frame(rate_tests, report_dir / "label_rate_tests.csv")
