@@ -10,6 +10,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
+from audit.errors import AuditError
 from audit.__main__ import CONF_DIR
 from audit.config import AuditConfig, register_configs, to_audit_config
 from audit.cli.params import compose_params, params_yaml
@@ -99,7 +100,7 @@ def test_every_method_option_is_registered():
     assert set(_options("method")) <= set(METHODS)
     for option in _options("method"):
         assert _compose([f"method={option}"]).method == option
-    with pytest.raises(ValueError, match="unknown method 'nope'"):
+    with pytest.raises(AuditError, match="unknown method 'nope'"):
         create_method("nope")
 
 

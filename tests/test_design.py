@@ -3,6 +3,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from audit.errors import AuditError
 from audit.config import DesignConfig, PersonasConfig
 from audit.design import expand_design, replicate_seed
 from audit.personas import PersonaSources, generate_personas, persona_sentence
@@ -58,9 +59,9 @@ def test_null_personas_are_random_strings_stable_under_the_seed(explicit_profile
 
 def test_unknown_generator_and_ids_are_clear_errors(explicit_profiles):
     sources = PersonaSources(explicit_profiles=explicit_profiles)
-    with pytest.raises(ValueError, match="unknown persona generator 'nul'.*valid: baseline"):
+    with pytest.raises(AuditError, match="unknown persona generator 'nul'.*valid: baseline"):
         generate_personas(PersonasConfig(generators=["nul"]), sources, seed=1)
-    with pytest.raises(ValueError, match="unknown persona ids"):
+    with pytest.raises(AuditError, match="unknown persona ids"):
         generate_personas(PersonasConfig(generators=["explicit"], explicit_ids=["martian"]),
                           sources, seed=1)
 
@@ -77,5 +78,5 @@ def test_baseline_sentence_is_empty():
 
 
 def test_design_requires_a_model(items, personas, design_config):
-    with pytest.raises(ValueError, match="no model to audit"):
+    with pytest.raises(AuditError, match="no model to audit"):
         expand_design(items, personas, {}, design_config)

@@ -7,6 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from audit.errors import AuditError
 from audit.config import ItemsConfig
 from audit.items import most_informative, pilot_informativeness, select_items
 from audit.schemas import ItemSchema, PersonaSchema, validate
@@ -39,11 +40,11 @@ def test_the_default_selection_keeps_four_per_domain() -> None:
 def test_filters_combine_and_bad_selections_are_named() -> None:
     selected = select_items(BANK, ItemsConfig(domains=["hiring", "lending"], per_domain=2))
     assert selected["item_id"].to_list() == ["hiring_01", "hiring_02", "lending_01", "lending_02"]
-    with pytest.raises(ValueError, match="unknown domains"):
+    with pytest.raises(AuditError, match="unknown domains"):
         select_items(BANK, ItemsConfig(domains=["astrology"]))
-    with pytest.raises(ValueError, match="unknown item ids"):
+    with pytest.raises(AuditError, match="unknown item ids"):
         select_items(BANK, ItemsConfig(item_ids=["hiring_99"]))
-    with pytest.raises(ValueError, match="per_domain"):
+    with pytest.raises(AuditError, match="per_domain"):
         select_items(BANK, ItemsConfig(per_domain=0))
 
 
@@ -90,5 +91,5 @@ def test_most_informative_keeps_the_top_items_with_ties_by_id_and_never_a_unanim
 
 def test_a_pilot_that_asked_demographic_personas_is_refused() -> None:
     pilot = _pilot([("a_1", "a", "explicit", "favourable"), ("a_1", "a", "null", "favourable")])
-    with pytest.raises(ValueError, match="baseline and null personas only"):
+    with pytest.raises(AuditError, match="baseline and null personas only"):
         pilot_informativeness(pilot)

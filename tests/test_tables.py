@@ -14,7 +14,14 @@ import pytest
 
 from audit.errors import AuditError
 from audit.schemas import ItemSchema, PersonaSchema
-from audit.tables import read_table, required_columns, write_table
+from audit.tables import (
+    read_frame,
+    read_table,
+    required_columns,
+    save_figure,
+    write_frame,
+    write_table,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,3 +73,45 @@ def test_the_command_line_reports_a_bank_without_a_column_in_one_line(items: pl.
     assert "Traceback" not in done.stderr and "ColumnNotFoundError" not in done.stderr
     (error,) = [line for line in done.stderr.splitlines() if "ERROR" in line]
     assert "item bank at bank.csv lacks the column(s) 'role', 'question'" in error
+
+
+def test_write_frame_writes_by_suffix_and_leaves_no_partial_file(items: pl.DataFrame,
+                                                                 tmp_path: Path):
+    """One writer for every table: CSV or parquet by the suffix, in a folder it creates, and a
+    failed write leaves neither a half file nor its `.partial` behind (a writer that wrote in
+    place, or kept the suffix's format wrong, fails here)."""
+    csv, parquet = tmp_path / "out" / "items.csv", tmp_path / "out" / "items.parquet"
+    write_frame(items, csv)
+    write_frame(items, parquet)
+    assert csv.read_text().startswith("item_id,")
+    assert pl.read_parquet(parquet).equals(items)
+    with pytest.raises(pl.exceptions.PolarsError):  # a nested column cannot be written as CSV
+        write_frame(pl.DataFrame({"nested": [[1, 2]]}), csv)
+    assert read_frame(csv, "items").height == items.height  # the old file survives whole
+    assert sorted(path.name for path in csv.parent.iterdir()) == ["items.csv", "items.parquet"]
+
+
+def test_read_frame_names_the_file_and_the_fix(tmp_path: Path):
+    """A missing or unreadable input is one line with the caller's fix; `as_text` keeps ids such
+    as `007` as written (inference would read them as the number 7)."""
+    with pytest.raises(AuditError, match=r"^lexicon not found at .*: set counterfactual\.lexicon"):
+        read_frame(tmp_path / "absent.csv", "lexicon", "set counterfactual.lexicon")
+    path = tmp_path / "ids.csv"
+    path.write_text("persona_id,age\n007,31\n")
+    assert read_frame(path, "ids", as_text=True).row(0) == ("007", "31")
+    assert read_frame(path, "ids").row(0) == (7, 31)
+    path.write_text("a,b\n1,2,3\n")  # more fields than the header names
+    with pytest.raises(AuditError, match=r"^cannot read ids at .*; fix it"):
+        read_frame(path, "ids", "fix it")
+
+
+def test_save_figure_writes_the_format_of_its_suffix_and_closes_the_figure(tmp_path: Path):
+    """The partial file's name ends in `.partial`, so a saver that let matplotlib infer the
+    format from it would fail; a saver that kept figures open would leak one per plot."""
+    import matplotlib.pyplot as plt
+
+    figure, _ = plt.subplots()
+    path = save_figure(figure, tmp_path / "plots" / "gap.png")
+    assert path.read_bytes().startswith(b"\x89PNG")
+    assert not plt.fignum_exists(figure.number)
+    assert [p.name for p in path.parent.iterdir()] == ["gap.png"]

@@ -41,7 +41,7 @@ def app(cfg: DictConfig) -> dict | None:
         log.error("%s", str(interrupted) or f"interrupted: the answers received so far are saved "
                   f"in {cfg.paths.response_store}; rerun the same command to resume")
         raise SystemExit(130) from None
-    except (AuditError, ValueError, BackendError) as error:
+    except (AuditError, BackendError) as error:
         log.error("%s", error)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             # One failed job must not end a sweep: the others still run and are logged.

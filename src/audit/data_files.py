@@ -29,13 +29,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 SHIPPED_PREFIX = "data"  # how the configs name the shipped folder
 
 
-class DataFileNotFound(AuditError, ValueError):
-    """A configured input file that is neither the user's own nor shipped with audit.
-
-    Also a ValueError: the methods' and commands' handlers that predate AuditError (DIF,
-    counterfactual, `audit.iat`, `audit.fit`) report ValueErrors as one line, and the read points
-    this resolver replaced raised ValueError, so a missing file stays one line wherever it is read.
-    """
+class DataFileNotFound(AuditError):
+    """A configured input file that is neither the user's own nor shipped with audit."""
 
 
 def shipped_data_dir(package_dir: Path = PACKAGE_DIR) -> Path:

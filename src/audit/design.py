@@ -7,6 +7,7 @@ import re
 
 import polars as pl
 
+from audit.errors import AuditError
 from audit.config import DesignConfig, ModelConfig
 from audit.personas import persona_sentence
 from audit.schemas import PromptSchema, validate
@@ -37,9 +38,9 @@ def expand_design(
     design: DesignConfig,
 ) -> pl.DataFrame:
     if not models:
-        raise ValueError("no model to audit: choose one with model=NAME (see conf/model/)")
+        raise AuditError("no model to audit: choose one with model=NAME (see conf/model/)")
     if design.replicates < 1:
-        raise ValueError(f"design.replicates must be at least 1, got {design.replicates}")
+        raise AuditError(f"design.replicates must be at least 1, got {design.replicates}")
     rows = []
     for model_name in sorted(models):
         system_prompt = models[model_name].system_prompt

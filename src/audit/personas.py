@@ -15,6 +15,7 @@ from typing import Protocol
 
 import polars as pl
 
+from audit.errors import AuditError
 from audit.config import PersonasConfig
 from audit.schemas import PersonaSchema, validate
 
@@ -60,7 +61,7 @@ def _chosen_profiles(profiles: pl.DataFrame, chosen_ids: list[str], setting: str
         unknown = sorted(set(chosen_ids) - set(profiles["persona_id"].to_list()))
         if unknown:
             valid = ", ".join(profiles["persona_id"].to_list())
-            raise ValueError(f"unknown persona ids {unknown} in {setting}; valid: {valid}")
+            raise AuditError(f"unknown persona ids {unknown} in {setting}; valid: {valid}")
         profiles = profiles.filter(pl.col("persona_id").is_in(chosen_ids))
     return profiles.with_columns(pl.lit(kind).alias("kind"))
 
@@ -111,14 +112,14 @@ def generate_personas(config: PersonasConfig, sources: PersonaSources, seed: int
     for name in config.generators:
         if name not in PERSONA_GENERATORS:
             valid = ", ".join(sorted(PERSONA_GENERATORS))
-            raise ValueError(f"unknown persona generator '{name}' in personas.generators; valid: {valid}")
+            raise AuditError(f"unknown persona generator '{name}' in personas.generators; valid: {valid}")
         frames.append(PERSONA_GENERATORS[name].generate(config, sources, seed))
     personas = pl.concat(frames, how="vertical") if frames else _frame([])
     duplicated = personas.filter(pl.col("persona_id").is_duplicated())["persona_id"].unique()
     if len(duplicated):
-        raise ValueError(f"duplicate persona ids across generators: {sorted(duplicated.to_list())}")
+        raise AuditError(f"duplicate persona ids across generators: {sorted(duplicated.to_list())}")
     if personas.is_empty():
-        raise ValueError("the persona set is empty: list at least one generator in personas.generators")
+        raise AuditError("the persona set is empty: list at least one generator in personas.generators")
     return validate(personas, PersonaSchema, "personas")
 
 

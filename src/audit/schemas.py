@@ -11,6 +11,8 @@ from typing import Optional
 import pandera.polars as pa
 import polars as pl
 
+from audit.errors import AuditError
+
 LABELS: tuple[str, ...] = ("favourable", "unfavourable", "needs_more_information", "refusal")
 UNPARSEABLE = "unparseable"
 LABEL_SOURCES: tuple[str, ...] = ("rule", "judge", "logprob", "none")
@@ -198,7 +200,7 @@ def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], what: str) ->
         return schema.validate(frame, lazy=False)
     except (pa.errors.SchemaError, pa.errors.SchemaErrors) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        raise ValueError(f"{what} does not match {schema.__name__}: {first_line}") from error
+        raise AuditError(f"{what} does not match {schema.__name__}: {first_line}") from error
 
 
 class ContrastSchema(pa.DataFrameModel):

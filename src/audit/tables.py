@@ -1,12 +1,13 @@
-"""Tables on disk: one reader for CSV and parquet with one-line errors, and atomic, validated writes.
+"""Tables on disk: the one reader (CSV or parquet, one-line errors) and the one atomic writer.
 
-Every method reads its inputs and writes its tables through these functions, so a bad file is
-always reported the same way (one line naming the file and the problem) and a crash never leaves a
-half-written table behind.
+Every method, command and report reads its inputs and run tables and writes its outputs through
+these functions, so a bad file is always reported the same way (one line naming the file, the
+problem and the fix) and a crash never leaves a half-written file behind.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandera.polars as pa
@@ -15,14 +16,30 @@ import polars as pl
 from audit.errors import AuditError
 from audit.schemas import validate
 
+NOT_WRITTEN = "run the stage that writes it first (or check the path in the config)"
+RUN_UNFINISHED = "the run did not finish (rerun it)"  # a run's table, read by its verdict or report
 
-def read_frame(path: Path, what: str) -> pl.DataFrame:
-    """Read parquet (by suffix) or CSV, turning a reader's error into one line naming the file."""
+
+def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
+               as_text: bool = False) -> pl.DataFrame:
+    """Parquet (by suffix) or CSV, or one line naming the file, the problem and the fix.
+
+    `as_text` reads every CSV column as a string (users' input files, whose schemas coerce);
+    otherwise a CSV's types are inferred from the whole file, so a column whose first rows are
+    empty still reads as numbers.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise AuditError(f"{what} not found at {path}: {fix}")
     try:
-        return pl.read_parquet(path) if Path(path).suffix == ".parquet" else pl.read_csv(path)
-    except (pl.exceptions.PolarsError, OSError) as error:
-        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise AuditError(f"cannot read {what} at {path}: {first_line}") from error
+        if path.suffix == ".parquet":
+            return pl.read_parquet(path)
+        return pl.read_csv(path, infer_schema=False) if as_text \
+            else pl.read_csv(path, infer_schema_length=None)
+    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() \
+            else type(error).__name__
+        raise AuditError(f"cannot read {what} at {path}: {first_line}; {fix}") from error
 
 
 def required_columns(schema: type[pa.DataFrameModel]) -> list[str]:
@@ -45,22 +62,69 @@ def require_columns(frame: pl.DataFrame, columns: list[str], path: Path, what: s
                          f"(its columns: {', '.join(frame.columns) or 'none'}): {fix}")
 
 
-def read_table(path: Path, schema: type[pa.DataFrameModel], what: str) -> pl.DataFrame:
+def read_table(path: Path, schema: type[pa.DataFrameModel], what: str, fix: str = NOT_WRITTEN,
+               *, as_text: bool = False, nan_as_null: bool = False) -> pl.DataFrame:
+    """A table validated by its schema, or one line naming the file, the problem and the fix.
+
+    `nan_as_null` reads a NaN statistic (one that could not be computed, written as `NaN` in a
+    CSV) as null, which the run tables' nullable statistics accept: the verdict skips such a row
+    as untestable instead of refusing the file.
+    """
     path = Path(path)
-    if not path.is_file():
-        raise AuditError(f"{what} not found at {path}: run the stage that writes it first "
-                         f"(or check the path in the config)")
-    frame = read_frame(path, what)
+    frame = read_frame(path, what, fix, as_text=as_text)
     require_columns(frame, required_columns(schema), path, what,
                     f"add the missing columns to the file (see {schema.__name__} in "
                     f"{schema.__module__} and data/README.md for what each holds), or point the "
                     f"config at a file that has them")
-    return validate(frame, schema, f"{what} ({path})")
+    if nan_as_null:
+        frame = frame.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))
+    try:
+        return validate(frame, schema, f"{what} ({path})")
+    except pl.exceptions.PolarsError as error:  # pandera's coercion: text where a number belongs
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() \
+            else type(error).__name__
+        raise AuditError(f"cannot read {what} at {path}: {first_line}; {fix}") from error
 
 
-def write_table(frame: pl.DataFrame, path: Path, schema: type[pa.DataFrameModel], what: str) -> None:
+def write_frame(frame: pl.DataFrame, path: Path) -> Path:
+    """Parquet or CSV by the file's suffix, atomically: a crash never leaves half a table."""
+    path = Path(path)
+    return write_atomically(path, frame.write_parquet if path.suffix == ".parquet"
+                            else frame.write_csv)
+
+
+def write_table(frame: pl.DataFrame, path: Path, schema: type[pa.DataFrameModel],
+                what: str) -> Path:
+    """A table checked against its schema, then written atomically (parquet or CSV by suffix)."""
     validate(frame, schema, what)
+    return write_frame(frame, path)
+
+
+def write_atomically(path: Path, write: Callable[[Path], object]) -> Path:
+    """`write(partial)` then one rename onto `path`: readers see the old file or the whole new one.
+
+    The one place files are made atomic (tables, the JUnit verdict, figures' companions), so
+    every writer gets the same guarantee the same way.
+    """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(path.suffix + ".partial")
-    frame.write_parquet(partial)
-    partial.replace(path)  # atomic: a crash never leaves a half-written table behind
+    partial = path.with_name(path.name + ".partial")
+    try:
+        write(partial)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return path
+
+
+def save_figure(figure, path: Path, dpi: int = 110) -> Path:
+    """A matplotlib figure saved atomically (format by suffix) and closed, so a long run of
+    plots does not keep every figure's memory."""
+    import matplotlib.pyplot as plt  # here: tables are read by commands that never plot
+
+    path = Path(path)
+    try:
+        return write_atomically(path, lambda partial: figure.savefig(
+            partial, dpi=dpi, format=path.suffix.lstrip(".")))
+    finally:
+        plt.close(figure)

@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig, PlanConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.cli.plan import scaled_cost
@@ -35,9 +36,9 @@ def test_percentage_points_are_split_around_the_base_rate():
     assert gap_in_logits(10, "pp", 0.10) == pytest.approx(
         math.log(0.15 / 0.85) - math.log(0.05 / 0.95))
     assert gap_in_logits(0.7, "logit", 0.1) == 0.7
-    with pytest.raises(ValueError, match="0-100% range"):
+    with pytest.raises(AuditError, match="0-100% range"):
         gap_in_logits(30, "pp", 0.1)
-    with pytest.raises(ValueError, match="gap_unit"):
+    with pytest.raises(AuditError, match="gap_unit"):
         gap_in_logits(1, "percent", 0.5)
 
 
@@ -51,7 +52,7 @@ def test_persona_multiples_copy_only_personas_with_a_level():
     assert tripled.respondents.filter(pl.col("persona_kind") == "null").height == 2
     assert (single.level_a, single.level_b) == ("A", "B")
     assert len(single.items) == 10
-    with pytest.raises(ValueError, match="two levels"):
+    with pytest.raises(AuditError, match="two levels"):
         planned_design(prompts, PlanConfig(levels=["A", "Z"]), 1)
 
 
@@ -126,5 +127,5 @@ def test_planned_hdi_width_matches_real_fits_of_the_same_design():
 def test_a_model_the_plan_cannot_simulate_is_refused_before_sampling():
     # rasch_seed fits Bernoulli rows, whose number changes with replicates: one compiled model
     # cannot serve every size, so the plan says which models it can simulate.
-    with pytest.raises(ValueError, match="fit=rasch"):
+    with pytest.raises(AuditError, match="fit=rasch"):
         simulate_power(prompts_table(), PlanConfig(), "rasch_seed", 0.18, 0.94)

@@ -14,6 +14,7 @@ from verdict_fixtures import counterfactual_run, dif_run, iat_run, junit_outcome
 
 from audit.cli.verdict import judge_run, main, parse_arguments
 from audit.config import VerdictConfig
+from audit.errors import AuditError
 from audit.methods.checks import VerdictError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +77,7 @@ def test_the_method_comes_from_the_recorded_config_not_the_files(tmp_path: Path)
                                       0.0001, 0.0004)])
     assert [c.method for c in judge_run(run, VerdictConfig())] == ["iat"]
     record(run, "dif")
-    with pytest.raises(VerdictError, match="DIF persona scores not found"):
+    with pytest.raises(AuditError, match="DIF persona scores not found"):
         judge_run(run, VerdictConfig())
 
 

@@ -15,6 +15,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 
+from audit.errors import AuditError
 from audit.config import CONF_DIR, AuditConfig, ModelConfig, PathsConfig, TrackingConfig
 from audit.methods import METHODS, create_method
 from audit.methods.dif.config import DIFConfig
@@ -149,5 +150,5 @@ def test_an_old_rasch_stage_name_still_runs_and_an_unknown_one_is_one_line():
     stages = create_method("rasch").stages
     assert find_stage(stages, "fit").name == "analyse"
     assert find_stage(stages, "judge_gold").name == "score"
-    with pytest.raises(ValueError, match="unknown stage 'fitt': use one of design, respond"):
+    with pytest.raises(AuditError, match="unknown stage 'fitt': use one of design, respond"):
         find_stage(stages, "fitt")

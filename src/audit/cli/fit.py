@@ -46,7 +46,7 @@ class FitCommand:
     sampler: FitConfig = field(default_factory=FitConfig)
 
 
-class FitInputError(ValueError):
+class FitInputError(AuditError):
     """Bad arguments or a bad table, reported as one line."""
 
 
@@ -127,10 +127,7 @@ def main(arguments: list[str] | None = None) -> int:
     try:
         command = parse_arguments(arguments)
         run(command)
-    except FitInputError as error:
-        log.error("%s", error)
-        return 2
-    except ValueError as error:  # schema or coding errors from the IRT package
+    except AuditError as error:  # FitInputError, or a table or setting the model refuses
         log.error("%s", str(error).splitlines()[0])
         return 2
     return 0

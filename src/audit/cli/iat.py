@@ -26,7 +26,8 @@ from audit.errors import AuditError
 from audit.methods.iat.config import IATConfig
 from audit.logs import configure_cli_logging
 from audit.methods.iat.design import VARIATIONS, IATError, Stimuli, resolve_dataset, score_answers
-from audit.methods.iat.method import analyse, read_csv, read_stimuli
+from audit.methods.iat.method import analyse, read_stimuli
+from audit.tables import read_frame
 from audit.methods.iat.report import print_iat_table
 from audit.methods.run import write_config
 
@@ -107,8 +108,8 @@ def read_answers(directory: Path, stimuli: Stimuli, response_column: str | None)
     candidates = (response_column,) if response_column else RESPONSE_COLUMNS
     for path in paths:
         model, dataset, variation = parse_file_name(path, list(stimuli.original))
-        table = read_csv(path, "answers file", "save it as a CSV with a header row and one "
-                                               "answer per row in a response column")
+        table = read_frame(path, "answers file", "save it as a CSV with a header row and one "
+                           "answer per row in a response column", as_text=True)
         column = next((name for name in candidates if name in table.columns), None)
         if column is None:
             raise IATError(f"{path} has no response column (looked for "
@@ -152,7 +153,7 @@ def main(arguments: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if arguments is None else arguments
     try:
         run(parse_arguments(arguments))
-    except (AuditError, ValueError) as error:  # IATError, a missing data file, the schemas
+    except AuditError as error:  # IATError, a missing data file, the schemas
         log.error("%s", str(error).splitlines()[0])
         return 2
     return 0

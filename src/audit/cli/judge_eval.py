@@ -28,7 +28,7 @@ from audit.logs import quiet_noisy_loggers
 from audit.methods.rasch.judge.gold import gold_figures, label_gold
 from audit.methods.rasch.stages import judge_panel
 from audit.schemas import GoldSchema, ItemSchema
-from audit.tables import read_table
+from audit.tables import read_table, write_frame
 from audit.tracking import mlflow as tracking
 
 log = logging.getLogger("audit.judge_eval")
@@ -54,7 +54,7 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
             for name, table in (("labels", results), ("confusion", figures[mode].confusion),
                                 ("by_category", figures[mode].by_category)):
                 path = output_dir / f"{mode}_{name}.csv"
-                table.write_csv(path)
+                write_frame(table, path)
                 artifacts.append(("judge_eval", path))
     metrics = {mode: figure.metrics for mode, figure in figures.items()}
     (output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
@@ -106,7 +106,7 @@ def app(cfg: DictConfig) -> None:
     try:
         audit_cfg = to_audit_config(cfg)
         evaluate(audit_cfg, Path(audit_cfg.paths.output_dir))
-    except (AuditError, ValueError, BackendError) as error:
+    except (AuditError, BackendError) as error:
         log.error("%s", error)
         raise SystemExit(2) from None
 

@@ -32,6 +32,7 @@ from audit.llm.preflight import estimate
 from audit.errors import AuditError
 from audit.methods.rasch.stages import design_stage
 from audit.llm.store import ResponseStore
+from audit.tables import write_frame
 
 log = logging.getLogger("audit.plan")
 COST_COLUMNS = ("prompts", "to_send", "prompt_tokens", "max_completion_tokens", "minutes")
@@ -94,7 +95,7 @@ def run_plan(cfg: AuditConfig, output_dir: Path) -> pl.DataFrame:
     with ResponseStore(store_path if store_path.is_file() else ":memory:") as store:
         table = plan_table(cfg, store)
     output_dir.mkdir(parents=True, exist_ok=True)
-    table.write_csv(output_dir / "plan.csv")
+    write_frame(table, output_dir / "plan.csv")
     log.info("plan: wrote %s", output_dir / "plan.csv")
     return table
 
@@ -105,7 +106,7 @@ def app(cfg: DictConfig) -> None:
     try:
         audit_cfg = to_audit_config(cfg)
         table = run_plan(audit_cfg, Path(audit_cfg.paths.output_dir))
-    except (AuditError, ValueError, BackendError) as error:
+    except (AuditError, BackendError) as error:
         log.error("%s", error)
         raise SystemExit(2) from None
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True):

@@ -27,6 +27,7 @@ from audit.config import TrackingConfig, to_audit_config
 from audit.tracking import mlflow as tracking
 from audit.logs import configure_cli_logging
 from audit.tracking.runs_table import runs_frame, short_id, started_text
+from audit.tables import write_frame
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +234,7 @@ def _list(arguments: argparse.Namespace, settings: TrackingConfig, console: Cons
         return 1
     frame = runs_frame(runs, arguments.metric)
     if arguments.csv:
-        frame.write_csv(arguments.csv)
+        write_frame(frame, arguments.csv)
     where = f"sweep {arguments.sweep}" if arguments.sweep else f"experiment '{settings.experiment}'"
     print_runs(frame, f"{len(runs)} runs in {where} (newest first)", console)
     return 0

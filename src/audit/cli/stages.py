@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_params(arguments.params)
         check_kept_overrides(arguments.params, cfg)
         run_one_stage(create_method(cfg.method).stages, arguments.stage, cfg, arguments.dir)
-    except (AuditError, ValueError, BackendError) as error:
+    except (AuditError, BackendError) as error:
         log.error("%s", error)
         return 2
     return 0

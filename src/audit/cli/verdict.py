@@ -25,7 +25,9 @@ from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 from audit.config import VerdictConfig
 from audit.logs import configure_cli_logging
 from audit.methods import METHODS, method_module
+from audit.errors import AuditError
 from audit.methods.checks import Check, VerdictError
+from audit.tables import write_atomically
 from audit.methods.run import CONFIG_FILE
 
 log = logging.getLogger("audit.verdict")
@@ -148,10 +150,8 @@ def junit_xml(checks: list[Check], run_dir: Path, rules: VerdictConfig) -> ET.El
 
 
 def write_junit(tree: ET.ElementTree, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    tree.write(partial, encoding="utf-8", xml_declaration=True)
-    partial.replace(path)
+    write_atomically(path, lambda partial: tree.write(partial, encoding="utf-8",
+                                                       xml_declaration=True))
 
 
 def print_verdict(checks: list[Check], console: Console | None = None) -> None:
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         checks = judge_run(run_dir, command.rules)
         junit = Path(command.junit) if command.junit else run_dir / JUNIT_DEFAULT
         write_junit(junit_xml(checks, run_dir, command.rules), junit)
-    except VerdictError as error:
+    except AuditError as error:  # VerdictError, or a run table that cannot be read
         log.error("%s", error)
         return 2
     print_verdict(checks)

@@ -26,6 +26,7 @@ from aiolimiter import AsyncLimiter
 from rich.progress import Progress
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from audit.errors import AuditError
 from audit.llm.backends import Backend, BackendError, ChatRequest, Completion, Message, request_key
 from audit.config import EngineConfig, ModelConfig
 from audit.logs import progress_bar
@@ -365,7 +366,7 @@ def summarise_responses(responses: pl.DataFrame) -> dict[str, int]:
     }
 
 
-class TooManyFailures(ValueError):
+class TooManyFailures(AuditError):
     """More requests failed than `engine.max_failed_share` allows. Raised only after the
     finished responses were stored (and written by the caller), so a rerun resumes."""
 

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
+from audit.errors import AuditError
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -57,7 +59,7 @@ def create_method(name: str) -> AuditMethod:
         target = METHODS[name]
     except KeyError:
         valid = ", ".join(sorted(METHODS))
-        raise ValueError(f"unknown method '{name}': choose method= one of {valid}") from None
+        raise AuditError(f"unknown method '{name}': choose method= one of {valid}") from None
     module_name, class_name = target.split(":")
     return getattr(importlib.import_module(module_name), class_name)()
 
@@ -66,7 +68,7 @@ def method_module(name: str, part: str) -> ModuleType:
     """A registered method's own module `audit.methods.NAME.PART` (`config`, `verdict`)."""
     if name not in METHODS:
         valid = ", ".join(sorted(METHODS))
-        raise ValueError(f"unknown method '{name}': choose method= one of {valid}")
+        raise AuditError(f"unknown method '{name}': choose method= one of {valid}")
     return importlib.import_module(f"{__name__}.{name}.{part}")
 
 

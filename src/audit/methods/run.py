@@ -113,7 +113,7 @@ def find_stage(stages: Sequence[Stage], name: str) -> Stage:
         if name == stage.name or name in stage.aliases:
             return stage
     valid = ", ".join(stage.name for stage in stages)
-    raise ValueError(f"unknown stage '{name}': use one of {valid}")
+    raise AuditError(f"unknown stage '{name}': use one of {valid}")
 
 
 def stage_files(stages: Sequence[Stage], directory: Path) -> RunFiles:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from audit.cli.verdict import judge_run, verdict_text
 from audit.config import AuditConfig, VerdictConfig
-from audit.methods.checks import VerdictError
+from audit.errors import AuditError
 from audit.tracking import mlflow as tracking
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def verdict_line(run_dir: Path) -> str:
     command = f"python -m audit.verdict run_dir={run_dir}"
     try:
         checks = judge_run(run_dir, VerdictConfig())
-    except VerdictError as error:
+    except AuditError as error:  # VerdictError, or a run table that cannot be read
         return f"CI verdict: none ({error}); {command}"
     flagged = [f"{check.group.split('.', 1)[-1]} {check.name}" for check in checks
                if check.failed]

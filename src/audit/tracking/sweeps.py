@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from audit.tracking import mlflow as tracking
 from audit.tracking.runs_table import runs_frame
 from audit.config import TrackingConfig
+from audit.tables import write_frame
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +169,7 @@ class MlflowSweepCallback(Callback):
                                                   for run in children))}
         with tempfile.TemporaryDirectory() as scratch:
             table = Path(scratch) / "sweep_runs.csv"
-            runs_frame(children).write_csv(table)
+            write_frame(runs_frame(children), table)
             tracking.end_parent_run(settings, run_id, metrics, [table])
         log.info("sweep parent MLflow run %s: %d job runs logged under it; compare them with "
                  "`python -m audit.runs --sweep %s` or in the MLflow UI", run_id, len(children),

@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 from hydra import compose, initialize_config_dir
 
+from audit.errors import AuditError
 from audit.__main__ import CONF_DIR
 from audit.config import ModelConfig, register_configs, to_audit_config
 from audit.methods import create_method
@@ -99,7 +100,7 @@ def test_failed_requests_stop_the_run_but_keep_the_answers(tmp_path: Path) -> No
     cfg = fake_config(tmp_path, "tracking=none", "engine.max_attempts=1",
                       "counterfactual.templates=[{id: t, text: 'FAIL for {name}'}, "
                       "{id: u, text: 'Praise {name}.'}]")
-    with pytest.raises(ValueError,
+    with pytest.raises(AuditError,
                        match="4 of 8 counterfactual requests failed.*rerun the same command"):
         create_method("counterfactual").run(cfg, tmp_path / "run")
     responses = pl.read_parquet(tmp_path / "run" / "responses.parquet")
@@ -110,7 +111,7 @@ def test_bad_settings_fail_before_any_request(tmp_path: Path) -> None:
     for override, message in (("counterfactual.alpha=1.5", "alpha"),
                               ("counterfactual.metrics=[tone]", "unknown counterfactual.metrics"),
                               ("counterfactual.lexicon=/no/lexicon.csv", "lexicon not found")):
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(AuditError, match=message):
             create_method("counterfactual").run(fake_config(tmp_path, override), tmp_path / "r")
         assert not (tmp_path / "r" / "responses.parquet").exists()
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from audit.errors import AuditError
 from audit.methods.counterfactual.score import (
     BASE_METRICS,
     TransformerSentiment,
@@ -101,26 +102,26 @@ def test_scores_are_bounded_for_any_text(text: str) -> None:
 
 
 def test_bad_lexicon_and_metric_names_are_named(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="lexicon not found"):
+    with pytest.raises(AuditError, match="lexicon not found"):
         load_lexicon(tmp_path / "none.csv")
     pl.DataFrame({"term": ["brave"], "dimension": ["courage"]}).write_csv(tmp_path / "x.csv")
-    with pytest.raises(ValueError, match="courage"):
+    with pytest.raises(AuditError, match="courage"):
         load_lexicon(tmp_path / "x.csv")
-    with pytest.raises(ValueError, match="unknown counterfactual.metrics"):
+    with pytest.raises(AuditError, match="unknown counterfactual.metrics"):
         check_metrics(["sentiment", "toxicity"], None)
-    with pytest.raises(ValueError, match="needs counterfactual.transformer_model"):
+    with pytest.raises(AuditError, match="needs counterfactual.transformer_model"):
         check_metrics(["sentiment_transformer"], None)
     assert check_metrics(["sentiment_transformer", "sentiment"], "/w") == [
         "sentiment_transformer", "sentiment"]
 
 
 def test_transformer_scorer_fails_in_one_line_without_weights_or_package(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="is not a directory"):
+    with pytest.raises(AuditError, match="is not a directory"):
         TransformerSentiment(str(tmp_path / "no-weights"))
     try:
         import transformers  # noqa: F401
     except ImportError:
-        with pytest.raises(ValueError, match="optional package `transformers`"):
+        with pytest.raises(AuditError, match="optional package `transformers`"):
             TransformerSentiment(str(tmp_path))
     else:  # pragma: no cover - only where transformers is installed
         with pytest.raises(Exception):

@@ -15,9 +15,7 @@ from statsmodels.stats.multitest import multipletests
 from audit.methods.counterfactual.schemas import GroupTestSchema, PairwiseSchema
 from audit.methods.counterfactual.analyse import (
     StatsSettings,
-    adjust,
     comparisons,
-    difference_interval,
     group_summary,
     group_tests,
     kruskal_wallis,
@@ -28,6 +26,8 @@ from audit.methods.counterfactual.analyse import (
     rank_biserial,
 )
 from audit.schemas import validate
+from audit.stats.bootstrap import difference_interval
+from audit.stats.multiple_testing import adjust_p_values
 from counterfactual_fixtures import simulated
 
 SAMPLES = st.lists(st.integers(0, 6).map(float), min_size=1, max_size=15).map(np.array)
@@ -76,24 +76,24 @@ def test_zero_variance_gives_numbers_not_nan() -> None:
     # Each group constant but different from the other: a real, maximal difference.
     u_statistic, p_value = mann_whitney(np.zeros(6), np.ones(6))
     assert rank_biserial(u_statistic, 6, 6) == -1.0 and p_value < 0.01
-    assert difference_interval(np.zeros(6), np.ones(6), StatsSettings()) == (-1.0, -1.0)
+    assert difference_interval(np.zeros(6), np.ones(6), 999, 0.95, 0) == (-1.0, -1.0)
     assert length_ratio(np.zeros(3), np.zeros(2)) == 1.0
     assert length_ratio(np.full(3, 120.0), np.full(2, 100.0)) == pytest.approx(1.2)
 
 
 def test_corrections_match_statsmodels() -> None:
     p_values = [0.01, 0.04, 0.03, 0.2]
-    assert adjust(p_values, "fdr_bh") == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.2])
-    assert adjust(p_values, "bonferroni") == pytest.approx([0.04, 0.16, 0.12, 0.8])
-    assert adjust(p_values, "fdr_bh") == pytest.approx(
+    assert adjust_p_values(p_values, "fdr_bh") == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.2])
+    assert adjust_p_values(p_values, "bonferroni") == pytest.approx([0.04, 0.16, 0.12, 0.8])
+    assert adjust_p_values(p_values, "fdr_bh") == pytest.approx(
         list(multipletests(p_values, method="fdr_bh")[1]))
-    assert adjust([], "fdr_bh") == []
+    assert adjust_p_values([], "fdr_bh") == []
 
 
 def test_bootstrap_interval_covers_the_difference() -> None:
     rng = np.random.default_rng(1)
     a, b = rng.normal(1.0, 1.0, 40), rng.normal(0.0, 1.0, 40)
-    low, high = difference_interval(a, b, StatsSettings(seed=2))
+    low, high = difference_interval(a, b, 999, 0.95, seed=2)
     assert low < a.mean() - b.mean() < high and low > 0
 
 

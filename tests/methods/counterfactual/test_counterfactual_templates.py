@@ -10,6 +10,7 @@ from hydra import compose, initialize_config_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from audit.errors import AuditError
 from audit.__main__ import CONF_DIR
 from audit.config import (
     DesignConfig,
@@ -110,22 +111,22 @@ def test_capitalised_slots_and_literal_braces() -> None:
     ("Hello {name.first}", "plain name"),
 ])
 def test_bad_templates_are_named(names_file: Path, text: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(AuditError, match=message):
         expand_variants(config({"t": text}, {"name": names_axis(names_file)}))
 
 
 def test_bad_axes_are_named(names_file: Path, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="not found"):
+    with pytest.raises(AuditError, match="not found"):
         load_axis("name", names_axis(tmp_path / "missing.csv"))
-    with pytest.raises(ValueError, match="missing"):
+    with pytest.raises(AuditError, match="missing"):
         load_axis("name", CounterfactualAxisConfig(file=str(names_file), fill={"name": "first"},
                                                    groups=["race"]))
-    with pytest.raises(ValueError, match="no group label"):
+    with pytest.raises(AuditError, match="no group label"):
         load_axis("age", CounterfactualAxisConfig(levels=[level({}, age="30")]))
-    with pytest.raises(ValueError, match="repeats"):
+    with pytest.raises(AuditError, match="repeats"):
         load_axis("age", CounterfactualAxisConfig(levels=[level({"a": "x"}, age="30"),
                                                           level({"a": "y"}, age="30")]))
-    with pytest.raises(ValueError, match="templates is empty"):
+    with pytest.raises(AuditError, match="templates is empty"):
         expand_variants(CounterfactualConfig())
 
 

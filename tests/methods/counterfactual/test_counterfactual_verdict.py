@@ -10,7 +10,7 @@ from verdict_fixtures import counterfactual_run, read_junit
 
 from audit.config import VerdictConfig
 from audit.cli.verdict import judge_run, main
-from audit.methods.checks import VerdictError
+from audit.errors import AuditError
 from audit.methods.counterfactual.verdict import judge_counterfactual
 
 
@@ -54,7 +54,7 @@ def test_malformed_counterfactual_table_is_bad_input(tmp_path: Path) -> None:
     table.with_columns(p_bh=pl.lit(float("nan"))).write_csv(run / "counterfactual_pairwise.csv")
     assert main([f"run_dir={run}"]) == 2
     table.drop("p_bh").write_csv(run / "counterfactual_pairwise.csv")
-    with pytest.raises(VerdictError, match="PairwiseSchema"):
+    with pytest.raises(AuditError, match="PairwiseSchema"):
         judge_run(run, VerdictConfig())
     assert not (run / "verdict_junit.xml").exists()
 
@@ -64,5 +64,5 @@ def test_a_counterfactual_run_without_its_table_is_bad_input(tmp_path: Path) -> 
     table is named as unfinished (the old file sniffing said "no finished run" for any dir)."""
     run = counterfactual_run(tmp_path / "run", effect=0.0)
     (run / "counterfactual_pairwise.csv").unlink()
-    with pytest.raises(VerdictError, match="counterfactual pairwise table not found"):
+    with pytest.raises(AuditError, match="counterfactual pairwise table not found"):
         judge_run(run, VerdictConfig())

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from audit.errors import AuditError
 from audit.methods.dif.items import (
     LETTERS,
     WEEKDAYS,
@@ -166,14 +167,14 @@ def test_select_items_takes_the_first_per_cell():
     chosen = select_items(bank, ["logic"], ["choice"], [1, 3], per_cell=2)
     assert chosen["item_id"].to_list() == ["logic_choice_d1_001", "logic_choice_d1_002",
                                            "logic_choice_d3_001", "logic_choice_d3_002"]
-    with pytest.raises(ValueError, match="no DIF items left"):
+    with pytest.raises(AuditError, match="no DIF items left"):
         select_items(generate_items(5, 2, difficulties=[1]), ["math"], ["free"], [2], None)
-    with pytest.raises(ValueError, match="dif.per_cell must be at least 1"):
+    with pytest.raises(AuditError, match="dif.per_cell must be at least 1"):
         select_items(bank, ["math"], ["free"], [2], per_cell=0)
 
 
 def test_unknown_selection_is_one_clear_error():
-    with pytest.raises(ValueError, match=r"unknown dif.datasets \['chess'\]"):
+    with pytest.raises(AuditError, match=r"unknown dif.datasets \['chess'\]"):
         generate_items(1, 2, datasets=["chess"])
 
 
@@ -200,5 +201,5 @@ def test_custom_items_from_a_csv():
      "duplicated item_id"),
 ])
 def test_bad_custom_csv_is_one_clear_error(frame: pl.DataFrame, message: str):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(AuditError, match=message):
         load_custom_items(frame, Path("mine.csv"))

@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 from hydra import compose, initialize_config_dir
 
+from audit.errors import AuditError
 from audit.__main__ import CONF_DIR
 from audit.config import AuditConfig, ModelConfig, SamplingConfig, TrackingConfig
 from audit.methods.dif.config import DIFConfig
@@ -82,14 +83,14 @@ def test_requests_are_greedy_whatever_the_model_samples():
 def test_bad_config_is_one_clear_error(config: DIFConfig, message: str):
     items = generate_items(3, per_cell=1, datasets=["math"], forms=["free"], difficulties=[1])
     personas = build_personas(DIFConfig(null_count=1, persona_ids=["white"]), PERSONAS)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(AuditError, match=message):
         build_prompts(items, personas, {"m": ModelConfig(backend="fake", model="f")}, config)
 
 
 def test_unknown_persona_id_and_broken_persona_file():
-    with pytest.raises(ValueError, match=r"unknown persona ids \['martian'\]"):
+    with pytest.raises(AuditError, match=r"unknown persona ids \['martian'\]"):
         build_personas(DIFConfig(persona_ids=["martian"]), PERSONAS)
-    with pytest.raises(ValueError, match=r"lacks the column\(s\) \['category'\]"):
+    with pytest.raises(AuditError, match=r"lacks the column\(s\) \['category'\]"):
         build_personas(DIFConfig(), PERSONAS.drop("category"))
 
 
@@ -103,7 +104,7 @@ def test_load_items_from_the_file_or_a_fresh_seed_plus_custom():
     both = load_items(DIFConfig(per_cell=1, forms=["free"]), shipped, custom, Path("c.csv"))
     assert both.height == 7 and "custom_0001" in both["item_id"].to_list()
     clash = pl.DataFrame({"question": ["x"], "answer": ["1"], "item_id": ["math_free_d1_001"]})
-    with pytest.raises(ValueError, match="item_id must be unique"):
+    with pytest.raises(AuditError, match="item_id must be unique"):
         load_items(DIFConfig(per_cell=1, forms=["free"]), shipped, clash, Path("c.csv"))
 
 

@@ -13,7 +13,7 @@ from verdict_fixtures import dif_run, junit_outcomes, read_junit
 from audit.cli.verdict import judge_run, main
 from audit.config import AuditConfig, ModelConfig, PathsConfig, TrackingConfig, VerdictConfig
 from audit.methods import create_method
-from audit.methods.checks import VerdictError
+from audit.errors import AuditError
 from audit.methods.dif.config import DIFConfig
 from audit.methods.dif.verdict import judge_tests
 
@@ -80,7 +80,7 @@ def test_a_malformed_dif_table_is_bad_input(tmp_path: Path) -> None:
     run = dif_run(tmp_path / "run", {}, seed=7)
     personas = pl.read_csv(run / "dif_personas.csv")
     personas.drop("p_mcnemar_bh").write_csv(run / "dif_personas.csv")
-    with pytest.raises(VerdictError, match="DIFPersonaScoreSchema"):
+    with pytest.raises(AuditError, match="DIFPersonaScoreSchema"):
         judge_run(run, VerdictConfig())
     personas.with_columns(n_lost=pl.lit(-1)).write_csv(run / "dif_personas.csv")
     assert main([f"run_dir={run}"]) == 2

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from audit.errors import AuditError
 from audit.config import ModelConfig
 from audit.methods.iat.config import IATConfig
 from audit.methods.iat.design import (
@@ -360,7 +361,7 @@ def test_an_alias_that_is_an_attribute_is_an_error():
 
 
 def test_lexicon_rejects_a_name_on_both_sides():
-    with pytest.raises(ValueError, match="both groups"):
+    with pytest.raises(AuditError, match="both groups"):
         Lexicon.build(["good"], ["bad"], ["white"], ["black"], {"white": ["black"]})
 
 

@@ -15,12 +15,9 @@ from scipy.special import ndtr, ndtri
 from audit.methods.iat.config import IATConfig
 from audit.methods.iat.design import IATError
 from audit.methods.iat.schemas import SCORE_COLUMNS
-from audit.methods.iat.analyse import (
-    bh_adjust,
-    bootstrap_interval,
-    iat_statistics,
-    sign_flip_p_value,
-)
+from audit.methods.iat.analyse import iat_statistics, sign_flip_p_value
+from audit.stats.bootstrap import bootstrap_interval
+from audit.stats.multiple_testing import adjust_p_values
 
 FAST = IATConfig(bootstrap_resamples=2000, permutation_resamples=2000)
 
@@ -84,16 +81,16 @@ def test_sign_flip_p_value_edge_cases():
 
 def test_bh_adjust_matches_hand_values_and_keeps_missing_ones_missing():
     # sorted 0.005, 0.01, 0.03, 0.04 -> p*m/rank 0.02, 0.02, 0.04, 0.04 (already monotone)
-    assert bh_adjust([0.01, 0.04, None, 0.03, 0.005]) == pytest.approx(
+    assert adjust_p_values([0.01, 0.04, None, 0.03, 0.005]) == pytest.approx(
         [0.02, 0.04, None, 0.04, 0.02])
     # a step-up: 0.02*3/2 = 0.03 > 0.025*3/3 = 0.025, so the middle one takes 0.025
-    assert bh_adjust([0.001, 0.02, 0.025]) == pytest.approx([0.003, 0.025, 0.025])
-    assert bh_adjust([]) == [] and bh_adjust([None]) == [None]
+    assert adjust_p_values([0.001, 0.02, 0.025]) == pytest.approx([0.003, 0.025, 0.025])
+    assert adjust_p_values([]) == [] and adjust_p_values([None]) == [None]
 
 
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=30))
 def test_bh_adjusted_p_values_are_monotone_and_never_below_the_raw_ones(p_values):
-    adjusted = bh_adjust(p_values)
+    adjusted = adjust_p_values(p_values)
     assert all(a >= p - 1e-12 and a <= 1 for a, p in zip(adjusted, p_values, strict=True))
     order = np.argsort(p_values, kind="stable")
     ranked = [adjusted[i] for i in order]

@@ -11,7 +11,7 @@ from verdict_fixtures import iat_run, junit_outcomes, read_junit
 from audit.cli.iat import main as import_iat
 from audit.cli.verdict import judge_run, main
 from audit.config import VerdictConfig
-from audit.methods.checks import VerdictError
+from audit.errors import AuditError
 from audit.methods.iat.verdict import judge_iat
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -49,7 +49,7 @@ def test_the_methods_own_schema_rejects_an_impossible_p_value(tmp_path: Path) ->
     """The verdict reads iat_stats.csv with IATStatsSchema, whose p-values lie in [0, 1]; the
     re-declared verdict schema it replaces had no range checks and judged p = 1.7 as a pass."""
     run = iat_run(tmp_path / "iat", [IAT_ROWS[2][:-1] + (1.7,)])
-    with pytest.raises(VerdictError, match="IATStatsSchema"):
+    with pytest.raises(AuditError, match="IATStatsSchema"):
         judge_run(run, VerdictConfig())
     assert main([f"run_dir={run}"]) == 2
 

@@ -22,7 +22,8 @@ from audit.__main__ import CONF_DIR
 from audit.cli.runs import main as runs_main
 from audit.cli.runs import print_runs, write_params
 from audit.config import ModelConfig, register_configs, to_audit_config
-from audit.methods.rasch.stages import run_audit
+from audit.methods.rasch.stages import STAGES
+from audit.methods.run import run_stages
 from audit.tracking.mlflow import find_runs, get_run
 from audit.tracking.runs_table import runs_frame
 
@@ -55,7 +56,7 @@ def _audit_config(tmp: Path):
 def audit_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report_html")
     cfg = _audit_config(tmp)
-    result = run_audit(cfg, tmp / "run")
+    result = run_stages(STAGES, cfg, tmp / "run")
     return {"cfg": cfg, "tmp": tmp, "result": result, "run_id": result["run"].run_id,
             "uri": cfg.tracking.tracking_uri}
 

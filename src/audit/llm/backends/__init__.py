@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 
+from audit.errors import AuditError
 from audit.llm.backends.base import Backend, BackendError, ChatRequest, Completion, Message, request_key
 from audit.config import ModelConfig
 
@@ -30,7 +31,7 @@ def backend_class(name: str) -> type:
         target = BACKENDS[name]
     except KeyError:
         valid = ", ".join(sorted(BACKENDS))
-        raise ValueError(
+        raise AuditError(
             f"unknown backend '{name}': set `backend` in conf/model/ to one of {valid}"
         ) from None
     module_name, class_name = target.split(":")

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
+
+from audit.stats.bootstrap import constant, difference_interval, mean_interval
+from audit.stats.multiple_testing import adjust_p_values
 
 POOLED_SCOPE = "all"
 LENGTH_METRIC = "word_count"
@@ -41,14 +43,9 @@ class StatsSettings:
     by_template: bool = True
 
 
-def _constant(*samples: np.ndarray) -> bool:
-    values = np.concatenate(samples)
-    return bool(values.size == 0 or np.all(values == values[0]))
-
-
 def kruskal_wallis(samples: list[np.ndarray]) -> tuple[float, float]:
     """H and p across groups; (0, 1) when every value is equal (scipy gives NaN there)."""
-    if _constant(*samples):
+    if constant(*samples):
         return 0.0, 1.0
     result = stats.kruskal(*samples)
     return float(result.statistic), float(result.pvalue)
@@ -61,41 +58,10 @@ def rank_biserial(u_statistic: float, n_a: int, n_b: int) -> float:
 
 def mann_whitney(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     """Two-sided U of sample a and its p; (n_a * n_b / 2, 1) when every value is equal."""
-    if _constant(a, b):
+    if constant(a, b):
         return a.size * b.size / 2.0, 1.0
     result = stats.mannwhitneyu(a, b, alternative="two-sided")
     return float(result.statistic), float(result.pvalue)
-
-
-def _interval(result) -> tuple[float, float]:
-    low, high = result.confidence_interval
-    return float(low), float(high)
-
-
-def mean_interval(values: np.ndarray, settings: StatsSettings) -> tuple[float, float]:
-    """Percentile bootstrap interval of a mean; a point when the data cannot vary."""
-    if values.size < 2 or _constant(values):
-        return float(values.mean()), float(values.mean())
-    result = stats.bootstrap((values,), np.mean, n_resamples=settings.bootstrap_resamples,
-                             confidence_level=settings.confidence_level, method="percentile",
-                             random_state=np.random.default_rng(settings.seed))
-    return _interval(result)
-
-
-def _mean_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(a, axis=axis) - np.mean(b, axis=axis)
-
-
-def difference_interval(a: np.ndarray, b: np.ndarray,
-                        settings: StatsSettings) -> tuple[float, float]:
-    """Percentile bootstrap interval of mean(a) - mean(b), resampling each group on its own."""
-    point = float(a.mean() - b.mean())
-    if a.size < 2 or b.size < 2 or (_constant(a) and _constant(b)):
-        return point, point
-    result = stats.bootstrap((a, b), _mean_difference, n_resamples=settings.bootstrap_resamples,
-                             confidence_level=settings.confidence_level, method="percentile",
-                             random_state=np.random.default_rng(settings.seed))
-    return _interval(result)
 
 
 def length_ratio(length_a: np.ndarray, length_b: np.ndarray) -> float:
@@ -104,13 +70,6 @@ def length_ratio(length_a: np.ndarray, length_b: np.ndarray) -> float:
     if mean_b == 0:
         return 1.0 if mean_a == 0 else float("inf")
     return mean_a / mean_b
-
-
-def adjust(p_values: list[float], method: str) -> list[float]:
-    """statsmodels' multipletests: "bonferroni" or "fdr_bh" (Benjamini-Hochberg)."""
-    if not p_values:
-        return []
-    return [float(p) for p in multipletests(p_values, method=method)[1]]
 
 
 # --- the tables ---------------------------------------------------------------------------------
@@ -227,15 +186,15 @@ def group_tests(overall: list[Comparison]) -> pl.DataFrame:
                      "factor": comparison.factor, "n_groups": len(samples),
                      "n": int(sum(sample.size for sample in samples)),
                      "groups": ",".join(sorted(comparison.samples)),
-                     "constant_groups": sum(_constant(sample) for sample in samples),
+                     "constant_groups": sum(constant(sample) for sample in samples),
                      "h_statistic": h_statistic, "p_value": p_value})
     frame = pl.DataFrame(rows, schema={column: _dtype(column) for column in
                                        GROUP_TEST_COLUMNS if column not in ("p_bonferroni",
                                                                              "p_bh")})
     p_values = frame["p_value"].to_list()
-    return frame.with_columns(p_bonferroni=pl.Series(adjust(p_values, "bonferroni"),
+    return frame.with_columns(p_bonferroni=pl.Series(adjust_p_values(p_values, "bonferroni"),
                                                      dtype=pl.Float64),
-                              p_bh=pl.Series(adjust(p_values, "fdr_bh"), dtype=pl.Float64))
+                              p_bh=pl.Series(adjust_p_values(p_values, "fdr_bh"), dtype=pl.Float64))
 
 
 def pairwise_tests(pairs: list[Comparison], settings: StatsSettings) -> pl.DataFrame:
@@ -244,7 +203,8 @@ def pairwise_tests(pairs: list[Comparison], settings: StatsSettings) -> pl.DataF
         group_a, group_b = sorted(comparison.samples)
         a, b = comparison.samples[group_a], comparison.samples[group_b]
         u_statistic, p_value = mann_whitney(a, b)
-        low, high = difference_interval(a, b, settings)
+        low, high = difference_interval(a, b, settings.bootstrap_resamples,
+                                        settings.confidence_level, settings.seed)
         rows.append({"model_name": comparison.model_name, "scope": comparison.scope,
                      "templates": ",".join(comparison.templates), "metric": comparison.metric,
                      "factor": comparison.factor, "group_a": group_a, "group_b": group_b,
@@ -261,8 +221,8 @@ def pairwise_tests(pairs: list[Comparison], settings: StatsSettings) -> pl.DataF
                                        if column in _PAIR_COMPUTED})
     p_values = frame["p_value"].to_list()
     frame = frame.with_columns(
-        p_bonferroni=pl.Series(adjust(p_values, "bonferroni"), dtype=pl.Float64),
-        p_bh=pl.Series(adjust(p_values, "fdr_bh"), dtype=pl.Float64),
+        p_bonferroni=pl.Series(adjust_p_values(p_values, "bonferroni"), dtype=pl.Float64),
+        p_bh=pl.Series(adjust_p_values(p_values, "fdr_bh"), dtype=pl.Float64),
         practical_threshold=pl.lit(settings.min_rank_biserial, dtype=pl.Float64),
         meaningful=pl.col("rank_biserial").abs() >= settings.min_rank_biserial)
     return frame.with_columns(
@@ -276,7 +236,8 @@ def group_summary(long: pl.DataFrame, settings: StatsSettings) -> pl.DataFrame:
     for (model_name, template, metric, factor, group), frame in pl.concat([long, pooled]).group_by(
             ["model_name", "template_id", "metric", "factor", "group"]):
         values = frame["value"].to_numpy()
-        low, high = mean_interval(values, settings)
+        low, high = mean_interval(values, settings.bootstrap_resamples,
+                                  settings.confidence_level, settings.seed)
         rows.append({"model_name": model_name, "scope": template, "metric": metric,
                      "factor": factor, "group": group, "n": values.size,
                      "mean": float(values.mean()), "ci_low": low, "ci_high": high,

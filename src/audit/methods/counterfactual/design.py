@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
+from audit.errors import AuditError
 from audit.config import DesignConfig, ModelConfig
 from audit.methods.counterfactual.config import (
     CounterfactualAxisConfig,
@@ -25,6 +26,7 @@ from audit.methods.counterfactual.config import (
 from audit.data_files import data_file
 from audit.design import prompt_id, replicate_seed
 from audit.schemas import PromptSchema, validate
+from audit.tables import read_frame
 
 # A level's group for factors it does not carry is null; an intersection joins its parts so.
 INTERSECTION_SEPARATOR = ":"
@@ -58,10 +60,10 @@ class Variant:
 
 def _level(axis: str, groups: dict[str, str], fill: dict[str, str]) -> Level:
     if not fill:
-        raise ValueError(f"a level of counterfactual axis '{axis}' fills no slot: give it "
+        raise AuditError(f"a level of counterfactual axis '{axis}' fills no slot: give it "
                          f"`fill: {{SLOT: TEXT}}`")
     if not groups:
-        raise ValueError(f"a level of counterfactual axis '{axis}' has no group label: give it "
+        raise AuditError(f"a level of counterfactual axis '{axis}' has no group label: give it "
                          f"`groups: {{FACTOR: GROUP}}` so the analysis can compare it")
     level_id = "/".join(str(text) for text in fill.values())  # in the config's order
     return Level(axis, level_id, tuple(sorted((k, str(v)) for k, v in groups.items())),
@@ -71,15 +73,16 @@ def _level(axis: str, groups: dict[str, str], fill: dict[str, str]) -> Level:
 def load_axis(name: str, config: CounterfactualAxisConfig, root: Path = Path(".")) -> list[Level]:
     """The levels of one axis, inline or from its CSV, sorted by id."""
     if config.file and config.levels:
-        raise ValueError(f"counterfactual axis '{name}' has both `file` and `levels`: keep one")
+        raise AuditError(f"counterfactual axis '{name}' has both `file` and `levels`: keep one")
     if config.file:
         path = data_file(root / config.file, f"counterfactual axis '{name}' file",
                          f"counterfactual.axes.{name}.file")  # the user's, else the shipped copy
-        table = pl.read_csv(path, infer_schema_length=0)  # every column as text
+        table = read_frame(path, f"counterfactual axis '{name}' file",
+                           f"fix the file or counterfactual.axes.{name}.file", as_text=True)
         wanted = [*config.fill.values(), *config.groups]
         missing = [column for column in wanted if column not in table.columns]
         if missing or not config.fill or not config.groups:
-            raise ValueError(f"counterfactual axis '{name}': {path} needs `fill` (slot: column) "
+            raise AuditError(f"counterfactual axis '{name}': {path} needs `fill` (slot: column) "
                              f"and `groups` (columns) naming its columns {table.columns}; "
                              f"missing {missing}")
         levels = [_level(name, {column: row[column] for column in config.groups},
@@ -88,11 +91,11 @@ def load_axis(name: str, config: CounterfactualAxisConfig, root: Path = Path("."
     else:
         levels = [_level(name, dict(level.groups), dict(level.fill)) for level in config.levels]
     if not levels:
-        raise ValueError(f"counterfactual axis '{name}' has no levels: list `levels` or a `file`")
+        raise AuditError(f"counterfactual axis '{name}' has no levels: list `levels` or a `file`")
     ids = [level.level_id for level in levels]
     duplicated = sorted({level_id for level_id in ids if ids.count(level_id) > 1})
     if duplicated:
-        raise ValueError(f"counterfactual axis '{name}' repeats levels {duplicated}")
+        raise AuditError(f"counterfactual axis '{name}' repeats levels {duplicated}")
     return sorted(levels, key=lambda level: level.level_id)
 
 
@@ -101,10 +104,10 @@ def template_slots(text: str) -> set[str]:
     try:
         fields = [field for _, field, _, _ in string.Formatter().parse(text) if field is not None]
     except ValueError as error:
-        raise ValueError(f"template text {text[:40]!r}... is malformed ({error}): write literal "
+        raise AuditError(f"template text {text[:40]!r}... is malformed ({error}): write literal "
                          f"braces as {{{{ and }}}}") from None
     if any(not field.isidentifier() for field in fields):
-        raise ValueError(f"template text {text[:40]!r}... has a slot that is not a plain name: "
+        raise AuditError(f"template text {text[:40]!r}... has a slot that is not a plain name: "
                          f"use {{name}}, {{age}}, ...")
     return {field.lower() for field in fields}
 
@@ -151,10 +154,10 @@ def expand_template(template: CounterfactualTemplateConfig, axes: dict[str, list
     used = sorted(name for name, fills in fills_by_axis.items() if fills & slots)
     unfilled = slots - set().union(*(fills_by_axis[name] for name in used))
     if unfilled:
-        raise ValueError(f"template '{template.id}' has slots {sorted(unfilled)} that no "
+        raise AuditError(f"template '{template.id}' has slots {sorted(unfilled)} that no "
                          f"counterfactual axis fills: add an axis or fix the template")
     if not used:
-        raise ValueError(f"template '{template.id}' has no demographic slot: it would send the "
+        raise AuditError(f"template '{template.id}' has no demographic slot: it would send the "
                          f"same prompt to every group; add e.g. {{name}}")
     variants = []
     for combination in itertools.product(*(axes[name] for name in used)):
@@ -167,7 +170,7 @@ def expand_template(template: CounterfactualTemplateConfig, axes: dict[str, list
             groups.update(level.group_map)
         missing = sorted(slots - set(fill))
         if missing:
-            raise ValueError(f"template '{template.id}': level "
+            raise AuditError(f"template '{template.id}': level "
                              f"{'|'.join(lv.level_id for lv in combination)} leaves slots "
                              f"{missing} empty; give every level of an axis the same slots")
         variant_id = "|".join(f"{level.axis}={level.level_id}" for level in combination)
@@ -175,18 +178,18 @@ def expand_template(template: CounterfactualTemplateConfig, axes: dict[str, list
                                 fill_template(template.text, fill),
                                 tuple(sorted(_intersect(groups, intersections).items()))))
     if not variants:
-        raise ValueError(f"template '{template.id}': no combination of levels agrees (check "
+        raise AuditError(f"template '{template.id}': no combination of levels agrees (check "
                          f"the axes' `follows` and group labels)")
     return variants
 
 
 def expand_variants(config: CounterfactualConfig, root: Path = Path(".")) -> list[Variant]:
     if not config.templates:
-        raise ValueError("counterfactual.templates is empty: list at least one template "
+        raise AuditError("counterfactual.templates is empty: list at least one template "
                          "(see conf/method/counterfactual.yaml)")
     ids = [template.id for template in config.templates]
     if len(set(ids)) != len(ids):
-        raise ValueError(f"counterfactual template ids repeat: {sorted(ids)}")
+        raise AuditError(f"counterfactual template ids repeat: {sorted(ids)}")
     axes = {name: load_axis(name, axis, root) for name, axis in sorted(config.axes.items())}
     follows = {name: axis.follows for name, axis in config.axes.items()}
     return [variant for template in sorted(config.templates, key=lambda t: t.id)
@@ -217,9 +220,9 @@ def build_design(variants: list[Variant], models: dict[str, ModelConfig],
                  design: DesignConfig) -> CounterfactualDesign:
     """Variants x models x replicates; every variant of a replicate shares its seed."""
     if not models:
-        raise ValueError("no model to audit: choose one with model=NAME (see conf/model/)")
+        raise AuditError("no model to audit: choose one with model=NAME (see conf/model/)")
     if design.replicates < 1:
-        raise ValueError(f"design.replicates must be at least 1, got {design.replicates}")
+        raise AuditError(f"design.replicates must be at least 1, got {design.replicates}")
     prompts, groups = [], []
     for model_name in sorted(models):
         system_prompt = models[model_name].system_prompt

@@ -35,7 +35,9 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from audit.methods.counterfactual.analyse import StatsSettings, adjust
+from audit.methods.counterfactual.analyse import StatsSettings
+from audit.stats.differences import mean_difference_p_value
+from audit.stats.multiple_testing import adjust_p_values
 
 BLOCK = ("template_id", "replicate")
 DESIGN_TEST_COLUMNS = ["model_name", "metric", "factor", "group_a", "group_b", "unit",
@@ -79,10 +81,6 @@ def _centred(frame: pl.DataFrame) -> pl.DataFrame:
                           .alias("centred")))
 
 
-def _mean_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(a, axis=axis) - np.mean(b, axis=axis)
-
-
 def name_level_test(a: np.ndarray, b: np.ndarray,
                     settings: StatsSettings) -> tuple[float, float]:
     """Permutation test of the difference in unit means; (p, smallest attainable p)."""
@@ -90,11 +88,8 @@ def name_level_test(a: np.ndarray, b: np.ndarray,
     min_p = min(1.0, 2.0 / arrangements)
     if np.ptp(np.concatenate([a, b])) == 0:
         return 1.0, min_p
-    result = stats.permutation_test((a, b), _mean_difference, permutation_type="independent",
-                                    n_resamples=settings.bootstrap_resamples * 10,
-                                    alternative="two-sided",
-                                    random_state=np.random.default_rng(settings.seed))
-    return float(result.pvalue), min_p
+    return mean_difference_p_value(a, b, settings.bootstrap_resamples * 10, "two-sided",
+                                   settings.seed), min_p
 
 
 def block_level_test(differences: np.ndarray) -> tuple[float, float]:
@@ -146,5 +141,5 @@ def design_tests(metrics: pl.DataFrame, groups: pl.DataFrame, metric_names: list
                 rows.append({"model_name": model_name, "metric": metric, "factor": factor, **row})
     table = pl.DataFrame(rows, schema=_SCHEMA)
     return table.with_columns(
-        p_bh=pl.Series(adjust(table["p_value"].to_list(), "fdr_bh"), dtype=pl.Float64),
+        p_bh=pl.Series(adjust_p_values(table["p_value"].to_list(), "fdr_bh"), dtype=pl.Float64),
     ).with_columns(flagged=pl.col("p_bh") < settings.alpha).select(DESIGN_TEST_COLUMNS)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from audit.errors import AuditError
 from audit.config import AuditConfig
 from audit.data_files import data_file
 from audit.methods.counterfactual.config import CounterfactualConfig
@@ -45,7 +45,7 @@ from audit.methods.counterfactual.score import (
     score_texts,
 )
 from audit.schemas import PromptSchema, ResponseSchema, validate
-from audit.tables import read_table
+from audit.tables import read_table, save_figure, write_frame
 from audit.tracking.mlflow import metric_name
 from audit.methods.run import (
     CONFIG_FILE,
@@ -76,24 +76,17 @@ DESIGN_TESTS = "counterfactual_design_tests.csv"
 PLOTS, RUN_METRICS = "plots", "metrics.json"
 
 
-def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(path.suffix + ".partial")
-    frame.write_parquet(partial)
-    partial.replace(path)  # atomic: a crash never leaves a half-written table
-
-
 def check_settings(config: CounterfactualConfig) -> list[str]:
     """Fail before any request is sent; returns the metrics to test."""
     if not 0 < config.alpha < 1:
-        raise ValueError(f"counterfactual.alpha={config.alpha} must lie in (0, 1)")
+        raise AuditError(f"counterfactual.alpha={config.alpha} must lie in (0, 1)")
     if not 0 <= config.min_rank_biserial <= 1:
-        raise ValueError(f"counterfactual.min_rank_biserial={config.min_rank_biserial} must lie "
+        raise AuditError(f"counterfactual.min_rank_biserial={config.min_rank_biserial} must lie "
                          f"in [0, 1] (it bounds |rank-biserial|)")
     if config.max_tokens is not None and config.max_tokens < 1:
-        raise ValueError(f"counterfactual.max_tokens={config.max_tokens} must be at least 1")
+        raise AuditError(f"counterfactual.max_tokens={config.max_tokens} must be at least 1")
     if config.bootstrap_resamples < 1 or not 0 < config.confidence_level < 1:
-        raise ValueError("counterfactual.bootstrap_resamples must be >= 1 and "
+        raise AuditError("counterfactual.bootstrap_resamples must be >= 1 and "
                          "counterfactual.confidence_level in (0, 1)")
     return check_metrics(config.metrics, config.transformer_model)
 
@@ -178,13 +171,6 @@ def print_findings(tests: pl.DataFrame, pairwise: pl.DataFrame, alpha: float) ->
     console.print(table)
 
 
-def _save(figure: plt.Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
-
-
 # --- the stages (audit.methods.run runs them) -------------------------------------------------
 
 def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
@@ -194,8 +180,8 @@ def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     load_lexicon(data_file(config.lexicon, "lexicon", "counterfactual.lexicon"))
     variants = expand_variants(config)
     design = build_design(variants, request_models(cfg.model, config), cfg.design)
-    _write_parquet(design.prompts, files.path(PROMPTS))
-    _write_parquet(validate(design.groups, CounterfactualGroupSchema, "counterfactual groups"),
+    write_frame(design.prompts, files.path(PROMPTS))
+    write_frame(validate(design.groups, CounterfactualGroupSchema, "counterfactual groups"),
                    files.path(GROUPS))
     log.info("counterfactual design: %d templates, %d variants, %d prompts",
              len(config.templates), len({v.variant_id for v in variants}), design.prompts.height)
@@ -220,7 +206,7 @@ def _score(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     caps = {name: model.sampling.max_tokens
             for name, model in request_models(cfg.model, config).items()}
     metrics = metric_table(prompts, responses, groups, scores, caps)
-    _write_parquet(metrics, files.path(METRICS_TABLE))
+    write_frame(metrics, files.path(METRICS_TABLE))
     truncated = float(metrics["truncated"].mean() or 0.0)
     if truncated > TRUNCATED_SHARE_WARN:
         log.warning("%.0f%% of answers stopped at max_tokens: word counts are censored at the "
@@ -246,15 +232,15 @@ def _analyse(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, ob
                         "counterfactual pairwise tests")
     summary = group_summary(long, settings)
     files.path(DESIGN_TESTS).parent.mkdir(parents=True, exist_ok=True)
-    design_tests(metrics, groups, tested, settings).write_csv(files.path(DESIGN_TESTS))
-    tests.write_csv(files.path(GROUP_TESTS))
-    pairwise.write_csv(files.path(PAIRWISE))
-    summary.write_csv(files.path(SUMMARY))
+    write_frame(design_tests(metrics, groups, tested, settings), files.path(DESIGN_TESTS))
+    write_frame(tests, files.path(GROUP_TESTS))
+    write_frame(pairwise, files.path(PAIRWISE))
+    write_frame(summary, files.path(SUMMARY))
     for model_name in sorted(prompts["model_name"].unique().to_list()):
-        _save(distribution_figure(long, model_name),
-              files.path(f"{PLOTS}/counterfactual_distributions_{model_name}.png"))
-        _save(gap_matrix_figure(pairwise, model_name),
-              files.path(f"{PLOTS}/counterfactual_gaps_{model_name}.png"))
+        save_figure(distribution_figure(long, model_name),
+                    files.path(f"{PLOTS}/counterfactual_distributions_{model_name}.png"))
+        save_figure(gap_matrix_figure(pairwise, model_name),
+                    files.path(f"{PLOTS}/counterfactual_gaps_{model_name}.png"))
     values = run_metrics(prompts, responses, metrics, tests, pairwise, summary, {}, config.alpha)
     write_metrics(values, files.path(RUN_METRICS))
     print_findings(tests, pairwise, config.alpha)

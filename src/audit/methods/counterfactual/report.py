@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
 from audit.config import AuditConfig  # noqa: E402
-from audit.methods.checks import read_csv  # noqa: E402
+from audit.tables import RUN_UNFINISHED, read_table  # noqa: E402
 from audit.methods.counterfactual.analyse import POOLED_SCOPE  # noqa: E402
 from audit.methods.counterfactual.config import CounterfactualConfig  # noqa: E402
 from audit.methods.counterfactual.schemas import PairwiseSchema  # noqa: E402
@@ -147,7 +147,8 @@ def headlines(pairwise: pl.DataFrame, config: CounterfactualConfig) -> list[Head
 
 
 def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> Findings:
-    pairwise = read_csv(run_dir / PAIRWISE_FILE, PairwiseSchema, "counterfactual pairwise table")
+    pairwise = read_table(run_dir / PAIRWISE_FILE, PairwiseSchema, "counterfactual pairwise table",
+                          RUN_UNFINISHED, nan_as_null=True)
     return Findings(headlines(pairwise, cfg.counterfactual), source=run_dir / PAIRWISE_FILE,
                     empty="no pair of groups to compare",
                     metrics=("n_pairs_flagged", "n_pairs", "truncated_share"))

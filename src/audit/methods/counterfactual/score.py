@@ -17,6 +17,9 @@ from pathlib import Path
 
 import polars as pl
 
+from audit.errors import AuditError
+from audit.tables import read_frame
+
 BASE_METRICS = ("sentiment", "word_count", "competence_rate", "warmth_rate", "refusal")
 TRANSFORMER_METRIC = "sentiment_transformer"
 LEXICON_DIMENSIONS = ("competence", "warmth")
@@ -53,15 +56,13 @@ class Lexicon:
 
 
 def load_lexicon(path: Path) -> Lexicon:
-    if not Path(path).is_file():
-        raise ValueError(f"lexicon not found at {path}: set counterfactual.lexicon to a CSV with "
-                         f"columns term, dimension")
-    table = pl.read_csv(path, infer_schema_length=0)
+    table = read_frame(path, "lexicon", "set counterfactual.lexicon to a CSV with columns term, "
+                       "dimension", as_text=True)
     if set(table.columns) < {"term", "dimension"}:
-        raise ValueError(f"lexicon {path} needs columns term, dimension; it has {table.columns}")
+        raise AuditError(f"lexicon {path} needs columns term, dimension; it has {table.columns}")
     unknown = sorted(set(table["dimension"]) - set(LEXICON_DIMENSIONS))
     if unknown:
-        raise ValueError(f"lexicon {path} has dimensions {unknown}; use "
+        raise AuditError(f"lexicon {path} has dimensions {unknown}; use "
                          f"{', '.join(LEXICON_DIMENSIONS)}")
     exact: dict[str, frozenset[str]] = {}
     prefixes: dict[str, tuple[str, ...]] = {}
@@ -107,12 +108,12 @@ class TransformerSentiment:
 
     def __init__(self, model_dir: str) -> None:
         if not Path(model_dir).is_dir():
-            raise ValueError(f"counterfactual.transformer_model={model_dir} is not a directory: "
+            raise AuditError(f"counterfactual.transformer_model={model_dir} is not a directory: "
                              f"point it at local classifier weights, or set it to null")
         try:
             from transformers import pipeline
         except ImportError:
-            raise ValueError("counterfactual.transformer_model needs the optional package "
+            raise AuditError("counterfactual.transformer_model needs the optional package "
                              "`transformers` (pip install transformers torch), or set it to "
                              "null") from None
         self._classify = pipeline("text-classification", model=model_dir, tokenizer=model_dir,
@@ -120,7 +121,7 @@ class TransformerSentiment:
         labels = [label.lower() for label in self._classify.model.config.id2label.values()]
         if not any("pos" in label for label in labels) or not any("neg" in label
                                                                    for label in labels):
-            raise ValueError(f"the classifier at {model_dir} has labels {labels}; a sentiment "
+            raise AuditError(f"the classifier at {model_dir} has labels {labels}; a sentiment "
                              f"model with positive and negative labels is needed")
 
     def score(self, text: str) -> float:
@@ -142,10 +143,10 @@ def check_metrics(requested: list[str], transformer_model: str | None) -> list[s
     if unknown:
         hint = (" (sentiment_transformer needs counterfactual.transformer_model)"
                 if TRANSFORMER_METRIC in unknown else "")
-        raise ValueError(f"unknown counterfactual.metrics {unknown}: choose from "
+        raise AuditError(f"unknown counterfactual.metrics {unknown}: choose from "
                          f"{', '.join(valid)}{hint}")
     if not requested:
-        raise ValueError("counterfactual.metrics is empty: name at least one metric")
+        raise AuditError("counterfactual.metrics is empty: name at least one metric")
     return list(dict.fromkeys(requested))
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import polars as pl
 
 from audit.config import VerdictConfig
-from audit.methods.checks import Check, read_csv
+from audit.methods.checks import Check
+from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.counterfactual.schemas import PairwiseSchema
 
 # Written by the run (methods/counterfactual/method.py, PAIRWISE).
@@ -45,5 +46,6 @@ def judge_counterfactual(pairwise: pl.DataFrame, rules: VerdictConfig) -> list[C
 
 def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
     path = run_dir / PAIRWISE_FILE
-    return judge_counterfactual(read_csv(path, PairwiseSchema, "counterfactual pairwise table"),
+    return judge_counterfactual(read_table(path, PairwiseSchema, "counterfactual pairwise table",
+                        RUN_UNFINISHED, nan_as_null=True),
                                 rules)

@@ -21,12 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 from audit.methods.dif.config import DIFConfig
 from audit.methods.dif.schemas import DIFTestSchema
 from audit.schemas import validate
+from audit.stats.differences import mean_difference_p_value
 from audit.stats.intervals import jeffreys_interval
+from audit.stats.multiple_testing import adjust_p_values
 from audit.tracking.mlflow import metric_name
 
 ALL_DATASETS = "all"
@@ -129,20 +130,12 @@ def _adjust_mcnemar(table: pl.DataFrame) -> pl.DataFrame:
     """Benjamini-Hochberg over the personas of each model x dataset (many personas, one run)."""
     parts = []
     for _, part in table.group_by(["model_name", "dataset"], maintain_order=True):
-        p = part["p_mcnemar"].to_numpy().astype(float)
-        adjusted = np.full_like(p, np.nan)
-        finite = np.isfinite(p)
-        if finite.any():
-            adjusted[finite] = multipletests(p[finite], method="fdr_bh")[1]
-        parts.append(part.with_columns(p_mcnemar_bh=pl.Series(adjusted).fill_nan(None)))
+        adjusted = adjust_p_values(part["p_mcnemar"].to_list(), "fdr_bh")
+        parts.append(part.with_columns(p_mcnemar_bh=pl.Series(adjusted, dtype=pl.Float64)))
     return pl.concat(parts)
 
 
 # --- real against null personas ------------------------------------------------------------------
-
-def _mean_difference(null: np.ndarray, real: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(null, axis=axis) - np.mean(real, axis=axis)
-
 
 def real_vs_null(real: np.ndarray, null: np.ndarray, resamples: int,
                  seed: int) -> dict[str, float]:
@@ -166,10 +159,7 @@ def real_vs_null(real: np.ndarray, null: np.ndarray, resamples: int,
     if np.ptp(real) > 0 or np.ptp(null) > 0:  # some variance within an arm: t is defined
         welch = stats.ttest_ind(real, null, equal_var=False, alternative="less")
         result["welch_t"], result["p_welch"] = float(welch.statistic), float(welch.pvalue)
-    permutation = stats.permutation_test(
-        (null, real), _mean_difference, permutation_type="independent", vectorized=True,
-        n_resamples=resamples, alternative="greater", random_state=np.random.default_rng(seed))
-    result["p_permutation"] = float(permutation.pvalue)
+    result["p_permutation"] = mean_difference_p_value(null, real, resamples, "greater", seed)
     return result
 
 
@@ -191,10 +181,8 @@ def null_tests(personas: pl.DataFrame, alpha: float, resamples: int, seed: int) 
     p_welch = tests["p_welch"].cast(pl.Float64).fill_null(np.nan).to_numpy()
     p_permutation = tests["p_permutation"].cast(pl.Float64).fill_null(np.nan).to_numpy()
     p_claim = np.maximum(p_welch, p_permutation)  # NaN when either is missing
-    adjusted = np.full_like(p_claim, np.nan)
+    adjusted = np.array(adjust_p_values(p_claim, "holm"), dtype=float)  # NaN where missing
     finite = np.isfinite(p_claim)
-    if finite.any():
-        adjusted[finite] = multipletests(p_claim[finite], method="holm")[1]
     claim = finite & (np.nan_to_num(adjusted, nan=1.0) < alpha)
     return tests.with_columns(
         p_claim=pl.Series(p_claim).fill_nan(None), p_claim_holm=pl.Series(adjusted).fill_nan(None),

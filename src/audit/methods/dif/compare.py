@@ -14,9 +14,11 @@ from pathlib import Path
 
 import polars as pl
 
+from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 from audit.methods.dif.analyse import across_models
 from audit.methods.dif import report as dif_plots
+from audit.tables import read_frame, save_figure, write_frame
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +26,10 @@ log = logging.getLogger(__name__)
 def gather(directory: Path) -> pl.DataFrame:
     files = sorted(directory.rglob("dif_models.csv"))
     if not files:
-        raise ValueError(f"no dif_models.csv under {directory}: give the sweep's directory "
+        raise AuditError(f"no dif_models.csv under {directory}: give the sweep's directory "
                          f"(multirun/DATE/TIME) after its DIF jobs have finished")
-    frames = [pl.read_csv(file).with_columns(job=pl.lit(str(file.parent.relative_to(directory))))
-              for file in files]
+    frames = [read_frame(file, "DIF model table").with_columns(
+                  job=pl.lit(str(file.parent.relative_to(directory)))) for file in files]
     table = pl.concat(frames, how="diagonal_relaxed")
     repeated = table.group_by("model_name", "dataset").len().filter(pl.col("len") > 1)
     if repeated.height:  # the same model in several jobs: keep its latest (largest) job name
@@ -45,14 +47,14 @@ def main(argv: list[str] | None = None) -> int:
     configure_cli_logging()
     try:
         models = gather(arguments.directory)
-    except ValueError as error:
+    except AuditError as error:
         log.error("%s", error)
         return 2
 
     across = across_models(models)
-    models.write_csv(arguments.directory / "dif_models_all.csv")
-    across.write_csv(arguments.directory / "dif_across_models.csv")
-    dif_plots.save(dif_plots.accuracy_vs_bias_plot(models, across),
+    write_frame(models, arguments.directory / "dif_models_all.csv")
+    write_frame(across, arguments.directory / "dif_across_models.csv")
+    save_figure(dif_plots.accuracy_vs_bias_plot(models, across),
                    arguments.directory / "dif_accuracy_vs_bias.png")
     for row in across.iter_rows(named=True):
         log.info("%s: %d models, slope %s, R^2 %s", row["dataset"], row["n_models"],

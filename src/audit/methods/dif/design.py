@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
+from audit.errors import AuditError
 from audit.config import ModelConfig, PersonasConfig
 from audit.design import prompt_id
 from audit.methods.dif import items as dif_items
@@ -41,13 +42,13 @@ def build_personas(dif: DIFConfig, real: pl.DataFrame) -> pl.DataFrame:
     """Baseline (no persona), the chosen sociodemographic personas and the null personas."""
     missing = sorted({"persona_id", "category", "descriptor"} - set(real.columns))
     if missing:
-        raise ValueError(f"the DIF persona file lacks the column(s) {missing}: it needs "
+        raise AuditError(f"the DIF persona file lacks the column(s) {missing}: it needs "
                          f"persona_id, category and descriptor (see data/README.md)")
     real = real.select("persona_id", pl.col("category").alias("persona_category"), "descriptor")
     if dif.persona_ids:
         unknown = sorted(set(dif.persona_ids) - set(real["persona_id"].to_list()))
         if unknown:
-            raise ValueError(f"unknown persona ids {unknown} in dif.persona_ids; valid: "
+            raise AuditError(f"unknown persona ids {unknown} in dif.persona_ids; valid: "
                              f"{', '.join(real['persona_id'].to_list())}")
         real = real.filter(pl.col("persona_id").is_in(dif.persona_ids))
     null = NullGenerator().generate(
@@ -75,12 +76,12 @@ def greedy_models(models: dict[str, ModelConfig], max_tokens: int) -> dict[str, 
 
 def check_config(dif: DIFConfig) -> None:
     if "{persona}" not in dif.persona_sentence:
-        raise ValueError(f"dif.persona_sentence '{dif.persona_sentence}' has no {{persona}} slot: "
+        raise AuditError(f"dif.persona_sentence '{dif.persona_sentence}' has no {{persona}} slot: "
                          f"write it like 'You are {{persona}}.'")
     if dif.persona_role not in PERSONA_ROLES:
-        raise ValueError(f"unknown dif.persona_role '{dif.persona_role}': use system or user")
+        raise AuditError(f"unknown dif.persona_role '{dif.persona_role}': use system or user")
     if not 0 < dif.alpha < 1 or dif.permutation_resamples < 99 or dif.max_tokens < 1:
-        raise ValueError("dif.alpha must be in (0, 1), dif.permutation_resamples at least 99 and "
+        raise AuditError("dif.alpha must be in (0, 1), dif.permutation_resamples at least 99 and "
                          "dif.max_tokens at least 1")
 
 
@@ -89,7 +90,7 @@ def build_prompts(items: pl.DataFrame, personas: pl.DataFrame, models: dict[str,
     """Every model x persona x item as one request; the persona sentence is the only change."""
     check_config(dif)
     if not models:
-        raise ValueError("no model to audit: choose one with model=NAME (see conf/model/)")
+        raise AuditError("no model to audit: choose one with model=NAME (see conf/model/)")
     rows = []
     for model_name in sorted(models):
         for persona in personas.sort("persona_id").iter_rows(named=True):

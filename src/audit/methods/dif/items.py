@@ -20,6 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
+from audit.errors import AuditError
 # The bank writes answers with the extractor's own number reading and writing, so they compare equal.
 from audit.methods.dif.schemas import FORMS
 from audit.methods.dif.score import number_text, parse_number
@@ -264,9 +265,9 @@ def generate_items(seed: int, per_cell: int, datasets: Sequence[str] = DATASETS,
                                (difficulties, DIFFICULTIES, "dif.difficulties")):
         unknown = sorted(set(value) - set(valid), key=str)
         if unknown:
-            raise ValueError(f"unknown {what} {unknown}: choose from {list(valid)}")
+            raise AuditError(f"unknown {what} {unknown}: choose from {list(valid)}")
     if per_cell < 1:
-        raise ValueError(f"dif.per_cell must be at least 1, got {per_cell}")
+        raise AuditError(f"dif.per_cell must be at least 1, got {per_cell}")
     rows = []
     for dataset in datasets:
         for form in forms:
@@ -277,7 +278,7 @@ def generate_items(seed: int, per_cell: int, datasets: Sequence[str] = DATASETS,
                 while len(seen) < per_cell:
                     attempts += 1
                     if attempts > 200 * per_cell:  # templates ran out of distinct problems
-                        raise ValueError(f"cannot generate {per_cell} distinct {dataset} items "
+                        raise AuditError(f"cannot generate {per_cell} distinct {dataset} items "
                                          f"of difficulty {difficulty}: lower dif.per_cell")
                     problem = GENERATORS[(dataset, difficulty)](rng)
                     if problem.stem in seen:
@@ -298,14 +299,14 @@ def select_items(bank: pl.DataFrame, datasets: Sequence[str], forms: Sequence[st
                  difficulties: Sequence[int], per_cell: int | None) -> pl.DataFrame:
     """The shipped bank cut to the configured cells, keeping the first `per_cell` of each."""
     if per_cell is not None and per_cell < 1:
-        raise ValueError(f"dif.per_cell must be at least 1 (or null for all), got {per_cell}")
+        raise AuditError(f"dif.per_cell must be at least 1 (or null for all), got {per_cell}")
     chosen = bank.filter(pl.col("dataset").is_in(list(datasets)) & pl.col("form").is_in(list(forms))
                          & pl.col("difficulty").is_in(list(difficulties))).sort("item_id")
     if per_cell is not None:
         chosen = chosen.group_by(["dataset", "form", "difficulty"], maintain_order=True).head(
             per_cell).sort("item_id")
     if chosen.is_empty():
-        raise ValueError("no DIF items left after selecting dif.datasets, dif.forms and "
+        raise AuditError("no DIF items left after selecting dif.datasets, dif.forms and "
                          "dif.difficulties: widen the selection")
     return chosen
 
@@ -316,7 +317,7 @@ def _custom_row(index: int, row: dict[str, object], source: Path) -> dict[str, o
     question = str(row.get("question") or "").strip()
     answer = str(row.get("answer") or "").strip()
     if not question or not answer:
-        raise ValueError(f"{source}: row {index + 1} has an empty question or answer; every row "
+        raise AuditError(f"{source}: row {index + 1} has an empty question or answer; every row "
                          f"needs both")
     options = [part.strip() for part in str(row.get("options") or "").split("|") if part.strip()]
     base = {"item_id": str(row.get("item_id") or f"custom_{index + 1:04d}"),
@@ -326,7 +327,7 @@ def _custom_row(index: int, row: dict[str, object], source: Path) -> dict[str, o
         letter = answer.upper()
         if letter not in LETTERS[:len(options)]:
             if answer not in options:
-                raise ValueError(f"{source}: row {index + 1}: answer '{answer}' is neither an "
+                raise AuditError(f"{source}: row {index + 1}: answer '{answer}' is neither an "
                                  f"option letter nor one of the options {options}")
             letter = LETTERS[options.index(answer)]
         return {**base, "form": "choice", "question": choice_question(question, options),
@@ -347,7 +348,7 @@ def load_custom_items(frame: pl.DataFrame, source: Path) -> pl.DataFrame:
     the text of one option). An answer that reads as a number is compared numerically."""
     missing = sorted({"question", "answer"} - set(frame.columns))
     if missing:
-        raise ValueError(f"{source} lacks the column(s) {missing}: a DIF item CSV needs "
+        raise AuditError(f"{source} lacks the column(s) {missing}: a DIF item CSV needs "
                          f"'question' and 'answer' (optional: item_id, dataset, difficulty, "
                          f"options)")
     rows = [_custom_row(index, row, source)
@@ -355,5 +356,5 @@ def load_custom_items(frame: pl.DataFrame, source: Path) -> pl.DataFrame:
     items = pl.DataFrame(rows, schema=ITEM_SCHEMA)
     duplicated = items.filter(pl.col("item_id").is_duplicated())["item_id"].unique().to_list()
     if duplicated:
-        raise ValueError(f"{source}: duplicated item_id {sorted(duplicated)}; make them unique")
+        raise AuditError(f"{source}: duplicated item_id {sorted(duplicated)}; make them unique")
     return items.sort("item_id")

@@ -40,8 +40,8 @@ from audit.methods.run import (
     write_metrics,
 )
 from audit.methods.dif.schemas import DIFAnswerSchema, DIFItemSchema, DIFPromptSchema
-from audit.schemas import ResponseSchema, validate
-from audit.tables import read_table
+from audit.schemas import ResponseSchema
+from audit.tables import read_frame, read_table, save_figure, write_frame
 from audit.config import AuditConfig
 from audit.data_files import data_file
 from audit.methods.dif.analyse import DIFResults, analyse, metrics
@@ -59,25 +59,9 @@ PLOTS = ("dif_accuracy.png", "dif_null_vs_real.png", "dif_accuracy_vs_bias.png")
 METRICS = "dif_metrics.json"
 
 
-def _read_csv(path: str, what: str, setting: str) -> pl.DataFrame:
+def _read_input(path: str, what: str, setting: str) -> pl.DataFrame:
     file = data_file(path, what, setting)  # the user's file, else the shipped copy
-    try:
-        return pl.read_csv(file, infer_schema_length=0)  # every column as text; schemas coerce
-    except (pl.exceptions.PolarsError, OSError) as error:
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ValueError(f"cannot read {what} at {file}: {first}; fix the file or {setting}") \
-            from error
-
-
-def _write(frame: pl.DataFrame, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(path.suffix + ".partial")
-    if path.suffix == ".parquet":
-        frame.write_parquet(partial)
-    else:
-        frame.write_csv(partial)
-    partial.replace(path)  # atomic: never a half-written table
-    return path
+    return read_frame(file, what, f"fix the file or {setting}", as_text=True)  # schemas coerce
 
 
 def print_summary(results: DIFResults, console: Console | None = None) -> None:
@@ -106,17 +90,17 @@ def print_summary(results: DIFResults, console: Console | None = None) -> None:
 
 def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     dif = cfg.dif
-    shipped = _read_csv(dif.items_file, "DIF item bank", "dif.items_file") \
+    shipped = _read_input(dif.items_file, "DIF item bank", "dif.items_file") \
         if dif.items_file else None
-    custom = _read_csv(dif.custom_file, "DIF custom items", "dif.custom_file") \
+    custom = _read_input(dif.custom_file, "DIF custom items", "dif.custom_file") \
         if dif.custom_file else None
     items = load_items(dif, shipped, custom, Path(dif.custom_file) if dif.custom_file else None)
-    personas = build_personas(dif, _read_csv(dif.personas_file, "DIF personas",
+    personas = build_personas(dif, _read_input(dif.personas_file, "DIF personas",
                                              "dif.personas_file"))
     models = greedy_models(cfg.model, dif.max_tokens)
     prompts = build_prompts(items, personas, models, dif)
-    _write(items, files.path(TABLES["items"]))
-    _write(prompts, files.path(TABLES["prompts"]))
+    write_frame(items, files.path(TABLES["items"]))
+    write_frame(prompts, files.path(TABLES["prompts"]))
     log.info("dif: %d prompts (%d models x %d personas [%d real, %d null, baseline] x %d items), "
              "greedy", prompts.height, len(models), personas.height,
              personas.filter(pl.col("persona_kind") == "real").height,
@@ -132,16 +116,15 @@ def _respond(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
 def _score(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     prompts = read_table(files.path(TABLES["prompts"]), DIFPromptSchema, "DIF prompts")
     responses = read_table(files.path(TABLES["responses"]), ResponseSchema, "DIF responses")
-    items = validate(pl.read_csv(files.path(TABLES["items"]), infer_schema_length=0),
-                     DIFItemSchema, "DIF items")
-    _write(grade_answers(prompts, responses, items), files.path(TABLES["answers"]))
+    items = read_table(files.path(TABLES["items"]), DIFItemSchema, "DIF items", as_text=True)
+    write_frame(grade_answers(prompts, responses, items), files.path(TABLES["answers"]))
 
 
 def _analyse(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, object]:
     answers = read_table(files.path(TABLES["answers"]), DIFAnswerSchema, "DIF answers")
     results = analyse(answers, cfg.dif)
     for name in ("personas", "tests", "models", "across"):
-        _write(getattr(results, name), files.path(TABLES[name]))
+        write_frame(getattr(results, name), files.path(TABLES[name]))
     values = metrics(results, answers)
     _plots(results, files, cfg.dif.interval_prob)
     write_metrics(values, files.path(METRICS))
@@ -165,7 +148,7 @@ def _plots(results: DIFResults, files: RunFiles, interval_prob: float) -> list[P
         PLOTS[1]: dif_plots.null_vs_real_plot(results.personas, results.tests),
         PLOTS[2]: dif_plots.accuracy_vs_bias_plot(results.models, results.across),
     }
-    return [dif_plots.save(figure, files.path(name)) for name, figure in figures.items()]
+    return [save_figure(figure, files.path(name), dpi=120) for name, figure in figures.items()]
 
 
 def _warn(results: DIFResults) -> None:

@@ -15,7 +15,7 @@ import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from audit.config import AuditConfig  # noqa: E402
-from audit.methods.checks import read_csv  # noqa: E402
+from audit.tables import RUN_UNFINISHED, read_table  # noqa: E402
 from audit.methods.dif.analyse import ALL_DATASETS  # noqa: E402
 from audit.methods.dif.schemas import DIFTestSchema  # noqa: E402
 from audit.methods.dif.verdict import TESTS_FILE  # noqa: E402
@@ -138,12 +138,6 @@ def accuracy_vs_bias_plot(models: pl.DataFrame, across: pl.DataFrame) -> Figure:
     return figure
 
 
-def save(figure: Figure, path: Path) -> Path:
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
-
-
 # --- the run's answer, for the summary every run ends with (audit.methods.summary) ---------------
 
 def headlines(tests: pl.DataFrame) -> list[Headline]:
@@ -170,7 +164,8 @@ def headlines(tests: pl.DataFrame) -> list[Headline]:
 
 
 def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> Findings:
-    tests = read_csv(run_dir / TESTS_FILE, DIFTestSchema, "DIF real-vs-null tests")
+    tests = read_table(run_dir / TESTS_FILE, DIFTestSchema, "DIF real-vs-null tests",
+                       RUN_UNFINISHED, nan_as_null=True)
     cells = tests.select("model_name", "dataset").rows()
     return Findings(headlines(tests), source=run_dir / TESTS_FILE,
                     empty="no real-vs-null test: no persona was scored",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from audit.errors import AuditError
 from audit.methods.dif.schemas import DIFAnswerSchema
 from audit.schemas import validate
 
@@ -209,7 +210,7 @@ def extract(text: str, answer_type: str, options: Sequence[str] = (),
         return extract_letter(text, options)
     if answer_type == "word":
         return extract_word(text, candidates)
-    raise ValueError(f"unknown answer_type '{answer_type}': use number, word or letter")
+    raise AuditError(f"unknown answer_type '{answer_type}': use number, word or letter")
 
 
 def is_correct(extracted: str | None, answer: str, answer_type: str) -> bool:

@@ -22,7 +22,8 @@ from pathlib import Path
 import polars as pl
 
 from audit.config import VerdictConfig
-from audit.methods.checks import Check, finite, read_csv
+from audit.methods.checks import Check, finite
+from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.dif.schemas import DIFPersonaScoreSchema, DIFTestSchema
 
 # Written by the run (methods/dif/method.py TABLES).
@@ -96,6 +97,8 @@ def judge_tests(tests: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
 
 
 def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
-    personas = read_csv(run_dir / PERSONAS_FILE, DIFPersonaScoreSchema, "DIF persona scores")
-    tests = read_csv(run_dir / TESTS_FILE, DIFTestSchema, "DIF real-vs-null tests")
+    personas = read_table(run_dir / PERSONAS_FILE, DIFPersonaScoreSchema, "DIF persona scores",
+                          RUN_UNFINISHED, nan_as_null=True)
+    tests = read_table(run_dir / TESTS_FILE, DIFTestSchema, "DIF real-vs-null tests",
+                       RUN_UNFINISHED, nan_as_null=True)
     return judge_personas(personas, rules) + judge_tests(tests, rules)

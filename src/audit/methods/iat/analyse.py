@@ -7,59 +7,25 @@ change when other groups are added to or removed from a run.
 
 from __future__ import annotations
 
-import logging
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 from audit.methods.iat.config import IATConfig
 from audit.methods.iat.design import IATError, derive_seed
 from audit.methods.iat.score import SCORING_MODES
 from audit.methods.iat.schemas import IATStatsSchema
 from audit.schemas import validate
+from audit.stats.bootstrap import bootstrap_interval
+from audit.stats.differences import sample_mean
+from audit.stats.multiple_testing import adjust_p_values
 
-log = logging.getLogger(__name__)
 
 CI_METHODS = ("BCa", "percentile", "basic")
 GROUP_KEYS = ("model", "category", "dataset")
-
-
-def _mean(sample: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(sample, axis=axis)
-
-
-def bootstrap_interval(values: np.ndarray, resamples: int, confidence_level: float, method: str,
-                       seed: int) -> tuple[float, float]:
-    """scipy's bootstrap interval of the mean; (nan, nan) below two values.
-
-    Constant data gives the point interval (every resample has the same mean, where BCa is
-    undefined); BCa that still comes out undefined on near-constant data falls back to the
-    percentile interval, with a log line saying so."""
-    values = np.asarray(values, dtype=float)
-    if values.size < 2:
-        return float("nan"), float("nan")
-    if np.all(values == values[0]):
-        mean = float(values.mean())  # not values[0]: the mean of equal floats may differ by an ulp
-        return mean, mean
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        result = stats.bootstrap((values,), _mean, n_resamples=resamples, vectorized=True,
-                                 confidence_level=confidence_level, method=method,
-                                 rng=np.random.default_rng(seed))
-        low, high = result.confidence_interval
-        if not (np.isfinite(low) and np.isfinite(high)) and method != "percentile":
-            log.info("the %s interval is undefined for these %d values; using the percentile "
-                     "interval", method, values.size)
-            result = stats.bootstrap((values,), _mean, n_resamples=resamples, vectorized=True,
-                                     confidence_level=confidence_level, method="percentile",
-                                     rng=np.random.default_rng(seed))
-            low, high = result.confidence_interval
-    return float(low), float(high)
 
 
 def sign_flip_p_value(values: np.ndarray, resamples: int, seed: int) -> float:
@@ -72,22 +38,10 @@ def sign_flip_p_value(values: np.ndarray, resamples: int, seed: int) -> float:
         return float("nan")
     if np.all(values == 0):
         return 1.0
-    result = stats.permutation_test((values,), _mean, permutation_type="samples",
+    result = stats.permutation_test((values,), sample_mean, permutation_type="samples",
                                     n_resamples=resamples, alternative="two-sided",
                                     vectorized=True, rng=np.random.default_rng(seed))
     return float(min(1.0, result.pvalue))
-
-
-def bh_adjust(p_values: Sequence[float | None], alpha: float = 0.05) -> list[float | None]:
-    """Benjamini-Hochberg adjusted p-values (statsmodels); missing p-values stay missing."""
-    present = [index for index, p in enumerate(p_values) if p is not None and np.isfinite(p)]
-    adjusted: list[float | None] = [None] * len(p_values)
-    if present:
-        _, corrected, _, _ = multipletests([p_values[i] for i in present], alpha=alpha,
-                                           method="fdr_bh")
-        for index, value in zip(present, corrected, strict=True):
-            adjusted[index] = float(value)
-    return adjusted
 
 
 @dataclass(frozen=True)
@@ -158,5 +112,5 @@ def iat_statistics(scores: pl.DataFrame, config: IATConfig,
               "p_value": pl.Float64}
     table = pl.DataFrame(rows, schema=schema)
     table = table.with_columns(p_adjusted=pl.Series(
-        bh_adjust(table["p_value"].to_list(), config.alpha), dtype=pl.Float64))
+        adjust_p_values(table["p_value"].to_list(), "fdr_bh"), dtype=pl.Float64))
     return validate(table, IATStatsSchema, "IAT statistics")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from audit.config import ModelConfig
+from audit.errors import AuditError
 from audit.methods.iat.config import IATConfig
 from audit.methods.iat.score import AnswerParser, Lexicon
 from audit.methods.iat.schemas import SCORE_COLUMNS, IATPromptSchema, IATScoreSchema
@@ -54,7 +55,7 @@ VARIATIONS: dict[str, Variation] = {
 }
 
 
-class IATError(ValueError):
+class IATError(AuditError):
     """Bad stimuli, configuration or input files, reported as one line naming the fix."""
 
 
@@ -126,7 +127,7 @@ def stimulus_sets(frame: pl.DataFrame, attribute_column: str,
         try:
             Lexicon.build(stimulus.positive, stimulus.negative, stimulus.default_words,
                           stimulus.stigma_words)
-        except ValueError as error:
+        except AuditError as error:
             raise IATError(f"{where}: {error}; make every word distinct") from None
         sets[name] = stimulus
     return sets
@@ -177,7 +178,7 @@ def load_stimuli(original: pl.DataFrame, synonym: pl.DataFrame, aliases: pl.Data
             try:
                 Lexicon.build(stimulus.positive, stimulus.negative, stimulus.default_words,
                               stimulus.stigma_words, table.get(dataset, {}))
-            except ValueError as error:
+            except AuditError as error:
                 raise IATError(f"{sources[2]}, dataset {dataset!r}: {error}") from None
     return Stimuli(stimuli.original, stimuli.synonym, table)
 

@@ -13,13 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import polars as pl
 
 from audit.config import AuditConfig, ModelConfig
 from audit.methods.iat.config import IATConfig
 from audit.methods.iat.design import (
-    IATError,
     Stimuli,
     design_prompts,
     load_stimuli,
@@ -36,7 +34,7 @@ from audit.methods.iat.schemas import STATS_COLUMNS, IATPromptSchema, IATScoreSc
 from audit.methods.iat.analyse import check_statistics_config, iat_statistics
 from audit.data_files import data_file
 from audit.schemas import ResponseSchema
-from audit.tables import read_table, write_table
+from audit.tables import read_frame, read_table, save_figure, write_frame, write_table
 from audit.tracking.mlflow import metric_name
 from audit.llm.engine import summarise_responses
 from audit.methods.run import (
@@ -57,26 +55,16 @@ STATS, STATS_BY_VARIATION = "iat_stats.csv", "iat_stats_by_variation.csv"
 METRICS = "iat_metrics.json"
 
 
-def read_csv(path: Path, what: str, fix: str) -> pl.DataFrame:
-    """A CSV as strings, or one line naming the file, the problem and the fix."""
-    if not path.is_file():
-        raise IATError(f"{what} not found at {path}: {fix}")
-    try:
-        return pl.read_csv(path, infer_schema=False)
-    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise IATError(f"cannot read {what} {path}: {first}; {fix}") from None
-
-
 def read_stimuli(config: IATConfig) -> Stimuli:
     """The stimuli files from the user's path, else the copies shipped with audit (any folder)."""
     fix = "point stimuli_file, synonym_file and aliases_file (iat.* in an audit) at your CSV files"
-    original = read_csv(data_file(config.stimuli_file, "IAT stimuli", "stimuli_file (iat.*)"),
-                        "IAT stimuli", fix)
-    synonym = read_csv(data_file(config.synonym_file, "IAT synonym stimuli",
-                                 "synonym_file (iat.*)"), "IAT synonym stimuli", fix)
-    aliases = (read_csv(data_file(config.aliases_file, "IAT group aliases",
-                                  "aliases_file (iat.*; empty for none)"), "IAT group aliases", fix)
+    original = read_frame(data_file(config.stimuli_file, "IAT stimuli", "stimuli_file (iat.*)"),
+                          "IAT stimuli", fix, as_text=True)
+    synonym = read_frame(data_file(config.synonym_file, "IAT synonym stimuli",
+                                   "synonym_file (iat.*)"), "IAT synonym stimuli", fix, as_text=True)
+    aliases = (read_frame(data_file(config.aliases_file, "IAT group aliases",
+                                    "aliases_file (iat.*; empty for none)"), "IAT group aliases",
+                          fix, as_text=True)
                if config.aliases_file else None)
     return load_stimuli(original, synonym, aliases, (config.stimuli_file, config.synonym_file,
                                                      config.aliases_file or "aliases"))
@@ -108,18 +96,16 @@ def analyse_scores(scores: pl.DataFrame, config: IATConfig,
     by_variation = iat_statistics(scores, config,
                                   ("model", "category", "dataset", "variation"))
     files = {"stats": place(STATS), "stats_by_variation": place(STATS_BY_VARIATION)}
-    files["stats"].parent.mkdir(parents=True, exist_ok=True)
-    stats.write_csv(files["stats"])
-    by_variation.write_csv(files["stats_by_variation"])
+    write_frame(stats, files["stats"])
+    write_frame(by_variation, files["stats_by_variation"])
     if stats.height:
         for name, figure in (
                 ("plot_by_dataset", d_by_dataset_plot(stats, config.confidence_level,
                                                       config.alpha)),
                 ("plot_by_variation", d_by_variation_plot(by_variation,
                                                           config.confidence_level))):
-            files[name] = place(f"iat_d_{name.removeprefix('plot_')}.png")
-            figure.savefig(files[name], dpi=120)
-            plt.close(figure)
+            files[name] = save_figure(figure, place(f"iat_d_{name.removeprefix('plot_')}.png"),
+                                      dpi=120)
     return Analysis(stats, by_variation, files)
 
 

@@ -16,7 +16,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from audit.config import AuditConfig  # noqa: E402
-from audit.methods.checks import read_csv  # noqa: E402
+from audit.tables import RUN_UNFINISHED, read_table  # noqa: E402
 from audit.methods.iat.config import IATConfig  # noqa: E402
 from audit.methods.iat.design import slug  # noqa: E402
 from audit.methods.iat.schemas import IATStatsSchema  # noqa: E402
@@ -166,6 +166,7 @@ def headlines(stats: pl.DataFrame, config: IATConfig) -> list[Headline]:
 
 def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> Findings:
     """D > 0: the model paired the stereotype's words with the default group."""
-    stats = read_csv(run_dir / STATS_FILE, IATStatsSchema, "IAT statistics")
+    stats = read_table(run_dir / STATS_FILE, IATStatsSchema, "IAT statistics",
+                       RUN_UNFINISHED, nan_as_null=True)
     return Findings(headlines(stats, cfg.iat), source=run_dir / STATS_FILE,
                     empty="no D score: no answer could be scored", metrics=("iat/parse_rate",))

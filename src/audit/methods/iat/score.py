@@ -17,6 +17,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from audit.errors import AuditError
+
 DEFAULT, STIGMA = "default", "stigma"
 POSITIVE, NEGATIVE = "positive", "negative"
 SIDES = (DEFAULT, STIGMA)
@@ -62,9 +64,9 @@ class Lexicon:
             for word in words:
                 key = normalise(word)
                 if not key:
-                    raise ValueError(f"attribute {word!r} has no letters or digits")
+                    raise AuditError(f"attribute {word!r} has no letters or digits")
                 if key in attributes and attributes[key] != (word, valence):
-                    raise ValueError(f"attribute {word!r} appears twice in one dataset")
+                    raise AuditError(f"attribute {word!r} appears twice in one dataset")
                 attributes[key] = (word, valence)
         groups: dict[str, str] = {}
         aliases = {normalise(word): list(names) for word, names in (aliases or {}).items()}
@@ -73,11 +75,11 @@ class Lexicon:
                 for name in (word, *aliases.get(normalise(word), ())):
                     key = normalise(name)
                     if groups.get(key, side) != side:
-                        raise ValueError(f"group word {name!r} names both groups of one dataset")
+                        raise AuditError(f"group word {name!r} names both groups of one dataset")
                     groups[key] = side
         clash = sorted(set(attributes) & set(groups))
         if clash:
-            raise ValueError(f"{clash[0]!r} is both an attribute and a group word")
+            raise AuditError(f"{clash[0]!r} is both an attribute and a group word")
         return cls(attributes, groups, _partial_names(groups, attributes))
 
 
@@ -255,7 +257,7 @@ class ParsedAnswer:
         `strict` scores only complete answers (every attribute given exactly one group, as
         Bai et al. did), `lenient` every answer with has_lenient_d."""
         if scoring not in SCORING_MODES:
-            raise ValueError(f"unknown IAT scoring {scoring!r}: use {' or '.join(SCORING_MODES)}")
+            raise AuditError(f"unknown IAT scoring {scoring!r}: use {' or '.join(SCORING_MODES)}")
         readable = self.parsed if scoring == "strict" else self.has_lenient_d
         if not readable:
             return None

@@ -13,7 +13,8 @@ from pathlib import Path
 import polars as pl
 
 from audit.config import VerdictConfig
-from audit.methods.checks import Check, finite, read_csv
+from audit.methods.checks import Check, finite
+from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.iat.schemas import IATStatsSchema
 
 # Written by the run and the import command (methods/iat/method.py analyse).
@@ -46,4 +47,5 @@ def judge_iat(stats: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
 
 
 def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
-    return judge_iat(read_csv(run_dir / STATS_FILE, IATStatsSchema, "IAT statistics"), rules)
+    return judge_iat(read_table(run_dir / STATS_FILE, IATStatsSchema, "IAT statistics",
+                        RUN_UNFINISHED, nan_as_null=True), rules)

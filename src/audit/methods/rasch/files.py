@@ -16,7 +16,7 @@ from audit.methods.rasch.irt import RaschFit, diagnose
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.run import RunFiles
 from audit.schemas import SummarySchema
-from audit.tables import read_frame, read_table
+from audit.tables import read_frame, read_table, write_frame
 
 PROMPTS, RESPONSES = "prompts.parquet", "responses.parquet"
 LABELS, VOTES, GOLD = "labels.parquet", "judge_votes.parquet", "judge_gold.parquet"
@@ -59,15 +59,15 @@ class StageFiles(RunFiles):
 def write_fit(fit: RaschFit, directory: Path) -> None:
     """Posterior, summary, contrasts and a diagnostics verdict; companions in sub-directories."""
     directory.mkdir(parents=True, exist_ok=True)
-    fit.summary.write_csv(directory / "summary.csv")
+    write_frame(fit.summary, directory / "summary.csv")
     fit.idata.to_netcdf(str(directory / "posterior.nc"))
     if fit.item_gaps.height:
-        fit.item_gaps.write_csv(directory / "item_gaps.csv")
+        write_frame(fit.item_gaps, directory / "item_gaps.csv")
     for companion in fit.companions:
         write_fit(companion, directory / companion.outcome)
     contrasts = fit.all_contrasts()
     if contrasts.height:
-        contrasts.write_csv(directory / "contrasts.csv")
+        write_frame(contrasts, directory / "contrasts.csv")
     diagnostics = fit.diagnostics
     (directory / "diagnostics.json").write_text(json.dumps({
         "converged": fit.converged, "rhat_max": diagnostics.rhat_max,

@@ -29,6 +29,7 @@ import numpy as np
 import nutpie
 import polars as pl
 
+from audit.errors import AuditError
 from audit.methods.rasch.config import PlanConfig
 from audit.methods.rasch.irt.engines import compile_nutpie
 from audit.methods.rasch.irt.contrasts import level_contrasts
@@ -59,10 +60,10 @@ def gap_in_logits(size: float, unit: str, base_rate: float) -> float:
     if unit == "logit":
         return float(size)
     if unit != "pp":
-        raise ValueError(f"plan.gap_unit={unit!r} is unknown; use one of {', '.join(GAP_UNITS)}")
+        raise AuditError(f"plan.gap_unit={unit!r} is unknown; use one of {', '.join(GAP_UNITS)}")
     low, high = base_rate - size / 200.0, base_rate + size / 200.0
     if not 0.0 < low < high < 1.0:
-        raise ValueError(f"a gap of {size} percentage points around plan.base_rate={base_rate} "
+        raise AuditError(f"a gap of {size} percentage points around plan.base_rate={base_rate} "
                          "leaves the 0-100% range; lower plan.gap or move plan.base_rate")
     return logit(high) - logit(low)
 
@@ -87,7 +88,7 @@ def planned_design(prompts: pl.DataFrame, plan: PlanConfig, persona_multiple: in
     """
     attribute = plan.attribute
     if attribute not in prompts.columns:
-        raise ValueError(f"plan.attribute={attribute!r} is not a persona column of the design; "
+        raise AuditError(f"plan.attribute={attribute!r} is not a persona column of the design; "
                          "use one of the columns in fit.attributes, e.g. race or gender")
     respondents = (prompts.select(pl.col("respondent_id").alias("respondent"), "model_name",
                                   "persona_kind", attribute)
@@ -95,7 +96,7 @@ def planned_design(prompts: pl.DataFrame, plan: PlanConfig, persona_multiple: in
     levels = sorted(respondents.get_column(attribute).drop_nulls().unique().to_list())
     chosen = list(plan.levels) or levels[:2]
     if len(chosen) != 2 or not set(chosen) <= set(levels):
-        raise ValueError(f"plan.levels={list(plan.levels)} must name two levels of {attribute} "
+        raise AuditError(f"plan.levels={list(plan.levels)} must name two levels of {attribute} "
                          f"present in the personas: {', '.join(levels)}")
     with_level = respondents.filter(pl.col(attribute).is_not_null())
     copies = [with_level.with_columns(pl.col("respondent") + f"#{copy}")
@@ -178,7 +179,7 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit_model: str, rope
     ``engine`` is fit.engine; PyMC's sampler cannot swap data into one compiled model, so a plan
     under fit.engine=pymc samples with nutpie (the same model and posterior)."""
     if fit_model not in PLANNABLE_MODELS:
-        raise ValueError(f"planning simulates fit.model in {', '.join(PLANNABLE_MODELS)}; got "
+        raise AuditError(f"planning simulates fit.model in {', '.join(PLANNABLE_MODELS)}; got "
                          f"{fit_model!r}: plan with fit=rasch (the same respondents and items)")
     gap = gap_in_logits(plan.gap, plan.gap_unit, plan.base_rate)
     rng = np.random.default_rng(plan.seed)

@@ -30,7 +30,7 @@ from audit.methods.rasch.files import (
     write_fit,
 )
 from audit.methods.rasch.report.publish import publish_from_files
-from audit.methods.run import RunClock, RunFiles, Stage, answer_prompts, run_stages, send_prompts
+from audit.methods.run import RunClock, RunFiles, Stage, answer_prompts, send_prompts
 from audit.tables import read_table, write_table
 from audit.methods.rasch.irt import RaschFit, code_outcomes, fit_rasch
 from audit.methods.rasch.irt.judge_error import resolve_confusion
@@ -192,13 +192,6 @@ def label_gold_set(cfg: AuditConfig, judges: list[Judge], store: ResponseStore) 
     return label_gold(gold, items, cfg.judge, judges, store)[0]
 
 
-def judge_gold_stage(cfg: AuditConfig) -> pl.DataFrame:
-    """The gold-set evaluation as a stage of its own (dvc.yaml): it depends on the judge and the
-    gold files, never on the design, so a new item set does not rerun it."""
-    with ResponseStore(cfg.paths.response_store) as store:
-        return label_gold_set(cfg, judge_panel(cfg), store)
-
-
 def outcome_table(prompts: pl.DataFrame, labels: pl.DataFrame, attributes: list[str]) -> pl.DataFrame:
     """Labels with the respondent, item and persona columns a fit and its contrasts read."""
     missing = sorted(set(attributes) - set(prompts.columns))
@@ -284,8 +277,3 @@ STAGES = (
     Stage("analyse", _on_stage_files(_analyse), (FIT,), aliases=("fit",)),
     Stage("report", _on_stage_files(_report), (REPORT,)),
 )
-
-
-def run_audit(cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
-    """All stages in order in one process (what `python -m audit` runs for method=rasch)."""
-    return run_stages(STAGES, cfg, output_dir)

@@ -16,7 +16,8 @@ from pathlib import Path
 import polars as pl
 
 from audit.config import VerdictConfig
-from audit.methods.checks import Check, VerdictError, finite, read_csv
+from audit.methods.checks import Check, VerdictError, finite
+from audit.tables import RUN_UNFINISHED, read_table
 from audit.schemas import ContrastSchema
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,8 @@ def read_rasch(run_dir: Path) -> tuple[pl.DataFrame, dict[str, dict]]:
         companion = diagnostics_path.parent / str(outcome) / "diagnostics.json"
         if companion.is_file():
             diagnostics[f"converged:{outcome}"] = read_diagnostics(companion)
-    contrasts = (read_csv(contrasts_path, ContrastSchema, "Rasch contrasts")
+    contrasts = (read_table(contrasts_path, ContrastSchema, "Rasch contrasts",
+                            RUN_UNFINISHED, nan_as_null=True)
                  if contrasts_path.is_file() else pl.DataFrame(schema={
                      column: pl.Utf8 for column in ContrastSchema.to_schema().columns
                      if column != "outcome"}))

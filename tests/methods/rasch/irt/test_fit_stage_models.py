@@ -16,6 +16,7 @@ import pymc as pm
 import pytest
 
 import audit.methods.rasch.irt.rasch as rasch
+from audit.errors import AuditError
 from audit.config import AuditConfig
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
@@ -90,5 +91,5 @@ def test_judge_error_off_or_missing_gold(tables):
                     GOLD)
     assert off.judge_confusion is None
     assert "judge_sensitivity" not in off.idata.posterior
-    with pytest.raises(ValueError, match="judge.evaluate_on_gold"):
+    with pytest.raises(AuditError, match="judge.evaluate_on_gold"):
         fit_stage(AuditConfig(fit=FitConfig(chains=1, judge_error=True)), prompts, labels, None)

@@ -12,6 +12,7 @@ import pymc as pm
 import pytest
 from scipy import stats
 
+from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.irt.judge_error import JudgeConfusion, judge_confusion, resolve_confusion
@@ -58,7 +59,7 @@ def test_judge_error_switch():
     assert resolve_confusion(None, "rasch", "favourable", None) is None  # no gold: off
     assert resolve_confusion(None, "rasch_seed", "favourable", gold) is None  # the seed's model
     assert resolve_confusion(False, "explanatory", "favourable", gold) is None
-    with pytest.raises(ValueError, match="judge.evaluate_on_gold"):
+    with pytest.raises(AuditError, match="judge.evaluate_on_gold"):
         resolve_confusion(True, "rasch", "favourable", gold.head(0))
 
 

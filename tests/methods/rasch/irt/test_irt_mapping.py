@@ -16,6 +16,7 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import build_rasch_model, fit_rasch, index_design, respondent_ranking
 
@@ -65,7 +66,7 @@ def test_model_coords_name_respondents_and_items(model: str) -> None:
 
 
 def test_unknown_model_is_named() -> None:
-    with pytest.raises(ValueError, match="valid models: rasch, rasch_seed"):
+    with pytest.raises(AuditError, match="valid models: rasch, rasch_seed"):
         build_rasch_model(index_design(signature_table(2, 2, 1, seed=0)), "rasch2")
 
 

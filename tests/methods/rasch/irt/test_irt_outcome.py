@@ -8,6 +8,7 @@ from hydra import compose, initialize_config_dir
 from hypothesis import given
 from hypothesis import strategies as st
 
+from audit.errors import AuditError
 from audit.__main__ import CONF_DIR
 from audit.config import register_configs, to_audit_config
 from audit.methods.rasch.irt import OUTCOME_CODINGS, code_outcomes
@@ -84,7 +85,7 @@ def test_extra_columns_travel_with_their_rows() -> None:
     (lambda: code_outcomes(labelled(["favourable"]), "favourable", ["nope"]), "drop_labels"),
 ])
 def test_bad_input_is_named(call, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(AuditError, match=message):
         call()
 
 

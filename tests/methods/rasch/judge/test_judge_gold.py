@@ -7,6 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from audit.errors import AuditError
 from audit.config import JudgeConfig
 from audit.methods.rasch.judge.gold import gold_answers, gold_figures, label_gold
 from audit.schemas import GOLD_CATEGORIES, LABELS, GoldSchema, ItemSchema, validate
@@ -39,7 +40,7 @@ def test_the_gold_set_is_large_spread_and_balanced(gold, bank):
 def test_gold_answers_name_their_items_question_and_options(gold, bank):
     answers = gold_answers(gold, bank)
     assert answers.height == gold.height and answers.null_count().sum_horizontal().item() == 0
-    with pytest.raises(ValueError, match="missing from the item bank"):
+    with pytest.raises(AuditError, match="missing from the item bank"):
         gold_answers(gold, bank.filter(pl.col("domain") != "hiring"))
 
 

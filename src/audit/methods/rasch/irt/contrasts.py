@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
+from audit.errors import AuditError
 from audit.methods.rasch.irt.explanatory import NULL_KIND, RespondentTable
 from audit.stats.intervals import hdi_bounds
 
@@ -176,7 +177,7 @@ def item_gaps(posterior: xr.Dataset, attribute: str, hdi_prob: float = 0.94) -> 
     away from the pooled gap are the scenarios that carry (or hide) the difference.
     """
     if f"dif_{attribute}" not in posterior:
-        raise ValueError(f"the fit has no item interaction for '{attribute}': add it to "
+        raise AuditError(f"the fit has no item interaction for '{attribute}': add it to "
                          "fit.item_dif and use fit=explanatory")
     pooled = posterior[f"effect_{attribute}_pooled"]
     dif = posterior[f"dif_{attribute}"]

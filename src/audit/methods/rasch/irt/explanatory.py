@@ -36,7 +36,8 @@ import polars as pl
 import pymc as pm
 import pytensor.tensor as pt
 
-from audit.methods.rasch.irt.indexing import RaschData, index_design
+from audit.errors import AuditError
+from audit.methods.rasch.irt.indexing import RaschData
 from audit.methods.rasch.irt.judge_error import JudgeConfusion, label_cells
 
 MODEL_EFFECT_PRIOR_SD = 2.0  # carries the overall favourable rate, which can sit far from 50%
@@ -87,11 +88,11 @@ def respondent_table(outcomes: pl.DataFrame, data: RaschData,
     needed = ("model_name", "persona_kind", *attributes)
     missing = [column for column in needed if column not in outcomes.columns]
     if missing:
-        raise ValueError(f"the explanatory model needs column(s) {', '.join(missing)} in the "
+        raise AuditError(f"the explanatory model needs column(s) {', '.join(missing)} in the "
                          f"outcome table; set fit.attributes to columns the personas have")
     frame = outcomes.select("respondent", *needed).unique().sort("respondent")
     if frame.height != len(data.respondents):
-        raise ValueError("a respondent has more than one model, persona kind or attribute level; "
+        raise AuditError("a respondent has more than one model, persona kind or attribute level; "
                          "respondent ids must identify one (model, persona) pair")
     return RespondentTable(frame=frame, attributes=attributes)
 
@@ -101,7 +102,7 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
                             confusion: JudgeConfusion | None = None) -> pm.Model:
     unknown = sorted(set(item_dif) - set(respondents.attributes))
     if unknown:
-        raise ValueError(f"fit.item_dif names {unknown}, which are not in fit.attributes")
+        raise AuditError(f"fit.item_dif names {unknown}, which are not in fit.attributes")
     coords: dict[str, list] = {
         "respondent": list(data.respondents), "item": list(data.items),
         "model": list(respondents.models), "cell": list(range(data.successes.size)),
@@ -109,7 +110,7 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
     for attribute in respondents.attributes:
         levels = respondents.levels(attribute)
         if len(levels) < 2:
-            raise ValueError(f"attribute '{attribute}' has {len(levels)} level(s) among the "
+            raise AuditError(f"attribute '{attribute}' has {len(levels)} level(s) among the "
                              "personas; a contrast needs at least two (check fit.attributes)")
         coords[f"level_{attribute}"] = list(levels)
     model_index = respondents.model_index
@@ -161,9 +162,3 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
         label_cells("y", trials, theta[respondent_idx] - b[item_idx] + dif_shift,
                     observed=successes, dims="cell", confusion=confusion)
     return model
-
-
-def explanatory_inputs(outcomes: pl.DataFrame,
-                       attributes: tuple[str, ...]) -> tuple[RaschData, RespondentTable]:
-    data = index_design(outcomes.select("respondent", "item", "y"))
-    return data, respondent_table(outcomes, data, attributes)

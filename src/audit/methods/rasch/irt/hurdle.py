@@ -31,6 +31,7 @@ import polars as pl
 import pymc as pm
 import xarray as xr
 
+from audit.errors import AuditError
 from audit.methods.rasch.irt.indexing import RaschData, index_design
 from audit.methods.rasch.irt.likelihood import binomial_cells
 
@@ -50,7 +51,7 @@ def hurdle_data(outcomes: pl.DataFrame) -> tuple[RaschData, RaschData]:
     in the second step rather than a cell of zero trials.
     """
     if "label" not in outcomes.columns:
-        raise ValueError("fit.model=hurdle needs the judge's label column in the outcome table "
+        raise AuditError("fit.model=hurdle needs the judge's label column in the outcome table "
                          "(it codes both steps from the labels)")
     abstained = outcomes.with_columns(
         pl.col("label").is_in(list(ABSTAIN_LABELS)).cast(pl.Int64).alias("y"))
@@ -95,7 +96,7 @@ def build_hurdle_model(abstention: RaschData, decision: RaschData) -> pm.Model:
         if decision.successes.size:
             _step("", decision, "cell")
         else:
-            raise ValueError("fit.model=hurdle: no answer decided (every label abstains), so "
+            raise AuditError("fit.model=hurdle: no answer decided (every label abstains), so "
                              "there is no favourable step to fit")
     return model
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from audit.errors import AuditError
 from audit.schemas import OutcomeSchema, validate
 
 
@@ -51,7 +52,7 @@ def index_design(outcomes: pl.DataFrame) -> RaschData:
     """
     rows = validate(outcomes, OutcomeSchema, "outcome table")
     if rows.height == 0:
-        raise ValueError("outcome table is empty: there is nothing to fit")
+        raise AuditError("outcome table is empty: there is nothing to fit")
     respondents = tuple(sorted(rows.get_column("respondent").unique().to_list()))
     items = tuple(sorted(rows.get_column("item").unique().to_list()))
     respondent_index = pl.DataFrame(

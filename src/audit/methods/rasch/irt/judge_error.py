@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import polars as pl
 import pymc as pm
 
+from audit.errors import AuditError
 from audit.methods.rasch.irt.likelihood import binomial_cells, misclassified_binomial_cells
 from audit.methods.rasch.irt.outcome import OUTCOME_CODINGS
 
@@ -107,6 +108,6 @@ def resolve_confusion(judge_error: bool | None, model: str, coding: str,
     confusion = (judge_confusion(gold_results, coding)
                  if gold_results is not None and gold_results.height else None)
     if confusion is None and judge_error:
-        raise ValueError("fit.judge_error=true needs the judge's gold-set results with parsed "
+        raise AuditError("fit.judge_error=true needs the judge's gold-set results with parsed "
                          "labels: set judge.evaluate_on_gold=true (or fit.judge_error=false)")
     return confusion

@@ -14,6 +14,7 @@ from types import MappingProxyType
 
 import polars as pl
 
+from audit.errors import AuditError
 from audit.schemas import LABELS, UNPARSEABLE, OutcomeSchema, validate
 
 logger = logging.getLogger(__name__)
@@ -62,22 +63,22 @@ def code_outcomes(
     """
     if coding not in OUTCOME_CODINGS:
         valid = ", ".join(sorted(OUTCOME_CODINGS))
-        raise ValueError(f"unknown outcome coding {coding!r}; valid codings: {valid}")
+        raise AuditError(f"unknown outcome coding {coding!r}; valid codings: {valid}")
     missing = [column for column in REQUIRED_LABEL_COLUMNS if column not in labels.columns]
     if missing:
-        raise ValueError(
+        raise AuditError(
             f"labels table lacks column(s) {', '.join(missing)}; "
             f"it needs {', '.join(REQUIRED_LABEL_COLUMNS)}"
         )
     clashing = [column for column in OUTCOME_COLUMNS if column in labels.columns]
     if clashing:
-        raise ValueError(
+        raise AuditError(
             f"labels table already has column(s) {', '.join(clashing)}, which coding would "
             "overwrite; rename or drop them first"
         )
     unknown_drops = sorted(set(drop_labels) - set(LABELS) - {UNPARSEABLE})
     if unknown_drops:
-        raise ValueError(
+        raise AuditError(
             f"drop_labels holds unknown label(s) {', '.join(unknown_drops)}; "
             f"known labels: {', '.join(LABELS)}"
         )
@@ -85,7 +86,7 @@ def code_outcomes(
     present = set(labels.get_column("label").unique().to_list())
     unknown_labels = sorted(str(label) for label in present - set(LABELS) - {UNPARSEABLE})
     if unknown_labels:
-        raise ValueError(
+        raise AuditError(
             f"labels table holds unknown label(s) {', '.join(unknown_labels)}; "
             f"known labels: {', '.join((*LABELS, UNPARSEABLE))}"
         )

@@ -30,6 +30,7 @@ import pymc as pm
 import xarray as xr
 from xarray import DataTree
 
+from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt.engines import sample_posterior
 from audit.methods.rasch.irt.contrasts import item_gaps, level_contrasts
@@ -48,12 +49,8 @@ from audit.schemas import SummarySchema, validate
 
 logger = logging.getLogger(__name__)
 
-# Convergence thresholds from Vehtari, Gelman, Simpson, Carpenter and Bürkner (2021),
-# "Rank-normalization, folding, and localization: an improved R-hat for assessing convergence
-# of MCMC", Bayesian Analysis 16(2). FitConfig carries the same defaults; these are the reference.
-RHAT_MAX_VEHTARI_2021 = 1.01
-ESS_MIN_VEHTARI_2021 = 400.0
-# Tail ESS is the smaller ESS of the indicators at the 5% and 95% quantiles (the same paper).
+# Tail ESS is the smaller ESS of the indicators at the 5% and 95% quantiles (Vehtari, Gelman,
+# Simpson, Carpenter and Bürkner 2021, whose thresholds are FitConfig's rhat_max and ess_min).
 TAIL_ESS_PROB = 0.95
 
 MODELS: tuple[str, ...] = ("rasch", "rasch_seed", "twopl", "explanatory", "hurdle")
@@ -87,7 +84,7 @@ def build_rasch_model(data: RaschData, model: str = "rasch",
     coords = {"respondent": list(data.respondents), "item": list(data.items)}
     if model == "rasch_seed":
         if confusion is not None:
-            raise ValueError("fit.model=rasch_seed is the original audit's model, which reads "
+            raise AuditError("fit.model=rasch_seed is the original audit's model, which reads "
                              "labels as truth: set fit.judge_error=false or use fit=rasch")
         return _build_seed_model(data, coords)
     if model in ("rasch", "twopl"):
@@ -99,7 +96,7 @@ def build_rasch_model(data: RaschData, model: str = "rasch",
     if model == "explanatory":
         raise ValueError("the explanatory model needs persona attributes: fit it with fit_rasch "
                          "on an outcome table that has model_name, persona_kind and the attributes")
-    raise ValueError(f"unknown model {model!r}; valid models: {', '.join(MODELS)}")
+    raise AuditError(f"unknown model {model!r}; valid models: {', '.join(MODELS)}")
 
 
 def _build_seed_model(data: RaschData, coords: dict) -> pm.Model:
@@ -238,12 +235,12 @@ def fit_rasch(
     respondents = respondent_table(outcomes, data, attributes) if has_personas else None
     if fit.model == "hurdle":
         if confusion is not None:
-            raise ValueError("fit.model=hurdle reads labels as truth (its three labels would need "
+            raise AuditError("fit.model=hurdle reads labels as truth (its three labels would need "
                              "a 3 x 3 confusion matrix): set fit.judge_error=false")
         return _fit_hurdle(outcomes, fit, sample, respondents)
     if fit.model == "explanatory":
         if respondents is None:
-            raise ValueError("fit.model=explanatory needs model_name, persona_kind and "
+            raise AuditError("fit.model=explanatory needs model_name, persona_kind and "
                              f"{', '.join(attributes)} in the outcome table")
         model = build_explanatory_model(data, respondents, tuple(fit.item_dif), confusion)
     else:

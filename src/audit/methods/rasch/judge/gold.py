@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from audit.errors import AuditError
 from audit.config import JudgeConfig
 from audit.stats.intervals import jeffreys_interval
 from audit.methods.rasch.judge.agreement import cohen_kappa, confusion_matrix
@@ -39,7 +40,7 @@ def gold_answers(gold: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
     """The gold answers with the question and option words of the item each one answers."""
     unknown = sorted(set(gold["item_id"]) - set(items["item_id"]))
     if unknown:
-        raise ValueError(f"the gold set names items missing from the item bank: "
+        raise AuditError(f"the gold set names items missing from the item bank: "
                          f"{', '.join(unknown[:5])}; point judge.gold_items at the bank it was "
                          "written for")
     return gold.join(items.select("item_id", "question", "favourable_option",

@@ -21,6 +21,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from audit.errors import AuditError
 from audit.llm.backends import Backend, ChatRequest
 from audit.config import EngineConfig, ModelConfig
 from audit.llm.engine import build_request, send
@@ -177,7 +178,7 @@ def min_judge_tokens(rationale_max_chars: int) -> int:
 def check_token_budget(judge_name: str, model: ModelConfig, rationale_max_chars: int) -> None:
     needed = min_judge_tokens(rationale_max_chars)
     if model.sampling.max_tokens < needed:
-        raise ValueError(f"judge '{judge_name}' may write {model.sampling.max_tokens} tokens, too "
+        raise AuditError(f"judge '{judge_name}' may write {model.sampling.max_tokens} tokens, too "
                          f"few for a rationale of {rationale_max_chars} characters: set its "
                          f"sampling.max_tokens to at least {needed} or lower "
                          "judge.rationale_max_chars")

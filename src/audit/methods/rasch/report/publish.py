@@ -11,7 +11,6 @@ import json
 import logging
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import polars as pl
 
 from audit.config import AuditConfig
@@ -68,7 +67,7 @@ from audit.schemas import (
     VoteSchema,
 )
 
-from audit.tables import read_table
+from audit.tables import read_table, save_figure, write_frame
 from audit.tracking import mlflow as tracking
 from audit.methods.run import flat_config, method_run, provenance_files, run_tags, write_config
 
@@ -81,12 +80,6 @@ FIGURE_KEYS = {"forest_theta.png": "forest_theta", "item_difficulty.png": "item_
                "favourable_heatmap.png": "heatmap", "label_distribution.png": "labels",
                "trace_plot.png": "trace", "rank_plot.png": "rank",
                "noise_floor.png": "noise_floor"}
-
-
-def _save(figure: plt.Figure, path: Path) -> Path:
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
 
 
 def read_contrasts(path: Path) -> pl.DataFrame | None:
@@ -152,8 +145,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     gold = gold_figures(gold_results) if gold_results.height else None
     if gold is not None:
         metrics.update({**gold.metrics, **gold_alias_metrics(gold.metrics)})
-        gold.confusion.write_csv(report_dir / "judge_gold_confusion.csv")
-        gold.by_category.write_csv(report_dir / "judge_gold_by_category.csv")
+        write_frame(gold.confusion, report_dir / "judge_gold_confusion.csv")
+        write_frame(gold.by_category, report_dir / "judge_gold_by_category.csv")
         log.info("judge '%s' on the gold set (%d answers): accuracy %.2f, Cohen's kappa %.2f; "
                  "rules labelled %.0f%% with accuracy %.2f", cfg.judge.name,
                  gold_results.height, gold.metrics["gold/accuracy"],
@@ -164,7 +157,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     # The judge's rates as the fit estimated them (fit.judge_error): empty when labels were truth.
     judge_rates = fit.summary.filter(pl.col("parameter").str.starts_with("judge_"))
     if floor.height:
-        floor.write_csv(report_dir / "noise_floor.csv")
+        write_frame(floor, report_dir / "noise_floor.csv")
     figures = {
         "forest_theta.png": forest_plot(thetas, cfg.fit.hdi_prob),
         "item_difficulty.png": item_difficulty_plot(fit.summary, items, cfg.fit.hdi_prob),
@@ -177,11 +170,11 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         **({"noise_floor.png": noise_floor_plot(posterior_draws(fit.idata))}
            if floor.height else {}),
     }
-    written = {name: _save(figure, report_dir / name) for name, figure in figures.items()}
-    thetas.write_csv(report_dir / "theta_ranking.csv")
-    rates.write_csv(report_dir / "label_rates.csv")
-    rate_tests.write_csv(report_dir / "label_rate_tests.csv")
-    by_item.write_csv(report_dir / "judge_agreement_by_item.csv")
+    written = {name: save_figure(figure, report_dir / name) for name, figure in figures.items()}
+    write_frame(thetas, report_dir / "theta_ranking.csv")
+    write_frame(rates, report_dir / "label_rates.csv")
+    write_frame(rate_tests, report_dir / "label_rate_tests.csv")
+    write_frame(by_item, report_dir / "judge_agreement_by_item.csv")
     share, top_label, judged = judge_top_label_share(labels)
     judge = JudgeQuality(top_label, share, judged,
                          gold.metrics["gold/accuracy"] if gold is not None else None,
