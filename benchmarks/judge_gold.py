@@ -29,7 +29,8 @@ from audit.llm.backends import create_backend
 from audit.config import CONF_DIR, JudgeConfig
 from audit.methods.rasch.judge.cascade import Judge
 from audit.methods.rasch.judge.gold import gold_figures, gold_sample, label_gold
-from audit.schemas import GoldSchema, ItemSchema, validate
+from audit.schemas import GoldSchema, ItemSchema
+from audit.tables import read_table
 from audit.llm.store import ResponseStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,9 +66,9 @@ def _by_category(results: pl.DataFrame) -> str:
 
 def main() -> int:
     config = default_judge_config()
-    gold = gold_sample(validate(pl.read_csv(ROOT / config.gold_file), GoldSchema, "gold"),
+    gold = gold_sample(read_table(ROOT / config.gold_file, GoldSchema, "judge gold set"),
                        config.gold_per_category)
-    items = validate(pl.read_csv(ROOT / config.gold_items), ItemSchema, "items")
+    items = read_table(ROOT / config.gold_items, ItemSchema, "gold items")
     judges = [Judge(name, create_backend(model), model)
               for name, model in sorted(config.models.items())]
     failures, figures = [], {}
