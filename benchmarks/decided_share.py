@@ -27,7 +27,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 
 from audit.llm.backends.packaged import resolve_model_path
-from audit.config import register_configs, to_audit_config
+from audit.methods.configs import register_configs, to_audit_config
 from audit.methods.rasch.judge.rules import label_by_rules
 from audit.methods.rasch.stages import design_stage, respond_stage
 

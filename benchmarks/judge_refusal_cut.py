@@ -25,7 +25,9 @@ import numpy as np
 import polars as pl
 from hydra import compose, initialize_config_dir
 
-from audit.config import CONF_DIR, register_configs, to_audit_config
+from audit.config import CONF_DIR
+
+from audit.methods.configs import register_configs, to_audit_config
 from audit.data_files import data_file
 from audit.llm.store import ResponseStore
 from audit.methods.rasch.judge.gold import label_gold

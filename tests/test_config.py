@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from audit.errors import AuditError
 from audit.__main__ import CONF_DIR
-from audit.config import AuditConfig, register_configs, to_audit_config
+from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.cli.params import compose_params, params_yaml
 from audit.items import select_items
 

@@ -88,3 +88,36 @@ def test_every_module_imports_first():
                           env={"PYTHONPATH": str(PACKAGE.parent), "PATH": "/usr/bin:/bin"},
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+# The foundation every method builds on: it must work for a method it has never heard of, so it
+# imports no method package and not the registry (audit.methods) that finds them.
+FOUNDATION = ("audit.config", "audit.errors", "audit.tables", "audit.schemas", "audit.stats",
+              "audit.llm", "audit.tracking")
+
+
+def foundation_imports_of_methods(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Foundation module -> the audit.methods modules it imports (at any depth in the file)."""
+    found = {}
+    for name, path in modules.items():
+        if any(name == root or name.startswith(f"{root}.") for root in FOUNDATION):
+            methods = {target for target in imports_of(path, modules)
+                       if target == "audit.methods" or target.startswith("audit.methods.")}
+            if methods:
+                found[name] = methods
+    return found
+
+
+def test_the_foundation_rule_finds_a_method_import_hidden_in_a_function(tmp_path: Path):
+    package = tmp_path / "audit"
+    (package / "methods" / "iat").mkdir(parents=True)
+    for init in (package, package / "methods", package / "methods" / "iat"):
+        (init / "__init__.py").write_text("")
+    (package / "methods" / "iat" / "config.py").write_text("")
+    (package / "config.py").write_text("def sections():\n    from audit.methods.iat import config\n")
+    assert foundation_imports_of_methods(module_files(package)) == {
+        "audit.config": {"audit.methods.iat", "audit.methods.iat.config"}}
+
+
+def test_no_foundation_module_imports_a_method_or_the_registry():
+    assert foundation_imports_of_methods(module_files()) == {}

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 from counterfactual_fixtures import simulated
 
-from audit.config import AuditConfig
+from audit.methods.configs import AuditConfig
 from audit.methods.counterfactual.analyse import (
     StatsSettings,
     comparisons,

@@ -15,7 +15,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from audit.config import CONF_DIR, register_configs, to_audit_config
+from audit.config import CONF_DIR
+
+from audit.methods.configs import register_configs, to_audit_config
 from audit.config_errors import one_line_config_errors
 from audit.errors import AuditError
 from audit.llm.backends import BackendError

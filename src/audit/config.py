@@ -4,21 +4,16 @@ Hydra merges the YAML groups onto these dataclasses, so a typo in a key or a wro
 composition with a message naming the key, instead of surfacing as a KeyError mid-audit.
 
 The shared sections live here; each method's own sections and verdict rules live in its package
-(methods/NAME/config.py: SECTIONS, VERDICT_RULES) and are added through the method registry, so
-this module names no method and a new one registers its config by its registry line alone.
+(methods/NAME/config.py: SECTIONS, VERDICT_RULES). audit.methods.configs adds them to these to make
+AuditConfig and VerdictConfig: this foundation module imports no method, nor the registry.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
-from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf
-
-from audit.methods import METHODS, method_module
+from omegaconf import MISSING
 
 # The default configs ship inside the package, so an installed wheel composes without a checkout.
 CONF_DIR = str(Path(__file__).resolve().parent / "conf")
@@ -215,62 +210,3 @@ class SharedVerdictRules:
     methods/NAME/config.py), every one a `key=value` override of `python -m audit.verdict`."""
 
     alpha: float = 0.05
-
-
-def _method_configs() -> list[ModuleType]:
-    return [method_module(name, "config") for name in METHODS]
-
-
-def _method_sections(taken: set[str]) -> list[tuple[str, type, Any]]:
-    """Every registered method's config sections, in registry order; a key two methods claim (or
-    a shared one) is a programming error."""
-    sections: list[tuple[str, type, Any]] = []
-    for module in _method_configs():
-        for key, schema in module.SECTIONS.items():
-            if key in taken:
-                raise TypeError(f"config section '{key}' of {module.__name__} is already taken")
-            taken.add(key)
-            sections.append((key, schema, field(default_factory=schema)))
-    return sections
-
-
-def _verdict_bases() -> tuple[type, ...]:
-    rules = [module.VERDICT_RULES for module in _method_configs()]
-    keys = [rule_field.name for rule in [SharedVerdictRules, *rules] for rule_field in fields(rule)]
-    if len(keys) != len(set(keys)):
-        raise TypeError(f"two methods declare the same verdict rule key: {sorted(keys)}")
-    # Reversed, because a dataclass collects its bases' fields from the end of the MRO: alpha first.
-    return (*reversed(rules), SharedVerdictRules)
-
-
-# The composed config: the shared sections, then each registered method's (cfg.fit, cfg.iat, ...).
-AuditConfig = make_dataclass(
-    "AuditConfig", _method_sections({f.name for f in fields(SharedConfig)}),
-    bases=(SharedConfig,))
-AuditConfig.__module__ = __name__  # so pickles (joblib and submitit launchers) find it here
-AuditConfig.__doc__ = ("The whole audit config: SharedConfig's sections plus every registered "
-                       "method's own (audit.methods.METHODS, methods/NAME/config.py SECTIONS).")
-
-# The rules of `python -m audit.verdict`: alpha plus every method's VERDICT_RULES, one flat set of
-# keys so each stays a plain `key=value` override.
-VerdictConfig = make_dataclass("VerdictConfig", [], bases=_verdict_bases())
-VerdictConfig.__module__ = __name__
-VerdictConfig.__doc__ = ("The rules `python -m audit.verdict` applies to a finished run: "
-                         "SharedVerdictRules plus each method's VERDICT_RULES.")
-
-
-def register_configs() -> None:
-    """Register the schema so that `conf/config.yaml` can name it first in its defaults list."""
-    store = ConfigStore.instance()
-    store.store(name="audit_schema", node=AuditConfig)
-
-
-def to_audit_config(cfg: DictConfig | dict[str, Any]) -> AuditConfig:
-    """Validate any mapping (a composed Hydra config or params.yaml) against the schema."""
-    schema = OmegaConf.structured(AuditConfig)
-    source = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
-    plain = OmegaConf.to_container(source, resolve=True, throw_on_missing=True)
-    if isinstance(plain, dict):
-        plain.pop("hydra", None)
-    merged = OmegaConf.merge(schema, plain)
-    return OmegaConf.to_object(merged)  # type: ignore[return-value]

@@ -11,7 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from audit.__main__ import CONF_DIR
-from audit.config import register_configs
+from audit.methods.configs import register_configs
 from audit.config_errors import HYDRA_ERRORS, describe, valid_keys
 
 register_configs()

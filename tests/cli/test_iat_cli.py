@@ -14,7 +14,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from audit.config import AuditConfig, EngineConfig, ModelConfig, PathsConfig, TrackingConfig
+from audit.config import EngineConfig, ModelConfig, PathsConfig, TrackingConfig
+
+from audit.methods.configs import AuditConfig
 from audit.methods.iat.config import IATConfig
 from audit.cli.iat import main, parse_arguments, parse_file_name
 from audit.methods import create_method

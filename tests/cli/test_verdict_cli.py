@@ -13,7 +13,7 @@ import pytest
 from verdict_fixtures import counterfactual_run, dif_run, iat_run, junit_outcomes, record
 
 from audit.cli.verdict import judge_run, main, parse_arguments
-from audit.config import VerdictConfig
+from audit.methods.configs import VerdictConfig
 from audit.errors import AuditError
 from audit.methods.checks import VerdictError
 

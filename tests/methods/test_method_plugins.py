@@ -50,7 +50,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError
 
 from audit.cli.verdict import main
-from audit.config import AuditConfig, VerdictConfig
+from audit.methods.configs import AuditConfig, VerdictConfig
 from audit.methods.run import write_config
 
 schema = OmegaConf.structured(AuditConfig)

@@ -16,7 +16,8 @@ from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 
 from audit.errors import AuditError
-from audit.config import CONF_DIR, AuditConfig, ModelConfig, PathsConfig, TrackingConfig
+from audit.config import CONF_DIR, ModelConfig, PathsConfig, TrackingConfig
+from audit.methods.configs import AuditConfig
 from audit.methods import METHODS, create_method
 from audit.methods.dif.config import DIFConfig
 from audit.methods.run import (

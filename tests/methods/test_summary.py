@@ -13,7 +13,8 @@ import pytest
 from verdict_fixtures import counterfactual_run, dif_run, iat_run, rasch_run
 
 from audit.cli.verdict import judge_run, verdict_text
-from audit.config import AuditConfig, ModelConfig, PathsConfig, TrackingConfig, VerdictConfig
+from audit.config import ModelConfig, PathsConfig, TrackingConfig
+from audit.methods.configs import AuditConfig, VerdictConfig
 from audit.methods import METHODS, create_method
 from audit.methods.dif.config import DIFConfig
 from audit.methods.rasch.report.findings import decision_words

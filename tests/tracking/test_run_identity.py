@@ -17,7 +17,8 @@ from mlflow.tracking import MlflowClient
 
 from audit.cli.runs import main as runs_main
 from audit.cli.runs import reproduction_steps
-from audit.config import CONF_DIR, AuditConfig, ModelConfig, TrackingConfig
+from audit.config import CONF_DIR, ModelConfig, TrackingConfig
+from audit.methods.configs import AuditConfig
 from audit.methods.run import flat_config, run_name
 from audit.tracking import mlflow as tracking
 from audit.tracking import sweeps

@@ -19,7 +19,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
 from audit.__main__ import CONF_DIR
-from audit.config import register_configs, to_audit_config
+from audit.methods.configs import register_configs, to_audit_config
 from audit.cli.runs import main as runs_main
 from audit.methods.rasch.stages import design_stage
 from audit.tracking.sweeps import sweep_name, swept_keys

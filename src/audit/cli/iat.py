@@ -21,7 +21,7 @@ import polars as pl
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from audit.config import AuditConfig
+from audit.methods.configs import AuditConfig
 from audit.errors import AuditError
 from audit.methods.iat.config import IATConfig
 from audit.logs import configure_cli_logging

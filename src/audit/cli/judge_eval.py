@@ -18,7 +18,9 @@ from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 from rich.table import Table
 
-from audit.config import CONF_DIR, AuditConfig, register_configs, to_audit_config
+from audit.config import CONF_DIR
+
+from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.config_errors import one_line_config_errors
 from audit.data_files import data_file
 from audit.errors import AuditError

@@ -24,7 +24,9 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from audit.config import CONF_DIR, AuditConfig, to_audit_config
+from audit.config import CONF_DIR
+
+from audit.methods.configs import AuditConfig, to_audit_config
 from audit.config_errors import one_line_config_errors
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging

@@ -23,7 +23,8 @@ import polars as pl
 from omegaconf import DictConfig
 
 from audit.llm.backends import BackendError, create_backend
-from audit.config import CONF_DIR, AuditConfig, register_configs, to_audit_config
+from audit.config import CONF_DIR
+from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.config_errors import one_line_config_errors
 from audit.llm.engine import concurrency_limits, plan_requests
 from audit.logs import quiet_noisy_loggers

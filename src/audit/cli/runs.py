@@ -23,7 +23,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from audit.cli.params import HEADER, overrides_file
-from audit.config import TrackingConfig, to_audit_config
+from audit.config import TrackingConfig
+from audit.methods.configs import to_audit_config
 from audit.tracking import mlflow as tracking
 from audit.logs import configure_cli_logging
 from audit.tracking.runs_table import runs_frame, short_id, started_text

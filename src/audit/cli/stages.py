@@ -21,7 +21,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from audit.cli.params import check_kept_overrides
-from audit.config import AuditConfig, to_audit_config
+from audit.methods.configs import AuditConfig, to_audit_config
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
 from audit.logs import configure_cli_logging

@@ -22,9 +22,9 @@ from rich.console import Console
 from rich.table import Table
 from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
-from audit.config import VerdictConfig
+from audit.methods.configs import VerdictConfig
 from audit.logs import configure_cli_logging
-from audit.methods import METHODS, method_module
+from audit.methods import method_module, registered_methods
 from audit.errors import AuditError
 from audit.methods.checks import Check, VerdictError
 from audit.tables import write_atomically
@@ -105,9 +105,9 @@ def recorded_method(run_dir: Path) -> str:
     except (OSError, YAMLError, OmegaConfBaseException) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise VerdictError(f"cannot read the run's config at {path}: {first}") from None
-    if method not in METHODS:
+    if method not in registered_methods():
         raise VerdictError(f"the run's config at {path} records method {method!r}, not one of "
-                           f"{', '.join(sorted(METHODS))}: pass the output directory of an "
+                           f"{', '.join(sorted(registered_methods()))}: pass the output directory of an "
                            f"audit run")
     return method
 

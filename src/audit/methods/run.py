@@ -27,7 +27,9 @@ from pathlib import Path
 import polars as pl
 from omegaconf import OmegaConf
 
-from audit.config import AuditConfig, ModelConfig, SharedConfig
+from audit.config import ModelConfig, SharedConfig
+
+from audit.methods.configs import AuditConfig
 from audit.errors import AuditError
 from audit.llm.backends import create_backend
 from audit.llm.engine import check_failures, collect_responses, summarise_responses

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from audit.cli.verdict import judge_run, verdict_text
-from audit.config import AuditConfig, VerdictConfig
+from audit.methods.configs import AuditConfig, VerdictConfig
 from audit.errors import AuditError
 from audit.tracking import mlflow as tracking
 

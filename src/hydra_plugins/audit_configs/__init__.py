@@ -18,7 +18,9 @@ from pathlib import Path
 from hydra.core.config_search_path import ConfigSearchPath, SearchPathQuery
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 
-from audit.config import CONF_DIR, register_configs
+from audit.config import CONF_DIR
+
+from audit.methods.configs import register_configs
 
 register_configs()
 

@@ -16,7 +16,8 @@ from hydra import compose, initialize_config_dir
 
 from audit.errors import AuditError
 from audit.__main__ import CONF_DIR
-from audit.config import ModelConfig, register_configs, to_audit_config
+from audit.config import ModelConfig
+from audit.methods.configs import register_configs, to_audit_config
 from audit.methods import create_method
 from audit.methods.counterfactual.schemas import (
     CounterfactualMetricSchema,

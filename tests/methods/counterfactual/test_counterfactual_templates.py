@@ -12,13 +12,8 @@ from hypothesis import strategies as st
 
 from audit.errors import AuditError
 from audit.__main__ import CONF_DIR
-from audit.config import (
-    DesignConfig,
-    ModelConfig,
-    SamplingConfig,
-    register_configs,
-    to_audit_config,
-)
+from audit.config import DesignConfig, ModelConfig, SamplingConfig
+from audit.methods.configs import register_configs, to_audit_config
 from audit.methods.counterfactual.config import (
     CounterfactualAxisConfig,
     CounterfactualConfig,

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from verdict_fixtures import counterfactual_run, read_junit
 
-from audit.config import VerdictConfig
+from audit.methods.configs import VerdictConfig
 from audit.cli.verdict import judge_run, main
 from audit.errors import AuditError
 from audit.methods.counterfactual.verdict import judge_counterfactual

@@ -12,9 +12,11 @@ from hydra import compose, initialize_config_dir
 
 from audit.errors import AuditError
 from audit.__main__ import CONF_DIR
-from audit.config import AuditConfig, ModelConfig, SamplingConfig, TrackingConfig
+from audit.config import ModelConfig, SamplingConfig, TrackingConfig
+from audit.methods.configs import AuditConfig
 from audit.methods.dif.config import DIFConfig
-from audit.config import PathsConfig, to_audit_config
+from audit.config import PathsConfig
+from audit.methods.configs import to_audit_config
 from audit.methods import create_method
 from audit.methods.dif.design import build_personas, build_prompts, greedy_models, load_items
 from audit.methods.dif.score import grade_answers

@@ -11,7 +11,8 @@ import pytest
 from verdict_fixtures import dif_run, junit_outcomes, read_junit
 
 from audit.cli.verdict import judge_run, main
-from audit.config import AuditConfig, ModelConfig, PathsConfig, TrackingConfig, VerdictConfig
+from audit.config import ModelConfig, PathsConfig, TrackingConfig
+from audit.methods.configs import AuditConfig, VerdictConfig
 from audit.methods import create_method
 from audit.errors import AuditError
 from audit.methods.dif.config import DIFConfig

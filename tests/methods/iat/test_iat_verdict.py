@@ -10,7 +10,7 @@ from verdict_fixtures import iat_run, junit_outcomes, read_junit
 
 from audit.cli.iat import main as import_iat
 from audit.cli.verdict import judge_run, main
-from audit.config import VerdictConfig
+from audit.methods.configs import VerdictConfig
 from audit.errors import AuditError
 from audit.methods.iat.verdict import judge_iat
 

@@ -16,7 +16,9 @@ from rich.console import Console
 
 from verdict_fixtures import rasch_run
 
-from audit.config import AuditConfig, ModelConfig
+from audit.config import ModelConfig
+
+from audit.methods.configs import AuditConfig
 from audit.methods import create_method
 from audit.methods.summary import summary_text
 from audit.methods.rasch.irt import Diagnostics

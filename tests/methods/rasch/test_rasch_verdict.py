@@ -11,7 +11,7 @@ import pytest
 from verdict_fixtures import rasch_run, read_junit
 
 from audit.cli.verdict import judge_run, main
-from audit.config import VerdictConfig
+from audit.methods.configs import VerdictConfig
 
 
 def test_rasch_contrast_outside_the_rope_fails(tmp_path: Path) -> None:

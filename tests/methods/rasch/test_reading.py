@@ -13,7 +13,9 @@ import polars as pl
 from rich.console import Console
 from xarray import DataTree
 
-from audit.config import AuditConfig, ModelConfig
+from audit.config import ModelConfig
+
+from audit.methods.configs import AuditConfig
 from audit.methods.rasch.irt import Diagnostics
 from audit.methods.rasch.report.plots import (
     _draws_of,

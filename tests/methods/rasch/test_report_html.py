@@ -21,7 +21,8 @@ from rich.console import Console
 from audit.__main__ import CONF_DIR
 from audit.cli.runs import main as runs_main
 from audit.cli.runs import print_runs, write_params
-from audit.config import ModelConfig, register_configs, to_audit_config
+from audit.config import ModelConfig
+from audit.methods.configs import register_configs, to_audit_config
 from audit.methods.rasch.stages import STAGES
 from audit.methods.run import run_stages
 from audit.tracking.mlflow import find_runs, get_run

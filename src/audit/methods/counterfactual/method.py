@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from audit.errors import AuditError
-from audit.config import AuditConfig
+from audit.methods.configs import AuditConfig
 from audit.data_files import data_file
 from audit.methods.counterfactual.config import CounterfactualConfig
 from audit.methods.counterfactual.design_tests import design_tests

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
-from audit.config import AuditConfig  # noqa: E402
+from audit.methods.configs import AuditConfig  # noqa: E402
 from audit.tables import RUN_UNFINISHED, read_table  # noqa: E402
 from audit.methods.counterfactual.analyse import POOLED_SCOPE  # noqa: E402
 from audit.methods.counterfactual.config import CounterfactualConfig  # noqa: E402

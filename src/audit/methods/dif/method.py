@@ -42,7 +42,7 @@ from audit.methods.run import (
 from audit.methods.dif.schemas import DIFAnswerSchema, DIFItemSchema, DIFPromptSchema
 from audit.schemas import ResponseSchema
 from audit.tables import read_frame, read_table, save_figure, write_frame
-from audit.config import AuditConfig
+from audit.methods.configs import AuditConfig
 from audit.data_files import data_file
 from audit.methods.dif.analyse import DIFResults, analyse, metrics
 from audit.methods.dif.design import build_personas, build_prompts, greedy_models, load_items

@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from audit.config import AuditConfig  # noqa: E402
+from audit.methods.configs import AuditConfig  # noqa: E402
 from audit.tables import RUN_UNFINISHED, read_table  # noqa: E402
 from audit.methods.dif.analyse import ALL_DATASETS  # noqa: E402
 from audit.methods.dif.schemas import DIFTestSchema  # noqa: E402

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.config import VerdictConfig
+from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check, finite
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.dif.schemas import DIFPersonaScoreSchema, DIFTestSchema

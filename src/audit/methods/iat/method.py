@@ -15,7 +15,9 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.config import AuditConfig, ModelConfig
+from audit.config import ModelConfig
+
+from audit.methods.configs import AuditConfig
 from audit.methods.iat.config import IATConfig
 from audit.methods.iat.design import (
     Stimuli,

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from audit.config import AuditConfig  # noqa: E402
+from audit.methods.configs import AuditConfig  # noqa: E402
 from audit.tables import RUN_UNFINISHED, read_table  # noqa: E402
 from audit.methods.iat.config import IATConfig  # noqa: E402
 from audit.methods.iat.design import slug  # noqa: E402

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from audit.config import AuditConfig
+from audit.methods.configs import AuditConfig
 from audit.methods.rasch.report.findings import findings
 from audit.methods.rasch.stages import STAGES
 from audit.methods.run import run_stages

@@ -14,7 +14,8 @@ from pathlib import Path
 import polars as pl
 
 from audit.llm.backends import Backend, can_score_options, create_backend
-from audit.config import AuditConfig, ModelConfig
+from audit.config import ModelConfig
+from audit.methods.configs import AuditConfig
 from audit.design import expand_design
 from audit.data_files import data_file
 from audit.errors import AuditError

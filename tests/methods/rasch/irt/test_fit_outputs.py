@@ -15,7 +15,7 @@ import pymc as pm
 import pytest
 
 import audit.methods.rasch.irt.rasch as rasch
-from audit.config import AuditConfig
+from audit.methods.configs import AuditConfig
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.files import read_fit, write_fit
 from audit.methods.rasch.stages import fit_stage

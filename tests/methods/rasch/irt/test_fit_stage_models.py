@@ -17,7 +17,7 @@ import pytest
 
 import audit.methods.rasch.irt.rasch as rasch
 from audit.errors import AuditError
-from audit.config import AuditConfig
+from audit.methods.configs import AuditConfig
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.files import read_fit, write_fit

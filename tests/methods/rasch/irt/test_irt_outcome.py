@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from audit.errors import AuditError
 from audit.__main__ import CONF_DIR
-from audit.config import register_configs, to_audit_config
+from audit.methods.configs import register_configs, to_audit_config
 from audit.methods.rasch.irt import OUTCOME_CODINGS, code_outcomes
 from audit.schemas import LABELS, UNPARSEABLE
 

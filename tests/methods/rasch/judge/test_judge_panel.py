@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from audit.cli.params import compose_params
-from audit.config import register_configs
+from audit.methods.configs import register_configs
 from audit.errors import AuditError
 from audit.methods.rasch.stages import judge_panel
 

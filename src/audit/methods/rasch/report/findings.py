@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.config import AuditConfig, VerdictConfig
+from audit.methods.configs import AuditConfig, VerdictConfig
 from audit.methods.rasch.report.metrics import contrast_metric_names
 from audit.methods.rasch.report.reading import ABSTENTION_OUTCOMES
 from audit.methods.rasch.verdict import CONTRASTS_FILE, noise_check, read_rasch

@@ -17,7 +17,7 @@ from typing import Any
 import jinja2
 import polars as pl
 
-from audit.config import AuditConfig
+from audit.methods.configs import AuditConfig
 from audit.methods.rasch.irt import Diagnostics
 from audit.methods.rasch.report.reading import JudgeQuality
 from audit.schemas import LABELS, UNPARSEABLE

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.config import AuditConfig
+from audit.methods.configs import AuditConfig
 from audit.data_files import data_file
 from audit.llm.backends import create_backend
 from audit.methods.rasch.files import read_fit

@@ -1,0 +1,116 @@
+"""The composed configs: the shared sections (audit.config) plus every registered method's own.
+
+AuditConfig is SharedConfig with each method's SECTIONS (methods/NAME/config.py) added, and
+VerdictConfig is SharedVerdictRules with each method's VERDICT_RULES: built here, next to the
+registry, so that audit.config, a foundation module, imports no method. A plug-in installed under
+the `audit.methods` entry-point group (audit.methods.registered_methods) adds its sections the same
+way, without an edit to this project.
+
+`dvc_params` is the one section that carries no setting of its own: conf/pipeline.yaml fills it,
+per DVC stage, with the running method's DVC_PARAMS (the settings of its own each stage reads),
+through the `audit_dvc_params` resolver, so dvc.yaml lists `dvc_params.STAGE` and names no method.
+DVC composes params.yaml with this project's Hydra plugin loaded (.dvc/config), which registers
+the resolver, so `dvc exp run -S` fills it as `python -m audit.params` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field, fields, make_dataclass
+from types import ModuleType
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import Container, DictConfig, OmegaConf
+
+from audit.config import SharedConfig, SharedVerdictRules
+from audit.methods import method_module, registered_methods
+
+DVC_PARAMS_RESOLVER = "audit_dvc_params"
+
+
+def _method_configs() -> list[ModuleType]:
+    return [method_module(name, "config") for name in registered_methods()]
+
+
+def _method_sections(taken: set[str]) -> list[tuple[str, type, Any]]:
+    """Every registered method's config sections, in registry order; a key two methods claim (or
+    a shared one) is a programming error."""
+    sections: list[tuple[str, type, Any]] = []
+    for module in _method_configs():
+        for key, schema in module.SECTIONS.items():
+            if key in taken:
+                raise TypeError(f"config section '{key}' of {module.__name__} is already taken")
+            taken.add(key)
+            sections.append((key, schema, field(default_factory=schema)))
+    return sections
+
+
+def _verdict_bases() -> tuple[type, ...]:
+    rules = [module.VERDICT_RULES for module in _method_configs()]
+    keys = [rule_field.name for rule in [SharedVerdictRules, *rules] for rule_field in fields(rule)]
+    if len(keys) != len(set(keys)):
+        raise TypeError(f"two methods declare the same verdict rule key: {sorted(keys)}")
+    # Reversed, because a dataclass collects its bases' fields from the end of the MRO: alpha first.
+    return (*reversed(rules), SharedVerdictRules)
+
+
+# The composed config: the shared sections, then each registered method's (cfg.fit, cfg.iat, ...),
+# then dvc_params (filled only in the pipeline's config; not a section any run logs).
+AuditConfig = make_dataclass(
+    "AuditConfig",
+    [*_method_sections({f.name for f in fields(SharedConfig)} | {"dvc_params"}),
+     ("dvc_params", dict[str, Any], field(default_factory=dict))],
+    bases=(SharedConfig,))
+AuditConfig.__module__ = __name__  # so pickles (joblib and submitit launchers) find it here
+AuditConfig.__doc__ = ("The whole audit config: SharedConfig's sections plus every registered "
+                       "method's own (audit.methods.registered_methods, methods/NAME/config.py "
+                       "SECTIONS).")
+
+# The rules of `python -m audit.verdict`: alpha plus every method's VERDICT_RULES, one flat set of
+# keys so each stays a plain `key=value` override.
+VerdictConfig = make_dataclass("VerdictConfig", [], bases=_verdict_bases())
+VerdictConfig.__module__ = __name__
+VerdictConfig.__doc__ = ("The rules `python -m audit.verdict` applies to a finished run: "
+                         "SharedVerdictRules plus each method's VERDICT_RULES.")
+
+
+def dvc_stage_params(stage: str, *, _root_: DictConfig) -> dict[str, Any]:
+    """The running method's name and the settings of its own that DVC stage `stage` reads (its
+    config's DVC_PARAMS[stage], dotted keys), nested as in the config."""
+    method = _root_.method
+    chosen: dict[str, Any] = {"method": method}
+    for key in method_module(method, "config").DVC_PARAMS.get(stage, ()):
+        value = OmegaConf.select(_root_, key, throw_on_missing=True)
+        if isinstance(value, Container):
+            value = OmegaConf.to_container(value, resolve=True)
+        *parents, leaf = key.split(".")
+        node = chosen
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[leaf] = value
+    return chosen
+
+
+def register_resolver() -> None:
+    """The resolver conf/pipeline.yaml fills dvc_params with."""
+    if not OmegaConf.has_resolver(DVC_PARAMS_RESOLVER):
+        OmegaConf.register_new_resolver(DVC_PARAMS_RESOLVER, dvc_stage_params)
+
+
+def register_configs() -> None:
+    """Register the schema so that `conf/config.yaml` can name it first in its defaults list, and
+    the dvc_params resolver."""
+    ConfigStore.instance().store(name="audit_schema", node=AuditConfig)
+    register_resolver()
+
+
+def to_audit_config(cfg: DictConfig | dict[str, Any]) -> AuditConfig:
+    """Validate any mapping (a composed Hydra config or params.yaml) against the schema."""
+    register_resolver()  # the pipeline config's dvc_params resolve through the resolver
+    schema = OmegaConf.structured(AuditConfig)
+    source = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
+    plain = OmegaConf.to_container(source, resolve=True, throw_on_missing=True)
+    if isinstance(plain, dict):
+        plain.pop("hydra", None)
+    merged = OmegaConf.merge(schema, plain)
+    return OmegaConf.to_object(merged)  # type: ignore[return-value]
