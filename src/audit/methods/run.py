@@ -34,11 +34,12 @@ from audit.errors import AuditError
 from audit.llm.backends import create_backend
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
 from audit.llm.store import ResponseStore
-from audit.methods import method_module
+from audit.methods import headline_metrics, method_module
 from audit.schemas import ResponseSchema
 from audit.tables import write_table
 from audit.tracking import mlflow as tracking
 from audit.tracking import sweeps
+from audit.tracking.runs_table import HEADLINE_TAG
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +183,7 @@ def run_tags(cfg: AuditConfig, flat: Mapping[str, str],
     sweep, the job's number and swept keys."""
     return {**tracking.provenance(Path(cfg.paths.root_dir)),
             "config.hash": tracking.config_hash(flat), "method": cfg.method,
+            HEADLINE_TAG: ",".join(headline_metrics(cfg.method)),
             "models": ",".join(sorted(cfg.model)), **sweeps.job_tags(), **(extra or {})}
 
 

@@ -11,15 +11,10 @@ import polars as pl
 
 from audit.tracking import mlflow as tracking
 
-DEFAULT_METRICS = ("n_prompts", "rhat_max", "ess_bulk_min", "judge/kappa")
-# The headline columns of each method's runs (shell-style patterns), chosen by the runs' `method`
-# tag: a table of IAT runs shows D and the parse rate, not the Rasch sampler's diagnostics.
-METHOD_METRICS: dict[str, tuple[str, ...]] = {
-    "rasch": DEFAULT_METRICS,
-    "iat": ("iat/n_scored", "iat/parse_rate", "iat/*/mean_d"),
-    "dif": ("n_prompts", "n_failed", "accuracy/*/all", "mean_dif_real/*/all", "claim/*/all"),
-    "counterfactual": ("n_prompts", "n_failed", "n_pairs", "n_pairs_flagged", "truncated_share"),
-}
+# The tag in which each run records its method's headline metrics (shell-style patterns, comma
+# separated; HEADLINE_METRICS in methods/NAME/config.py): a table of IAT runs shows D and the parse
+# rate, not the Rasch sampler's diagnostics, and this module names no method.
+HEADLINE_TAG = "headline_metrics"
 # Params that differ between any two runs without meaning anything about the audit.
 INCIDENTAL_PARAMS = ("paths.output_dir", "tracking.run_name")
 
@@ -50,9 +45,8 @@ def varying_params(runs: list[dict[str, Any]]) -> list[str]:
 def metric_columns(runs: list[dict[str, Any]], patterns: list[str]) -> list[str]:
     present = sorted({name for run in runs for name in run["metrics"]})
     chosen: list[str] = []
-    methods = sorted({run["tags"].get("method", "rasch") for run in runs if run["metrics"]})
-    defaults = [pattern for method in methods
-                for pattern in METHOD_METRICS.get(method, DEFAULT_METRICS)]
+    declared = sorted({run["tags"].get(HEADLINE_TAG, "") for run in runs if run["metrics"]})
+    defaults = [pattern for patterns in declared for pattern in patterns.split(",") if pattern]
     for pattern in [*defaults, *patterns]:
         for name in present:
             if fnmatch.fnmatchcase(name, pattern) and name not in chosen:

@@ -88,3 +88,13 @@ class CounterfactualVerdictRules:
 
 SECTIONS: dict[str, type] = {"counterfactual": CounterfactualConfig}
 VERDICT_RULES: type = CounterfactualVerdictRules
+# The metrics a run of this method is judged by (shell-style patterns): the columns its runs
+# show in `python -m audit.runs`, a sweep's runs table and the MLflow runs view.
+HEADLINE_METRICS: tuple[str, ...] = ("n_prompts", "n_failed", "n_pairs", "n_pairs_flagged",
+                                     "truncated_share")
+# The settings of this method's own sections each DVC stage reads (dotted keys); the stages of
+# dvc.yaml list them as `dvc_params.STAGE` (audit.methods.configs), besides the shared sections.
+DVC_PARAMS: dict[str, tuple[str, ...]] = {
+    "design": ("counterfactual",),
+    "respond": ("counterfactual.max_tokens", "counterfactual.system_prompt"),
+    "score": ("counterfactual",), "analyse": ("counterfactual",)}

@@ -70,3 +70,11 @@ class DIFVerdictRules:
 
 SECTIONS: dict[str, type] = {"dif": DIFConfig}
 VERDICT_RULES: type = DIFVerdictRules
+# The metrics a run of this method is judged by (shell-style patterns): the columns its runs
+# show in `python -m audit.runs`, a sweep's runs table and the MLflow runs view.
+HEADLINE_METRICS: tuple[str, ...] = ("n_prompts", "n_failed", "accuracy/*/all",
+                                     "mean_dif_real/*/all", "claim/*/all")
+# The settings of this method's own sections each DVC stage reads (dotted keys); the stages of
+# dvc.yaml list them as `dvc_params.STAGE` (audit.methods.configs), besides the shared sections.
+DVC_PARAMS: dict[str, tuple[str, ...]] = {"design": ("dif",), "respond": ("dif.max_tokens",),
+                                           "analyse": ("dif",)}

@@ -55,3 +55,10 @@ class IATVerdictRules:
 
 SECTIONS: dict[str, type] = {"iat": IATConfig}
 VERDICT_RULES: type = IATVerdictRules
+# The metrics a run of this method is judged by (shell-style patterns): the columns its runs
+# show in `python -m audit.runs`, a sweep's runs table and the MLflow runs view.
+HEADLINE_METRICS: tuple[str, ...] = ("iat/n_scored", "iat/parse_rate", "iat/*/mean_d")
+# The settings of this method's own sections each DVC stage reads (dotted keys); the stages of
+# dvc.yaml list them as `dvc_params.STAGE` (audit.methods.configs), besides the shared sections.
+DVC_PARAMS: dict[str, tuple[str, ...]] = {"design": ("iat",), "respond": ("iat.max_tokens",),
+                                           "score": ("iat",), "analyse": ("iat",)}

@@ -89,3 +89,10 @@ class RaschVerdictRules:
 
 SECTIONS: dict[str, type] = {"fit": FitConfig, "plan": PlanConfig}
 VERDICT_RULES: type = RaschVerdictRules
+# The metrics a run of this method is judged by (shell-style patterns): the columns its runs
+# show in `python -m audit.runs`, a sweep's runs table and the MLflow runs view.
+HEADLINE_METRICS: tuple[str, ...] = ("n_prompts", "rhat_max", "ess_bulk_min", "judge/kappa")
+# The settings of this method's own sections each DVC stage reads (dotted keys); the stages of
+# dvc.yaml list them as `dvc_params.STAGE` (audit.methods.configs), besides the shared sections.
+DVC_PARAMS: dict[str, tuple[str, ...]] = {
+    "analyse": ("fit",), "report": ("fit.hdi_prob", "fit.rhat_max", "fit.ess_min")}
