@@ -1,68 +1,7 @@
-"""`python -m audit.methods.dif.compare DIR`: accuracy against bias across the jobs of a sweep.
+"""`python -m audit.methods.dif.compare` moved to audit.cli.dif_compare; this name keeps the
+documented command."""
 
-`python -m audit -m method=dif +sweep=models` runs one job (one model) per directory, so no single
-job sees every model. This gathers each job's `dif_models.csv` under DIR, fits the line across
-models (audit.methods.dif.analyse.across_models) and writes `dif_models_all.csv`,
-`dif_across_models.csv` and `dif_accuracy_vs_bias.png` into DIR.
-"""
-
-from __future__ import annotations
-
-import argparse
-import logging
-from pathlib import Path
-
-import polars as pl
-
-from audit.errors import AuditError
-from audit.logs import configure_cli_logging
-from audit.methods.dif.analyse import across_models
-from audit.methods.dif import report as dif_plots
-from audit.tables import read_frame, save_figure, write_frame
-
-log = logging.getLogger(__name__)
-
-
-def gather(directory: Path) -> pl.DataFrame:
-    files = sorted(directory.rglob("dif_models.csv"))
-    if not files:
-        raise AuditError(f"no dif_models.csv under {directory}: give the sweep's directory "
-                         f"(multirun/DATE/TIME) after its DIF jobs have finished")
-    frames = [read_frame(file, "DIF model table").with_columns(
-                  job=pl.lit(str(file.parent.relative_to(directory)))) for file in files]
-    table = pl.concat(frames, how="diagonal_relaxed")
-    repeated = table.group_by("model_name", "dataset").len().filter(pl.col("len") > 1)
-    if repeated.height:  # the same model in several jobs: keep its latest (largest) job name
-        log.warning("models %s appear in several jobs; keeping the last job of each",
-                    sorted(repeated["model_name"].unique().to_list()))
-        table = table.sort("job").unique(["model_name", "dataset"], keep="last")
-    return table.sort(["model_name", "dataset"])
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m audit.methods.dif.compare",
-                                     description=__doc__)
-    parser.add_argument("directory", type=Path)
-    arguments = parser.parse_args(argv)
-    configure_cli_logging()
-    try:
-        models = gather(arguments.directory)
-    except AuditError as error:
-        log.error("%s", error)
-        return 2
-
-    across = across_models(models)
-    write_frame(models, arguments.directory / "dif_models_all.csv")
-    write_frame(across, arguments.directory / "dif_across_models.csv")
-    save_figure(dif_plots.accuracy_vs_bias_plot(models, across),
-                   arguments.directory / "dif_accuracy_vs_bias.png")
-    for row in across.iter_rows(named=True):
-        log.info("%s: %d models, slope %s, R^2 %s", row["dataset"], row["n_models"],
-                 row["slope"], row["r_squared"])
-    log.info("wrote dif_models_all.csv, dif_across_models.csv and dif_accuracy_vs_bias.png in %s",
-             arguments.directory)
-    return 0
-
+from audit.cli.dif_compare import main
 
 if __name__ == "__main__":
     raise SystemExit(main())
