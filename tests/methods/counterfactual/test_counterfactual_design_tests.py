@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from audit.methods.counterfactual.design_tests import design_tests, group_units
+from audit.methods.counterfactual.analyse import design_tests, group_units
 from audit.methods.counterfactual.analyse import (
     POOLED_SCOPE,
     StatsSettings,

@@ -22,7 +22,6 @@ from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
 from audit.data_files import data_file
 from audit.methods.counterfactual.config import CounterfactualConfig
-from audit.methods.counterfactual.design_tests import design_tests
 from audit.methods.counterfactual.schemas import (
     CounterfactualGroupSchema,
     CounterfactualMetricSchema,
@@ -32,6 +31,7 @@ from audit.methods.counterfactual.schemas import (
 from audit.methods.counterfactual.analyse import (
     StatsSettings,
     comparisons,
+    design_tests,
     group_summary,
     group_tests,
     observations,
