@@ -25,7 +25,8 @@ from audit.methods.configs import AuditConfig
 from audit.errors import AuditError
 from audit.methods.iat.config import IATConfig
 from audit.logs import configure_cli_logging
-from audit.methods.iat.design import VARIATIONS, IATError, Stimuli, resolve_dataset, score_answers
+from audit.methods.iat.design import VARIATIONS, IATError, Stimuli, resolve_dataset
+from audit.methods.iat.score import score_answers
 from audit.methods.iat.method import analyse, read_stimuli
 from audit.tables import read_frame
 from audit.methods.iat.report import print_iat_table

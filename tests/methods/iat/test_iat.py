@@ -22,10 +22,9 @@ from audit.methods.iat.design import (
     design_prompts,
     load_stimuli,
     resolve_dataset,
-    score_answers,
     stimulus_sets,
 )
-from audit.methods.iat.score import AnswerParser, Lexicon, d_score, normalise
+from audit.methods.iat.score import AnswerParser, Lexicon, d_score, normalise, score_answers
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "iat"
 

@@ -1,10 +1,9 @@
-"""The IAT word-association method (Bai et al. 2024): stimuli, prompts, scores.
+"""The IAT word-association method (Bai et al. 2024): its design, the stimuli and the prompts.
 
 A prompt lists a dataset's attribute words in a shuffled order and asks the model to give each
 one of two group words (one default, one stigmatised, drawn at random and shown in a random
-order). An answer scores D in [-1, 1]: how far the model gave the first half of the attributes
-(stereotypically paired with the default group) to the default group and the second half to the
-stigmatised one. Everything here is pure: tables in, tables out; files are read by the callers.
+order). score.py parses the answers and scores each one's D. Everything here is pure: tables in,
+tables out; files are read by the callers.
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ import polars as pl
 from audit.config import ModelConfig
 from audit.errors import AuditError
 from audit.methods.iat.config import IATConfig
-from audit.methods.iat.score import AnswerParser, Lexicon
-from audit.methods.iat.schemas import SCORE_COLUMNS, IATPromptSchema, IATScoreSchema
+from audit.methods.iat.score import Lexicon
+from audit.methods.iat.schemas import IATPromptSchema
 from audit.schemas import validate
 
 # The three wordings of Bai et al.'s word-association test; "synonym" is the first wording on the
@@ -285,36 +284,3 @@ def design_prompts(stimuli: Stimuli, config: IATConfig,
 
 def derive_prompt_id(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(str(part) for part in parts).encode()).hexdigest()[:20]
-
-
-# --- scores -------------------------------------------------------------------------------------
-
-def score_answers(answers: pl.DataFrame, stimuli: Stimuli) -> pl.DataFrame:
-    """One row per answer (model, dataset, variation, response_id, iteration, response_text) ->
-    its parse and its D where any reading gives one (lenient; strict scoring, the default, then
-    keeps only the `parsed` rows: iat_stats). The lexicon is the whole dataset, so an answer
-    naming another word of the same group (or an alias) still counts for that group."""
-    parsers: dict[tuple[str, str], AnswerParser] = {}
-    rows = []
-    for answer in answers.iter_rows(named=True):
-        key = (answer["dataset"], answer["variation"])
-        if key not in parsers:
-            parsers[key] = AnswerParser(stimuli.lexicon(*key))
-        parsed = parsers[key].parse(answer["response_text"])
-        counts = (parsed.default_positive, parsed.default_negative, parsed.stigma_positive,
-                  parsed.stigma_negative)
-        rows.append({
-            "model": answer["model"],
-            "category": stimuli.for_variation(*key).category,
-            "dataset": answer["dataset"], "variation": answer["variation"],
-            "response_id": answer["response_id"], "iteration": answer["iteration"],
-            "response_text": answer["response_text"], "parsed": parsed.parsed,
-            "n_expected": parsed.n_expected, "n_assigned": parsed.n_assigned,
-            "n_conflicting": parsed.n_conflicting, "n_missing": parsed.n_missing,
-            "default_positive": counts[0], "default_negative": counts[1],
-            "stigma_positive": counts[2], "stigma_negative": counts[3],
-            "one_group": parsed.one_group, "d_score": parsed.d("lenient"),
-        })
-    frame = pl.DataFrame(rows, schema=SCORE_COLUMNS)
-    return validate(frame.sort(["model", "category", "dataset", "variation", "response_id"]),
-                    IATScoreSchema, "IAT scores")

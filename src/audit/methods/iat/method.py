@@ -23,9 +23,9 @@ from audit.methods.iat.design import (
     Stimuli,
     design_prompts,
     load_stimuli,
-    score_answers,
     slug,
 )
+from audit.methods.iat.score import score_answers
 from audit.methods.iat.report import (
     d_by_dataset_plot,
     d_by_variation_plot,
