@@ -34,7 +34,7 @@ from audit.llm.backends import embedded
 from audit.config import ModelConfig
 from audit.llm.engine import collect_responses
 from audit.cli.params import compose_params
-from audit.methods.rasch.stages import design_stage
+from audit.methods.rasch.design import design_stage
 from audit.llm.store import ResponseStore
 
 log = logging.getLogger("bench_embedded")

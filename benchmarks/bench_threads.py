@@ -28,7 +28,7 @@ import time
 from audit.cli.params import compose_params
 from audit.llm.backends import embedded
 from audit.llm.backends.packaged import resolve_model_path
-from audit.methods.rasch.stages import design_stage
+from audit.methods.rasch.design import design_stage
 
 
 def child(model_name: str, prompts: int, cpus: int, threads: int) -> None:

@@ -29,7 +29,8 @@ from hydra import compose, initialize_config_dir
 from audit.llm.backends.packaged import resolve_model_path
 from audit.methods.configs import register_configs, to_audit_config
 from audit.methods.rasch.judge.rules import label_by_rules
-from audit.methods.rasch.stages import design_stage, respond_stage
+from audit.methods.rasch.design import design_stage
+from audit.methods.rasch.method import respond_stage
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 

@@ -29,7 +29,8 @@ from audit.llm.backends import create_backend
 from audit.config import CONF_DIR, JudgeConfig
 from audit.methods.rasch.judge.cascade import Judge
 from audit.methods.rasch.judge.gold import gold_figures, gold_sample, label_gold
-from audit.schemas import GoldSchema, ItemSchema
+from audit.schemas import ItemSchema
+from audit.methods.rasch.schemas import GoldSchema
 from audit.tables import read_table
 from audit.llm.store import ResponseStore
 

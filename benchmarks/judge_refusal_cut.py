@@ -31,8 +31,9 @@ from audit.methods.configs import register_configs, to_audit_config
 from audit.data_files import data_file
 from audit.llm.store import ResponseStore
 from audit.methods.rasch.judge.gold import label_gold
-from audit.methods.rasch.stages import judge_panel
-from audit.schemas import GoldSchema, ItemSchema
+from audit.methods.rasch.score import judge_panel
+from audit.schemas import ItemSchema
+from audit.methods.rasch.schemas import GoldSchema
 from audit.tables import read_table
 
 CUTS = tuple(round(float(cut), 2) for cut in np.arange(-2.0, 0.51, 0.25))

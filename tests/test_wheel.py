@@ -155,7 +155,7 @@ def test_a_users_own_model_file_composes_and_the_design_reads_the_shipped_tables
     assert params["items"]["bank"] == "data/items/decision_items.csv"  # no data/ here
     design = run([sys.executable, "-c",
                   "from audit.cli.params import compose_params\n"
-                  "from audit.methods.rasch.stages import design_stage\n"
+                  "from audit.methods.rasch.design import design_stage\n"
                   "prompts = design_stage(compose_params(['model=x', 'items=smoke', "
                   "'personas=smoke']))\n"
                   "print(prompts.height, sorted(set(prompts['model_name'])))\n"], tmp_path, site)

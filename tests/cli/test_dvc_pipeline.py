@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 import yaml
 
-from audit.schemas import GOLD_CATEGORIES
+from audit.methods.rasch.schemas import GOLD_CATEGORIES
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.integration]

@@ -56,7 +56,7 @@ def test_a_runtime_exits_cleanly_with_the_model_loaded(tmp_path, backend):
         "from audit.cli.params import compose_params\n"
         "from audit.llm.engine import collect_responses\n"
         "from audit.llm.store import ResponseStore\n"
-        "from audit.methods.rasch.stages import design_stage\n"
+        "from audit.methods.rasch.design import design_stage\n"
         f"model = ModelConfig(backend='{backend}', model='smollm2-135m-instruct')\n"
         "prompts = design_stage(compose_params(['model=smollm2', 'items=smoke', "
         "'personas=smoke'])).head(1)\n"

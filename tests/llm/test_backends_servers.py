@@ -19,7 +19,7 @@ from audit.llm.backends import BackendError, ChatRequest, Message, create_backen
 from audit.llm.backends.packaged import resolve_model_path
 from audit.config import JudgeConfig, ModelConfig, SamplingConfig
 from audit.methods.rasch.judge.cascade import Judge, label_answers
-from audit.schemas import LABELS
+from audit.methods.rasch.schemas import LABELS
 from audit.llm.store import ResponseStore
 from servers.llama_server import openai_server as serve_openai
 from servers.ollama_loopback import MODEL_TAG, OllamaLoopback

@@ -15,7 +15,7 @@ import pytest
 
 from audit.cli.params import compose_params
 from audit.llm.engine import plan_requests, summarise_responses
-from audit.methods.rasch.stages import _backends_for, _models_for, design_stage
+from audit.methods.rasch.design import backends_for, models_for, design_stage
 from audit.methods.run import answer_prompts
 
 pytestmark = pytest.mark.slow
@@ -28,7 +28,7 @@ def test_every_prompt_of_the_default_audit_keeps_its_request_key() -> None:
     the system prompt, sampling parameters, seeds, the model identity or the key's encoding."""
     cfg = compose_params([])
     prompts = design_stage(cfg)
-    planned = plan_requests(prompts, _backends_for(cfg, prompts), _models_for(cfg, prompts))
+    planned = plan_requests(prompts, backends_for(cfg, prompts), models_for(cfg, prompts))
     keys = sorted({item.key for item in planned})
     kept = (FIXTURES / "default_audit_request_keys.txt").read_text().split()
     assert len(prompts) == len(kept) == 408
@@ -43,6 +43,6 @@ def test_the_smoke_audit_is_answered_from_the_earlier_store(tmp_path: Path) -> N
     cfg = compose_params(["items=smoke", "personas=smoke", "design.replicates=1",
                           f"paths.response_store={store}"])
     prompts = design_stage(cfg)
-    responses = answer_prompts(cfg, prompts, _models_for(cfg, prompts), "Rasch")
+    responses = answer_prompts(cfg, prompts, models_for(cfg, prompts), "Rasch")
     assert summarise_responses(responses) == {"sent": 0, "cached": 15, "failed": 0}
     assert responses.filter(responses["response_text"].str.len_chars() > 0).height == 15

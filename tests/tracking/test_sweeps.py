@@ -21,7 +21,7 @@ from omegaconf import OmegaConf
 from audit.__main__ import CONF_DIR
 from audit.methods.configs import register_configs, to_audit_config
 from audit.cli.runs import main as runs_main
-from audit.methods.rasch.stages import design_stage
+from audit.methods.rasch.design import design_stage
 from audit.tracking.sweeps import sweep_name, swept_keys
 from audit.tracking.mlflow import PARENT_RUN_TAG, find_runs
 

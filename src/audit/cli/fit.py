@@ -20,7 +20,7 @@ from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch, respondent_ranking
 from audit.logs import configure_cli_logging
 from audit.errors import AuditError
-from audit.methods.rasch.files import write_fit
+from audit.methods.rasch.analyse import write_fit
 from audit.tables import read_frame, require_columns
 
 log = logging.getLogger("audit.fit")

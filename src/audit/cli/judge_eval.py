@@ -28,8 +28,9 @@ from audit.llm.backends import BackendError
 from audit.llm.store import ResponseStore
 from audit.logs import quiet_noisy_loggers
 from audit.methods.rasch.judge.gold import gold_figures, label_gold
-from audit.methods.rasch.stages import judge_panel
-from audit.schemas import GoldSchema, ItemSchema
+from audit.methods.rasch.score import judge_panel
+from audit.schemas import ItemSchema
+from audit.methods.rasch.schemas import GoldSchema
 from audit.tables import read_table, write_frame
 from audit.tracking import mlflow as tracking
 

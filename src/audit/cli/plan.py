@@ -31,7 +31,7 @@ from audit.logs import quiet_noisy_loggers
 from audit.methods.rasch.power import simulate_power
 from audit.llm.preflight import estimate
 from audit.errors import AuditError
-from audit.methods.rasch.stages import design_stage
+from audit.methods.rasch.design import design_stage
 from audit.llm.store import ResponseStore
 from audit.tables import write_frame
 

@@ -11,7 +11,7 @@ import mlflow
 import polars as pl
 import pytest
 
-from audit.schemas import GOLD_CATEGORIES
+from audit.methods.rasch.schemas import GOLD_CATEGORIES
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.slow, pytest.mark.integration]

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from audit.methods.rasch.files import read_posterior
+from audit.methods.rasch.analyse import read_posterior
 from audit.methods.rasch.irt import summarise
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "release_0_1"

@@ -23,7 +23,7 @@ from audit.cli.runs import main as runs_main
 from audit.cli.runs import print_runs, write_params
 from audit.config import ModelConfig
 from audit.methods.configs import register_configs, to_audit_config
-from audit.methods.rasch.stages import STAGES
+from audit.methods.rasch.method import STAGES
 from audit.methods.run import run_stages
 from audit.tracking.mlflow import find_runs, get_run
 from audit.tracking.runs_table import runs_frame
@@ -205,7 +205,7 @@ def test_contrasts_and_advice_the_fit_writes_reach_the_run_and_the_page(audit_ru
     """An explanatory fit writes fit/contrasts.csv and fit/diagnostics.json; the report stage
     turns them into stable metric names, a forest plot, table rows and the banner's advice."""
     from audit.methods.rasch.report.publish import publish_from_files
-    from audit.methods.rasch.stages import StageFiles
+    from audit.methods.rasch.method import StageFiles
 
     files = StageFiles(audit_run["tmp"] / "run")
     pl.DataFrame({

@@ -1,17 +1,134 @@
-"""The Rasch audit (design, respond, judge, fit, report) as a registered method.
+"""The Rasch audit (design, respond, judge, fit, report) as a registered method: its stages.
 
-Its stages live in stages.py (score is the judge, analyse the fit); this class lets `method=rasch`
-be chosen like any other method.
+Each stage is a thin function from the tables earlier stages wrote to the tables it writes; the
+work is in design.py, score.py (the judge), analyse.py (the fit) and report/ (publish.py). The run
+skeleton (audit.methods.run) runs them in order for `python -m audit` and one at a time for
+`dvc repro` (`python -m audit.stages STAGE`), so both paths execute the same code on the same
+tables.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+import polars as pl
+
+from audit.llm.model_sources import check_model_files
 from audit.methods.configs import AuditConfig
+from audit.methods.rasch.analyse import fit_stage, write_fit
+from audit.methods.rasch.design import design_stage, models_for
 from audit.methods.rasch.report.findings import findings
-from audit.methods.rasch.stages import STAGES
-from audit.methods.run import run_stages
+from audit.methods.rasch.report.publish import publish_from_files
+from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema
+from audit.methods.rasch.score import check_judge_backends, judge_stage
+from audit.methods.run import (
+    RunClock,
+    RunFiles,
+    Stage,
+    answer_prompts,
+    run_stages,
+    send_prompts,
+)
+from audit.schemas import PromptSchema, ResponseSchema
+from audit.tables import read_table, write_table
+
+log = logging.getLogger(__name__)
+
+PROMPTS, RESPONSES = "prompts.parquet", "responses.parquet"
+LABELS, VOTES, GOLD = "labels.parquet", "judge_votes.parquet", "judge_gold.parquet"
+FIT, REPORT = "fit", "report"  # folders
+
+
+class StageFiles(RunFiles):
+    """Where each Rasch stage's tables live (flat in one run directory, or in the stage folders
+    `dvc repro` uses: see audit.methods.run.RunFiles)."""
+
+    @property
+    def prompts(self) -> Path:
+        return self.path(PROMPTS)
+
+    @property
+    def responses(self) -> Path:
+        return self.path(RESPONSES)
+
+    @property
+    def labels(self) -> Path:
+        return self.path(LABELS)
+
+    @property
+    def votes(self) -> Path:
+        return self.path(VOTES)
+
+    @property
+    def gold(self) -> Path:
+        return self.path(GOLD)
+
+    @property
+    def fit(self) -> Path:
+        return self.path(FIT)
+
+    @property
+    def report(self) -> Path:
+        return self.path(REPORT)
+
+
+def respond_stage(cfg: AuditConfig, prompts: pl.DataFrame) -> pl.DataFrame:
+    """The audited models' answers to the prompts (through the response store)."""
+    return answer_prompts(cfg, prompts, models_for(cfg, prompts), "Rasch")
+
+
+# --- the stages as the run skeleton runs them (audit.methods.run) --------------------------------
+
+def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
+    check_judge_backends(cfg)
+    check_model_files([*cfg.model.values(), *cfg.judge.models.values()])
+    prompts = design_stage(cfg)
+    write_table(prompts, files.prompts, PromptSchema, "prompts")
+    log.info("design: %d prompts (%d respondents x %d items x %d replicates)", prompts.height,
+             prompts["respondent_id"].n_unique(), prompts["item_id"].n_unique(),
+             cfg.design.replicates)
+
+
+def _respond(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
+    prompts = read_table(files.prompts, PromptSchema, "prompts")
+    send_prompts(cfg, prompts, models_for(cfg, prompts), files.responses, "Rasch")
+
+
+def _score(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
+    """The judge on the answers and (judge.evaluate_on_gold) on its gold set: one stage, so the
+    gold results the fit reads are always the same judge's; a rerun costs store lookups only."""
+    prompts = read_table(files.prompts, PromptSchema, "prompts")
+    responses = read_table(files.responses, ResponseSchema, "responses")
+    judge_stage(cfg, prompts, responses).write(files)
+
+
+def _analyse(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
+    prompts = read_table(files.prompts, PromptSchema, "prompts")
+    labels = read_table(files.labels, LabelSchema, "labels")
+    gold = (read_table(files.gold, GoldResultSchema, "judge gold-set results")
+            if files.gold.is_file() else None)
+    write_fit(fit_stage(cfg, prompts, labels, gold), files.fit)
+
+
+def _report(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> dict[str, object]:
+    return publish_from_files(cfg, files, clock.timings, clock.started_at)
+
+
+def _on_stage_files(run):
+    """The skeleton hands every stage RunFiles; the Rasch stages name their files StageFiles."""
+    def on_stage_files(cfg: AuditConfig, files: RunFiles, clock: RunClock):
+        return run(cfg, StageFiles(files.directory, files.owners), clock)
+    return on_stage_files
+
+
+STAGES = (
+    Stage("design", _on_stage_files(_design), (PROMPTS,)),
+    Stage("respond", _on_stage_files(_respond), (RESPONSES,)),
+    Stage("score", _on_stage_files(_score), (LABELS, VOTES, GOLD), aliases=("judge", "judge_gold")),
+    Stage("analyse", _on_stage_files(_analyse), (FIT,), aliases=("fit",)),
+    Stage("report", _on_stage_files(_report), (REPORT,)),
+)
 
 
 class RaschMethod:

@@ -18,7 +18,7 @@ import polars as pl
 from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check, VerdictError, finite
 from audit.tables import RUN_UNFINISHED, read_table
-from audit.schemas import ContrastSchema
+from audit.methods.rasch.schemas import ContrastSchema
 
 log = logging.getLogger(__name__)
 

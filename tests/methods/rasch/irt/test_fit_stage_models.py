@@ -20,8 +20,8 @@ from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
-from audit.methods.rasch.files import read_fit, write_fit
-from audit.methods.rasch.stages import fit_stage
+from audit.methods.rasch.analyse import read_fit, write_fit
+from audit.methods.rasch.analyse import fit_stage
 
 sys.path.insert(0, str(Path(__file__).parent))
 from irt_simulation import simulate_audit  # noqa: E402

@@ -12,7 +12,7 @@ from audit.errors import AuditError
 from audit.__main__ import CONF_DIR
 from audit.methods.configs import register_configs, to_audit_config
 from audit.methods.rasch.irt import OUTCOME_CODINGS, code_outcomes
-from audit.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 
 
 def labelled(labels: list[str]) -> pl.DataFrame:

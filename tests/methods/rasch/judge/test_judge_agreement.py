@@ -16,7 +16,7 @@ from audit.methods.rasch.judge.agreement import (
     krippendorff_alpha,
     majority,
 )
-from audit.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 
 FAV, UNF, NEED, REF = LABELS
 

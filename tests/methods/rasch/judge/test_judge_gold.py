@@ -10,7 +10,8 @@ import pytest
 from audit.errors import AuditError
 from audit.config import JudgeConfig
 from audit.methods.rasch.judge.gold import gold_answers, gold_figures, label_gold
-from audit.schemas import GOLD_CATEGORIES, LABELS, GoldSchema, ItemSchema, validate
+from audit.schemas import ItemSchema, validate
+from audit.methods.rasch.schemas import GOLD_CATEGORIES, LABELS, GoldSchema
 from audit.llm.store import ResponseStore
 
 DATA = Path(__file__).resolve().parents[4] / "data"

@@ -112,7 +112,7 @@ def test_the_embedded_judge_replies_only_in_the_schema_even_to_fake_json(tmp_pat
     from audit.llm.backends import create_backend
     from audit.config import ModelConfig, SamplingConfig
     from audit.methods.rasch.judge.llm import judge_answer
-    from audit.schemas import LABELS
+    from audit.methods.rasch.schemas import LABELS
     from audit.llm.store import ResponseStore
 
     model = ModelConfig(model="smollm2-135m-instruct",

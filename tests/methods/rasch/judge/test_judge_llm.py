@@ -16,7 +16,7 @@ from audit.design import expand_design
 from audit.llm.engine import collect_responses
 from audit.methods.rasch.judge.cascade import Judge, label_answers, label_responses
 from audit.methods.rasch.judge.llm import decision_schema, decision_words, judge_answer, parse_verdict
-from audit.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 from audit.llm.store import ResponseStore
 
 WORDS = decision_words("APPROVE", "DENY")

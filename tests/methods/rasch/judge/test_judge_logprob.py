@@ -21,7 +21,7 @@ from audit.design import expand_design
 from audit.llm.engine import collect_responses
 from audit.methods.rasch.judge.cascade import label_responses
 from audit.methods.rasch.judge.logprob import option_score, option_variants, parse_scores
-from audit.schemas import UNPARSEABLE
+from audit.methods.rasch.schemas import UNPARSEABLE
 from audit.llm.store import ResponseStore
 
 quiet = {"show_progress": lambda rows, total, name: rows}

@@ -14,7 +14,7 @@ from audit.config import ModelConfig, SamplingConfig
 from audit.methods.rasch.judge.llm import (LETTERS_SYSTEM_PROMPT, OPTIONS_SYSTEM_PROMPT,
                                           decoding_words, judge_answer, judge_request,
                                           parse_option_verdict)
-from audit.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 from audit.llm.store import ResponseStore
 
 WORDS = decoding_words("options", "approve", "Deny")

@@ -12,7 +12,7 @@ import pytest
 from audit.cli.params import compose_params
 from audit.methods.configs import register_configs
 from audit.errors import AuditError
-from audit.methods.rasch.stages import judge_panel
+from audit.methods.rasch.score import judge_panel
 
 register_configs()
 PROJECT_ROOT = Path(__file__).resolve().parents[4]

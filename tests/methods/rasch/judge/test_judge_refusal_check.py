@@ -15,7 +15,7 @@ from audit.llm.store import ResponseStore
 from audit.methods.rasch.judge.cascade import Judge, label_answers
 from audit.methods.rasch.judge.llm import (REFUSAL_CHECK_WORDS, judge_answer,
                                           refusal_check_request)
-from audit.schemas import UNPARSEABLE
+from audit.methods.rasch.schemas import UNPARSEABLE
 
 JUDGE_MODEL = ModelConfig(backend="fake", model="judge", sampling=SamplingConfig(temperature=0.0))
 NO_WAIT = EngineConfig(max_attempts=1, backoff_initial_s=0.0, backoff_max_s=0.0)

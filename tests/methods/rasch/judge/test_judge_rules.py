@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audit.methods.rasch.judge.rules import RuleMatch, label_by_rules
-from audit.schemas import LABELS
+from audit.methods.rasch.schemas import LABELS
 
 OPTION_PAIRS = [("APPROVE", "DENY"), ("HIRE", "REJECT"), ("ACCEPT", "DECLINE"), ("ADMIT", "REJECT"),
                 ("YES", "NO"), ("PRIORITIZE", "DEFER"), ("COVER", "DENY")]

@@ -8,7 +8,8 @@ import numpy as np
 import polars as pl
 
 from audit.errors import AuditError
-from audit.schemas import OutcomeSchema, validate
+from audit.schemas import validate
+from audit.methods.rasch.schemas import OutcomeSchema
 
 
 @dataclass(frozen=True, eq=False)

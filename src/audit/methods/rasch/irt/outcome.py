@@ -15,7 +15,8 @@ from types import MappingProxyType
 import polars as pl
 
 from audit.errors import AuditError
-from audit.schemas import LABELS, UNPARSEABLE, OutcomeSchema, validate
+from audit.schemas import validate
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE, OutcomeSchema
 
 logger = logging.getLogger(__name__)
 

@@ -45,7 +45,8 @@ from audit.methods.rasch.irt.hurdle import (
 )
 from audit.methods.rasch.irt.indexing import RaschData, index_design
 from audit.methods.rasch.irt.judge_error import JudgeConfusion, label_cells
-from audit.schemas import SummarySchema, validate
+from audit.schemas import validate
+from audit.methods.rasch.schemas import SummarySchema
 
 logger = logging.getLogger(__name__)
 

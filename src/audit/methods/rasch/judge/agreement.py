@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
-from audit.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 
 CATEGORIES: tuple[str, ...] = (*LABELS, UNPARSEABLE)
 

@@ -22,7 +22,8 @@ from audit.methods.rasch.judge.agreement import majority
 from audit.methods.rasch.judge.llm import JUDGE_SEEDS, JudgeVerdict, judge_answer, judge_request
 from audit.methods.rasch.judge.logprob import OptionScore, option_score, option_variants, parse_scores
 from audit.methods.rasch.judge.rules import label_by_rules
-from audit.schemas import UNPARSEABLE, LabelSchema, VoteSchema, validate
+from audit.schemas import validate
+from audit.methods.rasch.schemas import UNPARSEABLE, LabelSchema, VoteSchema
 from audit.llm.store import ResponseStore
 
 ProgressFn = Callable[[Iterable, int, str], Iterable]

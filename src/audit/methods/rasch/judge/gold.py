@@ -18,7 +18,7 @@ from audit.stats.intervals import jeffreys_interval
 from audit.methods.rasch.judge.agreement import cohen_kappa, confusion_matrix
 from audit.logs import track
 from audit.methods.rasch.judge.cascade import Judge, ProgressFn, label_answers
-from audit.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 from audit.llm.store import ResponseStore
 
 # The interval reported around gold-set accuracy (about +-0.19 with the 24 answers an audit uses).

@@ -27,7 +27,7 @@ from audit.config import EngineConfig, ModelConfig
 from audit.llm.engine import build_request, send
 from audit.methods.rasch.judge.logprob import parse_scores
 from audit.llm.preflight import UNREACHABLE_KINDS
-from audit.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 from audit.llm.store import ResponseStore
 
 UNDECIDED = "UNDECIDED"

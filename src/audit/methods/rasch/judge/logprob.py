@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from scipy.special import logsumexp
 
-from audit.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 
 
 def option_variants(option: str) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from audit.methods.rasch.judge.stances import (LEAN, LEAN_REACH_WORDS, NEEDS_MORE_INFORMATION_STANCE,
                                                REFUSAL_STANCE, WITHDRAWN)
-from audit.schemas import LABELS
+from audit.methods.rasch.schemas import LABELS
 
 FAVOURABLE, UNFAVOURABLE = "favourable", "unfavourable"
 NEEDS_MORE_INFORMATION, REFUSAL = "needs_more_information", "refusal"

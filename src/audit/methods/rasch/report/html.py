@@ -20,7 +20,7 @@ import polars as pl
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.irt import Diagnostics
 from audit.methods.rasch.report.reading import JudgeQuality
-from audit.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 
 TEMPLATE = "report.html.j2"
 THETA_ROWS_SHOWN = 40

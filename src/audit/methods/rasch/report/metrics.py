@@ -11,7 +11,7 @@ from audit.tracking import mlflow as tracking
 from audit.methods.rasch.irt import RaschFit, parameter_table
 from audit.methods.rasch.judge.agreement import fleiss, krippendorff_alpha
 from audit.methods.rasch.report.reading import judge_top_label_share
-from audit.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 
 CONTRAST_STATISTICS = ("mean", "sd", "hdi_low", "hdi_high", "p_direction")
 

@@ -22,7 +22,7 @@ from xarray import DataTree  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
-from audit.schemas import LABELS, UNPARSEABLE  # noqa: E402
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE  # noqa: E402
 
 LABEL_COLOURS = {"favourable": "#2ca02c", "unfavourable": "#d62728",
                  "needs_more_information": "#ff7f0e", "refusal": "#9467bd", UNPARSEABLE: "#bbbbbb"}

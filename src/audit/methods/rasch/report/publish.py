@@ -1,8 +1,8 @@
 """The last stage: write the report files and report.html, log one MLflow run, print the ranking.
 
-Split from stages.py to keep modules small; like stages.py it is an edge that touches files, while
-the figures, numbers and sentences it writes come from pure functions (report.py, plots.py,
-run_metrics.py, reading.py, report_html.py).
+The Rasch method's report stage (method.py runs it); like the other stages it is an edge that
+touches files, while the figures, numbers and sentences it writes come from pure functions
+(plots.py, metrics.py, summary.py, reading.py, html.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import polars as pl
 from audit.methods.configs import AuditConfig
 from audit.data_files import data_file
 from audit.llm.backends import create_backend
-from audit.methods.rasch.files import read_fit
+from audit.methods.rasch.analyse import read_fit
 from audit.methods.rasch.irt import Diagnostics, RaschFit
 from audit.methods.rasch.irt.outcome import code_outcomes
 from audit.methods.rasch.irt.rasch import posterior_draws
@@ -57,15 +57,8 @@ from audit.methods.rasch.report.metrics import (
     judge_metrics,
     rate_metrics,
 )
-from audit.schemas import (
-    ContrastSchema,
-    GoldResultSchema,
-    ItemSchema,
-    LabelSchema,
-    PromptSchema,
-    ResponseSchema,
-    VoteSchema,
-)
+from audit.schemas import ItemSchema, PromptSchema, ResponseSchema
+from audit.methods.rasch.schemas import ContrastSchema, GoldResultSchema, LabelSchema, VoteSchema
 
 from audit.tables import read_table, save_figure, write_frame
 from audit.tracking import mlflow as tracking

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
-from audit.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 
 # A judge that gives one label to nearly every answer it reads is probably not reading them (the
 # embedded 135M judge does this); below this many judged answers the share says too little.

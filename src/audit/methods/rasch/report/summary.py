@@ -16,7 +16,7 @@ from rich.table import Table  # noqa: E402
 
 from audit.stats.intervals import jeffreys_interval  # noqa: E402
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
-from audit.schemas import LABELS, UNPARSEABLE  # noqa: E402
+from audit.methods.rasch.schemas import LABELS, UNPARSEABLE  # noqa: E402
 
 KIND_COLOURS = {"baseline": "#444444", "explicit": "#1f77b4", "null": "#bbbbbb", "name": "#2ca02c"}
 

@@ -1,4 +1,6 @@
-"""Where the Rasch stages keep their tables, and the fit's files (posterior, summary, contrasts)."""
+"""The Rasch audit's analyse stage: the Rasch model fitted to the labels (the configured outcome, and
+fit.second_outcome when set), and the fit's files (posterior, summary, contrasts, diagnostics),
+which `python -m audit.fit` writes too."""
 
 from __future__ import annotations
 
@@ -10,51 +12,51 @@ import arviz as az
 import polars as pl
 from xarray import DataTree
 
-from audit.methods.rasch.config import FitConfig
 from audit.errors import AuditError
-from audit.methods.rasch.irt import RaschFit, diagnose
+from audit.methods.configs import AuditConfig
+from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.irt import RaschFit, code_outcomes, diagnose, fit_rasch
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
-from audit.methods.run import RunFiles
-from audit.schemas import SummarySchema
+from audit.methods.rasch.irt.judge_error import resolve_confusion
+from audit.methods.rasch.schemas import SummarySchema
 from audit.tables import read_frame, read_table, write_frame
 
-PROMPTS, RESPONSES = "prompts.parquet", "responses.parquet"
-LABELS, VOTES, GOLD = "labels.parquet", "judge_votes.parquet", "judge_gold.parquet"
-FIT, REPORT = "fit", "report"  # folders
+
+def outcome_table(prompts: pl.DataFrame, labels: pl.DataFrame, attributes: list[str]) -> pl.DataFrame:
+    """Labels with the respondent, item and persona columns a fit and its contrasts read."""
+    missing = sorted(set(attributes) - set(prompts.columns))
+    if missing:
+        raise AuditError(f"fit.attributes names {missing}, which the prompts table lacks: use "
+                         f"persona columns such as gender, race")
+    persona_columns = ["model_name", "persona_kind", *dict.fromkeys(attributes)]
+    return labels.join(prompts.select("prompt_id", "respondent_id", "item_id", *persona_columns),
+                       on="prompt_id", how="inner")
 
 
-class StageFiles(RunFiles):
-    """Where each Rasch stage's tables live (flat in one run directory, or in the stage folders
-    `dvc repro` uses: see audit.methods.run.RunFiles)."""
+def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
+              gold: pl.DataFrame | None = None) -> RaschFit:
+    """The configured outcome, plus fit.second_outcome on the same labels when it is set.
 
-    @property
-    def prompts(self) -> Path:
-        return self.path(PROMPTS)
+    ``gold``: the judge's gold-set results; with them (and fit.judge_error not false) every fit
+    reads its labels through the judge's measured misclassification rates.
+    """
+    table = outcome_table(prompts, labels, cfg.fit.attributes)
+    fits = []
+    # The hurdle model fits both of its steps from the labels at once: no second coding.
+    second = cfg.fit.second_outcome if cfg.fit.model != "hurdle" else None
+    codings = [cfg.fit.outcome, *([second] if second else [])]
+    for coding in codings:
+        outcomes = code_outcomes(table, coding, cfg.fit.drop_labels)
+        if outcomes.is_empty():
+            raise AuditError("no labelled responses to fit: every answer failed or was "
+                             "unparseable; check the judge (judge=...) and the responses table")
+        confusion = resolve_confusion(cfg.fit.judge_error, cfg.fit.model, coding, gold)
+        fits.append(fit_rasch(outcomes, replace(cfg.fit, outcome=coding), confusion=confusion))
+    # Keep the first fit's own companions (the hurdle model's abstention step).
+    return replace(fits[0], companions=(*fits[0].companions, *fits[1:]))
 
-    @property
-    def responses(self) -> Path:
-        return self.path(RESPONSES)
 
-    @property
-    def labels(self) -> Path:
-        return self.path(LABELS)
-
-    @property
-    def votes(self) -> Path:
-        return self.path(VOTES)
-
-    @property
-    def gold(self) -> Path:
-        return self.path(GOLD)
-
-    @property
-    def fit(self) -> Path:
-        return self.path(FIT)
-
-    @property
-    def report(self) -> Path:
-        return self.path(REPORT)
-
+# --- the fit's files -------------------------------------------------------------------------
 
 def write_fit(fit: RaschFit, directory: Path) -> None:
     """Posterior, summary, contrasts and a diagnostics verdict; companions in sub-directories."""

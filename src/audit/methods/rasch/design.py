@@ -1,0 +1,47 @@
+"""The Rasch audit's design: every chosen item asked under every persona, for each audited model and
+replicate (audit.design.expand_design), and the models a prompts table names."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from audit.config import ModelConfig
+from audit.data_files import data_file
+from audit.design import expand_design
+from audit.errors import AuditError
+from audit.items import select_items
+from audit.llm.backends import Backend, create_backend
+from audit.methods.configs import AuditConfig
+from audit.personas import PersonaSources, generate_personas
+from audit.schemas import ItemSchema, PersonaSchema
+from audit.tables import read_table
+
+
+def design_stage(cfg: AuditConfig) -> pl.DataFrame:
+    bank = read_table(data_file(cfg.items.bank, "item bank", "items.bank"), ItemSchema,
+                      "item bank")
+    items = select_items(bank, cfg.items)
+    explicit = (read_table(data_file(cfg.personas.explicit_file, "explicit personas",
+                                     "personas.explicit_file"), PersonaSchema, "explicit personas")
+                if "explicit" in cfg.personas.generators else PersonaSources().explicit_profiles)
+    names = (read_table(data_file(cfg.personas.names_file, "name personas", "personas.names_file"),
+                        PersonaSchema, "name personas")
+             if "name" in cfg.personas.generators else PersonaSources().name_profiles)
+    personas = generate_personas(cfg.personas,
+                                 PersonaSources(explicit_profiles=explicit, name_profiles=names),
+                                 cfg.design.seed)
+    return expand_design(items, personas, cfg.model, cfg.design)
+
+
+def models_for(cfg: AuditConfig, prompts: pl.DataFrame) -> dict[str, ModelConfig]:
+    """The configs of the models the prompts name; one line when the config lacks one."""
+    model_names = sorted(prompts["model_name"].unique().to_list())
+    missing = sorted(set(model_names) - set(cfg.model))
+    if missing:
+        raise AuditError(f"prompts name models {missing} that are not in the config: "
+                         f"rerun the design stage or add them with model=[...]")
+    return {name: cfg.model[name] for name in model_names}
+
+
+def backends_for(cfg: AuditConfig, prompts: pl.DataFrame) -> dict[str, Backend]:
+    return {name: create_backend(model) for name, model in models_for(cfg, prompts).items()}

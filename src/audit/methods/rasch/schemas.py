@@ -1,0 +1,143 @@
+"""Pandera schemas of the Rasch audit's own tables: labels and judge votes, the judge's gold set and
+its results, the fit's outcome table, posterior summary and contrasts. The shared ones (items,
+personas, prompts, responses) are in audit.schemas.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pandera.polars as pa
+
+LABELS: tuple[str, ...] = ("favourable", "unfavourable", "needs_more_information", "refusal")
+UNPARSEABLE = "unparseable"
+LABEL_SOURCES: tuple[str, ...] = ("rule", "judge", "logprob", "none")
+GOLD_CATEGORIES: tuple[str, ...] = ("plain", "hedge", "conditional", "refusal", "decide_then_ask",
+                                    "rambling", "other_language", "injection",
+                                    # in the styles of real chat models (data/README.md)
+                                    "terse", "unsure_header", "decide_then_hedge", "essay",
+                                    "markdown", "demographic", "synonym", "negation",
+                                    "both_options", "truncated", "small_model")
+# A contrast's HDI against the ROPE: outside, inside, or neither (Kruschke 2018).
+CONTRAST_DECISIONS: tuple[str, ...] = ("different", "equivalent", "undecided")
+
+
+class LabelSchema(pa.DataFrameModel):
+    """The judge's label for each successful response, with where it came from.
+
+    `agreement` is the share of the judge panel that voted for the label (null for a rule label);
+    `p_favourable` and `decision_mass` come from the audited model's option log-probabilities
+    when they were scored (null otherwise)."""
+
+    prompt_id: str = pa.Field(unique=True)
+    label: str = pa.Field(isin=[*LABELS, UNPARSEABLE])
+    label_source: str = pa.Field(isin=list(LABEL_SOURCES))
+    rationale: str
+    agreement: float = pa.Field(nullable=True, ge=0, le=1)
+    p_favourable: float = pa.Field(nullable=True, ge=0, le=1)
+    decision_mass: float = pa.Field(nullable=True, ge=0, le=1)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class VoteSchema(pa.DataFrameModel):
+    """One judge's vote on one answer (`answer_id` is the prompt_id or gold_id judged)."""
+
+    answer_id: str
+    judge: str
+    label: str = pa.Field(isin=[*LABELS, UNPARSEABLE])
+    rationale: str
+
+    class Config:
+        strict = True
+        coerce = True
+        unique = ["answer_id", "judge"]
+
+
+class GoldSchema(pa.DataFrameModel):
+    """A hand-labelled answer of the judge's gold set (`data/judge_gold.csv`)."""
+
+    gold_id: str = pa.Field(unique=True)
+    item_id: str
+    domain: str
+    category: str = pa.Field(isin=list(GOLD_CATEGORIES))
+    answer: str
+    label: str = pa.Field(isin=list(LABELS))
+
+    class Config:
+        strict = "filter"
+        coerce = True
+
+
+class GoldResultSchema(pa.DataFrameModel):
+    """The judge's label for each gold answer beside the true one (empty when not evaluated)."""
+
+    gold_id: str = pa.Field(unique=True)
+    category: str = pa.Field(isin=list(GOLD_CATEGORIES))
+    domain: str
+    true_label: str = pa.Field(isin=list(LABELS))
+    label: str = pa.Field(isin=[*LABELS, UNPARSEABLE])
+    label_source: str = pa.Field(isin=list(LABEL_SOURCES))
+    rationale: str
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class OutcomeSchema(pa.DataFrameModel):
+    """The long table the IRT fit reads: one row per response."""
+
+    respondent: str
+    item: str
+    y: int = pa.Field(isin=[0, 1])
+
+    class Config:
+        strict = "filter"
+        coerce = True
+
+
+class SummarySchema(pa.DataFrameModel):
+    """Posterior summary, one row per parameter (`theta[RESPONDENT]`, `b[ITEM]`, ...)."""
+
+    parameter: str = pa.Field(unique=True)
+    mean: float
+    sd: float
+    hdi_low: float
+    hdi_high: float
+    r_hat: float = pa.Field(nullable=True)
+    ess_bulk: float = pa.Field(nullable=True)
+
+    class Config:
+        strict = False
+        coerce = True
+
+
+class ContrastSchema(pa.DataFrameModel):
+    """`fit/contrasts.csv` as its readers need it (the report, the metrics, the verdict): gaps
+    between levels of an attribute judged against a ROPE; `outcome` names the outcome's fit
+    when the run fitted more than one. The noise-floor columns are optional (null without two
+    null personas, absent in older runs): the verdict and the report's headline read them."""
+
+    outcome: Optional[str] = pa.Field(nullable=True)  # noqa: UP045 - pandera reads Optional
+    model_name: str
+    attribute: str
+    level_a: str
+    level_b: str
+    mean: float
+    sd: float
+    hdi_low: float
+    hdi_high: float
+    p_direction: float
+    rope_low: float
+    rope_high: float
+    decision: str = pa.Field(isin=list(CONTRAST_DECISIONS))
+    noise_floor: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
+    ratio_to_noise: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
+    p_beyond_noise: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
+
+    class Config:
+        strict = "filter"
+        coerce = True

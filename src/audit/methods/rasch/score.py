@@ -1,0 +1,130 @@
+"""The Rasch audit's score stage: the judge labels each answer (rules, then the judge panel, or the
+audited model's own option probabilities with judge.method=logprob), and is itself measured on
+(a sample of) its gold set, so the fit can read the labels through the judge's error rates."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from audit.data_files import data_file
+from audit.errors import AuditError
+from audit.llm.backends import Backend, can_score_options, create_backend
+from audit.llm.store import ResponseStore
+from audit.methods.configs import AuditConfig
+from audit.methods.rasch.design import backends_for
+from audit.methods.rasch.judge.cascade import Judge, label_responses, self_judged_shares
+from audit.methods.rasch.judge.gold import GOLD_RESULT_COLUMNS, gold_sample, label_gold
+from audit.methods.rasch.judge.llm import DECODINGS, SCORED_DECODINGS, check_token_budget
+from audit.methods.rasch.schemas import GoldResultSchema, GoldSchema, LabelSchema, VoteSchema
+from audit.schemas import ItemSchema
+from audit.tables import read_table, write_table
+
+if TYPE_CHECKING:
+    from audit.methods.rasch.method import StageFiles
+
+log = logging.getLogger(__name__)
+
+JUDGE_METHODS = ("cascade", "logprob")
+
+
+@dataclass(frozen=True)
+class JudgeOutputs:
+    labels: pl.DataFrame
+    votes: pl.DataFrame
+    gold: pl.DataFrame  # the judge on the gold set; empty when judge.evaluate_on_gold is off
+
+    def write(self, files: StageFiles) -> None:
+        write_table(self.labels, files.labels, LabelSchema, "labels")
+        write_table(self.votes, files.votes, VoteSchema, "judge votes")
+        write_table(self.gold, files.gold, GoldResultSchema, "judge gold-set results")
+
+
+def judge_panel(cfg: AuditConfig) -> list[Judge]:
+    if cfg.judge.method not in JUDGE_METHODS:
+        raise AuditError(f"unknown judge.method '{cfg.judge.method}': use one of "
+                         f"{', '.join(JUDGE_METHODS)}")
+    if cfg.judge.decoding not in DECODINGS:
+        raise AuditError(f"unknown judge.decoding '{cfg.judge.decoding}': use one of "
+                         f"{', '.join(DECODINGS)}")
+    for name, model in cfg.judge.models.items():
+        if cfg.judge.decoding == "json":  # a scoring judge writes nothing, so needs no tokens
+            check_token_budget(name, model, cfg.judge.rationale_max_chars)
+    check_judge_backends(cfg)
+    return [Judge(name, create_backend(model), model, cfg.engine)
+            for name, model in sorted(cfg.judge.models.items())]
+
+
+def check_judge_backends(cfg: AuditConfig) -> None:
+    """Refuse a judge (or, for option scoring, an audited model) whose backend cannot score
+    options when the judge needs it to. Checked at design time too, so that a broken judge config
+    stops the run before any prompt is sent."""
+    scorers = {}
+    if cfg.judge.decoding in SCORED_DECODINGS or cfg.judge.refusal_check:
+        asked = (f"judge.decoding={cfg.judge.decoding}" if cfg.judge.decoding in SCORED_DECODINGS
+                 else "judge.refusal_check=true")
+        fix = "set judge.decoding=json judge.refusal_check=false, or judge with"
+        scorers.update({("judge model", name): (model, asked, fix)
+                        for name, model in cfg.judge.models.items()})
+    if cfg.judge.method == "logprob" or cfg.judge.score_options:
+        asked = ("judge.method=logprob" if cfg.judge.method == "logprob"
+                 else "judge.score_options=true")
+        fix = "use judge.method=cascade judge.score_options=false, or audit"
+        scorers.update({("audited model", name): (model, asked, fix)
+                        for name, model in cfg.model.items()})
+    for (role, name), (model, asked, fix) in sorted(scorers.items()):
+        if not can_score_options(model):
+            raise AuditError(f"{role} '{name}' ({model.backend}) cannot score options, which "
+                             f"{asked} needs: {fix} an embedded, llamacpp or "
+                             f"openai_compatible model")
+
+
+def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
+                with_gold: bool = True) -> JudgeOutputs:
+    judges = judge_panel(cfg)
+    scoring = cfg.judge.method == "logprob" or cfg.judge.score_options
+    # Built once, and only when read: option scoring and the self-judged check (which needs a
+    # judge panel) share them; a rules-only run never resolves the audited models' files.
+    audited_backends = backends_for(cfg, prompts) if scoring or judges else {}
+    audited = ({name: (backend, cfg.model[name]) for name, backend in audited_backends.items()}
+               if scoring else None)
+    with ResponseStore(cfg.paths.response_store) as store:
+        tables = label_responses(prompts, responses, cfg.judge, judges, store, audited,
+                                 engine=cfg.engine)
+        gold_results = label_gold_set(cfg, judges, store) if with_gold else empty_gold()
+    _warn_self_judged(judges, audited_backends, prompts, tables.labels)
+    return JudgeOutputs(tables.labels, tables.votes, gold_results)
+
+
+def _warn_self_judged(judges: list[Judge], audited: dict[str, Backend], prompts: pl.DataFrame,
+                      labels: pl.DataFrame) -> None:
+    if not judges or labels.is_empty():
+        return
+    shares = self_judged_shares(labels, prompts,
+                                {judge.backend.identity().get("digest", "") for judge in judges},
+                                {name: backend.identity().get("digest", "")
+                                 for name, backend in audited.items()})
+    for name, share in shares.items():
+        log.warning("the judge is the same weights file as audited model '%s' and labelled %.0f%% "
+                    "of its answers (the rules labelled the rest); the gold set holds no answers "
+                    "of that file, so its gold accuracy is not measured on its own answers",
+                    name, 100 * share)
+
+
+def empty_gold() -> pl.DataFrame:
+    return pl.DataFrame(schema={column: pl.Utf8 for column in GOLD_RESULT_COLUMNS})
+
+
+def label_gold_set(cfg: AuditConfig, judges: list[Judge], store: ResponseStore) -> pl.DataFrame:
+    """The judge on (a sample of) its gold set; empty when not asked for or not applicable."""
+    if not (cfg.judge.evaluate_on_gold and cfg.judge.method == "cascade"):
+        return empty_gold()
+    gold_file = data_file(cfg.judge.gold_file, "judge gold set", "judge.gold_file")
+    gold = gold_sample(read_table(gold_file, GoldSchema, "judge gold set"),
+                       cfg.judge.gold_per_category)
+    items = read_table(data_file(cfg.judge.gold_items, "gold-set item bank", "judge.gold_items"),
+                       ItemSchema, "gold-set item bank")
+    return label_gold(gold, items, cfg.judge, judges, store)[0]
