@@ -20,7 +20,7 @@ from audit.methods.rasch.analyse import fit_stage, write_fit
 from audit.methods.rasch.design import design_stage, models_for
 from audit.methods.rasch.report.findings import findings
 from audit.methods.rasch.report.publish import publish_from_files
-from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema
+from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchema
 from audit.methods.rasch.score import check_judge_backends, judge_stage
 from audit.methods.run import (
     RunClock,
@@ -100,7 +100,10 @@ def _score(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     gold results the fit reads are always the same judge's; a rerun costs store lookups only."""
     prompts = read_table(files.prompts, PromptSchema, "prompts")
     responses = read_table(files.responses, ResponseSchema, "responses")
-    judge_stage(cfg, prompts, responses).write(files)
+    judged = judge_stage(cfg, prompts, responses)
+    write_table(judged.labels, files.labels, LabelSchema, "labels")
+    write_table(judged.votes, files.votes, VoteSchema, "judge votes")
+    write_table(judged.gold, files.gold, GoldResultSchema, "judge gold-set results")
 
 
 def _analyse(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -19,12 +18,9 @@ from audit.methods.rasch.design import backends_for
 from audit.methods.rasch.judge.cascade import Judge, label_responses, self_judged_shares
 from audit.methods.rasch.judge.gold import GOLD_RESULT_COLUMNS, gold_sample, label_gold
 from audit.methods.rasch.judge.llm import DECODINGS, SCORED_DECODINGS, check_token_budget
-from audit.methods.rasch.schemas import GoldResultSchema, GoldSchema, LabelSchema, VoteSchema
+from audit.methods.rasch.schemas import GoldSchema
 from audit.schemas import ItemSchema
-from audit.tables import read_table, write_table
-
-if TYPE_CHECKING:
-    from audit.methods.rasch.method import StageFiles
+from audit.tables import read_table
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +32,6 @@ class JudgeOutputs:
     labels: pl.DataFrame
     votes: pl.DataFrame
     gold: pl.DataFrame  # the judge on the gold set; empty when judge.evaluate_on_gold is off
-
-    def write(self, files: StageFiles) -> None:
-        write_table(self.labels, files.labels, LabelSchema, "labels")
-        write_table(self.votes, files.votes, VoteSchema, "judge votes")
-        write_table(self.gold, files.gold, GoldResultSchema, "judge gold-set results")
 
 
 def judge_panel(cfg: AuditConfig) -> list[Judge]:
