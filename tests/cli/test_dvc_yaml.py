@@ -5,6 +5,7 @@ and every dependency path exists for every method (a moved folder would otherwis
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 from pathlib import Path
 
 import yaml
@@ -50,3 +51,26 @@ def test_code_dependencies_are_folders_or_single_shared_modules():
         for dep in code:
             path = PROJECT_ROOT / _resolve(dep, "rasch")
             assert path.is_dir() or path.suffix == ".py", dep
+
+
+def test_the_stages_name_no_method_and_read_each_methods_own_params_from_dvc_params():
+    """dvc.yaml lists the shared sections and dvc_params.STAGE; what a method's stage reads of its
+    own sections is declared in its package (DVC_PARAMS) and lands there in params.yaml, so a new
+    method needs no edit here (a section listed by name would rerun other methods' stages, or
+    miss a new method's settings)."""
+    from audit.cli.params import compose_params
+    from audit.config import SharedConfig
+    from audit.methods import method_module
+
+    shared = {field.name for field in fields(SharedConfig)}
+    for name, stage in PIPELINE["stages"].items():
+        listed = {param.split(".")[0] for param in stage["params"]}
+        assert listed <= shared | {"dvc_params"}, (name, listed - shared)
+        assert f"dvc_params.{name}" in stage["params"], name
+    for method in METHODS:
+        declared = method_module(method, "config").DVC_PARAMS
+        composed = OmegaConf.structured(compose_params([f"method={method}"])).dvc_params
+        for stage in PIPELINE["stages"]:
+            assert composed[stage]["method"] == method
+            for key in declared.get(stage, ()):
+                assert OmegaConf.select(composed[stage], key) is not None, (method, stage, key)

@@ -26,6 +26,7 @@ from audit.config import SharedConfig, SharedVerdictRules
 from audit.methods import method_module, registered_methods
 
 DVC_PARAMS_RESOLVER = "audit_dvc_params"
+_ABSENT = object()
 
 
 def _method_configs() -> list[ModuleType]:
@@ -80,7 +81,10 @@ def dvc_stage_params(stage: str, *, _root_: DictConfig) -> dict[str, Any]:
     method = _root_.method
     chosen: dict[str, Any] = {"method": method}
     for key in method_module(method, "config").DVC_PARAMS.get(stage, ()):
-        value = OmegaConf.select(_root_, key, throw_on_missing=True)
+        value = OmegaConf.select(_root_, key, default=_ABSENT, throw_on_missing=True)
+        if value is _ABSENT:  # a typo in the method's package, not in the user's config
+            raise TypeError(f"DVC_PARAMS of method '{method}' names '{key}', which its config "
+                            f"lacks")
         if isinstance(value, Container):
             value = OmegaConf.to_container(value, resolve=True)
         *parents, leaf = key.split(".")
