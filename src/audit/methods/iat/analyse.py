@@ -1,4 +1,5 @@
-"""Statistics of D: mean, bootstrap interval, sign-flip permutation test, Benjamini-Hochberg.
+"""Statistics of D: mean, bootstrap interval, sign-flip permutation test, Benjamini-Hochberg; and
+the figures a run logs of its scores (iat_metrics).
 
 Every group (model x category x dataset, or with variation too) gets its own random streams,
 seeded from the configured seed and the group's names, so a group's interval and p-value do not
@@ -7,6 +8,7 @@ change when other groups are added to or removed from a run.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,13 +17,16 @@ import polars as pl
 from scipy import stats
 
 from audit.methods.iat.config import IATConfig
-from audit.methods.iat.design import IATError, derive_seed
+from audit.methods.iat.design import IATError, derive_seed, slug
 from audit.methods.iat.score import SCORING_MODES
 from audit.methods.iat.schemas import IATStatsSchema
 from audit.schemas import validate
 from audit.stats.bootstrap import bootstrap_interval
 from audit.stats.differences import sample_mean
 from audit.stats.multiple_testing import adjust_p_values
+from audit.tracking.mlflow import metric_name
+
+log = logging.getLogger(__name__)
 
 
 CI_METHODS = ("BCa", "percentile", "basic")
@@ -114,3 +119,40 @@ def iat_statistics(scores: pl.DataFrame, config: IATConfig,
     table = table.with_columns(p_adjusted=pl.Series(
         adjust_p_values(table["p_value"].to_list(), "fdr_bh"), dtype=pl.Float64))
     return validate(table, IATStatsSchema, "IAT statistics")
+
+
+# --- what a run logs of its scores --------------------------------------------------------------
+
+def left_out_counts(scores: pl.DataFrame) -> dict[str, int]:
+    """How many answers each scoring mode leaves out of the means, and how many complete
+    answers give every word to one group (D about -0.50 by the formula)."""
+    lenient = scores.filter(pl.col("d_score").is_not_null())
+    return {"answers": scores.height,
+            "left_out_strict": scores.height - lenient.filter(pl.col("parsed")).height,
+            "left_out_lenient": scores.height - lenient.height,
+            "one_group": int(lenient.filter(pl.col("parsed"))["one_group"].sum())}
+
+
+def log_left_out(scores: pl.DataFrame, scoring: str) -> None:
+    counts = left_out_counts(scores)
+    log.info("iat scoring=%s: strict scoring leaves out %d of %d answers, lenient %d; %d complete "
+             "answers give every word to one group (flagged, D about -0.50)", scoring,
+             counts["left_out_strict"], counts["answers"], counts["left_out_lenient"],
+             counts["one_group"])
+
+
+def iat_metrics(scores: pl.DataFrame, stats: pl.DataFrame) -> dict[str, float]:
+    """Stable names (iat/MODEL/DATASET/mean_d, ...) so that runs line up in the MLflow UI."""
+    metrics: dict[str, float] = {"iat/n_scored": float(scores.height),
+                                 "iat/parse_rate": float(scores["parsed"].mean() or 0.0),
+                                 **{f"iat/n_{name}": float(count) for name, count in
+                                    left_out_counts(scores).items() if name != "answers"}}
+    for model, group in scores.group_by("model"):
+        metrics[metric_name("iat", str(model[0]), "parse_rate")] = float(group["parsed"].mean())
+    for row in stats.iter_rows(named=True):
+        for column in ("n", "n_left_out_strict", "n_left_out_lenient", "n_one_group",
+                       "parse_rate", "mean_d", "ci_low", "ci_high", "p_value", "p_adjusted"):
+            if row[column] is not None:
+                metrics[metric_name("iat", row["model"], slug(row["dataset"]), column)] = \
+                    float(row[column])
+    return metrics

@@ -23,9 +23,8 @@ from audit.methods.iat.design import (
     Stimuli,
     design_prompts,
     load_stimuli,
-    slug,
 )
-from audit.methods.iat.score import score_answers
+from audit.methods.iat.score import answers_from_responses, score_answers
 from audit.methods.iat.report import (
     d_by_dataset_plot,
     d_by_variation_plot,
@@ -33,11 +32,15 @@ from audit.methods.iat.report import (
     print_iat_table,
 )
 from audit.methods.iat.schemas import STATS_COLUMNS, IATPromptSchema, IATScoreSchema
-from audit.methods.iat.analyse import check_statistics_config, iat_statistics
+from audit.methods.iat.analyse import (
+    check_statistics_config,
+    iat_metrics,
+    iat_statistics,
+    log_left_out,
+)
 from audit.data_files import data_file
 from audit.schemas import ResponseSchema
 from audit.tables import read_frame, read_table, save_figure, write_frame, write_table
-from audit.tracking.mlflow import metric_name
 from audit.llm.engine import summarise_responses
 from audit.methods.run import (
     CONFIG_FILE,
@@ -111,53 +114,12 @@ def analyse_scores(scores: pl.DataFrame, config: IATConfig,
     return Analysis(stats, by_variation, files)
 
 
-def left_out_counts(scores: pl.DataFrame) -> dict[str, int]:
-    """How many answers each scoring mode leaves out of the means, and how many complete
-    answers give every word to one group (D about -0.50 by the formula)."""
-    lenient = scores.filter(pl.col("d_score").is_not_null())
-    return {"answers": scores.height,
-            "left_out_strict": scores.height - lenient.filter(pl.col("parsed")).height,
-            "left_out_lenient": scores.height - lenient.height,
-            "one_group": int(lenient.filter(pl.col("parsed"))["one_group"].sum())}
-
-
-def log_left_out(scores: pl.DataFrame, scoring: str) -> None:
-    counts = left_out_counts(scores)
-    log.info("iat scoring=%s: strict scoring leaves out %d of %d answers, lenient %d; %d complete "
-             "answers give every word to one group (flagged, D about -0.50)", scoring,
-             counts["left_out_strict"], counts["answers"], counts["left_out_lenient"],
-             counts["one_group"])
-
-
-def iat_metrics(scores: pl.DataFrame, stats: pl.DataFrame) -> dict[str, float]:
-    """Stable names (iat/MODEL/DATASET/mean_d, ...) so that runs line up in the MLflow UI."""
-    metrics: dict[str, float] = {"iat/n_scored": float(scores.height),
-                                 "iat/parse_rate": float(scores["parsed"].mean() or 0.0),
-                                 **{f"iat/n_{name}": float(count) for name, count in
-                                    left_out_counts(scores).items() if name != "answers"}}
-    for model, group in scores.group_by("model"):
-        metrics[metric_name("iat", str(model[0]), "parse_rate")] = float(group["parsed"].mean())
-    for row in stats.iter_rows(named=True):
-        for column in ("n", "n_left_out_strict", "n_left_out_lenient", "n_one_group",
-                       "parse_rate", "mean_d", "ci_low", "ci_high", "p_value", "p_adjusted"):
-            if row[column] is not None:
-                metrics[metric_name("iat", row["model"], slug(row["dataset"]), column)] = \
-                    float(row[column])
-    return metrics
-
-
 def _iat_models(cfg: AuditConfig) -> dict[str, ModelConfig]:
     """The audited models with the method's token budget (a list of pairs is long)."""
     if cfg.iat.max_tokens is None:
         return dict(cfg.model)
     return {name: replace(model, sampling=replace(model.sampling, max_tokens=cfg.iat.max_tokens))
             for name, model in cfg.model.items()}
-
-
-def answers_from_responses(prompts: pl.DataFrame, responses: pl.DataFrame) -> pl.DataFrame:
-    return (prompts.join(responses.filter(pl.col("status") == "ok"), on="prompt_id", how="inner")
-            .select(pl.col("model_name").alias("model"), "dataset", "variation",
-                    pl.col("prompt_id").alias("response_id"), "iteration", "response_text"))
 
 
 # --- the stages (audit.methods.run runs them) -------------------------------------------------

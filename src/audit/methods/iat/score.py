@@ -362,3 +362,9 @@ def score_answers(answers: pl.DataFrame, stimuli: Stimuli) -> pl.DataFrame:
     frame = pl.DataFrame(rows, schema=SCORE_COLUMNS)
     return validate(frame.sort(["model", "category", "dataset", "variation", "response_id"]),
                     IATScoreSchema, "IAT scores")
+
+
+def answers_from_responses(prompts: pl.DataFrame, responses: pl.DataFrame) -> pl.DataFrame:
+    return (prompts.join(responses.filter(pl.col("status") == "ok"), on="prompt_id", how="inner")
+            .select(pl.col("model_name").alias("model"), "dataset", "variation",
+                    pl.col("prompt_id").alias("response_id"), "iteration", "response_text"))
