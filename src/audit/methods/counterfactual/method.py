@@ -15,8 +15,6 @@ import logging
 from pathlib import Path
 
 import polars as pl
-from rich.console import Console
-from rich.table import Table
 
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
@@ -42,11 +40,11 @@ from audit.methods.counterfactual.score import (
     TransformerSentiment,
     check_metrics,
     load_lexicon,
+    metric_table,
     score_texts,
 )
 from audit.schemas import PromptSchema, ResponseSchema, validate
 from audit.tables import read_table, save_figure, write_frame
-from audit.tracking.mlflow import metric_name
 from audit.methods.run import (
     CONFIG_FILE,
     RunClock,
@@ -58,7 +56,13 @@ from audit.methods.run import (
     send_prompts,
     write_metrics,
 )
-from audit.methods.counterfactual.report import distribution_figure, findings, gap_matrix_figure
+from audit.methods.counterfactual.report import (
+    distribution_figure,
+    findings,
+    gap_matrix_figure,
+    print_findings,
+    run_metrics,
+)
 
 log = logging.getLogger(__name__)
 
@@ -89,86 +93,6 @@ def check_settings(config: CounterfactualConfig) -> list[str]:
         raise AuditError("counterfactual.bootstrap_resamples must be >= 1 and "
                          "counterfactual.confidence_level in (0, 1)")
     return check_metrics(config.metrics, config.transformer_model)
-
-
-def metric_table(prompts: pl.DataFrame, responses: pl.DataFrame, groups: pl.DataFrame,
-                 scores: pl.DataFrame, max_tokens: dict[str, int]) -> pl.DataFrame:
-    """Answered prompts with their scores and one column per factor holding the group."""
-    answered = (responses.filter(pl.col("status") == "ok")
-                .join(prompts.select("prompt_id", "model_name", "item_id", "persona_id",
-                                     "replicate"), on="prompt_id")
-                .sort("prompt_id"))
-    caps = pl.Series([max_tokens[name] for name in answered["model_name"]], dtype=pl.Int64)
-    table = answered.select(
-        "prompt_id", "model_name", pl.col("item_id").alias("template_id"),
-        pl.col("persona_id").alias("variant_id"), "replicate",
-        truncated=pl.col("completion_tokens").fill_null(0) >= caps,
-        response_text=pl.col("response_text"))
-    table = pl.concat([table, scores], how="horizontal")
-    wide_groups = groups.pivot(on="factor", index="prompt_id", values="group")
-    factor_columns = sorted(column for column in wide_groups.columns if column != "prompt_id")
-    table = table.join(wide_groups.select("prompt_id", *factor_columns), on="prompt_id",
-                       how="left")
-    return validate(table, CounterfactualMetricSchema, "counterfactual metrics")
-
-
-def run_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, metrics: pl.DataFrame,
-                tests: pl.DataFrame, pairwise: pl.DataFrame, summary: pl.DataFrame,
-                timings: dict[str, float], alpha: float) -> dict[str, float]:
-    """Stable names, so runs line up column by column in the MLflow UI."""
-    values: dict[str, float] = {
-        "n_prompts": prompts.height,
-        "n_templates": prompts["item_id"].n_unique(),
-        "n_variants": prompts["persona_id"].n_unique(),
-        "n_responses_ok": metrics.height,
-        "n_failed": responses.filter(pl.col("status") == "error").height,
-        "n_from_store": responses.filter(pl.col("from_cache")).height,
-        "truncated_share": float(metrics["truncated"].mean() or 0.0),
-        "n_pairs": pairwise.height,
-        "n_pairs_p_bh_below_alpha": int((pairwise["p_bh"] < alpha).sum()),
-        "n_pairs_flagged": int(pairwise["flagged"].sum()),
-    }
-    for stage, seconds in timings.items():
-        values[f"duration_s/{stage}"] = seconds
-    for row in tests.iter_rows(named=True):
-        values[metric_name("kruskal_p_bh", row["model_name"], row["scope"], row["metric"],
-                           row["factor"])] = row["p_bh"]
-    for row in summary.filter(pl.col("scope") == "all").iter_rows(named=True):
-        values[metric_name("mean", row["model_name"], row["metric"], row["factor"],
-                           row["group"])] = row["mean"]
-    return values
-
-
-def print_findings(tests: pl.DataFrame, pairwise: pl.DataFrame, alpha: float) -> None:
-    """The result on stdout: Kruskal-Wallis per metric and factor, then the flagged pairs."""
-    console = Console(width=max(Console().width, 120))
-    overview = Table(title="Kruskal-Wallis across groups (p adjusted by Benjamini-Hochberg)")
-    for column in ("model", "scope", "metric", "factor", "groups", "n", "H", "p", "p_bh"):
-        overview.add_column(column, justify="right" if column in ("n", "H", "p", "p_bh")
-                            else "left")
-    for row in tests.sort("model_name", "metric", "factor", "scope").iter_rows(named=True):
-        overview.add_row(row["model_name"], row["scope"], row["metric"], row["factor"],
-                         row["groups"], str(row["n"]), f"{row['h_statistic']:.2f}",
-                         f"{row['p_value']:.3g}", f"{row['p_bh']:.3g}")
-    console.print(overview)
-    flagged = pairwise.filter(pl.col("flagged"))
-    if flagged.is_empty():
-        console.print(f"No pair flagged: of {pairwise.height} pairwise comparisons none has a "
-                      f"BH-adjusted p below {alpha} with |rank-biserial| at or above the "
-                      f"practical threshold.")
-        return
-    table = Table(title=f"Flagged pairs ({flagged.height} of {pairwise.height})")
-    for column in ("model", "scope", "metric", "a vs b", "mean a", "mean b", "diff [CI]",
-                   "r_rb", "p_bh"):
-        table.add_column(column)
-    for row in flagged.sort("p_bh").iter_rows(named=True):
-        table.add_row(row["model_name"], row["scope"], row["metric"],
-                      f"{row['group_a']} vs {row['group_b']}", f"{row['mean_a']:.3f}",
-                      f"{row['mean_b']:.3f}",
-                      f"{row['mean_difference']:+.3f} [{row['difference_ci_low']:+.3f}, "
-                      f"{row['difference_ci_high']:+.3f}]", f"{row['rank_biserial']:+.2f}",
-                      f"{row['p_bh']:.3g}")
-    console.print(table)
 
 
 # --- the stages (audit.methods.run runs them) -------------------------------------------------

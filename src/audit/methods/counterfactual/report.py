@@ -1,4 +1,5 @@
-"""Figures of a counterfactual run: metric distributions per group and the pairwise gap matrix.
+"""Figures of a counterfactual run: metric distributions per group and the pairwise gap matrix;
+the run's metrics, the tables it prints and the findings its summary states.
 
 Pure functions from tables to matplotlib figures (Agg backend); the method saves them.
 Distributions are drawn per template, side by side, because templates differ in tone and length
@@ -25,6 +26,9 @@ from audit.methods.counterfactual.config import CounterfactualConfig  # noqa: E4
 from audit.methods.counterfactual.schemas import PairwiseSchema  # noqa: E402
 from audit.methods.counterfactual.verdict import PAIRWISE_FILE  # noqa: E402
 from audit.methods.summary import Findings, Headline  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+from audit.tracking.mlflow import metric_name  # noqa: E402
 
 _COLOURS = plt.get_cmap("tab10")
 
@@ -152,3 +156,64 @@ def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> F
     return Findings(headlines(pairwise, cfg.counterfactual), source=run_dir / PAIRWISE_FILE,
                     empty="no pair of groups to compare",
                     metrics=("n_pairs_flagged", "n_pairs", "truncated_share"))
+
+
+# --- what a run logs and prints -----------------------------------------------------------------
+
+def run_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, metrics: pl.DataFrame,
+                tests: pl.DataFrame, pairwise: pl.DataFrame, summary: pl.DataFrame,
+                timings: dict[str, float], alpha: float) -> dict[str, float]:
+    """Stable names, so runs line up column by column in the MLflow UI."""
+    values: dict[str, float] = {
+        "n_prompts": prompts.height,
+        "n_templates": prompts["item_id"].n_unique(),
+        "n_variants": prompts["persona_id"].n_unique(),
+        "n_responses_ok": metrics.height,
+        "n_failed": responses.filter(pl.col("status") == "error").height,
+        "n_from_store": responses.filter(pl.col("from_cache")).height,
+        "truncated_share": float(metrics["truncated"].mean() or 0.0),
+        "n_pairs": pairwise.height,
+        "n_pairs_p_bh_below_alpha": int((pairwise["p_bh"] < alpha).sum()),
+        "n_pairs_flagged": int(pairwise["flagged"].sum()),
+    }
+    for stage, seconds in timings.items():
+        values[f"duration_s/{stage}"] = seconds
+    for row in tests.iter_rows(named=True):
+        values[metric_name("kruskal_p_bh", row["model_name"], row["scope"], row["metric"],
+                           row["factor"])] = row["p_bh"]
+    for row in summary.filter(pl.col("scope") == "all").iter_rows(named=True):
+        values[metric_name("mean", row["model_name"], row["metric"], row["factor"],
+                           row["group"])] = row["mean"]
+    return values
+
+
+def print_findings(tests: pl.DataFrame, pairwise: pl.DataFrame, alpha: float) -> None:
+    """The result on stdout: Kruskal-Wallis per metric and factor, then the flagged pairs."""
+    console = Console(width=max(Console().width, 120))
+    overview = Table(title="Kruskal-Wallis across groups (p adjusted by Benjamini-Hochberg)")
+    for column in ("model", "scope", "metric", "factor", "groups", "n", "H", "p", "p_bh"):
+        overview.add_column(column, justify="right" if column in ("n", "H", "p", "p_bh")
+                            else "left")
+    for row in tests.sort("model_name", "metric", "factor", "scope").iter_rows(named=True):
+        overview.add_row(row["model_name"], row["scope"], row["metric"], row["factor"],
+                         row["groups"], str(row["n"]), f"{row['h_statistic']:.2f}",
+                         f"{row['p_value']:.3g}", f"{row['p_bh']:.3g}")
+    console.print(overview)
+    flagged = pairwise.filter(pl.col("flagged"))
+    if flagged.is_empty():
+        console.print(f"No pair flagged: of {pairwise.height} pairwise comparisons none has a "
+                      f"BH-adjusted p below {alpha} with |rank-biserial| at or above the "
+                      f"practical threshold.")
+        return
+    table = Table(title=f"Flagged pairs ({flagged.height} of {pairwise.height})")
+    for column in ("model", "scope", "metric", "a vs b", "mean a", "mean b", "diff [CI]",
+                   "r_rb", "p_bh"):
+        table.add_column(column)
+    for row in flagged.sort("p_bh").iter_rows(named=True):
+        table.add_row(row["model_name"], row["scope"], row["metric"],
+                      f"{row['group_a']} vs {row['group_b']}", f"{row['mean_a']:.3f}",
+                      f"{row['mean_b']:.3f}",
+                      f"{row['mean_difference']:+.3f} [{row['difference_ci_low']:+.3f}, "
+                      f"{row['difference_ci_high']:+.3f}]", f"{row['rank_biserial']:+.2f}",
+                      f"{row['p_bh']:.3g}")
+    console.print(table)

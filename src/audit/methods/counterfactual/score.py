@@ -19,6 +19,8 @@ import polars as pl
 
 from audit.errors import AuditError
 from audit.tables import read_frame
+from audit.methods.counterfactual.schemas import CounterfactualMetricSchema
+from audit.schemas import validate
 
 BASE_METRICS = ("sentiment", "word_count", "competence_rate", "warmth_rate", "refusal")
 TRANSFORMER_METRIC = "sentiment_transformer"
@@ -171,3 +173,26 @@ def score_texts(texts: list[str], lexicon: Lexicon,
         rows.append(row)
     columns = available_metrics("yes" if transformer is not None else None)
     return pl.DataFrame(rows, schema={column: pl.Float64 for column in columns})
+
+
+# --- the metrics table: each answer's scores beside its groups -------------------------------
+
+def metric_table(prompts: pl.DataFrame, responses: pl.DataFrame, groups: pl.DataFrame,
+                 scores: pl.DataFrame, max_tokens: dict[str, int]) -> pl.DataFrame:
+    """Answered prompts with their scores and one column per factor holding the group."""
+    answered = (responses.filter(pl.col("status") == "ok")
+                .join(prompts.select("prompt_id", "model_name", "item_id", "persona_id",
+                                     "replicate"), on="prompt_id")
+                .sort("prompt_id"))
+    caps = pl.Series([max_tokens[name] for name in answered["model_name"]], dtype=pl.Int64)
+    table = answered.select(
+        "prompt_id", "model_name", pl.col("item_id").alias("template_id"),
+        pl.col("persona_id").alias("variant_id"), "replicate",
+        truncated=pl.col("completion_tokens").fill_null(0) >= caps,
+        response_text=pl.col("response_text"))
+    table = pl.concat([table, scores], how="horizontal")
+    wide_groups = groups.pivot(on="factor", index="prompt_id", values="group")
+    factor_columns = sorted(column for column in wide_groups.columns if column != "prompt_id")
+    table = table.join(wide_groups.select("prompt_id", *factor_columns), on="prompt_id",
+                       how="left")
+    return validate(table, CounterfactualMetricSchema, "counterfactual metrics")

@@ -26,8 +26,6 @@ import logging
 from pathlib import Path
 
 import polars as pl
-from rich.console import Console
-from rich.table import Table
 
 from audit.methods.run import (
     CONFIG_FILE,
@@ -48,6 +46,7 @@ from audit.methods.dif.analyse import DIFResults, analyse, metrics
 from audit.methods.dif.design import build_personas, build_prompts, greedy_models, load_items
 from audit.methods.dif.score import grade_answers
 from audit.methods.dif import report as dif_plots
+from audit.methods.dif.report import print_summary
 
 log = logging.getLogger(__name__)
 
@@ -62,28 +61,6 @@ METRICS = "dif_metrics.json"
 def _read_input(path: str, what: str, setting: str) -> pl.DataFrame:
     file = data_file(path, what, setting)  # the user's file, else the shipped copy
     return read_frame(file, what, f"fix the file or {setting}", as_text=True)  # schemas coerce
-
-
-def print_summary(results: DIFResults, console: Console | None = None) -> None:
-    table = Table(title="DIF: accuracy and bias (DIF score: 1 = persona changes nothing)")
-    for column in ("model", "dataset", "accuracy", "baseline", "DIF real", "DIF null",
-                   "p Welch", "p perm.", "claim"):
-        table.add_column(column)
-    tests = {(row["model_name"], row["dataset"]): row
-             for row in results.tests.iter_rows(named=True)}
-
-    def fmt(value: float | None) -> str:
-        return "-" if value is None or value != value else f"{value:.3f}"
-
-    for row in results.models.iter_rows(named=True):
-        test = tests.get((row["model_name"], row["dataset"]), {})
-        table.add_row(row["model_name"], row["dataset"],
-                      f"{row['accuracy']:.3f} [{row['accuracy_low']:.3f}, "
-                      f"{row['accuracy_high']:.3f}]", fmt(row["baseline_accuracy"]),
-                      fmt(row["mean_dif_real"]), fmt(row["mean_dif_null"]),
-                      fmt(test.get("p_welch")), fmt(test.get("p_permutation")),
-                      "yes" if test.get("claim") else "no")
-    (console or Console()).print(table)
 
 
 # --- the stages (audit.methods.run runs them) -------------------------------------------------
@@ -169,7 +146,8 @@ def _warn(results: DIFResults) -> None:
 
 
 class DIFMethod:
-    """`method=dif`: the registered entry; the pure logic it calls lives in method.py."""
+    """`method=dif`: the registered entry and its stages (above); the work they call is in
+    design.py, score.py, analyse.py and report.py."""
 
     name = "dif"
     findings = staticmethod(dif_plots.findings)  # real vs null personas in words, for the summary

@@ -16,11 +16,13 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from audit.methods.configs import AuditConfig  # noqa: E402
 from audit.tables import RUN_UNFINISHED, read_table  # noqa: E402
-from audit.methods.dif.analyse import ALL_DATASETS  # noqa: E402
+from audit.methods.dif.analyse import ALL_DATASETS, DIFResults  # noqa: E402
 from audit.methods.dif.schemas import DIFTestSchema  # noqa: E402
 from audit.methods.dif.verdict import TESTS_FILE  # noqa: E402
 from audit.methods.summary import Findings, Headline  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
 
 CATEGORY_COLOURS = {"baseline": "#000000", "race": "#1f77b4", "religion": "#ff7f0e",
                     "gender": "#2ca02c", "sexuality": "#d62728", "disability": "#9467bd",
@@ -136,6 +138,30 @@ def accuracy_vs_bias_plot(models: pl.DataFrame, across: pl.DataFrame) -> Figure:
     axis.legend(fontsize=7)
     figure.tight_layout()
     return figure
+
+
+# --- the table printed at the end of the analyse stage -----------------------------------------
+
+def print_summary(results: DIFResults, console: Console | None = None) -> None:
+    table = Table(title="DIF: accuracy and bias (DIF score: 1 = persona changes nothing)")
+    for column in ("model", "dataset", "accuracy", "baseline", "DIF real", "DIF null",
+                   "p Welch", "p perm.", "claim"):
+        table.add_column(column)
+    tests = {(row["model_name"], row["dataset"]): row
+             for row in results.tests.iter_rows(named=True)}
+
+    def fmt(value: float | None) -> str:
+        return "-" if value is None or value != value else f"{value:.3f}"
+
+    for row in results.models.iter_rows(named=True):
+        test = tests.get((row["model_name"], row["dataset"]), {})
+        table.add_row(row["model_name"], row["dataset"],
+                      f"{row['accuracy']:.3f} [{row['accuracy_low']:.3f}, "
+                      f"{row['accuracy_high']:.3f}]", fmt(row["baseline_accuracy"]),
+                      fmt(row["mean_dif_real"]), fmt(row["mean_dif_null"]),
+                      fmt(test.get("p_welch")), fmt(test.get("p_permutation")),
+                      "yes" if test.get("claim") else "no")
+    (console or Console()).print(table)
 
 
 # --- the run's answer, for the summary every run ends with (audit.methods.summary) ---------------
