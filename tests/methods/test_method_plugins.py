@@ -270,7 +270,7 @@ def run(folder: Path, *arguments: str, check: bool = True) -> subprocess.Complet
     return done
 
 
-def test_a_fifth_method_registers_its_config_and_verdict_from_its_folder(project: Path):
+def test_a_fifth_method_registers_its_config_sections_and_verdict_rules(project: Path):
     """In process: its section is typed like any other and its verdict rules join the flat set."""
     script = textwrap.dedent('''
         from omegaconf import OmegaConf

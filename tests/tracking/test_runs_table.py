@@ -26,3 +26,10 @@ def test_a_mixed_table_shows_each_methods_columns_and_the_asked_for_ones():
             _run("counterfactual", {"n_prompts": 8.0, "n_pairs_flagged": 2.0, "n_pairs": 6.0})]
     assert metric_columns(runs, ["theta_mean/*"]) == [
         "n_prompts", "n_pairs", "n_pairs_flagged", "rhat_max", "theta_mean/a"]
+
+
+def test_a_run_logged_before_the_tag_gets_its_methods_columns_from_the_caller():
+    run = _run("iat", {"iat/n_scored": 10.0, "rhat_max": 1.0})
+    del run["tags"][HEADLINE_TAG]
+    assert metric_columns([run], []) == []
+    assert metric_columns([run], [], headline_metrics) == ["iat/n_scored"]

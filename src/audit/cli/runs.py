@@ -24,6 +24,7 @@ from rich.table import Table
 
 from audit.cli.params import HEADER, overrides_file
 from audit.config import TrackingConfig
+from audit.methods import headline_metrics, registered_methods
 from audit.methods.configs import to_audit_config
 from audit.tracking import mlflow as tracking
 from audit.logs import configure_cli_logging
@@ -35,6 +36,11 @@ log = logging.getLogger(__name__)
 MAX_VARYING_COLUMNS = 5
 CONFIG_ARTIFACT = "config.yaml"
 OVERRIDES_ARTIFACT = "hydra/overrides.yaml"
+
+
+def known_headline_metrics(method: str) -> tuple[str, ...]:
+    """A registered method's headline metrics, for runs logged before runs recorded them."""
+    return headline_metrics(method) if method in registered_methods() else ()
 
 
 def _format(value: Any) -> str:
@@ -233,7 +239,7 @@ def _list(arguments: argparse.Namespace, settings: TrackingConfig, console: Cons
                   settings.tracking_uri, f" under sweep {arguments.sweep}" if arguments.sweep
                   else ": run an audit first (python -m audit)")
         return 1
-    frame = runs_frame(runs, arguments.metric)
+    frame = runs_frame(runs, arguments.metric, known_headline_metrics)
     if arguments.csv:
         write_frame(frame, arguments.csv)
     where = f"sweep {arguments.sweep}" if arguments.sweep else f"experiment '{settings.experiment}'"

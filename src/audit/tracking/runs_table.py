@@ -4,6 +4,7 @@ the chosen metrics. `python -m audit.runs` prints it and a sweep's parent run lo
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -42,10 +43,19 @@ def varying_params(runs: list[dict[str, Any]]) -> list[str]:
     return sorted(varying, key=lambda key: (key.count("."), key))
 
 
-def metric_columns(runs: list[dict[str, Any]], patterns: list[str]) -> list[str]:
+def metric_columns(runs: list[dict[str, Any]], patterns: list[str],
+                   headline: Callable[[str], Sequence[str]] | None = None) -> list[str]:
+    """The runs' headline metrics (their tag; for a run logged before runs carried it,
+    `headline(method)` when given), then those matching `patterns`, as present in the runs."""
     present = sorted({name for run in runs for name in run["metrics"]})
     chosen: list[str] = []
-    declared = sorted({run["tags"].get(HEADLINE_TAG, "") for run in runs if run["metrics"]})
+
+    def declared_by(run: dict[str, Any]) -> str:
+        if HEADLINE_TAG in run["tags"] or headline is None:
+            return run["tags"].get(HEADLINE_TAG, "")
+        return ",".join(headline(run["tags"].get("method", "")))
+
+    declared = sorted({declared_by(run) for run in runs if run["metrics"]})
     defaults = [pattern for patterns in declared for pattern in patterns.split(",") if pattern]
     for pattern in [*defaults, *patterns]:
         for name in present:
@@ -54,11 +64,11 @@ def metric_columns(runs: list[dict[str, Any]], patterns: list[str]) -> list[str]
     return chosen
 
 
-def runs_frame(runs: list[dict[str, Any]],
-               metric_patterns: list[str] | None = None) -> pl.DataFrame:
+def runs_frame(runs: list[dict[str, Any]], metric_patterns: list[str] | None = None,
+               headline: Callable[[str], Sequence[str]] | None = None) -> pl.DataFrame:
     """One row per run: identity, provenance, the params that vary, and the chosen metrics."""
     params = varying_params(runs)
-    metrics = metric_columns(runs, metric_patterns or [])
+    metrics = metric_columns(runs, metric_patterns or [], headline)
     rows = []
     for run in runs:
         tags = run["tags"]
