@@ -74,3 +74,35 @@ def test_the_stages_name_no_method_and_read_each_methods_own_params_from_dvc_par
             assert composed[stage]["method"] == method
             for key in declared.get(stage, ()):
                 assert OmegaConf.select(composed[stage], key) is not None, (method, stage, key)
+
+
+def test_dvc_composes_the_dvc_params_as_audit_params_does(tmp_path: Path):
+    """`dvc exp run -S` composes conf/pipeline.yaml itself (DVC's compose_and_dump, which resolves
+    the config in place) with this project's Hydra plugin: the resolver must give DVC a value it
+    can store, the same as `python -m audit.params` writes."""
+    from dvc.utils.hydra import compose_and_dump
+
+    from audit.cli.params import compose_params
+    from audit.config import CONF_DIR
+    from audit.methods.configs import DVC_STAGES
+
+    assert DVC_STAGES == STAGE_NAMES
+    output = tmp_path / "params.yaml"
+    compose_and_dump(output, CONF_DIR, None, "pipeline", str(PROJECT_ROOT / "src"),
+                     ["method=iat", "iat.max_tokens=64"])
+    dumped = yaml.safe_load(output.read_text())["dvc_params"]
+    assert dumped["respond"] == {"method": "iat", "iat": {"max_tokens": 64}}
+    ours = OmegaConf.to_container(OmegaConf.structured(
+        compose_params(["method=iat", "iat.max_tokens=64"])).dvc_params)
+    assert dumped == ours
+
+
+def test_a_params_yaml_from_a_past_runs_config_carries_the_dvc_params():
+    """`python -m audit.runs params` writes params.yaml from a run's config.yaml, which has no
+    dvc_params (only the pipeline config fills them): dvc.yaml's stages would not find theirs."""
+    from audit.cli.params import params_yaml
+    from audit.methods.configs import AuditConfig
+
+    written = yaml.safe_load(params_yaml(AuditConfig(method="iat")))["dvc_params"]
+    assert written["respond"] == {"method": "iat", "iat": {"max_tokens": 256}}
+    assert set(written) == set(STAGE_NAMES)

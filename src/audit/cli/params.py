@@ -26,7 +26,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from audit.config import CONF_DIR
 
-from audit.methods.configs import AuditConfig, to_audit_config
+from audit.methods.configs import AuditConfig, to_audit_config, with_dvc_params
 from audit.config_errors import one_line_config_errors
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
@@ -49,8 +49,9 @@ def compose_params(overrides: list[str]) -> AuditConfig:
     return to_audit_config(composed)
 
 
-def params_yaml(cfg: AuditConfig) -> str:
-    return HEADER + OmegaConf.to_yaml(OmegaConf.structured(cfg))
+def params_yaml(cfg: AuditConfig, header: str = HEADER) -> str:
+    """params.yaml: the config, with the running method's DVC params that dvc.yaml lists."""
+    return header + OmegaConf.to_yaml(OmegaConf.structured(with_dvc_params(cfg)))
 
 
 # Next to params.yaml: the overrides it was composed from, which `dvc exp run -S` must repeat.

@@ -15,7 +15,7 @@ the resolver, so `dvc exp run -S` fills it as `python -m audit.params` does.
 
 from __future__ import annotations
 
-from dataclasses import field, fields, make_dataclass
+from dataclasses import field, fields, make_dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -26,6 +26,8 @@ from audit.config import SharedConfig, SharedVerdictRules
 from audit.methods import method_module, registered_methods
 
 DVC_PARAMS_RESOLVER = "audit_dvc_params"
+# dvc.yaml's stages (audit.methods.run.STAGE_NAMES), each with its dvc_params entry.
+DVC_STAGES = ("design", "respond", "score", "analyse", "report")
 _ABSENT = object()
 
 
@@ -75,9 +77,10 @@ VerdictConfig.__doc__ = ("The rules `python -m audit.verdict` applies to a finis
                          "SharedVerdictRules plus each method's VERDICT_RULES.")
 
 
-def dvc_stage_params(stage: str, *, _root_: DictConfig) -> dict[str, Any]:
+def dvc_stage_params(stage: str, *, _root_: DictConfig) -> DictConfig:
     """The running method's name and the settings of its own that DVC stage `stage` reads (its
-    config's DVC_PARAMS[stage], dotted keys), nested as in the config."""
+    config's DVC_PARAMS[stage], dotted keys), nested as in the config. A DictConfig, not a dict:
+    DVC resolves the composed config in place (OmegaConf.resolve), which takes no plain dict."""
     method = _root_.method
     chosen: dict[str, Any] = {"method": method}
     for key in method_module(method, "config").DVC_PARAMS.get(stage, ()):
@@ -92,7 +95,16 @@ def dvc_stage_params(stage: str, *, _root_: DictConfig) -> dict[str, Any]:
         for parent in parents:
             node = node.setdefault(parent, {})
         node[leaf] = value
-    return chosen
+    return OmegaConf.create(chosen)
+
+
+def with_dvc_params(cfg: AuditConfig) -> AuditConfig:
+    """`cfg` with dvc_params filled for its method, as conf/pipeline.yaml fills them: for a
+    params.yaml written from a config composed without them (a past run's config.yaml)."""
+    root = OmegaConf.structured(cfg)
+    return replace(cfg, dvc_params={
+        stage: OmegaConf.to_container(dvc_stage_params(stage, _root_=root))
+        for stage in DVC_STAGES})
 
 
 def register_resolver() -> None:
