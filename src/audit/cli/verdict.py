@@ -105,10 +105,10 @@ def recorded_method(run_dir: Path) -> str:
     except (OSError, YAMLError, OmegaConfBaseException) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise VerdictError(f"cannot read the run's config at {path}: {first}") from None
-    if method not in registered_methods():
+    known = sorted(registered_methods())
+    if method not in known:
         raise VerdictError(f"the run's config at {path} records method {method!r}, not one of "
-                           f"{', '.join(sorted(registered_methods()))}: pass the output directory of an "
-                           f"audit run")
+                           f"{', '.join(known)}: pass the output directory of an audit run")
     return method
 
 

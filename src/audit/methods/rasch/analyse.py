@@ -1,5 +1,5 @@
-"""The Rasch audit's analyse stage: the Rasch model fitted to the labels (the configured outcome, and
-fit.second_outcome when set), and the fit's files (posterior, summary, contrasts, diagnostics),
+"""The Rasch audit's analyse stage: the Rasch model fitted to the labels (the configured outcome,
+and fit.second_outcome when set), and the fit's files (posterior, summary, contrasts, diagnostics),
 which `python -m audit.fit` writes too."""
 
 from __future__ import annotations
