@@ -22,7 +22,7 @@ from audit.methods.rasch.schemas import ContrastSchema
 
 log = logging.getLogger(__name__)
 
-# Written by the fit stage (methods/rasch/files.py write_fit) under the run's fit/ folder.
+# Written by the fit stage (methods/rasch/analyse.py write_fit) under the run's fit/ folder.
 CONTRASTS_FILE = Path("fit") / "contrasts.csv"
 DIAGNOSTICS_FILE = Path("fit") / "diagnostics.json"
 DIAGNOSTIC_TYPES = {"converged": (bool,), "rhat_max": (int, float), "ess_bulk_min": (int, float),
