@@ -1,6 +1,6 @@
 """The default judge on the 57-answer gold sample every audit logs: judge alone and cascade.
 
-Usage: python benchmarks/judge_gold.py   (about 10 minutes on 2 cores; a fresh response store)
+Usage: python benchmarks/judge_gold.py   (about 4 minutes on 2 cores; a fresh response store)
 
 The default cascade (rules, then Qwen2.5-Coder-1.5B scoring the letters of four described
 outcomes, and asking whether an answer that does not decide refused) and the judge model alone
