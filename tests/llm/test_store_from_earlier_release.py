@@ -21,12 +21,17 @@ from audit.methods.run import answer_prompts
 pytestmark = pytest.mark.slow
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "release_0_1"
+RELEASE_0_1_EXPLICIT = tuple(f"{race}_{gender}" for gender in ("man", "woman")
+                             for race in ("white", "black", "hispanic", "asian"))
 
 
 def test_every_prompt_of_the_default_audit_keeps_its_request_key() -> None:
     """Fails if anything that enters a key changed: the prompt text (items, personas, templates),
     the system prompt, sampling parameters, seeds, the model identity or the key's encoding."""
-    cfg = compose_params([])
+    # Release 0.1's default persona set: one explicit phrasing per cell and 8 null personas (today's
+    # default adds a second phrasing per cell and keeps the first 4 of the same null personas).
+    cfg = compose_params([f"personas.explicit_ids=[{','.join(RELEASE_0_1_EXPLICIT)}]",
+                          "personas.null_count=8"])
     prompts = design_stage(cfg)
     planned = plan_requests(prompts, backends_for(cfg, prompts), models_for(cfg, prompts))
     keys = sorted({item.key for item in planned})

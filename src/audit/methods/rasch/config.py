@@ -15,7 +15,8 @@ class FitConfig:
     """The IRT model and the sampler. Thresholds default to Vehtari et al. (2021)."""
 
     name: str = "rasch"
-    # rasch (identified, Binomial cells) | rasch_seed (original audit) | twopl | explanatory
+    # rasch (identified, Binomial cells) | rasch_seed (original audit) | twopl | explanatory |
+    # population (group contrasts: text spread within demographic cells; conf/fit/population.yaml)
     model: str = "rasch"
     outcome: str = "favourable"  # favourable | undetermined
     # Labels left out of the fit (of fit.outcome and fit.second_outcome alike), except the label
@@ -41,6 +42,10 @@ class FitConfig:
     item_dif: list[str] = field(default_factory=list)
     # Half-width of the region of practical equivalence, in logits (default: Cohen's d = 0.1).
     rope: float = 0.1814
+    # Family-wise error rate of the `different` decisions: each contrast is decided on its HDI of
+    # mass 1 - familywise_alpha / K, K the contrasts of one audited model and outcome (Bonferroni);
+    # null: each on its own fit.hdi_prob HDI, with no multiplicity control.
+    familywise_alpha: float | None = 0.05
     # A second outcome coding fitted next to fit.outcome, e.g. `undetermined` to measure who is
     # asked for more information; its contrasts carry outcome=<coding>.
     second_outcome: str | None = None
@@ -74,16 +79,12 @@ class PlanConfig:
 
 @dataclass
 class RaschVerdictRules:
-    """`python -m audit.verdict` on a Rasch run: a contrast fails when its HDI lies outside the
-    ROPE ("different") and it is beyond the noise floor, and a fit when it did not converge
-    (methods/rasch/verdict.py)."""
+    """`python -m audit.verdict` on a Rasch run: a contrast fails when its family-wise HDI lies
+    outside the ROPE ("different"), and a fit when it did not converge
+    (methods/rasch/verdict.py). Null personas rank a finding (null_percentile); they do not
+    forgive it."""
 
     rasch_fail_on_undecided: bool = False
-    # A "different" contrast fails only when P(|gap| > 2 x noise floor) (p_beyond_noise) reaches
-    # this: a gap within what random-string personas produce is not a demographic finding (0:
-    # fail every "different"). Contrasts without a floor (fewer than two null personas) are
-    # judged on the decision alone.
-    rasch_min_p_beyond_noise: float = field(default=0.5, metadata={"range": (0.0, 1.0)})
     rasch_require_converged: bool = True
 
 

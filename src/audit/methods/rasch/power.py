@@ -39,7 +39,7 @@ from audit.methods.rasch.irt.rasch import build_rasch_model, posterior_draws
 
 logger = logging.getLogger(__name__)
 
-PLANNABLE_MODELS = ("rasch", "twopl", "explanatory")
+PLANNABLE_MODELS = ("rasch", "twopl", "explanatory", "population")
 GAP_UNITS = ("logit", "pp")
 POWER_COLUMNS = (
     "model_name", "persona_multiple", "replicates", "respondents", "simulations", "gap_logit",
@@ -122,8 +122,8 @@ def planning_model(design: PlannedDesign, respondents: RespondentTable, fit_mode
     """The audit's own model on the planned cells; the explanatory one models only the planned
     attribute (other attributes would only add zero-effect terms to the simulation)."""
     data = _cell_data(design, 1)
-    if fit_model == "explanatory":
-        return build_explanatory_model(data, respondents, ())
+    if fit_model in ("explanatory", "population"):
+        return build_explanatory_model(data, respondents, (), population=fit_model == "population")
     return build_rasch_model(data, fit_model)
 
 

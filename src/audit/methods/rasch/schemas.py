@@ -118,8 +118,10 @@ class SummarySchema(pa.DataFrameModel):
 class ContrastSchema(pa.DataFrameModel):
     """`fit/contrasts.csv` as its readers need it (the report, the metrics, the verdict): gaps
     between levels of an attribute judged against a ROPE; `outcome` names the outcome's fit
-    when the run fitted more than one. The noise-floor columns are optional (null without two
-    null personas, absent in older runs): the verdict and the report's headline read them."""
+    when the run fitted more than one. The noise-floor and null-rank columns are optional (null
+    without two null personas, absent in older runs), and so are the family-wise decision
+    columns: a run written before them was decided on its `hdi_low`/`hdi_high`, and the verdict
+    reads it that way."""
 
     outcome: Optional[str] = pa.Field(nullable=True)  # noqa: UP045 - pandera reads Optional
     model_name: str
@@ -134,9 +136,15 @@ class ContrastSchema(pa.DataFrameModel):
     rope_low: float
     rope_high: float
     decision: str = pa.Field(isin=list(CONTRAST_DECISIONS))
+    familywise_alpha: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
+    family_size: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
+    decision_prob: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
+    decision_low: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
+    decision_high: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
     noise_floor: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
     ratio_to_noise: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
     p_beyond_noise: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
+    null_percentile: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
 
     class Config:
         strict = "filter"

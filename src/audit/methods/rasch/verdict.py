@@ -1,10 +1,13 @@
 """The Rasch method's CI rules (`python -m audit.verdict` on a Rasch run).
 
-A contrast of `fit/contrasts.csv` fails when its HDI lies outside the region of practical
-equivalence (decision `different`) and it is beyond the noise floor (p_beyond_noise at least
-`rasch_min_p_beyond_noise`: a gap that random-string personas produce too is reported, not
-failed); with `rasch_fail_on_undecided`, an `undecided` one fails too. A fit that did not converge
-fails (`fit/diagnostics.json`, and a second outcome's fit in `fit/OUTCOME/`).
+A contrast of `fit/contrasts.csv` fails when its family-wise HDI (mass `decision_prob`, 1 - alpha / K
+over the K contrasts of one audited model and outcome: fit.familywise_alpha) lies outside the
+region of practical equivalence (decision `different`); with `rasch_fail_on_undecided`, an
+`undecided` one fails too. Null personas do not forgive a `different` contrast: where it ranks
+among null-vs-null contrasts (`null_percentile`) is shown in the check's message as a diagnostic.
+A run written before the family-wise columns is judged on its `hdi_low`/`hdi_high` decision, as it
+was then. A fit that did not converge fails (`fit/diagnostics.json`, and a second outcome's fit in
+`fit/OUTCOME/`).
 """
 
 from __future__ import annotations
@@ -61,36 +64,44 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
     by_outcome = "outcome" in contrasts.columns
     for row in contrasts.sort([*(["outcome"] if by_outcome else []), "model_name", "attribute",
                                "level_a", "level_b"]).iter_rows(named=True):
-        outside = row["hdi_low"] > row["rope_high"] or row["hdi_high"] < row["rope_low"]
+        interval, low, high = decision_interval(row)
+        outside = low > row["rope_high"] or high < row["rope_low"]
         if outside != (row["decision"] == "different"):
-            log.warning("Rasch contrast %s %s vs %s: decision '%s' but the HDI [%.3f, %.3f] "
+            log.warning("Rasch contrast %s %s vs %s: decision '%s' but the %s [%.3f, %.3f] "
                         "is %s the ROPE [%.3f, %.3f]; judging by the decision column",
                         row["attribute"], row["level_a"], row["level_b"], row["decision"],
-                        row["hdi_low"], row["hdi_high"], "outside" if outside else "not outside",
+                        interval, low, high, "outside" if outside else "not outside",
                         row["rope_low"], row["rope_high"])
-        beyond, noise = noise_check(row, rules)
-        failed = (row["decision"] == "different" and beyond) or (
+        failed = row["decision"] == "different" or (
             rules.rasch_fail_on_undecided and row["decision"] == "undecided")
         outcome = f"{row['outcome']}." if by_outcome else ""
         checks.append(Check(
             "rasch", f"rasch.{outcome}{row['model_name']}.{row['attribute']}",
             f"{row['level_a']} vs {row['level_b']}", failed,
-            f"{row['decision']}: HDI [{row['hdi_low']:+.3f}, {row['hdi_high']:+.3f}] against "
+            f"{row['decision']}: {interval} [{low:+.3f}, {high:+.3f}] against "
             f"ROPE [{row['rope_low']:+.3f}, {row['rope_high']:+.3f}], mean {row['mean']:+.3f}, "
-            f"P(direction) {row['p_direction']:.3f}; {noise}"))
+            f"P(direction) {row['p_direction']:.3f}; {null_rank(row)}"))
     return checks
 
 
-def noise_check(row: dict, rules: VerdictConfig) -> tuple[bool, str]:
-    """Whether a contrast's gap is beyond what random-string personas produce, and why. Without
-    a noise floor (no null personas, or a run older than the column) the decision stands."""
-    p_beyond, floor = row.get("p_beyond_noise"), row.get("noise_floor")
-    if not (finite(p_beyond) and finite(floor)):
-        return True, "no noise floor to compare with"
-    beyond = p_beyond >= rules.rasch_min_p_beyond_noise
-    where = "beyond" if beyond else "within (not a demographic finding)"
-    return beyond, (f"noise floor {floor:.3f}, P(|gap| > 2 x floor) {p_beyond:.3f}: {where} the "
-                    f"noise at rasch_min_p_beyond_noise={rules.rasch_min_p_beyond_noise}")
+def decision_interval(row: dict) -> tuple[str, float, float]:
+    """The interval a contrast was decided on, named: the family-wise HDI, or, in a run written
+    before it existed, the reported HDI."""
+    mass, low, high = row.get("decision_prob"), row.get("decision_low"), row.get("decision_high")
+    if finite(mass) and finite(low) and finite(high):
+        family = (f"alpha {row['familywise_alpha']:g} over {row['family_size']:.0f} contrasts"
+                  if finite(row.get("familywise_alpha")) else "no family-wise control")
+        return f"{100 * mass:.2f}% HDI ({family})", low, high
+    return "HDI (a run without family-wise decisions)", row["hdi_low"], row["hdi_high"]
+
+
+def null_rank(row: dict) -> str:
+    """Where the gap ranks among null-vs-null gaps of the same group sizes (a diagnostic)."""
+    percentile = row.get("null_percentile")
+    if not finite(percentile):
+        return "no null-vs-null comparison (fewer than two null personas, or an older run)"
+    return (f"larger than {percentile:.0f}% of null-vs-null gaps of the same group sizes "
+            "(a diagnostic: it does not change the decision)")
 
 
 def read_rasch(run_dir: Path) -> tuple[pl.DataFrame, dict[str, dict]]:

@@ -9,9 +9,12 @@ GENDERS = ("man", "woman")
 RACES = ("Asian", "Black", "Hispanic", "White")
 
 
-def persona_frame(null_count: int) -> pl.DataFrame:
-    rows = [{"persona_id": f"{race.lower()}_{gender}", "persona_kind": "explicit",
-             "gender": gender, "race": race} for gender in GENDERS for race in RACES]
+def persona_frame(null_count: int, texts_per_cell: int = 1) -> pl.DataFrame:
+    """One explicit persona text per gender x race cell (the first keeps the old ids), more with
+    texts_per_cell, the baseline and null_count null personas."""
+    rows = [{"persona_id": f"{race.lower()}_{gender}" + (f"_{text}" if text else ""),
+             "persona_kind": "explicit", "gender": gender, "race": race}
+            for gender in GENDERS for race in RACES for text in range(texts_per_cell)]
     rows.append({"persona_id": "baseline", "persona_kind": "baseline", "gender": None,
                  "race": None})
     rows += [{"persona_id": f"null_{k}", "persona_kind": "null", "gender": None, "race": None}
@@ -24,15 +27,17 @@ def simulate_audit(race_effect: dict[str, float], *, models: tuple[str, ...] = (
                    items: int = 12, replicates: int = 4, null_count: int = 4,
                    residual_sd: float = 0.2, null_sd: float = 0.2, model_rate: float = 0.0,
                    item_sd: float = 1.0, item_dif: dict[tuple[str, int], float] | None = None,
-                   real_shift: float = 0.0, seed: int = 1) -> pl.DataFrame:
+                   real_shift: float = 0.0, texts_per_cell: int = 1,
+                   seed: int = 1) -> pl.DataFrame:
     """Long outcome table (respondent, item, y, model_name, persona_kind, gender, race).
 
     theta = model_rate + race_effect[race] + residual (sd residual_sd, or null_sd for null
     personas), plus real_shift for every persona that is not null; item_dif adds a shift to
-    (race, item index) cells.
+    (race, item index) cells. texts_per_cell > 1: several persona texts per gender x race cell,
+    each with its own residual, so residual_sd is the spread of texts within a demographic cell.
     """
     rng = np.random.default_rng(seed)
-    personas = persona_frame(null_count)
+    personas = persona_frame(null_count, texts_per_cell)
     difficulty = rng.normal(0.0, item_sd, items)
     difficulty -= difficulty.mean()
     rows = []

@@ -16,7 +16,12 @@ against a region of practical equivalence (ROPE), plus the same gap read against
   demographic gap well beyond that is more than what any change of persona text does.
 * Decision (Kruschke 2018, "Rejecting or accepting parameter values in Bayesian estimation",
   AMPPS 1(2)): HDI entirely outside the ROPE: ``different``; entirely inside: ``equivalent``;
-  otherwise ``undecided``.
+  otherwise ``undecided``. The HDI decided on has mass 1 - alpha / K (``decision_prob``), K the
+  contrasts of one audited model (``family_size``) and alpha ``fit.familywise_alpha``
+  (Bonferroni): the chance that any of them is called `different` when no group differs stays
+  below alpha. ``hdi_low``/``hdi_high`` keep the reported ``fit.hdi_prob`` interval.
+* ``null_percentile`` (null_rank.py) ranks each contrast among null-vs-null contrasts of the same
+  group sizes: a diagnostic shown next to the decision.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import xarray as xr
 
 from audit.errors import AuditError
 from audit.methods.rasch.irt.explanatory import NULL_KIND, RespondentTable
+from audit.methods.rasch.irt.null_rank import null_percentile
 from audit.stats.intervals import hdi_bounds
 
 # Default ROPE half-width in logits: Cohen's d = 0.1 ("negligible", half of "small") converted to a
@@ -41,8 +47,9 @@ POOLED_MODEL = "all models"
 
 CONTRAST_COLUMNS = (
     "model_name", "attribute", "level_a", "level_b", "n_a", "n_b", "mean", "sd", "hdi_low",
-    "hdi_high", "p_direction", "rope_low", "rope_high", "decision", "noise_floor",
-    "ratio_to_noise", "p_beyond_noise",
+    "hdi_high", "p_direction", "rope_low", "rope_high", "decision", "familywise_alpha",
+    "family_size", "decision_prob", "decision_low", "decision_high", "noise_floor",
+    "ratio_to_noise", "p_beyond_noise", "null_percentile",
 )
 
 
@@ -56,6 +63,18 @@ def decide(hdi_low: float, hdi_high: float, rope: float) -> str:
     if hdi_low >= -rope and hdi_high <= rope:
         return "equivalent"
     return "undecided"
+
+
+def decision_hdi_prob(familywise_alpha: float | None, family_size: int,
+                      hdi_prob: float) -> float:
+    """The HDI mass each of ``family_size`` contrasts is decided on: 1 - alpha / K (Bonferroni),
+    or the reported ``hdi_prob`` when family-wise control is off (alpha None)."""
+    if familywise_alpha is None:
+        return hdi_prob
+    if not 0.0 < familywise_alpha < 1.0:
+        raise AuditError(f"fit.familywise_alpha={familywise_alpha} must lie between 0 and 1 "
+                         "(0.05 is the default; null decides each contrast on fit.hdi_prob)")
+    return 1.0 - familywise_alpha / max(family_size, 1)
 
 
 def _theta_draws(posterior: xr.Dataset, respondents: list[str]) -> np.ndarray:
@@ -141,9 +160,38 @@ def _row(model_name: str, attribute: str, level_a: str, level_b: str, gap: np.nd
     return row
 
 
+def _decided(row: dict[str, object], gap: np.ndarray, familywise_alpha: float | None,
+             family_size: int, hdi_prob: float, rope: float) -> dict[str, object]:
+    """The row with its decision taken on the family-wise HDI."""
+    mass = decision_hdi_prob(familywise_alpha, family_size, hdi_prob)
+    low, high = hdi_bounds(gap, mass)
+    return {**row, "familywise_alpha": familywise_alpha, "family_size": family_size,
+            "decision_prob": mass, "decision_low": low, "decision_high": high,
+            "decision": decide(low, high, rope)}
+
+
+def _null_means(posterior: xr.Dataset, respondents: RespondentTable, model_name: str,
+                scale: np.ndarray | None) -> np.ndarray | None:
+    """Posterior mean favourability of one audited model's null personas (log-odds scale)."""
+    if model_name == POOLED_MODEL:
+        return None
+    nulls = respondents.frame.filter((pl.col("model_name") == model_name)
+                                     & (pl.col("persona_kind") == NULL_KIND))
+    if nulls.height < 2:
+        return None
+    draws = _theta_draws(posterior, nulls.get_column("respondent").to_list())
+    if scale is not None:
+        draws = draws * scale[:, None]
+    return draws.mean(axis=0)
+
+
 def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
-                    rope: float = ROPE_HALF_WIDTH_LOGIT, hdi_prob: float = 0.94) -> pl.DataFrame:
-    """Every pair of levels of every attribute, per model, plus pooled rows for several models."""
+                    rope: float = ROPE_HALF_WIDTH_LOGIT, hdi_prob: float = 0.94,
+                    familywise_alpha: float | None = None) -> pl.DataFrame:
+    """Every pair of levels of every attribute, per model, plus pooled rows for several models.
+
+    Each model's contrasts (and the pooled ones) form one family for ``familywise_alpha``;
+    None decides each contrast on its own ``hdi_prob`` HDI."""
     model_names = list(respondents.models)
     if any(f"effect_{attribute}" in posterior for attribute in respondents.attributes) \
             and len(model_names) > 1:
@@ -154,18 +202,25 @@ def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
         noise = null_spread_draws(posterior, respondents, model_name)
         if scale is not None and noise is not None:
             noise = noise * scale
+        family: list[tuple[np.ndarray, dict[str, object]]] = []
         for attribute in respondents.attributes:
             draws = _level_draws(posterior, respondents, attribute, model_name)
             if scale is not None:
                 draws = {level: values * scale for level, values in draws.items()}
             counts = _level_counts(respondents, attribute, model_name)
             for level_a, level_b in combinations(sorted(draws), 2):
-                rows.append(_row(model_name, attribute, level_a, level_b,
-                                 draws[level_a] - draws[level_b], counts, noise, rope, hdi_prob))
+                gap = draws[level_a] - draws[level_b]
+                family.append((gap, _row(model_name, attribute, level_a, level_b, gap, counts,
+                                         noise, rope, hdi_prob)))
+        null_means = _null_means(posterior, respondents, model_name, scale)
+        for gap, row in family:
+            row["null_percentile"] = null_percentile(null_means, int(row["n_a"]),
+                                                     int(row["n_b"]), float(row["mean"]))
+            rows.append(_decided(row, gap, familywise_alpha, len(family), hdi_prob, rope))
     schema = {column: pl.Float64 for column in CONTRAST_COLUMNS}
     schema.update({column: pl.String for column in ("model_name", "attribute", "level_a",
                                                     "level_b", "decision")})
-    schema.update({"n_a": pl.Int64, "n_b": pl.Int64})
+    schema.update({"n_a": pl.Int64, "n_b": pl.Int64, "family_size": pl.Int64})
     return pl.DataFrame(rows, schema=schema, orient="row").select(CONTRAST_COLUMNS).sort(
         "model_name", "attribute", "level_a", "level_b")
 

@@ -18,6 +18,13 @@ theta[respondent] = model_effect[model] + real_effect[model] * is_real[responden
   strings) get separate scales per audited model, ``sigma_residual`` and ``sigma_null``: ``sigma_null`` is how much
   favourability moves when the prompt changes by a persona that carries no demographic signal,
   estimated in the same model, which is the noise floor a demographic contrast is read against.
+* ``population=True`` (``fit.model=population``) is the same decomposition read as a claim about
+  groups: ``sigma_residual`` is the spread of persona texts (phrasings, names) inside one
+  demographic cell, with a prior wide enough for a text-to-text sd of a logit or more, and the
+  null arm informs it: ``sigma_null`` is ``sigma_residual`` times a ratio whose log has a N(0, 0.5)
+  prior, so null texts and demographic texts share one scale up to a factor of about 2.7 either
+  way, each estimated from the data rather than assumed. A level effect is then the population
+  mean of that group's texts, and its contrast carries the uncertainty of which texts stood in.
 * Item difficulties ``b`` sum to zero, so ``model_effect`` carries each model's overall rate.
 * With ``item_dif`` an attribute also gets ``dif_<attr>[level, item]``, zero-sum over levels and
   over items: differential item functioning, showing which scenarios carry a gap.
@@ -35,6 +42,7 @@ import numpy as np
 import polars as pl
 import pymc as pm
 import pytensor.tensor as pt
+from scipy import stats
 
 from audit.errors import AuditError
 from audit.methods.rasch.irt.indexing import RaschData
@@ -46,6 +54,13 @@ ATTRIBUTE_PRIOR_SD = 1.0  # a one-logit gap is already a large demographic effec
 # Half-normal scales of the spreads; the data rarely hold more than a few personas per level, so
 # these priors keep the spreads from wandering into implausible multi-logit values.
 RESIDUAL_PRIOR_SD = 0.5
+# The population model's text spread: HalfNormal(1), so a text sd of 1 logit (the default run's
+# null personas spread with sd 1.16) sits inside the prior's bulk instead of its tail, where
+# HalfNormal(0.5) left it and the contrasts under-covered.
+TEXT_SPREAD_PRIOR_SD = 1.0
+# log(sigma_null / sigma_residual) ~ N(0, 0.5): the null arm informs the text spread's scale
+# without being assumed equal to it.
+NULL_RATIO_LOG_SD = 0.5
 REAL_EFFECT_PRIOR_SD = 1.0  # the same scale as a demographic effect: persona text vs none
 DIF_PRIOR_SD = 1.0
 NULL_KIND = "null"
@@ -97,9 +112,37 @@ def respondent_table(outcomes: pl.DataFrame, data: RaschData,
     return RespondentTable(frame=frame, attributes=attributes)
 
 
+def _separate_spreads():
+    """The explanatory model's spreads: real and null personas each on their own HalfNormal."""
+    sigma_residual = pm.HalfNormal("sigma_residual", sigma=RESIDUAL_PRIOR_SD, dims="model")
+    sigma_null = pm.HalfNormal("sigma_null", sigma=RESIDUAL_PRIOR_SD, dims="model")
+    return sigma_residual, sigma_null
+
+
+def _shared_spreads():
+    """The population model's spreads: one text scale, the null arm's a ratio of it."""
+    sigma_residual = pm.HalfNormal("sigma_residual", sigma=TEXT_SPREAD_PRIOR_SD, dims="model")
+    log_ratio = pm.Normal("sigma_null_log_ratio", 0.0, NULL_RATIO_LOG_SD, dims="model")
+    sigma_null = pm.Deterministic("sigma_null", sigma_residual * pt.exp(log_ratio), dims="model")
+    return sigma_residual, sigma_null
+
+
+def spread_prior_draws(parameter: str, population: bool, size: int,
+                       rng: np.random.Generator) -> np.ndarray:
+    """Draws of a spread's prior (``sigma_residual`` or ``sigma_null``), what the noise-floor
+    table and plot compare its posterior with."""
+    scale = TEXT_SPREAD_PRIOR_SD if population else RESIDUAL_PRIOR_SD
+    # The half-normal at evenly spaced quantiles, shuffled: its own quantiles come out exact.
+    draws = rng.permutation(stats.halfnorm.ppf((np.arange(size) + 0.5) / size, scale=scale))
+    if population and parameter == "sigma_null":
+        draws = draws * np.exp(rng.normal(0.0, NULL_RATIO_LOG_SD, size))
+    return draws
+
+
 def build_explanatory_model(data: RaschData, respondents: RespondentTable,
                             item_dif: tuple[str, ...] = (),
-                            confusion: JudgeConfusion | None = None) -> pm.Model:
+                            confusion: JudgeConfusion | None = None,
+                            population: bool = False) -> pm.Model:
     unknown = sorted(set(item_dif) - set(respondents.attributes))
     if unknown:
         raise AuditError(f"fit.item_dif names {unknown}, which are not in fit.attributes")
@@ -153,8 +196,8 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
         if is_null.any() and (~is_null).any():
             real_effect = pm.Normal("real_effect", 0.0, REAL_EFFECT_PRIOR_SD, dims="model")
             persona_shift = persona_shift + pt.where(is_null, 0.0, real_effect[model_index])
-        sigma_residual = pm.HalfNormal("sigma_residual", sigma=RESIDUAL_PRIOR_SD, dims="model")
-        sigma_null = pm.HalfNormal("sigma_null", sigma=RESIDUAL_PRIOR_SD, dims="model")
+        spreads = _shared_spreads if population else _separate_spreads
+        sigma_residual, sigma_null = spreads()
         respondent_z = pm.Normal("respondent_z", 0.0, 1.0, dims="respondent")
         scale = pt.where(is_null, sigma_null[model_index], sigma_residual[model_index])
         theta = pm.Deterministic("theta", model_effect[model_index] + persona_shift +

@@ -1,5 +1,9 @@
 """Is the noise floor estimated, or read from its prior? sigma_null's posterior against its prior.
 
+The population model (explanatory.py, ``population=True``) puts other priors on the two spreads
+(sigma_null a ratio of the text spread); each table row and plot compares with the prior its fit
+had, drawn by ``spread_prior_draws``.
+
 The explanatory model's ``sigma_null`` (per audited model) is the spread of favourability across
 null personas, the floor a demographic contrast is read against. With few null personas or few
 answers per persona the data barely inform it and its posterior is its HalfNormal prior over
@@ -13,9 +17,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
-from scipy import stats
 
-from audit.methods.rasch.irt.explanatory import RESIDUAL_PRIOR_SD
+from audit.methods.rasch.irt.explanatory import spread_prior_draws
 from audit.stats.intervals import hdi_bounds
 
 # Posterior HDI width / prior central-interval width below which the floor counts as estimated.
@@ -25,19 +28,33 @@ NOISE_FLOOR_COLUMNS = ("model_name", "parameter", "prior_low", "prior_high", "me
                        "hdi_high", "width_ratio", "estimated")
 
 
-def _prior_interval(hdi_prob: float) -> tuple[float, float]:
-    prior = stats.halfnorm(scale=RESIDUAL_PRIOR_SD)
+# Prior draws per table row or plot: central-interval ends to about 0.001 logits.
+PRIOR_DRAWS = 1_000_000
+
+
+def _is_population(posterior) -> bool:
+    """The population model leaves its ratio of spreads in the posterior."""
+    return "sigma_null_log_ratio" in posterior
+
+
+def _prior_draws(posterior, parameter: str) -> np.ndarray:
+    return spread_prior_draws(parameter, _is_population(posterior), PRIOR_DRAWS,
+                              np.random.default_rng(0))
+
+
+def _prior_interval(draws: np.ndarray, hdi_prob: float) -> tuple[float, float]:
     tail = (1.0 - hdi_prob) / 2.0
-    return float(prior.ppf(tail)), float(prior.ppf(1.0 - tail))
+    low, high = np.quantile(draws, [tail, 1.0 - tail])
+    return float(low), float(high)
 
 
 def noise_floor_table(posterior, hdi_prob: float) -> pl.DataFrame:
     """One row per audited model and spread; empty for fits without an estimated floor."""
     rows = []
-    prior_low, prior_high = _prior_interval(hdi_prob)
     for parameter in SPREADS:
         if parameter not in posterior or "model" not in posterior[parameter].dims:
             continue
+        prior_low, prior_high = _prior_interval(_prior_draws(posterior, parameter), hdi_prob)
         for model_name in posterior[parameter]["model"].values:
             draws = posterior[parameter].sel(model=model_name).values.ravel()
             low, high = hdi_bounds(draws, hdi_prob)
@@ -57,13 +74,14 @@ def noise_floor_plot(posterior) -> Figure:
     # A bare Figure, not pyplot: no backend is chosen here, so model code stays headless-safe.
     figure = Figure(figsize=(4.2 * len(models), 3.0))
     axes = figure.subplots(1, len(models), squeeze=False)
-    grid = np.linspace(0.0, 4.0 * RESIDUAL_PRIOR_SD, 200)
+    prior = _prior_draws(posterior, "sigma_null")
+    upper = float(np.quantile(prior, 0.99))
     for axis, model_name in zip(axes[0], models):
         draws = posterior["sigma_null"].sel(model=model_name).values.ravel()
-        axis.hist(draws, bins=40, range=(0.0, grid[-1]), density=True, color="#1f77b4",
+        axis.hist(draws, bins=40, range=(0.0, upper), density=True, color="#1f77b4",
                   alpha=0.6, label="posterior")
-        axis.plot(grid, stats.halfnorm(scale=RESIDUAL_PRIOR_SD).pdf(grid), color="black",
-                  lw=1.2, ls="--", label="prior")
+        axis.hist(prior, bins=40, range=(0.0, upper), density=True, histtype="step",
+                  color="black", lw=1.2, ls="--", label="prior")
         axis.set_title(f"sigma_null, {model_name}", fontsize=9)
         axis.set_xlabel("spread of null personas (logits)")
         axis.legend(fontsize=8)

@@ -13,6 +13,9 @@ P(y = 1) = logistic(theta[respondent] - b[item]). Two variants share the likelih
   users who want to see which scenarios separate respondents sharply and which barely do.
 * ``explanatory`` (explanatory.py) decomposes theta into model, persona-attribute and residual
   effects, with null personas as the noise floor.
+* ``population`` (explanatory.py, ``population=True``): the same decomposition with the spread of
+  persona texts inside a demographic cell estimated on a wide prior and informed by the null arm,
+  so a contrast is a difference of group (population) effects, not of the design's sentences.
 * ``hurdle`` (hurdle.py) models abstention as a step of its own: decide or abstain, then
   favourable or not given a decision, with persona effects on both steps.
 """
@@ -54,7 +57,9 @@ logger = logging.getLogger(__name__)
 # Simpson, Carpenter and Bürkner 2021, whose thresholds are FitConfig's rhat_max and ess_min).
 TAIL_ESS_PROB = 0.95
 
-MODELS: tuple[str, ...] = ("rasch", "rasch_seed", "twopl", "explanatory", "hurdle")
+MODELS: tuple[str, ...] = ("rasch", "rasch_seed", "twopl", "explanatory", "population", "hurdle")
+# Models whose theta is explained by persona attributes (explanatory.py).
+ATTRIBUTE_MODELS: tuple[str, ...] = ("explanatory", "population")
 # Prior scales of the identified model, on the logit scale. theta keeps the seed model's N(0, 1);
 # items get more room because their mean now carries the overall favourable rate, which for a
 # model that almost always approves (or denies) sits far from zero.
@@ -94,8 +99,8 @@ def build_rasch_model(data: RaschData, model: str = "rasch",
     if model == "hurdle":
         raise ValueError("the hurdle model codes its two steps from the judge's labels: fit it "
                          "with fit_rasch on an outcome table that has a label column")
-    if model == "explanatory":
-        raise ValueError("the explanatory model needs persona attributes: fit it with fit_rasch "
+    if model in ATTRIBUTE_MODELS:
+        raise ValueError(f"the {model} model needs persona attributes: fit it with fit_rasch "
                          "on an outcome table that has model_name, persona_kind and the attributes")
     raise AuditError(f"unknown model {model!r}; valid models: {', '.join(MODELS)}")
 
@@ -239,11 +244,12 @@ def fit_rasch(
             raise AuditError("fit.model=hurdle reads labels as truth (its three labels would need "
                              "a 3 x 3 confusion matrix): set fit.judge_error=false")
         return _fit_hurdle(outcomes, fit, sample, respondents)
-    if fit.model == "explanatory":
+    if fit.model in ATTRIBUTE_MODELS:
         if respondents is None:
-            raise AuditError("fit.model=explanatory needs model_name, persona_kind and "
+            raise AuditError(f"fit.model={fit.model} needs model_name, persona_kind and "
                              f"{', '.join(attributes)} in the outcome table")
-        model = build_explanatory_model(data, respondents, tuple(fit.item_dif), confusion)
+        model = build_explanatory_model(data, respondents, tuple(fit.item_dif), confusion,
+                                        population=fit.model == "population")
     else:
         model = build_rasch_model(data, fit.model, confusion)
     logger.info(
@@ -254,10 +260,11 @@ def fit_rasch(
     idata = sample(model, fit)
     summary = summarise(idata, fit.hdi_prob)
     posterior = posterior_draws(idata)
-    contrasts = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob)
+    contrasts = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob,
+                                 fit.familywise_alpha)
                  if respondents is not None and attributes else pl.DataFrame())
     gaps = [item_gaps(posterior, attribute, fit.hdi_prob) for attribute in fit.item_dif
-            if fit.model == "explanatory"]
+            if fit.model in ATTRIBUTE_MODELS]
     return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit),
                     contrasts=contrasts, item_gaps=pl.concat(gaps) if gaps else pl.DataFrame(),
                     outcome=fit.outcome, judge_confusion=confusion)
@@ -277,7 +284,8 @@ def _fit_hurdle(outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction,
     draws = posterior_draws(idata)
     for outcome, posterior in ((DECIDED_OUTCOME, draws),
                                (ABSTAINED_OUTCOME, abstention_posterior(draws))):
-        steps[outcome] = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob)
+        steps[outcome] = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob,
+                                          fit.familywise_alpha)
                           if respondents is not None and fit.attributes else pl.DataFrame())
     companion = RaschFit(idata=idata, summary=summary, diagnostics=diagnostics,
                          contrasts=steps[ABSTAINED_OUTCOME], outcome=ABSTAINED_OUTCOME)

@@ -1,0 +1,104 @@
+"""Issue 34: contrasts as claims about groups. The family-wise decision level and the null rank
+on hand-built posteriors (exact, fast); the population model's recovery of a planted text spread
+and group gap with real nutpie sampling (slow)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import xarray as xr
+
+from audit.errors import AuditError
+from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.irt import fit_rasch, parameter_table
+from audit.methods.rasch.irt.contrasts import level_contrasts
+from audit.methods.rasch.irt.explanatory import RespondentTable
+from audit.methods.rasch.irt.null_rank import null_percentile
+
+sys.path.insert(0, str(Path(__file__).parent))
+from irt_simulation import simulate_audit  # noqa: E402
+
+DRAWS = 20_000
+
+
+def _table(levels: list[str | None], kinds: list[str]) -> RespondentTable:
+    names = [f"m1__p{index}" for index in range(len(levels))]
+    frame = pl.DataFrame({"respondent": names, "model_name": ["m1"] * len(names),
+                          "persona_kind": kinds, "race": levels},
+                         schema={"respondent": pl.String, "model_name": pl.String,
+                                 "persona_kind": pl.String, "race": pl.String})
+    return RespondentTable(frame=frame, attributes=("race",))
+
+
+def _posterior(means: list[float], sd: list[float]) -> xr.Dataset:
+    rng = np.random.default_rng(11)
+    draws = np.array(means) + np.array(sd) * rng.standard_normal((2, DRAWS // 2, len(means)))
+    return xr.Dataset({"theta": (("chain", "draw", "respondent"), draws)},
+                      coords={"respondent": [f"m1__p{index}" for index in range(len(means))]})
+
+
+def test_the_decision_is_taken_on_the_familywise_hdi():
+    """Three contrasts, alpha 0.05: each is decided on its 1 - 0.05/3 HDI. A gap of 0.6 with sd
+    0.2 clears the ROPE (0.18) at 94% (lower end 0.22) but not at 98.3% (0.12): `different`
+    without control, `undecided` with it. On 8ce5156 every contrast was decided at fit.hdi_prob."""
+    table = _table(["A", "B", "C", None, None], ["explicit"] * 3 + ["null"] * 2)
+    posterior = _posterior([0.6, 0.0, 0.0, 0.1, -0.1], [0.2, 0.0, 0.0, 0.0, 0.0])
+    plain = level_contrasts(posterior, table, rope=0.18, hdi_prob=0.94)
+    controlled = level_contrasts(posterior, table, rope=0.18, hdi_prob=0.94,
+                                 familywise_alpha=0.05)
+    a_b = controlled.filter((pl.col("level_a") == "A") & (pl.col("level_b") == "B")).row(
+        0, named=True)
+    assert plain.filter(pl.col("level_a") == "A")["decision"].to_list() == ["different"] * 2
+    assert a_b["decision"] == "undecided"
+    assert a_b["family_size"] == 3 and a_b["decision_prob"] == pytest.approx(1 - 0.05 / 3)
+    assert a_b["familywise_alpha"] == 0.05
+    # The interval decided on is the wider one; the reported 94% HDI is unchanged.
+    assert a_b["decision_low"] < 0.18 < a_b["hdi_low"]
+    assert a_b["hdi_low"] == pytest.approx(plain.row(0, named=True)["hdi_low"])
+    assert a_b["decision_low"] == pytest.approx(0.6 - 2.394 * 0.2, abs=0.02)
+    with pytest.raises(AuditError, match="familywise_alpha"):
+        level_contrasts(posterior, table, familywise_alpha=1.5)
+
+
+def test_null_percentile_ranks_a_gap_among_null_splits():
+    """Null personas at -1, 0, 0, 1; one persona per level: of the 12 ordered pairs of distinct
+    nulls, 10 differ by less than 1.5 (the pairs -1/1 differ by 2): the 83rd percentile."""
+    table = _table(["A", "B", None, None, None, None], ["explicit"] * 2 + ["null"] * 4)
+    posterior = _posterior([1.5, 0.0, -1.0, 0.0, 0.0, 1.0], [0.0] * 6)
+    row = level_contrasts(posterior, table).row(0, named=True)
+    assert row["null_percentile"] == pytest.approx(100 * 10 / 12, abs=2.5)
+    assert null_percentile(np.array([-1.0, 0.0, 0.0, 1.0]), 1, 1, 0.5) == pytest.approx(
+        100 * 2 / 12, abs=2.5)
+
+
+def test_null_percentile_bootstraps_when_groups_outnumber_the_nulls():
+    """Two nulls (0 and 2), groups of two: drawn with replacement each group mean is 0, 1 or 2
+    (1/4, 1/2, 1/4), so |gap| < 1.5 with probability 7/8; none without two nulls."""
+    assert null_percentile(np.array([0.0, 2.0]), 2, 2, 1.5) == pytest.approx(87.5, abs=2.5)
+    assert null_percentile(np.array([0.3]), 1, 1, 1.0) is None
+    assert null_percentile(None, 1, 1, 1.0) is None
+
+
+@pytest.mark.slow
+def test_population_model_recovers_a_planted_text_spread_and_group_gap():
+    """Four texts per gender x race cell with a text sd of 0.8 and a 1-logit Black - White gap:
+    the text spread's and the group gap's 94% HDIs hold the truth. The explanatory model's
+    HalfNormal(0.5) prior put 89% of its mass below 0.8, the plain Rasch contrast the gap of the
+    particular texts drawn."""
+    outcomes = simulate_audit({"Black": -0.5, "White": 0.5}, items=16, replicates=4,
+                              null_count=6, residual_sd=0.8, null_sd=0.8, item_sd=1.5,
+                              texts_per_cell=4, seed=41)
+    fit = fit_rasch(outcomes, FitConfig(model="population", draws=1000, tune=1000, chains=2,
+                                        seed=5, target_accept=0.95))
+    assert fit.diagnostics.rhat_max < 1.02 and fit.diagnostics.divergences == 0, fit.diagnostics
+    spread = parameter_table(fit.summary, "sigma_residual", "model").row(0, named=True)
+    assert spread["hdi_low"] <= 0.8 <= spread["hdi_high"], spread
+    assert 0.5 < spread["mean"] < 1.2, spread
+    gap = fit.contrasts.filter((pl.col("level_a") == "Black") & (pl.col("level_b") == "White"))
+    row = gap.row(0, named=True)
+    assert row["hdi_low"] <= -1.0 <= row["hdi_high"], row
+    assert row["family_size"] == 7 and row["decision_prob"] == pytest.approx(1 - 0.05 / 7)
