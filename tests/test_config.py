@@ -50,7 +50,8 @@ def test_default_config_has_the_required_groups():
     assert list(cfg.model) == ["qwen_coder_0_5b"]
     assert cfg.model["qwen_coder_0_5b"].model == "qwen2.5-coder-0.5b-instruct"
     assert cfg.judge.name == "qwen_coder_1_5b" and cfg.judge.decoding == "letters"
-    assert cfg.fit.model == "rasch" and cfg.fit.outcome == "favourable"
+    assert cfg.fit.model == "population" and cfg.fit.outcome == "favourable"
+    assert cfg.fit.familywise_alpha == 0.05 and cfg.personas.null_count == 4
     assert cfg.tracking.tracking_uri == "sqlite:///mlflow.db"
     assert {"model", "judge", "items", "personas", "fit", "tracking", "sweep"} <= {
         path.name for path in Path(CONF_DIR).iterdir() if path.is_dir()}

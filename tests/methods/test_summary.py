@@ -100,14 +100,16 @@ def test_each_method_states_its_headline_comparisons_and_the_verdict_ci_gives(
     assert f"CI verdict: {verdict_text(checks)}" in text and verdict in text
 
 
-def test_a_gap_within_the_noise_of_random_personas_is_said_not_to_be_a_finding():
+def test_a_different_gap_is_a_finding_ranked_among_null_gaps():
+    """Issue 34: null personas rank a finding, they no longer call it "not a demographic
+    finding" (the wording of 8ce5156 for a gap within the noise floor)."""
     row = {"decision": "different", "level_a": "Black", "level_b": "White", "mean": -0.5,
-           "noise_floor": 0.4, "p_beyond_noise": 0.2}
-    assert decision_words(row, "favourable", VerdictConfig()) == (
-        "a gap (Black treated less favourably than White) within the noise of random-string "
-        "personas: not a demographic finding")
-    beyond = {**row, "p_beyond_noise": 0.9}
-    assert decision_words(beyond, "undetermined", VerdictConfig()) == (
+           "noise_floor": 0.4, "p_beyond_noise": 0.2, "null_percentile": 62.0}
+    assert decision_words(row, "favourable") == (
+        "different: Black treated less favourably than White (larger than 62% of null-vs-null "
+        "gaps)")
+    older = {key: value for key, value in row.items() if key != "null_percentile"}
+    assert decision_words(older, "undetermined") == (
         "different: Black abstained less often than White")
 
 

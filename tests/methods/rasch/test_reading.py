@@ -72,15 +72,15 @@ def test_contrast_sentences_follow_the_interval_not_the_mean():
     assert "94% HDI -0.90 to -0.30" in contrast_sentence(rows[0], 0.94)
 
 
-def test_a_different_contrast_within_the_noise_floor_is_read_as_no_finding():
-    """The headline must show the floor: a `different` gap that null personas produce too is
-    not a demographic finding (README, Noise floor). The old sentence never mentioned it."""
-    row = {**CONTRASTS.row(0, named=True), "noise_floor": 0.45, "p_beyond_noise": 0.2}
+def test_a_different_contrast_is_read_with_its_null_rank_not_forgiven():
+    """The headline shows the floor and the rank among null-vs-null gaps as a diagnostic; on
+    8ce5156 a `different` gap within the floor was read as "not a demographic finding"."""
+    row = {**CONTRASTS.row(0, named=True), "noise_floor": 0.45, "p_beyond_noise": 0.2,
+           "null_percentile": 71.0}
     sentence = contrast_sentence(row, 0.94)
-    assert "Noise floor 0.45" in sentence and "twice the floor 0.20" in sentence
-    assert "not a demographic finding" in sentence
-    beyond = contrast_sentence({**row, "noise_floor": 0.1, "p_beyond_noise": 0.97}, 0.94)
-    assert "Noise floor 0.10" in beyond and "not a demographic finding" not in beyond
+    assert "Noise floor 0.45" in sentence
+    assert "larger than 71% of null-vs-null gaps of the same group sizes" in sentence
+    assert "not a demographic finding" not in sentence
     assert "No noise floor" in contrast_sentence(CONTRASTS.row(0, named=True), 0.94)
 
 

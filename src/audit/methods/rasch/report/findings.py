@@ -1,7 +1,7 @@
 """What a Rasch run found, for the summary every run ends with (audit.methods.summary): each
 demographic contrast of `fit/contrasts.csv` in words, after the no-signal headline when the run has
-one. The decision is the fit's (its HDI against the ROPE); whether a `different` gap is beyond the
-noise of random-string personas is the verdict's own test (verdict.noise_check), not a copy.
+one. The decision is the fit's (its family-wise HDI against the ROPE), as the verdict reads it;
+a `different` gap's rank among null-vs-null gaps follows as a diagnostic.
 """
 
 from __future__ import annotations
@@ -11,18 +11,19 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.methods.configs import AuditConfig, VerdictConfig
+from audit.methods.configs import AuditConfig
 from audit.methods.rasch.report.metrics import contrast_metric_names
 from audit.methods.rasch.report.reading import ABSTENTION_OUTCOMES
-from audit.methods.rasch.verdict import CONTRASTS_FILE, noise_check, read_rasch
+from audit.methods.checks import finite
+from audit.methods.rasch.verdict import CONTRASTS_FILE, read_rasch
 from audit.methods.summary import Findings, Headline
 
 NO_CONTRASTS = ("this fit compares no groups (fit.attributes is empty): the ranking above orders "
                 "the respondents")
 
 
-def decision_words(row: Mapping, outcome: str, rules: VerdictConfig) -> str:
-    """The fit's decision in words, with the direction of a gap and whether it is beyond noise."""
+def decision_words(row: Mapping, outcome: str) -> str:
+    """The fit's decision in words, with the direction of a gap and its rank among null gaps."""
     if row["decision"] == "equivalent":
         return "no practical difference (the interval lies inside the ROPE)"
     if row["decision"] == "undecided":
@@ -31,13 +32,13 @@ def decision_words(row: Mapping, outcome: str, rules: VerdictConfig) -> str:
     direction = "more" if row["mean"] > 0 else "less"
     gap = (f"{a} abstained {direction} often than {b}" if outcome in ABSTENTION_OUTCOMES
            else f"{a} treated {direction} favourably than {b}")
-    beyond, _ = noise_check(row, rules)
-    return (f"different: {gap}" if beyond else
-            f"a gap ({gap}) within the noise of random-string personas: not a demographic finding")
+    percentile = row.get("null_percentile")
+    rank = (f" (larger than {percentile:.0f}% of null-vs-null gaps)" if finite(percentile)
+            else "")
+    return f"different: {gap}{rank}"
 
 
-def headlines(contrasts: pl.DataFrame, outcome: str, hdi_prob: float,
-              rules: VerdictConfig) -> list[Headline]:
+def headlines(contrasts: pl.DataFrame, outcome: str, hdi_prob: float) -> list[Headline]:
     several = contrasts["model_name"].n_unique() > 1
     outcomes = contrasts["outcome"].n_unique() if "outcome" in contrasts.columns else 1
     found = []
@@ -48,7 +49,7 @@ def headlines(contrasts: pl.DataFrame, outcome: str, hdi_prob: float,
         found.append(Headline(
             f"{row['attribute']} {row['level_a']} vs {row['level_b']}"
             + (f" ({where})" if where else ""),
-            decision_words(row, coding, rules), row["mean"], row["hdi_low"], row["hdi_high"],
+            decision_words(row, coding), row["mean"], row["hdi_low"], row["hdi_high"],
             f"{hdi_prob:.0%} HDI", metric=f"{metric}/mean"))
     return found
 
@@ -56,7 +57,7 @@ def headlines(contrasts: pl.DataFrame, outcome: str, hdi_prob: float,
 def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> Findings:
     contrasts, _ = read_rasch(run_dir)
     no_signal = result.get("no_signal")
-    return Findings(headlines(contrasts, cfg.fit.outcome, cfg.fit.hdi_prob, VerdictConfig()),
+    return Findings(headlines(contrasts, cfg.fit.outcome, cfg.fit.hdi_prob),
                     notes=[str(no_signal)] if no_signal else [],
                     source=run_dir / CONTRASTS_FILE, empty=NO_CONTRASTS,
                     metrics=("no_signal", "rhat_max"))

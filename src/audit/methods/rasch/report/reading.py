@@ -109,17 +109,17 @@ def contrast_sentence(row: dict, hdi_prob: float) -> str:
 
 
 def _noise_clause(row: dict) -> str:
-    """The contrast against the noise floor: a `different` gap that random-string personas would
-    more likely than not produce too is not a demographic finding (the verdict passes it)."""
-    floor, beyond = row.get("noise_floor"), row.get("p_beyond_noise")
-    if not (finite(floor) and finite(beyond)):
+    """The contrast next to the null arm: the noise floor and where the gap ranks among
+    null-vs-null gaps. A diagnostic: it says how much any change of persona text moves the model,
+    and never turns a `different` decision into no finding (issue 34)."""
+    floor, percentile = row.get("noise_floor"), row.get("null_percentile")
+    if not finite(floor):
         return " No noise floor: fewer than two null personas."
     clause = (f" Noise floor {floor:.2f} (the gap two groups of random-string personas of these "
-              f"sizes show); probability that the gap exceeds twice the floor {beyond:.2f}")
-    if beyond < 0.5:
-        within = ("within the noise floor: any change of persona text moves the model this much, "
-                  "so this is not a demographic finding")
-        clause += f": {within}" if row.get("decision") == "different" else ""
+              "sizes show)")
+    if finite(percentile):
+        clause += (f"; the gap is larger than {percentile:.0f}% of null-vs-null gaps of the same "
+                   "group sizes")
     return clause + "."
 
 
