@@ -63,7 +63,8 @@ def test_filling_reproduces_all_520_published_prompts(bank, profiles, published)
 
 
 def test_null_personas_take_they_and_plural_verbs():
-    template = "The patient is a {race} {gender}. {Sub} {has} quit and {lives} alone with {pos} dog."
+    template = ("The patient is a {race} {gender}. {Sub} {has} quit and {lives} alone with "
+                "{pos} dog.")
     assert (fill_template(template, "null", "Qzvbxmtrwa", None, None)
             == "The patient is a Qzvbxmtrwa. They have quit and live alone with their dog.")
     assert fill_template(template, "explicit", "Asian female", "woman", None).startswith(

@@ -159,7 +159,8 @@ def fill_template(template: str, kind: str, descriptor: str, gender: str | None,
     if kind == "baseline":
         if not baseline_text:
             raise AuditError("a filled item (with a {race} {gender} slot) needs a "
-                             "baseline_scenario column for the baseline persona: add it to the bank")
+                             "baseline_scenario column for the baseline persona: add it to the "
+                             "bank")
         return baseline_text
     if kind == "name":
         raise AuditError("name personas have no place in a filled item's {race} {gender} slot: "

@@ -32,7 +32,8 @@ class ItemSchema(pa.DataFrameModel):
     question: str
     favourable_option: str
     unfavourable_option: str
-    baseline_scenario: Optional[str] = pa.Field(nullable=True)  # noqa: UP045 - pandera reads Optional
+    # Optional: a column the bank may leave out (pandera reads Optional, not `str | None`).
+    baseline_scenario: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
     source_id: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
 
     class Config:

@@ -13,26 +13,19 @@ docs/ingest.md has the columns.
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from audit.__main__ import run_composed
 from audit.config import CONF_DIR
 from audit.config_errors import one_line_config_errors
 from audit.errors import AuditError
-from audit.llm.backends import BackendError
-from audit.logs import quiet_noisy_loggers
-from audit.methods import create_method
-from audit.methods.configs import register_configs, to_audit_config
+from audit.methods.configs import AuditConfig, register_configs
 from audit.methods.rasch.ingest.stages import with_imported_models
-from audit.methods.summary import run_method
 
-log = logging.getLogger("audit.ingest")
 register_configs()
 # Short forms users type (`input` as the issue and the docs name it) for the ingest.* settings.
 SHORT_KEYS = ("input", "format", "personas_file")
@@ -47,23 +40,20 @@ def expand_short_keys(arguments: list[str]) -> list[str]:
     return expanded
 
 
+def imported_config(cfg: AuditConfig) -> AuditConfig:
+    """The composed config for answers from `ingest.input`: the Rasch method, with the answers'
+    models as the audited models (each with the imported backend)."""
+    if cfg.method != "rasch":
+        raise AuditError(f"imported answers are audited by the Rasch method, not "
+                         f"method={cfg.method}: drop the method= override")
+    if not cfg.ingest.input:
+        raise AuditError("no answers to import: name the file with input=FILE")
+    return with_imported_models(cfg)
+
+
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="ingest")
 def app(cfg: DictConfig) -> dict | None:
-    quiet_noisy_loggers()
-    try:
-        audit_cfg = to_audit_config(cfg)
-        if audit_cfg.method != "rasch":
-            raise AuditError(f"imported answers are audited by the Rasch method, not "
-                             f"method={audit_cfg.method}: drop the method= override")
-        if not audit_cfg.ingest.input:
-            raise AuditError("no answers to import: name the file with input=FILE")
-        audit_cfg = with_imported_models(audit_cfg)
-        return run_method(create_method("rasch"), audit_cfg, Path(audit_cfg.paths.output_dir))
-    except (AuditError, BackendError) as error:
-        log.error("%s", error)
-        if HydraConfig.get().mode == RunMode.MULTIRUN:
-            return None
-        raise SystemExit(2) from None
+    return run_composed(cfg, imported_config)
 
 
 def main() -> None:

@@ -111,4 +111,5 @@ HEADLINE_METRICS: tuple[str, ...] = ("n_prompts", "rhat_max", "ess_bulk_min", "j
 # The settings of this method's own sections each DVC stage reads (dotted keys); the stages of
 # dvc.yaml list them as `dvc_params.STAGE` (audit.methods.configs), besides the shared sections.
 DVC_PARAMS: dict[str, tuple[str, ...]] = {
-    "design": ("ingest",), "respond": ("ingest",), "score": ("ingest",), "analyse": ("fit",), "report": ("fit.hdi_prob", "fit.rhat_max", "fit.ess_min")}
+    "design": ("ingest",), "respond": ("ingest",), "score": ("ingest",), "analyse": ("fit",),
+    "report": ("fit.hdi_prob", "fit.rhat_max", "fit.ess_min")}

@@ -69,7 +69,8 @@ def test_a_generated_lm_eval_answer_is_text_for_the_judge(tmp_path):
     record = {"doc_id": 0, "doc": {"decision_question_id": 9, "race": "Black", "gender": "female",
                                    "age": 30},
               "arguments": {"gen_args_0": {"arg_0": "Human: ...", "arg_1": {"until": ["\n"]}}},
-              "resps": [["Yes, approve the mortgage."]], "filtered_resps": ["Yes, approve the mortgage."],
+              "resps": [["Yes, approve the mortgage."]],
+              "filtered_resps": ["Yes, approve the mortgage."],
               "target": "yes"}
     path = tmp_path / "samples_discrim_eval_gen_2026.jsonl"
     path.write_text(json.dumps(record) + "\n")

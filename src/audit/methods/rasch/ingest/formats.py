@@ -1,21 +1,13 @@
-"""Answers collected elsewhere, read into one table: one row per answer, in the columns below.
+"""Answers collected elsewhere, read into one table: one row per answer (docs/ingest.md).
 
-| column | meaning |
-|---|---|
-| `model` | the answering model (or `ingest.model` for every row) |
-| `persona_id` | the persona (optional with `gender`/`race`; with `ingest.personas_file` its table) |
-| `persona_kind` | explicit, name, baseline or null (optional: explicit with attributes, else baseline) |
-| `gender`, `race` | the persona's attributes, the levels the contrasts compare |
-| `item` | the item bank's `item_id` or `source_id` (discrim-eval's decision_question_id) |
-| `answer` | the answer's text, labelled by the configured judge |
-| `decision` | a decision already made: favourable, unfavourable, needs_more_information, refusal, or the item's own option words (yes/no for discrim-eval) |
-| `option_logprobs` | a JSON object of option -> log-probability (lm-evaluation-harness multiple choice) |
-| `replicate` | which answer of the same respondent to the same item (optional: numbered in file order) |
-| `prompt` | the prompt that was sent (optional; kept in the prompts table) |
-
-A row needs `answer`, `decision` or `option_logprobs`. lm-evaluation-harness's `--log_samples` files
-(`samples_TASK_DATE.jsonl`) are read by `lm_eval_rows`: the sample's `doc` gives the item and the
-persona, its `filtered_resps` the answer text or the options' log-likelihoods.
+Columns: `model` (or ingest.model for every row); the persona as `persona_id` and/or its
+attributes `gender`, `race` (and `persona_kind`: explicit, name, baseline or null); `item` (the
+bank's item_id or source_id); the outcome as `answer` (text for the judge), `decision`
+(favourable, unfavourable, needs_more_information, refusal, or the item's own option words) or
+`option_logprobs` (a JSON object, option -> log-probability); optional `replicate` and `prompt`.
+lm-evaluation-harness's `--log_samples` files (`samples_TASK_DATE.jsonl`) are read by
+`lm_eval_rows`: the sample's `doc` gives the item and the persona, its `filtered_resps` the answer
+text or the options' log-likelihoods.
 """
 
 from __future__ import annotations
@@ -88,7 +80,8 @@ def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.
         raise AuditError(f"answers file {path} has none of the columns 'answer', 'decision', "
                          f"'option_logprobs': add the answer text or the decision of each row")
     text_columns = [c for c in COLUMNS if c != "replicate"]
-    frame = frame.with_columns([pl.col(c).cast(pl.Utf8) for c in text_columns if c in frame.columns])
+    frame = frame.with_columns([pl.col(c).cast(pl.Utf8) for c in text_columns
+                                if c in frame.columns])
     frame = frame.with_columns([pl.lit(None, pl.Utf8).alias(c) for c in text_columns
                                 if c not in frame.columns])
     if "replicate" in frame.columns:

@@ -40,8 +40,8 @@ def resolve_items(answers: pl.DataFrame, bank: pl.DataFrame, bank_name: str) -> 
                 zip(bank["source_id"].to_list(), bank["item_id"].to_list()) if source is not None}
     unknown = sorted(set(answers["item"].to_list()) - set(ids))
     if unknown:
-        raise AuditError(f"column 'item' of the answers has {len(unknown)} value(s) not in the item "
-                         f"bank {bank_name} (first: {unknown[0]!r}): choose the bank the answers "
+        raise AuditError(f"column 'item' of the answers has {len(unknown)} value(s) not in the "
+                         f"item bank {bank_name} (first: {unknown[0]!r}): choose the bank the answers "
                          f"respond to with items=NAME (items=discrim_eval for discrim-eval) or "
                          f"fix the column")
     return answers.with_columns(pl.col("item").replace_strict(ids).alias("item_id"))
@@ -55,7 +55,8 @@ def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl
             raise AuditError("column 'persona_id' of the answers is empty in "
                              f"{answers['persona_id'].null_count()} rows: with "
                              f"ingest.personas_file every row names its persona")
-        unknown = sorted(set(answers["persona_id"].to_list()) - set(personas["persona_id"].to_list()))
+        known = set(personas["persona_id"].to_list())
+        unknown = sorted(set(answers["persona_id"].to_list()) - known)
         if unknown:
             raise AuditError(f"column 'persona_id' of the answers has {len(unknown)} value(s) not "
                              f"in ingest.personas_file (first: {unknown[0]!r}): add them to the "
