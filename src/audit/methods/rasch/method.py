@@ -122,8 +122,9 @@ def _report(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> dict[str, o
 # --- answers collected elsewhere (ingest.input): the first three stages read them -------------
 
 def _design_imported(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
+    # The judge's model files are not fetched here: answers that came with their decisions need
+    # no judge, and nothing is sent before the score stage.
     check_judge_backends(cfg)
-    check_model_files(list(cfg.judge.models.values()))
     imported.design(cfg, files.prompts)
 
 
