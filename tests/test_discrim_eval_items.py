@@ -124,7 +124,17 @@ def _compose(overrides: list[str]):
         return compose("config", overrides=["paths.output_dir=out", *overrides])
 
 
+def test_two_texts_per_cell_keep_discrim_evals_and_add_one(profiles):
+    two = validate(pl.read_csv(DATA / "personas" / "discrim_eval_two_texts.csv"), PersonaSchema,
+                   "two texts")
+    assert two.head(8).equals(profiles)
+    assert two.group_by("gender", "race").len()["len"].to_list() == [2] * 8
+    assert two["descriptor"].is_unique().all()
+
+
 def test_the_configs_compose():
     cfg = to_audit_config(_compose(["items=discrim_eval", "personas=discrim_eval"]))
     assert cfg.items.bank == "data/items/discrim_eval.csv"
     assert cfg.personas.generators == ["baseline", "explicit"]
+    two = to_audit_config(_compose(["personas=discrim_eval_two_texts"]))
+    assert two.personas.explicit_file == "data/personas/discrim_eval_two_texts.csv"
