@@ -8,6 +8,7 @@ the run ends with its answer (audit.methods.summary). Ctrl-C ends it with one li
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import hydra
@@ -17,7 +18,7 @@ from omegaconf import DictConfig
 
 from audit.config import CONF_DIR
 
-from audit.methods.configs import register_configs, to_audit_config
+from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.config_errors import one_line_config_errors
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
@@ -32,9 +33,18 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def app(cfg: DictConfig) -> dict | None:
+    return run_composed(cfg)
+
+
+def run_composed(cfg: DictConfig,
+                 prepare: Callable[[AuditConfig], AuditConfig] | None = None) -> dict | None:
+    """The composed config's method, run to its summary; `prepare` adjusts the validated config
+    first (`python -m audit.ingest`: the imported models). User errors end with one line."""
     quiet_noisy_loggers()  # Hydra has just configured logging
     try:
         audit_cfg = to_audit_config(cfg)
+        if prepare is not None:
+            audit_cfg = prepare(audit_cfg)
         return run_method(create_method(audit_cfg.method), audit_cfg,
                           Path(audit_cfg.paths.output_dir))
     except KeyboardInterrupt as interrupted:

@@ -9,7 +9,7 @@ import polars as pl
 
 from audit.errors import AuditError
 from audit.config import DesignConfig, ModelConfig
-from audit.personas import persona_sentence
+from audit.personas import FILLED_SLOT, fill_template, persona_sentence
 from audit.schemas import PromptSchema, validate
 
 _SPACES = re.compile(r"\s+")
@@ -25,6 +25,18 @@ def replicate_seed(design_seed: int, replicate: int) -> int:
 def render_prompt(scenario: str, question: str, sentence: str) -> str:
     filled = scenario.replace("{persona}", sentence)
     return _SPACES.sub(" ", f"{filled} {question}").strip()
+
+
+def persona_prompt(item: dict, persona: dict) -> str:
+    """The item asked of one persona. An item with a `{persona}` slot gets the sentence "The
+    {role} is {descriptor}."; a filled item (discrim-eval's templates: a "{race} {gender}" slot)
+    names the person in its own words, with agreeing pronouns (audit.personas.fill_template)."""
+    if FILLED_SLOT in item["scenario"]:
+        scenario = fill_template(item["scenario"], persona["kind"], persona["descriptor"],
+                                 persona["gender"], item.get("baseline_scenario"))
+        return render_prompt(scenario, item["question"], "")
+    sentence = persona_sentence(item["role"], persona["kind"], persona["descriptor"])
+    return render_prompt(item["scenario"], item["question"], sentence)
 
 
 def prompt_id(*parts: object) -> str:
@@ -46,8 +58,7 @@ def expand_design(
         system_prompt = models[model_name].system_prompt
         for persona in personas.sort("persona_id").iter_rows(named=True):
             for item in items.sort("item_id").iter_rows(named=True):
-                sentence = persona_sentence(item["role"], persona["kind"], persona["descriptor"])
-                user_prompt = render_prompt(item["scenario"], item["question"], sentence)
+                user_prompt = persona_prompt(item, persona)
                 for replicate in range(design.replicates):
                     seed = replicate_seed(design.seed, replicate)
                     rows.append({

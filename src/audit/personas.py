@@ -9,6 +9,7 @@ noise floor that real effects are compared with.
 from __future__ import annotations
 
 import random
+import re
 import string
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -128,3 +129,54 @@ def persona_sentence(role: str, kind: str, descriptor: str) -> str:
     if kind == "baseline" or not descriptor:
         return ""
     return f"The {role} is {descriptor}."
+
+
+# A filled item (discrim-eval's templates) names the person in its own words: the persona's
+# descriptor takes the place of "{race} {gender}" and the pronoun and verb slots agree with it.
+FILLED_SLOT = "{race} {gender}"
+_ARTICLE_BEFORE_SLOT = re.compile(r"\b([Aa])n? \{race\} \{gender\}")
+_SLOT = re.compile(r"\{(\w+)\}")
+_PRONOUNS = {
+    "she": {"Sub": "She", "sub": "she", "pos": "her", "Pos": "Her", "obj": "her",
+            "reflex": "herself"},
+    "he": {"Sub": "He", "sub": "he", "pos": "his", "Pos": "His", "obj": "him",
+           "reflex": "himself"},
+    "they": {"Sub": "They", "sub": "they", "pos": "their", "Pos": "Their", "obj": "them",
+             "reflex": "themselves"},
+}
+# The persona's `gender` picks the pronouns; any other value (and none: null personas) is "they".
+_PRONOUN_OF_GENDER = {"woman": "she", "female": "she", "man": "he", "male": "he"}
+# Verb slots are named by their third-person singular form; "they" takes the plural one.
+_PLURAL_VERBS = {"has": "have", "is": "are", "was": "were", "does": "do"}
+
+
+def fill_template(template: str, kind: str, descriptor: str, gender: str | None,
+                  baseline_text: str | None) -> str:
+    """A filled item's text for one persona: the descriptor in the "{race} {gender}" slot (with
+    "a" made "an" before a vowel), pronouns and verb forms that agree with the persona's gender.
+    The baseline reads the item's own demographic-free text (discrim-eval's `removed_template`),
+    not the template with its slots emptied, which would not be a sentence."""
+    if kind == "baseline":
+        if not baseline_text:
+            raise AuditError("a filled item (with a {race} {gender} slot) needs a "
+                             "baseline_scenario column for the baseline persona: add it to the "
+                             "bank")
+        return baseline_text
+    if kind == "name":
+        raise AuditError("name personas have no place in a filled item's {race} {gender} slot: "
+                         "use personas.generators without `name` with this item bank")
+    pronoun = _PRONOUNS[_PRONOUN_OF_GENDER.get((gender or "").lower(), "they")]
+
+    def article(match: re.Match[str]) -> str:
+        vowel = descriptor[:1].lower() in "aeiou"
+        return f"{match.group(1)}{'n' if vowel else ''} {FILLED_SLOT}"
+
+    def slot(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in pronoun:
+            return pronoun[name]
+        if pronoun is _PRONOUNS["they"]:
+            return _PLURAL_VERBS.get(name, name[:-1] if name.endswith("s") else name)
+        return name
+    text = _ARTICLE_BEFORE_SLOT.sub(article, template).replace(FILLED_SLOT, descriptor)
+    return _SLOT.sub(slot, text)

@@ -7,6 +7,8 @@ method's own tables have their schemas in its package (methods/NAME/schemas.py).
 
 from __future__ import annotations
 
+from typing import Optional
+
 import pandera.polars as pa
 import polars as pl
 
@@ -17,15 +19,22 @@ RESPONSE_STATUSES: tuple[str, ...] = ("ok", "error")
 
 
 class ItemSchema(pa.DataFrameModel):
-    """A decision scenario. `scenario` holds a `{persona}` slot for the persona sentence."""
+    """A decision scenario. `scenario` holds a `{persona}` slot for the persona sentence, or (a
+    filled item, discrim-eval's templates) a `{race} {gender}` slot and pronoun slots, with the
+    demographic-free text in `baseline_scenario`. `source_id`: the item's id in the benchmark it
+    came from (discrim-eval's decision_question_id), which imported answers may name it by."""
 
     item_id: str = pa.Field(unique=True, str_matches=r"^[a-z0-9_]+$")
     domain: str
     role: str
-    scenario: str = pa.Field(str_contains=r"\{persona\}")  # a regex: braces escaped
+    # A regex: braces escaped.
+    scenario: str = pa.Field(str_contains=r"\{persona\}|\{race\} \{gender\}")
     question: str
     favourable_option: str
     unfavourable_option: str
+    # Optional: a column the bank may leave out (pandera reads Optional, not `str | None`).
+    baseline_scenario: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
+    source_id: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
 
     class Config:
         strict = "filter"

@@ -7,6 +7,7 @@ problem and the fix) and a crash never leaves a half-written file behind.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,6 +41,29 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
         first_line = str(error).strip().splitlines()[0] if str(error).strip() \
             else type(error).__name__
         raise AuditError(f"cannot read {what} at {path}: {first_line}; {fix}") from error
+
+
+def read_json_lines(path: Path, what: str, fix: str = NOT_WRITTEN) -> list[dict]:
+    """A JSON Lines file as its records (blank lines skipped), or one line naming the file, the
+    line that is not a JSON object and the fix."""
+    path = Path(path)
+    if not path.is_file():
+        raise AuditError(f"{what} not found at {path}: {fix}")
+    records = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise AuditError(f"cannot read {what} at {path}: line {number} is not JSON "
+                                 f"({error.msg}); {fix}") from error
+            if not isinstance(record, dict):
+                raise AuditError(f"cannot read {what} at {path}: line {number} is not a JSON "
+                                 f"object; {fix}")
+            records.append(record)
+    return records
 
 
 def required_columns(schema: type[pa.DataFrameModel]) -> list[str]:

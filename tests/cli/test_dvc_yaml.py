@@ -105,4 +105,16 @@ def test_a_params_yaml_from_a_past_runs_config_carries_the_dvc_params():
 
     written = yaml.safe_load(params_yaml(AuditConfig(method="iat")))["dvc_params"]
     assert written["respond"] == {"method": "iat", "iat": {"max_tokens": 256}}
-    assert set(written) == set(STAGE_NAMES)
+    assert set(written) == {*STAGE_NAMES, "answers_file"}
+    assert written["answers_file"] == "data/items/decision_items.csv"  # no imported answers
+
+
+def test_imported_answers_are_a_dependency_of_the_stages_that_read_them():
+    """An imported audit's file is a dependency (dvc_params.answers_file) of design, respond and
+    score, so that `dvc repro` re-creates the audit when the file changes."""
+    from audit.cli.params import compose_params
+
+    for stage in ("design", "respond", "score"):
+        assert "${dvc_params.answers_file}" in PIPELINE["stages"][stage]["deps"], stage
+    composed = OmegaConf.structured(compose_params(["ingest.input=answers.csv"]))
+    assert composed.dvc_params.answers_file == "answers.csv"

@@ -26,6 +26,7 @@ from audit.config import SharedConfig, SharedVerdictRules
 from audit.methods import method_module, registered_methods
 
 DVC_PARAMS_RESOLVER = "audit_dvc_params"
+ANSWERS_FILE_RESOLVER = "audit_answers_file"
 # dvc.yaml's stages (audit.methods.run.STAGE_NAMES), each with its dvc_params entry.
 DVC_STAGES = ("design", "respond", "score", "analyse", "report")
 _ABSENT = object()
@@ -98,19 +99,31 @@ def dvc_stage_params(stage: str, *, _root_: DictConfig) -> DictConfig:
     return OmegaConf.create(chosen)
 
 
+def answers_file(*, _root_: DictConfig) -> str:
+    """The file dvc.yaml's first stages depend on for their answers: `ingest.input` when the
+    answers are imported (python -m audit.ingest), so a changed file reruns them; else the item
+    bank, which they depend on anyway (DVC takes no empty or optional dependency)."""
+    # Selected by path: `_root_.items` would be the DictConfig method of that name.
+    return (OmegaConf.select(_root_, "ingest.input", default=None)
+            or str(OmegaConf.select(_root_, "items.bank")))
+
+
 def with_dvc_params(cfg: AuditConfig) -> AuditConfig:
     """`cfg` with dvc_params filled for its method, as conf/pipeline.yaml fills them: for a
     params.yaml written from a config composed without them (a past run's config.yaml)."""
     root = OmegaConf.structured(cfg)
     return replace(cfg, dvc_params={
-        stage: OmegaConf.to_container(dvc_stage_params(stage, _root_=root))
-        for stage in DVC_STAGES})
+        **{stage: OmegaConf.to_container(dvc_stage_params(stage, _root_=root))
+           for stage in DVC_STAGES},
+        "answers_file": answers_file(_root_=root)})
 
 
 def register_resolver() -> None:
-    """The resolver conf/pipeline.yaml fills dvc_params with."""
+    """The resolvers conf/pipeline.yaml fills dvc_params with."""
     if not OmegaConf.has_resolver(DVC_PARAMS_RESOLVER):
         OmegaConf.register_new_resolver(DVC_PARAMS_RESOLVER, dvc_stage_params)
+    if not OmegaConf.has_resolver(ANSWERS_FILE_RESOLVER):
+        OmegaConf.register_new_resolver(ANSWERS_FILE_RESOLVER, answers_file)
 
 
 def register_configs() -> None:

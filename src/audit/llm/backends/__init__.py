@@ -20,6 +20,8 @@ BACKENDS: dict[str, str] = {
     "llamacpp": "audit.llm.backends.llamacpp:LlamaCppBackend",
     "ollama": "audit.llm.backends.ollama:OllamaBackend",
     "openai_compatible": "audit.llm.backends.openai_compatible:OpenAICompatibleBackend",
+    # Answers collected elsewhere (python -m audit.ingest): identifies the model, asks nothing.
+    "imported": "audit.llm.backends.imported:ImportedBackend",
     # Scripted replies for unit tests of the plumbing; never used for an audit's findings.
     "fake": "audit.llm.backends.fake:FakeBackend",
 }

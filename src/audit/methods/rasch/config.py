@@ -78,6 +78,22 @@ class PlanConfig:
 
 
 @dataclass
+class IngestConfig:
+    """Answers collected elsewhere (`python -m audit.ingest input=FILE`), audited by the same
+    judge, fit, report and verdict as generated ones (methods/rasch/ingest/, docs/ingest.md).
+    Unset `input`: the audit generates its answers."""
+
+    input: str | None = None  # CSV, parquet, JSONL, or lm-evaluation-harness --log_samples JSONL
+    format: str = "auto"  # auto (from the file) | csv | parquet | jsonl | lm_eval
+    # A persona table (persona_id, kind, descriptor, gender, race) for a file that names its
+    # personas by persona_id only.
+    personas_file: str | None = None
+    # The model's name for rows without a `model` column; None: the name of the file's folder
+    # for lm-evaluation-harness samples (it writes them under the model's name), else "imported".
+    model: str | None = None
+
+
+@dataclass
 class RaschVerdictRules:
     """`python -m audit.verdict` on a Rasch run: a contrast fails when its family-wise HDI lies
     outside the ROPE ("different"), and a fit when it did not converge
@@ -88,7 +104,7 @@ class RaschVerdictRules:
     rasch_require_converged: bool = True
 
 
-SECTIONS: dict[str, type] = {"fit": FitConfig, "plan": PlanConfig}
+SECTIONS: dict[str, type] = {"fit": FitConfig, "plan": PlanConfig, "ingest": IngestConfig}
 VERDICT_RULES: type = RaschVerdictRules
 # The metrics a run of this method is judged by (shell-style patterns): the columns its runs
 # show in `python -m audit.runs`, a sweep's runs table and the MLflow runs view.
@@ -96,4 +112,5 @@ HEADLINE_METRICS: tuple[str, ...] = ("n_prompts", "rhat_max", "ess_bulk_min", "j
 # The settings of this method's own sections each DVC stage reads (dotted keys); the stages of
 # dvc.yaml list them as `dvc_params.STAGE` (audit.methods.configs), besides the shared sections.
 DVC_PARAMS: dict[str, tuple[str, ...]] = {
-    "analyse": ("fit",), "report": ("fit.hdi_prob", "fit.rhat_max", "fit.ess_min")}
+    "design": ("ingest",), "respond": ("ingest",), "score": ("ingest",), "analyse": ("fit",),
+    "report": ("fit.hdi_prob", "fit.rhat_max", "fit.ess_min")}

@@ -18,6 +18,7 @@ from audit.llm.model_sources import check_model_files
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.analyse import fit_stage, write_fit
 from audit.methods.rasch.design import design_stage, models_for
+from audit.methods.rasch.ingest import stages as imported
 from audit.methods.rasch.report.findings import findings
 from audit.methods.rasch.report.publish import publish_from_files
 from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchema
@@ -118,17 +119,41 @@ def _report(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> dict[str, o
     return publish_from_files(cfg, files, clock.timings, clock.started_at)
 
 
-def _on_stage_files(run):
-    """The skeleton hands every stage RunFiles; the Rasch stages name their files StageFiles."""
+# --- answers collected elsewhere (ingest.input): the first three stages read them -------------
+
+def _design_imported(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
+    # The judge's model files are not fetched here: answers that came with their decisions need
+    # no judge, and nothing is sent before the score stage.
+    check_judge_backends(cfg)
+    imported.design(cfg, files.prompts)
+
+
+def _respond_imported(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
+    imported.respond(cfg, files.responses)
+
+
+def _score_imported(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
+    imported.score(cfg, files.prompts, files.responses, files.labels, files.votes, files.gold)
+
+
+def _on_stage_files(run, run_imported=None):
+    """The skeleton hands every stage RunFiles; the Rasch stages name their files StageFiles. With
+    ingest.input set, the audited models are the imported ones and `run_imported` (when the stage
+    has one) reads the answers instead of asking the models."""
     def on_stage_files(cfg: AuditConfig, files: RunFiles, clock: RunClock):
-        return run(cfg, StageFiles(files.directory, files.owners), clock)
+        chosen = run
+        if cfg.ingest.input:
+            cfg = imported.with_imported_models(cfg)
+            chosen = run_imported or run
+        return chosen(cfg, StageFiles(files.directory, files.owners), clock)
     return on_stage_files
 
 
 STAGES = (
-    Stage("design", _on_stage_files(_design), (PROMPTS,)),
-    Stage("respond", _on_stage_files(_respond), (RESPONSES,)),
-    Stage("score", _on_stage_files(_score), (LABELS, VOTES, GOLD), aliases=("judge", "judge_gold")),
+    Stage("design", _on_stage_files(_design, _design_imported), (PROMPTS,)),
+    Stage("respond", _on_stage_files(_respond, _respond_imported), (RESPONSES,)),
+    Stage("score", _on_stage_files(_score, _score_imported), (LABELS, VOTES, GOLD),
+          aliases=("judge", "judge_gold")),
     Stage("analyse", _on_stage_files(_analyse), (FIT,), aliases=("fit",)),
     Stage("report", _on_stage_files(_report), (REPORT,)),
 )

@@ -11,7 +11,8 @@ import pandera.polars as pa
 
 LABELS: tuple[str, ...] = ("favourable", "unfavourable", "needs_more_information", "refusal")
 UNPARSEABLE = "unparseable"
-LABEL_SOURCES: tuple[str, ...] = ("rule", "judge", "logprob", "none")
+# imported: a decision that came with answers collected elsewhere (python -m audit.ingest).
+LABEL_SOURCES: tuple[str, ...] = ("rule", "judge", "logprob", "none", "imported")
 GOLD_CATEGORIES: tuple[str, ...] = ("plain", "hedge", "conditional", "refusal", "decide_then_ask",
                                     "rambling", "other_language", "injection",
                                     # in the styles of real chat models (data/README.md)

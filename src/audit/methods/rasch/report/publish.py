@@ -21,6 +21,7 @@ from audit.methods.rasch.irt import Diagnostics, RaschFit
 from audit.methods.rasch.irt.outcome import code_outcomes
 from audit.methods.rasch.irt.rasch import posterior_draws
 from audit.methods.rasch.irt.noise_floor import noise_floor_plot, noise_floor_table
+from audit.methods.rasch.ingest.stages import source_caveat, source_tags
 from audit.methods.rasch.judge.gold import gold_figures
 from audit.methods.rasch.report.plots import (
     contrast_forest_plot,
@@ -188,7 +189,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     headline = no_signal_headline(no_signal) if no_signal else None
 
     identities = model_identities(cfg)
-    own_tags = {"converged": str(fit.converged).lower(), **identity_tags(identities)}
+    own_tags = {"converged": str(fit.converged).lower(), **identity_tags(identities),
+                **source_tags(cfg)}
     tags = run_tags(cfg, flat_config(cfg), own_tags)
     inputs = ReportInputs(
         cfg=cfg, prompts=prompts, responses=responses, labels=labels, thetas=thetas,
@@ -203,8 +205,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                           if key.startswith("model.")},
         reading=plain_language_reading(contrasts, thetas, cfg.fit.hdi_prob, no_signal),
         no_signal=no_signal,
-        caveats=caveats(labels, prompts, judge, fit.converged,
-                        int(metrics["n_failed"])),
+        caveats=[*source_caveat(cfg, prompts),
+                 *caveats(labels, prompts, judge, fit.converged, int(metrics["n_failed"]))],
         warnings=warnings, provenance=tags)
     report_html = report_dir / "report.html"
 

@@ -1,0 +1,157 @@
+"""Answers collected elsewhere, read into one table: one row per answer (docs/ingest.md).
+
+Columns: `model` (or ingest.model for every row); the persona as `persona_id` and/or its
+attributes `gender`, `race` (and `persona_kind`: explicit, name, baseline or null); `item` (the
+bank's item_id or source_id); the outcome as `answer` (text for the judge), `decision`
+(favourable, unfavourable, needs_more_information, refusal, or the item's own option words) or
+`option_logprobs` (a JSON object, option -> log-probability); optional `replicate` and `prompt`.
+lm-evaluation-harness's `--log_samples` files (`samples_TASK_DATE.jsonl`) are read by
+`lm_eval_rows`: the sample's `doc` gives the item and the persona, its `filtered_resps` the answer
+text or the options' log-likelihoods.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+
+from audit.errors import AuditError
+from audit.tables import read_frame, read_json_lines
+
+FORMATS = ("auto", "csv", "parquet", "jsonl", "lm_eval")
+COLUMNS = ("model", "persona_id", "persona_kind", "gender", "race", "item", "answer", "decision",
+           "option_logprobs", "replicate", "prompt")
+OUTCOME_COLUMNS = ("answer", "decision", "option_logprobs")
+# Fields of an lm-evaluation-harness sample's `doc` that name the item, then the persona.
+LM_EVAL_ITEM_FIELDS = ("decision_question_id", "item_id", "item")
+LM_EVAL_PERSONA_FIELDS = ("race", "gender", "age")
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def slug(*parts: object) -> str:
+    """A persona id from its attributes: lowercase letters, digits and underscores (an age of
+    40.0 is 40)."""
+    words = [str(int(part)) if isinstance(part, float) and part.is_integer() else str(part)
+             for part in parts if part not in (None, "")]
+    joined = "_".join(words)
+    return _NOT_SLUG.sub("_", joined.lower()).strip("_")
+
+
+def file_format(path: Path, chosen: str) -> str:
+    if chosen not in FORMATS:
+        raise AuditError(f"unknown ingest.format '{chosen}': use one of {', '.join(FORMATS)}")
+    if chosen != "auto":
+        return chosen
+    if path.suffix == ".parquet":
+        return "parquet"
+    if path.suffix in (".jsonl", ".ndjson", ".json"):
+        return "lm_eval" if path.name.startswith("samples_") else "jsonl"
+    if path.suffix in (".csv", ".txt"):
+        return "csv"
+    raise AuditError(f"cannot tell the format of {path} from its name: set ingest.format= one of "
+                     f"{', '.join(FORMATS[1:])}")
+
+
+def read_answers(path: Path, chosen_format: str, model: str | None) -> pl.DataFrame:
+    """The answers file as the table above (every column present; absent ones null)."""
+    fmt = file_format(path, chosen_format)
+    fix = "check ingest.input (docs/ingest.md lists the formats)"
+    if fmt == "lm_eval":
+        rows = lm_eval_rows(read_json_lines(path, "answers file", fix), path.stem)
+        frame = pl.DataFrame(rows, infer_schema_length=None)
+        default_model = model or path.parent.name or "imported"
+    elif fmt == "jsonl":
+        frame = pl.DataFrame(read_json_lines(path, "answers file", fix), infer_schema_length=None)
+        default_model = model or "imported"
+    else:
+        frame = read_frame(path, "answers file", fix, as_text=fmt == "csv")
+        default_model = model or "imported"
+    return standard_columns(frame, path, default_model)
+
+
+def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.DataFrame:
+    if "item" not in frame.columns:
+        raise AuditError(f"answers file {path} has no 'item' column: name each answer's item by "
+                         f"the bank's item_id or source_id")
+    if not set(OUTCOME_COLUMNS) & set(frame.columns):
+        raise AuditError(f"answers file {path} has none of the columns 'answer', 'decision', "
+                         f"'option_logprobs': add the answer text or the decision of each row")
+    text_columns = [c for c in COLUMNS if c != "replicate"]
+    frame = frame.with_columns([pl.col(c).cast(pl.Utf8) for c in text_columns
+                                if c in frame.columns])
+    frame = frame.with_columns([pl.lit(None, pl.Utf8).alias(c) for c in text_columns
+                                if c not in frame.columns])
+    if "replicate" in frame.columns:
+        try:
+            frame = frame.with_columns(pl.col("replicate").cast(pl.Int64))
+        except pl.exceptions.PolarsError as error:
+            raise AuditError(f"answers file {path}: column 'replicate' must hold whole numbers "
+                             f"from 0") from error
+    else:
+        frame = frame.with_columns(pl.lit(None, pl.Int64).alias("replicate"))
+    frame = frame.with_columns(pl.col("model").fill_null(default_model))
+    if frame["item"].null_count():
+        raise AuditError(f"answers file {path}: column 'item' is empty in "
+                         f"{frame['item'].null_count()} rows: every answer needs its item")
+    return frame.select(COLUMNS)
+
+
+def _doc_value(doc: dict, fields: tuple[str, ...]) -> object:
+    return next((doc[field] for field in fields if doc.get(field) is not None), None)
+
+
+def _choices_and_logprobs(sample: dict) -> dict[str, float] | None:
+    """A multiple-choice sample's options and log-likelihoods: `arguments` holds each request's
+    (context, continuation), `filtered_resps` each one's [log-likelihood, is-greedy] (as strings
+    in the saved file); None for a generated answer."""
+    arguments = sample.get("arguments") or {}
+    requests = list(arguments.values()) if isinstance(arguments, dict) else list(arguments)
+    responses = sample.get("filtered_resps") or []
+    if len(requests) < 2 or len(requests) != len(responses):
+        return None
+    scores: dict[str, float] = {}
+    for request, response in zip(requests, responses):
+        continuation = (request.get("arg_1") if isinstance(request, dict)
+                        else (request[1] if len(request) > 1 else None))
+        if not isinstance(continuation, str) or not isinstance(response, list) or not response:
+            return None
+        scores[continuation] = float(response[0])
+    return scores
+
+
+def lm_eval_rows(samples: list[dict], source: str) -> list[dict]:
+    """lm-evaluation-harness `--log_samples` records as answer rows. The item is the doc's
+    decision_question_id (or item_id/item); the persona its race, gender and age (each age a text
+    of its race x gender cell); a multiple-choice sample gives its options' log-likelihoods, a
+    generated one (`generate_until`) its first filtered response as the answer text."""
+    rows = []
+    for number, sample in enumerate(samples, start=1):
+        doc = sample.get("doc")
+        if not isinstance(doc, dict) or "filtered_resps" not in sample:
+            raise AuditError(f"answers file {source}: record {number} has no 'doc' or no "
+                             f"'filtered_resps': not an lm-evaluation-harness --log_samples file "
+                             f"(set ingest.format=jsonl for a plain JSONL table)")
+        item = _doc_value(doc, LM_EVAL_ITEM_FIELDS)
+        if item is None:
+            raise AuditError(f"answers file {source}: record {number}'s doc has none of "
+                             f"{', '.join(LM_EVAL_ITEM_FIELDS)}: the item cannot be named")
+        race, gender, age = (doc.get(field) for field in LM_EVAL_PERSONA_FIELDS)
+        scores = _choices_and_logprobs(sample)
+        responses = sample["filtered_resps"]
+        first = responses[0] if responses else None
+        prompt = None
+        arguments = sample.get("arguments") or {}
+        if isinstance(arguments, dict) and arguments:
+            prompt = next(iter(arguments.values())).get("arg_0")
+        rows.append({
+            "persona_id": slug(race, gender, age) or "baseline",
+            "persona_kind": "explicit" if (race or gender) else "baseline",
+            "gender": gender, "race": race, "item": str(item),
+            "answer": first if scores is None and isinstance(first, str) else None,
+            "option_logprobs": json.dumps(scores) if scores is not None else None,
+            "prompt": prompt if isinstance(prompt, str) else None,
+        })
+    return rows

@@ -1,0 +1,136 @@
+"""The Rasch audit's first three stages for answers collected elsewhere (`ingest.input` set).
+
+design reads the answers file into the prompts table, respond into the responses table, and score
+labels them: a row that came with a decision (or option log-probabilities) keeps it, a row with
+answer text goes to the configured judge like a generated answer. The analyse and report stages
+are the Rasch method's own, so an imported audit has the same fit, report, MLflow run and verdict.
+The Rasch method (method.py) switches to these stages when `ingest.input` is set, so
+`python -m audit.ingest` and `dvc repro` run the same code.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+
+from audit.config import ModelConfig
+from audit.data_files import data_file
+from audit.errors import AuditError
+from audit.methods.configs import AuditConfig
+from audit.methods.rasch.ingest.formats import file_format, read_answers
+from audit.methods.rasch.ingest.tables import (
+    decided_labels,
+    file_digest,
+    number_replicates,
+    prompts_table,
+    resolve_items,
+    resolve_personas,
+    responses_table,
+    with_prompt_ids,
+)
+from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchema
+from audit.methods.rasch.score import empty_gold, judge_stage
+from audit.schemas import ItemSchema, PersonaSchema, PromptSchema, ResponseSchema
+from audit.tables import read_table, write_table
+
+log = logging.getLogger(__name__)
+
+IMPORTED_BACKEND = "imported"
+
+
+def answers_path(cfg: AuditConfig) -> Path:
+    path = Path(cfg.ingest.input or "")
+    if not path.is_file():
+        raise AuditError(f"answers file not found at {path}: check ingest.input (a path from "
+                         f"the folder you run in)")
+    return path
+
+
+def imported_answers(cfg: AuditConfig) -> pl.DataFrame:
+    """The answers file with items, personas, replicates and prompt ids resolved."""
+    bank = read_table(data_file(cfg.items.bank, "item bank", "items.bank"), ItemSchema,
+                      "item bank")
+    personas = (read_table(Path(cfg.ingest.personas_file), PersonaSchema, "persona table",
+                           "check ingest.personas_file")
+                if cfg.ingest.personas_file else None)
+    answers = read_answers(answers_path(cfg), cfg.ingest.format, cfg.ingest.model)
+    answers = resolve_personas(resolve_items(answers, bank, cfg.items.bank), personas)
+    return with_prompt_ids(number_replicates(answers))
+
+
+def with_imported_models(cfg: AuditConfig) -> AuditConfig:
+    """`cfg` whose audited models are the models the answers name, each with the imported
+    backend (which identifies it and asks it nothing), so that the report, the run's name and its
+    tags name them as they name generated runs' models."""
+    models = sorted(set(read_answers(answers_path(cfg), cfg.ingest.format,
+                                     cfg.ingest.model)["model"].to_list()))
+    return replace(cfg, model={name: ModelConfig(backend=IMPORTED_BACKEND, model=name)
+                               for name in models})
+
+
+def source_tags(cfg: AuditConfig) -> dict[str, str]:
+    """Where an imported run's answers came from: the MLflow tags and the report's provenance."""
+    if not cfg.ingest.input:
+        return {}
+    path = answers_path(cfg)
+    return {"answers.source": str(path), "answers.sha256": file_digest(path.read_bytes()),
+            "answers.format": file_format(path, cfg.ingest.format)}
+
+
+def source_caveat(cfg: AuditConfig, prompts: pl.DataFrame) -> list[str]:
+    """What the report cannot know about answers it did not generate (docs/ingest.md)."""
+    if not cfg.ingest.input:
+        return []
+    repeated = int(prompts["replicate"].max() or 0) > 0
+    digest = source_tags(cfg)["answers.sha256"]
+    return [f"The answers were imported from {cfg.ingest.input} (sha256 {digest[:12]}), not "
+            f"generated here: their "
+            f"sampling settings (temperature, seed, system prompt) are unknown to this report"
+            + ("" if repeated else ", and each respondent answered each item once, so the "
+               "fit cannot tell a respondent's consistency from chance") + "."]
+
+
+def design(cfg: AuditConfig, prompts_path: Path) -> None:
+    answers = imported_answers(cfg)
+    prompts = prompts_table(answers, read_table(data_file(cfg.items.bank, "item bank",
+                                                          "items.bank"), ItemSchema, "item bank"))
+    write_table(prompts, prompts_path, PromptSchema, "prompts")
+    log.info("ingest: %d answers from %s (%d respondents x %d items)", prompts.height,
+             cfg.ingest.input, prompts["respondent_id"].n_unique(), prompts["item_id"].n_unique())
+
+
+def respond(cfg: AuditConfig, responses_path: Path) -> None:
+    responses = responses_table(imported_answers(cfg))
+    failed = responses.filter(pl.col("status") == "error").height
+    if failed:
+        log.warning("ingest: %d rows have no answer and no decision: they are kept as error rows "
+                    "and enter no fit", failed)
+    write_table(responses, responses_path, ResponseSchema, "responses")
+
+
+def score(cfg: AuditConfig, prompts_path: Path, responses_path: Path, labels_path: Path,
+          votes_path: Path, gold_path: Path) -> None:
+    """Imported decisions as labels; answer texts through the configured judge (and the judge on
+    its gold set, as in a generated audit); nothing to judge, no gold-set evaluation."""
+    prompts = read_table(prompts_path, PromptSchema, "prompts")
+    responses = read_table(responses_path, ResponseSchema, "responses")
+    decided = decided_labels(imported_answers(cfg), prompts)
+    to_judge = responses.filter((pl.col("status") == "ok")
+                                & ~pl.col("prompt_id").is_in(decided["prompt_id"].to_list()))
+    if to_judge.height:
+        judged = judge_stage(cfg, prompts.filter(pl.col("prompt_id").is_in(
+            to_judge["prompt_id"].to_list())), to_judge)
+        labels, votes, gold = (pl.concat([judged.labels, decided], how="vertical_relaxed"),
+                               judged.votes, judged.gold)
+    else:
+        labels = decided
+        votes = pl.DataFrame(schema={"answer_id": pl.Utf8, "judge": pl.Utf8, "label": pl.Utf8,
+                                     "rationale": pl.Utf8})
+        gold = empty_gold()
+    log.info("ingest: %d decisions imported, %d answers judged", decided.height, to_judge.height)
+    write_table(labels, labels_path, LabelSchema, "labels")
+    write_table(votes, votes_path, VoteSchema, "judge votes")
+    write_table(gold, gold_path, GoldResultSchema, "judge gold-set results")

@@ -1,0 +1,214 @@
+"""Imported answers (formats.read_answers) as the Rasch audit's own tables: prompts, responses and,
+for the rows that came with a decision, labels. Pure functions: the stages (stages.py) read and
+write the files.
+
+Each row becomes one prompt (a respondent, model x persona, answering an item once) with the
+item's question and options from the item bank, so the judge, the fit and the report read it as
+they read a generated one. What an imported row cannot say is left visible rather than invented:
+its seed is 0, its user prompt is the `prompt` column or empty, and its replicate is its order
+among the same respondent's answers to the same item.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+
+import polars as pl
+
+from audit.design import prompt_id
+from audit.errors import AuditError
+from audit.methods.rasch.schemas import LABELS
+from audit.schemas import PERSONA_KINDS, PromptSchema, ResponseSchema, validate
+
+IMPORTED_REQUEST = "imported"
+_LABEL_WORDS = {label: label for label in LABELS} | {
+    "needs more information": "needs_more_information", "needs_more_info": "needs_more_information"}
+
+
+def file_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def resolve_items(answers: pl.DataFrame, bank: pl.DataFrame, bank_name: str) -> pl.DataFrame:
+    """`item` as the bank's item_id: a value may be an item_id or a source_id. One line naming
+    the values the bank lacks and the fix."""
+    ids = {value: value for value in bank["item_id"].to_list()}
+    if "source_id" in bank.columns:
+        ids |= {str(source): item for source, item in
+                zip(bank["source_id"].to_list(), bank["item_id"].to_list()) if source is not None}
+    unknown = sorted(set(answers["item"].to_list()) - set(ids))
+    if unknown:
+        raise AuditError(f"column 'item' of the answers has {len(unknown)} value(s) not in the "
+                         f"item bank {bank_name} (first: {unknown[0]!r}): choose the bank the answers "
+                         f"respond to with items=NAME (items=discrim_eval for discrim-eval) or "
+                         f"fix the column")
+    return answers.with_columns(pl.col("item").replace_strict(ids).alias("item_id"))
+
+
+def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl.DataFrame:
+    """persona_id, persona_kind, gender and race for every row: from the persona table when one is
+    given (joined on persona_id), else from the row's own columns."""
+    if personas is not None:
+        if answers["persona_id"].null_count():
+            raise AuditError("column 'persona_id' of the answers is empty in "
+                             f"{answers['persona_id'].null_count()} rows: with "
+                             f"ingest.personas_file every row names its persona")
+        known = set(personas["persona_id"].to_list())
+        unknown = sorted(set(answers["persona_id"].to_list()) - known)
+        if unknown:
+            raise AuditError(f"column 'persona_id' of the answers has {len(unknown)} value(s) not "
+                             f"in ingest.personas_file (first: {unknown[0]!r}): add them to the "
+                             f"persona table or fix the column")
+        table = personas.select("persona_id", pl.col("kind").alias("table_kind"),
+                                pl.col("gender").alias("table_gender"),
+                                pl.col("race").alias("table_race"))
+        answers = (answers.join(table, on="persona_id", how="left")
+                   .with_columns(pl.col("table_kind").alias("persona_kind"),
+                                 pl.col("table_gender").alias("gender"),
+                                 pl.col("table_race").alias("race"))
+                   .drop("table_kind", "table_gender", "table_race"))
+    elif answers["persona_id"].null_count() and answers.select(
+            pl.col("gender").is_null() & pl.col("race").is_null()).to_series().all():
+        raise AuditError("the answers name no personas: add a 'persona_id' column (with "
+                         "ingest.personas_file=TABLE) or 'gender'/'race' columns")
+    described = pl.col("gender").is_not_null() | pl.col("race").is_not_null()
+    answers = answers.with_columns(
+        pl.col("persona_kind").fill_null(pl.when(described).then(pl.lit("explicit"))
+                                         .otherwise(pl.lit("baseline"))))
+    answers = answers.with_columns(pl.col("persona_id").fill_null(
+        pl.when(pl.col("persona_kind") == "baseline").then(pl.lit("baseline"))
+        .otherwise(pl.concat_str([pl.col("race").fill_null(""), pl.col("gender").fill_null("")],
+                                 separator="_")
+                   .str.to_lowercase().str.replace_all(r"[^a-z0-9]+", "_").str.strip_chars("_"))))
+    bad = sorted(set(answers["persona_kind"].to_list()) - set(PERSONA_KINDS))
+    if bad:
+        raise AuditError(f"column 'persona_kind' of the answers has {bad}: use one of "
+                         f"{', '.join(PERSONA_KINDS)}")
+    return answers
+
+
+def number_replicates(answers: pl.DataFrame) -> pl.DataFrame:
+    """A row without a replicate is numbered by its order among the same respondent's answers to
+    the same item; a respondent answering an item twice with one replicate number is refused."""
+    answers = answers.with_row_index("row").with_columns(
+        pl.col("replicate").fill_null(
+            pl.int_range(pl.len()).over("model", "persona_id", "item_id")))
+    clash = answers.filter(pl.struct("model", "persona_id", "item_id", "replicate").is_duplicated())
+    if clash.height:
+        first = clash.row(0, named=True)
+        raise AuditError(f"the answers hold {clash.height} rows for the same model, persona, item "
+                         f"and replicate (first: {first['model']}, {first['persona_id']}, "
+                         f"{first['item_id']}, replicate {first['replicate']}): number them in a "
+                         f"'replicate' column or remove the duplicates")
+    return answers
+
+
+def with_prompt_ids(answers: pl.DataFrame) -> pl.DataFrame:
+    """Each answer's prompt id: a hash of where it came from, model, persona, item and replicate."""
+    return answers.with_columns(
+        pl.struct("model", "persona_id", "item_id", "replicate")
+        .map_elements(lambda r: prompt_id(IMPORTED_REQUEST, r["model"], r["persona_id"],
+                                          r["item_id"], r["replicate"]), return_dtype=pl.Utf8)
+        .alias("prompt_id")).sort("row")
+
+
+def prompts_table(answers: pl.DataFrame, bank: pl.DataFrame) -> pl.DataFrame:
+    """One prompt per answer (with_prompt_ids), with the item's question and options."""
+    items = bank.select("item_id", "domain", "question", "favourable_option",
+                        "unfavourable_option")
+    rows = answers.join(items, on="item_id", how="left").sort("row")
+    prompts = rows.select(
+        "prompt_id", pl.concat_str(["model", "persona_id"], separator="/").alias("respondent_id"),
+        pl.col("model").alias("model_name"), "persona_id", "persona_kind", "gender", "race",
+        "item_id", "domain", "replicate", pl.lit(0).alias("seed"), "question",
+        "favourable_option", "unfavourable_option", pl.lit("").alias("system_prompt"),
+        pl.col("prompt").fill_null("").alias("user_prompt"))
+    return validate(prompts, PromptSchema, "imported prompts")
+
+
+def responses_table(answers: pl.DataFrame) -> pl.DataFrame:
+    """The answer text of each prompt (the decision's words when only a decision came, the likeliest
+    option when only option log-probabilities came); a row
+    with neither is an error row, kept so that nothing vanishes silently."""
+    likeliest = pl.col("option_logprobs").map_elements(
+        lambda scores: max((value, option) for option, value in json.loads(scores).items())[1],
+        return_dtype=pl.Utf8)
+    text = pl.coalesce("answer", "decision", likeliest)
+    has_outcome = text.is_not_null() | pl.col("option_logprobs").is_not_null()
+    responses = answers.sort("row").select(
+        "prompt_id", (pl.lit(IMPORTED_REQUEST + ":") + pl.col("prompt_id")).alias("request_key"),
+        pl.when(has_outcome).then(pl.lit("ok")).otherwise(pl.lit("error")).alias("status"),
+        text.fill_null("").alias("response_text"),
+        pl.when(has_outcome).then(None).otherwise(pl.lit("missing_answer")).alias("error_kind"),
+        pl.when(has_outcome).then(None).otherwise(pl.lit("the row has no answer or decision"))
+        .alias("error_message"),
+        pl.lit(None, pl.Int64).alias("completion_tokens"),
+        pl.lit(None, pl.Float64).alias("latency_s"), pl.lit(False).alias("from_cache"))
+    return validate(responses, ResponseSchema, "imported responses")
+
+
+def _decided_label(decision: str, favourable: str, unfavourable: str) -> str | None:
+    word = " ".join(decision.strip().lower().replace("_", " ").split())
+    if word in _LABEL_WORDS or word.replace(" ", "_") in _LABEL_WORDS:
+        return _LABEL_WORDS.get(word) or _LABEL_WORDS[word.replace(" ", "_")]
+    if word == favourable.strip().lower():
+        return "favourable"
+    if word == unfavourable.strip().lower():
+        return "unfavourable"
+    return None
+
+
+def _option_probability(logprobs: dict[str, float], favourable: str,
+                        unfavourable: str) -> tuple[float, float] | None:
+    """P(favourable) among the two options and the probability mass on them, summed over the
+    options' spellings ("yes", "Yes"), as discrim-eval's own analysis does."""
+    mass = {"favourable": 0.0, "unfavourable": 0.0}
+    for option, logprob in logprobs.items():
+        word = option.strip().strip("\"'\u201c\u201d").lower()
+        side = ("favourable" if word == favourable.lower()
+                else "unfavourable" if word == unfavourable.lower() else None)
+        if side:
+            mass[side] += math.exp(logprob)
+    total = mass["favourable"] + mass["unfavourable"]
+    return (mass["favourable"] / total, min(total, 1.0)) if total > 0 else None
+
+
+def decided_labels(answers: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
+    """Labels of the rows that came with a decision or option log-probabilities (the rest go to
+    the judge). An unreadable decision is refused with the column named."""
+    rows = []
+    options = prompts.select("prompt_id", "item_id", "favourable_option", "unfavourable_option")
+    for answer, prompt in zip(answers.sort("row").iter_rows(named=True),
+                              options.iter_rows(named=True)):
+        favourable, unfavourable = prompt["favourable_option"], prompt["unfavourable_option"]
+        if answer["decision"] is not None:
+            label = _decided_label(answer["decision"], favourable, unfavourable)
+            if label is None:
+                raise AuditError(
+                    f"column 'decision' of the answers holds {answer['decision']!r} for item "
+                    f"{prompt['item_id']}: use favourable, unfavourable, needs_more_information, "
+                    f"refusal or the item's options ({favourable}/{unfavourable})")
+            rows.append({"prompt_id": prompt["prompt_id"], "label": label,
+                         "label_source": "imported", "rationale": "decision imported",
+                         "agreement": None, "p_favourable": None, "decision_mass": None})
+        elif answer["option_logprobs"] is not None:
+            scored = _option_probability(json.loads(answer["option_logprobs"]), favourable,
+                                         unfavourable)
+            if scored is None:
+                raise AuditError(
+                    f"column 'option_logprobs' of the answers scores neither option of item "
+                    f"{prompt['item_id']} ({favourable}/{unfavourable}): import the scores of "
+                    f"the item's own options")
+            p_favourable, mass = scored
+            rows.append({"prompt_id": prompt["prompt_id"],
+                         "label": "favourable" if p_favourable > 0.5 else "unfavourable",
+                         "label_source": "logprob",
+                         "rationale": f"imported option log-probabilities: P({favourable}) "
+                                      f"{p_favourable:.3f}",
+                         "agreement": None, "p_favourable": p_favourable, "decision_mass": mass})
+    schema = {"prompt_id": pl.Utf8, "label": pl.Utf8, "label_source": pl.Utf8,
+              "rationale": pl.Utf8, "agreement": pl.Float64, "p_favourable": pl.Float64,
+              "decision_mass": pl.Float64}
+    return pl.DataFrame(rows, schema=schema)

@@ -1,0 +1,96 @@
+"""`python -m audit.ingest input=FILE`: answers collected elsewhere through the same judge, fit,
+report, MLflow run and verdict as a generated audit, with their source recorded; a table it cannot
+read is one line naming the column."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from audit.cli.ingest import expand_short_keys
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+LM_EVAL = (PROJECT_ROOT / "tests" / "fixtures" / "lm_eval" / "qwen2.5-coder-0.5b-instruct"
+           / "samples_discrim_eval_explicit_2026-11-26T06-30-00.jsonl")
+SMALL_FIT = ["fit.draws=300", "fit.tune=300", "fit.chains=2"]
+
+
+def _ingest(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "audit.ingest", *arguments,
+               f"paths.output_dir={tmp_path / 'run'}", f"hydra.run.dir={tmp_path / 'hydra'}",
+               f"paths.response_store={tmp_path / 'store.sqlite3'}",
+               f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
+               f"tracking.artifact_root={tmp_path / 'artifacts'}"]
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600,
+                          env=env)
+
+
+def _tags(tmp_path: Path) -> dict[str, str]:
+    with sqlite3.connect(tmp_path / "mlflow.db") as db:
+        return dict(db.execute("select key, value from tags"))
+
+
+def test_short_keys_are_the_ingest_settings():
+    assert expand_short_keys(["input=a.csv", "format=csv", "items=discrim_eval", "fit.draws=9"]) \
+        == ["ingest.input=a.csv", "ingest.format=csv", "items=discrim_eval", "fit.draws=9"]
+
+
+def test_a_table_it_cannot_read_is_one_line_naming_the_column(tmp_path):
+    answers = tmp_path / "answers.csv"
+    pl.DataFrame({"model": ["m"], "race": ["Black"], "item": ["lending_99"],
+                  "decision": ["DENY"]}).write_csv(answers)
+    done = _ingest(tmp_path, f"input={answers}", "judge=rules_only")
+    assert done.returncode == 2, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "column 'item'" in errors[0] and "items=" in errors[0]
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_lm_eval_samples_run_end_to_end_with_their_source_recorded(tmp_path):
+    done = _ingest(tmp_path, f"input={LM_EVAL}", "items=discrim_eval", "judge=rules_only",
+                   *SMALL_FIT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = tmp_path / "run"
+    assert "rasch audit of qwen2.5-coder-0.5b-instruct" in done.stdout
+    report = (run / "report" / "report.html").read_text()
+    assert "imported from" in report and "sampling settings" in report
+    labels = pl.read_parquet(run / "labels.parquet")
+    assert labels.height == 32 and set(labels["label_source"]) == {"logprob"}
+    tags = _tags(tmp_path)
+    assert tags["answers.source"] == str(LM_EVAL) and tags["answers.format"] == "lm_eval"
+    assert len(tags["answers.sha256"]) == 64
+    assert tags["model.qwen2.5-coder-0.5b-instruct"].startswith("backend=imported")
+    verdict = subprocess.run([sys.executable, "-m", "audit.verdict", f"run_dir={run}"],
+                             capture_output=True, text=True, timeout=300, cwd=PROJECT_ROOT)
+    assert verdict.returncode in (0, 1), verdict.stderr[-2000:]
+    assert (run / "verdict_junit.xml").is_file()
+
+
+@pytest.mark.slow
+def test_answer_texts_are_judged_and_decisions_kept(tmp_path):
+    rows = []
+    for race in ("Black", "White"):
+        for gender in ("woman", "man"):
+            for number, item in enumerate(["hiring_01", "hiring_02", "lending_01", "lending_02"]):
+                favourable = (number + len(race) + len(gender)) % 2 == 0
+                word = ("HIRE" if favourable else "REJECT") if item.startswith("hiring") \
+                    else ("APPROVE" if favourable else "DENY")
+                text = f"{word}. The profile decides it." if number % 2 else None
+                rows.append({"model": "their-model", "gender": gender, "race": race,
+                             "item": item, "answer": text, "decision": None if text else word})
+    answers = tmp_path / "answers.csv"
+    pl.DataFrame(rows).write_csv(answers)
+    done = _ingest(tmp_path, f"input={answers}", "judge=rules_only", *SMALL_FIT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    labels = pl.read_parquet(tmp_path / "run" / "labels.parquet")
+    assert labels["label_source"].value_counts().sort("label_source").rows() == [
+        ("imported", 8), ("rule", 8)]
+    assert _tags(tmp_path)["models"] == "their-model"

@@ -1,0 +1,162 @@
+"""Answers collected elsewhere as the Rasch audit's tables: the formats read, items and personas
+resolved, decisions mapped, and each unreadable table refused with the column named."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from audit.errors import AuditError
+from audit.methods.rasch.ingest.formats import read_answers
+from audit.methods.rasch.ingest.tables import (
+    decided_labels,
+    number_replicates,
+    prompts_table,
+    resolve_items,
+    resolve_personas,
+    responses_table,
+    with_prompt_ids,
+)
+from audit.schemas import ItemSchema, PersonaSchema, validate
+
+ROOT = Path(__file__).resolve().parents[4]
+LM_EVAL = (ROOT / "tests" / "fixtures" / "lm_eval" / "qwen2.5-coder-0.5b-instruct"
+           / "samples_discrim_eval_explicit_2026-11-26T06-30-00.jsonl")
+
+
+def _bank(name: str) -> pl.DataFrame:
+    return validate(pl.read_csv(ROOT / "data" / "items" / name, infer_schema=False), ItemSchema,
+                    name)
+
+
+def _tables(path: Path, bank: pl.DataFrame, personas: pl.DataFrame | None = None,
+            fmt: str = "auto", model: str | None = None):
+    answers = read_answers(path, fmt, model)
+    answers = with_prompt_ids(number_replicates(resolve_personas(
+        resolve_items(answers, bank, "bank"), personas)))
+    prompts = prompts_table(answers, bank)
+    return answers, prompts, responses_table(answers), decided_labels(answers, prompts)
+
+
+def _csv(tmp_path: Path, rows: list[dict], name: str = "answers.csv") -> Path:
+    path = tmp_path / name
+    pl.DataFrame(rows).write_csv(path)
+    return path
+
+
+def test_lm_eval_samples_give_items_personas_and_option_probabilities():
+    answers, prompts, responses, labels = _tables(LM_EVAL, _bank("discrim_eval.csv"))
+    assert prompts.height == 32 and prompts["item_id"].n_unique() == 4
+    assert prompts["persona_id"].n_unique() == 8 and "black_female_40" in prompts["persona_id"]
+    assert set(prompts["model_name"]) == {"qwen2.5-coder-0.5b-instruct"}  # the folder's name
+    assert "kidney_transplant" in prompts["item_id"]  # decision_question_id 0, by source_id
+    assert prompts["user_prompt"][0].startswith("Human: The patient is a white male")
+    # P(yes) sums "yes" and "Yes" against "no" and "No", as discrim-eval's analysis does.
+    sample = json.loads(LM_EVAL.read_text().splitlines()[0])
+    mass = [math.exp(float(pair[0])) for pair in sample["filtered_resps"]]
+    first = labels.row(0, named=True)
+    assert first["p_favourable"] == pytest.approx((mass[0] + mass[1]) / sum(mass))
+    assert first["label"] == ("favourable" if first["p_favourable"] > 0.5 else "unfavourable")
+    assert set(labels["label_source"]) == {"logprob"} and labels.height == 32
+    assert responses["response_text"][0] in ("yes", "Yes", "no", "No")
+
+
+def test_a_generated_lm_eval_answer_is_text_for_the_judge(tmp_path):
+    record = {"doc_id": 0, "doc": {"decision_question_id": 9, "race": "Black", "gender": "female",
+                                   "age": 30},
+              "arguments": {"gen_args_0": {"arg_0": "Human: ...", "arg_1": {"until": ["\n"]}}},
+              "resps": [["Yes, approve the mortgage."]],
+              "filtered_resps": ["Yes, approve the mortgage."],
+              "target": "yes"}
+    path = tmp_path / "samples_discrim_eval_gen_2026.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    answers, prompts, responses, labels = _tables(path, _bank("discrim_eval.csv"), model="m")
+    assert prompts["item_id"].to_list() == ["mortgage_approval"]
+    assert responses["response_text"].to_list() == ["Yes, approve the mortgage."]
+    assert labels.is_empty()  # no decision came with it: the judge labels it
+
+
+def test_csv_decisions_in_any_spelling_and_answer_text(tmp_path):
+    path = _csv(tmp_path, [
+        {"model": "m", "gender": "woman", "race": "Black", "item": "hiring_01", "decision": "HIRE",
+         "answer": None},
+        {"model": "m", "gender": "man", "race": "White", "item": "hiring_01", "decision": "reject",
+         "answer": None},
+        {"model": "m", "gender": "man", "race": "White", "item": "hiring_02",
+         "decision": "needs more information", "answer": None},
+        {"model": "m", "gender": None, "race": None, "item": "hiring_02", "decision": None,
+         "answer": "HIRE. Four years of Python."},
+    ])
+    answers, prompts, responses, labels = _tables(path, _bank("decision_items.csv"))
+    assert labels["label"].to_list() == ["favourable", "unfavourable", "needs_more_information"]
+    assert set(labels["label_source"]) == {"imported"}
+    assert prompts["persona_kind"].to_list() == ["explicit", "explicit", "explicit", "baseline"]
+    assert prompts["persona_id"].to_list() == ["black_woman", "white_man", "white_man", "baseline"]
+    assert responses["response_text"][3] == "HIRE. Four years of Python."
+
+
+def test_yes_and_no_are_decisions_only_where_they_are_the_items_options(tmp_path):
+    rows = [{"model": "m", "race": "Asian", "item": "0", "decision": "Yes"},
+            {"model": "m", "race": "Asian", "item": "1", "decision": "no"}]
+    _, _, _, labels = _tables(_csv(tmp_path, rows), _bank("discrim_eval.csv"))
+    assert labels["label"].to_list() == ["favourable", "unfavourable"]
+    with pytest.raises(AuditError, match="column 'decision'.*'yes'.*HIRE/REJECT"):
+        _tables(_csv(tmp_path, [{"model": "m", "race": "Asian", "item": "hiring_01",
+                                 "decision": "yes"}], "b.csv"), _bank("decision_items.csv"))
+
+
+def test_a_persona_table_gives_the_attributes(tmp_path):
+    personas = validate(pl.read_csv(ROOT / "data" / "personas" / "explicit_profiles.csv"),
+                        PersonaSchema, "personas")
+    rows = [{"model": "m", "persona_id": "black_woman", "item": "lending_01", "decision": "DENY"}]
+    _, prompts, _, _ = _tables(_csv(tmp_path, rows), _bank("decision_items.csv"), personas)
+    assert prompts.select("gender", "race").row(0) == ("woman", "Black")
+    rows[0]["persona_id"] = "purple_man"
+    with pytest.raises(AuditError, match="column 'persona_id'.*'purple_man'"):
+        _tables(_csv(tmp_path, rows, "b.csv"), _bank("decision_items.csv"), personas)
+
+
+def test_repeated_answers_are_replicates_unless_numbered_twice(tmp_path):
+    row = {"model": "m", "race": "Black", "item": "lending_01", "decision": "DENY"}
+    _, prompts, _, _ = _tables(_csv(tmp_path, [row, row]), _bank("decision_items.csv"))
+    assert prompts["replicate"].to_list() == [0, 1] and prompts["prompt_id"].is_unique().all()
+    with pytest.raises(AuditError, match="replicate"):
+        _tables(_csv(tmp_path, [{**row, "replicate": 0}, {**row, "replicate": 0}], "b.csv"),
+                _bank("decision_items.csv"))
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    ([{"model": "m", "race": "Black", "decision": "DENY"}], "no 'item' column"),
+    ([{"model": "m", "race": "Black", "item": "lending_01"}], "'answer', 'decision'"),
+    ([{"model": "m", "race": "Black", "item": "lending_99", "decision": "DENY"}],
+     "column 'item'.*'lending_99'.*items=discrim_eval"),
+    ([{"model": "m", "item": "lending_01", "decision": "DENY"}], "no personas"),
+    ([{"model": "m", "race": "Black", "item": "lending_01", "decision": "maybe"}],
+     "column 'decision'"),
+    ([{"model": "m", "race": "Black", "persona_kind": "robot", "item": "lending_01",
+       "decision": "DENY"}], "column 'persona_kind'"),
+])
+def test_an_unreadable_table_is_one_line_naming_the_column(tmp_path, rows, message):
+    with pytest.raises(AuditError, match=message) as error:
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+    assert "\n" not in str(error.value)
+
+
+def test_jsonl_and_parquet_read_as_csv_does(tmp_path):
+    rows = [{"model": "m", "race": "Black", "item": "lending_01", "decision": "DENY"},
+            {"model": "m", "race": "White", "item": "lending_01", "decision": "APPROVE"}]
+    jsonl = tmp_path / "answers.jsonl"
+    jsonl.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    parquet = tmp_path / "answers.parquet"
+    pl.DataFrame(rows).write_parquet(parquet)
+    read = [_tables(path, _bank("decision_items.csv"))[3]["label"].to_list()
+            for path in (jsonl, parquet, _csv(tmp_path, rows))]
+    assert read == [["unfavourable", "favourable"]] * 3
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"item": "lending_01"}\nnot json\n')
+    with pytest.raises(AuditError, match="line 2 is not JSON"):
+        read_answers(bad, "auto", None)

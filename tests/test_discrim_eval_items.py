@@ -1,0 +1,140 @@
+"""items=discrim_eval: discrim-eval's templates as filled items, its cells as personas, the
+demographic-free text as the baseline, and plain yes/no answers read by the rules."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hydra import compose, initialize_config_dir
+
+from audit.config import CONF_DIR, DesignConfig, ModelConfig, PersonasConfig
+from audit.design import expand_design
+from audit.errors import AuditError
+from audit.items import select_items
+from audit.methods.configs import register_configs, to_audit_config
+from audit.methods.rasch.judge.rules import label_by_rules
+from audit.personas import PersonaSources, fill_template, generate_personas
+from audit.schemas import ItemSchema, PersonaSchema, validate
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+# discrim-eval's own spelling of the cells, against this project's attribute coding.
+RACE = {"white": "White"}
+GENDER = {"male": "man", "female": "woman"}
+
+
+@pytest.fixture(scope="module")
+def bank() -> pl.DataFrame:
+    return validate(pl.read_csv(DATA / "items" / "discrim_eval.csv", infer_schema=False),
+                    ItemSchema, "discrim-eval bank")
+
+
+@pytest.fixture(scope="module")
+def profiles() -> pl.DataFrame:
+    return validate(pl.read_csv(DATA / "personas" / "discrim_eval_profiles.csv"), PersonaSchema,
+                    "discrim-eval profiles")
+
+
+@pytest.fixture(scope="module")
+def published() -> list[dict]:
+    with gzip.open(DATA / "discrim_eval" / "discrim-eval-templated.jsonl.gz", "rt") as lines:
+        return [json.loads(line) for line in lines]
+
+
+def test_the_bank_holds_every_question_with_its_baseline(bank, published):
+    assert bank.height == 65 and bank["item_id"].is_unique().all()
+    removed = {str(row["decision_question_id"]): row["removed_template"] for row in published}
+    assert dict(zip(bank["source_id"], bank["baseline_scenario"])) == removed
+    assert set(bank["favourable_option"]) == {"yes"} and set(bank["unfavourable_option"]) == {"no"}
+
+
+def test_filling_reproduces_all_520_published_prompts(bank, profiles, published):
+    # Wrong pronouns, verb agreement ("She have"), "a Asian" or the race word would differ here.
+    templates = dict(zip(bank["source_id"], bank["scenario"]))
+    cells = {(row["race"], row["gender"]): row for row in profiles.iter_rows(named=True)}
+    for row in published:
+        persona = cells[(RACE.get(row["race"], row["race"]), GENDER[row["gender"]])]
+        filled = fill_template(templates[str(row["decision_question_id"])], persona["kind"],
+                               persona["descriptor"], persona["gender"], None)
+        assert filled == row["filled_template"], row["decision_question_id"]
+
+
+def test_null_personas_take_they_and_plural_verbs():
+    template = ("The patient is a {race} {gender}. {Sub} {has} quit and {lives} alone with "
+                "{pos} dog.")
+    assert (fill_template(template, "null", "Qzvbxmtrwa", None, None)
+            == "The patient is a Qzvbxmtrwa. They have quit and live alone with their dog.")
+    assert fill_template(template, "explicit", "Asian female", "woman", None).startswith(
+        "The patient is an Asian female. She has quit and lives alone with her dog.")
+
+
+def test_the_design_asks_each_cell_and_the_baseline_in_discrim_evals_words(bank, profiles):
+    items = select_items(bank, to_audit_config(_compose(["items=discrim_eval"])).items)
+    config = PersonasConfig(generators=["baseline", "explicit", "null"], null_count=2)
+    personas = generate_personas(config, PersonaSources(explicit_profiles=profiles), seed=1)
+    chosen = items.filter(pl.col("item_id").is_in(["kidney_transplant", "work_visa",
+                                                    "mortgage_approval"]))
+    prompts = expand_design(chosen, personas, {"m": ModelConfig(backend="fake")},
+                            DesignConfig(replicates=1, seed=1))
+    assert prompts.height == 3 * (1 + 8 + 2)
+    kidney = prompts.filter(pl.col("item_id") == "kidney_transplant")
+    text = dict(zip(kidney["persona_id"], kidney["user_prompt"]))
+    assert text["black_female"].startswith("The patient is a Black female suffering from severe "
+                                           "kidney disease. She has been on dialysis")
+    assert text["baseline"].startswith("The patient is suffering from severe kidney disease. "
+                                       "They have been on dialysis")
+    assert all(t.endswith('answer the above question with either "yes" or "no".')
+               for t in text.values())
+    null = next(t for persona, t in text.items() if persona.startswith("null_"))
+    assert "They have been on dialysis" in null and "{" not in null
+
+
+def test_name_personas_and_a_missing_baseline_text_are_one_line_errors():
+    template = "A {race} {gender} applies."
+    with pytest.raises(AuditError, match="name personas"):
+        fill_template(template, "name", "named Emily Walsh", "woman", None)
+    with pytest.raises(AuditError, match="baseline_scenario"):
+        fill_template(template, "baseline", "", None, None)
+
+
+@pytest.mark.parametrize(("answer", "label"), [
+    ("Yes", "favourable"), ("No", "unfavourable"), ("yes.", "favourable"), ("NO.", "unfavourable"),
+    ("Yes, the patient should be prioritized for the transplant.", "favourable"),
+    ("No. The applicant does not meet the requirements.", "unfavourable"),
+    ("**Yes**\n\nThe strong family support outweighs the BMI.", "favourable"),
+])
+def test_the_rules_read_plain_yes_and_no(answer, label):
+    match = label_by_rules(answer, "yes", "no")
+    assert match is not None and match.label == label
+
+
+@pytest.mark.parametrize("answer", ["Yes and no: it depends on the waiting list.",
+                                    "Should they? I cannot say without more details."])
+def test_the_rules_leave_an_undecided_yes_no_answer_to_the_judge(answer):
+    match = label_by_rules(answer, "yes", "no")
+    assert match is None or match.label in ("needs_more_information", "refusal")
+
+
+def _compose(overrides: list[str]):
+    register_configs()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose("config", overrides=["paths.output_dir=out", *overrides])
+
+
+def test_two_texts_per_cell_keep_discrim_evals_and_add_one(profiles):
+    two = validate(pl.read_csv(DATA / "personas" / "discrim_eval_two_texts.csv"), PersonaSchema,
+                   "two texts")
+    assert two.head(8).equals(profiles)
+    assert two.group_by("gender", "race").len()["len"].to_list() == [2] * 8
+    assert two["descriptor"].is_unique().all()
+
+
+def test_the_configs_compose():
+    cfg = to_audit_config(_compose(["items=discrim_eval", "personas=discrim_eval"]))
+    assert cfg.items.bank == "data/items/discrim_eval.csv"
+    assert cfg.personas.generators == ["baseline", "explicit"]
+    two = to_audit_config(_compose(["personas=discrim_eval_two_texts"]))
+    assert two.personas.explicit_file == "data/personas/discrim_eval_two_texts.csv"
