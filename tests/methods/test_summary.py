@@ -116,9 +116,11 @@ def test_a_gap_within_the_noise_of_random_personas_is_said_not_to_be_a_finding()
         "different: Black abstained less often than White")
 
 
-def test_a_run_ends_with_its_answer_and_records_it_as_its_description(tmp_path, capsys):
-    """A DIF run on the scripted backend through the skeleton and the summary frame."""
-    cfg = AuditConfig(
+def dif_on_the_fake_backend(tmp_path: Path, base: AuditConfig | None = None) -> AuditConfig:
+    """A small DIF audit on the scripted backend, MLflow in tmp_path (over `base`'s other
+    settings: a config `python -m audit.params` composed)."""
+    return dataclasses.replace(
+        base or AuditConfig(), method="dif",
         model={"fake": ModelConfig(backend="fake", model="fake-a")},
         dif=DIFConfig(items_file=str(PROJECT_ROOT / "data/dif/items.csv"),
                       personas_file=str(PROJECT_ROOT / "data/dif/personas.csv"), per_cell=1,
@@ -127,7 +129,12 @@ def test_a_run_ends_with_its_answer_and_records_it_as_its_description(tmp_path, 
         tracking=TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
                                 artifact_root=str(tmp_path / "artifacts"), experiment="summary"),
         paths=PathsConfig(root_dir=str(tmp_path), response_store=str(tmp_path / "r.sqlite3"),
-                          output_dir=str(tmp_path / "out")), method="dif")
+                          output_dir=str(tmp_path / "out")))
+
+
+def test_a_run_ends_with_its_answer_and_records_it_as_its_description(tmp_path, capsys):
+    """A DIF run on the scripted backend through the skeleton and the summary frame."""
+    cfg = dif_on_the_fake_backend(tmp_path)
     result = run_method(create_method("dif"), cfg, tmp_path / "out")
     text = result["summary"]
     assert capsys.readouterr().out.rstrip().endswith(text)  # the last thing on stdout
@@ -183,17 +190,8 @@ def test_a_pipelines_stage_folders_state_the_same_findings_and_verdict(tmp_path,
 def test_the_report_stage_of_a_pipeline_ends_with_the_runs_summary(tmp_path, capsys):
     """`python -m audit.stages report` (dvc repro's last stage) prints what `python -m audit`
     ends with, for the pipeline's folder, and records it as the MLflow run's description."""
-    cfg = dataclasses.replace(
-        compose_params(["method=dif"]),  # params.yaml as `python -m audit.params` composes it
-        model={"fake": ModelConfig(backend="fake", model="fake-a")},
-        dif=DIFConfig(items_file=str(PROJECT_ROOT / "data/dif/items.csv"),
-                      personas_file=str(PROJECT_ROOT / "data/dif/personas.csv"), per_cell=1,
-                      datasets=["logic"], persona_ids=["black", "woman"], null_count=2,
-                      permutation_resamples=99),
-        tracking=TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
-                                artifact_root=str(tmp_path / "artifacts"), experiment="summary"),
-        paths=PathsConfig(root_dir=str(tmp_path), response_store=str(tmp_path / "r.sqlite3"),
-                          output_dir=str(tmp_path / "out")))
+    # params.yaml as `python -m audit.params` composes it
+    cfg = dif_on_the_fake_backend(tmp_path, compose_params(["method=dif"]))
     whole = run_method(create_method("dif"), cfg, tmp_path / "out")["summary"]
     params = tmp_path / "params.yaml"
     params.write_text(params_yaml(cfg))
