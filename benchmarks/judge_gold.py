@@ -23,10 +23,11 @@ from pathlib import Path
 import polars as pl
 import sys
 import tempfile
-from omegaconf import OmegaConf
+from hydra import compose, initialize_config_dir
 
 from audit.llm.backends import create_backend
 from audit.config import CONF_DIR, JudgeConfig
+from audit.methods.configs import register_configs, to_audit_config
 from audit.methods.rasch.judge.cascade import Judge
 from audit.methods.rasch.judge.gold import gold_figures, gold_sample, label_gold
 from audit.schemas import ItemSchema
@@ -51,12 +52,12 @@ REACHED = {"cascade": {"gold/accuracy": 0.98, "gold/cohen_kappa": 0.97},
 
 
 def default_judge_config() -> JudgeConfig:
-    default = OmegaConf.load(Path(CONF_DIR) / "config.yaml")
-    name = next(entry["judge"] for entry in OmegaConf.to_container(default.defaults)
-                if isinstance(entry, dict) and "judge" in entry)
-    merged = OmegaConf.merge(OmegaConf.structured(JudgeConfig),
-                             OmegaConf.load(Path(CONF_DIR) / "judge" / f"{name}.yaml"))
-    return OmegaConf.to_object(merged)
+    """The default judge as `python -m audit.judge_eval` composes it (conf/judge_eval.yaml names
+    the same judge as the audit's conf/config.yaml), through the same schema as every command."""
+    register_configs()
+    with initialize_config_dir(CONF_DIR, version_base="1.3"):
+        return to_audit_config(compose("judge_eval", overrides=["tracking=none",
+                                                                 "paths.output_dir=."])).judge
 
 
 def _by_category(results: pl.DataFrame) -> str:

@@ -26,3 +26,45 @@ def simulated(effect: float, per_cell: int = 12, seed: int = 0) -> tuple[pl.Data
                 group_rows.append({"prompt_id": prompt_id, "model_name": "m",
                                    "template_id": template, "factor": "race", "group": group})
     return pl.DataFrame(metric_rows), pl.DataFrame(group_rows)
+
+
+def pronoun(name: str) -> str:
+    return "he" if name[-1] in "02468" else "she"
+
+
+def simulated_names(group_effect: float, name_sd: float, rng: np.random.Generator,
+                    names: int = 4, templates: int = 4, replicates: int = 3,
+                    template_pronoun_sd: float = 0.0) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Sentiment of names x templates x replicates, the counterfactual design's shape: template
+    and block (template x replicate) effects, each name's own effect (sd name_sd, not shared by
+    its race), race B shifted by group_effect, noise sd 1. `template_pronoun_sd`: each template
+    shifts "he" against "she" by its own amount (mean 0 over templates), which every replicate of
+    the template shares. Names alternate he / she, so pronouns are balanced over races."""
+    name_effect = {f"{group}{k}": rng.normal(0.0, name_sd) for group in "AB"
+                   for k in range(names)}
+    metric_rows, group_rows = [], []
+    for template in range(templates):
+        template_effect = rng.normal(0.0, 1.0)
+        pronoun_gap = rng.normal(0.0, template_pronoun_sd) if template_pronoun_sd else 0.0
+        for replicate in range(replicates):
+            block_effect = rng.normal(0.0, 0.5)
+            for name, effect in name_effect.items():
+                prompt_id = f"t{template}-{replicate}-{name}"
+                value = (template_effect + block_effect + effect + rng.normal()
+                         + (group_effect if name[0] == "B" else 0.0)
+                         + (pronoun_gap / 2 if pronoun(name) == "he" else -pronoun_gap / 2))
+                metric_rows.append({"prompt_id": prompt_id, "sentiment": value,
+                                    "word_count": 50.0})
+                group_rows.append({"prompt_id": prompt_id, "model_name": "m",
+                                   "template_id": f"t{template}",
+                                   "variant_id": f"name={name}|pronoun={pronoun(name)}",
+                                   "replicate": replicate, "factor": "race", "group": name[0]})
+    return pl.DataFrame(metric_rows), pl.DataFrame(group_rows)
+
+
+def by_pronoun(groups: pl.DataFrame) -> pl.DataFrame:
+    """The same prompts grouped by pronoun: he against she, one word each."""
+    return groups.with_columns(
+        factor=pl.lit("pronoun"),
+        group=pl.col("variant_id").str.extract(r"pronoun=(\w+)"),
+        variant_id=pl.col("variant_id").str.extract(r"(pronoun=\w+)"))

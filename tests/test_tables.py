@@ -19,6 +19,7 @@ from audit.tables import (
     read_table,
     required_columns,
     save_figure,
+    write_atomically,
     write_frame,
     write_table,
 )
@@ -115,3 +116,19 @@ def test_save_figure_writes_the_format_of_its_suffix_and_closes_the_figure(tmp_p
     assert path.read_bytes().startswith(b"\x89PNG")
     assert not plt.fignum_exists(figure.number)
     assert [p.name for p in path.parent.iterdir()] == ["gap.png"]
+
+
+def test_two_writers_of_one_file_never_rename_each_others_partial_file(tmp_path: Path):
+    """A second writer that finishes while the first is still writing (two sweep jobs marking the
+    same packaged model verified) leaves the first writer's partial file alone, and the last
+    whole file wins. With one shared partial name the first writer's rename found its file
+    taken (FileNotFoundError) after the second had renamed the first's half-written bytes."""
+    path = tmp_path / "model.gguf.verified.json"
+
+    def slow_writer(partial: Path) -> None:
+        partial.write_text("first")
+        write_atomically(path, lambda other: other.write_text("second"))
+
+    write_atomically(path, slow_writer)
+    assert path.read_text() == "first"
+    assert [entry.name for entry in tmp_path.iterdir()] == [path.name]

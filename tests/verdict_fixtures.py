@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from counterfactual_fixtures import simulated
+from counterfactual_fixtures import simulated_names
 
 from audit.methods.configs import AuditConfig
 from audit.methods.counterfactual.analyse import (
@@ -19,6 +19,7 @@ from audit.methods.counterfactual.analyse import (
     observations,
     pairwise_tests,
 )
+from audit.methods.counterfactual.analyse_units import design_tests
 from audit.methods.dif.config import DIFConfig
 from audit.methods.dif.analyse import analyse as analyse_dif
 from audit.methods.run import write_config
@@ -29,13 +30,19 @@ def record(directory: Path, method: str) -> Path:
     return write_config(AuditConfig(method=method), directory)
 
 
-def counterfactual_run(directory: Path, effect: float) -> Path:
-    metrics, groups = simulated(effect)
-    long = observations(metrics, groups, ["sentiment", "word_count", "refusal"])
-    _, pairs = comparisons(long, by_template=True)
+def counterfactual_run(directory: Path, effect: float, name_sd: float = 0.1, names: int = 6,
+                       seed: int = 0) -> Path:
+    """Both pair tables of a run: race A against B over `names` names a race, 4 templates x 3
+    replicates, B's sentiment shifted by `effect`, each name its own effect (sd `name_sd`)."""
+    metrics, groups = simulated_names(effect, name_sd, np.random.default_rng(seed), names=names)
+    metrics = metrics.with_columns(refusal=pl.lit(0.0))
+    tested = ["sentiment", "word_count", "refusal"]
+    settings = StatsSettings(bootstrap_resamples=100)
+    _, pairs = comparisons(observations(metrics, groups, tested), by_template=True)
     directory.mkdir(parents=True, exist_ok=True)
-    pairwise_tests(pairs, StatsSettings(bootstrap_resamples=100)).write_csv(
-        directory / "counterfactual_pairwise.csv")
+    pairwise_tests(pairs, settings).write_csv(directory / "counterfactual_pairwise.csv")
+    design_tests(metrics, groups, tested, settings).write_csv(
+        directory / "counterfactual_design_tests.csv")
     record(directory, "counterfactual")
     return directory
 

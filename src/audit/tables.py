@@ -8,6 +8,8 @@ problem and the fix) and a crash never leaves a half-written file behind.
 from __future__ import annotations
 
 import json
+import os
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -127,12 +129,15 @@ def write_table(frame: pl.DataFrame, path: Path, schema: type[pa.DataFrameModel]
 def write_atomically(path: Path, write: Callable[[Path], object]) -> Path:
     """`write(partial)` then one rename onto `path`: readers see the old file or the whole new one.
 
-    The one place files are made atomic (tables, the JUnit verdict, figures' companions), so
-    every writer gets the same guarantee the same way.
+    The one place files are made atomic (tables, the JUnit verdict, figures' companions, the
+    packaged models' verification markers), so every writer gets the same guarantee the same way.
+    Each writer has its own partial file (process id and a random tag; the name still ends in
+    `.partial`), so two processes writing one file at once (two sweep jobs marking the same
+    model) never rename each other's half-written file: the last whole file wins.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
+    partial = path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
     try:
         write(partial)
         partial.replace(path)

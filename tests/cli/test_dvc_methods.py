@@ -133,6 +133,10 @@ def test_the_printed_recipe_recreates_the_run_with_dvc_repro(project: Path, meth
     for step in steps:
         done = _follow(project, step)
     assert _ran(done) == {"design", "respond", "score", "analyse", "report"}, done.stdout
+    # The report stage ends as `python -m audit` does: the findings and the verdict, read from
+    # the stage folders.
+    assert f"Result: {method} audit of" in done.stdout, done.stdout[-3000:]
+    assert "CI verdict: " in done.stdout and "CI verdict: none" not in done.stdout
     # The run's own overrides, recorded for a later `dvc exp run -S` to repeat.
     recorded = (project / "params.overrides").read_text().splitlines()
     assert recorded == [*COMMON, *TINY[method]], recorded

@@ -134,6 +134,7 @@ FILES = {
     ''',
     "verdict.py": '''
         from audit.methods.checks import Check
+        from audit.methods.run import run_file
         from audit.tables import read_table
 
         from fifth_method.analyse import gaps
@@ -143,12 +144,13 @@ FILES = {
 
 
         def judge_run(run_dir, rules):
-            table = read_table(run_dir / SHARES_FILE, FifthShareSchema, "fifth shares")
+            table = read_table(run_file(run_dir, SHARES_FILE), FifthShareSchema, "fifth shares")
             return [Check("fifth", f"fifth.{model}", "approval gap", gap > rules.fifth_max_gap,
                           f"approval gap {gap:.2f} (rule: at most {rules.fifth_max_gap})")
                     for model, gap in sorted(gaps(table).items())]
     ''',
     "report.py": '''
+        from audit.methods.run import run_file
         from audit.methods.summary import Findings, Headline
         from audit.tables import read_table
 
@@ -158,12 +160,12 @@ FILES = {
 
 
         def findings(cfg, run_dir, result):
-            table = read_table(run_dir / SHARES_FILE, FifthShareSchema, "fifth shares")
+            table = read_table(run_file(run_dir, SHARES_FILE), FifthShareSchema, "fifth shares")
             return Findings([Headline(f"approval of {' vs '.join(cfg.fifth.names)} ({model})",
                                       "approved alike" if gap <= 0.2 else "approved differently",
                                       gap, metric=f"fifth/gap/{model}")
                              for model, gap in sorted(gaps(table).items())],
-                            source=run_dir / SHARES_FILE)
+                            source=run_file(run_dir, SHARES_FILE))
     ''',
     "method.py": '''
         from audit.methods.run import (CONFIG_FILE, Stage, logged_report, run_stages,
@@ -318,7 +320,11 @@ def test_the_fifth_method_runs_through_every_command(project: Path):
     assert params["dvc_params"]["analyse"] == {"method": "fifth",
                                                "fifth": {"names": ["Alex", "Sam", "Kim"]}}
     for stage in ("design", "respond", "score", "analyse", "report"):
-        run(project, "audit.stages", stage, "--params", "params.yaml", "--dir", "pipeline")
+        staged_run = run(project, "audit.stages", stage, "--params", "params.yaml", "--dir",
+                         "pipeline")
+    # The report stage ends with the run's summary, read from the stage folders.
+    assert "approval of Alex vs Sam vs Kim (fake_a)" in staged_run.stdout
+    assert "CI verdict: " in staged_run.stdout and "run_dir=pipeline" in staged_run.stdout
     staged = pl.read_parquet(project / "pipeline" / "analyse" / "fifth_shares.parquet")
     assert staged.equals(shares)  # the same answers, from the response store
     assert json.loads((project / "pipeline" / "report" / "metrics.json").read_text()) == metrics

@@ -4,7 +4,9 @@ same text is the MLflow run's description."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import mlflow
@@ -12,11 +14,14 @@ import polars as pl
 import pytest
 from verdict_fixtures import counterfactual_run, dif_run, iat_run, rasch_run
 
+from audit.cli.params import compose_params, params_yaml
+from audit.cli.stages import main as stages_main
 from audit.cli.verdict import judge_run, verdict_text
 from audit.config import ModelConfig, PathsConfig, TrackingConfig
 from audit.methods.configs import AuditConfig, VerdictConfig
 from audit.methods import METHODS, create_method
 from audit.methods.dif.config import DIFConfig
+from audit.methods.run import STAGE_NAMES, stage_files
 from audit.methods.rasch.report.findings import decision_words
 from audit.methods.summary import (
     MAX_HEADLINES,
@@ -87,7 +92,7 @@ def _stated(method: str, run_dir: Path, cfg: AuditConfig | None = None) -> str:
      ["math: DIF score, null minus real personas: real personas change answers more than "
       "random strings do"], "FAIL"),
     ("counterfactual", lambda d: counterfactual_run(d, effect=2.0),
-     ["sentiment by race: A vs B: differs: sentiment lower for A, -0.72 (95% bootstrap CI"],
+     ["sentiment by race: A vs B: differs: sentiment lower for A, -2.25 (95% bootstrap CI "],
      "FAIL"),
 ])
 def test_each_method_states_its_headline_comparisons_and_the_verdict_ci_gives(
@@ -113,9 +118,11 @@ def test_a_different_gap_is_a_finding_ranked_among_null_gaps():
         "different: Black abstained less often than White")
 
 
-def test_a_run_ends_with_its_answer_and_records_it_as_its_description(tmp_path, capsys):
-    """A DIF run on the scripted backend through the skeleton and the summary frame."""
-    cfg = AuditConfig(
+def dif_on_the_fake_backend(tmp_path: Path, base: AuditConfig | None = None) -> AuditConfig:
+    """A small DIF audit on the scripted backend, MLflow in tmp_path (over `base`'s other
+    settings: a config `python -m audit.params` composed)."""
+    return dataclasses.replace(
+        base or AuditConfig(), method="dif",
         model={"fake": ModelConfig(backend="fake", model="fake-a")},
         dif=DIFConfig(items_file=str(PROJECT_ROOT / "data/dif/items.csv"),
                       personas_file=str(PROJECT_ROOT / "data/dif/personas.csv"), per_cell=1,
@@ -124,7 +131,12 @@ def test_a_run_ends_with_its_answer_and_records_it_as_its_description(tmp_path, 
         tracking=TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
                                 artifact_root=str(tmp_path / "artifacts"), experiment="summary"),
         paths=PathsConfig(root_dir=str(tmp_path), response_store=str(tmp_path / "r.sqlite3"),
-                          output_dir=str(tmp_path / "out")), method="dif")
+                          output_dir=str(tmp_path / "out")))
+
+
+def test_a_run_ends_with_its_answer_and_records_it_as_its_description(tmp_path, capsys):
+    """A DIF run on the scripted backend through the skeleton and the summary frame."""
+    cfg = dif_on_the_fake_backend(tmp_path)
     result = run_method(create_method("dif"), cfg, tmp_path / "out")
     text = result["summary"]
     assert capsys.readouterr().out.rstrip().endswith(text)  # the last thing on stdout
@@ -145,3 +157,59 @@ def test_a_run_ends_with_its_answer_and_records_it_as_its_description(tmp_path, 
     assert pl.read_csv(tmp_path / "out" / "dif_tests.csv")["difference"].is_null().all()
     assert view["selectedColumns"] == ["metrics.`claim/fake/logic`",
                                        "metrics.`accuracy/fake/logic`"]
+
+
+def _as_pipeline(run_dir: Path, pipeline: Path, method: str) -> Path:
+    """A finished run's files moved where `dvc repro` puts them: each in its stage's folder."""
+    files = stage_files(create_method(method).stages, pipeline)
+    for path in sorted(run_dir.iterdir()):
+        target = files.path(path.name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(path, target)
+    return pipeline
+
+
+@pytest.mark.parametrize(("method", "make"), [
+    ("rasch", lambda d: rasch_run(d, ["different", "equivalent"])),
+    ("iat", lambda d: iat_run(d, [("m", "race", "names", 40, 1.0, 0.3, 0.2, 0.4, 0.001, 0.002)])),
+    ("dif", lambda d: dif_run(d, {"race_a": 0.6})),
+    ("counterfactual", lambda d: counterfactual_run(d, effect=2.0)),
+])
+def test_a_pipelines_stage_folders_state_the_same_findings_and_verdict(tmp_path, method, make):
+    """Under `dvc repro` each table lies in pipeline/STAGE/; the findings and the verdict read it
+    there and say what they say of the same tables in one folder (they read only the flat
+    layout, so the report stage had no summary and the verdict no table)."""
+    flat = make(tmp_path / "run")
+    expected = _stated(method, flat).replace(str(flat), "DIR")
+    flat_checks = judge_run(flat, VerdictConfig())
+    pipeline = _as_pipeline(flat, tmp_path / "pipeline", method)
+    assert not any(path.is_file() for path in pipeline.iterdir())  # every file in a stage folder
+    assert judge_run(pipeline, VerdictConfig()) == flat_checks
+    stated = _stated(method, pipeline).replace(str(pipeline), "DIR")
+    assert stated == expected and "CI verdict: none" not in stated
+
+
+def test_the_report_stage_of_a_pipeline_ends_with_the_runs_summary(tmp_path, capsys):
+    """`python -m audit.stages report` (dvc repro's last stage) prints what `python -m audit`
+    ends with, for the pipeline's folder, and records it as the MLflow run's description."""
+    # params.yaml as `python -m audit.params` composes it
+    cfg = dif_on_the_fake_backend(tmp_path, compose_params(["method=dif"]))
+    whole = run_method(create_method("dif"), cfg, tmp_path / "out")["summary"]
+    params = tmp_path / "params.yaml"
+    params.write_text(params_yaml(cfg))
+    pipeline = tmp_path / "pipeline"
+    for stage in STAGE_NAMES:
+        capsys.readouterr()
+        assert stages_main([stage, "--params", str(params), "--dir", str(pipeline)]) == 0
+    out = capsys.readouterr().out.rstrip().splitlines()
+    start = next(index for index, line in enumerate(out) if line.startswith("Result: "))
+    staged = out[start:]
+    assert staged[:2] == whole.splitlines()[:2]  # what was found: the same answers, the same words
+    assert staged[2] == (f"CI verdict: {verdict_text(judge_run(pipeline, VerdictConfig()))} "
+                         f"(default rules; python -m audit.verdict run_dir={pipeline})")
+    assert staged[3] == f"Tables and plots: {pipeline}"
+    client = mlflow.MlflowClient(cfg.tracking.tracking_uri)
+    experiment = client.get_experiment_by_name("summary").experiment_id
+    logged = client.search_runs([experiment], order_by=["attributes.start_time DESC"],
+                                max_results=1)[0]  # the report stage's run, after the whole one
+    assert logged.data.tags[RUN_DESCRIPTION_TAG].replace("  \n", "\n") == "\n".join(staged)

@@ -6,7 +6,8 @@ Every method declares the same stages (design, respond, score, analyse, report),
 stages are the same for all of them and this command dispatches on `method` in params.yaml: a
 params.yaml with method=iat runs the IAT stages and logs an IAT run, never the Rasch report.
 Each stage's files go to DIR/STAGE/ (the out folder dvc.yaml declares for it); the report stage
-also writes DIR/report/metrics.json, the headline figures `dvc metrics diff` compares.
+also writes DIR/report/metrics.json, the headline figures `dvc metrics diff` compares, and ends
+with the summary `python -m audit` ends with (what was found, the verdict CI would give DIR).
 The Rasch method's older stage names (judge, judge_gold, fit) still work. A params.yaml that
 `dvc exp run -S` composed without the overrides recorded in params.overrides is refused
 (audit.cli.params.check_kept_overrides).
@@ -25,8 +26,9 @@ from audit.methods.configs import AuditConfig, to_audit_config
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
 from audit.logs import configure_cli_logging
-from audit.methods import create_method
-from audit.methods.run import run_one_stage
+from audit.methods import AuditMethod, create_method
+from audit.methods.run import STAGE_NAMES, find_stage, run_one_stage
+from audit.methods.summary import state_summary
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,17 @@ def load_params(path: Path) -> AuditConfig:
     if not path.is_file():
         raise AuditError(f"params file not found: {path} (write it with `python -m audit.params`)")
     return to_audit_config(OmegaConf.load(path))
+
+
+def report_summary(method: AuditMethod, cfg: AuditConfig, directory: Path,
+                   result: dict[str, object]) -> None:
+    """The run's summary after the report stage. The stage's files and MLflow run are written by
+    then, so a method whose findings cannot read the stage folders (a plug-in that joins `run_dir`
+    and a file name itself instead of audit.methods.run.run_file) costs a warning, not the stage."""
+    try:
+        state_summary(method, cfg, directory, result)
+    except AuditError as error:
+        log.warning("no summary of the pipeline in %s: %s", directory, error)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load_params(arguments.params)
         check_kept_overrides(arguments.params, cfg)
-        run_one_stage(create_method(cfg.method).stages, arguments.stage, cfg, arguments.dir)
+        method = create_method(cfg.method)
+        result = run_one_stage(method.stages, arguments.stage, cfg, arguments.dir)
+        if find_stage(method.stages, arguments.stage).name == STAGE_NAMES[-1]:
+            report_summary(method, cfg, arguments.dir, result)
     except (AuditError, BackendError) as error:
         log.error("%s", error)
         return 2

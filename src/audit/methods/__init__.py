@@ -57,7 +57,9 @@ class AuditMethod(Protocol):
     def findings(self, cfg: AuditConfig, run_dir: Path,
                  result: Mapping[str, object]) -> Findings:
         """What the finished run found, from its tables (and `result`, what its stages
-        returned): the headline comparisons the summary states (audit.methods.summary)."""
+        returned): the headline comparisons the summary states (audit.methods.summary).
+        `run_dir` is a `python -m audit` run's folder or a `dvc repro` pipeline's (tables in
+        STAGE/ folders): find a table with audit.methods.run.run_file(run_dir, NAME)."""
         ...
 
 

@@ -111,6 +111,15 @@ def run_stages(stages: Sequence[Stage], cfg: AuditConfig, output_dir: Path) -> d
     return result
 
 
+def run_file(run_dir: Path, name: str | Path) -> Path:
+    """A file of a finished run in either layout: DIR/NAME after `python -m audit`, DIR/STAGE/NAME
+    after `dvc repro` (in the folder of the stage that wrote it), so a run's findings and verdict
+    read both. The flat path when neither exists: a missing table is named where a run keeps it."""
+    flat = Path(run_dir) / name
+    staged = (Path(run_dir) / stage / name for stage in STAGE_NAMES)
+    return flat if flat.exists() else next((path for path in staged if path.exists()), flat)
+
+
 def find_stage(stages: Sequence[Stage], name: str) -> Stage:
     for stage in stages:
         if name == stage.name or name in stage.aliases:

@@ -1,7 +1,8 @@
 """The end of every run: its answer in a few plain lines, for any method.
 
 `python -m audit` runs a method's stages (audit.methods.run), then prints on stdout, and records as
-the MLflow run's description, the same short text:
+the MLflow run's description, the same short text (so does a `dvc repro` pipeline's report stage,
+`python -m audit.stages report`, for the pipeline's folder):
 
 - each headline comparison the method reports (`AuditMethod.findings`: what is compared, the
   decision in words, the estimate and its interval), after any note that qualifies them all
@@ -140,7 +141,14 @@ def view_metrics(findings: Findings, logged: Mapping[str, float]) -> list[str]:
 def run_method(method: AuditMethod, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     """The method's stages, then its answer: printed last, and the MLflow run's description."""
     result = method.run(cfg, output_dir)
-    run_dir = Path(output_dir)
+    return {**result, "summary": state_summary(method, cfg, Path(output_dir), result)}
+
+
+def state_summary(method: AuditMethod, cfg: AuditConfig, run_dir: Path,
+                  result: Mapping[str, object]) -> str:
+    """The summary of a finished run (a `python -m audit` run directory, or a `dvc repro`
+    pipeline's after its report stage): printed on stdout, and the MLflow run's description.
+    Findings and verdict read either layout (audit.methods.run.run_file)."""
     findings = method.findings(cfg, run_dir, result)
     text = summary_text(cfg, findings, run_dir, result)
     run_info = result.get("run")
@@ -154,4 +162,4 @@ def run_method(method: AuditMethod, cfg: AuditConfig, output_dir: Path) -> dict[
         tracking.set_run_description(run_info.tracking_uri, run_info.run_id,
                                      text.replace("\n", "  \n"))
     print(text, flush=True)
-    return {**result, "summary": text}
+    return text

@@ -21,6 +21,7 @@ from audit.methods.configs import register_configs, to_audit_config
 from audit.methods import create_method
 from audit.methods.counterfactual.schemas import (
     CounterfactualMetricSchema,
+    DesignTestSchema,
     GroupTestSchema,
     PairwiseSchema,
 )
@@ -71,10 +72,14 @@ def test_scripted_run_writes_every_table_logs_mlflow_and_resumes(tmp_path: Path)
     assert {"race", "gender", "age_group", "race:gender"} <= set(metrics.columns)
     pairwise = validate(pl.read_csv(run / "counterfactual_pairwise.csv"), PairwiseSchema, "p")
     validate(pl.read_csv(run / "counterfactual_group_tests.csv"), GroupTestSchema, "tests")
-    unit_tests = pl.read_csv(run / "counterfactual_design_tests.csv")
-    # 4 names (2 a race): race is tested on names; the 3 ages, one word each, on their blocks.
+    unit_tests = validate(pl.read_csv(run / "counterfactual_design_tests.csv"),
+                          DesignTestSchema, "design tests")
+    # 4 names (2 a race): race is tested on names; the 3 ages, one word each, on their templates
+    # (one here, so never testable: the smallest attainable p is 1).
     assert set(unit_tests.filter(pl.col("factor") == "race")["unit"]) == {"name"}
-    assert set(unit_tests.filter(pl.col("factor") == "age_group")["unit"]) == {"block"}
+    ages = unit_tests.filter(pl.col("factor") == "age_group")
+    assert set(ages["unit"]) == {"template"} and set(ages["n_templates"]) == {1}
+    assert set(ages["min_p"]) == {1.0}
     assert pairwise.equals(first["pairwise"])
     assert (run / "plots" / "counterfactual_gaps_fake.png").stat().st_size > 10_000
     assert (run / "plots" / "counterfactual_distributions_fake.png").stat().st_size > 10_000
@@ -83,7 +88,9 @@ def test_scripted_run_writes_every_table_logs_mlflow_and_resumes(tmp_path: Path)
     logged = mlflow.get_run(first["run"].run_id)
     assert logged.data.params["method"] == "counterfactual"
     assert logged.data.metrics["n_prompts"] == prompts.height
-    assert logged.data.tags["pairs_flagged"] == str(int(pairwise["flagged"].sum()))
+    assert logged.data.tags["pairs_flagged"] == str(int(unit_tests["flagged"].sum()))
+    assert logged.data.metrics["n_pairs"] == unit_tests.height
+    assert logged.data.metrics["n_answer_pairs"] == pairwise.height
     artifacts = {item.path for folder in ("tables", "plots") for item in
                  mlflow.MlflowClient().list_artifacts(first["run"].run_id, folder)}
     assert {"tables/counterfactual_pairwise.csv", "tables/counterfactual_design_tests.csv",
@@ -94,7 +101,7 @@ def test_scripted_run_writes_every_table_logs_mlflow_and_resumes(tmp_path: Path)
     assert second["pairwise"].equals(pairwise)
     assert verdict([f"run_dir={run}"]) in (0, 1)
     cases = ET.parse(run / "verdict_junit.xml").getroot().findall(".//testcase")
-    assert len(cases) == pairwise.height
+    assert len(cases) == unit_tests.height  # CI judges the design tests, not the answers
 
 
 def test_failed_requests_stop_the_run_but_keep_the_answers(tmp_path: Path) -> None:
@@ -145,6 +152,7 @@ def test_embedded_model_run_and_verdict(tmp_path: Path) -> None:
     assert letters["response_text"].n_unique() == 4  # one answer per name, none shared
     pairwise = pl.read_csv(run / "counterfactual_pairwise.csv")
     assert pairwise.height > 0 and not pairwise["p_bh"].is_nan().any()
+    design = pl.read_csv(run / "counterfactual_design_tests.csv")
 
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     (logged,) = mlflow.search_runs(experiment_names=["audit"], output_format="list")
@@ -154,7 +162,7 @@ def test_embedded_model_run_and_verdict(tmp_path: Path) -> None:
     judged = subprocess.run([sys.executable, "-m", "audit.verdict", f"run_dir={run}",
                              f"junit={tmp_path / 'junit.xml'}"], capture_output=True, text=True,
                             timeout=120, env=environment)
-    flagged = int(pairwise["flagged"].sum())
+    flagged = int(design["flagged"].sum())
     assert judged.returncode == (1 if flagged else 0), judged.stderr
     root = ET.parse(tmp_path / "junit.xml").getroot()
-    assert int(root.get("tests")) == pairwise.height and int(root.get("failures")) == flagged
+    assert int(root.get("tests")) == design.height and int(root.get("failures")) == flagged

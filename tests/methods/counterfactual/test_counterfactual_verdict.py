@@ -13,21 +13,24 @@ from audit.cli.verdict import judge_run, main
 from audit.errors import AuditError
 from audit.methods.counterfactual.verdict import judge_counterfactual
 
+DESIGN_TESTS = "counterfactual_design_tests.csv"
+
 
 def test_counterfactual_planted_gap_fails_with_junit_failures(tmp_path: Path, capsys) -> None:
-    run = counterfactual_run(tmp_path / "run", effect=0.6)
+    run = counterfactual_run(tmp_path / "run", effect=1.0)
     junit = tmp_path / "reports" / "verdict.xml"
     assert main([f"run_dir={run}", f"junit={junit}"]) == 1
-    pairs = pl.read_csv(run / "counterfactual_pairwise.csv")
+    tests = pl.read_csv(run / DESIGN_TESTS)
     root = read_junit(junit)
     cases = root.findall(".//testcase")
     failures = root.findall(".//testcase/failure")
-    assert len(cases) == pairs.height and int(root.get("tests")) == pairs.height
-    assert len(failures) == int(pairs["flagged"].sum()) == int(root.get("failures")) > 0
+    assert len(cases) == tests.height and int(root.get("tests")) == tests.height
+    assert len(failures) == int(tests["flagged"].sum()) == int(root.get("failures")) > 0
     failed_names = {case.get("classname") for case in cases if case.find("failure") is not None}
     assert failed_names == {"counterfactual.m.sentiment.race"}
     out = capsys.readouterr().out
     assert "Flagged comparisons" in out and "verdict: FAIL" in out and "A vs B" in out
+    assert "6 names vs 6 names" in out
 
 
 def test_counterfactual_without_gap_passes(tmp_path: Path, capsys) -> None:
@@ -38,23 +41,42 @@ def test_counterfactual_without_gap_passes(tmp_path: Path, capsys) -> None:
     assert "verdict: PASS" in capsys.readouterr().out
 
 
+def test_a_names_own_quirk_that_the_per_answer_table_flags_passes(tmp_path: Path) -> None:
+    """No race effect, but each name its own (sd 1): the per-answer Mann-Whitney rows flag the
+    pair (72 answers a race counted as independent), the test over the 6 + 6 names does not, and
+    CI follows the names. Read from the per-answer table, the verdict failed this run."""
+    run = counterfactual_run(tmp_path / "run", effect=0.0, name_sd=1.0, seed=7)
+    answers = pl.read_csv(run / "counterfactual_pairwise.csv")
+    assert answers.filter(pl.col("metric") == "sentiment")["flagged"].any()
+    assert main([f"run_dir={run}"]) == 0
+
+
+def test_a_design_that_cannot_reach_alpha_is_untestable_not_passed(tmp_path: Path) -> None:
+    """2 names against 2 can never give p < 0.05 (smallest p 1/3): skipped, with the fix."""
+    run = counterfactual_run(tmp_path / "run", effect=3.0, names=2)
+    checks = judge_run(run, VerdictConfig())
+    sentiment = next(check for check in checks if check.group.endswith("sentiment.race"))
+    assert sentiment.skipped and not sentiment.failed
+    assert "not testable: with 2 names vs 2 names" in sentiment.message
+    assert "add names" in sentiment.message
+
+
 def test_counterfactual_threshold_override(tmp_path: Path) -> None:
-    pairs = pl.read_csv(counterfactual_run(tmp_path / "run", effect=0.6)
-                        / "counterfactual_pairwise.csv")
-    default = judge_counterfactual(pairs, VerdictConfig())
-    strict = judge_counterfactual(pairs, VerdictConfig(min_rank_biserial=0.99))
-    lenient_alpha = judge_counterfactual(pairs, VerdictConfig(alpha=1e-12))
-    assert sum(c.failed for c in default) == int(pairs["flagged"].sum()) > 0
+    tests = pl.read_csv(counterfactual_run(tmp_path / "run", effect=1.0) / DESIGN_TESTS)
+    default = judge_counterfactual(tests, VerdictConfig())
+    strict = judge_counterfactual(tests, VerdictConfig(min_rank_biserial=0.99))
+    lenient_alpha = judge_counterfactual(tests, VerdictConfig(alpha=1e-12))
+    assert sum(c.failed for c in default) == int(tests["flagged"].sum()) > 0
     assert sum(c.failed for c in strict) == 0 and sum(c.failed for c in lenient_alpha) == 0
 
 
 def test_malformed_counterfactual_table_is_bad_input(tmp_path: Path) -> None:
     run = counterfactual_run(tmp_path / "run", effect=0.0)
-    table = pl.read_csv(run / "counterfactual_pairwise.csv")
-    table.with_columns(p_bh=pl.lit(float("nan"))).write_csv(run / "counterfactual_pairwise.csv")
+    table = pl.read_csv(run / DESIGN_TESTS)
+    table.with_columns(p_bh=pl.lit(float("nan"))).write_csv(run / DESIGN_TESTS)
     assert main([f"run_dir={run}"]) == 2
-    table.drop("p_bh").write_csv(run / "counterfactual_pairwise.csv")
-    with pytest.raises(AuditError, match="PairwiseSchema"):
+    table.drop("p_bh").write_csv(run / DESIGN_TESTS)
+    with pytest.raises(AuditError, match="DesignTestSchema"):
         judge_run(run, VerdictConfig())
     assert not (run / "verdict_junit.xml").exists()
 
@@ -63,6 +85,6 @@ def test_a_counterfactual_run_without_its_table_is_bad_input(tmp_path: Path) -> 
     """The method comes from config.yaml, so a run that recorded `counterfactual` but lost its
     table is named as unfinished (the old file sniffing said "no finished run" for any dir)."""
     run = counterfactual_run(tmp_path / "run", effect=0.0)
-    (run / "counterfactual_pairwise.csv").unlink()
-    with pytest.raises(AuditError, match="counterfactual pairwise table not found"):
+    (run / DESIGN_TESTS).unlink()
+    with pytest.raises(AuditError, match="counterfactual design tests not found"):
         judge_run(run, VerdictConfig())

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import platformdirs
 
 from audit.llm.backends.base import BackendError
+from audit.tables import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -194,13 +195,11 @@ def _marker_matches(target: Path, sha256: str, expected_size: int | None = None)
 
 
 def _write_marker(target: Path, sha256: str) -> None:
-    """Record that `target` hashed to the pin, atomically (temp file + rename) like the model."""
+    """Record that `target` hashed to the pin, atomically (a partial file, then one rename)."""
     _, size, mtime_ns = _stat_key(target)
     body = json.dumps({"sha256": sha256, "size": size, "mtime_ns": mtime_ns})
-    with tempfile.NamedTemporaryFile("w", dir=target.parent, prefix=f".{target.name}.",
-                                     suffix=".marker.tmp", delete=False) as handle:
-        handle.write(body)
-    os.replace(handle.name, _marker_path(target))
+    write_atomically(_marker_path(target),
+                     lambda partial: partial.write_text(body, encoding="utf-8"))
     _KNOWN_DIGESTS[_stat_key(target)] = sha256
 
 

@@ -15,14 +15,13 @@ refusals pile up at zero, and sentiment is bounded.
 Zero variance: when every value in a comparison is the same, the groups cannot differ in rank;
 scipy returns NaN for Kruskal-Wallis then, and this module reports H = 0, p = 1 and effects 0.
 
-The design tests (at the end, `design_tests`) test the same pairs on the units that carry a group:
-see the comment above them.
+These per-answer tables describe; the group claims (and the CI verdict) come from the tests on the
+units the design samples, in analyse_units.py.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +30,6 @@ from scipy import stats
 
 from audit.stats.bootstrap import constant, difference_interval, mean_interval
 from audit.stats.multiple_testing import adjust_p_values
-from audit.stats.differences import mean_difference_p_value
 
 POOLED_SCOPE = "all"
 LENGTH_METRIC = "word_count"
@@ -270,138 +268,3 @@ def _dtype(column: str) -> pl.DataType:
     if column in _TEXT_COLUMNS:
         return pl.Utf8
     return pl.Float64
-
-
-# --- design tests: group claims on the units the design samples -------------------------------
-#
-# Group tests that respect the counterfactual design: names are sampled, templates are blocks.
-#
-# The per-text tests (pairwise_tests above) treat every answer as an independent
-# draw from its group. They are not: every answer about "Jamal" shares whatever the model makes of
-# that one name, and every answer to one template x replicate shares its prompt and seed. With a
-# handful of names per group, a name-level quirk (one name read as a celebrity, one spelling that
-# tokenises oddly) then passes for a group difference: on simulated data with no group effect and a
-# name effect half the size of the noise, the per-text test called 50-80% of comparisons
-# significant (tests/methods/counterfactual/test_counterfactual_design_tests.py). A claim about
-# race must generalise over names.
-#
-# So here the unit of a group claim is the unit that carries the group:
-#
-# * ``unit = name`` (each group holds two or more levels of the axis that sets the group, e.g.
-#   nine names per race): every value is centred within its block (template x replicate: the same
-#   prompt and seed for every variant), each unit's centred values are averaged, and the two groups'
-#   unit means are compared with a permutation test over units (exact when the arrangements number
-#   at most ``permutation_resamples``). Under "no group effect" the names are exchangeable, whatever
-#   each name does on its own, so the test holds its level; ``min_p`` says when a design has too
-#   few names to ever reach alpha (3 against 3 names: 0.1).
-# * ``unit = block`` (each group is one level, e.g. "he" against "she"): the claim is about those
-#   two words, so the blocks are the replicated units: a Wilcoxon signed-rank test on the per-block
-#   difference of the two groups' means (the paired test within template x replicate).
-#
-# p-values are adjusted with Benjamini-Hochberg over the whole table; ``flagged`` needs BH p below
-# alpha. Means are differences of block-centred values, in the metric's own units.
-
-BLOCK = ("template_id", "replicate")
-DESIGN_TEST_COLUMNS = ["model_name", "metric", "factor", "group_a", "group_b", "unit",
-                       "n_units_a", "n_units_b", "n_blocks", "mean_difference", "p_value",
-                       "min_p", "p_bh", "flagged"]
-_SCHEMA = {"model_name": pl.Utf8, "metric": pl.Utf8, "factor": pl.Utf8, "group_a": pl.Utf8,
-           "group_b": pl.Utf8, "unit": pl.Utf8, "n_units_a": pl.Int64, "n_units_b": pl.Int64,
-           "n_blocks": pl.Int64, "mean_difference": pl.Float64, "p_value": pl.Float64,
-           "min_p": pl.Float64}
-
-
-def group_units(groups: pl.DataFrame) -> pl.DataFrame:
-    """The groups table with a ``unit`` per row: the axis levels that decide the row's group.
-
-    A variant id reads ``name=jamal|pronoun=he``. For the factor race, ``name=jamal`` decides the
-    group (every row with it is Black) and ``pronoun=he`` does not, so the unit is the name; for
-    gender both decide it, and the unit is the name with its pronoun, still one unit a name. When
-    no single axis decides a group (an intersection of two crossed axes), the variant is the unit.
-    """
-    exploded = (groups.select("factor", "group", "variant_id")
-                .unique()
-                .with_columns(component=pl.col("variant_id").str.split("|"))
-                .explode("component"))
-    deciding = (exploded.group_by("factor", "component")
-                .agg(pl.col("group").n_unique().alias("groups"))
-                .filter(pl.col("groups") == 1)
-                .select("factor", "component"))
-    units = (exploded.join(deciding, on=["factor", "component"], how="inner")
-             .group_by("factor", "variant_id")
-             .agg(pl.col("component").sort().str.join("|").alias("unit")))
-    return (groups.join(units, on=["factor", "variant_id"], how="left")
-            .with_columns(pl.col("unit").fill_null(pl.col("variant_id"))))
-
-
-def _centred(frame: pl.DataFrame) -> pl.DataFrame:
-    """Values minus their block's mean, in the blocks where both groups answered."""
-    shared = (frame.group_by(*BLOCK).agg(pl.col("group").n_unique().alias("groups"))
-              .filter(pl.col("groups") == 2).select(*BLOCK))
-    return (frame.join(shared, on=list(BLOCK), how="inner")
-            .with_columns((pl.col("value") - pl.col("value").mean().over(*BLOCK))
-                          .alias("centred")))
-
-
-def name_level_test(a: np.ndarray, b: np.ndarray,
-                    settings: StatsSettings) -> tuple[float, float]:
-    """Permutation test of the difference in unit means; (p, smallest attainable p)."""
-    arrangements = math.comb(a.size + b.size, a.size)
-    min_p = min(1.0, 2.0 / arrangements)
-    if np.ptp(np.concatenate([a, b])) == 0:
-        return 1.0, min_p
-    return mean_difference_p_value(a, b, settings.bootstrap_resamples * 10, "two-sided",
-                                   settings.seed), min_p
-
-
-def block_level_test(differences: np.ndarray) -> tuple[float, float]:
-    """Wilcoxon signed-rank on per-block differences; (p, smallest attainable p)."""
-    min_p = min(1.0, 2.0 / 2 ** differences.size)
-    if differences.size == 0 or np.all(differences == 0):
-        return 1.0, min_p
-    return float(stats.wilcoxon(differences, zero_method="zsplit").pvalue), min_p
-
-
-def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str,
-              settings: StatsSettings) -> dict[str, object] | None:
-    centred = _centred(frame.filter(pl.col("group").is_in([group_a, group_b])))
-    if centred.is_empty():
-        return None
-    units = (centred.group_by("group", "unit").agg(pl.col("centred").mean())
-             .sort("group", "unit"))
-    unit_a = units.filter(pl.col("group") == group_a)["centred"].to_numpy()
-    unit_b = units.filter(pl.col("group") == group_b)["centred"].to_numpy()
-    blocks = (centred.group_by(*BLOCK, "group").agg(pl.col("value").mean())
-              .pivot(on="group", index=list(BLOCK), values="value").sort(*BLOCK))
-    differences = (blocks[group_a] - blocks[group_b]).to_numpy()
-    if min(unit_a.size, unit_b.size) >= 2:
-        unit, (p_value, min_p) = "name", name_level_test(unit_a, unit_b, settings)
-        difference = float(unit_a.mean() - unit_b.mean())
-    else:
-        unit, (p_value, min_p) = "block", block_level_test(differences)
-        difference = float(differences.mean())
-    return {"group_a": group_a, "group_b": group_b, "unit": unit, "n_units_a": unit_a.size,
-            "n_units_b": unit_b.size, "n_blocks": differences.size,
-            "mean_difference": difference, "p_value": p_value, "min_p": min_p}
-
-
-def design_tests(metrics: pl.DataFrame, groups: pl.DataFrame, metric_names: list[str],
-                 settings: StatsSettings) -> pl.DataFrame:
-    """Every pair of groups of every factor, per model and metric, tested on its units."""
-    values = metrics.select("prompt_id", *metric_names).unpivot(
-        index="prompt_id", on=metric_names, variable_name="metric", value_name="value")
-    long = group_units(groups).join(values, on="prompt_id", how="inner")
-    rows = []
-    keys = long.select("model_name", "metric", "factor").unique().sort(
-        "model_name", "metric", "factor").iter_rows()
-    for model_name, metric, factor in keys:
-        frame = long.filter((pl.col("model_name") == model_name) & (pl.col("metric") == metric)
-                            & (pl.col("factor") == factor))
-        for group_a, group_b in itertools.combinations(sorted(frame["group"].unique()), 2):
-            row = _pair_row(frame, group_a, group_b, settings)
-            if row is not None:
-                rows.append({"model_name": model_name, "metric": metric, "factor": factor, **row})
-    table = pl.DataFrame(rows, schema=_SCHEMA)
-    return table.with_columns(
-        p_bh=pl.Series(adjust_p_values(table["p_value"].to_list(), "fdr_bh"), dtype=pl.Float64),
-    ).with_columns(flagged=pl.col("p_bh") < settings.alpha).select(DESIGN_TEST_COLUMNS)

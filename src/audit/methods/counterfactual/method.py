@@ -5,8 +5,8 @@ demographic levels (names, pronouns, ages); each filled prompt is one independen
 the engine and the response store. Each answer is scored (sentiment, length, competence and
 warmth words, refusal), groups are compared per metric (Kruskal-Wallis, pairwise Mann-Whitney U
 with Bonferroni and Benjamini-Hochberg corrections, effect sizes), and the tables, figures and
-one MLflow run are written. `python -m audit.verdict run_dir=DIR` turns the pairwise table into
-a pass or fail for CI.
+one MLflow run are written. `python -m audit.verdict run_dir=DIR` turns the design tests (the
+pairs tested over names or templates, analyse_units.py) into a pass or fail for CI.
 """
 
 from __future__ import annotations
@@ -23,18 +23,19 @@ from audit.methods.counterfactual.config import CounterfactualConfig
 from audit.methods.counterfactual.schemas import (
     CounterfactualGroupSchema,
     CounterfactualMetricSchema,
+    DesignTestSchema,
     GroupTestSchema,
     PairwiseSchema,
 )
 from audit.methods.counterfactual.analyse import (
     StatsSettings,
     comparisons,
-    design_tests,
     group_summary,
     group_tests,
     observations,
     pairwise_tests,
 )
+from audit.methods.counterfactual.analyse_units import design_tests
 from audit.methods.counterfactual.design import build_design, expand_variants, request_models
 from audit.methods.counterfactual.score import (
     TransformerSentiment,
@@ -75,7 +76,7 @@ PROMPTS, GROUPS = "prompts.parquet", "counterfactual_groups.parquet"
 RESPONSES, METRICS_TABLE = "responses.parquet", "counterfactual_metrics.parquet"
 GROUP_TESTS, PAIRWISE = "counterfactual_group_tests.csv", "counterfactual_pairwise.csv"
 SUMMARY = "counterfactual_group_summary.csv"
-# Group claims tested on their sampled units (names; template x replicate blocks).
+# Group claims tested on their sampled units (names; templates, replicates nested): CI's table.
 DESIGN_TESTS = "counterfactual_design_tests.csv"
 PLOTS, RUN_METRICS = "plots", "metrics.json"
 
@@ -155,8 +156,9 @@ def _analyse(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, ob
     pairwise = validate(pairwise_tests(pairs, settings), PairwiseSchema,
                         "counterfactual pairwise tests")
     summary = group_summary(long, settings)
-    files.path(DESIGN_TESTS).parent.mkdir(parents=True, exist_ok=True)
-    write_frame(design_tests(metrics, groups, tested, settings), files.path(DESIGN_TESTS))
+    design = validate(design_tests(metrics, groups, tested, settings), DesignTestSchema,
+                      "counterfactual design tests")
+    write_frame(design, files.path(DESIGN_TESTS))
     write_frame(tests, files.path(GROUP_TESTS))
     write_frame(pairwise, files.path(PAIRWISE))
     write_frame(summary, files.path(SUMMARY))
@@ -165,10 +167,11 @@ def _analyse(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, ob
                     files.path(f"{PLOTS}/counterfactual_distributions_{model_name}.png"))
         save_figure(gap_matrix_figure(pairwise, model_name),
                     files.path(f"{PLOTS}/counterfactual_gaps_{model_name}.png"))
-    values = run_metrics(prompts, responses, metrics, tests, pairwise, summary, {}, config.alpha)
+    values = run_metrics(prompts, responses, metrics, tests, pairwise, summary, design, {},
+                         config.alpha)
     write_metrics(values, files.path(RUN_METRICS))
-    print_findings(tests, pairwise, config.alpha)
-    return {"pairwise": pairwise, "tests": tests, "metrics": values}
+    print_findings(tests, design, config.alpha)
+    return {"pairwise": pairwise, "design_tests": design, "tests": tests, "metrics": values}
 
 
 def _report(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, object]:

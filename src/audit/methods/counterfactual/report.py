@@ -20,11 +20,14 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
 from audit.methods.configs import AuditConfig  # noqa: E402
-from audit.tables import RUN_UNFINISHED, read_table  # noqa: E402
 from audit.methods.counterfactual.analyse import POOLED_SCOPE  # noqa: E402
 from audit.methods.counterfactual.config import CounterfactualConfig  # noqa: E402
-from audit.methods.counterfactual.schemas import PairwiseSchema  # noqa: E402
-from audit.methods.counterfactual.verdict import PAIRWISE_FILE  # noqa: E402
+from audit.methods.counterfactual.verdict import (  # noqa: E402
+    DESIGN_TESTS_FILE,
+    read_design_tests,
+    units_text,
+)
+from audit.methods.run import run_file  # noqa: E402
 from audit.methods.summary import Findings, Headline  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -127,6 +130,8 @@ def gap_matrix_figure(pairwise: pl.DataFrame, model_name: str) -> plt.Figure:
 
 def pair_decision(row: dict, alpha: float) -> str:
     higher = "higher" if row["mean_difference"] > 0 else "lower"
+    if row["min_p"] >= alpha:
+        return f"not testable with {units_text(row)} (smallest attainable p {row['min_p']:.2g})"
     if row["flagged"]:
         return f"differs: {row['metric']} {higher} for {row['group_a']}"
     if row["p_bh"] < alpha:
@@ -135,25 +140,24 @@ def pair_decision(row: dict, alpha: float) -> str:
     return "no difference shown"
 
 
-def headlines(pairwise: pl.DataFrame, config: CounterfactualConfig) -> list[Headline]:
-    """Each pair of groups over all templates, flagged pairs first, then by adjusted p."""
-    pooled = pairwise.filter(pl.col("scope") == POOLED_SCOPE)
-    several = pooled["model_name"].n_unique() > 1
+def headlines(tests: pl.DataFrame, config: CounterfactualConfig) -> list[Headline]:
+    """Each pair of groups as the design tests (and CI) decide it, flagged pairs first, then by
+    adjusted p."""
+    several = tests["model_name"].n_unique() > 1
     found = []
-    for row in pooled.sort(["flagged", "p_bh"], descending=[True, False]).iter_rows(named=True):
+    for row in tests.sort(["flagged", "p_bh"], descending=[True, False]).iter_rows(named=True):
         found.append(Headline(
             f"{row['metric']} by {row['factor']}: {row['group_a']} vs {row['group_b']}"
             + (f" ({row['model_name']})" if several else ""),
             pair_decision(row, config.alpha), row["mean_difference"], row["difference_ci_low"],
             row["difference_ci_high"], f"{config.confidence_level:.0%} bootstrap CI",
-            f"BH-adjusted p {row['p_bh']:.2g}"))
+            f"BH-adjusted p {row['p_bh']:.2g} over {units_text(row)}"))
     return found
 
 
 def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> Findings:
-    pairwise = read_table(run_dir / PAIRWISE_FILE, PairwiseSchema, "counterfactual pairwise table",
-                          RUN_UNFINISHED, nan_as_null=True)
-    return Findings(headlines(pairwise, cfg.counterfactual), source=run_dir / PAIRWISE_FILE,
+    return Findings(headlines(read_design_tests(run_dir), cfg.counterfactual),
+                    source=run_file(run_dir, DESIGN_TESTS_FILE),
                     empty="no pair of groups to compare",
                     metrics=("n_pairs_flagged", "n_pairs", "truncated_share"))
 
@@ -162,8 +166,10 @@ def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> F
 
 def run_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, metrics: pl.DataFrame,
                 tests: pl.DataFrame, pairwise: pl.DataFrame, summary: pl.DataFrame,
-                timings: dict[str, float], alpha: float) -> dict[str, float]:
-    """Stable names, so runs line up column by column in the MLflow UI."""
+                design: pl.DataFrame, timings: dict[str, float],
+                alpha: float) -> dict[str, float]:
+    """Stable names, so runs line up column by column in the MLflow UI. `n_pairs*` count the
+    design tests (what CI judges); `n_answer_pairs*` the per-answer rows."""
     values: dict[str, float] = {
         "n_prompts": prompts.height,
         "n_templates": prompts["item_id"].n_unique(),
@@ -172,9 +178,12 @@ def run_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, metrics: pl.Data
         "n_failed": responses.filter(pl.col("status") == "error").height,
         "n_from_store": responses.filter(pl.col("from_cache")).height,
         "truncated_share": float(metrics["truncated"].mean() or 0.0),
-        "n_pairs": pairwise.height,
-        "n_pairs_p_bh_below_alpha": int((pairwise["p_bh"] < alpha).sum()),
-        "n_pairs_flagged": int(pairwise["flagged"].sum()),
+        "n_pairs": design.height,
+        "n_pairs_p_bh_below_alpha": int((design["p_bh"] < alpha).sum()),
+        "n_pairs_flagged": int(design["flagged"].sum()),
+        "n_pairs_untestable": int((design["min_p"] >= alpha).sum()),
+        "n_answer_pairs": pairwise.height,
+        "n_answer_pairs_flagged": int(pairwise["flagged"].sum()),
     }
     for stage, seconds in timings.items():
         values[f"duration_s/{stage}"] = seconds
@@ -187,8 +196,9 @@ def run_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, metrics: pl.Data
     return values
 
 
-def print_findings(tests: pl.DataFrame, pairwise: pl.DataFrame, alpha: float) -> None:
-    """The result on stdout: Kruskal-Wallis per metric and factor, then the flagged pairs."""
+def print_findings(tests: pl.DataFrame, design: pl.DataFrame, alpha: float) -> None:
+    """The result on stdout: Kruskal-Wallis per metric and factor, then the pairs the design
+    tests flag (the pairs CI fails)."""
     console = Console(width=max(Console().width, 120))
     overview = Table(title="Kruskal-Wallis across groups (p adjusted by Benjamini-Hochberg)")
     for column in ("model", "scope", "metric", "factor", "groups", "n", "H", "p", "p_bh"):
@@ -199,21 +209,19 @@ def print_findings(tests: pl.DataFrame, pairwise: pl.DataFrame, alpha: float) ->
                          row["groups"], str(row["n"]), f"{row['h_statistic']:.2f}",
                          f"{row['p_value']:.3g}", f"{row['p_bh']:.3g}")
     console.print(overview)
-    flagged = pairwise.filter(pl.col("flagged"))
+    flagged = design.filter(pl.col("flagged"))
     if flagged.is_empty():
-        console.print(f"No pair flagged: of {pairwise.height} pairwise comparisons none has a "
-                      f"BH-adjusted p below {alpha} with |rank-biserial| at or above the "
-                      f"practical threshold.")
+        console.print(f"No pair flagged: of {design.height} design tests (groups compared over "
+                      f"their names or templates) none has a BH-adjusted p below {alpha} with "
+                      f"|rank-biserial| at or above the practical threshold.")
         return
-    table = Table(title=f"Flagged pairs ({flagged.height} of {pairwise.height})")
-    for column in ("model", "scope", "metric", "a vs b", "mean a", "mean b", "diff [CI]",
-                   "r_rb", "p_bh"):
+    table = Table(title=f"Flagged pairs ({flagged.height} of {design.height} design tests)")
+    for column in ("model", "metric", "factor", "a vs b", "tested over", "difference", "r_rb",
+                   "p_bh"):
         table.add_column(column)
     for row in flagged.sort("p_bh").iter_rows(named=True):
-        table.add_row(row["model_name"], row["scope"], row["metric"],
-                      f"{row['group_a']} vs {row['group_b']}", f"{row['mean_a']:.3f}",
-                      f"{row['mean_b']:.3f}",
-                      f"{row['mean_difference']:+.3f} [{row['difference_ci_low']:+.3f}, "
-                      f"{row['difference_ci_high']:+.3f}]", f"{row['rank_biserial']:+.2f}",
+        table.add_row(row["model_name"], row["metric"], row["factor"],
+                      f"{row['group_a']} vs {row['group_b']}", units_text(row),
+                      f"{row['mean_difference']:+.3f}", f"{row['rank_biserial']:+.2f}",
                       f"{row['p_bh']:.3g}")
     console.print(table)

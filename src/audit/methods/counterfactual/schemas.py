@@ -1,5 +1,5 @@
 """Pandera schemas of the counterfactual method's tables (kept apart from schemas.py's pipeline
-tables); the verdict validates a run's pairwise table with the same schema the run wrote it with."""
+tables); the verdict validates a run's design tests with the same schema the run wrote them with."""
 
 from __future__ import annotations
 
@@ -66,16 +66,30 @@ class GroupTestSchema(pa.DataFrameModel):
         coerce = True
 
 
-class PairwiseSchema(pa.DataFrameModel):
-    """Mann-Whitney U and effect sizes for a pair of groups (rank-biserial > 0: a scores higher)."""
+class _PairDecision(pa.DataFrameModel):
+    """The columns both pair tables decide with: the effect, the answers cut off, the p-values,
+    the practical threshold and the flags (rank-biserial > 0: a scores higher)."""
 
     model_name: str
-    scope: str
-    templates: str
     metric: str
     factor: str
     group_a: str
     group_b: str
+    rank_biserial: float = pa.Field(ge=-1, le=1)
+    truncated_share_a: float = pa.Field(ge=0, le=1)
+    truncated_share_b: float = pa.Field(ge=0, le=1)
+    p_value: float = pa.Field(ge=0, le=1)
+    p_bh: float = pa.Field(ge=0, le=1)
+    practical_threshold: float = pa.Field(ge=0, le=1)
+    meaningful: bool
+    flagged: bool
+
+
+class PairwiseSchema(_PairDecision):
+    """Mann-Whitney U and effect sizes for a pair of groups, per answer."""
+
+    scope: str
+    templates: str
     n_a: int = pa.Field(ge=1)
     n_b: int = pa.Field(ge=1)
     mean_a: float
@@ -83,19 +97,32 @@ class PairwiseSchema(pa.DataFrameModel):
     mean_difference: float
     difference_ci_low: float
     difference_ci_high: float
-    rank_biserial: float = pa.Field(ge=-1, le=1)
     length_ratio: float = pa.Field(ge=0)
-    truncated_share_a: float = pa.Field(ge=0, le=1)
-    truncated_share_b: float = pa.Field(ge=0, le=1)
     u_statistic: float = pa.Field(ge=0)
-    p_value: float = pa.Field(ge=0, le=1)
     p_bonferroni: float = pa.Field(ge=0, le=1)
-    p_bh: float = pa.Field(ge=0, le=1)
-    practical_threshold: float = pa.Field(ge=0, le=1)
-    meaningful: bool
-    flagged: bool
 
     class Config:
         strict = True
         coerce = True
         unique = ["model_name", "scope", "metric", "factor", "group_a", "group_b"]
+
+
+class DesignTestSchema(_PairDecision):
+    """A pair of groups tested on the units the design samples (analyse_units.py): the verdict's
+    table. unit: ``name`` (a permutation test over names) or ``template`` (a signed-rank test over
+    templates, replicates nested in them)."""
+
+    unit: str = pa.Field(isin=["name", "template"])
+    n_units_a: int = pa.Field(ge=1)
+    n_units_b: int = pa.Field(ge=1)
+    n_templates: int = pa.Field(ge=1)
+    mean_difference: float
+    # Bootstrap interval over the units; empty when a single template gives nothing to resample.
+    difference_ci_low: float = pa.Field(nullable=True)
+    difference_ci_high: float = pa.Field(nullable=True)
+    min_p: float = pa.Field(ge=0, le=1)
+
+    class Config:
+        strict = True
+        coerce = True
+        unique = ["model_name", "metric", "factor", "group_a", "group_b"]

@@ -1,8 +1,13 @@
 """The counterfactual method's CI rules (`python -m audit.verdict` on a counterfactual run).
 
-A pair of groups fails when its Benjamini-Hochberg adjusted p is below `alpha` and its
-|rank-biserial| reaches the practical threshold (`min_rank_biserial`; by default the run's own
-`counterfactual.min_rank_biserial`, recorded in each row's `practical_threshold`).
+CI judges the design tests (counterfactual_design_tests.csv, analyse_units.py): each pair of groups
+tested on the units the design samples (names; templates with their replicates nested in them),
+not the per-answer Mann-Whitney rows, which count every answer as independent and rejected 39% of
+simulated no-effect designs. A pair fails when its Benjamini-Hochberg adjusted p is below `alpha`
+and its |rank-biserial| reaches the practical threshold (`min_rank_biserial`; by default the run's
+own `counterfactual.min_rank_biserial`, recorded in each row's `practical_threshold`). A pair whose
+design cannot reach p < alpha at all (`min_p`: too few names or templates) is skipped as
+untestable, so a pass never hides a design that could not fail.
 """
 
 from __future__ import annotations
@@ -13,39 +18,55 @@ import polars as pl
 
 from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check
+from audit.methods.run import run_file
 from audit.tables import RUN_UNFINISHED, read_table
-from audit.methods.counterfactual.schemas import PairwiseSchema
+from audit.methods.counterfactual.schemas import DesignTestSchema
 
-# Written by the run (methods/counterfactual/method.py, PAIRWISE).
-PAIRWISE_FILE = "counterfactual_pairwise.csv"
+# Written by the run's analyse stage (methods/counterfactual/method.py, DESIGN_TESTS).
+DESIGN_TESTS_FILE = "counterfactual_design_tests.csv"
+UNIT_WORDS = {"name": "names", "template": "templates"}
 
 
-def judge_counterfactual(pairwise: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
+def units_text(row: dict) -> str:
+    """`9 names vs 9 names` or `3 templates`: what the test counted as independent."""
+    if row["unit"] == "name":
+        return f"{row['n_units_a']} names vs {row['n_units_b']} names"
+    return f"{row['n_templates']} templates"
+
+
+def judge_counterfactual(tests: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
     checks = []
-    for row in pairwise.sort("model_name", "metric", "factor", "scope", "group_a",
-                             "group_b").iter_rows(named=True):
+    for row in tests.sort("model_name", "metric", "factor", "group_a",
+                          "group_b").iter_rows(named=True):
         threshold = (rules.min_rank_biserial if rules.min_rank_biserial is not None
                      else row["practical_threshold"])
+        group = f"counterfactual.{row['model_name']}.{row['metric']}.{row['factor']}"
+        name = f"{row['group_a']} vs {row['group_b']}"
+        if row["min_p"] >= rules.alpha:
+            checks.append(Check("counterfactual", group, name, False,
+                                f"not testable: with {units_text(row)} the smallest attainable p "
+                                f"is {row['min_p']:.3g} >= alpha={rules.alpha}; add "
+                                f"{UNIT_WORDS[row['unit']]}", skipped=True))
+            continue
         effect = abs(row["rank_biserial"])
         failed = row["p_bh"] < rules.alpha and effect >= threshold
         message = (f"p_bh={row['p_bh']:.3g} {'<' if row['p_bh'] < rules.alpha else '>='} "
-                   f"alpha={rules.alpha}; |rank-biserial|={effect:.3f} "
-                   f"{'>=' if effect >= threshold else '<'} {threshold:.3f}; mean "
-                   f"{row['mean_a']:.3f} vs {row['mean_b']:.3f} (difference "
-                   f"{row['mean_difference']:+.3f} [{row['difference_ci_low']:+.3f}, "
-                   f"{row['difference_ci_high']:+.3f}])")
+                   f"alpha={rules.alpha} ({units_text(row)}); |rank-biserial|={effect:.3f} "
+                   f"{'>=' if effect >= threshold else '<'} {threshold:.3f}; mean difference "
+                   f"{row['mean_difference']:+.3f}")
+        if row["difference_ci_low"] is not None and row["difference_ci_high"] is not None:
+            message += f" [{row['difference_ci_low']:+.3f}, {row['difference_ci_high']:+.3f}]"
         if row["truncated_share_a"] or row["truncated_share_b"]:
             message += (f"; cut off at max_tokens: {row['truncated_share_a']:.0%} vs "
                         f"{row['truncated_share_b']:.0%}")
-        checks.append(Check("counterfactual",
-                            f"counterfactual.{row['model_name']}.{row['metric']}.{row['factor']}",
-                            f"{row['scope']}: {row['group_a']} vs {row['group_b']}", failed,
-                            message))
+        checks.append(Check("counterfactual", group, name, failed, message))
     return checks
 
 
+def read_design_tests(run_dir: Path) -> pl.DataFrame:
+    return read_table(run_file(run_dir, DESIGN_TESTS_FILE), DesignTestSchema,
+                      "counterfactual design tests", RUN_UNFINISHED, nan_as_null=True)
+
+
 def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
-    path = run_dir / PAIRWISE_FILE
-    return judge_counterfactual(read_table(path, PairwiseSchema, "counterfactual pairwise table",
-                        RUN_UNFINISHED, nan_as_null=True),
-                                rules)
+    return judge_counterfactual(read_design_tests(run_dir), rules)

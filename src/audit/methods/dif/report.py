@@ -21,6 +21,7 @@ from audit.methods.dif.schemas import DIFTestSchema  # noqa: E402
 from audit.methods.dif.verdict import TESTS_FILE  # noqa: E402
 from audit.methods.summary import Findings, Headline  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
+from audit.methods.run import run_file  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -190,10 +191,10 @@ def headlines(tests: pl.DataFrame) -> list[Headline]:
 
 
 def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> Findings:
-    tests = read_table(run_dir / TESTS_FILE, DIFTestSchema, "DIF real-vs-null tests",
+    tests = read_table(run_file(run_dir, TESTS_FILE), DIFTestSchema, "DIF real-vs-null tests",
                        RUN_UNFINISHED, nan_as_null=True)
     cells = tests.select("model_name", "dataset").rows()
-    return Findings(headlines(tests), source=run_dir / TESTS_FILE,
+    return Findings(headlines(tests), source=run_file(run_dir, TESTS_FILE),
                     empty="no real-vs-null test: no persona was scored",
                     metrics=[metric_name(key, model, dataset) for key in ("claim", "accuracy")
                              for model, dataset in cells])

@@ -25,6 +25,7 @@ from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check, finite
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.dif.schemas import DIFPersonaScoreSchema, DIFTestSchema
+from audit.methods.run import run_file
 
 # Written by the run (methods/dif/method.py TABLES).
 PERSONAS_FILE = "dif_personas.csv"
@@ -97,8 +98,8 @@ def judge_tests(tests: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
 
 
 def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
-    personas = read_table(run_dir / PERSONAS_FILE, DIFPersonaScoreSchema, "DIF persona scores",
-                          RUN_UNFINISHED, nan_as_null=True)
-    tests = read_table(run_dir / TESTS_FILE, DIFTestSchema, "DIF real-vs-null tests",
+    personas = read_table(run_file(run_dir, PERSONAS_FILE), DIFPersonaScoreSchema,
+                          "DIF persona scores", RUN_UNFINISHED, nan_as_null=True)
+    tests = read_table(run_file(run_dir, TESTS_FILE), DIFTestSchema, "DIF real-vs-null tests",
                        RUN_UNFINISHED, nan_as_null=True)
     return judge_personas(personas, rules) + judge_tests(tests, rules)

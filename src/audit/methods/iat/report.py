@@ -23,6 +23,7 @@ from audit.methods.iat.schemas import IATStatsSchema  # noqa: E402
 from audit.methods.iat.verdict import STATS_FILE  # noqa: E402
 from audit.methods.summary import Findings, Headline  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
+from audit.methods.run import run_file  # noqa: E402
 
 _PALETTE = plt.get_cmap("tab10")
 
@@ -166,7 +167,7 @@ def headlines(stats: pl.DataFrame, config: IATConfig) -> list[Headline]:
 
 def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> Findings:
     """D > 0: the model paired the stereotype's words with the default group."""
-    stats = read_table(run_dir / STATS_FILE, IATStatsSchema, "IAT statistics",
+    stats = read_table(run_file(run_dir, STATS_FILE), IATStatsSchema, "IAT statistics",
                        RUN_UNFINISHED, nan_as_null=True)
-    return Findings(headlines(stats, cfg.iat), source=run_dir / STATS_FILE,
+    return Findings(headlines(stats, cfg.iat), source=run_file(run_dir, STATS_FILE),
                     empty="no D score: no answer could be scored", metrics=("iat/parse_rate",))

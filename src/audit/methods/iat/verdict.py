@@ -16,6 +16,7 @@ from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check, finite
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.iat.schemas import IATStatsSchema
+from audit.methods.run import run_file
 
 # Written by the run and the import command (methods/iat/method.py analyse).
 STATS_FILE = "iat_stats.csv"
@@ -47,5 +48,5 @@ def judge_iat(stats: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
 
 
 def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
-    return judge_iat(read_table(run_dir / STATS_FILE, IATStatsSchema, "IAT statistics",
+    return judge_iat(read_table(run_file(run_dir, STATS_FILE), IATStatsSchema, "IAT statistics",
                         RUN_UNFINISHED, nan_as_null=True), rules)

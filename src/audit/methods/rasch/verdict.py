@@ -22,6 +22,7 @@ from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check, VerdictError, finite
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.rasch.schemas import ContrastSchema
+from audit.methods.run import run_file
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,8 @@ def null_rank(row: dict) -> str:
 def read_rasch(run_dir: Path) -> tuple[pl.DataFrame, dict[str, dict]]:
     """fit/diagnostics.json (required), fit/contrasts.csv (absent when the model compares no
     attribute levels) and the diagnostics of a second outcome's fit in fit/OUTCOME/."""
-    contrasts_path, diagnostics_path = run_dir / CONTRASTS_FILE, run_dir / DIAGNOSTICS_FILE
+    contrasts_path, diagnostics_path = (run_file(run_dir, CONTRASTS_FILE),
+                                        run_file(run_dir, DIAGNOSTICS_FILE))
     if not diagnostics_path.is_file():
         raise VerdictError(f"Rasch run in {run_dir} is incomplete: {diagnostics_path} is "
                            f"missing (rerun the fit stage)")

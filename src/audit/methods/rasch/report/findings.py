@@ -17,6 +17,7 @@ from audit.methods.rasch.report.reading import ABSTENTION_OUTCOMES
 from audit.methods.checks import finite
 from audit.methods.rasch.verdict import CONTRASTS_FILE, read_rasch
 from audit.methods.summary import Findings, Headline
+from audit.methods.run import run_file
 
 NO_CONTRASTS = ("this fit compares no groups (fit.attributes is empty): the ranking above orders "
                 "the respondents")
@@ -59,5 +60,5 @@ def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> F
     no_signal = result.get("no_signal")
     return Findings(headlines(contrasts, cfg.fit.outcome, cfg.fit.hdi_prob),
                     notes=[str(no_signal)] if no_signal else [],
-                    source=run_dir / CONTRASTS_FILE, empty=NO_CONTRASTS,
+                    source=run_file(run_dir, CONTRASTS_FILE), empty=NO_CONTRASTS,
                     metrics=("no_signal", "rhat_max"))

@@ -1,0 +1,194 @@
+"""Group claims on the units the counterfactual design samples: the table the CI verdict judges.
+
+The per-answer tests (analyse.py's Mann-Whitney rows) treat every answer as an independent draw
+from its group. They are not: every answer about "Jamal" shares whatever the model makes of that
+one name, and every answer to one template shares whatever that template does to the groups. With
+a handful of names per group, a name-level quirk (one name read as a celebrity, one spelling that
+tokenises oddly) then passes for a group difference: on simulated data with no group effect and a
+name effect of 0.7 noise sd, the per-answer test rejected 39% of data sets, the name-level test 3%
+(tests/methods/counterfactual/test_counterfactual_design_tests.py). A claim about race must
+generalise over names, and a claim about "he" against "she" over templates.
+
+So the unit of a group claim is the unit that carries the group:
+
+* ``unit = name`` (each group holds two or more levels of the axis that sets the group, e.g.
+  nine names per race): every value is centred within its block (template x replicate: the same
+  prompt and seed for every variant), each unit's centred values are averaged, and the two groups'
+  unit means are compared with a permutation test over units (exact when the arrangements number
+  at most ``10 * bootstrap_resamples``). Under "no group effect" the names are exchangeable,
+  whatever each name does on its own, so the test holds its level.
+* ``unit = template`` (each group is one level, e.g. "he" against "she"): the claim is about those
+  two words in these templates, so the templates are the units, with their replicates nested in
+  them: the per-replicate differences of the two groups' means (paired within a prompt and seed)
+  are averaged within each template, and a Wilcoxon signed-rank test runs on the per-template
+  differences. Replicates of one template share whatever the template does to the pair (a letter
+  that reads "she" warmer), so counting them as independent blocks rejected far above alpha when
+  templates differ in that way and the groups do not (the test named above).
+
+``min_p`` is the smallest p the design can reach (3 names against 3: 0.1; three templates: 0.25);
+the verdict calls a pair whose ``min_p`` is not below alpha untestable instead of passing it.
+``rank_biserial`` is the answer-level effect within a block: over every pair of answers to the same
+prompt and seed, P(a's is higher) - P(b's is higher), on the scale of the per-answer table, so
+``counterfactual.min_rank_biserial`` is the practical threshold here too. p-values are adjusted
+with Benjamini-Hochberg over the whole table; ``flagged`` needs BH p below alpha and a
+``meaningful`` effect. Mean differences are of block-centred values, in the metric's own units,
+with a percentile-bootstrap interval over the same units (names resampled within each group; the
+per-template differences; none for a single template).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from audit.methods.counterfactual.analyse import StatsSettings
+from audit.stats.bootstrap import difference_interval, mean_interval
+from audit.stats.differences import mean_difference_p_value
+from audit.stats.multiple_testing import adjust_p_values
+
+BLOCK = ("template_id", "replicate")  # one prompt text and seed, shared by every variant
+TEMPLATE = "template_id"  # the unit a one-level group's claim generalises over
+DESIGN_TEST_COLUMNS = ["model_name", "metric", "factor", "group_a", "group_b", "unit",
+                       "n_units_a", "n_units_b", "n_templates", "mean_difference",
+                       "difference_ci_low", "difference_ci_high", "rank_biserial",
+                       "truncated_share_a", "truncated_share_b", "p_value", "min_p", "p_bh", "practical_threshold", "meaningful", "flagged"]
+_SCHEMA = {"model_name": pl.Utf8, "metric": pl.Utf8, "factor": pl.Utf8, "group_a": pl.Utf8,
+           "group_b": pl.Utf8, "unit": pl.Utf8, "n_units_a": pl.Int64, "n_units_b": pl.Int64,
+           "n_templates": pl.Int64, "mean_difference": pl.Float64,
+           "difference_ci_low": pl.Float64, "difference_ci_high": pl.Float64,
+           "rank_biserial": pl.Float64, "truncated_share_a": pl.Float64,
+           "truncated_share_b": pl.Float64, "p_value": pl.Float64, "min_p": pl.Float64}
+
+
+def group_units(groups: pl.DataFrame) -> pl.DataFrame:
+    """The groups table with a ``unit`` per row: the axis levels that decide the row's group.
+
+    A variant id reads ``name=jamal|pronoun=he``. For the factor race, ``name=jamal`` decides the
+    group (every row with it is Black) and ``pronoun=he`` does not, so the unit is the name; for
+    gender both decide it, and the unit is the name with its pronoun, still one unit a name. When
+    no single axis decides a group (an intersection of two crossed axes), the variant is the unit.
+    """
+    exploded = (groups.select("factor", "group", "variant_id")
+                .unique()
+                .with_columns(component=pl.col("variant_id").str.split("|"))
+                .explode("component"))
+    deciding = (exploded.group_by("factor", "component")
+                .agg(pl.col("group").n_unique().alias("groups"))
+                .filter(pl.col("groups") == 1)
+                .select("factor", "component"))
+    units = (exploded.join(deciding, on=["factor", "component"], how="inner")
+             .group_by("factor", "variant_id")
+             .agg(pl.col("component").sort().str.join("|").alias("unit")))
+    return (groups.join(units, on=["factor", "variant_id"], how="left")
+            .with_columns(pl.col("unit").fill_null(pl.col("variant_id"))))
+
+
+def _centred(frame: pl.DataFrame) -> pl.DataFrame:
+    """Values minus their block's mean, in the blocks where both groups answered."""
+    shared = (frame.group_by(*BLOCK).agg(pl.col("group").n_unique().alias("groups"))
+              .filter(pl.col("groups") == 2).select(*BLOCK))
+    return (frame.join(shared, on=list(BLOCK), how="inner")
+            .with_columns((pl.col("value") - pl.col("value").mean().over(*BLOCK))
+                          .alias("centred")))
+
+
+def name_level_test(a: np.ndarray, b: np.ndarray,
+                    settings: StatsSettings) -> tuple[float, float]:
+    """Permutation test of the difference in unit means; (p, smallest attainable p)."""
+    arrangements = math.comb(a.size + b.size, a.size)
+    min_p = min(1.0, 2.0 / arrangements)
+    if np.ptp(np.concatenate([a, b])) == 0:
+        return 1.0, min_p
+    return mean_difference_p_value(a, b, settings.bootstrap_resamples * 10, "two-sided",
+                                   settings.seed), min_p
+
+
+def template_level_test(differences: np.ndarray) -> tuple[float, float]:
+    """Wilcoxon signed-rank on per-template differences; (p, smallest attainable p)."""
+    min_p = min(1.0, 2.0 / 2 ** differences.size)
+    if differences.size == 0 or np.all(differences == 0):
+        return 1.0, min_p
+    return float(stats.wilcoxon(differences, zero_method="zsplit").pvalue), min_p
+
+
+def within_block_rank_biserial(centred: pl.DataFrame, group_a: str, group_b: str) -> float:
+    """P(a > b) - P(a < b) over every pair of a's and b's answers to one prompt and seed."""
+    balance, pairs = 0.0, 0
+    for _, block in centred.group_by(*BLOCK):
+        a = block.filter(pl.col("group") == group_a)["value"].to_numpy()
+        b = block.filter(pl.col("group") == group_b)["value"].to_numpy()
+        balance += float(np.sign(a[:, None] - b[None, :]).sum())
+        pairs += a.size * b.size
+    return balance / pairs if pairs else 0.0
+
+
+def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str,
+              settings: StatsSettings) -> dict[str, object] | None:
+    centred = _centred(frame.filter(pl.col("group").is_in([group_a, group_b])))
+    if centred.is_empty():
+        return None
+    units = (centred.group_by("group", "unit").agg(pl.col("centred").mean())
+             .sort("group", "unit"))
+    unit_a = units.filter(pl.col("group") == group_a)["centred"].to_numpy()
+    unit_b = units.filter(pl.col("group") == group_b)["centred"].to_numpy()
+    # Replicates nested in templates: a difference per prompt and seed, averaged per template.
+    templates = (centred.group_by(*BLOCK, "group").agg(pl.col("value").mean())
+                 .pivot(on="group", index=list(BLOCK), values="value")
+                 .group_by(TEMPLATE).agg((pl.col(group_a) - pl.col(group_b)).mean()
+                                         .alias("difference"))
+                 .sort(TEMPLATE))
+    differences = templates["difference"].to_numpy()
+    resampled = (settings.bootstrap_resamples, settings.confidence_level, settings.seed)
+    low: float | None
+    high: float | None
+    if min(unit_a.size, unit_b.size) >= 2:
+        unit, (p_value, min_p) = "name", name_level_test(unit_a, unit_b, settings)
+        difference = float(unit_a.mean() - unit_b.mean())
+        low, high = difference_interval(unit_a, unit_b, *resampled)
+    else:
+        unit, (p_value, min_p) = "template", template_level_test(differences)
+        difference = float(differences.mean())
+        # One template has no spread to resample: no interval rather than a point.
+        low, high = (mean_interval(differences, *resampled) if differences.size >= 2
+                     else (None, None))
+    truncated = {group: float(centred.filter(pl.col("group") == group)["truncated"].mean())
+                 for group in (group_a, group_b)}
+    return {"group_a": group_a, "group_b": group_b, "unit": unit, "n_units_a": unit_a.size,
+            "n_units_b": unit_b.size, "n_templates": differences.size,
+            "mean_difference": difference, "difference_ci_low": low, "difference_ci_high": high,
+            "rank_biserial": within_block_rank_biserial(centred, group_a, group_b),
+            "truncated_share_a": truncated[group_a], "truncated_share_b": truncated[group_b],
+            "p_value": p_value, "min_p": min_p}
+
+
+def design_tests(metrics: pl.DataFrame, groups: pl.DataFrame, metric_names: list[str],
+                 settings: StatsSettings) -> pl.DataFrame:
+    """Every pair of groups of every factor, per model and metric, tested on its units."""
+    truncated = (pl.col("truncated") if "truncated" in metrics.columns
+                 else pl.lit(False)).alias("truncated")
+    values = metrics.select("prompt_id", truncated, *metric_names).unpivot(
+        index=["prompt_id", "truncated"], on=metric_names, variable_name="metric",
+        value_name="value")
+    long = group_units(groups).join(values, on="prompt_id", how="inner")
+    rows = []
+    keys = long.select("model_name", "metric", "factor").unique().sort(
+        "model_name", "metric", "factor").iter_rows()
+    for model_name, metric, factor in keys:
+        frame = long.filter((pl.col("model_name") == model_name) & (pl.col("metric") == metric)
+                            & (pl.col("factor") == factor))
+        for group_a, group_b in itertools.combinations(sorted(frame["group"].unique()), 2):
+            row = _pair_row(frame, group_a, group_b, settings)
+            if row is not None:
+                rows.append({"model_name": model_name, "metric": metric, "factor": factor, **row})
+    table = pl.DataFrame(rows, schema=_SCHEMA)
+    return table.with_columns(
+        p_bh=pl.Series(adjust_p_values(table["p_value"].to_list(), "fdr_bh"), dtype=pl.Float64),
+        practical_threshold=pl.lit(settings.min_rank_biserial, dtype=pl.Float64),
+        meaningful=pl.col("rank_biserial").abs() >= settings.min_rank_biserial,
+    ).with_columns(
+        flagged=(pl.col("p_bh") < settings.alpha) & pl.col("meaningful"),
+    ).select(DESIGN_TEST_COLUMNS)
