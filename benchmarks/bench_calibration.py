@@ -1,9 +1,9 @@
 """Calibration of the audit's group claims on simulated default-shaped designs (issue 34).
 
-Usage: python benchmarks/bench_calibration.py [--model explanatory] [--seeds 150] [--quick]
+Usage: python benchmarks/bench_calibration.py [--model population] [--seeds 150] [--quick]
 
 Each simulated audit (methods/rasch/simulation.py) has the default design's shape (one model,
-a baseline, --texts-per-cell persona texts per gender x race cell, 8 null personas, 12 items,
+a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
 2 replicates), the planning defaults' item sd (2.0), null sd (1.0) and judge (0.95/0.95 known
 from 25 gold answers a class), a persona-text sd of 0.3, 0.6 or 1.0 within each cell, and a
 planted group gap of 0, 0.5 or 1 logit between Black and White. It is fitted with the audit's own
@@ -169,9 +169,9 @@ def interval(successes: float, n: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="explanatory")
+    parser.add_argument("--model", default="population")
     parser.add_argument("--seeds", type=int, default=150, help="simulated audits per cell")
-    parser.add_argument("--texts-per-cell", type=int, default=1)
+    parser.add_argument("--texts-per-cell", type=int, default=2)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--check", type=int, default=10, help="audits also fitted in full")

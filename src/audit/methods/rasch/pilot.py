@@ -8,7 +8,7 @@ and 0.92, predicted race HDIs 20% too narrow: issue 34).
 
 Each figure is a posterior mean over the run's draws:
 
-* explanatory fits carry them as parameters: ``sigma_residual`` (text sd), ``sigma_null``,
+* explanatory and population fits carry them as parameters: ``sigma_residual`` (text sd), ``sigma_null``,
   ``model_effect`` (the null persona's logit on the average item, b summing to zero) and
   ``real_effect``; the item sd is each draw's sd of ``b``.
 * rasch and twopl fits carry one theta per persona: the null sd is each draw's sd of the null
@@ -81,9 +81,9 @@ def posterior_components(posterior: xr.Dataset, prompts: pl.DataFrame,
     (the judge's, and a text sd a design without residual degrees of freedom cannot measure)."""
     if "b" not in posterior:
         raise AuditError("the run's posterior has no item difficulties `b`: plan from a Rasch "
-                         "run (fit=rasch, twopl or explanatory)")
+                         "run (fit=population, explanatory, rasch or twopl)")
     item_sd = float(_flat(posterior["b"]).std(axis=1, ddof=1).mean())
-    if "sigma_residual" in posterior:  # explanatory: the spreads are parameters
+    if "sigma_residual" in posterior:  # explanatory, population: the spreads are parameters
         return dataclasses.replace(
             defaults, item_sd=item_sd,
             text_sd=float(_flat(posterior["sigma_residual"]).mean()),

@@ -188,7 +188,7 @@ DEFAULT_GENDERS = ("man", "woman")
 DEFAULT_RACES = ("Asian", "Black", "Hispanic", "White")
 
 
-def default_shaped_prompts(texts_per_cell: int = 1, null_count: int = 8, items: int = 12,
+def default_shaped_prompts(texts_per_cell: int = 2, null_count: int = 4, items: int = 12,
                            replicates: int = 2, model_name: str = "m",
                            genders: tuple[str, ...] = DEFAULT_GENDERS,
                            races: tuple[str, ...] = DEFAULT_RACES) -> pl.DataFrame:
