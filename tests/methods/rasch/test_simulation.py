@@ -171,3 +171,8 @@ def test_a_reused_compiled_model_gives_the_draws_of_a_fresh_fit():
     assert len(sampler.compiled) == 1
     np.testing.assert_allclose(reused.idata.posterior["theta"].values,
                                fresh.idata.posterior["theta"].values)
+    # Other gold counts are other prior constants: a new compile, not the first judge's prior.
+    for per_class in (20, 40):
+        judged = VarianceComponents(sensitivity=0.8, specificity=0.8, gold_per_class=per_class)
+        fit_rasch(second, fit, sample=sampler, confusion=judged.gold_counts())
+    assert len(sampler.compiled) == 3

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 import pymc as pm
+from pytensor.tensor.variable import TensorConstant
 
 from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
@@ -153,9 +154,9 @@ class CompiledSampler:
     """``fit_rasch``'s sampler for many fits of one design: compile once, swap data after.
 
     The key is the model's structure (its coords, free variables and data shapes); models that
-    share it differ only in their pm.Data values, which ``with_data`` replaces. Constants baked
-    into the graph (the judge's gold counts) must be the same for every fit of one sampler:
-    ``simulate_outcomes`` keeps them fixed for that reason.
+    share it differ only in their pm.Data values, which ``with_data`` replaces. The priors'
+    constants (the judge's gold counts) are compiled in, so they are part of the key: another
+    gold set compiles another model.
     """
 
     engine: str = "auto"
@@ -165,8 +166,11 @@ class CompiledSampler:
     @staticmethod
     def _key(model: pm.Model) -> tuple:
         data = tuple((var.name, var.get_value().shape) for var in model.data_vars)
-        coords = tuple((name, len(values)) for name, values in model.coords.items())
-        return (*coords, *data, *(var.name for var in model.free_RVs))
+        coords = tuple((name, tuple(values)) for name, values in model.coords.items())
+        # Constants of the priors (the judge's Beta counts) are compiled in, not swapped.
+        constants = tuple((var.name, np.asarray(given.data).tobytes()) for var in model.free_RVs
+                          for given in var.owner.inputs if isinstance(given, TensorConstant))
+        return (*coords, *data, *(var.name for var in model.free_RVs), *constants)
 
     def __call__(self, model: pm.Model, fit: FitConfig):
         key = self._key(model)
