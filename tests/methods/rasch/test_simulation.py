@@ -1,4 +1,4 @@
-"""Simulated audits (methods/rasch/simulation.py) and a past run's variance components (pilot.py)."""
+"""Simulated audits (methods/rasch/simulation.py) and a past run's components (pilot.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Variance components of a past run (a pilot): what `python -m audit.plan plan.from_run=...` plans with.
+"""Variance components of a past run: what `python -m audit.plan plan.from_run=RUN` plans with.
 
 A plan is only as good as its assumptions. Item spread, the spread of persona texts within a
 demographic cell, the null personas' spread, the overall rate and the judge's errors are all
@@ -8,9 +8,9 @@ and 0.92, predicted race HDIs 20% too narrow: issue 34).
 
 Each figure is a posterior mean over the run's draws:
 
-* explanatory and population fits carry them as parameters: ``sigma_residual`` (text sd), ``sigma_null``,
-  ``model_effect`` (the null persona's logit on the average item, b summing to zero) and
-  ``real_effect``; the item sd is each draw's sd of ``b``.
+* explanatory and population fits carry them as parameters: ``sigma_residual`` (text sd),
+  ``sigma_null``, ``model_effect`` (the null persona's logit on the average item, b summing to
+  zero) and ``real_effect``; the item sd is each draw's sd of ``b``.
 * rasch and twopl fits carry one theta per persona: the null sd is each draw's sd of the null
   thetas; the text sd is each draw's residual sd of the real personas' thetas around an additive
   fit of their attribute levels (degrees of freedom counted), which needs more personas with

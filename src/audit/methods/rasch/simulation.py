@@ -5,7 +5,7 @@ same columns). ``simulate_outcomes`` gives every prompt a label the way a real r
 
     theta[persona] = logit(base_rate) + real_shift (real personas only)
                      + sum over attributes of effects[attribute][level]     (the planted gaps)
-                     + text_sd * z   (real personas: the text's own pull within its demographic cell)
+                     + text_sd * z   (real personas: the text's own pull inside its cell)
                      + null_sd * z   (null personas: a random string's pull)
     truth[prompt]  ~ Bernoulli(logistic(theta[persona] - b[item])),  b ~ N(0, item_sd)
     label[prompt]  = truth passed through the judge (sensitivity, specificity)
