@@ -1,4 +1,4 @@
-"""Power planning: the plan's gap conversion and design, and its answer against real fits."""
+"""Power planning: the plan's gap conversion and design, its variance components, its decision."""
 
 from __future__ import annotations
 
@@ -8,11 +8,18 @@ import numpy as np
 import polars as pl
 import pytest
 
+from audit.cli.plan import scaled_cost
 from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig, PlanConfig
-from audit.methods.rasch.irt import fit_rasch
-from audit.cli.plan import scaled_cost
-from audit.methods.rasch.power import gap_in_logits, planned_design, simulate_power
+from audit.methods.rasch.power import (
+    ci_failures,
+    config_components,
+    gap_in_logits,
+    planted_levels,
+    resized_design,
+    simulate_power,
+)
+from audit.methods.rasch.simulation import default_shaped_prompts
 
 RACES = ("A", "B")
 
@@ -42,18 +49,20 @@ def test_percentage_points_are_split_around_the_base_rate():
         gap_in_logits(1, "percent", 0.5)
 
 
-def test_persona_multiples_copy_only_personas_with_a_level():
-    prompts = prompts_table(personas_per_level=3, null_count=2)
-    single = planned_design(prompts, PlanConfig(), 1)
-    tripled = planned_design(prompts, PlanConfig(), 3)
-    assert single.respondents.height == 8
+def test_resized_design_copies_only_personas_with_a_level_and_sets_replicates():
+    prompts = prompts_table(personas_per_level=3, null_count=2, items=10, replicates=2)
+    single = resized_design(prompts, 1, 1, "race")
+    tripled = resized_design(prompts, 4, 3, "race")
+    assert single.get_column("respondent_id").n_unique() == 8
+    assert single.height == 8 * 10
     # 6 personas with a race level, each twice more; the 2 null personas stay 2.
-    assert tripled.respondents.height == 8 + 2 * 6
-    assert tripled.respondents.filter(pl.col("persona_kind") == "null").height == 2
-    assert (single.level_a, single.level_b) == ("A", "B")
-    assert len(single.items) == 10
+    assert tripled.get_column("respondent_id").n_unique() == 8 + 2 * 6
+    assert tripled.filter(pl.col("persona_kind") == "null").height == 2 * 10 * 4
+    assert tripled.group_by("respondent_id", "item_id").len().get_column("len").unique() \
+        .to_list() == [4]
+    assert planted_levels(prompts, PlanConfig()) == ("A", "B")
     with pytest.raises(AuditError, match="two levels"):
-        planned_design(prompts, PlanConfig(levels=["A", "Z"]), 1)
+        planted_levels(prompts, PlanConfig(levels=["A", "Z"]))
 
 
 def test_cost_of_more_personas_adds_their_prompts_at_the_average_price():
@@ -68,64 +77,81 @@ def test_cost_of_more_personas_adds_their_prompts_at_the_average_price():
     assert scaled_cost(cost, prompts, "race", 1) == cost
 
 
-def simulated_outcomes(prompts: pl.DataFrame, plan: PlanConfig, gap: float,
-                       rng: np.random.Generator) -> pl.DataFrame:
-    """One audit's labels written the way the audit produces them: one Bernoulli row a prompt."""
-    respondents = prompts.select("respondent_id", "race").unique()
-    theta = {row["respondent_id"]: (gap if row["race"] == "A" else 0.0)
-             + rng.normal(0.0, plan.persona_sd) for row in respondents.iter_rows(named=True)}
-    items = sorted(prompts.get_column("item_id").unique().to_list())
-    rate = math.log(plan.base_rate / (1 - plan.base_rate))
-    difficulty = dict(zip(items, rng.normal(-rate, plan.item_sd, len(items)), strict=True))
-    p = [1 / (1 + math.exp(-(theta[r] - difficulty[i])))
-         for r, i in prompts.select("respondent_id", "item_id").iter_rows()]
-    return prompts.select(
-        pl.col("respondent_id").alias("respondent"), pl.col("item_id").alias("item"),
-        pl.Series("y", (rng.random(len(p)) < np.array(p)).astype(np.int64)),
-        "model_name", "persona_kind", "race")
+def contrast_row(level_a: str, level_b: str, low: float, high: float, decision_low: float,
+                 decision_high: float) -> dict[str, object]:
+    """A contrast whose reported HDI is [low, high] and whose family-wise HDI is decided on."""
+    outside = decision_low > 0.18 or decision_high < -0.18
+    return {"model_name": "m", "attribute": "race", "level_a": level_a, "level_b": level_b,
+            "n_a": 2, "n_b": 2, "mean": (low + high) / 2, "sd": 0.3, "hdi_low": low,
+            "hdi_high": high, "p_direction": 0.99, "rope_low": -0.18, "rope_high": 0.18,
+            "decision": "different" if outside else "undecided", "familywise_alpha": 0.05,
+            "family_size": 3, "decision_prob": 0.983, "decision_low": decision_low,
+            "decision_high": decision_high, "noise_floor": None, "ratio_to_noise": None,
+            "p_beyond_noise": None, "null_percentile": None}
 
 
-@pytest.mark.slow
-def test_planned_hdi_width_matches_real_fits_of_the_same_design():
-    """The plan's expected HDI width at 4 replicates is the width real audits of that design get.
+def test_power_counts_what_the_ci_verdict_fails_not_the_reported_hdi():
+    """Two contrasts whose reported 94% HDIs lie outside the ROPE; only one stays outside at the
+    family-wise level the verdict decides on. A plan that decided on the reported HDI (as
+    before issue 34) reports a power, and a false-alarm rate, the CI never has."""
+    contrasts = pl.DataFrame([contrast_row("A", "B", 0.4, 1.6, 0.3, 1.8),
+                              contrast_row("A", "C", 0.4, 1.6, -0.1, 2.0),
+                              contrast_row("B", "C", -0.5, 0.5, -0.8, 0.8)])
+    assert ci_failures(contrasts) == {("m", "race", "A", "B"): True,
+                                      ("m", "race", "A", "C"): False,
+                                      ("m", "race", "B", "C"): False}
 
-    Real runs go the audit's way (one Bernoulli row per prompt, index_design, fit_rasch with
-    nutpie through PyMC, fit.contrasts), the plan its own (Binomial cells, one compiled model).
-    The tolerance is three standard errors of the difference of the two means, and it is checked
-    to be far smaller than the gap and than the change in width from 1 to 4 replicates: a plan
-    that ignored replicates (width twice as large) or the persona spread fails.
-    """
-    replicates, gap, real_runs = 4, 1.0, 4
-    plan = PlanConfig(gap=gap, replicates=[1, replicates], simulations=8, draws=400, tune=400,
-                      seed=5)
-    rope, hdi_prob = 0.1814, 0.94
-    power = simulate_power(prompts_table(items=10), plan, "rasch", rope, hdi_prob)
-    planned = power.filter(pl.col("replicates") == replicates).row(0, named=True)
-    single = power.filter(pl.col("replicates") == 1).row(0, named=True)
 
-    rng = np.random.default_rng(11)
-    prompts = prompts_table(items=10, replicates=replicates)
-    widths, gaps = [], []
-    for run in range(real_runs):
-        fit = fit_rasch(simulated_outcomes(prompts, plan, gap, rng),
-                        FitConfig(draws=400, tune=400, chains=2, cores=2, seed=run,
-                                  attributes=["race"], rope=rope, hdi_prob=hdi_prob))
-        row = fit.contrasts.filter(pl.col("level_a") == "A").row(0, named=True)
-        widths.append(row["hdi_high"] - row["hdi_low"])
-        gaps.append(row["mean"])
-    real_width = float(np.mean(widths))
-    tolerance = 3 * math.sqrt(planned["hdi_width_se"] ** 2
-                              + np.var(widths, ddof=1) / real_runs)
-    assert tolerance < 0.25 * gap
-    assert tolerance < 0.5 * (single["hdi_width"] - planned["hdi_width"])
-    assert abs(planned["hdi_width"] - real_width) < tolerance, (planned, widths)
-    # The plan recovers the gap it planted, with the sign of level_a minus level_b.
-    assert abs(planned["gap_mean"] - gap) < 3 * planned["gap_mean_se"] + 0.05
-    assert planned["p_different"] >= single["p_different"]
+def test_config_components_carry_the_judge_and_the_plan_figures():
+    plan = PlanConfig(item_sd=1.7, text_sd=0.4, null_sd=0.9, sensitivity=0.8, specificity=0.9,
+                      gold_per_class=20)
+    components = config_components(plan)
+    assert (components.item_sd, components.text_sd, components.null_sd) == (1.7, 0.4, 0.9)
+    counts = components.gold_counts("favourable")
+    assert (counts.true_1_judged_1, counts.true_1_judged_0) == (16, 4)
+    assert (counts.true_0_judged_0, counts.true_0_judged_1) == (18, 2)
+    assert config_components(PlanConfig(gold_per_class=0)).gold_counts() is None
 
 
 def test_a_model_the_plan_cannot_simulate_is_refused_before_sampling():
     # rasch_seed fits Bernoulli rows, whose number changes with replicates: one compiled model
     # cannot serve every size, so the plan says which models it can simulate.
+    plan = PlanConfig()
     with pytest.raises(AuditError, match="fit=rasch"):
-        simulate_power(prompts_table(), PlanConfig(), "rasch_seed", 0.18, 0.94)
+        simulate_power(prompts_table(), plan, FitConfig(model="rasch_seed"),
+                       config_components(plan))
+    with pytest.raises(AuditError, match="fit.attributes"):
+        simulate_power(prompts_table(), PlanConfig(attribute="gender"),
+                       FitConfig(attributes=["race"]), config_components(plan))
+
+
+@pytest.mark.slow
+def test_judge_error_widens_the_predicted_hdi():
+    """The same design planned with an exact judge and with a 0.8/0.8 judge known from 20 gold
+    answers a class: the noisy judge attenuates and blurs every label, so the planned race HDIs
+    must be clearly wider. A plan that ignored the judge (issue 34) predicts the same width.
+    About 40 s: two compiles (the judge's rates are parameters of one of them) and 16 fits."""
+    prompts = default_shaped_prompts(items=8, replicates=2)
+    fit = FitConfig(model="population", attributes=["gender", "race"], target_accept=0.9)
+    widths = {}
+    for name, (rate, gold) in {"exact": (1.0, 0), "noisy": (0.8, 20)}.items():
+        plan = PlanConfig(gap=0.0, replicates=[2], sensitivity=rate, specificity=rate,
+                          gold_per_class=gold, min_simulations=8, simulations=8, draws=200,
+                          tune=200, text_sd=0.3, null_sd=0.5, item_sd=1.0, seed=3)
+        table = simulate_power(prompts, plan, fit, config_components(plan))
+        widths[name] = table.filter(pl.col("attribute") == "race").row(0, named=True)
+    exact, noisy = widths["exact"], widths["noisy"]
+    assert exact["simulations"] == noisy["simulations"] == 8
+    spread = 3 * math.hypot(exact["hdi_width_se"], noisy["hdi_width_se"])
+    assert noisy["hdi_width"] > 1.2 * exact["hdi_width"] + spread, widths
+
+
+def test_default_shaped_prompts_have_the_default_audits_shape():
+    prompts = default_shaped_prompts()
+    assert prompts.height == 504  # 21 personas x 12 items x 2 replicates
+    assert prompts.filter(pl.col("persona_kind") == "null").get_column("respondent_id") \
+        .n_unique() == 4
+    cells = prompts.drop_nulls("race").group_by("gender", "race").agg(
+        pl.col("respondent_id").n_unique())
+    assert cells.height == 8 and cells.get_column("respondent_id").to_list() == [2] * 8
+    assert np.isin(["man", "woman"], prompts.get_column("gender").to_list()).all()

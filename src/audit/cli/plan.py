@@ -3,9 +3,10 @@
 Composed with Hydra from the same config groups as `python -m audit`, so `python -m audit.plan
 items=full personas=names plan.gap=10 plan.gap_unit=pp` plans exactly the design that
 `python -m audit items=full personas=names` would send. For each number of replicates in
-``plan.replicates`` (and persona multiple in ``plan.persona_multiples``) it prints the
-probability that the audit calls the planted gap ``different``, the expected HDI width (both with
-their Monte Carlo error, see audit.methods.rasch.power) and what that design costs according to the preflight
+``plan.replicates`` (and persona multiple in ``plan.persona_multiples``) it prints the expected
+HDI width of each attribute's contrasts, the power of the CI verdict at the planted gap and its
+false-fail rate (audit.methods.rasch.power), simulated from a past run's variance components
+(``plan.from_run``) or the plan.* figures, and what that design costs according to the preflight
 estimate: requests still to send (the response store already holds the rest), prompt and
 completion tokens, and minutes at the median latency of this model's earlier answers (NaN until
 the store holds some). Nothing is sent to any model. Writes ``plan.csv`` in paths.output_dir.
@@ -28,7 +29,9 @@ from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.config_errors import one_line_config_errors
 from audit.llm.engine import concurrency_limits, plan_requests
 from audit.logs import quiet_noisy_loggers
-from audit.methods.rasch.power import simulate_power
+from audit.methods.rasch.pilot import run_components
+from audit.methods.rasch.power import config_components, simulate_power
+from audit.methods.rasch.simulation import VarianceComponents
 from audit.llm.preflight import estimate
 from audit.errors import AuditError
 from audit.methods.rasch.design import design_stage
@@ -73,11 +76,20 @@ def scaled_cost(cost: dict[str, float], prompts: pl.DataFrame, attribute: str,
     return scaled
 
 
+def planning_components(cfg: AuditConfig) -> VarianceComponents:
+    """What the simulations are drawn from: a past run's measured components (plan.from_run),
+    else the plan.* figures."""
+    defaults = config_components(cfg.plan)
+    if cfg.plan.from_run is None:
+        return defaults
+    return run_components(str(cfg.plan.from_run), cfg.tracking.tracking_uri,
+                          tuple(cfg.fit.attributes), cfg.fit.outcome, defaults)
+
+
 def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
-    """Power and cost of every planned design size, one row per model and size."""
+    """Power and cost of every planned design size, one row per model, size and attribute."""
     prompts = design_stage(cfg)
-    power = simulate_power(prompts, cfg.plan, cfg.fit.model, cfg.fit.rope, cfg.fit.hdi_prob,
-                           cfg.fit.engine)
+    power = simulate_power(prompts, cfg.plan, cfg.fit, planning_components(cfg))
     costs = []
     for replicates in cfg.plan.replicates:
         cost = design_cost(cfg, replicates, store)
@@ -111,7 +123,7 @@ def app(cfg: DictConfig) -> None:
         log.error("%s", error)
         raise SystemExit(2) from None
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True):
-        print(table.drop("gap_mean_se", "respondents"))  # the CLI's result on stdout
+        print(table.drop("respondents"))  # the CLI's result on stdout
 
 
 def main() -> None:

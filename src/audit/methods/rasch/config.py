@@ -59,18 +59,31 @@ class FitConfig:
 @dataclass
 class PlanConfig:
     """Power planning (`python -m audit.plan`): a planted gap, the design sizes to try, and the
-    planning assumptions the simulation needs (the audit itself estimates all of them)."""
+    variance components to simulate, from a past run (from_run) or the figures below."""
 
     attribute: str = "race"
     levels: list[str] = field(default_factory=list)  # two levels; empty: the first two, sorted
     gap: float = 0.5  # the planted gap: level[0] minus level[1]
     gap_unit: str = "logit"  # logit | pp (percentage points around base_rate)
-    base_rate: float = 0.5  # overall favourable rate
-    persona_sd: float = 0.2  # spread of personas within one level, logits
-    item_sd: float = 1.0  # spread of item difficulties, logits
+    # A past run (its directory, or an MLflow run id) whose posterior and gold results give the
+    # variance components below (methods/rasch/pilot.py); null: use the figures below.
+    from_run: str | None = None
+    # Without from_run: the default run's posterior (issue 34: item sd 2.27, persona sd 0.92,
+    # null sd 1.16) rounded, and the default judge's gold accuracy (about 0.95 on 57 answers).
+    base_rate: float = 0.5  # favourable rate of a null persona on the average item
+    text_sd: float = 0.6  # spread of persona texts within one demographic cell, logits
+    null_sd: float = 1.0  # spread of null (random-string) personas, logits
+    item_sd: float = 2.0  # spread of item difficulties, logits
+    sensitivity: float = 0.95  # the judge's P(favourable | truly favourable)
+    specificity: float = 0.95  # the judge's P(unfavourable | truly unfavourable)
+    gold_per_class: int = 25  # gold answers per true class behind those rates; 0: labels as truth
     replicates: list[int] = field(default_factory=lambda: [1, 2, 4])
     persona_multiples: list[int] = field(default_factory=lambda: [1])
-    simulations: int = 10
+    # Simulations per design option: until the power's 95% half-width is at most `precision`
+    # (about 1,070 at a power near 0.5), at least min_simulations, at most simulations.
+    precision: float = 0.03
+    min_simulations: int = 50
+    simulations: int = 1100
     draws: int = 300
     tune: int = 300
     chains: int = 2

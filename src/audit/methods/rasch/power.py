@@ -1,49 +1,50 @@
-"""Power of a design before any request is sent: simulate it with a planted gap, fit, count.
+"""Power of a design before any request is sent: simulate audits with a planted gap, fit, decide.
 
-A planned audit is the composed design (models x personas x items x replicates). For each
-candidate number of replicates (and of personas per attribute level), this module draws
-``simulations`` data sets from the Rasch model with a known gap between two levels of one
-attribute, fits each with the configured Rasch model (the same ``build_rasch_model`` the audit
-uses) and reads the same contrast the audit reports (``level_contrasts``). What comes out is what a
-user needs to decide how many tokens to spend: the probability that the audit calls the gap
-``different`` (HDI outside the ROPE) and the expected width of its HDI, each with its Monte Carlo
-standard error.
+For each design option (``plan.replicates`` x ``plan.persona_multiples``) this module simulates
+audits of the composed design (simulation.py: item, text and null spreads, the judge's errors,
+from ``plan.*`` or a past run, pilot.py), fits each with the audit's own ``fit_rasch`` and
+``fit.model``, and passes its contrasts through the CI verdict's own rule
+(``methods/rasch/verdict.py judge_rasch``, with its default rules, whatever multiplicity control
+it applies). Per design option and model:
 
-Cheap by construction: replicates only change the Binomial trials of each respondent x item cell,
-never the shape of the model, so one compiled nutpie model serves every simulation and every
-replicate count of one persona count (``with_data``). Sampling is short (``PlanConfig.draws``),
-which is enough for an HDI width and a decision; the Monte Carlo error of both is reported.
+* ``hdi_width`` per attribute: the expected width of its headline contrasts' HDIs;
+* ``p_different``: how often the planted contrast is decided ``different``;
+* ``p_ci_fails``: how often the CI verdict fails on the planted contrast: the power of the
+  decision a user's pipeline acts on, with its 95% Monte Carlo half-width ``p_ci_fails_hw``;
+* ``p_false_fail``: how often any contrast with no planted gap fails the CI verdict.
 
-Planning assumptions (``PlanConfig``): personas of one level differ by ``persona_sd`` logits,
-items by ``item_sd``, and the overall favourable rate is ``base_rate``. A gap given in
-percentage points is converted to logits around ``base_rate``.
+How many simulations: until the half-width of ``p_ci_fails`` is at most ``plan.precision``
+(``plan.min_simulations`` first, at most ``plan.simulations``): about 1,070 at a power near 0.5,
+fewer towards 0 or 1. Each fit after the first reuses the compiled model (simulation.py
+CompiledSampler): about 0.6-1 s for the default design on 2 cores, with ``plan.draws`` draws.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
-from dataclasses import dataclass
 
 import numpy as np
-import nutpie
 import polars as pl
 
 from audit.errors import AuditError
-from audit.methods.rasch.config import PlanConfig
-from audit.methods.rasch.irt.engines import compile_nutpie
-from audit.methods.rasch.irt.contrasts import level_contrasts
-from audit.methods.rasch.irt.explanatory import RespondentTable, build_explanatory_model
-from audit.methods.rasch.irt.indexing import RaschData
-from audit.methods.rasch.irt.rasch import build_rasch_model, posterior_draws
+from audit.methods.configs import VerdictConfig
+from audit.methods.rasch.config import FitConfig, PlanConfig
+from audit.methods.rasch.irt import fit_rasch
+from audit.methods.rasch.simulation import CompiledSampler, Effects, VarianceComponents, \
+    simulate_outcomes, true_gap
+from audit.methods.rasch.verdict import judge_rasch
 
 logger = logging.getLogger(__name__)
 
 PLANNABLE_MODELS = ("rasch", "twopl", "explanatory", "population")
 GAP_UNITS = ("logit", "pp")
+Z_95 = 1.959964
 POWER_COLUMNS = (
-    "model_name", "persona_multiple", "replicates", "respondents", "simulations", "gap_logit",
-    "p_different", "p_different_se", "hdi_width", "hdi_width_se", "gap_mean", "gap_mean_se",
+    "model_name", "persona_multiple", "replicates", "respondents", "simulations", "attribute",
+    "hdi_width", "hdi_width_se", "gap_logit", "gap_mean", "p_different", "p_ci_fails",
+    "p_ci_fails_hw", "p_false_fail",
 )
 
 
@@ -68,144 +69,158 @@ def gap_in_logits(size: float, unit: str, base_rate: float) -> float:
     return logit(high) - logit(low)
 
 
-@dataclass(frozen=True)
-class PlannedDesign:
-    """Respondents (one row each: respondent, model_name, persona_kind, the attribute) and items."""
-
-    respondents: pl.DataFrame
-    items: tuple[str, ...]
-    attribute: str
-    level_a: str  # the level given the planted advantage
-    level_b: str
+def config_components(plan: PlanConfig) -> VarianceComponents:
+    """The planning assumptions of the config (plan.*), used where no past run is given."""
+    return VarianceComponents(item_sd=plan.item_sd, text_sd=plan.text_sd, null_sd=plan.null_sd,
+                              base_rate=plan.base_rate, sensitivity=plan.sensitivity,
+                              specificity=plan.specificity, gold_per_class=plan.gold_per_class)
 
 
-def planned_design(prompts: pl.DataFrame, plan: PlanConfig, persona_multiple: int) -> PlannedDesign:
-    """Respondents and items of a prompts table (design.expand_design's output).
-
-    With ``persona_multiple`` m > 1, every persona with a level of the planned attribute appears m
-    times (as m different personas of that level would, e.g. m names per group): the persona
-    spread then averages out over more personas, which replicates cannot do.
-    """
-    attribute = plan.attribute
-    if attribute not in prompts.columns:
-        raise AuditError(f"plan.attribute={attribute!r} is not a persona column of the design; "
-                         "use one of the columns in fit.attributes, e.g. race or gender")
-    respondents = (prompts.select(pl.col("respondent_id").alias("respondent"), "model_name",
-                                  "persona_kind", attribute)
-                   .unique().sort("respondent"))
-    levels = sorted(respondents.get_column(attribute).drop_nulls().unique().to_list())
+def planted_levels(prompts: pl.DataFrame, plan: PlanConfig) -> tuple[str, str]:
+    """The two levels of plan.attribute the gap is planted between (level_a gets the gap)."""
+    if plan.attribute not in prompts.columns:
+        raise AuditError(f"plan.attribute={plan.attribute!r} is not a persona column of the "
+                         "design; use one of the columns in fit.attributes, e.g. race or gender")
+    levels = sorted(prompts.get_column(plan.attribute).drop_nulls().unique().to_list())
     chosen = list(plan.levels) or levels[:2]
     if len(chosen) != 2 or not set(chosen) <= set(levels):
-        raise AuditError(f"plan.levels={list(plan.levels)} must name two levels of {attribute} "
-                         f"present in the personas: {', '.join(levels)}")
-    with_level = respondents.filter(pl.col(attribute).is_not_null())
-    copies = [with_level.with_columns(pl.col("respondent") + f"#{copy}")
+        raise AuditError(f"plan.levels={list(plan.levels)} must name two levels of "
+                         f"{plan.attribute} present in the personas: {', '.join(levels)}")
+    return chosen[0], chosen[1]
+
+
+def resized_design(prompts: pl.DataFrame, replicates: int, persona_multiple: int,
+                   attribute: str) -> pl.DataFrame:
+    """The design with ``replicates`` answers per persona and item, and every persona with a
+    level of ``attribute`` present ``persona_multiple`` times (as that many different texts of
+    its cell would be: their own pulls average out, which replicates cannot do)."""
+    cells = prompts.drop("replicate", strict=False).unique(["respondent_id", "item_id"])
+    copies = [cells.filter(pl.col(attribute).is_not_null())
+              .with_columns(pl.col("respondent_id") + f"#{copy}")
               for copy in range(1, persona_multiple)]
-    respondents = pl.concat([respondents, *copies]).sort("respondent")
-    items = tuple(sorted(prompts.get_column("item_id").unique().to_list()))
-    return PlannedDesign(respondents, items, attribute, chosen[0], chosen[1])
+    cells = pl.concat([cells, *copies])
+    return (cells.join(pl.DataFrame({"replicate": list(range(replicates))}), how="cross")
+            .sort("respondent_id", "item_id", "replicate"))
 
 
-def _cell_data(design: PlannedDesign, replicates: int) -> RaschData:
-    """Every respondent x item cell, in index_design's order (respondent-major, both sorted)."""
-    respondents = tuple(design.respondents.get_column("respondent").to_list())
-    n_cells = len(respondents) * len(design.items)
-    cell_respondent, cell_item = np.divmod(np.arange(n_cells), len(design.items))
-    empty = np.zeros(0, dtype=np.int64)
-    return RaschData(respondents=respondents, items=design.items, row_respondent=empty,
-                     row_item=empty, row_y=empty, cell_respondent=cell_respondent,
-                     cell_item=cell_item, successes=np.zeros(n_cells, dtype=np.int64),
-                     trials=np.full(n_cells, replicates, dtype=np.int64))
+def plan_fit_config(fit: FitConfig, plan: PlanConfig) -> FitConfig:
+    """The audit's fit settings with the plan's shorter sampling; engine pymc cannot reuse a
+    compiled model, so a plan under it samples with nutpie (the same model and posterior)."""
+    return dataclasses.replace(fit, draws=plan.draws, tune=plan.tune, chains=plan.chains,
+                               cores=min(fit.cores, plan.chains),
+                               engine="auto" if fit.engine == "pymc" else fit.engine)
 
 
-def planning_model(design: PlannedDesign, respondents: RespondentTable, fit_model: str):
-    """The audit's own model on the planned cells; the explanatory one models only the planned
-    attribute (other attributes would only add zero-effect terms to the simulation)."""
-    data = _cell_data(design, 1)
-    if fit_model in ("explanatory", "population"):
-        return build_explanatory_model(data, respondents, (), population=fit_model == "population")
-    return build_rasch_model(data, fit_model)
+def ci_failures(contrasts: pl.DataFrame) -> dict[tuple[str, str, str, str], bool]:
+    """(model, attribute, level_a, level_b) -> whether the CI verdict fails that contrast."""
+    failed = {}
+    for check in judge_rasch(contrasts, {}, VerdictConfig()):
+        _, model_name, attribute = check.group.split(".", 2)
+        level_a, level_b = check.name.split(" vs ", 1)
+        failed[(model_name, attribute, level_a, level_b)] = check.failed
+    return failed
 
 
-def true_theta(design: PlannedDesign, gap: float, plan: PlanConfig,
-               rng: np.random.Generator) -> np.ndarray:
-    """Persona favourability: the planted gap on level_a plus each persona's own deviation."""
-    level = design.respondents.get_column(design.attribute).to_numpy()
-    return np.where(level == design.level_a, gap, 0.0) + rng.normal(
-        0.0, plan.persona_sd, design.respondents.height)
+def one_simulation(prompts: pl.DataFrame, components: VarianceComponents, effects: Effects,
+                   fit: FitConfig, sampler: CompiledSampler, rng: np.random.Generator,
+                   planted: tuple[str, str, str]) -> pl.DataFrame:
+    """One simulated audit's contrasts with their width, true gap and CI outcome."""
+    outcomes = simulate_outcomes(prompts, components, effects, rng)
+    fit = dataclasses.replace(fit, seed=int(rng.integers(2**31)))
+    contrasts = fit_rasch(outcomes, fit, sample=sampler,
+                          confusion=components.gold_counts(fit.outcome)).contrasts
+    failed = ci_failures(contrasts)
+    attribute, level_a, level_b = planted
+    return contrasts.with_columns(
+        width=pl.col("hdi_high") - pl.col("hdi_low"),
+        truth=pl.struct("attribute", "level_a", "level_b").map_elements(
+            lambda row: true_gap(effects, row["attribute"], row["level_a"], row["level_b"]),
+            return_dtype=pl.Float64),
+        planted=(pl.col("attribute") == attribute)
+        & (pl.col("level_a") == min(level_a, level_b))
+        & (pl.col("level_b") == max(level_a, level_b)),
+        ci_fails=pl.Series([failed[key] for key in contrasts.select(
+            "model_name", "attribute", "level_a", "level_b").iter_rows()], dtype=pl.Boolean))
 
 
-def simulate_successes(theta: np.ndarray, difficulty: np.ndarray, replicates: int,
-                       rng: np.random.Generator) -> np.ndarray:
-    """Binomial successes per cell (respondent-major), as the audit's fit aggregates them."""
-    p = 1.0 / (1.0 + np.exp(-(theta[:, None] - difficulty[None, :])))
-    return rng.binomial(replicates, p).reshape(-1).astype(np.int64)
+def half_width(p: float, n: int) -> float:
+    """95% normal half-width of a proportion, never below one simulation's worth."""
+    return Z_95 * math.sqrt(max(p * (1.0 - p), 1.0 / n) / n)
 
 
-def _planted_row(contrasts: pl.DataFrame, design: PlannedDesign, model_name: str) -> tuple:
-    """(decision, HDI width, gap estimate oriented as level_a minus level_b) of one model."""
-    pair = sorted((design.level_a, design.level_b))
-    row = contrasts.filter((pl.col("model_name") == model_name) & (pl.col("level_a") == pair[0])
-                           & (pl.col("level_b") == pair[1])).row(0, named=True)
-    sign = 1.0 if pair[0] == design.level_a else -1.0
-    return row["decision"], row["hdi_high"] - row["hdi_low"], sign * row["mean"]
+def simulate_option(prompts: pl.DataFrame, components: VarianceComponents, effects: Effects,
+                    fit: FitConfig, plan: PlanConfig, rng: np.random.Generator,
+                    planted: tuple[str, str, str]) -> pl.DataFrame:
+    """Every simulation of one design option, stopping once each model's power is as precise as
+    plan.precision (after plan.min_simulations, at most plan.simulations)."""
+    sampler = CompiledSampler(engine=fit.engine)
+    runs = []
+    while len(runs) < plan.simulations:
+        runs.append(one_simulation(prompts, components, effects, fit, sampler, rng, planted)
+                    .with_columns(simulation=pl.lit(len(runs))))
+        if len(runs) >= plan.min_simulations:
+            power = pl.concat(runs).filter("planted").group_by("model_name").agg(
+                pl.col("ci_fails").mean().alias("p"))
+            if all(half_width(p, len(runs)) <= plan.precision for p in power.get_column("p")):
+                break
+    logger.info("plan: %d simulations, %.2f s a fit after the first", len(runs),
+                float(np.mean(sampler.seconds[1:])) if len(sampler.seconds) > 1 else math.nan)
+    return pl.concat(runs)
 
 
-def _summary_row(model_name: str, multiple: int, replicates: int, design: PlannedDesign,
-                 gap: float, outcomes: list[tuple]) -> dict[str, object]:
-    different = np.array([decision == "different" for decision, _, _ in outcomes], dtype=float)
-    widths = np.array([width for _, width, _ in outcomes])
-    estimates = np.array([estimate for _, _, estimate in outcomes])
-    n = len(outcomes)
+def summarise_option(runs: pl.DataFrame, multiple: int, replicates: int, respondents: int,
+                     gap: float, sign: float) -> pl.DataFrame:
+    """One row per model and attribute: widths, and on the planted attribute the decisions
+    (``sign`` orients the planted contrast's mean as the planted level minus the other)."""
+    n = runs.get_column("simulation").n_unique()
+    per_run = runs.group_by("model_name", "attribute", "simulation").agg(
+        pl.col("width").mean(),
+        pl.col("ci_fails").filter(pl.col("truth") == 0).any().alias("false_fail"))
+    false_fail = (per_run.group_by("model_name", "simulation").agg(pl.col("false_fail").any())
+                  .group_by("model_name").agg(pl.col("false_fail").cast(pl.Float64).mean()
+                                              .alias("p_false_fail")))
+    widths = per_run.group_by("model_name", "attribute").agg(
+        hdi_width=pl.col("width").mean(),
+        hdi_width_se=pl.col("width").std() / math.sqrt(n))
+    planted = runs.filter("planted").group_by("model_name", "attribute").agg(
+        gap_mean=pl.col("mean").mean() * sign,
+        p_different=(pl.col("decision") == "different").cast(pl.Float64).mean(),
+        p_ci_fails=pl.col("ci_fails").cast(pl.Float64).mean())
+    table = (widths.join(planted, on=["model_name", "attribute"], how="left")
+             .join(false_fail, on="model_name", how="left")
+             .with_columns(persona_multiple=pl.lit(multiple), replicates=pl.lit(replicates),
+                           respondents=pl.lit(respondents), simulations=pl.lit(n),
+                           gap_logit=pl.when(pl.col("p_ci_fails").is_not_null())
+                           .then(pl.lit(gap)),
+                           p_ci_fails_hw=pl.col("p_ci_fails").map_elements(
+                               lambda p: half_width(p, n), return_dtype=pl.Float64)))
+    return table.select(POWER_COLUMNS).sort("model_name", "attribute")
 
-    def standard_error(values: np.ndarray) -> float:
-        return float(values.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
 
-    p = float(different.mean())
-    return {
-        "model_name": model_name, "persona_multiple": multiple, "replicates": replicates,
-        "respondents": design.respondents.height, "simulations": n, "gap_logit": gap,
-        # Binomial standard error, floored at one simulation's worth so 0/n or n/n is not exact.
-        "p_different": p, "p_different_se": max(math.sqrt(p * (1 - p) / n), 1.0 / n),
-        "hdi_width": float(widths.mean()), "hdi_width_se": standard_error(widths),
-        "gap_mean": float(estimates.mean()), "gap_mean_se": standard_error(estimates),
-    }
-
-
-def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit_model: str, rope: float,
-                   hdi_prob: float, engine: str = "auto") -> pl.DataFrame:
-    """Probability of a ``different`` decision and expected HDI width per design size.
-
-    ``engine`` is fit.engine; PyMC's sampler cannot swap data into one compiled model, so a plan
-    under fit.engine=pymc samples with nutpie (the same model and posterior)."""
-    if fit_model not in PLANNABLE_MODELS:
+def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
+                   components: VarianceComponents) -> pl.DataFrame:
+    """Expected HDI widths and the power of the CI decision per design option and model."""
+    if fit.model not in PLANNABLE_MODELS:
         raise AuditError(f"planning simulates fit.model in {', '.join(PLANNABLE_MODELS)}; got "
-                         f"{fit_model!r}: plan with fit=rasch (the same respondents and items)")
-    gap = gap_in_logits(plan.gap, plan.gap_unit, plan.base_rate)
+                         f"{fit.model!r}: plan with fit=rasch (the same respondents and items)")
+    if plan.attribute not in fit.attributes:
+        raise AuditError(f"plan.attribute={plan.attribute!r} is not in fit.attributes "
+                         f"{list(fit.attributes)}: the audit would not contrast it")
+    level_a, level_b = planted_levels(prompts, plan)
+    gap = gap_in_logits(plan.gap, plan.gap_unit, components.base_rate)
+    # The planted gap, oriented as the contrast table orients it (level_a sorts first).
+    effects: Effects = {attribute: {} for attribute in fit.attributes}
+    effects[plan.attribute] = {level_a: gap}
+    planted = (plan.attribute, level_a, level_b)
+    fit_config = plan_fit_config(fit, plan)
     rng = np.random.default_rng(plan.seed)
-    rows = []
+    tables = []
     for multiple in plan.persona_multiples:
-        design = planned_design(prompts, plan, multiple)
-        respondents = RespondentTable(design.respondents, (design.attribute,))
-        compiled = compile_nutpie(planning_model(design, respondents, fit_model),
-                                  "auto" if engine == "pymc" else engine)
         for replicates in plan.replicates:
-            outcomes: dict[str, list[tuple]] = {name: [] for name in respondents.models}
-            for simulation in range(plan.simulations):
-                theta = true_theta(design, gap, plan, rng)
-                difficulty = rng.normal(-logit(plan.base_rate), plan.item_sd, len(design.items))
-                successes = simulate_successes(theta, difficulty, replicates, rng)
-                trials = np.full(successes.size, replicates, dtype=np.int64)
-                idata = nutpie.sample(
-                    compiled.with_data(successes=successes, trials=trials), draws=plan.draws,
-                    tune=plan.tune, chains=plan.chains, cores=plan.chains,
-                    seed=int(rng.integers(2**31)), progress_bar=False)
-                contrasts = level_contrasts(posterior_draws(idata), respondents, rope, hdi_prob)
-                for name in outcomes:
-                    outcomes[name].append(_planted_row(contrasts, design, name))
-                logger.debug("plan: x%d personas, %d replicates, simulation %d done", multiple,
-                             replicates, simulation)
-            rows += [_summary_row(name, multiple, replicates, design, gap, found)
-                     for name, found in outcomes.items()]
-    return pl.DataFrame(rows).select(POWER_COLUMNS)
-
+            design = resized_design(prompts, replicates, multiple, plan.attribute)
+            runs = simulate_option(design, components, effects, fit_config, plan, rng, planted)
+            respondents = design.get_column("respondent_id").n_unique()
+            tables.append(summarise_option(runs, multiple, replicates, respondents, gap,
+                                            1.0 if level_a < level_b else -1.0))
+            logger.info("plan: x%d personas, %d replicates done", multiple, replicates)
+    return pl.concat(tables)

@@ -1,0 +1,236 @@
+"""Calibration of the audit's group claims on simulated default-shaped designs (issue 34).
+
+Usage: python benchmarks/bench_calibration.py [--model population] [--seeds 150] [--quick]
+
+Each simulated audit (methods/rasch/simulation.py) has the default design's shape (one model,
+a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
+2 replicates), the planning defaults' item sd (2.0), null sd (1.0) and judge (0.95/0.95 known
+from 25 gold answers a class), a persona-text sd of 0.3, 0.6 or 1.0 within each cell, and a
+planted group gap of 0, 0.5 or 1 logit between Black and White. It is fitted with the audit's own
+``fit_rasch`` (``--model``, the fit config's priors and target_accept; --draws and --tune per
+chain, 2 chains, one compiled model reused across data sets) and its contrasts go through the CI
+verdict's rule (power.ci_failures). Per text sd and gap it prints:
+
+* coverage: how often the planted contrast's HDI covers the planted group gap (not the sampled
+  personas' own mean gap: the claim is about the group);
+* p_different, p_ci_fails: how often that contrast is decided `different` and fails CI;
+* any_false_fail: how often any contrast with no planted gap fails CI (null designs: the
+  family-wise false-different rate);
+* width: the planted contrast's mean HDI width.
+
+Fast-fit check: the first --check data sets are also fitted with the fit config's full sampling
+(its draws, tune and chains); the table gives how often the two fits agree on covering and on
+failing CI, and the ratio of their HDI widths.
+
+Plan check: for each text sd the planner (power.simulate_power) is given the variance components
+a pilot (one more simulated audit, fitted) measured (pilot.posterior_components), and its
+predicted width is compared with the realised mean width of that text sd's audits at gap 0.5
+(the planned gap); plan_width_error is the largest relative error over the text sds.
+
+Ends with one machine-readable line:
+RESULT coverage_group_gap=<x> false_different_rate=<y> power_1logit=<z> plan_width_error=<w>
+(coverage over every simulated audit; false_different_rate over the null designs; power_1logit
+at text sd 0.6.) --quick runs one text sd, two gaps and a few seeds: a check that the benchmark
+runs, not a measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import math
+import sys
+import time
+
+import numpy as np
+import polars as pl
+
+from audit.methods.rasch.config import FitConfig, PlanConfig
+from audit.methods.rasch.irt import fit_rasch
+from audit.methods.rasch.irt.rasch import posterior_draws
+from audit.methods.rasch.pilot import posterior_components
+from audit.methods.rasch.power import ci_failures, config_components, simulate_power
+from audit.methods.rasch.simulation import (
+    CompiledSampler,
+    VarianceComponents,
+    default_shaped_prompts,
+    simulate_outcomes,
+    true_gap,
+)
+
+ATTRIBUTES = ["gender", "race"]
+PLANTED = ("race", "Black", "White")  # level_a sorts first: contrast mean = planted gap
+TEXT_SDS = (0.3, 0.6, 1.0)
+GAPS = (0.0, 0.5, 1.0)
+PLANNED_GAP = 0.5
+Z_95 = 1.959964
+
+
+def audit_fit_config(model: str) -> FitConfig:
+    """The fit config an audit with fit=<model> runs (conf/fit/<model>.yaml over FitConfig)."""
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from audit.config import CONF_DIR
+
+    path = Path(CONF_DIR) / "fit" / f"{model}.yaml"
+    if not path.is_file():
+        sys.exit(f"--model {model}: there is no {path}; name a file of conf/fit/")
+    values = OmegaConf.to_container(OmegaConf.load(path))
+    known = {field.name for field in dataclasses.fields(FitConfig)}
+    settings = {key: value for key, value in values.items() if key in known}
+    return dataclasses.replace(FitConfig(**settings), attributes=ATTRIBUTES)
+
+
+def effects_of(gap: float) -> dict[str, dict[str, float]]:
+    return {"gender": {}, "race": {PLANTED[1]: gap}}
+
+
+def score(contrasts: pl.DataFrame, gap: float) -> dict[str, float]:
+    """The planted contrast's coverage, decision, CI outcome and width; whether any contrast
+    with no planted gap fails CI; the mean width of the race contrasts (what a plan predicts)."""
+    failed = ci_failures(contrasts)
+    effects = effects_of(gap)
+    false_fail = any(value for (_, attribute, level_a, level_b), value in failed.items()
+                     if true_gap(effects, attribute, level_a, level_b) == 0)
+    planted = contrasts.filter((pl.col("attribute") == PLANTED[0])
+                               & (pl.col("level_a") == PLANTED[1])
+                               & (pl.col("level_b") == PLANTED[2])).row(0, named=True)
+    race = contrasts.filter(pl.col("attribute") == "race")
+    return {"covered": float(planted["hdi_low"] <= gap <= planted["hdi_high"]),
+            "different": float(planted["decision"] == "different"),
+            "ci_fails": float(failed[(planted["model_name"], *PLANTED)]),
+            "false_fail": float(false_fail),
+            "width": planted["hdi_high"] - planted["hdi_low"],
+            "race_width": float((race["hdi_high"] - race["hdi_low"]).mean())}
+
+
+def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig, text_sds,
+                   gaps, seeds: int, check: int, rng: np.random.Generator) -> tuple[pl.DataFrame,
+                                                                                   list[dict]]:
+    sampler = CompiledSampler(engine=fit.engine)
+    rows, checks = [], []
+    for text_sd in text_sds:
+        components = config_components(PlanConfig(text_sd=text_sd))
+        for gap in gaps:
+            for seed in range(seeds):
+                outcomes = simulate_outcomes(prompts, components, effects_of(gap), rng)
+                confusion = components.gold_counts(fit.outcome)
+                fast = fit_rasch(outcomes, dataclasses.replace(fit, seed=seed), sample=sampler,
+                                 confusion=confusion)
+                scored = score(fast.contrasts, gap)
+                rows.append({"text_sd": text_sd, "gap": gap, "seed": seed,
+                             "rhat_max": fast.diagnostics.rhat_max, **scored})
+                if len(checks) < check:
+                    full = score(fit_rasch(outcomes, dataclasses.replace(full_fit, seed=seed),
+                                           confusion=confusion).contrasts, gap)
+                    checks.append({"fast": scored, "full": full})
+            logging.info("text sd %.1f, gap %.1f: %d audits", text_sd, gap, seeds)
+    seconds = sampler.seconds[1:]
+    logging.info("%.2f s a fit's sampling after the first (%d fits)", float(np.mean(seconds)),
+                 len(seconds))
+    return pl.DataFrame(rows), checks
+
+
+def plan_widths(prompts: pl.DataFrame, fit: FitConfig, text_sds, simulations: int,
+                realised: pl.DataFrame, rng: np.random.Generator) -> list[dict[str, float]]:
+    """Per text sd: the width a plan from one pilot audit predicts against the realised width."""
+    results = []
+    for text_sd in text_sds:
+        truth = config_components(PlanConfig(text_sd=text_sd))
+        pilot = fit_rasch(simulate_outcomes(prompts, truth, effects_of(PLANNED_GAP), rng), fit,
+                          confusion=truth.gold_counts(fit.outcome))
+        measured = posterior_components(posterior_draws(pilot.idata), prompts,
+                                        tuple(ATTRIBUTES), truth)
+        plan = PlanConfig(attribute="race", levels=[PLANTED[1], PLANTED[2]], gap=PLANNED_GAP,
+                          replicates=[int(prompts.get_column("replicate").max()) + 1],
+                          min_simulations=simulations, simulations=simulations,
+                          draws=fit.draws, tune=fit.tune, chains=fit.chains,
+                          seed=int(rng.integers(2**31)))
+        table = simulate_power(prompts, plan, fit, measured)
+        predicted = table.filter(pl.col("attribute") == "race").row(0, named=True)
+        # The plan's race row averages the six race contrasts' widths, as race_width does.
+        real = realised.filter((pl.col("text_sd") == text_sd) & (pl.col("gap") == PLANNED_GAP))
+        results.append({"text_sd": text_sd, "pilot_text_sd": measured.text_sd,
+                        "pilot_item_sd": measured.item_sd, "pilot_null_sd": measured.null_sd,
+                        "predicted": predicted["hdi_width"],
+                        "realised": float(real.get_column("race_width").mean())})
+        logging.info("plan at text sd %.1f done", text_sd)
+    return results
+
+
+def interval(successes: float, n: int) -> str:
+    p = successes / n
+    half = Z_95 * math.sqrt(max(p * (1 - p), 1 / n) / n)
+    return f"{p:.3f} +- {half:.3f} (n={n})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="population")
+    parser.add_argument("--seeds", type=int, default=150, help="simulated audits per cell")
+    parser.add_argument("--texts-per-cell", type=int, default=2)
+    parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--tune", type=int, default=500)
+    parser.add_argument("--check", type=int, default=10, help="audits also fitted in full")
+    parser.add_argument("--plan-simulations", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=20261126)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    for noisy in ("pymc", "audit.methods.rasch.irt", "pytensor", "arviz"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    started = time.perf_counter()
+    text_sds, gaps, items = TEXT_SDS, GAPS, 12
+    if args.quick:
+        text_sds, gaps, items = (0.6,), (0.0, PLANNED_GAP), 6
+        args.seeds, args.check, args.plan_simulations = 4, 1, 4
+        args.draws = args.tune = 150
+    prompts = default_shaped_prompts(texts_per_cell=args.texts_per_cell, items=items)
+    full_fit = audit_fit_config(args.model)
+    fit = dataclasses.replace(full_fit, draws=args.draws, tune=args.tune, chains=2, cores=2)
+    rng = np.random.default_rng(args.seed)
+    table, checks = simulate_cells(prompts, fit, full_fit, text_sds, gaps, args.seeds,
+                                   args.check, rng)
+    cells = table.group_by("text_sd", "gap").agg(
+        pl.len().alias("n"), pl.col("covered").mean().alias("coverage"),
+        pl.col("different").mean().alias("p_different"),
+        pl.col("ci_fails").mean().alias("p_ci_fails"),
+        pl.col("false_fail").mean().alias("any_false_fail"),
+        pl.col("width").mean(), (pl.col("rhat_max") > 1.05).mean().alias("rhat_over_1_05"),
+    ).sort("text_sd", "gap")
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=160, tbl_hide_dataframe_shape=True):
+        print(cells)
+    for text_sd in text_sds:
+        part = table.filter(pl.col("text_sd") == text_sd)
+        print(f"text sd {text_sd}: coverage {interval(part['covered'].sum(), part.height)}")
+    print(f"all: coverage {interval(table['covered'].sum(), table.height)}")
+    agree_cover = np.mean([c["fast"]["covered"] == c["full"]["covered"] for c in checks])
+    agree_fail = np.mean([c["fast"]["ci_fails"] == c["full"]["ci_fails"] for c in checks])
+    ratio = np.mean([c["fast"]["width"] / c["full"]["width"] for c in checks])
+    print(f"fast fit ({args.draws} draws x 2 chains) against the audit's own sampling "
+          f"({full_fit.draws} x {full_fit.chains}) on {len(checks)} audits: coverage agrees "
+          f"{agree_cover:.2f}, CI outcome agrees {agree_fail:.2f}, width ratio {ratio:.3f}")
+    plans = plan_widths(prompts, fit, text_sds, args.plan_simulations, table, rng)
+    errors = []
+    for plan in plans:
+        error = abs(plan["predicted"] - plan["realised"]) / plan["realised"]
+        errors.append(error)
+        print(f"plan at text sd {plan['text_sd']}: pilot measured text sd "
+              f"{plan['pilot_text_sd']:.2f}, item sd {plan['pilot_item_sd']:.2f}, null sd "
+              f"{plan['pilot_null_sd']:.2f}; predicted race width {plan['predicted']:.3f}, "
+              f"realised {plan['realised']:.3f}, error {error:.3f}")
+    nulls = table.filter(pl.col("gap") == 0)
+    power = table.filter((pl.col("gap") == 1.0) & (pl.col("text_sd") == 0.6))
+    power_1 = float(power["ci_fails"].mean()) if power.height else math.nan
+    print(f"wall time {time.perf_counter() - started:.0f} s")
+    print(f"RESULT coverage_group_gap={table['covered'].mean():.3f} "
+          f"false_different_rate={nulls['false_fail'].mean():.3f} power_1logit={power_1:.3f} "
+          f"plan_width_error={max(errors):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

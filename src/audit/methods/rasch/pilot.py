@@ -1,0 +1,181 @@
+"""Variance components of a past run: what `python -m audit.plan plan.from_run=RUN` plans with.
+
+A plan is only as good as its assumptions. Item spread, the spread of persona texts within a
+demographic cell, the null personas' spread, the overall rate and the judge's errors are all
+measured by a finished run, so a plan made from one predicts the next run of that kind instead of
+trusting defaults (the old defaults, item sd 1.0 and persona sd 0.2, against a default run's 2.27
+and 0.92, predicted race HDIs 20% too narrow: issue 34).
+
+Each figure is a posterior mean over the run's draws:
+
+* explanatory and population fits carry them as parameters: ``sigma_residual`` (text sd),
+  ``sigma_null``, ``model_effect`` (the null persona's logit on the average item, b summing to
+  zero) and ``real_effect``; the item sd is each draw's sd of ``b``.
+* rasch and twopl fits carry one theta per persona: the null sd is each draw's sd of the null
+  thetas; the text sd is each draw's residual sd of the real personas' thetas around an additive
+  fit of their attribute levels (degrees of freedom counted), which needs more personas with
+  levels than the additive fit has terms.
+* the judge: the gold-set confusion counts of the run's own judge (judge_gold.parquet), read
+  through the run's outcome coding; none when the run evaluated no gold answers.
+
+A run is a run directory (as `python -m audit` writes it) or an MLflow run id, whose logged
+artifacts (fit/posterior.nc, data/prompts.parquet, judge/judge_gold.parquet) hold the same files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import xarray as xr
+
+from audit.errors import AuditError
+from audit.methods.rasch.irt.explanatory import NULL_KIND
+from audit.methods.rasch.irt.judge_error import judge_confusion
+from audit.methods.rasch.simulation import VarianceComponents, respondent_frame
+
+logger = logging.getLogger(__name__)
+
+POSTERIOR, PROMPTS, GOLD = Path("fit/posterior.nc"), Path("prompts.parquet"), \
+    Path("judge_gold.parquet")
+# Where a Rasch run's MLflow run keeps the same files (report/publish.py).
+ARTIFACTS = {POSTERIOR: "fit/posterior.nc", PROMPTS: "data/prompts.parquet",
+             GOLD: "judge/judge_gold.parquet"}
+
+
+def _flat(values: xr.DataArray) -> np.ndarray:
+    """Draws first: (chain x draw, ...)."""
+    return values.stack(sample=("chain", "draw")).transpose("sample", ...).values
+
+
+def _logistic(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def _additive_residual_sd(theta: np.ndarray, levels: pl.DataFrame) -> float | None:
+    """Posterior mean of the residual sd of thetas (draws x personas) around an additive model
+    of the personas' attribute levels; None without residual degrees of freedom."""
+    columns = [np.ones(levels.height)]
+    for attribute in levels.columns:
+        values = levels.get_column(attribute).to_list()
+        for level in sorted(set(values))[1:]:
+            columns.append(np.array([value == level for value in values], dtype=float))
+    design = np.column_stack(columns)
+    dof = levels.height - np.linalg.matrix_rank(design)
+    if dof <= 0:
+        return None
+    fitted = design @ np.linalg.lstsq(design, theta.T, rcond=None)[0]
+    residual = theta.T - fitted
+    return float(np.sqrt((residual ** 2).sum(axis=0) / dof).mean())
+
+
+def posterior_components(posterior: xr.Dataset, prompts: pl.DataFrame,
+                         attributes: tuple[str, ...],
+                         defaults: VarianceComponents) -> VarianceComponents:
+    """The spreads and rates a fitted posterior implies; ``defaults`` keeps what it cannot tell
+    (the judge's, and a text sd a design without residual degrees of freedom cannot measure)."""
+    if "b" not in posterior:
+        raise AuditError("the run's posterior has no item difficulties `b`: plan from a Rasch "
+                         "run (fit=population, explanatory, rasch or twopl)")
+    item_sd = float(_flat(posterior["b"]).std(axis=1, ddof=1).mean())
+    if "sigma_residual" in posterior:  # explanatory, population: the spreads are parameters
+        return dataclasses.replace(
+            defaults, item_sd=item_sd,
+            text_sd=float(_flat(posterior["sigma_residual"]).mean()),
+            null_sd=float(_flat(posterior["sigma_null"]).mean()),
+            base_rate=_logistic(float(_flat(posterior["model_effect"]).mean())),
+            real_shift=(float(_flat(posterior["real_effect"]).mean())
+                        if "real_effect" in posterior else 0.0))
+    respondents = respondent_frame(prompts, attributes)
+    theta = posterior["theta"]
+    is_null = respondents.get_column("persona_kind") == NULL_KIND
+    nulls = respondents.filter(is_null).get_column("respondent").to_list()
+    with_levels = respondents.filter(~is_null).drop_nulls(list(attributes))
+    b_mean = _flat(posterior["b"]).mean(axis=1)
+    null_theta = _flat(theta.sel(respondent=nulls)) if nulls else None
+    real_theta = _flat(theta.sel(respondent=with_levels.get_column("respondent").to_list()))
+    text_sd = _additive_residual_sd(real_theta, with_levels.select(attributes))
+    if text_sd is None:
+        logger.warning("plan.from_run: the run's %d personas with levels leave no residual "
+                       "degrees of freedom for the text sd; keeping plan.text_sd=%.2f",
+                       with_levels.height, defaults.text_sd)
+        text_sd = defaults.text_sd
+    reference = null_theta if null_theta is not None else real_theta
+    return dataclasses.replace(
+        defaults, item_sd=item_sd, text_sd=text_sd,
+        null_sd=(float(null_theta.std(axis=1, ddof=1).mean()) if len(nulls) > 1
+                 else defaults.null_sd),
+        base_rate=_logistic(float((reference.mean(axis=1) - b_mean).mean())),
+        real_shift=(float((real_theta.mean(axis=1) - null_theta.mean(axis=1)).mean())
+                    if null_theta is not None else 0.0))
+
+
+def judge_components(gold: pl.DataFrame | None, coding: str,
+                     defaults: VarianceComponents) -> VarianceComponents:
+    """The run's judge: its gold counts (and their Beta means as the rates), or labels as truth
+    when the run evaluated no gold answers."""
+    counts = judge_confusion(gold, coding) if gold is not None and gold.height else None
+    if counts is None:
+        logger.warning("plan.from_run: the run has no gold-set results; planning with labels "
+                       "as truth (judge error not included)")
+        return dataclasses.replace(defaults, sensitivity=1.0, specificity=1.0,
+                                   gold_per_class=0, gold=None)
+    ones = counts.true_1_judged_1 + counts.true_1_judged_0
+    zeros = counts.true_0_judged_0 + counts.true_0_judged_1
+    return dataclasses.replace(
+        defaults, gold=counts,
+        sensitivity=(1 + counts.true_1_judged_1) / (2 + ones),
+        specificity=(1 + counts.true_0_judged_0) / (2 + zeros))
+
+
+def run_files(source: str, tracking_uri: str, scratch: Path) -> dict[Path, Path | None]:
+    """The run's posterior, prompts and gold results: from a run directory, else from the
+    MLflow run of that id (downloaded into ``scratch``)."""
+    directory = Path(source)
+    if directory.is_dir():
+        files = {name: directory / name for name in ARTIFACTS}
+        if not files[POSTERIOR].is_file() or not files[PROMPTS].is_file():
+            raise AuditError(f"plan.from_run={source} is a directory without "
+                             f"{POSTERIOR} and {PROMPTS}: give a finished Rasch run's directory")
+        return {name: path if path.is_file() else None for name, path in files.items()}
+    from audit.tracking import mlflow as tracking
+
+    try:
+        tracking.get_run(tracking_uri, source)
+    except LookupError:
+        raise AuditError(f"plan.from_run={source} is neither a run directory nor an MLflow run "
+                         f"in {tracking_uri}: give a run directory (outputs/DATE/TIME) or a run "
+                         "id from `python -m audit.runs`") from None
+    files: dict[Path, Path | None] = {}
+    for name, artifact in ARTIFACTS.items():
+        try:
+            files[name] = tracking.download_artifact(tracking_uri, source, artifact, scratch)
+        except Exception as error:  # MLflow raises its own types per store
+            if name == GOLD:
+                files[name] = None
+                continue
+            raise AuditError(f"MLflow run {source} has no artifact {artifact} ({error}): plan "
+                             "from a finished Rasch run") from None
+    return files
+
+
+def run_components(source: str, tracking_uri: str, attributes: tuple[str, ...], coding: str,
+                   defaults: VarianceComponents) -> VarianceComponents:
+    """Every variance component a past run measured (see the module docstring)."""
+    from audit.methods.rasch.analyse import read_posterior
+    from audit.methods.rasch.irt.rasch import posterior_draws
+
+    with tempfile.TemporaryDirectory(prefix="audit-plan-") as scratch:
+        files = run_files(source, tracking_uri, Path(scratch))
+        posterior = posterior_draws(read_posterior(files[POSTERIOR]))
+        prompts = pl.read_parquet(files[PROMPTS])
+        gold = pl.read_parquet(files[GOLD]) if files[GOLD] is not None else None
+    components = judge_components(gold, coding,
+                                  posterior_components(posterior, prompts, attributes, defaults))
+    logger.info("plan.from_run=%s: %s", source, components)
+    return components

@@ -1,0 +1,210 @@
+"""Simulated audits: outcome tables drawn from known variance components, fitted by the real fit.
+
+A planned (or benchmarked) audit is a prompts table (design.expand_design's output, or one of the
+same columns). ``simulate_outcomes`` gives every prompt a label the way a real run would get it:
+
+    theta[persona] = logit(base_rate) + real_shift (real personas only)
+                     + sum over attributes of effects[attribute][level]     (the planted gaps)
+                     + text_sd * z   (real personas: the text's own pull inside its cell)
+                     + null_sd * z   (null personas: a random string's pull)
+    truth[prompt]  ~ Bernoulli(logistic(theta[persona] - b[item])),  b ~ N(0, item_sd)
+    label[prompt]  = truth passed through the judge (sensitivity, specificity)
+
+and returns the long table the fit stage hands to ``fit_rasch`` (respondent, item, y, model_name,
+persona_kind and the attributes, methods/rasch/analyse.py outcome_table). The judge's rates are
+what a gold set of ``gold_per_class`` answers per true class measured: every simulated audit
+draws its judge's true rates from the Beta posterior of those counts (judge_error.py), and the fit
+reads its labels through the same counts, as a real run with that gold set would.
+
+``CompiledSampler`` is ``fit_rasch``'s ``sample`` argument for loops of fits: every simulated
+audit of one design has the same model structure and differs only in its data, so the model is
+compiled once and each fit swaps its data in (nutpie's ``with_data``). Everything else is the
+audit's own fit: index_design, the model, the summary, the contrasts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+import pymc as pm
+from pytensor.tensor.variable import TensorConstant
+
+from audit.errors import AuditError
+from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.irt.engines import compile_nutpie, sample_compiled
+from audit.methods.rasch.irt.explanatory import NULL_KIND
+from audit.methods.rasch.irt.judge_error import JudgeConfusion
+
+logger = logging.getLogger(__name__)
+
+
+def logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
+
+
+@dataclass(frozen=True)
+class VarianceComponents:
+    """What a simulated audit is drawn from (logits unless said otherwise)."""
+
+    item_sd: float = 1.0  # spread of scenario difficulties
+    text_sd: float = 0.3  # spread of real persona texts within one demographic cell
+    null_sd: float = 0.5  # spread of null (random-string) personas
+    base_rate: float = 0.5  # favourable rate of a null persona on the average scenario
+    real_shift: float = 0.0  # shift shared by every real persona against the null ones
+    sensitivity: float = 1.0  # P(judge says 1 | truly 1)
+    specificity: float = 1.0  # P(judge says 0 | truly 0)
+    # Gold answers per true class the judge's rates were measured on; 0: labels taken as truth
+    # (the fit gets no confusion counts and the judge is exact).
+    gold_per_class: int = 0
+    # A real gold set's counts (a past run's, pilot.py): used instead of gold_per_class.
+    gold: JudgeConfusion | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("item_sd", "text_sd", "null_sd"):
+            if getattr(self, name) < 0:
+                raise AuditError(f"{name}={getattr(self, name)} must not be negative")
+        if not 0.0 < self.base_rate < 1.0:
+            raise AuditError(f"base_rate={self.base_rate} must lie strictly between 0 and 1")
+        for name in ("sensitivity", "specificity"):
+            if not 0.5 < getattr(self, name) <= 1.0:
+                raise AuditError(f"judge {name}={getattr(self, name)} must lie in (0.5, 1]: a "
+                                 "judge no better than a coin cannot be corrected for")
+
+    def gold_counts(self, coding: str = "favourable") -> JudgeConfusion | None:
+        """The gold set's confusion counts: a real one, or the expected counts of these rates."""
+        if self.gold is not None:
+            return dataclasses.replace(self.gold, coding=coding)
+        if self.gold_per_class <= 0:
+            return None
+        n = self.gold_per_class
+        right_1, right_0 = round(n * self.sensitivity), round(n * self.specificity)
+        return JudgeConfusion(coding=coding, true_1_judged_1=right_1, true_1_judged_0=n - right_1,
+                              true_0_judged_0=right_0, true_0_judged_1=n - right_0)
+
+
+Effects = dict[str, dict[str, float]]  # attribute -> level -> planted shift in logits
+
+
+def true_gap(effects: Effects, attribute: str, level_a: str, level_b: str) -> float:
+    """The planted group gap level_a minus level_b (levels without an effect sit at zero)."""
+    planted = effects.get(attribute, {})
+    return planted.get(level_a, 0.0) - planted.get(level_b, 0.0)
+
+
+def respondent_frame(prompts: pl.DataFrame, attributes: tuple[str, ...]) -> pl.DataFrame:
+    """One row per respondent: respondent, model_name, persona_kind and the attributes."""
+    missing = [column for column in ("respondent_id", "item_id", "model_name", "persona_kind",
+                                     *attributes) if column not in prompts.columns]
+    if missing:
+        raise AuditError(f"the design lacks column(s) {', '.join(missing)}: simulate a prompts "
+                         "table from design.expand_design with the attributes in fit.attributes")
+    return (prompts.select(pl.col("respondent_id").alias("respondent"), "model_name",
+                           "persona_kind", *attributes).unique().sort("respondent"))
+
+
+def judge_rates(components: VarianceComponents,
+                rng: np.random.Generator) -> tuple[float, float]:
+    """This simulated judge's true rates: exact, or drawn from the gold counts' Beta posterior
+    (the fit's prior, so a correct correction covers them)."""
+    counts = components.gold_counts()
+    if counts is None:
+        return components.sensitivity, components.specificity
+    return (float(rng.beta(1 + counts.true_1_judged_1, 1 + counts.true_1_judged_0)),
+            float(rng.beta(1 + counts.true_0_judged_0, 1 + counts.true_0_judged_1)))
+
+
+def simulate_outcomes(prompts: pl.DataFrame, components: VarianceComponents, effects: Effects,
+                      rng: np.random.Generator) -> pl.DataFrame:
+    """One simulated audit of ``prompts``: a judged 0/1 label per prompt, in the fit's columns."""
+    attributes = tuple(effects)
+    respondents = respondent_frame(prompts, attributes)
+    is_null = (respondents.get_column("persona_kind") == NULL_KIND).to_numpy()
+    theta = np.full(respondents.height, logit(components.base_rate))
+    theta += np.where(is_null, 0.0, components.real_shift)
+    for attribute, levels in effects.items():
+        column = respondents.get_column(attribute).to_list()
+        theta += np.array([levels.get(str(level), 0.0) if level is not None else 0.0
+                           for level in column])
+    theta += rng.normal(0.0, 1.0, respondents.height) * np.where(
+        is_null, components.null_sd, components.text_sd)
+    items = sorted(prompts.get_column("item_id").unique().to_list())
+    difficulty = rng.normal(0.0, components.item_sd, len(items))
+    lookup_theta = dict(zip(respondents.get_column("respondent").to_list(), theta, strict=True))
+    lookup_b = dict(zip(items, difficulty, strict=True))
+    eta = (prompts.get_column("respondent_id").replace_strict(lookup_theta, return_dtype=pl.Float64)
+           - prompts.get_column("item_id").replace_strict(lookup_b, return_dtype=pl.Float64)
+           ).to_numpy()
+    truth = rng.random(eta.size) < 1.0 / (1.0 + np.exp(-eta))
+    sensitivity, specificity = judge_rates(components, rng)
+    keep = rng.random(eta.size) < np.where(truth, sensitivity, specificity)
+    label = np.where(keep, truth, ~truth).astype(np.int64)
+    return prompts.select(pl.col("respondent_id").alias("respondent"),
+                          pl.col("item_id").alias("item"), pl.Series("y", label), "model_name",
+                          "persona_kind", *attributes)
+
+
+@dataclass
+class CompiledSampler:
+    """``fit_rasch``'s sampler for many fits of one design: compile once, swap data after.
+
+    The key is the model's structure (its coords, free variables and data shapes); models that
+    share it differ only in their pm.Data values, which ``with_data`` replaces. The priors'
+    constants (the judge's gold counts) are compiled in, so they are part of the key: another
+    gold set compiles another model.
+    """
+
+    engine: str = "auto"
+    compiled: dict[tuple, object] = field(default_factory=dict)
+    seconds: list[float] = field(default_factory=list)  # wall time of each fit's sampling
+
+    @staticmethod
+    def _key(model: pm.Model) -> tuple:
+        data = tuple((var.name, var.get_value().shape) for var in model.data_vars)
+        coords = tuple((name, tuple(values)) for name, values in model.coords.items())
+        # Constants of the priors (the judge's Beta counts) are compiled in, not swapped.
+        constants = tuple((var.name, np.asarray(given.data).tobytes()) for var in model.free_RVs
+                          for given in var.owner.inputs if isinstance(given, TensorConstant))
+        return (*coords, *data, *(var.name for var in model.free_RVs), *constants)
+
+    def __call__(self, model: pm.Model, fit: FitConfig):
+        key = self._key(model)
+        values = {var.name: var.get_value() for var in model.data_vars}
+        started = time.perf_counter()
+        if key not in self.compiled:
+            self.compiled[key] = compile_nutpie(model, fit.engine)
+            compiled = self.compiled[key]
+        else:
+            compiled = self.compiled[key].with_data(**values)
+        idata = sample_compiled(compiled, model, draws=fit.draws, tune=fit.tune,
+                                chains=fit.chains, cores=fit.cores,
+                                target_accept=fit.target_accept, seed=fit.seed)
+        self.seconds.append(time.perf_counter() - started)
+        return idata
+
+
+DEFAULT_GENDERS = ("man", "woman")
+DEFAULT_RACES = ("Asian", "Black", "Hispanic", "White")
+
+
+def default_shaped_prompts(texts_per_cell: int = 2, null_count: int = 4, items: int = 12,
+                           replicates: int = 2, model_name: str = "m",
+                           genders: tuple[str, ...] = DEFAULT_GENDERS,
+                           races: tuple[str, ...] = DEFAULT_RACES) -> pl.DataFrame:
+    """A prompts table of the default audit's shape (the columns simulation and fit read): one
+    baseline persona, ``texts_per_cell`` explicit texts per gender x race cell, null personas."""
+    personas = [("baseline", "baseline", None, None)]
+    personas += [(f"{race}_{gender}_{text}", "explicit", gender, race) for gender in genders
+                 for race in races for text in range(texts_per_cell)]
+    personas += [(f"null_{index:02d}", NULL_KIND, None, None) for index in range(null_count)]
+    rows = [{"respondent_id": f"{model_name}/{persona}", "model_name": model_name,
+             "persona_kind": kind, "gender": gender, "race": race, "item_id": f"item_{item:02d}",
+             "replicate": replicate}
+            for persona, kind, gender, race in personas for item in range(items)
+            for replicate in range(replicates)]
+    return pl.DataFrame(rows, schema_overrides={"gender": pl.String, "race": pl.String})

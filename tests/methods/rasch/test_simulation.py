@@ -1,0 +1,178 @@
+"""Simulated audits (methods/rasch/simulation.py) and a past run's components (pilot.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+import xarray as xr
+
+from audit.errors import AuditError
+from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.irt import fit_rasch
+from audit.methods.rasch.irt.engines import sample_posterior
+from audit.methods.rasch.pilot import judge_components, posterior_components, run_components
+from audit.methods.rasch.simulation import (
+    CompiledSampler,
+    VarianceComponents,
+    default_shaped_prompts,
+    simulate_outcomes,
+    true_gap,
+)
+
+EFFECTS = {"gender": {}, "race": {"Black": 1.0}}
+
+
+def test_simulated_labels_carry_the_planted_gap_in_the_fit_columns():
+    prompts = default_shaped_prompts(texts_per_cell=25, items=20, replicates=2, null_count=4)
+    components = VarianceComponents(item_sd=0.0, text_sd=0.0, null_sd=0.0, base_rate=0.5)
+    outcomes = simulate_outcomes(prompts, components, EFFECTS, np.random.default_rng(1))
+    assert outcomes.columns == ["respondent", "item", "y", "model_name", "persona_kind",
+                                "gender", "race"]
+    assert outcomes.height == prompts.height
+    rates = outcomes.group_by("race").agg(pl.col("y").mean()).drop_nulls("race")
+    rate = dict(rates.iter_rows())
+    # A 1-logit gap at 50%: 73.1% against 50%; 2,000 labels a race level.
+    assert rate["Black"] == pytest.approx(1 / (1 + math.exp(-1)), abs=0.04)
+    assert rate["White"] == pytest.approx(0.5, abs=0.04)
+    assert true_gap(EFFECTS, "race", "Black", "White") == 1.0
+    assert true_gap(EFFECTS, "race", "Asian", "Black") == -1.0
+
+
+def test_labels_pass_through_the_judges_errors():
+    prompts = default_shaped_prompts(texts_per_cell=10, items=20, replicates=4)
+    exact = VarianceComponents(item_sd=0.0, text_sd=0.0, null_sd=0.0, base_rate=0.9)
+    noisy = VarianceComponents(item_sd=0.0, text_sd=0.0, null_sd=0.0, base_rate=0.9,
+                               sensitivity=0.7, specificity=0.9, gold_per_class=10_000)
+    truth = simulate_outcomes(prompts, exact, {"race": {}}, np.random.default_rng(2))
+    judged = simulate_outcomes(prompts, noisy, {"race": {}}, np.random.default_rng(2))
+    # P(label 1) = 0.9 * 0.7 + 0.1 * 0.1 = 0.64 under the judge, 0.9 without it.
+    assert truth.get_column("y").mean() == pytest.approx(0.9, abs=0.02)
+    assert judged.get_column("y").mean() == pytest.approx(0.64, abs=0.02)
+    counts = noisy.gold_counts("favourable")
+    assert counts.true_1_judged_1 == 7000 and counts.true_0_judged_1 == 1000
+
+
+def test_components_refuse_a_judge_no_better_than_a_coin():
+    with pytest.raises(AuditError, match="coin"):
+        VarianceComponents(sensitivity=0.5)
+    with pytest.raises(AuditError, match="base_rate"):
+        VarianceComponents(base_rate=1.0)
+
+
+def posterior_of(theta: np.ndarray, b: np.ndarray, respondents: list[str]) -> xr.Dataset:
+    """A posterior Dataset (chain, draw, ...) of a plain Rasch fit with the given draws."""
+    return xr.Dataset({
+        "theta": (("chain", "draw", "respondent"), theta),
+        "b": (("chain", "draw", "item"), b)},
+        coords={"respondent": respondents, "item": [f"i{k}" for k in range(b.shape[-1])]})
+
+
+def test_a_past_rasch_runs_posterior_gives_its_own_spreads_not_the_defaults():
+    """Plain Rasch draws with known spreads: item sd 2, null sd 1.2, text sd 0.7 around an
+    additive gender + race pattern. A planner that kept its defaults (issue 34: item sd 1.0,
+    persona sd 0.2) predicts intervals far too narrow."""
+    rng = np.random.default_rng(4)
+    prompts = default_shaped_prompts(texts_per_cell=3, null_count=8, items=40, replicates=1)
+    respondents = sorted(prompts.get_column("respondent_id").unique().to_list())
+    frame = prompts.unique("respondent_id").sort("respondent_id")
+    race_shift = {"Asian": 0.0, "Black": 1.0, "Hispanic": -0.5, "White": 0.3, None: 0.0}
+    gender_shift = {"man": 0.4, "woman": 0.0, None: 0.0}
+    kind = frame.get_column("persona_kind").to_list()
+    pattern = np.array([race_shift[race] + gender_shift[gender] for race, gender in zip(
+        frame.get_column("race").to_list(), frame.get_column("gender").to_list(), strict=True)])
+    draws = (2, 400)
+    sd = np.where(np.array(kind) == "null", 1.2, np.where(np.array(kind) == "baseline", 0, 0.7))
+    theta = pattern + sd * rng.normal(size=(*draws, len(respondents)))
+    b = 2.0 * rng.normal(size=(*draws, 40))
+    defaults = VarianceComponents(item_sd=1.0, text_sd=0.2, null_sd=0.2)
+    found = posterior_components(posterior_of(theta, b, respondents), prompts,
+                                 ("gender", "race"), defaults)
+    assert found.item_sd == pytest.approx(2.0, rel=0.05)
+    assert found.null_sd == pytest.approx(1.2, rel=0.1)
+    assert found.text_sd == pytest.approx(0.7, rel=0.1)
+
+
+def test_an_explanatory_posterior_gives_its_spread_parameters():
+    draws = np.ones((2, 50))
+    posterior = xr.Dataset({
+        "b": (("chain", "draw", "item"), np.tile([-1.5, 0.0, 1.5], (2, 50, 1))),
+        "sigma_residual": (("chain", "draw", "model"), 0.8 * draws[..., None]),
+        "sigma_null": (("chain", "draw", "model"), 1.1 * draws[..., None]),
+        "model_effect": (("chain", "draw", "model"), math.log(3) * draws[..., None]),
+        "real_effect": (("chain", "draw", "model"), -0.2 * draws[..., None])})
+    found = posterior_components(posterior, default_shaped_prompts(), ("gender", "race"),
+                                 VarianceComponents())
+    assert (found.item_sd, found.text_sd, found.null_sd) == pytest.approx((1.5, 0.8, 1.1))
+    assert found.base_rate == pytest.approx(0.75)
+    assert found.real_shift == pytest.approx(-0.2)
+
+
+def gold_table(pairs: list[tuple[str, str, int]]) -> pl.DataFrame:
+    rows = [{"true_label": truth, "label": label} for truth, label, n in pairs for _ in range(n)]
+    return pl.DataFrame(rows)
+
+
+def test_the_runs_gold_counts_become_the_planned_judge():
+    gold = gold_table([("favourable", "favourable", 14), ("favourable", "unfavourable", 6),
+                       ("unfavourable", "unfavourable", 19), ("unfavourable", "favourable", 1)])
+    found = judge_components(gold, "favourable", VarianceComponents())
+    counts = found.gold_counts("favourable")
+    assert (counts.true_1_judged_1, counts.true_1_judged_0) == (14, 6)
+    assert (counts.true_0_judged_0, counts.true_0_judged_1) == (19, 1)
+    assert found.sensitivity == pytest.approx(15 / 22)
+    assert judge_components(None, "favourable", VarianceComponents()).gold_counts() is None
+
+
+def test_from_run_reads_a_run_directory(tmp_path):
+    """The files a Rasch run writes (fit/posterior.nc, prompts.parquet, judge_gold.parquet)."""
+    import arviz as az
+
+    rng = np.random.default_rng(5)
+    prompts = default_shaped_prompts(items=10)
+    respondents = sorted(prompts.get_column("respondent_id").unique().to_list())
+    theta = rng.normal(size=(2, 100, len(respondents))) * 0.9
+    b = rng.normal(size=(2, 100, 10)) * 1.8
+    idata = az.from_dict({"posterior": {"theta": theta, "b": b}},
+                         dims={"theta": ["respondent"], "b": ["item"]},
+                         coords={"respondent": respondents, "item": [f"i{k}" for k in range(10)]})
+    (tmp_path / "fit").mkdir()
+    idata.to_netcdf(str(tmp_path / "fit" / "posterior.nc"))
+    prompts.write_parquet(tmp_path / "prompts.parquet")
+    gold_table([("favourable", "favourable", 9), ("favourable", "unfavourable", 1),
+                ("unfavourable", "unfavourable", 8), ("unfavourable", "favourable", 2)]
+               ).write_parquet(tmp_path / "judge_gold.parquet")
+    found = run_components(str(tmp_path), "sqlite:///unused.db", ("gender", "race"),
+                           "favourable", VarianceComponents(item_sd=1.0))
+    assert found.item_sd == pytest.approx(1.8, rel=0.1)
+    assert found.gold_counts().true_0_judged_1 == 2
+    with pytest.raises(AuditError, match="neither a run directory nor an MLflow run"):
+        run_components(str(tmp_path / "missing"), f"sqlite:///{tmp_path}/mlflow.db",
+                       ("race",), "favourable", VarianceComponents())
+
+
+@pytest.mark.slow
+def test_a_reused_compiled_model_gives_the_draws_of_a_fresh_fit():
+    """Two simulated audits of one design through one CompiledSampler: the second fit swaps its
+    data in and must draw what a fresh compile of its own data draws (same seed). A sampler that
+    kept the first data set's values would return the first audit's posterior."""
+    prompts = default_shaped_prompts(items=6, replicates=2, null_count=3)
+    components = VarianceComponents(item_sd=1.0, text_sd=0.3, null_sd=0.5)
+    rng = np.random.default_rng(6)
+    first, second = (simulate_outcomes(prompts, components, EFFECTS, rng) for _ in range(2))
+    fit = FitConfig(model="rasch", draws=100, tune=100, chains=1, cores=1, seed=9,
+                    attributes=["gender", "race"])
+    sampler = CompiledSampler()
+    fit_rasch(first, fit, sample=sampler)
+    reused = fit_rasch(second, fit, sample=sampler)
+    fresh = fit_rasch(second, fit, sample=sample_posterior)
+    assert len(sampler.compiled) == 1
+    np.testing.assert_allclose(reused.idata.posterior["theta"].values,
+                               fresh.idata.posterior["theta"].values)
+    # Other gold counts are other prior constants: a new compile, not the first judge's prior.
+    for per_class in (20, 40):
+        judged = VarianceComponents(sensitivity=0.8, specificity=0.8, gold_per_class=per_class)
+        fit_rasch(second, fit, sample=sampler, confusion=judged.gold_counts())
+    assert len(sampler.compiled) == 3
