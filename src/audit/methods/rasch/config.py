@@ -54,6 +54,10 @@ class FitConfig:
     # (irt/judge_error.py). None: on whenever the run has gold-set results (judge.evaluate_on_gold),
     # for every model but rasch_seed; true: required (the fit fails without gold results); false: off.
     judge_error: bool | None = None
+    # The judge correction is a cut (irt/judge_cut.py): this many fits, each with the labelling
+    # paths' rates fixed at one draw from their gold posteriors, pooled. More imputations track
+    # the rate uncertainty more closely; each costs one more sampling of the compiled model.
+    judge_imputations: int = field(default=4, metadata={"range": (1, 1000)})
 
 
 @dataclass

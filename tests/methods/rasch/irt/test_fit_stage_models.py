@@ -74,15 +74,47 @@ def test_hurdle_fits_both_steps_and_reads_them_back(tables, tmp_path):
 def test_judge_error_is_on_by_default_when_gold_results_exist(tables, tmp_path):
     prompts, labels = tables
     fit = fit_stage(AuditConfig(fit=FitConfig(chains=1)), prompts, labels, GOLD)
-    counts = fit.judge_confusion
+    counts = fit.judge_confusion.by_path["any"]  # the gold results do not say which path
     assert (counts.true_1_judged_1, counts.true_1_judged_0) == (4, 1)
     assert (counts.true_0_judged_0, counts.true_0_judged_1) == (4, 1)
     sensitivity = fit.idata.posterior["judge_sensitivity"].values
-    assert np.isclose(sensitivity.mean(), 5 / 7, atol=0.05)  # Beta(5, 2) prior draws
-    assert fit.summary.filter(pl.col("parameter") == "judge_specificity").height == 1
+    # Latin hypercube draws of Beta(5, 2), one per imputation, held fixed within each.
+    assert sensitivity.shape[0] == FitConfig().judge_imputations
+    assert np.isclose(sensitivity.mean(), 5 / 7, atol=0.05)
+    assert fit.summary.filter(pl.col("parameter") == "judge_specificity[any]").height == 1
     write_fit(fit, tmp_path)
     recorded = json.loads((tmp_path / "diagnostics.json").read_text())["judge_error"]
-    assert recorded["favourable"]["true_1_judged_0"] == 1
+    assert recorded["favourable"]["paths"]["any"]["true_1_judged_0"] == 1
+
+
+# Rules perfect on their 6 gold answers, the judge model 2 of 4 right on its own.
+GOLD_BY_PATH = pl.DataFrame({
+    "true_label": ["favourable"] * 3 + ["unfavourable"] * 3 + ["favourable"] * 2
+    + ["unfavourable"] * 2,
+    "label": ["favourable"] * 3 + ["unfavourable"] * 3 + ["favourable", "unfavourable",
+                                                          "unfavourable", "favourable"],
+    "label_source": ["rule"] * 6 + ["judge"] * 4})
+
+
+def test_each_path_gets_the_rates_of_its_own_gold_answers(tables, tmp_path):
+    # Fails when the paths share one matrix (the rules blamed for the judge's errors) or when
+    # the gold answers of one path count for the other.
+    prompts, labels = tables
+    labels = labels.with_row_index("row").with_columns(label_source=pl.when(
+        pl.col("row") % 4 == 0).then(pl.lit("judge")).otherwise(pl.lit("rule"))).drop("row")
+    fit = fit_stage(AuditConfig(fit=FitConfig(chains=1, judge_imputations=8)), prompts, labels,
+                    GOLD_BY_PATH)
+    rule, judge = fit.judge_confusion.by_path["rule"], fit.judge_confusion.by_path["judge"]
+    assert (rule.true_1_judged_1, rule.true_1_judged_0, rule.true_0_judged_0) == (3, 0, 3)
+    assert (judge.true_1_judged_1, judge.true_1_judged_0, judge.true_0_judged_1) == (1, 1, 1)
+    rates = fit.idata.posterior["judge_sensitivity"]
+    assert list(rates["label_path"].values) == ["judge", "rule"]
+    # Beta(4, 1) for the rules, Beta(2, 2) for the judge; 8 stratified draws each.
+    assert np.isclose(float(rates.sel(label_path="rule").mean()), 0.8, atol=0.05)
+    assert np.isclose(float(rates.sel(label_path="judge").mean()), 0.5, atol=0.05)
+    write_fit(fit, tmp_path)
+    recorded = json.loads((tmp_path / "diagnostics.json").read_text())["judge_error"]
+    assert set(recorded["favourable"]["paths"]) == {"judge", "rule"}
 
 
 def test_judge_error_off_or_missing_gold(tables):

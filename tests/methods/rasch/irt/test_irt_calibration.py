@@ -18,12 +18,13 @@ from pathlib import Path
 
 import numpy as np
 import nutpie
+import polars as pl
 import pymc as pm
 import pytest
 
 from audit.methods.rasch.irt import build_rasch_model, index_design
 from audit.methods.rasch.irt.explanatory import build_explanatory_model, respondent_table
-from audit.methods.rasch.irt.judge_error import JudgeConfusion
+from audit.methods.rasch.irt.judge_error import JudgeConfusion, JudgeCorrection
 
 sys.path.insert(0, str(Path(__file__).parent))
 from irt_simulation import simulate_audit  # noqa: E402
@@ -81,12 +82,19 @@ def test_explanatory_intervals_are_calibrated():
 
 
 def test_judge_error_likelihood_is_calibrated():
-    # Labels drawn through a judge whose rates come from their gold-set priors: a wrong mixture
-    # (sensitivity and specificity swapped, or 1 - p for p) breaks coverage of theta and b.
+    # Labels drawn through two labelling paths with their own fixed rates (the cut holds them at
+    # a gold draw in each imputation): a wrong mixture (sensitivity and specificity swapped,
+    # 1 - p for p, or one path's cells read through the other's rates) breaks coverage of theta
+    # and b.
     outcomes = simulate_audit({}, items=8, replicates=6, null_count=2, seed=7)
-    confusion = JudgeConfusion("favourable", true_1_judged_1=40, true_1_judged_0=10,
-                               true_0_judged_0=45, true_0_judged_1=5)
-    model = build_rasch_model(index_design(outcomes.select("respondent", "item", "y")), "rasch",
-                              confusion)
-    observed = coverage(model, ["theta", "b", "judge_sensitivity", "judge_specificity"], seed=13)
+    outcomes = outcomes.with_row_index("row").with_columns(label_source=pl.when(
+        pl.col("row") % 3 == 0).then(pl.lit("judge")).otherwise(pl.lit("rule"))).drop("row")
+    correction = JudgeCorrection("favourable", {
+        "judge": JudgeConfusion("favourable", true_1_judged_1=30, true_1_judged_0=20,
+                                true_0_judged_0=40, true_0_judged_1=10),
+        "rule": JudgeConfusion("favourable", true_1_judged_1=48, true_1_judged_0=2,
+                               true_0_judged_0=49, true_0_judged_1=1)})
+    data = index_design(outcomes.select("respondent", "item", "y", "label_source"), by_path=True)
+    model = build_rasch_model(data, "rasch", correction.for_cells(data.cell_path))
+    observed = coverage(model, ["theta", "b"], seed=13)
     assert COVERAGE_BAND[0] <= observed <= COVERAGE_BAND[1], observed

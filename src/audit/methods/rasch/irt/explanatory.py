@@ -46,7 +46,7 @@ from scipy import stats
 
 from audit.errors import AuditError
 from audit.methods.rasch.irt.indexing import RaschData
-from audit.methods.rasch.irt.judge_error import JudgeConfusion, label_cells
+from audit.methods.rasch.irt.judge_error import CellRates, label_cells
 
 MODEL_EFFECT_PRIOR_SD = 2.0  # carries the overall favourable rate, which can sit far from 50%
 ITEM_PRIOR_SD = 2.0
@@ -141,7 +141,7 @@ def spread_prior_draws(parameter: str, population: bool, size: int,
 
 def build_explanatory_model(data: RaschData, respondents: RespondentTable,
                             item_dif: tuple[str, ...] = (),
-                            confusion: JudgeConfusion | None = None,
+                            confusion: CellRates | None = None,
                             population: bool = False) -> pm.Model:
     unknown = sorted(set(item_dif) - set(respondents.attributes))
     if unknown:

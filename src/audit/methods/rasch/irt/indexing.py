@@ -11,6 +11,8 @@ from audit.errors import AuditError
 from audit.schemas import validate
 from audit.methods.rasch.schemas import OutcomeSchema
 
+PATH_COLUMN = "label_source"
+
 
 @dataclass(frozen=True, eq=False)
 class RaschData:
@@ -31,6 +33,9 @@ class RaschData:
     cell_item: np.ndarray
     successes: np.ndarray
     trials: np.ndarray
+    # Each cell's labelling path (the labels' label_source) when the cells were split by path
+    # (index_design(by_path=True)), so each cell can be read through its own path's judge rates.
+    cell_path: np.ndarray | None = None
 
     @property
     def cells(self) -> pl.DataFrame:
@@ -45,13 +50,19 @@ class RaschData:
         )
 
 
-def index_design(outcomes: pl.DataFrame) -> RaschData:
+def index_design(outcomes: pl.DataFrame, by_path: bool = False) -> RaschData:
     """Map labels to integer indices through explicit label->index tables.
 
     Joins on labels (instead of reshaping a respondent x item matrix) make a transposed or
     misaligned response matrix impossible by construction: every index travels with its own row.
+    ``by_path`` (with a ``label_source`` column) splits each respondent x item cell by the path
+    that labelled its answers: the same likelihood for labels read as truth, and what lets the
+    judge-error correction read each label through its own path's rates.
     """
+    by_path = by_path and PATH_COLUMN in outcomes.columns
     rows = validate(outcomes, OutcomeSchema, "outcome table")
+    if by_path:  # OutcomeSchema keeps only its own columns
+        rows = rows.with_columns(outcomes.get_column(PATH_COLUMN).cast(pl.String))
     if rows.height == 0:
         raise AuditError("outcome table is empty: there is nothing to fit")
     respondents = tuple(sorted(rows.get_column("respondent").unique().to_list()))
@@ -67,11 +78,8 @@ def index_design(outcomes: pl.DataFrame) -> RaschData:
     indexed = rows.join(respondent_index, on="respondent", how="left").join(
         item_index, on="item", how="left"
     )
-    cells = (
-        indexed.group_by("respondent_idx", "item_idx")
-        .agg(successes=pl.col("y").sum(), trials=pl.len())
-        .sort("respondent_idx", "item_idx")
-    )
+    keys = ["respondent_idx", "item_idx", *([PATH_COLUMN] if by_path else [])]
+    cells = indexed.group_by(keys).agg(successes=pl.col("y").sum(), trials=pl.len()).sort(keys)
     return RaschData(
         respondents=respondents,
         items=items,
@@ -82,4 +90,5 @@ def index_design(outcomes: pl.DataFrame) -> RaschData:
         cell_item=cells.get_column("item_idx").to_numpy(),
         successes=cells.get_column("successes").to_numpy().astype(np.int64),
         trials=cells.get_column("trials").to_numpy().astype(np.int64),
+        cell_path=cells.get_column(PATH_COLUMN).to_numpy() if by_path else None,
     )

@@ -1,37 +1,57 @@
-"""The judge's misclassification rates, from its gold-set confusion counts, as model parameters.
+"""The labelling paths' misclassification rates, from their gold-set confusion counts, in the fit.
 
-A fit that treats judge labels as truth attenuates real gaps when the judge is noisy (a label
-flipped at random pulls every persona's rate towards the same middle) and reports intervals as
-narrow as if the labels were exact. Here the observed label is the true decision passed through
-the judge: sensitivity = P(judge says 1 | truly 1), specificity = P(judge says 0 | truly 0) under
-the fit's outcome coding. Their priors are the Beta posteriors of the gold-set counts under a
-uniform Beta(1, 1) (the Dirichlet of a two-category row):
+A fit that treats labels as truth attenuates real gaps when the labeller is noisy (a label flipped
+at random pulls every persona's rate towards the same middle) and reports intervals as narrow as
+if the labels were exact. Here the observed label is the true decision passed through the path
+that labelled it: sensitivity = P(path says 1 | truly 1), specificity = P(path says 0 | truly 0)
+under the fit's outcome coding.
+
+Per path: the cascade labels most answers with its rules and the rest with the LLM judge, and the
+two err differently (the rules rarely, the judge more), so each audit label is read through the
+rates of its own path (the labels table's ``label_source``), each measured on the gold answers
+that path labelled. One pooled matrix would blame the rules for the judge's errors, or the other
+way round, whenever the two paths' shares differ between the gold set and the audit.
+
+The rates follow the Beta posteriors of the gold counts under a uniform Beta(1, 1):
 
     sensitivity ~ Beta(1 + true 1 judged 1, 1 + true 1 judged 0)
     specificity ~ Beta(1 + true 0 judged 0, 1 + true 0 judged 1)
 
-so a judge measured on few gold answers, or a poor one, widens every interval instead of
-inventing or hiding a gap. Gold answers the judge left unparseable are left out, as unparseable
-audit answers are left out of the fit: the rates are conditional on a parsed label.
-
-The audit data alone cannot tell a noisy judge from a model whose decisions are near 50%; only the
-gold counts pin the rates, so the correction is only as good as the gold set is like the audit's
-answers (see docs/statistics.md).
+and only the gold counts: the fit holds them FIXED at draws from these Betas and pools the fits
+(judge_cut.py), so the audit's own labels never update them. Gold answers left unparseable are
+left out, as unparseable audit answers are left out of the fit: the rates are conditional on a
+parsed label. A path with no gold answers (the logprob scorer, or a gold set the rules labelled
+completely) keeps its labels as truth, with a warning and a record in diagnostics.json.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 import pymc as pm
+from scipy import stats
 
 from audit.errors import AuditError
+from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.likelihood import binomial_cells, misclassified_binomial_cells
 from audit.methods.rasch.irt.outcome import OUTCOME_CODINGS
 
+logger = logging.getLogger(__name__)
+
 SENSITIVITY = "judge_sensitivity"
 SPECIFICITY = "judge_specificity"
+# The model's data slots the rates are set in, one value per labelling path (pm.Data, so one
+# compiled model serves every imputation); the posterior gets SENSITIVITY / SPECIFICITY instead.
+FIXED_SENSITIVITY = "judge_sensitivity_fixed"
+FIXED_SPECIFICITY = "judge_specificity_fixed"
+PATH_DIM = "label_path"
+# The key of counts that hold for every label, whatever its path (a pooled matrix, or an
+# imported table that does not say which path labelled an answer).
+ANY_PATH = "any"
 # rasch_seed stays the original audit's model; the hurdle model's three labels would need a 3 x 3
 # confusion matrix, which is not modelled yet.
 LABELS_AS_TRUTH: tuple[str, ...] = ("rasch_seed", "hurdle")
@@ -57,9 +77,97 @@ class JudgeConfusion:
                 "true_1_judged_0": self.true_1_judged_0, "true_0_judged_0": self.true_0_judged_0,
                 "true_0_judged_1": self.true_0_judged_1}
 
+    def rate_betas(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """(alpha, beta) of the sensitivity's and the specificity's gold posterior."""
+        return ((1 + self.true_1_judged_1, 1 + self.true_1_judged_0),
+                (1 + self.true_0_judged_0, 1 + self.true_0_judged_1))
+
+
+@dataclass(frozen=True)
+class JudgeCorrection:
+    """The counts of each labelling path under one coding (``ANY_PATH``: one matrix for all)."""
+
+    coding: str
+    by_path: Mapping[str, JudgeConfusion]
+    # Paths of audit labels that no gold answer measured: read as truth (recorded, and warned).
+    unmeasured: tuple[str, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return sum(confusion.n for confusion in self.by_path.values())
+
+    def confusion_for(self, path: str) -> JudgeConfusion | None:
+        return self.by_path.get(path, self.by_path.get(ANY_PATH))
+
+    def as_dict(self) -> dict[str, object]:
+        return {"coding": self.coding, "cut": True,
+                "paths": {path: counts.as_dict() for path, counts in sorted(self.by_path.items())},
+                "labels_as_truth": list(self.unmeasured)}
+
+    def for_cells(self, cell_path: np.ndarray | None) -> CellRates:
+        """These counts bound to a fit's cells (``cell_path``: each cell's labelling path, or
+        None when the table does not say, which needs counts for ``ANY_PATH``)."""
+        if cell_path is None:
+            if ANY_PATH not in self.by_path:
+                raise AuditError("the outcome table has no label_source column, so its labels "
+                                 "cannot be read through per-path judge rates; keep the labels "
+                                 "table's label_source column")
+            paths: tuple[str, ...] = (ANY_PATH,)
+            index = None
+        else:
+            paths = tuple(sorted(set(cell_path.tolist())))
+            lookup = {path: position for position, path in enumerate(paths)}
+            index = np.array([lookup[path] for path in cell_path.tolist()], dtype=np.int64)
+        unmeasured = tuple(path for path in paths if self.confusion_for(path) is None)
+        if unmeasured:
+            logger.warning("no gold answer was labelled by %s, so the labels of that path are "
+                           "read as truth (enlarge judge.gold_per_category to measure it)",
+                           ", ".join(unmeasured))
+        return CellRates(JudgeCorrection(self.coding, self.by_path, unmeasured), paths, index)
+
+
+@dataclass(frozen=True, eq=False)
+class CellRates:
+    """A correction bound to a fit's cells: the paths present and each cell's path position
+    (None: every cell has the one path)."""
+
+    correction: JudgeCorrection
+    paths: tuple[str, ...]
+    cell_path: np.ndarray | None = field(default=None)
+
+    def rate_means(self) -> tuple[np.ndarray, np.ndarray]:
+        """The gold Betas' means per path (1 for a path read as truth)."""
+        means = np.ones((2, len(self.paths)))
+        for position, path in enumerate(self.paths):
+            counts = self.correction.confusion_for(path)
+            if counts is not None:
+                for which, (a, b) in enumerate(counts.rate_betas()):
+                    means[which, position] = a / (a + b)
+        return means[0], means[1]
+
+    def rate_draws(self, imputations: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(imputations x paths) sensitivities and specificities from the gold Betas.
+
+        Latin hypercube draws: each rate takes one draw from each of ``imputations`` equal-mass
+        strata of its Beta, paired across rates by independent shuffles, so a handful of
+        imputations already spans each Beta (its mean and spread) instead of clustering by chance.
+        """
+        rng = np.random.default_rng(seed)
+        columns: list[list[np.ndarray]] = [[], []]
+        for path in self.paths:
+            counts = self.correction.confusion_for(path)
+            for which in (0, 1):
+                if counts is None:
+                    columns[which].append(np.ones(imputations))
+                    continue
+                a, b = counts.rate_betas()[which]
+                strata = (rng.permutation(imputations) + rng.uniform(size=imputations))
+                columns[which].append(stats.beta.ppf(strata / imputations, a, b))
+        return np.stack(columns[0], axis=1), np.stack(columns[1], axis=1)
+
 
 def judge_confusion(gold_results: pl.DataFrame, coding: str) -> JudgeConfusion | None:
-    """The judge's gold-set counts under `coding`; None when no gold answer got a parsed label."""
+    """The gold-set counts under `coding`; None when no gold answer got a parsed label."""
     mapping = dict(OUTCOME_CODINGS[coding])
     coded = (gold_results.filter(pl.col("true_label").is_in(list(mapping))
                                  & pl.col("label").is_in(list(mapping)))
@@ -77,8 +185,31 @@ def judge_confusion(gold_results: pl.DataFrame, coding: str) -> JudgeConfusion |
                           true_0_judged_0=count(0, 0), true_0_judged_1=count(0, 1))
 
 
+def path_correction(gold_results: pl.DataFrame, coding: str) -> JudgeCorrection | None:
+    """Counts per labelling path from the gold results' label_source (one ANY_PATH matrix when
+    the results do not say); None when no gold answer got a parsed label."""
+    if PATH_COLUMN not in gold_results.columns:
+        pooled = judge_confusion(gold_results, coding)
+        return None if pooled is None else JudgeCorrection(coding, {ANY_PATH: pooled})
+    by_path = {}
+    for path in sorted(gold_results[PATH_COLUMN].unique().to_list()):
+        counts = judge_confusion(gold_results.filter(pl.col(PATH_COLUMN) == path), coding)
+        if counts is not None:
+            by_path[path] = counts
+    return JudgeCorrection(coding, by_path) if by_path else None
+
+
+def as_correction(confusion: JudgeConfusion | JudgeCorrection | None) -> JudgeCorrection | None:
+    """A single matrix is the correction that reads every label through it."""
+    if isinstance(confusion, JudgeConfusion):
+        return JudgeCorrection(confusion.coding, {ANY_PATH: confusion})
+    return confusion
+
+
 def judge_rates(confusion: JudgeConfusion) -> tuple[pm.Distribution, pm.Distribution]:
-    """Sensitivity and specificity with the gold-set Beta priors (call inside a pm.Model)."""
+    """Sensitivity and specificity as free parameters with the gold-set Beta priors (call inside
+    a pm.Model). Not what the audit fits any more (the audit labels would update them; see the
+    module docstring): kept for bench_gradient.py, which times the rates' gradients."""
     sensitivity = pm.Beta(SENSITIVITY, alpha=1 + confusion.true_1_judged_1,
                           beta=1 + confusion.true_1_judged_0)
     specificity = pm.Beta(SPECIFICITY, alpha=1 + confusion.true_0_judged_0,
@@ -86,28 +217,38 @@ def judge_rates(confusion: JudgeConfusion) -> tuple[pm.Distribution, pm.Distribu
     return sensitivity, specificity
 
 
-def label_cells(name: str, trials, logit_p, observed, dims: str,
-                confusion: JudgeConfusion | None):
-    """The cells' likelihood: labels as truth (no confusion) or through the judge's errors."""
+def label_cells(name: str, trials, logit_p, observed, dims: str, confusion: CellRates | None):
+    """The cells' likelihood: labels as truth (None) or through their paths' fixed rates.
+
+    The rates are data slots (FIXED_SENSITIVITY, FIXED_SPECIFICITY), set at the gold means here
+    and at each imputation's draw by judge_cut.sample_cut; any model that calls this with the
+    CellRates fit_rasch hands it gets the per-path cut correction.
+    """
     if confusion is None:
         return binomial_cells(name, trials, logit_p, observed=observed, dims=dims)
-    sensitivity, specificity = judge_rates(confusion)
+    model = pm.modelcontext(None)
+    model.add_coord(PATH_DIM, list(confusion.paths))
+    means = confusion.rate_means()
+    sensitivity = pm.Data(FIXED_SENSITIVITY, means[0], dims=PATH_DIM)
+    specificity = pm.Data(FIXED_SPECIFICITY, means[1], dims=PATH_DIM)
+    if confusion.cell_path is None:  # one path: the scalar rates every cell shares
+        sensitivity, specificity = sensitivity[0], specificity[0]
     return misclassified_binomial_cells(name, trials, logit_p, sensitivity, specificity,
-                                        observed=observed, dims=dims)
+                                        observed=observed, dims=dims, cell_path=confusion.cell_path)
 
 
 def resolve_confusion(judge_error: bool | None, model: str, coding: str,
-                      gold_results: pl.DataFrame | None) -> JudgeConfusion | None:
-    """The counts a fit should read labels through, from fit.judge_error and the gold results.
+                      gold_results: pl.DataFrame | None) -> JudgeCorrection | None:
+    """The per-path counts a fit should read labels through, from fit.judge_error and the gold.
 
     None (the default) turns the correction on whenever gold results exist, except for
     the models in LABELS_AS_TRUTH; true insists and fails when it cannot.
     """
     if judge_error is False or (judge_error is None and model in LABELS_AS_TRUTH):
         return None
-    confusion = (judge_confusion(gold_results, coding)
-                 if gold_results is not None and gold_results.height else None)
-    if confusion is None and judge_error:
+    correction = (path_correction(gold_results, coding)
+                  if gold_results is not None and gold_results.height else None)
+    if correction is None and judge_error:
         raise AuditError("fit.judge_error=true needs the judge's gold-set results with parsed "
                          "labels: set judge.evaluate_on_gold=true (or fit.judge_error=false)")
-    return confusion
+    return correction

@@ -47,7 +47,15 @@ from audit.methods.rasch.irt.hurdle import (
     hurdle_data,
 )
 from audit.methods.rasch.irt.indexing import RaschData, index_design
-from audit.methods.rasch.irt.judge_error import JudgeConfusion, label_cells
+from audit.methods.rasch.irt.judge_cut import fit_cut
+from audit.methods.rasch.irt.judge_error import (
+    ANY_PATH,
+    CellRates,
+    JudgeConfusion,
+    JudgeCorrection,
+    as_correction,
+    label_cells,
+)
 from audit.schemas import validate
 from audit.methods.rasch.schemas import SummarySchema
 
@@ -80,12 +88,12 @@ SampleFunction = Callable[[pm.Model, FitConfig], DataTree]
 
 
 def build_rasch_model(data: RaschData, model: str = "rasch",
-                      confusion: JudgeConfusion | None = None) -> pm.Model:
+                      confusion: CellRates | None = None) -> pm.Model:
     """Build a model that needs only the response table; each exposes ``theta`` and ``b``.
 
-    ``confusion`` (the judge's gold-set counts) makes the likelihood read each label through the
-    judge's misclassification rates (judge_error.py); the seed model keeps the original audit's
-    labels-as-truth likelihood.
+    ``confusion`` (the labelling paths' gold counts bound to the cells) makes the likelihood
+    read each label through its path's misclassification rates (judge_error.py); the seed model
+    keeps the original audit's labels-as-truth likelihood.
     """
     coords = {"respondent": list(data.respondents), "item": list(data.items)}
     if model == "rasch_seed":
@@ -121,7 +129,7 @@ def _build_seed_model(data: RaschData, coords: dict) -> pm.Model:
 
 
 def _build_identified_model(data: RaschData, coords: dict, discrimination: bool,
-                            confusion: JudgeConfusion | None = None) -> pm.Model:
+                            confusion: CellRates | None = None) -> pm.Model:
     """Zero-sum persons, free item difficulties, Binomial cells, no hyperparameters.
 
     theta sums to zero, so "average respondent" is the reference point and b carries the overall
@@ -164,8 +172,9 @@ class RaschFit:
     # made on the same labels, so one fit stage carries e.g. favourability and abstention.
     outcome: str = "favourable"
     companions: tuple[RaschFit, ...] = ()
-    # The judge's gold-set counts the likelihood read labels through; None: labels as truth.
-    judge_confusion: JudgeConfusion | None = None
+    # The labelling paths' gold-set counts the likelihood read labels through (a cut: the
+    # rates come from the gold alone, judge_cut.py); None: labels as truth.
+    judge_confusion: JudgeCorrection | None = None
 
     def all_fits(self) -> tuple[RaschFit, ...]:
         return (self, *self.companions)
@@ -188,6 +197,9 @@ class RaschFit:
 def sample_with_nutpie(model: pm.Model, fit: FitConfig) -> DataTree:
     """Draws from the sampler ``fit.engine`` names (engines.py; nutpie unless it says pymc)."""
     return sample_posterior(model, fit)
+
+
+_NUTPIE_SAMPLER = sample_with_nutpie  # what fit_rasch samples with unless a test swaps it
 
 
 def posterior_draws(idata: DataTree) -> xr.Dataset:
@@ -225,40 +237,48 @@ def summarise(idata: DataTree, hdi_prob: float) -> pl.DataFrame:
 
 def fit_rasch(
     outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction | None = None,
-    confusion: JudgeConfusion | None = None,
+    confusion: JudgeCorrection | JudgeConfusion | None = None,
 ) -> RaschFit:
     """Fit one of MODELS to a long 0/1 table.
 
     ``sample`` defaults to sample_with_nutpie, looked up at call time so that fast tests of the
     stages around a fit can swap in a prior-predictive stand-in (as pymc-marketing's tests do).
-    ``confusion``: the judge's gold-set counts under this coding, to carry its errors into the
-    posterior (None reads labels as truth).
+    ``confusion``: the labelling paths' gold-set counts under this coding (or one matrix for
+    every label), to carry their errors into the posterior (None reads labels as truth).
     """
+    default_sampler = sample is None and sample_with_nutpie is _NUTPIE_SAMPLER
     sample = sample or sample_with_nutpie
     attributes = tuple(fit.attributes)
     has_personas = {"model_name", "persona_kind", *attributes} <= set(outcomes.columns)
-    data = index_design(outcomes)
+    correction = as_correction(confusion)
+    per_path = correction is not None and set(correction.by_path) != {ANY_PATH}
+    data = index_design(outcomes, by_path=per_path)
     respondents = respondent_table(outcomes, data, attributes) if has_personas else None
     if fit.model == "hurdle":
         if confusion is not None:
             raise AuditError("fit.model=hurdle reads labels as truth (its three labels would need "
                              "a 3 x 3 confusion matrix): set fit.judge_error=false")
         return _fit_hurdle(outcomes, fit, sample, respondents)
+    rates = None if correction is None else correction.for_cells(data.cell_path)
     if fit.model in ATTRIBUTE_MODELS:
         if respondents is None:
             raise AuditError(f"fit.model={fit.model} needs model_name, persona_kind and "
                              f"{', '.join(attributes)} in the outcome table")
-        model = build_explanatory_model(data, respondents, tuple(fit.item_dif), confusion,
+        model = build_explanatory_model(data, respondents, tuple(fit.item_dif), rates,
                                         population=fit.model == "population")
     else:
-        model = build_rasch_model(data, fit.model, confusion)
+        model = build_rasch_model(data, fit.model, rates)
     logger.info(
         "fitting %s: %d responses, %d respondents, %d items, %d chains x %d draws%s",
         fit.model, data.row_y.size, len(data.respondents), len(data.items), fit.chains, fit.draws,
-        "" if confusion is None else f", judge error from {confusion.n} gold answers",
+        "" if rates is None else f", judge error from {correction.n} gold answers",
     )
-    idata = sample(model, fit)
-    summary = summarise(idata, fit.hdi_prob)
+    if rates is None:
+        idata = sample(model, fit)
+        summary = summarise(idata, fit.hdi_prob)
+    else:
+        idata, summary = fit_cut(model, fit, rates, None if default_sampler else sample,
+                                 summarise)
     posterior = posterior_draws(idata)
     contrasts = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob,
                                  fit.familywise_alpha)
@@ -267,7 +287,8 @@ def fit_rasch(
             if fit.model in ATTRIBUTE_MODELS]
     return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit),
                     contrasts=contrasts, item_gaps=pl.concat(gaps) if gaps else pl.DataFrame(),
-                    outcome=fit.outcome, judge_confusion=confusion)
+                    outcome=fit.outcome,
+                    judge_confusion=None if rates is None else rates.correction)
 
 
 def _fit_hurdle(outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction,
