@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -98,3 +99,66 @@ def test_the_command_writes_summary_and_posterior(tmp_path: Path, prior: str) ->
     assert idata.posterior["theta"].sizes == {"chain": 2, "draw": 300, "respondent": 4}
     # The respondent with the highest true rate must rank first: the mapping survived the CLI.
     assert "p3" in result.stdout.splitlines()[3]
+
+
+def write_gold(path: Path, truth: list, judged: list, **extra) -> Path:
+    pl.DataFrame({"truth": truth, "judged": judged, **extra}).write_csv(path)
+    return path
+
+
+def test_gold_and_confusion_files_become_per_path_counts(tmp_path: Path) -> None:
+    from audit.cli.fit_correction import confusion_correction, gold_correction
+
+    gold = gold_correction(write_gold(tmp_path / "gold.csv", [1, 1, 1, 0, 0, 1],
+                                      ["true", "false", "true", "false", "true", "true"],
+                                      label_source=["rule", "rule", "judge", "judge", "judge",
+                                                    "rule"]))
+    rule, judge = gold.by_path["rule"], gold.by_path["judge"]
+    assert (rule.true_1_judged_1, rule.true_1_judged_0, rule.n) == (2, 1, 3)
+    assert (judge.true_1_judged_1, judge.true_0_judged_0, judge.true_0_judged_1) == (1, 1, 1)
+    pl.DataFrame({"true_1_judged_1": [9], "true_1_judged_0": [1], "true_0_judged_0": [8],
+                  "true_0_judged_1": [2]}).write_csv(tmp_path / "counts.csv")
+    counts = confusion_correction(tmp_path / "counts.csv").by_path["any"]
+    assert (counts.true_1_judged_1, counts.true_0_judged_1, counts.n) == (9, 2, 20)
+
+
+@pytest.mark.parametrize(("files", "extra", "message"), [
+    ({"gold.csv": {"truth": [1, 2], "judged": [1, 0]}}, [], "only 0 or 1"),
+    ({"gold.csv": {"truth": [1, 0], "judge": [1, 0]}}, [], "'judged'"),
+    ({"confusion.csv": {"true_1_judged_1": [3], "true_1_judged_0": [-1],
+                        "true_0_judged_0": [3], "true_0_judged_1": [0]}}, [], ">= 0"),
+    ({"gold.csv": {"truth": [1, 0], "judged": [1, 0], "label_source": ["rule", "judge"]}}, [],
+     "pass source=COLUMN"),
+    ({}, ["source=path"], "pass gold=PATH or confusion=PATH"),
+])
+def test_a_wrong_gold_or_confusion_file_is_one_line(tmp_path: Path, caplog, files, extra,
+                                                    message) -> None:
+    responses = write_responses(tmp_path / "r.csv")
+    arguments = [f"input={responses}", f"output={tmp_path / 'out'}", *extra]
+    for name, columns in files.items():
+        pl.DataFrame(columns).write_csv(tmp_path / name)
+        arguments.append(f"{name.removesuffix('.csv')}={tmp_path / name}")
+    assert main(arguments) == 2
+    (error,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert message in error and "\n" not in error
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_imported_labels_are_corrected_through_a_gold_file(tmp_path: Path) -> None:
+    responses = write_responses(tmp_path / "responses.csv")
+    gold = write_gold(tmp_path / "gold.csv", [1] * 10 + [0] * 10, [1] * 8 + [0] * 2 + [0] * 9 + [1])
+    output = tmp_path / "fit"
+    result = subprocess.run(
+        [sys.executable, "-m", "audit.fit", f"input={responses}", f"output={output}",
+         f"gold={gold}", "draws=200", "tune=300", "chains=2", "judge_imputations=3"],
+        capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = pl.read_csv(output / "summary.csv")
+    rates = summary.filter(pl.col("parameter").str.starts_with("judge_"))
+    assert set(rates["parameter"]) == {"judge_sensitivity[any]", "judge_specificity[any]"}
+    # Beta(9, 3) and Beta(10, 2): the gold alone sets the rates.
+    assert abs(rates.filter(pl.col("parameter") == "judge_sensitivity[any]")["mean"].item()
+               - 9 / 12) < 0.1
+    recorded = json.loads((output / "diagnostics.json").read_text())["judge_error"]
+    assert recorded["favourable"]["paths"]["any"]["true_1_judged_1"] == 8

@@ -21,6 +21,9 @@ from audit.methods.rasch.irt import fit_rasch, respondent_ranking
 from audit.logs import configure_cli_logging
 from audit.errors import AuditError
 from audit.methods.rasch.analyse import write_fit
+from audit.methods.rasch.irt.indexing import PATH_COLUMN
+from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
+from audit.cli.fit_correction import read_correction
 from audit.tables import read_frame, require_columns
 
 log = logging.getLogger("audit.fit")
@@ -28,11 +31,13 @@ log = logging.getLogger("audit.fit")
 # `prior=` names the model by what a user of the original audit knows it as.
 PRIORS = {"seed": "rasch_seed", "rasch": "rasch"}
 USAGE = ("usage: python -m audit.fit input=PATH output=DIR [respondent=COL item=COL outcome=COL "
-         "prior=seed|rasch draws=N tune=N chains=N cores=N target_accept=P seed=N hdi_prob=P]")
+         "prior=seed|rasch gold=PATH|confusion=PATH source=COL draws=N tune=N chains=N cores=N "
+         "target_accept=P seed=N hdi_prob=P judge_imputations=N]")
 
 
 # Sampler settings are FitConfig's own fields, so their defaults have one home: the audit's.
-SAMPLER_KEYS = ("draws", "tune", "chains", "cores", "target_accept", "seed", "hdi_prob")
+SAMPLER_KEYS = ("draws", "tune", "chains", "cores", "target_accept", "seed", "hdi_prob",
+                "judge_imputations")
 
 
 @dataclass
@@ -43,6 +48,11 @@ class FitCommand:
     item: str = "item"
     outcome: str = "y"  # the column; FitConfig.outcome (the label coding) does not apply here
     prior: str = "rasch"
+    # The labeller's errors (fit_correction.py): hand-checked 0/1 pairs, or their counts; and
+    # the input's column that says which labelling path labelled each answer.
+    gold: str | None = None
+    confusion: str | None = None
+    source: str | None = None
     sampler: FitConfig = field(default_factory=FitConfig)
 
 
@@ -71,15 +81,18 @@ def parse_arguments(arguments: list[str]) -> FitCommand:
     return command
 
 
-def read_long_table(path: Path, respondent: str, item: str, outcome: str) -> pl.DataFrame:
-    """Read CSV or parquet and rename the three columns to respondent, item, y."""
+def read_long_table(path: Path, respondent: str, item: str, outcome: str,
+                    source: str | None = None) -> pl.DataFrame:
+    """Read CSV or parquet and rename the three columns to respondent, item, y (and the
+    labelling-path column ``source``, when named, to label_source)."""
     if not path.is_file():
         raise FitInputError(f"input file {path} does not exist; pass input=PATH to a CSV or parquet")
     try:
         table = read_frame(path, "input table")
     except AuditError as error:
         raise FitInputError(str(error)) from None
-    wanted = {"respondent": respondent, "item": item, "outcome": outcome}
+    wanted = {"respondent": respondent, "item": item, "outcome": outcome,
+              **({"source": source} if source else {})}
     missing = [key for key, column in wanted.items() if column not in table.columns]
     try:
         require_columns(table, list(wanted.values()), path, "input table",
@@ -91,9 +104,10 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str) -> pl.
         pl.col(respondent).cast(pl.String).alias("respondent"),
         pl.col(item).cast(pl.String).alias("item"),
         pl.col(outcome).alias("y"),
+        *([pl.col(source).cast(pl.String).alias(PATH_COLUMN)] if source else []),
     )
     if long.null_count().sum_horizontal().item():
-        raise FitInputError(f"{path} has empty cells in {respondent}, {item} or {outcome}; "
+        raise FitInputError(f"{path} has empty cells in {', '.join(wanted.values())}; "
                             "drop or fill those rows first")
     y = long.get_column("y")
     try:
@@ -108,8 +122,16 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str) -> pl.
 
 
 def run(command: FitCommand) -> pl.DataFrame:
-    outcomes = read_long_table(Path(command.input), command.respondent, command.item, command.outcome)
-    fit = fit_rasch(outcomes, replace(command.sampler, model=PRIORS[command.prior]))
+    correction = read_correction(command.gold, command.confusion)
+    if command.source and correction is None:
+        raise FitInputError("source=COLUMN names the labelling paths for a correction: pass "
+                            "gold=PATH or confusion=PATH with it")
+    outcomes = read_long_table(Path(command.input), command.respondent, command.item,
+                               command.outcome, command.source)
+    if correction is not None:
+        _check_paths(correction, outcomes, command)
+    fit = fit_rasch(outcomes, replace(command.sampler, model=PRIORS[command.prior]),
+                    confusion=correction)
     output = Path(command.output)
     write_fit(fit, output)
     for problem in fit.diagnostics.problems():
@@ -119,6 +141,24 @@ def run(command: FitCommand) -> pl.DataFrame:
         print(ranking.select("respondent", "mean", "hdi_low", "hdi_high").head(30))
     log.info("wrote %s and %s", output / "summary.csv", output / "posterior.nc")
     return fit.summary
+
+
+def _check_paths(correction: JudgeCorrection, outcomes: pl.DataFrame,
+                 command: FitCommand) -> None:
+    """Every labelling path of the input has counts, before anything is sampled."""
+    if command.prior == "seed":
+        raise FitInputError("prior=seed reads labels as truth (the original audit); use "
+                            "prior=rasch with gold= or confusion=")
+    if ANY_PATH in correction.by_path:
+        return
+    if PATH_COLUMN not in outcomes.columns:
+        raise FitInputError(f"the counts are per labelling path ({', '.join(correction.by_path)}): "
+                            "pass source=COLUMN naming the input's column that holds the path")
+    missing = sorted(set(outcomes[PATH_COLUMN].unique().to_list()) - set(correction.by_path))
+    if missing:
+        raise FitInputError(f"labelling path(s) {', '.join(missing)} of the input have no counts "
+                            f"in the gold or confusion file (it has "
+                            f"{', '.join(correction.by_path)}); add them there")
 
 
 def main(arguments: list[str] | None = None) -> int:
