@@ -121,6 +121,11 @@ class JudgeConfig:
     # `python -m audit.judge_eval` always uses the whole set.
     evaluate_on_gold: bool = True
     gold_per_category: int | None = 3
+    # The judge panel also re-reads this many rule-labelled answers of each demographic cell
+    # (audited model x the fit's attributes), so the report can show its agreement with the
+    # rules per group and warn on a difference (methods/rasch/judge/rule_check.py); 0: off.
+    # Small by default: each answer costs one judge request (about 1 s with the default judge).
+    rule_check_per_group: int = 2
 
 
 @dataclass

@@ -15,7 +15,14 @@ from audit.llm.backends import Backend, can_score_options, create_backend
 from audit.llm.store import ResponseStore
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.design import backends_for
-from audit.methods.rasch.judge.cascade import Judge, label_responses, self_judged_shares
+from audit.methods.rasch.judge.cascade import (
+    Judge,
+    answer_table,
+    check_rule_labels,
+    label_responses,
+    self_judged_shares,
+)
+from audit.methods.rasch.judge.rule_check import rule_check_sample
 from audit.methods.rasch.judge.gold import GOLD_RESULT_COLUMNS, gold_sample, label_gold
 from audit.methods.rasch.judge.llm import DECODINGS, SCORED_DECODINGS, check_token_budget
 from audit.methods.rasch.schemas import GoldSchema
@@ -85,9 +92,26 @@ def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame
     with ResponseStore(cfg.paths.response_store) as store:
         tables = label_responses(prompts, responses, cfg.judge, judges, store, audited,
                                  engine=cfg.engine)
+        checks = rule_check_votes(cfg, prompts, responses, tables.labels, judges, store)
         gold_results = label_gold_set(cfg, judges, store) if with_gold else empty_gold()
     _warn_self_judged(judges, audited_backends, prompts, tables.labels)
-    return JudgeOutputs(tables.labels, tables.votes, gold_results)
+    return JudgeOutputs(tables.labels, pl.concat([tables.votes, checks]), gold_results)
+
+
+def rule_check_votes(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
+                     labels: pl.DataFrame, judges: list[Judge], store: ResponseStore
+                     ) -> pl.DataFrame:
+    """The panel's votes on a stratified sample of rule-labelled answers (rule_check.py)."""
+    chosen = [] if not judges or cfg.judge.method != "cascade" else rule_check_sample(
+        labels, prompts, list(cfg.fit.attributes), cfg.judge.rule_check_per_group,
+        cfg.design.seed)
+    answered = (responses.filter((pl.col("status") == "ok") & pl.col("prompt_id").is_in(chosen))
+                .join(prompts, on="prompt_id", how="inner"))
+    if chosen:
+        log.info("the judge re-reads %d rule-labelled answers (judge.rule_check_per_group=%d a "
+                 "demographic cell) to compare its reading with the rules' per group",
+                 len(chosen), cfg.judge.rule_check_per_group)
+    return check_rule_labels(answer_table(answered), cfg.judge, judges, store)
 
 
 def _warn_self_judged(judges: list[Judge], audited: dict[str, Backend], prompts: pl.DataFrame,

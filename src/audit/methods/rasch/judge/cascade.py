@@ -112,6 +112,28 @@ def label_answers(answers: pl.DataFrame, config: JudgeConfig, judges: list[Judge
                        validate(pl.DataFrame(votes, schema=_VOTE_TYPES), VoteSchema, "judge votes"))
 
 
+def answer_table(answered: pl.DataFrame) -> pl.DataFrame:
+    """Answered prompts (prompts joined to their ok responses) as the answers the cascade reads."""
+    return answered.select(pl.col("prompt_id").alias("answer_id"), "question",
+                           "favourable_option", "unfavourable_option",
+                           pl.col("response_text").alias("answer_text"))
+
+
+def check_rule_labels(answers: pl.DataFrame, config: JudgeConfig, judges: list[Judge],
+                      store: ResponseStore, show_progress: ProgressFn = track) -> pl.DataFrame:
+    """The panel's votes on answers the rules labelled (judge/rule_check.py says why): votes
+    only, the rule labels stand."""
+    rows = list(answers.select(ANSWER_COLUMNS).sort("answer_id").iter_rows(named=True))
+    votes = []
+    if judges and rows:
+        _prefetch(judges, config, store, rows, show_progress is track)
+        for row in show_progress(rows, len(rows), "rule labels re-read by the judge"):
+            votes.extend({"answer_id": row["answer_id"], "judge": judge.name,
+                          "label": (verdict := _ask(judge, config, store, row)).label,
+                          "rationale": verdict.rationale} for judge in judges)
+    return validate(pl.DataFrame(votes, schema=_VOTE_TYPES), VoteSchema, "judge votes")
+
+
 def _panel_rationale(verdicts: dict, label: str, reason: str) -> str:
     """The first agreeing judge's own words; for a panel, prefixed with how each judge voted."""
     own_words = next((verdict.rationale for verdict in verdicts.values()
@@ -156,9 +178,7 @@ def label_responses(prompts: pl.DataFrame, responses: pl.DataFrame, config: Judg
     `engine`."""
     answered = (responses.filter(pl.col("status") == "ok")
                 .join(prompts, on="prompt_id", how="inner").sort("prompt_id"))
-    answers = answered.select(pl.col("prompt_id").alias("answer_id"), "question",
-                              "favourable_option", "unfavourable_option",
-                              pl.col("response_text").alias("answer_text"))
+    answers = answer_table(answered)
     if config.method == "logprob":
         tables = JudgeTables(answers.select("answer_id").with_columns(
             label=pl.lit(UNPARSEABLE), label_source=pl.lit("logprob"), rationale=pl.lit(""),

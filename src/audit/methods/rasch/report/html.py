@@ -80,6 +80,9 @@ class ReportInputs:
     # judge_sensitivity / judge_specificity summary rows when the fit read labels through the
     # judge's errors (fit.judge_error); None when it read them as truth.
     judge_rates: pl.DataFrame | None = None
+    # The judge's agreement with the rules per attribute level on its re-read sample
+    # (judge/rule_check.py); None when nothing was re-read.
+    rule_agreement: pl.DataFrame | None = None
 
 
 def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
@@ -134,7 +137,8 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
                    "from_store": responses.filter(pl.col("from_cache")).height,
                    "labelled": labels.height},
         "judge": {"name": cfg.judge.name, "method": cfg.judge.method,
-                  "use_rules": cfg.judge.use_rules, "models": sorted(cfg.judge.models)},
+                  "use_rules": cfg.judge.use_rules, "models": sorted(cfg.judge.models),
+                  "rule_check_per_group": cfg.judge.rule_check_per_group},
         "label_counts": label_counts,
         "fit": cfg.fit, "hdi_label": f"{cfg.fit.hdi_prob:.0%}",
         "contrasts": (list(inputs.contrasts.iter_rows(named=True))
@@ -143,6 +147,8 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
                         if inputs.noise_floor is not None else None),
         "judge_rates": (list(inputs.judge_rates.iter_rows(named=True))
                         if inputs.judge_rates is not None else None),
+        "rule_agreement": (list(inputs.rule_agreement.iter_rows(named=True))
+                           if inputs.rule_agreement is not None else None),
         "thetas": list(inputs.thetas.head(THETA_ROWS_SHOWN).iter_rows(named=True)),
         "gold": gold, "confusion": confusion, "panel": panel,
         "top_label": {"label": inputs.judge.top_label, "share": inputs.judge.top_label_share,

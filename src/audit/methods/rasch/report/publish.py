@@ -23,6 +23,7 @@ from audit.methods.rasch.irt.rasch import posterior_draws
 from audit.methods.rasch.irt.noise_floor import noise_floor_plot, noise_floor_table
 from audit.methods.rasch.ingest.stages import source_caveat, source_tags
 from audit.methods.rasch.judge.gold import gold_figures
+from audit.methods.rasch.judge.rule_check import agreement_warnings, rule_agreement
 from audit.methods.rasch.report.plots import (
     contrast_forest_plot,
     favourable_heatmap,
@@ -132,7 +133,11 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     rates = label_rates(persona_labels, cfg.fit.hdi_prob)
     rate_tests = label_rate_tests(rates)
     by_item = agreement_by_item(labels, prompts)
-    panel = judge_metrics(votes, by_item)
+    # Panel agreement is about the answers the panel labelled; its re-reads of rule labels are
+    # compared with the rules per group instead (judge/rule_check.py).
+    ruled = labels.filter(pl.col("label_source") == "rule")["prompt_id"]
+    panel = judge_metrics(votes.filter(~pl.col("answer_id").is_in(ruled)), by_item)
+    rule_checks = rule_agreement(labels, votes, prompts, list(cfg.fit.attributes))
     metrics = {**audit_metrics(prompts, responses, labels, fit, timings), **panel,
                **rate_metrics(rates, rate_tests),
                **(contrast_metrics(contrasts) if contrasts is not None else {})}
@@ -169,6 +174,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     write_frame(rates, report_dir / "label_rates.csv")
     write_frame(rate_tests, report_dir / "label_rate_tests.csv")
     write_frame(by_item, report_dir / "judge_agreement_by_item.csv")
+    if rule_checks.height:
+        write_frame(rule_checks, report_dir / "judge_rule_agreement.csv")
     share, top_label, judged = judge_top_label_share(labels)
     judge = JudgeQuality(top_label, share, judged,
                          gold.metrics["gold/accuracy"] if gold is not None else None,
@@ -182,7 +189,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
     config_yaml = write_config(cfg, report_dir)
 
-    warnings = quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems())
+    warnings = [*quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems()),
+                *agreement_warnings(rule_checks)]
     for warning in warnings:
         log.warning("%s", warning)
     # Said once, in the summary the run ends with (audit.methods.summary), not here as well.
@@ -196,6 +204,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         cfg=cfg, prompts=prompts, responses=responses, labels=labels, thetas=thetas,
         contrasts=contrasts, noise_floor=floor if floor.height else None,
         judge_rates=judge_rates if judge_rates.height else None,
+        rule_agreement=rule_checks if rule_checks.height else None,
         diagnostics=fit.diagnostics,
         advice=fit_advice(fit.diagnostics, files.fit / "diagnostics.json"), judge=judge,
         gold_metrics=gold.metrics if gold is not None else None,
@@ -232,6 +241,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                    ("judge", files.gold)] if gold is not None else []),
                 ("judge", files.votes),
                 ("judge", report_dir / "judge_agreement_by_item.csv"),
+                *([("judge", report_dir / "judge_rule_agreement.csv")]
+                  if rule_checks.height else []),
                 *[("plots", path) for path in written.values()],
                 ("data", files.prompts),
                 ("data", files.labels),

@@ -1,0 +1,73 @@
+"""The judge's re-reading of rule labels per demographic group: the stratified sample, the
+agreement table and its warning."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from audit.methods.rasch.judge.rule_check import (
+    agreement_warnings,
+    rule_agreement,
+    rule_check_sample,
+)
+
+
+def _audit(per_level: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Prompts of two genders (and a null persona), every answer labelled favourable by the
+    rules except one judge-labelled answer per gender."""
+    rows = [{"prompt_id": f"{gender}{k:02d}", "model_name": "m", "gender": gender}
+            for gender in ("man", "woman") for k in range(per_level)]
+    rows += [{"prompt_id": f"null{k:02d}", "model_name": "m", "gender": None} for k in range(4)]
+    prompts = pl.DataFrame(rows, schema={"prompt_id": pl.String, "model_name": pl.String,
+                                         "gender": pl.String})
+    labels = prompts.select("prompt_id").with_columns(
+        label=pl.lit("favourable"),
+        label_source=pl.when(pl.col("prompt_id").str.ends_with("00")).then(pl.lit("judge"))
+        .otherwise(pl.lit("rule")))
+    return prompts, labels
+
+
+def _votes(agreeing: dict[str, int], per_level: int) -> pl.DataFrame:
+    """The judge's votes on rule answers 01..per_level-1 of each gender: the first
+    agreeing[gender] agree with the rules' favourable, the rest say unfavourable."""
+    rows = []
+    for gender, agree in agreeing.items():
+        for k in range(1, per_level):
+            rows.append({"answer_id": f"{gender}{k:02d}", "judge": "j",
+                         "label": "favourable" if k <= agree else "unfavourable",
+                         "rationale": ""})
+    return pl.DataFrame(rows)
+
+
+def test_the_sample_takes_rule_labels_of_every_cell_and_no_null_persona():
+    prompts, labels = _audit(per_level=10)
+    chosen = rule_check_sample(labels, prompts, ["gender"], per_group=3, seed=1)
+    assert len(chosen) == 6
+    assert sum(answer.startswith("man") for answer in chosen) == 3
+    assert not any(answer.endswith("00") or answer.startswith("null") for answer in chosen)
+    assert chosen == rule_check_sample(labels, prompts, ["gender"], per_group=3, seed=1)
+    assert rule_check_sample(labels, prompts, ["gender"], per_group=0, seed=1) == []
+
+
+def test_a_planted_difference_between_groups_warns():
+    # The judge agrees with the rules on 19 of 19 answers of men and 5 of 19 of women.
+    prompts, labels = _audit(per_level=20)
+    table = rule_agreement(labels, _votes({"man": 19, "woman": 5}, 20), prompts, ["gender"])
+    assert table.select("level", "n", "agree").rows() == [("man", 19.0, 19.0),
+                                                          ("woman", 19.0, 5.0)]
+    (warning,) = agreement_warnings(table)
+    assert "gender=" in warning and "Fisher" in warning
+
+
+def test_equal_agreement_does_not_warn():
+    prompts, labels = _audit(per_level=20)
+    table = rule_agreement(labels, _votes({"man": 15, "woman": 14}, 20), prompts, ["gender"])
+    assert table["p_adjusted"].min() > 0.5
+    assert agreement_warnings(table) == []
+
+
+def test_no_re_read_answers_give_an_empty_table():
+    prompts, labels = _audit(per_level=5)
+    empty = pl.DataFrame(schema={"answer_id": pl.String, "judge": pl.String,
+                                 "label": pl.String, "rationale": pl.String})
+    assert rule_agreement(labels, empty, prompts, ["gender"]).is_empty()
