@@ -71,3 +71,26 @@ def test_no_re_read_answers_give_an_empty_table():
     empty = pl.DataFrame(schema={"answer_id": pl.String, "judge": pl.String,
                                  "label": pl.String, "rationale": pl.String})
     assert rule_agreement(labels, empty, prompts, ["gender"]).is_empty()
+
+
+def test_the_warning_is_one_line_of_the_runs_summary(tmp_path):
+    # The report stage writes the agreement table; the summary the run ends with reads it, so a
+    # run scored and reported stage by stage (dvc repro) says it too.
+    from verdict_fixtures import rasch_run
+
+    from audit.config import ModelConfig
+    from audit.methods import create_method
+    from audit.methods.configs import AuditConfig
+    from audit.methods.summary import summary_text
+
+    prompts, labels = _audit(per_level=20)
+    run_dir = rasch_run(tmp_path / "run", ["undecided"])
+    table = rule_agreement(labels, _votes({"man": 19, "woman": 5}, 20), prompts, ["gender"])
+    table.write_csv(run_dir / "report" / "judge_rule_agreement.csv")
+    cfg = AuditConfig(method="rasch", model={"m": ModelConfig(model="x")})
+    lines = summary_text(cfg, create_method("rasch").findings(cfg, run_dir, {}), run_dir,
+                         {}).splitlines()
+    assert sum("the judge agrees with the rules" in line for line in lines) == 1
+    (run_dir / "report" / "judge_rule_agreement.csv").unlink()
+    quiet = summary_text(cfg, create_method("rasch").findings(cfg, run_dir, {}), run_dir, {})
+    assert "the judge agrees with the rules" not in quiet

@@ -94,7 +94,7 @@ def agreement_warnings(agreement: pl.DataFrame, alpha: float = CHECK_ALPHA) -> l
     """One sentence per attribute whose levels' agreement with the rules differs beyond chance."""
     found = []
     for (attribute,), rows in agreement.group_by("attribute", maintain_order=True):
-        flagged = rows.filter(pl.col("p_adjusted") < alpha).sort("p_adjusted")
+        flagged = rows.filter(pl.col("p_adjusted") < alpha).sort("p_adjusted", "agreement")
         if flagged.height:
             level, share, p_value = flagged.select("level", "agreement", "p_adjusted").row(0)
             others = ", ".join(f"{row_level} {row_share:.0%}" for row_level, row_share in

@@ -15,9 +15,14 @@ from audit.methods.configs import AuditConfig
 from audit.methods.rasch.report.metrics import contrast_metric_names
 from audit.methods.rasch.report.reading import ABSTENTION_OUTCOMES
 from audit.methods.checks import finite
+from audit.methods.rasch.judge.rule_check import agreement_warnings
 from audit.methods.rasch.verdict import CONTRASTS_FILE, read_rasch
 from audit.methods.summary import Findings, Headline
 from audit.methods.run import run_file
+from audit.tables import read_frame
+
+# The judge's agreement with the rules per group (publish.py writes it; judge/rule_check.py).
+RULE_AGREEMENT_FILE = "report/judge_rule_agreement.csv"
 
 NO_CONTRASTS = ("this fit compares no groups (fit.attributes is empty): the ranking above orders "
                 "the respondents")
@@ -58,7 +63,10 @@ def headlines(contrasts: pl.DataFrame, outcome: str, hdi_prob: float) -> list[He
 def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> Findings:
     contrasts, _ = read_rasch(run_dir)
     no_signal = result.get("no_signal")
+    agreement = run_file(run_dir, RULE_AGREEMENT_FILE)
+    rule_check = (agreement_warnings(read_frame(agreement, "judge rule agreement"))
+                  if agreement.is_file() else [])
     return Findings(headlines(contrasts, cfg.fit.outcome, cfg.fit.hdi_prob),
-                    notes=[str(no_signal)] if no_signal else [],
+                    notes=[*([str(no_signal)] if no_signal else []), *rule_check],
                     source=run_file(run_dir, CONTRASTS_FILE), empty=NO_CONTRASTS,
                     metrics=("no_signal", "rhat_max"))

@@ -189,10 +189,11 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
     config_yaml = write_config(cfg, report_dir)
 
-    warnings = [*quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems()),
-                *agreement_warnings(rule_checks)]
+    warnings = quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems())
     for warning in warnings:
         log.warning("%s", warning)
+    # The rule re-read warning is said in the summary the run ends with (findings.py).
+    warnings = [*warnings, *agreement_warnings(rule_checks)]
     # Said once, in the summary the run ends with (audit.methods.summary), not here as well.
     headline = no_signal_headline(no_signal) if no_signal else None
 
