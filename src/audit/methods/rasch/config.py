@@ -128,6 +128,10 @@ VERDICT_RULES: type = RaschVerdictRules
 HEADLINE_METRICS: tuple[str, ...] = ("n_prompts", "rhat_max", "ess_bulk_min", "judge/kappa")
 # The settings of this method's own sections each DVC stage reads (dotted keys); the stages of
 # dvc.yaml list them as `dvc_params.STAGE` (audit.methods.configs), besides the shared sections.
+# The score stage samples rule labels to re-read per level of fit.attributes (judge/rule_check.py),
+# and the report compares them per level.
 DVC_PARAMS: dict[str, tuple[str, ...]] = {
-    "design": ("ingest",), "respond": ("ingest",), "score": ("ingest",), "analyse": ("fit",),
-    "report": ("fit.hdi_prob", "fit.rhat_max", "fit.ess_min")}
+    "design": ("ingest",), "respond": ("ingest",), "score": ("ingest", "fit.attributes"),
+    "analyse": ("fit",),
+    "report": ("fit.hdi_prob", "fit.rhat_max", "fit.ess_min", "fit.attributes",
+               "fit.judge_imputations")}
