@@ -50,7 +50,6 @@ from audit.methods.rasch.irt.judge_error import (
 
 logger = logging.getLogger(__name__)
 
-IMPUTATION_DIM = "imputation"
 POOLED_GROUPS = ("posterior", "sample_stats")
 
 
