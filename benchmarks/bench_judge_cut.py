@@ -1,6 +1,6 @@
 """Fit time of the judge correction: labels as truth against the per-path cut (irt/judge_cut.py).
 
-Usage: python benchmarks/bench_judge_cut.py [--model rasch]
+Usage: python benchmarks/bench_judge_cut.py [--model rasch|population|...]
 
 Simulated smoke-shaped (11 respondents x 3 items x 1 replicate) and default-shaped (17 x 12 x 2)
 designs, labels through a 0.9/0.9 labeller, a fifth of them by the "judge" path and the rest by
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -31,18 +32,21 @@ DESIGNS = {"smoke": (3, 1, 2), "default": (12, 2, 8)}  # items, replicates, null
 def simulated(items: int, replicates: int, nulls: int, seed: int) -> pl.DataFrame:
     """Judged labels of 8 demographic personas, a baseline and `nulls` null personas."""
     rng = np.random.default_rng(seed)
-    personas = [f"explicit_{k}" for k in range(8)] + ["baseline"] + [f"null_{k}" for k in
-                                                                     range(nulls)]
+    personas = ([(f"{race}_{gender}", "explicit", gender, race) for gender in ("man", "woman")
+                 for race in ("Asian", "Black", "Hispanic", "White")]
+                + [("baseline", "baseline", None, None)]
+                + [(f"null_{k}", "null", None, None) for k in range(nulls)])
     difficulty = rng.normal(0, 1, items)
     rows = []
-    for persona in personas:
+    for persona, kind, gender, race in personas:
         theta = rng.normal(0, 0.3)
         for item in range(items):
             truth = rng.random(replicates) < 1 / (1 + np.exp(-(theta - difficulty[item])))
             flip = rng.random(replicates) < 0.1
-            rows += [{"respondent": persona, "item": f"i{item:02d}", "y": int(y != f)}
+            rows += [{"respondent": persona, "item": f"i{item:02d}", "y": int(y != f),
+                      "model_name": "m", "persona_kind": kind, "gender": gender, "race": race}
                      for y, f in zip(truth, flip, strict=True)]
-    table = pl.DataFrame(rows).with_row_index("row")
+    table = pl.DataFrame(rows, infer_schema_length=None).with_row_index("row")
     return table.with_columns(label_source=pl.when(pl.col("row") % 5 == 0).then(
         pl.lit("judge")).otherwise(pl.lit("rule"))).drop("row")
 
@@ -65,6 +69,8 @@ def main() -> None:
     counts = (judge_error.path_correction(gold(6), "favourable") if CUT
               else judge_error.judge_confusion(gold(6), "favourable"))
     fit = FitConfig(model=args.model)
+    if args.model == "population":  # conf/fit/population.yaml's sampler
+        fit = replace(fit, draws=2000, tune=1000, target_accept=0.95)
     fit_rasch(simulated(3, 1, 2, seed=1), fit, confusion=counts)  # compile caches, untimed
     seconds = {}
     for name, (items, replicates, nulls) in DESIGNS.items():
