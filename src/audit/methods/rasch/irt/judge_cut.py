@@ -28,6 +28,7 @@ independent; divergences add up too.
 from __future__ import annotations
 
 import logging
+import math
 import warnings
 from dataclasses import replace
 
@@ -53,8 +54,17 @@ logger = logging.getLogger(__name__)
 POOLED_GROUPS = ("posterior", "sample_stats")
 
 
+# Each imputation draws its share of fit.draws, but never fewer than this per chain (nor more than
+# fit.draws): R-hat is checked within each imputation, and shorter chains make it noisy enough
+# to fail a well-mixed fit. So the pooled posterior has at least fit.draws per chain position,
+# and the cut costs judge_imputations tunings plus about one fit's draws.
+MIN_IMPUTATION_DRAWS = 400
+
+
 def _imputation_fit(fit: FitConfig, imputation: int) -> FitConfig:
-    return replace(fit, seed=fit.seed + imputation)
+    share = math.ceil(fit.draws / fit.judge_imputations)
+    return replace(fit, seed=fit.seed + imputation,
+                   draws=min(fit.draws, max(share, MIN_IMPUTATION_DRAWS)))
 
 
 def sample_cut(model: pm.Model, fit: FitConfig, rates: CellRates, sample=None
