@@ -190,11 +190,11 @@ def test_corrected_model_covers_true_gaps_where_labels_as_truth_do_not():
 
 
 def test_each_imputation_draws_its_share_but_enough_for_its_own_r_hat():
-    # Catches every imputation drawing all of fit.draws (the cut then costs M full fits) and
+    # Catches every imputation drawing all of a long fit.draws (M full fits) and
     # chains too short for the within-imputation R-hat.
     from audit.methods.rasch.irt.judge_cut import _imputation_fit
 
     shares = [_imputation_fit(FitConfig(draws=draws, judge_imputations=4), 1)
-              for draws in (2000, 1000, 200)]
-    assert [fit.draws for fit in shares] == [500, 400, 200]
+              for draws in (8000, 2000, 200)]
+    assert [fit.draws for fit in shares] == [2000, 1000, 200]
     assert len({_imputation_fit(FitConfig(), m).seed for m in range(4)}) == 4

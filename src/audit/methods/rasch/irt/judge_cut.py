@@ -58,7 +58,7 @@ POOLED_GROUPS = ("posterior", "sample_stats")
 # fit.draws): R-hat is checked within each imputation, and shorter chains make it noisy enough
 # to fail a well-mixed fit. So the pooled posterior has at least fit.draws per chain position,
 # and the cut costs judge_imputations tunings plus about one fit's draws.
-MIN_IMPUTATION_DRAWS = 400
+MIN_IMPUTATION_DRAWS = 1000
 
 
 def _imputation_fit(fit: FitConfig, imputation: int) -> FitConfig:
