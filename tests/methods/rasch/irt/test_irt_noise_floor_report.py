@@ -57,9 +57,9 @@ def test_the_page_says_whether_labels_were_read_through_the_judge():
                        template.index("</section>", template.index('<section id="judge-error">'))]
     rates = [{"parameter": "judge_sensitivity", "mean": 0.71, "hdi_low": 0.6, "hdi_high": 0.8}]
     corrected = environment.from_string(section).render(judge_rates=rates, hdi_label="94%",
-                                                        fit={"judge_imputations": 3})
+                                                        fit={"judge_imputations": 3}, rule_agreement=None)
     assert "judge_sensitivity" in corrected and "[0.60, 0.80]" in corrected
     assert "ran 3 times" in corrected
     plain = environment.from_string(section).render(judge_rates=None, hdi_label="94%",
-                                                    fit={"judge_imputations": 3})
+                                                    fit={"judge_imputations": 3}, rule_agreement=None)
     assert "read the judge's labels as truth" in plain
