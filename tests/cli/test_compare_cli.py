@@ -1,0 +1,110 @@
+"""`python -m audit.compare`: run directories in, one line per contrast, files, JUnit, exit codes.
+
+The joint fit's sampler is swapped for prior draws (as tests/methods/rasch/irt/test_fit_outputs.py
+does), so this checks the command around the fit; the fit itself is in
+tests/methods/rasch/test_comparison.py."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pymc as pm
+import pytest
+from omegaconf import OmegaConf
+
+from audit.cli import compare
+from audit.methods.configs import AuditConfig
+from audit.methods.rasch import comparison
+from audit.methods.rasch.comparison_simulation import simulate_pair
+
+
+def prior_sampler(model: pm.Model, fit):
+    with model:
+        idata = pm.sample_prior_predictive(draws=200, random_seed=fit.seed)
+    idata["posterior"] = idata["prior"].copy()
+    return idata
+
+
+def write_run(directory: Path, outcomes: pl.DataFrame, side: str, system_prompt: str,
+              seed: int = 5) -> Path:
+    """A finished run's tables: prompts, labels and config.yaml, for one side of the simulation."""
+    rows = outcomes.filter(pl.col("model_name") == side).with_columns(
+        pl.int_range(pl.len()).over("respondent", "item").alias("replicate"))
+    prompts = rows.select(
+        pl.format("{}-{}-{}-{}", pl.lit(side), "persona_id", "item", "replicate").alias("prompt_id"),
+        pl.col("persona_id").alias("respondent_id"), pl.lit("qwen").alias("model_name"),
+        "persona_id", "persona_kind", "gender", pl.lit(None, pl.String).alias("race"),
+        pl.col("item").alias("item_id"), pl.lit("loans").alias("domain"), "replicate",
+        pl.lit(seed).alias("seed"), pl.lit("Approve?").alias("question"),
+        pl.lit("yes").alias("favourable_option"), pl.lit("no").alias("unfavourable_option"),
+        pl.lit(system_prompt).alias("system_prompt"),
+        pl.format("{} asks about {}", "persona_id", "item").alias("user_prompt"))
+    labels = prompts.select("prompt_id").with_columns(
+        rows.get_column("y").replace_strict({1: "favourable", 0: "unfavourable"}).alias("label"),
+        pl.lit("rule").alias("label_source"), pl.lit("").alias("rationale"),
+        *[pl.lit(None, pl.Float64).alias(name) for name in ("agreement", "p_favourable",
+                                                           "decision_mass")])
+    directory.mkdir(parents=True)
+    prompts.write_parquet(directory / "prompts.parquet")
+    labels.write_parquet(directory / "labels.parquet")
+    config = OmegaConf.structured(AuditConfig)
+    config.fit.attributes = ["gender"]
+    (directory / "config.yaml").write_text(OmegaConf.to_yaml(config))
+    return directory
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    monkeypatch.setattr(comparison, "sample_posterior", prior_sampler)
+    outcomes = simulate_pair(np.random.default_rng(1), change=0.5, n_items=4,
+                             texts_per_level=2, replicates=2)
+    return (write_run(tmp_path / "a", outcomes, "A", "You are helpful."),
+            write_run(tmp_path / "b", outcomes, "B", "You are fair."))
+
+
+def test_two_system_prompts_compare_paired_with_one_line_per_contrast(two_runs, tmp_path,
+                                                                      capsys):
+    run_a, run_b = two_runs
+    out = tmp_path / "out"
+    code = compare.main([str(run_a), str(run_b), f"output={out}", "tracking=false",
+                         "max_worsening=100"])
+    printed = capsys.readouterr().out
+    # Would fail if a system-prompt change broke the pairing, or the gate failed a 100-logit limit.
+    assert code == 0
+    assert "paired: the same 32 prompts" in printed
+    assert printed.count("gender female vs male:") == 1 and "verdict: PASS" in printed
+    changes = pl.read_csv(out / "changes.csv")
+    assert changes.height == 1 and changes["paired"].to_list() == [True]
+    assert (out / "changes_forest.png").is_file() and (out / "report.html").is_file()
+    junit = ET.parse(out / "compare_junit.xml").getroot()
+    assert junit.get("tests") == "1" and junit.get("failures") == "0"
+
+
+def test_a_gate_of_zero_fails_a_worsening_contrast_with_exit_1(two_runs, tmp_path):
+    run_a, run_b = two_runs
+    # Prior draws: |gap_B| > |gap_A| for about half the draws, so a worsening_prob of 0.3 flags it.
+    code = compare.main([str(run_a), str(run_b), f"output={tmp_path / 'out'}", "tracking=false",
+                         "max_worsening=0", "worsening_prob=0.3"])
+    assert code == 1
+    junit = ET.parse(tmp_path / "out" / "compare_junit.xml").getroot()
+    assert junit.get("failures") == "1"
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["only_one"], "model_a=NAME and model_b=NAME"),
+    (["a", "b", "colour=red"], "unknown option colour"),
+    (["a", "b", "max_worsening=lots"], "max_worsening=lots is not a number"),
+])
+def test_bad_input_is_one_line_and_exit_2(arguments, message, caplog):
+    assert compare.main(arguments) == 2
+    assert message in caplog.text
+
+
+def test_a_missing_run_names_the_source(tmp_path, caplog):
+    (tmp_path / "empty").mkdir()
+    assert compare.main([str(tmp_path / "empty"), str(tmp_path / "empty"),
+                         "tracking=false"]) == 2
+    assert "has no prompts table" in caplog.text
