@@ -7,8 +7,8 @@ Each pair (methods/rasch/comparison_simulation.py) is the default design's shape
 two sides answering the same 12 items with the same 3 persona texts per level and 2 replicates,
 persona texts pulling with sd 0.3 and each prompt with sd 0.5, shared by both sides (paired).
 Half the pairs plant a change of --change logits in the gap (side A's gap 0); the other half plant
-no change (both gaps 0.3). Every pair goes through the command's own joint fit (comparison.fit_joint,
-nutpie) and change table. Reports the 94% HDI coverage of the planted change over the changed
+no change (both gaps 0.3). Every pair goes through the command's own joint fit
+(comparison.fit_joint, nutpie) and change table. Reports the 94% HDI coverage of the planted change over the changed
 pairs with its Wilson 95% interval, and the share of no-change pairs that fail the gate
 (P(|gap_B| - |gap_A| > --max-worsening) >= 0.95), ending with one line:
 RESULT coverage=<c> coverage_low=<l> coverage_high=<h> contains_0.94=<true|false>

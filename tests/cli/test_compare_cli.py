@@ -34,7 +34,8 @@ def write_run(directory: Path, outcomes: pl.DataFrame, side: str, system_prompt:
     rows = outcomes.filter(pl.col("model_name") == side).with_columns(
         pl.int_range(pl.len()).over("respondent", "item").alias("replicate"))
     prompts = rows.select(
-        pl.format("{}-{}-{}-{}", pl.lit(side), "persona_id", "item", "replicate").alias("prompt_id"),
+        pl.format("{}-{}-{}-{}", pl.lit(side), "persona_id", "item", "replicate")
+        .alias("prompt_id"),
         pl.col("persona_id").alias("respondent_id"), pl.lit("qwen").alias("model_name"),
         "persona_id", "persona_kind", "gender", pl.lit(None, pl.String).alias("race"),
         pl.col("item").alias("item_id"), pl.lit("loans").alias("domain"), "replicate",
@@ -108,3 +109,35 @@ def test_a_missing_run_names_the_source(tmp_path, caplog):
     assert compare.main([str(tmp_path / "empty"), str(tmp_path / "empty"),
                          "tracking=false"]) == 2
     assert "has no prompts table" in caplog.text
+
+
+@pytest.mark.slow
+def test_a_finished_audit_compares_from_the_command_line_by_run_id_and_directory(tmp_path):
+    # A real smoke audit (scripted loopback model, rules-only judge) compared with itself: an
+    # MLflow run id on one side and the run directory on the other, through `python -m
+    # audit.compare` with nutpie. Would fail if a run id's logged tables could not be read back,
+    # the same prompts were not paired, or the comparison's own MLflow run lacked its sources.
+    import subprocess
+    import sys
+
+    import mlflow
+    from smoke_audit import run_smoke_audit
+
+    run_smoke_audit(tmp_path)
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = mlflow.MlflowClient(store)
+    (run_a,) = client.search_runs([client.get_experiment_by_name("audit").experiment_id])
+    done = subprocess.run(
+        [sys.executable, "-m", "audit.compare", run_a.info.run_id[:8], str(tmp_path / "run"),
+         f"tracking_uri={store}", "max_worsening=0.5", "draws=300", "tune=300", "chains=2",
+         f"output={tmp_path / 'compare'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "paired: the same" in done.stdout and "verdict: PASS" in done.stdout
+    assert done.stdout.count("WORSENS") == 0 and done.stdout.count(": ok") >= 2
+    compare_runs = client.search_runs([run_a.info.experiment_id], "tags.method = 'compare'")
+    assert len(compare_runs) == 1
+    tags = compare_runs[0].data.tags
+    assert tags["compare.run_a"] == run_a.info.run_id  # the prefix resolved to the full id
+    assert tags["compare.run_b"] == str((tmp_path / "run").resolve())
+    assert tags["compare.paired"] == "true"

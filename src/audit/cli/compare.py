@@ -66,10 +66,11 @@ def _find(run_dir: Path, name: str) -> Path | None:
     return None
 
 
-def fetch_run(source: str, tracking_uri: str, experiment: str, scratch: Path) -> Path:
-    """A run directory for `source`: itself, or the MLflow run's logged tables in `scratch`."""
+def fetch_run(source: str, tracking_uri: str, experiment: str, scratch: Path) -> tuple[Path, str]:
+    """A run directory for `source` and its name: the directory itself, or the MLflow run's
+    logged tables in `scratch` and its full run id."""
     if Path(source).is_dir():
-        return Path(source)
+        return Path(source), str(Path(source).resolve())
     settings = TrackingConfig(tracking_uri=tracking_uri, experiment=experiment)
     try:
         run_id = _resolve_run_id(settings, source)
@@ -83,7 +84,7 @@ def fetch_run(source: str, tracking_uri: str, experiment: str, scratch: Path) ->
         except Exception:  # MLflow raises several types for a missing artifact
             continue
         Path(downloaded).rename(folder / name)
-    return folder
+    return folder, run_id
 
 
 def recorded_config(path: Path) -> RecordedConfig:
@@ -136,7 +137,8 @@ def parse_arguments(argv: list[str]) -> tuple[list[str], dict[str, str]]:
         problem = f"unknown option {unknown[0]}" if unknown else "give one or two runs"
         raise AuditError(f"{problem}; {USAGE}")
     if len(sources) == 1 and not ("model_a" in options and "model_b" in options):
-        raise AuditError(f"one run needs model_a=NAME and model_b=NAME (two of its models); {USAGE}")
+        raise AuditError("one run needs model_a=NAME and model_b=NAME (two of its models); "
+                         f"{USAGE}")
     return sources, options
 
 
@@ -178,8 +180,11 @@ def forest_plot(changes: pl.DataFrame, path: Path) -> Path:
 def report_html(changes: pl.DataFrame, sides, pairing: comparison.Pairing, verdict: str,
                 plot: Path) -> str:
     head = "".join(f"<th>{html.escape(column)}</th>" for column in changes.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(f'{value:.3g}' if isinstance(value, float) else str(value))}</td>"
-                                    for value in row) + "</tr>" for row in changes.iter_rows())
+    def cell(value: object) -> str:
+        return html.escape(f"{value:.3g}" if isinstance(value, float) else str(value))
+
+    body = "".join("<tr>" + "".join(f"<td>{cell(value)}</td>" for value in row) + "</tr>"
+                   for row in changes.iter_rows())
     source = "".join(f"<li>{side.label}: {html.escape(side.source)} (model "
                      f"{html.escape(side.model)})</li>" for side in sides)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>audit.compare</title></head>"
@@ -195,9 +200,10 @@ def run(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         default = TrackingConfig()
         uri = options.get("tracking_uri", default.tracking_uri)
-        dirs = [fetch_run(source, uri, default.experiment, Path(scratch)) for source in sources]
-        side_a, cfg, gold_a = read_side("A", sources[0], dirs[0], options.get("model_a"))
-        side_b, _, gold_b = read_side("B", sources[-1], dirs[-1], options.get("model_b"))
+        fetched = [fetch_run(source, uri, default.experiment, Path(scratch)) for source in sources]
+        sources = [name for _, name in fetched]
+        side_a, cfg, gold_a = read_side("A", sources[0], fetched[0][0], options.get("model_a"))
+        side_b, _, gold_b = read_side("B", sources[-1], fetched[-1][0], options.get("model_b"))
     if gold_a is not None and gold_b is not None and not gold_a.equals(gold_b):
         raise AuditError("the two runs were labelled by different judges (their gold-set results "
                          "differ): one joint fit reads labels through one judge's errors; pass "
@@ -205,7 +211,8 @@ def run(argv: list[str]) -> int:
     fit = replace(cfg.fit, model="population",
                   **{key: int(options[key]) for key in ("draws", "tune", "chains")
                      if key in options})
-    judge_error = {"false": False, "true": True}.get(options.get("judge_error", ""), fit.judge_error)
+    judge_error = {"false": False, "true": True}.get(options.get("judge_error", ""),
+                                                     fit.judge_error)
     confusion = resolve_confusion(judge_error, fit.model, fit.outcome,
                                   gold_a if gold_a is not None else gold_b)
     pairing = comparison.pairing(side_a.prompts, side_b.prompts)
@@ -245,7 +252,8 @@ def run(argv: list[str]) -> int:
                                     ("tables", junit)])
     for row in changes.iter_rows(named=True):
         print(comparison.change_line(row))
-    converged = "" if diagnostics.converged else f" (not converged: {'; '.join(diagnostics.problems())})"
+    converged = ("" if diagnostics.converged
+                 else f" (not converged: {'; '.join(diagnostics.problems())})")
     print("\n".join([f"Result: compare {side_a.model} ({sources[0]}) -> {side_b.model} "
                      f"({sources[-1]}), {pairing.reason}{converged}",
                      f"verdict: {verdict}", f"Report: {report}",

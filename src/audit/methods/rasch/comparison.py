@@ -93,7 +93,7 @@ def pairing(prompts_a: pl.DataFrame, prompts_b: pl.DataFrame) -> Pairing:
 
 def joint_outcomes(sides: tuple[Side, Side], attributes: list[str], coding: str,
                    drop_labels: list[str]) -> pl.DataFrame:
-    """Both sides' 0/1 outcomes in one table: the side is the model, respondents are side|persona."""
+    """Both sides' 0/1 outcomes in one table: the side is the model, respondents side|persona."""
     tables = []
     for side in sides:
         table = outcome_table(side.prompts, side.labels, attributes)
