@@ -105,8 +105,10 @@ def joint_outcomes(sides: tuple[Side, Side], attributes: list[str], coding: str,
         tables.append(outcomes.with_columns(
             pl.lit(side.label).alias("model_name"),
             (pl.lit(f"{side.label}|") + pl.col("persona_id")).alias("respondent")))
+    # The label and its labelling path travel along: the judge correction reads them per path.
     columns = ["respondent", "item", "y", "model_name", "persona_kind", "persona_id",
-               *dict.fromkeys(attributes)]
+               *dict.fromkeys(attributes),
+               *[name for name in ("label", "label_source") if name in tables[0].columns]]
     return pl.concat([table.select(columns) for table in tables], how="vertical_relaxed")
 
 
