@@ -22,9 +22,13 @@ from audit.methods.rasch.comparison_simulation import simulate_pair
 
 
 def prior_sampler(model: pm.Model, fit):
+    """Independent prior draws as two chains of 200: they pass the convergence check at the
+    config's ess_min of 100 and R-hat limit of 1.1 (write_run), so the gate alone decides the exit code."""
     with model:
-        idata = pm.sample_prior_predictive(draws=200, random_seed=fit.seed)
-    idata["posterior"] = idata["prior"].copy()
+        idata = pm.sample_prior_predictive(draws=400, random_seed=fit.seed)
+    prior = idata["prior"].to_dataset()
+    idata["posterior"] = prior.isel(chain=0, drop=True).drop_vars("draw").coarsen(
+        draw=200).construct(draw=("chain", "draw")).assign_coords(chain=[0, 1], draw=range(200))
     return idata
 
 
@@ -53,6 +57,7 @@ def write_run(directory: Path, outcomes: pl.DataFrame, side: str, system_prompt:
     labels.write_parquet(directory / "labels.parquet")
     config = OmegaConf.structured(AuditConfig)
     config.fit.attributes = ["gender"]
+    config.fit.ess_min, config.fit.rhat_max = 100, 1.1
     (directory / "config.yaml").write_text(OmegaConf.to_yaml(config))
     return directory
 
@@ -81,7 +86,8 @@ def test_two_system_prompts_compare_paired_with_one_line_per_contrast(two_runs, 
     assert changes.height == 1 and changes["paired"].to_list() == [True]
     assert (out / "changes_forest.png").is_file() and (out / "report.html").is_file()
     junit = ET.parse(out / "compare_junit.xml").getroot()
-    assert junit.get("tests") == "1" and junit.get("failures") == "0"
+    # One testcase per contrast and one for the joint fit's convergence.
+    assert junit.get("tests") == "2" and junit.get("failures") == "0"
 
 
 def test_a_gate_of_zero_fails_a_worsening_contrast_with_exit_1(two_runs, tmp_path):
@@ -98,6 +104,7 @@ def test_a_gate_of_zero_fails_a_worsening_contrast_with_exit_1(two_runs, tmp_pat
     (["only_one"], "model_a=NAME and model_b=NAME"),
     (["a", "b", "colour=red"], "unknown option colour"),
     (["a", "b", "max_worsening=lots"], "max_worsening=lots is not a number"),
+    (["a", "b", "draws=many"], "draws=many is not an integer"),
 ])
 def test_bad_input_is_one_line_and_exit_2(arguments, message, caplog):
     assert compare.main(arguments) == 2
@@ -141,3 +148,15 @@ def test_a_finished_audit_compares_from_the_command_line_by_run_id_and_directory
     assert tags["compare.run_a"] == run_a.info.run_id  # the prefix resolved to the full id
     assert tags["compare.run_b"] == str((tmp_path / "run").resolve())
     assert tags["compare.paired"] == "true"
+
+
+def test_a_fit_that_did_not_converge_fails_the_gate(two_runs, tmp_path):
+    # Would fail if the gate passed on draws that do not describe the posterior.
+    run_a, run_b = two_runs
+    config = OmegaConf.load(run_a / "config.yaml")
+    config.fit.ess_min = 100_000
+    (run_a / "config.yaml").write_text(OmegaConf.to_yaml(config))
+    assert compare.main([str(run_a), str(run_b), f"output={tmp_path / 'out'}", "tracking=false",
+                         "max_worsening=100"]) == 1
+    junit = ET.parse(tmp_path / "out" / "compare_junit.xml").getroot()
+    assert junit.find(".//testcase[@name='convergence']/failure") is not None

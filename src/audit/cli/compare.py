@@ -142,6 +142,14 @@ def parse_arguments(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     return sources, options
 
 
+def number(options: dict[str, str], key: str, kind: type, default: float | None = None):
+    try:
+        return kind(options[key]) if key in options else default
+    except ValueError:
+        raise AuditError(f"{key}={options[key]} is not a{'n integer' if kind is int else ' number'}"
+                         f"; {USAGE}") from None
+
+
 def worsening_limit(text: str | None) -> tuple[float | None, str]:
     if text is None:
         return None, "logit"
@@ -197,6 +205,11 @@ def report_html(changes: pl.DataFrame, sides, pairing: comparison.Pairing, verdi
 def run(argv: list[str]) -> int:
     sources, options = parse_arguments(argv)
     limit, unit = worsening_limit(options.get("max_worsening"))
+    sampling = {key: number(options, key, int) for key in ("draws", "tune", "chains")
+                if key in options}
+    worsening_prob = number(options, "worsening_prob", float, 0.95)
+    if not 0.0 < worsening_prob < 1.0:  # checked before the fit, not after it
+        raise AuditError(f"worsening_prob={worsening_prob} must lie between 0 and 1 (0.95)")
     with tempfile.TemporaryDirectory() as scratch:
         default = TrackingConfig()
         uri = options.get("tracking_uri", default.tracking_uri)
@@ -208,9 +221,7 @@ def run(argv: list[str]) -> int:
         raise AuditError("the two runs were labelled by different judges (their gold-set results "
                          "differ): one joint fit reads labels through one judge's errors; pass "
                          "judge_error=false to read labels as truth")
-    fit = replace(cfg.fit, model="population",
-                  **{key: int(options[key]) for key in ("draws", "tune", "chains")
-                     if key in options})
+    fit = replace(cfg.fit, model="population", **sampling)
     judge_error = {"false": False, "true": True}.get(options.get("judge_error", ""),
                                                      fit.judge_error)
     confusion = resolve_confusion(judge_error, fit.model, fit.outcome,
@@ -223,8 +234,8 @@ def run(argv: list[str]) -> int:
     changes = comparison.change_table(
         idata["posterior"].to_dataset(), fit.attributes, rope=fit.rope, hdi_prob=fit.hdi_prob,
         familywise_alpha=fit.familywise_alpha, max_worsening=limit,
-        worsening_prob=float(options.get("worsening_prob", 0.95)), unit=unit)
-    checks = comparison.gate_checks(changes)
+        worsening_prob=worsening_prob, unit=unit)
+    checks = comparison.gate_checks(changes, diagnostics)
     verdict = verdict_text(checks)
     out = Path(options.get("output", f"compare/{Path(sources[0]).name[:8]}_vs_"
                                      f"{Path(sources[-1]).name[:8]}"))

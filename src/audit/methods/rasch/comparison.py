@@ -200,9 +200,19 @@ def change_line(row: dict) -> str:
             f"{row['decision']}{gate}")
 
 
-def gate_checks(changes: pl.DataFrame) -> list[Check]:
-    """One JUnit testcase per contrast: failed when it worsens beyond max_worsening."""
-    return [Check(method="compare", group=f"compare.{row['attribute']}",
-                  name=f"{row['level_a']} vs {row['level_b']}", failed=bool(row["worsens"]),
-                  message=change_line(row))
-            for row in changes.iter_rows(named=True)]
+def gate_checks(changes: pl.DataFrame, diagnostics: Diagnostics | None = None) -> list[Check]:
+    """One JUnit testcase per contrast, failed when it worsens beyond max_worsening, and one for
+    the joint fit, failed when it did not converge: a gate must not pass on draws that do not
+    describe the posterior."""
+    checks = [Check(method="compare", group=f"compare.{row['attribute']}",
+                    name=f"{row['level_a']} vs {row['level_b']}", failed=bool(row["worsens"]),
+                    message=change_line(row))
+              for row in changes.iter_rows(named=True)]
+    if diagnostics is not None:
+        checks.append(Check(
+            method="compare", group="compare.fit", name="convergence",
+            failed=not diagnostics.converged,
+            message=(f"R-hat max {diagnostics.rhat_max:.3f}, ESS bulk min "
+                     f"{diagnostics.ess_bulk_min:.0f}, {diagnostics.divergences} divergences. "
+                     + "; ".join(diagnostics.problems())).strip()))
+    return checks
