@@ -52,7 +52,7 @@ USAGE = ("usage: python -m audit.compare A [B] [model_a=NAME] [model_b=NAME] [ma
          "DELTApp] [worsening_prob=0.95] [output=DIR] [junit=PATH] [draws=N] [tune=N] [chains=N] "
          "[tracking_uri=URI] [tracking=false]")
 OPTIONS = ("model_a", "model_b", "max_worsening", "worsening_prob", "output", "junit", "draws",
-           "tune", "chains", "tracking_uri", "tracking", "judge_error")
+           "tune", "chains", "target_accept", "tracking_uri", "tracking", "judge_error")
 DATA_FILES = {"prompts": ("data/prompts.parquet", "prompts.parquet"),
               "labels": ("data/labels.parquet", "labels.parquet"),
               "gold": ("judge/judge_gold.parquet", "judge_gold.parquet")}
@@ -205,8 +205,8 @@ def report_html(changes: pl.DataFrame, sides, pairing: comparison.Pairing, verdi
 def run(argv: list[str]) -> int:
     sources, options = parse_arguments(argv)
     limit, unit = worsening_limit(options.get("max_worsening"))
-    sampling = {key: number(options, key, int) for key in ("draws", "tune", "chains")
-                if key in options}
+    sampling = {key: number(options, key, float if key == "target_accept" else int)
+                for key in ("draws", "tune", "chains", "target_accept") if key in options}
     worsening_prob = number(options, "worsening_prob", float, 0.95)
     if not 0.0 < worsening_prob < 1.0:  # checked before the fit, not after it
         raise AuditError(f"worsening_prob={worsening_prob} must lie between 0 and 1 (0.95)")
