@@ -136,7 +136,8 @@ def test_a_finished_audit_compares_from_the_command_line_by_run_id_and_directory
     (run_a,) = client.search_runs([client.get_experiment_by_name("audit").experiment_id])
     done = subprocess.run(
         [sys.executable, "-m", "audit.compare", run_a.info.run_id[:8], str(tmp_path / "run"),
-         f"tracking_uri={store}", "max_worsening=0.5", "draws=300", "tune=300", "chains=2",
+         f"tracking_uri={store}", "max_worsening=0.5", "draws=1000", "tune=1000", "chains=2",
+         "target_accept=0.95",
          f"output={tmp_path / 'compare'}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -50,7 +50,7 @@ class RecordedConfig:
 
 USAGE = ("usage: python -m audit.compare A [B] [model_a=NAME] [model_b=NAME] [max_worsening=DELTA|"
          "DELTApp] [worsening_prob=0.95] [output=DIR] [junit=PATH] [draws=N] [tune=N] [chains=N] "
-         "[tracking_uri=URI] [tracking=false]")
+         "[target_accept=P] [tracking_uri=URI] [tracking=false] [judge_error=false]")
 OPTIONS = ("model_a", "model_b", "max_worsening", "worsening_prob", "output", "junit", "draws",
            "tune", "chains", "target_accept", "tracking_uri", "tracking", "judge_error")
 DATA_FILES = {"prompts": ("data/prompts.parquet", "prompts.parquet"),
