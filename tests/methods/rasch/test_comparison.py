@@ -137,7 +137,7 @@ def fitted_change(outcomes: pl.DataFrame, paired: bool, **gate) -> dict:
 
 @pytest.mark.slow
 def test_pairing_narrows_the_change_when_both_sides_share_a_prompt_effect():
-    # Would fail if the paired fit gave each side its own prompt effects (nothing cancels).
+    # Would fail if the paired fit gave each side only its own prompt effects (nothing cancels).
     outcomes = simulate_pair(np.random.default_rng(6), change=0.0, prompt_sd=1.2,
                              n_items=12, texts_per_level=3, replicates=3)
     paired = fitted_change(outcomes, paired=True)

@@ -6,10 +6,13 @@ match, each side keeps its own level effects, text spreads and overall rate, and
 the judge's measured errors as in a single run (``label_cells``). A contrast's change is, draw by
 draw, ``gap_B - gap_A`` with ``gap = effect[level_a] - effect[level_b]``.
 
-* Paired: when both sides asked the very same prompts (items, persona texts, replicates and seeds
-  all match), a prompt effect is shared by both sides: what one prompt does to any respondent
-  cancels from the change. Otherwise each side gets its own prompt effects (the same model, nothing
-  shared) and the table says why it is unpaired.
+* Prompt effects: every cell (a respondent's answers to one item) has its own pull,
+  ``sigma_prompt_side``. Paired, when both sides asked the very same prompts (items, persona
+  texts, replicates and seeds all match), two more terms are shared by both sides: a pull of each
+  (persona text, item) prompt, ``sigma_prompt_shared``, and of each persona text,
+  ``sigma_text_shared``. How much is shared is estimated, not assumed (two different models share
+  less than one model under two system prompts); what is shared cancels from the change. Unpaired
+  fits keep only the per-side term, and the table says why it is unpaired.
 * Decision: the change's HDI of mass 1 - alpha / K (K headline contrasts, Bonferroni, as
   contrasts.py decides gaps) against the ROPE: ``different``, ``equivalent`` or ``undecided``.
 * Gate: a contrast worsens when P(|gap_B| - |gap_A| > max_worsening) >= worsening_prob, in logits
@@ -19,11 +22,14 @@ draw, ``gap_B - gap_A`` with ``gap = effect[level_a] - effect[level_b]``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
 import polars as pl
+import pymc as pm
+import pytensor.tensor as pt
 import xarray as xr
 from xarray import DataTree
 from scipy.special import expit
@@ -35,13 +41,18 @@ from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import Diagnostics, code_outcomes, diagnose, index_design, summarise
 from audit.methods.rasch.irt.contrasts import _flat, decide, decision_hdi_prob
 from audit.methods.rasch.irt.engines import sample_posterior
-from audit.methods.rasch.irt.explanatory import build_explanatory_model, respondent_table
+from audit.methods.rasch.irt.explanatory import (
+    TEXT_SPREAD_PRIOR_SD,
+    build_explanatory_model,
+    respondent_table,
+)
 from audit.methods.rasch.irt.judge_error import JudgeConfusion
 from audit.stats.intervals import hdi_bounds
 
 log = logging.getLogger(__name__)
 
 SIDES = ("A", "B")
+PROMPT_PRIOR_SD = 1.0  # a prompt's own pull, on the scale of a persona text's
 UNITS = ("logit", "pp")
 # What makes two prompts the same prompt: the text the model reads and the seed it samples with.
 # The system prompt is left out on purpose: it is what a system-prompt comparison changes.
@@ -112,6 +123,11 @@ def joint_outcomes(sides: tuple[Side, Side], attributes: list[str], coding: str,
     return pl.concat([table.select(columns) for table in tables], how="vertical_relaxed")
 
 
+def _codes(keys: pl.Series) -> np.ndarray:
+    lookup = {key: index for index, key in enumerate(sorted(set(keys.to_list())))}
+    return np.array([lookup[key] for key in keys.to_list()], dtype=np.int64)
+
+
 def prompt_groups(outcomes: pl.DataFrame, paired: bool) -> tuple[np.ndarray, object]:
     """The index data and, per Binomial cell, its prompt group: persona x item shared by both
     sides when paired, one group per side's cell otherwise."""
@@ -119,21 +135,44 @@ def prompt_groups(outcomes: pl.DataFrame, paired: bool) -> tuple[np.ndarray, obj
     cells = data.cells
     side_free = cells.get_column("respondent").str.split_exact("|", 1).struct.field("field_1")
     keys = (side_free if paired else cells.get_column("respondent")) + "\x1f" + cells["item"]
-    lookup = {key: index for index, key in enumerate(sorted(set(keys.to_list())))}
-    return np.array([lookup[key] for key in keys.to_list()], dtype=np.int64), data
+    return _codes(keys), data
+
+
+def shared_terms(data, paired: bool) -> Callable[[], pt.TensorVariable]:
+    """The comparison's per-cell prompt and text effects, defined inside the joint model."""
+    cell_text = _codes(data.cells.get_column("respondent").str.split_exact("|", 1)
+                       .struct.field("field_1"))
+    groups, _ = prompt_groups(pl.DataFrame({"respondent": data.cells["respondent"],
+                                            "item": data.cells["item"],
+                                            "y": np.zeros(data.successes.size, np.int64)}),
+                              paired=True)
+
+    def terms() -> pt.TensorVariable:
+        # Non-centred like every random effect of the explanatory model (its funnels).
+        side = pm.HalfNormal("sigma_prompt_side", sigma=PROMPT_PRIOR_SD)
+        shift = side * pm.Normal("prompt_side_z", 0.0, 1.0, shape=data.successes.size)
+        if paired:
+            prompt = pm.HalfNormal("sigma_prompt_shared", sigma=PROMPT_PRIOR_SD)
+            text = pm.HalfNormal("sigma_text_shared", sigma=TEXT_SPREAD_PRIOR_SD)
+            shift = (shift + prompt * pm.Normal("prompt_shared_z", 0.0, 1.0,
+                                                shape=int(groups.max()) + 1)[groups]
+                     + text * pm.Normal("text_shared_z", 0.0, 1.0,
+                                        shape=int(cell_text.max()) + 1)[cell_text])
+        return shift
+    return terms
 
 
 def fit_joint(outcomes: pl.DataFrame, fit: FitConfig, paired: bool,
               confusion: JudgeConfusion | None = None, sample=None) -> tuple[DataTree, Diagnostics]:
     """The population-contrast model on both sides at once; ``sample`` defaults to the configured
     engine (nutpie)."""
-    groups, data = prompt_groups(outcomes, paired)
+    data = index_design(outcomes.select("respondent", "item", "y"))
     respondents = respondent_table(outcomes, data, tuple(fit.attributes))
     model = build_explanatory_model(data, respondents, (), confusion, population=True,
-                                    prompt_groups=groups)
-    log.info("joint fit (%s): %d responses, %d respondents, %d items, %d prompt groups",
+                                    cell_shift=shared_terms(data, paired))
+    log.info("joint fit (%s): %d responses, %d respondents, %d items",
              "paired" if paired else "unpaired", data.row_y.size, len(data.respondents),
-             len(data.items), int(groups.max()) + 1)
+             len(data.items))
     idata = (sample or sample_posterior)(model, fit)
     return idata, diagnose(idata, summarise(idata, fit.hdi_prob), fit)
 

@@ -26,10 +26,8 @@ theta[respondent] = model_effect[model] + real_effect[model] * is_real[responden
   way, each estimated from the data rather than assumed. A level effect is then the population
   mean of that group's texts, and its contrast carries the uncertainty of which texts stood in.
 * Item difficulties ``b`` sum to zero, so ``model_effect`` carries each model's overall rate.
-* ``prompt_groups`` (the comparison's joint fit, methods/rasch/comparison.py) adds a prompt effect
-  ``sigma_prompt * prompt_z[group]`` per cell: cells in one group are the same prompt (persona text
-  x item x seeds) answered by two runs, so what that prompt does to any respondent is shared, and
-  it cancels from the change in a gap instead of widening it.
+* ``cell_shift`` adds per-cell logit terms that a caller defines inside this model: the
+  comparison's prompt and persona-text effects shared by two runs (methods/rasch/comparison.py).
 * With ``item_dif`` an attribute also gets ``dif_<attr>[level, item]``, zero-sum over levels and
   over items: differential item functioning, showing which scenarios carry a gap.
 
@@ -40,6 +38,7 @@ has the funnel that made a learned persona scale mix badly in the plain Rasch mo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,7 +66,6 @@ TEXT_SPREAD_PRIOR_SD = 1.0
 NULL_RATIO_LOG_SD = 0.5
 REAL_EFFECT_PRIOR_SD = 1.0  # the same scale as a demographic effect: persona text vs none
 DIF_PRIOR_SD = 1.0
-PROMPT_PRIOR_SD = 1.0  # a prompt's own pull, on the scale of a persona text's
 NULL_KIND = "null"
 NO_LEVEL = -1
 
@@ -148,7 +146,8 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
                             item_dif: tuple[str, ...] = (),
                             confusion: JudgeConfusion | None = None,
                             population: bool = False,
-                            prompt_groups: np.ndarray | None = None) -> pm.Model:
+                            cell_shift: Callable[[], pt.TensorVariable] | None = None
+                            ) -> pm.Model:
     unknown = sorted(set(item_dif) - set(respondents.attributes))
     if unknown:
         raise AuditError(f"fit.item_dif names {unknown}, which are not in fit.attributes")
@@ -208,10 +207,8 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
         scale = pt.where(is_null, sigma_null[model_index], sigma_residual[model_index])
         theta = pm.Deterministic("theta", model_effect[model_index] + persona_shift +
                                  scale * respondent_z, dims="respondent")
-        if prompt_groups is not None:
-            sigma_prompt = pm.HalfNormal("sigma_prompt", sigma=PROMPT_PRIOR_SD)
-            prompt_z = pm.Normal("prompt_z", 0.0, 1.0, shape=int(prompt_groups.max()) + 1)
-            dif_shift = dif_shift + sigma_prompt * prompt_z[prompt_groups]
+        if cell_shift is not None:
+            dif_shift = dif_shift + cell_shift()
         label_cells("y", trials, theta[respondent_idx] - b[item_idx] + dif_shift,
                     observed=successes, dims="cell", confusion=confusion)
     return model
