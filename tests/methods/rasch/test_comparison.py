@@ -15,6 +15,7 @@ from audit.methods.configs import VerdictConfig
 from audit.methods.rasch import comparison
 from audit.methods.rasch.comparison_simulation import simulate_pair
 from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.irt import index_design
 
 ROPE = 0.18
 
@@ -108,17 +109,20 @@ def test_each_contrast_is_one_junit_case_failed_when_it_worsens():
     assert "WORSENS" in checks[0].message and "female vs male" in checks[0].name
 
 
-def test_prompt_groups_are_shared_only_when_paired():
+def test_the_same_prompt_on_both_sides_gets_one_shared_index():
+    # Would fail if the side stayed in the key (nothing shared) or the item were dropped from it.
     rng = np.random.default_rng(5)
     outcomes = simulate_pair(rng, change=0.0, n_items=3, texts_per_level=1, replicates=1)
-    paired, data = comparison.prompt_groups(outcomes, paired=True)
-    unpaired, _ = comparison.prompt_groups(outcomes, paired=False)
-    # 2 sides x 2 personas x 3 items cells; paired: one group per persona x item.
-    assert len(data.respondents) == 4 and paired.max() + 1 == 6 and unpaired.max() + 1 == 12
-    cells = data.cells.with_columns(group=paired)
-    per_prompt = cells.with_columns(pl.col("respondent").str.slice(2).alias("persona")).group_by(
-        "persona", "item").agg(pl.col("group").n_unique())
-    assert (per_prompt["group"] == 1).all()
+    data = index_design(outcomes.select("respondent", "item", "y"))
+    texts, prompts = comparison.shared_indices(data)
+    # 2 sides x 2 personas x 3 items cells: 2 shared texts, 6 shared prompts.
+    assert data.successes.size == 12 and texts.max() + 1 == 2 and prompts.max() + 1 == 6
+    cells = data.cells.with_columns(prompt=prompts, text=texts,
+                                    persona=pl.col("respondent").str.slice(2))
+    assert (cells.group_by("persona", "item").agg(pl.col("prompt").n_unique())["prompt"]
+            == 1).all()
+    assert (cells.group_by("persona").agg(pl.col("text").n_unique())["text"] == 1).all()
+    assert cells.group_by("item").agg(pl.col("prompt").n_unique())["prompt"].min() == 2
 
 
 # --- the joint fit (nutpie) -------------------------------------------------------------------

@@ -38,7 +38,14 @@ from audit.errors import AuditError
 from audit.methods.checks import Check
 from audit.methods.rasch.analyse import outcome_table
 from audit.methods.rasch.config import FitConfig
-from audit.methods.rasch.irt import Diagnostics, code_outcomes, diagnose, index_design, summarise
+from audit.methods.rasch.irt import (
+    Diagnostics,
+    RaschData,
+    code_outcomes,
+    diagnose,
+    index_design,
+    summarise,
+)
 from audit.methods.rasch.irt.contrasts import _flat, decide, decision_hdi_prob
 from audit.methods.rasch.irt.engines import sample_posterior
 from audit.methods.rasch.irt.explanatory import (
@@ -128,24 +135,17 @@ def _codes(keys: pl.Series) -> np.ndarray:
     return np.array([lookup[key] for key in keys.to_list()], dtype=np.int64)
 
 
-def prompt_groups(outcomes: pl.DataFrame, paired: bool) -> tuple[np.ndarray, object]:
-    """The index data and, per Binomial cell, its prompt group: persona x item shared by both
-    sides when paired, one group per side's cell otherwise."""
-    data = index_design(outcomes.select("respondent", "item", "y"))
+def shared_indices(data: RaschData) -> tuple[np.ndarray, np.ndarray]:
+    """Per Binomial cell, its persona text and its prompt (text x item), both without the side:
+    the same index on both sides is the same text or prompt."""
     cells = data.cells
-    side_free = cells.get_column("respondent").str.split_exact("|", 1).struct.field("field_1")
-    keys = (side_free if paired else cells.get_column("respondent")) + "\x1f" + cells["item"]
-    return _codes(keys), data
+    text = cells.get_column("respondent").str.split_exact("|", 1).struct.field("field_1")
+    return _codes(text), _codes(text + "\x1f" + cells["item"])
 
 
-def shared_terms(data, paired: bool) -> Callable[[], pt.TensorVariable]:
+def shared_terms(data: RaschData, paired: bool) -> Callable[[], pt.TensorVariable]:
     """The comparison's per-cell prompt and text effects, defined inside the joint model."""
-    cell_text = _codes(data.cells.get_column("respondent").str.split_exact("|", 1)
-                       .struct.field("field_1"))
-    groups, _ = prompt_groups(pl.DataFrame({"respondent": data.cells["respondent"],
-                                            "item": data.cells["item"],
-                                            "y": np.zeros(data.successes.size, np.int64)}),
-                              paired=True)
+    cell_text, groups = shared_indices(data)
 
     def terms() -> pt.TensorVariable:
         # Non-centred like every random effect of the explanatory model (its funnels).
