@@ -142,12 +142,14 @@ def fitted_change(outcomes: pl.DataFrame, paired: bool, **gate) -> dict:
 @pytest.mark.slow
 def test_pairing_narrows_the_change_when_both_sides_share_a_prompt_effect():
     # Would fail if the paired fit gave each side only its own prompt effects (nothing cancels).
-    outcomes = simulate_pair(np.random.default_rng(6), change=0.0, prompt_sd=1.2,
-                             n_items=12, texts_per_level=3, replicates=3)
+    # The prompt pull (sd 1.5) dominates the text pull (sd 0.3), so sharing it must show; the
+    # side-specific text spread, which pairing cannot remove, stays in both widths.
+    outcomes = simulate_pair(np.random.default_rng(6), change=0.0, prompt_sd=1.5,
+                             n_items=16, texts_per_level=4, replicates=3)
     paired = fitted_change(outcomes, paired=True)
     unpaired = fitted_change(outcomes, paired=False)
-    assert paired["hdi_high"] - paired["hdi_low"] < 0.85 * (unpaired["hdi_high"]
-                                                            - unpaired["hdi_low"])
+    assert paired["hdi_high"] - paired["hdi_low"] < 0.9 * (unpaired["hdi_high"]
+                                                           - unpaired["hdi_low"])
 
 
 @pytest.mark.slow
