@@ -136,11 +136,11 @@ def test_a_finished_audit_compares_from_the_command_line_by_run_id_and_directory
     (run_a,) = client.search_runs([client.get_experiment_by_name("audit").experiment_id])
     done = subprocess.run(
         [sys.executable, "-m", "audit.compare", run_a.info.run_id[:8], str(tmp_path / "run"),
-         f"tracking_uri={store}", "max_worsening=0.5", "draws=1000", "tune=1000", "chains=2",
+         f"tracking_uri={store}", "max_worsening=0.5", "draws=1500", "tune=1000", "chains=4",
          "target_accept=0.95",
          f"output={tmp_path / 'compare'}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1500:]
     assert "paired: the same" in done.stdout and "verdict: PASS" in done.stdout
     assert done.stdout.count("WORSENS") == 0 and done.stdout.count(": ok") >= 2
     compare_runs = client.search_runs([run_a.info.experiment_id], "tags.method = 'compare'")
