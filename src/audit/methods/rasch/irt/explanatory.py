@@ -26,6 +26,8 @@ theta[respondent] = model_effect[model] + real_effect[model] * is_real[responden
   way, each estimated from the data rather than assumed. A level effect is then the population
   mean of that group's texts, and its contrast carries the uncertainty of which texts stood in.
 * Item difficulties ``b`` sum to zero, so ``model_effect`` carries each model's overall rate.
+* ``cell_shift`` adds per-cell logit terms that a caller defines inside this model: the
+  comparison's prompt and persona-text effects shared by two runs (methods/rasch/comparison.py).
 * With ``item_dif`` an attribute also gets ``dif_<attr>[level, item]``, zero-sum over levels and
   over items: differential item functioning, showing which scenarios carry a gap.
 
@@ -36,6 +38,7 @@ has the funnel that made a learned persona scale mix badly in the plain Rasch mo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,7 +145,9 @@ def spread_prior_draws(parameter: str, population: bool, size: int,
 def build_explanatory_model(data: RaschData, respondents: RespondentTable,
                             item_dif: tuple[str, ...] = (),
                             confusion: CellRates | None = None,
-                            population: bool = False) -> pm.Model:
+                            population: bool = False,
+                            cell_shift: Callable[[], pt.TensorVariable] | None = None
+                            ) -> pm.Model:
     unknown = sorted(set(item_dif) - set(respondents.attributes))
     if unknown:
         raise AuditError(f"fit.item_dif names {unknown}, which are not in fit.attributes")
@@ -202,6 +207,8 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
         scale = pt.where(is_null, sigma_null[model_index], sigma_residual[model_index])
         theta = pm.Deterministic("theta", model_effect[model_index] + persona_shift +
                                  scale * respondent_z, dims="respondent")
+        if cell_shift is not None:
+            dif_shift = dif_shift + cell_shift()
         label_cells("y", trials, theta[respondent_idx] - b[item_idx] + dif_shift,
                     observed=successes, dims="cell", confusion=confusion)
     return model

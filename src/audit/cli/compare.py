@@ -1,0 +1,285 @@
+"""`python -m audit.compare A B [max_worsening=DELTA]`: the change in each gap between two runs.
+
+A and B are run directories or MLflow run ids (or their 8-character prefixes, as
+`python -m audit.runs` shows them); `python -m audit.compare RUN model_a=X model_b=Y` compares two
+audited models of one run. Both sides go into ONE joint fit (methods/rasch/comparison.py): the
+population-contrast model with item difficulties shared where items match, and, when both runs
+asked the same prompts, a prompt effect shared by both. Per contrast it prints one line (the gap on
+each side, the change B - A with its HDI, P(worse), the ROPE decision and the gate), writes the
+change table, a forest plot, an HTML report and a JUnit file, logs its own MLflow run tagged with
+both sources, and exits 1 when a contrast worsens beyond `max_worsening` (logits, or `5pp` for
+percentage points) with probability `worsening_prob`, 0 otherwise, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import sys
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import polars as pl
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
+
+from audit.cli.runs import CONFIG_ARTIFACT, _resolve_run_id
+from audit.cli.verdict import CONFIG_PLACES, junit_xml, verdict_text, write_junit
+from audit.config import TrackingConfig
+from audit.errors import AuditError
+from audit.logs import configure_cli_logging
+from audit.methods.configs import VerdictConfig
+from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch import comparison
+from audit.methods.rasch.irt.judge_error import resolve_confusion
+from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema
+from audit.methods.summary import mlflow_lines
+from audit.schemas import PromptSchema
+from audit.tables import read_table, save_figure, write_frame
+from audit.tracking import mlflow as tracking
+
+log = logging.getLogger("audit.compare")
+
+
+@dataclass(frozen=True)
+class RecordedConfig:
+    fit: FitConfig
+    tracking: TrackingConfig
+
+USAGE = ("usage: python -m audit.compare A [B] [model_a=NAME] [model_b=NAME] [max_worsening=DELTA|"
+         "DELTApp] [worsening_prob=0.95] [output=DIR] [junit=PATH] [draws=N] [tune=N] [chains=N] "
+         "[target_accept=P] [tracking_uri=URI] [tracking=false] [judge_error=false]")
+OPTIONS = ("model_a", "model_b", "max_worsening", "worsening_prob", "output", "junit", "draws",
+           "tune", "chains", "target_accept", "tracking_uri", "tracking", "judge_error")
+DATA_FILES = {"prompts": ("data/prompts.parquet", "prompts.parquet"),
+              "labels": ("data/labels.parquet", "labels.parquet"),
+              "gold": ("judge/judge_gold.parquet", "judge_gold.parquet")}
+
+
+def _find(run_dir: Path, name: str) -> Path | None:
+    """A run's table: flat in the run directory, or in a stage folder (dvc repro)."""
+    for path in (run_dir / name, *sorted(run_dir.glob(f"*/{name}"))):
+        if path.is_file():
+            return path
+    return None
+
+
+def fetch_run(source: str, tracking_uri: str, experiment: str, scratch: Path) -> tuple[Path, str]:
+    """A run directory for `source` and its name: the directory itself, or the MLflow run's
+    logged tables in `scratch` and its full run id."""
+    if Path(source).is_dir():
+        return Path(source), str(Path(source).resolve())
+    settings = TrackingConfig(tracking_uri=tracking_uri, experiment=experiment)
+    try:
+        run_id = _resolve_run_id(settings, source)
+    except LookupError as error:
+        raise AuditError(f"{source} is neither a run directory nor a run in the store: {error}") \
+            from None
+    folder = scratch / run_id
+    for artifact, name in [*DATA_FILES.values(), (CONFIG_ARTIFACT, CONFIG_ARTIFACT)]:
+        try:
+            downloaded = tracking.download_artifact(tracking_uri, run_id, artifact, folder)
+        except Exception:  # MLflow raises several types for a missing artifact
+            continue
+        Path(downloaded).rename(folder / name)
+    return folder, run_id
+
+
+def recorded_config(path: Path) -> RecordedConfig:
+    """The fit and tracking sections of a run's config.yaml: all a comparison reads from it."""
+    try:
+        loaded = OmegaConf.load(path)
+        sections = {name: OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(kind),
+                                                              loaded.get(name, {})))
+                    for name, kind in (("fit", FitConfig), ("tracking", TrackingConfig))}
+    except (OmegaConfBaseException, YAMLError) as error:
+        raise AuditError(f"{path} is not a run's config.yaml ({str(error).splitlines()[0]})") \
+            from None
+    return RecordedConfig(**sections)
+
+
+def read_side(label: str, source: str, run_dir: Path, model: str | None
+              ) -> tuple[comparison.Side, RecordedConfig, pl.DataFrame | None]:
+    paths = {key: _find(run_dir, name) for key, (_, name) in DATA_FILES.items()}
+    for key in ("prompts", "labels"):
+        if paths[key] is None:
+            raise AuditError(f"{source} has no {key} table: pass a finished Rasch audit's run "
+                             "directory or MLflow run id")
+    config = next((run_dir / place for place in CONFIG_PLACES if (run_dir / place).is_file()),
+                  None)
+    if config is None:
+        raise AuditError(f"{source} has no config.yaml: pass a run made by python -m audit")
+    cfg = recorded_config(config)
+    prompts = read_table(paths["prompts"], PromptSchema, "prompts")
+    models = sorted(set(prompts.get_column("model_name").to_list()))
+    if model is None:
+        if len(models) > 1:
+            raise AuditError(f"{source} audited {len(models)} models ({', '.join(models)}): "
+                             f"name one with model_{label.lower()}=NAME")
+        model = models[0]
+    elif model not in models:
+        raise AuditError(f"model_{label.lower()}={model} is not in {source}; it audited "
+                         f"{', '.join(models)}")
+    prompts = prompts.filter(pl.col("model_name") == model)
+    labels = read_table(paths["labels"], LabelSchema, "labels")
+    gold = (read_table(paths["gold"], GoldResultSchema, "judge gold-set results")
+            if paths["gold"] else None)
+    return comparison.Side(label, source, model, prompts, labels), cfg, gold
+
+
+def parse_arguments(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    sources = [argument for argument in argv if "=" not in argument]
+    options = dict(argument.split("=", 1) for argument in argv if "=" in argument)
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown or not 1 <= len(sources) <= 2:
+        problem = f"unknown option {unknown[0]}" if unknown else "give one or two runs"
+        raise AuditError(f"{problem}; {USAGE}")
+    if len(sources) == 1 and not ("model_a" in options and "model_b" in options):
+        raise AuditError("one run needs model_a=NAME and model_b=NAME (two of its models); "
+                         f"{USAGE}")
+    return sources, options
+
+
+def number(options: dict[str, str], key: str, kind: type, default: float | None = None):
+    try:
+        return kind(options[key]) if key in options else default
+    except ValueError:
+        raise AuditError(f"{key}={options[key]} is not a{'n integer' if kind is int else ' number'}"
+                         f"; {USAGE}") from None
+
+
+def worsening_limit(text: str | None) -> tuple[float | None, str]:
+    if text is None:
+        return None, "logit"
+    unit = "pp" if text.endswith("pp") else "logit"
+    try:
+        value = float(text.removesuffix("pp"))
+    except ValueError:
+        raise AuditError(f"max_worsening={text} is not a number: give logits (0.3) or "
+                         "percentage points (5pp)") from None
+    if value < 0:
+        raise AuditError(f"max_worsening={text} must be >= 0")
+    return value, unit
+
+
+def forest_plot(changes: pl.DataFrame, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 0.5 * changes.height + 1.5))
+    labels = [f"{r['attribute']}: {r['level_a']} vs {r['level_b']}"
+              for r in changes.iter_rows(named=True)]
+    rows = range(changes.height)
+    axis.hlines(rows, changes["hdi_low"], changes["hdi_high"], color="tab:blue")
+    axis.plot(changes["change"], rows, "o", color="tab:blue")
+    rope = float(changes["rope"][0])
+    axis.axvspan(-rope, rope, color="grey", alpha=0.2, label="ROPE")
+    axis.axvline(0.0, color="black", linewidth=0.8)
+    axis.set_yticks(list(rows), labels)
+    axis.set_xlabel("change in gap, B - A (logits), with HDI")
+    axis.legend(loc="best")
+    figure.tight_layout()
+    path = save_figure(figure, path)
+    plt.close(figure)
+    return path
+
+
+def report_html(changes: pl.DataFrame, sides, pairing: comparison.Pairing, verdict: str,
+                plot: Path) -> str:
+    head = "".join(f"<th>{html.escape(column)}</th>" for column in changes.columns)
+    def cell(value: object) -> str:
+        return html.escape(f"{value:.3g}" if isinstance(value, float) else str(value))
+
+    body = "".join("<tr>" + "".join(f"<td>{cell(value)}</td>" for value in row) + "</tr>"
+                   for row in changes.iter_rows())
+    source = "".join(f"<li>{side.label}: {html.escape(side.source)} (model "
+                     f"{html.escape(side.model)})</li>" for side in sides)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>audit.compare</title></head>"
+            f"<body><h1>Change in each gap, B minus A</h1><ul>{source}</ul>"
+            f"<p>{html.escape(pairing.reason)}</p><p>Gate: {html.escape(verdict)}</p>"
+            f"<img src='{plot.name}' alt='forest plot of changes'><table border='1'>"
+            f"<tr>{head}</tr>{body}</table></body></html>")
+
+
+def run(argv: list[str]) -> int:
+    sources, options = parse_arguments(argv)
+    limit, unit = worsening_limit(options.get("max_worsening"))
+    sampling = {key: number(options, key, float if key == "target_accept" else int)
+                for key in ("draws", "tune", "chains", "target_accept") if key in options}
+    worsening_prob = number(options, "worsening_prob", float, 0.95)
+    if not 0.0 < worsening_prob < 1.0:  # checked before the fit, not after it
+        raise AuditError(f"worsening_prob={worsening_prob} must lie between 0 and 1 (0.95)")
+    with tempfile.TemporaryDirectory() as scratch:
+        default = TrackingConfig()
+        uri = options.get("tracking_uri", default.tracking_uri)
+        fetched = [fetch_run(source, uri, default.experiment, Path(scratch)) for source in sources]
+        sources = [name for _, name in fetched]
+        side_a, cfg, gold_a = read_side("A", sources[0], fetched[0][0], options.get("model_a"))
+        side_b, _, gold_b = read_side("B", sources[-1], fetched[-1][0], options.get("model_b"))
+    if gold_a is not None and gold_b is not None and not gold_a.equals(gold_b):
+        raise AuditError("the two runs were labelled by different judges (their gold-set results "
+                         "differ): one joint fit reads labels through one judge's errors; pass "
+                         "judge_error=false to read labels as truth")
+    fit = replace(cfg.fit, model="population", **sampling)
+    judge_error = {"false": False, "true": True}.get(options.get("judge_error", ""),
+                                                     fit.judge_error)
+    confusion = resolve_confusion(judge_error, fit.model, fit.outcome,
+                                  gold_a if gold_a is not None else gold_b)
+    pairing = comparison.pairing(side_a.prompts, side_b.prompts)
+    log.info("%s", pairing.reason)
+    outcomes = comparison.joint_outcomes((side_a, side_b), fit.attributes, fit.outcome,
+                                         fit.drop_labels)
+    idata, diagnostics = comparison.fit_joint(outcomes, fit, pairing.paired, confusion)
+    changes = comparison.change_table(
+        idata["posterior"].to_dataset(), fit.attributes, rope=fit.rope, hdi_prob=fit.hdi_prob,
+        familywise_alpha=fit.familywise_alpha, max_worsening=limit,
+        worsening_prob=worsening_prob, unit=unit)
+    checks = comparison.gate_checks(changes, diagnostics)
+    verdict = verdict_text(checks)
+    out = Path(options.get("output", f"compare/{Path(sources[0]).name[:8]}_vs_"
+                                     f"{Path(sources[-1]).name[:8]}"))
+    out.mkdir(parents=True, exist_ok=True)
+    table = write_frame(changes.with_columns(pl.lit(pairing.paired).alias("paired")),
+                        out / "changes.csv")
+    plot = forest_plot(changes, out / "changes_forest.png")
+    report = out / "report.html"
+    report.write_text(report_html(changes, (side_a, side_b), pairing, verdict, plot),
+                      encoding="utf-8")
+    idata.to_netcdf(str(out / "posterior.nc"))
+    junit = Path(options.get("junit", out / "compare_junit.xml"))
+    write_junit(junit_xml(checks, out, VerdictConfig()), junit)
+    run_info = None
+    if options.get("tracking", "true") != "false" and cfg.tracking.enabled:
+        settings = replace(cfg.tracking, tracking_uri=uri, run_name=None)
+        tags = {"method": "compare", "compare.run_a": sources[0], "compare.run_b": sources[-1],
+                "compare.model_a": side_a.model, "compare.model_b": side_b.model,
+                "compare.paired": str(pairing.paired).lower()}
+        with tracking.mlflow_run(settings, f"compare {side_a.model} vs {side_b.model}",
+                                 tags) as run_info:
+            tracking.log_metrics({"n_worsens": float(changes["worsens"].sum()),
+                                  "max_abs_change": float(changes["change"].abs().max())})
+            tracking.log_artifacts([("", report), ("", plot), ("tables", table),
+                                    ("tables", junit)])
+    for row in changes.iter_rows(named=True):
+        print(comparison.change_line(row))
+    converged = ("" if diagnostics.converged
+                 else f" (not converged: {'; '.join(diagnostics.problems())})")
+    print("\n".join([f"Result: compare {side_a.model} ({sources[0]}) -> {side_b.model} "
+                     f"({sources[-1]}), {pairing.reason}{converged}",
+                     f"verdict: {verdict}", f"Report: {report}",
+                     *mlflow_lines(run_info, "compare")]))
+    return 1 if any(check.failed for check in checks) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    configure_cli_logging()
+    try:
+        return run(sys.argv[1:] if argv is None else argv)
+    except AuditError as error:
+        log.error("%s", error)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,163 @@
+"""`python -m audit.compare`: run directories in, one line per contrast, files, JUnit, exit codes.
+
+The joint fit's sampler is swapped for prior draws (as tests/methods/rasch/irt/test_fit_outputs.py
+does), so this checks the command around the fit; the fit itself is in
+tests/methods/rasch/test_comparison.py."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pymc as pm
+import pytest
+from omegaconf import OmegaConf
+
+from audit.cli import compare
+from audit.methods.configs import AuditConfig
+from audit.methods.rasch import comparison
+from audit.methods.rasch.comparison_simulation import simulate_pair
+
+
+def prior_sampler(model: pm.Model, fit):
+    """Independent prior draws as two chains of 200: they pass the convergence check at the
+    config's ess_min of 100 and R-hat limit of 1.1 (write_run), so the gate alone decides the exit code."""
+    with model:
+        idata = pm.sample_prior_predictive(draws=400, random_seed=fit.seed)
+    prior = idata["prior"].to_dataset()
+    idata["posterior"] = prior.isel(chain=0, drop=True).drop_vars("draw").coarsen(
+        draw=200).construct(draw=("chain", "draw")).assign_coords(chain=[0, 1], draw=range(200))
+    return idata
+
+
+def write_run(directory: Path, outcomes: pl.DataFrame, side: str, system_prompt: str,
+              seed: int = 5) -> Path:
+    """A finished run's tables: prompts, labels and config.yaml, for one side of the simulation."""
+    rows = outcomes.filter(pl.col("model_name") == side).with_columns(
+        pl.int_range(pl.len()).over("respondent", "item").alias("replicate"))
+    prompts = rows.select(
+        pl.format("{}-{}-{}-{}", pl.lit(side), "persona_id", "item", "replicate")
+        .alias("prompt_id"),
+        pl.col("persona_id").alias("respondent_id"), pl.lit("qwen").alias("model_name"),
+        "persona_id", "persona_kind", "gender", pl.lit(None, pl.String).alias("race"),
+        pl.col("item").alias("item_id"), pl.lit("loans").alias("domain"), "replicate",
+        pl.lit(seed).alias("seed"), pl.lit("Approve?").alias("question"),
+        pl.lit("yes").alias("favourable_option"), pl.lit("no").alias("unfavourable_option"),
+        pl.lit(system_prompt).alias("system_prompt"),
+        pl.format("{} asks about {}", "persona_id", "item").alias("user_prompt"))
+    labels = prompts.select("prompt_id").with_columns(
+        rows.get_column("y").replace_strict({1: "favourable", 0: "unfavourable"}).alias("label"),
+        pl.lit("rule").alias("label_source"), pl.lit("").alias("rationale"),
+        *[pl.lit(None, pl.Float64).alias(name) for name in ("agreement", "p_favourable",
+                                                           "decision_mass")])
+    directory.mkdir(parents=True)
+    prompts.write_parquet(directory / "prompts.parquet")
+    labels.write_parquet(directory / "labels.parquet")
+    config = OmegaConf.structured(AuditConfig)
+    config.fit.attributes = ["gender"]
+    config.fit.ess_min, config.fit.rhat_max = 100, 1.1
+    (directory / "config.yaml").write_text(OmegaConf.to_yaml(config))
+    return directory
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    monkeypatch.setattr(comparison, "sample_posterior", prior_sampler)
+    outcomes = simulate_pair(np.random.default_rng(1), change=0.5, n_items=4,
+                             texts_per_level=2, replicates=2)
+    return (write_run(tmp_path / "a", outcomes, "A", "You are helpful."),
+            write_run(tmp_path / "b", outcomes, "B", "You are fair."))
+
+
+def test_two_system_prompts_compare_paired_with_one_line_per_contrast(two_runs, tmp_path,
+                                                                      capsys):
+    run_a, run_b = two_runs
+    out = tmp_path / "out"
+    code = compare.main([str(run_a), str(run_b), f"output={out}", "tracking=false",
+                         "max_worsening=100"])
+    printed = capsys.readouterr().out
+    # Would fail if a system-prompt change broke the pairing, or the gate failed a 100-logit limit.
+    assert code == 0
+    assert "paired: the same 32 prompts" in printed
+    assert printed.count("gender female vs male:") == 1 and "verdict: PASS" in printed
+    changes = pl.read_csv(out / "changes.csv")
+    assert changes.height == 1 and changes["paired"].to_list() == [True]
+    assert (out / "changes_forest.png").is_file() and (out / "report.html").is_file()
+    junit = ET.parse(out / "compare_junit.xml").getroot()
+    # One testcase per contrast and one for the joint fit's convergence.
+    assert junit.get("tests") == "2" and junit.get("failures") == "0"
+
+
+def test_a_gate_of_zero_fails_a_worsening_contrast_with_exit_1(two_runs, tmp_path):
+    run_a, run_b = two_runs
+    # Prior draws: |gap_B| > |gap_A| for about half the draws, so a worsening_prob of 0.3 flags it.
+    code = compare.main([str(run_a), str(run_b), f"output={tmp_path / 'out'}", "tracking=false",
+                         "max_worsening=0", "worsening_prob=0.3"])
+    assert code == 1
+    junit = ET.parse(tmp_path / "out" / "compare_junit.xml").getroot()
+    assert junit.get("failures") == "1"
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["only_one"], "model_a=NAME and model_b=NAME"),
+    (["a", "b", "colour=red"], "unknown option colour"),
+    (["a", "b", "max_worsening=lots"], "max_worsening=lots is not a number"),
+    (["a", "b", "draws=many"], "draws=many is not an integer"),
+])
+def test_bad_input_is_one_line_and_exit_2(arguments, message, caplog):
+    assert compare.main(arguments) == 2
+    assert message in caplog.text
+
+
+def test_a_missing_run_names_the_source(tmp_path, caplog):
+    (tmp_path / "empty").mkdir()
+    assert compare.main([str(tmp_path / "empty"), str(tmp_path / "empty"),
+                         "tracking=false"]) == 2
+    assert "has no prompts table" in caplog.text
+
+
+@pytest.mark.slow
+def test_a_finished_audit_compares_from_the_command_line_by_run_id_and_directory(tmp_path):
+    # A real smoke audit (scripted loopback model, rules-only judge) compared with itself: an
+    # MLflow run id on one side and the run directory on the other, through `python -m
+    # audit.compare` with nutpie. Would fail if a run id's logged tables could not be read back,
+    # the same prompts were not paired, or the comparison's own MLflow run lacked its sources.
+    import subprocess
+    import sys
+
+    import mlflow
+    from smoke_audit import run_smoke_audit
+
+    run_smoke_audit(tmp_path)
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = mlflow.MlflowClient(store)
+    (run_a,) = client.search_runs([client.get_experiment_by_name("audit").experiment_id])
+    done = subprocess.run(
+        [sys.executable, "-m", "audit.compare", run_a.info.run_id[:8], str(tmp_path / "run"),
+         f"tracking_uri={store}", "max_worsening=0.5", "draws=1500", "tune=1000", "chains=4",
+         "target_accept=0.95",
+         f"output={tmp_path / 'compare'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1500:]
+    assert "paired: the same" in done.stdout and "verdict: PASS" in done.stdout
+    assert done.stdout.count("WORSENS") == 0 and done.stdout.count(": ok") >= 2
+    compare_runs = client.search_runs([run_a.info.experiment_id], "tags.method = 'compare'")
+    assert len(compare_runs) == 1
+    tags = compare_runs[0].data.tags
+    assert tags["compare.run_a"] == run_a.info.run_id  # the prefix resolved to the full id
+    assert tags["compare.run_b"] == str((tmp_path / "run").resolve())
+    assert tags["compare.paired"] == "true"
+
+
+def test_a_fit_that_did_not_converge_fails_the_gate(two_runs, tmp_path):
+    # Would fail if the gate passed on draws that do not describe the posterior.
+    run_a, run_b = two_runs
+    config = OmegaConf.load(run_a / "config.yaml")
+    config.fit.ess_min = 100_000
+    (run_a / "config.yaml").write_text(OmegaConf.to_yaml(config))
+    assert compare.main([str(run_a), str(run_b), f"output={tmp_path / 'out'}", "tracking=false",
+                         "max_worsening=100"]) == 1
+    junit = ET.parse(tmp_path / "out" / "compare_junit.xml").getroot()
+    assert junit.find(".//testcase[@name='convergence']/failure") is not None

@@ -1,0 +1,166 @@
+"""The comparison's statistics: pairing, the change table, the gate, and (slow) the joint fit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import xarray as xr
+
+from audit.cli.verdict import junit_xml
+from audit.errors import AuditError
+from audit.methods.configs import VerdictConfig
+from audit.methods.rasch import comparison
+from audit.methods.rasch.comparison_simulation import simulate_pair
+from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.irt import index_design
+
+ROPE = 0.18
+
+
+def prompts(items=("i1", "i2"), personas=("p1", "p2"), seed=7, text="Decide.") -> pl.DataFrame:
+    rows = [{"item_id": item, "persona_id": persona, "replicate": 0, "seed": seed,
+             "user_prompt": f"{persona}: {text} {item}"} for item in items for persona in personas]
+    return pl.DataFrame(rows)
+
+
+def test_pairing_needs_the_same_prompts_and_seeds_but_not_the_same_system_prompt():
+    # Would fail if a pairing ignored seeds or texts, or refused to pair a system-prompt change
+    # (the system prompt is not in the key at all).
+    assert comparison.pairing(prompts(), prompts()).paired
+    seeds = comparison.pairing(prompts(), prompts(seed=8))
+    assert not seeds.paired and "seeds" in seeds.reason
+    texts = comparison.pairing(prompts(), prompts(text="Choose."))
+    assert not texts.paired and "texts" in texts.reason
+    items = comparison.pairing(prompts(), prompts(items=("i1", "i3")))
+    assert not items.paired and "1 shared of 3" in items.reason
+    with pytest.raises(AuditError, match="share no item"):
+        comparison.pairing(prompts(), prompts(items=("i9",)))
+
+
+def posterior(gap_a: np.ndarray, gap_b: np.ndarray, base: float = 0.0) -> xr.Dataset:
+    """Draws of effect_gender for sides A and B whose female - male gaps are the given draws."""
+    effect = np.stack([np.stack([gap_a / 2, -gap_a / 2], -1),
+                       np.stack([gap_b / 2, -gap_b / 2], -1)], 0)  # model, draw, level
+    effect = effect.transpose(1, 0, 2)[None]  # chain, draw, model, level
+    dims = ("chain", "draw", "model")
+    return xr.Dataset({
+        "effect_gender": (dims + ("level_gender",), effect),
+        "model_effect": (dims, np.full(effect.shape[:3], base)),
+    }, coords={"model": ["A", "B"], "level_gender": ["female", "male"]})
+
+
+def table(gap_a, gap_b, **gate) -> dict:
+    changes = comparison.change_table(posterior(np.asarray(gap_a), np.asarray(gap_b)),
+                                      ["gender"], rope=ROPE, hdi_prob=0.94,
+                                      familywise_alpha=0.05, **gate)
+    assert changes.height == 1
+    return changes.row(0, named=True)
+
+
+def test_change_is_b_minus_a_and_decided_against_the_rope():
+    rng = np.random.default_rng(1)
+    row = table(rng.normal(0.0, 0.05, 4000), rng.normal(1.0, 0.05, 4000))
+    # A reversed sign (A - B) or a decision on the gaps instead of the change fails these.
+    assert row["change"] == pytest.approx(1.0, abs=0.02)
+    assert row["decision"] == "different" and row["p_worse"] > 0.99
+    assert row["hdi_low"] > 0.8 and row["hdi_high"] < 1.2
+    same = table(rng.normal(1.0, 0.05, 4000), rng.normal(1.0, 0.05, 4000))
+    assert same["decision"] == "equivalent"
+
+
+def test_gate_reads_the_growth_of_the_absolute_gap_not_the_change():
+    rng = np.random.default_rng(2)
+    grows = table(rng.normal(0.0, 0.05, 4000), rng.normal(1.0, 0.05, 4000), max_worsening=0.5)
+    assert grows["worsens"] and grows["p_worsening"] > 0.99
+    assert not table(rng.normal(0.0, 0.05, 4000), rng.normal(1.0, 0.05, 4000),
+                     max_worsening=1.5)["worsens"]
+    # The gap flips sign at the same size: a change of -2 logits, but no group is treated worse
+    # by more than before. A gate on |change| would fail it.
+    flips = table(rng.normal(1.0, 0.05, 4000), rng.normal(-1.0, 0.05, 4000), max_worsening=0.5)
+    assert abs(flips["change"]) > 1.9 and not flips["worsens"]
+    # A gap that shrinks never worsens.
+    assert table(rng.normal(1.0, 0.05, 4000), rng.normal(0.2, 0.05, 4000),
+                 max_worsening=0.0)["p_worse"] < 0.01
+
+
+def test_gate_in_percentage_points_uses_the_sides_rate():
+    rng = np.random.default_rng(3)
+    # 0 -> 1 logit around a 50% rate is 0 -> 24.5 pp of favourable answers.
+    row = table(rng.normal(0.0, 0.01, 2000), rng.normal(1.0, 0.01, 2000), max_worsening=20.0,
+                unit="pp")
+    assert row["worsens"] and row["unit"] == "pp"
+    assert not table(rng.normal(0.0, 0.01, 2000), rng.normal(1.0, 0.01, 2000),
+                     max_worsening=30.0, unit="pp")["worsens"]
+    with pytest.raises(AuditError, match="worsening_unit"):
+        table([0.0, 0.1], [0.0, 0.1], unit="percent")
+
+
+def test_each_contrast_is_one_junit_case_failed_when_it_worsens():
+    rng = np.random.default_rng(4)
+    changes = comparison.change_table(
+        posterior(rng.normal(0.0, 0.05, 500), rng.normal(1.0, 0.05, 500)), ["gender"],
+        rope=ROPE, hdi_prob=0.94, familywise_alpha=0.05, max_worsening=0.3)
+    checks = comparison.gate_checks(changes)
+    root = junit_xml(checks, Path("."), VerdictConfig()).getroot()
+    assert root.get("tests") == "1" and root.get("failures") == "1"
+    assert "WORSENS" in checks[0].message and "female vs male" in checks[0].name
+
+
+def test_the_same_prompt_on_both_sides_gets_one_shared_index():
+    # Would fail if the side stayed in the key (nothing shared) or the item were dropped from it.
+    rng = np.random.default_rng(5)
+    outcomes = simulate_pair(rng, change=0.0, n_items=3, texts_per_level=1, replicates=1)
+    data = index_design(outcomes.select("respondent", "item", "y"))
+    texts, prompts = comparison.shared_indices(data)
+    # 2 sides x 2 personas x 3 items cells: 2 shared texts, 6 shared prompts.
+    assert data.successes.size == 12 and texts.max() + 1 == 2 and prompts.max() + 1 == 6
+    cells = data.cells.with_columns(prompt=prompts, text=texts,
+                                    persona=pl.col("respondent").str.slice(2))
+    assert (cells.group_by("persona", "item").agg(pl.col("prompt").n_unique())["prompt"]
+            == 1).all()
+    assert (cells.group_by("persona").agg(pl.col("text").n_unique())["text"] == 1).all()
+    assert cells.group_by("item").agg(pl.col("prompt").n_unique())["prompt"].min() == 2
+
+
+# --- the joint fit (nutpie) -------------------------------------------------------------------
+
+FAST_FIT = FitConfig(model="population", attributes=["gender"], draws=400, tune=400, chains=2,
+                     seed=11)
+
+
+def fitted_change(outcomes: pl.DataFrame, paired: bool, **gate) -> dict:
+    idata, diagnostics = comparison.fit_joint(outcomes, FAST_FIT, paired)
+    assert diagnostics.divergences < 20
+    return comparison.change_table(idata["posterior"].to_dataset(), ["gender"], rope=ROPE,
+                                   hdi_prob=0.94, familywise_alpha=0.05, **gate
+                                   ).row(0, named=True)
+
+
+@pytest.mark.slow
+def test_pairing_narrows_the_change_when_both_sides_share_a_prompt_effect():
+    # Would fail if the paired fit gave each side only its own prompt effects (nothing cancels).
+    # The prompt pull (sd 1.5) dominates the text pull (sd 0.3), so sharing it must show; the
+    # side-specific text spread, which pairing cannot remove, stays in both widths.
+    outcomes = simulate_pair(np.random.default_rng(6), change=0.0, prompt_sd=1.5,
+                             n_items=16, texts_per_level=4, replicates=3)
+    paired = fitted_change(outcomes, paired=True)
+    unpaired = fitted_change(outcomes, paired=False)
+    assert paired["hdi_high"] - paired["hdi_low"] < 0.9 * (unpaired["hdi_high"]
+                                                           - unpaired["hdi_low"])
+
+
+@pytest.mark.slow
+def test_planted_change_is_covered_and_no_change_passes_the_gate():
+    # The fast version of benchmarks/bench_compare.py: a handful of pairs, loose bounds.
+    rng = np.random.default_rng(7)
+    covered = 0
+    for _ in range(3):
+        row = fitted_change(simulate_pair(rng, change=1.0, prompt_sd=0.5), paired=True)
+        covered += row["hdi_low"] <= 1.0 <= row["hdi_high"]
+    gate_failures = sum(fitted_change(simulate_pair(rng, change=0.0, prompt_sd=0.5),
+                                      paired=True, max_worsening=0.5)["worsens"]
+                        for _ in range(3))
+    assert covered >= 2 and gate_failures == 0
