@@ -8,7 +8,12 @@ import numpy as np
 import polars as pl
 import pytest
 
+from hydra import compose, initialize_config_dir
+
 from audit.cli.plan import scaled_cost
+from audit.config import CONF_DIR
+from audit.methods.configs import to_audit_config
+from audit.methods.rasch.design import design_stage
 from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig, PlanConfig
 from audit.methods.rasch.power import (
@@ -147,11 +152,21 @@ def test_judge_error_widens_the_predicted_hdi():
 
 
 def test_default_shaped_prompts_have_the_default_audits_shape():
-    prompts = default_shaped_prompts()
-    assert prompts.height == 504  # 21 personas x 12 items x 2 replicates
-    assert prompts.filter(pl.col("persona_kind") == "null").get_column("respondent_id") \
-        .n_unique() == 4
-    cells = prompts.drop_nulls("race").group_by("gender", "race").agg(
-        pl.col("respondent_id").n_unique())
-    assert cells.height == 8 and cells.get_column("respondent_id").to_list() == [2] * 8
-    assert np.isin(["man", "woman"], prompts.get_column("gender").to_list()).all()
+    """The planner and the calibration benchmark simulate `default_shaped_prompts()`; it must be
+    the design `python -m audit` really builds (caught: the default went to one replicate while
+    the simulator kept two, so every default-shaped figure described a design nobody ran)."""
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = to_audit_config(compose("config", overrides=["paths.output_dir=out"]))
+    real = design_stage(cfg)
+    simulated = default_shaped_prompts()
+    assert real.height == simulated.height
+
+    def shape(table: pl.DataFrame) -> tuple:
+        per_kind = table.group_by("persona_kind").agg(pl.col("respondent_id").n_unique())
+        cells = table.drop_nulls("race").group_by("gender", "race").agg(
+            pl.col("respondent_id").n_unique().alias("texts"))
+        return (table.get_column("item_id").n_unique(), table.get_column("replicate").n_unique(),
+                sorted(per_kind.rows()), sorted(cells.get_column("texts").to_list()),
+                sorted(table.get_column("gender").drop_nulls().unique().to_list()),
+                len(table.get_column("race").drop_nulls().unique()))
+    assert shape(simulated) == shape(real)

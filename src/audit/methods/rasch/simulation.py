@@ -193,7 +193,7 @@ DEFAULT_RACES = ("Asian", "Black", "Hispanic", "White")
 
 
 def default_shaped_prompts(texts_per_cell: int = 2, null_count: int = 4, items: int = 12,
-                           replicates: int = 2, model_name: str = "m",
+                           replicates: int = 1, model_name: str = "m",
                            genders: tuple[str, ...] = DEFAULT_GENDERS,
                            races: tuple[str, ...] = DEFAULT_RACES) -> pl.DataFrame:
     """A prompts table of the default audit's shape (the columns simulation and fit read): one
