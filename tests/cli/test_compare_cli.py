@@ -18,7 +18,11 @@ from omegaconf import OmegaConf
 from audit.cli import compare
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch import comparison
-from audit.methods.rasch.comparison_simulation import simulate_pair
+from audit.methods.rasch.simulation import (
+    VarianceComponents,
+    default_shaped_prompts,
+    simulate_pair,
+)
 
 
 def prior_sampler(model: pm.Model, fit):
@@ -65,8 +69,10 @@ def write_run(directory: Path, outcomes: pl.DataFrame, side: str, system_prompt:
 @pytest.fixture
 def two_runs(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
     monkeypatch.setattr(comparison, "sample_posterior", prior_sampler)
-    outcomes = simulate_pair(np.random.default_rng(1), change=0.5, n_items=4,
-                             texts_per_level=2, replicates=2)
+    prompts = default_shaped_prompts(texts_per_cell=2, null_count=0, items=4, replicates=2,
+                                     races=("White",))
+    outcomes = simulate_pair(prompts, VarianceComponents(), {"gender": {}},
+                             {"gender": {"man": 0.5}}, np.random.default_rng(1))
     return (write_run(tmp_path / "a", outcomes, "A", "You are helpful."),
             write_run(tmp_path / "b", outcomes, "B", "You are fair."))
 
@@ -80,8 +86,8 @@ def test_two_system_prompts_compare_paired_with_one_line_per_contrast(two_runs, 
     printed = capsys.readouterr().out
     # Would fail if a system-prompt change broke the pairing, or the gate failed a 100-logit limit.
     assert code == 0
-    assert "paired: the same 32 prompts" in printed
-    assert printed.count("gender female vs male:") == 1 and "verdict: PASS" in printed
+    assert "paired: the same 40 prompts" in printed  # 5 personas (with the baseline) x 4 x 2
+    assert printed.count("gender man vs woman:") == 1 and "verdict: PASS" in printed
     changes = pl.read_csv(out / "changes.csv")
     assert changes.height == 1 and changes["paired"].to_list() == [True]
     assert (out / "changes_forest.png").is_file() and (out / "report.html").is_file()

@@ -13,11 +13,25 @@ from audit.cli.verdict import junit_xml
 from audit.errors import AuditError
 from audit.methods.configs import VerdictConfig
 from audit.methods.rasch import comparison
-from audit.methods.rasch.comparison_simulation import simulate_pair
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import index_design
+from audit.methods.rasch.simulation import (
+    VarianceComponents,
+    default_shaped_prompts,
+    simulate_pair,
+)
 
 ROPE = 0.18
+
+
+def gender_pair(rng: np.random.Generator, change: float, *, items: int = 12, texts: int = 3,
+                replicates: int = 2, prompt_sd: float = 0.0) -> pl.DataFrame:
+    """A paired comparison on gender alone (baseline and ``texts`` texts per gender): side A has
+    no gap, side B a gap of ``change`` logits in the man vs woman contrast."""
+    prompts = default_shaped_prompts(texts_per_cell=texts, null_count=0, items=items,
+                                     replicates=replicates, races=("White",))
+    return simulate_pair(prompts, VarianceComponents(), {"gender": {}},
+                         {"gender": {"man": change}}, rng, prompt_sd=prompt_sd)
 
 
 def prompts(items=("i1", "i2"), personas=("p1", "p2"), seed=7, text="Decide.") -> pl.DataFrame:
@@ -112,17 +126,39 @@ def test_each_contrast_is_one_junit_case_failed_when_it_worsens():
 def test_the_same_prompt_on_both_sides_gets_one_shared_index():
     # Would fail if the side stayed in the key (nothing shared) or the item were dropped from it.
     rng = np.random.default_rng(5)
-    outcomes = simulate_pair(rng, change=0.0, n_items=3, texts_per_level=1, replicates=1)
+    outcomes = gender_pair(rng, 0.0, items=3, texts=1, replicates=1)
     data = index_design(outcomes.select("respondent", "item", "y"))
     texts, prompts = comparison.shared_indices(data)
-    # 2 sides x 2 personas x 3 items cells: 2 shared texts, 6 shared prompts.
-    assert data.successes.size == 12 and texts.max() + 1 == 2 and prompts.max() + 1 == 6
+    # 2 sides x 3 personas (baseline, man, woman) x 3 items cells: 3 shared texts, 9 prompts.
+    assert data.successes.size == 18 and texts.max() + 1 == 3 and prompts.max() + 1 == 9
     cells = data.cells.with_columns(prompt=prompts, text=texts,
                                     persona=pl.col("respondent").str.slice(2))
     assert (cells.group_by("persona", "item").agg(pl.col("prompt").n_unique())["prompt"]
             == 1).all()
     assert (cells.group_by("persona").agg(pl.col("text").n_unique())["text"] == 1).all()
-    assert cells.group_by("item").agg(pl.col("prompt").n_unique())["prompt"].min() == 2
+    # ... and one prompt per persona text on each item.
+    assert cells.group_by("item").agg(pl.col("prompt").n_unique())["prompt"].min() == 3
+
+
+def test_a_paired_pair_shares_each_prompts_pull_and_only_side_b_carries_the_change():
+    # Would fail if a paired pair drew its prompt pulls per side (the sides would agree on a
+    # prompt no more often than an unpaired pair's), or if side B were given side A's effects.
+    def agreement(outcomes: pl.DataFrame) -> float:
+        side_a, side_b = outcomes.filter(model_name="A"), outcomes.filter(model_name="B")
+        return float((side_a["y"] == side_b["y"]).mean())
+
+    prompts = default_shaped_prompts(texts_per_cell=3, null_count=0, races=("White",))
+    common = dict(components=VarianceComponents(), effects_a={"gender": {}},
+                  effects_b={"gender": {}}, prompt_sd=4.0)
+    paired = simulate_pair(prompts, rng=np.random.default_rng(8), **common)
+    unpaired = simulate_pair(prompts, rng=np.random.default_rng(8), paired=False, **common)
+    assert agreement(paired) > 0.75 and agreement(unpaired) < 0.6
+    changed = simulate_pair(prompts, VarianceComponents(), {"gender": {}},
+                            {"gender": {"man": 3.0}}, np.random.default_rng(9))
+    rates = changed.filter(pl.col("gender") == "man").group_by("model_name").agg(
+        pl.col("y").mean()).sort("model_name")["y"].to_list()
+    assert rates[1] - rates[0] > 0.3
+    assert changed.filter(model_name="B")["respondent"].str.starts_with("B|").all()
 
 
 # --- the joint fit (nutpie) -------------------------------------------------------------------
@@ -144,8 +180,8 @@ def test_pairing_narrows_the_change_when_both_sides_share_a_prompt_effect():
     # Would fail if the paired fit gave each side only its own prompt effects (nothing cancels).
     # The prompt pull (sd 1.5) dominates the text pull (sd 0.3), so sharing it must show; the
     # side-specific text spread, which pairing cannot remove, stays in both widths.
-    outcomes = simulate_pair(np.random.default_rng(6), change=0.0, prompt_sd=1.5,
-                             n_items=16, texts_per_level=4, replicates=3)
+    outcomes = gender_pair(np.random.default_rng(6), 0.0, prompt_sd=1.5, items=16, texts=4,
+                           replicates=3)
     paired = fitted_change(outcomes, paired=True)
     unpaired = fitted_change(outcomes, paired=False)
     assert paired["hdi_high"] - paired["hdi_low"] < 0.9 * (unpaired["hdi_high"]
@@ -158,9 +194,9 @@ def test_planted_change_is_covered_and_no_change_passes_the_gate():
     rng = np.random.default_rng(7)
     covered = 0
     for _ in range(3):
-        row = fitted_change(simulate_pair(rng, change=1.0, prompt_sd=0.5), paired=True)
+        row = fitted_change(gender_pair(rng, 1.0, prompt_sd=0.5), paired=True)
         covered += row["hdi_low"] <= 1.0 <= row["hdi_high"]
-    gate_failures = sum(fitted_change(simulate_pair(rng, change=0.0, prompt_sd=0.5),
+    gate_failures = sum(fitted_change(gender_pair(rng, 0.0, prompt_sd=0.5),
                                       paired=True, max_worsening=0.5)["worsens"]
                         for _ in range(3))
     assert covered >= 2 and gate_failures == 0

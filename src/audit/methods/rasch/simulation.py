@@ -149,6 +149,56 @@ def simulate_outcomes(prompts: pl.DataFrame, components: VarianceComponents, eff
                           "persona_kind", *attributes)
 
 
+def simulate_pair(prompts: pl.DataFrame, components: VarianceComponents, effects_a: Effects,
+                  effects_b: Effects, rng: np.random.Generator, *, prompt_sd: float = 0.0,
+                  paired: bool = True) -> pl.DataFrame:
+    """Two runs of one design, sides A and B, in comparison.joint_outcomes' columns (respondent
+    ``SIDE|persona_id``, the side as model_name), drawn as ``simulate_outcomes`` draws one run.
+
+    Both sides answer the same items (one draw of the difficulties) with the same persona texts
+    (one draw of each text's pull), and one judge labels both: what a comparison of two versions
+    of one audit holds fixed. Each side has its own planted effects, so the change in a contrast is
+    ``true_gap(effects_b, ...) - true_gap(effects_a, ...)``. Each (persona text, item) prompt pulls
+    by ``prompt_sd`` (the same on every replicate): paired, one pull for both sides (the same
+    prompt answered twice, as one model under two system prompts answers it); unpaired, a fresh
+    pull per side.
+    """
+    if prompt_sd < 0:
+        raise AuditError(f"prompt_sd={prompt_sd} must not be negative")
+    attributes = tuple(dict.fromkeys([*effects_a, *effects_b]))
+    respondents = respondent_frame(prompts, attributes)
+    is_null = (respondents.get_column("persona_kind") == NULL_KIND).to_numpy()
+    text_pull = rng.normal(0.0, 1.0, respondents.height) * np.where(
+        is_null, components.null_sd, components.text_sd)
+    items = sorted(prompts.get_column("item_id").unique().to_list())
+    difficulty = rng.normal(0.0, components.item_sd, len(items))
+    # Per prompt row: its respondent's and its item's position, to index the draws above.
+    row_respondent = prompts.get_column("respondent_id").replace_strict(
+        {name: index for index, name in enumerate(respondents.get_column("respondent"))},
+        return_dtype=pl.Int64).to_numpy()
+    row_item = prompts.get_column("item_id").replace_strict(
+        {name: index for index, name in enumerate(items)}, return_dtype=pl.Int64).to_numpy()
+    shared_pull = rng.normal(0.0, prompt_sd, (respondents.height, len(items)))
+    sensitivity, specificity = judge_rates(components, rng)
+    sides = []
+    for side, effects in (("A", effects_a), ("B", effects_b)):
+        theta = logit(components.base_rate) + np.where(is_null, 0.0, components.real_shift)
+        for attribute, levels in effects.items():
+            theta = theta + np.array([levels.get(str(level), 0.0) if level is not None else 0.0
+                                      for level in respondents.get_column(attribute).to_list()])
+        pull = shared_pull if paired else rng.normal(0.0, prompt_sd, shared_pull.shape)
+        eta = ((theta + text_pull)[row_respondent] - difficulty[row_item]
+               + pull[row_respondent, row_item])
+        truth = rng.random(eta.size) < 1.0 / (1.0 + np.exp(-eta))
+        keep = rng.random(eta.size) < np.where(truth, sensitivity, specificity)
+        sides.append(prompts.select(
+            (pl.lit(f"{side}|") + pl.col("persona_id")).alias("respondent"),
+            pl.col("item_id").alias("item"),
+            pl.Series("y", np.where(keep, truth, ~truth).astype(np.int64)),
+            pl.lit(side).alias("model_name"), "persona_kind", "persona_id", *attributes))
+    return pl.concat(sides)
+
+
 @dataclass
 class CompiledSampler:
     """``fit_rasch``'s sampler for many fits of one design: compile once, swap data after.
@@ -203,8 +253,8 @@ def default_shaped_prompts(texts_per_cell: int = 2, null_count: int = 4, items: 
                  for race in races for text in range(texts_per_cell)]
     personas += [(f"null_{index:02d}", NULL_KIND, None, None) for index in range(null_count)]
     rows = [{"respondent_id": f"{model_name}/{persona}", "model_name": model_name,
-             "persona_kind": kind, "gender": gender, "race": race, "item_id": f"item_{item:02d}",
-             "replicate": replicate}
+             "persona_id": persona, "persona_kind": kind, "gender": gender, "race": race,
+             "item_id": f"item_{item:02d}", "replicate": replicate}
             for persona, kind, gender, race in personas for item in range(items)
             for replicate in range(replicates)]
     return pl.DataFrame(rows, schema_overrides={"gender": pl.String, "race": pl.String})
