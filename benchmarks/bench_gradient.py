@@ -5,7 +5,9 @@ Usage: python benchmarks/bench_gradient.py [--respondents 100 --items 50 --repli
 What a NUTS step costs, isolated from the sampler: the project's `rasch` model, with labels as
 truth and with the judge's errors (its likelihoods through irt/logit_kernel.py), against the same
 models with the likelihoods written with PyTensor's own functions, as the project wrote them
-before: ``k * eta - n * softplus(eta)`` and the logaddexp mixture of the judge's two rates. Each
+before: ``k * eta - n * softplus(eta)`` and the logaddexp mixture of the judge's two rates. The
+judge's rates are what the fit holds them at (irt/judge_cut.py: data slots, fixed within one
+imputation, here at the gold means), so a gradient has no rate terms. Each
 pair is compiled for the numba backend (what nutpie calls) and for PyTensor's C backend (what
 PyMC's own NUTS calls), checked to agree at a random point, then called alternately in --repeats
 rounds of --calls evaluations; the figure per round is the mean time of one call, and the table
@@ -30,7 +32,13 @@ import pytensor.tensor as pt
 
 from audit.methods.rasch.irt import build_rasch_model, index_design
 from audit.methods.rasch.irt.indexing import RaschData
-from audit.methods.rasch.irt.judge_error import JudgeConfusion, judge_rates
+from audit.methods.rasch.irt.judge_error import (
+    FIXED_SENSITIVITY,
+    FIXED_SPECIFICITY,
+    CellRates,
+    JudgeConfusion,
+    as_correction,
+)
 from audit.methods.rasch.irt.rasch import ITEM_PRIOR_SD, THETA_PRIOR_SD
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -53,8 +61,9 @@ def logaddexp_logp(successes, trials, logit_p, sensitivity, specificity):
     return successes * log_one + (trials - successes) * log_zero
 
 
-def baseline_model(data: RaschData, confusion: JudgeConfusion | None) -> pm.Model:
-    """The `rasch` model with its likelihood in PyTensor's own functions: the baseline."""
+def baseline_model(data: RaschData, rates: CellRates | None) -> pm.Model:
+    """The `rasch` model with its likelihood in PyTensor's own functions: the baseline, with the
+    judge's rates in the same fixed data slots as the kernel model's."""
     coords = {"respondent": list(data.respondents), "item": list(data.items),
               "cell": np.arange(data.successes.size)}
     with pm.Model(coords=coords) as model:
@@ -65,11 +74,13 @@ def baseline_model(data: RaschData, confusion: JudgeConfusion | None) -> pm.Mode
         theta = pm.ZeroSumNormal("theta", sigma=THETA_PRIOR_SD, dims="respondent")
         b = pm.Normal("b", mu=0.0, sigma=ITEM_PRIOR_SD, dims="item")
         logit_p = theta[respondent_idx] - b[item_idx]
-        if confusion is None:
+        if rates is None:
             pm.CustomDist("y", trials, logit_p, logp=softplus_logp, observed=successes,
                           dims="cell")
         else:
-            pm.CustomDist("y", trials, logit_p, *judge_rates(confusion), logp=logaddexp_logp,
+            sensitivity, specificity = rates.rate_means()
+            pm.CustomDist("y", trials, logit_p, pm.Data(FIXED_SENSITIVITY, sensitivity[0]),
+                          pm.Data(FIXED_SPECIFICITY, specificity[0]), logp=logaddexp_logp,
                           observed=successes, dims="cell")
     return model
 
@@ -99,9 +110,11 @@ def main() -> None:
     print(f"{data.successes.size} cells; {arguments.repeats} rounds of {arguments.calls} calls; "
           "microseconds per call, median (range)")
     speedups = {}
-    for likelihood, confusion in (("gradient", None), ("judge_error", CONFUSION)):
-        models = {"kernel": build_rasch_model(data, "rasch", confusion=confusion),
-                  "baseline": baseline_model(data, confusion)}
+    # One labelling path for every cell: the rates the cut's fit holds, bound to these cells.
+    judge_rates = as_correction(CONFUSION).for_cells(None)
+    for likelihood, rates in (("gradient", None), ("judge_error", judge_rates)):
+        models = {"kernel": build_rasch_model(data, "rasch", confusion=rates),
+                  "baseline": baseline_model(data, rates)}
         for label, mode in MODES.items():
             rounds = time_pair(models, mode, arguments)
             medians = {name: statistics.median(found) for name, found in rounds.items()}

@@ -206,17 +206,6 @@ def as_correction(confusion: JudgeConfusion | JudgeCorrection | None) -> JudgeCo
     return confusion
 
 
-def judge_rates(confusion: JudgeConfusion) -> tuple[pm.Distribution, pm.Distribution]:
-    """Sensitivity and specificity as free parameters with the gold-set Beta priors (call inside
-    a pm.Model). Not what the audit fits any more (the audit labels would update them; see the
-    module docstring): kept for bench_gradient.py, which times the rates' gradients."""
-    sensitivity = pm.Beta(SENSITIVITY, alpha=1 + confusion.true_1_judged_1,
-                          beta=1 + confusion.true_1_judged_0)
-    specificity = pm.Beta(SPECIFICITY, alpha=1 + confusion.true_0_judged_0,
-                          beta=1 + confusion.true_0_judged_1)
-    return sensitivity, specificity
-
-
 def label_cells(name: str, trials, logit_p, observed, dims: str, confusion: CellRates | None):
     """The cells' likelihood: labels as truth (None) or through their paths' fixed rates.
 
