@@ -1,11 +1,13 @@
 """Calibration of `python -m audit.compare` on simulated pairs of runs with a known change.
 
 Usage: python benchmarks/bench_compare.py [--pairs 200] [--change 0.8] [--max-worsening 0.5]
-       [--draws 500] [--tune 500] [--chains 2] [--check 10] [--seed 1] [--quick]
+       [--replicates 2] [--draws 500] [--tune 500] [--chains 2] [--check 10] [--seed 1]
+       [--quick]
 
 Each pair (methods/rasch/simulation.py simulate_pair) is two runs of the default design's shape
 (a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
-2 replicates; item sd 1, persona-text sd 0.3, null sd 0.5, 50% base rate, labels as truth) that
+--replicates (2, the default design's until e0351c3 made it 1; kept so the figures in RESULTS.md
+reproduce); item sd 1, persona-text sd 0.3, null sd 0.5, 50% base rate, labels as truth) that
 share their items and persona texts, with a prompt pull of sd --prompt-sd (0.5) shared by both
 sides: one model under two system prompts, paired. Even pairs plant a change of --change logits in
 the man vs woman gap (side A's gap 0, side B's --change); odd pairs plant no change (both gaps
@@ -103,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--change", type=float, default=0.8)
     parser.add_argument("--max-worsening", type=float, default=0.5)
     parser.add_argument("--texts-per-cell", type=int, default=2)
+    parser.add_argument("--replicates", type=int, default=2)
     parser.add_argument("--prompt-sd", type=float, default=0.5)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--tune", type=int, default=500)
@@ -118,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         args.pairs, args.check, args.draws, args.tune = 6, 1, 200, 200
     full_fit = dataclasses.replace(audit_fit_config("population"), attributes=ATTRIBUTES)
     fit = dataclasses.replace(full_fit, draws=args.draws, tune=args.tune, chains=args.chains)
-    prompts = default_shaped_prompts(texts_per_cell=args.texts_per_cell)
+    prompts = default_shaped_prompts(texts_per_cell=args.texts_per_cell,
+                                     replicates=args.replicates)
     components = VarianceComponents()
     rng = np.random.default_rng(args.seed)
     sampler = CompiledSampler(engine=fit.engine)
