@@ -50,7 +50,8 @@ class RaschData:
         )
 
 
-def index_design(outcomes: pl.DataFrame, by_path: bool = False) -> RaschData:
+def index_design(outcomes: pl.DataFrame, by_path: bool = False,
+                 cells: pl.DataFrame | None = None) -> RaschData:
     """Map labels to integer indices through explicit label->index tables.
 
     Joins on labels (instead of reshaping a respondent x item matrix) make a transposed or
@@ -58,6 +59,9 @@ def index_design(outcomes: pl.DataFrame, by_path: bool = False) -> RaschData:
     ``by_path`` (with a ``label_source`` column) splits each respondent x item cell by the path
     that labelled its answers: the same likelihood for labels read as truth, and what lets the
     judge-error correction read each label through its own path's rates.
+    ``cells`` (respondent, item pairs): cells that exist even where no answer is in yet, with
+    zero trials (they add nothing to the likelihood), so that every round of an adaptive audit
+    (methods/rasch/adaptive.py) fits a model of the same shape, compiled once.
     """
     by_path = by_path and PATH_COLUMN in outcomes.columns
     rows = validate(outcomes, OutcomeSchema, "outcome table")
@@ -65,8 +69,11 @@ def index_design(outcomes: pl.DataFrame, by_path: bool = False) -> RaschData:
         rows = rows.with_columns(outcomes.get_column(PATH_COLUMN).cast(pl.String))
     if rows.height == 0:
         raise AuditError("outcome table is empty: there is nothing to fit")
-    respondents = tuple(sorted(rows.get_column("respondent").unique().to_list()))
-    items = tuple(sorted(rows.get_column("item").unique().to_list()))
+    grid = (rows.select("respondent", "item") if cells is None
+            else pl.concat([rows.select("respondent", "item"),
+                            cells.select(pl.col("respondent", "item").cast(pl.String))]))
+    respondents = tuple(sorted(grid.get_column("respondent").unique().to_list()))
+    items = tuple(sorted(grid.get_column("item").unique().to_list()))
     respondent_index = pl.DataFrame(
         {"respondent": respondents, "respondent_idx": np.arange(len(respondents))},
         schema={"respondent": pl.String, "respondent_idx": pl.Int64},
@@ -79,7 +86,17 @@ def index_design(outcomes: pl.DataFrame, by_path: bool = False) -> RaschData:
         item_index, on="item", how="left"
     )
     keys = ["respondent_idx", "item_idx", *([PATH_COLUMN] if by_path else [])]
-    cells = indexed.group_by(keys).agg(successes=pl.col("y").sum(), trials=pl.len()).sort(keys)
+    answered = indexed.group_by(keys).agg(successes=pl.col("y").sum(), trials=pl.len())
+    if cells is not None:
+        empty = (grid.unique().join(respondent_index, on="respondent")
+                 .join(item_index, on="item").select("respondent_idx", "item_idx")
+                 .join(answered, on=["respondent_idx", "item_idx"], how="anti")
+                 .with_columns(successes=pl.lit(0, pl.UInt32), trials=pl.lit(0, pl.UInt32)))
+        if by_path:  # a cell without answers reads through any path: its likelihood is 0
+            empty = empty.with_columns(pl.lit(answered.get_column(PATH_COLUMN).min())
+                                       .alias(PATH_COLUMN))
+        answered = pl.concat([answered, empty.select(answered.columns)], how="vertical_relaxed")
+    cells = answered.sort(keys)
     return RaschData(
         respondents=respondents,
         items=items,

@@ -238,6 +238,7 @@ def summarise(idata: DataTree, hdi_prob: float) -> pl.DataFrame:
 def fit_rasch(
     outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction | None = None,
     confusion: JudgeCorrection | JudgeConfusion | None = None,
+    pool: pl.DataFrame | None = None,
 ) -> RaschFit:
     """Fit one of MODELS to a long 0/1 table.
 
@@ -245,6 +246,9 @@ def fit_rasch(
     stages around a fit can swap in a prior-predictive stand-in (as pymc-marketing's tests do).
     ``confusion``: the labelling paths' gold-set counts under this coding (or one matrix for
     every label), to carry their errors into the posterior (None reads labels as truth).
+    ``pool``: every respondent x item cell the design can ask, with the outcome table's persona
+    columns; cells without answers yet enter with zero trials, so the rounds of an adaptive
+    audit share one model shape (and one compiled sampler).
     """
     default_sampler = sample is None and sample_with_nutpie is _NUTPIE_SAMPLER
     sample = sample or sample_with_nutpie
@@ -252,8 +256,9 @@ def fit_rasch(
     has_personas = {"model_name", "persona_kind", *attributes} <= set(outcomes.columns)
     correction = as_correction(confusion)
     per_path = correction is not None and set(correction.by_path) != {ANY_PATH}
-    data = index_design(outcomes, by_path=per_path)
-    respondents = respondent_table(outcomes, data, attributes) if has_personas else None
+    data = index_design(outcomes, by_path=per_path, cells=pool)
+    respondents = (respondent_table(outcomes if pool is None else pool, data, attributes)
+                   if has_personas else None)
     if fit.model == "hurdle":
         if confusion is not None:
             raise AuditError("fit.model=hurdle reads labels as truth (its three labels would need "

@@ -1,0 +1,314 @@
+"""Adaptive audits: ask in rounds, choose each round's prompts from the last fit, stop early.
+
+The pool is the fixed design's prompts (item x persona x replicate, design.expand_design). An
+adaptive audit asks a subset of it in rounds:
+
+* Round 0 is balanced: every respondent answers ``round_prompts / respondents`` items, rotated
+  so that consecutive respondents (the texts of one demographic cell sort next to each other)
+  answer different items and every item is asked about equally often.
+* After each round the audit's own fit (fit_rasch, the population model by default) decides the
+  headline contrasts. Each look decides on the family-wise HDI at its own share of
+  ``familywise_alpha`` (``look_alphas``): a Bonferroni split over the planned looks, most of it
+  kept for the last look, so the chance of any false `different` at any look stays below alpha
+  by the union bound, whatever the looks' correlation.
+* The next round takes, for every respondent x item cell, its next unasked replicate, scored by
+  the Rasch Fisher information of one more answer, E[p (1 - p)] over the posterior draws of
+  p = logistic(theta - b), times the respondent's weight: 1 when one of its attribute levels is
+  in a contrast still open and alive (below), ``other_weight`` otherwise (null personas and the
+  baseline inform the item difficulties and the text spread, not a contrast directly).
+* It stops when every contrast is decided (``decided``), when the budget (``max_prompts``, at
+  most the pool) is spent (``budget``), or when no open contrast can still be decided within the
+  budget (``futile``): a contrast is alive while the posterior-predictive probability that the
+  decision interval at the budget lies wholly outside (or wholly inside) the ROPE is at least
+  ``futility``. The prediction is deliberately optimistic, so that futility errs towards
+  asking more: the contrast's sd is taken to shrink as 1 / sqrt(prompts), as if every prompt
+  narrowed it (the population model's text spread does not shrink with answers at all), and the
+  mean may still move by the sd the remaining prompts remove (the preposterior spread,
+  sqrt(sd_now^2 - sd_budget^2)).
+
+Pure: tables in, tables out. ``run_adaptive`` takes an ``answer`` function that turns chosen pool
+rows into outcome rows (simulated labels in benchmarks/bench_adaptive.py; the engine, store and
+judge in a run), so the same selection and stopping code drives both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from audit.errors import AuditError
+from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.irt import fit_rasch
+from audit.methods.rasch.irt.rasch import RaschFit, SampleFunction, posterior_draws
+
+logger = logging.getLogger(__name__)
+
+KEY = ("respondent_id", "item_id", "replicate")  # one pool prompt
+STOPS = ("decided", "futile", "budget")
+# Models with Binomial cells, where a cell not asked yet can enter with zero trials.
+CELL_MODELS = ("rasch", "twopl", "explanatory", "population")
+# The information score is averaged over at most this many posterior draws (a ranking, not an
+# estimate: 200 draws put the expected p (1 - p) within about 0.01 of its mean).
+SCORE_DRAWS = 200
+ROUND_COLUMNS = ("round", "prompts", "look_alpha", "contrasts", "decided", "open", "alive",
+                 "mean_open_width", "stop")
+
+
+@dataclass(frozen=True)
+class AdaptiveRule:
+    """How an adaptive audit asks and when it stops (design.* in a run's config)."""
+
+    round_prompts: int  # prompts per round, round 0 included
+    max_prompts: int  # the budget; capped at the pool's size
+    familywise_alpha: float = 0.05
+    final_share: float = 0.8  # of familywise_alpha kept for the last planned look
+    futility: float = 0.05  # a contrast is alive while P(decidable by the budget) >= this
+    other_weight: float = 0.25  # weight of respondents in no open contrast (null, baseline)
+
+    def __post_init__(self) -> None:
+        if self.round_prompts < 1 or self.max_prompts < 1:
+            raise AuditError("an adaptive design needs design.round_prompts and "
+                             "design.max_prompts of at least 1")
+        if not 0.0 < self.familywise_alpha < 1.0 or not 0.0 < self.final_share <= 1.0:
+            raise AuditError("fit.familywise_alpha must lie in (0, 1) for an adaptive design "
+                             "(its looks split it)")
+        if not 0.0 <= self.futility < 1.0:
+            raise AuditError(f"design.futility={self.futility} must lie in [0, 1)")
+
+
+def planned_looks(rule: AdaptiveRule, pool_size: int) -> int:
+    """Fits the audit may make: one after each round until the budget is spent."""
+    return max(1, math.ceil(min(rule.max_prompts, pool_size) / rule.round_prompts))
+
+
+def look_alphas(rule: AdaptiveRule, looks: int) -> list[float]:
+    """Each look's share of the family-wise alpha: final_share for the last look, the rest split
+    evenly over the earlier ones (one look: all of it). They sum to familywise_alpha, so by the
+    union bound P(any false `different` at any look) <= familywise_alpha."""
+    if looks == 1:
+        return [rule.familywise_alpha]
+    interim = rule.familywise_alpha * (1.0 - rule.final_share) / (looks - 1)
+    return [interim] * (looks - 1) + [rule.familywise_alpha * rule.final_share]
+
+
+def pool_cells(pool: pl.DataFrame, attributes) -> pl.DataFrame:
+    """Every respondent x item cell of the pool in the fit's column names (fit_rasch's pool)."""
+    persona = [column for column in ("model_name", "persona_kind", *attributes)
+               if column in pool.columns]
+    return (pool.select(pl.col("respondent_id").alias("respondent"),
+                        pl.col("item_id").alias("item"), *persona)
+            .unique(["respondent", "item"]).sort("respondent", "item"))
+
+
+def check_pool(pool: pl.DataFrame) -> pl.DataFrame:
+    missing = [column for column in (*KEY, "model_name", "persona_kind")
+               if column not in pool.columns]
+    if missing:
+        raise AuditError(f"an adaptive design needs prompts with {', '.join(missing)}: build "
+                         "the pool with design.expand_design")
+    if pool.select(KEY).is_duplicated().any():
+        raise AuditError("the prompts table repeats a respondent x item x replicate: an "
+                         "adaptive design needs each prompt once")
+    return pool.sort(KEY)
+
+
+def first_round(pool: pl.DataFrame, size: int) -> pl.DataFrame:
+    """Round 0: replicate 0 of ``size / respondents`` items per respondent (at least one),
+    respondent j starting at item j * m (mod items): the two texts of a cell, next to each
+    other in sorted order, answer different items, and the items are asked equally often."""
+    respondents = sorted(pool.get_column("respondent_id").unique().to_list())
+    items = sorted(pool.get_column("item_id").unique().to_list())
+    per_respondent = min(len(items), max(1, size // len(respondents)))
+    chosen = [(respondent, items[(index * per_respondent + step) % len(items)])
+              for index, respondent in enumerate(respondents) for step in range(per_respondent)]
+    picks = pl.DataFrame(chosen, schema={"respondent_id": pl.String, "item_id": pl.String},
+                         orient="row")
+    first = pool.filter(pl.col("replicate") == pool.get_column("replicate").min())
+    return first.join(picks, on=["respondent_id", "item_id"], how="semi").sort(KEY)
+
+
+def next_candidates(pool: pl.DataFrame, asked: pl.DataFrame) -> pl.DataFrame:
+    """For every respondent x item cell with a prompt left, its lowest unasked replicate."""
+    left = pool.join(asked.select(KEY), on=list(KEY), how="anti")
+    return left.sort(KEY).unique(["respondent_id", "item_id"], keep="first", maintain_order=True)
+
+
+def predictive_decidable(contrasts: pl.DataFrame, prompts_now: int,
+                         prompts_budget: int) -> pl.Series:
+    """Per contrast, P(its decision interval at the budget lies outside or inside the ROPE),
+    with the optimistic 1 / sqrt(prompts) shrinkage the module docstring explains."""
+    shrink = math.sqrt(prompts_now / max(prompts_budget, prompts_now))
+    probs = []
+    for row in contrasts.iter_rows(named=True):
+        z = stats.norm.ppf(1.0 - (1.0 - row["decision_prob"]) / 2.0)
+        sd_budget = row["sd"] * shrink
+        half = z * sd_budget
+        move = math.sqrt(max(row["sd"] ** 2 - sd_budget ** 2, 0.0))
+        rope, mean = row["rope_high"], row["mean"]
+        if move == 0.0:  # nothing left to ask: the decision stands as it is
+            probs.append(float(row["decision"] != "undecided"))
+            continue
+        beyond = rope + half  # |final mean| past this: `different`
+        p_different = (stats.norm.sf(beyond, mean, move) + stats.norm.cdf(-beyond, mean, move))
+        within = rope - half  # |final mean| inside this: `equivalent`
+        p_equivalent = (stats.norm.cdf(within, mean, move) - stats.norm.cdf(-within, mean, move)
+                        if within > 0 else 0.0)
+        probs.append(float(p_different + p_equivalent))
+    return pl.Series("p_decidable", probs, dtype=pl.Float64)
+
+
+def contrast_states(contrasts: pl.DataFrame, prompts_now: int, prompts_budget: int,
+                    futility: float) -> pl.DataFrame:
+    """The contrasts with `open` (undecided) and `alive` (open and still decidable)."""
+    table = contrasts.with_columns(
+        predictive_decidable(contrasts, prompts_now, prompts_budget),
+        open=pl.col("decision") == "undecided")
+    return table.with_columns(alive=pl.col("open") & (pl.col("p_decidable") >= futility))
+
+
+def respondent_weights(respondents: pl.DataFrame, states: pl.DataFrame,
+                       other_weight: float) -> pl.DataFrame:
+    """1 for a respondent one of whose levels is in an alive contrast, other_weight else."""
+    alive = states.filter("alive")
+    relevant = pl.lit(False)
+    for row in alive.iter_rows(named=True):
+        if row["attribute"] in respondents.columns:
+            relevant = relevant | pl.col(row["attribute"]).is_in([row["level_a"], row["level_b"]])
+    return respondents.select(
+        "respondent_id", weight=pl.when(relevant.fill_null(False)).then(1.0)
+        .otherwise(other_weight))
+
+
+def information(fit: RaschFit, candidates: pl.DataFrame) -> np.ndarray:
+    """E[p (1 - p)] over the posterior of each candidate's respondent x item (Rasch Fisher
+    information of one more answer)."""
+    posterior = posterior_draws(fit.idata)
+    theta = posterior["theta"].stack(sample=("chain", "draw")).transpose("sample", ...)
+    b = posterior["b"].stack(sample=("chain", "draw")).transpose("sample", ...)
+    step = max(1, theta.sizes["sample"] // SCORE_DRAWS)
+    theta_draws, b_draws = theta.values[::step], b.values[::step]
+    respondent_at = {str(name): index for index, name in enumerate(theta["respondent"].values)}
+    item_at = {str(name): index for index, name in enumerate(b["item"].values)}
+    # A respondent or item not in the fit yet (never asked) sits at the prior: logit 0 apart.
+    r = np.array([respondent_at.get(name, -1) for name in candidates["respondent_id"]])
+    i = np.array([item_at.get(name, -1) for name in candidates["item_id"]])
+    eta = (np.where(r >= 0, theta_draws[:, np.maximum(r, 0)], 0.0)
+           - np.where(i >= 0, b_draws[:, np.maximum(i, 0)], 0.0))
+    p = 1.0 / (1.0 + np.exp(-eta))
+    return (p * (1.0 - p)).mean(axis=0)
+
+
+def choose_next(pool: pl.DataFrame, asked: pl.DataFrame, fit: RaschFit, states: pl.DataFrame,
+                rule: AdaptiveRule, size: int) -> pl.DataFrame:
+    """The next round: the ``size`` candidates with the highest weighted information (ties in
+    pool order, so the same posterior always picks the same prompts)."""
+    candidates = next_candidates(pool, asked)
+    if candidates.is_empty():
+        return candidates
+    attributes = [column for column in states.get_column("attribute").unique().to_list()
+                  if column in pool.columns]
+    respondents = pool.select("respondent_id", *attributes).unique("respondent_id")
+    weights = respondent_weights(respondents, states, rule.other_weight)
+    scored = (candidates.join(weights, on="respondent_id", how="left")
+              .with_columns(score=pl.Series(information(fit, candidates)) * pl.col("weight"))
+              .with_row_index("order"))
+    return (scored.sort(["score", "order"], descending=[True, False]).head(size)
+            .drop("score", "weight", "order").sort(KEY))
+
+
+@dataclass(frozen=True, eq=False)
+class AdaptiveRun:
+    asked: pl.DataFrame  # the pool rows asked, with the `round` that asked them
+    outcomes: pl.DataFrame  # their outcome rows, as the fit read them
+    fit: RaschFit  # the last look's fit (its contrasts decided at that look's alpha)
+    rounds: pl.DataFrame  # ROUND_COLUMNS, one row a look: the trajectory
+    states: pl.DataFrame  # the last look's contrasts with p_decidable, open and alive
+    stop: str  # one of STOPS
+
+    @property
+    def prompts(self) -> int:
+        return self.asked.height
+
+
+def round_row(index: int, prompts: int, alpha: float, states: pl.DataFrame,
+              stop: str | None) -> dict[str, object]:
+    open_rows = states.filter("open")
+    widths = (open_rows.get_column("decision_high") - open_rows.get_column("decision_low"))
+    return {"round": index, "prompts": prompts, "look_alpha": alpha,
+            "contrasts": states.height, "decided": states.height - open_rows.height,
+            "open": open_rows.height, "alive": int(states.get_column("alive").sum()),
+            "mean_open_width": float(widths.mean()) if open_rows.height else None,
+            "stop": stop}
+
+
+def stop_reason(states: pl.DataFrame, prompts: int, budget: int, pool_left: int) -> str | None:
+    if not states.get_column("open").any():
+        return "decided"
+    if prompts >= budget or pool_left == 0:
+        return "budget"
+    if not states.get_column("alive").any():
+        return "futile"
+    return None
+
+
+Answer = Callable[[pl.DataFrame, int], pl.DataFrame]  # (chosen pool rows, round) -> outcome rows
+OnRound = Callable[[dict[str, object], RaschFit], None]
+
+
+def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule: AdaptiveRule,
+                 sample: SampleFunction | None = None, confusion=None,
+                 on_round: OnRound | None = None) -> AdaptiveRun:
+    """Rounds of asking, fitting and choosing until a stop (module docstring).
+
+    ``answer`` gets the chosen pool rows and the round number and returns their outcome rows
+    (fit_rasch's long table); ``sample`` and ``confusion`` are fit_rasch's (``confusion`` may
+    be a function, called before each fit: a run labels its gold set in round 0); ``on_round``
+    sees each look's trajectory row and fit as it is made."""
+    pool = check_pool(pool)
+    if fit_config.model not in CELL_MODELS:
+        raise AuditError(f"an adaptive design fits fit.model in {', '.join(CELL_MODELS)}; got "
+                         f"{fit_config.model!r}")
+    cells = pool_cells(pool, fit_config.attributes)
+    budget = min(rule.max_prompts, pool.height)
+    alphas = look_alphas(rule, planned_looks(rule, pool.height))
+    chosen = first_round(pool, min(rule.round_prompts, budget))
+    asked_parts, outcome_parts, rows = [], [], []
+    for index, alpha in enumerate(alphas):
+        asked_parts.append(chosen.with_columns(round=pl.lit(index)))
+        outcome_parts.append(answer(chosen, index))
+        asked, outcomes = pl.concat(asked_parts), pl.concat(outcome_parts, how="diagonal_relaxed")
+        look_fit = dataclasses.replace(fit_config, familywise_alpha=alpha)
+        fit = fit_rasch(outcomes, look_fit, sample=sample, pool=cells,
+                        confusion=confusion() if callable(confusion) else confusion)
+        if fit.contrasts.is_empty():
+            raise AuditError("an adaptive design needs contrasts to decide: set fit.attributes "
+                             "to persona columns with at least two levels")
+        states = contrast_states(fit.contrasts, asked.height, budget, rule.futility)
+        left = budget - asked.height
+        stop = stop_reason(states, asked.height, budget, pool.height - asked.height)
+        if stop is None and index == len(alphas) - 1:
+            stop = "budget"  # the last planned look: its alpha share is spent
+        row = round_row(index, asked.height, alpha, states, stop)
+        rows.append(row)
+        logger.info("adaptive round %d: %d prompts, %d of %d contrasts decided, %d alive%s",
+                    index, asked.height, row["decided"], row["contrasts"], row["alive"],
+                    f"; stop: {stop}" if stop else "")
+        if on_round is not None:
+            on_round(row, fit)
+        if stop is not None:
+            break
+        # The round before the last look takes what the budget has left, so the last look,
+        # which holds most of the alpha, sees the whole budget.
+        size = left if index == len(alphas) - 2 else min(rule.round_prompts, left)
+        chosen = choose_next(pool, asked, fit, states, rule, size)
+    return AdaptiveRun(asked=asked, outcomes=outcomes, fit=fit,
+                       rounds=pl.DataFrame(rows, schema_overrides={
+                           "mean_open_width": pl.Float64, "stop": pl.String}),
+                       states=states, stop=stop)

@@ -1,0 +1,224 @@
+"""Adaptive audits (methods/rasch/adaptive.py): selection, spending and stopping.
+
+Each test names the bug it catches. The loop test fits with a prior stand-in for the sampler,
+so it runs the real fit_rasch, contrasts and selection in seconds; the simulated benchmark
+(benchmarks/bench_adaptive.py --quick) is the slow test that samples.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import polars as pl
+import pymc as pm
+import pytest
+import xarray as xr
+from xarray import DataTree
+
+from audit.errors import AuditError
+from audit.methods.rasch.adaptive import (
+    KEY,
+    STOPS,
+    AdaptiveRule,
+    choose_next,
+    contrast_states,
+    first_round,
+    look_alphas,
+    next_candidates,
+    planned_looks,
+    predictive_decidable,
+    respondent_weights,
+    run_adaptive,
+    stop_reason,
+)
+from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.simulation import default_shaped_prompts
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def contrast(mean: float, sd: float, decision: str = "undecided", attribute: str = "race",
+             level_a: str = "Black", level_b: str = "White") -> dict[str, object]:
+    return {"model_name": "m", "attribute": attribute, "level_a": level_a, "level_b": level_b,
+            "mean": mean, "sd": sd, "rope_low": -0.18, "rope_high": 0.18, "decision": decision,
+            "decision_prob": 0.99, "decision_low": mean - 2.6 * sd,
+            "decision_high": mean + 2.6 * sd}
+
+
+def test_look_alphas_spend_at_most_the_familywise_alpha():
+    # Bug caught: looks each deciding at the full alpha (error grows with the number of looks).
+    rule = AdaptiveRule(round_prompts=10, max_prompts=40, familywise_alpha=0.05)
+    alphas = look_alphas(rule, planned_looks(rule, pool_size=100))
+    assert len(alphas) == 4
+    assert math.isclose(sum(alphas), 0.05)
+    assert alphas[-1] == pytest.approx(0.04)  # most of it kept for the look at the budget
+    assert look_alphas(rule, 1) == [0.05]
+
+
+def test_the_budget_caps_the_looks_at_the_pool():
+    # Bug caught: planning looks for a budget larger than the design can ask.
+    rule = AdaptiveRule(round_prompts=10, max_prompts=1000)
+    assert planned_looks(rule, pool_size=35) == 4
+
+
+def test_round_zero_is_balanced_over_items_and_respondents():
+    # Bug caught: round 0 piling onto the first items, or giving both texts of a cell the same
+    # items (their difference would then say nothing about half the scenarios).
+    pool = default_shaped_prompts(items=12)
+    chosen = first_round(pool, 126)
+    assert chosen.height == 126
+    assert set(chosen["replicate"]) == {0}
+    per_respondent = chosen.group_by("respondent_id").len()["len"]
+    assert per_respondent.min() == per_respondent.max() == 6
+    per_item = chosen.group_by("item_id").len()["len"]
+    assert per_item.max() - per_item.min() <= 1
+    texts = chosen.filter(pl.col("respondent_id").str.starts_with("m/Black_woman"))
+    first, second = (set(texts.filter(pl.col("respondent_id") == name)["item_id"])
+                     for name in ("m/Black_woman_0", "m/Black_woman_1"))
+    assert not first & second
+
+
+def test_candidates_are_each_cells_next_unasked_replicate():
+    # Bug caught: asking a prompt twice, or a second replicate before the first.
+    pool = default_shaped_prompts(items=2, replicates=3, null_count=0, texts_per_cell=1)
+    asked = pool.filter((pl.col("replicate") == 0)
+                        | ((pl.col("replicate") == 1) & (pl.col("item_id") == "item_00")))
+    candidates = next_candidates(pool, asked)
+    cells = pool.select("respondent_id", "item_id").unique().height
+    assert candidates.height == cells
+    assert candidates.join(asked, on=list(KEY), how="semi").is_empty()
+    expected = pl.when(pl.col("item_id") == "item_00").then(2).otherwise(1)
+    assert candidates.select((pl.col("replicate") == expected).all()).item()
+
+
+def test_predictive_futility_keeps_decidable_contrasts_alive():
+    # Bug caught: a futility rule that gives up on a contrast the budget could still decide
+    # (a stop the fixed design would disagree with), or keeps asking about hopeless ones.
+    table = pl.DataFrame([contrast(1.5, 0.6), contrast(0.0, 0.3, level_a="Asian"),
+                          contrast(0.0, 0.05, level_a="Hispanic")])
+    probs = predictive_decidable(table, prompts_now=126, prompts_budget=504).to_list()
+    assert probs[0] > 0.5  # a large gap: half the width at the budget clears the ROPE
+    assert probs[1] < 0.05  # no gap, an interval that cannot shrink inside the ROPE
+    assert probs[2] > 0.9  # a narrow interval inside the ROPE: `equivalent` is reachable
+    at_budget = predictive_decidable(table.with_columns(decision=pl.lit("different")), 504,
+                                     504)
+    assert at_budget.to_list() == [1.0, 1.0, 1.0]
+
+
+def test_stop_reasons_in_order():
+    # Bug caught: stopping for futility while contrasts are still alive, or running past the budget.
+    decided = pl.DataFrame({"open": [False, False], "alive": [False, False]})
+    hopeless = pl.DataFrame({"open": [True, False], "alive": [False, False]})
+    alive = pl.DataFrame({"open": [True, True], "alive": [True, False]})
+    assert stop_reason(decided, 100, 504, 404) == "decided"
+    assert stop_reason(hopeless, 100, 504, 404) == "futile"
+    assert stop_reason(alive, 100, 504, 404) is None
+    assert stop_reason(alive, 504, 504, 0) == "budget"
+
+
+def test_weights_follow_the_alive_contrasts():
+    # Bug caught: spending prompts on personas whose contrasts are already decided or hopeless.
+    respondents = pl.DataFrame({"respondent_id": ["a", "b", "c", "n"],
+                                "race": ["Black", "White", "Asian", None],
+                                "gender": ["man", "woman", "man", None]})
+    states = contrast_states(pl.DataFrame([contrast(1.5, 0.6), contrast(
+        0.0, 0.3, level_a="Asian"), contrast(1.0, 0.1, "different", "gender", "man", "woman")]),
+        126, 504, 0.05)
+    assert states["alive"].to_list() == [True, False, False]
+    weights = dict(respondent_weights(respondents, states, 0.25).iter_rows())
+    assert weights == {"a": 1.0, "b": 1.0, "c": 0.25, "n": 0.25}
+
+
+def fake_fit(theta: dict[str, float], b: dict[str, float]) -> SimpleNamespace:
+    draws = 4
+    posterior = xr.Dataset({
+        "theta": (("chain", "draw", "respondent"),
+                  np.tile(list(theta.values()), (1, draws, 1))),
+        "b": (("chain", "draw", "item"), np.tile(list(b.values()), (1, draws, 1)))},
+        coords={"respondent": list(theta), "item": list(b)})
+    return SimpleNamespace(idata=DataTree.from_dict({"posterior": posterior}))
+
+
+def test_selection_takes_items_that_split_answers_for_open_cells():
+    # Bug caught: choosing by pool order (or by unanimous items) instead of information.
+    pool = default_shaped_prompts(items=3, replicates=2, null_count=1, texts_per_cell=1,
+                                  genders=("man",), races=("Black", "White"))
+    respondents = sorted(pool["respondent_id"].unique())
+    fit = fake_fit({name: 0.0 for name in respondents},
+                   {"item_00": 4.0, "item_01": 0.0, "item_02": -4.0})
+    states = contrast_states(pl.DataFrame([contrast(1.5, 0.6)]), 6, 24, 0.05)
+    rule = AdaptiveRule(round_prompts=2, max_prompts=24)
+    chosen = choose_next(pool, pool.head(0), fit, states, rule, 2)
+    assert set(chosen["item_id"]) == {"item_01"}
+    assert set(chosen["respondent_id"]) == {"m/Black_man_0", "m/White_man_0"}
+
+
+def prior_sampler(model: pm.Model, fit: FitConfig):
+    with model:
+        idata = pm.sample_prior_predictive(draws=100, random_seed=fit.seed)
+    idata["posterior"] = idata["prior"].copy()
+    return idata
+
+
+def test_the_loop_never_repeats_a_prompt_and_stays_in_budget():
+    # Bugs caught: a prompt asked twice across rounds, a budget overrun, a trajectory that does
+    # not match what was asked, or a model shape that changes between rounds (recompiles).
+    pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
+    rng = np.random.default_rng(3)
+    labels = pool.select(pl.col("respondent_id").alias("respondent"),
+                         pl.col("item_id").alias("item"), "replicate", "model_name",
+                         "persona_kind", "gender", "race",
+                         pl.Series("y", rng.integers(0, 2, pool.height)))
+    asked_rounds: list[int] = []
+    shapes = set()
+
+    def answer(chosen: pl.DataFrame, round_index: int) -> pl.DataFrame:
+        asked_rounds.append(round_index)
+        keys = chosen.select(pl.col("respondent_id").alias("respondent"),
+                             pl.col("item_id").alias("item"), "replicate")
+        return labels.join(keys, on=["respondent", "item", "replicate"], how="semi")
+
+    def sampler(model: pm.Model, fit: FitConfig):
+        shapes.add(tuple(var.get_value().shape for var in model.data_vars))
+        return prior_sampler(model, fit)
+
+    rule = AdaptiveRule(round_prompts=40, max_prompts=100, futility=0.0)
+    fit = FitConfig(model="population", seed=1)
+    run = run_adaptive(pool, answer, fit, rule, sample=sampler)
+    assert run.stop in STOPS
+    assert not run.asked.select(KEY).is_duplicated().any()
+    assert run.prompts <= 100 and run.outcomes.height == run.prompts
+    assert run.rounds["prompts"].to_list() == sorted(run.rounds["prompts"].to_list())
+    assert run.rounds["prompts"][-1] == run.prompts
+    assert asked_rounds == list(range(run.rounds.height))
+    assert len(shapes) == 1  # every look the same cells: one compiled model
+    # Prior draws decide nothing and futility 0 never gives up: the budget ends it.
+    assert run.stop == "budget" and run.prompts == 100
+
+
+def test_a_model_without_cells_is_refused():
+    # Bug caught: the hurdle model's three labels silently read as one binary outcome.
+    pool = default_shaped_prompts(items=2, replicates=1, null_count=0)
+    with pytest.raises(AuditError, match="fit.model"):
+        run_adaptive(pool, lambda chosen, index: chosen, FitConfig(model="hurdle"),
+                     AdaptiveRule(round_prompts=5, max_prompts=10))
+
+
+@pytest.mark.slow
+def test_the_quick_benchmark_runs_and_ends_with_its_result_line():
+    # Bug caught: the benchmark (its simulation, fits and comparison) broken without anyone
+    # noticing until the next measurement.
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_adaptive.py"),
+                           "--quick"], capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = done.stdout.strip().splitlines()[-1]
+    assert result.startswith("RESULT prompts_ratio=")
+    fields = dict(part.split("=") for part in result.split()[1:])
+    assert set(fields) == {"prompts_ratio", "decision_agreement", "false_different_rate",
+                           "power_1logit_vs_fixed"}
+    assert 0.0 < float(fields["prompts_ratio"]) <= 1.0
