@@ -159,6 +159,13 @@ class PersonasConfig:
 class DesignConfig:
     replicates: int = 1
     seed: int = 20251123
+    # An adaptive audit (Rasch method; methods/rasch/adaptive.py, docs/adaptive.md): rounds of
+    # prompts from this design, each chosen by the last round's fit, stopping once every
+    # headline contrast is decided, cannot be decided within the budget, or the budget is spent.
+    adaptive: bool = False
+    max_prompts: int | None = None  # the budget; None: the whole design
+    round_prompts: int | None = None  # prompts a round; None: a quarter of the budget
+    futility: float = 0.05  # stop when no open contrast is decidable with this probability
 
 
 @dataclass

@@ -242,6 +242,16 @@ def log_metrics(metrics: Mapping[str, float]) -> None:
     mlflow.log_metrics(clean)
 
 
+def log_metric_steps(steps: Iterable[tuple[int, Mapping[str, float]]]) -> None:
+    """Metrics that change along a run (an adaptive audit's rounds): one set per step, so the
+    MLflow UI draws each metric against the step."""
+    import mlflow
+
+    for step, metrics in steps:
+        mlflow.log_metrics({metric_name(name): float(value) for name, value in metrics.items()},
+                           step=int(step))
+
+
 def log_artifacts(files: Iterable[tuple[str, Path]]) -> None:
     """Log each (folder, file) pair under that artifact sub-folder ("" for the root).
 

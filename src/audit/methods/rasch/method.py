@@ -10,12 +10,14 @@ tables.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 
 from audit.llm.model_sources import check_model_files
 from audit.methods.configs import AuditConfig
+from audit.methods.rasch.adaptive_run import ROUNDS, look_alpha_of, respond_adaptively
 from audit.methods.rasch.analyse import fit_stage, write_fit
 from audit.methods.rasch.design import design_stage, models_for
 from audit.methods.rasch.ingest import stages as imported
@@ -52,6 +54,10 @@ class StageFiles(RunFiles):
     @property
     def responses(self) -> Path:
         return self.path(RESPONSES)
+
+    @property
+    def rounds(self) -> Path:
+        return self.path(ROUNDS)
 
     @property
     def labels(self) -> Path:
@@ -93,6 +99,10 @@ def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
 
 def _respond(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     prompts = read_table(files.prompts, PromptSchema, "prompts")
+    if cfg.design.adaptive:
+        respond_adaptively(cfg, prompts, files.responses, files.rounds)
+        return
+    files.rounds.unlink(missing_ok=True)  # a fixed run's directory holds no trajectory
     send_prompts(cfg, prompts, models_for(cfg, prompts), files.responses, "Rasch")
 
 
@@ -112,6 +122,9 @@ def _analyse(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     labels = read_table(files.labels, LabelSchema, "labels")
     gold = (read_table(files.gold, GoldResultSchema, "judge gold-set results")
             if files.gold.is_file() else None)
+    look_alpha = look_alpha_of(files.rounds)
+    if look_alpha is not None:  # an adaptive run decides at its last look's share of alpha
+        cfg = replace(cfg, fit=replace(cfg.fit, familywise_alpha=look_alpha))
     write_fit(fit_stage(cfg, prompts, labels, gold), files.fit)
 
 
@@ -151,7 +164,7 @@ def _on_stage_files(run, run_imported=None):
 
 STAGES = (
     Stage("design", _on_stage_files(_design, _design_imported), (PROMPTS,)),
-    Stage("respond", _on_stage_files(_respond, _respond_imported), (RESPONSES,)),
+    Stage("respond", _on_stage_files(_respond, _respond_imported), (RESPONSES, ROUNDS)),
     Stage("score", _on_stage_files(_score, _score_imported), (LABELS, VOTES, GOLD),
           aliases=("judge", "judge_gold")),
     Stage("analyse", _on_stage_files(_analyse), (FIT,), aliases=("fit",)),

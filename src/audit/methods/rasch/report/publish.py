@@ -16,6 +16,7 @@ import polars as pl
 from audit.methods.configs import AuditConfig
 from audit.data_files import data_file
 from audit.llm.backends import create_backend
+from audit.methods.rasch.adaptive_run import adaptive_report
 from audit.methods.rasch.analyse import read_fit
 from audit.methods.rasch.irt import Diagnostics, RaschFit
 from audit.methods.rasch.irt.outcome import code_outcomes
@@ -186,6 +187,14 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                       cfg.fit.outcome, cfg.fit.drop_labels),
         sorted(cfg.model), cfg.fit.outcome, judge)
     metrics["no_signal"] = float(bool(no_signal))
+    # An adaptive run (design.adaptive): its prompts against the design's, and its trajectory.
+    adaptive = adaptive_report(files.rounds, prompts.height)
+    if adaptive is not None:
+        metrics.update(adaptive.metrics)
+        written_trajectory = save_figure(adaptive.figure, report_dir / "adaptive_trajectory.png")
+        log.info("adaptive: %d of %d prompts asked (%.0f%% of the fixed design), stopped: %s",
+                 adaptive.metrics["adaptive/prompts_asked"], prompts.height,
+                 100 * adaptive.metrics["adaptive/share_of_design"], adaptive.stop)
     (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
     config_yaml = write_config(cfg, report_dir)
 
@@ -199,7 +208,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
 
     identities = model_identities(cfg)
     own_tags = {"converged": str(fit.converged).lower(), **identity_tags(identities),
-                **source_tags(cfg)}
+                **source_tags(cfg), **({"adaptive.stop": adaptive.stop} if adaptive else {})}
     tags = run_tags(cfg, flat_config(cfg), own_tags)
     inputs = ReportInputs(
         cfg=cfg, prompts=prompts, responses=responses, labels=labels, thetas=thetas,
@@ -225,6 +234,10 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
             inputs, run_info.run_id if run_info else None)), encoding="utf-8")
         if run_info is not None:
             tracking.log_metrics(metrics)
+            if adaptive is not None:
+                tracking.log_metric_steps(adaptive.steps)
+                tracking.log_artifacts([("tables", files.rounds),
+                                        ("plots", written_trajectory)])
             fit_extras = [files.fit / name for name in ("contrasts.csv", "diagnostics.json")]
             tracking.log_artifacts([
                 ("", report_html),

@@ -1,0 +1,153 @@
+"""The respond stage of an adaptive Rasch audit (design.adaptive=true): rounds through the engine.
+
+The design stage writes the whole fixed design (the pool). Here each round's prompts (chosen by
+adaptive.py from the last fit) go through the same engine and response store as a fixed run's
+(answer_prompts), are labelled by the same judge (judge_stage) and fitted by the same fit
+(fit_rasch with the run's fit config, at the look's share of fit.familywise_alpha). Every answer
+and every judge reading is in the store, and each look's fit is seeded by fit.seed: a killed run,
+rerun, makes the same choices and is served from the store up to where it stopped.
+
+The stage writes the answers to the prompts it asked (responses.parquet, as a fixed run's
+respond stage does for all of them) and the trajectory (adaptive_rounds.csv: one row a look);
+the score, analyse and report stages then run as for a fixed run, on the asked prompts, and the
+analyse stage decides at the last look's alpha (look_alpha_of).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from pathlib import Path
+
+import polars as pl
+
+from audit.errors import AuditError
+from audit.llm.engine import check_failures
+from audit.methods.configs import AuditConfig
+from audit.methods.rasch.adaptive import AdaptiveRule, AdaptiveRun, run_adaptive
+from audit.methods.rasch.analyse import outcome_table
+from audit.methods.rasch.design import models_for
+from audit.methods.rasch.irt import code_outcomes
+from audit.methods.rasch.irt.judge_error import resolve_confusion
+from audit.methods.run import answer_prompts
+from audit.methods.rasch.score import judge_stage
+from audit.schemas import ResponseSchema
+from audit.tables import read_frame, write_frame, write_table
+
+log = logging.getLogger(__name__)
+
+ROUNDS = "adaptive_rounds.csv"
+
+
+def adaptive_rule(cfg: AuditConfig, pool_size: int) -> AdaptiveRule:
+    """design.* as the rule; the budget and round size default to the design and a quarter."""
+    design = cfg.design
+    budget = min(design.max_prompts or pool_size, pool_size)
+    if design.max_prompts is not None and design.max_prompts < 1:
+        raise AuditError(f"design.max_prompts={design.max_prompts} must be at least 1 (null: "
+                         "the whole design)")
+    if cfg.fit.familywise_alpha is None:
+        raise AuditError("design.adaptive=true needs fit.familywise_alpha (its looks split it); "
+                         "set fit.familywise_alpha=0.05")
+    return AdaptiveRule(round_prompts=design.round_prompts or math.ceil(budget / 4),
+                        max_prompts=budget, familywise_alpha=cfg.fit.familywise_alpha,
+                        futility=design.futility)
+
+
+def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: Path,
+                       rounds_path: Path, on_round=None) -> AdaptiveRun:
+    """The rounds (module docstring); writes the asked prompts' answers and the trajectory."""
+    if cfg.fit.model == "hurdle" or cfg.fit.second_outcome:
+        raise AuditError("design.adaptive=true fits one outcome with a cell model: use "
+                         "fit=population (or rasch) without fit.second_outcome")
+    models = models_for(cfg, prompts)
+    answered: list[pl.DataFrame] = []
+    gold: list[pl.DataFrame] = []
+
+    def answer(chosen: pl.DataFrame, round_index: int) -> pl.DataFrame:
+        asked = prompts.join(chosen.select("prompt_id"), on="prompt_id", how="semi")
+        responses = answer_prompts(cfg, asked, models, f"Rasch round {round_index}")
+        answered.append(responses)
+        write_table(pl.concat(answered), responses_path, ResponseSchema, "responses")
+        judged = judge_stage(cfg, asked, responses, with_gold=not gold)
+        if not gold:
+            gold.append(judged.gold)
+        table = outcome_table(asked, judged.labels, cfg.fit.attributes)
+        return code_outcomes(table, cfg.fit.outcome, cfg.fit.drop_labels)
+
+    def confusion():
+        # The gold set is labelled with round 0's answers, before the first fit reads its rates.
+        return resolve_confusion(cfg.fit.judge_error, cfg.fit.model, cfg.fit.outcome,
+                                 gold[0] if gold else None)
+
+    run = run_adaptive(prompts, answer, cfg.fit, adaptive_rule(cfg, prompts.height),
+                       confusion=confusion, on_round=on_round)
+    write_frame(run.rounds, rounds_path)
+    responses = pl.concat(answered)
+    check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
+                   "Rasch requests")
+    log.info("adaptive: %d of %d prompts asked (%.0f%%), stopped: %s", run.prompts,
+             prompts.height, 100 * run.prompts / prompts.height, run.stop)
+    return run
+
+
+def look_alpha_of(rounds_path: Path) -> float | None:
+    """The family-wise alpha the last look decided at (None when the run was not adaptive)."""
+    if not rounds_path.is_file():
+        return None
+    rounds = read_frame(rounds_path, "adaptive rounds")
+    return float(rounds.get_column("look_alpha")[-1])
+
+
+def trajectory_figure(rounds: pl.DataFrame, design_prompts: int):
+    """Mean width of the open contrasts' decision intervals and the open count, against the
+    prompts spent; the fixed design's size marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless: audits run on servers and in CI
+    import matplotlib.pyplot as plt
+
+    figure, width_axis = plt.subplots(figsize=(6, 3.5))
+    prompts = rounds.get_column("prompts").to_list()
+    width_axis.plot(prompts, rounds.get_column("mean_open_width").to_list(), "o-",
+                    label="mean width of open contrasts")
+    width_axis.set_xlabel("prompts asked")
+    width_axis.set_ylabel("decision interval width (logits)")
+    width_axis.axvline(design_prompts, color="grey", linestyle="--", label="fixed design")
+    count_axis = width_axis.twinx()
+    count_axis.step(prompts, rounds.get_column("open").to_list(), where="post", color="C1",
+                    label="open contrasts")
+    count_axis.set_ylabel("open contrasts")
+    figure.legend(loc="upper right", fontsize=8)
+    figure.tight_layout()
+    return figure
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptiveReport:
+    metrics: dict[str, float]  # run-level: prompts asked, share of the design, looks
+    steps: list[tuple[int, dict[str, float]]]  # per look, for MLflow's step charts
+    stop: str
+    figure: object
+
+
+def adaptive_report(rounds_path: Path, design_prompts: int) -> AdaptiveReport | None:
+    """What the report adds for an adaptive run (None for a fixed one)."""
+    if not rounds_path.is_file():
+        return None
+    rounds = read_frame(rounds_path, "adaptive rounds")
+    asked = int(rounds.get_column("prompts")[-1])
+    steps = [(int(row["round"]), {
+        "adaptive/prompts": row["prompts"], "adaptive/decided": row["decided"],
+        "adaptive/open": row["open"], "adaptive/alive": row["alive"],
+        **({"adaptive/mean_open_width": row["mean_open_width"]}
+           if row["mean_open_width"] is not None else {})})
+        for row in rounds.iter_rows(named=True)]
+    return AdaptiveReport(
+        metrics={"adaptive/prompts_asked": float(asked),
+                 "adaptive/design_prompts": float(design_prompts),
+                 "adaptive/share_of_design": asked / design_prompts,
+                 "adaptive/looks": float(rounds.height)},
+        steps=steps, stop=str(rounds.get_column("stop")[-1]),
+        figure=trajectory_figure(rounds, design_prompts))
