@@ -3,14 +3,15 @@
 Usage: python benchmarks/bench_adaptive.py [--seeds 60] [--minutes 30] [--text-sd 0.6] [--quick]
 
 Each simulated audit has the default design's shape (one model, a baseline, two persona texts per
-gender x race cell, 4 null personas, 12 items, 2 replicates: a pool of 504 prompts), the planning
+gender x race cell, 4 null personas, 12 items, --replicates answers each (1: a pool of 252
+prompts, the default audit since e0351c3; 2: 504)), the planning
 defaults' item sd (2.0), null sd (1.0) and judge (0.95/0.95 known from 25 gold answers a class),
 a persona-text sd of --text-sd, and a planted group gap of 0, 0.5 or 1 logit between Black and
 White. Every prompt of the pool gets its label once (simulation.simulate_outcomes); then
 
 * the fixed design fits all of them (fit_rasch, the audit's fit config, the fast sampling below);
-* the adaptive design (methods/rasch/adaptive.py, --round-prompts a round, the budget the whole
-  pool) asks them round by round, reading the same labels, with the same fit at each look.
+* the adaptive design (methods/rasch/adaptive.py, --round-prompts a round (a quarter of the
+  pool), the budget the whole pool) asks them round by round, reading the same labels, with the same fit at each look.
 
 Both go through the CI verdict's rule (power.ci_failures). Per gap it prints the prompts the
 adaptive design asked against the fixed design's (the median ratio), how it stopped, and:
@@ -153,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="population")
     parser.add_argument("--seeds", type=int, default=60, help="simulated audits per gap")
     parser.add_argument("--text-sd", type=float, default=0.6)
-    parser.add_argument("--round-prompts", type=int, default=126, help="a quarter of the pool")
+    parser.add_argument("--replicates", type=int, default=1, help="answers per persona and item")
+    parser.add_argument("--round-prompts", type=int, default=None,
+                        help="prompts a round (default: a quarter of the pool)")
     parser.add_argument("--futility", type=float, default=0.05)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--tune", type=int, default=500)
@@ -174,12 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         gaps, items, args.seeds, args.check = (0.0, 1.0), 6, 1, 0
         args.draws = args.tune = 150
-        args.round_prompts = 63
-    pool = default_shaped_prompts(items=items)
+        args.replicates = 2
+    pool = default_shaped_prompts(items=items, replicates=args.replicates)
     full_fit = audit_fit_config(args.model)
     fit = dataclasses.replace(full_fit, draws=args.draws, tune=args.tune, chains=2, cores=2,
                               judge_imputations=args.imputations)
-    rule = AdaptiveRule(round_prompts=args.round_prompts, max_prompts=pool.height,
+    rule = AdaptiveRule(round_prompts=args.round_prompts or math.ceil(pool.height / 4),
+                        max_prompts=pool.height,
                         familywise_alpha=fit.familywise_alpha or 0.05, futility=args.futility)
     rng = np.random.default_rng(args.seed)
     table, checks = simulate(pool, fit, rule, args.text_sd, gaps, args.seeds, args.check,
