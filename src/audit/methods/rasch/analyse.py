@@ -5,6 +5,7 @@ which `python -m audit.fit` writes too."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,8 +19,11 @@ from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import RaschFit, code_outcomes, diagnose, fit_rasch
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.irt.judge_error import resolve_confusion
+from audit.methods.rasch.irt.probability import JUDGE_ERROR_NOTE
 from audit.methods.rasch.schemas import SummarySchema
 from audit.tables import read_frame, read_table, write_frame
+
+log = logging.getLogger(__name__)
 
 
 def outcome_table(prompts: pl.DataFrame, labels: pl.DataFrame, attributes: list[str]) -> pl.DataFrame:
@@ -50,8 +54,15 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
         if outcomes.is_empty():
             raise AuditError("no labelled responses to fit: every answer failed or was "
                              "unparseable; check the judge (judge=...) and the responses table")
-        confusion = resolve_confusion(cfg.fit.judge_error, cfg.fit.model, coding, gold)
-        fits.append(fit_rasch(outcomes, replace(cfg.fit, outcome=coding), confusion=confusion))
+        # fit.response applies to fit.outcome; a second coding is fitted from its labels.
+        response = cfg.fit.response if coding == cfg.fit.outcome else "decision"
+        if response == "probability":
+            log.info("fit.response=probability: %s", JUDGE_ERROR_NOTE)
+            confusion = None
+        else:
+            confusion = resolve_confusion(cfg.fit.judge_error, cfg.fit.model, coding, gold)
+        fits.append(fit_rasch(outcomes, replace(cfg.fit, outcome=coding, response=response),
+                              confusion=confusion))
     # Keep the first fit's own companions (the hurdle model's abstention step).
     return replace(fits[0], companions=(*fits[0].companions, *fits[1:]))
 
@@ -76,6 +87,7 @@ def write_fit(fit: RaschFit, directory: Path) -> None:
         "ess_bulk_min": diagnostics.ess_bulk_min, "ess_tail_min": diagnostics.ess_tail_min,
         "divergences": diagnostics.divergences, "advice": "; ".join(fit.problems()),
         "outcomes": [companion.outcome for companion in fit.all_fits()],
+        "response": {companion.outcome: companion.response for companion in fit.all_fits()},
         "judge_error": {companion.outcome: (companion.judge_confusion.as_dict()
                                             if companion.judge_confusion else None)
                         for companion in fit.all_fits()},
@@ -106,12 +118,13 @@ def read_fit(directory: Path, fit_config: FitConfig) -> RaschFit:
         further = [fit_config.second_outcome] if fit_config.second_outcome else []
     companions = tuple(read_fit(directory / coding,
                                 replace(fit_config, model="rasch", outcome=coding,
-                                        second_outcome=None))
+                                        second_outcome=None, response="decision"))
                        for coding in further)
     if contrasts.height and "outcome" in contrasts.columns:
         contrasts = contrasts.filter(pl.col("outcome") == outcome).drop("outcome")
     gaps_file = directory / "item_gaps.csv"
     return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit_config),
                     contrasts=contrasts, outcome=outcome, companions=companions,
+                    response=fit_config.response,
                     item_gaps=read_frame(gaps_file, "item gaps") if gaps_file.is_file()
                     else pl.DataFrame())

@@ -19,6 +19,12 @@ class FitConfig:
     # population (group contrasts: text spread within demographic cells; conf/fit/population.yaml)
     model: str = "rasch"
     outcome: str = "favourable"  # favourable | undetermined
+    # What the fit reads of each answer: `decision` (the label, coded by fit.outcome) or
+    # `probability` (the answer's P(favourable) from option log-probabilities, judge=logprob or
+    # an imported column, as logit P with a Normal residual: irt/probability.py). Probability
+    # works with fit.outcome=favourable and the rasch, twopl, explanatory and population models;
+    # the judge-error correction does not apply to it.
+    response: str = "decision"
     # Labels left out of the fit (of fit.outcome and fit.second_outcome alike), except the label
     # a coding counts as its event: dropping needs_more_information keeps the abstention fit's 1s.
     drop_labels: list[str] = field(default_factory=list)

@@ -160,3 +160,63 @@ def test_jsonl_and_parquet_read_as_csv_does(tmp_path):
     bad.write_text('{"item": "lending_01"}\nnot json\n')
     with pytest.raises(AuditError, match="line 2 is not JSON"):
         read_answers(bad, "auto", None)
+
+
+def _probability_rows() -> list[dict]:
+    """Discrim-eval answers of two race levels x two genders x 3 questions, each with a P(yes);
+    one also states a decision, one has neither a probability nor a decision column value."""
+    rows = []
+    for number, (race, gender) in enumerate([(r, g) for r in ("Black", "White")
+                                             for g in ("female", "male")]):
+        for step, item in enumerate(("0", "1", "3")):
+            rows.append({"model": "m", "race": race, "gender": gender, "item": item,
+                         "p_favourable": str(0.2 + 0.05 * number + 0.1 * step),
+                         "decision": None})
+    rows[0]["decision"] = "yes"  # a stated decision beside its probability: both kept
+    rows[1]["p_favourable"], rows[1]["decision"] = None, "no"  # a decision alone
+    return rows
+
+
+def test_a_probability_column_gives_labels_that_keep_it(tmp_path):
+    # Catches a p_favourable column ignored (rows without an outcome become error rows), a
+    # stated decision overwritten by its probability's side, and a probability dropped beside it.
+    _, _, responses, labels = _tables(_csv(tmp_path, _probability_rows()),
+                                      _bank("discrim_eval.csv"))
+    assert set(responses["status"]) == {"ok"} and labels.height == 12
+    assert labels["label"][:3].to_list() == ["favourable", "unfavourable", "unfavourable"]
+    assert labels["p_favourable"][0] == pytest.approx(0.2)
+    assert labels["p_favourable"][1] is None
+    assert labels["p_favourable"][2] == pytest.approx(0.4)
+    assert set(labels["label_source"]) == {"imported"}
+
+
+@pytest.mark.parametrize("value", ["1.3", "-0.1", "likely"])
+def test_a_probability_outside_zero_to_one_is_one_line_naming_the_column(tmp_path, value):
+    # Catches a percentage (73 for 0.73) or a word imported as a probability the fit would clip
+    # to certainty or fail on.
+    rows = _probability_rows()
+    rows[4]["p_favourable"] = value
+    with pytest.raises(AuditError, match=f"column 'p_favourable' holds '{value}'.*from 0 to 1"):
+        _tables(_csv(tmp_path, rows), _bank("discrim_eval.csv"))
+
+
+def test_imported_probabilities_go_through_the_probability_fit(tmp_path, monkeypatch):
+    # Catches the imported p_favourable lost between the labels and the fit (the fit would stop
+    # on "none carries P(favourable)") and the row without one fitted as a NaN.
+    import sys
+    sys.path.insert(0, str(ROOT / "tests" / "methods" / "rasch" / "irt"))
+    from test_fit_stage_models import prior_sampler
+
+    import audit.methods.rasch.irt.rasch as rasch
+    from audit.methods.configs import AuditConfig
+    from audit.methods.rasch.analyse import fit_stage
+    from audit.methods.rasch.config import FitConfig
+
+    monkeypatch.setattr(rasch, "sample_with_nutpie", prior_sampler)
+    _, prompts, _, labels = _tables(_csv(tmp_path, _probability_rows()),
+                                    _bank("discrim_eval.csv"))
+    cfg = AuditConfig(fit=FitConfig(model="population", response="probability", chains=1,
+                                    attributes=["race"]))
+    fit = fit_stage(cfg, prompts, labels)
+    assert fit.idata.observed_data["y"].size == 11  # the decision-only row is left out
+    assert fit.contrasts["level_a"].to_list() == ["Black"] and fit.response == "probability"

@@ -4,7 +4,8 @@ Columns: `model` (or ingest.model for every row); the persona as `persona_id` an
 attributes `gender`, `race` (and `persona_kind`: explicit, name, baseline or null); `item` (the
 bank's item_id or source_id); the outcome as `answer` (text for the judge), `decision`
 (favourable, unfavourable, needs_more_information, refusal, or the item's own option words) or
-`option_logprobs` (a JSON object, option -> log-probability); optional `replicate` and `prompt`.
+`option_logprobs` (a JSON object, option -> log-probability) or `p_favourable` (a probability
+of the favourable option, 0 to 1); optional `replicate` and `prompt`.
 lm-evaluation-harness's `--log_samples` files (`samples_TASK_DATE.jsonl`) are read by
 `lm_eval_rows`: the sample's `doc` gives the item and the persona, its `filtered_resps` the answer
 text or the options' log-likelihoods.
@@ -23,8 +24,9 @@ from audit.tables import read_frame, read_json_lines
 
 FORMATS = ("auto", "csv", "parquet", "jsonl", "lm_eval")
 COLUMNS = ("model", "persona_id", "persona_kind", "gender", "race", "item", "answer", "decision",
-           "option_logprobs", "replicate", "prompt")
-OUTCOME_COLUMNS = ("answer", "decision", "option_logprobs")
+           "option_logprobs", "p_favourable", "replicate", "prompt")
+OUTCOME_COLUMNS = ("answer", "decision", "option_logprobs", "p_favourable")
+NUMBER_COLUMNS = ("replicate", "p_favourable")
 # Fields of an lm-evaluation-harness sample's `doc` that name the item, then the persona.
 LM_EVAL_ITEM_FIELDS = ("decision_question_id", "item_id", "item")
 LM_EVAL_PERSONA_FIELDS = ("race", "gender", "age")
@@ -78,8 +80,9 @@ def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.
                          f"the bank's item_id or source_id")
     if not set(OUTCOME_COLUMNS) & set(frame.columns):
         raise AuditError(f"answers file {path} has none of the columns 'answer', 'decision', "
-                         f"'option_logprobs': add the answer text or the decision of each row")
-    text_columns = [c for c in COLUMNS if c != "replicate"]
+                         f"'option_logprobs', 'p_favourable': add the answer text or the "
+                         f"decision of each row")
+    text_columns = [c for c in COLUMNS if c not in NUMBER_COLUMNS]
     frame = frame.with_columns([pl.col(c).cast(pl.Utf8) for c in text_columns
                                 if c in frame.columns])
     frame = frame.with_columns([pl.lit(None, pl.Utf8).alias(c) for c in text_columns
@@ -92,11 +95,29 @@ def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.
                              f"from 0") from error
     else:
         frame = frame.with_columns(pl.lit(None, pl.Int64).alias("replicate"))
+    frame = frame.with_columns(probability_column(frame, path))
     frame = frame.with_columns(pl.col("model").fill_null(default_model))
     if frame["item"].null_count():
         raise AuditError(f"answers file {path}: column 'item' is empty in "
                          f"{frame['item'].null_count()} rows: every answer needs its item")
     return frame.select(COLUMNS)
+
+
+def probability_column(frame: pl.DataFrame, path: Path) -> pl.Series:
+    """`p_favourable` as numbers from 0 to 1 (null where a row has none); one line naming the
+    first value that is not one."""
+    if "p_favourable" not in frame.columns:
+        return pl.Series("p_favourable", [None] * frame.height, dtype=pl.Float64)
+    values = frame["p_favourable"]
+    numbers = values.cast(pl.Utf8).str.strip_chars().replace("", None).cast(pl.Float64,
+                                                                            strict=False)
+    bad = frame.filter(values.is_not_null() & (values.cast(pl.Utf8).str.strip_chars() != "")
+                       & (numbers.is_null() | numbers.is_nan() | (numbers < 0) | (numbers > 1)))
+    if bad.height:
+        raise AuditError(f"answers file {path}: column 'p_favourable' holds "
+                         f"{bad['p_favourable'][0]!r} for item {bad['item'][0]}: each value is the "
+                         f"probability of the favourable option, from 0 to 1, or empty")
+    return numbers.alias("p_favourable")
 
 
 def _doc_value(doc: dict, fields: tuple[str, ...]) -> object:

@@ -136,7 +136,8 @@ def responses_table(answers: pl.DataFrame) -> pl.DataFrame:
         lambda scores: max((value, option) for option, value in json.loads(scores).items())[1],
         return_dtype=pl.Utf8)
     text = pl.coalesce("answer", "decision", likeliest)
-    has_outcome = text.is_not_null() | pl.col("option_logprobs").is_not_null()
+    has_outcome = (text.is_not_null() | pl.col("option_logprobs").is_not_null()
+                   | pl.col("p_favourable").is_not_null())
     responses = answers.sort("row").select(
         "prompt_id", (pl.lit(IMPORTED_REQUEST + ":") + pl.col("prompt_id")).alias("request_key"),
         pl.when(has_outcome).then(pl.lit("ok")).otherwise(pl.lit("error")).alias("status"),
@@ -176,8 +177,9 @@ def _option_probability(logprobs: dict[str, float], favourable: str,
 
 
 def decided_labels(answers: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
-    """Labels of the rows that came with a decision or option log-probabilities (the rest go to
-    the judge). An unreadable decision is refused with the column named."""
+    """Labels of the rows that came with a decision, option log-probabilities or P(favourable)
+    (the rest go to the judge); a decision beside a `p_favourable` keeps both. An unreadable
+    decision is refused with the column named."""
     rows = []
     options = prompts.select("prompt_id", "item_id", "favourable_option", "unfavourable_option")
     for answer, prompt in zip(answers.sort("row").iter_rows(named=True),
@@ -192,7 +194,8 @@ def decided_labels(answers: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame
                     f"refusal or the item's options ({favourable}/{unfavourable})")
             rows.append({"prompt_id": prompt["prompt_id"], "label": label,
                          "label_source": "imported", "rationale": "decision imported",
-                         "agreement": None, "p_favourable": None, "decision_mass": None})
+                         "agreement": None, "p_favourable": answer["p_favourable"],
+                         "decision_mass": None})
         elif answer["option_logprobs"] is not None:
             scored = _option_probability(json.loads(answer["option_logprobs"]), favourable,
                                          unfavourable)
@@ -208,6 +211,13 @@ def decided_labels(answers: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame
                          "rationale": f"imported option log-probabilities: P({favourable}) "
                                       f"{p_favourable:.3f}",
                          "agreement": None, "p_favourable": p_favourable, "decision_mass": mass})
+        elif answer["p_favourable"] is not None:  # a probability alone: its likelier option
+            p_favourable = answer["p_favourable"]
+            rows.append({"prompt_id": prompt["prompt_id"],
+                         "label": "favourable" if p_favourable > 0.5 else "unfavourable",
+                         "label_source": "imported",
+                         "rationale": f"imported P({favourable}) {p_favourable:.3f}",
+                         "agreement": None, "p_favourable": p_favourable, "decision_mass": None})
     schema = {"prompt_id": pl.Utf8, "label": pl.Utf8, "label_source": pl.Utf8,
               "rationale": pl.Utf8, "agreement": pl.Float64, "p_favourable": pl.Float64,
               "decision_mass": pl.Float64}

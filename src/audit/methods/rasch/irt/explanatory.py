@@ -49,7 +49,8 @@ from scipy import stats
 
 from audit.errors import AuditError
 from audit.methods.rasch.irt.indexing import RaschData
-from audit.methods.rasch.irt.judge_error import CellRates, label_cells
+from audit.methods.rasch.irt.judge_error import CellRates
+from audit.methods.rasch.irt.probability import observe_cells
 
 MODEL_EFFECT_PRIOR_SD = 2.0  # carries the overall favourable rate, which can sit far from 50%
 ITEM_PRIOR_SD = 2.0
@@ -209,6 +210,7 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
                                  scale * respondent_z, dims="respondent")
         if cell_shift is not None:
             dif_shift = dif_shift + cell_shift()
-        label_cells("y", trials, theta[respondent_idx] - b[item_idx] + dif_shift,
-                    observed=successes, dims="cell", confusion=confusion)
+        observe_cells("y", data, trials, successes,
+                      theta[respondent_idx] - b[item_idx] + dif_shift, dims="cell",
+                      confusion=confusion)
     return model

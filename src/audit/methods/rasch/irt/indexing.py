@@ -36,6 +36,9 @@ class RaschData:
     # Each cell's labelling path (the labels' label_source) when the cells were split by path
     # (index_design(by_path=True)), so each cell can be read through its own path's judge rates.
     cell_path: np.ndarray | None = None
+    # Each cell's observed logit P(favourable) when the fit reads probabilities, not labels
+    # (probability.index_probabilities: one response a cell); None for labels.
+    cell_logit: np.ndarray | None = None
 
     @property
     def cells(self) -> pl.DataFrame:

@@ -54,7 +54,13 @@ from audit.methods.rasch.irt.judge_error import (
     JudgeConfusion,
     JudgeCorrection,
     as_correction,
-    label_cells,
+)
+from audit.methods.rasch.irt.probability import (
+    JUDGE_ERROR_NOTE,
+    check_response,
+    index_probabilities,
+    observe_cells,
+    probability_outcomes,
 )
 from audit.schemas import validate
 from audit.methods.rasch.schemas import SummarySchema
@@ -152,7 +158,7 @@ def _build_identified_model(data: RaschData, coords: dict, discrimination: bool,
         if discrimination:
             a = pm.LogNormal("a", mu=0.0, sigma=DISCRIMINATION_LOG_SD, dims="item")
             logit_p = a[item_idx] * logit_p
-        label_cells("y", trials, logit_p, observed=successes, dims="cell", confusion=confusion)
+        observe_cells("y", data, trials, successes, logit_p, dims="cell", confusion=confusion)
     return model
 
 
@@ -175,6 +181,9 @@ class RaschFit:
     # The labelling paths' gold-set counts the likelihood read labels through (a cut: the
     # rates come from the gold alone, judge_cut.py); None: labels as truth.
     judge_confusion: JudgeCorrection | None = None
+    # What the likelihood read (fit.response): the decisions, or logit P(favourable)
+    # (probability.py).
+    response: str = "decision"
 
     def all_fits(self) -> tuple[RaschFit, ...]:
         return (self, *self.companions)
@@ -254,9 +263,21 @@ def fit_rasch(
     sample = sample or sample_with_nutpie
     attributes = tuple(fit.attributes)
     has_personas = {"model_name", "persona_kind", *attributes} <= set(outcomes.columns)
+    check_response(fit.response, fit.model, fit.outcome)
     correction = as_correction(confusion)
-    per_path = correction is not None and set(correction.by_path) != {ANY_PATH}
-    data = index_design(outcomes, by_path=per_path, cells=pool)
+    if fit.response == "probability":
+        if pool is not None:
+            raise AuditError("fit.response=probability fits answered prompts only, not an "
+                             "adaptive design's pool of cells: set design.adaptive=false or "
+                             "fit.response=decision")
+        if correction is not None:
+            logger.warning("fit.response=probability: %s; fitted without it", JUDGE_ERROR_NOTE)
+            correction = None
+        outcomes = probability_outcomes(outcomes)
+        data = index_probabilities(outcomes)
+    else:
+        per_path = correction is not None and set(correction.by_path) != {ANY_PATH}
+        data = index_design(outcomes, by_path=per_path, cells=pool)
     respondents = (respondent_table(outcomes if pool is None else pool, data, attributes)
                    if has_personas else None)
     if fit.model == "hurdle":
@@ -274,8 +295,9 @@ def fit_rasch(
     else:
         model = build_rasch_model(data, fit.model, rates)
     logger.info(
-        "fitting %s: %d responses, %d respondents, %d items, %d chains x %d draws%s",
-        fit.model, data.row_y.size, len(data.respondents), len(data.items), fit.chains, fit.draws,
+        "fitting %s to %s: %d responses, %d respondents, %d items, %d chains x %d draws%s",
+        fit.model, "logit P(favourable)" if fit.response == "probability" else "decisions",
+        data.row_y.size, len(data.respondents), len(data.items), fit.chains, fit.draws,
         "" if rates is None else f", judge error from {correction.n} gold answers",
     )
     if rates is None:
@@ -292,7 +314,7 @@ def fit_rasch(
             if fit.model in ATTRIBUTE_MODELS]
     return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit),
                     contrasts=contrasts, item_gaps=pl.concat(gaps) if gaps else pl.DataFrame(),
-                    outcome=fit.outcome,
+                    outcome=fit.outcome, response=fit.response,
                     judge_confusion=None if rates is None else rates.correction)
 
 

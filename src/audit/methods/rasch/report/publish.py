@@ -41,6 +41,7 @@ from audit.methods.rasch.report.reading import (
     no_signal_reasons,
     plain_language_reading,
     quality_warnings,
+    response_caveat,
 )
 from audit.methods.rasch.report.summary import (
     RATE_KEYS,
@@ -185,7 +186,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         code_outcomes(labels.join(prompts.select("prompt_id", "respondent_id", "item_id",
                                                  "model_name"), on="prompt_id"),
                       cfg.fit.outcome, cfg.fit.drop_labels),
-        sorted(cfg.model), cfg.fit.outcome, judge)
+        sorted(cfg.model), cfg.fit.outcome, judge, cfg.fit.response)
     metrics["no_signal"] = float(bool(no_signal))
     # An adaptive run (design.adaptive): its prompts against the design's, and its trajectory.
     adaptive = adaptive_report(files.rounds, prompts.height)
@@ -224,7 +225,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                           if key.startswith("model.")},
         reading=plain_language_reading(contrasts, thetas, cfg.fit.hdi_prob, no_signal),
         no_signal=no_signal,
-        caveats=[*source_caveat(cfg, prompts),
+        caveats=[*source_caveat(cfg, prompts), *response_caveat(cfg.fit.response),
                  *caveats(labels, prompts, judge, fit.converged, int(metrics["n_failed"]))],
         warnings=warnings, provenance=tags)
     report_html = report_dir / "report.html"

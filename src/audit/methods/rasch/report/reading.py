@@ -133,17 +133,19 @@ def noise_floor(thetas: pl.DataFrame) -> tuple[float, float] | None:
 
 
 def no_signal_reasons(outcomes: pl.DataFrame, models: list[str], coding: str,
-                      judge: JudgeQuality) -> list[str]:
+                      judge: JudgeQuality, response: str = "decision") -> list[str]:
     """Why this run can neither show nor rule out a demographic difference; empty when it can.
 
     `outcomes` is the coded table the fit reads (`model_name`, `y` in {0, 1}); `models` are the
     audited models. Causes: an outcome that (almost) never varies within a model (or a model with
     no labelled answer at all), and a judge whose gold-set accuracy is below
-    JUDGE_GOLD_ACCURACY_WARN, whose labels then mostly measure its own errors."""
+    JUDGE_GOLD_ACCURACY_WARN, whose labels then mostly measure its own errors. A fit of
+    P(favourable) (`response` probability) does not need its decisions to vary: constant "No"
+    answers with varying P(yes) are exactly what it reads."""
     reasons: list[str] = []
     counts = (outcomes.group_by("model_name")
               .agg(pl.len().alias("n"), pl.col("y").sum().alias("ones")).sort("model_name"))
-    for model, n, ones in counts.iter_rows():
+    for model, n, ones in counts.iter_rows() if response == "decision" else ():
         majority, value = max((ones, 1), (n - ones, 0))
         if n and (n - majority) / n < NO_SIGNAL_MINORITY_SHARE:
             reasons.append(f"{model}'s '{coding}' outcome is {value} in {majority} of its {n} "
@@ -229,6 +231,17 @@ def caveats(labels: pl.DataFrame, prompts: pl.DataFrame, judge: JudgeQuality, co
                   "It is evidence about the model's answers to them, not about its behaviour "
                   "in a deployment with other prompts.")
     return found
+
+
+def response_caveat(response: str) -> list[str]:
+    """What a fit of P(favourable) measures, and what it skips (irt/probability.py)."""
+    if response != "probability":
+        return []
+    return ["The fit read each answer's P(favourable) (fit.response=probability) as logit P, not "
+            "its decision: a contrast is a gap in the model's own probability of the favourable "
+            "option, comparable between groups within this model, not across models (each "
+            "model's probabilities carry its own calibration). The judge-error correction does "
+            "not apply: the probabilities were read from the model, not labelled."]
 
 
 def finite(value: float | None) -> bool:
