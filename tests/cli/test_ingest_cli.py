@@ -4,6 +4,7 @@ read is one line naming the column."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -55,13 +56,18 @@ def test_a_table_it_cannot_read_is_one_line_naming_the_column(tmp_path):
 
 @pytest.mark.slow
 def test_lm_eval_samples_run_end_to_end_with_their_source_recorded(tmp_path):
+    # Fitted as probabilities (the samples' P(yes)), the reading lm-evaluation-harness's
+    # multiple-choice output is for; the decision fit of imports runs in the test below.
     done = _ingest(tmp_path, f"input={LM_EVAL}", "items=discrim_eval", "judge=rules_only",
-                   *SMALL_FIT)
+                   "fit.response=probability", *SMALL_FIT)
     assert done.returncode == 0, done.stderr[-3000:]
     run = tmp_path / "run"
     assert "rasch audit of qwen2.5-coder-0.5b-instruct" in done.stdout
     report = (run / "report" / "report.html").read_text()
     assert "imported from" in report and "sampling settings" in report
+    assert "fit.response=probability" in report and "judge-error correction does not" in report
+    diagnostics = json.loads((run / "fit" / "diagnostics.json").read_text())
+    assert diagnostics["response"] == {"favourable": "probability"}
     labels = pl.read_parquet(run / "labels.parquet")
     assert labels.height == 32 and set(labels["label_source"]) == {"logprob"}
     tags = _tags(tmp_path)

@@ -221,7 +221,12 @@ def run(argv: list[str]) -> int:
         raise AuditError("the two runs were labelled by different judges (their gold-set results "
                          "differ): one joint fit reads labels through one judge's errors; pass "
                          "judge_error=false to read labels as truth")
-    fit = replace(cfg.fit, model="population", **sampling)
+    if cfg.fit.response != "decision":
+        # P(favourable) carries each model's calibration (docs/statistics.md): across runs the
+        # decisions are the like-for-like reading.
+        log.info("run A fitted fit.response=%s; the comparison fits both runs' decisions, the "
+                 "reading comparable across models", cfg.fit.response)
+    fit = replace(cfg.fit, model="population", response="decision", **sampling)
     judge_error = {"false": False, "true": True}.get(options.get("judge_error", ""),
                                                      fit.judge_error)
     confusion = resolve_confusion(judge_error, fit.model, fit.outcome,

@@ -184,7 +184,7 @@ def test_the_population_contrast_covers_a_planted_gap_in_probabilities():
     # (P < 0.5): the probabilities carry what the decisions round away.
     fit_config = replace(FitConfig(model="population", response="probability"), chains=2,
                          draws=500, tune=500, target_accept=0.95, familywise_alpha=None)
-    covered, widths = 0, []
+    covered, means, widths, sigmas = 0, [], [], []
     for seed in range(3):
         outcomes = simulate_probabilities(-1.0, seed=seed)
         fit = fit_rasch(outcomes, fit_config)
@@ -192,8 +192,11 @@ def test_the_population_contrast_covers_a_planted_gap_in_probabilities():
                                    & (pl.col("level_a") == "Black")
                                    & (pl.col("level_b") == "White")).row(0, named=True)
         covered += gap["hdi_low"] <= -1.0 <= gap["hdi_high"]
+        means.append(gap["mean"])
         widths.append(gap["hdi_high"] - gap["hdi_low"])
-        sigma = fit.summary.filter(pl.col("parameter") == RESIDUAL_SD_NAME).row(0, named=True)
-        assert sigma["hdi_low"] <= 1.0 <= sigma["hdi_high"], sigma
-    assert covered == 3, widths
+        sigmas.append(fit.summary.filter(pl.col("parameter") == RESIDUAL_SD_NAME)["mean"][0])
+    # Calibrated 94% HDIs cover in at least 2 of 3 data sets with probability 0.99.
+    assert covered >= 2, (means, widths)
+    assert abs(np.mean(means) + 1.0) < 0.5, means
+    assert abs(np.mean(sigmas) - 1.0) < 0.15, sigmas
     assert max(widths) < 2.0, widths  # the probabilities inform the gap: not the prior's width
