@@ -65,7 +65,7 @@ def widths(run_dir: Path, fractions: list[float], fit_config: FitConfig) -> pl.D
                             subset_labels)
             contrasts = fit.contrasts
             rows.append({
-                "items": len(chosen), "prompts": subset_labels.height, "response": response,
+                "items": len(chosen), "prompts": subset.height, "response": response,
                 "hdi_width": float((contrasts["hdi_high"] - contrasts["hdi_low"]).mean()),
                 "decision_width": float((contrasts["decision_high"]
                                          - contrasts["decision_low"]).mean()),
