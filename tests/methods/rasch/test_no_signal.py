@@ -64,6 +64,15 @@ def test_constant_labels_get_the_no_signal_reading() -> None:
     assert not any(NO_DIFFERENCE in sentence for sentence in reading)
 
 
+def test_constant_decisions_are_not_no_signal_for_a_probability_fit() -> None:
+    # Catches a probability run of a model that answers "no" to everything (what P(yes) is fitted
+    # for) headlined NO SIGNAL, while a silent model is still named.
+    outcomes = _outcomes(["unfavourable"] * 15)
+    assert no_signal_reasons(outcomes, ["m"], "favourable", GOOD_JUDGE, "probability") == []
+    assert no_signal_reasons(outcomes, ["m", "silent"], "favourable", GOOD_JUDGE,
+                             "probability") == ["silent has no labelled answers"]
+
+
 def test_an_outcome_that_varies_keeps_the_ordinary_reading() -> None:
     labels = ["favourable", "unfavourable"] * 10
     assert no_signal_reasons(_outcomes(labels), ["m"], "favourable", GOOD_JUDGE) == []
