@@ -106,6 +106,13 @@ def test_settings_a_probability_fit_cannot_honour_are_refused(response, model, o
         check_response(response, model, outcome)
 
 
+def test_an_adaptive_pool_is_refused_for_probabilities():
+    # Catches zero-trial pool cells (adaptive rounds) fitted as observed logits of 0 (P = 0.5).
+    outcomes = simulate_probabilities(0.0, items=2, texts_per_cell=1)
+    with pytest.raises(AuditError, match="design.adaptive=false"):
+        fit_rasch(outcomes, FitConfig(response="probability"), pool=outcomes)
+
+
 def test_decision_is_the_default_response():
     # Catches a default that would change every existing audit's fit.
     assert FitConfig().response == "decision"
