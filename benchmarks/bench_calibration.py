@@ -218,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pilots", type=int, default=5, help="pilots per text sd")
     parser.add_argument("--plan-simulations", type=int, default=20, help="per pilot's plan")
     parser.add_argument("--seed", type=int, default=20261126)
+    parser.add_argument("--text-sds", type=float, nargs="+", default=list(TEXT_SDS))
     parser.add_argument("--gaps", type=float, nargs="+", default=list(GAPS),
                         help="planted gaps to simulate (--gaps 0.5: the plan check's cells only)")
     parser.add_argument("--quick", action="store_true")
@@ -226,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("pymc", "audit.methods.rasch.irt", "pytensor", "arviz"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     started = time.perf_counter()
-    text_sds, gaps, items = TEXT_SDS, tuple(args.gaps), 12
+    text_sds, gaps, items = tuple(args.text_sds), tuple(args.gaps), 12
     if PLANNED_GAP not in gaps:
         sys.exit(f"--gaps must include the planned gap {PLANNED_GAP}: the plan check reads it")
     if args.quick:
