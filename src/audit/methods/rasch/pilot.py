@@ -137,7 +137,11 @@ def posterior_components(posterior: xr.Dataset, prompts: pl.DataFrame,
     """The posterior means of the spreads and rates a fitted posterior implies; ``defaults``
     keeps what it cannot tell (the judge's, and a text sd a design without residual degrees of
     freedom cannot measure)."""
-    figures = _component_draws(posterior, prompts, attributes, defaults)
+    return _mean_components(_component_draws(posterior, prompts, attributes, defaults), defaults)
+
+
+def _mean_components(figures: dict[str, np.ndarray],
+                     defaults: VarianceComponents) -> VarianceComponents:
     return _components_at({name: values.mean() for name, values in figures.items()}, defaults)
 
 
@@ -147,10 +151,15 @@ def posterior_component_draws(posterior: xr.Dataset, prompts: pl.DataFrame,
     """The components of ``count`` posterior draws picked at random (without replacement while
     the posterior has enough): a plan gives each simulated audit its own, so its predictions
     carry the run's uncertainty about the spreads instead of trusting their means."""
+    return _picked_components(_component_draws(posterior, prompts, attributes, defaults),
+                              defaults, count, seed)
+
+
+def _picked_components(figures: dict[str, np.ndarray], defaults: VarianceComponents, count: int,
+                       seed: int) -> tuple[VarianceComponents, ...]:
     if count < 1:
         raise AuditError(f"a plan needs at least one simulation; got {count} "
                          "(raise plan.simulations)")
-    figures = _component_draws(posterior, prompts, attributes, defaults)
     available = figures["item_sd"].size
     picked = np.random.default_rng(seed).choice(available, size=count,
                                                 replace=count > available)
@@ -221,6 +230,7 @@ def run_components(source: str, tracking_uri: str, attributes: tuple[str, ...], 
         prompts = pl.read_parquet(files[PROMPTS])
         gold = pl.read_parquet(files[GOLD]) if files[GOLD] is not None else None
     judged = judge_components(gold, coding, defaults)
+    figures = _component_draws(posterior, prompts, attributes, judged)  # warns once
     logger.info("plan.from_run=%s, posterior means: %s", source,
-                posterior_components(posterior, prompts, attributes, judged))
-    return posterior_component_draws(posterior, prompts, attributes, judged, count, seed)
+                _mean_components(figures, judged))
+    return _picked_components(figures, judged, count, seed)
