@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -128,6 +129,27 @@ def test_a_model_the_plan_cannot_simulate_is_refused_before_sampling():
     with pytest.raises(AuditError, match="fit.attributes"):
         simulate_power(prompts_table(), PlanConfig(attribute="gender"),
                        FitConfig(attributes=["race"]), config_components(plan))
+
+
+def test_each_simulated_audit_draws_from_its_own_set_of_components(monkeypatch):
+    """Components from a past run's posterior draws (pilot.run_components): simulation k must
+    be drawn from set k, so the predicted width averages over them. The fit is replaced by one
+    whose width is the text sd it was given: a plan that used only the first set (or a mean
+    plugged in elsewhere) predicts 0.2, not 0.6."""
+    import audit.methods.rasch.power as power
+
+    def width_is_text_sd(prompts, components, effects, fit, sampler, rng, planted):
+        return pl.DataFrame({"model_name": ["m1"], "attribute": ["race"], "mean": [0.0],
+                             "decision": ["undecided"], "width": [components.text_sd],
+                             "truth": [0.0], "planted": [True], "ci_fails": [False]})
+
+    monkeypatch.setattr(power, "one_simulation", width_is_text_sd)
+    draws = [dataclasses.replace(config_components(PlanConfig()), text_sd=sd)
+             for sd in (0.2, 0.6, 1.0)]
+    plan = PlanConfig(gap=0.0, replicates=[1], min_simulations=6, simulations=6)
+    row = simulate_power(prompts_table(), plan, FitConfig(attributes=["race"]), draws).row(
+        0, named=True)
+    assert row["simulations"] == 6 and row["hdi_width"] == pytest.approx(0.6)
 
 
 @pytest.mark.slow

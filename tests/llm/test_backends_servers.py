@@ -170,7 +170,7 @@ def test_an_api_key_in_the_environment_appears_nowhere_in_a_run(openai_server, t
                "design.replicates=1", "model=vllm", f"model.vllm.base_url={openai_server}",
                "model.vllm.model=smollm2",
                "model.vllm.api_key_env=AUDIT_TEST_API_KEY", "model.vllm.sampling.max_tokens=24",
-               "judge=rules_only", "judge.evaluate_on_gold=false", "fit=rasch", "fit.draws=300",
+               "judge=rules_only", "judge.evaluate_on_gold=false", "fit.draws=300",
                "fit.tune=300", f"paths.response_store={tmp_path / 'store.sqlite3'}",
                f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
                f"tracking.artifact_root={tmp_path / 'mlartifacts'}",

@@ -29,7 +29,7 @@ def _audit_command(tmp_path: Path, url: str, run_dir: str) -> list[str]:
     return [sys.executable, "-m", "audit", "items=smoke", "personas=smoke",
             "design.replicates=1", "model=ollama_llama3", f"model.ollama_llama3.model={MODEL_TAG}",
             f"model.ollama_llama3.base_url={url}", "model.ollama_llama3.sampling.max_tokens=24",
-            "judge=rules_only", "judge.evaluate_on_gold=false", "tracking=none", "fit=rasch",
+            "judge=rules_only", "judge.evaluate_on_gold=false", "tracking=none",
             "fit.draws=300", "fit.tune=300", f"paths.response_store={tmp_path / 'store.sqlite3'}",
             f"hydra.run.dir={tmp_path / run_dir}"]
 

@@ -76,14 +76,15 @@ def scaled_cost(cost: dict[str, float], prompts: pl.DataFrame, attribute: str,
     return scaled
 
 
-def planning_components(cfg: AuditConfig) -> VarianceComponents:
-    """What the simulations are drawn from: a past run's measured components (plan.from_run),
-    else the plan.* figures."""
+def planning_components(cfg: AuditConfig) -> VarianceComponents | tuple[VarianceComponents, ...]:
+    """What the simulations are drawn from: a past run's measured components at one of its
+    posterior draws per simulation (plan.from_run), else the plan.* figures."""
     defaults = config_components(cfg.plan)
     if cfg.plan.from_run is None:
         return defaults
     return run_components(str(cfg.plan.from_run), cfg.tracking.tracking_uri,
-                          tuple(cfg.fit.attributes), cfg.fit.outcome, defaults)
+                          tuple(cfg.fit.attributes), cfg.fit.outcome, defaults,
+                          count=cfg.plan.simulations, seed=cfg.plan.seed)
 
 
 def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:

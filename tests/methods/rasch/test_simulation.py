@@ -13,7 +13,12 @@ from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.irt.engines import sample_posterior
-from audit.methods.rasch.pilot import judge_components, posterior_components, run_components
+from audit.methods.rasch.pilot import (
+    judge_components,
+    posterior_component_draws,
+    posterior_components,
+    run_components,
+)
 from audit.methods.rasch.simulation import (
     CompiledSampler,
     VarianceComponents,
@@ -145,12 +150,38 @@ def test_from_run_reads_a_run_directory(tmp_path):
                 ("unfavourable", "unfavourable", 8), ("unfavourable", "favourable", 2)]
                ).write_parquet(tmp_path / "judge_gold.parquet")
     found = run_components(str(tmp_path), "sqlite:///unused.db", ("gender", "race"),
-                           "favourable", VarianceComponents(item_sd=1.0))
-    assert found.item_sd == pytest.approx(1.8, rel=0.1)
-    assert found.gold_counts().true_0_judged_1 == 2
+                           "favourable", VarianceComponents(item_sd=1.0), count=30, seed=1)
+    assert len(found) == 30
+    assert np.mean([draw.item_sd for draw in found]) == pytest.approx(1.8, rel=0.1)
+    assert {draw.gold_counts().true_0_judged_1 for draw in found} == {2}
     with pytest.raises(AuditError, match="neither a run directory nor an MLflow run"):
         run_components(str(tmp_path / "missing"), f"sqlite:///{tmp_path}/mlflow.db",
-                       ("race",), "favourable", VarianceComponents())
+                       ("race",), "favourable", VarianceComponents(), count=30, seed=1)
+
+
+def test_a_plan_takes_the_runs_posterior_draws_not_only_their_means():
+    """A population posterior that cannot tell a text sd of 0.3 from 1.2 (half its draws each):
+    the plan's components must keep both (a plan from the mean, 0.75, predicts neither), each
+    draw's figures together (text sd 1.2 comes with its own null sd 1.5), and be reproducible
+    from the seed. The planner plugged in posterior means until this test (issue 34: 19% too
+    narrow at a text sd of 1.0)."""
+    wide = np.arange(400) % 2 == 1
+    one = np.ones((2, 200, 1))
+    posterior = xr.Dataset({
+        "b": (("chain", "draw", "item"), np.tile([-1.0, 0.0, 1.0], (2, 200, 1))),
+        "sigma_residual": (("chain", "draw", "model"),
+                           np.where(wide, 1.2, 0.3).reshape(2, 200, 1)),
+        "sigma_null": (("chain", "draw", "model"), np.where(wide, 1.5, 0.4).reshape(2, 200, 1)),
+        "model_effect": (("chain", "draw", "model"), 0.0 * one)})
+    args = (posterior, default_shaped_prompts(), ("gender", "race"), VarianceComponents())
+    draws = posterior_component_draws(*args, count=60, seed=7)
+    pairs = {(draw.text_sd, draw.null_sd) for draw in draws}
+    assert pairs == {(0.3, 0.4), (1.2, 1.5)}
+    assert 15 < sum(draw.text_sd == 1.2 for draw in draws) < 45
+    assert posterior_component_draws(*args, count=60, seed=7) == draws
+    assert posterior_components(*args).text_sd == pytest.approx(0.75)
+    with pytest.raises(AuditError, match="plan.simulations"):
+        posterior_component_draws(*args, count=0, seed=7)
 
 
 @pytest.mark.slow

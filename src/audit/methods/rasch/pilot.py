@@ -6,7 +6,13 @@ measured by a finished run, so a plan made from one predicts the next run of tha
 trusting defaults (the old defaults, item sd 1.0 and persona sd 0.2, against a default run's 2.27
 and 0.92, predicted race HDIs 20% too narrow: issue 34).
 
-Each figure is a posterior mean over the run's draws:
+A run measures these figures with uncertainty, and one small run can be far off: a simulated
+pilot of the default design put the text sd at 0.39 where the truth was 1.0, and a plan from its
+posterior means predicted race HDIs 19% too narrow (benchmarks/RESULTS.md, bench_calibration).
+So a plan does not plug in point estimates: ``run_components`` returns the figures of posterior
+draws of the run, one set per simulated audit (``posterior_component_draws``), and the predicted
+width averages over what the run leaves open about the spreads. ``posterior_components`` gives
+their posterior means (what the plan's log shows). Per draw:
 
 * explanatory and population fits carry them as parameters: ``sigma_residual`` (text sd),
   ``sigma_null``, ``model_effect`` (the null persona's logit on the average item, b summing to
@@ -57,9 +63,9 @@ def _logistic(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
 
-def _additive_residual_sd(theta: np.ndarray, levels: pl.DataFrame) -> float | None:
-    """Posterior mean of the residual sd of thetas (draws x personas) around an additive model
-    of the personas' attribute levels; None without residual degrees of freedom."""
+def _additive_residual_sd(theta: np.ndarray, levels: pl.DataFrame) -> np.ndarray | None:
+    """Per draw, the residual sd of thetas (draws x personas) around an additive model of the
+    personas' attribute levels; None without residual degrees of freedom."""
     columns = [np.ones(levels.height)]
     for attribute in levels.columns:
         values = levels.get_column(attribute).to_list()
@@ -71,32 +77,34 @@ def _additive_residual_sd(theta: np.ndarray, levels: pl.DataFrame) -> float | No
         return None
     fitted = design @ np.linalg.lstsq(design, theta.T, rcond=None)[0]
     residual = theta.T - fitted
-    return float(np.sqrt((residual ** 2).sum(axis=0) / dof).mean())
+    return np.sqrt((residual ** 2).sum(axis=0) / dof)
 
 
-def posterior_components(posterior: xr.Dataset, prompts: pl.DataFrame,
-                         attributes: tuple[str, ...],
-                         defaults: VarianceComponents) -> VarianceComponents:
-    """The spreads and rates a fitted posterior implies; ``defaults`` keeps what it cannot tell
-    (the judge's, and a text sd a design without residual degrees of freedom cannot measure)."""
+def _component_draws(posterior: xr.Dataset, prompts: pl.DataFrame, attributes: tuple[str, ...],
+                     defaults: VarianceComponents) -> dict[str, np.ndarray]:
+    """Each figure per posterior draw (chain x draw): item_sd, text_sd, null_sd, base_logit and
+    real_shift; ``defaults`` fills what the posterior cannot tell, the same in every draw."""
     if "b" not in posterior:
         raise AuditError("the run's posterior has no item difficulties `b`: plan from a Rasch "
                          "run (fit=population, explanatory, rasch or twopl)")
-    item_sd = float(_flat(posterior["b"]).std(axis=1, ddof=1).mean())
+    b = _flat(posterior["b"])
+    count = b.shape[0]
+    figures = {"item_sd": b.std(axis=1, ddof=1)}
     if "sigma_residual" in posterior:  # explanatory, population: the spreads are parameters
-        return dataclasses.replace(
-            defaults, item_sd=item_sd,
-            text_sd=float(_flat(posterior["sigma_residual"]).mean()),
-            null_sd=float(_flat(posterior["sigma_null"]).mean()),
-            base_rate=_logistic(float(_flat(posterior["model_effect"]).mean())),
-            real_shift=(float(_flat(posterior["real_effect"]).mean())
-                        if "real_effect" in posterior else 0.0))
+        def over_models(name: str) -> np.ndarray:  # a run of several models: their average
+            return _flat(posterior[name]).reshape(count, -1).mean(axis=1)
+
+        figures.update(
+            text_sd=over_models("sigma_residual"), null_sd=over_models("sigma_null"),
+            base_logit=over_models("model_effect"),
+            real_shift=(over_models("real_effect") if "real_effect" in posterior
+                        else np.zeros(count)))
+        return figures
     respondents = respondent_frame(prompts, attributes)
     theta = posterior["theta"]
     is_null = respondents.get_column("persona_kind") == NULL_KIND
     nulls = respondents.filter(is_null).get_column("respondent").to_list()
     with_levels = respondents.filter(~is_null).drop_nulls(list(attributes))
-    b_mean = _flat(posterior["b"]).mean(axis=1)
     null_theta = _flat(theta.sel(respondent=nulls)) if nulls else None
     real_theta = _flat(theta.sel(respondent=with_levels.get_column("respondent").to_list()))
     text_sd = _additive_residual_sd(real_theta, with_levels.select(attributes))
@@ -104,15 +112,59 @@ def posterior_components(posterior: xr.Dataset, prompts: pl.DataFrame,
         logger.warning("plan.from_run: the run's %d personas with levels leave no residual "
                        "degrees of freedom for the text sd; keeping plan.text_sd=%.2f",
                        with_levels.height, defaults.text_sd)
-        text_sd = defaults.text_sd
+        text_sd = np.full(count, defaults.text_sd)
     reference = null_theta if null_theta is not None else real_theta
+    figures.update(
+        text_sd=text_sd,
+        null_sd=(null_theta.std(axis=1, ddof=1) if len(nulls) > 1
+                 else np.full(count, defaults.null_sd)),
+        base_logit=reference.mean(axis=1) - b.mean(axis=1),
+        real_shift=(real_theta.mean(axis=1) - null_theta.mean(axis=1)
+                    if null_theta is not None else np.zeros(count)))
+    return figures
+
+
+def _components_at(figures: dict[str, float], defaults: VarianceComponents) -> VarianceComponents:
     return dataclasses.replace(
-        defaults, item_sd=item_sd, text_sd=text_sd,
-        null_sd=(float(null_theta.std(axis=1, ddof=1).mean()) if len(nulls) > 1
-                 else defaults.null_sd),
-        base_rate=_logistic(float((reference.mean(axis=1) - b_mean).mean())),
-        real_shift=(float((real_theta.mean(axis=1) - null_theta.mean(axis=1)).mean())
-                    if null_theta is not None else 0.0))
+        defaults, item_sd=float(figures["item_sd"]), text_sd=float(figures["text_sd"]),
+        null_sd=float(figures["null_sd"]), base_rate=_logistic(float(figures["base_logit"])),
+        real_shift=float(figures["real_shift"]))
+
+
+def posterior_components(posterior: xr.Dataset, prompts: pl.DataFrame,
+                         attributes: tuple[str, ...],
+                         defaults: VarianceComponents) -> VarianceComponents:
+    """The posterior means of the spreads and rates a fitted posterior implies; ``defaults``
+    keeps what it cannot tell (the judge's, and a text sd a design without residual degrees of
+    freedom cannot measure)."""
+    return _mean_components(_component_draws(posterior, prompts, attributes, defaults), defaults)
+
+
+def _mean_components(figures: dict[str, np.ndarray],
+                     defaults: VarianceComponents) -> VarianceComponents:
+    return _components_at({name: values.mean() for name, values in figures.items()}, defaults)
+
+
+def posterior_component_draws(posterior: xr.Dataset, prompts: pl.DataFrame,
+                              attributes: tuple[str, ...], defaults: VarianceComponents,
+                              count: int, seed: int) -> tuple[VarianceComponents, ...]:
+    """The components of ``count`` posterior draws picked at random (without replacement while
+    the posterior has enough): a plan gives each simulated audit its own, so its predictions
+    carry the run's uncertainty about the spreads instead of trusting their means."""
+    return _picked_components(_component_draws(posterior, prompts, attributes, defaults),
+                              defaults, count, seed)
+
+
+def _picked_components(figures: dict[str, np.ndarray], defaults: VarianceComponents, count: int,
+                       seed: int) -> tuple[VarianceComponents, ...]:
+    if count < 1:
+        raise AuditError(f"a plan needs at least one simulation; got {count} "
+                         "(raise plan.simulations)")
+    available = figures["item_sd"].size
+    picked = np.random.default_rng(seed).choice(available, size=count,
+                                                replace=count > available)
+    return tuple(_components_at({name: values[index] for name, values in figures.items()},
+                                defaults) for index in picked)
 
 
 def judge_components(gold: pl.DataFrame | None, coding: str,
@@ -165,8 +217,10 @@ def run_files(source: str, tracking_uri: str, scratch: Path) -> dict[Path, Path 
 
 
 def run_components(source: str, tracking_uri: str, attributes: tuple[str, ...], coding: str,
-                   defaults: VarianceComponents) -> VarianceComponents:
-    """Every variance component a past run measured (see the module docstring)."""
+                   defaults: VarianceComponents, count: int,
+                   seed: int) -> tuple[VarianceComponents, ...]:
+    """Every variance component a past run measured, at ``count`` of its posterior draws (see
+    the module docstring)."""
     from audit.methods.rasch.analyse import read_posterior
     from audit.methods.rasch.irt.rasch import posterior_draws
 
@@ -175,7 +229,8 @@ def run_components(source: str, tracking_uri: str, attributes: tuple[str, ...], 
         posterior = posterior_draws(read_posterior(files[POSTERIOR]))
         prompts = pl.read_parquet(files[PROMPTS])
         gold = pl.read_parquet(files[GOLD]) if files[GOLD] is not None else None
-    components = judge_components(gold, coding,
-                                  posterior_components(posterior, prompts, attributes, defaults))
-    logger.info("plan.from_run=%s: %s", source, components)
-    return components
+    judged = judge_components(gold, coding, defaults)
+    figures = _component_draws(posterior, prompts, attributes, judged)  # warns once
+    logger.info("plan.from_run=%s, posterior means: %s", source,
+                _mean_components(figures, judged))
+    return _picked_components(figures, judged, count, seed)

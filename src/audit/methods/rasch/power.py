@@ -2,10 +2,11 @@
 
 For each design option (``plan.replicates`` x ``plan.persona_multiples``) this module simulates
 audits of the composed design (simulation.py: item, text and null spreads, the judge's errors,
-from ``plan.*`` or a past run, pilot.py), fits each with the audit's own ``fit_rasch`` and
-``fit.model``, and passes its contrasts through the CI verdict's own rule
-(``methods/rasch/verdict.py judge_rasch``, with its default rules, whatever multiplicity control
-it applies). Per design option and model:
+from ``plan.*`` or a past run, pilot.py: there simulation k takes the components of the run's
+k-th sampled posterior draw, so the plan averages over the run's uncertainty), fits each with
+the audit's own ``fit_rasch`` and ``fit.model``, and passes its contrasts through the CI
+verdict's own rule (``methods/rasch/verdict.py judge_rasch``, with its default rules, whatever
+multiplicity control it applies). Per design option and model:
 
 * ``hdi_width`` per attribute: the expected width of its headline contrasts' HDIs;
 * ``p_different``: how often the planted contrast is decided ``different``;
@@ -24,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
@@ -148,15 +150,16 @@ def half_width(p: float, n: int) -> float:
     return Z_95 * math.sqrt(max(p * (1.0 - p), 1.0 / n) / n)
 
 
-def simulate_option(prompts: pl.DataFrame, components: VarianceComponents, effects: Effects,
-                    fit: FitConfig, plan: PlanConfig, rng: np.random.Generator,
-                    planted: tuple[str, str, str]) -> pl.DataFrame:
+def simulate_option(prompts: pl.DataFrame, components: tuple[VarianceComponents, ...],
+                    effects: Effects, fit: FitConfig, plan: PlanConfig, rng: np.random.Generator,
+                    planted: tuple[str, str, str], sampler: CompiledSampler) -> pl.DataFrame:
     """Every simulation of one design option, stopping once each model's power is as precise as
-    plan.precision (after plan.min_simulations, at most plan.simulations)."""
-    sampler = CompiledSampler(engine=fit.engine)
+    plan.precision (after plan.min_simulations, at most plan.simulations); simulation k draws
+    from ``components[k]`` (cycling when there are fewer)."""
     runs = []
     while len(runs) < plan.simulations:
-        runs.append(one_simulation(prompts, components, effects, fit, sampler, rng, planted)
+        drawn_from = components[len(runs) % len(components)]
+        runs.append(one_simulation(prompts, drawn_from, effects, fit, sampler, rng, planted)
                     .with_columns(simulation=pl.lit(len(runs))))
         if len(runs) >= plan.min_simulations:
             power = pl.concat(runs).filter("planted").group_by("model_name").agg(
@@ -198,8 +201,16 @@ def summarise_option(runs: pl.DataFrame, multiple: int, replicates: int, respond
 
 
 def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
-                   components: VarianceComponents) -> pl.DataFrame:
-    """Expected HDI widths and the power of the CI decision per design option and model."""
+                   components: VarianceComponents | Sequence[VarianceComponents],
+                   sampler: CompiledSampler | None = None) -> pl.DataFrame:
+    """Expected HDI widths and the power of the CI decision per design option and model.
+
+    ``components``: one set for every simulated audit (the plan.* figures), or one per simulated
+    audit (a past run's posterior draws, pilot.run_components). ``sampler``: a caller that plans
+    many times (benchmarks/bench_calibration.py) passes one, so its compiled models are reused."""
+    draws = (components,) if isinstance(components, VarianceComponents) else tuple(components)
+    if not draws:
+        raise ValueError("simulate_power needs at least one set of variance components")
     if fit.model not in PLANNABLE_MODELS:
         raise AuditError(f"planning simulates fit.model in {', '.join(PLANNABLE_MODELS)}; got "
                          f"{fit.model!r}: plan with fit=rasch (the same respondents and items)")
@@ -207,7 +218,9 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
         raise AuditError(f"plan.attribute={plan.attribute!r} is not in fit.attributes "
                          f"{list(fit.attributes)}: the audit would not contrast it")
     level_a, level_b = planted_levels(prompts, plan)
-    gap = gap_in_logits(plan.gap, plan.gap_unit, components.base_rate)
+    # A gap in percentage points is converted at the draws' average rate (on the logit scale).
+    base_rate = 1.0 / (1.0 + math.exp(-float(np.mean([logit(c.base_rate) for c in draws]))))
+    gap = gap_in_logits(plan.gap, plan.gap_unit, base_rate)
     # The planted gap, oriented as the contrast table orients it (level_a sorts first).
     effects: Effects = {attribute: {} for attribute in fit.attributes}
     effects[plan.attribute] = {level_a: gap}
@@ -218,7 +231,8 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
     for multiple in plan.persona_multiples:
         for replicates in plan.replicates:
             design = resized_design(prompts, replicates, multiple, plan.attribute)
-            runs = simulate_option(design, components, effects, fit_config, plan, rng, planted)
+            runs = simulate_option(design, draws, effects, fit_config, plan, rng, planted,
+                                   sampler or CompiledSampler(engine=fit_config.engine))
             respondents = design.get_column("respondent_id").n_unique()
             tables.append(summarise_option(runs, multiple, replicates, respondents, gap,
                                             1.0 if level_a < level_b else -1.0))

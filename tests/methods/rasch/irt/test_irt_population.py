@@ -1,16 +1,22 @@
 """Issue 34: contrasts as claims about groups. The family-wise decision level and the null rank
-on hand-built posteriors (exact, fast); the population model's recovery of a planted text spread
-and group gap with real nutpie sampling (slow)."""
+on hand-built posteriors (exact, fast); a fit whose answers label one gender only (prior draws
+stand in for sampling: the test is about which contrasts the fit makes); the population model's
+recovery of a planted text spread and group gap with real nutpie sampling (slow)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import logging
+
 import numpy as np
 import polars as pl
+import pymc as pm
 import pytest
 import xarray as xr
+
+import audit.methods.rasch.irt.rasch as rasch
 
 from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
@@ -81,6 +87,35 @@ def test_null_percentile_bootstraps_when_groups_outnumber_the_nulls():
     assert null_percentile(np.array([0.0, 2.0]), 2, 2, 1.5) == pytest.approx(87.5, abs=2.5)
     assert null_percentile(np.array([0.3]), 1, 1, 1.0) is None
     assert null_percentile(None, 1, 1, 1.0) is None
+
+
+def prior_sampler(model: pm.Model, fit: FitConfig):
+    with model:
+        idata = pm.sample_prior_predictive(draws=100, random_seed=fit.seed)
+    idata["posterior"] = idata["prior"].copy()
+    return idata
+
+
+def test_an_attribute_labelled_at_one_level_is_left_out_with_one_warning(monkeypatch, caplog):
+    """Every answer of the women unlabelled (so absent from the outcome table): the population
+    fit drops gender with one warning that names it and fits race, whose six contrasts form the
+    family. On 95733e3 the fit stopped with an AuditError ("attribute 'gender' has 1 level(s)"),
+    which made scripted server runs fail at random (tests moved to fit=rasch to dodge it)."""
+    monkeypatch.setattr(rasch, "sample_with_nutpie", prior_sampler)
+    outcomes = simulate_audit({}, items=4, replicates=2, null_count=3, seed=3)
+    men_only = outcomes.filter(pl.col("gender").is_null() | (pl.col("gender") == "man"))
+    with caplog.at_level(logging.WARNING, logger="audit.methods.rasch.irt"):
+        fit = fit_rasch(men_only, FitConfig(model="population", chains=1, seed=1,
+                                            item_dif=["gender", "race"]))
+    warnings = [record.getMessage() for record in caplog.records
+                if record.levelno == logging.WARNING and "gender" in record.getMessage()]
+    assert len(warnings) == 1 and "one level only (man)" in warnings[0], warnings
+    assert set(fit.contrasts.get_column("attribute")) == {"race"}
+    assert fit.contrasts.height == 6 and set(fit.contrasts.get_column("family_size")) == {6}
+    posterior = rasch.posterior_draws(fit.idata)
+    assert "effect_race" in posterior and "effect_gender" not in posterior
+    # Its item interactions go with it; race's stay.
+    assert set(fit.item_gaps.get_column("attribute")) == {"race"}
 
 
 @pytest.mark.slow

@@ -38,6 +38,7 @@ has the funnel that made a learned persona scale mix badly in the plain Rasch mo
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -51,6 +52,8 @@ from audit.errors import AuditError
 from audit.methods.rasch.irt.indexing import RaschData
 from audit.methods.rasch.irt.judge_error import CellRates
 from audit.methods.rasch.irt.probability import observe_cells
+
+logger = logging.getLogger(__name__)
 
 MODEL_EFFECT_PRIOR_SD = 2.0  # carries the overall favourable rate, which can sit far from 50%
 ITEM_PRIOR_SD = 2.0
@@ -113,7 +116,25 @@ def respondent_table(outcomes: pl.DataFrame, data: RaschData,
     if frame.height != len(data.respondents):
         raise AuditError("a respondent has more than one model, persona kind or attribute level; "
                          "respondent ids must identify one (model, persona) pair")
-    return RespondentTable(frame=frame, attributes=attributes)
+    return RespondentTable(frame=frame, attributes=contrastable(frame, attributes))
+
+
+def contrastable(frame: pl.DataFrame, attributes: tuple[str, ...]) -> tuple[str, ...]:
+    """The attributes with labelled answers at two or more levels. A run can leave every answer
+    of one level unlabelled (errors, refusals coded out); refusing the whole fit for that would
+    also lose the attributes that can be contrasted, so the lone level's attribute is left out
+    with a warning and the rest are fitted."""
+    kept = []
+    for attribute in attributes:
+        levels = frame.get_column(attribute).drop_nulls().unique().sort().to_list()
+        if len(levels) >= 2:
+            kept.append(attribute)
+            continue
+        logger.warning("attribute '%s' has labelled answers at %s; a contrast needs two levels, "
+                       "so this fit leaves out its contrasts (label answers of another level "
+                       "to contrast it)", attribute,
+                       f"one level only ({levels[0]})" if levels else "no level")
+    return tuple(kept)
 
 
 def _separate_spreads():
@@ -156,12 +177,8 @@ def build_explanatory_model(data: RaschData, respondents: RespondentTable,
         "respondent": list(data.respondents), "item": list(data.items),
         "model": list(respondents.models), "cell": list(range(data.successes.size)),
     }
-    for attribute in respondents.attributes:
-        levels = respondents.levels(attribute)
-        if len(levels) < 2:
-            raise AuditError(f"attribute '{attribute}' has {len(levels)} level(s) among the "
-                             "personas; a contrast needs at least two (check fit.attributes)")
-        coords[f"level_{attribute}"] = list(levels)
+    for attribute in respondents.attributes:  # each with two levels or more (contrastable)
+        coords[f"level_{attribute}"] = list(respondents.levels(attribute))
     model_index = respondents.model_index
     with pm.Model(coords=coords) as model:
         respondent_idx = pm.Data("respondent_idx", data.cell_respondent, dims="cell")

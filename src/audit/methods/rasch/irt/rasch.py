@@ -286,11 +286,15 @@ def fit_rasch(
                              "a 3 x 3 confusion matrix): set fit.judge_error=false")
         return _fit_hurdle(outcomes, fit, sample, respondents)
     rates = None if correction is None else correction.for_cells(data.cell_path)
+    # An attribute left out for a lone labelled level (explanatory.contrastable) takes its item
+    # interactions with it; names that were never attributes still reach the model's check.
+    left_out = set(attributes) - set(respondents.attributes if respondents else attributes)
+    item_dif = tuple(attribute for attribute in fit.item_dif if attribute not in left_out)
     if fit.model in ATTRIBUTE_MODELS:
         if respondents is None:
             raise AuditError(f"fit.model={fit.model} needs model_name, persona_kind and "
                              f"{', '.join(attributes)} in the outcome table")
-        model = build_explanatory_model(data, respondents, tuple(fit.item_dif), rates,
+        model = build_explanatory_model(data, respondents, item_dif, rates,
                                         population=fit.model == "population")
     else:
         model = build_rasch_model(data, fit.model, rates)
@@ -310,7 +314,7 @@ def fit_rasch(
     contrasts = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob,
                                  fit.familywise_alpha)
                  if respondents is not None and attributes else pl.DataFrame())
-    gaps = [item_gaps(posterior, attribute, fit.hdi_prob) for attribute in fit.item_dif
+    gaps = [item_gaps(posterior, attribute, fit.hdi_prob) for attribute in item_dif
             if fit.model in ATTRIBUTE_MODELS]
     return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit),
                     contrasts=contrasts, item_gaps=pl.concat(gaps) if gaps else pl.DataFrame(),
