@@ -35,7 +35,8 @@ def _error_for(override: str) -> str:
     ("+sweep=modelz", "unknown option 'modelz' for config group 'sweep'; valid: domains, fits, "
                       "judges, models, personas (did you mean 'models'?)"),
     ("design.replicatez=2", "unknown key 'design.replicatez'; valid keys under 'design': "
-                            "replicates, seed (did you mean 'replicates'?)"),
+                            "replicates, seed, adaptive, max_prompts, round_prompts, futility "
+                            "(did you mean 'replicates'?)"),
     ("model.qwen_coder_0_5b.sampling.temprature=1",
      "unknown key 'model.qwen_coder_0_5b.sampling.temprature'; valid keys under "
      "'model.qwen_coder_0_5b.sampling': temperature, top_p, max_tokens, repeat_penalty "
