@@ -64,3 +64,13 @@ def test_dvc_exp_run_repeating_them_runs(tmp_path: Path):
     (tmp_path / OVERRIDES_FILE).write_text("")  # no earlier overrides: nothing to keep
     params = dvc_composed(tmp_path / "params.yaml", ["tracking.run_name=x"])
     check_kept_overrides(params, load_params(params))
+
+
+def test_an_adaptive_design_is_refused_by_the_pipeline_stages(tmp_path: Path, caplog):
+    """Caught: `dvc repro` ran an adaptive respond stage whose judge and fit params DVC does not
+    track, so changing them left an outdated run standing as current."""
+    params = write_params([*SMOKE, "design.adaptive=true"], tmp_path / "params.yaml")
+    assert stages_main(["design", "--params", str(params), "--dir",
+                        str(tmp_path / "pipeline")]) == 2
+    assert not (tmp_path / "pipeline").exists()
+    assert "does not run under `dvc repro` yet" in caplog.text
