@@ -54,7 +54,8 @@ def test_each_kind_of_typo_is_one_line_naming_the_valid_options(override: str, e
 
 
 def test_valid_keys_follow_the_schema_through_dict_fields():
-    assert valid_keys(["design"]) == ["replicates", "seed"]
+    assert valid_keys(["design"]) == ["replicates", "seed", "adaptive", "max_prompts",
+                                      "round_prompts", "futility"]
     assert "temperature" in valid_keys(["model", "any_name", "sampling"])
     assert valid_keys(["model"]) is None  # any model name is valid there
     assert valid_keys(["nope"]) is None
