@@ -29,9 +29,10 @@ def test_every_prompt_of_the_default_audit_keeps_its_request_key() -> None:
     """Fails if anything that enters a key changed: the prompt text (items, personas, templates),
     the system prompt, sampling parameters, seeds, the model identity or the key's encoding."""
     # Release 0.1's default persona set: one explicit phrasing per cell and 8 null personas (today's
-    # default adds a second phrasing per cell and keeps the first 4 of the same null personas).
+    # default adds a second phrasing per cell and keeps the first 4 of the same null personas),
+    # asked twice (today's default asks once; its first replicate's keys are the same).
     cfg = compose_params([f"personas.explicit_ids=[{','.join(RELEASE_0_1_EXPLICIT)}]",
-                          "personas.null_count=8"])
+                          "personas.null_count=8", "design.replicates=2"])
     prompts = design_stage(cfg)
     planned = plan_requests(prompts, backends_for(cfg, prompts), models_for(cfg, prompts))
     keys = sorted({item.key for item in planned})
