@@ -3,6 +3,7 @@ item-level gaps; the 2PL finds planted discriminations. Real nutpie sampling (sl
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -35,7 +36,11 @@ def test_planted_race_gap_and_its_items_are_found():
     outcomes = simulate_audit({"Black": -0.6, "White": 0.6}, models=("m1", "m2"), items=10,
                               replicates=30, null_count=4,
                               item_dif={("Black", j): -1.5 for j in range(3)}, seed=21)
-    fit = fit_rasch(outcomes, EXPLANATORY)
+    # Decided on the reported 94% HDI, not the family-wise one: m1's 99.3% HDI (alpha 0.05 over
+    # 7 contrasts) ends 0.055 logit inside the ROPE's edge here, a tail read from about 17 of
+    # 2,400 draws, so the decision flipped with the sampler's floating-point path (CI on 518e3ac:
+    # `undecided`). The family-wise rule has its own test (test_irt_population.py).
+    fit = fit_rasch(outcomes, dataclasses.replace(EXPLANATORY, familywise_alpha=None))
     assert fit.diagnostics.rhat_max < 1.02, fit.diagnostics
     # The interaction is zero-sum over levels and over items, so the level effects take the
     # whole row mean of the planted interaction: Black's row averages -1.5 * 3 / 10 = -0.45 and
