@@ -119,20 +119,45 @@ def judge_rates(components: VarianceComponents,
             float(rng.beta(1 + counts.true_0_judged_0, 1 + counts.true_0_judged_1)))
 
 
+def planted_theta(respondents: pl.DataFrame, components: VarianceComponents,
+                  effects: Effects) -> np.ndarray:
+    """Each respondent's ability before its own text's pull: the base rate, the real personas'
+    shift and the planted level effects (a level an effect does not name adds nothing)."""
+    is_null = (respondents.get_column("persona_kind") == NULL_KIND).to_numpy()
+    theta = logit(components.base_rate) + np.where(is_null, 0.0, components.real_shift)
+    for attribute, levels in effects.items():
+        theta = theta + np.array([levels.get(str(level), 0.0) if level is not None else 0.0
+                                  for level in respondents.get_column(attribute).to_list()])
+    return theta
+
+
+def text_pulls(respondents: pl.DataFrame, components: VarianceComponents,
+               rng: np.random.Generator) -> np.ndarray:
+    """Each persona text's own pull: null_sd for null personas, text_sd for the others."""
+    is_null = (respondents.get_column("persona_kind") == NULL_KIND).to_numpy()
+    return rng.normal(0.0, 1.0, respondents.height) * np.where(
+        is_null, components.null_sd, components.text_sd)
+
+
+def true_answers(eta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return rng.random(eta.size) < 1.0 / (1.0 + np.exp(-eta))
+
+
+def judge_reading(truth: np.ndarray, sensitivity: float, specificity: float,
+                  rng: np.random.Generator) -> np.ndarray:
+    """The judge's 0/1 label: it keeps a favourable answer with probability ``sensitivity`` and
+    an unfavourable one with ``specificity``, and flips the rest."""
+    keep = rng.random(truth.size) < np.where(truth, sensitivity, specificity)
+    return np.where(keep, truth, ~truth).astype(np.int64)
+
+
 def simulate_outcomes(prompts: pl.DataFrame, components: VarianceComponents, effects: Effects,
                       rng: np.random.Generator) -> pl.DataFrame:
     """One simulated audit of ``prompts``: a judged 0/1 label per prompt, in the fit's columns."""
     attributes = tuple(effects)
     respondents = respondent_frame(prompts, attributes)
-    is_null = (respondents.get_column("persona_kind") == NULL_KIND).to_numpy()
-    theta = np.full(respondents.height, logit(components.base_rate))
-    theta += np.where(is_null, 0.0, components.real_shift)
-    for attribute, levels in effects.items():
-        column = respondents.get_column(attribute).to_list()
-        theta += np.array([levels.get(str(level), 0.0) if level is not None else 0.0
-                           for level in column])
-    theta += rng.normal(0.0, 1.0, respondents.height) * np.where(
-        is_null, components.null_sd, components.text_sd)
+    theta = planted_theta(respondents, components, effects)
+    theta += text_pulls(respondents, components, rng)
     items = sorted(prompts.get_column("item_id").unique().to_list())
     difficulty = rng.normal(0.0, components.item_sd, len(items))
     lookup_theta = dict(zip(respondents.get_column("respondent").to_list(), theta, strict=True))
@@ -140,10 +165,8 @@ def simulate_outcomes(prompts: pl.DataFrame, components: VarianceComponents, eff
     eta = (prompts.get_column("respondent_id").replace_strict(lookup_theta, return_dtype=pl.Float64)
            - prompts.get_column("item_id").replace_strict(lookup_b, return_dtype=pl.Float64)
            ).to_numpy()
-    truth = rng.random(eta.size) < 1.0 / (1.0 + np.exp(-eta))
-    sensitivity, specificity = judge_rates(components, rng)
-    keep = rng.random(eta.size) < np.where(truth, sensitivity, specificity)
-    label = np.where(keep, truth, ~truth).astype(np.int64)
+    truth = true_answers(eta, rng)
+    label = judge_reading(truth, *judge_rates(components, rng), rng)
     return prompts.select(pl.col("respondent_id").alias("respondent"),
                           pl.col("item_id").alias("item"), pl.Series("y", label), "model_name",
                           "persona_kind", *attributes)
@@ -167,9 +190,7 @@ def simulate_pair(prompts: pl.DataFrame, components: VarianceComponents, effects
         raise AuditError(f"prompt_sd={prompt_sd} must not be negative")
     attributes = tuple(dict.fromkeys([*effects_a, *effects_b]))
     respondents = respondent_frame(prompts, attributes)
-    is_null = (respondents.get_column("persona_kind") == NULL_KIND).to_numpy()
-    text_pull = rng.normal(0.0, 1.0, respondents.height) * np.where(
-        is_null, components.null_sd, components.text_sd)
+    text_pull = text_pulls(respondents, components, rng)
     items = sorted(prompts.get_column("item_id").unique().to_list())
     difficulty = rng.normal(0.0, components.item_sd, len(items))
     # Per prompt row: its respondent's and its item's position, to index the draws above.
@@ -182,19 +203,14 @@ def simulate_pair(prompts: pl.DataFrame, components: VarianceComponents, effects
     sensitivity, specificity = judge_rates(components, rng)
     sides = []
     for side, effects in (("A", effects_a), ("B", effects_b)):
-        theta = logit(components.base_rate) + np.where(is_null, 0.0, components.real_shift)
-        for attribute, levels in effects.items():
-            theta = theta + np.array([levels.get(str(level), 0.0) if level is not None else 0.0
-                                      for level in respondents.get_column(attribute).to_list()])
+        theta = planted_theta(respondents, components, effects)
         pull = shared_pull if paired else rng.normal(0.0, prompt_sd, shared_pull.shape)
         eta = ((theta + text_pull)[row_respondent] - difficulty[row_item]
                + pull[row_respondent, row_item])
-        truth = rng.random(eta.size) < 1.0 / (1.0 + np.exp(-eta))
-        keep = rng.random(eta.size) < np.where(truth, sensitivity, specificity)
+        label = judge_reading(true_answers(eta, rng), sensitivity, specificity, rng)
         sides.append(prompts.select(
             (pl.lit(f"{side}|") + pl.col("persona_id")).alias("respondent"),
-            pl.col("item_id").alias("item"),
-            pl.Series("y", np.where(keep, truth, ~truth).astype(np.int64)),
+            pl.col("item_id").alias("item"), pl.Series("y", label),
             pl.lit(side).alias("model_name"), "persona_kind", "persona_id", *attributes))
     return pl.concat(sides)
 
