@@ -31,7 +31,7 @@ from audit.methods.rasch.design import models_for
 from audit.methods.rasch.irt import code_outcomes
 from audit.methods.rasch.irt.judge_error import resolve_confusion
 from audit.methods.run import answer_prompts
-from audit.methods.rasch.score import judge_stage
+from audit.methods.rasch.score import empty_gold, judge_stage, judge_tools
 from audit.schemas import ResponseSchema
 from audit.tables import read_frame, write_frame, write_table
 
@@ -62,29 +62,34 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
         raise AuditError("design.adaptive=true fits one outcome with a cell model: use "
                          "fit=population (or rasch) without fit.second_outcome")
     models = models_for(cfg, prompts)
+    # Built once for every round; each round's labels feed its fit. The rule check and the other
+    # judge votes are the score stage's, which labels the asked prompts again from the store.
+    tools = judge_tools(cfg, prompts)
     answered: list[pl.DataFrame] = []
-    gold: list[pl.DataFrame] = []
+    gold = empty_gold()
 
     def answer(chosen: pl.DataFrame, round_index: int) -> pl.DataFrame:
+        nonlocal gold
         asked = prompts.join(chosen.select("prompt_id"), on="prompt_id", how="semi")
         responses = answer_prompts(cfg, asked, models, f"Rasch round {round_index}")
         answered.append(responses)
-        write_table(pl.concat(answered), responses_path, ResponseSchema, "responses")
-        judged = judge_stage(cfg, asked, responses, with_gold=not gold)
-        if not gold:
-            gold.append(judged.gold)
+        judged = judge_stage(cfg, asked, responses, with_gold=round_index == 0, tools=tools,
+                             with_rule_check=False)
+        if round_index == 0:
+            gold = judged.gold
         table = outcome_table(asked, judged.labels, cfg.fit.attributes)
         return code_outcomes(table, cfg.fit.outcome, cfg.fit.drop_labels)
 
     def confusion():
         # The gold set is labelled with round 0's answers, before the first fit reads its rates.
         return resolve_confusion(cfg.fit.judge_error, cfg.fit.model, cfg.fit.outcome,
-                                 gold[0] if gold else None)
+                                 gold if gold.height else None)
 
     run = run_adaptive(prompts, answer, cfg.fit, adaptive_rule(cfg, prompts.height),
                        confusion=confusion, on_round=on_round)
     write_frame(run.rounds, rounds_path)
     responses = pl.concat(answered)
+    write_table(responses, responses_path, ResponseSchema, "responses")
     check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
                    "Rasch requests")
     log.info("adaptive: %d of %d prompts asked (%.0f%%), stopped: %s", run.prompts,

@@ -80,21 +80,39 @@ def check_judge_backends(cfg: AuditConfig) -> None:
                              f"openai_compatible model")
 
 
-def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
-                with_gold: bool = True) -> JudgeOutputs:
+@dataclass(frozen=True)
+class JudgeTools:
+    """The judge panel and the audited models' backends: built once per stage, since an adaptive
+    run labels every round with the same ones (and an embedded judge loads its weights once)."""
+    judges: list[Judge]
+    audited_backends: dict[str, Backend]
+    scoring: bool  # option scoring reads the audited models' own probabilities
+
+
+def judge_tools(cfg: AuditConfig, prompts: pl.DataFrame) -> JudgeTools:
     judges = judge_panel(cfg)
-    scoring = cfg.judge.method == "logprob" or cfg.judge.score_options
-    # Built once, and only when read: option scoring and the self-judged check (which needs a
-    # judge panel) share them; a rules-only run never resolves the audited models' files.
+    scoring = bool(cfg.judge.method == "logprob" or cfg.judge.score_options)
+    # Only when read: option scoring and the self-judged check (which needs a judge panel) use
+    # them; a rules-only run never resolves the audited models' files.
     audited_backends = backends_for(cfg, prompts) if scoring or judges else {}
-    audited = ({name: (backend, cfg.model[name]) for name, backend in audited_backends.items()}
-               if scoring else None)
+    return JudgeTools(judges, audited_backends, scoring)
+
+
+def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
+                with_gold: bool = True, tools: JudgeTools | None = None,
+                with_rule_check: bool = True) -> JudgeOutputs:
+    """Labels, the judge's votes (and its re-reading of a sample of rule labels unless
+    with_rule_check is off) and its gold-set results (when with_gold)."""
+    tools = tools or judge_tools(cfg, prompts)
+    audited = ({name: (backend, cfg.model[name])
+                for name, backend in tools.audited_backends.items()} if tools.scoring else None)
     with ResponseStore(cfg.paths.response_store) as store:
-        tables = label_responses(prompts, responses, cfg.judge, judges, store, audited,
+        tables = label_responses(prompts, responses, cfg.judge, tools.judges, store, audited,
                                  engine=cfg.engine)
-        checks = rule_check_votes(cfg, prompts, responses, tables.labels, judges, store)
-        gold_results = label_gold_set(cfg, judges, store) if with_gold else empty_gold()
-    _warn_self_judged(judges, audited_backends, prompts, tables.labels)
+        checks = (rule_check_votes(cfg, prompts, responses, tables.labels, tools.judges, store)
+                  if with_rule_check else tables.votes.clear())
+        gold_results = label_gold_set(cfg, tools.judges, store) if with_gold else empty_gold()
+    _warn_self_judged(tools.judges, tools.audited_backends, prompts, tables.labels)
     return JudgeOutputs(tables.labels, pl.concat([tables.votes, checks]), gold_results)
 
 
