@@ -138,10 +138,11 @@ def test_each_simulated_audit_draws_from_its_own_set_of_components(monkeypatch):
     plugged in elsewhere) predicts 0.2, not 0.6."""
     import audit.methods.rasch.power as power
 
-    def width_is_text_sd(prompts, components, effects, fit, sampler, rng, planted):
+    def width_is_text_sd(prompts, components, effects, fit, sampler, rng, planted, rule):
         return pl.DataFrame({"model_name": ["m1"], "attribute": ["race"], "mean": [0.0],
                              "decision": ["undecided"], "width": [components.text_sd],
-                             "truth": [0.0], "planted": [True], "ci_fails": [False]})
+                             "truth": [0.0], "planted": [True], "ci_fails": [False],
+                             "prompts_asked": [prompts.height]})
 
     monkeypatch.setattr(power, "one_simulation", width_is_text_sd)
     draws = [dataclasses.replace(config_components(PlanConfig()), text_sd=sd)
@@ -150,6 +151,27 @@ def test_each_simulated_audit_draws_from_its_own_set_of_components(monkeypatch):
     row = simulate_power(prompts_table(), plan, FitConfig(attributes=["race"]), draws).row(
         0, named=True)
     assert row["simulations"] == 6 and row["hdi_width"] == pytest.approx(0.6)
+
+
+@pytest.mark.slow
+def test_an_adaptive_design_is_planned_as_it_would_ask():
+    """design.adaptive=true: each simulated audit asks in rounds and stops as the audit would, so
+    a large planted gap (decided after a round or two) is expected to cost less than the pool,
+    and the same plan of the fixed design spends the pool every time. Bug caught: a plan that
+    ignores design.adaptive and reports the fixed design's cost and power."""
+    from audit.config import DesignConfig
+
+    prompts = prompts_table(personas_per_level=4, items=8, replicates=2)
+    fit = FitConfig(model="population", attributes=["race"], target_accept=0.9)
+    plan = PlanConfig(gap=3.0, replicates=[2], min_simulations=3, simulations=3, draws=200,
+                      tune=200, text_sd=0.3, null_sd=0.5, item_sd=1.0, gold_per_class=0, seed=5)
+    adaptive = simulate_power(prompts, plan, fit, config_components(plan),
+                              design=DesignConfig(adaptive=True, round_prompts=40))
+    fixed = simulate_power(prompts, plan, fit, config_components(plan),
+                           design=DesignConfig(adaptive=False))
+    assert fixed["prompts_asked"].to_list() == [float(prompts.height)]
+    assert adaptive["prompts_asked"][0] < prompts.height
+    assert adaptive["p_ci_fails"][0] == 1.0  # a 3-logit gap is still found when it stops
 
 
 @pytest.mark.slow

@@ -9,7 +9,9 @@ false-fail rate (audit.methods.rasch.power), simulated from a past run's varianc
 (``plan.from_run``) or the plan.* figures, and what that design costs according to the preflight
 estimate: requests still to send (the response store already holds the rest), prompt and
 completion tokens, and minutes at the median latency of this model's earlier answers (NaN until
-the store holds some). Nothing is sent to any model. Writes ``plan.csv`` in paths.output_dir.
+the store holds some). With design.adaptive=true each simulated audit asks in rounds and stops
+as the audit would, and ``prompts_asked`` is what it is expected to spend. Nothing is sent to any
+model. Writes ``plan.csv`` in paths.output_dir.
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ def planning_components(cfg: AuditConfig) -> VarianceComponents | tuple[Variance
 def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
     """Power and cost of every planned design size, one row per model, size and attribute."""
     prompts = design_stage(cfg)
-    power = simulate_power(prompts, cfg.plan, cfg.fit, planning_components(cfg))
+    power = simulate_power(prompts, cfg.plan, cfg.fit, planning_components(cfg),
+                           design=cfg.design)
     costs = []
     for replicates in cfg.plan.replicates:
         cost = design_cost(cfg, replicates, store)

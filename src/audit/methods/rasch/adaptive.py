@@ -43,6 +43,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from audit.config import DesignConfig
 from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch
@@ -81,6 +82,22 @@ class AdaptiveRule:
                              "(its looks split it)")
         if not 0.0 <= self.futility < 1.0:
             raise AuditError(f"design.futility={self.futility} must lie in [0, 1)")
+
+
+def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size: int) -> AdaptiveRule:
+    """A run's design.* as the rule (the audit and audit.plan read it alike): the budget is
+    design.max_prompts (null: the whole pool), a round a quarter of it unless
+    design.round_prompts says otherwise."""
+    if design.max_prompts is not None and design.max_prompts < 1:
+        raise AuditError(f"design.max_prompts={design.max_prompts} must be at least 1 (null: "
+                         "the whole design)")
+    if familywise_alpha is None:
+        raise AuditError("design.adaptive=true needs fit.familywise_alpha (its looks split it); "
+                         "set fit.familywise_alpha=0.05")
+    budget = min(design.max_prompts or pool_size, pool_size)
+    return AdaptiveRule(round_prompts=design.round_prompts or math.ceil(budget / 4),
+                        max_prompts=budget, familywise_alpha=familywise_alpha,
+                        futility=design.futility)
 
 
 def planned_looks(rule: AdaptiveRule, pool_size: int) -> int:

@@ -25,7 +25,7 @@ import polars as pl
 from audit.errors import AuditError
 from audit.llm.engine import check_failures
 from audit.methods.configs import AuditConfig
-from audit.methods.rasch.adaptive import AdaptiveRule, AdaptiveRun, run_adaptive
+from audit.methods.rasch.adaptive import AdaptiveRun, design_rule, run_adaptive
 from audit.methods.rasch.analyse import outcome_table
 from audit.methods.rasch.design import models_for
 from audit.methods.rasch.irt import code_outcomes
@@ -38,21 +38,6 @@ from audit.tables import read_frame, write_frame, write_table
 log = logging.getLogger(__name__)
 
 ROUNDS = "adaptive_rounds.csv"
-
-
-def adaptive_rule(cfg: AuditConfig, pool_size: int) -> AdaptiveRule:
-    """design.* as the rule; the budget and round size default to the design and a quarter."""
-    design = cfg.design
-    budget = min(design.max_prompts or pool_size, pool_size)
-    if design.max_prompts is not None and design.max_prompts < 1:
-        raise AuditError(f"design.max_prompts={design.max_prompts} must be at least 1 (null: "
-                         "the whole design)")
-    if cfg.fit.familywise_alpha is None:
-        raise AuditError("design.adaptive=true needs fit.familywise_alpha (its looks split it); "
-                         "set fit.familywise_alpha=0.05")
-    return AdaptiveRule(round_prompts=design.round_prompts or math.ceil(budget / 4),
-                        max_prompts=budget, familywise_alpha=cfg.fit.familywise_alpha,
-                        futility=design.futility)
 
 
 def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: Path,
@@ -85,7 +70,7 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
         return resolve_confusion(cfg.fit.judge_error, cfg.fit.model, cfg.fit.outcome,
                                  gold if gold.height else None)
 
-    run = run_adaptive(prompts, answer, cfg.fit, adaptive_rule(cfg, prompts.height),
+    run = run_adaptive(prompts, answer, cfg.fit, design_rule(cfg.design, cfg.fit.familywise_alpha, prompts.height),
                        confusion=confusion, on_round=on_round)
     write_frame(run.rounds, rounds_path)
     responses = pl.concat(answered)

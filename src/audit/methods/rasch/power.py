@@ -30,8 +30,10 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from audit.config import DesignConfig
 from audit.errors import AuditError
 from audit.methods.configs import VerdictConfig
+from audit.methods.rasch.adaptive import AdaptiveRule, design_rule, run_adaptive
 from audit.methods.rasch.config import FitConfig, PlanConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.simulation import CompiledSampler, Effects, VarianceComponents, \
@@ -46,7 +48,7 @@ Z_95 = 1.959964
 POWER_COLUMNS = (
     "model_name", "persona_multiple", "replicates", "respondents", "simulations", "attribute",
     "hdi_width", "hdi_width_se", "gap_logit", "gap_mean", "p_different", "p_ci_fails",
-    "p_ci_fails_hw", "p_false_fail",
+    "p_ci_fails_hw", "p_false_fail", "prompts_asked",
 )
 
 
@@ -125,12 +127,28 @@ def ci_failures(contrasts: pl.DataFrame) -> dict[tuple[str, str, str, str], bool
 
 def one_simulation(prompts: pl.DataFrame, components: VarianceComponents, effects: Effects,
                    fit: FitConfig, sampler: CompiledSampler, rng: np.random.Generator,
-                   planted: tuple[str, str, str]) -> pl.DataFrame:
-    """One simulated audit's contrasts with their width, true gap and CI outcome."""
+                   planted: tuple[str, str, str], rule: AdaptiveRule | None = None
+                   ) -> pl.DataFrame:
+    """One simulated audit's contrasts with their width, true gap, CI outcome and the prompts it
+    asked: the whole design in one fit, or with ``rule`` round by round as an adaptive audit
+    asks it (run_adaptive reading the simulated labels of the prompts it picks)."""
     outcomes = simulate_outcomes(prompts, components, effects, rng)
     fit = dataclasses.replace(fit, seed=int(rng.integers(2**31)))
-    contrasts = fit_rasch(outcomes, fit, sample=sampler,
-                          confusion=components.gold_counts(fit.outcome)).contrasts
+    confusion = components.gold_counts(fit.outcome)
+    if rule is None:
+        contrasts = fit_rasch(outcomes, fit, sample=sampler, confusion=confusion).contrasts
+        asked = prompts.height
+    else:
+        labels = outcomes.with_columns(prompts.get_column("replicate"))
+
+        def answer(chosen: pl.DataFrame, _round: int) -> pl.DataFrame:
+            keys = chosen.select(pl.col("respondent_id").alias("respondent"),
+                                 pl.col("item_id").alias("item"), "replicate")
+            return labels.join(keys, on=["respondent", "item", "replicate"],
+                               how="semi").drop("replicate")
+
+        run = run_adaptive(prompts, answer, fit, rule, sample=sampler, confusion=confusion)
+        contrasts, asked = run.fit.contrasts, run.prompts
     failed = ci_failures(contrasts)
     attribute, level_a, level_b = planted
     return contrasts.with_columns(
@@ -142,7 +160,8 @@ def one_simulation(prompts: pl.DataFrame, components: VarianceComponents, effect
         & (pl.col("level_a") == min(level_a, level_b))
         & (pl.col("level_b") == max(level_a, level_b)),
         ci_fails=pl.Series([failed[key] for key in contrasts.select(
-            "model_name", "attribute", "level_a", "level_b").iter_rows()], dtype=pl.Boolean))
+            "model_name", "attribute", "level_a", "level_b").iter_rows()], dtype=pl.Boolean),
+        prompts_asked=pl.lit(asked))
 
 
 def half_width(p: float, n: int) -> float:
@@ -152,15 +171,16 @@ def half_width(p: float, n: int) -> float:
 
 def simulate_option(prompts: pl.DataFrame, components: tuple[VarianceComponents, ...],
                     effects: Effects, fit: FitConfig, plan: PlanConfig, rng: np.random.Generator,
-                    planted: tuple[str, str, str], sampler: CompiledSampler) -> pl.DataFrame:
+                    planted: tuple[str, str, str], sampler: CompiledSampler,
+                    rule: AdaptiveRule | None = None) -> pl.DataFrame:
     """Every simulation of one design option, stopping once each model's power is as precise as
     plan.precision (after plan.min_simulations, at most plan.simulations); simulation k draws
     from ``components[k]`` (cycling when there are fewer)."""
     runs = []
     while len(runs) < plan.simulations:
         drawn_from = components[len(runs) % len(components)]
-        runs.append(one_simulation(prompts, drawn_from, effects, fit, sampler, rng, planted)
-                    .with_columns(simulation=pl.lit(len(runs))))
+        runs.append(one_simulation(prompts, drawn_from, effects, fit, sampler, rng, planted,
+                                   rule).with_columns(simulation=pl.lit(len(runs))))
         if len(runs) >= plan.min_simulations:
             power = pl.concat(runs).filter("planted").group_by("model_name").agg(
                 pl.col("ci_fails").mean().alias("p"))
@@ -182,6 +202,7 @@ def summarise_option(runs: pl.DataFrame, multiple: int, replicates: int, respond
     false_fail = (per_run.group_by("model_name", "simulation").agg(pl.col("false_fail").any())
                   .group_by("model_name").agg(pl.col("false_fail").cast(pl.Float64).mean()
                                               .alias("p_false_fail")))
+    asked = runs.unique("simulation").get_column("prompts_asked").mean()
     widths = per_run.group_by("model_name", "attribute").agg(
         hdi_width=pl.col("width").mean(),
         hdi_width_se=pl.col("width").std() / math.sqrt(n))
@@ -193,6 +214,7 @@ def summarise_option(runs: pl.DataFrame, multiple: int, replicates: int, respond
              .join(false_fail, on="model_name", how="left")
              .with_columns(persona_multiple=pl.lit(multiple), replicates=pl.lit(replicates),
                            respondents=pl.lit(respondents), simulations=pl.lit(n),
+                           prompts_asked=pl.lit(asked),
                            gap_logit=pl.when(pl.col("p_ci_fails").is_not_null())
                            .then(pl.lit(gap)),
                            p_ci_fails_hw=pl.col("p_ci_fails").map_elements(
@@ -202,12 +224,17 @@ def summarise_option(runs: pl.DataFrame, multiple: int, replicates: int, respond
 
 def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
                    components: VarianceComponents | Sequence[VarianceComponents],
-                   sampler: CompiledSampler | None = None) -> pl.DataFrame:
-    """Expected HDI widths and the power of the CI decision per design option and model.
+                   sampler: CompiledSampler | None = None,
+                   design: DesignConfig | None = None) -> pl.DataFrame:
+    """Expected HDI widths, the power of the CI decision and the prompts asked per design option
+    and model.
 
     ``components``: one set for every simulated audit (the plan.* figures), or one per simulated
     audit (a past run's posterior draws, pilot.run_components). ``sampler``: a caller that plans
-    many times (benchmarks/bench_calibration.py) passes one, so its compiled models are reused."""
+    many times (benchmarks/bench_calibration.py) passes one, so its compiled models are reused.
+    ``design`` with ``adaptive`` on: each simulated audit asks in rounds and stops as the audit
+    would (its design.* rule for each option's size), so ``prompts_asked`` is what it expects to
+    spend and the power is the adaptive design's."""
     draws = (components,) if isinstance(components, VarianceComponents) else tuple(components)
     if not draws:
         raise ValueError("simulate_power needs at least one set of variance components")
@@ -230,10 +257,12 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
     tables = []
     for multiple in plan.persona_multiples:
         for replicates in plan.replicates:
-            design = resized_design(prompts, replicates, multiple, plan.attribute)
-            runs = simulate_option(design, draws, effects, fit_config, plan, rng, planted,
-                                   sampler or CompiledSampler(engine=fit_config.engine))
-            respondents = design.get_column("respondent_id").n_unique()
+            option = resized_design(prompts, replicates, multiple, plan.attribute)
+            rule = (design_rule(design, fit_config.familywise_alpha, option.height)
+                    if design is not None and design.adaptive else None)
+            runs = simulate_option(option, draws, effects, fit_config, plan, rng, planted,
+                                   sampler or CompiledSampler(engine=fit_config.engine), rule)
+            respondents = option.get_column("respondent_id").n_unique()
             tables.append(summarise_option(runs, multiple, replicates, respondents, gap,
                                             1.0 if level_a < level_b else -1.0))
             logger.info("plan: x%d personas, %d replicates done", multiple, replicates)
