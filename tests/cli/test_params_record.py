@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from omegaconf import OmegaConf
 
 from audit.cli.params import (
@@ -66,11 +67,15 @@ def test_dvc_exp_run_repeating_them_runs(tmp_path: Path):
     check_kept_overrides(params, load_params(params))
 
 
-def test_an_adaptive_design_is_refused_by_the_pipeline_stages(tmp_path: Path, caplog):
-    """Caught: `dvc repro` ran an adaptive respond stage whose judge and fit params DVC does not
-    track, so changing them left an outdated run standing as current."""
-    params = write_params([*SMOKE, "design.adaptive=true"], tmp_path / "params.yaml")
-    assert stages_main(["design", "--params", str(params), "--dir",
-                        str(tmp_path / "pipeline")]) == 2
-    assert not (tmp_path / "pipeline").exists()
-    assert "does not run under `dvc repro` yet" in caplog.text
+def test_an_adaptive_respond_stage_tracks_the_judge_fit_and_design_params(tmp_path: Path):
+    """The adaptive respond stage judges and fits every round and stops by design.*: dvc.yaml's
+    dvc_params.respond must carry those sections then (caught: `dvc repro` kept an adaptive run
+    standing after fit.draws changed), and not for a fixed design (where a changed fit would
+    rerun a stage that reads none of it)."""
+    fixed = yaml.safe_load(write_params(SMOKE, tmp_path / "fixed.yaml").read_text())
+    adaptive = yaml.safe_load(write_params([*SMOKE, "design.adaptive=true"],
+                                           tmp_path / "adaptive.yaml").read_text())
+    assert set(fixed["dvc_params"]["respond"]) == {"method", "ingest"}
+    respond = adaptive["dvc_params"]["respond"]
+    assert set(respond) == {"method", "ingest", "design", "judge", "fit"}
+    assert respond["fit"]["draws"] == 300 and respond["design"]["adaptive"] is True

@@ -61,13 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load_params(arguments.params)
         check_kept_overrides(arguments.params, cfg)
-        if cfg.design.adaptive:
-            # The adaptive respond stage also judges and fits (methods/rasch/adaptive_run.py), so
-            # dvc.yaml would have to track the judge and fit params on it, or DVC would keep an
-            # outdated run after a change of either; until it does, refuse rather than mislead.
-            raise AuditError("design.adaptive=true does not run under `dvc repro` yet; run "
-                             "`python -m audit design.adaptive=true` (a rerun with the same seeds "
-                             "re-creates it from the response store)")
         method = create_method(cfg.method)
         result = run_one_stage(method.stages, arguments.stage, cfg, arguments.dir)
         if find_stage(method.stages, arguments.stage).name == STAGE_NAMES[-1]:

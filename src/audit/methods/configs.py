@@ -80,11 +80,13 @@ VerdictConfig.__doc__ = ("The rules `python -m audit.verdict` applies to a finis
 
 def dvc_stage_params(stage: str, *, _root_: DictConfig) -> DictConfig:
     """The running method's name and the settings of its own that DVC stage `stage` reads (its
-    config's DVC_PARAMS[stage], dotted keys), nested as in the config. A DictConfig, not a dict:
+    config's DVC_PARAMS[stage], dotted keys, or a function of the composed config giving them),
+    nested as in the config. A DictConfig, not a dict:
     DVC resolves the composed config in place (OmegaConf.resolve), which takes no plain dict."""
     method = _root_.method
     chosen: dict[str, Any] = {"method": method}
-    for key in method_module(method, "config").DVC_PARAMS.get(stage, ()):
+    keys = method_module(method, "config").DVC_PARAMS.get(stage, ())
+    for key in keys(_root_) if callable(keys) else keys:
         value = OmegaConf.select(_root_, key, default=_ABSENT, throw_on_missing=True)
         if value is _ABSENT:  # a typo in the method's package, not in the user's config
             raise TypeError(f"DVC_PARAMS of method '{method}' names '{key}', which its config "

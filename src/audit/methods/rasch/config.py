@@ -7,6 +7,7 @@ and the DIF method read them too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -137,8 +138,19 @@ HEADLINE_METRICS: tuple[str, ...] = ("n_prompts", "rhat_max", "ess_bulk_min", "j
 # dvc.yaml list them as `dvc_params.STAGE` (audit.methods.configs), besides the shared sections.
 # The score stage samples rule labels to re-read per level of fit.attributes (judge/rule_check.py),
 # and the report compares them per level.
-DVC_PARAMS: dict[str, tuple[str, ...]] = {
-    "design": ("ingest",), "respond": ("ingest",), "score": ("ingest", "fit.attributes"),
+
+
+def respond_params(root) -> tuple[str, ...]:
+    """An adaptive respond stage (design.adaptive) also judges and fits every round and stops by
+    design.* (adaptive_run.py), so DVC reruns it when any of those settings change; a fixed one
+    reads none of them."""
+    return ("ingest", "design", "judge", "fit") if root.design.adaptive else ("ingest",)
+
+
+# A stage's entry may be a function of the composed config (its root) when what it reads depends
+# on the config.
+DVC_PARAMS: dict[str, tuple[str, ...] | Callable[..., tuple[str, ...]]] = {
+    "design": ("ingest",), "respond": respond_params, "score": ("ingest", "fit.attributes"),
     "analyse": ("fit",),
     "report": ("fit.hdi_prob", "fit.rhat_max", "fit.ess_min", "fit.attributes",
                "fit.judge_imputations")}
