@@ -59,6 +59,10 @@ def test_an_adaptive_run_asks_part_of_the_design_in_rounds(runs: Path):
     contrasts = pl.read_csv(run / "fit" / "contrasts.csv")
     assert contrasts["familywise_alpha"].to_list() == [rounds["look_alpha"][-1]] * contrasts.height
     assert (run / "report" / "adaptive_trajectory.png").is_file()
+    # The HTML report says what the run spent and why it stopped, with the trajectory.
+    html = (run / "report" / "report.html").read_text()
+    assert f"Asked {responses.height} of the design's {prompts.height} prompts" in html
+    assert 'alt="Adaptive trajectory"' in html
 
 
 def test_a_rerun_makes_the_same_choices_from_the_store(runs: Path):

@@ -83,6 +83,9 @@ class ReportInputs:
     # The judge's agreement with the rules per attribute level on its re-read sample
     # (judge/rule_check.py); None when nothing was re-read.
     rule_agreement: pl.DataFrame | None = None
+    # An adaptive run (design.adaptive): prompts asked, the design's, looks and the stop;
+    # None for a fixed run.
+    adaptive: dict[str, Any] | None = None
 
 
 def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
@@ -149,6 +152,7 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
                         if inputs.judge_rates is not None else None),
         "rule_agreement": (list(inputs.rule_agreement.iter_rows(named=True))
                            if inputs.rule_agreement is not None else None),
+        "adaptive": inputs.adaptive,
         "thetas": list(inputs.thetas.head(THETA_ROWS_SHOWN).iter_rows(named=True)),
         "gold": gold, "confusion": confusion, "panel": panel,
         "top_label": {"label": inputs.judge.top_label, "share": inputs.judge.top_label_share,

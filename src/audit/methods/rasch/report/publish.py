@@ -76,7 +76,7 @@ FIGURE_KEYS = {"forest_theta.png": "forest_theta", "item_difficulty.png": "item_
                "contrasts_forest.png": "contrasts", "wright_map.png": "wright",
                "favourable_heatmap.png": "heatmap", "label_distribution.png": "labels",
                "trace_plot.png": "trace", "rank_plot.png": "rank",
-               "noise_floor.png": "noise_floor"}
+               "noise_floor.png": "noise_floor", "adaptive_trajectory.png": "adaptive"}
 
 
 def read_contrasts(path: Path) -> pl.DataFrame | None:
@@ -192,7 +192,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     adaptive = adaptive_report(files.rounds, prompts.height)
     if adaptive is not None:
         metrics.update(adaptive.metrics)
-        written_trajectory = save_figure(adaptive.figure, report_dir / "adaptive_trajectory.png")
+        written["adaptive_trajectory.png"] = save_figure(adaptive.figure,
+                                                          report_dir / "adaptive_trajectory.png")
         log.info("adaptive: %d of %d prompts asked (%.0f%% of the fixed design), stopped: %s",
                  adaptive.metrics["adaptive/prompts_asked"], prompts.height,
                  100 * adaptive.metrics["adaptive/share_of_design"], adaptive.stop)
@@ -227,7 +228,10 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         no_signal=no_signal,
         caveats=[*source_caveat(cfg, prompts), *response_caveat(cfg.fit.response),
                  *caveats(labels, prompts, judge, fit.converged, int(metrics["n_failed"]))],
-        warnings=warnings, provenance=tags)
+        warnings=warnings, provenance=tags,
+        adaptive=({"asked": int(adaptive.metrics["adaptive/prompts_asked"]),
+                   "design": prompts.height, "looks": int(adaptive.metrics["adaptive/looks"]),
+                   "stop": adaptive.stop} if adaptive is not None else None))
     report_html = report_dir / "report.html"
 
     with method_run(cfg, own_tags, started_at) as run_info:
@@ -237,8 +241,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
             tracking.log_metrics(metrics)
             if adaptive is not None:
                 tracking.log_metric_steps(adaptive.steps)
-                tracking.log_artifacts([("tables", files.rounds),
-                                        ("plots", written_trajectory)])
+                tracking.log_artifacts([("tables", files.rounds)])  # its plot: with the rest
             fit_extras = [files.fit / name for name in ("contrasts.csv", "diagnostics.json")]
             tracking.log_artifacts([
                 ("", report_html),
