@@ -164,6 +164,10 @@ class DesignConfig:
     # headline contrast is decided, cannot be decided within the budget, or the budget is spent.
     adaptive: bool = False
     max_prompts: int | None = None  # the budget; None: the whole design
+    # A budget in estimated tokens, as the preflight estimates them (a prompt token per 4
+    # characters, every answer at its max_tokens), turned into prompts at the design's average;
+    # None: none. (Not a time budget: a rerun served from the store would stop elsewhere.)
+    max_tokens_budget: int | None = None
     round_prompts: int | None = None  # prompts a round; None: a quarter of the budget
     futility: float = 0.05  # stop when no open contrast is decidable with this probability
 

@@ -36,6 +36,7 @@ from audit.methods.rasch.power import config_components, simulate_power
 from audit.methods.rasch.simulation import VarianceComponents
 from audit.llm.preflight import estimate
 from audit.errors import AuditError
+from audit.methods.rasch.adaptive_run import pool_tokens
 from audit.methods.rasch.design import design_stage
 from audit.llm.store import ResponseStore
 from audit.tables import write_frame
@@ -93,7 +94,7 @@ def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
     """Power and cost of every planned design size, one row per model, size and attribute."""
     prompts = design_stage(cfg)
     power = simulate_power(prompts, cfg.plan, cfg.fit, planning_components(cfg),
-                           design=cfg.design)
+                           design=cfg.design, tokens_per_prompt=pool_tokens(cfg, prompts))
     costs = []
     for replicates in cfg.plan.replicates:
         cost = design_cost(cfg, replicates, store)

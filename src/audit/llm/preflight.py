@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from audit.llm.engine import Planned
 
 log = logging.getLogger(__name__)
+# Characters a prompt token, for estimates made before any tokenizer is at hand.
+CHARS_PER_TOKEN = 4
 
 
 def estimate(planned: list[Planned], store: ResponseStore,
@@ -36,7 +38,7 @@ def estimate(planned: list[Planned], store: ResponseStore,
         else:
             seconds += to_send * latencies[len(latencies) // 2] / concurrency[name]
     return {"prompts": len(planned), "stored": len(planned) - len(missing),
-            "to_send": len(missing), "prompt_tokens": prompt_chars // 4,
+            "to_send": len(missing), "prompt_tokens": prompt_chars // CHARS_PER_TOKEN,
             "max_completion_tokens": sum(item.request.max_tokens for item in missing),
             "seconds": seconds}
 

@@ -222,3 +222,25 @@ def test_the_quick_benchmark_runs_and_ends_with_its_result_line():
     assert set(fields) == {"prompts_ratio", "decision_agreement", "false_different_rate",
                            "power_1logit_vs_fixed"}
     assert 0.0 < float(fields["prompts_ratio"]) <= 1.0
+
+
+def test_a_token_budget_caps_the_prompts_at_the_designs_estimate():
+    """design.max_tokens_budget buys prompts at the preflight's estimate (4 characters a prompt
+    token plus the answer's max_tokens), averaged over the design. Bugs caught: the budget
+    ignored, the answer's tokens left out (a budget that buys 60% more prompts than it pays for),
+    or a budget too small for one prompt run as the whole design."""
+    from audit.config import DesignConfig
+    from audit.methods.rasch.adaptive import design_rule, tokens_per_prompt
+
+    prompts = pl.DataFrame({"model_name": ["a", "a", "b"],
+                            "system_prompt": ["abcd", "abcd", ""],
+                            "user_prompt": ["abcdefgh", "abcdefghijkl", "abcdefgh"]})
+    # (12 // 4 + 10) + (16 // 4 + 10) + (8 // 4 + 20) = 13 + 14 + 22
+    assert tokens_per_prompt(prompts, {"a": 10, "b": 20}) == pytest.approx(49 / 3)
+    design = DesignConfig(adaptive=True, max_tokens_budget=2000)
+    rule = design_rule(design, 0.05, pool_size=100, tokens_per_prompt=50.0)
+    assert rule.max_prompts == 40 and rule.round_prompts == 10
+    assert design_rule(DesignConfig(adaptive=True, max_prompts=30, max_tokens_budget=2000), 0.05,
+                       pool_size=100, tokens_per_prompt=50.0).max_prompts == 30
+    with pytest.raises(AuditError, match="buys no prompt"):
+        design_rule(DesignConfig(adaptive=True, max_tokens_budget=10), 0.05, 100, 50.0)

@@ -45,6 +45,7 @@ from scipy import stats
 
 from audit.config import DesignConfig
 from audit.errors import AuditError
+from audit.llm.preflight import CHARS_PER_TOKEN
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.irt.rasch import RaschFit, SampleFunction, posterior_draws
@@ -84,10 +85,12 @@ class AdaptiveRule:
             raise AuditError(f"design.futility={self.futility} must lie in [0, 1)")
 
 
-def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size: int) -> AdaptiveRule:
+def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size: int,
+                tokens_per_prompt: float | None = None) -> AdaptiveRule:
     """A run's design.* as the rule (the audit and audit.plan read it alike): the budget is
-    design.max_prompts (null: the whole pool), a round a quarter of it unless
-    design.round_prompts says otherwise."""
+    design.max_prompts (null: the whole pool), lowered to what design.max_tokens_budget buys at
+    ``tokens_per_prompt``; a round is a quarter of the budget unless design.round_prompts says
+    otherwise."""
     if design.max_prompts is not None and design.max_prompts < 1:
         raise AuditError(f"design.max_prompts={design.max_prompts} must be at least 1 (null: "
                          "the whole design)")
@@ -95,9 +98,31 @@ def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size:
         raise AuditError("design.adaptive=true needs fit.familywise_alpha (its looks split it); "
                          "set fit.familywise_alpha=0.05")
     budget = min(design.max_prompts or pool_size, pool_size)
+    if design.max_tokens_budget is not None:
+        if tokens_per_prompt is None:
+            raise ValueError("design.max_tokens_budget needs the design's tokens a prompt")
+        affordable = int(design.max_tokens_budget // tokens_per_prompt)
+        if affordable < 1:
+            raise AuditError(f"design.max_tokens_budget={design.max_tokens_budget} buys no "
+                             f"prompt (about {tokens_per_prompt:.0f} tokens each): raise it, "
+                             "or set it to null")
+        if affordable < budget:
+            logger.info("adaptive budget: %d prompts (design.max_tokens_budget=%d at about %.0f "
+                        "tokens a prompt)", affordable, design.max_tokens_budget,
+                        tokens_per_prompt)
+        budget = min(budget, affordable)
     return AdaptiveRule(round_prompts=design.round_prompts or math.ceil(budget / 4),
                         max_prompts=budget, familywise_alpha=familywise_alpha,
                         futility=design.futility)
+
+
+def tokens_per_prompt(prompts: pl.DataFrame, max_tokens: dict[str, int]) -> float:
+    """The preflight's estimate of one prompt's tokens, averaged over the design: its system
+    and user prompt at 4 characters a token, plus its model's max_tokens for the answer."""
+    chars = prompts.select(pl.col("system_prompt").str.len_chars()
+                           + pl.col("user_prompt").str.len_chars()).to_series()
+    answers = prompts.get_column("model_name").replace_strict(max_tokens, return_dtype=pl.Int64)
+    return float(((chars // CHARS_PER_TOKEN) + answers).mean())
 
 
 def planned_looks(rule: AdaptiveRule, pool_size: int) -> int:

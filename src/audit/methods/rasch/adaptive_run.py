@@ -25,7 +25,12 @@ import polars as pl
 from audit.errors import AuditError
 from audit.llm.engine import check_failures
 from audit.methods.configs import AuditConfig
-from audit.methods.rasch.adaptive import AdaptiveRun, design_rule, run_adaptive
+from audit.methods.rasch.adaptive import (
+    AdaptiveRun,
+    design_rule,
+    run_adaptive,
+    tokens_per_prompt,
+)
 from audit.methods.rasch.analyse import outcome_table
 from audit.methods.rasch.design import models_for
 from audit.methods.rasch.irt import code_outcomes
@@ -38,6 +43,12 @@ from audit.tables import read_frame, write_frame, write_table
 log = logging.getLogger(__name__)
 
 ROUNDS = "adaptive_rounds.csv"
+
+
+def pool_tokens(cfg: AuditConfig, prompts: pl.DataFrame) -> float:
+    """The design's estimated tokens a prompt, at each audited model's answer budget."""
+    return tokens_per_prompt(prompts, {name: model.sampling.max_tokens
+                                       for name, model in cfg.model.items()})
 
 
 def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: Path,
@@ -70,7 +81,8 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
         return resolve_confusion(cfg.fit.judge_error, cfg.fit.model, cfg.fit.outcome,
                                  gold if gold.height else None)
 
-    run = run_adaptive(prompts, answer, cfg.fit, design_rule(cfg.design, cfg.fit.familywise_alpha, prompts.height),
+    run = run_adaptive(prompts, answer, cfg.fit, design_rule(cfg.design, cfg.fit.familywise_alpha, prompts.height,
+                                   pool_tokens(cfg, prompts)),
                        confusion=confusion, on_round=on_round)
     write_frame(run.rounds, rounds_path)
     responses = pl.concat(answered)

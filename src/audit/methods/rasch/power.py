@@ -225,7 +225,8 @@ def summarise_option(runs: pl.DataFrame, multiple: int, replicates: int, respond
 def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
                    components: VarianceComponents | Sequence[VarianceComponents],
                    sampler: CompiledSampler | None = None,
-                   design: DesignConfig | None = None) -> pl.DataFrame:
+                   design: DesignConfig | None = None,
+                   tokens_per_prompt: float | None = None) -> pl.DataFrame:
     """Expected HDI widths, the power of the CI decision and the prompts asked per design option
     and model.
 
@@ -234,7 +235,8 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
     many times (benchmarks/bench_calibration.py) passes one, so its compiled models are reused.
     ``design`` with ``adaptive`` on: each simulated audit asks in rounds and stops as the audit
     would (its design.* rule for each option's size), so ``prompts_asked`` is what it expects to
-    spend and the power is the adaptive design's."""
+    spend and the power is the adaptive design's (``tokens_per_prompt``: the design's estimate,
+    for design.max_tokens_budget)."""
     draws = (components,) if isinstance(components, VarianceComponents) else tuple(components)
     if not draws:
         raise ValueError("simulate_power needs at least one set of variance components")
@@ -258,7 +260,8 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
     for multiple in plan.persona_multiples:
         for replicates in plan.replicates:
             option = resized_design(prompts, replicates, multiple, plan.attribute)
-            rule = (design_rule(design, fit_config.familywise_alpha, option.height)
+            rule = (design_rule(design, fit_config.familywise_alpha, option.height,
+                                tokens_per_prompt)
                     if design is not None and design.adaptive else None)
             runs = simulate_option(option, draws, effects, fit_config, plan, rng, planted,
                                    sampler or CompiledSampler(engine=fit_config.engine), rule)
