@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import math
 import threading
 import time
 from functools import lru_cache
@@ -55,9 +56,16 @@ PINNED_SAMPLING: dict[str, Any] = {
     # Prefix reuse changes logits (see the module docstring): every prompt is evaluated whole.
     "cache_prompt": False,
 }
-# Raw next-token entries read for first-token option scoring; an option outside them costs one
-# forced evaluation more (the four decision words were all within the top 50 in every trial).
-TOP_LOGPROBS = 20
+# Raw next-token entries read from the one evaluation that opens every option scoring. The K-th
+# entry's log-probability bounds every token outside them: on four discrim-eval prompts (Qwen2.5
+# 0.5B, system prompt of the default model) it was -12.4 to -12.6 at K=200, and 11 of the 12
+# case and spacing variants of "yes"/"no" were inside (10 at K=20, which cost two or three
+# forced evaluations an answer).
+TOP_LOGPROBS = 200
+# An option whose first token is outside the top entries is read at that bound, not forced,
+# when the bounds of all such options together are at most this share of the listed options'
+# probability: its exact score could move a preference between them by no more than this.
+NEGLIGIBLE_SHARE = 1e-4
 
 # One runtime per file and settings, shared by the audited model and the judge when they name
 # the same file and settings: loading twice would double memory for no gain.
@@ -159,26 +167,39 @@ class EmbeddedBackend:
         return reply
 
     def _score_options(self, request: ChatRequest) -> dict[str, float]:
+        """Each option's log-probability as the opening of the answer, from ONE evaluation of the
+        prompt where it can be read there (a single-token option among the top entries: the
+        number the forced path reports for its first step), and a forced evaluation of the
+        prompt for the rest (a multi-token option, or an option outside the top entries
+        that is not negligible). Whole options unless score_first_token asks for first tokens
+        and they differ. Every forced evaluation costs a whole prompt evaluation (no prompt
+        cache, module docstring): the 12 variants of "yes"/"no" took 45-60 s an answer forced one
+        by one on a loaded machine, against one evaluation of about 5 s."""
         tokens = {option: self._tokens(option) for option in request.score_options}
         if first_tokens_decide(request, tokens):
-            return self._score_first_tokens(request, {option: ids[0]
-                                                      for option, ids in tokens.items()})
-        return {option: self._forced_logprob(request, ids) for option, ids in tokens.items()}
+            tokens = {option: ids[:1] for option, ids in tokens.items()}
+        top, floor = self._first_step(request)
+        scores = {option: top[ids[0]] for option, ids in tokens.items()
+                  if len(ids) == 1 and ids[0] in top}
+        unlisted = [option for option, ids in tokens.items() if ids[0] not in top]
+        listed_mass = sum(math.exp(score) for score in scores.values())
+        negligible = len(unlisted) * math.exp(floor) <= NEGLIGIBLE_SHARE * listed_mass
+        for option, ids in tokens.items():
+            if option in scores:
+                continue
+            scores[option] = (floor if option in unlisted and negligible
+                              else self._forced_logprob(request, ids))
+        return scores
 
-    def _score_first_tokens(self, request: ChatRequest, firsts: dict[str, int]) -> dict[str, float]:
-        """Each option's first-token log-probability from ONE evaluation of the prompt: the
-        raw next-token distribution's top entries (the same numbers the forced path reports for
-        its first step), and a forced one-token evaluation for an option outside them. The
-        1.5B judge labels in 1.5-1.9 s this way against 6-11 s for four whole-option
-        evaluations (8 gold answers, machine shared with other jobs), and its scores moved by
-        at most 0.06 nats, the continuation tokens' share."""
+    def _first_step(self, request: ChatRequest) -> tuple[dict[int, float], float]:
+        """The raw next-token log-probabilities of the top TOP_LOGPROBS entries after the prompt,
+        by token id, and the lowest of them (a bound on every other token)."""
         payload = {**self._payload(request), "temperature": 0.0, "max_tokens": 1,
                    "logprobs": True, "top_logprobs": TOP_LOGPROBS}
         steps = self._logprob_steps(self._chat(payload))
         top = {entry.get("id"): float(entry["logprob"])
                for entry in (steps[0].get("top_logprobs") or [])} if steps else {}
-        return {option: top[token] if token in top else self._forced_logprob(request, (token,))
-                for option, token in firsts.items()}
+        return top, min(top.values(), default=0.0)
 
     def _forced_logprob(self, request: ChatRequest, tokens: tuple[int, ...]) -> float:
         """Log-probability of `tokens` as the opening of the answer: the sum of each token's
