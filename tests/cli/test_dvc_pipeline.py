@@ -187,3 +187,30 @@ def test_dvc_exp_run_composes_params_from_conf_with_hydra(pipeline_project: Path
     names = [run["name"] for run in find_runs(f"sqlite:///{pipeline_project / 'mlflow.db'}",
                                               "audit")]
     assert names[0] == "dvc-exp"
+
+
+def test_dvc_repro_recreates_an_adaptive_run(pipeline_project: Path):
+    """design.adaptive=true under `dvc repro`: the respond stage asks in rounds and writes its
+    trajectory into its own folder, the analyse stage decides at the last look's alpha, a second
+    repro runs nothing, and a changed fit setting reruns respond (its rounds fit). Bugs caught:
+    the stage refusing adaptive designs (as it did before), the trajectory written outside the
+    respond stage's out (lost on the next repro), a fit change leaving the adaptive run as
+    current. Qwen answers (the rules read nearly all of them) so every round has labels to fit;
+    labels as truth and no gold set keep it short."""
+    adaptive = [*(override for override in SMOKE
+                  if not override.startswith(("judge", "model"))),
+                "model.qwen_coder_0_5b.n_threads=1", "judge=rules_only",
+                "judge.evaluate_on_gold=false", "fit.judge_error=false", "design.replicates=2",
+                "design.adaptive=true", "design.round_prompts=8"]
+    _params(pipeline_project, *adaptive)
+    first = _dvc("repro", cwd=pipeline_project)
+    assert {"respond", "score", "analyse", "report"} <= _ran(first), first.stdout
+    pipeline = pipeline_project / "pipeline"
+    rounds = pl.read_csv(pipeline / "respond" / "adaptive_rounds.csv")
+    responses = pl.read_parquet(pipeline / "respond" / "responses.parquet")
+    assert responses.height == rounds["prompts"][-1] <= 30
+    contrasts = pl.read_csv(pipeline / "analyse" / "fit" / "contrasts.csv")
+    assert set(contrasts["familywise_alpha"]) == {rounds["look_alpha"][-1]}
+    assert _ran(_dvc("repro", cwd=pipeline_project)) == set()
+    _params(pipeline_project, *adaptive, "fit.draws=301")
+    assert "respond" in _changed_stages(pipeline_project)
