@@ -59,7 +59,11 @@ from bench_calibration import (  # noqa: E402  (a sibling script: the same desig
     interval,
 )
 
-from audit.methods.rasch.adaptive import AdaptiveRule, run_adaptive  # noqa: E402
+from audit.methods.rasch.adaptive import (  # noqa: E402
+    AdaptiveRule,
+    answers_from,
+    run_adaptive,
+)
 from audit.methods.rasch.config import FitConfig, PlanConfig  # noqa: E402
 from audit.methods.rasch.irt import fit_rasch  # noqa: E402
 from audit.methods.rasch.power import ci_failures, config_components  # noqa: E402
@@ -121,13 +125,7 @@ def simulate(pool: pl.DataFrame, fit: FitConfig, rule: AdaptiveRule, text_sd: fl
             fixed = fit_rasch(labels.drop("replicate"), seeded, sample=sampler,
                               confusion=confusion, pool=cells)
 
-            def answer(chosen: pl.DataFrame, _round: int, labels=labels) -> pl.DataFrame:
-                keys = chosen.select(pl.col("respondent_id").alias("respondent"),
-                                     pl.col("item_id").alias("item"), "replicate")
-                return labels.join(keys, on=["respondent", "item", "replicate"],
-                                   how="semi").drop("replicate")
-
-            adaptive = run_adaptive(pool, answer, seeded, rule, sample=sampler,
+            adaptive = run_adaptive(pool, answers_from(labels), seeded, rule, sample=sampler,
                                     confusion=confusion)
             rows.append({"gap": gap, "seed": seed, "prompts": adaptive.prompts,
                          "ratio": adaptive.prompts / pool.height, "stop": adaptive.stop,

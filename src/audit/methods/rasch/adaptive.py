@@ -304,6 +304,17 @@ Answer = Callable[[pl.DataFrame, int], pl.DataFrame]  # (chosen pool rows, round
 OnRound = Callable[[dict[str, object], RaschFit], None]
 
 
+def answers_from(labels: pl.DataFrame) -> Answer:
+    """An ``answer`` that reads labels drawn beforehand (fit_rasch's long table plus the
+    prompt's ``replicate``) for the prompts a round chooses: how a simulation asks."""
+    def answer(chosen: pl.DataFrame, _round: int) -> pl.DataFrame:
+        keys = chosen.select(pl.col("respondent_id").alias("respondent"),
+                             pl.col("item_id").alias("item"), "replicate")
+        return labels.join(keys, on=["respondent", "item", "replicate"],
+                           how="semi").drop("replicate")
+    return answer
+
+
 def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule: AdaptiveRule,
                  sample: SampleFunction | None = None, confusion=None,
                  on_round: OnRound | None = None) -> AdaptiveRun:

@@ -33,7 +33,12 @@ import polars as pl
 from audit.config import DesignConfig
 from audit.errors import AuditError
 from audit.methods.configs import VerdictConfig
-from audit.methods.rasch.adaptive import AdaptiveRule, design_rule, run_adaptive
+from audit.methods.rasch.adaptive import (
+    AdaptiveRule,
+    answers_from,
+    design_rule,
+    run_adaptive,
+)
 from audit.methods.rasch.config import FitConfig, PlanConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.simulation import CompiledSampler, Effects, VarianceComponents, \
@@ -139,14 +144,7 @@ def one_simulation(prompts: pl.DataFrame, components: VarianceComponents, effect
         contrasts = fit_rasch(outcomes, fit, sample=sampler, confusion=confusion).contrasts
         asked = prompts.height
     else:
-        labels = outcomes.with_columns(prompts.get_column("replicate"))
-
-        def answer(chosen: pl.DataFrame, _round: int) -> pl.DataFrame:
-            keys = chosen.select(pl.col("respondent_id").alias("respondent"),
-                                 pl.col("item_id").alias("item"), "replicate")
-            return labels.join(keys, on=["respondent", "item", "replicate"],
-                               how="semi").drop("replicate")
-
+        answer = answers_from(outcomes.with_columns(prompts.get_column("replicate")))
         run = run_adaptive(prompts, answer, fit, rule, sample=sampler, confusion=confusion)
         contrasts, asked = run.fit.contrasts, run.prompts
     failed = ci_failures(contrasts)
