@@ -235,7 +235,7 @@ def test_a_token_budget_caps_the_prompts_at_the_designs_estimate():
     prompts = pl.DataFrame({"model_name": ["a", "a", "b"],
                             "system_prompt": ["abcd", "abcd", ""],
                             "user_prompt": ["abcdefgh", "abcdefghijkl", "abcdefgh"]})
-    # (12 // 4 + 10) + (16 // 4 + 10) + (8 // 4 + 20) = 13 + 14 + 22
+    # characters (12 + 16 + 8) / 4 = 9 tokens, answers 10 + 10 + 20: 49 tokens over 3 prompts
     assert tokens_per_prompt(prompts, {"a": 10, "b": 20}) == pytest.approx(49 / 3)
     design = DesignConfig(adaptive=True, max_tokens_budget=2000)
     rule = design_rule(design, 0.05, pool_size=100, tokens_per_prompt=50.0)

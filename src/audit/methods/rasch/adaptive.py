@@ -117,12 +117,13 @@ def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size:
 
 
 def tokens_per_prompt(prompts: pl.DataFrame, max_tokens: dict[str, int]) -> float:
-    """The preflight's estimate of one prompt's tokens, averaged over the design: its system
-    and user prompt at 4 characters a token, plus its model's max_tokens for the answer."""
+    """The preflight's estimate of one prompt's tokens, averaged over the design: the system
+    and user prompts' characters at CHARS_PER_TOKEN a token (summed before dividing, as
+    preflight.estimate does), plus each prompt's model's max_tokens for the answer."""
     chars = prompts.select(pl.col("system_prompt").str.len_chars()
                            + pl.col("user_prompt").str.len_chars()).to_series()
     answers = prompts.get_column("model_name").replace_strict(max_tokens, return_dtype=pl.Int64)
-    return float(((chars // CHARS_PER_TOKEN) + answers).mean())
+    return float(chars.mean() / CHARS_PER_TOKEN + answers.mean())
 
 
 def planned_looks(rule: AdaptiveRule, pool_size: int) -> int:

@@ -81,9 +81,9 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
         return resolve_confusion(cfg.fit.judge_error, cfg.fit.model, cfg.fit.outcome,
                                  gold if gold.height else None)
 
-    run = run_adaptive(prompts, answer, cfg.fit, design_rule(cfg.design, cfg.fit.familywise_alpha, prompts.height,
-                                   pool_tokens(cfg, prompts)),
-                       confusion=confusion, on_round=on_round)
+    rule = design_rule(cfg.design, cfg.fit.familywise_alpha, prompts.height,
+                       pool_tokens(cfg, prompts))
+    run = run_adaptive(prompts, answer, cfg.fit, rule, confusion=confusion, on_round=on_round)
     write_frame(run.rounds, rounds_path)
     responses = pl.concat(answered)
     write_table(responses, responses_path, ResponseSchema, "responses")

@@ -134,10 +134,6 @@ VERDICT_RULES: type = RaschVerdictRules
 # The metrics a run of this method is judged by (shell-style patterns): the columns its runs
 # show in `python -m audit.runs`, a sweep's runs table and the MLflow runs view.
 HEADLINE_METRICS: tuple[str, ...] = ("n_prompts", "rhat_max", "ess_bulk_min", "judge/kappa")
-# The settings of this method's own sections each DVC stage reads (dotted keys); the stages of
-# dvc.yaml list them as `dvc_params.STAGE` (audit.methods.configs), besides the shared sections.
-# The score stage samples rule labels to re-read per level of fit.attributes (judge/rule_check.py),
-# and the report compares them per level.
 
 
 def respond_params(root) -> tuple[str, ...]:
@@ -147,8 +143,11 @@ def respond_params(root) -> tuple[str, ...]:
     return ("ingest", "design", "judge", "fit") if root.design.adaptive else ("ingest",)
 
 
-# A stage's entry may be a function of the composed config (its root) when what it reads depends
-# on the config.
+# The settings of this method's own sections each DVC stage reads (dotted keys, or a function of
+# the composed config giving them when that depends on the config); the stages of dvc.yaml list
+# them as `dvc_params.STAGE` (audit.methods.configs), besides the shared sections.
+# The score stage samples rule labels to re-read per level of fit.attributes (judge/rule_check.py),
+# and the report compares them per level.
 DVC_PARAMS: dict[str, tuple[str, ...] | Callable[..., tuple[str, ...]]] = {
     "design": ("ingest",), "respond": respond_params, "score": ("ingest", "fit.attributes"),
     "analyse": ("fit",),
