@@ -1,15 +1,17 @@
 """Calibration of `python -m audit.compare` on simulated pairs of runs with a known change.
 
 Usage: python benchmarks/bench_compare.py [--pairs 200] [--change 0.8] [--max-worsening 0.5]
-       [--replicates 2] [--draws 500] [--tune 500] [--chains 2] [--check 10] [--seed 1]
-       [--quick]
+       [--replicates 2] [--prompt-sd 0.5] [--side-text-sd 0] [--draws 500] [--tune 500]
+       [--chains 2] [--check 10] [--seed 1] [--quick]
 
 Each pair (methods/rasch/simulation.py simulate_pair) is two runs of the default design's shape
 (a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
 --replicates (2, the default design's until e0351c3 made it 1; kept so the figures in RESULTS.md
 reproduce); item sd 1, persona-text sd 0.3, null sd 0.5, 50% base rate, labels as truth) that
 share their items and persona texts, with a prompt pull of sd --prompt-sd (0.5) shared by both
-sides: one model under two system prompts, paired. Even pairs plant a change of --change logits in
+sides: one model under two system prompts, paired; --side-text-sd (0) gives each persona text a
+pull of its own on each side too (the sides react differently to a text; the planted change is
+then the population's, which the sample's change strays from). Even pairs plant a change of --change logits in
 the man vs woman gap (side A's gap 0, side B's --change); odd pairs plant no change (both gaps
 0.3). Race has no gap on either side. Every pair goes through the command's own joint fit
 (comparison.fit_joint with fit=population's priors and target_accept, --draws and --tune per
@@ -107,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--texts-per-cell", type=int, default=2)
     parser.add_argument("--replicates", type=int, default=2)
     parser.add_argument("--prompt-sd", type=float, default=0.5)
+    parser.add_argument("--side-text-sd", type=float, default=0.0)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--chains", type=int, default=2)
@@ -132,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     for index in range(args.pairs):
         planted = args.change if index % 2 == 0 else 0.0
         outcomes = simulate_pair(prompts, components, *planted_effects(planted), rng,
-                                 prompt_sd=args.prompt_sd)
+                                 prompt_sd=args.prompt_sd, side_text_sd=args.side_text_sd)
         fitting = time.perf_counter()
         fast = score(outcomes, dataclasses.replace(fit, seed=args.seed + index), planted,
                      args.max_worsening, sample=sampler)

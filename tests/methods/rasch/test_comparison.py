@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pymc as pm
 import pytest
 import xarray as xr
 
@@ -140,6 +141,45 @@ def test_the_same_prompt_on_both_sides_gets_one_shared_index():
     assert cells.group_by("item").agg(pl.col("prompt").n_unique())["prompt"].min() == 3
 
 
+def joint_model_variables(outcomes: pl.DataFrame, paired: bool) -> tuple[set[str], dict]:
+    data = index_design(outcomes.select("respondent", "item", "y",
+                                        *[c for c in ("label_source",) if c in outcomes.columns]),
+                        by_path="label_source" in outcomes.columns)
+    terms = comparison.shared_terms(data, paired)
+    if terms is None:
+        return set(), {}
+    with pm.Model() as model:
+        pm.Deterministic("shift", terms())
+    return {var.name for var in model.free_RVs}, {
+        name: tuple(model[name].shape.eval()) for name in ("prompt_side_z",)
+        if name in model.named_vars}
+
+
+def test_one_answer_a_prompt_gets_no_per_side_prompt_effect():
+    # Would fail if the joint fit kept a per-answer pull that one 0/1 label cannot identify (the
+    # ridge that left 5 of 6 one-answer joint fits unconverged), or dropped the shared terms with it.
+    one = gender_pair(np.random.default_rng(12), 0.0, items=3, texts=1, replicates=1)
+    free, _ = joint_model_variables(one, paired=True)
+    assert "sigma_prompt_side" not in free
+    assert {"sigma_prompt_shared", "sigma_text_shared"} <= free
+    assert joint_model_variables(one, paired=False) == (set(), {})
+    two = gender_pair(np.random.default_rng(12), 0.0, items=3, texts=1, replicates=2)
+    assert "sigma_prompt_side" in joint_model_variables(two, paired=False)[0]
+
+
+def test_a_prompts_answers_split_by_labelling_path_share_its_side_pull():
+    # Would fail if the per-side pull were drawn per Binomial cell: a prompt whose two answers
+    # were labelled by the rules and by the LLM judge would get two unrelated pulls.
+    two = gender_pair(np.random.default_rng(13), 0.0, items=3, texts=1, replicates=2)
+    paths = two.with_columns(label_source=pl.when(pl.int_range(pl.len()) % 2 == 0)
+                             .then(pl.lit("rule")).otherwise(pl.lit("llm")))
+    data = index_design(paths.select("respondent", "item", "y", "label_source"), by_path=True)
+    assert data.successes.size > 18  # some prompts' answers went to two cells
+    _, shapes = joint_model_variables(paths, paired=False)
+    # 2 sides x 3 personas x 3 items = 18 prompts, however their answers were split.
+    assert shapes == {"prompt_side_z": (18,)}
+
+
 def test_a_paired_pair_shares_each_prompts_pull_and_only_side_b_carries_the_change():
     # Would fail if a paired pair drew its prompt pulls per side (the sides would agree on a
     # prompt no more often than an unpaired pair's), or if side B were given side A's effects.
@@ -153,6 +193,9 @@ def test_a_paired_pair_shares_each_prompts_pull_and_only_side_b_carries_the_chan
     paired = simulate_pair(prompts, rng=np.random.default_rng(8), **common)
     unpaired = simulate_pair(prompts, rng=np.random.default_rng(8), paired=False, **common)
     assert agreement(paired) > 0.75 and agreement(unpaired) < 0.6
+    # Texts that each side reacts to in its own way (side_text_sd) loosen the pairing too.
+    own_texts = simulate_pair(prompts, rng=np.random.default_rng(8), side_text_sd=4.0, **common)
+    assert agreement(own_texts) < agreement(paired) - 0.1
     changed = simulate_pair(prompts, VarianceComponents(), {"gender": {}},
                             {"gender": {"man": 3.0}}, np.random.default_rng(9))
     rates = changed.filter(pl.col("gender") == "man").group_by("model_name").agg(

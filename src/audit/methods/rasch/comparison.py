@@ -6,10 +6,14 @@ match, each side keeps its own level effects, text spreads and overall rate, and
 the judge's measured errors as in a single run (``label_cells``). A contrast's change is, draw by
 draw, ``gap_B - gap_A`` with ``gap = effect[level_a] - effect[level_b]``.
 
-* Prompt effects: every cell (a respondent's answers to one item) has its own pull,
-  ``sigma_prompt_side``. Paired, when both sides asked the very same prompts (items, persona
-  texts, replicates and seeds all match), two more terms are shared by both sides: a pull of each
-  (persona text, item) prompt, ``sigma_prompt_shared``, and of each persona text,
+* Prompt effects: every prompt a side asked more than once (a respondent's answers to one item)
+  has its own pull on that side, ``sigma_prompt_side``. With one answer a prompt (the default
+  design) that pull is left out: a per-answer logit shift is not identified from one 0/1 label
+  (it only rescales every other logit), and keeping it left the joint fit on a ridge where 5 of
+  6 full fits missed the convergence limits (benchmarks/RESULTS.md). Paired, when both sides
+  asked the very same prompts (items, persona texts, replicates and seeds all match), two more
+  terms are shared by both sides: a pull of each (persona text, item) prompt,
+  ``sigma_prompt_shared`` (two answers at least, one a side), and of each persona text,
   ``sigma_text_shared``. How much is shared is estimated, not assumed (two different models share
   less than one model under two system prompts); what is shared cancels from the change. Unpaired
   fits keep only the per-side term, and the table says why it is unpaired.
@@ -150,14 +154,33 @@ def shared_indices(data: RaschData) -> tuple[np.ndarray, np.ndarray]:
     return _codes(text), _codes(text + "\x1f" + cells["item"])
 
 
-def shared_terms(data: RaschData, paired: bool) -> Callable[[], pt.TensorVariable]:
-    """The comparison's per-cell prompt and text effects, defined inside the joint model."""
+def side_prompt_indices(data: RaschData) -> tuple[np.ndarray, bool]:
+    """Per Binomial cell, its prompt on its own side (respondent x item: the cells of one prompt
+    split by labelling path share it), and whether any such prompt holds two answers or more."""
+    cells = data.cells
+    prompts = _codes(cells["respondent"] + "\x1f" + cells["item"])
+    answers = np.bincount(prompts, weights=data.trials)
+    return prompts, bool((answers > 1).any())
+
+
+def shared_terms(data: RaschData, paired: bool) -> Callable[[], pt.TensorVariable] | None:
+    """The comparison's per-cell prompt and text effects, defined inside the joint model; None
+    when there is none to add (unpaired, one answer a prompt)."""
     cell_text, groups = shared_indices(data)
+    side_prompt, repeated = side_prompt_indices(data)
+    if not repeated:
+        log.info("one answer a prompt on each side: no per-side prompt effect (one 0/1 label "
+                 "cannot tell it from the answer's own noise)")
+    if not (paired or repeated):
+        return None
 
     def terms() -> pt.TensorVariable:
         # Non-centred like every random effect of the explanatory model (its funnels).
-        side = pm.HalfNormal("sigma_prompt_side", sigma=PROMPT_PRIOR_SD)
-        shift = side * pm.Normal("prompt_side_z", 0.0, 1.0, shape=data.successes.size)
+        shift = pt.zeros(data.successes.size)
+        if repeated:
+            side = pm.HalfNormal("sigma_prompt_side", sigma=PROMPT_PRIOR_SD)
+            shift = shift + side * pm.Normal("prompt_side_z", 0.0, 1.0,
+                                             shape=int(side_prompt.max()) + 1)[side_prompt]
         if paired:
             prompt = pm.HalfNormal("sigma_prompt_shared", sigma=PROMPT_PRIOR_SD)
             text = pm.HalfNormal("sigma_text_shared", sigma=TEXT_SPREAD_PRIOR_SD)

@@ -174,7 +174,7 @@ def simulate_outcomes(prompts: pl.DataFrame, components: VarianceComponents, eff
 
 def simulate_pair(prompts: pl.DataFrame, components: VarianceComponents, effects_a: Effects,
                   effects_b: Effects, rng: np.random.Generator, *, prompt_sd: float = 0.0,
-                  paired: bool = True) -> pl.DataFrame:
+                  side_text_sd: float = 0.0, paired: bool = True) -> pl.DataFrame:
     """Two runs of one design, sides A and B, in comparison.joint_outcomes' columns (respondent
     ``SIDE|persona_id``, the side as model_name), drawn as ``simulate_outcomes`` draws one run.
 
@@ -184,10 +184,13 @@ def simulate_pair(prompts: pl.DataFrame, components: VarianceComponents, effects
     ``true_gap(effects_b, ...) - true_gap(effects_a, ...)``. Each (persona text, item) prompt pulls
     by ``prompt_sd`` (the same on every replicate): paired, one pull for both sides (the same
     prompt answered twice, as one model under two system prompts answers it); unpaired, a fresh
-    pull per side.
+    pull per side. ``side_text_sd`` adds to each persona text a pull of its own on each side (how
+    differently the two sides react to one text: more for two models than for one model under two
+    system prompts), so the sample's change in a gap strays from the planted population change.
     """
-    if prompt_sd < 0:
-        raise AuditError(f"prompt_sd={prompt_sd} must not be negative")
+    if prompt_sd < 0 or side_text_sd < 0:
+        raise AuditError(f"prompt_sd={prompt_sd} and side_text_sd={side_text_sd} must not be "
+                         "negative")
     attributes = tuple(dict.fromkeys([*effects_a, *effects_b]))
     respondents = respondent_frame(prompts, attributes)
     text_pull = text_pulls(respondents, components, rng)
@@ -204,6 +207,8 @@ def simulate_pair(prompts: pl.DataFrame, components: VarianceComponents, effects
     sides = []
     for side, effects in (("A", effects_a), ("B", effects_b)):
         theta = planted_theta(respondents, components, effects)
+        if side_text_sd:  # drawn only when asked, so side_text_sd=0 keeps earlier seeds' draws
+            theta = theta + rng.normal(0.0, side_text_sd, respondents.height)
         pull = shared_pull if paired else rng.normal(0.0, prompt_sd, shared_pull.shape)
         eta = ((theta + text_pull)[row_respondent] - difficulty[row_item]
                + pull[row_respondent, row_item])
