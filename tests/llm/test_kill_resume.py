@@ -69,3 +69,50 @@ def test_kill_9_mid_run_then_rerun_resends_nothing_stored(tmp_path):
     assert responses.height == 15 and (responses["status"] == "ok").all()
     assert responses["from_cache"].sum() == len(stored)
     assert len(resent) == 15 - len(stored)
+
+
+def test_an_adaptive_audit_killed_in_its_second_round_resumes_and_replays(tmp_path):
+    # Bugs caught: a resumed adaptive run that chooses other prompts than the killed one had
+    # (its stored answers go unused and are paid for again), a round re-asked from the start,
+    # or a replay that is not served wholly from the store with the same rounds.
+    adaptive = ["design.replicates=4", "design.adaptive=true", "design.round_prompts=12",
+                "fit.judge_error=false"]
+
+    def command(url: str, run_dir: str) -> list[str]:
+        return _audit_command(tmp_path, url, run_dir) + adaptive
+
+    with OllamaLoopback() as server:
+        first = subprocess.Popen(command(server.url, "run1"), cwd=PROJECT_ROOT,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 400
+        # Round 1 asks 12 prompts and is fitted; the kill lands inside round 2.
+        while len(server.chats) < 15 and time.monotonic() < deadline and first.poll() is None:
+            time.sleep(0.05)
+        assert first.poll() is None, "the adaptive audit ended before its second round"
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+        stored = _stored_signatures(tmp_path / "store.sqlite3")
+        assert len(stored) >= 13
+
+        chats_before_rerun = len(server.chats)
+        second = subprocess.run(command(server.url, "run2"), cwd=PROJECT_ROOT,
+                                capture_output=True, text=True, timeout=900)
+        assert second.returncode == 0, second.stderr[-3000:]
+        resent = {_signature(chat["messages"], chat["options"]["seed"])
+                  for chat in server.chats[chats_before_rerun:]}
+        chats_before_replay = len(server.chats)
+        third = subprocess.run(command(server.url, "run3"), cwd=PROJECT_ROOT,
+                               capture_output=True, text=True, timeout=900)
+        assert third.returncode == 0, third.stderr[-3000:]
+        assert len(server.chats) == chats_before_replay, "the replay asked the model again"
+    assert not resent & stored, "a stored answer was requested again"
+    resumed = pl.read_parquet(tmp_path / "run2" / "responses.parquet")
+    # Every answer the killed run stored was one the resumed run chose again.
+    assert resumed["from_cache"].sum() == len(stored)
+    assert resumed.height == len(stored) + len(resent)
+    rounds = pl.read_csv(tmp_path / "run2" / "adaptive_rounds.csv")
+    assert rounds.height >= 2 and rounds["prompts"][-1] == resumed.height
+    replay = pl.read_parquet(tmp_path / "run3" / "responses.parquet")
+    assert replay["from_cache"].all()
+    assert sorted(replay["prompt_id"]) == sorted(resumed["prompt_id"])
+    assert pl.read_csv(tmp_path / "run3" / "adaptive_rounds.csv").equals(rounds)
