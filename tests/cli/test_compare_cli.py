@@ -167,3 +167,15 @@ def test_a_fit_that_did_not_converge_fails_the_gate(two_runs, tmp_path):
                          "max_worsening=100"]) == 1
     junit = ET.parse(tmp_path / "out" / "compare_junit.xml").getroot()
     assert junit.find(".//testcase[@name='convergence']/failure") is not None
+
+
+def test_the_mlflow_run_names_the_two_runs_when_the_model_is_the_same():
+    # Would fail on the old name, "compare qwen vs qwen", which told two system prompts'
+    # comparisons apart from nothing in the MLflow runs list.
+    def side(label: str, source: str, model: str) -> comparison.Side:
+        return comparison.Side(label, source, model, pl.DataFrame(), pl.DataFrame())
+
+    assert compare.mlflow_run_name(side("A", "runs/a", "qwen"), side("B", "/x/runs/b", "qwen")) \
+        == "compare qwen: a vs b"
+    assert compare.mlflow_run_name(side("A", "runs/a", "qwen"), side("B", "runs/a", "llama")) \
+        == "compare qwen vs llama"

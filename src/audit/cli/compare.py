@@ -260,8 +260,7 @@ def run(argv: list[str]) -> int:
         tags = {"method": "compare", "compare.run_a": sources[0], "compare.run_b": sources[-1],
                 "compare.model_a": side_a.model, "compare.model_b": side_b.model,
                 "compare.paired": str(pairing.paired).lower()}
-        with tracking.mlflow_run(settings, f"compare {side_a.model} vs {side_b.model}",
-                                 tags) as run_info:
+        with tracking.mlflow_run(settings, mlflow_run_name(side_a, side_b), tags) as run_info:
             tracking.log_metrics({"n_worsens": float(changes["worsens"].sum()),
                                   "max_abs_change": float(changes["change"].abs().max())})
             tracking.log_artifacts([("", report), ("", plot), ("tables", table),
@@ -275,6 +274,15 @@ def run(argv: list[str]) -> int:
                      f"verdict: {verdict}", f"Report: {report}",
                      *mlflow_lines(run_info, "compare")]))
     return 1 if any(check.failed for check in checks) else 0
+
+
+def mlflow_run_name(side_a: comparison.Side, side_b: comparison.Side) -> str:
+    """The comparison's MLflow run name: the two models, or, for one model under two settings,
+    the model and its two runs (``compare qwen vs qwen`` told the runs list nothing)."""
+    if side_a.model != side_b.model:
+        return f"compare {side_a.model} vs {side_b.model}"
+    return (f"compare {side_a.model}: {Path(side_a.source).name} vs "
+            f"{Path(side_b.source).name}")
 
 
 def main(argv: list[str] | None = None) -> int:
