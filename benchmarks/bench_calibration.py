@@ -1,7 +1,15 @@
 """Calibration of the audit's group claims on simulated default-shaped designs (issue 34).
 
 Usage: python benchmarks/bench_calibration.py [--model population] [--seeds 150] [--pilots 5]
-[--quick]
+[--text-sds 0.3 0.6 1.0] [--gaps 0 0.5 1 | --prior-gaps] [--exact-judge] [--quick]
+
+--prior-gaps draws every level's effect from the fit's own prior instead of planting fixed gaps:
+there a calibrated model covers at its nominal rate whatever the data's strength, while at fixed
+gaps inside the prior's bulk a prior-shrunk posterior covers more. --exact-judge takes labels as
+truth (no judge error, no correction). Per cell the table also gives the planted contrast's
+posterior sd against the sd of its posterior mean's error (sd_ratio: above 1, intervals wider than
+the estimate's own error) and the bias; per text sd, the slope of the posterior mean on the
+planted gap (1: no shrinkage).
 
 Each simulated audit (methods/rasch/simulation.py) has the default design's shape (one model,
 a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
@@ -55,6 +63,7 @@ import numpy as np
 import polars as pl
 
 from audit.methods.rasch.config import FitConfig, PlanConfig
+from audit.methods.rasch.irt.explanatory import ATTRIBUTE_PRIOR_SD
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.irt.rasch import posterior_draws
 from audit.methods.rasch.pilot import posterior_component_draws, posterior_components
@@ -96,11 +105,24 @@ def effects_of(gap: float) -> dict[str, dict[str, float]]:
     return {"gender": {}, "race": {PLANTED[1]: gap}}
 
 
-def score(contrasts: pl.DataFrame, gap: float) -> dict[str, float]:
-    """The planted contrast's coverage, decision, CI outcome and width; whether any contrast
-    with no planted gap fails CI; the mean width of the race contrasts (what a plan predicts)."""
+def prior_effects(rng: np.random.Generator) -> dict[str, dict[str, float]]:
+    """Level effects drawn from the fit's own prior (ZeroSumNormal(ATTRIBUTE_PRIOR_SD): iid
+    normals less their mean), for --prior-gaps: where the truth comes from the prior, a
+    calibrated model's 94% HDIs cover it 94% of the time, whatever the data's strength."""
+    def zero_sum(levels: tuple[str, ...]) -> dict[str, float]:
+        draws = rng.normal(0.0, ATTRIBUTE_PRIOR_SD, len(levels))
+        return dict(zip(levels, (draws - draws.mean()).tolist()))
+    return {"gender": zero_sum(("man", "woman")),
+            "race": zero_sum(("Asian", "Black", "Hispanic", "White"))}
+
+
+def score(contrasts: pl.DataFrame, gap: float,
+          effects: dict[str, dict[str, float]] | None = None) -> dict[str, float]:
+    """The planted contrast's coverage, decision, CI outcome, width, posterior mean and sd;
+    whether any contrast with no planted gap fails CI; the mean width of the race contrasts (what
+    a plan predicts). ``effects``: every level's planted effect (--prior-gaps), else effects_of."""
     failed = ci_failures(contrasts)
-    effects = effects_of(gap)
+    effects = effects or effects_of(gap)
     false_fail = any(value for (_, attribute, level_a, level_b), value in failed.items()
                      if true_gap(effects, attribute, level_a, level_b) == 0)
     planted = contrasts.filter((pl.col("attribute") == PLANTED[0])
@@ -112,28 +134,35 @@ def score(contrasts: pl.DataFrame, gap: float) -> dict[str, float]:
             "ci_fails": float(failed[(planted["model_name"], *PLANTED)]),
             "false_fail": float(false_fail),
             "width": planted["hdi_high"] - planted["hdi_low"],
+            "mean": planted["mean"], "sd": planted["sd"],
             "race_width": float((race["hdi_high"] - race["hdi_low"]).mean())}
 
 
 def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig, text_sds,
-                   gaps, seeds: int, check: int, rng: np.random.Generator) -> tuple[pl.DataFrame,
-                                                                                   list[dict]]:
+                   gaps, seeds: int, check: int, rng: np.random.Generator,
+                   exact_judge: bool = False) -> tuple[pl.DataFrame, list[dict]]:
     sampler = CompiledSampler(engine=fit.engine)
     rows, checks = [], []
+    # --exact-judge: labels as truth and no judge correction, to tell the judge cut's share of
+    # the intervals' width from the rest.
+    judge = dict(sensitivity=1.0, specificity=1.0, gold_per_class=0) if exact_judge else {}
     for text_sd in text_sds:
-        components = config_components(PlanConfig(text_sd=text_sd))
+        components = config_components(PlanConfig(text_sd=text_sd, **judge))
         for gap in gaps:
             for seed in range(seeds):
-                outcomes = simulate_outcomes(prompts, components, effects_of(gap), rng)
+                # A gap of nan (--prior-gaps): every level's effect drawn from the fit's prior.
+                effects = prior_effects(rng) if math.isnan(gap) else effects_of(gap)
+                planted = true_gap(effects, *PLANTED)
+                outcomes = simulate_outcomes(prompts, components, effects, rng)
                 confusion = components.gold_counts(fit.outcome)
                 fast = fit_rasch(outcomes, dataclasses.replace(fit, seed=seed), sample=sampler,
                                  confusion=confusion)
-                scored = score(fast.contrasts, gap)
-                rows.append({"text_sd": text_sd, "gap": gap, "seed": seed,
+                scored = score(fast.contrasts, planted, effects)
+                rows.append({"text_sd": text_sd, "gap": gap, "planted": planted, "seed": seed,
                              "rhat_max": fast.diagnostics.rhat_max, **scored})
                 if len(checks) < check:
                     full = score(fit_rasch(outcomes, dataclasses.replace(full_fit, seed=seed),
-                                           confusion=confusion).contrasts, gap)
+                                           confusion=confusion).contrasts, planted, effects)
                     checks.append({"fast": scored, "full": full})
             logging.info("text sd %.1f, gap %.1f: %d audits", text_sd, gap, seeds)
     seconds = sampler.seconds[1:]
@@ -221,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--text-sds", type=float, nargs="+", default=list(TEXT_SDS))
     parser.add_argument("--gaps", type=float, nargs="+", default=list(GAPS),
                         help="planted gaps to simulate (--gaps 0.5: the plan check's cells only)")
+    parser.add_argument("--prior-gaps", action="store_true",
+                        help="instead of --gaps, draw every level's effect from the fit's prior")
+    parser.add_argument("--exact-judge", action="store_true",
+                        help="labels as truth, no judge correction (the judge cut's share)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -228,30 +261,43 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     started = time.perf_counter()
     text_sds, gaps, items = tuple(args.text_sds), tuple(args.gaps), 12
-    if PLANNED_GAP not in gaps:
-        sys.exit(f"--gaps must include the planned gap {PLANNED_GAP}: the plan check reads it")
     if args.quick:
         text_sds, gaps, items = (0.6,), (0.0, PLANNED_GAP), 6
         args.seeds, args.check, args.pilots, args.plan_simulations = 4, 1, 2, 4
         args.draws = args.tune = 150
+    if args.prior_gaps:
+        gaps, args.pilots = (math.nan,), 0  # no fixed gap for the plan check to read
+    elif PLANNED_GAP not in gaps:
+        sys.exit(f"--gaps must include the planned gap {PLANNED_GAP}: the plan check reads it")
     prompts = default_shaped_prompts(texts_per_cell=args.texts_per_cell, items=items)
     full_fit = audit_fit_config(args.model)
     fit = dataclasses.replace(full_fit, draws=args.draws, tune=args.tune, chains=2, cores=2)
     rng = np.random.default_rng(args.seed)
     table, checks = simulate_cells(prompts, fit, full_fit, text_sds, gaps, args.seeds,
-                                   args.check, rng)
+                                   args.check, rng, args.exact_judge)
     cells = table.group_by("text_sd", "gap").agg(
         pl.len().alias("n"), pl.col("covered").mean().alias("coverage"),
         pl.col("different").mean().alias("p_different"),
         pl.col("ci_fails").mean().alias("p_ci_fails"),
         pl.col("false_fail").mean().alias("any_false_fail"),
         pl.col("width").mean(), (pl.col("rhat_max") > 1.05).mean().alias("rhat_over_1_05"),
-    ).sort("text_sd", "gap")
+        # Posterior sd against the spread of the posterior mean's error: near 1 when the HDIs
+        # are as wide as the estimate's own error; above 1 when the prior's pull narrows the
+        # error more than the interval (shrinkage at truths inside the prior's bulk).
+        pl.col("sd").mean().alias("posterior_sd"),
+        (pl.col("mean") - pl.col("planted")).std().alias("error_sd"),
+        (pl.col("mean") - pl.col("planted")).mean().alias("bias"),
+    ).with_columns(sd_ratio=pl.col("posterior_sd") / pl.col("error_sd")).sort("text_sd", "gap")
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=160, tbl_hide_dataframe_shape=True):
         print(cells)
     for text_sd in text_sds:
         part = table.filter(pl.col("text_sd") == text_sd)
         print(f"text sd {text_sd}: coverage {interval(part['covered'].sum(), part.height)}")
+        fixed = part.filter(pl.col("gap").is_not_nan())
+        if fixed.get_column("gap").n_unique() > 1:  # E[posterior mean] = shrinkage x truth
+            slope = np.polyfit(fixed["planted"].to_numpy(), fixed["mean"].to_numpy(), 1)[0]
+            print(f"text sd {text_sd}: posterior mean against the planted gap, slope "
+                  f"{slope:.2f} (1: no shrinkage)")
     print(f"all: coverage {interval(table['covered'].sum(), table.height)}")
     if checks:
         print_checks(checks, args.draws, full_fit)
@@ -264,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
         with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=160,
                        tbl_hide_dataframe_shape=True):
             print(errors)
+    if args.prior_gaps:
+        print(f"gaps drawn from the prior: coverage "
+              f"{interval(table['covered'].sum(), table.height)}")
     nulls = table.filter(pl.col("gap") == 0)
     power = table.filter((pl.col("gap") == 1.0) & (pl.col("text_sd") == 0.6))
     power_1 = float(power["ci_fails"].mean()) if power.height else math.nan

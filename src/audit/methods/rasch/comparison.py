@@ -16,7 +16,8 @@ draw, ``gap_B - gap_A`` with ``gap = effect[level_a] - effect[level_b]``.
   ``sigma_prompt_shared`` (two answers at least, one a side), and of each persona text,
   ``sigma_text_shared``. How much is shared is estimated, not assumed (two different models share
   less than one model under two system prompts); what is shared cancels from the change. Unpaired
-  fits keep only the per-side term, and the table says why it is unpaired.
+  fits keep only the per-side term (none with one answer a prompt), and the table says why it is
+  unpaired.
 * Decision: the change's HDI of mass 1 - alpha / K (K headline contrasts, Bonferroni, as
   contrasts.py decides gaps) against the ROPE: ``different``, ``equivalent`` or ``undecided``.
 * Gate: a contrast worsens when P(|gap_B| - |gap_A| > max_worsening) >= worsening_prob, in logits
