@@ -1,12 +1,14 @@
 """Calibration of the audit's group claims on simulated default-shaped designs (issue 34).
 
 Usage: python benchmarks/bench_calibration.py [--model population] [--seeds 150] [--pilots 5]
-[--text-sds 0.3 0.6 1.0] [--gaps 0 0.5 1 | --prior-gaps] [--exact-judge] [--quick]
+[--text-sds 0.3 0.6 1.0] [--gaps 0 0.5 1 | --prior-gaps] [--exact-judge]
+[--gold-per-class 25] [--quick]
 
 --prior-gaps draws every level's effect from the fit's own prior instead of planting fixed gaps:
 there a calibrated model covers at its nominal rate whatever the data's strength, while at fixed
 gaps inside the prior's bulk a prior-shrunk posterior covers more. --exact-judge takes labels as
-truth (no judge error, no correction). Per cell the table also gives the planted contrast's
+truth (no judge error, no correction); --gold-per-class sets how many gold answers a class the
+judge's rates are known from (many: the judge cut's imputations all but agree). Per cell the table also gives the planted contrast's
 posterior sd against the sd of its posterior mean's error (sd_ratio: above 1, intervals wider than
 the estimate's own error) and the bias; per text sd, the slope of the posterior mean on the
 planted gap (1: no shrinkage).
@@ -140,12 +142,15 @@ def score(contrasts: pl.DataFrame, gap: float,
 
 def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig, text_sds,
                    gaps, seeds: int, check: int, rng: np.random.Generator,
-                   exact_judge: bool = False) -> tuple[pl.DataFrame, list[dict]]:
+                   exact_judge: bool = False, gold_per_class: int | None = None
+                   ) -> tuple[pl.DataFrame, list[dict]]:
     sampler = CompiledSampler(engine=fit.engine)
     rows, checks = [], []
     # --exact-judge: labels as truth and no judge correction, to tell the judge cut's share of
     # the intervals' width from the rest.
     judge = dict(sensitivity=1.0, specificity=1.0, gold_per_class=0) if exact_judge else {}
+    if gold_per_class is not None and not exact_judge:  # the judge's rates known this well
+        judge["gold_per_class"] = gold_per_class
     for text_sd in text_sds:
         components = config_components(PlanConfig(text_sd=text_sd, **judge))
         for gap in gaps:
@@ -254,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead of --gaps, draw every level's effect from the fit's prior")
     parser.add_argument("--exact-judge", action="store_true",
                         help="labels as truth, no judge correction (the judge cut's share)")
+    parser.add_argument("--gold-per-class", type=int, default=None,
+                        help="gold answers a class behind the judge's rates (plan default: 25)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -274,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     fit = dataclasses.replace(full_fit, draws=args.draws, tune=args.tune, chains=2, cores=2)
     rng = np.random.default_rng(args.seed)
     table, checks = simulate_cells(prompts, fit, full_fit, text_sds, gaps, args.seeds,
-                                   args.check, rng, args.exact_judge)
+                                   args.check, rng, args.exact_judge, args.gold_per_class)
     cells = table.group_by("text_sd", "gap").agg(
         pl.len().alias("n"), pl.col("covered").mean().alias("coverage"),
         pl.col("different").mean().alias("p_different"),
