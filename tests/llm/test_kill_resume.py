@@ -41,16 +41,23 @@ def _stored_signatures(store: Path) -> set[str]:
     return {_signature(json.loads(row)["messages"], json.loads(row)["seed"]) for (row,) in rows}
 
 
+def _kill_9_after(command: list[str], server: OllamaLoopback, requests: int,
+                 seconds: float, why: str) -> None:
+    """Start the audit and kill -9 it once the server has received ``requests`` chats."""
+    first = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + seconds
+    while len(server.chats) < requests and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.05)
+    assert first.poll() is None, why
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(timeout=30)
+
+
 def test_kill_9_mid_run_then_rerun_resends_nothing_stored(tmp_path):
     with OllamaLoopback() as server:
-        first = subprocess.Popen(_audit_command(tmp_path, server.url, "run1"), cwd=PROJECT_ROOT,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 300
-        while len(server.chats) < 6 and time.monotonic() < deadline and first.poll() is None:
-            time.sleep(0.05)
-        assert first.poll() is None, "the audit finished before it could be killed"
-        os.kill(first.pid, signal.SIGKILL)
-        first.wait(timeout=30)
+        _kill_9_after(_audit_command(tmp_path, server.url, "run1"), server, 6, 300,
+                      "the audit finished before it could be killed")
         answered_before_kill = [_signature(chat["messages"], chat["options"]["seed"])
                                 for chat in server.chats]
         stored = _stored_signatures(tmp_path / "store.sqlite3")
@@ -82,15 +89,10 @@ def test_an_adaptive_audit_killed_in_its_second_round_resumes_and_replays(tmp_pa
         return _audit_command(tmp_path, url, run_dir) + adaptive
 
     with OllamaLoopback() as server:
-        first = subprocess.Popen(command(server.url, "run1"), cwd=PROJECT_ROOT,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 400
-        # Round 1 asks 12 prompts and is fitted; the kill lands inside round 2.
-        while len(server.chats) < 15 and time.monotonic() < deadline and first.poll() is None:
-            time.sleep(0.05)
-        assert first.poll() is None, "the adaptive audit ended before its second round"
-        os.kill(first.pid, signal.SIGKILL)
-        first.wait(timeout=30)
+        # The first round asks about 12 prompts (10 on this design) and is fitted; the 15th
+        # request is inside the second round.
+        _kill_9_after(command(server.url, "run1"), server, 15, 400,
+                      "the adaptive audit ended before its second round")
         stored = _stored_signatures(tmp_path / "store.sqlite3")
         assert len(stored) >= 13
 
