@@ -8,10 +8,10 @@ Usage: python benchmarks/bench_calibration.py [--model population] [--seeds 150]
 there a calibrated model covers at its nominal rate whatever the data's strength, while at fixed
 gaps inside the prior's bulk a prior-shrunk posterior covers more. --exact-judge takes labels as
 truth (no judge error, no correction); --gold-per-class sets how many gold answers a class the
-judge's rates are known from (many: the judge cut's imputations all but agree). Per cell the table also gives the planted contrast's
-posterior sd against the sd of its posterior mean's error (sd_ratio: above 1, intervals wider than
-the estimate's own error) and the bias; per text sd, the slope of the posterior mean on the
-planted gap (1: no shrinkage).
+judge's rates are known from (many: the judge cut's imputations all but agree). Per cell the
+table also gives the planted contrast's posterior sd against the sd of its posterior mean's
+error (sd_ratio: above 1, intervals wider than the estimate's own error) and the bias; per text
+sd, the slope of the posterior mean on the planted gap (1: no shrinkage).
 
 Each simulated audit (methods/rasch/simulation.py) has the default design's shape (one model,
 a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
@@ -65,12 +65,14 @@ import numpy as np
 import polars as pl
 
 from audit.methods.rasch.config import FitConfig, PlanConfig
-from audit.methods.rasch.irt.explanatory import ATTRIBUTE_PRIOR_SD
 from audit.methods.rasch.irt import fit_rasch
+from audit.methods.rasch.irt.explanatory import ATTRIBUTE_PRIOR_SD
 from audit.methods.rasch.irt.rasch import posterior_draws
 from audit.methods.rasch.pilot import posterior_component_draws, posterior_components
 from audit.methods.rasch.power import ci_failures, config_components, simulate_power
 from audit.methods.rasch.simulation import (
+    DEFAULT_GENDERS,
+    DEFAULT_RACES,
     CompiledSampler,
     VarianceComponents,
     default_shaped_prompts,
@@ -114,8 +116,7 @@ def prior_effects(rng: np.random.Generator) -> dict[str, dict[str, float]]:
     def zero_sum(levels: tuple[str, ...]) -> dict[str, float]:
         draws = rng.normal(0.0, ATTRIBUTE_PRIOR_SD, len(levels))
         return dict(zip(levels, (draws - draws.mean()).tolist()))
-    return {"gender": zero_sum(("man", "woman")),
-            "race": zero_sum(("Asian", "Black", "Hispanic", "White"))}
+    return {"gender": zero_sum(DEFAULT_GENDERS), "race": zero_sum(DEFAULT_RACES)}
 
 
 def score(contrasts: pl.DataFrame, gap: float,

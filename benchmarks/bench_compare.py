@@ -11,9 +11,9 @@ reproduce); item sd 1, persona-text sd 0.3, null sd 0.5, 50% base rate, labels a
 share their items and persona texts, with a prompt pull of sd --prompt-sd (0.5) shared by both
 sides: one model under two system prompts, paired; --side-text-sd (0) gives each persona text a
 pull of its own on each side too (the sides react differently to a text; the planted change is
-then the population's, which the sample's change strays from). Even pairs plant a change of --change logits in
-the man vs woman gap (side A's gap 0, side B's --change); odd pairs plant no change (both gaps
-0.3). Race has no gap on either side. Every pair goes through the command's own joint fit
+then the population's, which the sample's change strays from). Even pairs plant a change of
+--change logits in the man vs woman gap (side A's gap 0, side B's --change); odd pairs plant no
+change (both gaps 0.3). Race has no gap on either side. Every pair goes through the command's own joint fit
 (comparison.fit_joint with fit=population's priors and target_accept, --draws and --tune per
 chain, --chains chains, one compiled model reused across pairs) and change table (94% HDIs; the
 decision at the family-wise level over the 7 contrasts; the gate at worsening_prob 0.95).

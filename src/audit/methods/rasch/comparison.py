@@ -158,8 +158,8 @@ def shared_indices(data: RaschData) -> tuple[np.ndarray, np.ndarray]:
 def side_prompt_indices(data: RaschData) -> tuple[np.ndarray, bool]:
     """Per Binomial cell, its prompt on its own side (respondent x item: the cells of one prompt
     split by labelling path share it), and whether any such prompt holds two answers or more."""
-    cells = data.cells
-    prompts = _codes(cells["respondent"] + "\x1f" + cells["item"])
+    _, prompts = np.unique(data.cell_respondent * len(data.items) + data.cell_item,
+                           return_inverse=True)
     answers = np.bincount(prompts, weights=data.trials)
     return prompts, bool((answers > 1).any())
 
