@@ -1,13 +1,14 @@
 """Adaptive audits against the fixed design on the same simulated answers (issue 36).
 
-Usage: python benchmarks/bench_adaptive.py [--seeds 60] [--minutes 30] [--text-sd 0.6] [--quick]
+Usage: python benchmarks/bench_adaptive.py [--seeds 60] [--minutes 30] [--text-sd 0.6]
+[--gaps 0 0.5 1] [--quick]
 
 Each simulated audit has the default design's shape (one model, a baseline, two persona texts per
 gender x race cell, 4 null personas, 12 items, --replicates answers each (1: a pool of 252
 prompts, the default audit since e0351c3; 2: 504)), the planning
 defaults' item sd (2.0), null sd (1.0) and judge (0.95/0.95 known from 25 gold answers a class),
-a persona-text sd of --text-sd, and a planted group gap of 0, 0.5 or 1 logit between Black and
-White. Every prompt of the pool gets its label once (simulation.simulate_outcomes); then
+a persona-text sd of --text-sd, and a planted group gap of 0, 0.5 or 1 logit (--gaps) between
+Black and White. Every prompt of the pool gets its label once (simulation.simulate_outcomes); then
 
 * the fixed design fits all of them (fit_rasch, the audit's fit config, the fast sampling below);
 * the adaptive design (methods/rasch/adaptive.py, --round-prompts a round (a quarter of the
@@ -29,7 +30,11 @@ The fit is the fast one of bench_calibration (--draws and --tune per chain, 2 ch
 model reused: every look of every audit has the same shape, fit_rasch's pool; --imputations
 judge-error imputations instead of 4); --check audits' fixed designs are also fitted with the
 audit's own sampling, to compare their decisions. --minutes stops starting new seeds (each seed
-runs every gap, so the gaps keep equal counts).
+runs every gap, so the gaps keep equal counts). A larger gap (--gaps 0 0.5 1 2) adds an arm where
+the fixed default design decides contrasts: at gaps up to 1 logit it decides about one contrast in
+nine audits, too few to measure decision agreement on. The RESULT line's prompts_ratio and
+decision_agreement are over every gap run; false_different_rate over the null designs (gap 0),
+power_1logit_vs_fixed over the 1-logit ones.
 
 Ends with one machine-readable line:
 RESULT prompts_ratio=<adaptive/fixed, median> decision_agreement=<x> false_different_rate=<y>
@@ -152,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="population")
     parser.add_argument("--seeds", type=int, default=60, help="simulated audits per gap")
     parser.add_argument("--text-sd", type=float, default=0.6)
+    parser.add_argument("--gaps", type=float, nargs="+", default=list(GAPS),
+                        help="planted Black - White gaps (logits); each seed runs every gap")
     parser.add_argument("--replicates", type=int, default=1, help="answers per persona and item")
     parser.add_argument("--round-prompts", type=int, default=None,
                         help="prompts a round (default: a quarter of the pool)")
@@ -171,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                   "arviz"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     started = time.perf_counter()
-    gaps, items = GAPS, 12
+    gaps, items = tuple(args.gaps), 12
     if args.quick:
         gaps, items, args.seeds, args.check = (0.0, 1.0), 6, 1, 0
         args.draws = args.tune = 150

@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/bench_calibration.py [--model population] [--seeds 150] [--pilots 5]
 [--text-sds 0.3 0.6 1.0] [--gaps 0 0.5 1 | --prior-gaps] [--exact-judge]
-[--gold-per-class 25] [--quick]
+[--gold-per-class 25] [--replicates 1] [--quick]
 
 --prior-gaps draws every level's effect from the fit's own prior instead of planting fixed gaps:
 there a calibrated model covers at its nominal rate whatever the data's strength, while at fixed
@@ -11,11 +11,12 @@ truth (no judge error, no correction); --gold-per-class sets how many gold answe
 judge's rates are known from (many: the judge cut's imputations all but agree). Per cell the
 table also gives the planted contrast's posterior sd against the sd of its posterior mean's
 error (sd_ratio: above 1, intervals wider than the estimate's own error) and the bias; per text
-sd, the slope of the posterior mean on the planted gap (1: no shrinkage).
+sd, the slope of the posterior mean on the planted gap (1: no shrinkage). --replicates 2 asks
+every prompt twice (the design before e0351c3): more data against the same priors.
 
 Each simulated audit (methods/rasch/simulation.py) has the default design's shape (one model,
 a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
-one replicate, as the default audit asks), the planning defaults' item sd (2.0), null sd (1.0)
+--replicates (1, as the default audit asks) answers each), the planning defaults' item sd (2.0), null sd (1.0)
 and judge (0.95/0.95 known from 25 gold answers a class), a persona-text sd of 0.3, 0.6 or 1.0 within each cell, and a
 planted group gap of 0, 0.5 or 1 logit between Black and White. It is fitted with the audit's own
 ``fit_rasch`` (``--model``, the fit config's priors and target_accept; --draws and --tune per
@@ -247,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="population")
     parser.add_argument("--seeds", type=int, default=150, help="simulated audits per cell")
     parser.add_argument("--texts-per-cell", type=int, default=2)
+    parser.add_argument("--replicates", type=int, default=1, help="answers per persona and item")
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--check", type=int, default=10, help="audits also fitted in full")
@@ -277,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         gaps, args.pilots = (math.nan,), 0  # no fixed gap for the plan check to read
     elif PLANNED_GAP not in gaps:
         sys.exit(f"--gaps must include the planned gap {PLANNED_GAP}: the plan check reads it")
-    prompts = default_shaped_prompts(texts_per_cell=args.texts_per_cell, items=items)
+    prompts = default_shaped_prompts(texts_per_cell=args.texts_per_cell, items=items,
+                                     replicates=args.replicates)
     full_fit = audit_fit_config(args.model)
     fit = dataclasses.replace(full_fit, draws=args.draws, tune=args.tune, chains=2, cores=2)
     rng = np.random.default_rng(args.seed)
