@@ -128,10 +128,29 @@ def trajectory_figure(rounds: pl.DataFrame, design_prompts: int):
 
 @dataclasses.dataclass(frozen=True)
 class AdaptiveReport:
-    metrics: dict[str, float]  # run-level: prompts asked, share of the design, looks
-    steps: list[tuple[int, dict[str, float]]]  # per look, for MLflow's step charts
+    asked: int  # prompts the run asked
+    design: int  # prompts of the fixed design
+    looks: int
     stop: str
+    steps: list[tuple[int, dict[str, float]]]  # per look, for MLflow's step charts
     figure: object
+
+    @property
+    def share(self) -> float:
+        return self.asked / self.design
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """Run-level MLflow metrics."""
+        return {"adaptive/prompts_asked": float(self.asked),
+                "adaptive/design_prompts": float(self.design),
+                "adaptive/share_of_design": self.share, "adaptive/looks": float(self.looks)}
+
+    @property
+    def summary(self) -> dict[str, int | str]:
+        """What the HTML report's adaptive section reads."""
+        return {"asked": self.asked, "design": self.design, "looks": self.looks,
+                "stop": self.stop}
 
 
 def adaptive_report(rounds_path: Path, design_prompts: int) -> AdaptiveReport | None:
@@ -139,17 +158,12 @@ def adaptive_report(rounds_path: Path, design_prompts: int) -> AdaptiveReport | 
     if not rounds_path.is_file():
         return None
     rounds = read_frame(rounds_path, "adaptive rounds")
-    asked = int(rounds.get_column("prompts")[-1])
     steps = [(int(row["round"]), {
         "adaptive/prompts": row["prompts"], "adaptive/decided": row["decided"],
         "adaptive/open": row["open"], "adaptive/alive": row["alive"],
         **({"adaptive/mean_open_width": row["mean_open_width"]}
            if row["mean_open_width"] is not None else {})})
         for row in rounds.iter_rows(named=True)]
-    return AdaptiveReport(
-        metrics={"adaptive/prompts_asked": float(asked),
-                 "adaptive/design_prompts": float(design_prompts),
-                 "adaptive/share_of_design": asked / design_prompts,
-                 "adaptive/looks": float(rounds.height)},
-        steps=steps, stop=str(rounds.get_column("stop")[-1]),
-        figure=trajectory_figure(rounds, design_prompts))
+    return AdaptiveReport(asked=int(rounds.get_column("prompts")[-1]), design=design_prompts,
+                          looks=rounds.height, stop=str(rounds.get_column("stop")[-1]),
+                          steps=steps, figure=trajectory_figure(rounds, design_prompts))

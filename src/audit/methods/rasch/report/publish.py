@@ -195,8 +195,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         written["adaptive_trajectory.png"] = save_figure(adaptive.figure,
                                                           report_dir / "adaptive_trajectory.png")
         log.info("adaptive: %d of %d prompts asked (%.0f%% of the fixed design), stopped: %s",
-                 adaptive.metrics["adaptive/prompts_asked"], prompts.height,
-                 100 * adaptive.metrics["adaptive/share_of_design"], adaptive.stop)
+                 adaptive.asked, adaptive.design, 100 * adaptive.share, adaptive.stop)
     (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
     config_yaml = write_config(cfg, report_dir)
 
@@ -229,9 +228,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         caveats=[*source_caveat(cfg, prompts), *response_caveat(cfg.fit.response),
                  *caveats(labels, prompts, judge, fit.converged, int(metrics["n_failed"]))],
         warnings=warnings, provenance=tags,
-        adaptive=({"asked": int(adaptive.metrics["adaptive/prompts_asked"]),
-                   "design": prompts.height, "looks": int(adaptive.metrics["adaptive/looks"]),
-                   "stop": adaptive.stop} if adaptive is not None else None))
+        adaptive=adaptive.summary if adaptive is not None else None)
     report_html = report_dir / "report.html"
 
     with method_run(cfg, own_tags, started_at) as run_info:
