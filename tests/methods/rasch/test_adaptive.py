@@ -26,17 +26,16 @@ from audit.methods.rasch.adaptive import (
     STOPS,
     AdaptiveRule,
     choose_next,
-    contrast_states,
     first_round,
     look_alphas,
     next_candidates,
     planned_looks,
-    predictive_decidable,
     respondent_weights,
     run_adaptive,
     stop_reason,
 )
 from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.futility import contrast_states, predictive_decidable, text_floors
 from audit.methods.rasch.simulation import default_shaped_prompts
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -108,6 +107,44 @@ def test_predictive_futility_keeps_decidable_contrasts_alive():
     at_budget = predictive_decidable(table.with_columns(decision=pl.lit("different")), 504,
                                      504)
     assert at_budget.to_list() == [1.0, 1.0, 1.0]
+
+
+def test_the_text_floor_ends_contrasts_more_answers_cannot_decide():
+    # Bug caught: a futility rule that takes every part of a population contrast's variance to
+    # shrink with answers, so it keeps asking where only more persona texts could help.
+    table = pl.DataFrame([contrast(1.0, 0.6)])
+    no_floor = predictive_decidable(table, 126, 504).item()
+    assert no_floor > 0.5  # 1/sqrt(prompts) alone: a quarter of the variance left at the budget
+    most = predictive_decidable(table, 126, 504, np.full((1, 10), 0.25)).item()
+    assert most < 0.05  # sd 0.5 of 0.6 from the texts: the interval cannot clear the ROPE
+    assert predictive_decidable(table, 126, 504, np.full((1, 10), 0.36)).item() == 0.0
+    # The floor is averaged over the text sd's draws: half of them near zero keep it alive.
+    mixed = predictive_decidable(table, 126, 504, np.repeat([[0.0, 0.36]], 5, axis=0).reshape(
+        1, 10)).item()
+    assert mixed == pytest.approx(no_floor / 2)
+
+
+def test_text_floors_count_each_models_texts_per_level():
+    # Bug caught: a floor from the wrong text counts (null or baseline personas counted as texts,
+    # one model's counts used for another's) or from the wrong model's text sd.
+    levels = dict(genders=("man", "woman"), races=("Black", "White"))
+    pool = pl.concat([default_shaped_prompts(items=2, texts_per_cell=2, model_name="a", **levels),
+                      default_shaped_prompts(items=2, texts_per_cell=1, model_name="b", **levels)])
+    posterior = xr.Dataset({"sigma_residual": (("chain", "draw", "model"),
+                                               np.tile([0.5, 1.0], (1, 4, 1)))},
+                           coords={"model": ["a", "b"]})
+    fit = SimpleNamespace(idata=DataTree.from_dict({"posterior": posterior}))
+    contrasts = pl.DataFrame([{**contrast(0.0, 1.0), "model_name": "a"},
+                              {**contrast(0.0, 1.0), "model_name": "b"},
+                              {**contrast(0.0, 1.0, attribute="gender", level_a="man",
+                                          level_b="woman"), "model_name": "a"}])
+    floors = text_floors(fit, contrasts, pool)
+    # a: 4 texts a race level (2 genders x 2), 4 a gender level; b: 2 and 2.
+    assert floors[:, 0].tolist() == pytest.approx([0.25 * (1 / 4 + 1 / 4), 1.0 * (1 / 2 + 1 / 2),
+                                                   0.25 * (1 / 4 + 1 / 4)])
+    without = SimpleNamespace(idata=DataTree.from_dict({"posterior": posterior.drop_vars(
+        "sigma_residual")}))
+    assert text_floors(without, contrasts, pool) is None
 
 
 def test_stop_reasons_in_order():

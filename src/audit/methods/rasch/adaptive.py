@@ -20,11 +20,8 @@ adaptive audit asks a subset of it in rounds:
   most the pool) is spent (``budget``), or when no open contrast can still be decided within the
   budget (``futile``): a contrast is alive while the posterior-predictive probability that the
   decision interval at the budget lies wholly outside (or wholly inside) the ROPE is at least
-  ``futility``. The prediction is deliberately optimistic, so that futility errs towards
-  asking more: the contrast's sd is taken to shrink as 1 / sqrt(prompts), as if every prompt
-  narrowed it (the population model's text spread does not shrink with answers at all), and the
-  mean may still move by the sd the remaining prompts remove (the preposterior spread,
-  sqrt(sd_now^2 - sd_budget^2)).
+  ``futility`` (futility.py: the part of the contrast's variance that comes from its groups'
+  few persona texts stays, the rest shrinks as 1 / prompts).
 
 Pure: tables in, tables out. ``run_adaptive`` takes an ``answer`` function that turns chosen pool
 rows into outcome rows (simulated labels in benchmarks/bench_adaptive.py; the engine, store and
@@ -41,12 +38,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from audit.config import DesignConfig
 from audit.errors import AuditError
 from audit.llm.preflight import CHARS_PER_TOKEN
 from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.futility import contrast_states, text_floors
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.irt.rasch import RaschFit, SampleFunction, posterior_draws
 
@@ -183,39 +180,6 @@ def next_candidates(pool: pl.DataFrame, asked: pl.DataFrame) -> pl.DataFrame:
     return left.sort(KEY).unique(["respondent_id", "item_id"], keep="first", maintain_order=True)
 
 
-def predictive_decidable(contrasts: pl.DataFrame, prompts_now: int,
-                         prompts_budget: int) -> pl.Series:
-    """Per contrast, P(its decision interval at the budget lies outside or inside the ROPE),
-    with the optimistic 1 / sqrt(prompts) shrinkage the module docstring explains."""
-    shrink = math.sqrt(prompts_now / max(prompts_budget, prompts_now))
-    probs = []
-    for row in contrasts.iter_rows(named=True):
-        z = stats.norm.ppf(1.0 - (1.0 - row["decision_prob"]) / 2.0)
-        sd_budget = row["sd"] * shrink
-        half = z * sd_budget
-        move = math.sqrt(max(row["sd"] ** 2 - sd_budget ** 2, 0.0))
-        rope, mean = row["rope_high"], row["mean"]
-        if move == 0.0:  # nothing left to ask: the decision stands as it is
-            probs.append(float(row["decision"] != "undecided"))
-            continue
-        beyond = rope + half  # |final mean| past this: `different`
-        p_different = (stats.norm.sf(beyond, mean, move) + stats.norm.cdf(-beyond, mean, move))
-        within = rope - half  # |final mean| inside this: `equivalent`
-        p_equivalent = (stats.norm.cdf(within, mean, move) - stats.norm.cdf(-within, mean, move)
-                        if within > 0 else 0.0)
-        probs.append(float(p_different + p_equivalent))
-    return pl.Series("p_decidable", probs, dtype=pl.Float64)
-
-
-def contrast_states(contrasts: pl.DataFrame, prompts_now: int, prompts_budget: int,
-                    futility: float) -> pl.DataFrame:
-    """The contrasts with `open` (undecided) and `alive` (open and still decidable)."""
-    table = contrasts.with_columns(
-        predictive_decidable(contrasts, prompts_now, prompts_budget),
-        open=pl.col("decision") == "undecided")
-    return table.with_columns(alive=pl.col("open") & (pl.col("p_decidable") >= futility))
-
-
 def respondent_weights(respondents: pl.DataFrame, states: pl.DataFrame,
                        other_weight: float) -> pl.DataFrame:
     """1 for a respondent one of whose levels is in an alive contrast, other_weight else."""
@@ -344,7 +308,8 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
         if fit.contrasts.is_empty():
             raise AuditError("an adaptive design needs contrasts to decide: set fit.attributes "
                              "to persona columns with at least two levels")
-        states = contrast_states(fit.contrasts, asked.height, budget, rule.futility)
+        states = contrast_states(fit.contrasts, asked.height, budget, rule.futility,
+                                 text_floors(fit, fit.contrasts, pool))
         left = budget - asked.height
         stop = stop_reason(states, asked.height, budget, pool.height - asked.height)
         if stop is None and index == len(alphas) - 1:

@@ -1,0 +1,106 @@
+"""When an adaptive audit gives up: can an open contrast still be decided within the budget?
+
+A contrast is alive while the posterior-predictive probability that its decision interval at the
+budget lies wholly outside (or wholly inside) the ROPE is at least the rule's ``futility``.
+
+The prediction splits the contrast's posterior variance in two:
+
+* the text floor: what answers cannot remove. A population contrast is a claim about the groups,
+  and each group is seen through a few persona texts whose own pull (the population model's
+  ``sigma_residual``) stays however often each text is asked: with n_a and n_b texts the floor
+  is sigma^2 (1/n_a + 1/n_b). With the default design's four texts a race level and a text sd
+  of 0.6, that floor alone is an sd of 0.42 logits, and the family-wise decision interval
+  around it is about 2.3 logits wide;
+* the rest, which the remaining prompts shrink, optimistically, as 1 / prompts (as if every
+  prompt informed this contrast; rounds do favour the open contrasts' personas).
+
+The mean may still move by the sd the remaining prompts remove (the preposterior spread,
+sqrt(sd_now^2 - sd_budget^2)). The floor is averaged over the posterior draws of the text sd,
+not read at a point: early looks know the text sd poorly, and a draw near zero keeps a contrast
+alive. Fits without a text spread (rasch, twopl: a theta per persona, the contrast about those
+personas) have no floor; the prediction is then the optimistic 1 / sqrt(prompts) alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from audit.methods.rasch.irt.rasch import RaschFit, posterior_draws
+
+TEXT_SD = "sigma_residual"  # the population and explanatory fits' text spread, dims (model,)
+NULL_KINDS = ("null", "baseline")  # persona kinds with no demographic level
+FLOOR_DRAWS = 200  # text-sd draws the floor averages over (a probability, not a tail)
+
+
+def texts_per_level(pool: pl.DataFrame, attribute: str) -> dict[tuple[str, str], int]:
+    """(model_name, level) -> how many persona texts of the pool carry that level."""
+    if attribute not in pool.columns:
+        return {}
+    counts = (pool.filter(~pl.col("persona_kind").is_in(NULL_KINDS)
+                          & pl.col(attribute).is_not_null())
+              .group_by("model_name", attribute).agg(pl.col("respondent_id").n_unique()))
+    return {(row[0], str(row[1])): int(row[2]) for row in counts.iter_rows()}
+
+
+def text_floors(fit: RaschFit, contrasts: pl.DataFrame, pool: pl.DataFrame) -> np.ndarray | None:
+    """Per contrast, draws of the variance no answer removes: sigma^2 (1/n_a + 1/n_b), shape
+    (contrasts, draws); None for a fit without a text spread."""
+    posterior = posterior_draws(fit.idata)
+    if TEXT_SD not in posterior:
+        return None
+    sigma = posterior[TEXT_SD].stack(sample=("chain", "draw")).transpose("sample", ...)
+    step = max(1, sigma.sizes["sample"] // FLOOR_DRAWS)
+    models = [str(name) for name in sigma["model"].values]
+    variance = sigma.values[::step] ** 2  # (draws, models)
+    counts = {attribute: texts_per_level(pool, attribute)
+              for attribute in contrasts.get_column("attribute").unique().to_list()}
+    floors = np.zeros((contrasts.height, variance.shape[0]))
+    for index, row in enumerate(contrasts.iter_rows(named=True)):
+        if row["model_name"] not in models:
+            continue
+        level_counts = counts[row["attribute"]]
+        n_a = level_counts.get((row["model_name"], str(row["level_a"])), 0)
+        n_b = level_counts.get((row["model_name"], str(row["level_b"])), 0)
+        if n_a and n_b:
+            floors[index] = variance[:, models.index(row["model_name"])] * (1 / n_a + 1 / n_b)
+    return floors
+
+
+def predictive_decidable(contrasts: pl.DataFrame, prompts_now: int, prompts_budget: int,
+                         floors: np.ndarray | None = None) -> pl.Series:
+    """Per contrast, P(its decision interval at the budget lies outside or inside the ROPE)
+    (module docstring); ``floors``: text_floors, or None for no floor."""
+    shrink = prompts_now / max(prompts_budget, prompts_now)  # of the variance answers remove
+    probs = []
+    for index, row in enumerate(contrasts.iter_rows(named=True)):
+        if prompts_now >= prompts_budget:  # nothing left to ask: the decision stands
+            probs.append(float(row["decision"] != "undecided"))
+            continue
+        z = stats.norm.ppf(1.0 - (1.0 - row["decision_prob"]) / 2.0)
+        now = row["sd"] ** 2
+        floor = np.zeros(1) if floors is None else np.minimum(floors[index], now)
+        at_budget = floor + (now - floor) * shrink
+        half = z * np.sqrt(at_budget)
+        move = np.sqrt(now - at_budget)
+        moving = move > 0.0  # where the floor is the whole variance, nothing more is learnt
+        spread = np.where(moving, move, 1.0)
+        rope, mean = row["rope_high"], row["mean"]
+        beyond = rope + half  # |final mean| past this: `different`
+        p_different = stats.norm.sf(beyond, mean, spread) + stats.norm.cdf(-beyond, mean, spread)
+        within = rope - half  # |final mean| inside this: `equivalent`
+        p_equivalent = np.where(within > 0, stats.norm.cdf(within, mean, spread)
+                                - stats.norm.cdf(-within, mean, spread), 0.0)
+        decided_now = float(row["decision"] != "undecided")
+        probs.append(float(np.mean(np.where(moving, p_different + p_equivalent, decided_now))))
+    return pl.Series("p_decidable", probs, dtype=pl.Float64)
+
+
+def contrast_states(contrasts: pl.DataFrame, prompts_now: int, prompts_budget: int,
+                    futility: float, floors: np.ndarray | None = None) -> pl.DataFrame:
+    """The contrasts with `open` (undecided) and `alive` (open and still decidable)."""
+    table = contrasts.with_columns(
+        predictive_decidable(contrasts, prompts_now, prompts_budget, floors),
+        open=pl.col("decision") == "undecided")
+    return table.with_columns(alive=pl.col("open") & (pl.col("p_decidable") >= futility))
