@@ -195,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                              full_fit, args.minutes, rng)
     per_gap = table.group_by("gap").agg(
         pl.len().alias("n"), pl.col("ratio").median().alias("prompts_ratio"),
+        pl.col("ratio").mean().alias("mean_ratio"),
         (pl.col("stop") == "futile").mean().alias("futile"),
         (pl.col("stop") == "decided").mean().alias("decided"),
         (pl.col("stop") == "budget").mean().alias("budget"),
@@ -217,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
           f"fixed {interval(nulls['false_fixed'].sum(), nulls.height)}; all designs: adaptive "
           f"{table['false_adaptive'].mean():.3f}, fixed {table['false_fixed'].mean():.3f}")
     ones = table.filter(pl.col("gap") == 1.0)
-    power_diff = float((ones["power_adaptive"] - ones["power_fixed"]).mean())
+    power_diff = (float((ones["power_adaptive"] - ones["power_fixed"]).mean()) if ones.height
+                  else math.nan)  # --gaps without 1
     print(f"power at 1 logit: adaptive {ones['power_adaptive'].mean():.3f}, fixed "
           f"{ones['power_fixed'].mean():.3f} (n={ones.height})")
     if checks:
