@@ -220,8 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     ones = table.filter(pl.col("gap") == 1.0)
     power_diff = (float((ones["power_adaptive"] - ones["power_fixed"]).mean()) if ones.height
                   else math.nan)  # --gaps without 1
-    print(f"power at 1 logit: adaptive {ones['power_adaptive'].mean():.3f}, fixed "
-          f"{ones['power_fixed'].mean():.3f} (n={ones.height})")
+    if ones.height:
+        print(f"power at 1 logit: adaptive {ones['power_adaptive'].mean():.3f}, fixed "
+              f"{ones['power_fixed'].mean():.3f} (n={ones.height})")
     if checks:
         same = sum(fast == full for fast, full in checks)
         print(f"fast fit ({args.draws} draws x 2 chains) against the audit's own sampling "
