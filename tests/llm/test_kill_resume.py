@@ -82,8 +82,11 @@ def test_an_adaptive_audit_killed_in_its_second_round_resumes_and_replays(tmp_pa
     # Bugs caught: a resumed adaptive run that chooses other prompts than the killed one had
     # (its stored answers go unused and are paid for again), a round re-asked from the start,
     # or a replay that is not served wholly from the store with the same rounds.
+    # design.futility=0: no futility stop, so the run goes on round by round to the budget
+    # (this test is about resuming inside a round, not about when a run stops: with one persona
+    # text a level, the smoke personas, the text floor ends the run as futile after round one).
     adaptive = ["design.replicates=4", "design.adaptive=true", "design.round_prompts=12",
-                "fit.judge_error=false"]
+                "design.futility=0", "fit.judge_error=false"]
 
     def command(url: str, run_dir: str) -> list[str]:
         return _audit_command(tmp_path, url, run_dir) + adaptive
