@@ -218,9 +218,9 @@ def main(argv: list[str] | None = None) -> int:
           f"fixed {interval(nulls['false_fixed'].sum(), nulls.height)}; all designs: adaptive "
           f"{table['false_adaptive'].mean():.3f}, fixed {table['false_fixed'].mean():.3f}")
     ones = table.filter(pl.col("gap") == 1.0)
-    power_diff = (float((ones["power_adaptive"] - ones["power_fixed"]).mean()) if ones.height
-                  else math.nan)  # --gaps without 1
+    power_diff = math.nan  # --gaps without 1
     if ones.height:
+        power_diff = float((ones["power_adaptive"] - ones["power_fixed"]).mean())
         print(f"power at 1 logit: adaptive {ones['power_adaptive'].mean():.3f}, fixed "
               f"{ones['power_fixed'].mean():.3f} (n={ones.height})")
     if checks:

@@ -27,10 +27,11 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from audit.methods.rasch.irt.explanatory import NULL_KIND
 from audit.methods.rasch.irt.rasch import RaschFit, posterior_draws
 
 TEXT_SD = "sigma_residual"  # the population and explanatory fits' text spread, dims (model,)
-NULL_KINDS = ("null", "baseline")  # persona kinds with no demographic level
+NULL_KINDS = (NULL_KIND, "baseline")  # persona kinds with no demographic level
 FLOOR_DRAWS = 200  # text-sd draws the floor averages over (a probability, not a tail)
 
 
