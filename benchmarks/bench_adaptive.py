@@ -163,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--round-prompts", type=int, default=None,
                         help="prompts a round (default: a quarter of the pool)")
     parser.add_argument("--futility", type=float, default=0.05)
+    parser.add_argument("--final-share", type=float, default=None,
+                        help="share of the family-wise alpha kept for the last look "
+                             "(default: AdaptiveRule's)")
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--check", type=int, default=3, help="audits also fitted in full")
@@ -190,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     rule = AdaptiveRule(round_prompts=args.round_prompts or math.ceil(pool.height / 4),
                         max_prompts=pool.height,
                         familywise_alpha=fit.familywise_alpha or 0.05, futility=args.futility)
+    if args.final_share is not None:
+        rule = dataclasses.replace(rule, final_share=args.final_share)
     rng = np.random.default_rng(args.seed)
     table, checks = simulate(pool, fit, rule, args.text_sd, gaps, args.seeds, args.check,
                              full_fit, args.minutes, rng)

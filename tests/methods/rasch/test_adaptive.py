@@ -124,6 +124,22 @@ def test_the_text_floor_ends_contrasts_more_answers_cannot_decide():
     assert mixed == pytest.approx(no_floor / 2)
 
 
+def test_futility_reads_the_interval_at_the_last_looks_level():
+    # Bug caught: futility that predicts the budget's interval at the current interim look's
+    # stricter level (its small alpha share), so it gives up on a contrast the last look, which
+    # holds most of the alpha, would decide.
+    interim = {**contrast(1.0, 0.6), "decision_prob": 1 - 0.0033 / 7, "family_size": 7}
+    table = pl.DataFrame([interim])
+    floor = np.full((1, 10), 0.15)
+    at_interim_level = predictive_decidable(table, 126, 504, floor).item()
+    at_last_level = predictive_decidable(table, 126, 504, floor, final_alpha=0.04).item()
+    assert at_interim_level < 0.05 <= at_last_level  # dead at 0.0033 / 7, alive at 0.04 / 7
+    # At the last look itself the two levels agree: nothing changes for a one-look design.
+    last = table.with_columns(decision_prob=pl.lit(1 - 0.04 / 7))
+    assert predictive_decidable(last, 126, 504, floor, final_alpha=0.04).item() == pytest.approx(
+        predictive_decidable(last, 126, 504, floor).item())
+
+
 def test_text_floors_count_each_models_texts_per_level():
     # Bug caught: a floor from the wrong text counts (null or baseline personas counted as texts,
     # one model's counts used for another's) or from the wrong model's text sd.

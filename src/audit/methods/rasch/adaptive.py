@@ -315,7 +315,7 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
             raise AuditError("an adaptive design needs contrasts to decide: set fit.attributes "
                              "to persona columns with at least two levels")
         states = contrast_states(fit.contrasts, asked.height, budget, rule.futility,
-                                 text_floors(fit, fit.contrasts, pool))
+                                 text_floors(fit, fit.contrasts, pool), final_alpha=alphas[-1])
         left = budget - asked.height
         stop = stop_reason(states, asked.height, budget, pool.height - asked.height)
         if stop is None and index == len(alphas) - 1:

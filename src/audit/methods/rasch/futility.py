@@ -14,6 +14,11 @@ The prediction splits the contrast's posterior variance in two:
 * the rest, which the remaining prompts shrink, optimistically, as 1 / prompts (as if every
   prompt informed this contrast; rounds do favour the open contrasts' personas).
 
+The interval at the budget is the last look's: its half-width uses the last look's share of the
+family-wise alpha (``final_alpha`` over the contrast's ``family_size``), not the current look's
+stricter one. Reading the current level instead made futility stop runs whose last look would
+have decided (bench_adaptive, RESULTS.md "Adaptive audits": rule B against rule D).
+
 The mean may still move by the sd the remaining prompts remove (the preposterior spread,
 sqrt(sd_now^2 - sd_budget^2)). The floor is averaged over the posterior draws of the text sd,
 not read at a point: early looks know the text sd poorly, and a draw near zero keeps a contrast
@@ -69,17 +74,28 @@ def text_floors(fit: RaschFit, contrasts: pl.DataFrame, pool: pl.DataFrame) -> n
     return floors
 
 
+def budget_z(row: dict, final_alpha: float | None) -> float:
+    """The normal quantile of the decision interval at the budget: the last look's level when
+    ``final_alpha`` is given, else the contrast's own (current) level."""
+    mass = row["decision_prob"]
+    if final_alpha is not None and row.get("family_size"):
+        mass = 1.0 - final_alpha / row["family_size"]
+    return float(stats.norm.ppf(1.0 - (1.0 - mass) / 2.0))
+
+
 def predictive_decidable(contrasts: pl.DataFrame, prompts_now: int, prompts_budget: int,
-                         floors: np.ndarray | None = None) -> pl.Series:
+                         floors: np.ndarray | None = None,
+                         final_alpha: float | None = None) -> pl.Series:
     """Per contrast, P(its decision interval at the budget lies outside or inside the ROPE)
-    (module docstring); ``floors``: text_floors, or None for no floor."""
+    (module docstring); ``floors``: text_floors, or None for no floor; ``final_alpha``: the
+    last look's alpha (None: the interval at the budget keeps the current look's level)."""
     shrink = prompts_now / max(prompts_budget, prompts_now)  # of the variance answers remove
     probs = []
     for index, row in enumerate(contrasts.iter_rows(named=True)):
         if prompts_now >= prompts_budget:  # nothing left to ask: the decision stands
             probs.append(float(row["decision"] != "undecided"))
             continue
-        z = stats.norm.ppf(1.0 - (1.0 - row["decision_prob"]) / 2.0)
+        z = budget_z(row, final_alpha)
         now = row["sd"] ** 2
         floor = np.zeros(1) if floors is None else np.minimum(floors[index], now)
         at_budget = floor + (now - floor) * shrink
@@ -99,9 +115,10 @@ def predictive_decidable(contrasts: pl.DataFrame, prompts_now: int, prompts_budg
 
 
 def contrast_states(contrasts: pl.DataFrame, prompts_now: int, prompts_budget: int,
-                    futility: float, floors: np.ndarray | None = None) -> pl.DataFrame:
+                    futility: float, floors: np.ndarray | None = None,
+                    final_alpha: float | None = None) -> pl.DataFrame:
     """The contrasts with `open` (undecided) and `alive` (open and still decidable)."""
     table = contrasts.with_columns(
-        predictive_decidable(contrasts, prompts_now, prompts_budget, floors),
+        predictive_decidable(contrasts, prompts_now, prompts_budget, floors, final_alpha),
         open=pl.col("decision") == "undecided")
     return table.with_columns(alive=pl.col("open") & (pl.col("p_decidable") >= futility))
