@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicates", type=int, default=1, help="answers per persona and item")
     parser.add_argument("--round-prompts", type=int, default=None,
                         help="prompts a round (default: a quarter of the pool)")
-    parser.add_argument("--futility", type=float, default=0.05)
+    parser.add_argument("--futility", type=float, default=AdaptiveRule.futility)
     parser.add_argument("--final-share", type=float, default=None,
                         help="share of the family-wise alpha kept for the last look "
                              "(default: AdaptiveRule's)")
