@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from audit.methods.rasch.irt.contrasts import decision_hdi_prob
 from audit.methods.rasch.irt.explanatory import NULL_KIND
 from audit.methods.rasch.irt.rasch import RaschFit, posterior_draws
 
@@ -79,7 +80,7 @@ def budget_z(row: dict, final_alpha: float | None) -> float:
     ``final_alpha`` is given, else the contrast's own (current) level."""
     mass = row["decision_prob"]
     if final_alpha is not None and row.get("family_size"):
-        mass = 1.0 - final_alpha / row["family_size"]
+        mass = decision_hdi_prob(final_alpha, row["family_size"], mass)
     return float(stats.norm.ppf(1.0 - (1.0 - mass) / 2.0))
 
 
