@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/bench_calibration.py [--model population] [--seeds 150] [--pilots 5]
 [--text-sds 0.3 0.6 1.0] [--gaps 0 0.5 1 | --prior-gaps] [--exact-judge]
-[--gold-per-class 25] [--replicates 1] [--quick]
+[--gold-per-class 25] [--replicates 1] [--attribute-prior-sd 1.0] [--quick]
 
 --prior-gaps draws every level's effect from the fit's own prior instead of planting fixed gaps:
 there a calibrated model covers at its nominal rate whatever the data's strength, while at fixed
@@ -13,6 +13,8 @@ table also gives the planted contrast's posterior sd against the sd of its poste
 error (sd_ratio: above 1, intervals wider than the estimate's own error) and the bias; per text
 sd, the slope of the posterior mean on the planted gap (1: no shrinkage). --replicates 2 asks
 every prompt twice (the design before e0351c3): more data against the same priors.
+--attribute-prior-sd replaces the fit's level-effect prior sd (explanatory.ATTRIBUTE_PRIOR_SD)
+for this run, to measure how much of the coverage the gap's prior sets.
 
 Each simulated audit (methods/rasch/simulation.py) has the default design's shape (one model,
 a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
@@ -67,7 +69,7 @@ import polars as pl
 
 from audit.methods.rasch.config import FitConfig, PlanConfig
 from audit.methods.rasch.irt import fit_rasch
-from audit.methods.rasch.irt.explanatory import ATTRIBUTE_PRIOR_SD
+from audit.methods.rasch.irt import explanatory
 from audit.methods.rasch.irt.rasch import posterior_draws
 from audit.methods.rasch.pilot import posterior_component_draws, posterior_components
 from audit.methods.rasch.power import ci_failures, config_components, simulate_power
@@ -115,7 +117,7 @@ def prior_effects(rng: np.random.Generator) -> dict[str, dict[str, float]]:
     normals less their mean), for --prior-gaps: where the truth comes from the prior, a
     calibrated model's 94% HDIs cover it 94% of the time, whatever the data's strength."""
     def zero_sum(levels: tuple[str, ...]) -> dict[str, float]:
-        draws = rng.normal(0.0, ATTRIBUTE_PRIOR_SD, len(levels))
+        draws = rng.normal(0.0, explanatory.ATTRIBUTE_PRIOR_SD, len(levels))
         return dict(zip(levels, (draws - draws.mean()).tolist()))
     return {"gender": zero_sum(DEFAULT_GENDERS), "race": zero_sum(DEFAULT_RACES)}
 
@@ -264,8 +266,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="labels as truth, no judge correction (the judge cut's share)")
     parser.add_argument("--gold-per-class", type=int, default=None,
                         help="gold answers a class behind the judge's rates (plan default: 25)")
+    parser.add_argument("--attribute-prior-sd", type=float, default=None,
+                        help="the fit's level-effect prior sd (default: the model's own)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
+    if args.attribute_prior_sd is not None:
+        # A benchmark-only override of the model's constant, to measure the prior's weight: the
+        # model builder reads it when it builds, so every fit below (and --prior-gaps) uses it.
+        explanatory.ATTRIBUTE_PRIOR_SD = args.attribute_prior_sd
+    print(f"level-effect prior: ZeroSumNormal({explanatory.ATTRIBUTE_PRIOR_SD})")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     for noisy in ("pymc", "audit.methods.rasch.irt", "pytensor", "arviz"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -277,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         args.draws = args.tune = 150
     if args.prior_gaps:
         gaps, args.pilots = (math.nan,), 0  # no fixed gap for the plan check to read
-    elif PLANNED_GAP not in gaps:
+    elif args.pilots and PLANNED_GAP not in gaps:
         sys.exit(f"--gaps must include the planned gap {PLANNED_GAP}: the plan check reads it")
     prompts = default_shaped_prompts(texts_per_cell=args.texts_per_cell, items=items,
                                      replicates=args.replicates)
