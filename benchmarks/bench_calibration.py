@@ -68,8 +68,7 @@ import numpy as np
 import polars as pl
 
 from audit.methods.rasch.config import FitConfig, PlanConfig
-from audit.methods.rasch.irt import fit_rasch
-from audit.methods.rasch.irt import explanatory
+from audit.methods.rasch.irt import explanatory, fit_rasch
 from audit.methods.rasch.irt.rasch import posterior_draws
 from audit.methods.rasch.pilot import posterior_component_draws, posterior_components
 from audit.methods.rasch.power import ci_failures, config_components, simulate_power
