@@ -64,7 +64,7 @@ class FitConfig:
     # The judge correction is a cut (irt/judge_cut.py): this many fits, each with the labelling
     # paths' rates fixed at one draw from their gold posteriors, pooled. More imputations track
     # the rate uncertainty more closely; each costs one more tuning of the compiled model, and
-    # each draws its share of fit.draws (at least 1000, judge_cut.MIN_IMPUTATION_DRAWS).
+    # each draws its share of fit.draws (at least 2000, judge_cut.MIN_IMPUTATION_DRAWS).
     judge_imputations: int = field(default=4, metadata={"range": (1, 1000)})
 
 

@@ -196,6 +196,6 @@ def test_each_imputation_draws_its_share_but_enough_for_its_own_r_hat():
     from audit.methods.rasch.irt.judge_cut import _imputation_fit
 
     shares = [_imputation_fit(FitConfig(draws=draws, judge_imputations=4), 1)
-              for draws in (8000, 2000, 200)]
-    assert [fit.draws for fit in shares] == [2000, 1000, 200]
+              for draws in (16000, 4000, 200)]
+    assert [fit.draws for fit in shares] == [4000, 2000, 200]
     assert len({_imputation_fit(FitConfig(), m).seed for m in range(4)}) == 4
