@@ -172,7 +172,9 @@ class DesignConfig:
     # Stop when no open contrast is decidable within the budget with this probability. 0.1
     # against 0.05 (bench_adaptive, RESULTS.md "Adaptive audits", rules E10 and E): the same
     # agreement with the fixed design (105 of 110 against 109 of 114), and a median half of the
-    # design at gap 0 (against 0.625).
+    # design at gap 0 (against 0.625), both under the group prior's earlier sd of 1. Under its
+    # sd of 2 the same rule asks a median 0.75 of the design at gaps of 0.5 and 1 logit: not yet
+    # re-chosen.
     futility: float = 0.1
 
 
