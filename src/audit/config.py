@@ -170,11 +170,11 @@ class DesignConfig:
     max_tokens_budget: int | None = None
     round_prompts: int | None = None  # prompts a round; None: a quarter of the budget
     # Stop when no open contrast is decidable within the budget with this probability. 0.2,
-    # chosen under the group prior's sd of 2 on one seed and confirmed on another (bench_adaptive,
-    # RESULTS.md "Adaptive audits"): a median half of the design at gaps of 0 to 1 logit where
-    # 0.1 asked three quarters, the fixed design's power at 1 logit and false `different` rate,
-    # and agreement with its decisions 213 of 229 and 218 of 231 (0.93, 0.94; two held-out
-    # runs) against 0.1's 188 of 195 (0.96); it costs up to 7 points of power at 4 logits.
+    # chosen under the group prior's sd of 2 on one seed and measured on three others
+    # (bench_adaptive, RESULTS.md "Adaptive audits"): a median half of the design at gaps of 0
+    # to 1 logit where 0.1 asked three quarters, the fixed design's power at 1 logit and false
+    # `different` rate, and agreement with its decisions 431 of 460 (0.94) against 0.1's 188 of
+    # 195 (0.96); it costs up to 6 points of power at 4 logits (0.70 against 0.77).
     futility: float = 0.2
 
 

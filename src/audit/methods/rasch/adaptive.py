@@ -73,7 +73,9 @@ class AdaptiveRule:
     # gaps); at 0.95, 5 of 114 (RESULTS.md "Adaptive audits", rules D and E). Futility reads the
     # last look's level (futility.py), so stricter interim looks do not make it stop sooner.
     final_share: float = 0.95
-    futility: float = 0.2  # a contrast is alive while P(decidable by the budget) >= this
+    # A contrast is alive while P(decidable by the budget) >= this; design.futility's default,
+    # where the choice is measured (config.py).
+    futility: float = DesignConfig.futility
     other_weight: float = 0.25  # weight of respondents in no open contrast (null, baseline)
 
     def __post_init__(self) -> None:
