@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/bench_calibration.py [--model population] [--seeds 150] [--pilots 5]
 [--text-sds 0.3 0.6 1.0] [--gaps 0 0.5 1 | --prior-gaps] [--exact-judge]
-[--gold-per-class 25] [--replicates 1] [--attribute-prior-sd 1.0] [--quick]
+[--gold-per-class 25] [--replicates 1] [--attribute-prior-sd 1.0] [--null-ratio-sd 0.5] [--quick]
 
 --prior-gaps draws every level's effect from the fit's own prior instead of planting fixed gaps:
 there a calibrated model covers at its nominal rate whatever the data's strength, while at fixed
@@ -14,7 +14,9 @@ error (sd_ratio: above 1, intervals wider than the estimate's own error) and the
 sd, the slope of the posterior mean on the planted gap (1: no shrinkage). --replicates 2 asks
 every prompt twice (the design before e0351c3): more data against the same priors.
 --attribute-prior-sd replaces the fit's level-effect prior sd (explanatory.ATTRIBUTE_PRIOR_SD)
-for this run, to measure how much of the coverage the gap's prior sets.
+for this run, to measure how much of the coverage the gap's prior sets; --null-ratio-sd likewise
+replaces the sd of log(null spread / text spread) (explanatory.NULL_RATIO_LOG_SD), to measure how
+far the null arm (simulated at null sd 1.0) pulls the text spread.
 
 Each simulated audit (methods/rasch/simulation.py) has the default design's shape (one model,
 a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
@@ -267,13 +269,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="gold answers a class behind the judge's rates (plan default: 25)")
     parser.add_argument("--attribute-prior-sd", type=float, default=None,
                         help="the fit's level-effect prior sd (default: the model's own)")
+    parser.add_argument("--null-ratio-sd", type=float, default=None,
+                        help="the fit's sd of log(null spread / text spread) (default: the "
+                             "model's own), to measure how far the null arm pulls the text spread")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     if args.attribute_prior_sd is not None:
         # A benchmark-only override of the model's constant, to measure the prior's weight: the
         # model builder reads it when it builds, so every fit below (and --prior-gaps) uses it.
         explanatory.ATTRIBUTE_PRIOR_SD = args.attribute_prior_sd
-    print(f"level-effect prior: ZeroSumNormal({explanatory.ATTRIBUTE_PRIOR_SD})")
+    if args.null_ratio_sd is not None:  # the same kind of benchmark-only override
+        explanatory.NULL_RATIO_LOG_SD = args.null_ratio_sd
+    print(f"level-effect prior: ZeroSumNormal({explanatory.ATTRIBUTE_PRIOR_SD}); "
+          f"log(null / text spread) ~ N(0, {explanatory.NULL_RATIO_LOG_SD})")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     for noisy in ("pymc", "audit.methods.rasch.irt", "pytensor", "arviz"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
