@@ -19,7 +19,9 @@ adaptive design asked against the fixed design's (the median ratio), how it stop
 
 * decision_agreement: over the contrasts the fixed design decides (`different` or `equivalent`),
   how often the adaptive design reaches the same decision (a futility stop where the fixed design
-  decided counts as a disagreement);
+  decided counts as a disagreement); also split by whether the fixed decision matches the planted
+  truth (fixed_right: `different` with the planted sign, `equivalent` inside the ROPE), since at
+  gaps up to 1 logit most fixed decisions are false `different`s;
 * false_different_rate: audits with any `different` among the contrasts whose truth is zero
   (over the null designs, gap 0, and over all);
 * power at the 1-logit gap: how often CI fails on the planted contrast, adaptive minus fixed;
@@ -83,6 +85,16 @@ GAPS = (0.0, 0.5, 1.0)
 DECIDED = ("different", "equivalent")
 
 
+def fixed_was_right(row: dict, gap: float) -> bool:
+    """Whether a decided contrast of the fixed design matches the planted truth: `different`
+    where the gap is not zero and the estimate has its sign, `equivalent` where the gap lies
+    inside the ROPE. At gaps up to 1 logit most of the fixed design's decisions are its errors
+    (a `different` on a zero gap), and an adaptive run that does not repeat one is no loss."""
+    if row["fixed"] == "different":
+        return gap != 0 and bool(np.sign(row["mean"]) == np.sign(gap))
+    return abs(gap) <= row["rope_high"]
+
+
 def compare(fixed: pl.DataFrame, adaptive: pl.DataFrame, gap: float) -> dict[str, float]:
     """One audit: agreement on the fixed design's decided contrasts, false `different`s, the
     planted contrast's CI outcome, and what the open contrasts of the adaptive design were."""
@@ -94,11 +106,20 @@ def compare(fixed: pl.DataFrame, adaptive: pl.DataFrame, gap: float) -> dict[str
                         pl.col("decision").alias("adaptive")),
         on=["model_name", "attribute", "level_a", "level_b"])
     decided = joined.filter(pl.col("fixed").is_in(DECIDED))
+    right = [fixed_was_right(row, true_gap(effects, row["attribute"], row["level_a"],
+                                           row["level_b"]))
+             for row in decided.join(fixed.select("model_name", "attribute", "level_a",
+                                                  "level_b", "mean", "rope_high"),
+                                     on=["model_name", "attribute", "level_a", "level_b"])
+             .iter_rows(named=True)]
+    same = (decided["fixed"] == decided["adaptive"]).to_list()
     open_rows = joined.filter(pl.col("adaptive") == "undecided")
     zero = [key for key in failed_adaptive if true_gap(effects, *key[1:]) == 0]
     planted = (next(iter(failed_fixed))[0], *PLANTED)
     return {"fixed_decided": decided.height,
-            "agreed": int((decided["fixed"] == decided["adaptive"]).sum()),
+            "agreed": int(sum(same)),
+            "fixed_right": int(sum(right)),
+            "agreed_right": int(sum(agree and ok for agree, ok in zip(same, right, strict=True))),
             "open": open_rows.height,
             "open_undecided_by_fixed": int((open_rows["fixed"] == "undecided").sum()),
             "false_fixed": float(any(failed_fixed[key] for key in zero)),
@@ -205,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         (pl.col("stop") == "decided").mean().alias("decided"),
         (pl.col("stop") == "budget").mean().alias("budget"),
         pl.col("fixed_decided").sum(), pl.col("agreed").sum(),
+        pl.col("fixed_right").sum(), pl.col("agreed_right").sum(),
         pl.col("false_fixed").mean(), pl.col("false_adaptive").mean(),
         pl.col("power_fixed").mean(), pl.col("power_adaptive").mean(),
         pl.col("open").sum(), pl.col("open_undecided_by_fixed").sum(),
@@ -215,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     agreement = agreed / decided if decided else math.nan
     print(f"decision agreement on the fixed design's decided contrasts: "
           f"{interval(agreed, decided) if decided else 'none decided'}")
+    right, agreed_right = int(table["fixed_right"].sum()), int(table["agreed_right"].sum())
+    wrong, agreed_wrong = decided - right, agreed - agreed_right
+    print(f"  on the fixed design's right decisions (the planted truth): "
+          f"{interval(agreed_right, right) if right else 'none'}; on its wrong ones: "
+          f"{agreed_wrong} of {wrong}")
     futile = table.filter(pl.col("stop") == "futile")
     print(f"open contrasts at futility stops the fixed design left undecided too: "
           f"{int(futile['open_undecided_by_fixed'].sum())} of {int(futile['open'].sum())}")
