@@ -55,7 +55,7 @@ def test_look_alphas_spend_at_most_the_familywise_alpha():
     alphas = look_alphas(rule, planned_looks(rule, pool_size=100))
     assert len(alphas) == 4
     assert math.isclose(sum(alphas), 0.05)
-    assert alphas[-1] == pytest.approx(0.0475)  # most of it kept for the look at the budget
+    assert alphas[-1] == pytest.approx(0.0495)  # nearly all of it kept for the look at the budget
     assert look_alphas(rule, 1) == [0.05]
 
 
