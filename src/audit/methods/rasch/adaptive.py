@@ -73,7 +73,9 @@ class AdaptiveRule:
     # gaps); at 0.95, 5 of 114 (RESULTS.md "Adaptive audits", rules D and E), and over the
     # held-out runs of rule E20 still 16 of the 32 contrasts lost in all. 0.99 leaves the interim
     # looks 1% (as Haybittle-Peto boundaries do: interim decisions only on overwhelming evidence,
-    # the last look at nearly the full level). Futility reads the last look's level
+    # the last look at nearly the full level): on three of those runs' simulated answers it
+    # lost 14 contrasts, none at the last look, against 21 (agreement 245 of 259 against 238),
+    # with the same prompts, power and false `different`s. Futility reads the last look's level
     # (futility.py), so stricter interim looks do not make it stop sooner.
     final_share: float = 0.99
     # A contrast is alive while P(decidable by the budget) >= this; design.futility's default,
