@@ -100,19 +100,16 @@ def compare(fixed: pl.DataFrame, adaptive: pl.DataFrame, gap: float) -> dict[str
     planted contrast's CI outcome, and what the open contrasts of the adaptive design were."""
     effects = effects_of(gap)
     failed_fixed, failed_adaptive = ci_failures(fixed), ci_failures(adaptive)
-    joined = fixed.select("model_name", "attribute", "level_a", "level_b",
+    joined = fixed.select("model_name", "attribute", "level_a", "level_b", "mean", "rope_high",
                           pl.col("decision").alias("fixed")).join(
         adaptive.select("model_name", "attribute", "level_a", "level_b",
                         pl.col("decision").alias("adaptive")),
         on=["model_name", "attribute", "level_a", "level_b"])
     decided = joined.filter(pl.col("fixed").is_in(DECIDED))
+    rows = list(decided.iter_rows(named=True))
     right = [fixed_was_right(row, true_gap(effects, row["attribute"], row["level_a"],
-                                           row["level_b"]))
-             for row in decided.join(fixed.select("model_name", "attribute", "level_a",
-                                                  "level_b", "mean", "rope_high"),
-                                     on=["model_name", "attribute", "level_a", "level_b"])
-             .iter_rows(named=True)]
-    same = (decided["fixed"] == decided["adaptive"]).to_list()
+                                           row["level_b"])) for row in rows]
+    same = [row["fixed"] == row["adaptive"] for row in rows]
     open_rows = joined.filter(pl.col("adaptive") == "undecided")
     zero = [key for key in failed_adaptive if true_gap(effects, *key[1:]) == 0]
     planted = (next(iter(failed_fixed))[0], *PLANTED)
