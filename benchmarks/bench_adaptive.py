@@ -181,8 +181,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--round-prompts", type=int, default=None,
                         help="prompts a round (default: a quarter of the pool)")
     parser.add_argument("--futility", type=float, default=AdaptiveRule.futility)
-    parser.add_argument("--futility-from", type=float, default=AdaptiveRule.futility_from,
-                        help="share of the budget asked before futility may stop a run")
     parser.add_argument("--final-share", type=float, default=None,
                         help="share of the family-wise alpha kept for the last look "
                              "(default: AdaptiveRule's)")
@@ -212,8 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                               judge_imputations=args.imputations)
     rule = AdaptiveRule(round_prompts=args.round_prompts or math.ceil(pool.height / 4),
                         max_prompts=pool.height,
-                        familywise_alpha=fit.familywise_alpha or 0.05, futility=args.futility,
-                        futility_from=args.futility_from)
+                        familywise_alpha=fit.familywise_alpha or 0.05, futility=args.futility)
     if args.final_share is not None:
         rule = dataclasses.replace(rule, final_share=args.final_share)
     rng = np.random.default_rng(args.seed)
@@ -242,13 +239,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  on the fixed design's right decisions (the planted truth): "
           f"{interval(agreed_right, right) if right else 'none'}; on its wrong ones: "
           f"{agreed_wrong} of {wrong}")
-    lost = (table.with_columns(lost=pl.col("fixed_decided") - pl.col("agreed"))
-            .group_by("stop", "ratio").agg(pl.col("lost").sum(), pl.len().alias("audits"))
-            .filter(pl.col("lost") > 0).sort("stop", "ratio"))
-    print("contrasts lost (decided by the fixed design, not by the adaptive one), by how the "
-          "run stopped and its prompts share: " + ("; ".join(
-              f"{row['stop']} at {row['ratio']:.2f}: {row['lost']}"
-              for row in lost.iter_rows(named=True)) or "none"))
     futile = table.filter(pl.col("stop") == "futile")
     print(f"open contrasts at futility stops the fixed design left undecided too: "
           f"{int(futile['open_undecided_by_fixed'].sum())} of {int(futile['open'].sum())}")

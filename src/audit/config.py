@@ -177,11 +177,6 @@ class DesignConfig:
     # the last look) against 0.1's 188 of 195 (0.96, with 95%); it costs up to 5 points of power
     # at 4 logits (0.72 against 0.77).
     futility: float = 0.2
-    # Futility may stop a run only once this share of the budget is asked. The first round (a
-    # quarter of the design, three answers a persona) predicts too little to give up on: with
-    # futility judged there too, a quarter of the simulated audits stopped at 63 of 252 prompts
-    # (bench_adaptive, RESULTS.md "Adaptive audits": futility from the first look or from half).
-    futility_from: float = 0.5
 
 
 @dataclass
