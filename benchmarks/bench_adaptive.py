@@ -239,6 +239,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  on the fixed design's right decisions (the planted truth): "
           f"{interval(agreed_right, right) if right else 'none'}; on its wrong ones: "
           f"{agreed_wrong} of {wrong}")
+    lost = (table.with_columns(lost=pl.col("fixed_decided") - pl.col("agreed"))
+            .group_by("stop", "ratio").agg(pl.col("lost").sum())
+            .filter(pl.col("lost") > 0).sort("stop", "ratio"))
+    print("contrasts lost (decided by the fixed design, not by the adaptive one), by how the "
+          "run stopped and its prompts share: " + ("; ".join(
+              f"{row['stop']} at {row['ratio']:.2f}: {row['lost']}"
+              for row in lost.iter_rows(named=True)) or "none"))
     futile = table.filter(pl.col("stop") == "futile")
     print(f"open contrasts at futility stops the fixed design left undecided too: "
           f"{int(futile['open_undecided_by_fixed'].sum())} of {int(futile['open'].sum())}")
