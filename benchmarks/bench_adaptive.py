@@ -26,8 +26,8 @@ adaptive design asked against the fixed design's (the median ratio), how it stop
   (over the null designs, gap 0, and over all);
 * power at the 1-logit gap: how often CI fails on the planted contrast, adaptive minus fixed;
 * the lost contrasts (decided by the fixed design, not by the adaptive one) by how the run
-  stopped and at what prompts share: a loss at the half-budget look costs the median, one at
-  the first look does not;
+  stopped and at what prompts share (a loss at the first look could be won back without
+  moving the median share; one at half the budget only by asking more than half);
 * undecided_by_both: of the contrasts open at an adaptive futility stop, how many the fixed design
   left undecided too (the savings do not come from giving up on contrasts it would decide).
 
