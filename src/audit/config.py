@@ -170,10 +170,10 @@ class DesignConfig:
     max_tokens_budget: int | None = None
     round_prompts: int | None = None  # prompts a round; None: a quarter of the budget
     # Stop when no open contrast is decidable within the budget with this probability. 0.2,
-    # chosen under the group prior's sd of 2 on one seed and measured on six others
+    # chosen under the group prior's sd of 2 on one seed and measured on eight others
     # (bench_adaptive, RESULTS.md "Adaptive audits"): a median half of the design at gaps of 0
     # to 1 logit where 0.1 asked three quarters, the fixed design's power at 1 logit and false
-    # `different` rate, and agreement with its decisions 293 of 314 (0.93; with 99% of alpha for
+    # `different` rate, and agreement with its decisions 320 of 347 (0.92; with 99% of alpha for
     # the last look) against 0.1's 188 of 195 (0.96, with 95%); it costs up to 5 points of power
     # at 4 logits (0.72 against 0.77).
     futility: float = 0.2
