@@ -184,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--round-prompts", type=int, default=None,
                         help="prompts a round (default: a quarter of the pool)")
     parser.add_argument("--futility", type=float, default=AdaptiveRule.futility)
+    parser.add_argument("--futility-from", type=float, default=AdaptiveRule.futility_from,
+                        help="share of the budget asked before futility may stop a run")
     parser.add_argument("--final-share", type=float, default=None,
                         help="share of the family-wise alpha kept for the last look "
                              "(default: AdaptiveRule's)")
@@ -213,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
                               judge_imputations=args.imputations)
     rule = AdaptiveRule(round_prompts=args.round_prompts or math.ceil(pool.height / 4),
                         max_prompts=pool.height,
-                        familywise_alpha=fit.familywise_alpha or 0.05, futility=args.futility)
+                        familywise_alpha=fit.familywise_alpha or 0.05, futility=args.futility,
+                        futility_from=args.futility_from)
     if args.final_share is not None:
         rule = dataclasses.replace(rule, final_share=args.final_share)
     rng = np.random.default_rng(args.seed)

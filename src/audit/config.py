@@ -174,9 +174,17 @@ class DesignConfig:
     # (bench_adaptive, RESULTS.md "Adaptive audits"): a median half of the design at gaps of 0
     # to 1 logit where 0.1 asked three quarters, the fixed design's power at 1 logit and false
     # `different` rate, and agreement with its decisions 320 of 347 (0.92; with 99% of alpha for
-    # the last look) against 0.1's 188 of 195 (0.96, with 95%); it costs up to 5 points of power
-    # at 4 logits (0.72 against 0.77).
+    # the last look; futility judged from the first look) against 0.1's 188 of 195 (0.96, with
+    # 95%); it costs up to 5 points of power at 4 logits (0.72 against 0.77).
     futility: float = 0.2
+    # Futility may stop a run only once this share of the budget is asked. The first round (a
+    # quarter of the design, three answers a persona) predicts too little to give up on: there a
+    # contrast's predicted chance of a decision ranked the simulated audits the fixed design went
+    # on to decide something in with an AUC of 0.66, against 0.88 at half the budget. On five
+    # held-out seeds (bench_adaptive, the same labels) waiting for half lifted agreement with the
+    # fixed design at gaps 0 to 1 from 75 to 79 of its 88 decisions, never lower on a seed, for 5
+    # to 9 points of mean prompt share (RESULTS.md "Adaptive audits"). 0: judge from the first look.
+    futility_from: float = 0.5
 
 
 @dataclass

@@ -20,12 +20,14 @@ import pytest
 import xarray as xr
 from xarray import DataTree
 
+from audit.config import DesignConfig
 from audit.errors import AuditError
 from audit.methods.rasch.adaptive import (
     KEY,
     STOPS,
     AdaptiveRule,
     choose_next,
+    design_rule,
     first_round,
     look_alphas,
     next_candidates,
@@ -174,6 +176,19 @@ def test_stop_reasons_in_order():
     assert stop_reason(alive, 504, 504, 0) == "budget"
 
 
+def test_futility_waits_for_its_share_of_the_budget():
+    # Bugs caught: a run given up at its first round although design.futility_from says wait,
+    # or one that never gives up once that share is asked, or a budget stop taken for futility.
+    hopeless = pl.DataFrame({"open": [True, False], "alive": [False, False]})
+    assert stop_reason(hopeless, 126, 504, 378, futility_from=0.5) is None
+    assert stop_reason(hopeless, 252, 504, 252, futility_from=0.5) == "futile"
+    assert stop_reason(hopeless, 504, 504, 0, futility_from=1.0) == "budget"
+    assert design_rule(DesignConfig(adaptive=True, futility_from=0.25), 0.05,
+                       pool_size=100).futility_from == 0.25
+    with pytest.raises(AuditError, match="design.futility_from"):
+        AdaptiveRule(round_prompts=10, max_prompts=40, futility_from=1.5)
+
+
 def test_weights_follow_the_alive_contrasts():
     # Bug caught: spending prompts on personas whose contrasts are already decided or hopeless.
     respondents = pl.DataFrame({"respondent_id": ["a", "b", "c", "n"],
@@ -282,8 +297,7 @@ def test_a_token_budget_caps_the_prompts_at_the_designs_estimate():
     token plus the answer's max_tokens), averaged over the design. Bugs caught: the budget
     ignored, the answer's tokens left out (a budget that buys 60% more prompts than it pays for),
     or a budget too small for one prompt run as the whole design."""
-    from audit.config import DesignConfig
-    from audit.methods.rasch.adaptive import design_rule, tokens_per_prompt
+    from audit.methods.rasch.adaptive import tokens_per_prompt
 
     prompts = pl.DataFrame({"model_name": ["a", "a", "b"],
                             "system_prompt": ["abcd", "abcd", ""],

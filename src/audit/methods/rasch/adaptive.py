@@ -21,7 +21,9 @@ adaptive audit asks a subset of it in rounds:
   budget (``futile``): a contrast is alive while the posterior-predictive probability that the
   decision interval at the budget lies wholly outside (or wholly inside) the ROPE is at least
   ``futility`` (futility.py: the part of the contrast's variance that comes from its groups'
-  few persona texts stays, the rest shrinks as 1 / prompts).
+  few persona texts stays, the rest shrinks as 1 / prompts). Futility is judged only once
+  ``futility_from`` of the budget is asked: before that, a look without alive contrasts still
+  goes on (its rounds then weigh every respondent alike).
 
 Pure: tables in, tables out. ``run_adaptive`` takes an ``answer`` function that turns chosen pool
 rows into outcome rows (simulated labels in benchmarks/bench_adaptive.py; the engine, store and
@@ -81,6 +83,8 @@ class AdaptiveRule:
     # A contrast is alive while P(decidable by the budget) >= this; design.futility's default,
     # where the choice is measured (config.py).
     futility: float = DesignConfig.futility
+    # Futility stops a run only from this share of the budget on (design.futility_from).
+    futility_from: float = DesignConfig.futility_from
     other_weight: float = 0.25  # weight of respondents in no open contrast (null, baseline)
 
     def __post_init__(self) -> None:
@@ -92,6 +96,9 @@ class AdaptiveRule:
                              "(its looks split it)")
         if not 0.0 <= self.futility < 1.0:
             raise AuditError(f"design.futility={self.futility} must lie in [0, 1)")
+        if not 0.0 <= self.futility_from <= 1.0:
+            raise AuditError(f"design.futility_from={self.futility_from} must lie in [0, 1] "
+                             "(a share of the budget)")
 
 
 def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size: int,
@@ -122,7 +129,7 @@ def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size:
         budget = min(budget, affordable)
     return AdaptiveRule(round_prompts=design.round_prompts or math.ceil(budget / 4),
                         max_prompts=budget, familywise_alpha=familywise_alpha,
-                        futility=design.futility)
+                        futility=design.futility, futility_from=design.futility_from)
 
 
 def tokens_per_prompt(prompts: pl.DataFrame, max_tokens: dict[str, int]) -> float:
@@ -267,12 +274,15 @@ def round_row(index: int, prompts: int, alpha: float, states: pl.DataFrame,
             "stop": stop}
 
 
-def stop_reason(states: pl.DataFrame, prompts: int, budget: int, pool_left: int) -> str | None:
+def stop_reason(states: pl.DataFrame, prompts: int, budget: int, pool_left: int,
+                futility_from: float = 0.0) -> str | None:
+    """Why a run stops after this look, or None: ``futility_from`` is the share of the budget
+    that must be asked before a look without alive contrasts stops it as `futile`."""
     if not states.get_column("open").any():
         return "decided"
     if prompts >= budget or pool_left == 0:
         return "budget"
-    if not states.get_column("alive").any():
+    if prompts >= futility_from * budget and not states.get_column("alive").any():
         return "futile"
     return None
 
@@ -323,7 +333,8 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
         states = contrast_states(fit.contrasts, asked.height, budget, rule.futility,
                                  text_floors(fit, fit.contrasts, pool), final_alpha=alphas[-1])
         left = budget - asked.height
-        stop = stop_reason(states, asked.height, budget, pool.height - asked.height)
+        stop = stop_reason(states, asked.height, budget, pool.height - asked.height,
+                           rule.futility_from)
         if stop is None and index == len(alphas) - 1:
             stop = "budget"  # the last planned look: its alpha share is spent
         row = round_row(index, asked.height, alpha, states, stop)
