@@ -69,9 +69,11 @@ from bench_calibration import (  # noqa: E402  (a sibling script: the same desig
     interval,
 )
 
+from audit.config import DesignConfig  # noqa: E402
 from audit.methods.rasch.adaptive import (  # noqa: E402
     AdaptiveRule,
     answers_from,
+    design_rule,
     run_adaptive,
 )
 from audit.methods.rasch.config import FitConfig, PlanConfig  # noqa: E402
@@ -213,10 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     full_fit = audit_fit_config(args.model)
     fit = dataclasses.replace(full_fit, draws=args.draws, tune=args.tune, chains=2, cores=2,
                               judge_imputations=args.imputations)
-    rule = AdaptiveRule(round_prompts=args.round_prompts or math.ceil(pool.height / 4),
-                        max_prompts=pool.height,
-                        familywise_alpha=fit.familywise_alpha or 0.05, futility=args.futility,
-                        futility_from=args.futility_from)
+    # The audit's own mapping from design.* to the rule, so a new design key reaches the
+    # benchmark as it reaches a run (the budget: the whole pool).
+    design = DesignConfig(adaptive=True, round_prompts=args.round_prompts,
+                          futility=args.futility, futility_from=args.futility_from)
+    rule = design_rule(design, fit.familywise_alpha or 0.05, pool.height)
     if args.final_share is not None:
         rule = dataclasses.replace(rule, final_share=args.final_share)
     rng = np.random.default_rng(args.seed)
