@@ -170,10 +170,10 @@ def test_stop_reasons_in_order():
     decided = pl.DataFrame({"open": [False, False], "alive": [False, False]})
     hopeless = pl.DataFrame({"open": [True, False], "alive": [False, False]})
     alive = pl.DataFrame({"open": [True, True], "alive": [True, False]})
-    assert stop_reason(decided, 100, 504, 404) == "decided"
-    assert stop_reason(hopeless, 100, 504, 404) == "futile"
-    assert stop_reason(alive, 100, 504, 404) is None
-    assert stop_reason(alive, 504, 504, 0) == "budget"
+    assert stop_reason(decided, 100, 504, 404, futility_from=0.0) == "decided"
+    assert stop_reason(hopeless, 100, 504, 404, futility_from=0.0) == "futile"
+    assert stop_reason(alive, 100, 504, 404, futility_from=0.0) is None
+    assert stop_reason(alive, 504, 504, 0, futility_from=0.0) == "budget"
 
 
 def test_futility_waits_for_its_share_of_the_budget():

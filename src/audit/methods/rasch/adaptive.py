@@ -274,8 +274,8 @@ def round_row(index: int, prompts: int, alpha: float, states: pl.DataFrame,
             "stop": stop}
 
 
-def stop_reason(states: pl.DataFrame, prompts: int, budget: int, pool_left: int,
-                futility_from: float = 0.0) -> str | None:
+def stop_reason(states: pl.DataFrame, prompts: int, budget: int, pool_left: int, *,
+                futility_from: float) -> str | None:
     """Why a run stops after this look, or None: ``futility_from`` is the share of the budget
     that must be asked before a look without alive contrasts stops it as `futile`."""
     if not states.get_column("open").any():
@@ -334,7 +334,7 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
                                  text_floors(fit, fit.contrasts, pool), final_alpha=alphas[-1])
         left = budget - asked.height
         stop = stop_reason(states, asked.height, budget, pool.height - asked.height,
-                           rule.futility_from)
+                           futility_from=rule.futility_from)
         if stop is None and index == len(alphas) - 1:
             stop = "budget"  # the last planned look: its alpha share is spent
         row = round_row(index, asked.height, alpha, states, stop)
