@@ -182,8 +182,8 @@ class DesignConfig:
     # contrast's predicted chance of a decision ranked the simulated audits the fixed design went
     # on to decide something in with an AUC of 0.66, against 0.88 at half the budget. On five
     # held-out seeds (bench_adaptive, the same labels) waiting for half lifted agreement with the
-    # fixed design at gaps 0 to 1 from 75 to 79 of its 88 decisions (on seven seeds 99 to 104 of
-    # 115), never lower on a seed, for 5 to 9 points of mean prompt share (RESULTS.md "Adaptive
+    # fixed design at gaps 0 to 1 from 75 to 79 of its 88 decisions (on eight seeds 110 to 115 of
+    # 128), never lower on a seed, for 5 to 9 points of mean prompt share (RESULTS.md "Adaptive
     # audits"). 0: judge from the first look.
     futility_from: float = 0.5
 
