@@ -166,8 +166,13 @@ class DesignConfig:
     max_prompts: int | None = None  # the budget; None: the whole design
     # A budget in estimated tokens, as the preflight estimates them (a prompt token per 4
     # characters, every answer at its max_tokens), turned into prompts at the design's average;
-    # None: none. (Not a time budget: a rerun served from the store would stop elsewhere.)
+    # None: none.
     max_tokens_budget: int | None = None
+    # A budget in answering time: the audited models' recorded latencies of the answers asked
+    # (each as the response store first recorded it, summed per model over its concurrency, as
+    # the preflight estimates time), not the clock, so a rerun served from the store stops at the
+    # same look; None: none.
+    max_answer_minutes: float | None = None
     round_prompts: int | None = None  # prompts a round; None: a quarter of the budget
     # Stop when no open contrast is decidable within the budget with this probability. 0.2,
     # chosen under the group prior's sd of 2 on one seed and measured on eight others

@@ -36,7 +36,7 @@ def _error_for(override: str) -> str:
                       "judges, models, personas (did you mean 'models'?)"),
     ("design.replicatez=2", "unknown key 'design.replicatez'; valid keys under 'design': "
                             "replicates, seed, adaptive, max_prompts, max_tokens_budget, "
-                            "round_prompts, futility, futility_from "
+                            "max_answer_minutes, round_prompts, futility, futility_from "
                             "(did you mean 'replicates'?)"),
     ("model.qwen_coder_0_5b.sampling.temprature=1",
      "unknown key 'model.qwen_coder_0_5b.sampling.temprature'; valid keys under "
@@ -56,8 +56,8 @@ def test_each_kind_of_typo_is_one_line_naming_the_valid_options(override: str, e
 
 def test_valid_keys_follow_the_schema_through_dict_fields():
     assert valid_keys(["design"]) == ["replicates", "seed", "adaptive", "max_prompts",
-                                      "max_tokens_budget", "round_prompts", "futility",
-                                      "futility_from"]
+                                      "max_tokens_budget", "max_answer_minutes",
+                                      "round_prompts", "futility", "futility_from"]
     assert "temperature" in valid_keys(["model", "any_name", "sampling"])
     assert valid_keys(["model"]) is None  # any model name is valid there
     assert valid_keys(["nope"]) is None

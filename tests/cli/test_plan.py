@@ -158,7 +158,8 @@ def test_an_adaptive_design_is_planned_as_it_would_ask():
     """design.adaptive=true: each simulated audit asks in rounds and stops as the audit would, so
     a large planted gap (decided after a round or two) is expected to cost less than the pool,
     and the same plan of the fixed design spends the pool every time. Bug caught: a plan that
-    ignores design.adaptive and reports the fixed design's cost and power."""
+    ignores design.adaptive and reports the fixed design's cost and power, or one that fails on a
+    time budget (design.max_answer_minutes, which simulated answers cannot spend)."""
     from audit.config import DesignConfig
 
     prompts = prompts_table(personas_per_level=4, items=8, replicates=2)
@@ -166,7 +167,8 @@ def test_an_adaptive_design_is_planned_as_it_would_ask():
     plan = PlanConfig(gap=3.0, replicates=[2], min_simulations=3, simulations=3, draws=200,
                       tune=200, text_sd=0.3, null_sd=0.5, item_sd=1.0, gold_per_class=0, seed=5)
     adaptive = simulate_power(prompts, plan, fit, config_components(plan),
-                              design=DesignConfig(adaptive=True, round_prompts=40))
+                              design=DesignConfig(adaptive=True, round_prompts=40,
+                                                  max_answer_minutes=5.0))
     fixed = simulate_power(prompts, plan, fit, config_components(plan),
                            design=DesignConfig(adaptive=False))
     assert fixed["prompts_asked"].to_list() == [float(prompts.height)]

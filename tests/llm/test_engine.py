@@ -228,6 +228,26 @@ def test_the_estimate_counts_what_is_missing_and_times_it_from_stored_latencies(
     assert after["seconds"] == 2.0 * after["to_send"]  # concurrency 1 each
 
 
+def test_answering_time_is_the_stores_record_not_the_clock(items, personas, fake_models,
+                                                           tmp_path):
+    """design.max_answer_minutes counts answering_seconds. Bugs caught: an answer served from
+    the store counted at its (near-zero) serving time, so a rerun would spend less and stop
+    somewhere else; a model's concurrency ignored; a failed answer's missing latency turning
+    the total into NaN."""
+    from audit.llm.engine import answering_seconds
+
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
+    first, _ = _run(prompts, fake_models, tmp_path / "store.sqlite3")
+    again, _ = _run(prompts, fake_models, tmp_path / "store.sqlite3")
+    assert again["from_cache"].all() and not first["from_cache"].any()
+    limits = {name: 1 for name in fake_models}
+    assert answering_seconds(again, prompts, limits) == answering_seconds(first, prompts, limits)
+    assert answering_seconds(first, prompts, limits) == pytest.approx(first["latency_s"].sum())
+    names = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"], "model_name": ["a", "b", "b"]})
+    answers = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"], "latency_s": [3.0, 4.0, None]})
+    assert answering_seconds(answers, names, {"a": 1, "b": 2}) == 3.0 + 4.0 / 2
+
+
 def test_too_many_failures_stop_with_the_kinds_and_how_to_resume():
     from audit.llm.engine import TooManyFailures, check_failures
 

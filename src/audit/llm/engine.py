@@ -210,6 +210,17 @@ def concurrency_limits(backends: dict[str, Backend],
             for name, backend in backends.items()}
 
 
+def answering_seconds(responses: pl.DataFrame, model_names: pl.DataFrame,
+                      concurrency: dict[str, int]) -> float:
+    """The time the answers took as the store recorded them (an answer served from the store
+    keeps the latency of its first asking): each model's latencies summed and divided by its
+    concurrency, as the preflight estimates a run's time. ``model_names``: prompt_id ->
+    model_name."""
+    per_model = (responses.join(model_names.select("prompt_id", "model_name"), on="prompt_id")
+                 .group_by("model_name").agg(pl.col("latency_s").fill_null(0.0).sum()))
+    return float(sum(seconds / concurrency[name] for name, seconds in per_model.iter_rows()))
+
+
 async def _collect(planned: list[Planned], backends: dict[str, Backend],
                    models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
                    progress: Progress | None, description: str) -> dict[str, Outcome]:

@@ -26,6 +26,7 @@ from audit.methods.rasch.adaptive import (
     KEY,
     STOPS,
     AdaptiveRule,
+    answers_from,
     choose_next,
     design_rule,
     first_round,
@@ -267,6 +268,40 @@ def test_the_loop_never_repeats_a_prompt_and_stays_in_budget():
     assert len(shapes) == 1  # every look the same cells: one compiled model
     # Prior draws decide nothing and futility 0 never gives up: the budget ends it.
     assert run.stop == "budget" and run.prompts == 100
+
+
+def test_a_time_budget_ends_the_run_at_its_last_look_with_the_last_looks_alpha():
+    """design.max_answer_minutes, spent at 2 s a prompt: 150 s buy 75 prompts of 152. Round 0
+    asks 38 (76 s), the 74 s left buy 37 more, fewer than a round, so round 1 takes them and is
+    the last look. Bugs caught: the time budget ignored (the run goes on to 152), overspent,
+    the time-shortened last look deciding at an interim look's sliver of alpha, or the
+    answering time missing from the trajectory."""
+    pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
+    labels = pool.select(pl.col("respondent_id").alias("respondent"),
+                         pl.col("item_id").alias("item"), "replicate", "model_name",
+                         "persona_kind", "gender", "race", pl.lit(1).alias("y"))
+    asked = []
+
+    def answer(chosen: pl.DataFrame, _round: int) -> pl.DataFrame:
+        asked.append(chosen.height)
+        return answers_from(labels)(chosen, _round)
+
+    rule = AdaptiveRule(round_prompts=40, max_prompts=pool.height, futility=0.0,
+                        max_answer_seconds=150.0)
+    run = run_adaptive(pool, answer, FitConfig(model="population", seed=1), rule,
+                       sample=prior_sampler, answer_seconds=lambda: 2.0 * sum(asked))
+    alphas = look_alphas(rule, planned_looks(rule, pool.height))
+    assert len(alphas) == 4 and run.stop == "budget"
+    assert run.rounds["prompts"].to_list() == [38, 75]
+    assert run.rounds["answer_seconds"].to_list() == [76.0, 150.0]
+    assert run.rounds["look_alpha"].to_list() == [alphas[0], alphas[-1]]
+    with pytest.raises(ValueError, match="answer_seconds"):
+        run_adaptive(pool, answer, FitConfig(model="population", seed=1), rule,
+                     sample=prior_sampler)
+    assert design_rule(DesignConfig(adaptive=True, max_answer_minutes=2.5), 0.05,
+                       pool_size=100).max_answer_seconds == 150.0
+    with pytest.raises(AuditError, match="design.max_answer_minutes"):
+        design_rule(DesignConfig(adaptive=True, max_answer_minutes=0.0), 0.05, pool_size=100)
 
 
 def test_a_model_without_cells_is_refused():

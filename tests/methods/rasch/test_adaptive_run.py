@@ -4,6 +4,8 @@ response store, a rerun that makes the same choices from the store, the trajecto
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -89,3 +91,28 @@ def test_each_round_is_an_mlflow_step(runs: Path):
     assert sorted((metric.step, metric.value) for metric in history) == \
         list(zip(rounds["round"].to_list(), map(float, rounds["prompts"].to_list())))
     assert run.data.tags["adaptive.stop"] == rounds["stop"][-1]
+
+
+def test_a_time_budget_is_spent_as_the_store_recorded_it(runs: Path, tmp_path: Path):
+    """design.max_answer_minutes on a copy of run 1's store in which every answer is recorded as
+    taking 2 s: 0.75 minutes is round 0's time (15 prompts, 30 s) and half as much again, so the
+    15 s left buy 7 prompts, fewer than a round, and that round is the last. The rerun is
+    served from the store in next to no time. Bugs caught: the budget counted on the clock (the
+    run would go on to the whole design), the recorded latencies not read back from the store,
+    or the time-shortened last look deciding at an interim look's alpha."""
+    first = pl.read_csv(runs / "run1" / "adaptive_rounds.csv")
+    assert first["prompts"][0] == 15
+    (tmp_path / "conf").mkdir()
+    shutil.copytree(runs / "conf", tmp_path / "conf", dirs_exist_ok=True)
+    shutil.copy(runs / "responses.sqlite3", tmp_path / "responses.sqlite3")
+    with sqlite3.connect(tmp_path / "responses.sqlite3") as store:
+        store.execute("UPDATE responses SET latency_s = 2.0")
+    # Futility off: judged against what the time buys, it would end this run at round 0.
+    done = audit(tmp_path, "timed", "design.max_answer_minutes=0.75", "design.futility=0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rounds = pl.read_csv(tmp_path / "timed" / "adaptive_rounds.csv")
+    assert rounds["prompts"].to_list() == [15, 22]
+    assert rounds["answer_seconds"].to_list() == [30.0, 44.0]
+    assert rounds["stop"][-1] == "budget"
+    assert rounds["look_alpha"][-1] > rounds["look_alpha"][0]  # the last look's share
+    assert pl.read_parquet(tmp_path / "timed" / "responses.parquet")["from_cache"].all()

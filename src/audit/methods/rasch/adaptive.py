@@ -16,14 +16,21 @@ adaptive audit asks a subset of it in rounds:
   p = logistic(theta - b), times the respondent's weight: 1 when one of its attribute levels is
   in a contrast still open and alive (below), ``other_weight`` otherwise (null personas and the
   baseline inform the item difficulties and the text spread, not a contrast directly).
-* It stops when every contrast is decided (``decided``), when the budget (``max_prompts``, at
-  most the pool) is spent (``budget``), or when no open contrast can still be decided within the
-  budget (``futile``): a contrast is alive while the posterior-predictive probability that the
-  decision interval at the budget lies wholly outside (or wholly inside) the ROPE is at least
-  ``futility`` (futility.py: the part of the contrast's variance that comes from its groups'
-  few persona texts stays, the rest shrinks as 1 / prompts). Futility is judged only once
-  ``futility_from`` of the budget is asked: before that, a look without alive contrasts still
-  goes on (its rounds then weigh every respondent alike).
+* It stops when every contrast is decided (``decided``), when the budget (``max_prompts``, at most
+  the pool, or the answering time ``max_answer_seconds``: below) is spent (``budget``), or when no
+  open contrast can still be decided within the budget (``futile``): a contrast is alive while the
+  posterior-predictive probability that the decision interval at the budget lies wholly outside
+  (or wholly inside) the ROPE is at least ``futility`` (futility.py: the part of the contrast's
+  variance that comes from its groups' few persona texts stays, the rest shrinks as 1 / prompts).
+  Futility is judged only once ``futility_from`` of the budget is asked: before that, a look
+  without alive contrasts still goes on (its rounds then weigh every respondent alike).
+* A time budget counts answering time as the response store recorded it (``answer_seconds``:
+  each answer's latency when the model first gave it, summed per model over its concurrency),
+  not the clock, so a rerun served from the store spends the same time and stops at the same
+  look. After each look the time left buys prompts at the run's mean recorded time a prompt so
+  far; once one round can take them all, that round is the last and its look decides at the
+  last look's share of alpha (the looks made still spend at most ``familywise_alpha``: the
+  interim looks' shares plus the last's).
 
 Pure: tables in, tables out. ``run_adaptive`` takes an ``answer`` function that turns chosen pool
 rows into outcome rows (simulated labels in benchmarks/bench_adaptive.py; the engine, store and
@@ -58,8 +65,8 @@ CELL_MODELS = ("rasch", "twopl", "explanatory", "population")
 # The information score is averaged over at most this many posterior draws (a ranking, not an
 # estimate: 200 draws put the expected p (1 - p) within about 0.01 of its mean).
 SCORE_DRAWS = 200
-ROUND_COLUMNS = ("round", "prompts", "look_alpha", "contrasts", "decided", "open", "alive",
-                 "mean_open_width", "stop")
+ROUND_COLUMNS = ("round", "prompts", "answer_seconds", "look_alpha", "contrasts", "decided",
+                 "open", "alive", "mean_open_width", "stop")
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,8 @@ class AdaptiveRule:
     # Futility stops a run only from this share of the budget on (design.futility_from).
     futility_from: float = DesignConfig.futility_from
     other_weight: float = 0.25  # weight of respondents in no open contrast (null, baseline)
+    # Answering time the run may spend (design.max_answer_minutes; None: no time budget).
+    max_answer_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if self.round_prompts < 1 or self.max_prompts < 1:
@@ -99,6 +108,9 @@ class AdaptiveRule:
         if not 0.0 <= self.futility_from <= 1.0:
             raise AuditError(f"design.futility_from={self.futility_from} must lie in [0, 1] "
                              "(a share of the budget)")
+        if self.max_answer_seconds is not None and not self.max_answer_seconds > 0:
+            raise AuditError(f"design.max_answer_minutes={self.max_answer_seconds / 60:g} must "
+                             "be above 0 (null: no time budget)")
 
 
 def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size: int,
@@ -106,7 +118,7 @@ def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size:
     """A run's design.* as the rule (the audit and audit.plan read it alike): the budget is
     design.max_prompts (null: the whole pool), lowered to what design.max_tokens_budget buys at
     ``tokens_per_prompt``; a round is a quarter of the budget unless design.round_prompts says
-    otherwise."""
+    otherwise. design.max_answer_minutes is spent as the run goes (run_adaptive)."""
     if design.max_prompts is not None and design.max_prompts < 1:
         raise AuditError(f"design.max_prompts={design.max_prompts} must be at least 1 (null: "
                          "the whole design)")
@@ -129,7 +141,9 @@ def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size:
         budget = min(budget, affordable)
     return AdaptiveRule(round_prompts=design.round_prompts or math.ceil(budget / 4),
                         max_prompts=budget, familywise_alpha=familywise_alpha,
-                        futility=design.futility, futility_from=design.futility_from)
+                        futility=design.futility, futility_from=design.futility_from,
+                        max_answer_seconds=(None if design.max_answer_minutes is None
+                                            else 60.0 * design.max_answer_minutes))
 
 
 def tokens_per_prompt(prompts: pl.DataFrame, max_tokens: dict[str, int]) -> float:
@@ -263,11 +277,11 @@ class AdaptiveRun:
         return self.asked.height
 
 
-def round_row(index: int, prompts: int, alpha: float, states: pl.DataFrame,
-              stop: str | None) -> dict[str, object]:
+def round_row(index: int, prompts: int, seconds: float | None, alpha: float,
+              states: pl.DataFrame, stop: str | None) -> dict[str, object]:
     open_rows = states.filter("open")
     widths = (open_rows.get_column("decision_high") - open_rows.get_column("decision_low"))
-    return {"round": index, "prompts": prompts, "look_alpha": alpha,
+    return {"round": index, "prompts": prompts, "answer_seconds": seconds, "look_alpha": alpha,
             "contrasts": states.height, "decided": states.height - open_rows.height,
             "open": open_rows.height, "alive": int(states.get_column("alive").sum()),
             "mean_open_width": float(widths.mean()) if open_rows.height else None,
@@ -287,6 +301,14 @@ def stop_reason(states: pl.DataFrame, prompts: int, budget: int, pool_left: int,
     return None
 
 
+def prompts_affordable(rule: AdaptiveRule, seconds: float | None, asked: int) -> int | None:
+    """Prompts the answering time left buys at the mean recorded time a prompt so far (None:
+    no time budget, or no time recorded yet)."""
+    if rule.max_answer_seconds is None or seconds is None or seconds <= 0 or asked == 0:
+        return None
+    return max(0, math.floor((rule.max_answer_seconds - seconds) / (seconds / asked)))
+
+
 Answer = Callable[[pl.DataFrame, int], pl.DataFrame]  # (chosen pool rows, round) -> outcome rows
 OnRound = Callable[[dict[str, object], RaschFit], None]
 
@@ -304,13 +326,16 @@ def answers_from(labels: pl.DataFrame) -> Answer:
 
 def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule: AdaptiveRule,
                  sample: SampleFunction | None = None, confusion=None,
-                 on_round: OnRound | None = None) -> AdaptiveRun:
+                 on_round: OnRound | None = None,
+                 answer_seconds: Callable[[], float] | None = None) -> AdaptiveRun:
     """Rounds of asking, fitting and choosing until a stop (module docstring).
 
     ``answer`` gets the chosen pool rows and the round number and returns their outcome rows
     (fit_rasch's long table); ``sample`` and ``confusion`` are fit_rasch's (``confusion`` may
     be a function, called before each fit: a run labels its gold set in round 0); ``on_round``
-    sees each look's trajectory row and fit as it is made."""
+    sees each look's trajectory row and fit as it is made; ``answer_seconds`` gives the
+    answering time the asked prompts took (a run reads the store; needed for
+    ``rule.max_answer_seconds``)."""
     pool = check_pool(pool)
     if fit_config.model not in CELL_MODELS:
         raise AuditError(f"an adaptive design fits fit.model in {', '.join(CELL_MODELS)}; got "
@@ -318,9 +343,13 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
     cells = pool_cells(pool, fit_config.attributes)
     budget = min(rule.max_prompts, pool.height)
     alphas = look_alphas(rule, planned_looks(rule, pool.height))
+    if rule.max_answer_seconds is not None and answer_seconds is None:
+        raise ValueError("a time budget needs answer_seconds, the answering time spent")
     chosen = first_round(pool, min(rule.round_prompts, budget))
     asked_parts, outcome_parts, rows = [], [], []
-    for index, alpha in enumerate(alphas):
+    final = len(alphas) == 1  # this look is the last: it decides at the last look's share
+    for index in range(len(alphas)):
+        alpha = alphas[-1] if final else alphas[index]
         asked_parts.append(chosen.with_columns(round=pl.lit(index)))
         outcome_parts.append(answer(chosen, index))
         asked, outcomes = pl.concat(asked_parts), pl.concat(outcome_parts, how="diagonal_relaxed")
@@ -330,14 +359,20 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
         if fit.contrasts.is_empty():
             raise AuditError("an adaptive design needs contrasts to decide: set fit.attributes "
                              "to persona columns with at least two levels")
-        states = contrast_states(fit.contrasts, asked.height, budget, rule.futility,
+        seconds = answer_seconds() if answer_seconds is not None else None
+        affordable = prompts_affordable(rule, seconds, asked.height)
+        reachable = budget if affordable is None else min(budget, asked.height + affordable)
+        if reachable < budget:
+            logger.info("adaptive time budget: %.0f of %.0f s answered, about %d prompts left",
+                        seconds, rule.max_answer_seconds, reachable - asked.height)
+        states = contrast_states(fit.contrasts, asked.height, reachable, rule.futility,
                                  text_floors(fit, fit.contrasts, pool), final_alpha=alphas[-1])
-        left = budget - asked.height
-        stop = stop_reason(states, asked.height, budget, pool.height - asked.height,
+        left = reachable - asked.height
+        stop = stop_reason(states, asked.height, reachable, pool.height - asked.height,
                            futility_from=rule.futility_from)
-        if stop is None and index == len(alphas) - 1:
-            stop = "budget"  # the last planned look: its alpha share is spent
-        row = round_row(index, asked.height, alpha, states, stop)
+        if stop is None and final:
+            stop = "budget"  # the last look: its alpha share is spent
+        row = round_row(index, asked.height, seconds, alpha, states, stop)
         rows.append(row)
         logger.info("adaptive round %d: %d prompts, %d of %d contrasts decided, %d alive%s",
                     index, asked.height, row["decided"], row["contrasts"], row["alive"],
@@ -347,10 +382,13 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
         if stop is not None:
             break
         # The round before the last look takes what the budget has left, so the last look,
-        # which holds most of the alpha, sees the whole budget.
-        size = left if index == len(alphas) - 2 else min(rule.round_prompts, left)
+        # which holds most of the alpha, sees the whole budget. Under a time budget that is
+        # the round that can take all the prompts the time left buys.
+        final = index == len(alphas) - 2 or (reachable < budget and left <= rule.round_prompts)
+        size = left if final else min(rule.round_prompts, left)
         chosen = choose_next(pool, asked, fit, states, rule, size)
     return AdaptiveRun(asked=asked, outcomes=outcomes, fit=fit,
                        rounds=pl.DataFrame(rows, schema_overrides={
-                           "mean_open_width": pl.Float64, "stop": pl.String}),
+                           "answer_seconds": pl.Float64, "mean_open_width": pl.Float64,
+                           "stop": pl.String}),
                        states=states, stop=stop)

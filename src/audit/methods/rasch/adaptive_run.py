@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.errors import AuditError
-from audit.llm.engine import check_failures
+from audit.llm.engine import answering_seconds, check_failures, concurrency_limits
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive import (
     AdaptiveRun,
@@ -32,7 +32,7 @@ from audit.methods.rasch.adaptive import (
     tokens_per_prompt,
 )
 from audit.methods.rasch.analyse import outcome_table
-from audit.methods.rasch.design import models_for
+from audit.methods.rasch.design import backends_for, models_for
 from audit.methods.rasch.irt import code_outcomes
 from audit.methods.rasch.irt.judge_error import resolve_confusion
 from audit.methods.run import answer_prompts
@@ -81,9 +81,17 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
         return resolve_confusion(cfg.fit.judge_error, cfg.fit.model, cfg.fit.outcome,
                                  gold if gold.height else None)
 
+    concurrency = concurrency_limits(backends_for(cfg, prompts), models)
+
+    def spent() -> float:
+        # design.max_answer_minutes counts recorded latencies, so a rerun from the store spends
+        # the same time and stops at the same look.
+        return answering_seconds(pl.concat(answered), prompts, concurrency)
+
     rule = design_rule(cfg.design, cfg.fit.familywise_alpha, prompts.height,
                        pool_tokens(cfg, prompts))
-    run = run_adaptive(prompts, answer, cfg.fit, rule, confusion=confusion, on_round=on_round)
+    run = run_adaptive(prompts, answer, cfg.fit, rule, confusion=confusion, on_round=on_round,
+                       answer_seconds=spent)
     write_frame(run.rounds, rounds_path)
     responses = pl.concat(answered)
     write_table(responses, responses_path, ResponseSchema, "responses")
@@ -161,6 +169,8 @@ def adaptive_report(rounds_path: Path, design_prompts: int) -> AdaptiveReport | 
     steps = [(int(row["round"]), {
         "adaptive/prompts": row["prompts"], "adaptive/decided": row["decided"],
         "adaptive/open": row["open"], "adaptive/alive": row["alive"],
+        **({"adaptive/answer_seconds": row["answer_seconds"]}
+           if row.get("answer_seconds") is not None else {}),
         **({"adaptive/mean_open_width": row["mean_open_width"]}
            if row["mean_open_width"] is not None else {})})
         for row in rounds.iter_rows(named=True)]

@@ -254,12 +254,17 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
     planted = (plan.attribute, level_a, level_b)
     fit_config = plan_fit_config(fit, plan)
     rng = np.random.default_rng(plan.seed)
+    if design is not None and design.adaptive and design.max_answer_minutes is not None:
+        logger.info("plan: design.max_answer_minutes is not simulated (simulated answers take no "
+                    "time); the plan spends the prompt budget, and its minutes column (the "
+                    "store's median latency) says what that takes")
     tables = []
     for multiple in plan.persona_multiples:
         for replicates in plan.replicates:
             option = resized_design(prompts, replicates, multiple, plan.attribute)
-            rule = (design_rule(design, fit_config.familywise_alpha, option.height,
-                                tokens_per_prompt)
+            rule = (dataclasses.replace(design_rule(design, fit_config.familywise_alpha,
+                                                    option.height, tokens_per_prompt),
+                                        max_answer_seconds=None)
                     if design is not None and design.adaptive else None)
             runs = simulate_option(option, draws, effects, fit_config, plan, rng, planted,
                                    sampler or CompiledSampler(engine=fit_config.engine), rule)
