@@ -116,3 +116,5 @@ def test_a_time_budget_is_spent_as_the_store_recorded_it(runs: Path, tmp_path: P
     assert rounds["stop"][-1] == "budget"
     assert rounds["look_alpha"][-1] > rounds["look_alpha"][0]  # the last look's share
     assert pl.read_parquet(tmp_path / "timed" / "responses.parquet")["from_cache"].all()
+    html = (tmp_path / "timed" / "report" / "report.html").read_text()
+    assert "Its answers took 0.7 minutes of answering" in html  # 44 s

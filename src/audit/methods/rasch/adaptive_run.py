@@ -140,6 +140,7 @@ class AdaptiveReport:
     design: int  # prompts of the fixed design
     looks: int
     stop: str
+    answer_seconds: float | None  # the recorded answering time (None: a run before it was kept)
     steps: list[tuple[int, dict[str, float]]]  # per look, for MLflow's step charts
     figure: object
 
@@ -158,7 +159,9 @@ class AdaptiveReport:
     def summary(self) -> dict[str, int | str]:
         """What the HTML report's adaptive section reads."""
         return {"asked": self.asked, "design": self.design, "looks": self.looks,
-                "stop": self.stop}
+                "stop": self.stop,
+                "answer_minutes": (None if self.answer_seconds is None
+                                   else self.answer_seconds / 60)}
 
 
 def adaptive_report(rounds_path: Path, design_prompts: int) -> AdaptiveReport | None:
@@ -174,6 +177,9 @@ def adaptive_report(rounds_path: Path, design_prompts: int) -> AdaptiveReport | 
         **({"adaptive/mean_open_width": row["mean_open_width"]}
            if row["mean_open_width"] is not None else {})})
         for row in rounds.iter_rows(named=True)]
+    seconds = (rounds.get_column("answer_seconds")[-1] if "answer_seconds" in rounds.columns
+               else None)
     return AdaptiveReport(asked=int(rounds.get_column("prompts")[-1]), design=design_prompts,
                           looks=rounds.height, stop=str(rounds.get_column("stop")[-1]),
+                          answer_seconds=None if seconds is None else float(seconds),
                           steps=steps, figure=trajectory_figure(rounds, design_prompts))
