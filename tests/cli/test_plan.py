@@ -138,7 +138,8 @@ def test_each_simulated_audit_draws_from_its_own_set_of_components(monkeypatch):
     plugged in elsewhere) predicts 0.2, not 0.6."""
     import audit.methods.rasch.power as power
 
-    def width_is_text_sd(prompts, components, effects, fit, sampler, rng, planted, rule):
+    def width_is_text_sd(prompts, components, effects, fit, sampler, rng, planted, rule,
+                         seconds_per_prompt):
         return pl.DataFrame({"model_name": ["m1"], "attribute": ["race"], "mean": [0.0],
                              "decision": ["undecided"], "width": [components.text_sd],
                              "truth": [0.0], "planted": [True], "ci_fails": [False],
@@ -158,22 +159,30 @@ def test_an_adaptive_design_is_planned_as_it_would_ask():
     """design.adaptive=true: each simulated audit asks in rounds and stops as the audit would, so
     a large planted gap (decided after a round or two) is expected to cost less than the pool,
     and the same plan of the fixed design spends the pool every time. Bug caught: a plan that
-    ignores design.adaptive and reports the fixed design's cost and power, or one that fails on a
-    time budget (design.max_answer_minutes, which simulated answers cannot spend)."""
+    ignores design.adaptive and reports the fixed design's cost and power, or one that ignores a
+    time budget it has a latency to spend at (design.max_answer_minutes), or fails on one it
+    has none for."""
     from audit.config import DesignConfig
 
     prompts = prompts_table(personas_per_level=4, items=8, replicates=2)
     fit = FitConfig(model="population", attributes=["race"], target_accept=0.9)
     plan = PlanConfig(gap=3.0, replicates=[2], min_simulations=3, simulations=3, draws=200,
                       tune=200, text_sd=0.3, null_sd=0.5, item_sd=1.0, gold_per_class=0, seed=5)
+    # A time budget with no latency to spend it at is not simulated: the prompt budget holds.
     adaptive = simulate_power(prompts, plan, fit, config_components(plan),
                               design=DesignConfig(adaptive=True, round_prompts=40,
                                                   max_answer_minutes=5.0))
     fixed = simulate_power(prompts, plan, fit, config_components(plan),
                            design=DesignConfig(adaptive=False))
+    # At 1 s a prompt, one minute buys 60 prompts: round 0 (40) and a last round of 20.
+    timed = simulate_power(prompts, plan, fit, config_components(plan),
+                           design=DesignConfig(adaptive=True, round_prompts=40,
+                                               max_answer_minutes=1.0),
+                           seconds_per_prompt=1.0)
     assert fixed["prompts_asked"].to_list() == [float(prompts.height)]
     assert adaptive["prompts_asked"][0] < prompts.height
     assert adaptive["p_ci_fails"][0] == 1.0  # a 3-logit gap is still found when it stops
+    assert timed["prompts_asked"][0] <= 60 < adaptive["prompts_asked"][0]
 
 
 @pytest.mark.slow
@@ -216,3 +225,34 @@ def test_default_shaped_prompts_have_the_default_audits_shape():
                 sorted(table.get_column("gender").drop_nulls().unique().to_list()),
                 len(table.get_column("race").drop_nulls().unique()))
     assert shape(simulated) == shape(real)
+
+
+def test_a_time_budget_is_planned_at_the_stores_median_latency_a_prompt(items, personas,
+                                                                        fake_models):
+    """audit.plan spends design.max_answer_minutes at seconds_per_prompt. Two models, one with
+    answers at 3 s in the store and max_concurrency 3, the other at 1 s: 1 s a prompt for
+    both. Bugs caught: a model's concurrency ignored (2 s), the
+    time divided by the prompts still to send rather than the design's, or a model with no
+    stored answer timed as free instead of NaN."""
+    from types import SimpleNamespace
+
+    from audit.cli.plan import seconds_per_prompt
+    from audit.config import DesignConfig
+    from audit.design import expand_design
+    from audit.llm.backends import create_backend
+    from audit.llm.engine import plan_requests
+    from audit.llm.store import ResponseStore
+
+    models = {"fake_a": dataclasses.replace(fake_models["fake_a"], max_concurrency=3),
+              "fake_b": fake_models["fake_b"]}
+    cfg = SimpleNamespace(model=models)
+    prompts = expand_design(items, personas, models, DesignConfig(replicates=1, seed=3))
+    backends = {name: create_backend(config) for name, config in models.items()}
+    planned = plan_requests(prompts, backends, models)
+    with ResponseStore(":memory:") as store:
+        assert math.isnan(seconds_per_prompt(cfg, prompts, store))
+        for item in planned[::2]:  # every other prompt answered, each model some
+            latency = 3.0 if item.model_name == "fake_a" else 1.0
+            store.put_ok(item.key, backends[item.model_name].identity(),
+                         item.request.as_payload(), "APPROVE", 1, latency)
+        assert seconds_per_prompt(cfg, prompts, store) == pytest.approx(1.0)

@@ -10,8 +10,10 @@ false-fail rate (audit.methods.rasch.power), simulated from a past run's varianc
 estimate: requests still to send (the response store already holds the rest), prompt and
 completion tokens, and minutes at the median latency of this model's earlier answers (NaN until
 the store holds some). With design.adaptive=true each simulated audit asks in rounds and stops
-as the audit would, and ``prompts_asked`` is what it is expected to spend. Nothing is sent to any
-model. Writes ``plan.csv`` in paths.output_dir.
+as the audit would, and ``prompts_asked`` is what it is expected to spend; a time budget
+(design.max_answer_minutes) is spent at the store's median latency a prompt, and is not simulated
+until the store holds some of this model's answers. Nothing is sent to any model. Writes
+``plan.csv`` in paths.output_dir.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from audit.logs import quiet_noisy_loggers
 from audit.methods.rasch.pilot import run_components
 from audit.methods.rasch.power import config_components, simulate_power
 from audit.methods.rasch.simulation import VarianceComponents
-from audit.llm.preflight import estimate
+from audit.llm.preflight import estimate, seconds_to_answer
 from audit.errors import AuditError
 from audit.methods.rasch.adaptive_run import pool_tokens
 from audit.methods.rasch.design import design_stage
@@ -79,6 +81,15 @@ def scaled_cost(cost: dict[str, float], prompts: pl.DataFrame, attribute: str,
     return scaled
 
 
+def seconds_per_prompt(cfg: AuditConfig, prompts: pl.DataFrame, store: ResponseStore) -> float:
+    """The design's answering time a prompt, as the preflight times a run (each model's median
+    latency in the store over its concurrency); NaN until the store holds its answers."""
+    names = sorted(prompts.get_column("model_name").unique().to_list())
+    backends = {name: create_backend(cfg.model[name]) for name in names}
+    planned = plan_requests(prompts, backends, cfg.model)
+    return seconds_to_answer(planned, store, concurrency_limits(backends, cfg.model)) / len(planned)
+
+
 def planning_components(cfg: AuditConfig) -> VarianceComponents | tuple[VarianceComponents, ...]:
     """What the simulations are drawn from: a past run's measured components at one of its
     posterior draws per simulation (plan.from_run), else the plan.* figures."""
@@ -93,8 +104,11 @@ def planning_components(cfg: AuditConfig) -> VarianceComponents | tuple[Variance
 def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
     """Power and cost of every planned design size, one row per model, size and attribute."""
     prompts = design_stage(cfg)
+    timed = cfg.design.adaptive and cfg.design.max_answer_minutes is not None
     power = simulate_power(prompts, cfg.plan, cfg.fit, planning_components(cfg),
-                           design=cfg.design, tokens_per_prompt=pool_tokens(cfg, prompts))
+                           design=cfg.design, tokens_per_prompt=pool_tokens(cfg, prompts),
+                           seconds_per_prompt=(seconds_per_prompt(cfg, prompts, store)
+                                               if timed else None))
     costs = []
     for replicates in cfg.plan.replicates:
         cost = design_cost(cfg, replicates, store)

@@ -28,19 +28,25 @@ def estimate(planned: list[Planned], store: ResponseStore,
     the median latency of this model's earlier answers in the store (NaN when it has none)."""
     missing = [item for item in planned if store.get(item.key) is None]
     prompt_chars = sum(len(m.content) for item in missing for m in item.request.messages)
-    seconds = 0.0
-    identities = {item.model_name: item.identity for item in missing}
-    for name, identity in identities.items():
-        to_send = sum(item.model_name == name for item in missing)
-        latencies = sorted(store.latencies(identity))
-        if not latencies:
-            seconds = float("nan")
-        else:
-            seconds += to_send * latencies[len(latencies) // 2] / concurrency[name]
     return {"prompts": len(planned), "stored": len(planned) - len(missing),
             "to_send": len(missing), "prompt_tokens": prompt_chars // CHARS_PER_TOKEN,
             "max_completion_tokens": sum(item.request.max_tokens for item in missing),
-            "seconds": seconds}
+            "seconds": seconds_to_answer(missing, store, concurrency)}
+
+
+def seconds_to_answer(planned: list[Planned], store: ResponseStore,
+                      concurrency: dict[str, int]) -> float:
+    """The time these requests would take at the median latency of each model's earlier answers
+    in the store, over its concurrency (NaN when a model has none)."""
+    seconds = 0.0
+    identities = {item.model_name: item.identity for item in planned}
+    for name, identity in identities.items():
+        count = sum(item.model_name == name for item in planned)
+        latencies = sorted(store.latencies(identity))
+        if not latencies:
+            return float("nan")
+        seconds += count * latencies[len(latencies) // 2] / concurrency[name]
+    return seconds
 
 
 # Pre-flight failures that mean no request to this server can succeed now.

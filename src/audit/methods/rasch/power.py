@@ -132,11 +132,12 @@ def ci_failures(contrasts: pl.DataFrame) -> dict[tuple[str, str, str, str], bool
 
 def one_simulation(prompts: pl.DataFrame, components: VarianceComponents, effects: Effects,
                    fit: FitConfig, sampler: CompiledSampler, rng: np.random.Generator,
-                   planted: tuple[str, str, str], rule: AdaptiveRule | None = None
-                   ) -> pl.DataFrame:
+                   planted: tuple[str, str, str], rule: AdaptiveRule | None = None,
+                   seconds_per_prompt: float | None = None) -> pl.DataFrame:
     """One simulated audit's contrasts with their width, true gap, CI outcome and the prompts it
     asked: the whole design in one fit, or with ``rule`` round by round as an adaptive audit
-    asks it (run_adaptive reading the simulated labels of the prompts it picks)."""
+    asks it (run_adaptive reading the simulated labels of the prompts it picks; a time budget
+    spent at ``seconds_per_prompt`` a prompt asked)."""
     outcomes = simulate_outcomes(prompts, components, effects, rng)
     fit = dataclasses.replace(fit, seed=int(rng.integers(2**31)))
     confusion = components.gold_counts(fit.outcome)
@@ -144,8 +145,17 @@ def one_simulation(prompts: pl.DataFrame, components: VarianceComponents, effect
         contrasts = fit_rasch(outcomes, fit, sample=sampler, confusion=confusion).contrasts
         asked = prompts.height
     else:
-        answer = answers_from(outcomes.with_columns(prompts.get_column("replicate")))
-        run = run_adaptive(prompts, answer, fit, rule, sample=sampler, confusion=confusion)
+        read = answers_from(outcomes.with_columns(prompts.get_column("replicate")))
+        asked_so_far = [0]
+
+        def answer(chosen: pl.DataFrame, round_index: int) -> pl.DataFrame:
+            asked_so_far[0] += chosen.height
+            return read(chosen, round_index)
+
+        clock = (None if seconds_per_prompt is None
+                 else (lambda: seconds_per_prompt * asked_so_far[0]))
+        run = run_adaptive(prompts, answer, fit, rule, sample=sampler, confusion=confusion,
+                           answer_seconds=clock)
         contrasts, asked = run.fit.contrasts, run.prompts
     failed = ci_failures(contrasts)
     attribute, level_a, level_b = planted
@@ -170,7 +180,8 @@ def half_width(p: float, n: int) -> float:
 def simulate_option(prompts: pl.DataFrame, components: tuple[VarianceComponents, ...],
                     effects: Effects, fit: FitConfig, plan: PlanConfig, rng: np.random.Generator,
                     planted: tuple[str, str, str], sampler: CompiledSampler,
-                    rule: AdaptiveRule | None = None) -> pl.DataFrame:
+                    rule: AdaptiveRule | None = None,
+                    seconds_per_prompt: float | None = None) -> pl.DataFrame:
     """Every simulation of one design option, stopping once each model's power is as precise as
     plan.precision (after plan.min_simulations, at most plan.simulations); simulation k draws
     from ``components[k]`` (cycling when there are fewer)."""
@@ -178,7 +189,8 @@ def simulate_option(prompts: pl.DataFrame, components: tuple[VarianceComponents,
     while len(runs) < plan.simulations:
         drawn_from = components[len(runs) % len(components)]
         runs.append(one_simulation(prompts, drawn_from, effects, fit, sampler, rng, planted,
-                                   rule).with_columns(simulation=pl.lit(len(runs))))
+                                   rule, seconds_per_prompt)
+                    .with_columns(simulation=pl.lit(len(runs))))
         if len(runs) >= plan.min_simulations:
             power = pl.concat(runs).filter("planted").group_by("model_name").agg(
                 pl.col("ci_fails").mean().alias("p"))
@@ -224,7 +236,8 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
                    components: VarianceComponents | Sequence[VarianceComponents],
                    sampler: CompiledSampler | None = None,
                    design: DesignConfig | None = None,
-                   tokens_per_prompt: float | None = None) -> pl.DataFrame:
+                   tokens_per_prompt: float | None = None,
+                   seconds_per_prompt: float | None = None) -> pl.DataFrame:
     """Expected HDI widths, the power of the CI decision and the prompts asked per design option
     and model.
 
@@ -234,7 +247,8 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
     ``design`` with ``adaptive`` on: each simulated audit asks in rounds and stops as the audit
     would (its design.* rule for each option's size), so ``prompts_asked`` is what it expects to
     spend and the power is the adaptive design's (``tokens_per_prompt``: the design's estimate,
-    for design.max_tokens_budget)."""
+    for design.max_tokens_budget; ``seconds_per_prompt``: the store's, for
+    design.max_answer_minutes, which is not simulated without it)."""
     draws = (components,) if isinstance(components, VarianceComponents) else tuple(components)
     if not draws:
         raise ValueError("simulate_power needs at least one set of variance components")
@@ -254,20 +268,29 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
     planted = (plan.attribute, level_a, level_b)
     fit_config = plan_fit_config(fit, plan)
     rng = np.random.default_rng(plan.seed)
+    timed = (design is not None and design.adaptive and design.max_answer_minutes is not None
+             and seconds_per_prompt is not None and math.isfinite(seconds_per_prompt)
+             and seconds_per_prompt > 0)
     if design is not None and design.adaptive and design.max_answer_minutes is not None:
-        logger.info("plan: design.max_answer_minutes is not simulated (simulated answers take no "
-                    "time); the plan spends the prompt budget, and its minutes column (the "
-                    "store's median latency) says what that takes")
+        if timed:
+            logger.info("plan: design.max_answer_minutes spent at %.2f s a prompt (the median "
+                        "latency of this model's answers in the store)", seconds_per_prompt)
+        else:
+            logger.info("plan: design.max_answer_minutes is not simulated (the store holds no "
+                        "answer of this model to time a prompt by); the plan spends the prompt "
+                        "budget")
     tables = []
     for multiple in plan.persona_multiples:
         for replicates in plan.replicates:
             option = resized_design(prompts, replicates, multiple, plan.attribute)
-            rule = (dataclasses.replace(design_rule(design, fit_config.familywise_alpha,
-                                                    option.height, tokens_per_prompt),
-                                        max_answer_seconds=None)
+            rule = (design_rule(design, fit_config.familywise_alpha, option.height,
+                                tokens_per_prompt)
                     if design is not None and design.adaptive else None)
+            if rule is not None and not timed:
+                rule = dataclasses.replace(rule, max_answer_seconds=None)
             runs = simulate_option(option, draws, effects, fit_config, plan, rng, planted,
-                                   sampler or CompiledSampler(engine=fit_config.engine), rule)
+                                   sampler or CompiledSampler(engine=fit_config.engine), rule,
+                                   seconds_per_prompt if timed else None)
             respondents = option.get_column("respondent_id").n_unique()
             tables.append(summarise_option(runs, multiple, replicates, respondents, gap,
                                             1.0 if level_a < level_b else -1.0))
