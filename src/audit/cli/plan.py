@@ -27,11 +27,11 @@ import hydra
 import polars as pl
 from omegaconf import DictConfig
 
-from audit.llm.backends import BackendError, create_backend
+from audit.llm.backends import BackendError
 from audit.config import CONF_DIR
 from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.config_errors import one_line_config_errors
-from audit.llm.engine import concurrency_limits, plan_requests
+from audit.llm.engine import Planned, concurrency_limits, plan_requests
 from audit.logs import quiet_noisy_loggers
 from audit.methods.rasch.pilot import run_components
 from audit.methods.rasch.power import config_components, simulate_power
@@ -39,7 +39,7 @@ from audit.methods.rasch.simulation import VarianceComponents
 from audit.llm.preflight import estimate, seconds_to_answer
 from audit.errors import AuditError
 from audit.methods.rasch.adaptive_run import pool_tokens
-from audit.methods.rasch.design import design_stage
+from audit.methods.rasch.design import backends_for, design_stage
 from audit.llm.store import ResponseStore
 from audit.tables import write_frame
 
@@ -48,14 +48,19 @@ COST_COLUMNS = ("prompts", "to_send", "prompt_tokens", "max_completion_tokens", 
 register_configs()
 
 
+def planned_requests(cfg: AuditConfig, prompts: pl.DataFrame
+                     ) -> tuple[list[Planned], dict[str, int]]:
+    """The prompts as the engine would send them, and each model's concurrency."""
+    backends = backends_for(cfg, prompts)
+    return plan_requests(prompts, backends, cfg.model), concurrency_limits(backends, cfg.model)
+
+
 def design_cost(cfg: AuditConfig, replicates: int, store: ResponseStore) -> dict[str, float]:
     """The preflight estimate of the composed design with this many replicates."""
     prompts = design_stage(dataclasses.replace(
         cfg, design=dataclasses.replace(cfg.design, replicates=replicates)))
-    names = sorted(prompts.get_column("model_name").unique().to_list())
-    backends = {name: create_backend(cfg.model[name]) for name in names}
-    planned = plan_requests(prompts, backends, cfg.model)
-    figures = estimate(planned, store, concurrency_limits(backends, cfg.model))
+    planned, concurrency = planned_requests(cfg, prompts)
+    figures = estimate(planned, store, concurrency)
     return {"prompts": figures["prompts"], "to_send": figures["to_send"],
             "prompt_tokens": figures["prompt_tokens"],
             "max_completion_tokens": figures["max_completion_tokens"],
@@ -84,10 +89,8 @@ def scaled_cost(cost: dict[str, float], prompts: pl.DataFrame, attribute: str,
 def seconds_per_prompt(cfg: AuditConfig, prompts: pl.DataFrame, store: ResponseStore) -> float:
     """The design's answering time a prompt, as the preflight times a run (each model's median
     latency in the store over its concurrency); NaN until the store holds its answers."""
-    names = sorted(prompts.get_column("model_name").unique().to_list())
-    backends = {name: create_backend(cfg.model[name]) for name in names}
-    planned = plan_requests(prompts, backends, cfg.model)
-    return seconds_to_answer(planned, store, concurrency_limits(backends, cfg.model)) / len(planned)
+    planned, concurrency = planned_requests(cfg, prompts)
+    return seconds_to_answer(planned, store, concurrency) / len(planned)
 
 
 def planning_components(cfg: AuditConfig) -> VarianceComponents | tuple[VarianceComponents, ...]:

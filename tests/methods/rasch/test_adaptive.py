@@ -280,16 +280,11 @@ def test_a_time_budget_ends_the_run_at_its_last_look_with_the_last_looks_alpha()
     labels = pool.select(pl.col("respondent_id").alias("respondent"),
                          pl.col("item_id").alias("item"), "replicate", "model_name",
                          "persona_kind", "gender", "race", pl.lit(1).alias("y"))
-    asked = []
-
-    def answer(chosen: pl.DataFrame, _round: int) -> pl.DataFrame:
-        asked.append(chosen.height)
-        return answers_from(labels)(chosen, _round)
-
     rule = AdaptiveRule(round_prompts=40, max_prompts=pool.height, futility=0.0,
                         max_answer_seconds=150.0)
+    answer = answers_from(labels)
     run = run_adaptive(pool, answer, FitConfig(model="population", seed=1), rule,
-                       sample=prior_sampler, answer_seconds=lambda: 2.0 * sum(asked))
+                       sample=prior_sampler, answer_seconds=lambda asked: 2.0 * asked.height)
     alphas = look_alphas(rule, planned_looks(rule, pool.height))
     assert len(alphas) == 4 and run.stop == "budget"
     assert run.rounds["prompts"].to_list() == [38, 75]

@@ -327,15 +327,16 @@ def answers_from(labels: pl.DataFrame) -> Answer:
 def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule: AdaptiveRule,
                  sample: SampleFunction | None = None, confusion=None,
                  on_round: OnRound | None = None,
-                 answer_seconds: Callable[[], float] | None = None) -> AdaptiveRun:
+                 answer_seconds: Callable[[pl.DataFrame], float] | None = None
+                 ) -> AdaptiveRun:
     """Rounds of asking, fitting and choosing until a stop (module docstring).
 
     ``answer`` gets the chosen pool rows and the round number and returns their outcome rows
     (fit_rasch's long table); ``sample`` and ``confusion`` are fit_rasch's (``confusion`` may
     be a function, called before each fit: a run labels its gold set in round 0); ``on_round``
-    sees each look's trajectory row and fit as it is made; ``answer_seconds`` gives the
-    answering time the asked prompts took (a run reads the store; needed for
-    ``rule.max_answer_seconds``)."""
+    sees each look's trajectory row and fit as it is made; ``answer_seconds`` gets the pool
+    rows asked so far and gives the answering time they took (a run reads the store; needed
+    for ``rule.max_answer_seconds``)."""
     pool = check_pool(pool)
     if fit_config.model not in CELL_MODELS:
         raise AuditError(f"an adaptive design fits fit.model in {', '.join(CELL_MODELS)}; got "
@@ -359,7 +360,7 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
         if fit.contrasts.is_empty():
             raise AuditError("an adaptive design needs contrasts to decide: set fit.attributes "
                              "to persona columns with at least two levels")
-        seconds = answer_seconds() if answer_seconds is not None else None
+        seconds = answer_seconds(asked) if answer_seconds is not None else None
         affordable = prompts_affordable(rule, seconds, asked.height)
         reachable = budget if affordable is None else min(budget, asked.height + affordable)
         if reachable < budget:

@@ -83,9 +83,9 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
 
     concurrency = concurrency_limits(backends_for(cfg, prompts), models)
 
-    def spent() -> float:
+    def spent(_asked: pl.DataFrame) -> float:
         # design.max_answer_minutes counts recorded latencies, so a rerun from the store spends
-        # the same time and stops at the same look.
+        # the same time and stops at the same look (the answers are those of the rows asked).
         return answering_seconds(pl.concat(answered), prompts, concurrency)
 
     rule = design_rule(cfg.design, cfg.fit.familywise_alpha, prompts.height,

@@ -145,15 +145,9 @@ def one_simulation(prompts: pl.DataFrame, components: VarianceComponents, effect
         contrasts = fit_rasch(outcomes, fit, sample=sampler, confusion=confusion).contrasts
         asked = prompts.height
     else:
-        read = answers_from(outcomes.with_columns(prompts.get_column("replicate")))
-        asked_so_far = [0]
-
-        def answer(chosen: pl.DataFrame, round_index: int) -> pl.DataFrame:
-            asked_so_far[0] += chosen.height
-            return read(chosen, round_index)
-
+        answer = answers_from(outcomes.with_columns(prompts.get_column("replicate")))
         clock = (None if seconds_per_prompt is None
-                 else (lambda: seconds_per_prompt * asked_so_far[0]))
+                 else (lambda asked: seconds_per_prompt * asked.height))
         run = run_adaptive(prompts, answer, fit, rule, sample=sampler, confusion=confusion,
                            answer_seconds=clock)
         contrasts, asked = run.fit.contrasts, run.prompts
@@ -268,10 +262,11 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
     planted = (plan.attribute, level_a, level_b)
     fit_config = plan_fit_config(fit, plan)
     rng = np.random.default_rng(plan.seed)
-    timed = (design is not None and design.adaptive and design.max_answer_minutes is not None
-             and seconds_per_prompt is not None and math.isfinite(seconds_per_prompt)
+    time_budget = (design is not None and design.adaptive
+                   and design.max_answer_minutes is not None)
+    timed = (time_budget and seconds_per_prompt is not None and math.isfinite(seconds_per_prompt)
              and seconds_per_prompt > 0)
-    if design is not None and design.adaptive and design.max_answer_minutes is not None:
+    if time_budget:
         if timed:
             logger.info("plan: design.max_answer_minutes spent at %.2f s a prompt (the median "
                         "latency of this model's answers in the store)", seconds_per_prompt)
