@@ -107,11 +107,10 @@ def planning_components(cfg: AuditConfig) -> VarianceComponents | tuple[Variance
 def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
     """Power and cost of every planned design size, one row per model, size and attribute."""
     prompts = design_stage(cfg)
-    timed = cfg.design.adaptive and cfg.design.max_answer_minutes is not None
+    # simulate_power decides whether the design has a time budget to spend it on.
     power = simulate_power(prompts, cfg.plan, cfg.fit, planning_components(cfg),
                            design=cfg.design, tokens_per_prompt=pool_tokens(cfg, prompts),
-                           seconds_per_prompt=(seconds_per_prompt(cfg, prompts, store)
-                                               if timed else None))
+                           seconds_per_prompt=seconds_per_prompt(cfg, prompts, store))
     costs = []
     for replicates in cfg.plan.replicates:
         cost = design_cost(cfg, replicates, store)
