@@ -10,9 +10,10 @@ gaps inside the prior's bulk a prior-shrunk posterior covers more. --exact-judge
 truth (no judge error, no correction); --gold-per-class sets how many gold answers a class the
 judge's rates are known from (many: the judge cut's imputations all but agree). Per cell the
 table also gives the planted contrast's posterior sd against the sd of its posterior mean's
-error (sd_ratio: above 1, intervals wider than the estimate's own error) and the bias; per text
-sd, the slope of the posterior mean on the planted gap (1: no shrinkage). --replicates 2 asks
-every prompt twice (the design before e0351c3): more data against the same priors.
+error (sd_ratio: above 1, intervals wider than the estimate's own error), the bias and the
+text spread's posterior mean (text_spread, against the simulated text sd); per text sd, the
+slope of the posterior mean on the planted gap (1: no shrinkage). --replicates 2 asks every
+prompt twice (the design before e0351c3): more data against the same priors.
 --attribute-prior-sd replaces the fit's level-effect prior sd (explanatory.ATTRIBUTE_PRIOR_SD)
 for this run, to measure how much of the coverage the gap's prior sets; --null-ratio-sd likewise
 replaces the sd of log(null spread / text spread) (explanatory.NULL_RATIO_LOG_SD), to measure how
@@ -145,6 +146,15 @@ def score(contrasts: pl.DataFrame, gap: float,
             "race_width": float((race["hdi_high"] - race["hdi_low"]).mean())}
 
 
+def text_spread(idata) -> float:
+    """The posterior mean of the text spread inside a cell (sigma_residual; nan for a fit
+    without one): next to the simulated text sd it shows how well the design identifies it."""
+    posterior = posterior_draws(idata)
+    if "sigma_residual" not in posterior:
+        return math.nan
+    return float(posterior["sigma_residual"].mean())
+
+
 def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig, text_sds,
                    gaps, seeds: int, check: int, rng: np.random.Generator,
                    exact_judge: bool = False, gold_per_class: int | None = None
@@ -169,7 +179,8 @@ def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig, t
                                  confusion=confusion)
                 scored = score(fast.contrasts, planted, effects)
                 rows.append({"text_sd": text_sd, "gap": gap, "planted": planted, "seed": seed,
-                             "rhat_max": fast.diagnostics.rhat_max, **scored})
+                             "rhat_max": fast.diagnostics.rhat_max,
+                             "text_spread": text_spread(fast.idata), **scored})
                 if len(checks) < check:
                     full = score(fit_rasch(outcomes, dataclasses.replace(full_fit, seed=seed),
                                            confusion=confusion).contrasts, planted, effects)
@@ -314,6 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         pl.col("sd").mean().alias("posterior_sd"),
         (pl.col("mean") - pl.col("planted")).std().alias("error_sd"),
         (pl.col("mean") - pl.col("planted")).mean().alias("bias"),
+        # The text spread's posterior mean against the simulated text sd: a design whose texts
+        # get few answers cannot tell a small spread from a moderate one, and the contrasts'
+        # intervals then carry the larger (sd_ratio above 1 at small text sds).
+        pl.col("text_spread").mean(),
     ).with_columns(sd_ratio=pl.col("posterior_sd") / pl.col("error_sd")).sort("text_sd", "gap")
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=160, tbl_hide_dataframe_shape=True):
         print(cells)
