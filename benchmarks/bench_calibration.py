@@ -146,15 +146,6 @@ def score(contrasts: pl.DataFrame, gap: float,
             "race_width": float((race["hdi_high"] - race["hdi_low"]).mean())}
 
 
-def text_spread(idata) -> float:
-    """The posterior mean of the text spread inside a cell (sigma_residual; nan for a fit
-    without one): next to the simulated text sd it shows how well the design identifies it."""
-    posterior = posterior_draws(idata)
-    if "sigma_residual" not in posterior:
-        return math.nan
-    return float(posterior["sigma_residual"].mean())
-
-
 def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig, text_sds,
                    gaps, seeds: int, check: int, rng: np.random.Generator,
                    exact_judge: bool = False, gold_per_class: int | None = None
@@ -180,7 +171,10 @@ def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig, t
                 scored = score(fast.contrasts, planted, effects)
                 rows.append({"text_sd": text_sd, "gap": gap, "planted": planted, "seed": seed,
                              "rhat_max": fast.diagnostics.rhat_max,
-                             "text_spread": text_spread(fast.idata), **scored})
+                             # What the planner reads as the run's text sd (plan_widths too).
+                             "text_spread": posterior_components(
+                                 posterior_draws(fast.idata), prompts, tuple(ATTRIBUTES),
+                                 components).text_sd, **scored})
                 if len(checks) < check:
                     full = score(fit_rasch(outcomes, dataclasses.replace(full_fit, seed=seed),
                                            confusion=confusion).contrasts, planted, effects)
