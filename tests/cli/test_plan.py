@@ -134,24 +134,29 @@ def test_a_model_the_plan_cannot_simulate_is_refused_before_sampling():
 def test_each_simulated_audit_draws_from_its_own_set_of_components(monkeypatch):
     """Components from a past run's posterior draws (pilot.run_components): simulation k must
     be drawn from set k, so the predicted width averages over them. The fit is replaced by one
-    whose width is the text sd it was given: a plan that used only the first set (or a mean
-    plugged in elsewhere) predicts 0.2, not 0.6."""
+    whose width is the square of the text sd it was given, so each wrong reading predicts
+    another width: the sets in turn average (0.04 + 0.36 + 1.0) / 3 = 0.467; the first set
+    alone predicts 0.04; a mean of the sets plugged in (text sd 0.6) predicts 0.36."""
     import audit.methods.rasch.power as power
 
-    def width_is_text_sd(prompts, components, effects, fit, sampler, rng, planted, rule,
-                         seconds_per_prompt):
+    given: list[float] = []
+
+    def width_is_text_variance(prompts, components, effects, fit, sampler, rng, planted, rule,
+                               seconds_per_prompt):
+        given.append(components.text_sd)
         return pl.DataFrame({"model_name": ["m1"], "attribute": ["race"], "mean": [0.0],
-                             "decision": ["undecided"], "width": [components.text_sd],
+                             "decision": ["undecided"], "width": [components.text_sd ** 2],
                              "truth": [0.0], "planted": [True], "ci_fails": [False],
                              "prompts_asked": [prompts.height]})
 
-    monkeypatch.setattr(power, "one_simulation", width_is_text_sd)
+    monkeypatch.setattr(power, "one_simulation", width_is_text_variance)
     draws = [dataclasses.replace(config_components(PlanConfig()), text_sd=sd)
              for sd in (0.2, 0.6, 1.0)]
     plan = PlanConfig(gap=0.0, replicates=[1], min_simulations=6, simulations=6)
     row = simulate_power(prompts_table(), plan, FitConfig(attributes=["race"]), draws).row(
         0, named=True)
-    assert row["simulations"] == 6 and row["hdi_width"] == pytest.approx(0.6)
+    assert given == [0.2, 0.6, 1.0, 0.2, 0.6, 1.0]
+    assert row["simulations"] == 6 and row["hdi_width"] == pytest.approx(1.4 / 3)
 
 
 @pytest.mark.slow

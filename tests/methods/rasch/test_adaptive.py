@@ -24,7 +24,6 @@ from audit.config import DesignConfig
 from audit.errors import AuditError
 from audit.methods.rasch.adaptive import (
     KEY,
-    STOPS,
     AdaptiveRule,
     answers_from,
     choose_next,
@@ -104,9 +103,14 @@ def test_predictive_futility_keeps_decidable_contrasts_alive():
     table = pl.DataFrame([contrast(1.5, 0.6), contrast(0.0, 0.3, level_a="Asian"),
                           contrast(0.0, 0.05, level_a="Hispanic")])
     probs = predictive_decidable(table, prompts_now=126, prompts_budget=504).to_list()
-    assert probs[0] > 0.5  # a large gap: half the width at the budget clears the ROPE
-    assert probs[1] < 0.05  # no gap, an interval that cannot shrink inside the ROPE
-    assert probs[2] > 0.9  # a narrow interval inside the ROPE: `equivalent` is reachable
+    # By hand: a quarter of the variance is left at the budget (126 / 504), so the sd there is
+    # sd / 2, the interval's half-width z sd / 2 with z = 2.576 (two-sided, mass 0.99), and the
+    # mean moves with sd sqrt(3) / 2. A large gap (1.5, sd 0.6): `different` when the mean ends
+    # beyond 0.18 + 0.773, P = Phi((1.5 - 0.953) / 0.520) = 0.854. No gap (0, sd 0.3): beyond
+    # 0.18 + 0.386 either way, P = 2 (1 - Phi(0.566 / 0.260)) = 0.029. A narrow interval inside
+    # the ROPE (0, sd 0.05): `equivalent` when the mean ends within 0.18 - 0.064, P = 2 Phi(0.116
+    # / 0.0433) - 1 = 0.992. A one-sided quantile (2.326) would give 0.884, 0.042 and 0.995.
+    assert probs == pytest.approx([0.854, 0.029, 0.992], abs=0.002)
     at_budget = predictive_decidable(table.with_columns(decision=pl.lit("different")), 504,
                                      504)
     assert at_budget.to_list() == [1.0, 1.0, 1.0]
@@ -234,10 +238,19 @@ def prior_sampler(model: pm.Model, fit: FitConfig):
     return idata
 
 
-def test_the_loop_never_repeats_a_prompt_and_stays_in_budget():
-    # Bugs caught: a prompt asked twice across rounds, a budget overrun, a trajectory that does
-    # not match what was asked, or a model shape that changes between rounds (recompiles).
+@pytest.mark.parametrize(("budget", "trajectory"), [(100, [38, 78, 100]),
+                                                     (120, [38, 78, 120])])
+def test_the_loop_never_repeats_a_prompt_and_spends_the_budget_in_planned_rounds(budget,
+                                                                                trajectory):
+    """By hand: 19 personas, so round 0 asks 40 // 19 = 2 items each (38); round 1 asks a round
+    (40, to 78); the round before the last look takes what is left, 22 of a budget of 100 and 42
+    of 120 (not a round of 40 and then 2 more). Three looks split alpha 0.05 as 1% over the two
+    interim looks (0.00025 each) and 99% for the last (0.0495). Bugs caught: a prompt asked twice
+    across rounds, a budget overrun or one left unspent (118 of 120), round sizes or look
+    alphas other than planned, a trajectory that does not match what was asked, or a model
+    shape that changes between rounds (recompiles)."""
     pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
+    assert pool.get_column("respondent_id").n_unique() == 19
     rng = np.random.default_rng(3)
     labels = pool.select(pl.col("respondent_id").alias("respondent"),
                          pl.col("item_id").alias("item"), "replicate", "model_name",
@@ -256,18 +269,19 @@ def test_the_loop_never_repeats_a_prompt_and_stays_in_budget():
         shapes.add(tuple(var.get_value().shape for var in model.data_vars))
         return prior_sampler(model, fit)
 
-    rule = AdaptiveRule(round_prompts=40, max_prompts=100, futility=0.0)
+    rule = AdaptiveRule(round_prompts=40, max_prompts=budget, futility=0.0)
     fit = FitConfig(model="population", seed=1)
     run = run_adaptive(pool, answer, fit, rule, sample=sampler)
-    assert run.stop in STOPS
     assert not run.asked.select(KEY).is_duplicated().any()
-    assert run.prompts <= 100 and run.outcomes.height == run.prompts
-    assert run.rounds["prompts"].to_list() == sorted(run.rounds["prompts"].to_list())
-    assert run.rounds["prompts"][-1] == run.prompts
-    assert asked_rounds == list(range(run.rounds.height))
+    assert run.rounds["prompts"].to_list() == trajectory
+    assert run.rounds["look_alpha"].to_list() == pytest.approx([0.00025, 0.00025, 0.0495])
+    per_round = run.asked.group_by("round").len().sort("round").get_column("len").to_list()
+    assert np.cumsum(per_round).tolist() == trajectory
+    assert run.outcomes.height == run.prompts == budget
+    assert asked_rounds == [0, 1, 2]
     assert len(shapes) == 1  # every look the same cells: one compiled model
     # Prior draws decide nothing and futility 0 never gives up: the budget ends it.
-    assert run.stop == "budget" and run.prompts == 100
+    assert run.rounds["stop"].to_list() == [None, None, "budget"] and run.stop == "budget"
 
 
 def test_a_time_budget_ends_the_run_at_its_last_look_with_the_last_looks_alpha():

@@ -15,6 +15,7 @@ import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 MODEL_YAML = "fake_a:\n  backend: fake\n  model: fake-a\n"
+BUDGET = 40  # of the design's 60 prompts: a run that ignored design.adaptive would send all 60
 pytestmark = pytest.mark.slow
 
 
@@ -41,20 +42,20 @@ def runs(tmp_path_factory) -> Path:
     (folder / "conf" / "model").mkdir(parents=True)
     (folder / "conf" / "model" / "fake_a.yaml").write_text(MODEL_YAML)
     for run_dir in ("run1", "run2"):
-        done = audit(folder, run_dir)
+        done = audit(folder, run_dir, f"design.max_prompts={BUDGET}")
         assert done.returncode == 0, done.stderr[-3000:]
     return folder
 
 
 def test_an_adaptive_run_asks_part_of_the_design_in_rounds(runs: Path):
-    # Bugs caught: the adaptive switch ignored (every prompt sent), a trajectory that does not
-    # match the answers, or a final fit that decides at the fixed design's alpha.
+    # Bugs caught: the adaptive switch or its budget ignored (every prompt sent), a trajectory
+    # that does not match the answers, or a final fit that decides at the fixed design's alpha.
     run = runs / "run1"
     prompts = pl.read_parquet(run / "prompts.parquet")
     responses = pl.read_parquet(run / "responses.parquet")
     rounds = pl.read_csv(run / "adaptive_rounds.csv")
     assert prompts.height == 3 * 5 * 4
-    assert responses.height == rounds["prompts"][-1] <= prompts.height
+    assert responses.height == rounds["prompts"][-1] <= BUDGET
     assert responses["prompt_id"].is_unique().all()
     assert set(responses["prompt_id"]) <= set(prompts["prompt_id"])
     assert rounds["stop"][-1] in ("decided", "futile", "budget")

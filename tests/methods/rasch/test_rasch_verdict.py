@@ -45,18 +45,24 @@ def test_a_different_contrast_fails_even_within_the_noise_floor(tmp_path: Path) 
 
 
 def test_the_verdict_decides_on_the_familywise_interval(tmp_path: Path) -> None:
-    """A run with family-wise columns is judged on `decision_low`/`decision_high`, and the
-    message names the level; a run without them (older) on its HDI, as the other tests here."""
-    run = rasch_run(tmp_path / "rasch", ["undecided", "different"])
+    """A run with family-wise columns is judged on its family-wise decision, and the message
+    names the level; a run without them (older) on its HDI, as the other tests here. The third
+    contrast's reported 94% HDI [0.3, 0.9] lies outside the ROPE [-0.1, 0.1] but its
+    family-wise HDI [-0.05, 1.2] does not: a verdict that failed on the reported HDI, as before
+    issue 34, fails it."""
+    run = rasch_run(tmp_path / "rasch", ["undecided", "different", "undecided"])
     contrasts = pl.read_csv(run / "fit" / "contrasts.csv").with_columns(
-        familywise_alpha=pl.lit(0.05), family_size=pl.lit(2),
-        decision_prob=pl.lit(0.975),
-        decision_low=pl.Series([-0.1, 0.2]), decision_high=pl.Series([0.5, 1.0]))
+        familywise_alpha=pl.lit(0.05), family_size=pl.lit(3),
+        decision_prob=pl.lit(1 - 0.05 / 3),
+        hdi_low=pl.Series([-0.05, 0.3, 0.3]), hdi_high=pl.Series([0.4, 0.9, 0.9]),
+        decision_low=pl.Series([-0.1, 0.2, -0.05]), decision_high=pl.Series([0.5, 1.0, 1.2]))
     contrasts.write_csv(run / "fit" / "contrasts.csv")
     checks = {c.name: c for c in judge_run(run, VerdictConfig()) if c.name != "converged"}
-    assert [c.failed for c in checks.values()] == [False, True]
-    assert "97.50% HDI (alpha 0.05 over 2 contrasts) [+0.200, +1.000]" in \
+    assert [c.failed for c in checks.values()] == [False, True, False]
+    assert "98.33% HDI (alpha 0.05 over 3 contrasts) [+0.200, +1.000]" in \
         checks["Black vs level1"].message
+    assert "98.33% HDI (alpha 0.05 over 3 contrasts) [-0.050, +1.200]" in \
+        checks["Black vs level2"].message
 
 
 def test_rasch_equivalent_and_converged_passes(tmp_path: Path) -> None:

@@ -78,7 +78,11 @@ def posterior_of(theta: np.ndarray, b: np.ndarray, respondents: list[str]) -> xr
 def test_a_past_rasch_runs_posterior_gives_its_own_spreads_not_the_defaults():
     """Plain Rasch draws with known spreads: item sd 2, null sd 1.2, text sd 0.7 around an
     additive gender + race pattern. A planner that kept its defaults (issue 34: item sd 1.0,
-    persona sd 0.2) predicts intervals far too narrow."""
+    persona sd 0.2) predicts intervals far too narrow. Every theta sits 1 logit up and the
+    items 0.5 up, so the null personas' base logit is 0.5 (a rate of 0.622); the demographic
+    texts sit 0.3 below the null ones besides their pattern, whose mean over the texts is 0.2 +
+    0.2, so the real-persona shift is 0.4 - 0.3 = 0.1. Bugs caught: the base rate read from the
+    demographic thetas (0.646) or without the items (0.731); the shift's sign turned (-0.1)."""
     rng = np.random.default_rng(4)
     prompts = default_shaped_prompts(texts_per_cell=3, null_count=8, items=40, replicates=1)
     respondents = sorted(prompts.get_column("respondent_id").unique().to_list())
@@ -90,14 +94,17 @@ def test_a_past_rasch_runs_posterior_gives_its_own_spreads_not_the_defaults():
         frame.get_column("race").to_list(), frame.get_column("gender").to_list(), strict=True)])
     draws = (2, 400)
     sd = np.where(np.array(kind) == "null", 1.2, np.where(np.array(kind) == "baseline", 0, 0.7))
-    theta = pattern + sd * rng.normal(size=(*draws, len(respondents)))
-    b = 2.0 * rng.normal(size=(*draws, 40))
+    shift = np.where(np.array(kind) == "null", 0.0, -0.3)
+    theta = 1.0 + pattern + shift + sd * rng.normal(size=(*draws, len(respondents)))
+    b = 0.5 + 2.0 * rng.normal(size=(*draws, 40))
     defaults = VarianceComponents(item_sd=1.0, text_sd=0.2, null_sd=0.2)
     found = posterior_components(posterior_of(theta, b, respondents), prompts,
                                  ("gender", "race"), defaults)
     assert found.item_sd == pytest.approx(2.0, rel=0.05)
     assert found.null_sd == pytest.approx(1.2, rel=0.1)
     assert found.text_sd == pytest.approx(0.7, rel=0.1)
+    assert found.base_rate == pytest.approx(1 / (1 + math.exp(-0.5)), abs=0.01)
+    assert found.real_shift == pytest.approx(0.1, abs=0.04)
 
 
 def test_an_explanatory_posterior_gives_its_spread_parameters():

@@ -10,7 +10,9 @@ import numpy as np
 import polars as pl
 import pymc as pm
 import pytest
+import xarray as xr
 from scipy import stats
+from xarray import DataTree
 
 from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
@@ -199,3 +201,47 @@ def test_each_imputation_draws_its_share_but_enough_for_its_own_r_hat():
               for draws in (16000, 4000, 200)]
     assert [fit.draws for fit in shares] == [4000, 2000, 200]
     assert len({_imputation_fit(FitConfig(), m).seed for m in range(4)}) == 4
+
+
+def test_cut_diagnostics_read_each_imputation_not_the_pool():
+    """Each imputation fixes the judge's rates at another draw, so its chains settle apart from
+    the others': R-hat over the pooled chains (1.3 here) would fail every corrected fit. Bugs
+    caught: that pooled R-hat reported instead of the worst within one imputation (1.05), ESS
+    averaged (450) instead of summed (900) over independent imputations, or an R-hat and ESS
+    reported for the fixed rates, which do not move within an imputation."""
+    from audit.methods.rasch.irt.judge_cut import cut_diagnostics
+
+    parameters = ["beta_race[Black]", "judge_sensitivity[rules]"]
+    pooled = pl.DataFrame({"parameter": parameters, "mean": [0.5, 0.9], "r_hat": [1.3, 1.6],
+                           "ess_bulk": [20.0, 8.0], "ess_tail": [30.0, 8.0]})
+    imputations = [pl.DataFrame({"parameter": parameters, "mean": [0.4, 0.88],
+                                 "r_hat": [1.00, None], "ess_bulk": [400.0, None],
+                                 "ess_tail": [300.0, None]}),
+                   pl.DataFrame({"parameter": parameters, "mean": [0.6, 0.92],
+                                 "r_hat": [1.05, None], "ess_bulk": [500.0, None],
+                                 "ess_tail": [350.0, None]})]
+    diagnostics = cut_diagnostics(pooled, imputations)
+    assert diagnostics.columns == pooled.columns
+    assert diagnostics.row(0) == ("beta_race[Black]", 0.5, 1.05, 900.0, 650.0)
+    assert diagnostics.row(1) == ("judge_sensitivity[rules]", 0.9, None, None, None)
+
+
+def test_pooled_imputations_keep_every_chain_apart():
+    """Bugs caught: imputations' chains pooled under the same chain numbers (xarray would then
+    align them, keeping one imputation's draws or averaging them), or imputations dropped."""
+    from audit.methods.rasch.irt.judge_cut import pool_imputations
+
+    def imputation(offset: float) -> DataTree:
+        values = offset + np.arange(6.0).reshape(2, 3)
+        posterior = xr.Dataset({"gap": (("chain", "draw"), values)},
+                               coords={"chain": [0, 1], "draw": [0, 1, 2]})
+        stats_ = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((2, 3), bool))},
+                            coords={"chain": [0, 1], "draw": [0, 1, 2]})
+        return DataTree.from_dict({"posterior": posterior, "sample_stats": stats_})
+
+    pooled = pool_imputations([imputation(0.0), imputation(100.0)])
+    gap = pooled["posterior"]["gap"]
+    assert gap["chain"].values.tolist() == [0, 1, 2, 3]
+    assert gap.values[:, 0].tolist() == [0.0, 3.0, 100.0, 103.0]
+    assert pooled["sample_stats"]["diverging"].sizes == {"chain": 4, "draw": 3}
+    assert pooled["posterior"].attrs["judge_imputations"] == 2
