@@ -37,6 +37,7 @@ from audit.methods.rasch.adaptive import (
     stop_reason,
 )
 from audit.methods.rasch.config import FitConfig
+from prior_samplers import prior_sampler
 from audit.methods.rasch.futility import contrast_states, predictive_decidable, text_floors
 from audit.methods.rasch.simulation import default_shaped_prompts
 
@@ -229,13 +230,6 @@ def test_selection_takes_items_that_split_answers_for_open_cells():
     chosen = choose_next(pool, pool.head(0), fit, states, rule, 2)
     assert set(chosen["item_id"]) == {"item_01"}
     assert set(chosen["respondent_id"]) == {"m/Black_man_0", "m/White_man_0"}
-
-
-def prior_sampler(model: pm.Model, fit: FitConfig):
-    with model:
-        idata = pm.sample_prior_predictive(draws=100, random_seed=fit.seed)
-    idata["posterior"] = idata["prior"].copy()
-    return idata
 
 
 @pytest.mark.parametrize(("budget", "trajectory"), [(100, [38, 78, 100]),

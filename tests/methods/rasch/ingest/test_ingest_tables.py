@@ -205,7 +205,7 @@ def test_imported_probabilities_go_through_the_probability_fit(tmp_path, monkeyp
     # on "none carries P(favourable)") and the row without one fitted as a NaN.
     import sys
     sys.path.insert(0, str(ROOT / "tests" / "methods" / "rasch" / "irt"))
-    from test_fit_stage_models import prior_sampler
+    from prior_samplers import prior_sampler
 
     import audit.methods.rasch.irt.rasch as rasch
     from audit.methods.configs import AuditConfig

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import polars as pl
-import pymc as pm
 import pytest
 
 import audit.methods.rasch.irt.rasch as rasch
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.config import FitConfig
+from prior_samplers import prior_sampler
 from audit.methods.rasch.analyse import read_fit, write_fit
 from audit.methods.rasch.analyse import fit_stage
 
@@ -24,13 +24,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from irt_simulation import simulate_audit  # noqa: E402
 
 LABEL_OF = {1: "favourable", 0: "needs_more_information"}
-
-
-def prior_sampler(model: pm.Model, fit: FitConfig):
-    with model:
-        idata = pm.sample_prior_predictive(draws=200, random_seed=fit.seed)
-    idata["posterior"] = idata["prior"].copy()
-    return idata
 
 
 @pytest.fixture

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pymc as pm
 import pytest
 
 import audit.methods.rasch.irt.rasch as rasch
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.config import FitConfig
+from prior_samplers import prior_sampler
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.analyse import read_fit, write_fit
 from audit.methods.rasch.analyse import fit_stage
@@ -27,13 +27,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from irt_simulation import simulate_audit  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
-
-
-def prior_sampler(model: pm.Model, fit: FitConfig):
-    with model:
-        idata = pm.sample_prior_predictive(draws=200, random_seed=fit.seed)
-    idata["posterior"] = idata["prior"].copy()
-    return idata
 
 
 @pytest.fixture

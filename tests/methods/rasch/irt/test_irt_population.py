@@ -12,7 +12,6 @@ import logging
 
 import numpy as np
 import polars as pl
-import pymc as pm
 import pytest
 import xarray as xr
 
@@ -20,6 +19,7 @@ import audit.methods.rasch.irt.rasch as rasch
 
 from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
+from prior_samplers import prior_sampler
 from audit.methods.rasch.irt import fit_rasch, parameter_table
 from audit.methods.rasch.irt.contrasts import level_contrasts
 from audit.methods.rasch.irt.explanatory import RespondentTable
@@ -87,13 +87,6 @@ def test_null_percentile_bootstraps_when_groups_outnumber_the_nulls():
     assert null_percentile(np.array([0.0, 2.0]), 2, 2, 1.5) == pytest.approx(87.5, abs=2.5)
     assert null_percentile(np.array([0.3]), 1, 1, 1.0) is None
     assert null_percentile(None, 1, 1, 1.0) is None
-
-
-def prior_sampler(model: pm.Model, fit: FitConfig):
-    with model:
-        idata = pm.sample_prior_predictive(draws=100, random_seed=fit.seed)
-    idata["posterior"] = idata["prior"].copy()
-    return idata
 
 
 def test_an_attribute_labelled_at_one_level_is_left_out_with_one_warning(monkeypatch, caplog):

@@ -34,7 +34,8 @@ from audit.methods.rasch.irt.probability import (
 
 sys.path.insert(0, str(Path(__file__).parent))
 from irt_simulation import persona_frame  # noqa: E402
-from test_fit_stage_models import GOLD, prior_sampler  # noqa: E402
+from prior_samplers import prior_sampler  # noqa: E402
+from test_fit_stage_models import GOLD  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 
