@@ -8,6 +8,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 
 from hydra import compose, initialize_config_dir
 
@@ -26,6 +27,7 @@ from audit.methods.rasch.power import (
     simulate_power,
 )
 from audit.methods.rasch.simulation import default_shaped_prompts
+from prior_samplers import prior_sampler
 
 RACES = ("A", "B")
 
@@ -157,6 +159,59 @@ def test_each_simulated_audit_draws_from_its_own_set_of_components(monkeypatch):
         0, named=True)
     assert given == [0.2, 0.6, 1.0, 0.2, 0.6, 1.0]
     assert row["simulations"] == 6 and row["hdi_width"] == pytest.approx(1.4 / 3)
+
+
+class PlantedPosterior:
+    """A stand-in for the plan's compiled sampler: the model's prior draws, with the race
+    effects replaced by fixed draws (evenly spaced normal quantiles, so every HDI is known):
+    Asian 0.6 +- 0.2, Black and Hispanic 0 +- 0.02, White 2.0 +- 0.1 (each level's draws in
+    their own order). So Black vs White and Hispanic vs
+    White lie far outside the ROPE at any level, and Asian vs Black and Asian vs Hispanic lie
+    outside it on their 94% HDIs ([0.23, 0.97]) but not on the family-wise 99.3% ones ([0.04,
+    1.16]) the CI verdict decides on."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    def __call__(self, model, fit):
+        idata = prior_sampler(model, fit, draws=200)
+        posterior = idata["posterior"].copy()
+        quantiles = stats.norm.ppf((np.arange(200) + 0.5) / 200)
+        rng = np.random.default_rng(0)
+        effect = posterior["effect_race"].copy()
+        levels = list(effect["level_race"].values)
+        values = np.zeros(effect.shape)  # (chain, draw, model, level_race)
+        for level, (mean, sd) in {"Asian": (0.6, 0.2), "Black": (0.0, 0.02),
+                                  "Hispanic": (0.0, 0.02), "White": (2.0, 0.1)}.items():
+            values[0, :, 0, levels.index(level)] = mean + sd * rng.permutation(quantiles)
+        posterior["effect_race"] = effect.copy(data=values)
+        posterior["effect_race_pooled"] = posterior["effect_race"].mean("model")
+        idata["posterior"] = posterior
+        self.seconds.append(0.0)
+        return idata
+
+
+def test_the_plan_reads_its_own_fits_through_the_familywise_ci_decision():
+    """The plan's whole path, fit to summary, on fits whose contrasts are known (PlantedPosterior):
+    a 1.5-logit gap planted on White against Black. The planted contrast (Black vs White, level_a
+    sorting first) fails CI in every simulation, its mean reads +2.0 as White minus Black, and no
+    contrast without a planted gap fails. Bugs caught: the plan's fit config losing
+    fit.familywise_alpha, so it decides on the 94% HDI (Asian vs Black and Asian vs Hispanic fail
+    and p_false_fail reads 1.0); the planted row marked only when level_a sorts first (no planted
+    row: p_ci_fails null); the mean's sign not turned to the planted level's (-2.0); a true gap
+    that reads level_a's effect alone (Asian vs White counted as a contrast without a gap, so
+    its failure as a false one)."""
+    prompts = default_shaped_prompts(items=4)
+    plan = PlanConfig(attribute="race", levels=["White", "Black"], gap=1.5, replicates=[1],
+                      min_simulations=2, simulations=2, gold_per_class=0)
+    fit = FitConfig(model="population", attributes=["gender", "race"])
+    table = simulate_power(prompts, plan, fit, config_components(plan),
+                           sampler=PlantedPosterior())
+    race = table.filter(pl.col("attribute") == "race").row(0, named=True)
+    assert race["simulations"] == 2 and race["prompts_asked"] == prompts.height
+    assert race["p_ci_fails"] == 1.0 and race["p_different"] == 1.0
+    assert race["gap_logit"] == 1.5 and race["gap_mean"] == pytest.approx(2.0, abs=0.01)
+    assert race["p_false_fail"] == 0.0
 
 
 @pytest.mark.slow
