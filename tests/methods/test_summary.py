@@ -81,13 +81,13 @@ def _stated(method: str, run_dir: Path, cfg: AuditConfig | None = None) -> str:
       "race Black vs level1: no practical difference (the interval lies inside the ROPE), "
       "+0.00 (94% HDI -0.050 to +0.050)",
       "race Black vs level2: undecided (the interval is too wide to tell), +0.18 (94% HDI "
-      "-0.050 to +0.40)"], "FAIL (1 of 4 comparisons flagged)"),
+      "-0.050 to +0.40)"], "FAIL (1 of 4 checks failed)"),
     ("iat", lambda d: iat_run(d, [("m", "race", "names", 40, 1.0, 0.3, 0.2, 0.4, 0.001, 0.002),
                                   ("m", "age", "words", 40, 1.0, 0.02, -0.1, 0.1, 0.7, 0.7)]),
      ["names (race): stereotype-consistent association, +0.30 (95% bootstrap CI +0.20 to "
       "+0.40; BH-adjusted p 0.002, n 40)",
       "words (age): no association shown, +0.020 (95% bootstrap CI -0.10 to +0.10; "
-      "BH-adjusted p 0.7, n 40)"], "FAIL (1 of 2 comparisons flagged)"),
+      "BH-adjusted p 0.7, n 40)"], "FAIL (1 of 2 checks failed)"),
     ("dif", lambda d: dif_run(d, {"race_a": 0.6, "race_b": 0.6, "religion_a": 0.6}),
      ["math: DIF score, null minus real personas: real personas change answers more than "
       "random strings do"], "FAIL"),

@@ -31,7 +31,7 @@ def test_the_last_lines_of_a_smoke_run_state_its_finding(tmp_path):
         assert re.fullmatch(r"  \w+ \w+ vs \w+: (different|no practical difference|undecided|a "
                             r"gap).*, [+-]\d\.\d+ \(94% HDI [+-]\d\.\d+ to [+-]\d\.\d+\)",
                             line), line
-    assert re.fullmatch(r"CI verdict: (PASS|FAIL) \(\d+ of 3 comparisons flagged\).*", answer[-4])
+    assert re.fullmatch(r"CI verdict: (PASS|FAIL) \(\d+ of 3 checks failed\).*", answer[-4])
     assert answer[-3] == f"Report: {tmp_path / 'run' / 'report' / 'report.html'}"
     assert answer[-2] == ("MLflow runs: http://127.0.0.1:5000/#/experiments/1/runs?"
                           "workflowType=machine_learning&viewStateShareKey=audit-rasch")

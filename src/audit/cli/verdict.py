@@ -158,7 +158,7 @@ def print_verdict(checks: list[Check], console: Console | None = None) -> None:
     console = console or Console(width=max(Console().width, 120))
     failed = [check for check in checks if check.failed]
     if failed:
-        table = Table(title=f"Flagged comparisons ({len(failed)} of {len(checks)})")
+        table = Table(title=f"Failed checks ({len(failed)} of {len(checks)})")
         for column in ("method", "what", "comparison", "why"):
             table.add_column(column, overflow="fold")
         for check in failed:
@@ -168,11 +168,12 @@ def print_verdict(checks: list[Check], console: Console | None = None) -> None:
 
 
 def verdict_text(checks: list[Check]) -> str:
-    """`FAIL (2 of 6 comparisons flagged, 1 not testable)`: what CI decides, in one phrase (the
-    command's last line, and the summary a run ends with)."""
+    """`FAIL (2 of 6 checks failed, 1 not testable)`: what CI decides, in one phrase (the
+    command's last line, and the summary a run ends with). Checks, not comparisons: a Rasch
+    run's checks include its fit's convergence besides the contrasts its summary lists."""
     failed = sum(check.failed for check in checks)
     skipped = sum(check.skipped for check in checks)
-    return (f"{'FAIL' if failed else 'PASS'} ({failed} of {len(checks)} comparisons flagged"
+    return (f"{'FAIL' if failed else 'PASS'} ({failed} of {len(checks)} checks failed"
             f"{f', {skipped} not testable' if skipped else ''})")
 
 

@@ -29,7 +29,7 @@ def test_counterfactual_planted_gap_fails_with_junit_failures(tmp_path: Path, ca
     failed_names = {case.get("classname") for case in cases if case.find("failure") is not None}
     assert failed_names == {"counterfactual.m.sentiment.race"}
     out = capsys.readouterr().out
-    assert "Flagged comparisons" in out and "verdict: FAIL" in out and "A vs B" in out
+    assert "Failed checks" in out and "verdict: FAIL" in out and "A vs B" in out
     assert "6 names vs 6 names" in out
 
 
