@@ -118,6 +118,31 @@ def test_a_different_gap_is_a_finding_ranked_among_null_gaps():
         "different: Black abstained less often than White")
 
 
+def test_an_adaptive_run_says_first_what_it_asked_and_why_it_stopped(tmp_path):
+    """design.adaptive=true: the decisions below were made on part of the design, at a look
+    chosen by the stopping rule, so the summary says so before them, in one layout or the other
+    (dvc repro keeps the rounds in pipeline/respond/, the design in pipeline/design/). Bugs
+    caught: the first look read instead of the last (63 prompts, one look), the share taken of
+    the asked prompts instead of the design (100%), the pipeline's folders not searched (no
+    line), and a fixed run given the line."""
+    fixed = _stated("rasch", rasch_run(tmp_path / "fixed", ["undecided"]))
+    assert "adaptive audit" not in fixed
+    run_dir = rasch_run(tmp_path / "run", ["undecided"])
+    pl.DataFrame({"prompt_id": [f"p{index}" for index in range(252)]}).write_parquet(
+        run_dir / "prompts.parquet")
+    pl.DataFrame({"round": [0, 1, 2], "prompts": [63, 126, 189], "look_alpha": [0.0002] * 3,
+                  "contrasts": [7] * 3, "decided": [0] * 3, "open": [7] * 3,
+                  "alive": [0, 1, 0], "mean_open_width": [13.5, 10.9, 10.2],
+                  "stop": [None, None, "futile"]}).write_csv(run_dir / "adaptive_rounds.csv")
+    expected = ("  adaptive audit: 189 of 252 prompts asked (75% of the fixed design) in 3 looks, "
+                "stopped (futile): no open contrast could still be decided within the budget; "
+                "undecided is not evidence of fair treatment")
+    assert _stated("rasch", run_dir).splitlines()[1] == expected
+    pipeline = _as_pipeline(run_dir, tmp_path / "pipeline", "rasch")
+    assert (pipeline / "respond" / "adaptive_rounds.csv").is_file()
+    assert _stated("rasch", pipeline).splitlines()[1] == expected
+
+
 def dif_on_the_fake_backend(tmp_path: Path, base: AuditConfig | None = None) -> AuditConfig:
     """A small DIF audit on the scripted backend, MLflow in tmp_path (over `base`'s other
     settings: a config `python -m audit.params` composed)."""

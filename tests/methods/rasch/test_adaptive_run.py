@@ -44,6 +44,7 @@ def runs(tmp_path_factory) -> Path:
     for run_dir in ("run1", "run2"):
         done = audit(folder, run_dir, f"design.max_prompts={BUDGET}")
         assert done.returncode == 0, done.stderr[-3000:]
+        (folder / f"{run_dir}.stdout").write_text(done.stdout)
     return folder
 
 
@@ -66,6 +67,10 @@ def test_an_adaptive_run_asks_part_of_the_design_in_rounds(runs: Path):
     html = (run / "report" / "report.html").read_text()
     assert f"Asked {responses.height} of the design's {prompts.height} prompts" in html
     assert 'alt="Adaptive trajectory"' in html
+    # So does the summary the run ends with, before the decisions it qualifies.
+    summary = (runs / "run1.stdout").read_text().split("Result: ", 1)[1].splitlines()
+    assert summary[1].startswith(f"  adaptive audit: {responses.height} of {prompts.height} "
+                                 f"prompts asked"), summary
 
 
 def test_a_rerun_makes_the_same_choices_from_the_store(runs: Path):

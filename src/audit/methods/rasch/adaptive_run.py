@@ -102,6 +102,27 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
     return run
 
 
+# Why a run stopped, in the words the summary a run ends with uses (STOPS in adaptive.py).
+STOP_READINGS = {
+    "decided": "every contrast below is decided",
+    "futile": ("no open contrast could still be decided within the budget; undecided is not "
+               "evidence of fair treatment"),
+    "budget": "its budget was spent",
+}
+
+
+def adaptive_note(rounds_path: Path, design_prompts: int) -> str | None:
+    """The sentence an adaptive run's summary opens with (None for a fixed run): what it asked of
+    the design and why it stopped, which qualifies every decision after it."""
+    if not rounds_path.is_file():
+        return None
+    rounds = read_frame(rounds_path, "adaptive rounds")
+    asked, stop = int(rounds.get_column("prompts")[-1]), str(rounds.get_column("stop")[-1])
+    return (f"adaptive audit: {asked} of {design_prompts} prompts asked "
+            f"({asked / design_prompts:.0%} of the fixed design) in {rounds.height} looks, "
+            f"stopped ({stop}): {STOP_READINGS.get(stop, stop)}")
+
+
 def look_alpha_of(rounds_path: Path) -> float | None:
     """The family-wise alpha the last look decided at (None when the run was not adaptive)."""
     if not rounds_path.is_file():

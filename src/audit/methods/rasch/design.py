@@ -16,6 +16,9 @@ from audit.personas import PersonaSources, generate_personas
 from audit.schemas import ItemSchema, PersonaSchema
 from audit.tables import read_table
 
+# The design stage's table (the whole fixed design) and the respond stage's (the answers asked).
+PROMPTS, RESPONSES = "prompts.parquet", "responses.parquet"
+
 
 def design_stage(cfg: AuditConfig) -> pl.DataFrame:
     bank = read_table(data_file(cfg.items.bank, "item bank", "items.bank"), ItemSchema,

@@ -19,7 +19,7 @@ from audit.llm.model_sources import check_model_files
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive_run import ROUNDS, look_alpha_of, respond_adaptively
 from audit.methods.rasch.analyse import fit_stage, write_fit
-from audit.methods.rasch.design import design_stage, models_for
+from audit.methods.rasch.design import PROMPTS, RESPONSES, design_stage, models_for
 from audit.methods.rasch.ingest import stages as imported
 from audit.methods.rasch.report.findings import findings
 from audit.methods.rasch.report.publish import publish_from_files
@@ -38,7 +38,6 @@ from audit.tables import read_table, write_table
 
 log = logging.getLogger(__name__)
 
-PROMPTS, RESPONSES = "prompts.parquet", "responses.parquet"
 LABELS, VOTES, GOLD = "labels.parquet", "judge_votes.parquet", "judge_gold.parquet"
 FIT, REPORT = "fit", "report"  # folders
 

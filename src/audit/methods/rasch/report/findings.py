@@ -1,7 +1,8 @@
 """What a Rasch run found, for the summary every run ends with (audit.methods.summary): each
 demographic contrast of `fit/contrasts.csv` in words, after the no-signal headline when the run has
-one. The decision is the fit's (its family-wise HDI against the ROPE), as the verdict reads it;
-a `different` gap's rank among null-vs-null gaps follows as a diagnostic.
+one, and for an adaptive run what it asked and why it stopped. The decision is the fit's (its
+family-wise HDI against the ROPE), as the verdict reads it; a `different` gap's rank among
+null-vs-null gaps follows as a diagnostic.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 import polars as pl
 
 from audit.methods.configs import AuditConfig
+from audit.methods.rasch.adaptive_run import ROUNDS, adaptive_note
+from audit.methods.rasch.design import PROMPTS
 from audit.methods.rasch.report.metrics import contrast_metric_names
 from audit.methods.rasch.report.reading import ABSTENTION_OUTCOMES
 from audit.methods.checks import finite
@@ -66,7 +69,11 @@ def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> F
     agreement = run_file(run_dir, RULE_AGREEMENT_FILE)
     rule_check = (agreement_warnings(read_frame(agreement, "judge rule agreement"))
                   if agreement.is_file() else [])
+    rounds = run_file(run_dir, ROUNDS)
+    adaptive = (adaptive_note(rounds, pl.scan_parquet(run_file(run_dir, PROMPTS)).select(
+        pl.len()).collect().item()) if rounds.is_file() else None)
     return Findings(headlines(contrasts, cfg.fit.outcome, cfg.fit.hdi_prob),
-                    notes=[*([str(no_signal)] if no_signal else []), *rule_check],
+                    notes=[*([str(no_signal)] if no_signal else []),
+                           *([adaptive] if adaptive else []), *rule_check],
                     source=run_file(run_dir, CONTRASTS_FILE), empty=NO_CONTRASTS,
                     metrics=("no_signal", "rhat_max"))
