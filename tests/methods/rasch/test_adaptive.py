@@ -349,3 +349,24 @@ def test_a_token_budget_caps_the_prompts_at_the_designs_estimate():
                        pool_size=100, tokens_per_prompt=50.0).max_prompts == 30
     with pytest.raises(AuditError, match="buys no prompt"):
         design_rule(DesignConfig(adaptive=True, max_tokens_budget=10), 0.05, 100, 50.0)
+
+
+def test_the_trajectory_plots_decided_and_alive_contrasts_on_whole_number_ticks():
+    """The report's trajectory shows why a run stopped: decided contrasts and the open ones still
+    decidable (alive, what futility reads), per look. Bugs caught: a count series plotted from
+    the wrong column (the open count, which never showed why a futile run stopped), and a count
+    axis scaled to the data (a constant count drew ticks at 6.7 to 7.3 and hid zero)."""
+    from audit.methods.rasch.adaptive_run import trajectory_figure
+
+    rounds = pl.DataFrame({"round": [0, 1, 2], "prompts": [63, 126, 189],
+                           "contrasts": [7] * 3, "decided": [0, 1, 2], "open": [7, 6, 5],
+                           "alive": [0, 1, 0], "mean_open_width": [13.5, 10.9, 10.2],
+                           "stop": [None, None, "futile"]})
+    figure = trajectory_figure(rounds, 252)
+    count_axis = figure.axes[1]
+    plotted = {line.get_label(): list(line.get_ydata()) for line in count_axis.get_lines()}
+    assert plotted == {"decided contrasts": [0, 1, 2], "open, still decidable": [0, 1, 0]}
+    low, high = count_axis.get_ylim()
+    assert low < 0 and high >= 7
+    ticks = [tick for tick in count_axis.get_yticks() if low <= tick <= high]
+    assert ticks == [round(tick) for tick in ticks] and 0 in ticks

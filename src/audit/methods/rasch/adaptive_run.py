@@ -132,26 +132,35 @@ def look_alpha_of(rounds_path: Path) -> float | None:
 
 
 def trajectory_figure(rounds: pl.DataFrame, design_prompts: int):
-    """Mean width of the open contrasts' decision intervals and the open count, against the
-    prompts spent; the fixed design's size marked."""
+    """Mean width of the open contrasts' decision intervals, and how many contrasts were decided
+    and how many open ones could still be decided (alive, what futility reads), against the
+    prompts spent; the fixed design's size marked. Counts on whole-number ticks from 0 to the
+    contrasts, the legend under the axes (inside, it hid the last look's points)."""
     import matplotlib
 
     matplotlib.use("Agg")  # headless: audits run on servers and in CI
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
-    figure, width_axis = plt.subplots(figsize=(6, 3.5))
+    figure, width_axis = plt.subplots(figsize=(6.5, 4))
     prompts = rounds.get_column("prompts").to_list()
     width_axis.plot(prompts, rounds.get_column("mean_open_width").to_list(), "o-",
                     label="mean width of open contrasts")
     width_axis.set_xlabel("prompts asked")
     width_axis.set_ylabel("decision interval width (logits)")
     width_axis.axvline(design_prompts, color="grey", linestyle="--", label="fixed design")
+    width_axis.set_xlim(0, design_prompts * 1.05)
     count_axis = width_axis.twinx()
-    count_axis.step(prompts, rounds.get_column("open").to_list(), where="post", color="C1",
-                    label="open contrasts")
-    count_axis.set_ylabel("open contrasts")
-    figure.legend(loc="upper right", fontsize=8)
-    figure.tight_layout()
+    for column, style, label in (("decided", "-", "decided contrasts"),
+                                 ("alive", ":", "open, still decidable")):
+        count_axis.step(prompts, rounds.get_column(column).to_list(), where="post",
+                        linestyle=style, color="C1" if column == "decided" else "C2",
+                        label=label)
+    count_axis.set_ylabel("contrasts")
+    count_axis.set_ylim(-0.3, int(rounds.get_column("contrasts").max()) + 0.3)
+    count_axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+    figure.legend(loc="lower center", ncol=2, fontsize=8, frameon=False)
+    figure.tight_layout(rect=(0, 0.12, 1, 1))
     return figure
 
 
