@@ -141,6 +141,10 @@ def test_an_adaptive_run_says_first_what_it_asked_and_why_it_stopped(tmp_path):
     pipeline = _as_pipeline(run_dir, tmp_path / "pipeline", "rasch")
     assert (pipeline / "respond" / "adaptive_rounds.csv").is_file()
     assert _stated("rasch", pipeline).splitlines()[1] == expected
+    # Without the design's table the share is left out, not the summary.
+    (pipeline / "design" / "prompts.parquet").unlink()
+    assert _stated("rasch", pipeline).splitlines()[1] == expected.replace(
+        "189 of 252 prompts asked (75% of the fixed design)", "189 prompts asked")
 
 
 def dif_on_the_fake_backend(tmp_path: Path, base: AuditConfig | None = None) -> AuditConfig:

@@ -3,8 +3,8 @@
 Reads the method from the run's recorded config (`config.yaml`, written by every run next to its
 tables), applies that method's rules (methods/NAME/verdict.py, found through the method registry;
 every rule is a `key=value` override of VerdictConfig, or a YAML file with `rules_file=PATH`),
-prints the flagged comparisons, writes a JUnit XML file (one testcase per checked comparison, a
-failure for each flagged one) and exits 0 when the audit passes, 1 when it fails and 2 when the
+prints the failed checks, writes a JUnit XML file (one testcase per check: each comparison, and a
+Rasch fit's convergence; a failure for each failed one) and exits 0 when the audit passes, 1 when it fails and 2 when the
 input is bad (one line on stderr naming the problem), so it drops into any CI pipeline.
 """
 
@@ -159,7 +159,7 @@ def print_verdict(checks: list[Check], console: Console | None = None) -> None:
     failed = [check for check in checks if check.failed]
     if failed:
         table = Table(title=f"Failed checks ({len(failed)} of {len(checks)})")
-        for column in ("method", "what", "comparison", "why"):
+        for column in ("method", "what", "check", "why"):
             table.add_column(column, overflow="fold")
         for check in failed:
             table.add_row(check.method, check.group.split(".", 1)[-1], check.name, check.message)

@@ -104,23 +104,27 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
 
 # Why a run stopped, in the words the summary a run ends with uses (STOPS in adaptive.py).
 STOP_READINGS = {
-    "decided": "every contrast below is decided",
+    "decided": "every headline contrast was decided at its last look",
     "futile": ("no open contrast could still be decided within the budget; undecided is not "
                "evidence of fair treatment"),
     "budget": "its budget was spent",
 }
 
 
-def adaptive_note(rounds_path: Path, design_prompts: int) -> str | None:
+def adaptive_note(rounds_path: Path, design_prompts: int | None) -> str | None:
     """The sentence an adaptive run's summary opens with (None for a fixed run): what it asked of
-    the design and why it stopped, which qualifies every decision after it."""
+    the design and why it stopped, which qualifies every decision after it. ``design_prompts``:
+    the fixed design's size (None where the design's table is missing: the share is left out
+    rather than the summary lost)."""
     if not rounds_path.is_file():
         return None
     rounds = read_frame(rounds_path, "adaptive rounds")
     asked, stop = int(rounds.get_column("prompts")[-1]), str(rounds.get_column("stop")[-1])
-    return (f"adaptive audit: {asked} of {design_prompts} prompts asked "
-            f"({asked / design_prompts:.0%} of the fixed design) in {rounds.height} looks, "
-            f"stopped ({stop}): {STOP_READINGS.get(stop, stop)}")
+    of_design = (f"{asked} of {design_prompts} prompts asked ({asked / design_prompts:.0%} of the "
+                 f"fixed design)" if design_prompts else f"{asked} prompts asked")
+    looks = f"{rounds.height} look{'' if rounds.height == 1 else 's'}"
+    return (f"adaptive audit: {of_design} in {looks}, stopped ({stop}): "
+            f"{STOP_READINGS.get(stop, stop)}")
 
 
 def look_alpha_of(rounds_path: Path) -> float | None:

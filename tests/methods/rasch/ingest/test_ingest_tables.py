@@ -203,8 +203,6 @@ def test_a_probability_outside_zero_to_one_is_one_line_naming_the_column(tmp_pat
 def test_imported_probabilities_go_through_the_probability_fit(tmp_path, monkeypatch):
     # Catches the imported p_favourable lost between the labels and the fit (the fit would stop
     # on "none carries P(favourable)") and the row without one fitted as a NaN.
-    import sys
-    sys.path.insert(0, str(ROOT / "tests" / "methods" / "rasch" / "irt"))
     from prior_samplers import prior_sampler
 
     import audit.methods.rasch.irt.rasch as rasch
