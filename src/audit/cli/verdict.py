@@ -4,8 +4,9 @@ Reads the method from the run's recorded config (`config.yaml`, written by every
 tables), applies that method's rules (methods/NAME/verdict.py, found through the method registry;
 every rule is a `key=value` override of VerdictConfig, or a YAML file with `rules_file=PATH`),
 prints the failed checks, writes a JUnit XML file (one testcase per check: each comparison, and a
-Rasch fit's convergence; a failure for each failed one) and exits 0 when the audit passes, 1 when it fails and 2 when the
-input is bad (one line on stderr naming the problem), so it drops into any CI pipeline.
+Rasch fit's convergence; a failure for each failed one) and exits 0 when the audit passes, 1 when
+it fails and 2 when the input is bad (one line on stderr naming the problem), so it drops into any
+CI pipeline.
 """
 
 from __future__ import annotations
