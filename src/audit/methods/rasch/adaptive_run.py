@@ -111,14 +111,16 @@ STOP_READINGS = {
 }
 
 
-def adaptive_note(rounds_path: Path, design_prompts: int | None) -> str | None:
-    """The sentence an adaptive run's summary opens with (None for a fixed run): what it asked of
-    the design and why it stopped, which qualifies every decision after it. ``design_prompts``:
-    the fixed design's size (None where the design's table is missing: the share is left out
-    rather than the summary lost)."""
+def adaptive_note(rounds_path: Path, design_path: Path) -> str | None:
+    """The sentence an adaptive run's summary opens with (None for a fixed run, whose design is
+    then not read): what it asked of the design (``design_path``, the prompts table) and why it
+    stopped, which qualifies every decision after it. Without the design's table the share is
+    left out rather than the summary lost."""
     if not rounds_path.is_file():
         return None
     rounds = read_frame(rounds_path, "adaptive rounds")
+    design_prompts = (pl.scan_parquet(design_path).select(pl.len()).collect().item()
+                      if design_path.is_file() else None)
     asked, stop = int(rounds.get_column("prompts")[-1]), str(rounds.get_column("stop")[-1])
     of_design = (f"{asked} of {design_prompts} prompts asked ({asked / design_prompts:.0%} of the "
                  f"fixed design)" if design_prompts else f"{asked} prompts asked")
@@ -155,11 +157,10 @@ def trajectory_figure(rounds: pl.DataFrame, design_prompts: int):
     width_axis.axvline(design_prompts, color="grey", linestyle="--", label="fixed design")
     width_axis.set_xlim(0, design_prompts * 1.05)
     count_axis = width_axis.twinx()
-    for column, style, label in (("decided", "-", "decided contrasts"),
-                                 ("alive", ":", "open, still decidable")):
+    for column, style, color, label in (("decided", "-", "C1", "decided contrasts"),
+                                        ("alive", ":", "C2", "open, still decidable")):
         count_axis.step(prompts, rounds.get_column(column).to_list(), where="post",
-                        linestyle=style, color="C1" if column == "decided" else "C2",
-                        label=label)
+                        linestyle=style, color=color, label=label)
     count_axis.set_ylabel("contrasts")
     count_axis.set_ylim(-0.3, int(rounds.get_column("contrasts").max()) + 0.3)
     count_axis.yaxis.set_major_locator(MaxNLocator(integer=True))

@@ -69,9 +69,7 @@ def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> F
     agreement = run_file(run_dir, RULE_AGREEMENT_FILE)
     rule_check = (agreement_warnings(read_frame(agreement, "judge rule agreement"))
                   if agreement.is_file() else [])
-    design = run_file(run_dir, PROMPTS)
-    adaptive = adaptive_note(run_file(run_dir, ROUNDS), pl.scan_parquet(design).select(
-        pl.len()).collect().item() if design.is_file() else None)
+    adaptive = adaptive_note(run_file(run_dir, ROUNDS), run_file(run_dir, PROMPTS))
     return Findings(headlines(contrasts, cfg.fit.outcome, cfg.fit.hdi_prob),
                     notes=[*([str(no_signal)] if no_signal else []),
                            *([adaptive] if adaptive else []), *rule_check],
