@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 from audit.cli import compare
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch import comparison
+from prior_samplers import prior_sampler
 from audit.methods.rasch.simulation import (
     VarianceComponents,
     default_shaped_prompts,
@@ -25,14 +26,14 @@ from audit.methods.rasch.simulation import (
 )
 
 
-def prior_sampler(model: pm.Model, fit):
+def two_chain_prior_sampler(model: pm.Model, fit):
     """Independent prior draws as two chains of 200: they pass the convergence check at the
-    config's ess_min of 100 and R-hat limit of 1.1 (write_run), so the gate alone decides the exit code."""
-    with model:
-        idata = pm.sample_prior_predictive(draws=400, random_seed=fit.seed)
-    prior = idata["prior"].to_dataset()
-    idata["posterior"] = prior.isel(chain=0, drop=True).drop_vars("draw").coarsen(
-        draw=200).construct(draw=("chain", "draw")).assign_coords(chain=[0, 1], draw=range(200))
+    config's ess_min of 100 and R-hat limit of 1.1 (write_run), so the gate alone decides the
+    exit code."""
+    idata = prior_sampler(model, fit, draws=400)
+    idata["posterior"] = idata["prior"].to_dataset().isel(chain=0, drop=True).drop_vars(
+        "draw").coarsen(draw=200).construct(draw=("chain", "draw")).assign_coords(
+        chain=[0, 1], draw=range(200))
     return idata
 
 
@@ -68,7 +69,7 @@ def write_run(directory: Path, outcomes: pl.DataFrame, side: str, system_prompt:
 
 @pytest.fixture
 def two_runs(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
-    monkeypatch.setattr(comparison, "sample_posterior", prior_sampler)
+    monkeypatch.setattr(comparison, "sample_posterior", two_chain_prior_sampler)
     prompts = default_shaped_prompts(texts_per_cell=2, null_count=0, items=4, replicates=2,
                                      races=("White",))
     outcomes = simulate_pair(prompts, VarianceComponents(), {"gender": {}},

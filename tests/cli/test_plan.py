@@ -165,18 +165,19 @@ class PlantedPosterior:
     """A stand-in for the plan's compiled sampler: the model's prior draws, with the race
     effects replaced by fixed draws (evenly spaced normal quantiles, so every HDI is known):
     Asian 0.6 +- 0.2, Black and Hispanic 0 +- 0.02, White 2.0 +- 0.1 (each level's draws in
-    their own order). So Black vs White and Hispanic vs
-    White lie far outside the ROPE at any level, and Asian vs Black and Asian vs Hispanic lie
-    outside it on their 94% HDIs ([0.23, 0.97]) but not on the family-wise 99.3% ones ([0.04,
-    1.16]) the CI verdict decides on."""
+    their own order). So Black vs White and Hispanic vs White lie far outside the ROPE at any
+    level, and Asian vs Black and Asian vs Hispanic lie outside it on their 94% HDIs ([0.23,
+    0.97]) but not on the family-wise 99.3% ones ([0.04, 1.16]) the CI verdict decides on."""
+
+    DRAWS = 200
 
     def __init__(self) -> None:
         self.seconds: list[float] = []
 
     def __call__(self, model, fit):
-        idata = prior_sampler(model, fit, draws=200)
+        idata = prior_sampler(model, fit, draws=self.DRAWS)
         posterior = idata["posterior"].copy()
-        quantiles = stats.norm.ppf((np.arange(200) + 0.5) / 200)
+        quantiles = stats.norm.ppf((np.arange(self.DRAWS) + 0.5) / self.DRAWS)
         rng = np.random.default_rng(0)
         effect = posterior["effect_race"].copy()
         levels = list(effect["level_race"].values)

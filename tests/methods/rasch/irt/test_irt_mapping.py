@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
+from prior_samplers import prior_sampler
 from audit.methods.rasch.irt import build_rasch_model, fit_rasch, index_design, respondent_ranking
 
 
@@ -74,10 +75,8 @@ def point_mass_sampler(true_theta: dict[str, float]):
     """Stand-in for NUTS: a posterior that puts each theta exactly at a known value, by name."""
 
     def sample(model: pm.Model, fit: FitConfig):
-        with model:
-            idata = pm.sample_prior_predictive(draws=50, random_seed=fit.seed)
-        prior = idata["prior"].to_dataset()
-        posterior = prior.expand_dims(chain=1) if "chain" not in prior.dims else prior
+        idata = prior_sampler(model, fit, draws=50)
+        posterior = idata["posterior"].to_dataset()
         names = posterior["theta"].coords["respondent"].values
         values = np.array([true_theta[str(name)] for name in names])
         posterior["theta"] = posterior["theta"] * 0 + values
