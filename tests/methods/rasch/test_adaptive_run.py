@@ -72,6 +72,10 @@ def test_an_adaptive_run_asks_part_of_the_design_in_rounds(runs: Path):
     note = next(index for index, line in enumerate(summary) if line.startswith(
         f"  adaptive audit: {responses.height} of {prompts.height} prompts asked"))
     assert not any(" vs " in line for line in summary[:note]), summary
+    # The report and the summary give the stop one reason, in the same words (a report that
+    # worded each stop itself drifted from the summary's).
+    reason = summary[note].split(f"stopped ({rounds['stop'][-1]}): ", 1)[1]
+    assert f"stopped because {reason}" in html
 
 
 def test_a_rerun_makes_the_same_choices_from_the_store(runs: Path):

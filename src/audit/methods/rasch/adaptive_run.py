@@ -102,7 +102,8 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
     return run
 
 
-# Why a run stopped, in the words the summary a run ends with uses (STOPS in adaptive.py).
+# Why a run stopped (STOPS in adaptive.py), in the words of the summary a run ends with and of
+# the HTML report, which adds what each stop's user can do next.
 STOP_READINGS = {
     "decided": "every headline contrast was decided at its last look",
     "futile": ("no open contrast could still be decided within the budget; undecided is not "
@@ -194,7 +195,7 @@ class AdaptiveReport:
     def summary(self) -> dict[str, int | str]:
         """What the HTML report's adaptive section reads."""
         return {"asked": self.asked, "design": self.design, "looks": self.looks,
-                "stop": self.stop,
+                "stop": self.stop, "reading": STOP_READINGS.get(self.stop, self.stop),
                 "answer_minutes": (None if self.answer_seconds is None
                                    else self.answer_seconds / 60)}
 

@@ -41,14 +41,17 @@ import polars as pl
 import xarray as xr
 
 from audit.errors import AuditError
+from audit.methods.rasch.design import PROMPTS as PROMPTS_FILE
 from audit.methods.rasch.irt.explanatory import NULL_KIND
 from audit.methods.rasch.irt.judge_error import judge_confusion
+from audit.methods.rasch.method import FIT
+from audit.methods.rasch.method import GOLD as GOLD_FILE
 from audit.methods.rasch.simulation import VarianceComponents, respondent_frame
 
 logger = logging.getLogger(__name__)
 
-POSTERIOR, PROMPTS, GOLD = Path("fit/posterior.nc"), Path("prompts.parquet"), \
-    Path("judge_gold.parquet")
+# A run directory's files the plan reads, under the names the audit's stages write them with.
+POSTERIOR, PROMPTS, GOLD = Path(FIT, "posterior.nc"), Path(PROMPTS_FILE), Path(GOLD_FILE)
 # Where a Rasch run's MLflow run keeps the same files (report/publish.py).
 ARTIFACTS = {POSTERIOR: "fit/posterior.nc", PROMPTS: "data/prompts.parquet",
              GOLD: "judge/judge_gold.parquet"}
