@@ -110,8 +110,8 @@ def test_smoke_audit_logs_one_complete_mlflow_run(smoke_runs):
 def test_smoke_audit_prints_the_ranking_and_the_run(smoke_runs):
     _, first, _ = smoke_runs
     output = first.stdout + first.stderr
-    assert "Respondents ranked by posterior favourability" in output
-    assert "smollm2/baseline" in output
+    assert "Personas of smollm2 by posterior favourability" in output
+    assert "│ baseline " in output
     assert "mlflow ui --backend-store-uri" in output
 
 

@@ -47,6 +47,29 @@ def test_the_printed_ranking_lists_every_respondent_in_order() -> None:
     assert "+0.40" in text and "+0.20" in text and "+0.60" in text
 
 
+def test_one_models_ranking_names_whole_personas_in_80_columns() -> None:
+    """Bug caught: the model's name before every respondent cut the names to "woman_id…" in an
+    80-column terminal (the default audit, 2026-11-28), so the ranking could not be read."""
+    personas = ["woman_identifying_hispanic", "man_identifying_white", "null_vjimhlsydv"]
+    thetas = pl.DataFrame({
+        "respondent_id": [f"qwen_coder_0_5b/{name}" for name in personas],
+        "model_name": ["qwen_coder_0_5b"] * 3, "persona_id": personas,
+        "persona_kind": ["explicit", "explicit", "null"], "mean": [0.5, 0.2, -0.1],
+        "hdi_low": [-1.0, -1.2, -1.5], "hdi_high": [2.0, 1.6, 1.3]})
+    buffer = io.StringIO()
+    print_ranking(thetas, 0.94, Console(file=buffer, width=80))
+    text = buffer.getvalue()
+    assert "Personas of qwen_coder_0_5b" in text and "qwen_coder_0_5b/" not in text
+    assert all(f" {name} " in text for name in personas) and "…" not in text
+    # Two models: each row keeps its model.
+    two = pl.concat([thetas, thetas.with_columns(model_name=pl.lit("other"),
+                                                 respondent_id=pl.lit("other/") + pl.col("persona_id"))])
+    buffer = io.StringIO()
+    print_ranking(two, 0.94, Console(file=buffer, width=120))
+    assert "qwen_coder_0_5b/null_vjimhlsydv" in buffer.getvalue()
+    assert "other/null_vjimhlsydv" in buffer.getvalue()
+
+
 def test_figures_have_one_row_per_parameter() -> None:
     forest = forest_plot(theta_table(SUMMARY, RESPONDENTS), 0.94)
     assert [tick.get_text() for tick in forest.axes[0].get_yticklabels()] == ["m/b", "m/null_x",

@@ -131,13 +131,22 @@ def _permutation_p(hits: np.ndarray, misses: np.ndarray, observed: float,
 
 def print_ranking(thetas: pl.DataFrame, hdi_prob: float, console: Console | None = None) -> None:
     """The ranking on stdout; the run's answer (a no-signal headline first, when there is one)
-    follows it in the summary every run ends with (audit.methods.summary)."""
+    follows it in the summary every run ends with (audit.methods.summary). With one audited
+    model the rows name the persona and the title the model: "qwen_coder_0_5b/" before every
+    name cut the names to "woman_id…" in an 80-column terminal, and a name is never cut."""
     console = console or Console()
-    table = Table(title=f"Respondents ranked by posterior favourability (theta, {hdi_prob:.0%} HDI)")
-    for column in ("rank", "respondent", "persona kind", "theta", "HDI low", "HDI high"):
-        table.add_column(column, justify="left" if column in ("respondent", "persona kind")
-                         else "right")
+    models = thetas["model_name"].unique().to_list() if "model_name" in thetas.columns else []
+    by_persona = len(models) == 1 and "persona_id" in thetas.columns
+    who = f"Personas of {models[0]}" if by_persona else "Respondents ranked"
+    title = f"{who} by posterior favourability (theta, {hdi_prob:.0%} HDI)"
+    table = Table(title=title, min_width=len(title))  # a title wider than the table wraps
+    for column in ("rank", "persona" if by_persona else "respondent", "kind", "theta",
+                   "HDI low", "HDI high"):
+        text = column in ("persona", "respondent", "kind")
+        table.add_column(column, justify="left" if text else "right",
+                         overflow="fold" if text else "ellipsis")
+    name = "persona_id" if by_persona else "respondent_id"
     for rank, row in enumerate(thetas.sort("mean", descending=True).iter_rows(named=True), 1):
-        table.add_row(str(rank), row["respondent_id"], str(row.get("persona_kind") or ""),
+        table.add_row(str(rank), row[name], str(row.get("persona_kind") or ""),
                       f"{row['mean']:+.2f}", f"{row['hdi_low']:+.2f}", f"{row['hdi_high']:+.2f}")
     console.print(table)
