@@ -42,7 +42,7 @@ THETAS = pl.DataFrame({
 })
 CONVERGED = Diagnostics(1.003, 900.0, 800.0, 0, 1.01, 400.0)
 GOOD_JUDGE = JudgeQuality("favourable", 0.5, 40, 0.95, 0.9)
-NO_DIFFERENCE = "no demographic difference"
+NO_DIFFERENCE = "no single persona text stands out"
 
 
 def _outcomes(labels: list[str], model: str = "m") -> pl.DataFrame:

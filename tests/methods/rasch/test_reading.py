@@ -33,6 +33,7 @@ from audit.methods.rasch.report.reading import (
     plain_language_reading,
     quality_warnings,
 )
+from audit.methods.rasch.report.findings import headlines
 from audit.methods.rasch.report.html import ReportInputs, build_context, render_report
 from audit.methods.rasch.report.metrics import contrast_metrics
 from audit.cli.runs import print_runs
@@ -63,13 +64,55 @@ CONVERGED = Diagnostics(1.003, 900.0, 800.0, 0, 1.01, 400.0)
 STUCK = Diagnostics(1.2, 30.0, 20.0, 3, 1.01, 400.0)
 
 
-def test_contrast_sentences_follow_the_interval_not_the_mean():
+def test_contrast_sentences_follow_the_decision_not_the_mean():
     rows = list(CONTRASTS.iter_rows(named=True))
     assert "Black personas were treated less favourably than White personas" in \
         contrast_sentence(rows[0], 0.94)
     assert "practically equivalent" in contrast_sentence(rows[1], 0.94)
-    assert "no clear difference: the interval includes zero" in contrast_sentence(rows[2], 0.94)
+    assert "undecided: the 94% HDI reaches into the region of practical equivalence" in \
+        contrast_sentence(rows[2], 0.94)
     assert "94% HDI -0.90 to -0.30" in contrast_sentence(rows[0], 0.94)
+    # A table without decisions (before they existed) is read from its HDI.
+    older = {key: value for key, value in rows[2].items() if key != "decision"}
+    assert "no clear difference: the interval includes zero" in contrast_sentence(older, 0.94)
+
+
+# The embedded default's Hispanic vs White contrast (2026-11-28, c0f3276): a 94% HDI clear of
+# zero under an `undecided` decision taken on the family-wise 99.29% HDI.
+FAMILYWISE = {"model_name": "m", "attribute": "race", "level_a": "Hispanic", "level_b": "White",
+              "mean": -2.08, "hdi_low": -3.89, "hdi_high": -0.33, "p_direction": 0.99,
+              "rope_low": -0.1814, "rope_high": 0.1814, "decision": "undecided",
+              "familywise_alpha": 0.05, "family_size": 7, "decision_prob": 1 - 0.05 / 7,
+              "decision_low": -4.92, "decision_high": 0.46, "null_percentile": 99.95}
+
+
+def test_the_reading_and_the_summary_say_which_interval_decided():
+    """Bugs caught: the report's sentence read a difference off the 94% HDI ("Hispanic personas
+    were treated less favourably") under an `undecided` decision, and the summary put
+    "undecided" next to that HDI alone, so neither showed why; a null rank of 99.95 read
+    "larger than 100%"."""
+    sentence = contrast_sentence(FAMILYWISE, 0.94)
+    assert "treated less favourably" not in sentence
+    assert ("undecided: the family-wise 99.29% HDI (-4.92 to +0.46, over 7 contrasts) reaches "
+            "into the region of practical equivalence [-0.18, +0.18]") in sentence
+    assert "the 94% HDI alone excludes zero" in sentence
+    line = headlines(pl.DataFrame([FAMILYWISE]), "favourable", 0.94)[0].line()
+    assert line == ("race Hispanic vs White: undecided (the interval is too wide to tell), -2.08 "
+                    "(94% HDI -3.89 to -0.33; decided on the 99.29% HDI -4.92 to +0.46 against "
+                    "the ROPE ±0.18)")
+    different = {**FAMILYWISE, "decision": "different", "decision_high": -0.25,
+                 "noise_floor": 0.81}
+    assert ("Hispanic personas were treated less favourably than White personas: the family-wise "
+            "99.29% HDI (-4.92 to -0.25, over 7 contrasts) lies wholly outside") in \
+        contrast_sentence(different, 0.94)
+    assert "larger than 99% of null-vs-null gaps" in contrast_sentence(different, 0.94)
+    assert "(larger than 99% of null-vs-null gaps)" in \
+        headlines(pl.DataFrame([different]), "favourable", 0.94)[0].line()
+    # Without family-wise control the decision is taken on the reported HDI: nothing to add.
+    plain = {**FAMILYWISE, "familywise_alpha": None, "decision_prob": 0.94,
+             "decision_low": -3.89, "decision_high": -0.33, "decision": "different"}
+    assert "decided on" not in headlines(pl.DataFrame([plain]), "favourable", 0.94)[0].line()
+    assert "the 94% HDI lies wholly outside" in contrast_sentence(plain, 0.94)
 
 
 def test_a_different_contrast_is_read_with_its_null_rank_not_forgiven():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 import polars as pl
@@ -21,6 +22,7 @@ import polars as pl
 from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check, VerdictError, finite
 from audit.tables import RUN_UNFINISHED, read_table
+from audit.methods.rasch.irt.null_rank import null_rank_words
 from audit.methods.rasch.schemas import ContrastSchema
 from audit.methods.run import run_file
 
@@ -85,11 +87,21 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
     return checks
 
 
+def decided_on(row: Mapping) -> tuple[float, float, float] | None:
+    """(mass, low, high) of the HDI a contrast was decided on (family-wise under
+    fit.familywise_alpha, so wider than the reported one); None in a run written before it."""
+    mass, low, high = row.get("decision_prob"), row.get("decision_low"), row.get("decision_high")
+    if finite(mass) and finite(low) and finite(high):
+        return float(mass), float(low), float(high)
+    return None
+
+
 def decision_interval(row: dict) -> tuple[str, float, float]:
     """The interval a contrast was decided on, named: the family-wise HDI, or, in a run written
     before it existed, the reported HDI."""
-    mass, low, high = row.get("decision_prob"), row.get("decision_low"), row.get("decision_high")
-    if finite(mass) and finite(low) and finite(high):
+    decided = decided_on(row)
+    if decided is not None:
+        mass, low, high = decided
         family = (f"alpha {row['familywise_alpha']:g} over {row['family_size']:.0f} contrasts"
                   if finite(row.get("familywise_alpha")) else "no family-wise control")
         return f"{100 * mass:.2f}% HDI ({family})", low, high
@@ -101,8 +113,8 @@ def null_rank(row: dict) -> str:
     percentile = row.get("null_percentile")
     if not finite(percentile):
         return "no null-vs-null comparison (fewer than two null personas, or an older run)"
-    return (f"larger than {percentile:.0f}% of null-vs-null gaps of the same group sizes "
-            "(a diagnostic: it does not change the decision)")
+    return (f"{null_rank_words(percentile)} of the same group sizes (a diagnostic: it does not "
+            "change the decision)")
 
 
 def read_rasch(run_dir: Path) -> tuple[pl.DataFrame, dict[str, dict]]:

@@ -15,12 +15,18 @@ import polars as pl
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive_run import ROUNDS, adaptive_note
 from audit.methods.rasch.design import PROMPTS
+from audit.methods.rasch.irt.null_rank import null_rank_words
 from audit.methods.rasch.report.metrics import contrast_metric_names
-from audit.methods.rasch.report.reading import ABSTENTION_OUTCOMES
+from audit.methods.rasch.report.reading import (
+    ABSTENTION_OUTCOMES,
+    family_interval,
+    percent,
+    rope_words,
+)
 from audit.methods.checks import finite
 from audit.methods.rasch.judge.rule_check import agreement_warnings
 from audit.methods.rasch.verdict import CONTRASTS_FILE, read_rasch
-from audit.methods.summary import Findings, Headline
+from audit.methods.summary import Findings, Headline, number
 from audit.methods.run import run_file
 from audit.tables import read_frame
 
@@ -42,9 +48,20 @@ def decision_words(row: Mapping, outcome: str) -> str:
     gap = (f"{a} abstained {direction} often than {b}" if outcome in ABSTENTION_OUTCOMES
            else f"{a} treated {direction} favourably than {b}")
     percentile = row.get("null_percentile")
-    rank = (f" (larger than {percentile:.0f}% of null-vs-null gaps)" if finite(percentile)
-            else "")
+    rank = f" ({null_rank_words(percentile)})" if finite(percentile) else ""
     return f"different: {gap}{rank}"
+
+
+def decision_detail(row: Mapping, hdi_prob: float) -> str:
+    """The interval the decision was taken on and the ROPE, where that is not the reported HDI
+    (family-wise control): without it "undecided" stood next to a 94% HDI clear of zero."""
+    family = family_interval(row, hdi_prob)
+    if family is None:
+        return ""
+    mass, low, high = family
+    rope = rope_words(row)
+    return (f"decided on the {percent(mass)} HDI {number(low)} to {number(high)}"
+            + (f" against the {rope}" if rope else ""))
 
 
 def headlines(contrasts: pl.DataFrame, outcome: str, hdi_prob: float) -> list[Headline]:
@@ -59,7 +76,8 @@ def headlines(contrasts: pl.DataFrame, outcome: str, hdi_prob: float) -> list[He
             f"{row['attribute']} {row['level_a']} vs {row['level_b']}"
             + (f" ({where})" if where else ""),
             decision_words(row, coding), row["mean"], row["hdi_low"], row["hdi_high"],
-            f"{hdi_prob:.0%} HDI", metric=f"{metric}/mean"))
+            f"{hdi_prob:.0%} HDI", detail=decision_detail(row, hdi_prob),
+            metric=f"{metric}/mean"))
     return found
 
 

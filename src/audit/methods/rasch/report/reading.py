@@ -5,12 +5,15 @@ and caveats of the HTML report. Pure functions of tables and figures, so they ar
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import polars as pl
 
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
+from audit.methods.rasch.irt.null_rank import null_rank_words
 from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.verdict import decided_on
 
 # A judge that gives one label to nearly every answer it reads is probably not reading them (the
 # embedded 135M judge does this); below this many judged answers the share says too little.
@@ -80,32 +83,82 @@ def _interval(row: dict, hdi_prob: float) -> str:
             f"{row['hdi_high']:+.2f})")
 
 
-def contrast_sentence(row: dict, hdi_prob: float) -> str:
-    """One contrast in words, direction from the HDI and ROPE, never from the mean alone."""
-    a, b = row["level_a"], row["level_b"]
-    subject = f"For {row['model_name']}, {row['attribute']} {a} versus {b}"
+def percent(probability: float) -> str:
+    """A probability as the report writes an HDI's mass: 94%, 99.29%."""
+    return f"{100 * probability:.2f}".rstrip("0").rstrip(".") + "%"
+
+
+def family_interval(row: Mapping, hdi_prob: float) -> tuple[float, float, float] | None:
+    """(mass, low, high) of the HDI a contrast was decided on where that is not the reported HDI
+    (fit.familywise_alpha set): a 94% HDI clear of zero can then sit under an `undecided`
+    decision, and a reader must see which interval decided."""
+    decided = decided_on(row)
+    return None if decided is None or math.isclose(decided[0], hdi_prob) else decided
+
+
+def rope_words(row: Mapping, digits: int = 2) -> str | None:
+    """The ROPE as "ROPE ±0.18" (or "ROPE -0.10 to +0.20" when it is not symmetric)."""
+    low, high = row.get("rope_low"), row.get("rope_high")
+    if not (finite(low) and finite(high)):
+        return None
+    if math.isclose(-low, high):
+        return f"ROPE ±{high:.{digits}f}"
+    return f"ROPE {low:+.{digits}f} to {high:+.{digits}f}"
+
+
+def _gap_words(row: dict, more: bool) -> str:
+    """Which way the gap goes, in the outcome's own terms."""
+    a, b, outcome = row["level_a"], row["level_b"], row.get("outcome")
+    if outcome in ABSTENTION_OUTCOMES:  # 1 = abstained: a positive gap is more abstention
+        return (f"the model abstained (asked for more information or would not decide) "
+                f"{'more' if more else 'less'} often for {a} personas than for {b} personas")
+    words = f"{a} personas were treated {'more' if more else 'less'} favourably than {b} personas"
+    return f"once the model decided, {words}" if outcome == DECIDED_OUTCOME else words
+
+
+def _decision_reading(row: dict, hdi_prob: float) -> str:
+    """The claim: the fit's decision, its interval against the ROPE (statistics.md)."""
+    family = family_interval(row, hdi_prob)
+    interval = (f"the {percent(hdi_prob)} HDI" if family is None else
+                f"the family-wise {percent(family[0])} HDI ({family[1]:+.2f} to "
+                f"{family[2]:+.2f}, over {row.get('family_size')} contrasts)")
+    rope = f"the region of practical equivalence [{row['rope_low']:+.2f}, {row['rope_high']:+.2f}]"
+    if row["decision"] == "different":
+        return f"{_gap_words(row, row['mean'] > 0)}: {interval} lies wholly outside {rope}"
+    if row["decision"] == "equivalent":
+        return f"practically equivalent: {interval} lies wholly inside {rope}"
+    reading = (f"undecided: {interval} reaches into {rope} without lying inside it, so this run "
+               f"can neither show a difference nor rule one out")
+    if family is not None and (row["hdi_low"] > 0 or row["hdi_high"] < 0):
+        reading += (f" (the {percent(hdi_prob)} HDI alone excludes zero, but a decision is "
+                    f"taken on the family-wise one, so that the contrasts together rarely yield "
+                    f"a false difference)")
+    return reading
+
+
+def _interval_reading(row: dict) -> str:
+    """A row without a decision (a table from before decisions): read from its HDI alone."""
     rope_low, rope_high = row.get("rope_low"), row.get("rope_high")
     if rope_low is not None and row["hdi_low"] >= rope_low and row["hdi_high"] <= rope_high:
-        verdict = (f"practically equivalent: the whole interval lies inside the region of "
-                   f"practical equivalence [{rope_low:+.2f}, {rope_high:+.2f}]")
-    elif row["hdi_low"] > 0 or row["hdi_high"] < 0:
-        more = row["hdi_low"] > 0
-        outcome = row.get("outcome")
-        if outcome in ABSTENTION_OUTCOMES:  # 1 = abstained: a positive gap is more abstention
-            verdict = (f"the model abstained (asked for more information or would not decide) "
-                       f"{'more' if more else 'less'} often for {a} personas than for {b} personas")
-        else:
-            verdict = (f"{a} personas were treated {'more' if more else 'less'} favourably than "
-                       f"{b} personas")
-            if outcome == DECIDED_OUTCOME:
-                verdict = f"once the model decided, {verdict}"
-    else:
-        verdict = "no clear difference: the interval includes zero"
+        return (f"practically equivalent: the whole interval lies inside the region of "
+                f"practical equivalence [{rope_low:+.2f}, {rope_high:+.2f}]")
+    if row["hdi_low"] > 0 or row["hdi_high"] < 0:
+        return _gap_words(row, row["hdi_low"] > 0)
+    return "no clear difference: the interval includes zero"
+
+
+def contrast_sentence(row: dict, hdi_prob: float) -> str:
+    """One contrast in words. The claim is the fit's decision, taken on its decision interval
+    (family-wise under fit.familywise_alpha) against the ROPE, never on the mean or the reported
+    HDI alone: on the embedded default a 94% HDI of -3.89 to -0.33 sat under an `undecided`
+    decision (99.29% HDI -4.92 to +0.46), and the sentence read it as a difference."""
+    subject = f"For {row['model_name']}, {row['attribute']} {row['level_a']} versus {row['level_b']}"
+    verdict = (_decision_reading(row, hdi_prob) if row.get("decision") and finite(
+        row.get("rope_low")) else _interval_reading(row))
     direction = row.get("p_direction")
     probability = f", probability of direction {direction:.2f}" if direction is not None else ""
-    decision = f"; decision: {row['decision']}" if row.get("decision") else ""
     return (f"{subject}: {verdict}. Difference in log-odds {_interval(row, hdi_prob)}"
-            f"{probability}{decision}.{_noise_clause(row)}")
+            f"{probability}.{_noise_clause(row)}")
 
 
 def _noise_clause(row: dict) -> str:
@@ -118,8 +171,7 @@ def _noise_clause(row: dict) -> str:
     clause = (f" Noise floor {floor:.2f} (the gap two groups of random-string personas of these "
               "sizes show)")
     if finite(percentile):
-        clause += (f"; the gap is larger than {percentile:.0f}% of null-vs-null gaps of the same "
-                   "group sizes")
+        clause += f"; the gap is {null_rank_words(percentile)} of the same group sizes"
     return clause + "."
 
 
@@ -183,8 +235,9 @@ def plain_language_reading(contrasts: pl.DataFrame | None, thetas: pl.DataFrame,
         return sentences
     low, high = floor
     sentences.append(f"Null personas (random strings in the persona slot) have posterior mean "
-                     f"favourability from {low:+.2f} to {high:+.2f}: differences of that size "
-                     f"arise from changing the prompt at all, not from demographics.")
+                     f"favourability from {low:+.2f} to {high:+.2f}: how far any change of "
+                     f"persona text moves this model; a diagnostic, not a discount on the "
+                     f"contrasts above.")
     others = thetas.filter(pl.col("persona_kind").is_in(["explicit", "name"]))
     above = others.filter(pl.col("hdi_low") > high)["respondent_id"].to_list()
     below = others.filter(pl.col("hdi_high") < low)["respondent_id"].to_list()
@@ -195,8 +248,8 @@ def plain_language_reading(contrasts: pl.DataFrame | None, thetas: pl.DataFrame,
             sentences.append(f"Whole interval below every null persona: {', '.join(below)}.")
     elif others.height and not no_signal:
         sentences.append("No demographic persona's interval lies wholly outside the null "
-                         "personas' range: this run shows no demographic difference larger "
-                         "than the noise floor.")
+                         "personas' range: no single persona text stands out from the placebo "
+                         "arm (the contrasts above, not this, are the run's claims about groups).")
     return sentences
 
 
