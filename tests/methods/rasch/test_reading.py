@@ -78,11 +78,12 @@ def test_contrast_sentences_follow_the_decision_not_the_mean():
 
 
 # The embedded default's Hispanic vs White contrast (2026-11-28, c0f3276): a 94% HDI clear of
-# zero under an `undecided` decision taken on the family-wise 99.29% HDI.
+# zero under an `undecided` decision taken on the family-wise 99.29% HDI. The report's table
+# carries family_size as a float ("over 7.0 contrasts" was the first reading of it).
 FAMILYWISE = {"model_name": "m", "attribute": "race", "level_a": "Hispanic", "level_b": "White",
               "mean": -2.08, "hdi_low": -3.89, "hdi_high": -0.33, "p_direction": 0.99,
               "rope_low": -0.1814, "rope_high": 0.1814, "decision": "undecided",
-              "familywise_alpha": 0.05, "family_size": 7, "decision_prob": 1 - 0.05 / 7,
+              "familywise_alpha": 0.05, "family_size": 7.0, "decision_prob": 1 - 0.05 / 7,
               "decision_low": -4.92, "decision_high": 0.46, "null_percentile": 99.95}
 
 
@@ -269,6 +270,23 @@ def test_the_wright_map_and_forest_name_every_row():
         "race: Asian vs White", "gender: woman vs man", "race: Black vs White"]
     plt.close(wright)
     plt.close(forest)
+
+
+def test_the_forest_colours_a_contrast_by_its_decision_and_draws_the_interval_decided_on():
+    """Bug caught: a contrast was coloured `different` (red) when its 94% HDI cleared the ROPE,
+    under an `undecided` family-wise decision, and the interval decided on was not drawn."""
+    forest = contrast_forest_plot(pl.DataFrame([FAMILYWISE]), 0.94)
+    lines = {(tuple(line.get_xdata()), line.get_color(), line.get_linewidth())
+             for line in forest.axes[0].lines if len(line.get_xdata()) == 2
+             and line.get_xdata()[0] != line.get_xdata()[1]}
+    assert ((-4.92, 0.46), "#1f77b4", 1.0) in lines  # decided on, undecided's colour
+    assert ((-3.89, -0.33), "#1f77b4", 3.5) in lines
+    assert not any(colour == "#d62728" for _, colour, _ in lines)
+    different = contrast_forest_plot(pl.DataFrame([{**FAMILYWISE, "decision": "different",
+                                                    "decision_high": -0.25}]), 0.94)
+    assert any(line.get_color() == "#d62728" for line in different.axes[0].lines)
+    plt.close(forest)
+    plt.close(different)
 
 
 def test_favourable_rates_leave_out_answers_without_a_decision():

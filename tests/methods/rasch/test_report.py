@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 import pytest
@@ -49,7 +50,8 @@ def test_the_printed_ranking_lists_every_respondent_in_order() -> None:
 
 def test_one_models_ranking_names_whole_personas_in_80_columns() -> None:
     """Bug caught: the model's name before every respondent cut the names to "woman_id…" in an
-    80-column terminal (the default audit, 2026-11-28), so the ranking could not be read."""
+    80-column terminal (the default audit, 2026-11-28), so the ranking could not be read; the
+    figure's labels carried the same prefix."""
     personas = ["woman_identifying_hispanic", "man_identifying_white", "null_vjimhlsydv"]
     thetas = pl.DataFrame({
         "respondent_id": [f"qwen_coder_0_5b/{name}" for name in personas],
@@ -61,6 +63,11 @@ def test_one_models_ranking_names_whole_personas_in_80_columns() -> None:
     text = buffer.getvalue()
     assert "Personas of qwen_coder_0_5b" in text and "qwen_coder_0_5b/" not in text
     assert all(f" {name} " in text for name in personas) and "…" not in text
+    figure = forest_plot(thetas, 0.94)
+    assert sorted(tick.get_text() for tick in figure.axes[0].get_yticklabels()) == \
+        sorted(personas)
+    assert "qwen_coder_0_5b" in figure.axes[0].get_title()
+    plt.close(figure)
     # Two models: each row keeps its model.
     two = pl.concat([thetas, thetas.with_columns(model_name=pl.lit("other"),
                                                  respondent_id=pl.lit("other/") + pl.col("persona_id"))])

@@ -20,6 +20,7 @@ import polars as pl
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.irt import Diagnostics
 from audit.methods.rasch.report.reading import JudgeQuality
+from audit.methods.rasch.report.summary import respondent_names
 from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 
 TEMPLATE = "report.html.j2"
@@ -90,6 +91,7 @@ class ReportInputs:
 
 def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
     cfg, prompts, labels = inputs.cfg, inputs.prompts, inputs.labels
+    shown = inputs.thetas.head(THETA_ROWS_SHOWN)
     personas = prompts.select("persona_id", "persona_kind").unique().sort("persona_id")
     kinds = {kind: count for kind, count in
              personas.group_by("persona_kind").len().sort("persona_kind").iter_rows()}
@@ -153,7 +155,8 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
         "rule_agreement": (list(inputs.rule_agreement.iter_rows(named=True))
                            if inputs.rule_agreement is not None else None),
         "adaptive": inputs.adaptive,
-        "thetas": list(inputs.thetas.head(THETA_ROWS_SHOWN).iter_rows(named=True)),
+        "thetas": [{**row, "name": name} for name, row in zip(
+            respondent_names(shown)[0], shown.iter_rows(named=True))],
         "gold": gold, "confusion": confusion, "panel": panel,
         "top_label": {"label": inputs.judge.top_label, "share": inputs.judge.top_label_share,
                       "judged": inputs.judge.judged},

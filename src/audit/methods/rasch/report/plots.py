@@ -22,6 +22,7 @@ from xarray import DataTree  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
+from audit.methods.rasch.report.reading import family_interval, percent  # noqa: E402
 from audit.methods.rasch.schemas import LABELS, UNPARSEABLE  # noqa: E402
 
 LABEL_COLOURS = {"favourable": "#2ca02c", "unfavourable": "#d62728",
@@ -34,26 +35,56 @@ def contrast_label(row: dict, with_model: bool) -> str:
     return f"{row['model_name']} | {text}" if with_model else text
 
 
+# A contrast's colour is its decision: the 94% HDI alone coloured a contrast red when it cleared
+# the ROPE, also under an `undecided` family-wise decision (the embedded default's Hispanic vs
+# White, 2026-11-28: 94% HDI -3.89 to -0.33, decided on the 99.29% HDI -4.92 to +0.46).
+DECISION_COLOURS = {"different": "#d62728", "equivalent": "#2ca02c", "undecided": "#1f77b4"}
+
+
+def _decision_of(row: dict) -> str:
+    """The row's decision; a table from before decisions is read from its HDI."""
+    if row.get("decision") in DECISION_COLOURS:
+        return row["decision"]
+    rope_low, rope_high = row.get("rope_low") or 0.0, row.get("rope_high") or 0.0
+    outside = row["hdi_low"] > rope_high or row["hdi_high"] < rope_low
+    return "different" if outside else "undecided"
+
+
 def contrast_forest_plot(contrasts: pl.DataFrame, hdi_prob: float) -> Figure:
-    """Each contrast's posterior mean and HDI, over its region of practical equivalence."""
+    """Each contrast's posterior mean and HDI (thick), the HDI it was decided on where that is
+    wider (family-wise: thin), over its region of practical equivalence, coloured by decision."""
+    from matplotlib.lines import Line2D
+
     with_model = contrasts["model_name"].n_unique() > 1
     rows = list(contrasts.iter_rows(named=True))
-    figure, axis = plt.subplots(figsize=(7.5, 0.42 * len(rows) + 1.5))
+    figure, axis = plt.subplots(figsize=(7.5, 0.42 * len(rows) + 2.0))
+    family_mass = None
     for position, row in enumerate(reversed(rows)):
         if row.get("rope_low") is not None and row.get("rope_high") is not None:
             axis.fill_betweenx([position - 0.4, position + 0.4], row["rope_low"],
                                row["rope_high"], color="#dddddd", lw=0)
-        outside = row["hdi_low"] > (row.get("rope_high") or 0) or \
-            row["hdi_high"] < (row.get("rope_low") or 0)
-        colour = "#d62728" if outside else "#1f77b4"
-        axis.plot([row["hdi_low"], row["hdi_high"]], [position, position], color=colour, lw=2)
-        axis.plot(row["mean"], position, "o", color=colour)
+        colour = DECISION_COLOURS[_decision_of(row)]
+        family = family_interval(row, hdi_prob)
+        if family is not None:
+            family_mass = family[0]
+            axis.plot([family[1], family[2]], [position, position], color=colour, lw=1)
+        axis.plot([row["hdi_low"], row["hdi_high"]], [position, position], color=colour, lw=3.5,
+                  solid_capstyle="butt")
+        axis.plot(row["mean"], position, "o", color="white", markeredgecolor=colour)
     axis.set_yticks(range(len(rows)), [contrast_label(row, with_model) for row in reversed(rows)],
                     fontsize=8)
     axis.axvline(0.0, color="black", lw=0.8, ls=":")
-    axis.set_xlabel(f"difference in favourability (logit), posterior mean and {hdi_prob:.0%} HDI")
+    axis.set_xlabel("difference in favourability (logit)")
     axis.set_title("Demographic contrasts (grey band: region of practical equivalence)")
-    figure.tight_layout()
+    handles = [Line2D([], [], color="grey", lw=3.5, label=f"{percent(hdi_prob)} HDI")]
+    if family_mass is not None:
+        handles.append(Line2D([], [], color="grey", lw=1,
+                              label=f"decided on: {percent(family_mass)} HDI"))
+    handles += [Line2D([], [], color=colour, lw=3.5, label=decision)
+                for decision, colour in DECISION_COLOURS.items()]
+    figure.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7,
+                  frameon=False)
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
     return figure
 
 

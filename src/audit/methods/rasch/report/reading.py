@@ -119,9 +119,11 @@ def _gap_words(row: dict, more: bool) -> str:
 def _decision_reading(row: dict, hdi_prob: float) -> str:
     """The claim: the fit's decision, its interval against the ROPE (statistics.md)."""
     family = family_interval(row, hdi_prob)
+    size = row.get("family_size")
+    over = f", over {size:.0f} contrasts" if finite(size) else ""  # a float in the report's table
     interval = (f"the {percent(hdi_prob)} HDI" if family is None else
                 f"the family-wise {percent(family[0])} HDI ({family[1]:+.2f} to "
-                f"{family[2]:+.2f}, over {row.get('family_size')} contrasts)")
+                f"{family[2]:+.2f}{over})")
     rope = f"the region of practical equivalence [{row['rope_low']:+.2f}, {row['rope_high']:+.2f}]"
     if row["decision"] == "different":
         return f"{_gap_words(row, row['mean'] > 0)}: {interval} lies wholly outside {rope}"

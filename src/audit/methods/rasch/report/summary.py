@@ -21,6 +21,17 @@ from audit.methods.rasch.schemas import LABELS, UNPARSEABLE  # noqa: E402
 KIND_COLOURS = {"baseline": "#444444", "explicit": "#1f77b4", "null": "#bbbbbb", "name": "#2ca02c"}
 
 
+def respondent_names(thetas: pl.DataFrame) -> tuple[list[str], str | None]:
+    """Each row's name for a table or figure, and the one audited model the rows share (None
+    with several models, or a table without persona ids: then the full respondent id). With one
+    model the persona alone: "qwen_coder_0_5b/" before every name cut the names to "woman_id…" in
+    an 80-column terminal and crowded the figure's labels."""
+    models = thetas["model_name"].unique().to_list() if "model_name" in thetas.columns else []
+    if len(models) == 1 and "persona_id" in thetas.columns:
+        return thetas["persona_id"].to_list(), models[0]
+    return thetas["respondent_id"].to_list(), None
+
+
 def theta_table(summary: pl.DataFrame, respondents: pl.DataFrame) -> pl.DataFrame:
     """Theta rows joined with what each respondent is (model, persona kind), ranked by mean."""
     return (
@@ -33,15 +44,17 @@ def theta_table(summary: pl.DataFrame, respondents: pl.DataFrame) -> pl.DataFram
 def forest_plot(thetas: pl.DataFrame, hdi_prob: float) -> Figure:
     """Posterior favourability by respondent, null personas in grey as the noise floor."""
     ordered = thetas.sort("mean")
+    names, model = respondent_names(ordered)
     figure, axis = plt.subplots(figsize=(7, 0.32 * ordered.height + 1.4))
     for position, row in enumerate(ordered.iter_rows(named=True)):
         colour = KIND_COLOURS.get(row.get("persona_kind") or "", "#1f77b4")
         axis.plot([row["hdi_low"], row["hdi_high"]], [position, position], color=colour, lw=2)
         axis.plot(row["mean"], position, "o", color=colour)
-    axis.set_yticks(range(ordered.height), ordered["respondent_id"].to_list(), fontsize=8)
+    axis.set_yticks(range(ordered.height), names, fontsize=8)
     axis.axvline(0.0, color="black", lw=0.8, ls=":")
     axis.set_xlabel(f"theta (favourability), posterior mean and {hdi_prob:.0%} HDI")
-    axis.set_title("Favourability by respondent (grey: null personas)")
+    axis.set_title(f"{model}: favourability by persona (grey: null personas)" if model
+                   else "Favourability by respondent (grey: null personas)", fontsize=10)
     figure.tight_layout()
     return figure
 
@@ -131,22 +144,20 @@ def _permutation_p(hits: np.ndarray, misses: np.ndarray, observed: float,
 
 def print_ranking(thetas: pl.DataFrame, hdi_prob: float, console: Console | None = None) -> None:
     """The ranking on stdout; the run's answer (a no-signal headline first, when there is one)
-    follows it in the summary every run ends with (audit.methods.summary). With one audited
-    model the rows name the persona and the title the model: "qwen_coder_0_5b/" before every
-    name cut the names to "woman_id…" in an 80-column terminal, and a name is never cut."""
+    follows it in the summary every run ends with (audit.methods.summary). Names as
+    respondent_names gives them, never cut."""
     console = console or Console()
-    models = thetas["model_name"].unique().to_list() if "model_name" in thetas.columns else []
-    by_persona = len(models) == 1 and "persona_id" in thetas.columns
-    who = f"Personas of {models[0]}" if by_persona else "Respondents ranked"
+    ranked = thetas.sort("mean", descending=True)
+    names, model = respondent_names(ranked)
+    who = f"Personas of {model}" if model else "Respondents ranked"
     title = f"{who} by posterior favourability (theta, {hdi_prob:.0%} HDI)"
     table = Table(title=title, min_width=len(title))  # a title wider than the table wraps
-    for column in ("rank", "persona" if by_persona else "respondent", "kind", "theta",
-                   "HDI low", "HDI high"):
+    for column in ("rank", "persona" if model else "respondent", "kind", "theta", "HDI low",
+                   "HDI high"):
         text = column in ("persona", "respondent", "kind")
         table.add_column(column, justify="left" if text else "right",
                          overflow="fold" if text else "ellipsis")
-    name = "persona_id" if by_persona else "respondent_id"
-    for rank, row in enumerate(thetas.sort("mean", descending=True).iter_rows(named=True), 1):
-        table.add_row(str(rank), row[name], str(row.get("persona_kind") or ""),
+    for rank, (name, row) in enumerate(zip(names, ranked.iter_rows(named=True)), 1):
+        table.add_row(str(rank), name, str(row.get("persona_kind") or ""),
                       f"{row['mean']:+.2f}", f"{row['hdi_low']:+.2f}", f"{row['hdi_high']:+.2f}")
     console.print(table)
