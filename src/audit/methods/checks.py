@@ -32,3 +32,8 @@ class Check:
 
 def finite(value: float | None) -> bool:
     return value is not None and not math.isnan(value)
+
+
+def percent(probability: float) -> str:
+    """An interval's mass as a report writes it: 94%, 99.29% (1 - 0.05 / 7)."""
+    return f"{100 * probability:.2f}".rstrip("0").rstrip(".") + "%"

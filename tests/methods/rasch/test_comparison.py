@@ -124,6 +124,23 @@ def test_each_contrast_is_one_junit_case_failed_when_it_worsens():
     assert "WORSENS" in checks[0].message and "female vs male" in checks[0].name
 
 
+def test_the_change_line_names_the_interval_its_decision_was_taken_on():
+    """Bug caught: "change +0.52 [+0.05, +1.01], undecided" printed the reported HDI only, so an
+    interval clear of zero stood under `undecided` without the family-wise one that decided."""
+    rng = np.random.default_rng(6)
+    draws = posterior(rng.normal(0.0, 0.05, 2000), rng.normal(0.5, 0.2, 2000))
+    family = comparison.change_table(draws, ["gender"], rope=ROPE, hdi_prob=0.94,
+                                     familywise_alpha=0.01).row(0, named=True)
+    line = comparison.change_line(family)
+    assert (f"{family['decision']} on the 99% HDI [{family['decision_low']:+.2f}, "
+            f"{family['decision_high']:+.2f}]") in line
+    assert family["decision_low"] < family["hdi_low"]
+    alone = comparison.change_table(draws, ["gender"], rope=ROPE, hdi_prob=0.94,
+                                    familywise_alpha=None).row(0, named=True)
+    assert f"{alone['decision']}" in comparison.change_line(alone)
+    assert " on the " not in comparison.change_line(alone)
+
+
 def test_the_same_prompt_on_both_sides_gets_one_shared_index():
     # Would fail if the side stayed in the key (nothing shared) or the item were dropped from it.
     rng = np.random.default_rng(5)

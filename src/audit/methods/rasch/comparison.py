@@ -40,7 +40,7 @@ from xarray import DataTree
 from scipy.special import expit
 
 from audit.errors import AuditError
-from audit.methods.checks import Check
+from audit.methods.checks import Check, percent
 from audit.methods.rasch.analyse import outcome_table
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import (
@@ -271,14 +271,19 @@ def change_table(posterior: xr.Dataset, attributes: list[str], *, rope: float, h
 
 
 def change_line(row: dict) -> str:
-    """One terminal line per contrast, the same either way the gate goes."""
+    """One terminal line per contrast, the same either way the gate goes. The decision names the
+    interval it was taken on where that is the wider family-wise one: "change +0.52 [+0.05,
+    +1.01], undecided" did not say why an interval clear of zero was undecided."""
     gate = ("" if row["max_worsening"] is None else
             f"; P(|gap| grows > {row['max_worsening']:g} {row['unit']}) "
             f"{row['p_worsening']:.2f}: {'WORSENS' if row['worsens'] else 'ok'}")
+    low, high = row["decision_low"], row["decision_high"]
+    decided = ("" if np.isclose([low, high], [row["hdi_low"], row["hdi_high"]]).all() else
+               f" on the {percent(row['decision_prob'])} HDI [{low:+.2f}, {high:+.2f}]")
     return (f"{row['attribute']} {row['level_a']} vs {row['level_b']}: gap {row['gap_A']:+.2f} -> "
             f"{row['gap_B']:+.2f} logits, change {row['change']:+.2f} "
             f"[{row['hdi_low']:+.2f}, {row['hdi_high']:+.2f}], P(worse) {row['p_worse']:.2f}, "
-            f"{row['decision']}{gate}")
+            f"{row['decision']}{decided}{gate}")
 
 
 def gate_checks(changes: pl.DataFrame, diagnostics: Diagnostics | None = None) -> list[Check]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.methods.configs import VerdictConfig
-from audit.methods.checks import Check, VerdictError, finite
+from audit.methods.checks import Check, VerdictError, finite, percent
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.rasch.irt.null_rank import null_rank_words
 from audit.methods.rasch.schemas import ContrastSchema
@@ -104,7 +104,7 @@ def decision_interval(row: dict) -> tuple[str, float, float]:
         mass, low, high = decided
         family = (f"alpha {row['familywise_alpha']:g} over {row['family_size']:.0f} contrasts"
                   if finite(row.get("familywise_alpha")) else "no family-wise control")
-        return f"{100 * mass:.2f}% HDI ({family})", low, high
+        return f"{percent(mass)} HDI ({family})", low, high
     return "HDI (a run without family-wise decisions)", row["hdi_low"], row["hdi_high"]
 
 

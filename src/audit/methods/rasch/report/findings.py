@@ -20,10 +20,9 @@ from audit.methods.rasch.report.metrics import contrast_metric_names
 from audit.methods.rasch.report.reading import (
     ABSTENTION_OUTCOMES,
     family_interval,
-    percent,
     rope_words,
 )
-from audit.methods.checks import finite
+from audit.methods.checks import finite, percent
 from audit.methods.rasch.judge.rule_check import agreement_warnings
 from audit.methods.rasch.verdict import CONTRASTS_FILE, read_rasch
 from audit.methods.summary import Findings, Headline, number

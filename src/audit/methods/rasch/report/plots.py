@@ -22,7 +22,8 @@ from xarray import DataTree  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
-from audit.methods.rasch.report.reading import family_interval, percent  # noqa: E402
+from audit.methods.checks import percent  # noqa: E402
+from audit.methods.rasch.report.reading import family_interval  # noqa: E402
 from audit.methods.rasch.schemas import LABELS, UNPARSEABLE  # noqa: E402
 
 LABEL_COLOURS = {"favourable": "#2ca02c", "unfavourable": "#d62728",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from audit.methods.checks import finite, percent
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.irt.null_rank import null_rank_words
 from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
@@ -81,11 +82,6 @@ ABSTENTION_OUTCOMES = ("undetermined", ABSTAINED_OUTCOME)
 def _interval(row: dict, hdi_prob: float) -> str:
     return (f"{row['mean']:+.2f} ({hdi_prob:.0%} HDI {row['hdi_low']:+.2f} to "
             f"{row['hdi_high']:+.2f})")
-
-
-def percent(probability: float) -> str:
-    """A probability as the report writes an HDI's mass: 94%, 99.29%."""
-    return f"{100 * probability:.2f}".rstrip("0").rstrip(".") + "%"
 
 
 def family_interval(row: Mapping, hdi_prob: float) -> tuple[float, float, float] | None:
@@ -298,6 +294,3 @@ def response_caveat(response: str) -> list[str]:
             "model's probabilities carry its own calibration). The judge-error correction does "
             "not apply: the probabilities were read from the model, not labelled."]
 
-
-def finite(value: float | None) -> bool:
-    return value is not None and not math.isnan(value)
