@@ -97,6 +97,30 @@ def test_two_system_prompts_compare_paired_with_one_line_per_contrast(two_runs, 
     assert junit.get("tests") == "2" and junit.get("failures") == "0"
 
 
+def test_the_change_figure_draws_the_interval_decided_on_in_the_decisions_colour():
+    """Bugs caught: the figure drew the 94% HDI alone, in one colour, so the undecided change
+    below (94% HDI clear of the ROPE) looked like a finding; the ROPE band not drawn."""
+    import matplotlib.pyplot as plt
+
+    from audit.methods.rasch.report.plots import DECISION_COLOURS
+
+    changes = pl.DataFrame({
+        "attribute": ["race", "race"], "level_a": ["Asian", "Black"], "level_b": ["White"] * 2,
+        "change": [1.1, 1.0], "hdi_low": [0.3, 0.4], "hdi_high": [1.9, 1.6],
+        "decision_prob": [1 - 0.05 / 2] * 2, "decision_low": [-0.1, 0.25],
+        "decision_high": [2.3, 1.8], "decision": ["undecided", "different"], "rope": [0.18] * 2})
+    figure = compare.change_figure(changes, 0.94)
+    axis = figure.axes[0]
+    drawn = {(tuple(line.get_xdata()), line.get_color()) for line in axis.lines}
+    assert ((-0.1, 2.3), DECISION_COLOURS["undecided"]) in drawn
+    assert ((0.3, 1.9), DECISION_COLOURS["undecided"]) in drawn
+    assert ((0.25, 1.8), DECISION_COLOURS["different"]) in drawn
+    bands = [patch.get_paths()[0].vertices[:, 0] for patch in axis.collections]
+    assert bands and all(np.isclose(band.min(), -0.18) and np.isclose(band.max(), 0.18)
+                         for band in bands)
+    plt.close(figure)
+
+
 def test_a_gate_of_zero_fails_a_worsening_contrast_with_exit_1(two_runs, tmp_path):
     run_a, run_b = two_runs
     # Prior draws: |gap_B| > |gap_A| for about half the draws, so a worsening_prob of 0.3 flags it.

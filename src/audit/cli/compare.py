@@ -164,22 +164,23 @@ def worsening_limit(text: str | None) -> tuple[float | None, str]:
     return value, unit
 
 
-def forest_plot(changes: pl.DataFrame, path: Path) -> Path:
+def change_figure(changes: pl.DataFrame, hdi_prob: float):
+    """Each change with its HDI and the one it was decided on, coloured by decision, as a run's
+    contrasts are drawn (it drew the HDI alone, so a change clear of zero looked decided)."""
+    from audit.methods.rasch.report.plots import decision_forest
+
+    rows = [{**row, "rope_low": -row["rope"], "rope_high": row["rope"]}
+            for row in changes.iter_rows(named=True)]
+    return decision_forest(
+        rows, [f"{row['attribute']}: {row['level_a']} vs {row['level_b']}" for row in rows],
+        hdi_prob, estimate="change", xlabel="change in gap, B - A (logits)",
+        title="Change in each gap (grey band: region of practical equivalence)")
+
+
+def forest_plot(changes: pl.DataFrame, hdi_prob: float, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(7, 0.5 * changes.height + 1.5))
-    labels = [f"{r['attribute']}: {r['level_a']} vs {r['level_b']}"
-              for r in changes.iter_rows(named=True)]
-    rows = range(changes.height)
-    axis.hlines(rows, changes["hdi_low"], changes["hdi_high"], color="tab:blue")
-    axis.plot(changes["change"], rows, "o", color="tab:blue")
-    rope = float(changes["rope"][0])
-    axis.axvspan(-rope, rope, color="grey", alpha=0.2, label="ROPE")
-    axis.axvline(0.0, color="black", linewidth=0.8)
-    axis.set_yticks(list(rows), labels)
-    axis.set_xlabel("change in gap, B - A (logits), with HDI")
-    axis.legend(loc="best")
-    figure.tight_layout()
+    figure = change_figure(changes, hdi_prob)
     path = save_figure(figure, path)
     plt.close(figure)
     return path
@@ -247,7 +248,7 @@ def run(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     table = write_frame(changes.with_columns(pl.lit(pairing.paired).alias("paired")),
                         out / "changes.csv")
-    plot = forest_plot(changes, out / "changes_forest.png")
+    plot = forest_plot(changes, fit.hdi_prob, out / "changes_forest.png")
     report = out / "report.html"
     report.write_text(report_html(changes, (side_a, side_b), pairing, verdict, plot),
                       encoding="utf-8")

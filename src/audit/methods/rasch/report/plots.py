@@ -51,13 +51,13 @@ def _decision_of(row: dict) -> str:
     return "different" if outside else "undecided"
 
 
-def contrast_forest_plot(contrasts: pl.DataFrame, hdi_prob: float) -> Figure:
-    """Each contrast's posterior mean and HDI (thick), the HDI it was decided on where that is
-    wider (family-wise: thin), over its region of practical equivalence, coloured by decision."""
+def decision_forest(rows: list[dict], labels: list[str], hdi_prob: float, *, estimate: str,
+                    title: str, xlabel: str) -> Figure:
+    """Rows (top to bottom) with an estimate, its HDI (thick), the HDI it was decided on where
+    that is wider (family-wise: thin), over the ROPE, coloured by decision: a run's contrasts
+    and compare's changes alike (rows carry hdi_*, decision_*, rope_low and rope_high)."""
     from matplotlib.lines import Line2D
 
-    with_model = contrasts["model_name"].n_unique() > 1
-    rows = list(contrasts.iter_rows(named=True))
     figure, axis = plt.subplots(figsize=(7.5, 0.42 * len(rows) + 2.0))
     family_mass = None
     for position, row in enumerate(reversed(rows)):
@@ -71,12 +71,11 @@ def contrast_forest_plot(contrasts: pl.DataFrame, hdi_prob: float) -> Figure:
             axis.plot([family[1], family[2]], [position, position], color=colour, lw=1)
         axis.plot([row["hdi_low"], row["hdi_high"]], [position, position], color=colour, lw=3.5,
                   solid_capstyle="butt")
-        axis.plot(row["mean"], position, "o", color="white", markeredgecolor=colour)
-    axis.set_yticks(range(len(rows)), [contrast_label(row, with_model) for row in reversed(rows)],
-                    fontsize=8)
+        axis.plot(row[estimate], position, "o", color="white", markeredgecolor=colour)
+    axis.set_yticks(range(len(rows)), list(reversed(labels)), fontsize=8)
     axis.axvline(0.0, color="black", lw=0.8, ls=":")
-    axis.set_xlabel("difference in favourability (logit)")
-    axis.set_title("Demographic contrasts (grey band: region of practical equivalence)")
+    axis.set_xlabel(xlabel)
+    axis.set_title(title)
     handles = [Line2D([], [], color="grey", lw=3.5, label=f"{percent(hdi_prob)} HDI")]
     if family_mass is not None:
         handles.append(Line2D([], [], color="grey", lw=1,
@@ -87,6 +86,16 @@ def contrast_forest_plot(contrasts: pl.DataFrame, hdi_prob: float) -> Figure:
                   frameon=False)
     figure.tight_layout(rect=(0, 0.07, 1, 1))
     return figure
+
+
+def contrast_forest_plot(contrasts: pl.DataFrame, hdi_prob: float) -> Figure:
+    """Each contrast's posterior mean (decision_forest)."""
+    with_model = contrasts["model_name"].n_unique() > 1
+    rows = list(contrasts.iter_rows(named=True))
+    return decision_forest(rows, [contrast_label(row, with_model) for row in rows], hdi_prob,
+                           estimate="mean", xlabel="difference in favourability (logit)",
+                           title="Demographic contrasts (grey band: region of practical "
+                                 "equivalence)")
 
 
 LABELLED_STRIP_MAX = 40
