@@ -76,12 +76,12 @@ def _stated(method: str, run_dir: Path, cfg: AuditConfig | None = None) -> str:
 
 @pytest.mark.parametrize(("method", "make", "found", "verdict"), [
     ("rasch", lambda d: rasch_run(d, ["different", "equivalent", "undecided"]),
-     ["race Black vs level0: different: Black treated more favourably than level0, +0.60 "
-      "(94% HDI +0.30 to +0.90)",
-      "race Black vs level1: no practical difference (the interval lies inside the ROPE), "
-      "+0.00 (94% HDI -0.050 to +0.050)",
-      "race Black vs level2: undecided (the interval is too wide to tell), +0.18 (94% HDI "
-      "-0.050 to +0.40)"], "FAIL (1 of 4 checks failed)"),
+     ["race Black vs level0: different: Black personas were treated more favourably than "
+      "level0 personas, +0.60 (94% HDI +0.30 to +0.90)",
+      "race Black vs level1: no practical difference (inside the ROPE), +0.00 (94% HDI -0.050 "
+      "to +0.050)",
+      "race Black vs level2: undecided (neither clear of the ROPE nor inside it), +0.18 (94% "
+      "HDI -0.050 to +0.40)"], "FAIL (1 of 4 checks failed)"),
     ("iat", lambda d: iat_run(d, [("m", "race", "names", 40, 1.0, 0.3, 0.2, 0.4, 0.001, 0.002),
                                   ("m", "age", "words", 40, 1.0, 0.02, -0.1, 0.1, 0.7, 0.7)]),
      ["names (race): stereotype-consistent association, +0.30 (95% bootstrap CI +0.20 to "
@@ -111,11 +111,15 @@ def test_a_different_gap_is_a_finding_ranked_among_null_gaps():
     row = {"decision": "different", "level_a": "Black", "level_b": "White", "mean": -0.5,
            "noise_floor": 0.4, "p_beyond_noise": 0.2, "null_percentile": 62.0}
     assert decision_words(row, "favourable") == (
-        "different: Black treated less favourably than White (larger than 62% of null-vs-null "
-        "gaps)")
+        "different: Black personas were treated less favourably than White personas (larger "
+        "than 62% of null-vs-null gaps)")
     older = {key: value for key, value in row.items() if key != "null_percentile"}
     assert decision_words(older, "undetermined") == (
-        "different: Black abstained less often than White")
+        "different: the model abstained (asked for more information or would not decide) less "
+        "often for Black personas than for White personas")
+    # The hurdle's second step says it (the summary's own wording lacked it).
+    assert decision_words(row, "favourable_if_decided").startswith(
+        "different: once the model decided, Black personas were treated less favourably")
 
 
 def test_an_adaptive_run_says_first_what_it_asked_and_why_it_stopped(tmp_path):

@@ -35,5 +35,9 @@ def finite(value: float | None) -> bool:
 
 
 def percent(probability: float) -> str:
-    """An interval's mass as a report writes it: 94%, 99.29% (1 - 0.05 / 7)."""
-    return f"{100 * probability:.2f}".rstrip("0").rstrip(".") + "%"
+    """An interval's mass as a report writes it: 94%, 99.29% (1 - 0.05 / 7); digits are added
+    while a mass below 1 would read 100% (an adaptive run's interim look over many contrasts)."""
+    digits = 2
+    while probability < 1.0 and round(100 * probability, digits) >= 100 and digits < 12:
+        digits += 1
+    return f"{100 * probability:.{digits}f}".rstrip("0").rstrip(".") + "%"

@@ -72,9 +72,6 @@ def test_contrast_sentences_follow_the_decision_not_the_mean():
     assert "undecided: the 94% HDI reaches into the region of practical equivalence" in \
         contrast_sentence(rows[2], 0.94)
     assert "94% HDI -0.90 to -0.30" in contrast_sentence(rows[0], 0.94)
-    # A table without decisions (before they existed) is read from its HDI.
-    older = {key: value for key, value in rows[2].items() if key != "decision"}
-    assert "no clear difference: the interval includes zero" in contrast_sentence(older, 0.94)
 
 
 # The embedded default's Hispanic vs White contrast (2026-11-28, c0f3276): a 94% HDI clear of
@@ -98,9 +95,9 @@ def test_the_reading_and_the_summary_say_which_interval_decided():
             "into the region of practical equivalence [-0.18, +0.18]") in sentence
     assert "the 94% HDI alone excludes zero" in sentence
     line = headlines(pl.DataFrame([FAMILYWISE]), "favourable", 0.94)[0].line()
-    assert line == ("race Hispanic vs White: undecided (the interval is too wide to tell), -2.08 "
-                    "(94% HDI -3.89 to -0.33; decided on the 99.29% HDI -4.92 to +0.46 against "
-                    "the ROPE ±0.18)")
+    assert line == ("race Hispanic vs White: undecided (neither clear of the ROPE nor inside "
+                    "it), -2.08 (94% HDI -3.89 to -0.33; decided on the 99.29% HDI -4.92 to "
+                    "+0.46 against the ROPE ±0.18)")
     different = {**FAMILYWISE, "decision": "different", "decision_high": -0.25,
                  "noise_floor": 0.81}
     assert ("Hispanic personas were treated less favourably than White personas: the family-wise "
@@ -230,6 +227,30 @@ def test_the_page_is_calm_when_the_fit_converged(tmp_path):
     assert "The sampler converged" in page and "no demographic contrasts" in page
 
 
+def test_the_pages_ranking_names_personas_by_the_whole_table_not_the_rows_shown(tmp_path):
+    """With one model its personas go without its prefix; with two, every row keeps its model,
+    even when the rows shown are all one model's. Bug caught: names taken from the rows shown
+    dropped the model when the first 40 were one of two models' (the first review of 6c29016)."""
+    from dataclasses import replace
+
+    from audit.methods.rasch.report.html import THETA_ROWS_SHOWN
+
+    def thetas(model: str, count: int, top: float) -> pl.DataFrame:
+        return pl.DataFrame({
+            "respondent_id": [f"{model}/p{index}" for index in range(count)],
+            "model_name": [model] * count, "persona_id": [f"p{index}" for index in range(count)],
+            "persona_kind": ["explicit"] * count,
+            "mean": [top - 0.01 * index for index in range(count)],
+            "hdi_low": [top - 1.0] * count, "hdi_high": [top + 1.0] * count})
+
+    inputs = _inputs(tmp_path, CONVERGED, None)
+    two = pl.concat([thetas("m", THETA_ROWS_SHOWN, 5.0), thetas("n", 3, -5.0)])
+    shown = build_context(replace(inputs, thetas=two), None)["thetas"]
+    assert len(shown) == THETA_ROWS_SHOWN and shown[0]["name"] == "m/p0"
+    one = build_context(replace(inputs, thetas=thetas("m", 3, 0.0)), None)["thetas"]
+    assert [row["name"] for row in one] == ["p0", "p1", "p2"]
+
+
 def _posterior() -> DataTree:
     rng = np.random.default_rng(1)
     theta = rng.normal(size=(2, 50, 3))
@@ -279,9 +300,13 @@ def test_the_forest_colours_a_contrast_by_its_decision_and_draws_the_interval_de
     lines = {(tuple(line.get_xdata()), line.get_color(), line.get_linewidth())
              for line in forest.axes[0].lines if len(line.get_xdata()) == 2
              and line.get_xdata()[0] != line.get_xdata()[1]}
-    assert ((-4.92, 0.46), "#1f77b4", 1.0) in lines  # decided on, undecided's colour
+    assert ((-4.92, 0.46), "#1f77b4", 1.2) in lines  # decided on, undecided's colour
     assert ((-3.89, -0.33), "#1f77b4", 3.5) in lines
     assert not any(colour == "#d62728" for _, colour, _ in lines)
+    # The interval decided on is drawn over the reported one: with fit.familywise_alpha above
+    # 0.06 and one contrast it is the narrower, and drawn first it was hidden.
+    widths = [line.get_linewidth() for line in forest.axes[0].lines]
+    assert widths.index(1.2) > widths.index(3.5)
     different = contrast_forest_plot(pl.DataFrame([{**FAMILYWISE, "decision": "different",
                                                     "decision_high": -0.25}]), 0.94)
     assert any(line.get_color() == "#d62728" for line in different.axes[0].lines)

@@ -41,6 +41,7 @@ from scipy.special import expit
 
 from audit.errors import AuditError
 from audit.methods.checks import Check, percent
+from audit.methods.rasch.verdict import family_interval
 from audit.methods.rasch.analyse import outcome_table
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import (
@@ -254,7 +255,7 @@ def change_table(posterior: xr.Dataset, attributes: list[str], *, rope: float, h
                 "attribute": attribute, "level_a": pair[0], "level_b": pair[1],
                 "gap_A": float(logit_a[pair].mean()), "gap_B": float(logit_b[pair].mean()),
                 "change": float(change.mean()), "change_sd": float(change.std(ddof=1)),
-                "hdi_low": low, "hdi_high": high, "p_worse": float((worsening > 0).mean()),
+                "hdi_prob": hdi_prob, "hdi_low": low, "hdi_high": high, "p_worse": float((worsening > 0).mean()),
                 "_change": change, "_worsening": worsening})
     mass = decision_hdi_prob(familywise_alpha, len(rows), hdi_prob)
     for row in rows:
@@ -277,9 +278,9 @@ def change_line(row: dict) -> str:
     gate = ("" if row["max_worsening"] is None else
             f"; P(|gap| grows > {row['max_worsening']:g} {row['unit']}) "
             f"{row['p_worsening']:.2f}: {'WORSENS' if row['worsens'] else 'ok'}")
-    low, high = row["decision_low"], row["decision_high"]
-    decided = ("" if np.isclose([low, high], [row["hdi_low"], row["hdi_high"]]).all() else
-               f" on the {percent(row['decision_prob'])} HDI [{low:+.2f}, {high:+.2f}]")
+    family = family_interval(row, row["hdi_prob"])
+    decided = ("" if family is None else
+               f" on the {percent(family[0])} HDI [{family[1]:+.2f}, {family[2]:+.2f}]")
     return (f"{row['attribute']} {row['level_a']} vs {row['level_b']}: gap {row['gap_A']:+.2f} -> "
             f"{row['gap_B']:+.2f} logits, change {row['change']:+.2f} "
             f"[{row['hdi_low']:+.2f}, {row['hdi_high']:+.2f}], P(worse) {row['p_worse']:.2f}, "

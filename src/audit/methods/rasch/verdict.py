@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,7 +23,6 @@ import polars as pl
 from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check, VerdictError, finite, percent
 from audit.tables import RUN_UNFINISHED, read_table
-from audit.methods.rasch.irt.null_rank import null_rank_words
 from audit.methods.rasch.schemas import ContrastSchema
 from audit.methods.run import run_file
 
@@ -94,6 +94,21 @@ def decided_on(row: Mapping) -> tuple[float, float, float] | None:
     if finite(mass) and finite(low) and finite(high):
         return float(mass), float(low), float(high)
     return None
+
+
+def family_interval(row: Mapping, hdi_prob: float) -> tuple[float, float, float] | None:
+    """decided_on where that is not the reported HDI of mass ``hdi_prob`` (fit.familywise_alpha
+    set), else None: a 94% HDI clear of zero can then sit under an `undecided` decision, and a
+    reader must see which interval decided."""
+    decided = decided_on(row)
+    return None if decided is None or math.isclose(decided[0], hdi_prob) else decided
+
+
+def null_rank_words(percentile: float) -> str:
+    """"larger than 99% of null-vs-null gaps": the percent rounded down, so the words stay true
+    (99.95 read "larger than 100%" when rounded). Here, not in irt/null_rank.py, because that
+    package loads PyMC and the verdict CLI does not need it."""
+    return f"larger than {math.floor(percentile)}% of null-vs-null gaps"
 
 
 def decision_interval(row: dict) -> tuple[str, float, float]:

@@ -15,8 +15,6 @@ run with four null personas can still rank a contrast between two levels of four
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 # Random splits per contrast: the percentile's Monte Carlo sd is below 1.2 points at 2,000.
@@ -41,8 +39,3 @@ def null_percentile(null_means: np.ndarray | None, n_a: int, n_b: int,
     null_gaps = null_means[group_a].mean(axis=1) - null_means[group_b].mean(axis=1)
     return float(100.0 * (np.abs(null_gaps) < abs(gap)).mean())
 
-
-def null_rank_words(percentile: float) -> str:
-    """"larger than 99% of null-vs-null gaps": the percent rounded down, so the words stay true
-    (99.95 read "larger than 100%" when rounded)."""
-    return f"larger than {math.floor(percentile)}% of null-vs-null gaps"

@@ -15,16 +15,19 @@ import polars as pl
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive_run import ROUNDS, adaptive_note
 from audit.methods.rasch.design import PROMPTS
-from audit.methods.rasch.irt.null_rank import null_rank_words
 from audit.methods.rasch.report.metrics import contrast_metric_names
 from audit.methods.rasch.report.reading import (
-    ABSTENTION_OUTCOMES,
-    family_interval,
+    gap_words,
     rope_words,
 )
 from audit.methods.checks import finite, percent
 from audit.methods.rasch.judge.rule_check import agreement_warnings
-from audit.methods.rasch.verdict import CONTRASTS_FILE, read_rasch
+from audit.methods.rasch.verdict import (
+    CONTRASTS_FILE,
+    family_interval,
+    null_rank_words,
+    read_rasch,
+)
 from audit.methods.summary import Findings, Headline, number
 from audit.methods.run import run_file
 from audit.tables import read_frame
@@ -39,13 +42,11 @@ NO_CONTRASTS = ("this fit compares no groups (fit.attributes is empty): the rank
 def decision_words(row: Mapping, outcome: str) -> str:
     """The fit's decision in words, with the direction of a gap and its rank among null gaps."""
     if row["decision"] == "equivalent":
-        return "no practical difference (the interval lies inside the ROPE)"
+        return "no practical difference (inside the ROPE)"
     if row["decision"] == "undecided":
-        return "undecided (the interval is too wide to tell)"
-    a, b = row["level_a"], row["level_b"]
-    direction = "more" if row["mean"] > 0 else "less"
-    gap = (f"{a} abstained {direction} often than {b}" if outcome in ABSTENTION_OUTCOMES
-           else f"{a} treated {direction} favourably than {b}")
+        # "too wide to tell" was wrong for a narrow interval across the ROPE's edge.
+        return "undecided (neither clear of the ROPE nor inside it)"
+    gap = gap_words({**row, "outcome": outcome}, row["mean"] > 0)
     percentile = row.get("null_percentile")
     rank = f" ({null_rank_words(percentile)})" if finite(percentile) else ""
     return f"different: {gap}{rank}"
@@ -75,7 +76,7 @@ def headlines(contrasts: pl.DataFrame, outcome: str, hdi_prob: float) -> list[He
             f"{row['attribute']} {row['level_a']} vs {row['level_b']}"
             + (f" ({where})" if where else ""),
             decision_words(row, coding), row["mean"], row["hdi_low"], row["hdi_high"],
-            f"{hdi_prob:.0%} HDI", detail=decision_detail(row, hdi_prob),
+            f"{percent(hdi_prob)} HDI", detail=decision_detail(row, hdi_prob),
             metric=f"{metric}/mean"))
     return found
 

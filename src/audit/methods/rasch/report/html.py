@@ -17,10 +17,10 @@ from typing import Any
 import jinja2
 import polars as pl
 
+from audit.methods.checks import percent
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.irt import Diagnostics
-from audit.methods.rasch.report.reading import JudgeQuality
-from audit.methods.rasch.report.summary import respondent_names
+from audit.methods.rasch.report.reading import JudgeQuality, respondent_names
 from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 
 TEMPLATE = "report.html.j2"
@@ -91,7 +91,9 @@ class ReportInputs:
 
 def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
     cfg, prompts, labels = inputs.cfg, inputs.prompts, inputs.labels
-    shown = inputs.thetas.head(THETA_ROWS_SHOWN)
+    # Named over every row: named over the rows shown, a ranking topped by one of two models
+    # would drop the model from its names.
+    names = respondent_names(inputs.thetas)[0][:THETA_ROWS_SHOWN]
     personas = prompts.select("persona_id", "persona_kind").unique().sort("persona_id")
     kinds = {kind: count for kind, count in
              personas.group_by("persona_kind").len().sort("persona_kind").iter_rows()}
@@ -145,7 +147,7 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
                   "use_rules": cfg.judge.use_rules, "models": sorted(cfg.judge.models),
                   "rule_check_per_group": cfg.judge.rule_check_per_group},
         "label_counts": label_counts,
-        "fit": cfg.fit, "hdi_label": f"{cfg.fit.hdi_prob:.0%}",
+        "fit": cfg.fit, "hdi_label": percent(cfg.fit.hdi_prob),
         "contrasts": (list(inputs.contrasts.iter_rows(named=True))
                       if inputs.contrasts is not None and inputs.contrasts.height else None),
         "noise_floor": (list(inputs.noise_floor.iter_rows(named=True))
@@ -156,7 +158,7 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
                            if inputs.rule_agreement is not None else None),
         "adaptive": inputs.adaptive,
         "thetas": [{**row, "name": name} for name, row in zip(
-            respondent_names(shown)[0], shown.iter_rows(named=True))],
+            names, inputs.thetas.head(THETA_ROWS_SHOWN).iter_rows(named=True))],
         "gold": gold, "confusion": confusion, "panel": panel,
         "top_label": {"label": inputs.judge.top_label, "share": inputs.judge.top_label_share,
                       "judged": inputs.judge.judged},
@@ -173,6 +175,7 @@ def render_report(context: dict[str, Any]) -> str:
         undefined=jinja2.StrictUndefined,  # a missing value is a bug, not an empty cell
     )
     environment.filters["num"] = _number_or_na
+    environment.filters["percent"] = percent
     return environment.get_template(TEMPLATE).render(**context)
 
 

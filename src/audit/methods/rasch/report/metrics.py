@@ -13,7 +13,10 @@ from audit.methods.rasch.judge.agreement import fleiss, krippendorff_alpha
 from audit.methods.rasch.report.reading import judge_top_label_share
 from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 
-CONTRAST_STATISTICS = ("mean", "sd", "hdi_low", "hdi_high", "p_direction")
+# decision_low/high: the interval the decision was taken on (family-wise), so runs compared in
+# MLflow show why a contrast whose 94% HDI clears zero stayed `undecided`.
+CONTRAST_STATISTICS = ("mean", "sd", "hdi_low", "hdi_high", "decision_low", "decision_high",
+                       "p_direction")
 
 
 def audit_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, labels: pl.DataFrame,

@@ -20,10 +20,11 @@ import polars as pl  # noqa: E402
 import xarray as xr  # noqa: E402
 from xarray import DataTree  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
 from audit.methods.checks import percent  # noqa: E402
-from audit.methods.rasch.report.reading import family_interval  # noqa: E402
+from audit.methods.rasch.verdict import family_interval  # noqa: E402
 from audit.methods.rasch.schemas import LABELS, UNPARSEABLE  # noqa: E402
 
 LABEL_COLOURS = {"favourable": "#2ca02c", "unfavourable": "#d62728",
@@ -42,44 +43,34 @@ def contrast_label(row: dict, with_model: bool) -> str:
 DECISION_COLOURS = {"different": "#d62728", "equivalent": "#2ca02c", "undecided": "#1f77b4"}
 
 
-def _decision_of(row: dict) -> str:
-    """The row's decision; a table from before decisions is read from its HDI."""
-    if row.get("decision") in DECISION_COLOURS:
-        return row["decision"]
-    rope_low, rope_high = row.get("rope_low") or 0.0, row.get("rope_high") or 0.0
-    outside = row["hdi_low"] > rope_high or row["hdi_high"] < rope_low
-    return "different" if outside else "undecided"
-
-
 def decision_forest(rows: list[dict], labels: list[str], hdi_prob: float, *, estimate: str,
                     title: str, xlabel: str) -> Figure:
     """Rows (top to bottom) with an estimate, its HDI (thick), the HDI it was decided on where
-    that is wider (family-wise: thin), over the ROPE, coloured by decision: a run's contrasts
-    and compare's changes alike (rows carry hdi_*, decision_*, rope_low and rope_high)."""
-    from matplotlib.lines import Line2D
-
+    that is another (family-wise: thin, drawn on top, since with fit.familywise_alpha above 0.06
+    and one contrast it is the narrower), over the ROPE, coloured by decision: a run's contrasts
+    and compare's changes alike (rows carry hdi_*, decision*, rope_low and rope_high)."""
     figure, axis = plt.subplots(figsize=(7.5, 0.42 * len(rows) + 2.0))
-    family_mass = None
+    family_masses = set()
     for position, row in enumerate(reversed(rows)):
         if row.get("rope_low") is not None and row.get("rope_high") is not None:
             axis.fill_betweenx([position - 0.4, position + 0.4], row["rope_low"],
                                row["rope_high"], color="#dddddd", lw=0)
-        colour = DECISION_COLOURS[_decision_of(row)]
+        colour = DECISION_COLOURS[row["decision"]]
+        axis.plot([row["hdi_low"], row["hdi_high"]], [position, position], color=colour, lw=3.5,
+                  solid_capstyle="butt", alpha=0.6)
         family = family_interval(row, hdi_prob)
         if family is not None:
-            family_mass = family[0]
-            axis.plot([family[1], family[2]], [position, position], color=colour, lw=1)
-        axis.plot([row["hdi_low"], row["hdi_high"]], [position, position], color=colour, lw=3.5,
-                  solid_capstyle="butt")
+            family_masses.add(percent(family[0]))
+            axis.plot([family[1], family[2]], [position, position], color=colour, lw=1.2)
         axis.plot(row[estimate], position, "o", color="white", markeredgecolor=colour)
     axis.set_yticks(range(len(rows)), list(reversed(labels)), fontsize=8)
     axis.axvline(0.0, color="black", lw=0.8, ls=":")
     axis.set_xlabel(xlabel)
     axis.set_title(title)
     handles = [Line2D([], [], color="grey", lw=3.5, label=f"{percent(hdi_prob)} HDI")]
-    if family_mass is not None:
-        handles.append(Line2D([], [], color="grey", lw=1,
-                              label=f"decided on: {percent(family_mass)} HDI"))
+    if family_masses:  # one mass a family; families of other sizes are named together
+        mass = family_masses.pop() if len(family_masses) == 1 else "family-wise"
+        handles.append(Line2D([], [], color="grey", lw=1.2, label=f"decided on: {mass} HDI"))
     handles += [Line2D([], [], color=colour, lw=3.5, label=decision)
                 for decision, colour in DECISION_COLOURS.items()]
     figure.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7,
@@ -89,11 +80,15 @@ def decision_forest(rows: list[dict], labels: list[str], hdi_prob: float, *, est
 
 
 def contrast_forest_plot(contrasts: pl.DataFrame, hdi_prob: float) -> Figure:
-    """Each contrast's posterior mean (decision_forest)."""
+    """Each contrast's posterior mean (decision_forest); a second outcome's rows (hurdle,
+    fit.second_outcome) are named with their outcome, which their labels lacked."""
     with_model = contrasts["model_name"].n_unique() > 1
+    with_outcome = "outcome" in contrasts.columns and contrasts["outcome"].n_unique() > 1
     rows = list(contrasts.iter_rows(named=True))
-    return decision_forest(rows, [contrast_label(row, with_model) for row in rows], hdi_prob,
-                           estimate="mean", xlabel="difference in favourability (logit)",
+    labels = [contrast_label(row, with_model) + (f" ({row['outcome']})" if with_outcome else "")
+              for row in rows]
+    return decision_forest(rows, labels, hdi_prob,
+                           estimate="mean", xlabel="difference between groups (logit)",
                            title="Demographic contrasts (grey band: region of practical "
                                  "equivalence)")
 

@@ -12,9 +12,8 @@ import polars as pl
 
 from audit.methods.checks import finite, percent
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
-from audit.methods.rasch.irt.null_rank import null_rank_words
 from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
-from audit.methods.rasch.verdict import decided_on
+from audit.methods.rasch.verdict import family_interval, null_rank_words
 
 # A judge that gives one label to nearly every answer it reads is probably not reading them (the
 # embedded 135M judge does this); below this many judged answers the share says too little.
@@ -80,16 +79,8 @@ ABSTENTION_OUTCOMES = ("undetermined", ABSTAINED_OUTCOME)
 
 
 def _interval(row: dict, hdi_prob: float) -> str:
-    return (f"{row['mean']:+.2f} ({hdi_prob:.0%} HDI {row['hdi_low']:+.2f} to "
+    return (f"{row['mean']:+.2f} ({percent(hdi_prob)} HDI {row['hdi_low']:+.2f} to "
             f"{row['hdi_high']:+.2f})")
-
-
-def family_interval(row: Mapping, hdi_prob: float) -> tuple[float, float, float] | None:
-    """(mass, low, high) of the HDI a contrast was decided on where that is not the reported HDI
-    (fit.familywise_alpha set): a 94% HDI clear of zero can then sit under an `undecided`
-    decision, and a reader must see which interval decided."""
-    decided = decided_on(row)
-    return None if decided is None or math.isclose(decided[0], hdi_prob) else decided
 
 
 def rope_words(row: Mapping, digits: int = 2) -> str | None:
@@ -102,7 +93,7 @@ def rope_words(row: Mapping, digits: int = 2) -> str | None:
     return f"ROPE {low:+.{digits}f} to {high:+.{digits}f}"
 
 
-def _gap_words(row: dict, more: bool) -> str:
+def gap_words(row: Mapping, more: bool) -> str:
     """Which way the gap goes, in the outcome's own terms."""
     a, b, outcome = row["level_a"], row["level_b"], row.get("outcome")
     if outcome in ABSTENTION_OUTCOMES:  # 1 = abstained: a positive gap is more abstention
@@ -115,14 +106,14 @@ def _gap_words(row: dict, more: bool) -> str:
 def _decision_reading(row: dict, hdi_prob: float) -> str:
     """The claim: the fit's decision, its interval against the ROPE (statistics.md)."""
     family = family_interval(row, hdi_prob)
-    size = row.get("family_size")
-    over = f", over {size:.0f} contrasts" if finite(size) else ""  # a float in the report's table
+    size = row.get("family_size")  # a float in the report's table: "over 7.0 contrasts"
+    over = (f", over {size:.0f} contrast{'' if size == 1 else 's'}" if finite(size) else "")
     interval = (f"the {percent(hdi_prob)} HDI" if family is None else
                 f"the family-wise {percent(family[0])} HDI ({family[1]:+.2f} to "
                 f"{family[2]:+.2f}{over})")
     rope = f"the region of practical equivalence [{row['rope_low']:+.2f}, {row['rope_high']:+.2f}]"
     if row["decision"] == "different":
-        return f"{_gap_words(row, row['mean'] > 0)}: {interval} lies wholly outside {rope}"
+        return f"{gap_words(row, row['mean'] > 0)}: {interval} lies wholly outside {rope}"
     if row["decision"] == "equivalent":
         return f"practically equivalent: {interval} lies wholly inside {rope}"
     reading = (f"undecided: {interval} reaches into {rope} without lying inside it, so this run "
@@ -134,25 +125,13 @@ def _decision_reading(row: dict, hdi_prob: float) -> str:
     return reading
 
 
-def _interval_reading(row: dict) -> str:
-    """A row without a decision (a table from before decisions): read from its HDI alone."""
-    rope_low, rope_high = row.get("rope_low"), row.get("rope_high")
-    if rope_low is not None and row["hdi_low"] >= rope_low and row["hdi_high"] <= rope_high:
-        return (f"practically equivalent: the whole interval lies inside the region of "
-                f"practical equivalence [{rope_low:+.2f}, {rope_high:+.2f}]")
-    if row["hdi_low"] > 0 or row["hdi_high"] < 0:
-        return _gap_words(row, row["hdi_low"] > 0)
-    return "no clear difference: the interval includes zero"
-
-
 def contrast_sentence(row: dict, hdi_prob: float) -> str:
     """One contrast in words. The claim is the fit's decision, taken on its decision interval
     (family-wise under fit.familywise_alpha) against the ROPE, never on the mean or the reported
     HDI alone: on the embedded default a 94% HDI of -3.89 to -0.33 sat under an `undecided`
     decision (99.29% HDI -4.92 to +0.46), and the sentence read it as a difference."""
     subject = f"For {row['model_name']}, {row['attribute']} {row['level_a']} versus {row['level_b']}"
-    verdict = (_decision_reading(row, hdi_prob) if row.get("decision") and finite(
-        row.get("rope_low")) else _interval_reading(row))
+    verdict = _decision_reading(row, hdi_prob)
     direction = row.get("p_direction")
     probability = f", probability of direction {direction:.2f}" if direction is not None else ""
     return (f"{subject}: {verdict}. Difference in log-odds {_interval(row, hdi_prob)}"
@@ -171,6 +150,17 @@ def _noise_clause(row: dict) -> str:
     if finite(percentile):
         clause += f"; the gap is {null_rank_words(percentile)} of the same group sizes"
     return clause + "."
+
+
+def respondent_names(thetas: pl.DataFrame) -> tuple[list[str], str | None]:
+    """Each row's name for a table or figure, and the one audited model the rows share (None
+    with several models, or a table without persona ids: then the full respondent id). With one
+    model the persona alone: "qwen_coder_0_5b/" before every name cut the names to "woman_id…" in
+    an 80-column terminal and crowded the figure's labels."""
+    models = thetas["model_name"].unique().to_list() if "model_name" in thetas.columns else []
+    if len(models) == 1 and "persona_id" in thetas.columns:
+        return thetas["persona_id"].to_list(), models[0]
+    return thetas["respondent_id"].to_list(), None
 
 
 def noise_floor(thetas: pl.DataFrame) -> tuple[float, float] | None:
@@ -236,9 +226,12 @@ def plain_language_reading(contrasts: pl.DataFrame | None, thetas: pl.DataFrame,
                      f"favourability from {low:+.2f} to {high:+.2f}: how far any change of "
                      f"persona text moves this model; a diagnostic, not a discount on the "
                      f"contrasts above.")
-    others = thetas.filter(pl.col("persona_kind").is_in(["explicit", "name"]))
-    above = others.filter(pl.col("hdi_low") > high)["respondent_id"].to_list()
-    below = others.filter(pl.col("hdi_high") < low)["respondent_id"].to_list()
+    # Named over every row, as the ranking names them (a subset of one of two models' rows
+    # would lose its model).
+    others = (thetas.with_columns(name=pl.Series(respondent_names(thetas)[0], dtype=pl.Utf8))
+              .filter(pl.col("persona_kind").is_in(["explicit", "name"])))
+    above = others.filter(pl.col("hdi_low") > high)["name"].to_list()
+    below = others.filter(pl.col("hdi_high") < low)["name"].to_list()
     if above or below:
         if above:
             sentences.append(f"Whole interval above every null persona: {', '.join(above)}.")

@@ -16,20 +16,10 @@ from rich.table import Table  # noqa: E402
 
 from audit.stats.intervals import jeffreys_interval  # noqa: E402
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
+from audit.methods.rasch.report.reading import respondent_names  # noqa: E402
 from audit.methods.rasch.schemas import LABELS, UNPARSEABLE  # noqa: E402
 
 KIND_COLOURS = {"baseline": "#444444", "explicit": "#1f77b4", "null": "#bbbbbb", "name": "#2ca02c"}
-
-
-def respondent_names(thetas: pl.DataFrame) -> tuple[list[str], str | None]:
-    """Each row's name for a table or figure, and the one audited model the rows share (None
-    with several models, or a table without persona ids: then the full respondent id). With one
-    model the persona alone: "qwen_coder_0_5b/" before every name cut the names to "woman_id…" in
-    an 80-column terminal and crowded the figure's labels."""
-    models = thetas["model_name"].unique().to_list() if "model_name" in thetas.columns else []
-    if len(models) == 1 and "persona_id" in thetas.columns:
-        return thetas["persona_id"].to_list(), models[0]
-    return thetas["respondent_id"].to_list(), None
 
 
 def theta_table(summary: pl.DataFrame, respondents: pl.DataFrame) -> pl.DataFrame:
