@@ -132,6 +132,7 @@ def test_the_reading_compares_personas_with_the_null_noise_floor():
     assert any("above every null persona: m/a." in sentence for sentence in reading)
     assert not any("m/b" in sentence for sentence in reading)
     assert any("no demographic contrasts" in sentence for sentence in reading)
+    assert not any("contrasts above" in sentence for sentence in reading)  # there are none
     with_contrasts = plain_language_reading(CONTRASTS, THETAS.filter(
         pl.col("persona_kind") != "null"), 0.94)
     assert len([s for s in with_contrasts if s.startswith("For m,")]) == 3

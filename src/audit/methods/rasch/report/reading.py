@@ -222,10 +222,12 @@ def plain_language_reading(contrasts: pl.DataFrame | None, thetas: pl.DataFrame,
                          "to compare the demographic personas against.")
         return sentences
     low, high = floor
+    compared = contrasts is not None and contrasts.height > 0
     sentences.append(f"Null personas (random strings in the persona slot) have posterior mean "
                      f"favourability from {low:+.2f} to {high:+.2f}: how far any change of "
-                     f"persona text moves this model; a diagnostic, not a discount on the "
-                     f"contrasts above.")
+                     f"persona text moves this model"
+                     + ("; a diagnostic, not a discount on the contrasts above." if compared
+                        else "."))
     # Named over every row, as the ranking names them (a subset of one of two models' rows
     # would lose its model).
     others = (thetas.with_columns(name=pl.Series(respondent_names(thetas)[0], dtype=pl.Utf8))
@@ -240,7 +242,8 @@ def plain_language_reading(contrasts: pl.DataFrame | None, thetas: pl.DataFrame,
     elif others.height and not no_signal:
         sentences.append("No demographic persona's interval lies wholly outside the null "
                          "personas' range: no single persona text stands out from the placebo "
-                         "arm (the contrasts above, not this, are the run's claims about groups).")
+                         "arm" + (" (the contrasts above, not this, are the run's claims about "
+                                  "groups)." if compared else "."))
     return sentences
 
 
