@@ -27,10 +27,12 @@ def test_the_last_lines_of_a_smoke_run_state_its_finding(tmp_path):
     contrasts = answer[1:-4]
     assert [line.split(":")[0].strip() for line in contrasts] == ["gender man vs woman",
                                                                   "race Black vs White"]
+    # Each with the interval its decision was taken on: family-wise over the 2 contrasts.
     for line in contrasts:
         assert re.fullmatch(r"  \w+ \w+ vs \w+: (different|no practical difference|undecided|a "
-                            r"gap).*, [+-]\d\.\d+ \(94% HDI [+-]\d\.\d+ to [+-]\d\.\d+\)",
-                            line), line
+                            r"gap).*, [+-]\d\.\d+ \(94% HDI [+-]\d\.\d+ to [+-]\d\.\d+; "
+                            r"decided on the 97\.5% HDI [+-]\d\.\d+ to [+-]\d\.\d+ against the "
+                            r"ROPE ±0\.18\)", line), line
     assert re.fullmatch(r"CI verdict: (PASS|FAIL) \(\d+ of 3 checks failed\).*", answer[-4])
     assert answer[-3] == f"Report: {tmp_path / 'run' / 'report' / 'report.html'}"
     assert answer[-2] == ("MLflow runs: http://127.0.0.1:5000/#/experiments/1/runs?"
