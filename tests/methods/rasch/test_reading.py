@@ -181,6 +181,11 @@ def test_contrast_metric_names_line_up_across_runs():
     assert "contrast/race/Black_vs_White/hdi_low" in metrics
     two_models = pl.concat([CONTRASTS, CONTRASTS.with_columns(model_name=pl.lit("n"))])
     assert contrast_metrics(two_models)["contrast/n/race/Black_vs_White/mean"] == -0.6
+    # The interval decided on, so runs compared in MLflow show why a contrast whose 94% HDI
+    # clears zero stayed undecided (only the 94% HDI was logged).
+    family = contrast_metrics(pl.DataFrame([FAMILYWISE]))
+    assert family["contrast/race/Hispanic_vs_White/decision_low"] == -4.92
+    assert family["contrast/race/Hispanic_vs_White/decision_high"] == 0.46
 
 
 def _tiny_png(path: Path) -> Path:
