@@ -255,7 +255,8 @@ def change_table(posterior: xr.Dataset, attributes: list[str], *, rope: float, h
                 "attribute": attribute, "level_a": pair[0], "level_b": pair[1],
                 "gap_A": float(logit_a[pair].mean()), "gap_B": float(logit_b[pair].mean()),
                 "change": float(change.mean()), "change_sd": float(change.std(ddof=1)),
-                "hdi_prob": hdi_prob, "hdi_low": low, "hdi_high": high, "p_worse": float((worsening > 0).mean()),
+                "hdi_prob": hdi_prob, "hdi_low": low, "hdi_high": high,
+                "p_worse": float((worsening > 0).mean()),
                 "_change": change, "_worsening": worsening})
     mass = decision_hdi_prob(familywise_alpha, len(rows), hdi_prob)
     for row in rows:
@@ -273,7 +274,7 @@ def change_table(posterior: xr.Dataset, attributes: list[str], *, rope: float, h
 
 def change_line(row: dict) -> str:
     """One terminal line per contrast, the same either way the gate goes. The decision names the
-    interval it was taken on where that is the wider family-wise one: "change +0.52 [+0.05,
+    interval it was taken on where that is the family-wise one, not the reported HDI: "change +0.52 [+0.05,
     +1.01], undecided" did not say why an interval clear of zero was undecided."""
     gate = ("" if row["max_worsening"] is None else
             f"; P(|gap| grows > {row['max_worsening']:g} {row['unit']}) "

@@ -89,7 +89,8 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
 
 def decided_on(row: Mapping) -> tuple[float, float, float] | None:
     """(mass, low, high) of the HDI a contrast was decided on (family-wise under
-    fit.familywise_alpha, so wider than the reported one); None in a run written before it."""
+    fit.familywise_alpha: 1 - alpha / K, usually wider than the reported one); None in a run
+    written before it."""
     mass, low, high = row.get("decision_prob"), row.get("decision_low"), row.get("decision_high")
     if finite(mass) and finite(low) and finite(high):
         return float(mass), float(low), float(high)

@@ -38,4 +38,3 @@ def null_percentile(null_means: np.ndarray | None, n_a: int, n_b: int,
         group_b = rng.integers(0, null_means.size, (NULL_SPLITS, n_b))
     null_gaps = null_means[group_a].mean(axis=1) - null_means[group_b].mean(axis=1)
     return float(100.0 * (np.abs(null_gaps) < abs(gap)).mean())
-
