@@ -147,7 +147,8 @@ class PersonasConfig:
     generators: list[str] = field(default_factory=lambda: ["baseline", "explicit", "null"])
     explicit_file: str = "data/personas/explicit_profiles.csv"
     explicit_ids: list[str] = field(default_factory=list)  # empty: every profile in the file
-    null_count: int = 16  # the noise floor's sample (conf/personas/default.yaml says why)
+    # The placebo arm's size; the default audit asks 4 (conf/personas/default.yaml says why).
+    null_count: int = 16
     null_length: int = 10
     # The `name` generator: names that signal gender and race (first names from Bertrand and
     # Mullainathan 2004); empty name_ids: every profile in the file.

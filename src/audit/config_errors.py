@@ -3,8 +3,8 @@
 Hydra prints a typo in an override over eight to twelve lines (with the config search path and a
 hint about an environment variable); the line a user needs, the options that would have worked,
 is missing for mistyped keys. This module turns those errors into one line, e.g.
-``unknown key 'design.replicatez'; valid keys under 'design': replicates, seed (did you mean
-'replicates'?)``.
+``unknown key 'design.replicatez'; valid keys under 'design': replicates, seed, adaptive, ...
+(did you mean 'replicates'?)``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """`python -m audit.verdict run_dir=DIR`: pass or fail a finished audit, for CI.
 
 Reads the method from the run's recorded config (`config.yaml`, written by every run next to its
-tables), applies that method's rules (methods/NAME/verdict.py, found through the method registry;
-every rule is a `key=value` override of VerdictConfig, or a YAML file with `rules_file=PATH`),
-prints the failed checks, writes a JUnit XML file (one testcase per check: each comparison, and a
-Rasch fit's convergence; a failure for each failed one) and exits 0 when the audit passes, 1 when
-it fails and 2 when the input is bad (one line on stderr naming the problem), so it drops into any
-CI pipeline.
+tables, or in `report/` by the Rasch report stage), applies that method's rules
+(methods/NAME/verdict.py, found through the method registry; every rule is a `key=value` override of
+VerdictConfig, or a YAML file with `rules_file=PATH`), prints the failed checks, writes a JUnit XML
+file (one testcase per check: each comparison, and a Rasch fit's convergence; a failure for each
+failed one) and exits 0 when the audit passes, 1 when it fails and 2 when the input is bad (one line
+on stderr naming the problem), so it drops into any CI pipeline.
 """
 
 from __future__ import annotations
