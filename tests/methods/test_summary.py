@@ -128,7 +128,8 @@ def test_an_adaptive_run_says_first_what_it_asked_and_why_it_stopped(tmp_path):
     (dvc repro keeps the rounds in pipeline/respond/, the design in pipeline/design/). Bugs
     caught: the first look read instead of the last (63 prompts, one look), the share taken of
     the asked prompts instead of the design (100%), the pipeline's folders not searched (no
-    line), and a fixed run given the line."""
+    line), a fixed run given the line, and a futile stop's intervals (an interim look's, at its
+    small share of alpha) left unexplained next to a fixed run's 99.29%."""
     fixed = _stated("rasch", rasch_run(tmp_path / "fixed", ["undecided"]))
     assert "adaptive audit" not in fixed
     run_dir = rasch_run(tmp_path / "run", ["undecided"])
@@ -140,8 +141,18 @@ def test_an_adaptive_run_says_first_what_it_asked_and_why_it_stopped(tmp_path):
                   "stop": [None, None, "futile"]}).write_csv(run_dir / "adaptive_rounds.csv")
     expected = ("  adaptive audit: 189 of 252 prompts asked (75% of the fixed design) in 3 looks, "
                 "stopped (futile): no open contrast could still be decided within the budget; "
-                "undecided is not evidence of fair treatment")
+                "undecided is not evidence of fair treatment; the intervals decided on are from "
+                "that interim look, at its small share of alpha, so wider than at the last "
+                "planned look")
     assert _stated("rasch", run_dir).splitlines()[1] == expected
+    # A run stopped by its budget decided at its last planned look: no interim caveat.
+    rounds = pl.read_csv(run_dir / "adaptive_rounds.csv")
+    rounds.with_columns(stop=pl.Series([None, None, "budget"])).write_csv(
+        run_dir / "adaptive_rounds.csv")
+    assert _stated("rasch", run_dir).splitlines()[1] == (
+        "  adaptive audit: 189 of 252 prompts asked (75% of the fixed design) in 3 looks, "
+        "stopped (budget): its budget was spent")
+    rounds.write_csv(run_dir / "adaptive_rounds.csv")
     pipeline = _as_pipeline(run_dir, tmp_path / "pipeline", "rasch")
     assert (pipeline / "respond" / "adaptive_rounds.csv").is_file()
     assert _stated("rasch", pipeline).splitlines()[1] == expected

@@ -110,6 +110,12 @@ STOP_READINGS = {
                "evidence of fair treatment"),
     "budget": "its budget was spent",
 }
+# A futile stop is always at an interim look (at the last planned look the budget is spent, and
+# `budget` is read first), which decides at its small share of alpha (99.998% HDIs for the
+# default's seven contrasts and four looks): without this, a futile run's "decided on the 99.998%
+# HDI" reads as a mistake for a fixed run's 99.29%.
+INTERIM_INTERVALS = ("the intervals decided on are from that interim look, at its small share "
+                     "of alpha, so wider than at the last planned look")
 
 
 def adaptive_note(rounds_path: Path, design_path: Path) -> str | None:
@@ -126,8 +132,9 @@ def adaptive_note(rounds_path: Path, design_path: Path) -> str | None:
     of_design = (f"{asked} of {design_prompts} prompts asked ({asked / design_prompts:.0%} of the "
                  f"fixed design)" if design_prompts else f"{asked} prompts asked")
     looks = f"{rounds.height} look{'' if rounds.height == 1 else 's'}"
+    interim = f"; {INTERIM_INTERVALS}" if stop == "futile" else ""
     return (f"adaptive audit: {of_design} in {looks}, stopped ({stop}): "
-            f"{STOP_READINGS.get(stop, stop)}")
+            f"{STOP_READINGS.get(stop, stop)}{interim}")
 
 
 def look_alpha_of(rounds_path: Path) -> float | None:
@@ -192,10 +199,11 @@ class AdaptiveReport:
                 "adaptive/share_of_design": self.share, "adaptive/looks": float(self.looks)}
 
     @property
-    def summary(self) -> dict[str, int | str]:
+    def summary(self) -> dict[str, int | str | float | None]:
         """What the HTML report's adaptive section reads."""
         return {"asked": self.asked, "design": self.design, "looks": self.looks,
                 "stop": self.stop, "reading": STOP_READINGS.get(self.stop, self.stop),
+                "interim": INTERIM_INTERVALS if self.stop == "futile" else None,
                 "answer_minutes": (None if self.answer_seconds is None
                                    else self.answer_seconds / 60)}
 
