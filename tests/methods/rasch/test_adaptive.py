@@ -38,7 +38,12 @@ from audit.methods.rasch.adaptive import (
 )
 from audit.methods.rasch.config import FitConfig
 from prior_samplers import prior_sampler
-from audit.methods.rasch.futility import contrast_states, predictive_decidable, text_floors
+from audit.methods.rasch.futility import (
+    contrast_states,
+    nearest_open,
+    predictive_decidable,
+    text_floors,
+)
 from audit.methods.rasch.simulation import default_shaped_prompts
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -180,6 +185,24 @@ def test_stop_reasons_in_order():
     assert stop_reason(hopeless, 100, 504, 404, futility_from=0.0) == "futile"
     assert stop_reason(alive, 100, 504, 404, futility_from=0.0) is None
     assert stop_reason(alive, 504, 504, 0, futility_from=0.0) == "budget"
+
+
+def test_a_looks_log_names_the_open_contrast_nearest_to_a_decision():
+    # Bugs caught: naming a decided contrast (its P(decidable) is 1), the least decidable open
+    # one, or none while contrasts are open; one model's contrast named without its model when
+    # two are audited.
+    states = contrast_states(pl.DataFrame([
+        contrast(0.0, 1.5, level_a="Asian"), contrast(-2.0, 1.0, level_a="Hispanic"),
+        contrast(3.0, 0.2, decision="different", level_a="Black")]), 126, 252, 0.2)
+    assert states.filter("open").get_column("p_decidable").max() < 1.0
+    line = nearest_open(states, 0.2)
+    best = states.filter("open").sort("p_decidable", descending=True).row(0, named=True)
+    assert best["level_a"] == "Hispanic"
+    assert line == (f"; nearest to a decision: race Hispanic vs White, P(decidable by the "
+                    f"budget) {best['p_decidable']:.2f} (alive from 0.2)")
+    assert nearest_open(states.with_columns(open=pl.lit(False)), 0.2) == ""
+    two_models = states.with_columns(model_name=pl.Series(["m", "m", "other"]))
+    assert nearest_open(two_models, 0.2).startswith("; nearest to a decision: m: race Hispanic")
 
 
 def test_futility_waits_for_its_share_of_the_budget():

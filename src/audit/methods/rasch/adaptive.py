@@ -52,7 +52,7 @@ from audit.config import DesignConfig
 from audit.errors import AuditError
 from audit.llm.preflight import CHARS_PER_TOKEN
 from audit.methods.rasch.config import FitConfig
-from audit.methods.rasch.futility import contrast_states, text_floors
+from audit.methods.rasch.futility import contrast_states, nearest_open, text_floors
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.irt.rasch import RaschFit, SampleFunction, posterior_draws
 
@@ -375,9 +375,9 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
             stop = "budget"  # the last look: its alpha share is spent
         row = round_row(index, asked.height, seconds, alpha, states, stop)
         rows.append(row)
-        logger.info("adaptive round %d: %d prompts, %d of %d contrasts decided, %d alive%s",
+        logger.info("adaptive round %d: %d prompts, %d of %d contrasts decided, %d alive%s%s",
                     index, asked.height, row["decided"], row["contrasts"], row["alive"],
-                    f"; stop: {stop}" if stop else "")
+                    nearest_open(states, rule.futility), f"; stop: {stop}" if stop else "")
         if on_round is not None:
             on_round(row, fit)
         if stop is not None:

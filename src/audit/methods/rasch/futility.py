@@ -123,3 +123,17 @@ def contrast_states(contrasts: pl.DataFrame, prompts_now: int, prompts_budget: i
         predictive_decidable(contrasts, prompts_now, prompts_budget, floors, final_alpha),
         open=pl.col("decision") == "undecided")
     return table.with_columns(alive=pl.col("open") & (pl.col("p_decidable") >= futility))
+
+
+def nearest_open(states: pl.DataFrame, futility: float) -> str:
+    """The open contrast closest to a decision and its P(decidable by the budget), for a look's
+    log line ("" when every contrast is decided): "1 alive" alone did not say which contrast keeps
+    a run asking, nor how close a hopeless one came to the futility threshold."""
+    open_rows = states.filter("open")
+    if open_rows.is_empty():
+        return ""
+    row = open_rows.sort("p_decidable", descending=True, maintain_order=True).row(0, named=True)
+    model = (f"{row['model_name']}: " if states.get_column("model_name").n_unique() > 1 else "")
+    return (f"; nearest to a decision: {model}{row['attribute']} {row['level_a']} vs "
+            f"{row['level_b']}, P(decidable by the budget) {row['p_decidable']:.2f} "
+            f"(alive from {futility:g})")
