@@ -256,16 +256,20 @@ def test_selection_takes_items_that_split_answers_for_open_cells():
 
 
 @pytest.mark.parametrize(("budget", "trajectory"), [(100, [38, 78, 100]),
-                                                     (120, [38, 78, 120])])
+                                                     (120, [38, 78, 120]),
+                                                     (152, [38, 78, 118, 152])])
 def test_the_loop_never_repeats_a_prompt_and_spends_the_budget_in_planned_rounds(budget,
                                                                                 trajectory):
     """By hand: 19 personas, so round 0 asks 40 // 19 = 2 items each (38); round 1 asks a round
     (40, to 78); the round before the last look takes what is left, 22 of a budget of 100 and 42
     of 120 (not a round of 40 and then 2 more). Three looks split alpha 0.05 as 1% over the two
-    interim looks (0.00025 each) and 99% for the last (0.0495). Bugs caught: a prompt asked twice
-    across rounds, a budget overrun or one left unspent (118 of 120), round sizes or look
-    alphas other than planned, a trajectory that does not match what was asked, or a model
-    shape that changes between rounds (recompiles)."""
+    interim looks (0.00025 each) and 99% for the last (0.0495). The whole pool of 152 (two
+    replicates) takes four looks, and the last round asks the 34 prompts left although only 25
+    cells have one: it takes a cell's second replicate too. Bugs caught: a prompt asked twice
+    across rounds, a budget overrun or one left unspent (118 of 120; 143 of 152 when the last
+    round took one replicate a cell), round sizes or look alphas other than planned, a
+    trajectory that does not match what was asked, or a model shape that changes between rounds
+    (recompiles)."""
     pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
     assert pool.get_column("respondent_id").n_unique() == 19
     rng = np.random.default_rng(3)
@@ -291,14 +295,16 @@ def test_the_loop_never_repeats_a_prompt_and_spends_the_budget_in_planned_rounds
     run = run_adaptive(pool, answer, fit, rule, sample=sampler)
     assert not run.asked.select(KEY).is_duplicated().any()
     assert run.rounds["prompts"].to_list() == trajectory
-    assert run.rounds["look_alpha"].to_list() == pytest.approx([0.00025, 0.00025, 0.0495])
+    interim = [0.05 * 0.01 / (len(trajectory) - 1)] * (len(trajectory) - 1)
+    assert run.rounds["look_alpha"].to_list() == pytest.approx([*interim, 0.0495])
     per_round = run.asked.group_by("round").len().sort("round").get_column("len").to_list()
     assert np.cumsum(per_round).tolist() == trajectory
     assert run.outcomes.height == run.prompts == budget
-    assert asked_rounds == [0, 1, 2]
+    assert asked_rounds == list(range(len(trajectory)))
     assert len(shapes) == 1  # every look the same cells: one compiled model
     # Prior draws decide nothing and futility 0 never gives up: the budget ends it.
-    assert run.rounds["stop"].to_list() == [None, None, "budget"] and run.stop == "budget"
+    assert run.rounds["stop"].to_list() == [None] * (len(trajectory) - 1) + ["budget"]
+    assert run.stop == "budget"
 
 
 def test_a_time_budget_ends_the_run_at_its_last_look_with_the_last_looks_alpha():

@@ -248,19 +248,27 @@ def information(fit: RaschFit, candidates: pl.DataFrame) -> np.ndarray:
 def choose_next(pool: pl.DataFrame, asked: pl.DataFrame, fit: RaschFit, states: pl.DataFrame,
                 rule: AdaptiveRule, size: int) -> pl.DataFrame:
     """The next round: the ``size`` candidates with the highest weighted information (ties in
-    pool order, so the same posterior always picks the same prompts)."""
-    candidates = next_candidates(pool, asked)
-    if candidates.is_empty():
-        return candidates
+    pool order, so the same posterior always picks the same prompts). A cell offers one replicate
+    at a time; when fewer cells than ``size`` have one left (two or more replicates, late in a
+    run), their next replicates fill the round, so the round before the last look still takes
+    what the budget has left and the last look sees it all."""
     attributes = [column for column in states.get_column("attribute").unique().to_list()
                   if column in pool.columns]
     respondents = pool.select("respondent_id", *attributes).unique("respondent_id")
     weights = respondent_weights(respondents, states, rule.other_weight)
-    scored = (candidates.join(weights, on="respondent_id", how="left")
-              .with_columns(score=pl.Series(information(fit, candidates)) * pl.col("weight"))
-              .with_row_index("order"))
-    return (scored.sort(["score", "order"], descending=[True, False]).head(size)
-            .drop("score", "weight", "order").sort(KEY))
+    chosen = pool.head(0)
+    while chosen.height < size:
+        candidates = next_candidates(pool, pl.concat([asked.select(KEY), chosen.select(KEY)]))
+        if candidates.is_empty():
+            break
+        scored = (candidates.join(weights, on="respondent_id", how="left")
+                  .with_columns(score=pl.Series(information(fit, candidates))
+                                * pl.col("weight"))
+                  .with_row_index("order"))
+        best = (scored.sort(["score", "order"], descending=[True, False])
+                .head(size - chosen.height).drop("score", "weight", "order"))
+        chosen = pl.concat([chosen, best.select(chosen.columns)])
+    return chosen.sort(KEY)
 
 
 @dataclass(frozen=True, eq=False)
