@@ -56,6 +56,21 @@ def test_library_info_lines_are_dropped_unless_verbose(recorded, monkeypatch):
     assert "generated new fontManager" in recorded.export_text()
 
 
+def test_quieted_loggers_drop_info_inside_the_block_and_come_back_after(monkeypatch):
+    # Bugs caught: a plan's simulated fits still logging INFO (thousands of lines), their level
+    # left at WARNING after the plan (a later run silent), a warning dropped with the INFO
+    # lines, or AUDIT_VERBOSE=1 not bringing them back.
+    monkeypatch.delenv(logs.VERBOSE_ENV, raising=False)
+    logging.getLogger("audit.test_quieted").setLevel(logging.INFO)
+    fits = logging.getLogger("audit.test_quieted.fits")  # a module's logger: level NOTSET
+    with logs.quieted("audit.test_quieted"):
+        assert not fits.isEnabledFor(logging.INFO) and fits.isEnabledFor(logging.WARNING)
+    assert fits.isEnabledFor(logging.INFO)
+    monkeypatch.setenv(logs.VERBOSE_ENV, "1")
+    with logs.quieted("audit.test_quieted"):
+        assert fits.isEnabledFor(logging.INFO)
+
+
 def test_a_line_logged_during_a_bar_is_drawn_on_the_bars_console(recorded):
     """The bug this guards against: log lines written to stderr straight, through a bar drawn
     on stdout (or on another console), break the bar in a terminal."""

@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.progress import (
@@ -99,6 +100,25 @@ def quiet_noisy_loggers() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+@contextmanager
+def quieted(*names: str) -> Iterator[None]:
+    """These loggers at WARNING inside the block (unless AUDIT_VERBOSE is set): a loop of many
+    small fits, a plan's simulated audits, would otherwise print each fit's INFO lines (three a
+    look of a simulated adaptive audit, thousands a plan)."""
+    if verbose():
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
 def configure_cli_logging() -> None:
     """For entry points Hydra does not configure (`audit.stages`, `audit.fit`, `audit.params`)."""
     handler = ConsoleLogHandler()
@@ -114,15 +134,17 @@ class RateColumn(ProgressColumn):
         return Text(f"{task.speed:.2f}/s" if task.speed else "-/s")
 
 
-def progress_bar(rate: bool = True) -> Progress:
+def progress_bar(rate: bool = True, errors: bool = True) -> Progress:
     """A bar on the stderr console log lines are printed on, so a line logged
     meanwhile appears above it. `rate`: requests a second and the time left, for bars that count
     requests actually sent (answers already in the store are counted in before it starts, so
-    they do not inflate the rate); a loop that mostly reads the store shows neither."""
+    they do not inflate the rate); a loop that mostly reads the store shows neither. `errors`: a
+    count of failed requests (its tasks need an `errors` field); a loop without requests has
+    none."""
     timing = (RateColumn(), TimeRemainingColumn()) if rate else ()
+    failed = (TextColumn("[red]{task.fields[errors]} errors"),) if errors else ()
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    *timing, TextColumn("[red]{task.fields[errors]} errors"), transient=False,
-                    console=console())
+                    *timing, *failed, transient=False, console=console())
 
 
 def track(rows: Iterable, total: int, description: str) -> Iterable:

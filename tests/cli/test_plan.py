@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -12,7 +13,11 @@ from scipy import stats
 
 from hydra import compose, initialize_config_dir
 
-from audit.cli.plan import scaled_cost
+import io
+
+from rich.console import Console
+
+from audit.cli.plan import print_plan, scaled_cost
 from audit.config import CONF_DIR
 from audit.methods.configs import to_audit_config
 from audit.methods.rasch.design import design_stage
@@ -159,6 +164,32 @@ def test_each_simulated_audit_draws_from_its_own_set_of_components(monkeypatch):
         0, named=True)
     assert given == [0.2, 0.6, 1.0, 0.2, 0.6, 1.0]
     assert row["simulations"] == 6 and row["hdi_width"] == pytest.approx(1.4 / 3)
+
+
+def test_the_plan_reports_each_simulation_and_closes_an_option_that_stops_early(monkeypatch):
+    """on_simulation (the CLI's progress bar) hears of every simulated audit, by option, and of
+    the option's end: stopped early by plan.precision, its count becomes its total. Bugs caught:
+    no report (the bar stands still for minutes), one option's count given to another, or a bar
+    left at 2 of 50 as if the plan had hung."""
+    import audit.methods.rasch.power as power
+
+    def no_gap(prompts, components, effects, fit, sampler, rng, planted, rule,
+               seconds_per_prompt):
+        return pl.DataFrame({"model_name": ["m1"], "attribute": ["race"], "mean": [0.0],
+                             "decision": ["undecided"], "width": [1.0], "truth": [0.0],
+                             "planted": [True], "ci_fails": [False],
+                             "prompts_asked": [prompts.height]})
+
+    monkeypatch.setattr(power, "one_simulation", no_gap)
+    heard: list[tuple[str, int, int]] = []
+    plan = PlanConfig(gap=0.0, replicates=[1, 2], min_simulations=2, simulations=50,
+                      precision=1.0)  # 1.96 / 2 at zero power: met after the minimum
+    simulate_power(prompts_table(), plan, FitConfig(attributes=["race"]),
+                   config_components(plan),
+                   on_simulation=lambda option, done, most: heard.append((option, done, most)))
+    one, two = "x1 personas, 1 replicate", "x1 personas, 2 replicates"
+    assert heard == [(one, 1, 50), (one, 2, 50), (one, 2, 2),
+                     (two, 1, 50), (two, 2, 50), (two, 2, 2)]
 
 
 class PlantedPosterior:
@@ -317,3 +348,57 @@ def test_a_time_budget_is_planned_at_the_stores_median_latency_a_prompt(items, p
             store.put_ok(item.key, backends[item.model_name].identity(),
                          item.request.as_payload(), "APPROVE", 1, latency)
         assert seconds_per_prompt(cfg, prompts, store) == pytest.approx(1.0)
+
+
+def plan_rows(models=("qwen_coder_0_5b",), multiples=(1,), replicates=(1, 2)) -> pl.DataFrame:
+    """A plan table as plan_table returns it: power columns and the preflight's cost columns."""
+    rows = []
+    for model in models:
+        for multiple in multiples:
+            for reps in replicates:
+                for attribute in ("gender", "race"):
+                    planted = attribute == "race"
+                    rows.append({
+                        "model_name": model, "persona_multiple": multiple, "replicates": reps,
+                        "respondents": 21, "simulations": 1070, "attribute": attribute,
+                        "hdi_width": 4.4137 / reps, "hdi_width_se": 0.0123,
+                        "gap_logit": 1.0 if planted else None,
+                        "gap_mean": 0.93 if planted else None,
+                        "p_different": 0.31 if planted else None,
+                        "p_ci_fails": 0.3084 if planted else None,
+                        "p_ci_fails_hw": 0.0277 if planted else None, "p_false_fail": 0.0187,
+                        "prompts_asked": 126.4 * reps, "prompts": 252 * reps * multiple,
+                        "to_send": 0, "prompt_tokens": 7735, "max_completion_tokens": 756,
+                        "minutes": 1.358 * reps})
+    return pl.DataFrame(rows)
+
+
+def printed(table: pl.DataFrame, adaptive: bool) -> str:
+    console = Console(file=io.StringIO(), width=80, record=True)
+    print_plan(table, Path("outputs/plan.csv"), 0.94, adaptive, console)
+    return console.export_text()
+
+
+def test_the_printed_plan_fits_80_columns_with_the_power_and_its_error():
+    """Bugs caught: polars' print of the raw table (headers cut to eight letters, each row
+    wrapped over two lines, six decimals), a number cut with an ellipsis at 80 columns, the
+    power shown without its Monte Carlo half-width (0.31 from 1,070 simulations reads as exact),
+    the expected prompts of an adaptive plan left out, or a model's rows unnamed when the plan
+    has two."""
+    text = printed(plan_rows(), adaptive=True)
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    assert "Plan: race gap of 1.00 logit planted, 1070 simulations an option" in text
+    race = [line.split() for line in text.splitlines() if line.split()[3:4] == ["race"]]
+    assert race == [["1", "252", "126", "race", "4.41", "0.31", "±", "0.03", "0.02", "1.4"],
+                    ["2", "504", "253", "race", "2.21", "0.31", "±", "0.03", "0.02", "2.7"]]
+    assert "outputs/plan.csv" in text and "asked" in text
+    fixed = printed(plan_rows(), adaptive=False)
+    assert "asked" not in fixed
+    two = printed(plan_rows(models=("qwen_coder_0_5b", "smollm2"), multiples=(1, 2),
+                            replicates=(1,)), adaptive=False)
+    assert "…" not in two and max(len(line) for line in two.splitlines()) <= 80
+    header = next(line for line in two.splitlines() if "replicates" in line)
+    assert header.split() == ["texts", "replicates", "prompts", "attribute", "width", "power",
+                              "false", "minutes"]
+    titles = [line.strip() for line in two.splitlines() if "race gap of" in line]
+    assert [title.split(":")[0] for title in titles] == ["qwen_coder_0_5b", "smollm2"]

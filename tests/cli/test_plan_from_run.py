@@ -10,6 +10,7 @@ sampling seeds, so other answers) realises one. Costs about 3-4 minutes on 2 cor
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,8 @@ DESIGN = ["items=smoke", "design.replicates=1", "judge=rules_only", "judge.evalu
           "fit.draws=1000", "fit.tune=500", "fit.chains=2"]
 
 
-def run(module: str, overrides: list[str], tmp_path: Path, name: str) -> Path:
+def run(module: str, overrides: list[str], tmp_path: Path, name: str) -> tuple[Path, str]:
+    """The run directory and what the command wrote on stderr."""
     directory = tmp_path / name
     command = [sys.executable, "-m", module, *DESIGN, *overrides,
                f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
@@ -33,7 +35,7 @@ def run(module: str, overrides: list[str], tmp_path: Path, name: str) -> Path:
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, env=env,
                           timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    return directory
+    return directory, done.stderr
 
 
 def race_width(contrasts: pl.DataFrame) -> float:
@@ -48,12 +50,15 @@ def test_a_plan_from_one_run_predicts_the_width_of_the_next(tmp_path: Path):
     simulates another design than the audit fits. Measured on this design (2026-11-28, the
     same commands): the plan from the run predicted 4.93 and the second run realised 4.88; the
     same plan from the config's figures (no plan.from_run) predicted 6.16, 26% off, so a plan
-    that ignored the run fails here."""
-    pilot = run("audit", ["design.seed=1"], tmp_path, "pilot")
-    plan_dir = run("audit.plan", [f"plan.from_run={pilot}", "plan.replicates=[1]",
-                                  "plan.min_simulations=30", "plan.simulations=30", "plan.gap=0"],
-                   tmp_path, "plan")
-    second = run("audit", ["design.seed=2"], tmp_path, "second")
+    that ignored the run fails here. The plan's terminal shows a bar of simulated audits, not
+    the INFO lines of each simulated fit (two a fit: 60 lines here, thousands in a real plan)."""
+    pilot, _ = run("audit", ["design.seed=1"], tmp_path, "pilot")
+    plan_dir, terminal = run("audit.plan", [f"plan.from_run={pilot}", "plan.replicates=[1]",
+                                            "plan.min_simulations=30", "plan.simulations=30",
+                                            "plan.gap=0"], tmp_path, "plan")
+    assert "fitting population" not in terminal and "judge correction" not in terminal
+    assert re.search(r"simulated audits, x1 personas, 1 replicate .*30/30", terminal), terminal
+    second, _ = run("audit", ["design.seed=2"], tmp_path, "second")
     plan = pl.read_csv(plan_dir / "plan.csv")
     predicted = plan.filter(pl.col("attribute") == "race").row(0, named=True)["hdi_width"]
     realised = race_width(pl.read_csv(second / "fit" / "contrasts.csv"))

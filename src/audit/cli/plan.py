@@ -26,13 +26,17 @@ from pathlib import Path
 import hydra
 import polars as pl
 from omegaconf import DictConfig
+from rich import box
+from rich.console import Console
+from rich.progress import TaskID
+from rich.table import Table
 
 from audit.llm.backends import BackendError
 from audit.config import CONF_DIR
 from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.config_errors import one_line_config_errors
 from audit.llm.engine import Planned, concurrency_limits, plan_requests
-from audit.logs import quiet_noisy_loggers
+from audit.logs import progress_bar, quiet_noisy_loggers, quieted
 from audit.methods.rasch.pilot import run_components
 from audit.methods.rasch.power import config_components, simulate_power
 from audit.methods.rasch.simulation import VarianceComponents
@@ -44,6 +48,8 @@ from audit.llm.store import ResponseStore
 from audit.tables import write_frame
 
 log = logging.getLogger("audit.plan")
+# The loggers of one simulated audit's fit and looks.
+SIMULATION_LOGGERS = ("audit.methods.rasch.irt", "audit.methods.rasch.adaptive")
 COST_COLUMNS = ("prompts", "to_send", "prompt_tokens", "max_completion_tokens", "minutes")
 register_configs()
 
@@ -107,10 +113,22 @@ def planning_components(cfg: AuditConfig) -> VarianceComponents | tuple[Variance
 def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
     """Power and cost of every planned design size, one row per model, size and attribute."""
     prompts = design_stage(cfg)
-    # simulate_power decides whether the design has a time budget to spend it on.
-    power = simulate_power(prompts, cfg.plan, cfg.fit, planning_components(cfg),
-                           design=cfg.design, tokens_per_prompt=pool_tokens(cfg, prompts),
-                           seconds_per_prompt=seconds_per_prompt(cfg, prompts, store))
+    components = planning_components(cfg)
+    # Each simulated audit is a fit (a fit a look, adaptive): their own INFO lines would bury the
+    # plan's, so a bar per design option counts them instead (AUDIT_VERBOSE=1 shows every line).
+    with quieted(*SIMULATION_LOGGERS), progress_bar(errors=False) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def on_simulation(option: str, done: int, most: int) -> None:
+            if option not in tasks:
+                tasks[option] = bar.add_task(f"simulated audits, {option}", total=most)
+            bar.update(tasks[option], completed=done, total=most)
+
+        # simulate_power decides whether the design has a time budget to spend it on.
+        power = simulate_power(prompts, cfg.plan, cfg.fit, components,
+                               design=cfg.design, tokens_per_prompt=pool_tokens(cfg, prompts),
+                               seconds_per_prompt=seconds_per_prompt(cfg, prompts, store),
+                               on_simulation=on_simulation)
     costs = []
     for replicates in cfg.plan.replicates:
         cost = design_cost(cfg, replicates, store)
@@ -134,6 +152,64 @@ def run_plan(cfg: AuditConfig, output_dir: Path) -> pl.DataFrame:
     return table
 
 
+def _plus_minus(value, error, digits: str = ".2f") -> str:
+    if value is None or not math.isfinite(value):
+        return ""
+    text = format(value, digits)
+    return text if error is None or not math.isfinite(error) else f"{text} ± {error:{digits}}"
+
+
+def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: bool,
+               console: Console | None = None) -> None:
+    """The plan as a reader compares its options, in 80 columns: a table per audited model, a
+    row per design option and attribute, rounded, the power with its Monte Carlo half-width;
+    every column of ``table`` is in ``csv_path``. (polars' own print of the 19 columns cut every
+    header to eight letters and wrapped each row over two lines at 200 characters.)"""
+    console = console or Console()
+    planted = table.filter(pl.col("gap_logit").is_not_null())
+    models = sorted(table.get_column("model_name").unique().to_list())
+    several_multiples = table.get_column("persona_multiple").n_unique() > 1
+    simulations = table.get_column("simulations")
+    counts = (f"{simulations.min()}" if simulations.min() == simulations.max()
+              else f"{simulations.min()}-{simulations.max()}")
+    gap = (f"{planted['attribute'][0]} gap of {planted['gap_logit'][0]:.2f} logit planted"
+           if planted.height else "no planted gap")
+    columns = [*(["texts"] if several_multiples else []), "replicates", "prompts",
+               *(["asked"] if adaptive else []), "attribute", "width", "power", "false",
+               "minutes"]
+    for model in models:
+        who = f"{model}: " if len(models) > 1 else "Plan: "
+        grid = Table(title=f"{who}{gap}, {counts} simulations an option",
+                     box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, show_edge=False)
+        for column in columns:  # numbers never wrap: 80 columns hold them all
+            grid.add_column(column, justify="left" if column == "attribute" else "right",
+                            no_wrap=True)
+        rows = table.filter(pl.col("model_name") == model).sort(
+            "persona_multiple", "replicates", "attribute")
+        for row in rows.iter_rows(named=True):
+            minutes = row.get("minutes")
+            grid.add_row(*[*([str(row["persona_multiple"])] if several_multiples else []),
+                           str(row["replicates"]),
+                           "" if row.get("prompts") is None else str(row["prompts"]),
+                           *([f"{row['prompts_asked']:.0f}"] if adaptive else []),
+                           row["attribute"], _plus_minus(row["hdi_width"], None),
+                           _plus_minus(row["p_ci_fails"], row["p_ci_fails_hw"]),
+                           _plus_minus(row["p_false_fail"], None),
+                           "" if minutes is None else _plus_minus(minutes, None, ".1f")])
+        console.print(grid)
+    texts = ("texts: each persona with a level of the planted attribute that many times (more "
+             "texts a cell). " if several_multiples else "")
+    asked = ("asked: the prompts an adaptive audit is expected to ask before it stops. "
+             if adaptive else "")
+    console.print(
+        f"{texts}{asked}width: the expected {hdi_prob:.0%} HDI width of the attribute's "
+        "contrasts. power: how often python -m audit.verdict fails on the planted gap (± its "
+        "95% Monte Carlo half-width); false: how often it fails on a contrast without a "
+        "gap. minutes: the whole design at this model's median latency in the store (empty "
+        f"until it holds some). Every column, with its Monte Carlo errors: {csv_path}",
+        highlight=False, markup=False)
+
+
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def app(cfg: DictConfig) -> None:
     quiet_noisy_loggers()
@@ -143,8 +219,9 @@ def app(cfg: DictConfig) -> None:
     except (AuditError, BackendError) as error:
         log.error("%s", error)
         raise SystemExit(2) from None
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True):
-        print(table.drop("respondents"))  # the CLI's result on stdout
+    # The CLI's result on stdout (the log and the bars are on stderr).
+    print_plan(table, Path(audit_cfg.paths.output_dir) / "plan.csv", audit_cfg.fit.hdi_prob,
+               audit_cfg.design.adaptive)
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
@@ -175,21 +175,27 @@ def simulate_option(prompts: pl.DataFrame, components: tuple[VarianceComponents,
                     effects: Effects, fit: FitConfig, plan: PlanConfig, rng: np.random.Generator,
                     planted: tuple[str, str, str], sampler: CompiledSampler,
                     rule: AdaptiveRule | None = None,
-                    seconds_per_prompt: float | None = None) -> pl.DataFrame:
+                    seconds_per_prompt: float | None = None,
+                    progress: Callable[[int, int], None] | None = None) -> pl.DataFrame:
     """Every simulation of one design option, stopping once each model's power is as precise as
     plan.precision (after plan.min_simulations, at most plan.simulations); simulation k draws
-    from ``components[k]`` (cycling when there are fewer)."""
+    from ``components[k]`` (cycling when there are fewer). ``progress(done, most)`` after each
+    simulation, and once more with most = done when the option stops."""
     runs = []
     while len(runs) < plan.simulations:
         drawn_from = components[len(runs) % len(components)]
         runs.append(one_simulation(prompts, drawn_from, effects, fit, sampler, rng, planted,
                                    rule, seconds_per_prompt)
                     .with_columns(simulation=pl.lit(len(runs))))
+        if progress is not None:
+            progress(len(runs), plan.simulations)
         if len(runs) >= plan.min_simulations:
             power = pl.concat(runs).filter("planted").group_by("model_name").agg(
                 pl.col("ci_fails").mean().alias("p"))
             if all(half_width(p, len(runs)) <= plan.precision for p in power.get_column("p")):
                 break
+    if progress is not None:
+        progress(len(runs), len(runs))
     logger.info("plan: %d simulations, %.2f s a fit after the first", len(runs),
                 float(np.mean(sampler.seconds[1:])) if len(sampler.seconds) > 1 else math.nan)
     return pl.concat(runs)
@@ -231,7 +237,9 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
                    sampler: CompiledSampler | None = None,
                    design: DesignConfig | None = None,
                    tokens_per_prompt: float | None = None,
-                   seconds_per_prompt: float | None = None) -> pl.DataFrame:
+                   seconds_per_prompt: float | None = None,
+                   on_simulation: Callable[[str, int, int], None] | None = None
+                   ) -> pl.DataFrame:
     """Expected HDI widths, the power of the CI decision and the prompts asked per design option
     and model.
 
@@ -242,7 +250,8 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
     would (its design.* rule for each option's size), so ``prompts_asked`` is what it expects to
     spend and the power is the adaptive design's (``tokens_per_prompt``: the design's estimate,
     for design.max_tokens_budget; ``seconds_per_prompt``: the store's, for
-    design.max_answer_minutes, which is not simulated without it)."""
+    design.max_answer_minutes, which is not simulated without it). ``on_simulation(option,
+    done, most)``: the caller's progress, per design option ("x1 personas, 2 replicates")."""
     draws = (components,) if isinstance(components, VarianceComponents) else tuple(components)
     if not draws:
         raise ValueError("simulate_power needs at least one set of variance components")
@@ -283,11 +292,14 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
                     if design is not None and design.adaptive else None)
             if rule is not None and not timed:
                 rule = dataclasses.replace(rule, max_answer_seconds=None)
+            label = f"x{multiple} personas, {replicates} replicate{'s' * (replicates != 1)}"
+            progress = (None if on_simulation is None else
+                        lambda done, most, label=label: on_simulation(label, done, most))
             runs = simulate_option(option, draws, effects, fit_config, plan, rng, planted,
                                    sampler or CompiledSampler(engine=fit_config.engine), rule,
-                                   seconds_per_prompt if timed else None)
+                                   seconds_per_prompt if timed else None, progress)
             respondents = option.get_column("respondent_id").n_unique()
             tables.append(summarise_option(runs, multiple, replicates, respondents, gap,
                                             1.0 if level_a < level_b else -1.0))
-            logger.info("plan: x%d personas, %d replicates done", multiple, replicates)
+            logger.info("plan: %s done", label)
     return pl.concat(tables)
