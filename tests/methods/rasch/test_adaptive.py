@@ -7,6 +7,7 @@ so it runs the real fit_rasch, contrasts and selection in seconds; the simulated
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -23,16 +24,11 @@ from xarray import DataTree
 from audit.config import DesignConfig
 from audit.errors import AuditError
 from audit.methods.rasch.adaptive import (
-    KEY,
     AdaptiveRule,
     answers_from,
-    choose_next,
     design_rule,
-    first_round,
     look_alphas,
-    next_candidates,
     planned_looks,
-    respondent_weights,
     run_adaptive,
     stop_reason,
 )
@@ -43,6 +39,13 @@ from audit.methods.rasch.futility import (
     nearest_open,
     predictive_decidable,
     text_floors,
+)
+from audit.methods.rasch.selection import (
+    KEY,
+    choose_next,
+    first_round,
+    next_candidates,
+    respondent_weights,
 )
 from audit.methods.rasch.simulation import default_shaped_prompts
 
@@ -250,7 +253,7 @@ def test_selection_takes_items_that_split_answers_for_open_cells():
                    {"item_00": 4.0, "item_01": 0.0, "item_02": -4.0})
     states = contrast_states(pl.DataFrame([contrast(1.5, 0.6)]), 6, 24, 0.05)
     rule = AdaptiveRule(round_prompts=2, max_prompts=24)
-    chosen = choose_next(pool, pool.head(0), fit, states, rule, 2)
+    chosen = choose_next(pool, pool.head(0), fit, states, rule.other_weight, 2)
     assert set(chosen["item_id"]) == {"item_01"}
     assert set(chosen["respondent_id"]) == {"m/Black_man_0", "m/White_man_0"}
 
@@ -330,10 +333,34 @@ def test_a_time_budget_ends_the_run_at_its_last_look_with_the_last_looks_alpha()
     with pytest.raises(ValueError, match="answer_seconds"):
         run_adaptive(pool, answer, FitConfig(model="population", seed=1), rule,
                      sample=prior_sampler)
+    # Later answers faster than the first (1.5 s against 2 s): after the round meant to be the
+    # last, the re-estimated time buys 10 more prompts, and with nothing alive (futility 0.99)
+    # and futility due (from 0.6 of the budget) the last look stopped `futile`, at the last
+    # look's alpha, while the summary says a futile stop is an interim look's.
+    quick = dataclasses.replace(rule, futility=0.99, futility_from=0.6)
+    faster = run_adaptive(pool, answer, FitConfig(model="population", seed=1), quick,
+                          sample=prior_sampler,
+                          answer_seconds=lambda asked: 2.0 * min(asked.height, 38)
+                          + 1.5 * max(asked.height - 38, 0))
+    assert faster.rounds["prompts"].to_list() == [38, 75]
+    assert faster.stop == "budget" and faster.rounds["look_alpha"][-1] == alphas[-1]
     assert design_rule(DesignConfig(adaptive=True, max_answer_minutes=2.5), 0.05,
                        pool_size=100).max_answer_seconds == 150.0
     with pytest.raises(AuditError, match="design.max_answer_minutes"):
         design_rule(DesignConfig(adaptive=True, max_answer_minutes=0.0), 0.05, pool_size=100)
+
+
+def test_a_budget_below_one_prompt_a_persona_is_refused():
+    # Bug caught: round 0 asks every persona once whatever the budget, so max_prompts=10 with
+    # 19 personas asked 19 prompts.
+    pool = default_shaped_prompts(items=4, replicates=1, null_count=2)
+    labels = pool.select(pl.col("respondent_id").alias("respondent"),
+                         pl.col("item_id").alias("item"), "replicate", "model_name",
+                         "persona_kind", "gender", "race", pl.lit(1).alias("y"))
+    rule = AdaptiveRule(round_prompts=10, max_prompts=10)
+    with pytest.raises(AuditError, match="cannot ask each of the design's 19 personas once"):
+        run_adaptive(pool, answers_from(labels), FitConfig(model="population"), rule,
+                     sample=prior_sampler)
 
 
 def test_a_model_without_cells_is_refused():

@@ -3,19 +3,14 @@
 The pool is the fixed design's prompts (item x persona x replicate, design.expand_design). An
 adaptive audit asks a subset of it in rounds:
 
-* Round 0 is balanced: every respondent answers ``round_prompts / respondents`` items, rotated
-  so that consecutive respondents (the texts of one demographic cell sort next to each other)
-  answer different items and every item is asked about equally often.
+* Round 0 is balanced over respondents and items; each later round takes the prompts with the
+  most Rasch information, weighted towards the personas of contrasts still open and alive
+  (selection.py).
 * After each round the audit's own fit (fit_rasch, the population model by default) decides the
   headline contrasts. Each look decides on the family-wise HDI at its own share of
   ``familywise_alpha`` (``look_alphas``): a Bonferroni split over the planned looks, most of it
   kept for the last look, so the chance of any false `different` at any look stays below alpha
   by the union bound, whatever the looks' correlation.
-* The next round takes, for every respondent x item cell, its next unasked replicate, scored by
-  the Rasch Fisher information of one more answer, E[p (1 - p)] over the posterior draws of
-  p = logistic(theta - b), times the respondent's weight: 1 when one of its attribute levels is
-  in a contrast still open and alive (below), ``other_weight`` otherwise (null personas and the
-  baseline inform the item difficulties and the text spread, not a contrast directly).
 * It stops when every contrast is decided (``decided``), when the budget (``max_prompts``, at most
   the pool, or the answering time ``max_answer_seconds``: below) is spent (``budget``), or when no
   open contrast can still be decided within the budget (``futile``): a contrast is alive while the
@@ -23,7 +18,8 @@ adaptive audit asks a subset of it in rounds:
   (or wholly inside) the ROPE is at least ``futility`` (futility.py: the part of the contrast's
   variance that comes from its groups' few persona texts stays, the rest shrinks as 1 / prompts).
   Futility is judged only once ``futility_from`` of the budget is asked: before that, a look
-  without alive contrasts still goes on (its rounds then weigh every respondent alike).
+  without alive contrasts still goes on (its rounds then weigh every respondent alike). The last
+  planned look, which holds most of the alpha, stops on the budget unless it decided all.
 * A time budget counts answering time as the response store recorded it (``answer_seconds``:
   each answer's latency when the model first gave it, summed per model over its concurrency),
   not the clock, so a rerun served from the store spends the same time and stops at the same
@@ -45,7 +41,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import polars as pl
 
 from audit.config import DesignConfig
@@ -54,17 +49,16 @@ from audit.llm.preflight import CHARS_PER_TOKEN
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.futility import contrast_states, nearest_open, text_floors
 from audit.methods.rasch.irt import fit_rasch
-from audit.methods.rasch.irt.rasch import RaschFit, SampleFunction, posterior_draws
+from audit.methods.rasch.irt.rasch import RaschFit, SampleFunction
+from audit.methods.rasch.selection import KEY, choose_next, first_round
 
 logger = logging.getLogger(__name__)
+# Each look's lines, apart: a plan simulates hundreds of adaptive audits and quiets these alone.
+look_logger = logging.getLogger(f"{__name__}.looks")
 
-KEY = ("respondent_id", "item_id", "replicate")  # one pool prompt
 STOPS = ("decided", "futile", "budget")
 # Models with Binomial cells, where a cell not asked yet can enter with zero trials.
 CELL_MODELS = ("rasch", "twopl", "explanatory", "population")
-# The information score is averaged over at most this many posterior draws (a ranking, not an
-# estimate: 200 draws put the expected p (1 - p) within about 0.01 of its mean).
-SCORE_DRAWS = 200
 ROUND_COLUMNS = ("round", "prompts", "answer_seconds", "look_alpha", "contrasts", "decided",
                  "open", "alive", "mean_open_width", "stop")
 
@@ -192,85 +186,6 @@ def check_pool(pool: pl.DataFrame) -> pl.DataFrame:
     return pool.sort(KEY)
 
 
-def first_round(pool: pl.DataFrame, size: int) -> pl.DataFrame:
-    """Round 0: replicate 0 of ``size / respondents`` items per respondent (at least one),
-    respondent j starting at item j * m (mod items): the two texts of a cell, next to each
-    other in sorted order, answer different items, and the items are asked equally often."""
-    respondents = sorted(pool.get_column("respondent_id").unique().to_list())
-    items = sorted(pool.get_column("item_id").unique().to_list())
-    per_respondent = min(len(items), max(1, size // len(respondents)))
-    chosen = [(respondent, items[(index * per_respondent + step) % len(items)])
-              for index, respondent in enumerate(respondents) for step in range(per_respondent)]
-    picks = pl.DataFrame(chosen, schema={"respondent_id": pl.String, "item_id": pl.String},
-                         orient="row")
-    first = pool.filter(pl.col("replicate") == pool.get_column("replicate").min())
-    return first.join(picks, on=["respondent_id", "item_id"], how="semi").sort(KEY)
-
-
-def next_candidates(pool: pl.DataFrame, asked: pl.DataFrame) -> pl.DataFrame:
-    """For every respondent x item cell with a prompt left, its lowest unasked replicate."""
-    left = pool.join(asked.select(KEY), on=list(KEY), how="anti")
-    return left.sort(KEY).unique(["respondent_id", "item_id"], keep="first", maintain_order=True)
-
-
-def respondent_weights(respondents: pl.DataFrame, states: pl.DataFrame,
-                       other_weight: float) -> pl.DataFrame:
-    """1 for a respondent one of whose levels is in an alive contrast, other_weight else."""
-    alive = states.filter("alive")
-    relevant = pl.lit(False)
-    for row in alive.iter_rows(named=True):
-        if row["attribute"] in respondents.columns:
-            relevant = relevant | pl.col(row["attribute"]).is_in([row["level_a"], row["level_b"]])
-    return respondents.select(
-        "respondent_id", weight=pl.when(relevant.fill_null(False)).then(1.0)
-        .otherwise(other_weight))
-
-
-def information(fit: RaschFit, candidates: pl.DataFrame) -> np.ndarray:
-    """E[p (1 - p)] over the posterior of each candidate's respondent x item (Rasch Fisher
-    information of one more answer)."""
-    posterior = posterior_draws(fit.idata)
-    theta = posterior["theta"].stack(sample=("chain", "draw")).transpose("sample", ...)
-    b = posterior["b"].stack(sample=("chain", "draw")).transpose("sample", ...)
-    step = max(1, theta.sizes["sample"] // SCORE_DRAWS)
-    theta_draws, b_draws = theta.values[::step], b.values[::step]
-    respondent_at = {str(name): index for index, name in enumerate(theta["respondent"].values)}
-    item_at = {str(name): index for index, name in enumerate(b["item"].values)}
-    # A respondent or item not in the fit yet (never asked) sits at the prior: logit 0 apart.
-    r = np.array([respondent_at.get(name, -1) for name in candidates["respondent_id"]])
-    i = np.array([item_at.get(name, -1) for name in candidates["item_id"]])
-    eta = (np.where(r >= 0, theta_draws[:, np.maximum(r, 0)], 0.0)
-           - np.where(i >= 0, b_draws[:, np.maximum(i, 0)], 0.0))
-    p = 1.0 / (1.0 + np.exp(-eta))
-    return (p * (1.0 - p)).mean(axis=0)
-
-
-def choose_next(pool: pl.DataFrame, asked: pl.DataFrame, fit: RaschFit, states: pl.DataFrame,
-                rule: AdaptiveRule, size: int) -> pl.DataFrame:
-    """The next round: the ``size`` candidates with the highest weighted information (ties in
-    pool order, so the same posterior always picks the same prompts). A cell offers one replicate
-    at a time; when fewer cells than ``size`` have one left (two or more replicates, late in a
-    run), their next replicates fill the round, so the round before the last look still takes
-    what the budget has left and the last look sees it all."""
-    attributes = [column for column in states.get_column("attribute").unique().to_list()
-                  if column in pool.columns]
-    respondents = pool.select("respondent_id", *attributes).unique("respondent_id")
-    weights = respondent_weights(respondents, states, rule.other_weight)
-    chosen = pool.head(0)
-    while chosen.height < size:
-        candidates = next_candidates(pool, pl.concat([asked.select(KEY), chosen.select(KEY)]))
-        if candidates.is_empty():
-            break
-        scored = (candidates.join(weights, on="respondent_id", how="left")
-                  .with_columns(score=pl.Series(information(fit, candidates))
-                                * pl.col("weight"))
-                  .with_row_index("order"))
-        best = (scored.sort(["score", "order"], descending=[True, False])
-                .head(size - chosen.height).drop("score", "weight", "order"))
-        chosen = pl.concat([chosen, best.select(chosen.columns)])
-    return chosen.sort(KEY)
-
-
 @dataclass(frozen=True, eq=False)
 class AdaptiveRun:
     asked: pl.DataFrame  # the pool rows asked, with the `round` that asked them
@@ -351,6 +266,12 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
                          f"{fit_config.model!r}")
     cells = pool_cells(pool, fit_config.attributes)
     budget = min(rule.max_prompts, pool.height)
+    respondents = pool.get_column("respondent_id").n_unique()
+    if budget < respondents:
+        # Round 0 asks every persona at least once; a smaller budget would be overspent.
+        raise AuditError(f"an adaptive budget of {budget} prompts cannot ask each of the "
+                         f"design's {respondents} personas once: raise design.max_prompts (or "
+                         f"design.max_tokens_budget) to at least {respondents} prompts")
     alphas = look_alphas(rule, planned_looks(rule, pool.height))
     if rule.max_answer_seconds is not None and answer_seconds is None:
         raise ValueError("a time budget needs answer_seconds, the answering time spent")
@@ -372,20 +293,24 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
         affordable = prompts_affordable(rule, seconds, asked.height)
         reachable = budget if affordable is None else min(budget, asked.height + affordable)
         if reachable < budget:
-            logger.info("adaptive time budget: %.0f of %.0f s answered, about %d prompts left",
+            look_logger.info("adaptive time budget: %.0f of %.0f s answered, about %d prompts "
+                             "left",
                         seconds, rule.max_answer_seconds, reachable - asked.height)
         states = contrast_states(fit.contrasts, asked.height, reachable, rule.futility,
                                  text_floors(fit, fit.contrasts, pool), final_alpha=alphas[-1])
         left = reachable - asked.height
         stop = stop_reason(states, asked.height, reachable, pool.height - asked.height,
                            futility_from=rule.futility_from)
-        if stop is None and final:
-            stop = "budget"  # the last look: its alpha share is spent
+        if final and stop != "decided":
+            # The last look: its alpha share is spent, so the run stops on its budget, never as
+            # `futile` (a time budget re-estimated at the mean time a prompt so far can leave a
+            # few prompts affordable after the round meant to be the last).
+            stop = "budget"
         row = round_row(index, asked.height, seconds, alpha, states, stop)
         rows.append(row)
-        logger.info("adaptive round %d: %d prompts, %d of %d contrasts decided, %d alive%s%s",
-                    index, asked.height, row["decided"], row["contrasts"], row["alive"],
-                    nearest_open(states, rule.futility), f"; stop: {stop}" if stop else "")
+        look_logger.info("adaptive round %d: %d prompts, %d of %d contrasts decided, %d alive%s%s",
+                         index, asked.height, row["decided"], row["contrasts"], row["alive"],
+                         nearest_open(states, rule.futility), f"; stop: {stop}" if stop else "")
         if on_round is not None:
             on_round(row, fit)
         if stop is not None:
@@ -395,7 +320,7 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
         # the round that can take all the prompts the time left buys.
         final = index == len(alphas) - 2 or (reachable < budget and left <= rule.round_prompts)
         size = left if final else min(rule.round_prompts, left)
-        chosen = choose_next(pool, asked, fit, states, rule, size)
+        chosen = choose_next(pool, asked, fit, states, rule.other_weight, size)
     return AdaptiveRun(asked=asked, outcomes=outcomes, fit=fit,
                        rounds=pl.DataFrame(rows, schema_overrides={
                            "answer_seconds": pl.Float64, "mean_open_width": pl.Float64,
