@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+from rich.console import Console
 from scipy import stats
 
 from hydra import compose, initialize_config_dir
-
-import io
-
-from rich.console import Console
 
 from audit.cli.plan import print_plan, scaled_cost
 from audit.config import CONF_DIR
@@ -368,7 +366,8 @@ def plan_rows(models=("qwen_coder_0_5b",), multiples=(1,), replicates=(1, 2)) ->
                         "p_ci_fails": 0.3084 if planted else None,
                         "p_ci_fails_hw": 0.0277 if planted else None, "p_false_fail": 0.0187,
                         "prompts_asked": 126.4 * reps, "prompts": 252 * reps * multiple,
-                        "to_send": 0, "prompt_tokens": 7735, "max_completion_tokens": 756,
+                        "to_send": 252 * reps * multiple, "prompt_tokens": 7735,
+                        "max_completion_tokens": 756,
                         "minutes": 1.358 * reps})
     return pl.DataFrame(rows)
 
@@ -383,8 +382,8 @@ def test_the_printed_plan_fits_80_columns_with_the_power_and_its_error():
     """Bugs caught: polars' print of the raw table (headers cut to eight letters, each row
     wrapped over two lines, six decimals), a number cut with an ellipsis at 80 columns, the
     power shown without its Monte Carlo half-width (0.31 from 1,070 simulations reads as exact),
-    the expected prompts of an adaptive plan left out, or a model's rows unnamed when the plan
-    has two."""
+    the expected prompts of an adaptive plan left out, a model's rows unnamed when the plan has
+    two, or the whole design's cost columns passed off as one model's."""
     text = printed(plan_rows(), adaptive=True)
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
     assert "Plan: race gap of 1.00 logit planted, 1070 simulations an option" in text
@@ -402,3 +401,7 @@ def test_the_printed_plan_fits_80_columns_with_the_power_and_its_error():
                               "false", "minutes"]
     titles = [line.strip() for line in two.splitlines() if "race gap of" in line]
     assert [title.split(":")[0] for title in titles] == ["qwen_coder_0_5b", "smollm2"]
+    # The cost columns are the whole design's: a model's table must not pass them off as its own.
+    assert "prompts, minutes count the whole design, all 2 models together" in " ".join(
+        two.split())
+    assert "models together" not in text

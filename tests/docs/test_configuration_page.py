@@ -21,8 +21,6 @@ from audit.methods.configs import register_configs
 from doc_blocks import PROJECT_ROOT
 
 PAGE = PROJECT_ROOT / "docs" / "configuration.md"
-# Hydra's own groups: their options come from installed plugins, not from this project.
-HYDRA_GROUPS = ("hydra/launcher",)
 
 
 def _without_parentheses(cell: str) -> str:
@@ -61,6 +59,7 @@ def composed_groups() -> dict[str, tuple[list[str], str | None]]:
         chosen = {key: value for entry in defaults if isinstance(entry, dict)
                   for key, value in entry.items()}
         return {group: (sorted(loader.get_group_options(group)), chosen.get(group))
+                # hydra/...: Hydra's own groups, whose options come from installed plugins.
                 for group in loader.list_groups("") if group != "hydra"}
 
 

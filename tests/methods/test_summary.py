@@ -142,8 +142,8 @@ def test_an_adaptive_run_says_first_what_it_asked_and_why_it_stopped(tmp_path):
     expected = ("  adaptive audit: 189 of 252 prompts asked (75% of the fixed design) in 3 looks, "
                 "stopped (futile): no open contrast could still be decided within the budget; "
                 "undecided is not evidence of fair treatment; the intervals decided on are from "
-                "that interim look, at its small share of alpha, so wider than at the last "
-                "planned look")
+                "the look it stopped at, an interim one, at its small share of alpha, so wider "
+                "than at the last planned look")
     assert _stated("rasch", run_dir).splitlines()[1] == expected
     # A run stopped by its budget decided at its last planned look: no interim caveat.
     rounds = pl.read_csv(run_dir / "adaptive_rounds.csv")

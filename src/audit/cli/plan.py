@@ -3,13 +3,13 @@
 Composed with Hydra from the same config groups as `python -m audit`, so `python -m audit.plan
 items=full personas=names plan.gap=10 plan.gap_unit=pp` plans exactly the design that
 `python -m audit items=full personas=names` would send. For each number of replicates in
-``plan.replicates`` (and persona multiple in ``plan.persona_multiples``) it prints the expected
-HDI width of each attribute's contrasts, the power of the CI verdict at the planted gap and its
-false-fail rate (audit.methods.rasch.power), simulated from a past run's variance components
-(``plan.from_run``) or the plan.* figures, and what that design costs according to the preflight
-estimate: requests still to send (the response store already holds the rest), prompt and
-completion tokens, and minutes at the median latency of this model's earlier answers (NaN until
-the store holds some). With design.adaptive=true each simulated audit asks in rounds and stops
+``plan.replicates`` (and persona multiple in ``plan.persona_multiples``) it prints (print_plan)
+the expected HDI width of each attribute's contrasts, the power of the CI verdict at the planted
+gap and its false-fail rate (audit.methods.rasch.power), simulated from a past run's variance
+components (``plan.from_run``) or the plan.* figures, and the minutes the preflight estimates
+for the prompts the response store does not hold yet (empty until it holds some answers of each
+model to time); plan.csv adds the requests still to send and the prompt and completion
+tokens. With design.adaptive=true each simulated audit asks in rounds and stops
 as the audit would, and ``prompts_asked`` is what it is expected to spend; a time budget
 (design.max_answer_minutes) is spent at the store's median latency a prompt, and is not simulated
 until the store holds some of this model's answers. Nothing is sent to any model. Writes
@@ -49,7 +49,7 @@ from audit.tables import write_frame
 
 log = logging.getLogger("audit.plan")
 # The loggers of one simulated audit's fit and looks.
-SIMULATION_LOGGERS = ("audit.methods.rasch.irt", "audit.methods.rasch.adaptive")
+SIMULATION_LOGGERS = ("audit.methods.rasch.irt", "audit.methods.rasch.adaptive.looks")
 COST_COLUMNS = ("prompts", "to_send", "prompt_tokens", "max_completion_tokens", "minutes")
 register_configs()
 
@@ -201,13 +201,15 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
              "texts a cell). " if several_multiples else "")
     asked = ("asked: the prompts an adaptive audit is expected to ask before it stops. "
              if adaptive else "")
+    together = (f"prompts, {'asked and ' if adaptive else ''}minutes count the whole design, "
+                f"all {len(models)} models together. " if len(models) > 1 else "")
     console.print(
         f"{texts}{asked}width: the expected {hdi_prob:.0%} HDI width of the attribute's "
         "contrasts. power: how often python -m audit.verdict fails on the planted gap (± its "
-        "95% Monte Carlo half-width); false: how often it fails on a contrast without a "
-        "gap. minutes: the whole design at this model's median latency in the store (empty "
-        f"until it holds some). Every column, with its Monte Carlo errors: {csv_path}",
-        highlight=False, markup=False)
+        "95% Monte Carlo half-width); false: how often it fails on a contrast without a gap. "
+        "minutes: answering the prompts not yet in the response store, at each model's median "
+        f"latency there (empty while a model has no answers to time). {together}Every column, "
+        f"with its Monte Carlo errors: {csv_path}", highlight=False, markup=False)
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")

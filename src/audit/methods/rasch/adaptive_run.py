@@ -110,12 +110,12 @@ STOP_READINGS = {
                "evidence of fair treatment"),
     "budget": "its budget was spent",
 }
-# A futile stop is always at an interim look (at the last planned look the budget is spent, and
-# `budget` is read first), which decides at its small share of alpha (99.998% HDIs for the
-# default's seven contrasts and four looks): without this, a futile run's "decided on the 99.998%
-# HDI" reads as a mistake for a fixed run's 99.29%.
-INTERIM_INTERVALS = ("the intervals decided on are from that interim look, at its small share "
-                     "of alpha, so wider than at the last planned look")
+# A futile stop is always at an interim look (run_adaptive stops the last planned look on its
+# budget), which decides at its small share of alpha (99.998% HDIs for the default's seven
+# contrasts and four looks): without this, a futile run's "decided on the 99.998% HDI" reads as a
+# mistake for a fixed run's 99.29%.
+INTERIM_INTERVALS = ("the intervals decided on are from the look it stopped at, an interim one, "
+                     "at its small share of alpha, so wider than at the last planned look")
 
 
 def adaptive_note(rounds_path: Path, design_path: Path) -> str | None:

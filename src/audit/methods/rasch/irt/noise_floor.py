@@ -8,9 +8,9 @@ The explanatory model's ``sigma_null`` (per audited model) is the spread of favo
 null personas: the diagnostic a demographic contrast is ranked against (it does not change a
 decision). With few null personas or few answers per persona the data barely inform it and its
 posterior is its HalfNormal prior over again: a contrast "beyond the noise floor" then means
-beyond an assumption. This table puts the
-two side by side per model, with the ratio of the posterior's HDI width to the prior's central
-interval of the same mass; ``estimated`` says the data at least halved it.
+beyond an assumption. This table puts the two side by side per model, with the ratio of the
+posterior's HDI width to the prior's central interval of the same mass; ``estimated`` says the
+data at least halved it.
 """
 
 from __future__ import annotations
