@@ -52,9 +52,10 @@ def fenced_blocks(text: str) -> list[Block]:
 
 
 def commands(block: Block) -> list[str]:
-    """A shell block's commands: each line without its trailing comment, blank lines dropped."""
+    """A shell block's commands: continuation lines (a trailing backslash) joined, each without
+    its trailing comment, blank lines and comment lines dropped."""
     found = []
-    for line in block.text.splitlines():
+    for line in re.sub(r"\s*\\\n\s*", " ", block.text).splitlines():
         command = line.split(" #", 1)[0].strip()
         if command and not command.startswith("#"):
             found.append(command)

@@ -21,7 +21,7 @@ from omegaconf import open_dict
 from audit.__main__ import CONF_DIR
 from audit.methods.configs import register_configs, to_audit_config
 
-from doc_blocks import PROJECT_ROOT, documentation_files, fenced_blocks
+from doc_blocks import PROJECT_ROOT, Block, commands, documentation_files, fenced_blocks
 
 # The commands that compose the audit's own config ("config"); the other entry points parse
 # their own arguments and are covered by their CLI tests.
@@ -32,17 +32,6 @@ READERS_OWN = re.compile(r"\bmy_\w+|\b(?:NAME|DIR|PATH|DATE|TIME\w*|ID|RUN)\b")
 NOT_OVERRIDES = {"-m", "--multirun", "--cfg", "job", "hydra", "all"}
 
 
-def shell_commands(text: str) -> list[str]:
-    """A block's commands: continuation lines joined, comments and blank lines dropped."""
-    joined = re.sub(r"\s*\\\n\s*", " ", text)
-    found = []
-    for line in joined.splitlines():
-        command = line.split(" #", 1)[0].strip()
-        if command and not command.startswith("#"):
-            found.append(command)
-    return found
-
-
 def documented_commands() -> list[tuple[str, str]]:
     """(page:line, command) for every composing command in a shell block of the documentation."""
     found = []
@@ -50,7 +39,7 @@ def documented_commands() -> list[tuple[str, str]]:
         for block in fenced_blocks(page.read_text()):
             if block.language not in SHELL_LANGUAGES:
                 continue
-            for command in shell_commands(block.text):
+            for command in commands(block):
                 if COMPOSING.match(command):
                     found.append((f"{page.relative_to(PROJECT_ROOT)}:{block.line}", command))
     return found
@@ -145,7 +134,8 @@ def test_a_renamed_key_fails_to_compose():
 
 def test_continuation_lines_are_one_command():
     text = "python -m audit items=smoke \\\n    judge=rules_only  # two lines\n# a comment\n"
-    assert shell_commands(text) == ["python -m audit items=smoke judge=rules_only"]
+    block = Block(language="bash", text=text, line=1, marker="")
+    assert commands(block) == ["python -m audit items=smoke judge=rules_only"]
 
 
 def test_readers_own_values_are_left_out():

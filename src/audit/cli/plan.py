@@ -187,7 +187,6 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
         rows = table.filter(pl.col("model_name") == model).sort(
             "persona_multiple", "replicates", "attribute")
         for row in rows.iter_rows(named=True):
-            minutes = row.get("minutes")
             grid.add_row(*[*([str(row["persona_multiple"])] if several_multiples else []),
                            str(row["replicates"]),
                            "" if row.get("prompts") is None else str(row["prompts"]),
@@ -195,7 +194,7 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
                            row["attribute"], _plus_minus(row["hdi_width"], None),
                            _plus_minus(row["p_ci_fails"], row["p_ci_fails_hw"]),
                            _plus_minus(row["p_false_fail"], None),
-                           "" if minutes is None else _plus_minus(minutes, None, ".1f")])
+                           _plus_minus(row.get("minutes"), None, ".1f")])
         console.print(grid)
     texts = ("texts: each persona with a level of the planted attribute that many times (more "
              "texts a cell). " if several_multiples else "")

@@ -274,8 +274,8 @@ def change_table(posterior: xr.Dataset, attributes: list[str], *, rope: float, h
 
 def change_line(row: dict) -> str:
     """One terminal line per contrast, the same either way the gate goes. The decision names the
-    interval it was taken on where that is the family-wise one, not the reported HDI: "change +0.52 [+0.05,
-    +1.01], undecided" did not say why an interval clear of zero was undecided."""
+    interval it was taken on where that is the family-wise one, not the reported HDI: "change
+    +0.52 [+0.05, +1.01], undecided" did not say why an interval clear of zero was undecided."""
     gate = ("" if row["max_worsening"] is None else
             f"; P(|gap| grows > {row['max_worsening']:g} {row['unit']}) "
             f"{row['p_worsening']:.2f}: {'WORSENS' if row['worsens'] else 'ok'}")
