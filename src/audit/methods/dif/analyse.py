@@ -15,6 +15,7 @@ Only items answered (no infrastructure error) under both persona i and the basel
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -157,7 +158,11 @@ def real_vs_null(real: np.ndarray, null: np.ndarray, resamples: int,
         return result
     result["difference"] = float(null.mean() - real.mean())
     if np.ptp(real) > 0 or np.ptp(null) > 0:  # some variance within an arm: t is defined
-        welch = stats.ttest_ind(real, null, equal_var=False, alternative="less")
+        with warnings.catch_warnings():
+            # scipy warns of "precision loss" for an arm whose scores are all equal (every null
+            # persona flipping nothing is common); its variance is exactly 0, so t is right.
+            warnings.filterwarnings("ignore", "Precision loss", RuntimeWarning)
+            welch = stats.ttest_ind(real, null, equal_var=False, alternative="less")
         result["welch_t"], result["p_welch"] = float(welch.statistic), float(welch.pvalue)
     result["p_permutation"] = mean_difference_p_value(null, real, resamples, "greater", seed)
     return result
