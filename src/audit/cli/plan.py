@@ -46,6 +46,7 @@ from audit.methods.rasch.adaptive_run import pool_tokens
 from audit.methods.rasch.design import backends_for, design_stage
 from audit.llm.store import ResponseStore
 from audit.tables import write_frame
+from audit.methods.checks import percent
 
 log = logging.getLogger("audit.plan")
 # The loggers of one simulated audit's fit and looks.
@@ -203,7 +204,7 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
     together = (f"prompts, {'asked and ' if adaptive else ''}minutes count the whole design, "
                 f"all {len(models)} models together. " if len(models) > 1 else "")
     console.print(
-        f"{texts}{asked}width: the expected {hdi_prob:.0%} HDI width of the attribute's "
+        f"{texts}{asked}width: the expected {percent(hdi_prob)} HDI width of the attribute's "
         "contrasts. power: how often python -m audit.verdict fails on the planted gap (± its "
         "95% Monte Carlo half-width); false: how often it fails on a contrast without a gap. "
         "minutes: answering the prompts not yet in the response store, at each model's median "

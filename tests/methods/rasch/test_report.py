@@ -48,6 +48,18 @@ def test_the_printed_ranking_lists_every_respondent_in_order() -> None:
     assert "+0.40" in text and "+0.20" in text and "+0.60" in text
 
 
+def test_an_interval_mass_is_written_as_the_report_writes_it() -> None:
+    """Bug caught: the terminal ranking and the figures formatted fit.hdi_prob with ":.0%", so a
+    99.5% HDI read "100% HDI" there and "99.5% HDI" in the report."""
+    buffer = io.StringIO()
+    thetas = theta_table(SUMMARY, RESPONDENTS)
+    print_ranking(thetas, 0.995, Console(file=buffer, width=120))
+    assert "99.5% HDI" in buffer.getvalue() and "100%" not in buffer.getvalue()
+    figure = forest_plot(thetas, 0.995)
+    assert "99.5% HDI" in figure.axes[0].get_xlabel()
+    plt.close(figure)
+
+
 def test_one_models_ranking_names_whole_personas_in_80_columns() -> None:
     """Bug caught: the model's name before every respondent cut the names to "woman_id…" in an
     80-column terminal (the default audit, 2026-11-28), so the ranking could not be read; the

@@ -32,6 +32,7 @@ from audit.methods.summary import Findings, Headline  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
+from audit.methods.checks import percent  # noqa: E402
 
 _COLOURS = plt.get_cmap("tab10")
 
@@ -150,7 +151,7 @@ def headlines(tests: pl.DataFrame, config: CounterfactualConfig) -> list[Headlin
             f"{row['metric']} by {row['factor']}: {row['group_a']} vs {row['group_b']}"
             + (f" ({row['model_name']})" if several else ""),
             pair_decision(row, config.alpha), row["mean_difference"], row["difference_ci_low"],
-            row["difference_ci_high"], f"{config.confidence_level:.0%} bootstrap CI",
+            row["difference_ci_high"], f"{percent(config.confidence_level)} bootstrap CI",
             f"BH-adjusted p {row['p_bh']:.2g} over {units_text(row)}"))
     return found
 

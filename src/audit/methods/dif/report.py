@@ -22,6 +22,7 @@ from audit.methods.dif.verdict import TESTS_FILE  # noqa: E402
 from audit.methods.summary import Findings, Headline  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
 from audit.methods.run import run_file  # noqa: E402
+from audit.methods.checks import percent  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -57,7 +58,7 @@ def accuracy_plot(personas: pl.DataFrame, interval_prob: float) -> Figure:
                 axis.axvline(row["accuracy"], color="black", lw=0.8, ls="--")
         axis.set_yticks(range(part.height), part["persona_id"].to_list(), fontsize=7)
         axis.set_xlim(-0.02, 1.02)
-        axis.set_xlabel(f"accuracy with {interval_prob:.0%} Jeffreys interval")
+        axis.set_xlabel(f"accuracy with {percent(interval_prob)} Jeffreys interval")
         axis.set_title(f"{model}: accuracy by persona", fontsize=10)
     handles = [plt.Line2D([], [], color=colour, marker="o", lw=1.6, label=name)
                for name, colour in CATEGORY_COLOURS.items()]

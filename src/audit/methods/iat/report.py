@@ -24,6 +24,7 @@ from audit.methods.iat.verdict import STATS_FILE  # noqa: E402
 from audit.methods.summary import Findings, Headline  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
 from audit.methods.run import run_file  # noqa: E402
+from audit.methods.checks import percent  # noqa: E402
 
 _PALETTE = plt.get_cmap("tab10")
 
@@ -52,7 +53,7 @@ def _finish_panel(axis, model: str, confidence_level: float) -> None:
     axis.axvline(0.0, color="black", lw=0.8, ls=":")
     axis.set_xlim(-1.05, 1.05)
     axis.set_title(model)
-    axis.set_xlabel(f"mean D, {confidence_level:.0%} bootstrap CI")
+    axis.set_xlabel(f"mean D, {percent(confidence_level)} bootstrap CI")
 
 
 def _drawable(stats: pl.DataFrame, model: str):
@@ -117,7 +118,7 @@ def print_iat_table(stats: pl.DataFrame, confidence_level: float, alpha: float,
                     console: Console | None = None) -> None:
     """The statistics as a table on stdout: the result a user of the CLI reads first."""
     console = console or Console()
-    table = Table(title=f"IAT word association: mean D ({confidence_level:.0%} bootstrap CI), "
+    table = Table(title=f"IAT word association: mean D ({percent(confidence_level)} bootstrap CI), "
                         "sign-flip p-value, BH-adjusted")
     for column in ("model", "category", "dataset", "n", "left out strict/lenient", "one group",
                    "parse rate", "mean D", "CI", "p", "p adj."):
@@ -159,7 +160,7 @@ def headlines(stats: pl.DataFrame, config: IATConfig) -> list[Headline]:
         found.append(Headline(
             f"{row['dataset']} ({row['category']}{f', {row['model']}' if several else ''})",
             iat_decision(row, config.alpha), row["mean_d"], row["ci_low"], row["ci_high"],
-            f"{config.confidence_level:.0%} bootstrap CI",
+            f"{percent(config.confidence_level)} bootstrap CI",
             f"BH-adjusted p {row['p_adjusted']:.2g}, n {row['n']}" if tested else
             f"n {row['n']}", metric_name("iat", row["model"], slug(row["dataset"]), "mean_d")))
     return found

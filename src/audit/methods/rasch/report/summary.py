@@ -18,6 +18,7 @@ from audit.stats.intervals import jeffreys_interval  # noqa: E402
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
 from audit.methods.rasch.report.reading import respondent_names  # noqa: E402
 from audit.methods.rasch.schemas import LABELS, UNPARSEABLE  # noqa: E402
+from audit.methods.checks import percent  # noqa: E402
 
 KIND_COLOURS = {"baseline": "#444444", "explicit": "#1f77b4", "null": "#bbbbbb", "name": "#2ca02c"}
 
@@ -42,7 +43,7 @@ def forest_plot(thetas: pl.DataFrame, hdi_prob: float) -> Figure:
         axis.plot(row["mean"], position, "o", color=colour)
     axis.set_yticks(range(ordered.height), names, fontsize=8)
     axis.axvline(0.0, color="black", lw=0.8, ls=":")
-    axis.set_xlabel(f"theta (favourability), posterior mean and {hdi_prob:.0%} HDI")
+    axis.set_xlabel(f"theta (favourability), posterior mean and {percent(hdi_prob)} HDI")
     axis.set_title(f"{model}: favourability by persona (grey: null personas)" if model
                    else "Favourability by respondent (grey: null personas)", fontsize=10)
     figure.tight_layout()
@@ -65,7 +66,7 @@ def item_difficulty_plot(summary: pl.DataFrame, items: pl.DataFrame, hdi_prob: f
         axis.plot([row["hdi_low"], row["hdi_high"]], [position, position], color=colour, lw=2)
         axis.plot(row["mean"], position, "s", color=colour)
     axis.set_yticks(range(difficulties.height), difficulties["item_id"].to_list(), fontsize=8)
-    axis.set_xlabel(f"b (item difficulty), posterior mean and {hdi_prob:.0%} HDI")
+    axis.set_xlabel(f"b (item difficulty), posterior mean and {percent(hdi_prob)} HDI")
     axis.set_title("Item difficulty by scenario, coloured by domain")
     figure.tight_layout()
     return figure
@@ -140,7 +141,7 @@ def print_ranking(thetas: pl.DataFrame, hdi_prob: float, console: Console | None
     ranked = thetas.sort("mean", descending=True)
     names, model = respondent_names(ranked)
     who = f"Personas of {model}" if model else "Respondents ranked"
-    title = f"{who} by posterior favourability (theta, {hdi_prob:.0%} HDI)"
+    title = f"{who} by posterior favourability (theta, {percent(hdi_prob)} HDI)"
     table = Table(title=title, min_width=len(title))  # a title wider than the table wraps
     for column in ("rank", "persona" if model else "respondent", "kind", "theta", "HDI low",
                    "HDI high"):
