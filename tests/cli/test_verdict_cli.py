@@ -1,5 +1,5 @@
 """`python -m audit.verdict` (audit.cli.verdict): arguments, reading the method from the run's
-config.yaml, exit codes 0/1/2 and the JUnit XML. Each method's rules: tests/methods/NAME/."""
+config.yaml, exit codes 0/1/2/3 and the JUnit XML. Each method's rules: tests/methods/NAME/."""
 
 from __future__ import annotations
 
@@ -9,13 +9,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
-from verdict_fixtures import counterfactual_run, dif_run, iat_run, junit_outcomes, record
+from verdict_fixtures import (
+    counterfactual_run,
+    dif_answers,
+    dif_run,
+    iat_run,
+    junit_outcomes,
+    record,
+)
 
-from audit.cli.verdict import judge_run, main, parse_arguments
-from audit.methods.configs import VerdictConfig
+from audit.cli.verdict import judge_run, main, parse_arguments, verdict_text
 from audit.errors import AuditError
-from audit.methods.checks import VerdictError
+from audit.methods.checks import Check, VerdictError
+from audit.methods.configs import VerdictConfig
+from audit.methods.dif.analyse import analyse as analyse_dif
+from audit.methods.dif.config import DIFConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -132,3 +142,50 @@ def test_a_rasch_verdict_does_not_load_the_sampler(tmp_path: Path) -> None:
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120, env=environment, check=True)
     assert loaded.stdout.strip() == "[]", loaded.stdout
+
+
+def test_a_counterfactual_run_with_only_untestable_pairs_is_not_tested(tmp_path: Path,
+                                                                        capsys) -> None:
+    """2 names against 2 cannot reach p < 0.05 on any pair: nothing is judged, so the verdict is
+    NOT TESTED with exit 3 and the reason shown. Bug caught: every check skipped read
+    `verdict: PASS (0 of 3 checks failed, 3 not testable)`, exit 0, a green CI gate for a design
+    that could not fail."""
+    run = counterfactual_run(tmp_path / "run", effect=3.0, names=2)
+    checks = judge_run(run, VerdictConfig())
+    assert checks and all(check.skipped for check in checks)
+    assert main([f"run_dir={run}"]) == 3
+    out = capsys.readouterr().out
+    assert (f"verdict: NOT TESTED (0 of {len(checks)} checks could be judged, {len(checks)} not "
+            f"testable)") in out
+    assert "Checks not testable" in out and "add names" in out
+    assert set(junit_outcomes(run / "verdict_junit.xml").values()) == {"skipped"}
+
+
+def test_a_dif_run_whose_baseline_all_failed_is_not_tested(tmp_path: Path) -> None:
+    """Every baseline request errored: no persona has anything to compare with and the tests
+    cannot be made. Bug caught: 3 skipped persona checks and the skipped test passed, exit 0."""
+    answers = dif_answers({"race_a": 0.5}).with_columns(
+        status=pl.when(pl.col("persona_kind") == "baseline").then(pl.lit("error"))
+        .otherwise(pl.col("status")),
+        correct=pl.when(pl.col("persona_kind") == "baseline").then(None)
+        .otherwise(pl.col("correct")))
+    results = analyse_dif(answers, DIFConfig(permutation_resamples=99))
+    run = tmp_path / "run"
+    run.mkdir()
+    results.personas.write_csv(run / "dif_personas.csv")
+    results.tests.write_csv(run / "dif_tests.csv")
+    record(run, "dif")
+    assert all(check.skipped for check in judge_run(run, VerdictConfig()))
+    assert main([f"run_dir={run}"]) == 3
+
+
+def test_one_judged_check_among_untestable_ones_decides() -> None:
+    """NOT TESTED only when nothing at all was judged: a judged check (a Rasch fit's convergence,
+    one testable pair) beside skipped ones passes or fails as before; no check is NOT TESTED."""
+    skipped = Check("counterfactual", "counterfactual.m", "A vs B", False, "not testable",
+                    skipped=True)
+    judged = Check("counterfactual", "counterfactual.m", "A vs C", False, "p_bh=0.4")
+    failed = Check("counterfactual", "counterfactual.m", "B vs C", True, "p_bh=0.001")
+    assert verdict_text([skipped, judged]) == "PASS (0 of 2 checks failed, 1 not testable)"
+    assert verdict_text([skipped, failed]) == "FAIL (1 of 2 checks failed, 1 not testable)"
+    assert verdict_text([]) == "NOT TESTED (the run holds no check to judge)"

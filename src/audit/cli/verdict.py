@@ -5,8 +5,10 @@ tables, or in `report/` by the Rasch report stage), applies that method's rules
 (methods/NAME/verdict.py, found through the method registry; every rule is a `key=value` override of
 VerdictConfig, or a YAML file with `rules_file=PATH`), prints the failed checks, writes a JUnit XML
 file (one testcase per check: each comparison, and a Rasch fit's convergence; a failure for each
-failed one) and exits 0 when the audit passes, 1 when it fails and 2 when the input is bad (one line
-on stderr naming the problem), so it drops into any CI pipeline.
+failed one) and exits 0 when the audit passes, 1 when it fails, 2 when the input is bad (one line
+on stderr naming the problem) and 3 when no check could be judged (every one skipped as untestable,
+or none at all: NOT TESTED), so it drops into any CI pipeline and a design that could not fail
+never reads as a pass.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ RULE_KEYS = tuple(rule.name for rule in fields(VerdictConfig))
 USAGE = ("usage: python -m audit.verdict run_dir=DIR [junit=PATH] [rules_file=YAML] ["
          + " ".join(f"{key}=..." for key in RULE_KEYS) + "]")
 JUNIT_DEFAULT = "verdict_junit.xml"
+# Exit statuses (docs/commands.md); 2, bad input, is returned where the error is caught.
+EXIT_CODES = {"PASS": 0, "FAIL": 1, "NOT TESTED": 3}
+# The not-testable checks a NOT TESTED verdict prints; the JUnit file holds them all.
+MAX_UNTESTABLE_SHOWN = 10
 # Where a run keeps its config.yaml: next to its tables, or (the Rasch report stage) in report/.
 CONFIG_PLACES = (Path(CONFIG_FILE), Path("report") / CONFIG_FILE)
 
@@ -158,23 +164,43 @@ def write_junit(tree: ET.ElementTree, path: Path) -> None:
 def print_verdict(checks: list[Check], console: Console | None = None) -> None:
     console = console or Console(width=max(Console().width, 120))
     failed = [check for check in checks if check.failed]
-    if failed:
-        table = Table(title=f"Failed checks ({len(failed)} of {len(checks)})")
+    # NOT TESTED: why each check could not be judged, so the fix (more names, a baseline) shows.
+    shown = failed or ([check for check in checks if check.skipped][:MAX_UNTESTABLE_SHOWN]
+                       if verdict_outcome(checks) == "NOT TESTED" else [])
+    if shown:
+        title = (f"Failed checks ({len(failed)} of {len(checks)})" if failed else
+                 f"Checks not testable ({len(shown)} of {len(checks)} shown)")
+        table = Table(title=title)
         for column in ("method", "what", "check", "why"):
             table.add_column(column, overflow="fold")
-        for check in failed:
+        for check in shown:
             table.add_row(check.method, check.group.split(".", 1)[-1], check.name, check.message)
         console.print(table)
     console.print(f"verdict: {verdict_text(checks)}")
 
 
+def verdict_outcome(checks: list[Check]) -> str:
+    """FAIL when a check failed; NOT TESTED when none could be judged (each skipped as untestable,
+    or the run holds none), so a run that could not fail never passes; else PASS."""
+    if any(check.failed for check in checks):
+        return "FAIL"
+    if all(check.skipped for check in checks):
+        return "NOT TESTED"
+    return "PASS"
+
+
 def verdict_text(checks: list[Check]) -> str:
-    """`FAIL (2 of 6 checks failed, 1 not testable)`: what CI decides, in one phrase (the
-    command's last line, and the summary a run ends with). Checks, not comparisons: a Rasch
-    run's checks include its fit's convergence besides the contrasts its summary lists."""
-    failed = sum(check.failed for check in checks)
+    """`FAIL (2 of 6 checks failed, 1 not testable)` or `NOT TESTED (0 of 6 checks could be
+    judged, 6 not testable)`: what CI decides, in one phrase (the command's last line, and the
+    summary a run ends with). Checks, not comparisons: a Rasch run's checks include its fit's
+    convergence besides the contrasts its summary lists."""
+    outcome = verdict_outcome(checks)
     skipped = sum(check.skipped for check in checks)
-    return (f"{'FAIL' if failed else 'PASS'} ({failed} of {len(checks)} checks failed"
+    if outcome == "NOT TESTED":
+        return (f"{outcome} (0 of {len(checks)} checks could be judged, {skipped} not testable)"
+                if checks else f"{outcome} (the run holds no check to judge)")
+    failed = sum(check.failed for check in checks)
+    return (f"{outcome} ({failed} of {len(checks)} checks failed"
             f"{f', {skipped} not testable' if skipped else ''})")
 
 
@@ -192,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print_verdict(checks)
     log.info("JUnit XML written to %s", junit)
-    return 1 if any(check.failed for check in checks) else 0
+    return EXIT_CODES[verdict_outcome(checks)]
 
 
 if __name__ == "__main__":
