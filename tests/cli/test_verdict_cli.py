@@ -56,6 +56,25 @@ def test_rules_file_with_command_line_overrides(tmp_path: Path) -> None:
         parse_arguments(["run_dir=x", "min_rank_biserial=0.3"]).rules.min_rank_biserial, 0.3)
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("alpha: [1,\n", r"is not readable YAML \(line 2\): expected the node content"),
+    ("- 1\n- 2\n", "holds a list, not a mapping of rules"),
+    ("alpha: often\n", r"\(rule alpha\): Value 'often'"),
+    ("unknown_rule: 3\n", "Key 'unknown_rule' not in"),
+])
+def test_an_unreadable_rules_file_is_bad_input_naming_the_file(tmp_path: Path, text: str,
+                                                               message: str) -> None:
+    """Bug caught: a rules_file with a YAML syntax error escaped as a yaml ParserError traceback
+    with exit 1, which a CI gate reads as FAIL; every bad file is one line naming it, exit 2."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(text)
+    with pytest.raises(VerdictError, match=message) as raised:
+        parse_arguments(["run_dir=x", f"rules_file={rules}"])
+    assert str(rules) in str(raised.value) and "rule: value" in str(raised.value)
+    assert main([f"run_dir={counterfactual_run(tmp_path / 'run', effect=0.0)}",
+                 f"rules_file={rules}"]) == 2
+
+
 def test_every_registered_methods_rules_are_options() -> None:
     """Each method's VERDICT_RULES reach the command line through the registry: a method whose
     rules were not collected into VerdictConfig would reject its own keys as unknown."""

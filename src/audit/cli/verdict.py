@@ -67,10 +67,7 @@ def parse_arguments(arguments: list[str]) -> VerdictCommand:
         merged = OmegaConf.merge(OmegaConf.structured(VerdictCommand),
                                  OmegaConf.from_dotlist(dotlist))
         if merged.rules_file:
-            path = Path(merged.rules_file)
-            if not path.is_file():
-                raise VerdictError(f"rules_file {path} not found; pass a YAML file of rules")
-            from_file = OmegaConf.merge(OmegaConf.structured(VerdictConfig), OmegaConf.load(path))
+            from_file = read_rules_file(Path(merged.rules_file))
             # The file sets the rules; arguments on the command line still win.
             overrides = OmegaConf.from_dotlist([item for item in dotlist
                                                 if item.startswith("rules.")])
@@ -80,6 +77,31 @@ def parse_arguments(arguments: list[str]) -> VerdictCommand:
         raise VerdictError(f"{str(error).splitlines()[0]}; {USAGE}") from None
     check_rules(command.rules)
     return command
+
+
+def read_rules_file(path: Path) -> DictConfig:
+    """`rules_file=PATH` as rules; a file that is missing, not YAML, not a mapping or names an
+    unknown rule is bad input (exit 2) named with the file, never a traceback read as FAIL."""
+    if not path.is_file():
+        raise VerdictError(f"rules_file {path} not found; pass a YAML file of rules")
+    fix = f"write it as `rule: value` lines, rules among {', '.join(RULE_KEYS)}"
+    try:
+        loaded = OmegaConf.load(path)
+    except (OSError, YAMLError) as error:
+        # A YAML syntax error's `problem` says what the parser expected; its first line does not.
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        where = getattr(error, "problem_mark", None)
+        at = f" (line {where.line + 1})" if where is not None else ""
+        raise VerdictError(f"rules_file {path} is not readable YAML{at}: {problem}; "
+                           f"{fix}") from None
+    if not isinstance(loaded, DictConfig):
+        raise VerdictError(f"rules_file {path} holds a list, not a mapping of rules; {fix}")
+    try:
+        return OmegaConf.merge(OmegaConf.structured(VerdictConfig), loaded)
+    except OmegaConfBaseException as error:
+        key = getattr(error, "full_key", None)
+        raise VerdictError(f"rules_file {path}{f' (rule {key})' if key else ''}: "
+                           f"{str(error).splitlines()[0]}; {fix}") from None
 
 
 def check_rules(rules: VerdictConfig) -> None:
