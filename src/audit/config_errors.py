@@ -178,3 +178,12 @@ def _stderr_logger() -> logging.Logger:
         logger.addHandler(handler)
         logger.propagate = False
     return logger
+
+
+def yaml_problem(error: Exception) -> str:
+    """A YAML file's syntax error as a phrase, `(line 2): expected the node content, but found
+    '<stream end>'`: the parser's `problem` says what it expected, its first line
+    (`while parsing a flow node`) does not."""
+    problem = getattr(error, "problem", None) or _first_line(str(error)) or type(error).__name__
+    where = getattr(error, "problem_mark", None)
+    return f"{f'(line {where.line + 1})' if where is not None else ''}: {problem}".lstrip()

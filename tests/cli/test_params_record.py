@@ -79,3 +79,26 @@ def test_an_adaptive_respond_stage_tracks_the_judge_fit_and_design_params(tmp_pa
     respond = adaptive["dvc_params"]["respond"]
     assert set(respond) == {"method", "ingest", "design", "judge", "fit"}
     assert respond["fit"]["draws"] == 300 and respond["design"]["adaptive"] is True
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("method: rasch\nbogus: 1\n", r": unknown key 'bogus'; valid top-level keys: model, "),
+    ("method: rasch\nfit:\n  drawz: 3\n", r"unknown key 'fit.drawz'.*\(did you mean 'draws'\?\)"),
+    ("method: rasch\nfit:\n  draws: many\n", r"invalid value for 'fit.draws'"),
+    ("method: [\n", r"is not readable YAML \(line 2\): expected the node content"),
+])
+def test_a_stale_or_broken_params_file_is_one_line(tmp_path: Path, caplog, text: str,
+                                                   message: str):
+    """Bug caught: a params.yaml with a key the config no longer has (or a YAML syntax error)
+    escaped load_params as a ConfigKeyError (ParserError) traceback with exit 1, though the
+    commands page promises one line; now one line naming the file, the key and the fix, exit 2,
+    before any stage runs."""
+    params = tmp_path / "params.yaml"
+    params.write_text(text)
+    with pytest.raises(AuditError, match=message) as raised:
+        load_params(params)
+    assert str(params) in str(raised.value) and "python -m audit.params" in str(raised.value)
+    assert stages_main(["design", "--params", str(params), "--dir",
+                        str(tmp_path / "pipeline")]) == 2
+    assert not (tmp_path / "pipeline").exists()
+    assert len([record for record in caplog.records if record.levelname == "ERROR"]) == 1

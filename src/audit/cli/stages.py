@@ -20,8 +20,12 @@ import logging
 from pathlib import Path
 
 from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
 from audit.cli.params import check_kept_overrides
+from audit.config import CONF_DIR
+from audit.config_errors import describe, yaml_problem
 from audit.methods.configs import AuditConfig, to_audit_config
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
@@ -34,9 +38,20 @@ log = logging.getLogger(__name__)
 
 
 def load_params(path: Path) -> AuditConfig:
+    """params.yaml as the config; a file that is not YAML, or holds a key the config lacks (a
+    stale file from an older version, a typo) or a bad value, is one line naming the file, the
+    key and the fix (exit 2), not a traceback."""
     if not path.is_file():
         raise AuditError(f"params file not found: {path} (write it with `python -m audit.params`)")
-    return to_audit_config(OmegaConf.load(path))
+    fix = "write it again with `python -m audit.params [OVERRIDES]` (or fix it by hand)"
+    try:
+        return to_audit_config(OmegaConf.load(path))
+    except (OSError, YAMLError) as error:
+        raise AuditError(f"params file {path} is not readable YAML {yaml_problem(error)}; "
+                         f"{fix}") from None
+    except OmegaConfBaseException as error:
+        raise AuditError(f"params file {path}: {describe(error, Path(CONF_DIR))}; "
+                         f"{fix}") from None
 
 
 def report_summary(method: AuditMethod, cfg: AuditConfig, directory: Path,

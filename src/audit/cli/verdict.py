@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
+from audit.config_errors import yaml_problem
 from audit.methods.configs import VerdictConfig
 from audit.logs import configure_cli_logging
 from audit.methods import method_module, registered_methods
@@ -88,11 +89,7 @@ def read_rules_file(path: Path) -> DictConfig:
     try:
         loaded = OmegaConf.load(path)
     except (OSError, YAMLError) as error:
-        # A YAML syntax error's `problem` says what the parser expected; its first line does not.
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        where = getattr(error, "problem_mark", None)
-        at = f" (line {where.line + 1})" if where is not None else ""
-        raise VerdictError(f"rules_file {path} is not readable YAML{at}: {problem}; "
+        raise VerdictError(f"rules_file {path} is not readable YAML {yaml_problem(error)}; "
                            f"{fix}") from None
     if not isinstance(loaded, DictConfig):
         raise VerdictError(f"rules_file {path} holds a list, not a mapping of rules; {fix}")
