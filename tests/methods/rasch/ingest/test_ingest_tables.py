@@ -218,3 +218,52 @@ def test_imported_probabilities_go_through_the_probability_fit(tmp_path, monkeyp
     fit = fit_stage(cfg, prompts, labels)
     assert fit.idata.observed_data["y"].size == 11  # the decision-only row is left out
     assert fit.contrasts["level_a"].to_list() == ["Black"] and fit.response == "probability"
+
+
+def _logprob_rows() -> list[dict]:
+    """Two answers scored by their options' log-probabilities, spelled differently per row."""
+    return [{"model": "m", "gender": "man", "race": "White", "item": "hiring_01",
+             "option_logprobs": {"HIRE": -0.2, "REJECT": -1.7}},
+            {"model": "m", "gender": "woman", "race": "Black", "item": "hiring_01",
+             "option_logprobs": {"hire": -1.6, "reject": -0.25}}]
+
+
+def test_option_logprobs_as_json_objects_read_as_json_text_does(tmp_path):
+    """Bug caught: a JSONL or parquet file giving option_logprobs as an object (as the docs
+    describe the column) was read as a polars struct of every row's option names and cast to
+    text: '{-0.2,-1.7}', the names lost, then a json.loads traceback (one spelling), or a
+    polars cast traceback (two spellings, as here)."""
+    rows = _logprob_rows()
+    jsonl = tmp_path / "answers.jsonl"
+    jsonl.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    parquet = tmp_path / "answers.parquet"
+    pl.DataFrame(rows).write_parquet(parquet)
+    csv = _csv(tmp_path, [{**row, "option_logprobs": json.dumps(row["option_logprobs"])}
+                          for row in rows])
+    expected = [math.exp(-0.2) / (math.exp(-0.2) + math.exp(-1.7)),
+                math.exp(-1.6) / (math.exp(-1.6) + math.exp(-0.25))]
+    for path in (jsonl, parquet, csv):
+        _, _, responses, labels = _tables(path, _bank("decision_items.csv"))
+        assert labels["p_favourable"].to_list() == pytest.approx(expected, abs=1e-12), path
+        assert labels["label"].to_list() == ["favourable", "unfavourable"]
+        assert responses["response_text"].to_list() == ["HIRE", "reject"]
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ("yes:-0.1", "not JSON"), ('["HIRE", -0.2]', "not a JSON object"),
+    ('{"HIRE": "high"}', "a value is not a log-probability"),
+    ('{"HIRE": 0.7}', "a value is not a log-probability"),
+])
+def test_a_malformed_option_logprobs_is_one_line_naming_the_row(tmp_path, value, problem):
+    """Bug caught: `yes:-0.1` (or any text that is not a JSON object of numbers) ended in a
+    json.loads traceback in the respond or score stage, after the run folder was begun; it is
+    refused while the file is read, naming the row, its item and the form expected. A positive
+    number would have counted as a probability above 1."""
+    rows = [{**row, "option_logprobs": json.dumps(row["option_logprobs"])}
+            for row in _logprob_rows()]
+    rows[1]["option_logprobs"] = value
+    with pytest.raises(AuditError, match=rf"column 'option_logprobs' holds .* in row 2 \(item "
+                                         rf"hiring_01\), {problem}: each value is a JSON object "
+                                         rf"of option -> log-probability") as error:
+        read_answers(_csv(tmp_path, rows), "auto", None)
+    assert "\n" not in str(error.value)

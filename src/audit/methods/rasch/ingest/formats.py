@@ -14,6 +14,7 @@ text or the options' log-likelihoods.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -66,7 +67,17 @@ def read_answers(path: Path, chosen_format: str, model: str | None) -> pl.DataFr
         frame = pl.DataFrame(rows, infer_schema_length=None)
         default_model = model or path.parent.name or "imported"
     elif fmt == "jsonl":
-        frame = pl.DataFrame(read_json_lines(path, "answers file", fix), infer_schema_length=None)
+        # An option_logprobs object stays the row's own JSON text: as a polars struct it would
+        # take every row's option names, and a row mixing an object with a string cannot load.
+        records = [{**record, "option_logprobs": json.dumps(record["option_logprobs"])}
+                   if isinstance(record.get("option_logprobs"), (dict, list)) else record
+                   for record in read_json_lines(path, "answers file", fix)]
+        try:
+            frame = pl.DataFrame(records, infer_schema_length=None)
+        except pl.exceptions.PolarsError as error:
+            raise AuditError(f"cannot read answers file {path}: a column holds values of "
+                             f"different types across rows ({str(error).splitlines()[0]}); "
+                             f"give each column one type") from None
         default_model = model or "imported"
     else:
         frame = read_frame(path, "answers file", fix, as_text=fmt == "csv")
@@ -82,6 +93,7 @@ def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.
         raise AuditError(f"answers file {path} has none of the columns 'answer', 'decision', "
                          f"'option_logprobs', 'p_favourable': add the answer text or the "
                          f"decision of each row")
+    frame = frame.with_columns(option_logprobs_column(frame, path))
     text_columns = [c for c in COLUMNS if c not in NUMBER_COLUMNS]
     frame = frame.with_columns([pl.col(c).cast(pl.Utf8) for c in text_columns
                                 if c in frame.columns])
@@ -118,6 +130,54 @@ def probability_column(frame: pl.DataFrame, path: Path) -> pl.Series:
                          f"{bad['p_favourable'][0]!r} for item {bad['item'][0]}: each value is the "
                          f"probability of the favourable option, from 0 to 1, or empty")
     return numbers.alias("p_favourable")
+
+
+def _option_scores(value: object) -> dict | None:
+    """One row's option_logprobs as {option: log-probability}; None where the row has none.
+    A parquet struct gives every row all the file's option names (null where the row lacks one),
+    a parquet map a list of key/value pairs. ValueError for anything that is not such an object
+    of numbers <= 0 (a log-probability is at most log 1)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ValueError("not JSON") from None
+    if isinstance(value, list) and all(isinstance(pair, dict) and set(pair) == {"key", "value"}
+                                       for pair in value):
+        value = {pair["key"]: pair["value"] for pair in value}
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    scores = {option: score for option, score in value.items() if score is not None}
+    if not scores:
+        return None
+    if not all(isinstance(score, (int, float)) and not isinstance(score, bool)
+               and math.isfinite(score) and score <= 0 for score in scores.values()):
+        raise ValueError("a value is not a log-probability")
+    return scores
+
+
+def option_logprobs_column(frame: pl.DataFrame, path: Path) -> pl.Series:
+    """`option_logprobs` as JSON text, one object of option -> log-probability per row (null
+    where a row has none), whether the file gave JSON text or (JSONL, parquet) an object; one
+    line naming the first row that holds anything else, its item and the form expected."""
+    if "option_logprobs" not in frame.columns:
+        return pl.Series("option_logprobs", [None] * frame.height, dtype=pl.Utf8)
+    texts = []
+    for row, (value, item) in enumerate(zip(frame["option_logprobs"].to_list(),
+                                            frame["item"].to_list()), start=1):
+        try:
+            scores = _option_scores(value)
+        except ValueError as problem:
+            shown = value if isinstance(value, str) else json.dumps(value, default=str)
+            raise AuditError(
+                f"answers file {path}: column 'option_logprobs' holds {shown[:80]!r} in row "
+                f"{row} (item {item}), {problem}: each value is a JSON object of option -> "
+                f"log-probability (a number <= 0), e.g. "
+                f"{{\"yes\": -0.1, \"no\": -2.4}}, or empty") from None
+        texts.append(json.dumps(scores) if scores is not None else None)
+    return pl.Series("option_logprobs", texts, dtype=pl.Utf8)
 
 
 def _doc_value(doc: dict, fields: tuple[str, ...]) -> object:
