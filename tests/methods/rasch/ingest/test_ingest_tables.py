@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from audit.errors import AuditError
+from audit.methods.configs import AuditConfig
 from audit.methods.rasch.ingest.formats import read_answers
+from audit.methods.rasch.ingest.stages import with_imported_models
 from audit.methods.rasch.ingest.tables import (
     decided_labels,
     number_replicates,
@@ -267,3 +270,48 @@ def test_a_malformed_option_logprobs_is_one_line_naming_the_row(tmp_path, value,
                                          rf"of option -> log-probability") as error:
         read_answers(_csv(tmp_path, rows), "auto", None)
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("attributes", [{}, {"Gender": "woman", "sex": "female"}])
+def test_a_persona_id_without_attributes_needs_the_persona_table(tmp_path, attributes):
+    """Bug caught: with persona_id but no gender/race columns (or misspelled ones) and no
+    personas_file, every persona was read as a baseline: no contrast was fitted and the verdict
+    passed on the fit's convergence alone. Refused, naming personas_file= and the columns."""
+    rows = [{"model": "m", "persona_id": persona, "item": "hiring_01", "decision": decision,
+             **attributes} for persona, decision in (("black_woman", "REJECT"),
+                                                     ("white_man", "HIRE"))]
+    with pytest.raises(AuditError, match=r"names 2 persona\(s\) with no attributes in 2 rows "
+                                         r"\(first: 'black_woman', item hiring_01\).*'gender' and "
+                                         r"'race'.*pass personas_file=TABLE") as error:
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+    assert "\n" not in str(error.value)
+
+
+def test_a_persona_id_marked_baseline_or_null_needs_no_attributes(tmp_path):
+    """The guard above refuses only what would be misread: a row that says it is the baseline
+    or a null persona has no attributes to give, and one with them is explicit as before."""
+    rows = [{"model": "m", "persona_id": "none", "persona_kind": "baseline", "item": "hiring_01",
+             "decision": "HIRE", "race": None},
+            {"model": "m", "persona_id": "xq7", "persona_kind": "null", "item": "hiring_01",
+             "decision": "HIRE", "race": None},
+            {"model": "m", "persona_id": "p1", "persona_kind": None, "item": "hiring_01",
+             "decision": "REJECT", "race": "Black"}]
+    _, prompts, _, _ = _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+    assert prompts["persona_kind"].to_list() == ["baseline", "null", "explicit"]
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ({"persona_id": "black_woman", "decision": "HIRE"}, "pass personas_file=TABLE"),
+    ({"race": "Black", "option_logprobs": "yes:-0.1"}, "column 'option_logprobs' holds"),
+])
+def test_answers_the_stages_would_refuse_are_refused_before_the_run(tmp_path, row, message):
+    """`python -m audit.ingest` prepares its config (the answers' models) before the run folder
+    is begun; that step now resolves the answers in full. Bug caught: it read only the models,
+    so these rows failed later, in a stage, with the run folder half written."""
+    path = _csv(tmp_path, [{"model": "m", "item": "hiring_01", **row}])
+    defaults = AuditConfig()
+    cfg = replace(defaults, ingest=replace(defaults.ingest, input=str(path)),
+                  items=replace(defaults.items, bank=str(ROOT / "data" / "items" /
+                                                          "decision_items.csv")))
+    with pytest.raises(AuditError, match=message):
+        with_imported_models(cfg)

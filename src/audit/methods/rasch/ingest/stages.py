@@ -64,9 +64,10 @@ def imported_answers(cfg: AuditConfig) -> pl.DataFrame:
 def with_imported_models(cfg: AuditConfig) -> AuditConfig:
     """`cfg` whose audited models are the models the answers name, each with the imported
     backend (which identifies it and asks it nothing), so that the report, the run's name and its
-    tags name them as they name generated runs' models."""
-    models = sorted(set(read_answers(answers_path(cfg), cfg.ingest.format,
-                                     cfg.ingest.model)["model"].to_list()))
+    tags name them as they name generated runs' models. The answers are resolved in full here, so
+    a file the stages would refuse (an unknown item, a persona without attributes, a malformed
+    value) is refused before the run begins."""
+    models = sorted(set(imported_answers(cfg)["model"].to_list()))
     return replace(cfg, model={name: ModelConfig(backend=IMPORTED_BACKEND, model=name)
                                for name in models})
 

@@ -73,6 +73,8 @@ def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl
             pl.col("gender").is_null() & pl.col("race").is_null()).to_series().all():
         raise AuditError("the answers name no personas: add a 'persona_id' column (with "
                          "ingest.personas_file=TABLE) or 'gender'/'race' columns")
+    else:
+        check_described(answers)
     described = pl.col("gender").is_not_null() | pl.col("race").is_not_null()
     answers = answers.with_columns(
         pl.col("persona_kind").fill_null(pl.when(described).then(pl.lit("explicit"))
@@ -87,6 +89,26 @@ def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl
         raise AuditError(f"column 'persona_kind' of the answers has {bad}: use one of "
                          f"{', '.join(PERSONA_KINDS)}")
     return answers
+
+
+def check_described(answers: pl.DataFrame) -> None:
+    """Without a persona table, a row that names a persona but gives none of its attributes is
+    refused unless it says it is a baseline or null persona: read as a baseline, a file whose
+    attribute columns were missing or misspelled (`Gender`, `sex`) would fit no contrast and pass
+    the verdict on convergence alone."""
+    marked = pl.col("persona_kind").is_in(["baseline", "null"]).fill_null(False)
+    undescribed = answers.filter(pl.col("persona_id").is_not_null() & pl.col("gender").is_null()
+                                 & pl.col("race").is_null() & ~marked)
+    if undescribed.height:
+        first = undescribed.row(0, named=True)
+        raise AuditError(
+            f"column 'persona_id' of the answers names {undescribed['persona_id'].n_unique()} "
+            f"persona(s) with no attributes in {undescribed.height} rows (first: "
+            f"{first['persona_id']!r}, item {first['item']}): the columns 'gender' and 'race' "
+            f"are missing or empty there, so no group could be compared; pass "
+            f"personas_file=TABLE (persona_id, kind, descriptor, gender, race), name the "
+            f"columns exactly 'gender' and 'race', or mark those rows persona_kind=baseline "
+            f"(or null)")
 
 
 def number_replicates(answers: pl.DataFrame) -> pl.DataFrame:
