@@ -9,6 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from audit.errors import AuditError
@@ -243,9 +245,13 @@ def test_option_logprobs_as_json_objects_read_as_json_text_does(tmp_path):
     pl.DataFrame(rows).write_parquet(parquet)
     csv = _csv(tmp_path, [{**row, "option_logprobs": json.dumps(row["option_logprobs"])}
                           for row in rows])
+    as_map = tmp_path / "answers_map.parquet"  # what pyarrow writes a dict column as
+    pq.write_table(pa.Table.from_pylist(rows, pa.schema(
+        [(name, pa.string()) for name in ("model", "gender", "race", "item")]
+        + [("option_logprobs", pa.map_(pa.string(), pa.float64()))])), as_map)
     expected = [math.exp(-0.2) / (math.exp(-0.2) + math.exp(-1.7)),
                 math.exp(-1.6) / (math.exp(-1.6) + math.exp(-0.25))]
-    for path in (jsonl, parquet, csv):
+    for path in (jsonl, parquet, as_map, csv):
         _, _, responses, labels = _tables(path, _bank("decision_items.csv"))
         assert labels["p_favourable"].to_list() == pytest.approx(expected, abs=1e-12), path
         assert labels["label"].to_list() == ["favourable", "unfavourable"]

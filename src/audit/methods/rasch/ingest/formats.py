@@ -134,9 +134,9 @@ def probability_column(frame: pl.DataFrame, path: Path) -> pl.Series:
 
 def _option_scores(value: object) -> dict | None:
     """One row's option_logprobs as {option: log-probability}; None where the row has none.
-    A parquet struct gives every row all the file's option names (null where the row lacks one),
-    a parquet map a list of key/value pairs. ValueError for anything that is not such an object
-    of numbers <= 0 (a log-probability is at most log 1)."""
+    A parquet struct gives every row all the file's option names (null where the row lacks one);
+    a parquet map, a JSONL object (read_answers) or JSON text give the row's own. ValueError for
+    anything that is not such an object of numbers <= 0 (a log-probability is at most log 1)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, str):
@@ -144,9 +144,6 @@ def _option_scores(value: object) -> dict | None:
             value = json.loads(value)
         except json.JSONDecodeError:
             raise ValueError("not JSON") from None
-    if isinstance(value, list) and all(isinstance(pair, dict) and set(pair) == {"key", "value"}
-                                       for pair in value):
-        value = {pair["key"]: pair["value"] for pair in value}
     if not isinstance(value, dict):
         raise ValueError("not a JSON object")
     scores = {option: score for option, score in value.items() if score is not None}
