@@ -88,8 +88,9 @@ def score(outcomes: pl.DataFrame, fit: FitConfig, planted: float, max_worsening:
     """One pair through the command's joint fit: the planted contrast's coverage and width, and
     whether the gate (any contrast worsening) or a `different` decision fired."""
     idata, diagnostics = comparison.fit_joint(outcomes, fit, paired=True, sample=sample)
+    levels = comparison.comparable_levels(outcomes, ATTRIBUTES).levels
     changes = comparison.change_table(
-        idata["posterior"].to_dataset(), ATTRIBUTES, rope=fit.rope, hdi_prob=HDI_PROB,
+        idata["posterior"].to_dataset(), levels, rope=fit.rope, hdi_prob=HDI_PROB,
         familywise_alpha=fit.familywise_alpha, max_worsening=max_worsening)
     row = changes.filter((pl.col("attribute") == PLANTED[0]) & (pl.col("level_a") == PLANTED[1])
                          & (pl.col("level_b") == PLANTED[2])).row(0, named=True)

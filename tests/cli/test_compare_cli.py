@@ -38,15 +38,17 @@ def two_chain_prior_sampler(model: pm.Model, fit):
 
 
 def write_run(directory: Path, outcomes: pl.DataFrame, side: str, system_prompt: str,
-              seed: int = 5) -> Path:
-    """A finished run's tables: prompts, labels and config.yaml, for one side of the simulation."""
+              seed: int = 5, attributes: tuple[str, ...] = ("gender",)) -> Path:
+    """A finished run's tables: prompts, labels and config.yaml, for one side of the simulation
+    (its race column null unless the simulation drew one)."""
     rows = outcomes.filter(pl.col("model_name") == side).with_columns(
         pl.int_range(pl.len()).over("respondent", "item").alias("replicate"))
     prompts = rows.select(
         pl.format("{}-{}-{}-{}", pl.lit(side), "persona_id", "item", "replicate")
         .alias("prompt_id"),
         pl.col("persona_id").alias("respondent_id"), pl.lit("qwen").alias("model_name"),
-        "persona_id", "persona_kind", "gender", pl.lit(None, pl.String).alias("race"),
+        "persona_id", "persona_kind", "gender",
+        pl.col("race") if "race" in rows.columns else pl.lit(None, pl.String).alias("race"),
         pl.col("item").alias("item_id"), pl.lit("loans").alias("domain"), "replicate",
         pl.lit(seed).alias("seed"), pl.lit("Approve?").alias("question"),
         pl.lit("yes").alias("favourable_option"), pl.lit("no").alias("unfavourable_option"),
@@ -61,7 +63,7 @@ def write_run(directory: Path, outcomes: pl.DataFrame, side: str, system_prompt:
     prompts.write_parquet(directory / "prompts.parquet")
     labels.write_parquet(directory / "labels.parquet")
     config = OmegaConf.structured(AuditConfig)
-    config.fit.attributes = ["gender"]
+    config.fit.attributes = list(attributes)
     config.fit.ess_min, config.fit.rhat_max = 100, 1.1
     (directory / "config.yaml").write_text(OmegaConf.to_yaml(config))
     return directory
@@ -95,6 +97,62 @@ def test_two_system_prompts_compare_paired_with_one_line_per_contrast(two_runs, 
     junit = ET.parse(out / "compare_junit.xml").getroot()
     # One testcase per contrast and one for the joint fit's convergence.
     assert junit.get("tests") == "2" and junit.get("failures") == "0"
+
+
+def test_an_attribute_no_persona_has_is_named_not_compared_instead_of_crashing(
+        tmp_path, monkeypatch, capsys):
+    """Bug caught: with fit.attributes = [gender, race] and no race level on either side (the
+    fit leaves race out), compare crashed after the fit with KeyError 'effect_race' and exit 1,
+    which a CI gate reads as a worsening, and wrote nothing."""
+    monkeypatch.setattr(comparison, "sample_posterior", two_chain_prior_sampler)
+    prompts = default_shaped_prompts(texts_per_cell=2, null_count=0, items=4, replicates=2,
+                                     races=("White",))
+    outcomes = simulate_pair(prompts, VarianceComponents(), {"gender": {}}, {"gender": {}},
+                             np.random.default_rng(2))
+    runs = [write_run(tmp_path / side, outcomes, side.upper(), "Decide.",
+                      attributes=("gender", "race")) for side in "ab"]
+    out = tmp_path / "out"
+    assert compare.main([*map(str, runs), f"output={out}", "tracking=false",
+                         "max_worsening=100"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("gender man vs woman:") == 1
+    assert "not compared: race: no level labelled on both sides" in printed
+    assert pl.read_csv(out / "changes.csv").get_column("attribute").to_list() == ["gender"]
+
+
+def test_nothing_to_compare_is_refused_before_the_fit(two_runs, tmp_path, monkeypatch, caplog):
+    # Would fail if a run whose only attribute has no level on both sides were fitted first.
+    run_a, run_b = two_runs
+    for run in (run_a, run_b):
+        config = OmegaConf.load(run / "config.yaml")
+        config.fit.attributes = ["race"]
+        (run / "config.yaml").write_text(OmegaConf.to_yaml(config))
+    monkeypatch.setattr(comparison, "fit_joint", lambda *args, **kwargs: pytest.fail("fitted"))
+    assert compare.main([str(run_a), str(run_b), "tracking=false"]) == 2
+    assert "nothing to compare: race: no level labelled on both sides" in caplog.text
+
+
+def test_a_level_one_side_never_asked_about_is_not_contrasted(tmp_path, monkeypatch, capsys):
+    """Bug caught: with every Asian persona dropped from run A, compare still printed `race Asian
+    vs ...` gaps for A (an effect made of the zero-sum constraint and the prior alone) and counted
+    them in the Bonferroni family (K 7 instead of 4)."""
+    monkeypatch.setattr(comparison, "sample_posterior", two_chain_prior_sampler)
+    prompts = default_shaped_prompts(texts_per_cell=1, null_count=0, items=3, replicates=2,
+                                     races=("Asian", "Black", "White"))
+    outcomes = simulate_pair(prompts, VarianceComponents(), {"gender": {}, "race": {}},
+                             {"gender": {}, "race": {}}, np.random.default_rng(3))
+    no_asian = outcomes.filter(~((pl.col("model_name") == "A") & (pl.col("race") == "Asian")))
+    runs = [write_run(tmp_path / side, no_asian, side.upper(), "Decide.",
+                      attributes=("gender", "race")) for side in "ab"]
+    out = tmp_path / "out"
+    assert compare.main([*map(str, runs), f"output={out}", "tracking=false"]) == 0
+    printed = capsys.readouterr().out
+    assert "Asian vs" not in printed and "vs Asian" not in printed
+    assert "not compared: race Asian: labelled on side B only" in printed
+    changes = pl.read_csv(out / "changes.csv")
+    # gender man vs woman, race Black vs White: K = 2, each decided on the 1 - 0.05 / 2 HDI.
+    assert changes.select("level_a", "level_b").rows() == [("man", "woman"), ("Black", "White")]
+    assert changes["decision_prob"].to_list() == pytest.approx([1 - 0.05 / 2] * 2)
 
 
 def test_the_change_figure_draws_the_interval_decided_on_in_the_decisions_colour():

@@ -187,7 +187,7 @@ def forest_plot(changes: pl.DataFrame, hdi_prob: float, path: Path) -> Path:
 
 
 def report_html(changes: pl.DataFrame, sides, pairing: comparison.Pairing, verdict: str,
-                plot: Path) -> str:
+                plot: Path, left_out: tuple[str, ...] = ()) -> str:
     head = "".join(f"<th>{html.escape(column)}</th>" for column in changes.columns)
     def cell(value: object) -> str:
         return html.escape(f"{value:.3g}" if isinstance(value, float) else str(value))
@@ -196,11 +196,27 @@ def report_html(changes: pl.DataFrame, sides, pairing: comparison.Pairing, verdi
                    for row in changes.iter_rows())
     source = "".join(f"<li>{side.label}: {html.escape(side.source)} (model "
                      f"{html.escape(side.model)})</li>" for side in sides)
+    skipped = ("" if not left_out else "<p>Not compared:</p><ul>"
+               + "".join(f"<li>{html.escape(reason)}</li>" for reason in left_out) + "</ul>")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>audit.compare</title></head>"
             f"<body><h1>Change in each gap, B minus A</h1><ul>{source}</ul>"
             f"<p>{html.escape(pairing.reason)}</p><p>Gate: {html.escape(verdict)}</p>"
             f"<img src='{plot.name}' alt='forest plot of changes'><table border='1'>"
-            f"<tr>{head}</tr>{body}</table></body></html>")
+            f"<tr>{head}</tr>{body}</table>{skipped}</body></html>")
+
+
+def comparable_or_refuse(outcomes: pl.DataFrame, attributes: list[str]) -> comparison.Comparable:
+    """The levels both sides labelled, each one left out logged; before the fit, so a comparison
+    with nothing to contrast is one line instead of a crash after sampling."""
+    comparable = comparison.comparable_levels(outcomes, attributes)
+    for reason in comparable.left_out:
+        log.warning("not compared: %s", reason)
+    if not comparable.levels:
+        raise AuditError(f"nothing to compare: {'; '.join(comparable.left_out)}. A contrast "
+                         "needs two levels of one of run A's fit.attributes "
+                         f"({', '.join(attributes)}) labelled on both sides: compare runs whose "
+                         "personas share them")
+    return comparable
 
 
 def run(argv: list[str]) -> int:
@@ -236,9 +252,10 @@ def run(argv: list[str]) -> int:
     log.info("%s", pairing.reason)
     outcomes = comparison.joint_outcomes((side_a, side_b), fit.attributes, fit.outcome,
                                          fit.drop_labels)
+    comparable = comparable_or_refuse(outcomes, fit.attributes)
     idata, diagnostics = comparison.fit_joint(outcomes, fit, pairing.paired, confusion)
     changes = comparison.change_table(
-        idata["posterior"].to_dataset(), fit.attributes, rope=fit.rope, hdi_prob=fit.hdi_prob,
+        idata["posterior"].to_dataset(), comparable.levels, rope=fit.rope, hdi_prob=fit.hdi_prob,
         familywise_alpha=fit.familywise_alpha, max_worsening=limit,
         worsening_prob=worsening_prob, unit=unit)
     checks = comparison.gate_checks(changes, diagnostics)
@@ -250,8 +267,8 @@ def run(argv: list[str]) -> int:
                         out / "changes.csv")
     plot = forest_plot(changes, fit.hdi_prob, out / "changes_forest.png")
     report = out / "report.html"
-    report.write_text(report_html(changes, (side_a, side_b), pairing, verdict, plot),
-                      encoding="utf-8")
+    report.write_text(report_html(changes, (side_a, side_b), pairing, verdict, plot,
+                                  comparable.left_out), encoding="utf-8")
     idata.to_netcdf(str(out / "posterior.nc"))
     junit = Path(options.get("junit", out / "compare_junit.xml"))
     write_junit(junit_xml(checks, out, VerdictConfig()), junit)
@@ -268,6 +285,8 @@ def run(argv: list[str]) -> int:
                                     ("tables", junit)])
     for row in changes.iter_rows(named=True):
         print(comparison.change_line(row))
+    for reason in comparable.left_out:
+        print(f"not compared: {reason}")
     converged = ("" if diagnostics.converged
                  else f" (not converged: {'; '.join(diagnostics.problems())})")
     print("\n".join([f"Result: compare {side_a.model} ({sources[0]}) -> {side_b.model} "

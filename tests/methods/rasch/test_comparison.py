@@ -23,6 +23,7 @@ from audit.methods.rasch.simulation import (
 )
 
 ROPE = 0.18
+GENDER = {"gender": ("female", "male")}  # the levels compared in posterior() below
 
 
 def gender_pair(rng: np.random.Generator, change: float, *, items: int = 12, texts: int = 3,
@@ -69,7 +70,7 @@ def posterior(gap_a: np.ndarray, gap_b: np.ndarray, base: float = 0.0) -> xr.Dat
 
 def table(gap_a, gap_b, **gate) -> dict:
     changes = comparison.change_table(posterior(np.asarray(gap_a), np.asarray(gap_b)),
-                                      ["gender"], rope=ROPE, hdi_prob=0.94,
+                                      GENDER, rope=ROPE, hdi_prob=0.94,
                                       familywise_alpha=0.05, **gate)
     assert changes.height == 1
     return changes.row(0, named=True)
@@ -116,7 +117,7 @@ def test_gate_in_percentage_points_uses_the_sides_rate():
 def test_each_contrast_is_one_junit_case_failed_when_it_worsens():
     rng = np.random.default_rng(4)
     changes = comparison.change_table(
-        posterior(rng.normal(0.0, 0.05, 500), rng.normal(1.0, 0.05, 500)), ["gender"],
+        posterior(rng.normal(0.0, 0.05, 500), rng.normal(1.0, 0.05, 500)), GENDER,
         rope=ROPE, hdi_prob=0.94, familywise_alpha=0.05, max_worsening=0.3)
     checks = comparison.gate_checks(changes)
     root = junit_xml(checks, Path("."), VerdictConfig()).getroot()
@@ -129,13 +130,13 @@ def test_the_change_line_names_the_interval_its_decision_was_taken_on():
     interval clear of zero stood under `undecided` without the family-wise one that decided."""
     rng = np.random.default_rng(6)
     draws = posterior(rng.normal(0.0, 0.05, 2000), rng.normal(0.5, 0.2, 2000))
-    family = comparison.change_table(draws, ["gender"], rope=ROPE, hdi_prob=0.94,
+    family = comparison.change_table(draws, GENDER, rope=ROPE, hdi_prob=0.94,
                                      familywise_alpha=0.01).row(0, named=True)
     line = comparison.change_line(family)
     assert (f"{family['decision']} on the 99% HDI [{family['decision_low']:+.2f}, "
             f"{family['decision_high']:+.2f}]") in line
     assert family["decision_low"] < family["hdi_low"]
-    alone = comparison.change_table(draws, ["gender"], rope=ROPE, hdi_prob=0.94,
+    alone = comparison.change_table(draws, GENDER, rope=ROPE, hdi_prob=0.94,
                                     familywise_alpha=None).row(0, named=True)
     assert " on the " not in comparison.change_line(alone)
 
@@ -229,7 +230,8 @@ FAST_FIT = FitConfig(model="population", attributes=["gender"], draws=400, tune=
 def fitted_change(outcomes: pl.DataFrame, paired: bool, **gate) -> dict:
     idata, diagnostics = comparison.fit_joint(outcomes, FAST_FIT, paired)
     assert diagnostics.divergences < 20
-    return comparison.change_table(idata["posterior"].to_dataset(), ["gender"], rope=ROPE,
+    levels = comparison.comparable_levels(outcomes, ["gender"]).levels
+    return comparison.change_table(idata["posterior"].to_dataset(), levels, rope=ROPE,
                                    hdi_prob=0.94, familywise_alpha=0.05, **gate
                                    ).row(0, named=True)
 

@@ -18,8 +18,14 @@ draw, ``gap_B - gap_A`` with ``gap = effect[level_a] - effect[level_b]``.
   less than one model under two system prompts); what is shared cancels from the change. Unpaired
   fits keep only the per-side term (none with one answer a prompt), and the table says why it is
   unpaired.
-* Decision: the change's HDI of mass 1 - alpha / K (K headline contrasts, Bonferroni, as
-  contrasts.py decides gaps) against the ROPE: ``different``, ``equivalent`` or ``undecided``.
+* Levels: a contrast is read only between levels labelled on both sides (``comparable_levels``).
+  A level one side never asked about has, on that side, an effect made of the zero-sum
+  constraint and the prior alone; an attribute with fewer than two such levels (no column, one
+  level coded out) is not contrasted at all, and the fit itself leaves out an attribute with
+  fewer than two labelled levels over both sides (irt/explanatory.py ``contrastable``).
+* Decision: the change's HDI of mass 1 - alpha / K (K the contrasts actually read, Bonferroni,
+  as contrasts.py decides gaps) against the ROPE: ``different``, ``equivalent`` or
+  ``undecided``.
 * Gate: a contrast worsens when P(|gap_B| - |gap_A| > max_worsening) >= worsening_prob, in logits
   or in percentage points of favourable answers at each side's overall rate.
 """
@@ -27,7 +33,7 @@ draw, ``gap_B - gap_A`` with ``gap = effect[level_a] - effect[level_b]``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -143,6 +149,37 @@ def joint_outcomes(sides: tuple[Side, Side], attributes: list[str], coding: str,
     return pl.concat([table.select(columns) for table in tables], how="vertical_relaxed")
 
 
+@dataclass(frozen=True)
+class Comparable:
+    """What a comparison contrasts: per attribute, the levels labelled on both sides (two or
+    more), and one phrase for each attribute or level left out, saying why."""
+
+    levels: dict[str, tuple[str, ...]]
+    left_out: tuple[str, ...]
+
+
+def comparable_levels(outcomes: pl.DataFrame, attributes: Sequence[str]) -> Comparable:
+    """The levels of each attribute with labelled answers on both sides of ``joint_outcomes``.
+    Known before sampling, so an attribute nothing can be said about is named up front and a
+    comparison with nothing to contrast is refused before the fit, not after it."""
+    levels: dict[str, tuple[str, ...]] = {}
+    left_out = []
+    for attribute in dict.fromkeys(attributes):
+        labelled = {side: set(outcomes.filter(pl.col("model_name") == side)
+                              .get_column(attribute).drop_nulls().to_list()) for side in SIDES}
+        both = sorted(labelled["A"] & labelled["B"])
+        for side, other in (SIDES, SIDES[::-1]):
+            only = sorted(labelled[side] - labelled[other])
+            if only:
+                left_out.append(f"{attribute} {', '.join(only)}: labelled on side {side} only")
+        if len(both) >= 2:
+            levels[attribute] = tuple(both)
+        else:
+            shared = f"one level ({both[0]})" if both else "no level"
+            left_out.append(f"{attribute}: {shared} labelled on both sides; a contrast needs two")
+    return Comparable(levels, tuple(left_out))
+
+
 def _codes(keys: pl.Series) -> np.ndarray:
     lookup = {key: index for index, key in enumerate(sorted(set(keys.to_list())))}
     return np.array([lookup[key] for key in keys.to_list()], dtype=np.int64)
@@ -220,11 +257,11 @@ def fit_joint(outcomes: pl.DataFrame, fit: FitConfig, paired: bool,
     return idata, diagnose(idata, summary, fit)
 
 
-def _side_gaps(posterior: xr.Dataset, attribute: str, side: str, unit: str
-               ) -> dict[tuple[str, str], np.ndarray]:
+def _side_gaps(posterior: xr.Dataset, attribute: str, levels: Sequence[str], side: str,
+               unit: str) -> dict[tuple[str, str], np.ndarray]:
     effect = posterior[f"effect_{attribute}"].sel(model=side)
     level_dim = f"level_{attribute}"
-    levels = sorted(str(level) for level in effect[level_dim].values)
+    levels = sorted(levels)
     draws = {level: _flat(effect.sel({level_dim: level})) for level in levels}
     if unit == "pp":  # favourable answers at the side's overall rate, on the average item
         base = _flat(posterior["model_effect"].sel(model=side))
@@ -234,19 +271,23 @@ def _side_gaps(posterior: xr.Dataset, attribute: str, side: str, unit: str
     return {(a, b): draws[a] - draws[b] for a, b in combinations(levels, 2)}
 
 
-def change_table(posterior: xr.Dataset, attributes: list[str], *, rope: float, hdi_prob: float,
-                 familywise_alpha: float | None, max_worsening: float | None = None,
-                 worsening_prob: float = 0.95, unit: str = "logit") -> pl.DataFrame:
-    """One row per contrast: gap on each side, its change (B - A) with HDI, P(worse), the ROPE
-    decision on the family-wise HDI, and the gate's P(|gap_B| - |gap_A| > max_worsening)."""
+def change_table(posterior: xr.Dataset, levels: Mapping[str, Sequence[str]], *, rope: float,
+                 hdi_prob: float, familywise_alpha: float | None,
+                 max_worsening: float | None = None, worsening_prob: float = 0.95,
+                 unit: str = "logit") -> pl.DataFrame:
+    """One row per contrast between the given levels of each attribute (``comparable_levels``):
+    gap on each side, its change (B - A) with HDI, P(worse), the ROPE decision on the family-wise
+    HDI over the contrasts read here, and the gate's P(|gap_B| - |gap_A| > max_worsening)."""
     if unit not in UNITS:
         raise AuditError(f"worsening_unit={unit!r}: use one of {', '.join(UNITS)}")
     if not 0.0 < worsening_prob < 1.0:
         raise AuditError(f"worsening_prob={worsening_prob} must lie between 0 and 1 (0.95)")
     rows = []
-    for attribute in attributes:
-        logit_a, logit_b = (_side_gaps(posterior, attribute, side, "logit") for side in SIDES)
-        unit_a, unit_b = (_side_gaps(posterior, attribute, side, unit) for side in SIDES)
+    for attribute, compared in levels.items():
+        logit_a, logit_b = (_side_gaps(posterior, attribute, compared, side, "logit")
+                            for side in SIDES)
+        unit_a, unit_b = (_side_gaps(posterior, attribute, compared, side, unit)
+                          for side in SIDES)
         for pair in logit_a:
             change = logit_b[pair] - logit_a[pair]
             low, high = hdi_bounds(change, hdi_prob)
