@@ -155,6 +155,45 @@ def test_a_level_one_side_never_asked_about_is_not_contrasted(tmp_path, monkeypa
     assert changes["decision_prob"].to_list() == pytest.approx([1 - 0.05 / 2] * 2)
 
 
+def gold_results(mislabelled: int) -> pl.DataFrame:
+    """A judge's gold-set results: 20 answers, the first ``mislabelled`` of them misread."""
+    truth = ["favourable", "unfavourable"] * 10
+    flipped = {"favourable": "unfavourable", "unfavourable": "favourable"}
+    return pl.DataFrame({
+        "gold_id": [f"gold_{index:02d}" for index in range(20)], "category": ["plain"] * 20,
+        "domain": ["loans"] * 20, "true_label": truth,
+        "label": [flipped[label] if index < mislabelled else label
+                  for index, label in enumerate(truth)],
+        "label_source": ["rule"] * 20, "rationale": [""] * 20})
+
+
+def test_judge_error_false_compares_runs_labelled_by_different_judges(two_runs, tmp_path):
+    """Bug caught: the "different judges" check ran before judge_error was read, so
+    judge_error=false, the way out its own message names, was refused with exit 2."""
+    run_a, run_b = two_runs
+    gold_results(1).write_parquet(run_a / "judge_gold.parquet")
+    gold_results(4).write_parquet(run_b / "judge_gold.parquet")
+    arguments = [str(run_a), str(run_b), f"output={tmp_path / 'out'}", "tracking=false"]
+    assert compare.main(arguments) == 2  # without the option: refused, as before
+    assert compare.main([*arguments, "judge_error=false"]) == 0
+
+
+@pytest.mark.parametrize("gold_b", ["missing", "empty"])
+def test_a_run_without_gold_results_is_refused_whether_missing_or_empty(
+        two_runs, tmp_path, monkeypatch, caplog, gold_b):
+    """Bug caught: a run whose gold table was never logged (an MLflow id: no artifact) skipped
+    the same-judge check and was read through the other run's judge, while a run directory with
+    an empty gold table was refused as labelled by a different judge."""
+    run_a, run_b = two_runs
+    gold_results(1).write_parquet(run_a / "judge_gold.parquet")
+    if gold_b == "empty":
+        gold_results(0).clear().write_parquet(run_b / "judge_gold.parquet")
+    monkeypatch.setattr(comparison, "fit_joint", lambda *args, **kwargs: pytest.fail("fitted"))
+    assert compare.main([str(run_a), str(run_b), "tracking=false"]) == 2
+    assert ("run B has no judge gold-set results and run A has" in caplog.text
+            and "judge_error=false" in caplog.text)
+
+
 def test_the_change_figure_draws_the_interval_decided_on_in_the_decisions_colour():
     """Bugs caught: the figure drew the 94% HDI alone, in one colour, so the undecided change
     below (94% HDI clear of the ROPE) looked like a finding; the ROPE band not drawn."""
@@ -194,6 +233,7 @@ def test_a_gate_of_zero_fails_a_worsening_contrast_with_exit_1(two_runs, tmp_pat
     (["a", "b", "colour=red"], "unknown option colour"),
     (["a", "b", "max_worsening=lots"], "max_worsening=lots is not a number"),
     (["a", "b", "draws=many"], "draws=many is not an integer"),
+    (["a", "b", "judge_error=no"], "judge_error=no must be true or false"),
 ])
 def test_bad_input_is_one_line_and_exit_2(arguments, message, caplog):
     assert compare.main(arguments) == 2

@@ -126,7 +126,36 @@ def read_side(label: str, source: str, run_dir: Path, model: str | None
     labels = read_table(paths["labels"], LabelSchema, "labels")
     gold = (read_table(paths["gold"], GoldResultSchema, "judge gold-set results")
             if paths["gold"] else None)
+    # A run that never evaluated its judge logs no gold table (MLflow) or an empty one (its
+    # directory): the same fact, read the same way.
+    gold = gold if gold is not None and gold.height else None
     return comparison.Side(label, source, model, prompts, labels), cfg, gold
+
+
+def check_one_judge(gold_a: pl.DataFrame | None, gold_b: pl.DataFrame | None) -> None:
+    """One joint fit reads both runs' labels through one judge's measured errors: refused when
+    the gold-set results differ, or when one run has them and the other does not (its judge's
+    errors were never measured, so nothing says it is the same judge)."""
+    way_out = "pass judge_error=false to read labels as truth"
+    if (gold_a is None) != (gold_b is None):
+        lacking, having = ("A", "B") if gold_a is None else ("B", "A")
+        raise AuditError(f"run {lacking} has no judge gold-set results and run {having} has: "
+                         "nothing says one judge labelled both; rerun run "
+                         f"{lacking} with judge.evaluate_on_gold=true, or {way_out}")
+    if gold_a is not None and not gold_a.equals(gold_b):
+        raise AuditError("the two runs were labelled by different judges (their gold-set results "
+                         "differ): one joint fit reads labels through one judge's errors; "
+                         f"{way_out}")
+
+
+def judge_error_option(options: dict[str, str]) -> bool | None:
+    """judge_error=true|false; None when not given (run A's fit.judge_error then decides)."""
+    if "judge_error" not in options:
+        return None
+    choice = {"false": False, "true": True}.get(options["judge_error"].lower())
+    if choice is None:
+        raise AuditError(f"judge_error={options['judge_error']} must be true or false; {USAGE}")
+    return choice
 
 
 def parse_arguments(argv: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -227,6 +256,7 @@ def run(argv: list[str]) -> int:
     worsening_prob = number(options, "worsening_prob", float, 0.95)
     if not 0.0 < worsening_prob < 1.0:  # checked before the fit, not after it
         raise AuditError(f"worsening_prob={worsening_prob} must lie between 0 and 1 (0.95)")
+    judge_error = judge_error_option(options)
     with tempfile.TemporaryDirectory() as scratch:
         default = TrackingConfig()
         uri = options.get("tracking_uri", default.tracking_uri)
@@ -234,18 +264,16 @@ def run(argv: list[str]) -> int:
         sources = [name for _, name in fetched]
         side_a, cfg, gold_a = read_side("A", sources[0], fetched[0][0], options.get("model_a"))
         side_b, _, gold_b = read_side("B", sources[-1], fetched[-1][0], options.get("model_b"))
-    if gold_a is not None and gold_b is not None and not gold_a.equals(gold_b):
-        raise AuditError("the two runs were labelled by different judges (their gold-set results "
-                         "differ): one joint fit reads labels through one judge's errors; pass "
-                         "judge_error=false to read labels as truth")
+    if judge_error is None:
+        judge_error = cfg.fit.judge_error
+    if judge_error is not False:  # labels read as truth need no judge in common
+        check_one_judge(gold_a, gold_b)
     if cfg.fit.response != "decision":
         # P(favourable) carries each model's calibration (docs/statistics.md): across runs the
         # decisions are the like-for-like reading.
         log.info("run A fitted fit.response=%s; the comparison fits both runs' decisions, the "
                  "reading comparable across models", cfg.fit.response)
     fit = replace(cfg.fit, model="population", response="decision", **sampling)
-    judge_error = {"false": False, "true": True}.get(options.get("judge_error", ""),
-                                                     fit.judge_error)
     confusion = resolve_confusion(judge_error, fit.model, fit.outcome,
                                   gold_a if gold_a is not None else gold_b)
     pairing = comparison.pairing(side_a.prompts, side_b.prompts)
