@@ -234,10 +234,26 @@ def test_a_gate_of_zero_fails_a_worsening_contrast_with_exit_1(two_runs, tmp_pat
     (["a", "b", "max_worsening=lots"], "max_worsening=lots is not a number"),
     (["a", "b", "draws=many"], "draws=many is not an integer"),
     (["a", "b", "judge_error=no"], "judge_error=no must be true or false"),
+    # Bug caught: draws=0 sampled 35 s, then raised ValueError (exit 1, read as a worsening).
+    (["a", "b", "draws=0"], "draws=0 must be at least 1"),
+    (["a", "b", "chains=-1"], "chains=-1 must be at least 1"),
+    (["a", "b", "target_accept=1.5"], "target_accept=1.5 must lie between 0 and 1"),
 ])
 def test_bad_input_is_one_line_and_exit_2(arguments, message, caplog):
     assert compare.main(arguments) == 2
     assert message in caplog.text
+
+
+def test_without_max_worsening_the_output_says_no_contrast_was_gated(two_runs, tmp_path, capsys,
+                                                                      caplog):
+    """Bug caught: without max_worsening no contrast can fail, yet compare exited 0 with a plain
+    `verdict: PASS`, as if a gate had been applied; junit= wrote a JUnit file that always passes
+    its contrasts without a warning."""
+    run_a, run_b = two_runs
+    assert compare.main([str(run_a), str(run_b), f"output={tmp_path / 'out'}", "tracking=false",
+                         f"junit={tmp_path / 'gate.xml'}"]) == 0
+    assert "no max_worsening given: no contrast was gated" in capsys.readouterr().out
+    assert "junit= without max_worsening" in caplog.text
 
 
 def test_a_missing_run_names_the_source(tmp_path, caplog):

@@ -53,6 +53,8 @@ USAGE = ("usage: python -m audit.compare A [B] [model_a=NAME] [model_b=NAME] [ma
          "[target_accept=P] [tracking_uri=URI] [tracking=false] [judge_error=false]")
 OPTIONS = ("model_a", "model_b", "max_worsening", "worsening_prob", "output", "junit", "draws",
            "tune", "chains", "target_accept", "tracking_uri", "tracking", "judge_error")
+NO_GATE = (" (no max_worsening given: no contrast was gated, only the fit's convergence; pass "
+           "max_worsening=DELTA to fail on a worsening)")
 DATA_FILES = {"prompts": ("data/prompts.parquet", "prompts.parquet"),
               "labels": ("data/labels.parquet", "labels.parquet"),
               "gold": ("judge/judge_gold.parquet", "judge_gold.parquet")}
@@ -179,6 +181,20 @@ def number(options: dict[str, str], key: str, kind: type, default: float | None 
                          f"; {USAGE}") from None
 
 
+def sampling_options(options: dict[str, str]) -> dict[str, int | float]:
+    """draws=, tune=, chains=, target_accept=: checked here, since the sampler would only refuse
+    a draws=0 after tuning (35 s), with a ValueError and exit 1."""
+    sampling = {key: number(options, key, float if key == "target_accept" else int)
+                for key in ("draws", "tune", "chains", "target_accept") if key in options}
+    for key in ("draws", "tune", "chains"):
+        if sampling.get(key, 1) < 1:
+            raise AuditError(f"{key}={sampling[key]} must be at least 1")
+    if not 0.0 < sampling.get("target_accept", 0.8) < 1.0:
+        raise AuditError(f"target_accept={sampling['target_accept']} must lie between 0 and 1 "
+                         "(0.8; 0.95 for a fit with divergences)")
+    return sampling
+
+
 def worsening_limit(text: str | None) -> tuple[float | None, str]:
     if text is None:
         return None, "logit"
@@ -251,8 +267,10 @@ def comparable_or_refuse(outcomes: pl.DataFrame, attributes: list[str]) -> compa
 def run(argv: list[str]) -> int:
     sources, options = parse_arguments(argv)
     limit, unit = worsening_limit(options.get("max_worsening"))
-    sampling = {key: number(options, key, float if key == "target_accept" else int)
-                for key in ("draws", "tune", "chains", "target_accept") if key in options}
+    sampling = sampling_options(options)
+    if limit is None and "junit" in options:  # a CI gate that cannot fail on a worsening
+        log.warning("junit= without max_worsening: no contrast can fail the gate, only a fit "
+                    "that did not converge; pass max_worsening=DELTA (logits, or DELTApp)")
     worsening_prob = number(options, "worsening_prob", float, 0.95)
     if not 0.0 < worsening_prob < 1.0:  # checked before the fit, not after it
         raise AuditError(f"worsening_prob={worsening_prob} must lie between 0 and 1 (0.95)")
@@ -319,7 +337,8 @@ def run(argv: list[str]) -> int:
                  else f" (not converged: {'; '.join(diagnostics.problems())})")
     print("\n".join([f"Result: compare {side_a.model} ({sources[0]}) -> {side_b.model} "
                      f"({sources[-1]}), {pairing.reason}{converged}",
-                     f"verdict: {verdict}", f"Report: {report}",
+                     f"verdict: {verdict}{'' if limit is not None else NO_GATE}",
+                     f"Report: {report}",
                      *mlflow_lines(run_info, "compare")]))
     return 1 if any(check.failed for check in checks) else 0
 
