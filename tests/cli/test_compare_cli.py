@@ -256,6 +256,24 @@ def test_without_max_worsening_the_output_says_no_contrast_was_gated(two_runs, t
     assert "junit= without max_worsening" in caplog.text
 
 
+def test_a_run_id_without_a_store_names_the_missing_store_and_creates_none(tmp_path,
+                                                                           monkeypatch, caplog):
+    """Bugs caught: `python -m audit.compare deadbeef cafebabe` in a folder without a store
+    created an empty mlflow.db there; the hint named audit.runs' --tracking-uri, an option this
+    command does not take."""
+    monkeypatch.chdir(tmp_path)
+    assert compare.main(["deadbeef", "cafebabe"]) == 2
+    assert not (tmp_path / "mlflow.db").exists()
+    assert "no MLflow store at sqlite:///mlflow.db" in caplog.text
+    assert "pass tracking_uri=URI" in caplog.text and "--tracking-uri" not in caplog.text
+
+
+def test_a_mistyped_run_directory_is_named_as_one(tmp_path, caplog):
+    # Bug caught: it read "0 runs in experiment 'audit' ... start with '../runs/nonexist'".
+    assert compare.main([str(tmp_path / "runs" / "nonexist"), str(tmp_path)]) == 2
+    assert f"{tmp_path / 'runs' / 'nonexist'}: no such run directory" in caplog.text
+
+
 def test_a_missing_run_names_the_source(tmp_path, caplog):
     (tmp_path / "empty").mkdir()
     assert compare.main([str(tmp_path / "empty"), str(tmp_path / "empty"),
