@@ -326,6 +326,28 @@ def test_a_fit_that_did_not_converge_fails_the_gate(two_runs, tmp_path):
     assert junit.find(".//testcase[@name='convergence']/failure") is not None
 
 
+def test_the_comparisons_mlflow_run_records_its_gate_and_provenance(two_runs, tmp_path):
+    """Bug caught: the comparison's MLflow run held two metrics and its sources only: not the
+    gate it applied (max_worsening, unit, worsening_prob), the sampler's draws and chains,
+    whether labels went through the judge's errors, whether the fit converged, nor the tool's
+    version and commit every other run records."""
+    import mlflow
+
+    run_a, run_b = two_runs
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert compare.main([str(run_a), str(run_b), f"output={tmp_path / 'out'}",
+                         f"tracking_uri={store}", "max_worsening=5pp", "draws=300"]) == 0
+    client = mlflow.MlflowClient(store)
+    (run,) = client.search_runs([client.get_experiment_by_name("audit").experiment_id],
+                                "tags.method = 'compare'")
+    params, tags = run.data.params, run.data.tags
+    assert (params["max_worsening"], params["unit"], params["worsening_prob"]) == \
+        ("5", "pp", "0.95")
+    assert params["draws"] == "300" and params["judge_error"] == "false"
+    assert tags["converged"] == "true" and "audit.version" in tags
+    assert "package.pymc" in tags
+
+
 def test_the_mlflow_run_names_the_two_runs_when_the_model_is_the_same():
     # Would fail on the old name, "compare qwen vs qwen", which told two system prompts'
     # comparisons apart from nothing in the MLflow runs list.

@@ -330,11 +330,17 @@ def run(argv: list[str]) -> int:
     run_info = None
     if options.get("tracking", "true") != "false" and cfg.tracking.enabled:
         settings = replace(cfg.tracking, tracking_uri=uri, run_name=None)
-        tags = {"method": "compare", "compare.run_a": sources[0], "compare.run_b": sources[-1],
+        # Provenance as every run records it (the tool's version, git commit, packages), so a
+        # gate's verdict can be traced to the code and the settings that gave it.
+        tags = {**tracking.provenance(Path(".")), "method": "compare",
+                "compare.run_a": sources[0], "compare.run_b": sources[-1],
                 "compare.model_a": side_a.model, "compare.model_b": side_b.model,
-                "compare.paired": str(pairing.paired).lower()}
+                "compare.paired": str(pairing.paired).lower(),
+                "converged": str(diagnostics.converged).lower()}
         with tracking.mlflow_run(settings, mlflow_run_name(side_a, side_b), tags) as run_info:
+            tracking.log_params(gate_params(fit, limit, unit, worsening_prob, confusion))
             tracking.log_metrics({"n_worsens": float(changes["worsens"].sum()),
+                                  "n_contrasts": float(changes.height),
                                   "max_abs_change": float(changes["change"].abs().max())})
             tracking.log_artifacts([("", report), ("", plot), ("tables", table),
                                     ("tables", junit)])
@@ -350,6 +356,18 @@ def run(argv: list[str]) -> int:
                      f"Report: {report}",
                      *mlflow_lines(run_info, "compare")]))
     return 1 if any(check.failed for check in checks) else 0
+
+
+def gate_params(fit: FitConfig, limit: float | None, unit: str, worsening_prob: float,
+                confusion: object) -> dict[str, str]:
+    """The comparison's settings as MLflow params: the gate's and the sampler's."""
+    return {"max_worsening": "none" if limit is None else f"{limit:g}", "unit": unit,
+            "worsening_prob": f"{worsening_prob:g}", "draws": str(fit.draws),
+            "tune": str(fit.tune), "chains": str(fit.chains),
+            "target_accept": f"{fit.target_accept:g}", "rope": f"{fit.rope:g}",
+            "familywise_alpha": str(fit.familywise_alpha), "hdi_prob": f"{fit.hdi_prob:g}",
+            # whether the labels were read through the judge's measured errors
+            "judge_error": str(confusion is not None).lower()}
 
 
 def mlflow_run_name(side_a: comparison.Side, side_b: comparison.Side) -> str:
