@@ -4,11 +4,13 @@ A and B are run directories or MLflow run ids (or their 8-character prefixes, as
 `python -m audit.runs` shows them); `python -m audit.compare RUN model_a=X model_b=Y` compares two
 audited models of one run. Both sides go into ONE joint fit (methods/rasch/comparison.py): the
 population-contrast model with item difficulties shared where items match, and, when both runs
-asked the same prompts, a prompt effect shared by both. Per contrast it prints one line (the gap on
-each side, the change B - A with its HDI, P(worse), the ROPE decision and the gate), writes the
+asked the same prompts, a prompt effect shared by both. Per contrast between levels labelled on
+both sides it prints one line (the gap on each side, the change B - A with its HDI, P(worse), the
+ROPE decision and the gate) and names each level or attribute not compared, writes the
 change table, a forest plot, an HTML report and a JUnit file, logs its own MLflow run tagged with
 both sources, and exits 1 when a contrast worsens beyond `max_worsening` (logits, or `5pp` for
-percentage points) with probability `worsening_prob`, 0 otherwise, 2 on bad input.
+percentage points) with probability `worsening_prob` or the fit did not converge, 0 otherwise,
+2 on bad input (checked before the fit).
 """
 
 from __future__ import annotations
@@ -314,7 +316,7 @@ def run(argv: list[str]) -> int:
         familywise_alpha=fit.familywise_alpha, max_worsening=limit,
         worsening_prob=worsening_prob, unit=unit)
     checks = comparison.gate_checks(changes, diagnostics)
-    verdict = verdict_text(checks)
+    verdict = verdict_text(checks) + ("" if limit is not None else NO_GATE)
     out = Path(options.get("output", f"compare/{Path(sources[0]).name[:8]}_vs_"
                                      f"{Path(sources[-1]).name[:8]}"))
     out.mkdir(parents=True, exist_ok=True)
@@ -352,8 +354,7 @@ def run(argv: list[str]) -> int:
                  else f" (not converged: {'; '.join(diagnostics.problems())})")
     print("\n".join([f"Result: compare {side_a.model} ({sources[0]}) -> {side_b.model} "
                      f"({sources[-1]}), {pairing.reason}{converged}",
-                     f"verdict: {verdict}{'' if limit is not None else NO_GATE}",
-                     f"Report: {report}",
+                     f"verdict: {verdict}", f"Report: {report}",
                      *mlflow_lines(run_info, "compare")]))
     return 1 if any(check.failed for check in checks) else 0
 
