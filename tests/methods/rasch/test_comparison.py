@@ -76,6 +76,21 @@ def table(gap_a, gap_b, **gate) -> dict:
     return changes.row(0, named=True)
 
 
+def test_only_levels_labelled_on_both_sides_are_compared():
+    """Bug caught: every level either side had was contrasted on both, so a level one side never
+    asked about was read from its zero-sum constraint and prior, and an attribute the fit left
+    out (one level on both sides) crashed the table after the fit."""
+    outcomes = pl.DataFrame({
+        "model_name": ["A", "A", "A", "B", "B", "B", "B"],
+        "gender": ["man", "woman", None, "man", "woman", "non-binary", None],
+        "race": ["White", "Black", None, "White", "White", "White", None]})
+    comparable = comparison.comparable_levels(outcomes, ["gender", "race"])
+    assert comparable.levels == {"gender": ("man", "woman")}
+    assert comparable.left_out == (
+        "gender non-binary: labelled on side B only", "race Black: labelled on side A only",
+        "race: one level (White) labelled on both sides; a contrast needs two")
+
+
 def test_change_is_b_minus_a_and_decided_against_the_rope():
     rng = np.random.default_rng(1)
     row = table(rng.normal(0.0, 0.05, 4000), rng.normal(1.0, 0.05, 4000))
