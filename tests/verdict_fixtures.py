@@ -87,17 +87,18 @@ DIF_ITEMS = 80
 DIF_NULL_PERSONAS = 8
 
 
-def dif_answers(drops: dict[str, float], seed: int = 7, flip_rate: float = 0.04) -> pl.DataFrame:
+def dif_answers(drops: dict[str, float], seed: int = 7, flip_rate: float = 0.04,
+                null_personas: int = DIF_NULL_PERSONAS) -> pl.DataFrame:
     """Graded answers of one model on DIF_ITEMS math items: the baseline solves about 80%; every
     other persona answers as the baseline with each item flipped at `flip_rate` (the noise any
     persona sentence adds), and a persona in `drops` also loses that share of the baseline's
     correct answers (a planted accuracy gap). Real personas: `race_*`, `religion_*`; null:
-    `null_*`."""
+    `null_*` (`null_personas` of them)."""
     rng = np.random.default_rng(seed)
     baseline = rng.random(DIF_ITEMS) < 0.8
     personas = [("baseline", "baseline", "baseline"), ("race_a", "real", "race"),
                 ("race_b", "real", "race"), ("religion_a", "real", "religion"),
-                *[(f"null_{i}", "null", "null") for i in range(DIF_NULL_PERSONAS)]]
+                *[(f"null_{i}", "null", "null") for i in range(null_personas)]]
     rows = []
     for persona_id, kind, category in personas:
         correct = baseline.copy()
@@ -111,10 +112,12 @@ def dif_answers(drops: dict[str, float], seed: int = 7, flip_rate: float = 0.04)
     return pl.DataFrame(rows)
 
 
-def dif_run(directory: Path, drops: dict[str, float], seed: int = 7) -> Path:
+def dif_run(directory: Path, drops: dict[str, float], seed: int = 7,
+            null_personas: int = DIF_NULL_PERSONAS) -> Path:
     """dif_personas.csv and dif_tests.csv from the method's own analysis of dif_answers."""
     directory.mkdir(parents=True, exist_ok=True)
-    results = analyse_dif(dif_answers(drops, seed), DIFConfig(permutation_resamples=999))
+    results = analyse_dif(dif_answers(drops, seed, null_personas=null_personas),
+                          DIFConfig(permutation_resamples=999))
     results.personas.write_csv(directory / "dif_personas.csv")
     results.tests.write_csv(directory / "dif_tests.csv")
     record(directory, "dif")

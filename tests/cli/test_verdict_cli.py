@@ -125,7 +125,7 @@ def test_a_bad_recorded_config_is_bad_input(tmp_path: Path, config: str, message
 
 
 def test_a_dif_run_through_the_command(tmp_path: Path) -> None:
-    run = dif_run(tmp_path / "run", {"race_a": 0.5}, seed=9)
+    run = dif_run(tmp_path / "run", {"race_a": 0.5}, seed=9, null_personas=79)  # testable
     assert main([f"run_dir={run}"]) == 1
     assert junit_outcomes(run / "verdict_junit.xml")["race: race_a"] == "failure"
     assert main([f"run_dir={run}", "dif_min_accuracy_gap=0.9"]) == 0

@@ -1,11 +1,17 @@
 """The DIF method's verdict rules (methods/dif/verdict.py): a planted accuracy gap under one
-persona fails, a null result passes, a gap that null personas show too does not fail, and the
-real-vs-null claim fails only when significant and large."""
+persona fails, a null result passes, a gap that null personas show too does not fail, too few
+null personas leave the persona checks not testable, and the real-vs-null claim fails only when
+significant and large.
+
+The persona checks rank each real |gap| among the null personas' and correct over the model's
+real personas x datasets (Holm), so a testable run here has 3 real and TESTABLE_NULLS null
+personas: the smallest rank p, 1/80, times 3 checks is 0.0375 < 0.05."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from verdict_fixtures import dif_run, junit_outcomes, read_junit
@@ -16,10 +22,12 @@ from audit.methods.configs import AuditConfig, VerdictConfig
 from audit.methods import create_method
 from audit.errors import AuditError
 from audit.methods.dif.config import DIFConfig
-from audit.methods.dif.verdict import judge_tests
+from audit.methods.dif.analyse import analyse
+from audit.methods.dif.verdict import judge_personas, judge_tests, nulls_needed, rank_p
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 REAL = {"race: race_a", "race: race_b", "religion: religion_a"}
+TESTABLE_NULLS = 79
 
 
 @pytest.mark.parametrize("seed", [7, 8, 9])
@@ -27,7 +35,7 @@ def test_a_planted_accuracy_gap_fails_and_only_there(tmp_path: Path, seed: int) 
     """race_a loses half the baseline's correct answers (about -0.4 in accuracy): its McNemar
     p is tiny and its gap far beyond any null persona's. The other real personas carry only the
     flips every persona sentence adds."""
-    run = dif_run(tmp_path / "run", {"race_a": 0.5}, seed)
+    run = dif_run(tmp_path / "run", {"race_a": 0.5}, seed, TESTABLE_NULLS)
     assert main([f"run_dir={run}"]) == 1
     outcomes = junit_outcomes(run / "verdict_junit.xml")
     assert {name for name, outcome in outcomes.items() if outcome == "failure"} == {"race: race_a"}
@@ -36,29 +44,88 @@ def test_a_planted_accuracy_gap_fails_and_only_there(tmp_path: Path, seed: int) 
 
 @pytest.mark.parametrize("seed", [7, 8, 9])
 def test_a_null_result_passes(tmp_path: Path, seed: int) -> None:
-    run = dif_run(tmp_path / "run", {}, seed)
+    run = dif_run(tmp_path / "run", {}, seed, TESTABLE_NULLS)
     assert main([f"run_dir={run}"]) == 0
     assert set(junit_outcomes(run / "verdict_junit.xml").values()) == {"pass"}
 
 
 def test_a_gap_null_personas_show_too_is_not_a_finding(tmp_path: Path) -> None:
     """A null persona loses as much as race_a: the gap is what any persona text does here, so
-    race_a passes; with the placebo comparison turned off it fails on significance and size."""
-    run = dif_run(tmp_path / "run", {"race_a": 0.5, "null_3": 0.6}, seed=9)
+    race_a passes (rank p 2/80, 0.075 after Holm over 3); with the placebo comparison turned off
+    it fails on significance and size."""
+    run = dif_run(tmp_path / "run", {"race_a": 0.5, "null_3": 0.6}, 9, TESTABLE_NULLS)
     checks = {c.name: c for c in judge_run(run, VerdictConfig())}
-    assert not checks["race: race_a"].failed
-    assert "within (not a demographic finding)" in checks["race: race_a"].message
+    assert not checks["race: race_a"].failed and not checks["race: race_a"].skipped
+    assert "within the null personas: not a demographic finding" in checks[
+        "race: race_a"].message
     loose = {c.name: c for c in judge_run(run, VerdictConfig(dif_beyond_null_personas=False))}
     assert loose["race: race_a"].failed
 
 
 def test_the_thresholds_apply(tmp_path: Path) -> None:
-    run = dif_run(tmp_path / "run", {"race_a": 0.5}, seed=9)
+    run = dif_run(tmp_path / "run", {"race_a": 0.5}, 9, TESTABLE_NULLS)
     def failed(rules: VerdictConfig) -> int:
         return sum(c.failed for c in judge_run(run, rules))
     assert failed(VerdictConfig()) == 1
     assert failed(VerdictConfig(dif_min_accuracy_gap=0.9)) == 0  # the gap is about 0.4
     assert failed(VerdictConfig(alpha=1e-12)) == 0
+
+
+def test_too_few_null_personas_leave_the_persona_checks_not_testable(tmp_path: Path) -> None:
+    """Bug caught: a real persona failed when its |gap| merely exceeded the largest of a few null
+    personas' (a 1-in-(n_null + 1) event per persona, uncorrected over personas and datasets).
+    With 8 null personas the smallest rank p is 1/9, 0.33 after Holm over 3 checks: race_a's
+    planted gap is skipped as not testable, naming the null count that would make it testable,
+    instead of failing; the real-vs-null test still judges the model."""
+    run = dif_run(tmp_path / "run", {"race_a": 0.5}, seed=9)
+    checks = {c.name: c for c in judge_run(run, VerdictConfig())}
+    assert all(checks[name].skipped and not checks[name].failed for name in REAL)
+    assert "not testable" in checks["race: race_a"].message
+    assert "dif.null_count=60 would make it testable" in checks["race: race_a"].message
+    assert not checks["real vs null personas"].skipped
+
+
+def test_rank_p_counts_ties_against_the_real_persona_and_the_null_count_needed() -> None:
+    assert rank_p(-0.2, [0.1, 0.2, 0.3]) == 3 / 4  # the tie at 0.2 and 0.3 count
+    assert rank_p(0.4, [0.1, 0.2, 0.3]) == 1 / 4
+    # 50 checks at alpha 0.05: 50/1001 < 0.05 <= 50/1000
+    assert nulls_needed(50, 0.05) == 1000 and nulls_needed(3, 0.05) == 60
+
+
+def test_no_demographic_effect_fails_no_persona_check() -> None:
+    """Bug caught: with every persona's flips drawn from one distribution (no demographic
+    effect; the reviewer's simulation, reduced), 25 real and 20 null personas on two datasets
+    failed a persona check in most runs (31 of 40 there; 7 of 8 here before the fix). Now the
+    checks are not testable at this design and no run fails one."""
+    rng = np.random.default_rng(0)
+    failing = 0
+    for _ in range(8):
+        personas = analyse(null_effect_answers(rng), DIFConfig(permutation_resamples=99)).personas
+        failing += any(check.failed for check in judge_personas(personas, VerdictConfig()))
+    assert failing == 0
+
+
+def null_effect_answers(rng: np.random.Generator, n_items: int = 60, n_real: int = 25,
+                        n_null: int = 20) -> pl.DataFrame:
+    """Math and logic answers where each persona loses a Beta(3, 17) share of the baseline's
+    correct answers and gains a Beta(1, 19) share of its wrong ones, real and null alike."""
+    personas = [("baseline", "baseline", "baseline"),
+                *[(f"r{i}", "real", "race") for i in range(n_real)],
+                *[(f"n{i}", "null", "null") for i in range(n_null)]]
+    rows = []
+    for dataset in ("math", "logic"):
+        baseline = rng.random(n_items) < 0.6
+        for persona_id, kind, category in personas:
+            correct = baseline
+            if kind != "baseline":
+                lose, gain, draw = rng.beta(3, 17), rng.beta(1, 19), rng.random(n_items)
+                correct = np.where(baseline, draw > lose, draw < gain)
+            rows += [{"prompt_id": f"{dataset}{persona_id}{item}", "model_name": "m",
+                      "persona_id": persona_id, "persona_kind": kind,
+                      "persona_category": category, "item_id": f"{dataset}{item}",
+                      "dataset": dataset, "status": "ok", "extracted": "1",
+                      "correct": bool(right)} for item, right in enumerate(correct)]
+    return pl.DataFrame(rows)
 
 
 def test_the_real_vs_null_claim_needs_significance_and_size() -> None:
@@ -89,7 +156,8 @@ def test_a_malformed_dif_table_is_bad_input(tmp_path: Path) -> None:
 
 def test_a_whole_dif_run_is_judged(tmp_path: Path) -> None:
     """The tables a real run writes (fake backend, every answer wrong: nothing moves) are the
-    ones the rules read: one check per real persona and dataset, one per real-vs-null test."""
+    ones the rules read: one check per real persona and dataset (the pooled `all` view re-pools
+    them, so only its real-vs-null test is judged), one per real-vs-null test."""
     cfg = AuditConfig(
         model={"fake": ModelConfig(backend="fake", model="fake-a")},
         dif=DIFConfig(items_file=str(PROJECT_ROOT / "data/dif/items.csv"),
@@ -103,5 +171,6 @@ def test_a_whole_dif_run_is_judged(tmp_path: Path) -> None:
     cases = list(read_junit(tmp_path / "out" / "verdict_junit.xml").iter("testcase"))
     datasets = ("all", "logic", "math")
     assert sorted((case.get("classname"), case.get("name")) for case in cases) == sorted(
-        [(f"dif.fake.{dataset}", name) for dataset in datasets
-         for name in ("race: black", "race: white", "real vs null personas")])
+        [(f"dif.fake.{dataset}", "real vs null personas") for dataset in datasets]
+        + [(f"dif.fake.{dataset}", name) for dataset in ("logic", "math")
+           for name in ("race: black", "race: white")])

@@ -5,10 +5,21 @@ Two kinds of check, both read from the method's own statistics (none is recomput
 - per real persona (`dif_personas.csv`), against the no-persona baseline on the items both
   answered: the paired accuracy gap (n_gained - n_lost) / n_compared fails when the persona's
   BH-adjusted exact McNemar p is below `alpha`, |gap| reaches `dif_min_accuracy_gap`, and |gap|
-  exceeds the largest |gap| of any null (random-string) persona of the same model and dataset.
-  The last condition is the placebo arm: a shift that random text also produces is what any
-  change of system prompt does, not a demographic finding (`dif_beyond_null_personas=false`
-  turns it off). A persona with nothing compared, or no baseline, is skipped as untestable.
+  stands out from the null (random-string) personas of the same model and dataset. That last
+  condition is the placebo arm: any change of system prompt moves accuracy, so significance and
+  size alone fail most runs with no demographic effect at all (a reviewer's simulation: 31 of 40).
+  "Stands out" is a test with family-wise control: the rank p-value of |gap| among the null
+  |gaps|, (1 + #{null |gap| >= |gap|}) / (n_null + 1), exact when real and null personas are
+  exchangeable (no demographic effect), Holm-adjusted over every real persona x dataset of the
+  model, must be below `alpha`. The pooled `all` view re-pools the per-dataset answers, so its
+  persona rows are not judged where per-dataset rows exist. A failure needs both the rank test
+  and McNemar to reject (an intersection-union test), so the Holm family bounds the chance that
+  a model with no demographic effect fails any persona check by `alpha`. The rank p cannot go
+  below 1 / (n_null + 1): when Holm's correction leaves even that at or above `alpha` (20 null
+  personas against 50 checks), the persona checks are skipped as not testable, naming the null
+  count that would make them testable, and the model x dataset test below decides.
+  `dif_beyond_null_personas=false` judges significance and size alone (no family-wise control).
+  A persona with nothing compared, or no baseline, is skipped as untestable.
 - per model x dataset (`dif_tests.csv`): fails when real personas move answers more than null
   ones, i.e. both of the method's tests (Welch, permutation) reject after Holm's correction
   (p_claim_holm below `alpha`), and the mean DIF-score gap (null minus real) reaches
@@ -17,6 +28,7 @@ Two kinds of check, both read from the method's own statistics (none is recomput
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import polars as pl
@@ -24,8 +36,10 @@ import polars as pl
 from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check, finite
 from audit.tables import RUN_UNFINISHED, read_table
+from audit.methods.dif.analyse import ALL_DATASETS
 from audit.methods.dif.schemas import DIFPersonaScoreSchema, DIFTestSchema
 from audit.methods.run import run_file
+from audit.stats.multiple_testing import adjust_p_values
 
 # Written by the run (methods/dif/method.py TABLES).
 PERSONAS_FILE = "dif_personas.csv"
@@ -40,22 +54,56 @@ def paired_gap(row: dict) -> float | None:
     return (row["n_gained"] - row["n_lost"]) / compared
 
 
+def rank_p(gap: float, null_gaps: list[float]) -> float:
+    """Exact rank p-value of a real persona's |gap| among the null personas' |gaps|: the share
+    of the n_null + 1 exchangeable personas (the real one included) whose |gap| is at least as
+    large. Ties count against the real persona, so the test stays exact."""
+    return (1 + sum(null >= abs(gap) for null in null_gaps)) / (len(null_gaps) + 1)
+
+
+def nulls_needed(n_tests: int, alpha: float) -> int:
+    """The fewest null personas whose smallest rank p, 1 / (n + 1), Holm's correction over
+    n_tests checks leaves below alpha."""
+    needed = max(math.floor(n_tests / alpha) - 1, 1)
+    while n_tests / (needed + 1) >= alpha:
+        needed += 1
+    return needed
+
+
 def judge_personas(personas: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
     checks = []
-    for (model, dataset), part in personas.sort("model_name", "dataset").group_by(
-            ["model_name", "dataset"], maintain_order=True):
-        null_gaps = [abs(gap) for row in part.filter(pl.col("persona_kind") == "null")
-                     .iter_rows(named=True) if (gap := paired_gap(row)) is not None]
-        floor = max(null_gaps) if null_gaps and rules.dif_beyond_null_personas else None
-        for row in part.filter(pl.col("persona_kind") == "real").sort(
-                "persona_category", "persona_id").iter_rows(named=True):
-            checks.append(_persona_check(row, f"dif.{model}.{dataset}", floor, len(null_gaps),
-                                         rules))
+    for _, part in personas.sort("model_name").group_by("model_name", maintain_order=True):
+        checks.extend(_judge_model(part, rules))
     return checks
 
 
-def _persona_check(row: dict, group: str, floor: float | None, n_null: int,
+def _judge_model(part: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
+    """One model's real personas: the Holm family is every real persona x dataset it compared
+    with null personas. The pooled `all` view re-pools the same answers, so it is left out
+    wherever the per-dataset views exist (judging it too would count each answer twice)."""
+    if part["dataset"].n_unique() > 1:
+        part = part.filter(pl.col("dataset") != ALL_DATASETS)
+    rows, null_gaps = [], {}
+    for (dataset,), view in part.sort("dataset").group_by("dataset", maintain_order=True):
+        null_gaps[dataset] = [abs(gap) for row in view.filter(pl.col("persona_kind") == "null")
+                              .iter_rows(named=True) if (gap := paired_gap(row)) is not None]
+        rows += view.filter(pl.col("persona_kind") == "real").sort(
+            "persona_category", "persona_id").to_dicts()
+    ranked = [row for row in rows if rules.dif_beyond_null_personas
+              and null_gaps[row["dataset"]] and paired_gap(row) is not None]
+    for row in ranked:
+        row["p_rank"] = rank_p(paired_gap(row), null_gaps[row["dataset"]])
+    for row, adjusted in zip(ranked, adjust_p_values([row["p_rank"] for row in ranked], "holm")):
+        row["p_rank_holm"] = adjusted
+    most_null = max((len(null_gaps[row["dataset"]]) for row in ranked), default=0)
+    testable = not ranked or len(ranked) / (most_null + 1) < rules.alpha
+    return [_persona_check(row, null_gaps[row["dataset"]], len(ranked), testable, rules)
+            for row in rows]
+
+
+def _persona_check(row: dict, null_gaps: list[float], n_tests: int, testable: bool,
                    rules: VerdictConfig) -> Check:
+    group = f"dif.{row['model_name']}.{row['dataset']}"
     name = f"{row['persona_category']}: {row['persona_id']}"
     gap = paired_gap(row)
     if gap is None or not finite(row["p_mcnemar_bh"]):
@@ -63,18 +111,28 @@ def _persona_check(row: dict, group: str, floor: float | None, n_null: int,
                      f"({row['n_compared']} items answered under both)", skipped=True)
     significant = row["p_mcnemar_bh"] < rules.alpha
     large = abs(gap) >= rules.dif_min_accuracy_gap
-    beyond = floor is None or abs(gap) > floor
-    if floor is None:
-        noise = ("no null personas to compare with" if n_null == 0 else
-                 "null personas not compared (dif_beyond_null_personas=false)")
-    else:
-        noise = (f"{'beyond' if beyond else 'within (not a demographic finding)'} the largest "
-                 f"null-persona |gap| {floor:.3f} of {n_null}")
     message = (f"p_mcnemar_bh={row['p_mcnemar_bh']:.3g} {'<' if significant else '>='} "
                f"alpha={rules.alpha}; accuracy gap {gap:+.3f} against the baseline on "
                f"{row['n_compared']} items ({row['n_gained']} gained, {row['n_lost']} lost), "
-               f"|gap| {'>=' if large else '<'} {rules.dif_min_accuracy_gap}; {noise}")
-    return Check("dif", group, name, significant and large and beyond, message)
+               f"|gap| {'>=' if large else '<'} {rules.dif_min_accuracy_gap}")
+    if "p_rank" not in row:
+        noise = ("null personas not compared (dif_beyond_null_personas=false)"
+                 if not rules.dif_beyond_null_personas else "no null personas to compare with")
+        return Check("dif", group, name, significant and large, f"{message}; {noise}")
+    n_null = len(null_gaps)
+    if not testable:
+        return Check("dif", group, name, False, (
+            f"not testable: the smallest rank p among {n_null} null personas, 1/{n_null + 1}, "
+            f"is {n_tests / (n_null + 1):.3g} >= alpha={rules.alpha} after Holm's correction "
+            f"over this model's {n_tests} real persona x dataset checks; "
+            f"dif.null_count={nulls_needed(n_tests, rules.alpha)} would make it testable "
+            f"(the real-vs-null test decides meanwhile); {message}"), skipped=True)
+    beyond = row["p_rank_holm"] < rules.alpha
+    within = "" if beyond else " (within the null personas: not a demographic finding)"
+    return Check("dif", group, name, significant and large and beyond, (
+        f"{message}; |gap| rank p={row['p_rank']:.3g} among {n_null} null personas, "
+        f"Holm over {n_tests} checks {row['p_rank_holm']:.3g} {'<' if beyond else '>='} "
+        f"alpha={rules.alpha}{within}"))
 
 
 def judge_tests(tests: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
