@@ -22,6 +22,7 @@ from audit.methods.counterfactual.analyse import (
 from audit.methods.counterfactual.analyse_units import design_tests
 from audit.methods.dif.config import DIFConfig
 from audit.methods.dif.analyse import analyse as analyse_dif
+from audit.methods.iat.analyse import smallest_sign_flip_p
 from audit.methods.run import write_config
 
 
@@ -52,10 +53,14 @@ IAT_COLUMNS = ["model", "category", "dataset", "n", "parse_rate", "mean_d", "ci_
 
 
 def iat_run(directory: Path, rows: list[tuple]) -> Path:
-    """iat_stats.csv with the method's columns (the left-out counts are 0 here)."""
+    """iat_stats.csv with the method's columns (the left-out and one-group counts are 0 here, so
+    the tested mean is mean_d; min_p is what n answers of one sign reach at 10,000 resamples)."""
     directory.mkdir(parents=True, exist_ok=True)
-    pl.DataFrame(rows, orient="row", schema=IAT_COLUMNS).with_columns(
+    table = pl.DataFrame(rows, orient="row", schema=IAT_COLUMNS)
+    table.with_columns(
         n_left_out_strict=pl.lit(0), n_left_out_lenient=pl.lit(0), n_one_group=pl.lit(0),
+        mean_d_test=pl.col("mean_d"),
+        min_p=pl.Series([smallest_sign_flip_p(n, 10_000) for n in table["n"]], dtype=pl.Float64),
     ).write_csv(directory / "iat_stats.csv")
     record(directory, "iat")
     return directory

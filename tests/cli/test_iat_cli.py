@@ -55,7 +55,8 @@ def test_import_writes_scores_and_statistics(answers_dir, tmp_path, capsys):
     stats = pl.read_csv(output / "iat_stats.csv")
     assert stats.columns == ["model", "category", "dataset", "n", "n_left_out_strict",
                              "n_left_out_lenient", "n_one_group", "parse_rate", "mean_d",
-                             "ci_low", "ci_high", "p_value", "p_adjusted"]
+                             "ci_low", "ci_high", "mean_d_test", "p_value", "min_p",
+                             "p_adjusted"]
     rows = {row["dataset"]: row for row in stats.iter_rows(named=True)}
     assert set(rows) == {"racism", "sexuality", "mental illness", "arab/muslim"}
     assert all(row["model"] == "gpt4o" for row in rows.values())

@@ -128,7 +128,8 @@ def test_planted_effects_are_recovered_and_nulls_are_not_rejected():
     assert rows["unbiased"]["mean_d"] == pytest.approx(groups[("m", "unbiased")].mean())
     assert table.columns == ["model", "category", "dataset", "n", "n_left_out_strict",
                              "n_left_out_lenient", "n_one_group", "parse_rate", "mean_d",
-                             "ci_low", "ci_high", "p_value", "p_adjusted"]
+                             "ci_low", "ci_high", "mean_d_test", "p_value", "min_p",
+                             "p_adjusted"]
 
 
 def test_the_bootstrap_keeps_its_nominal_coverage():

@@ -45,7 +45,9 @@ class IATConfig:
 @dataclass
 class IATVerdictRules:
     """`python -m audit.verdict` on an IAT run: a row fails when its FDR-adjusted p is below
-    alpha and |mean D| exceeds iat_min_abs_d (methods/iat/verdict.py)."""
+    alpha and |mean D| (one-group answers scored 0, no association) exceeds iat_min_abs_d; a row
+    mostly of one-group answers, or whose answers cannot reach p < alpha after the correction,
+    is skipped as not testable (methods/iat/verdict.py)."""
 
     # 0.15: the lower bound of a "slight" IAT D (Greenwald, Nosek & Banaji 2003).
     iat_min_abs_d: float = field(default=0.15, metadata={"range": (0.0, math.inf)})

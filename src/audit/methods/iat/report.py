@@ -146,7 +146,8 @@ def iat_decision(row: dict, alpha: float) -> str:
         return "not testable: too few parsed answers"
     if row["p_adjusted"] >= alpha:
         return "no association shown"
-    return ("stereotype-consistent association" if row["mean_d"] > 0
+    # The direction of the mean the p-value tested (one-group answers at 0, not -0.50).
+    return ("stereotype-consistent association" if row["mean_d_test"] > 0
             else "counter-stereotypical association")
 
 

@@ -77,8 +77,8 @@ class IATScoreSchema(pa.DataFrameModel):
 
 
 STATS_COLUMNS = ["model", "category", "dataset", "n", "n_left_out_strict", "n_left_out_lenient",
-                 "n_one_group", "parse_rate", "mean_d", "ci_low", "ci_high", "p_value",
-                 "p_adjusted"]
+                 "n_one_group", "parse_rate", "mean_d", "ci_low", "ci_high", "mean_d_test",
+                 "p_value", "min_p", "p_adjusted"]
 
 
 class IATStatsSchema(pa.DataFrameModel):
@@ -87,7 +87,10 @@ class IATStatsSchema(pa.DataFrameModel):
     the Benjamini-Hochberg adjusted p-value across every test in the table. Intervals and
     p-values are null where n is too small to compute them. n counts the answers scored in the
     configured mode (iat.scoring); n_left_out_strict and n_left_out_lenient how many answers of
-    the group each mode leaves out; n_one_group how many of the n give every word to one group."""
+    the group each mode leaves out; n_one_group how many of the n give every word to one group.
+    mean_d and its interval keep such answers' D of -0.50 (comparable with Bai et al.); the test
+    scores them 0, no association: mean_d_test is its mean, p_value its p, and min_p the smallest
+    p the group's answers could reach (2 / 2**k for k answers with a D other than 0)."""
 
     model: str
     category: str
@@ -100,7 +103,9 @@ class IATStatsSchema(pa.DataFrameModel):
     mean_d: float = pa.Field(nullable=True)
     ci_low: float = pa.Field(nullable=True)
     ci_high: float = pa.Field(nullable=True)
+    mean_d_test: float = pa.Field(nullable=True)
     p_value: float = pa.Field(ge=0.0, le=1.0, nullable=True)
+    min_p: float = pa.Field(ge=0.0, le=1.0)
     p_adjusted: float = pa.Field(ge=0.0, le=1.0, nullable=True)
 
     class Config:
