@@ -151,7 +151,22 @@ def fit_cut(model: pm.Model, fit: FitConfig, rates: CellRates, sample, summarise
         warnings.simplefilter("ignore", RuntimeWarning)
         summary = cut_diagnostics(summarise(pooled, fit.hdi_prob),
                                   [summarise(part, fit.hdi_prob) for part in imputations])
-    return pooled, summary
+    return pooled, with_gold_rates(summary, rates.rate_summary(fit.hdi_prob))
+
+
+def with_gold_rates(summary: pl.DataFrame,
+                    gold: dict[str, tuple[float, float, float, float]]) -> pl.DataFrame:
+    """The rates' rows as the distribution the imputations were drawn from (their mean, sd and
+    HDI), not as the few draws themselves: four draws span about 75% of it, not hdi_prob."""
+    columns = ("mean", "sd", "hdi_low", "hdi_high")
+    parameter = pl.col("parameter")
+    return summary.with_columns(
+        [pl.when(parameter.is_in(list(gold)))
+         .then(parameter.replace_strict({name: values[position]
+                                         for name, values in gold.items()},
+                                        default=None, return_dtype=pl.Float64))
+         .otherwise(pl.col(column)).alias(column)
+         for position, column in enumerate(columns)])
 
 
 def cut_diagnostics(summary: pl.DataFrame, imputation_summaries: list[pl.DataFrame]

@@ -17,11 +17,15 @@ The rates follow the Beta posteriors of the gold counts under a uniform Beta(1, 
     sensitivity ~ Beta(1 + true 1 judged 1, 1 + true 1 judged 0)
     specificity ~ Beta(1 + true 0 judged 0, 1 + true 0 judged 1)
 
-and only the gold counts: the fit holds them FIXED at draws from these Betas and pools the fits
-(judge_cut.py), so the audit's own labels never update them. Gold answers left unparseable are
+conditioned on sensitivity + specificity > 1 (a labeller better than a coin, which the model
+assumes: gold_rates.py), and only the gold counts: the fit holds them FIXED at draws from these
+Betas and pools the fits (judge_cut.py), so the audit's own labels never update them. A path
+whose gold leaves a true class unmeasured, or leaves over 1% of its mass at or below a coin, is
+warned about and recorded (diagnostics.json, ``weak_gold``). Gold answers left unparseable are
 left out, as unparseable audit answers are left out of the fit: the rates are conditional on a
-parsed label. A path with no gold answers (the logprob scorer, or a gold set the rules labelled
-completely) keeps its labels as truth, with a warning and a record in diagnostics.json.
+parsed label. A path with no gold answers (a gold set the
+rules labelled completely) keeps its labels as truth, with a warning and a record in
+diagnostics.json.
 """
 
 from __future__ import annotations
@@ -33,9 +37,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 import pymc as pm
-from scipy import stats
 
 from audit.errors import AuditError
+from audit.methods.rasch.irt.gold_rates import (
+    COIN_MASS_WARNING,
+    ConditionedRate,
+    coin_or_worse_mass,
+    conditioned_draws,
+)
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.likelihood import binomial_cells, misclassified_binomial_cells
 from audit.methods.rasch.irt.outcome import OUTCOME_CODINGS
@@ -82,6 +91,19 @@ class JudgeConfusion:
         return ((1 + self.true_1_judged_1, 1 + self.true_1_judged_0),
                 (1 + self.true_0_judged_0, 1 + self.true_0_judged_1))
 
+    def weak_gold(self) -> list[str]:
+        """Why these counts barely measure the path: a true class with no gold answer (its rate
+        is a flat Beta(1, 1)), or gold Betas with over COIN_MASS_WARNING of their mass on a
+        labeller no better than a coin (the draws are conditioned away from it, gold_rates.py)."""
+        reasons = [f"no gold answer is truly {truth}" for truth, seen in (
+            (1, self.true_1_judged_1 + self.true_1_judged_0),
+            (0, self.true_0_judged_0 + self.true_0_judged_1)) if not seen]
+        mass = coin_or_worse_mass(*self.rate_betas())
+        if mass > COIN_MASS_WARNING:
+            reasons.append(f"the gold leaves {mass:.0%} probability that sensitivity + "
+                           "specificity <= 1 (no better than a coin)")
+        return reasons
+
 
 @dataclass(frozen=True)
 class JudgeCorrection:
@@ -102,7 +124,9 @@ class JudgeCorrection:
     def as_dict(self) -> dict[str, object]:
         return {"coding": self.coding, "cut": True,
                 "paths": {path: counts.as_dict() for path, counts in sorted(self.by_path.items())},
-                "labels_as_truth": list(self.unmeasured)}
+                "labels_as_truth": list(self.unmeasured),
+                "weak_gold": {path: reasons for path, counts in sorted(self.by_path.items())
+                              if (reasons := counts.weak_gold())}}
 
     def for_cells(self, cell_path: np.ndarray | None) -> CellRates:
         """These counts bound to a fit's cells (``cell_path``: each cell's labelling path, or
@@ -123,6 +147,12 @@ class JudgeCorrection:
             logger.warning("no gold answer was labelled by %s, so the labels of that path are "
                            "read as truth (enlarge judge.gold_per_category to measure it)",
                            ", ".join(unmeasured))
+        for path in paths:
+            counts = self.confusion_for(path)
+            if counts is not None and (reasons := counts.weak_gold()):
+                logger.warning("labelling path %s is barely measured: %s; its rates are drawn "
+                               "assuming it is better than a coin (more gold answers measure "
+                               "it)", path, "; ".join(reasons))
         return CellRates(JudgeCorrection(self.coding, self.by_path, unmeasured), paths, index)
 
 
@@ -146,24 +176,45 @@ class CellRates:
         return means[0], means[1]
 
     def rate_draws(self, imputations: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-        """(imputations x paths) sensitivities and specificities from the gold Betas.
+        """(imputations x paths) sensitivities and specificities from the gold Betas,
+        conditioned on sensitivity + specificity > 1 (gold_rates.py: the model assumes a
+        labeller better than a coin, and one draw below it would reverse its fit's gaps).
 
         Latin hypercube draws: each rate takes one draw from each of ``imputations`` equal-mass
-        strata of its Beta, paired across rates by independent shuffles, so a handful of
+        strata (the sensitivity of its conditioned marginal, the specificity of its Beta given
+        the sensitivity), paired across rates by independent shuffles, so a handful of
         imputations already spans each Beta (its mean and spread) instead of clustering by chance.
         """
         rng = np.random.default_rng(seed)
         columns: list[list[np.ndarray]] = [[], []]
         for path in self.paths:
             counts = self.correction.confusion_for(path)
-            for which in (0, 1):
-                if counts is None:
-                    columns[which].append(np.ones(imputations))
-                    continue
-                a, b = counts.rate_betas()[which]
-                strata = (rng.permutation(imputations) + rng.uniform(size=imputations))
-                columns[which].append(stats.beta.ppf(strata / imputations, a, b))
+            if counts is None:
+                for column in columns:
+                    column.append(np.ones(imputations))
+                continue
+            strata = [(rng.permutation(imputations) + rng.uniform(size=imputations)) / imputations
+                      for _ in range(2)]
+            for column, draws in zip(columns, conditioned_draws(*counts.rate_betas(), *strata),
+                                     strict=True):
+                column.append(draws)
         return np.stack(columns[0], axis=1), np.stack(columns[1], axis=1)
+
+    def rate_summary(self, hdi_prob: float) -> dict[str, tuple[float, float, float, float]]:
+        """Each measured path's rates as the cut draws them (its gold Betas conditioned on a
+        better-than-coin path): parameter name -> mean, sd, HDI low, HDI high. The summary of the
+        pooled posterior would read these off the few imputations' draws instead, whose range
+        covers far less than ``hdi_prob`` of the gold posterior."""
+        rows = {}
+        for path in self.paths:
+            counts = self.correction.confusion_for(path)
+            if counts is None:
+                continue
+            sensitivity, specificity = counts.rate_betas()
+            for name, this, other in ((SENSITIVITY, sensitivity, specificity),
+                                      (SPECIFICITY, specificity, sensitivity)):
+                rows[f"{name}[{path}]"] = ConditionedRate(this, other).mean_sd_hdi(hdi_prob)
+        return rows
 
 
 def judge_confusion(gold_results: pl.DataFrame, coding: str) -> JudgeConfusion | None:
