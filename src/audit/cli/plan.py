@@ -108,7 +108,8 @@ def planning_components(cfg: AuditConfig) -> VarianceComponents | tuple[Variance
         return defaults
     return run_components(str(cfg.plan.from_run), cfg.tracking.tracking_uri,
                           tuple(cfg.fit.attributes), cfg.fit.outcome, defaults,
-                          count=cfg.plan.simulations, seed=cfg.plan.seed)
+                          count=cfg.plan.simulations, seed=cfg.plan.seed,
+                          drop_labels=tuple(cfg.fit.drop_labels))
 
 
 def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:

@@ -79,7 +79,7 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
     def confusion():
         # The gold set is labelled with round 0's answers, before the first fit reads its rates.
         return resolve_confusion(cfg.fit.judge_error, cfg.fit.model, cfg.fit.outcome,
-                                 gold if gold.height else None)
+                                 gold if gold.height else None, cfg.fit.drop_labels)
 
     concurrency = concurrency_limits(backends_for(cfg, prompts), models)
 

@@ -60,7 +60,8 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
             log.info("fit.response=probability: %s", JUDGE_ERROR_NOTE)
             confusion = None
         else:
-            confusion = resolve_confusion(cfg.fit.judge_error, cfg.fit.model, coding, gold)
+            confusion = resolve_confusion(cfg.fit.judge_error, cfg.fit.model, coding, gold,
+                                          cfg.fit.drop_labels)
         fits.append(fit_rasch(outcomes, replace(cfg.fit, outcome=coding, response=response),
                               confusion=confusion))
     # Keep the first fit's own companions (the hurdle model's abstention step).

@@ -34,6 +34,7 @@ import dataclasses
 import logging
 import math
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -170,11 +171,13 @@ def _picked_components(figures: dict[str, np.ndarray], defaults: VarianceCompone
                                 defaults) for index in picked)
 
 
-def judge_components(gold: pl.DataFrame | None, coding: str,
-                     defaults: VarianceComponents) -> VarianceComponents:
-    """The run's judge: its gold counts (and their Beta means as the rates), or labels as truth
-    when the run evaluated no gold answers."""
-    counts = judge_confusion(gold, coding) if gold is not None and gold.height else None
+def judge_components(gold: pl.DataFrame | None, coding: str, defaults: VarianceComponents,
+                     drop_labels: Sequence[str] = ()) -> VarianceComponents:
+    """The run's judge: its gold counts (less the answers judged a label of fit.drop_labels, as
+    the fit reads them) and their Beta means as the rates, or labels as truth when the run
+    evaluated no gold answers."""
+    counts = (judge_confusion(gold, coding, drop_labels) if gold is not None and gold.height
+              else None)
     if counts is None:
         logger.warning("plan.from_run: the run has no gold-set results; planning with labels "
                        "as truth (judge error not included)")
@@ -220,8 +223,8 @@ def run_files(source: str, tracking_uri: str, scratch: Path) -> dict[Path, Path 
 
 
 def run_components(source: str, tracking_uri: str, attributes: tuple[str, ...], coding: str,
-                   defaults: VarianceComponents, count: int,
-                   seed: int) -> tuple[VarianceComponents, ...]:
+                   defaults: VarianceComponents, count: int, seed: int,
+                   drop_labels: Sequence[str] = ()) -> tuple[VarianceComponents, ...]:
     """Every variance component a past run measured, at ``count`` of its posterior draws (see
     the module docstring)."""
     from audit.methods.rasch.analyse import read_posterior
@@ -232,7 +235,7 @@ def run_components(source: str, tracking_uri: str, attributes: tuple[str, ...], 
         posterior = posterior_draws(read_posterior(files[POSTERIOR]))
         prompts = pl.read_parquet(files[PROMPTS])
         gold = pl.read_parquet(files[GOLD]) if files[GOLD] is not None else None
-    judged = judge_components(gold, coding, defaults)
+    judged = judge_components(gold, coding, defaults, drop_labels)
     figures = _component_draws(posterior, prompts, attributes, judged)  # warns once
     logger.info("plan.from_run=%s, posterior means: %s", source,
                 _mean_components(figures, judged))

@@ -48,6 +48,21 @@ def test_gold_counts_follow_the_outcome_coding():
     assert undetermined.n == 7
 
 
+def test_gold_counts_leave_out_the_labels_the_fit_drops():
+    """Bug caught: the gold counts ignored fit.drop_labels. With drop_labels=
+    [needs_more_information] the audit drops every answer the judge reads that way, so the fit
+    needs the rates of the labels it keeps: 6 of 6 truly favourable answers read favourable
+    (Beta(7, 1), mean 0.875), not 6 of 8 (Beta(7, 3), mean 0.70, what the fit used). A dropped
+    label that is the coding's event is kept, as code_outcomes keeps it."""
+    gold = pl.DataFrame({"true_label": ["favourable"] * 8 + ["unfavourable"] * 10,
+                         "label": ["favourable"] * 6 + ["needs_more_information"] * 2
+                         + ["unfavourable"] * 10})
+    dropped = ["needs_more_information"]
+    correction = resolve_confusion(None, "rasch", "favourable", gold, dropped)
+    assert correction.by_path["any"] == JudgeConfusion("favourable", 6, 0, 10, 0)
+    assert judge_confusion(gold, "undetermined", dropped).n == 18  # its event: kept
+
+
 def test_gold_counts_are_split_by_the_path_that_labelled_each_answer():
     paths = GOLD.with_columns(label_source=pl.Series(["rule", "rule", "judge", "judge", "rule",
                                                       "judge", "rule", "none"]))

@@ -21,9 +21,9 @@ conditioned on sensitivity + specificity > 1 (a labeller better than a coin, whi
 assumes: gold_rates.py), and only the gold counts: the fit holds them FIXED at draws from these
 Betas and pools the fits (judge_cut.py), so the audit's own labels never update them. A path
 whose gold leaves a true class unmeasured, or leaves over 1% of its mass at or below a coin, is
-warned about and recorded (diagnostics.json, ``weak_gold``). Gold answers left unparseable are
-left out, as unparseable audit answers are left out of the fit: the rates are conditional on a
-parsed label. A path with no gold answers (a gold set the
+warned about and recorded (diagnostics.json, ``weak_gold``). Gold answers left unparseable, or
+judged a label of fit.drop_labels, are left out, as such audit answers are left out of the fit:
+the rates are conditional on a label the fit reads. A path with no gold answers (a gold set the
 rules labelled completely) keeps its labels as truth, with a warning and a record in
 diagnostics.json.
 """
@@ -31,7 +31,7 @@ diagnostics.json.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,7 +47,7 @@ from audit.methods.rasch.irt.gold_rates import (
 )
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.likelihood import binomial_cells, misclassified_binomial_cells
-from audit.methods.rasch.irt.outcome import OUTCOME_CODINGS
+from audit.methods.rasch.irt.outcome import OUTCOME_CODINGS, dropped_labels
 
 logger = logging.getLogger(__name__)
 
@@ -217,11 +217,17 @@ class CellRates:
         return rows
 
 
-def judge_confusion(gold_results: pl.DataFrame, coding: str) -> JudgeConfusion | None:
-    """The gold-set counts under `coding`; None when no gold answer got a parsed label."""
+def judge_confusion(gold_results: pl.DataFrame, coding: str,
+                    drop_labels: Sequence[str] = ()) -> JudgeConfusion | None:
+    """The gold-set counts under `coding`; None when no gold answer got a parsed label.
+
+    Gold answers the judge gave a label of ``drop_labels`` (fit.drop_labels) are left out, as
+    code_outcomes leaves such audit answers out of the fit: the fit reads rates conditional on a
+    kept label. Their true label does not matter, as it does not for an audit answer."""
     mapping = dict(OUTCOME_CODINGS[coding])
+    judged = [label for label in mapping if label not in dropped_labels(coding, drop_labels)]
     coded = (gold_results.filter(pl.col("true_label").is_in(list(mapping))
-                                 & pl.col("label").is_in(list(mapping)))
+                                 & pl.col("label").is_in(judged))
              .select(pl.col("true_label").replace_strict(mapping, return_dtype=pl.Int64)
                      .alias("truth"),
                      pl.col("label").replace_strict(mapping, return_dtype=pl.Int64)
@@ -236,15 +242,17 @@ def judge_confusion(gold_results: pl.DataFrame, coding: str) -> JudgeConfusion |
                           true_0_judged_0=count(0, 0), true_0_judged_1=count(0, 1))
 
 
-def path_correction(gold_results: pl.DataFrame, coding: str) -> JudgeCorrection | None:
+def path_correction(gold_results: pl.DataFrame, coding: str,
+                    drop_labels: Sequence[str] = ()) -> JudgeCorrection | None:
     """Counts per labelling path from the gold results' label_source (one ANY_PATH matrix when
     the results do not say); None when no gold answer got a parsed label."""
     if PATH_COLUMN not in gold_results.columns:
-        pooled = judge_confusion(gold_results, coding)
+        pooled = judge_confusion(gold_results, coding, drop_labels)
         return None if pooled is None else JudgeCorrection(coding, {ANY_PATH: pooled})
     by_path = {}
     for path in sorted(gold_results[PATH_COLUMN].unique().to_list()):
-        counts = judge_confusion(gold_results.filter(pl.col(PATH_COLUMN) == path), coding)
+        counts = judge_confusion(gold_results.filter(pl.col(PATH_COLUMN) == path), coding,
+                                 drop_labels)
         if counts is not None:
             by_path[path] = counts
     return JudgeCorrection(coding, by_path) if by_path else None
@@ -278,15 +286,17 @@ def label_cells(name: str, trials, logit_p, observed, dims: str, confusion: Cell
 
 
 def resolve_confusion(judge_error: bool | None, model: str, coding: str,
-                      gold_results: pl.DataFrame | None) -> JudgeCorrection | None:
-    """The per-path counts a fit should read labels through, from fit.judge_error and the gold.
+                      gold_results: pl.DataFrame | None,
+                      drop_labels: Sequence[str] = ()) -> JudgeCorrection | None:
+    """The per-path counts a fit should read labels through, from fit.judge_error and the gold
+    (less the gold answers judged a label of fit.drop_labels, which the fit does not read).
 
     None (the default) turns the correction on whenever gold results exist, except for
     the models in LABELS_AS_TRUTH; true insists and fails when it cannot.
     """
     if judge_error is False or (judge_error is None and model in LABELS_AS_TRUTH):
         return None
-    correction = (path_correction(gold_results, coding)
+    correction = (path_correction(gold_results, coding, drop_labels)
                   if gold_results is not None and gold_results.height else None)
     if correction is None and judge_error:
         raise AuditError("fit.judge_error=true needs the judge's gold-set results with parsed "

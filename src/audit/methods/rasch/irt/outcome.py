@@ -48,6 +48,14 @@ REQUIRED_LABEL_COLUMNS: tuple[str, ...] = ("respondent_id", "item_id", "label")
 OUTCOME_COLUMNS: tuple[str, ...] = ("respondent", "item", "y")
 
 
+def dropped_labels(coding: str, drop_labels: Sequence[str]) -> list[str]:
+    """The labels of ``drop_labels`` that `coding` drops: all but its event (y = 1), which is
+    never dropped (code_outcomes). The judge's gold counts drop the same labels
+    (judge_error.judge_confusion), so the rates are those of the labels the fit reads."""
+    mapping = dict(OUTCOME_CODINGS[coding])
+    return [label for label in drop_labels if mapping.get(label) != 1]
+
+
 def code_outcomes(
     labels: pl.DataFrame, coding: str, drop_labels: Sequence[str] = ()
 ) -> pl.DataFrame:
@@ -97,7 +105,7 @@ def code_outcomes(
     if events:
         logger.info("coding %s: kept %s although drop_labels names it: it is this coding's "
                     "event, and dropping it would leave no 1s to fit", coding, ", ".join(events))
-    excluded = [UNPARSEABLE, *(label for label in drop_labels if label not in events)]
+    excluded = [UNPARSEABLE, *dropped_labels(coding, drop_labels)]
     kept_columns = [column for column in labels.columns if column not in ("respondent_id", "item_id")]
     coded = labels.filter(~pl.col("label").is_in(excluded)).select(
         pl.col("respondent_id").cast(pl.String).alias("respondent"),
