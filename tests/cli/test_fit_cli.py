@@ -57,6 +57,15 @@ def test_columns_are_renamed_and_outcomes_checked(tmp_path: Path) -> None:
     pl.DataFrame({"respondent": ["a"], "item": ["b"], "y": [2]}).write_csv(tmp_path / "bad.csv")
     with pytest.raises(FitInputError, match="only 0 or 1"):
         read_long_table(tmp_path / "bad.csv", "respondent", "item", "y")
+    # Bug caught: a probability column was truncated to labels (0.6 and 0.2 both became 0).
+    pl.DataFrame({"respondent": ["a", "b"], "item": ["b", "b"], "y": [0.6, 0.2]}).write_csv(
+        tmp_path / "probabilities.csv")
+    with pytest.raises(FitInputError, match="must hold 0 or 1"):
+        read_long_table(tmp_path / "probabilities.csv", "respondent", "item", "y")
+    pl.DataFrame({"respondent": ["a", "b"], "item": ["b", "b"], "y": [1.0, 0.0]}).write_csv(
+        tmp_path / "whole.csv")
+    assert read_long_table(tmp_path / "whole.csv", "respondent", "item", "y")["y"].to_list() \
+        == [1, 0]
     (tmp_path / "broken.parquet").write_text("not parquet")
     with pytest.raises(FitInputError, match="cannot read"):
         read_long_table(tmp_path / "broken.parquet", "respondent", "item", "y")
@@ -120,6 +129,11 @@ def test_gold_and_confusion_files_become_per_path_counts(tmp_path: Path) -> None
                   "true_0_judged_1": [2]}).write_csv(tmp_path / "counts.csv")
     counts = confusion_correction(tmp_path / "counts.csv").by_path["any"]
     assert (counts.true_1_judged_1, counts.true_0_judged_1, counts.n) == (9, 2, 20)
+    # Bug caught: integer path names were a polars ComputeError traceback; they are text, as
+    # the input's source column is.
+    numbered = gold_correction(write_gold(tmp_path / "numbered.csv", [1, 0, 1], [1, 0, 0],
+                                          label_source=[1, 1, 2]))
+    assert numbered.by_path["2"].true_1_judged_0 == 1 and set(numbered.by_path) == {"1", "2"}
 
 
 @pytest.mark.parametrize(("files", "extra", "message"), [
@@ -130,6 +144,17 @@ def test_gold_and_confusion_files_become_per_path_counts(tmp_path: Path) -> None
     ({"gold.csv": {"truth": [1, 0], "judged": [1, 0], "label_source": ["rule", "judge"]}}, [],
      "pass source=COLUMN"),
     ({}, ["source=path"], "pass gold=PATH or confusion=PATH"),
+    # Bugs caught (each was accepted before): an empty gold file or all-zero counts measure
+    # nothing, leaving flat Beta(1, 1) rates; 0.5 was truncated to 0 and 1.5 to 1; an empty
+    # label_source cell was a TypeError traceback.
+    ({"gold.csv": {"truth": [], "judged": []}}, [], "has no rows"),
+    ({"confusion.csv": {"true_1_judged_1": [0], "true_1_judged_0": [0],
+                        "true_0_judged_0": [0], "true_0_judged_1": [0]}}, [], "are all 0"),
+    ({"gold.csv": {"truth": [1.0, 0.0], "judged": [1.0, 0.5]}}, [], "only 0 or 1"),
+    ({"confusion.csv": {"true_1_judged_1": [1.5], "true_1_judged_0": [1],
+                        "true_0_judged_0": [3], "true_0_judged_1": [0]}}, [], "whole numbers"),
+    ({"gold.csv": {"truth": [1, 0], "judged": [1, 0], "label_source": ["rule", None]}}, [],
+     "empty label_source"),
 ])
 def test_a_wrong_gold_or_confusion_file_is_one_line(tmp_path: Path, caplog, files, extra,
                                                     message) -> None:

@@ -23,7 +23,7 @@ from audit.errors import AuditError
 from audit.methods.rasch.analyse import write_fit
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
-from audit.cli.fit_correction import read_correction
+from audit.cli.fit_correction import read_correction, whole_numbers
 from audit.tables import read_frame, require_columns
 
 log = logging.getLogger("audit.fit")
@@ -109,12 +109,10 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str,
     if long.null_count().sum_horizontal().item():
         raise FitInputError(f"{path} has empty cells in {', '.join(wanted.values())}; "
                             "drop or fill those rows first")
-    y = long.get_column("y")
-    try:
-        y = y.cast(pl.Int64, strict=True)  # true/false become 1/0
-    except pl.exceptions.PolarsError:
-        raise FitInputError(f"column {outcome!r} must hold 0 or 1 (or true/false); "
-                            f"found {y.head(3).to_list()}") from None
+    y = whole_numbers(long.get_column("y"))  # true/false become 1/0
+    if y is None:
+        raise FitInputError(f"column {outcome!r} must hold 0 or 1 (or true/false); found "
+                            f"{long.get_column('y').head(3).to_list()}")
     bad = y.filter(~y.is_in([0, 1]))
     if not bad.is_empty():
         raise FitInputError(f"column {outcome!r} must hold only 0 or 1; found {bad.unique().sort().to_list()}")

@@ -28,23 +28,37 @@ GOLD_COLUMNS = ("truth", "judged")
 CODING = "imported"  # the input's own 0/1, whatever it codes
 
 
-def _zero_one(frame: pl.DataFrame, column: str, path: Path) -> pl.Series:
-    values = frame.get_column(column)
+def whole_numbers(values: pl.Series) -> pl.Series | None:
+    """The values as Int64 (true/false as 1/0), or None when one is not a whole number: polars
+    would truncate 0.6 to 0 in a plain cast, silently turning a probability into a label."""
+    if values.dtype.is_float():
+        finite = values.drop_nulls()
+        if not (finite.is_finite().all() and (finite == finite.floor()).all()):
+            return None
     try:
-        values = values.cast(pl.Int64, strict=True)
+        return values.cast(pl.Int64, strict=True)
     except pl.exceptions.PolarsError:
-        values = pl.Series(column, [None])
-    if values.null_count() or not values.is_in([0, 1]).all():
+        return None
+
+
+def _zero_one(frame: pl.DataFrame, column: str, path: Path) -> pl.Series:
+    values = whole_numbers(frame.get_column(column))
+    if values is None or values.null_count() or not values.is_in([0, 1]).all():
         raise AuditError(f"gold file {path}: column {column!r} must hold only 0 or 1 (or "
                          "true/false) in every row")
     return values
 
 
-def _paths(frame: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
+def _paths(frame: pl.DataFrame, described: str) -> list[tuple[str, pl.DataFrame]]:
+    """The rows of each labelling path; the paths compared as text, as the input's are."""
     if PATH_COLUMN not in frame.columns:
         return [(ANY_PATH, frame)]
-    return [(str(path), frame.filter(pl.col(PATH_COLUMN) == path))
-            for path in sorted(frame.get_column(PATH_COLUMN).cast(pl.String).unique().to_list())]
+    frame = frame.with_columns(pl.col(PATH_COLUMN).cast(pl.String))
+    if frame.get_column(PATH_COLUMN).null_count():
+        raise AuditError(f"{described} has empty {PATH_COLUMN} cells: name the labelling path of "
+                         "every row (or drop the column to use one matrix for all)")
+    return [(path, frame.filter(pl.col(PATH_COLUMN) == path))
+            for path in sorted(frame.get_column(PATH_COLUMN).unique().to_list())]
 
 
 def gold_correction(path: Path) -> JudgeCorrection:
@@ -52,15 +66,15 @@ def gold_correction(path: Path) -> JudgeCorrection:
     frame = read_frame(path, "gold file", "pass gold=PATH to a CSV or parquet file")
     require_columns(frame, list(GOLD_COLUMNS), path, "gold file",
                     "it needs truth and judged (0/1 each), one row per hand-checked answer")
+    if frame.height == 0:  # it would measure nothing: flat rates, a labeller of unknown worth
+        raise AuditError(f"gold file {path} has no rows: it needs one row per hand-checked answer")
     frame = frame.with_columns(truth=_zero_one(frame, "truth", path),
                                judged=_zero_one(frame, "judged", path))
     by_path = {}
-    for name, rows in _paths(frame):
+    for name, rows in _paths(frame, f"gold file {path}"):
         def count(truth: int, judged: int, rows: pl.DataFrame = rows) -> int:
             return rows.filter((pl.col("truth") == truth) & (pl.col("judged") == judged)).height
         by_path[name] = JudgeConfusion(CODING, count(1, 1), count(1, 0), count(0, 0), count(0, 1))
-    if not by_path:
-        raise AuditError(f"gold file {path} has no rows: it needs one row per hand-checked answer")
     return JudgeCorrection(CODING, by_path)
 
 
@@ -70,17 +84,19 @@ def confusion_correction(path: Path) -> JudgeCorrection:
     require_columns(frame, list(COUNT_COLUMNS), path, "confusion file",
                     "it needs the four counts " + ", ".join(COUNT_COLUMNS))
     by_path = {}
-    for name, rows in _paths(frame):
+    for name, rows in _paths(frame, f"confusion file {path}"):
         if rows.height != 1:
             raise AuditError(f"confusion file {path} has {rows.height} rows for labelling path "
                              f"{name!r}: give one row of counts per path")
-        try:
-            counts = [int(rows.get_column(column).cast(pl.Int64, strict=True).item())
-                      for column in COUNT_COLUMNS]
-        except (pl.exceptions.PolarsError, TypeError):
-            counts = [-1]
+        columns = [whole_numbers(rows.get_column(column)) for column in COUNT_COLUMNS]
+        counts = [-1 if column is None or column.null_count() else int(column.item())
+                  for column in columns]
         if min(counts) < 0:
             raise AuditError(f"confusion file {path}: the counts must be whole numbers >= 0")
+        if not sum(counts):
+            raise AuditError(f"confusion file {path}: the counts of labelling path {name!r} are "
+                             "all 0, which measures nothing; give the hand-checked counts (or "
+                             "leave out the file to read the labels as truth)")
         by_path[name] = JudgeConfusion(CODING, *counts)
     return JudgeCorrection(CODING, by_path)
 
