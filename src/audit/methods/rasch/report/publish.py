@@ -155,7 +155,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                  gold.metrics["gold/rules_accuracy"])
 
     floor = noise_floor_table(posterior_draws(fit.idata), cfg.fit.hdi_prob)
-    # The judge's rates as the fit estimated them (fit.judge_error): empty when labels were truth.
+    # The judge's rates (fit.judge_error): the summary gives each its gold posterior's mean and
+    # HDI (judge_cut.with_gold_rates), not the imputations' few draws; empty for labels as truth.
     judge_rates = fit.summary.filter(pl.col("parameter").str.starts_with("judge_"))
     if floor.height:
         write_frame(floor, report_dir / "noise_floor.csv")
