@@ -63,3 +63,19 @@ def test_the_page_says_whether_labels_were_read_through_the_judge():
     plain = environment.from_string(section).render(judge_rates=None, hdi_label="94%",
                                                     fit={"judge_imputations": 3}, rule_agreement=None)
     assert "read the judge's labels as truth" in plain
+
+
+def test_the_rule_check_table_shows_the_smallest_p_its_sizes_allow():
+    """Bug caught: the table gave only the adjusted p, so a sample that could never reach 0.05
+    read like a working alarm; each row now shows the smallest p its sizes allow."""
+    template = (Path(__file__).parents[4]
+                / "src/audit/methods/rasch/report/templates/report.html.j2").read_text()
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=True)
+    section = template[template.index('<section id="judge-error">'):
+                       template.index("</section>", template.index('<section id="judge-error">'))]
+    row = {"attribute": "gender", "level": "woman", "n": 2.0, "agree": 0.0, "agreement": 0.0,
+           "agreement_low": 0.0, "agreement_high": 0.6, "p_adjusted": 0.5, "p_min_adjusted": 1 / 3}
+    page = environment.from_string(section).render(
+        judge_rates=None, hdi_label="94%", fit={"judge_imputations": 3}, rule_agreement=[row],
+        judge={"rule_check_per_group": 2})
+    assert "smallest p" in page and "<td class=\"num\">0.333</td>" in page

@@ -4,6 +4,7 @@ agreement table and its warning."""
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from audit.methods.rasch.judge.rule_check import (
     agreement_warnings,
@@ -64,6 +65,21 @@ def test_equal_agreement_does_not_warn():
     table = rule_agreement(labels, _votes({"man": 15, "woman": 14}, 20), prompts, ["gender"])
     assert table["p_adjusted"].min() > 0.5
     assert agreement_warnings(table) == []
+
+
+def test_a_sample_too_small_to_flag_any_level_says_so():
+    """Bug caught: with the default two re-read answers a cell and one attribute, the check could
+    never fire, yet said nothing: the judge disagreeing with both rule labels of women gave a
+    Bonferroni p of 0.667 (each of the two levels' tables, which are one table, adjusted x2).
+    Now a two-level attribute is one test (p 1/3, the smallest its sizes allow) and the warning
+    says no level can be flagged."""
+    prompts, labels = _audit(per_level=3)  # answers 01 and 02 of each gender are re-read
+    table = rule_agreement(labels, _votes({"man": 2, "woman": 0}, 3), prompts, ["gender"])
+    assert table["p_adjusted"].to_list() == pytest.approx([1 / 3, 1 / 3], rel=1e-9)
+    assert table["p_min_adjusted"].to_list() == pytest.approx([1 / 3, 1 / 3], rel=1e-9)
+    (warning,) = agreement_warnings(table)
+    assert "cannot flag any gender level" in warning and "2 answers a level" in warning
+    assert "judge.rule_check_per_group" in warning
 
 
 def test_no_re_read_answers_give_an_empty_table():

@@ -10,10 +10,14 @@ attribute, how often the panel agrees with the rules, and warns when one level's
 differs from the rest's beyond chance.
 
 The test: each level against the other levels of its attribute, Fisher's exact test on the 2 x 2
-table (agree or not, this level or not), Bonferroni over the levels of the attribute. Exact,
-because the samples are small by design; with the default two answers a cell it detects only
-large differences (a rule that fails on most of one group's answers), which is what it is for:
-a cheap alarm, not a measurement. The agreement intervals are Jeffreys intervals.
+table (agree or not, this level or not), Bonferroni over the levels of the attribute (one test
+for a two-level attribute: its two levels' tables are the same table). Exact, because the
+samples are small by design; with the default two answers a cell it detects only large
+differences (a rule that fails on most of one group's answers), which is what it is for: a cheap
+alarm, not a measurement. Too few answers a level and even total disagreement cannot reach
+CHECK_ALPHA (two answers of each of two genders: p = 1/3 at best), so each row also carries the
+smallest adjusted p its sample sizes allow, and the warnings say when no level can be flagged
+instead of leaving a silent alarm. The agreement intervals are Jeffreys intervals.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from audit.stats.intervals import jeffreys_interval
 CHECK_ALPHA = 0.05  # family-wise, per attribute
 INTERVAL = 0.94
 AGREEMENT_COLUMNS = ("attribute", "level", "n", "agree", "agreement", "agreement_low",
-                     "agreement_high", "p_adjusted")
+                     "agreement_high", "p_adjusted", "p_min_adjusted")
 
 
 def rule_check_sample(labels: pl.DataFrame, prompts: pl.DataFrame, attributes: list[str],
@@ -75,25 +79,39 @@ def rule_agreement(labels: pl.DataFrame, votes: pl.DataFrame, prompts: pl.DataFr
         counts = (checked.drop_nulls(attribute).group_by(attribute)
                   .agg(n=pl.len(), agree=pl.col("agree").sum()).sort(attribute))
         total_n, total_agree = int(counts["n"].sum()), int(counts["agree"].sum())
+        tests = 1 if counts.height == 2 else counts.height
         for level, n, agree in counts.iter_rows():
             rest_n, rest_agree = total_n - n, total_agree - agree
-            p_value = 1.0
+            p_value = p_min = 1.0
             if rest_n:
                 _, p_value = stats.fisher_exact([[agree, n - agree],
                                                  [rest_agree, rest_n - rest_agree]])
+                # The most extreme table these sizes allow: the judge disagrees with every rule
+                # label of this level and agrees with every other (or the reverse; same p).
+                _, p_min = stats.fisher_exact([[0, n], [rest_n, 0]])
             low, high = jeffreys_interval(agree, n, INTERVAL)
             rows.append({"attribute": attribute, "level": str(level), "n": float(n),
                          "agree": float(agree), "agreement": agree / n, "agreement_low": float(low),
                          "agreement_high": float(high),
-                         "p_adjusted": min(1.0, float(p_value) * counts.height)})
+                         "p_adjusted": min(1.0, float(p_value) * tests),
+                         "p_min_adjusted": min(1.0, float(p_min) * tests)})
     return pl.DataFrame(rows, schema={column: (pl.String if column in ("attribute", "level")
                                                else pl.Float64) for column in AGREEMENT_COLUMNS})
 
 
 def agreement_warnings(agreement: pl.DataFrame, alpha: float = CHECK_ALPHA) -> list[str]:
-    """One sentence per attribute whose levels' agreement with the rules differs beyond chance."""
+    """One sentence per attribute whose levels' agreement with the rules differs beyond chance,
+    or whose re-read sample is too small for any level to be flagged at all."""
     found = []
     for (attribute,), rows in agreement.group_by("attribute", maintain_order=True):
+        # Tables written before p_min_adjusted existed do not say; they get no such sentence.
+        if "p_min_adjusted" in rows.columns and rows["p_min_adjusted"].min() >= alpha:
+            found.append(f"the judge's re-read of rule labels cannot flag any {attribute} level: "
+                         f"with {_sizes(rows['n'])} answers a level, even disagreeing with "
+                         "every rule label of one level gives an adjusted p of "
+                         f"{rows['p_min_adjusted'].min():.3f} or more (alpha {alpha}); "
+                         "raise judge.rule_check_per_group to make it an alarm")
+            continue
         flagged = rows.filter(pl.col("p_adjusted") < alpha).sort("p_adjusted", "agreement")
         if flagged.height:
             level, share, p_value = flagged.select("level", "agreement", "p_adjusted").row(0)
@@ -104,3 +122,8 @@ def agreement_warnings(agreement: pl.DataFrame, alpha: float = CHECK_ALPHA) -> l
                          f"Bonferroni): the rules may misread one group's answers; read "
                          "judge_rule_agreement.csv and check the rules (judge/rules.py) on them")
     return found
+
+
+def _sizes(sizes: pl.Series) -> str:
+    low, high = int(sizes.min()), int(sizes.max())
+    return f"{low}" if low == high else f"{low} to {high}"
