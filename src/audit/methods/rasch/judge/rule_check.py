@@ -105,6 +105,9 @@ def agreement_warnings(agreement: pl.DataFrame, alpha: float = CHECK_ALPHA) -> l
     found = []
     for (attribute,), rows in agreement.group_by("attribute", maintain_order=True):
         # Tables written before p_min_adjusted existed do not say; they get no such sentence.
+        # One level has nothing to be compared with: no test, and nothing to say.
+        if rows.height < 2:
+            continue
         if "p_min_adjusted" in rows.columns and rows["p_min_adjusted"].min() >= alpha:
             found.append(f"the judge's re-read of rule labels cannot flag any {attribute} level: "
                          f"with {_sizes(rows['n'])} answers a level, even disagreeing with "
