@@ -18,7 +18,7 @@ from audit.methods.configs import AuditConfig
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import RaschFit, code_outcomes, diagnose, fit_rasch
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
-from audit.methods.rasch.irt.judge_error import resolve_confusion
+from audit.methods.rasch.irt.judge_error import LABELS_AS_TRUTH, resolve_confusion
 from audit.methods.rasch.irt.probability import JUDGE_ERROR_NOTE
 from audit.methods.rasch.schemas import SummarySchema
 from audit.tables import read_frame, read_table, write_frame
@@ -35,6 +35,27 @@ def outcome_table(prompts: pl.DataFrame, labels: pl.DataFrame, attributes: list[
     persona_columns = ["model_name", "persona_kind", *dict.fromkeys(attributes)]
     return labels.join(prompts.select("prompt_id", "respondent_id", "item_id", *persona_columns),
                        on="prompt_id", how="inner")
+
+
+def check_judge_error(cfg: AuditConfig) -> None:
+    """Refuse, before any prompt is sent, a fit.judge_error=true the fit could never honour
+    (otherwise it fails at the fit, after all the answering), with the fix that applies."""
+    if cfg.fit.judge_error is not True:
+        return
+    if cfg.fit.model in LABELS_AS_TRUTH:
+        reason = ("the original audit's model" if cfg.fit.model == "rasch_seed"
+                  else "its three labels would need a 3 x 3 confusion matrix")
+        raise AuditError(f"fit.judge_error=true cannot apply to fit={cfg.fit.model}, which reads "
+                         f"labels as truth ({reason}): use fit=rasch, or leave fit.judge_error "
+                         "unset")
+    if cfg.judge.method != "cascade":
+        raise AuditError(f"fit.judge_error=true needs a judge measured on the gold set, and "
+                         f"judge.method={cfg.judge.method} labels no gold answer (the audited "
+                         "model's own preference is the decision): leave fit.judge_error unset, "
+                         "or use a judge that reads the answers (the default, judge=qwen_coder_1_5b)")
+    if not cfg.judge.evaluate_on_gold:
+        raise AuditError("fit.judge_error=true reads the judge's error rates from the gold set: "
+                         "set judge.evaluate_on_gold=true, or leave fit.judge_error unset")
 
 
 def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,

@@ -18,7 +18,7 @@ import polars as pl
 from audit.llm.model_sources import check_model_files
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive_run import ROUNDS, look_alpha_of, respond_adaptively
-from audit.methods.rasch.analyse import fit_stage, write_fit
+from audit.methods.rasch.analyse import check_judge_error, fit_stage, write_fit
 from audit.methods.rasch.design import PROMPTS, RESPONSES, design_stage, models_for
 from audit.methods.rasch.ingest import stages as imported
 from audit.methods.rasch.report.findings import findings
@@ -88,6 +88,7 @@ def respond_stage(cfg: AuditConfig, prompts: pl.DataFrame) -> pl.DataFrame:
 
 def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     check_judge_backends(cfg)
+    check_judge_error(cfg)
     check_model_files([*cfg.model.values(), *cfg.judge.models.values()])
     prompts = design_stage(cfg)
     write_table(prompts, files.prompts, PromptSchema, "prompts")

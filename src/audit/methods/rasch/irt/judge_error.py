@@ -300,5 +300,6 @@ def resolve_confusion(judge_error: bool | None, model: str, coding: str,
                   if gold_results is not None and gold_results.height else None)
     if correction is None and judge_error:
         raise AuditError("fit.judge_error=true needs the judge's gold-set results with parsed "
-                         "labels: set judge.evaluate_on_gold=true (or fit.judge_error=false)")
+                         "labels (a judge that reads answers, judge.method=cascade, with "
+                         "judge.evaluate_on_gold=true), or fit.judge_error=false")
     return correction
