@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from scipy import integrate, stats
 
 import audit.methods.rasch.irt.rasch as rasch
 from audit.errors import AuditError
@@ -89,6 +90,14 @@ GOLD_BY_PATH = pl.DataFrame({
     "label_source": ["rule"] * 6 + ["judge"] * 4})
 
 
+def _mean_better_than_coin(sensitivity: tuple, specificity: tuple) -> float:
+    """E[sensitivity | sensitivity + specificity > 1] under independent Betas, by quadrature."""
+    def mass(weight):
+        return integrate.dblquad(lambda p, s: weight(s) * stats.beta.pdf(s, *sensitivity)
+                                 * stats.beta.pdf(p, *specificity), 0, 1, lambda s: 1 - s, 1)[0]
+    return mass(lambda s: s) / mass(lambda s: 1.0)
+
+
 def test_each_path_gets_the_rates_of_its_own_gold_answers(tables, tmp_path):
     # Fails when the paths share one matrix (the rules blamed for the judge's errors) or when
     # the gold answers of one path count for the other.
@@ -102,9 +111,11 @@ def test_each_path_gets_the_rates_of_its_own_gold_answers(tables, tmp_path):
     assert (judge.true_1_judged_1, judge.true_1_judged_0, judge.true_0_judged_1) == (1, 1, 1)
     rates = fit.idata.posterior["judge_sensitivity"]
     assert list(rates["label_path"].values) == ["judge", "rule"]
-    # Beta(4, 1) for the rules, Beta(2, 2) for the judge; 8 stratified draws each.
+    # Beta(4, 1) for the rules, Beta(2, 2) for the judge, each given sensitivity + specificity
+    # > 1 (which lifts the judge's, its specificity being a wide Beta too); 8 stratified draws.
     assert np.isclose(float(rates.sel(label_path="rule").mean()), 0.8, atol=0.05)
-    assert np.isclose(float(rates.sel(label_path="judge").mean()), 0.5, atol=0.05)
+    assert np.isclose(float(rates.sel(label_path="judge").mean()),
+                      _mean_better_than_coin(*judge.rate_betas()), atol=0.05)
     write_fit(fit, tmp_path)
     recorded = json.loads((tmp_path / "diagnostics.json").read_text())["judge_error"]
     assert set(recorded["favourable"]["paths"]) == {"judge", "rule"}
