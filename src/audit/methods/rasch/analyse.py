@@ -52,7 +52,8 @@ def check_judge_error(cfg: AuditConfig) -> None:
         raise AuditError(f"fit.judge_error=true needs a judge measured on the gold set, and "
                          f"judge.method={cfg.judge.method} labels no gold answer (the audited "
                          "model's own preference is the decision): leave fit.judge_error unset, "
-                         "or use a judge that reads the answers (the default, judge=qwen_coder_1_5b)")
+                         "or use a judge that reads the answers (the default, "
+                         "judge=qwen_coder_1_5b)")
     if not cfg.judge.evaluate_on_gold:
         raise AuditError("fit.judge_error=true reads the judge's error rates from the gold set: "
                          "set judge.evaluate_on_gold=true, or leave fit.judge_error unset")

@@ -23,8 +23,8 @@ def test_rate_draws_never_put_a_path_at_or_below_a_coin():
     got draws with sensitivity + specificity <= 1, which reverse the likelihood: on the review's
     12 respondents one imputation of four drew sens 0.156, spec 0.227 and put the lowest
     respondent at theta +2.18 (truth -1.5). Before the fix 19 of 40 draws (no gold at all) and 6
-    of 40 (no truly-0 gold answer) were at or below the coin line; now none, and the sensitivity still takes one draw per stratum of its
-    conditioned marginal."""
+    of 40 (no truly-0 gold answer) were at or below the coin line; now none, and the
+    sensitivity still takes one draw per stratum of its conditioned marginal."""
     for counts in (JudgeConfusion("imported", 0, 0, 0, 0), JudgeConfusion("imported", 9, 1, 0, 0)):
         sensitivity, specificity = _rates(counts).rate_draws(40, 5)
         assert (sensitivity + specificity > 1).all(), counts
