@@ -68,3 +68,33 @@ def by_pronoun(groups: pl.DataFrame) -> pl.DataFrame:
         factor=pl.lit("pronoun"),
         group=pl.col("variant_id").str.extract(r"pronoun=(\w+)"),
         variant_id=pl.col("variant_id").str.extract(r"(pronoun=\w+)"))
+
+
+def simulated_gender(name_sd: float, rng: np.random.Generator, names: int = 9,
+                     replicates: int = 3) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Sentiment by gender in the shipped design's three kinds of template: a letter that names
+    the person with an agreeing pronoun, a tenant reference with the name alone, and a summary
+    with a pronoun and no name. No gender effect: each name has its own (sd name_sd), every
+    template and block its own, noise sd 1."""
+    name_effect = {f"{group}{k}": rng.normal(0.0, name_sd) for group in "FM"
+                   for k in range(names)}
+    pronouns = {"F": "pronoun=she", "M": "pronoun=he"}
+    variants = {"letter": {name: f"name={name}|{pronouns[name[0]]}" for name in name_effect},
+                "tenant": {name: f"name={name}" for name in name_effect},
+                "summary": {group: pronoun for group, pronoun in pronouns.items()}}
+    metric_rows, group_rows = [], []
+    for template, variant_ids in variants.items():
+        template_effect = rng.normal(0.0, 1.0)
+        for replicate in range(replicates):
+            block_effect = rng.normal(0.0, 0.5)
+            for key, variant_id in variant_ids.items():
+                prompt_id = f"{template}-{replicate}-{key}"
+                value = (template_effect + block_effect + name_effect.get(key, 0.0)
+                         + rng.normal())
+                metric_rows.append({"prompt_id": prompt_id, "sentiment": value,
+                                    "word_count": 50.0})
+                group_rows.append({"prompt_id": prompt_id, "model_name": "m",
+                                   "template_id": template, "variant_id": variant_id,
+                                   "replicate": replicate, "factor": "gender",
+                                   "group": key[0]})
+    return pl.DataFrame(metric_rows), pl.DataFrame(group_rows)

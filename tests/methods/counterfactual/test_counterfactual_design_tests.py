@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from counterfactual_fixtures import by_pronoun, simulated_names
+from counterfactual_fixtures import by_pronoun, simulated_gender, simulated_names
 from scipy import stats
 
 from audit.methods.counterfactual.analyse import (
@@ -22,19 +22,32 @@ SETTINGS = StatsSettings(bootstrap_resamples=99)
 
 
 def test_the_unit_of_a_group_is_the_axis_level_that_decides_it():
+    """Bug caught: for gender both the name and its agreeing pronoun decide the group, and the
+    unit was the two joined, so "lakisha" with "she" (a letter) and "lakisha" alone (a tenant
+    reference) were two units of one name. The unit is the level of the deciding axis with the
+    most levels, the name, in every template; a pronoun with no name is off that axis."""
+    variants = ["name=jamal|pronoun=he", "name=jamal", "name=greg|pronoun=he", "name=greg",
+                "name=lakisha|pronoun=she", "name=lakisha", "pronoun=she", "pronoun=he"]
+    race = ["Black", "Black", "White", "White", "Black", "Black", None, None]
+    gender = ["man", "man", "man", "man", "woman", "woman", "woman", "man"]
     groups = pl.DataFrame({
-        "prompt_id": ["1", "2", "3", "4", "5", "6", "7", "8"],
-        "variant_id": ["name=jamal|pronoun=he", "name=jamal|pronoun=he",
-                       "name=greg|pronoun=he", "name=lakisha|pronoun=she"] * 2,
-        "factor": ["race"] * 4 + ["gender"] * 4,
-        "group": ["Black", "Black", "White", "Black", "man", "man", "man", "woman"],
+        "prompt_id": [str(index) for index in range(14)],
+        "variant_id": variants[:6] + variants,
+        "factor": ["race"] * 6 + ["gender"] * 8,
+        "group": race[:6] + gender,
     })
-    units = dict(zip(zip(groups["factor"], groups["variant_id"]),
-                     group_units(groups)["unit"], strict=True))
+    table = group_units(groups)
+    units = dict(zip(zip(table["factor"], table["variant_id"]), table["unit"], strict=True))
+    on_axis = dict(zip(zip(table["factor"], table["variant_id"]), table["on_unit_axis"],
+                       strict=True))
     # For race only the name decides the group (he goes with Jamal and Greg alike).
-    assert units[("race", "name=jamal|pronoun=he")] == "name=jamal"
+    assert units[("race", "name=jamal|pronoun=he")] == units[("race", "name=jamal")] == "name=jamal"
     assert units[("race", "name=greg|pronoun=he")] == "name=greg"
-    assert units[("gender", "name=lakisha|pronoun=she")] == "name=lakisha|pronoun=she"
+    assert (units[("gender", "name=lakisha|pronoun=she")] == units[("gender", "name=lakisha")]
+            == "name=lakisha")
+    assert table.filter(pl.col("factor") == "gender")["unit"].n_unique() == 5
+    assert units[("gender", "pronoun=she")] == "pronoun=she"
+    assert not on_axis[("gender", "pronoun=she")] and on_axis[("gender", "name=lakisha")]
 
 
 def _rejection_rates(group_effect: float, name_sd: float, runs: int,
@@ -70,6 +83,24 @@ def test_a_group_effect_shared_by_its_names_is_found():
     is found in most data sets (4 names a group: the exact test's smallest p is 0.029)."""
     old, new = _rejection_rates(group_effect=1.0, name_sd=0.1, runs=30)
     assert new > 0.7, new
+
+
+def test_a_name_is_one_unit_whether_or_not_a_pronoun_rides_along():
+    """Bug caught: a name in a template with an agreeing pronoun (a letter) and the same name
+    alone (a tenant reference) counted as two independent units, and a pronoun with no name as
+    one more, so gender was tested over 2 x 9 + 1 units a group: with no gender effect and each
+    name its own (sd 1), 14% of 200 data sets rejected at 0.05. Over the 9 names, in the two
+    templates that carry them, the test holds its level (2% here; the bound is three binomial
+    standard errors above 0.05)."""
+    rng = np.random.default_rng(2028)
+    runs, rejected = 200, 0
+    for _ in range(runs):
+        metrics, groups = simulated_gender(1.0, rng)
+        row = design_tests(metrics, groups, ["sentiment"], SETTINGS).row(0, named=True)
+        assert (row["unit"], row["n_units_a"], row["n_units_b"], row["n_templates"]) == (
+            "name", 9, 9, 2)
+        rejected += row["p_value"] < 0.05
+    assert rejected / runs <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs), rejected / runs
 
 
 def test_one_level_per_group_is_tested_on_its_templates():

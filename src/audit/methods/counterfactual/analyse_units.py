@@ -16,7 +16,12 @@ So the unit of a group claim is the unit that carries the group:
   prompt and seed for every variant), each unit's centred values are averaged, and the two groups'
   unit means are compared with a permutation test over units (exact when the arrangements number
   at most ``10 * bootstrap_resamples``). Under "no group effect" the names are exchangeable,
-  whatever each name does on its own, so the test holds its level.
+  whatever each name does on its own, so the test holds its level. A name is one unit in every
+  template, with or without the pronoun that agrees with it (counting "Allison, her" and
+  "Allison" as two units rejected 14% of simulated no-effect designs). Templates with a pronoun
+  and no name are left out of a test over names: a word in one template is not one more sampled
+  name, and its "she" and "he" would be mirror images of each other after centring; those answers
+  stay in the per-answer tables.
 * ``unit = template`` (each group is one level, e.g. "he" against "she"): the claim is about those
   two words in these templates, so the templates are the units, with their replicates nested in
   them: the per-replicate differences of the two groups' means (paired within a prompt and seed)
@@ -65,26 +70,45 @@ _SCHEMA = {"model_name": pl.Utf8, "metric": pl.Utf8, "factor": pl.Utf8, "group_a
 
 
 def group_units(groups: pl.DataFrame) -> pl.DataFrame:
-    """The groups table with a ``unit`` per row: the axis levels that decide the row's group.
+    """The groups table with a ``unit`` per row and whether it lies ``on_unit_axis``.
 
-    A variant id reads ``name=jamal|pronoun=he``. For the factor race, ``name=jamal`` decides the
-    group (every row with it is Black) and ``pronoun=he`` does not, so the unit is the name; for
-    gender both decide it, and the unit is the name with its pronoun, still one unit a name. When
-    no single axis decides a group (an intersection of two crossed axes), the variant is the unit.
+    A variant id reads ``name=jamal|pronoun=he``; a component "decides" a factor's group when
+    every row with it has one group (``name=jamal`` decides race, ``pronoun=he`` does not). The
+    factor's unit axis is its deciding axis with the most levels: the name for race, and for
+    gender too, although the pronoun that agrees with a name decides gender as well. A row's unit
+    is its level of that axis, the same unit in every template (Allison in a letter with "her"
+    and Allison alone are one name, not two). A row without a level of it (a template with a
+    pronoun and no name) keeps its deciding components as its unit, off the axis: the pair's
+    test over names leaves those rows out (see ``_pair_row``). When no single axis decides a
+    group (an intersection of two crossed axes), the variant is the unit.
     """
     exploded = (groups.select("factor", "group", "variant_id")
                 .unique()
                 .with_columns(component=pl.col("variant_id").str.split("|"))
-                .explode("component"))
-    deciding = (exploded.group_by("factor", "component")
+                .explode("component")
+                .with_columns(axis=pl.col("component").str.split("=").list.first()))
+    deciding = (exploded.group_by("factor", "axis", "component")
                 .agg(pl.col("group").n_unique().alias("groups"))
                 .filter(pl.col("groups") == 1)
-                .select("factor", "component"))
-    units = (exploded.join(deciding, on=["factor", "component"], how="inner")
-             .group_by("factor", "variant_id")
-             .agg(pl.col("component").sort().str.join("|").alias("unit")))
-    return (groups.join(units, on=["factor", "variant_id"], how="left")
-            .with_columns(pl.col("unit").fill_null(pl.col("variant_id"))))
+                .select("factor", "axis", "component"))
+    unit_axis = (deciding.group_by("factor", "axis").agg(pl.len().alias("levels"))
+                 .sort("factor", "levels", "axis", descending=[False, True, False])
+                 .unique("factor", keep="first", maintain_order=True)
+                 .select("factor", unit_axis=pl.col("axis")))
+    decided = (exploded.join(deciding, on=["factor", "axis", "component"], how="inner")
+               .join(unit_axis, on="factor", how="left"))
+    on_axis = (decided.filter(pl.col("axis") == pl.col("unit_axis"))
+               .select("factor", "variant_id", axis_unit=pl.col("component")))
+    off_axis = (decided.group_by("factor", "variant_id")
+                .agg(pl.col("component").sort().str.join("|").alias("deciding")))
+    keys = ["factor", "variant_id"]
+    return (groups.join(on_axis, on=keys, how="left", maintain_order="left")
+            .join(off_axis, on=keys, how="left", maintain_order="left")
+            .join(unit_axis, on="factor", how="left", maintain_order="left")
+            .with_columns(unit=pl.coalesce("axis_unit", "deciding", "variant_id"),
+                          on_unit_axis=pl.col("axis_unit").is_not_null()
+                          | pl.col("unit_axis").is_null())
+            .drop("axis_unit", "deciding", "unit_axis"))
 
 
 def _centred(frame: pl.DataFrame) -> pl.DataFrame:
@@ -126,17 +150,30 @@ def within_block_rank_biserial(centred: pl.DataFrame, group_a: str, group_b: str
     return balance / pairs if pairs else 0.0
 
 
-def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str,
-              settings: StatsSettings) -> dict[str, object] | None:
-    centred = _centred(frame.filter(pl.col("group").is_in([group_a, group_b])))
-    if centred.is_empty():
-        return None
+def _unit_means(centred: pl.DataFrame, group_a: str,
+                group_b: str) -> tuple[np.ndarray, np.ndarray]:
     units = (centred.group_by("group", "unit").agg(pl.col("centred").mean())
              .sort("group", "unit"))
-    unit_a = units.filter(pl.col("group") == group_a)["centred"].to_numpy()
-    unit_b = units.filter(pl.col("group") == group_b)["centred"].to_numpy()
+    return (units.filter(pl.col("group") == group_a)["centred"].to_numpy(),
+            units.filter(pl.col("group") == group_b)["centred"].to_numpy())
+
+
+def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str,
+              settings: StatsSettings) -> dict[str, object] | None:
+    pair = frame.filter(pl.col("group").is_in([group_a, group_b]))
+    centred = _centred(pair)
+    if centred.is_empty():
+        return None
+    # Over names when each group has two or more: only the templates that carry a name, so a
+    # template with a pronoun and no name neither adds a unit nor splits a name in two.
+    named = _centred(pair.filter(pl.col("on_unit_axis")))
+    unit_a, unit_b = _unit_means(named, group_a, group_b)
+    name_level = min(unit_a.size, unit_b.size) >= 2
+    tested = named if name_level else centred
+    if not name_level:
+        unit_a, unit_b = _unit_means(centred, group_a, group_b)
     # Replicates nested in templates: a difference per prompt and seed, averaged per template.
-    templates = (centred.group_by(*BLOCK, "group").agg(pl.col("value").mean())
+    templates = (tested.group_by(*BLOCK, "group").agg(pl.col("value").mean())
                  .pivot(on="group", index=list(BLOCK), values="value")
                  .group_by(TEMPLATE).agg((pl.col(group_a) - pl.col(group_b)).mean()
                                          .alias("difference"))
@@ -145,7 +182,7 @@ def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str,
     resampled = (settings.bootstrap_resamples, settings.confidence_level, settings.seed)
     low: float | None
     high: float | None
-    if min(unit_a.size, unit_b.size) >= 2:
+    if name_level:
         unit, (p_value, min_p) = "name", name_level_test(unit_a, unit_b, settings)
         difference = float(unit_a.mean() - unit_b.mean())
         low, high = difference_interval(unit_a, unit_b, *resampled)
@@ -155,12 +192,12 @@ def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str,
         # One template has no spread to resample: no interval rather than a point.
         low, high = (mean_interval(differences, *resampled) if differences.size >= 2
                      else (None, None))
-    truncated = {group: float(centred.filter(pl.col("group") == group)["truncated"].mean())
+    truncated = {group: float(tested.filter(pl.col("group") == group)["truncated"].mean())
                  for group in (group_a, group_b)}
     return {"group_a": group_a, "group_b": group_b, "unit": unit, "n_units_a": unit_a.size,
             "n_units_b": unit_b.size, "n_templates": differences.size,
             "mean_difference": difference, "difference_ci_low": low, "difference_ci_high": high,
-            "rank_biserial": within_block_rank_biserial(centred, group_a, group_b),
+            "rank_biserial": within_block_rank_biserial(tested, group_a, group_b),
             "truncated_share_a": truncated[group_a], "truncated_share_b": truncated[group_b],
             "p_value": p_value, "min_p": min_p}
 
