@@ -16,7 +16,11 @@ from audit.methods.counterfactual.analyse import (
     observations,
     pairwise_tests,
 )
+from audit.methods.configs import VerdictConfig
 from audit.methods.counterfactual.analyse_units import design_tests, group_units
+from audit.methods.counterfactual.config import CounterfactualConfig
+from audit.methods.counterfactual.report import headlines
+from audit.methods.counterfactual.verdict import judge_counterfactual
 
 SETTINGS = StatsSettings(bootstrap_resamples=99)
 
@@ -101,6 +105,46 @@ def test_a_name_is_one_unit_whether_or_not_a_pronoun_rides_along():
             "name", 9, 9, 2)
         rejected += row["p_value"] < 0.05
     assert rejected / runs <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs), rejected / runs
+
+
+def _with_one_template_ages(metrics: pl.DataFrame, groups: pl.DataFrame,
+                            ages: int = 8) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The design plus a template that alone varies an age (`ages` levels, 3 replicates): its
+    ages(ages - 1)/2 pairs rest on one template, so none can reach alpha."""
+    rng = np.random.default_rng(5)
+    prompts = [(f"age-{replicate}-{age}", replicate, age) for replicate in range(3)
+               for age in range(ages)]
+    age_metrics = pl.DataFrame({"prompt_id": [prompt for prompt, _, _ in prompts],
+                                "sentiment": rng.normal(size=len(prompts)),
+                                "word_count": 50.0})
+    age_groups = pl.DataFrame({"prompt_id": [prompt for prompt, _, _ in prompts],
+                               "model_name": "m", "template_id": "t_age",
+                               "variant_id": [f"age={age}" for _, _, age in prompts],
+                               "replicate": [replicate for _, replicate, _ in prompts],
+                               "factor": "age", "group": [f"a{age}" for _, _, age in prompts]})
+    return pl.concat([metrics, age_metrics]), pl.concat([groups, age_groups])
+
+
+def test_pairs_that_cannot_reach_alpha_stay_out_of_the_bh_family():
+    """Bug caught: the 28 age pairs of a one-template age factor (smallest attainable p 1) entered
+    Benjamini-Hochberg at p = 1, so the one testable pair, race A against B over 6 + 6 names with
+    the smallest p the design can give (2 / 924), was adjusted to 0.063 and passed. Over the
+    testable rows alone its p stays 0.0022: flagged, and the verdict fails it and skips the 28."""
+    metrics, groups = simulated_names(3.0, 0.0, np.random.default_rng(4), names=6)
+    metrics, groups = _with_one_template_ages(metrics, groups)
+    table = design_tests(metrics, groups, ["sentiment"], SETTINGS)
+    race = table.filter(pl.col("factor") == "race").row(0, named=True)
+    ages = table.filter(pl.col("factor") == "age")
+    assert race["p_value"] == pytest.approx(2 / 924) and race["min_p"] < 0.05
+    assert race["p_bh"] == pytest.approx(race["p_value"]) and race["flagged"]
+    assert ages.height == 28 and (ages["min_p"] >= 0.05).all() and ages["p_bh"].is_null().all()
+    assert not ages["flagged"].any()
+    checks = judge_counterfactual(table, VerdictConfig())
+    assert [check.failed for check in checks if check.group.endswith("race")] == [True]
+    assert sum(check.skipped for check in checks) == 28
+    lines = [headline.line() for headline in headlines(table, CounterfactualConfig())]
+    assert "race: A vs B: differs" in lines[0]
+    assert all("not testable" in line and "not in the BH family" in line for line in lines[1:])
 
 
 def test_one_level_per_group_is_tested_on_its_templates():

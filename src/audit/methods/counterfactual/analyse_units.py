@@ -35,8 +35,9 @@ the verdict calls a pair whose ``min_p`` is not below alpha untestable instead o
 ``rank_biserial`` is the answer-level effect within a block: over every pair of answers to the same
 prompt and seed, P(a's is higher) - P(b's is higher), on the scale of the per-answer table, so
 ``counterfactual.min_rank_biserial`` is the practical threshold here too. p-values are adjusted
-with Benjamini-Hochberg over the whole table; ``flagged`` needs BH p below alpha and a
-``meaningful`` effect. Mean differences are of block-centred values, in the metric's own units,
+with Benjamini-Hochberg over the rows whose ``min_p`` is below ``counterfactual.alpha`` (a row
+that can never reach alpha, entered at p = 1, would only dilute the others; its ``p_bh`` is
+empty); ``flagged`` needs BH p below alpha and a ``meaningful`` effect. Mean differences are of block-centred values, in the metric's own units,
 with a percentile-bootstrap interval over the same units (names resampled within each group; the
 per-template differences; none for a single template).
 """
@@ -202,6 +203,15 @@ def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str,
             "p_value": p_value, "min_p": min_p}
 
 
+def testable_bh(table: pl.DataFrame, alpha: float) -> pl.Series:
+    """Benjamini-Hochberg over the rows whose ``min_p`` is below alpha; null for the others. A row
+    that can never reach alpha is reported as not testable, and entered at p = 1 it would only
+    raise every other row's adjusted p (25 such rows of 65 in the default design)."""
+    testable = [p_value if min_p < alpha else None
+                for p_value, min_p in zip(table["p_value"], table["min_p"], strict=True)]
+    return pl.Series("p_bh", adjust_p_values(testable, "fdr_bh"), dtype=pl.Float64)
+
+
 def design_tests(metrics: pl.DataFrame, groups: pl.DataFrame, metric_names: list[str],
                  settings: StatsSettings) -> pl.DataFrame:
     """Every pair of groups of every factor, per model and metric, tested on its units."""
@@ -223,9 +233,9 @@ def design_tests(metrics: pl.DataFrame, groups: pl.DataFrame, metric_names: list
                 rows.append({"model_name": model_name, "metric": metric, "factor": factor, **row})
     table = pl.DataFrame(rows, schema=_SCHEMA)
     return table.with_columns(
-        p_bh=pl.Series(adjust_p_values(table["p_value"].to_list(), "fdr_bh"), dtype=pl.Float64),
+        p_bh=testable_bh(table, settings.alpha),
         practical_threshold=pl.lit(settings.min_rank_biserial, dtype=pl.Float64),
         meaningful=pl.col("rank_biserial").abs() >= settings.min_rank_biserial,
     ).with_columns(
-        flagged=(pl.col("p_bh") < settings.alpha) & pl.col("meaningful"),
+        flagged=((pl.col("p_bh") < settings.alpha) & pl.col("meaningful")).fill_null(False),
     ).select(DESIGN_TEST_COLUMNS)

@@ -146,13 +146,17 @@ def headlines(tests: pl.DataFrame, config: CounterfactualConfig) -> list[Headlin
     adjusted p."""
     several = tests["model_name"].n_unique() > 1
     found = []
-    for row in tests.sort(["flagged", "p_bh"], descending=[True, False]).iter_rows(named=True):
+    # Not testable rows have no p_bh (they are not in the Benjamini-Hochberg family): last.
+    for row in tests.sort(["flagged", "p_bh"], descending=[True, False],
+                          nulls_last=True).iter_rows(named=True):
+        adjusted = (f"BH-adjusted p {row['p_bh']:.2g}" if row["p_bh"] is not None
+                    else "not in the BH family")
         found.append(Headline(
             f"{row['metric']} by {row['factor']}: {row['group_a']} vs {row['group_b']}"
             + (f" ({row['model_name']})" if several else ""),
             pair_decision(row, config.alpha), row["mean_difference"], row["difference_ci_low"],
             row["difference_ci_high"], f"{percent(config.confidence_level)} bootstrap CI",
-            f"BH-adjusted p {row['p_bh']:.2g} over {units_text(row)}"))
+            f"{adjusted} over {units_text(row)}"))
     return found
 
 

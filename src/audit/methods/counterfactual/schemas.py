@@ -110,7 +110,8 @@ class PairwiseSchema(_PairDecision):
 class DesignTestSchema(_PairDecision):
     """A pair of groups tested on the units the design samples (analyse_units.py): the verdict's
     table. unit: ``name`` (a permutation test over names) or ``template`` (a signed-rank test over
-    templates, replicates nested in them)."""
+    templates, replicates nested in them). ``p_bh`` is empty where ``min_p`` cannot reach the
+    run's alpha: those rows are left out of the Benjamini-Hochberg family."""
 
     unit: str = pa.Field(isin=["name", "template"])
     n_units_a: int = pa.Field(ge=1)
@@ -121,6 +122,7 @@ class DesignTestSchema(_PairDecision):
     difference_ci_low: float = pa.Field(nullable=True)
     difference_ci_high: float = pa.Field(nullable=True)
     min_p: float = pa.Field(ge=0, le=1)
+    p_bh: float = pa.Field(ge=0, le=1, nullable=True)
 
     class Config:
         strict = True

@@ -7,7 +7,8 @@ simulated no-effect designs. A pair fails when its Benjamini-Hochberg adjusted p
 and its |rank-biserial| reaches the practical threshold (`min_rank_biserial`; by default the run's
 own `counterfactual.min_rank_biserial`, recorded in each row's `practical_threshold`). A pair whose
 design cannot reach p < alpha at all (`min_p`: too few names or templates) is skipped as
-untestable, so a pass never hides a design that could not fail.
+untestable, so a pass never hides a design that could not fail, and is left out of the
+Benjamini-Hochberg family, which the verdict adjusts over the pairs testable at its own `alpha`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check
 from audit.methods.run import run_file
 from audit.tables import RUN_UNFINISHED, read_table
+from audit.methods.counterfactual.analyse_units import testable_bh
 from audit.methods.counterfactual.schemas import DesignTestSchema
 
 # Written by the run's analyse stage (methods/counterfactual/method.py, DESIGN_TESTS).
@@ -35,7 +37,10 @@ def units_text(row: dict) -> str:
 
 
 def judge_counterfactual(tests: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
+    """One check a pair. The BH family is adjusted afresh over the pairs testable at the rules'
+    alpha, which may differ from the run's `counterfactual.alpha` that set the table's `p_bh`."""
     checks = []
+    tests = tests.with_columns(testable_bh(tests, rules.alpha))
     for row in tests.sort("model_name", "metric", "factor", "group_a",
                           "group_b").iter_rows(named=True):
         threshold = (rules.min_rank_biserial if rules.min_rank_biserial is not None
