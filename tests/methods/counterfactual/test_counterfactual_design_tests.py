@@ -147,6 +147,31 @@ def test_pairs_that_cannot_reach_alpha_stay_out_of_the_bh_family():
     assert all("not testable" in line and "not in the BH family" in line for line in lines[1:])
 
 
+def test_a_pair_no_template_holds_is_reported_not_testable():
+    """Bug caught: a group that only a template of its own holds (C, with neither A nor B beside
+    it) shares no prompt and seed with the others, and its pairs were dropped without a word: the
+    verdict had no check for A vs C at all. They are rows with 0 templates and min_p 1 now, which
+    the verdict skips, saying why."""
+    metrics, groups = simulated_names(0.0, 0.0, np.random.default_rng(6), names=3)
+    alone = (groups.filter(pl.col("template_id") == "t0")
+             .with_columns(template_id=pl.lit("t_c"), group=pl.lit("C"),
+                           prompt_id="c-" + pl.col("prompt_id")))
+    metrics = pl.concat([metrics, metrics.filter(pl.col("prompt_id").is_in(
+        groups.filter(pl.col("template_id") == "t0")["prompt_id"].implode()))
+        .with_columns(prompt_id="c-" + pl.col("prompt_id"))])
+    table = design_tests(metrics, pl.concat([groups, alone]), ["sentiment"], SETTINGS)
+    assert table.select("group_a", "group_b").rows() == [("A", "B"), ("A", "C"), ("B", "C")]
+    unshared = table.filter(pl.col("group_b") == "C")
+    assert (unshared["n_templates"] == 0).all() and (unshared["min_p"] == 1).all()
+    assert unshared["p_bh"].is_null().all() and not unshared["flagged"].any()
+    checks = judge_counterfactual(table, VerdictConfig())
+    skipped = [check for check in checks if check.name in ("A vs C", "B vs C")]
+    assert len(skipped) == 2 and all(check.skipped and not check.failed for check in skipped)
+    assert "no template x replicate has answers for both A and C" in skipped[0].message
+    lines = [headline.line() for headline in headlines(table, CounterfactualConfig())]
+    assert sum("no template holds both groups" in line for line in lines) == 2
+
+
 def test_one_level_per_group_is_tested_on_its_templates():
     rng = np.random.default_rng(3)
     metrics, groups = simulated_names(0.8, 0.0, rng, names=4)

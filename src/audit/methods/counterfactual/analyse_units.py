@@ -31,7 +31,9 @@ So the unit of a group claim is the unit that carries the group:
   templates differ in that way and the groups do not (the test named above).
 
 ``min_p`` is the smallest p the design can reach (3 names against 3: 0.1; three templates: 0.25);
-the verdict calls a pair whose ``min_p`` is not below alpha untestable instead of passing it.
+the verdict calls a pair whose ``min_p`` is not below alpha untestable instead of passing it. A
+pair that no template x replicate holds both groups of is a row too, with 0 templates, min_p 1
+and no p or effect, so it shows as not testable rather than vanishing.
 ``rank_biserial`` is the answer-level effect within a block: over every pair of answers to the same
 prompt and seed, P(a's is higher) - P(b's is higher), on the scale of the per-answer table, so
 ``counterfactual.min_rank_biserial`` is the practical threshold here too. p-values are adjusted
@@ -159,12 +161,21 @@ def _unit_means(centred: pl.DataFrame, group_a: str,
             units.filter(pl.col("group") == group_b)["centred"].to_numpy())
 
 
+def _unshared_row(group_a: str, group_b: str) -> dict[str, object]:
+    """A pair no template x replicate holds both of: nothing to compare, so not testable (min_p
+    1), and kept in the table so the verdict reports it as skipped rather than saying nothing."""
+    return {"group_a": group_a, "group_b": group_b, "unit": "template", "n_units_a": 0,
+            "n_units_b": 0, "n_templates": 0, "mean_difference": None,
+            "difference_ci_low": None, "difference_ci_high": None, "rank_biserial": None,
+            "truncated_share_a": None, "truncated_share_b": None, "p_value": None, "min_p": 1.0}
+
+
 def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str,
-              settings: StatsSettings) -> dict[str, object] | None:
+              settings: StatsSettings) -> dict[str, object]:
     pair = frame.filter(pl.col("group").is_in([group_a, group_b]))
     centred = _centred(pair)
     if centred.is_empty():
-        return None
+        return _unshared_row(group_a, group_b)
     # Over names when each group has two or more: only the templates that carry a name, so a
     # template with a pronoun and no name neither adds a unit nor splits a name in two.
     named = _centred(pair.filter(pl.col("on_unit_axis")))
@@ -229,13 +240,13 @@ def design_tests(metrics: pl.DataFrame, groups: pl.DataFrame, metric_names: list
                             & (pl.col("factor") == factor))
         for group_a, group_b in itertools.combinations(sorted(frame["group"].unique()), 2):
             row = _pair_row(frame, group_a, group_b, settings)
-            if row is not None:
-                rows.append({"model_name": model_name, "metric": metric, "factor": factor, **row})
+            rows.append({"model_name": model_name, "metric": metric, "factor": factor, **row})
     table = pl.DataFrame(rows, schema=_SCHEMA)
     return table.with_columns(
         p_bh=testable_bh(table, settings.alpha),
         practical_threshold=pl.lit(settings.min_rank_biserial, dtype=pl.Float64),
-        meaningful=pl.col("rank_biserial").abs() >= settings.min_rank_biserial,
+        meaningful=(pl.col("rank_biserial").abs() >= settings.min_rank_biserial)
+        .fill_null(False),
     ).with_columns(
         flagged=((pl.col("p_bh") < settings.alpha) & pl.col("meaningful")).fill_null(False),
     ).select(DESIGN_TEST_COLUMNS)

@@ -130,10 +130,12 @@ def gap_matrix_figure(pairwise: pl.DataFrame, model_name: str) -> plt.Figure:
 # --- the run's answer, for the summary every run ends with (audit.methods.summary) ---------------
 
 def pair_decision(row: dict, alpha: float) -> str:
-    higher = "higher" if row["mean_difference"] > 0 else "lower"
+    if row["n_templates"] == 0:
+        return "not testable: no template holds both groups"
     if row["min_p"] >= alpha:
         return f"not testable with {units_text(row)} (smallest attainable p {row['min_p']:.2g})"
     if row["flagged"]:
+        higher = "higher" if row["mean_difference"] > 0 else "lower"
         return f"differs: {row['metric']} {higher} for {row['group_a']}"
     if row["p_bh"] < alpha:
         return (f"a difference below the practical threshold (|rank-biserial| "

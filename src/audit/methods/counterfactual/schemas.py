@@ -111,13 +111,18 @@ class DesignTestSchema(_PairDecision):
     """A pair of groups tested on the units the design samples (analyse_units.py): the verdict's
     table. unit: ``name`` (a permutation test over names) or ``template`` (a signed-rank test over
     templates, replicates nested in them). ``p_bh`` is empty where ``min_p`` cannot reach the
-    run's alpha: those rows are left out of the Benjamini-Hochberg family."""
+    run's alpha: those rows are left out of the Benjamini-Hochberg family. A pair that no template
+    holds both groups of has 0 templates and units, min_p 1 and no p, effect or shares."""
 
     unit: str = pa.Field(isin=["name", "template"])
-    n_units_a: int = pa.Field(ge=1)
-    n_units_b: int = pa.Field(ge=1)
-    n_templates: int = pa.Field(ge=1)
-    mean_difference: float
+    n_units_a: int = pa.Field(ge=0)
+    n_units_b: int = pa.Field(ge=0)
+    n_templates: int = pa.Field(ge=0)
+    mean_difference: float = pa.Field(nullable=True)
+    rank_biserial: float = pa.Field(ge=-1, le=1, nullable=True)
+    truncated_share_a: float = pa.Field(ge=0, le=1, nullable=True)
+    truncated_share_b: float = pa.Field(ge=0, le=1, nullable=True)
+    p_value: float = pa.Field(ge=0, le=1, nullable=True)
     # Bootstrap interval over the units; empty when a single template gives nothing to resample.
     difference_ci_low: float = pa.Field(nullable=True)
     difference_ci_high: float = pa.Field(nullable=True)

@@ -6,9 +6,10 @@ not the per-answer Mann-Whitney rows, which count every answer as independent an
 simulated no-effect designs. A pair fails when its Benjamini-Hochberg adjusted p is below `alpha`
 and its |rank-biserial| reaches the practical threshold (`min_rank_biserial`; by default the run's
 own `counterfactual.min_rank_biserial`, recorded in each row's `practical_threshold`). A pair whose
-design cannot reach p < alpha at all (`min_p`: too few names or templates) is skipped as
-untestable, so a pass never hides a design that could not fail, and is left out of the
-Benjamini-Hochberg family, which the verdict adjusts over the pairs testable at its own `alpha`.
+design cannot reach p < alpha at all (`min_p`: too few names or templates, or no template that
+holds both groups) is skipped as untestable, so a pass never hides a design that could not fail,
+and is left out of the Benjamini-Hochberg family, which the verdict adjusts over the pairs
+testable at its own `alpha`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ def units_text(row: dict) -> str:
     return f"{row['n_templates']} templates"
 
 
+def untestable_reason(row: dict, alpha: float) -> str:
+    """Why a pair cannot fail, with what to add."""
+    if row["n_templates"] == 0:
+        return (f"no template x replicate has answers for both {row['group_a']} and "
+                f"{row['group_b']}, so nothing compares them; add a template that uses both")
+    return (f"with {units_text(row)} the smallest attainable p is {row['min_p']:.3g} >= "
+            f"alpha={alpha}; add {UNIT_WORDS[row['unit']]}")
+
+
 def judge_counterfactual(tests: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
     """One check a pair. The BH family is adjusted afresh over the pairs testable at the rules'
     alpha, which may differ from the run's `counterfactual.alpha` that set the table's `p_bh`."""
@@ -49,9 +59,8 @@ def judge_counterfactual(tests: pl.DataFrame, rules: VerdictConfig) -> list[Chec
         name = f"{row['group_a']} vs {row['group_b']}"
         if row["min_p"] >= rules.alpha:
             checks.append(Check("counterfactual", group, name, False,
-                                f"not testable: with {units_text(row)} the smallest attainable p "
-                                f"is {row['min_p']:.3g} >= alpha={rules.alpha}; add "
-                                f"{UNIT_WORDS[row['unit']]}", skipped=True))
+                                f"not testable: {untestable_reason(row, rules.alpha)}",
+                                skipped=True))
             continue
         effect = abs(row["rank_biserial"])
         failed = row["p_bh"] < rules.alpha and effect >= threshold
