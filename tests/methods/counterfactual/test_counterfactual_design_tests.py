@@ -19,7 +19,7 @@ from audit.methods.counterfactual.analyse import (
 from audit.methods.configs import VerdictConfig
 from audit.methods.counterfactual.analyse_units import design_tests, group_units
 from audit.methods.counterfactual.config import CounterfactualConfig
-from audit.methods.counterfactual.report import headlines
+from audit.methods.counterfactual.report import headlines, pair_decision
 from audit.methods.counterfactual.verdict import judge_counterfactual
 
 SETTINGS = StatsSettings(bootstrap_resamples=99)
@@ -170,6 +170,21 @@ def test_a_pair_no_template_holds_is_reported_not_testable():
     assert "no template x replicate has answers for both A and C" in skipped[0].message
     lines = [headline.line() for headline in headlines(table, CounterfactualConfig())]
     assert sum("no template holds both groups" in line for line in lines) == 2
+
+
+def test_a_flagged_pair_whose_mean_and_ranks_disagree_states_both():
+    """Bug caught: the summary's "higher for A" followed the mean difference alone, while the
+    flag also rests on the rank-biserial; on a skewed metric (B mostly longer, A a few very long
+    answers) the mean says A is higher and the ranks say B, and the summary said only "word_count
+    higher for A"."""
+    row = {"metric": "word_count", "group_a": "A", "group_b": "B", "n_templates": 4,
+           "min_p": 0.01, "flagged": True, "p_bh": 0.02, "mean_difference": 12.0,
+           "rank_biserial": -0.3, "practical_threshold": 0.147}
+    decision = pair_decision(row, 0.05)
+    assert "higher on average for A" in decision and "rank-biserial -0.30" in decision
+    assert "rank lower" in decision
+    agreeing = pair_decision({**row, "rank_biserial": 0.3}, 0.05)
+    assert agreeing == "differs: word_count higher for A"
 
 
 def test_one_level_per_group_is_tested_on_its_templates():

@@ -39,9 +39,10 @@ prompt and seed, P(a's is higher) - P(b's is higher), on the scale of the per-an
 ``counterfactual.min_rank_biserial`` is the practical threshold here too. p-values are adjusted
 with Benjamini-Hochberg over the rows whose ``min_p`` is below ``counterfactual.alpha`` (a row
 that can never reach alpha, entered at p = 1, would only dilute the others; its ``p_bh`` is
-empty); ``flagged`` needs BH p below alpha and a ``meaningful`` effect. Mean differences are of block-centred values, in the metric's own units,
-with a percentile-bootstrap interval over the same units (names resampled within each group; the
-per-template differences; none for a single template).
+empty); ``flagged`` needs BH p below alpha and a ``meaningful`` effect. Mean differences are of
+block-centred values, in the metric's own units, with a percentile-bootstrap interval over the
+same units (names resampled within each group; the per-template differences; none for a single
+template).
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ TEMPLATE = "template_id"  # the unit a one-level group's claim generalises over
 DESIGN_TEST_COLUMNS = ["model_name", "metric", "factor", "group_a", "group_b", "unit",
                        "n_units_a", "n_units_b", "n_templates", "mean_difference",
                        "difference_ci_low", "difference_ci_high", "rank_biserial",
-                       "truncated_share_a", "truncated_share_b", "p_value", "min_p", "p_bh", "practical_threshold", "meaningful", "flagged"]
+                       "truncated_share_a", "truncated_share_b", "p_value", "min_p", "p_bh",
+                       "practical_threshold", "meaningful", "flagged"]
 _SCHEMA = {"model_name": pl.Utf8, "metric": pl.Utf8, "factor": pl.Utf8, "group_a": pl.Utf8,
            "group_b": pl.Utf8, "unit": pl.Utf8, "n_units_a": pl.Int64, "n_units_b": pl.Int64,
            "n_templates": pl.Int64, "mean_difference": pl.Float64,

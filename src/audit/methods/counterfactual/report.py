@@ -135,8 +135,18 @@ def pair_decision(row: dict, alpha: float) -> str:
     if row["min_p"] >= alpha:
         return f"not testable with {units_text(row)} (smallest attainable p {row['min_p']:.2g})"
     if row["flagged"]:
+        # The direction is the tested statistic's (the difference of unit means); the flag also
+        # needs |rank-biserial|, which on a skewed metric (a few very long answers) can point the
+        # other way: then both are stated, not the mean's alone.
         higher = "higher" if row["mean_difference"] > 0 else "lower"
-        return f"differs: {row['metric']} {higher} for {row['group_a']}"
+        decision = f"differs: {row['metric']} {higher} for {row['group_a']}"
+        if (row["mean_difference"] > 0) != (row["rank_biserial"] > 0):
+            ranked = "higher" if row["rank_biserial"] > 0 else "lower"
+            decision = (f"differs: {row['metric']} {higher} on average for {row['group_a']} "
+                        f"(mean difference {row['mean_difference']:+.3g}), but its answers rank "
+                        f"{ranked} within a prompt and seed (rank-biserial "
+                        f"{row['rank_biserial']:+.2f}): read the distributions")
+        return decision
     if row["p_bh"] < alpha:
         return (f"a difference below the practical threshold (|rank-biserial| "
                 f"{abs(row['rank_biserial']):.2f} < {row['practical_threshold']:.2f})")
