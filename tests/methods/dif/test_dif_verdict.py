@@ -157,7 +157,8 @@ def test_a_malformed_dif_table_is_bad_input(tmp_path: Path) -> None:
 def test_a_whole_dif_run_is_judged(tmp_path: Path) -> None:
     """The tables a real run writes (fake backend, every answer wrong: nothing moves) are the
     ones the rules read: one check per real persona and dataset (the pooled `all` view re-pools
-    them, so only its real-vs-null test is judged), one per real-vs-null test."""
+    them, so only its real-vs-null test is judged), one per real-vs-null test. With every answer
+    wrong and two null personas nothing can be judged, so the verdict is NOT TESTED (exit 3)."""
     cfg = AuditConfig(
         model={"fake": ModelConfig(backend="fake", model="fake-a")},
         dif=DIFConfig(items_file=str(PROJECT_ROOT / "data/dif/items.csv"),
@@ -167,7 +168,7 @@ def test_a_whole_dif_run_is_judged(tmp_path: Path) -> None:
         paths=PathsConfig(root_dir=str(PROJECT_ROOT), response_store=str(tmp_path / "r.sqlite3"),
                           output_dir=str(tmp_path / "out")), method="dif")
     create_method("dif").run(cfg, tmp_path / "out")
-    assert main([f"run_dir={tmp_path / 'out'}"]) == 0
+    assert main([f"run_dir={tmp_path / 'out'}"]) == 3
     cases = list(read_junit(tmp_path / "out" / "verdict_junit.xml").iter("testcase"))
     datasets = ("all", "logic", "math")
     assert sorted((case.get("classname"), case.get("name")) for case in cases) == sorted(
