@@ -156,6 +156,11 @@ def test_gold_and_confusion_files_become_per_path_counts(tmp_path: Path) -> None
                         "true_0_judged_0": [3], "true_0_judged_1": [0]}}, [], "whole numbers"),
     ({"gold.csv": {"truth": [1, 0], "judged": [1, 0], "label_source": ["rule", None]}}, [],
      "empty label_source"),
+    # Bug caught: counts of an inverted labeller (2 of 52 right) were fitted, their draws
+    # round-off on the coin line (kept mass -2e-8), the gaps meaningless.
+    ({"confusion.csv": {"true_1_judged_1": [1], "true_1_judged_0": [25],
+                        "true_0_judged_0": [1], "true_0_judged_1": [25]}}, [],
+     "no better than a coin"),
 ])
 def test_a_wrong_gold_or_confusion_file_is_one_line(tmp_path: Path, caplog, files, extra,
                                                     message) -> None:

@@ -304,7 +304,8 @@ def run(argv: list[str]) -> int:
                  "reading comparable across models", cfg.fit.response)
     fit = replace(cfg.fit, model="population", response="decision", **sampling)
     confusion = resolve_confusion(judge_error, fit.model, fit.outcome,
-                                  gold_a if gold_a is not None else gold_b, fit.drop_labels)
+                                  gold_a if gold_a is not None else gold_b, fit.drop_labels,
+                                  option="judge_error")
     pairing = comparison.pairing(side_a.prompts, side_b.prompts)
     log.info("%s", pairing.reason)
     outcomes = comparison.joint_outcomes((side_a, side_b), fit.attributes, fit.outcome,

@@ -19,7 +19,12 @@ from pathlib import Path
 import polars as pl
 
 from audit.errors import AuditError
-from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeConfusion, JudgeCorrection
+from audit.methods.rasch.irt.judge_error import (
+    ANY_PATH,
+    JudgeConfusion,
+    JudgeCorrection,
+    check_better_than_coin,
+)
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.tables import read_frame, require_columns
 
@@ -105,8 +110,8 @@ def read_correction(gold: str | None, confusion: str | None) -> JudgeCorrection 
     if gold and confusion:
         raise AuditError("pass gold=PATH or confusion=PATH, not both: they describe the same "
                          "labeller")
-    if gold:
-        return gold_correction(Path(gold))
-    if confusion:
-        return confusion_correction(Path(confusion))
-    return None
+    correction = (gold_correction(Path(gold)) if gold else
+                  confusion_correction(Path(confusion)) if confusion else None)
+    check_better_than_coin(correction, "leave out gold= and confusion= to read the labels as "
+                           "truth")
+    return correction

@@ -108,15 +108,30 @@ def respondent_frame(prompts: pl.DataFrame, attributes: tuple[str, ...]) -> pl.D
                            "persona_kind", *attributes).unique().sort("respondent"))
 
 
+# Draws of a simulated judge's rates before its gold is called no better than a coin; the fit
+# refuses such gold (judge_error.check_better_than_coin) at P(coin or worse) > 0.5, where the
+# chance that 200 draws all fall below the coin line is under 1e-60.
+JUDGE_RATE_DRAWS = 200
+
+
 def judge_rates(components: VarianceComponents,
                 rng: np.random.Generator) -> tuple[float, float]:
     """This simulated judge's true rates: exact, or drawn from the gold counts' Beta posterior
-    (the fit's prior, so a correct correction covers them)."""
+    conditioned on sensitivity + specificity > 1, the distribution the fit's cut draws from
+    (gold_rates.py), so a correct correction covers them. Rejection keeps the draws exact and,
+    where the gold is informative (nothing rejected), the random stream of earlier versions."""
     counts = components.gold_counts()
     if counts is None:
         return components.sensitivity, components.specificity
-    return (float(rng.beta(1 + counts.true_1_judged_1, 1 + counts.true_1_judged_0)),
-            float(rng.beta(1 + counts.true_0_judged_0, 1 + counts.true_0_judged_1)))
+    sensitivity_beta, specificity_beta = counts.rate_betas()
+    for _ in range(JUDGE_RATE_DRAWS):
+        sensitivity = float(rng.beta(*sensitivity_beta))
+        specificity = float(rng.beta(*specificity_beta))
+        if sensitivity + specificity > 1.0:
+            return sensitivity, specificity
+    raise AuditError(f"the judge's gold counts ({counts.as_dict()}) say it is no better than a "
+                     "coin: a simulated audit cannot correct its labels; plan from a run whose "
+                     "judge labels its gold set better")
 
 
 def planted_theta(respondents: pl.DataFrame, components: VarianceComponents,

@@ -7,11 +7,14 @@ import logging
 
 import numpy as np
 import polars as pl
+import pytest
 from scipy import optimize, stats
 
 from audit.methods.rasch.irt.gold_rates import ConditionedRate, coin_or_worse_mass
 from audit.methods.rasch.irt.judge_cut import with_gold_rates
-from audit.methods.rasch.irt.judge_error import JudgeConfusion, JudgeCorrection
+from audit.errors import AuditError
+from audit.methods.rasch.irt.judge_error import JudgeConfusion, JudgeCorrection, resolve_confusion
+from audit.methods.rasch.simulation import VarianceComponents, judge_rates
 
 
 def _rates(counts: JudgeConfusion):
@@ -78,3 +81,44 @@ def test_a_barely_measured_path_is_warned_and_recorded(caplog):
     assert recorded[0] == "no gold answer is truly 0"
     assert "17% probability" in recorded[1]  # P(s + p <= 1) = E[1 - s] for s ~ Beta(10, 2)
     assert JudgeConfusion("imported", 16, 4, 9, 1).weak_gold() == []
+
+
+def _gold(right: int, wrong: int, path: str = "judge") -> pl.DataFrame:
+    """Gold results of one path: per true class, ``right`` read right and ``wrong`` flipped."""
+    true = ["favourable"] * (right + wrong) + ["unfavourable"] * (right + wrong)
+    judged = (["favourable"] * right + ["unfavourable"] * wrong
+              + ["unfavourable"] * right + ["favourable"] * wrong)
+    return pl.DataFrame({"true_label": true, "label": judged, "label_source": [path] * len(true)})
+
+
+def test_gold_of_a_labeller_worse_than_a_coin_is_refused_naming_the_way_out():
+    """Bug caught: an inverted label mapping (2 of 52 gold answers right) was corrected anyway:
+    the coin-line mass, 1 - V(1), came out -2e-8, every imputation sat on the coin line where the
+    labels say nothing, and only a warning was logged. Now one line names the path and the
+    setting that reads labels as truth (compare's own option name there)."""
+    assert coin_or_worse_mass((1, 51), (1, 51)) == 1.0  # not round-off around it
+    with pytest.raises(AuditError, match=r"'judge' labeller is no better than a coin.*"
+                       r"pass fit\.judge_error=false"):
+        resolve_confusion(None, "population", "favourable", _gold(1, 25))
+    with pytest.raises(AuditError, match=r"pass judge_error=false"):
+        resolve_confusion(True, "population", "favourable", _gold(1, 25), option="judge_error")
+    with pytest.raises(AuditError, match=r"^judge_error=true needs.*or judge_error=false$"):
+        resolve_confusion(True, "population", "favourable", None, option="judge_error")
+    kept = resolve_confusion(None, "population", "favourable", _gold(20, 5))
+    assert kept is not None and set(kept.by_path) == {"judge"}
+
+
+def test_a_simulated_judge_is_drawn_from_the_distribution_the_fit_corrects_with():
+    """Bug caught: planning drew a simulated judge's rates from the unconditioned gold Betas,
+    so with little gold about one simulated judge in four (flat Betas: one in two) was no better
+    than a coin, a judge the fit's correction rules out. Where the gold is informative the draws
+    are the earlier ones, pair for pair (nothing is rejected), so past plans replay."""
+    flat = VarianceComponents(gold=JudgeConfusion("favourable", 0, 0, 0, 0))
+    rng = np.random.default_rng(3)
+    draws = np.array([judge_rates(flat, rng) for _ in range(400)])
+    assert (draws.sum(axis=1) > 1).all()
+    informative = VarianceComponents(gold=JudgeConfusion("favourable", 24, 1, 23, 2))
+    ours, theirs = np.random.default_rng(8), np.random.default_rng(8)
+    for _ in range(50):
+        assert judge_rates(informative, ours) == (float(theirs.beta(25, 2)),
+                                                  float(theirs.beta(24, 3)))

@@ -33,11 +33,23 @@ Beta = tuple[float, float]  # (alpha, beta)
 GRID = np.linspace(0.0, 1.0, 100_001)
 # Warn (and record) when the gold leaves more than this mass on a labeller no better than a coin.
 COIN_MASS_WARNING = 0.01
+# Refuse to correct when the gold says the labeller is more likely than not no better than a coin:
+# conditioning would then keep a sliver of the gold's mass (all of it: an inverted label mapping
+# gives kept mass 1e-13), and the draws would be round-off on the coin line.
+COIN_MASS_REFUSAL = 0.5
 
 
 def coin_or_worse_mass(sensitivity: Beta, specificity: Beta) -> float:
-    """P(sensitivity + specificity <= 1) under the two independent gold Betas."""
-    return float(_below_coin(sensitivity, specificity)[-1])
+    """P(sensitivity + specificity <= 1) under the two independent gold Betas (to 1e-9, the
+    integral's accuracy, so two flat Betas give exactly 0.5)."""
+    return round(1.0 - _kept(sensitivity, specificity), 9)
+
+
+def _kept(this: Beta, other: Beta) -> float:
+    """P(sensitivity + specificity > 1), integrated directly (f_this x sf_other): as 1 - V(1) it
+    is round-off, even negative, when the gold puts nearly all its mass below the coin line."""
+    integrand = stats.beta.pdf(GRID, *this) * stats.beta.sf(1.0 - GRID, *other)
+    return float(min(1.0, integrate.trapezoid(integrand, GRID)))
 
 
 def _below_coin(this: Beta, other: Beta) -> np.ndarray:
@@ -55,10 +67,11 @@ class ConditionedRate:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_below", _below_coin(self.this, self.other))
+        object.__setattr__(self, "_kept_mass", _kept(self.this, self.other))
 
     @property
     def kept_mass(self) -> float:
-        return 1.0 - float(self._below[-1])
+        return self._kept_mass
 
     def cdf(self, x: float) -> float:
         below = float(np.interp(x, GRID, self._below))

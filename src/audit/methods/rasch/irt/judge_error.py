@@ -40,6 +40,7 @@ import pymc as pm
 
 from audit.errors import AuditError
 from audit.methods.rasch.irt.gold_rates import (
+    COIN_MASS_REFUSAL,
     COIN_MASS_WARNING,
     ConditionedRate,
     coin_or_worse_mass,
@@ -166,13 +167,17 @@ class CellRates:
     cell_path: np.ndarray | None = field(default=None)
 
     def rate_means(self) -> tuple[np.ndarray, np.ndarray]:
-        """The gold Betas' means per path (1 for a path read as truth)."""
+        """The rates' means per path as the cut draws them (conditioned on better than a coin;
+        1 for a path read as truth): a flat gold Beta's own mean, 0.5, would sit on the coin
+        line, where the labels say nothing."""
         means = np.ones((2, len(self.paths)))
         for position, path in enumerate(self.paths):
             counts = self.correction.confusion_for(path)
             if counts is not None:
-                for which, (a, b) in enumerate(counts.rate_betas()):
-                    means[which, position] = a / (a + b)
+                sensitivity, specificity = counts.rate_betas()
+                for which, (this, other) in enumerate(((sensitivity, specificity),
+                                                       (specificity, sensitivity))):
+                    means[which, position] = ConditionedRate(this, other).mean_sd_hdi(0.5)[0]
         return means[0], means[1]
 
     def rate_draws(self, imputations: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -286,20 +291,38 @@ def label_cells(name: str, trials, logit_p, observed, dims: str, confusion: Cell
 
 
 def resolve_confusion(judge_error: bool | None, model: str, coding: str,
-                      gold_results: pl.DataFrame | None,
-                      drop_labels: Sequence[str] = ()) -> JudgeCorrection | None:
+                      gold_results: pl.DataFrame | None, drop_labels: Sequence[str] = (),
+                      option: str = "fit.judge_error") -> JudgeCorrection | None:
     """The per-path counts a fit should read labels through, from fit.judge_error and the gold
     (less the gold answers judged a label of fit.drop_labels, which the fit does not read).
 
     None (the default) turns the correction on whenever gold results exist, except for
-    the models in LABELS_AS_TRUTH; true insists and fails when it cannot.
+    the models in LABELS_AS_TRUTH; true insists and fails when it cannot. A path whose gold says
+    it is more likely than not no better than a coin is refused: the correction assumes better
+    (gold_rates.py). ``option`` names the setting in the messages (compare's is judge_error).
     """
     if judge_error is False or (judge_error is None and model in LABELS_AS_TRUTH):
         return None
     correction = (path_correction(gold_results, coding, drop_labels)
                   if gold_results is not None and gold_results.height else None)
     if correction is None and judge_error:
-        raise AuditError("fit.judge_error=true needs the judge's gold-set results with parsed "
+        raise AuditError(f"{option}=true needs the judge's gold-set results with parsed "
                          "labels (a judge that reads answers, judge.method=cascade, with "
-                         "judge.evaluate_on_gold=true), or fit.judge_error=false")
+                         f"judge.evaluate_on_gold=true), or {option}=false")
+    check_better_than_coin(correction, f"pass {option}=false to read the labels as truth")
     return correction
+
+
+def check_better_than_coin(correction: JudgeCorrection | None, way_out: str) -> None:
+    """Refuse a path whose gold says it is more likely than not no better than a coin: the
+    correction assumes better (gold_rates.py), and conditioning on it would keep a sliver of the
+    gold's mass. ``way_out``: how this command reads the labels as truth instead."""
+    for path, counts in sorted((correction.by_path if correction else {}).items()):
+        mass = coin_or_worse_mass(*counts.rate_betas())
+        if mass > COIN_MASS_REFUSAL:
+            right = counts.true_1_judged_1 + counts.true_0_judged_0
+            raise AuditError(
+                f"the gold answers say the {path!r} labeller is no better than a coin ({right} "
+                f"of {counts.n} right under the {counts.coding!r} coding; P(sensitivity + "
+                f"specificity <= 1) = {mass:.2f}), so its labels cannot be corrected: look for an "
+                f"inverted label mapping or a judge that does not do the task, or {way_out}")
