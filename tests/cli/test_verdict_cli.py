@@ -26,6 +26,7 @@ from audit.methods.checks import Check, VerdictError
 from audit.methods.configs import VerdictConfig
 from audit.methods.dif.analyse import analyse as analyse_dif
 from audit.methods.dif.config import DIFConfig
+from audit.methods.rasch.verdict import judge_rasch
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -174,8 +175,8 @@ def test_a_counterfactual_run_with_only_untestable_pairs_is_not_tested(tmp_path:
     assert checks and all(check.skipped for check in checks)
     assert main([f"run_dir={run}"]) == 3
     out = capsys.readouterr().out
-    assert (f"verdict: NOT TESTED (0 of {len(checks)} checks could be judged, {len(checks)} not "
-            f"testable)") in out
+    assert (f"verdict: NOT TESTED (0 of {len(checks)} comparisons could be judged, "
+            f"{len(checks)} not testable)") in out
     assert "Checks not testable" in out and "add names" in out
     assert set(junit_outcomes(run / "verdict_junit.xml").values()) == {"skipped"}
 
@@ -199,12 +200,25 @@ def test_a_dif_run_whose_baseline_all_failed_is_not_tested(tmp_path: Path) -> No
 
 
 def test_one_judged_check_among_untestable_ones_decides() -> None:
-    """NOT TESTED only when nothing at all was judged: a judged check (a Rasch fit's convergence,
-    one testable pair) beside skipped ones passes or fails as before; no check is NOT TESTED."""
+    """NOT TESTED only when no comparison was judged: one testable pair beside skipped ones
+    passes or fails as before; no check is NOT TESTED."""
     skipped = Check("counterfactual", "counterfactual.m", "A vs B", False, "not testable",
                     skipped=True)
     judged = Check("counterfactual", "counterfactual.m", "A vs C", False, "p_bh=0.4")
     failed = Check("counterfactual", "counterfactual.m", "B vs C", True, "p_bh=0.001")
     assert verdict_text([skipped, judged]) == "PASS (0 of 2 checks failed, 1 not testable)"
     assert verdict_text([skipped, failed]) == "FAIL (1 of 2 checks failed, 1 not testable)"
-    assert verdict_text([]) == "NOT TESTED (the run holds no check to judge)"
+    assert verdict_text([]) == "NOT TESTED (the run holds no comparison to judge)"
+
+
+def test_a_rasch_fit_that_compared_no_groups_is_not_tested() -> None:
+    """Bug caught: a Rasch run whose fit kept no attribute (one labelled level each, personas
+    without attributes) read `PASS (0 of 1 checks failed)` on its convergence check alone. A
+    fit's convergence can still fail such a run."""
+    converged = {"converged": {"converged": True, "rhat_max": 1.0, "ess_bulk_min": 900,
+                               "ess_tail_min": 800, "divergences": 0, "advice": ""}}
+    checks = judge_rasch(pl.DataFrame(), converged, VerdictConfig())
+    assert verdict_text(checks) == "NOT TESTED (0 of 1 comparisons could be judged, 1 not testable)"
+    assert "compared no groups" in [check for check in checks if check.skipped][0].message
+    stuck = {"converged": {**converged["converged"], "converged": False, "rhat_max": 1.2}}
+    assert verdict_text(judge_rasch(pl.DataFrame(), stuck, VerdictConfig())).startswith("FAIL")

@@ -6,9 +6,9 @@ tables, or in `report/` by the Rasch report stage), applies that method's rules
 VerdictConfig, or a YAML file with `rules_file=PATH`), prints the failed checks, writes a JUnit XML
 file (one testcase per check: each comparison, and a Rasch fit's convergence; a failure for each
 failed one) and exits 0 when the audit passes, 1 when it fails, 2 when the input is bad (one line
-on stderr naming the problem) and 3 when no check could be judged (every one skipped as untestable,
-or none at all: NOT TESTED), so it drops into any CI pipeline and a design that could not fail
-never reads as a pass.
+on stderr naming the problem) and 3 when no comparison of groups could be judged (every one
+skipped as untestable, or none at all: NOT TESTED; a fit's convergence passes nothing), so it
+drops into any CI pipeline and a design that could not fail never reads as a pass.
 """
 
 from __future__ import annotations
@@ -199,11 +199,12 @@ def print_verdict(checks: list[Check], console: Console | None = None) -> None:
 
 
 def verdict_outcome(checks: list[Check]) -> str:
-    """FAIL when a check failed; NOT TESTED when none could be judged (each skipped as untestable,
-    or the run holds none), so a run that could not fail never passes; else PASS."""
+    """FAIL when a check failed; NOT TESTED when no comparison of groups could be judged (each
+    skipped as untestable, or the run holds none: a fit's convergence alone passes nothing), so
+    a run that could not fail never passes; else PASS."""
     if any(check.failed for check in checks):
         return "FAIL"
-    if all(check.skipped for check in checks):
+    if all(check.skipped for check in checks if check.about_groups):
         return "NOT TESTED"
     return "PASS"
 
@@ -216,8 +217,9 @@ def verdict_text(checks: list[Check]) -> str:
     outcome = verdict_outcome(checks)
     skipped = sum(check.skipped for check in checks)
     if outcome == "NOT TESTED":
-        return (f"{outcome} (0 of {len(checks)} checks could be judged, {skipped} not testable)"
-                if checks else f"{outcome} (the run holds no check to judge)")
+        compared = [check for check in checks if check.about_groups]
+        return (f"{outcome} (0 of {len(compared)} comparisons could be judged, {skipped} not "
+                f"testable)" if compared else f"{outcome} (the run holds no comparison to judge)")
     failed = sum(check.failed for check in checks)
     return (f"{outcome} ({failed} of {len(checks)} checks failed"
             f"{f', {skipped} not testable' if skipped else ''})")

@@ -28,6 +28,9 @@ class Check:
     failed: bool
     message: str
     skipped: bool = False
+    # False for a check of the run itself (a fit's convergence), which can fail a run but not
+    # pass one: a run whose comparisons of groups were all untestable is NOT TESTED.
+    about_groups: bool = True
 
 
 def finite(value: float | None) -> bool:

@@ -78,11 +78,12 @@ def test_unconverged_rasch_fit_fails(tmp_path: Path) -> None:
     assert main([f"run_dir={run}", "rasch_require_converged=false"]) == 0
 
 
-def test_rasch_fit_without_contrasts_is_judged_on_convergence(tmp_path: Path) -> None:
+def test_rasch_fit_without_contrasts_is_not_tested_on_convergence_alone(tmp_path: Path) -> None:
     run = rasch_run(tmp_path / "r", ["equivalent"])
     (run / "fit" / "contrasts.csv").unlink()  # a model that compares no attribute levels
     checks = judge_run(run, VerdictConfig())
-    assert [(c.name, c.failed) for c in checks] == [("converged", False)]
+    assert [(c.name, c.failed, c.skipped) for c in checks] == [
+        ("converged", False, False), ("group contrasts", False, True)]  # NOT TESTED, not PASS
 
 
 def test_a_second_outcome_is_judged_too(tmp_path: Path) -> None:

@@ -340,7 +340,7 @@ def gate_checks(changes: pl.DataFrame, diagnostics: Diagnostics | None = None) -
     if diagnostics is not None:
         checks.append(Check(
             method="compare", group="compare.fit", name="convergence",
-            failed=not diagnostics.converged,
+            failed=not diagnostics.converged, about_groups=False,
             message=(f"R-hat max {diagnostics.rhat_max:.3f}, ESS bulk min "
                      f"{diagnostics.ess_bulk_min:.0f}, {diagnostics.divergences} divergences. "
                      + "; ".join(diagnostics.problems())).strip()))

@@ -56,7 +56,7 @@ def _convergence_check(name: str, diagnostics: dict, rules: VerdictConfig) -> Ch
                  f"converged={converged}, R-hat max {diagnostics['rhat_max']:.3f}, ESS bulk "
                  f"min {diagnostics['ess_bulk_min']:.0f}, ESS tail min "
                  f"{diagnostics['ess_tail_min']:.0f}, {diagnostics['divergences']} "
-                 f"divergences. {diagnostics['advice']}".strip())
+                 f"divergences. {diagnostics['advice']}".strip(), about_groups=False)
 
 
 def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
@@ -64,6 +64,11 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
     """`diagnostics` maps a fit's name (`converged`, or `converged:OUTCOME` for a second
     outcome's fit) to its diagnostics.json; every fit must converge."""
     checks = [_convergence_check(name, values, rules) for name, values in diagnostics.items()]
+    if contrasts.is_empty():  # convergence alone must not pass a run that compared no groups
+        checks.append(Check("rasch", "rasch.contrasts", "group contrasts", False, (
+            "not testable: the fit compared no groups (no attribute of fit.attributes has two "
+            "levels with answers); give personas that differ in gender or race"), skipped=True))
+        return checks
     by_outcome = "outcome" in contrasts.columns
     for row in contrasts.sort([*(["outcome"] if by_outcome else []), "model_name", "attribute",
                                "level_a", "level_b"]).iter_rows(named=True):
