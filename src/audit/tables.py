@@ -89,19 +89,21 @@ def require_columns(frame: pl.DataFrame, columns: list[str], path: Path, what: s
 
 
 def read_table(path: Path, schema: type[pa.DataFrameModel], what: str, fix: str = NOT_WRITTEN,
-               *, as_text: bool = False, nan_as_null: bool = False) -> pl.DataFrame:
+               *, as_text: bool = False, nan_as_null: bool = False,
+               columns_fix: str | None = None) -> pl.DataFrame:
     """A table validated by its schema, or one line naming the file, the problem and the fix.
 
     `nan_as_null` reads a NaN statistic (one that could not be computed, written as `NaN` in a
     CSV) as null, which the run tables' nullable statistics accept: the verdict skips such a row
-    as untestable instead of refusing the file.
+    as untestable instead of refusing the file. `columns_fix`: the fix for missing columns when
+    the table is a run's own (written by an older version), not a file the user wrote.
     """
     path = Path(path)
     frame = read_frame(path, what, fix, as_text=as_text)
-    require_columns(frame, required_columns(schema), path, what,
+    require_columns(frame, required_columns(schema), path, what, columns_fix or (
                     f"add the missing columns to the file (see {schema.__name__} in "
                     f"{schema.__module__} and data/README.md for what each holds), or point the "
-                    f"config at a file that has them")
+                    f"config at a file that has them"))
     if nan_as_null:
         frame = frame.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))
     try:

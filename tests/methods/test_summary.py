@@ -18,6 +18,7 @@ from audit.cli.params import compose_params, params_yaml
 from audit.cli.stages import main as stages_main
 from audit.cli.verdict import judge_run, verdict_text
 from audit.config import ModelConfig, PathsConfig, TrackingConfig
+from audit.errors import AuditError
 from audit.methods.configs import AuditConfig, VerdictConfig
 from audit.methods import METHODS, create_method
 from audit.methods.dif.config import DIFConfig
@@ -257,3 +258,34 @@ def test_the_report_stage_of_a_pipeline_ends_with_the_runs_summary(tmp_path, cap
     logged = client.search_runs([experiment], order_by=["attributes.start_time DESC"],
                                 max_results=1)[0]  # the report stage's run, after the whole one
     assert logged.data.tags[RUN_DESCRIPTION_TAG].replace("  \n", "\n") == "\n".join(staged)
+
+
+def test_the_iat_summary_reads_untestable_rows_as_the_verdict_does(tmp_path):
+    """Bug caught: the summary called a row "no association shown" where the verdict skipped it
+    as not testable (8 answers among 21 datasets cannot reach p < 0.05), and called a row of
+    mostly one-group answers an association where the verdict skipped it."""
+    rows = [("m", "race", f"set{index:02d}", 40, 1.0, 0.02, -0.1, 0.1, 0.7, 0.7)
+            for index in range(20)] + [("m", "race", "small", 8, 1.0, 0.4, 0.1, 0.6, 0.02, 0.3)]
+    run_dir = iat_run(tmp_path / "run", rows)
+    text = _stated("iat", run_dir)
+    assert "small (race): not testable: 8 answers cannot reach p < 0.05 over 21 tests" in text
+    assert "set00 (race): no association shown" in text
+    (small,) = [check for check in judge_run(run_dir, VerdictConfig()) if "small" in check.group]
+    assert small.skipped
+    table = pl.read_csv(run_dir / "iat_stats.csv").with_columns(
+        n_one_group=pl.when(pl.col("dataset") == "set00").then(30).otherwise(0))
+    table.write_csv(run_dir / "iat_stats.csv")
+    assert "set00 (race): not testable: 30 of 40 answers give every word to one group" in \
+        _stated("iat", run_dir)
+
+
+def test_an_iat_run_scored_before_the_test_columns_names_the_rescoring(tmp_path):
+    """Bug caught: a run scored before mean_d_test and min_p existed got "add the missing columns
+    to the file", a fix for a table the user wrote, not for the run's own."""
+    run_dir = iat_run(tmp_path / "run", [("m", "race", "names", 40, 1.0, 0.3, 0.2, 0.4, 0.001,
+                                          0.002)])
+    pl.read_csv(run_dir / "iat_stats.csv").drop("mean_d_test", "min_p").write_csv(
+        run_dir / "iat_stats.csv")
+    with pytest.raises(AuditError, match=r"'mean_d_test', 'min_p'.*rerun the command that made "
+                                         r"it \(its answers come from the response store"):
+        judge_run(run_dir, VerdictConfig())

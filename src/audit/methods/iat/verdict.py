@@ -31,6 +31,16 @@ from audit.methods.run import run_file
 
 # Written by the run and the import command (methods/iat/method.py analyse).
 STATS_FILE = "iat_stats.csv"
+# A run scored before a column existed (mean_d_test and min_p came later) is read again by
+# rescoring it; its answers are in the response store, so nothing is asked again.
+RESCORE = ("the run was scored by an earlier version: rerun the command that made it (its "
+           "answers come from the response store, nothing is asked again), or `python -m "
+           "audit.iat import_dir=DIR` for imported answers")
+
+
+def read_stats(run_dir: Path) -> pl.DataFrame:
+    return read_table(run_file(run_dir, STATS_FILE), IATStatsSchema, "IAT statistics",
+                      RUN_UNFINISHED, nan_as_null=True, columns_fix=RESCORE)
 
 
 def answers_needed(n_tests: int, alpha: float) -> int:
@@ -39,9 +49,25 @@ def answers_needed(n_tests: int, alpha: float) -> int:
     return math.floor(math.log2(2 * n_tests / alpha)) + 1
 
 
+def tested_rows(stats: pl.DataFrame) -> int:
+    """The family BH adjusted over: the rows with a p-value."""
+    return sum(finite(p) for p in stats["p_value"])
+
+
+def mostly_one_group(row: dict) -> bool:
+    """Most answers give every word to one group: the model did not do the task."""
+    return 2 * row["n_one_group"] > row["n"]
+
+
+def cannot_reach(row: dict, n_tests: int, alpha: float) -> bool:
+    """Not significant, and BH over n_tests would keep even its smallest attainable p (min_p) at
+    or above alpha were it the only finding: the row could not have been found."""
+    return row["p_adjusted"] >= alpha and min(1.0, n_tests * row["min_p"]) >= alpha
+
+
 def judge_iat(stats: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
     checks = []
-    n_tests = sum(finite(p) for p in stats["p_value"])  # the family BH adjusted over
+    n_tests = tested_rows(stats)
     for row in stats.sort("model", "dataset", "category").iter_rows(named=True):
         group = f"iat.{row['model']}.{row['dataset']}"
         if not (finite(row["p_adjusted"]) and finite(row["mean_d"])):
@@ -61,12 +87,12 @@ def _row_check(row: dict, group: str, n_tests: int, rules: VerdictConfig) -> Che
                   and row["parse_rate"] < rules.iat_min_parse_rate)
     one_group = (f"{row['n_one_group']} of {row['n']} answers give every word to one group "
                  f"(scored 0, no association)")
-    if not unreliable and 2 * row["n_one_group"] > row["n"]:
+    if not unreliable and mostly_one_group(row):
         return Check("iat", group, row["category"], False, (
             f"not testable: {one_group}; the model did not do the task, read its answers"),
             skipped=True)
     lone_p = min(1.0, n_tests * row["min_p"])
-    if not unreliable and not significant and lone_p >= rules.alpha:
+    if not unreliable and cannot_reach(row, n_tests, rules.alpha):
         return Check("iat", group, row["category"], False, (
             f"not testable: the smallest attainable p of these answers is {row['min_p']:.3g}, "
             f"which BH over {n_tests} tests raises to {lone_p:.3g} >= alpha={rules.alpha} for a "
@@ -87,5 +113,4 @@ def _row_check(row: dict, group: str, n_tests: int, rules: VerdictConfig) -> Che
 
 
 def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
-    return judge_iat(read_table(run_file(run_dir, STATS_FILE), IATStatsSchema, "IAT statistics",
-                        RUN_UNFINISHED, nan_as_null=True), rules)
+    return judge_iat(read_stats(run_dir), rules)
