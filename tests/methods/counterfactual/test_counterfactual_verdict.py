@@ -12,6 +12,7 @@ from audit.methods.configs import VerdictConfig
 from audit.cli.verdict import judge_run, main
 from audit.errors import AuditError
 from audit.methods.counterfactual.verdict import judge_counterfactual
+from audit.methods.counterfactual.report import print_findings
 
 DESIGN_TESTS = "counterfactual_design_tests.csv"
 
@@ -89,3 +90,20 @@ def test_a_counterfactual_run_without_its_table_is_bad_input(tmp_path: Path) -> 
     (run / DESIGN_TESTS).unlink()
     with pytest.raises(AuditError, match="counterfactual design tests not found"):
         judge_run(run, VerdictConfig())
+
+
+def test_the_end_of_run_line_says_when_no_pair_could_be_tested(capsys) -> None:
+    """Bug caught: with every design test untestable (no p_bh) the run ended "No pair flagged:
+    of 2 design tests none has a BH-adjusted p below 0.05", a pass in words where the verdict
+    is NOT TESTED."""
+    tests = pl.DataFrame(schema={"model_name": pl.String, "scope": pl.String,
+                                 "metric": pl.String, "factor": pl.String})
+    design = pl.DataFrame({"flagged": [False, False], "p_bh": [None, None],
+                           "min_p": [0.33, 1.0]}, schema_overrides={"p_bh": pl.Float64})
+    print_findings(tests, design, 0.05)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "No pair could be tested: each of the 2 design tests" in out
+    assert "No pair flagged" not in out
+    print_findings(tests, design.with_columns(p_bh=pl.Series([0.4, None])), 0.05)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "of 1 testable design tests" in out and "1 more could not be tested" in out

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from verdict_fixtures import dif_run, junit_outcomes, read_junit
+from verdict_fixtures import dif_answers, dif_run, junit_outcomes, read_junit
 
 from audit.cli.verdict import judge_run, main
 from audit.config import ModelConfig, PathsConfig, TrackingConfig
@@ -83,6 +83,22 @@ def test_too_few_null_personas_leave_the_persona_checks_not_testable(tmp_path: P
     assert "not testable" in checks["race: race_a"].message
     assert "dif.null_count=60 would make it testable" in checks["race: race_a"].message
     assert not checks["real vs null personas"].skipped
+
+
+def test_without_null_personas_a_persona_check_is_not_testable() -> None:
+    """Bug caught: with no null persona (dif.null_count=0) each real persona was judged on
+    McNemar and size alone, the rule that failed 31 of 40 no-effect runs; now it is skipped and
+    names the null count that would let it be judged, unless dif_beyond_null_personas=false
+    asks for significance and size alone."""
+    personas = analyse(dif_answers({"race_a": 0.5}, seed=9, null_personas=0),
+                       DIFConfig(permutation_resamples=99)).personas
+    checks = {c.name: c for c in judge_personas(personas, VerdictConfig())}
+    assert all(checks[name].skipped for name in REAL)
+    assert "no null persona" in checks["race: race_a"].message
+    assert "dif.null_count=60 would make it testable" in checks["race: race_a"].message
+    alone = {c.name: c for c in judge_personas(
+        personas, VerdictConfig(dif_beyond_null_personas=False))}
+    assert alone["race: race_a"].failed and not alone["race: race_a"].skipped
 
 
 def test_rank_p_counts_ties_against_the_real_persona_and_the_null_count_needed() -> None:

@@ -228,9 +228,16 @@ def print_findings(tests: pl.DataFrame, design: pl.DataFrame, alpha: float) -> N
     console.print(overview)
     flagged = design.filter(pl.col("flagged"))
     if flagged.is_empty():
-        console.print(f"No pair flagged: of {design.height} design tests (groups compared over "
-                      f"their names or templates) none has a BH-adjusted p below {alpha} with "
-                      f"|rank-biserial| at or above the practical threshold.")
+        untestable = design.filter(pl.col("p_bh").is_null()).height
+        if untestable == design.height:
+            console.print(f"No pair could be tested: each of the {design.height} design tests "
+                          f"has too few names or templates a group to reach p < {alpha} (more "
+                          f"names or templates make them testable).")
+            return
+        console.print(f"No pair flagged: of {design.height - untestable} testable design tests "
+                      f"(groups compared over their names or templates) none has a BH-adjusted "
+                      f"p below {alpha} with |rank-biserial| at or above the practical threshold"
+                      + (f"; {untestable} more could not be tested" if untestable else "") + ".")
         return
     table = Table(title=f"Flagged pairs ({flagged.height} of {design.height} design tests)")
     for column in ("model", "metric", "factor", "a vs b", "tested over", "difference", "r_rb",

@@ -97,7 +97,10 @@ def _judge_model(part: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
         row["p_rank_holm"] = adjusted
     most_null = max((len(null_gaps[row["dataset"]]) for row in ranked), default=0)
     testable = not ranked or len(ranked) / (most_null + 1) < rules.alpha
-    return [_persona_check(row, null_gaps[row["dataset"]], len(ranked), testable, rules)
+    # The family: the ranked checks, or, with no null persona at all, those a placebo arm would
+    # rank (the count the not-testable message sizes dif.null_count for).
+    family = len(ranked) or sum(paired_gap(row) is not None for row in rows)
+    return [_persona_check(row, null_gaps[row["dataset"]], family, testable, rules)
             for row in rows]
 
 
@@ -115,10 +118,17 @@ def _persona_check(row: dict, null_gaps: list[float], n_tests: int, testable: bo
                f"alpha={rules.alpha}; accuracy gap {gap:+.3f} against the baseline on "
                f"{row['n_compared']} items ({row['n_gained']} gained, {row['n_lost']} lost), "
                f"|gap| {'>=' if large else '<'} {rules.dif_min_accuracy_gap}")
+    if "p_rank" not in row and rules.dif_beyond_null_personas:
+        # Without null personas any system prompt's shift would pass significance and size: a
+        # no-effect simulation failed 31 of 40 runs so. Judging it needs the placebo arm.
+        return Check("dif", group, name, False, (
+            f"not testable: no null persona of this dataset to compare with (any persona text "
+            f"moves accuracy); dif.null_count={nulls_needed(max(n_tests, 1), rules.alpha)} "
+            f"would make it testable, or dif_beyond_null_personas=false judges significance and "
+            f"size alone; {message}"), skipped=True)
     if "p_rank" not in row:
-        noise = ("null personas not compared (dif_beyond_null_personas=false)"
-                 if not rules.dif_beyond_null_personas else "no null personas to compare with")
-        return Check("dif", group, name, significant and large, f"{message}; {noise}")
+        return Check("dif", group, name, significant and large,
+                     f"{message}; null personas not compared (dif_beyond_null_personas=false)")
     n_null = len(null_gaps)
     if not testable:
         return Check("dif", group, name, False, (
