@@ -83,14 +83,15 @@ def test_each_label_is_read_through_its_own_paths_rates():
                                               "judge", "rule", "rule", "judge"]})
     correction = JudgeCorrection("favourable", {
         "rule": JudgeConfusion("favourable", 98, 0, 98, 0),
-        "judge": JudgeConfusion("favourable", 5, 3, 8, 1)})
+        # Enough gold that conditioning on better than a coin moves no mean (gold_rates.py).
+        "judge": JudgeConfusion("favourable", 50, 30, 80, 10)})
     data = index_design(outcomes, by_path=True)
     assert data.successes.size == 6 and data.trials.sum() == 8
     rates = correction.for_cells(data.cell_path)
     model = build_rasch_model(data, "rasch", rates)
     logp = model.compile_logp(vars=model.observed_RVs, sum=False)(model.initial_point())[0]
     # theta = b = 0 at the initial point, so every true rate is 1/2.
-    rate = {"rule": (99 / 100, 99 / 100), "judge": (6 / 10, 9 / 11)}
+    rate = {"rule": (99 / 100, 99 / 100), "judge": (51 / 82, 81 / 92)}
     judged_one = np.array([rate[path][0] * 0.5 + (1 - rate[path][1]) * 0.5
                            for path in data.cell_path])
     k, n = data.successes, data.trials
