@@ -59,6 +59,7 @@ OPTIONS = ("model_a", "model_b", "max_worsening", "worsening_prob", "output", "j
 NO_GATE = (" (no max_worsening given: no contrast was gated, only the fit's convergence; pass "
            "max_worsening=DELTA to fail on a worsening)")
 RUN_ID = re.compile(r"[0-9a-fA-F]{1,32}")  # an MLflow run id or its prefix
+STORE_OPTION = "tracking_uri=URI"  # how this command takes the store, for audit.runs' hints
 DATA_FILES = {"prompts": ("data/prompts.parquet", "prompts.parquet"),
               "labels": ("data/labels.parquet", "labels.parquet"),
               "gold": ("judge/judge_gold.parquet", "judge_gold.parquet")}
@@ -82,14 +83,11 @@ def fetch_run(source: str, tracking_uri: str, experiment: str, scratch: Path) ->
                          "hexadecimal: python -m audit.runs lists them)")
     settings = TrackingConfig(tracking_uri=tracking_uri, experiment=experiment)
     try:
-        check_store(settings)  # else MLflow creates an empty store where none was
-        run_id = _resolve_run_id(settings, source)
+        check_store(settings, STORE_OPTION)  # else MLflow creates an empty store where none was
+        run_id = _resolve_run_id(settings, source, STORE_OPTION)
     except LookupError as error:
-        # audit.runs' hint names its own flag; this command takes tracking_uri=URI.
-        hint = str(error.args[0] if error.args else error).replace("--tracking-uri",
-                                                                   "tracking_uri=URI")
-        raise AuditError(f"{source} is neither a run directory nor a run in the store: {hint}") \
-            from None
+        raise AuditError(f"{source} is neither a run directory nor a run in the store: "
+                         f"{error.args[0] if error.args else error}") from None
     folder = scratch / run_id
     for artifact, name in [*DATA_FILES.values(), (CONFIG_ARTIFACT, CONFIG_ARTIFACT)]:
         try:

@@ -73,12 +73,17 @@ def print_runs(frame: pl.DataFrame, title: str, console: Console | None = None) 
                       f"{', '.join(column[6:] for column in varying[MAX_VARYING_COLUMNS:])}")
 
 
-ELSEWHERE = (f"pass --tracking-uri with the store the run was logged to (the audit's "
-             f"tracking.tracking_uri; default {TrackingConfig.tracking_uri}, relative to the "
-             f"directory the audit ran in)")
+STORE_OPTION = "--tracking-uri"  # how this command takes the store; audit.compare's differs
 
 
-def check_store(settings: TrackingConfig) -> None:
+def elsewhere(option: str = STORE_OPTION) -> str:
+    """The hint that the run may be in another store, naming the caller's own ``option``."""
+    return (f"pass {option} with the store the run was logged to (the audit's "
+            f"tracking.tracking_uri; default {TrackingConfig.tracking_uri}, relative to the "
+            f"directory the audit ran in)")
+
+
+def check_store(settings: TrackingConfig, option: str = STORE_OPTION) -> None:
     """A SQLite store that does not exist is named, instead of MLflow creating an empty one
     there and every run seeming missing."""
     prefix = "sqlite:///"
@@ -86,17 +91,17 @@ def check_store(settings: TrackingConfig) -> None:
         path = Path(settings.tracking_uri[len(prefix):])
         if not path.is_file():
             raise LookupError(f"no MLflow store at {settings.tracking_uri} ({path} does not "
-                              f"exist); {ELSEWHERE}")
+                              f"exist); {elsewhere(option)}")
 
 
-def _resolve_run_id(settings: TrackingConfig, run_id: str) -> str:
+def _resolve_run_id(settings: TrackingConfig, run_id: str, option: str = STORE_OPTION) -> str:
     """Accept the 8-character prefix the table shows; a run the store does not hold is one line
     naming the store that was searched."""
     if len(run_id) == 32:
         try:
             tracking.get_run(settings.tracking_uri, run_id)
         except LookupError as error:  # it names the store it looked in
-            raise LookupError(f"{error}; {ELSEWHERE}") from None
+            raise LookupError(f"{error}; {elsewhere(option)}") from None
         return run_id
     matches = [run["run_id"] for run in tracking.find_runs(settings.tracking_uri,
                                                              settings.experiment,
@@ -105,7 +110,7 @@ def _resolve_run_id(settings: TrackingConfig, run_id: str) -> str:
     if not matches:
         raise LookupError(f"0 runs in experiment '{settings.experiment}' in "
                           f"{settings.tracking_uri} start with '{run_id}': check the id, or "
-                          f"{ELSEWHERE}")
+                          f"{elsewhere(option)}")
     if len(matches) > 1:
         raise LookupError(f"{len(matches)} runs in experiment '{settings.experiment}' start with "
                           f"'{run_id}': give more characters of the run id")
