@@ -102,3 +102,22 @@ def test_a_stale_or_broken_params_file_is_one_line(tmp_path: Path, caplog, text:
                         str(tmp_path / "pipeline")]) == 2
     assert not (tmp_path / "pipeline").exists()
     assert len([record for record in caplog.records if record.levelname == "ERROR"]) == 1
+
+
+def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path: Path, caplog, monkeypatch):
+    """Ctrl-C in `python -m audit.stages respond` (what `dvc repro` runs) was a 31-line
+    traceback and exit 1; it ends like `python -m audit`: the engine's line, exit 130."""
+    from audit.cli import stages
+    from audit.llm.engine import Interrupted
+
+    said = "interrupted: 48 of 90 answers are saved in s.sqlite3; rerun the same command to resume"
+
+    def interrupted(*arguments, **options):
+        raise Interrupted(said)
+
+    monkeypatch.setattr(stages, "run_one_stage", interrupted)
+    params = write_params(SMOKE, tmp_path / "params.yaml")
+    assert stages_main(["respond", "--params", str(params), "--dir",
+                        str(tmp_path / "pipeline")]) == 130
+    assert [record.getMessage() for record in caplog.records
+            if record.levelname == "ERROR"] == [said]

@@ -83,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     except (AuditError, BackendError) as error:
         log.error("%s", error)
         return 2
+    except KeyboardInterrupt as interrupted:  # Ctrl-C under `dvc repro`: as `python -m audit`
+        # The engine's own line says how many answers are saved; the store holds every answer
+        # received (each is committed as it arrives), so the same command resumes.
+        log.error("%s", str(interrupted) or "interrupted: the answers received so far are saved "
+                  "in the response store; rerun the same command to resume")
+        return 130
     return 0
 
 
