@@ -25,6 +25,7 @@ from audit.llm.backends import BackendError
 from audit.logs import quiet_noisy_loggers
 from audit.methods import create_method
 from audit.methods.summary import run_method
+from audit.tracking import sweeps
 
 log = logging.getLogger("audit")
 
@@ -41,6 +42,7 @@ def run_composed(cfg: DictConfig,
     """The composed config's method, run to its summary; `prepare` adjusts the validated config
     first (`python -m audit.ingest`: the imported models). User errors end with one line."""
     quiet_noisy_loggers()  # Hydra has just configured logging
+    sweeps.job_started()
     try:
         audit_cfg = to_audit_config(cfg)
         if prepare is not None:
@@ -56,7 +58,9 @@ def run_composed(cfg: DictConfig,
     except (AuditError, BackendError) as error:
         log.error("%s", error)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
-            # One failed job must not end a sweep: the others still run and are logged.
+            # One failed job must not end a sweep: the others still run and are logged, and
+            # the sweep exits 2 at its end (main).
+            sweeps.job_failed(str(error))
             return None
         raise SystemExit(2) from None
 
@@ -64,6 +68,11 @@ def run_composed(cfg: DictConfig,
 def main() -> None:
     with one_line_config_errors(Path(CONF_DIR)):
         app()
+    if sweeps.failed_jobs:  # a multirun whose jobs failed must not pass a CI step
+        log.error("%d sweep job(s) failed (each said why above); the others finished. Fix the "
+                  "cause and rerun: finished answers are served from the response store",
+                  len(sweeps.failed_jobs))
+        raise SystemExit(2)
 
 
 if __name__ == "__main__":

@@ -176,3 +176,41 @@ def test_a_sweep_file_makes_the_run_a_multirun_by_itself(preset: str):
         single = compose("config", overrides=[], return_hydra_config=True)
     assert str(composed.hydra.mode) == "RunMode.MULTIRUN"
     assert composed.hydra.mode != single.hydra.mode
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_hand_written_grid_gets_a_parent_run_and_a_failed_job_fails_the_sweep(tmp_path):
+    """`python -m audit -m KEY=a,b` (no +sweep preset) had no parent run: the callback's
+    to_container refused the missing sweeper params (a ValueError Hydra turned into a warning),
+    so jobs were not nested and were named "job 0". And a sweep whose jobs failed exited 0, so a
+    CI step running it passed. Here the second job's design is refused (design.replicates=0)."""
+    extra = tmp_path / "conf" / "model"
+    extra.mkdir(parents=True)
+    (extra / "fake_a.yaml").write_text("fake_a:\n  backend: fake\n  model: fake-a\n")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    command = [
+        sys.executable, "-m", "audit", "-m", "design.replicates=1,0", "model=fake_a",
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        f"hydra.sweep.dir={tmp_path / 'multirun'}", "judge=rules_only", "items=smoke",
+        "personas=smoke", "judge.evaluate_on_gold=false", "fit.draws=100", "fit.tune=100",
+        "fit.chains=2", "fit.cores=1", f"tracking.tracking_uri={uri}",
+        f"tracking.artifact_root={tmp_path / 'artifacts'}",
+        f"paths.response_store={tmp_path / 'store.sqlite'}"]
+    env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
+    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900,
+                          env=env)
+    assert done.returncode == 2, done.stderr[-3000:]
+    said = done.stdout + done.stderr  # after the jobs, Hydra's own log config prints to stdout
+    assert "1 sweep job(s) failed" in said
+    assert "sweep job 1: design.replicates must be at least 1, got 0" in said
+    assert "raised ValueError" not in said
+
+    runs = find_runs(uri, "audit")
+    parents = [run for run in runs if run["tags"].get("audit.role") == "sweep"]
+    assert len(parents) == 1
+    parent = parents[0]
+    assert parent["name"] == "sweep" and parent["status"] == "FINISHED"
+    assert parent["metrics"]["sweep/n_runs"] == 1 and parent["metrics"]["sweep/n_failed"] == 1
+    children = [run for run in runs if run["tags"].get(PARENT_RUN_TAG) == parent["run_id"]]
+    assert [run["name"] for run in children] == ["design.replicates=1 · rasch fake_a"]

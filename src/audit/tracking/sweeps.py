@@ -29,6 +29,32 @@ log = logging.getLogger(__name__)
 
 PARENT_RUN_ENV = "AUDIT_MLFLOW_PARENT_RUN_ID"
 SWEPT_KEYS_ENV = "AUDIT_SWEPT_KEYS"  # comma-separated: the keys whose values differ between jobs
+# A job that ended on a user error leaves its one line here, in its own output folder: jobs may
+# run in other processes (joblib, submitit, SLURM), so the launching process reads the files.
+FAILED_JOB_FILE = "job_failed.txt"
+# The failed jobs' lines of the last multirun this process launched (python -m audit exits 2).
+failed_jobs: list[str] = []
+
+
+def job_started() -> None:
+    """A job of a multirun clears its folder's failure mark (a rerun into the same sweep
+    folder must not inherit the last one's)."""
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        (Path(HydraConfig.get().runtime.output_dir) / FAILED_JOB_FILE).unlink(missing_ok=True)
+
+
+def job_failed(message: str) -> None:
+    """Marks this multirun job failed with its one line, for on_multirun_end to count."""
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        folder = Path(HydraConfig.get().runtime.output_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / FAILED_JOB_FILE).write_text(message + "\n", encoding="utf-8")
+
+
+def read_failed_jobs(sweep_dir: Path) -> list[str]:
+    """`<job folder>: <its line>` for every job of the sweep folder that failed, sorted."""
+    return [f"{path.parent.relative_to(sweep_dir)}: {path.read_text(encoding='utf-8').strip()}"
+            for path in sorted(sweep_dir.glob(f"**/{FAILED_JOB_FILE}"))]
 
 
 def sweep_name(task_overrides: list[str]) -> str:
@@ -138,11 +164,15 @@ class MlflowSweepCallback(Callback):
     """Configured in conf/config.yaml under hydra.callbacks; does nothing for single runs."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        failed_jobs.clear()
         settings = _tracking_config(config)
         if settings is None:
             return
         overrides = list(config.hydra.overrides.task)
-        swept = OmegaConf.to_container(config.hydra.sweeper.get("params") or {}, resolve=True)
+        # A hand-written grid (`-m model=a,b`) has no sweeper params: to_container refuses a
+        # plain dict, and the ValueError cost the sweep its parent run.
+        params = config.hydra.sweeper.get("params")
+        swept = OmegaConf.to_container(params, resolve=True) if params else {}
         tags = {**tracking.provenance(Path(str(config.paths.root_dir))),
                 "sweep.dir": str(config.hydra.sweep.dir),
                 "sweep.overrides": " ".join(overrides) or "(none)",
@@ -159,12 +189,16 @@ class MlflowSweepCallback(Callback):
         settings = _tracking_config(config)
         run_id = os.environ.pop(PARENT_RUN_ENV, None)
         os.environ.pop(SWEPT_KEYS_ENV, None)
+        failed_jobs[:] = read_failed_jobs(Path(str(config.hydra.sweep.dir)))
+        for line in failed_jobs:
+            log.error("sweep job %s", line)
         if settings is None or run_id is None:
             return
         children = tracking.find_runs(settings.tracking_uri, settings.experiment,
                                       f"tags.`{tracking.PARENT_RUN_TAG}` = '{run_id}'",
                                       max_results=1000)
         metrics = {"sweep/n_runs": float(len(children)),
+                   "sweep/n_failed": float(len(failed_jobs)),
                    "sweep/n_converged": float(sum(run["tags"].get("converged") == "true"
                                                   for run in children))}
         with tempfile.TemporaryDirectory() as scratch:
