@@ -16,10 +16,15 @@ against a region of practical equivalence (ROPE), plus the same gap read against
   demographic gap well beyond that is more than what any change of persona text does.
 * Decision (Kruschke 2018, "Rejecting or accepting parameter values in Bayesian estimation",
   AMPPS 1(2)): HDI entirely outside the ROPE: ``different``; entirely inside: ``equivalent``;
-  otherwise ``undecided``. The HDI decided on has mass 1 - alpha / K (``decision_prob``), K the
-  contrasts of one audited model (``family_size``) and alpha ``fit.familywise_alpha``
-  (Bonferroni): the chance that any of them is called `different` when no group differs stays
-  below alpha. ``hdi_low``/``hdi_high`` keep the reported ``fit.hdi_prob`` interval.
+  otherwise ``undecided``. The HDI decided on has mass 1 - alpha / K (``decision_prob``), alpha
+  ``fit.familywise_alpha`` and K (``family_size``) every contrast the CI verdict judges in the
+  run (Bonferroni): those of every audited model and the pooled "all models" rows, times the
+  outcomes the run fits (``outcomes``: 2 with fit.second_outcome or the hurdle's two steps). So
+  the chance that any contrast of the run is called `different` when no group differs stays
+  below alpha. An outcome whose fit contrasts fewer levels than the other keeps its share,
+  alpha / outcomes, over its own contrasts, so the bound holds then too. (A family per model
+  would let a run with two models fail a fair audit up to three times as often as alpha.)
+  ``hdi_low``/``hdi_high`` keep the reported ``fit.hdi_prob`` interval.
 * ``null_percentile`` (null_rank.py) ranks each contrast among null-vs-null contrasts of the same
   group sizes: a diagnostic shown next to the decision.
 """
@@ -187,22 +192,25 @@ def _null_means(posterior: xr.Dataset, respondents: RespondentTable, model_name:
 
 def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
                     rope: float = ROPE_HALF_WIDTH_LOGIT, hdi_prob: float = 0.94,
-                    familywise_alpha: float | None = None) -> pl.DataFrame:
+                    familywise_alpha: float | None = None, outcomes: int = 1) -> pl.DataFrame:
     """Every pair of levels of every attribute, per model, plus pooled rows for several models.
 
-    Each model's contrasts (and the pooled ones) form one family for ``familywise_alpha``;
-    None decides each contrast on its own ``hdi_prob`` HDI."""
+    All of them, over every model and the pooled rows, times ``outcomes`` (the outcomes the run
+    fits, each with contrasts like these) form the one family of ``familywise_alpha``; None
+    decides each contrast on its own ``hdi_prob`` HDI."""
+    if outcomes < 1:
+        raise ValueError(f"outcomes={outcomes}: a run fits at least one outcome")
     model_names = list(respondents.models)
     if any(f"effect_{attribute}" in posterior for attribute in respondents.attributes) \
             and len(model_names) > 1:
         model_names.append(POOLED_MODEL)
     scale = logit_scale(posterior)
-    rows = []
+    contrasts: list[tuple[np.ndarray, dict[str, object]]] = []
     for model_name in model_names:
         noise = null_spread_draws(posterior, respondents, model_name)
         if scale is not None and noise is not None:
             noise = noise * scale
-        family: list[tuple[np.ndarray, dict[str, object]]] = []
+        model_contrasts: list[tuple[np.ndarray, dict[str, object]]] = []
         for attribute in respondents.attributes:
             draws = _level_draws(posterior, respondents, attribute, model_name)
             if scale is not None:
@@ -210,13 +218,16 @@ def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
             counts = _level_counts(respondents, attribute, model_name)
             for level_a, level_b in combinations(sorted(draws), 2):
                 gap = draws[level_a] - draws[level_b]
-                family.append((gap, _row(model_name, attribute, level_a, level_b, gap, counts,
-                                         noise, rope, hdi_prob)))
+                model_contrasts.append((gap, _row(model_name, attribute, level_a, level_b, gap,
+                                                  counts, noise, rope, hdi_prob)))
         null_means = _null_means(posterior, respondents, model_name, scale)
-        for gap, row in family:
+        for gap, row in model_contrasts:
             row["null_percentile"] = null_percentile(null_means, int(row["n_a"]),
                                                      int(row["n_b"]), float(row["mean"]))
-            rows.append(_decided(row, gap, familywise_alpha, len(family), hdi_prob, rope))
+            contrasts.append((gap, row))
+    family_size = len(contrasts) * outcomes
+    rows = [_decided(row, gap, familywise_alpha, family_size, hdi_prob, rope)
+            for gap, row in contrasts]
     schema = {column: pl.Float64 for column in CONTRAST_COLUMNS}
     schema.update({column: pl.String for column in ("model_name", "attribute", "level_a",
                                                     "level_b", "decision")})

@@ -244,6 +244,15 @@ def summarise(idata: DataTree, hdi_prob: float) -> pl.DataFrame:
     return validate(summary, SummarySchema, "posterior summary").select(SUMMARY_COLUMNS)
 
 
+def judged_outcomes(fit: FitConfig) -> int:
+    """The outcomes whose contrasts a run with this config fits and the CI verdict judges:
+    fit.outcome, and fit.second_outcome or the hurdle's abstention step (analyse.fit_stage fits
+    no second coding next to the hurdle). They share one family-wise alpha (contrasts.py), so
+    the planner and an adaptive run's looks, which fit the first outcome alone, decide its
+    contrasts on the interval the run's own fit stage decides them on."""
+    return 2 if fit.model == "hurdle" or fit.second_outcome else 1
+
+
 def fit_rasch(
     outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction | None = None,
     confusion: JudgeCorrection | JudgeConfusion | None = None,
@@ -312,7 +321,7 @@ def fit_rasch(
                                  summarise)
     posterior = posterior_draws(idata)
     contrasts = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob,
-                                 fit.familywise_alpha)
+                                 fit.familywise_alpha, outcomes=judged_outcomes(fit))
                  if respondents is not None and attributes else pl.DataFrame())
     gaps = [item_gaps(posterior, attribute, fit.hdi_prob) for attribute in item_dif
             if fit.model in ATTRIBUTE_MODELS]
@@ -337,7 +346,7 @@ def _fit_hurdle(outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction,
     for outcome, posterior in ((DECIDED_OUTCOME, draws),
                                (ABSTAINED_OUTCOME, abstention_posterior(draws))):
         steps[outcome] = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob,
-                                          fit.familywise_alpha)
+                                          fit.familywise_alpha, outcomes=judged_outcomes(fit))
                           if respondents is not None and fit.attributes else pl.DataFrame())
     companion = RaschFit(idata=idata, summary=summary, diagnostics=diagnostics,
                          contrasts=steps[ABSTAINED_OUTCOME], outcome=ABSTAINED_OUTCOME)
