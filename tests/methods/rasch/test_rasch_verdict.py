@@ -59,9 +59,9 @@ def test_the_verdict_decides_on_the_familywise_interval(tmp_path: Path) -> None:
     contrasts.write_csv(run / "fit" / "contrasts.csv")
     checks = {c.name: c for c in judge_run(run, VerdictConfig()) if c.name != "converged"}
     assert [c.failed for c in checks.values()] == [False, True, False]
-    assert "98.33% HDI (alpha 0.05 over 3 contrasts) [+0.200, +1.000]" in \
+    assert "98.33% HDI (alpha 0.05 over the run's 3 contrasts) [+0.200, +1.000]" in \
         checks["Black vs level1"].message
-    assert "98.33% HDI (alpha 0.05 over 3 contrasts) [-0.050, +1.200]" in \
+    assert "98.33% HDI (alpha 0.05 over the run's 3 contrasts) [-0.050, +1.200]" in \
         checks["Black vs level2"].message
 
 

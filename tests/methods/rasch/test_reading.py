@@ -91,8 +91,8 @@ def test_the_reading_and_the_summary_say_which_interval_decided():
     "larger than 100%"."""
     sentence = contrast_sentence(FAMILYWISE, 0.94)
     assert "treated less favourably" not in sentence
-    assert ("undecided: the family-wise 99.29% HDI (-4.92 to +0.46, over 7 contrasts) reaches "
-            "into the region of practical equivalence [-0.18, +0.18]") in sentence
+    assert ("undecided: the family-wise 99.29% HDI (-4.92 to +0.46, over the run's 7 contrasts) "
+            "reaches into the region of practical equivalence [-0.18, +0.18]") in sentence
     assert "the 94% HDI alone excludes zero" in sentence
     line = headlines(pl.DataFrame([FAMILYWISE]), "favourable", 0.94)[0].line()
     assert line == ("race Hispanic vs White: undecided (neither clear of the ROPE nor inside "
@@ -101,7 +101,7 @@ def test_the_reading_and_the_summary_say_which_interval_decided():
     different = {**FAMILYWISE, "decision": "different", "decision_high": -0.25,
                  "noise_floor": 0.81}
     assert ("Hispanic personas were treated less favourably than White personas: the family-wise "
-            "99.29% HDI (-4.92 to -0.25, over 7 contrasts) lies wholly outside") in \
+            "99.29% HDI (-4.92 to -0.25, over the run's 7 contrasts) lies wholly outside") in \
         contrast_sentence(different, 0.94)
     assert "larger than 99% of null-vs-null gaps" in contrast_sentence(different, 0.94)
     assert "(larger than 99% of null-vs-null gaps)" in \

@@ -7,10 +7,10 @@ adaptive audit asks a subset of it in rounds:
   most Rasch information, weighted towards the personas of contrasts still open and alive
   (selection.py).
 * After each round the audit's own fit (fit_rasch, the population model by default) decides the
-  headline contrasts. Each look decides on the family-wise HDI at its own share of
-  ``familywise_alpha`` (``look_alphas``): a Bonferroni split over the planned looks, most of it
-  kept for the last look, so the chance of any false `different` at any look stays below alpha
-  by the union bound, whatever the looks' correlation.
+  headline contrasts. Each look decides on the family-wise HDI (over every contrast of the run,
+  contrasts.py) at its own share of ``familywise_alpha`` (``look_alphas``): a Bonferroni split
+  over the planned looks, most of it kept for the last look, so the chance of any false
+  `different` at any look stays below alpha by the union bound, whatever the looks' correlation.
 * It stops when every contrast is decided (``decided``), when the budget (``max_prompts``, at most
   the pool, or the answering time ``max_answer_seconds``: below) is spent (``budget``), or when no
   open contrast can still be decided within the budget (``futile``): a contrast is alive while the

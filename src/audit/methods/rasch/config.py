@@ -49,9 +49,10 @@ class FitConfig:
     item_dif: list[str] = field(default_factory=list)
     # Half-width of the region of practical equivalence, in logits (default: Cohen's d = 0.1).
     rope: float = 0.1814
-    # Family-wise error rate of the `different` decisions: each contrast is decided on its HDI of
-    # mass 1 - familywise_alpha / K, K the contrasts of one audited model and outcome (Bonferroni);
-    # null: each on its own fit.hdi_prob HDI, with no multiplicity control.
+    # Family-wise error rate of the run's `different` decisions: each contrast is decided on its
+    # HDI of mass 1 - familywise_alpha / K, K every contrast the CI verdict judges in the run
+    # (every audited model, the pooled rows and every outcome; Bonferroni); null: each on its own
+    # fit.hdi_prob HDI, with no multiplicity control.
     familywise_alpha: float | None = 0.05
     # A second outcome coding fitted next to fit.outcome, e.g. `undetermined` to measure who is
     # asked for more information; its contrasts carry outcome=<coding>.

@@ -1,10 +1,12 @@
 """The Rasch method's CI rules (`python -m audit.verdict` on a Rasch run).
 
-A contrast of `fit/contrasts.csv` fails when its family-wise HDI (mass `decision_prob`, 1 - alpha / K
-over the K contrasts of one audited model and outcome: fit.familywise_alpha) lies outside the
-region of practical equivalence (decision `different`); with `rasch_fail_on_undecided`, an
-`undecided` one fails too. Null personas do not forgive a `different` contrast: where it ranks
-among null-vs-null contrasts (`null_percentile`) is shown in the check's message as a diagnostic.
+A contrast of `fit/contrasts.csv` fails when its family-wise HDI (mass `decision_prob`,
+1 - alpha / K over the K contrasts this verdict judges, of every model, the pooled rows and every
+outcome; alpha is fit.familywise_alpha, so a run with no group difference fails at most alpha of
+the time) lies outside the region of practical equivalence (decision `different`); with
+`rasch_fail_on_undecided`, an `undecided` one fails too. Null personas do not forgive a
+`different` contrast: where it ranks among null-vs-null contrasts (`null_percentile`) is shown in
+the check's message as a diagnostic.
 A run written before the family-wise columns is judged on its `hdi_low`/`hdi_high` decision, as it
 was then. A fit that did not converge fails (`fit/diagnostics.json`, and a second outcome's fit in
 `fit/OUTCOME/`).
@@ -123,7 +125,8 @@ def decision_interval(row: dict) -> tuple[str, float, float]:
     decided = decided_on(row)
     if decided is not None:
         mass, low, high = decided
-        family = (f"alpha {row['familywise_alpha']:g} over {row['family_size']:.0f} contrasts"
+        family = (f"alpha {row['familywise_alpha']:g} over the run's {row['family_size']:.0f} "
+                  "contrasts"
                   if finite(row.get("familywise_alpha")) else "no family-wise control")
         return f"{percent(mass)} HDI ({family})", low, high
     return "HDI (a run without family-wise decisions)", row["hdi_low"], row["hdi_high"]

@@ -107,7 +107,8 @@ def _decision_reading(row: dict, hdi_prob: float) -> str:
     """The claim: the fit's decision, its interval against the ROPE (statistics.md)."""
     family = family_interval(row, hdi_prob)
     size = row.get("family_size")  # a float in the report's table: "over 7.0 contrasts"
-    over = (f", over {size:.0f} contrast{'' if size == 1 else 's'}" if finite(size) else "")
+    over = (f", over the run's {size:.0f} contrast{'' if size == 1 else 's'}" if finite(size)
+            else "")
     interval = (f"the {percent(hdi_prob)} HDI" if family is None else
                 f"the family-wise {percent(family[0])} HDI ({family[1]:+.2f} to "
                 f"{family[2]:+.2f}{over})")
