@@ -5,8 +5,10 @@ For every audited model, attribute and pair of levels, the posterior of the favo
 against a region of practical equivalence (ROPE), plus the same gap read against the noise floor.
 
 * Explanatory fits carry the level effects as parameters (``effect_<attr>``); plain Rasch fits do
-  not, so the gap is the difference between the average theta of the personas at each level. Both
-  read the same way; the explanatory gap pools information across personas and models.
+  not, so the gap is the difference between the average theta of the personas at each level,
+  averaged cell by cell over the other attributes (balance.py) so that a missing cell compares
+  like with like. Both read the same way; the explanatory gap pools information across personas
+  and models.
 * Scale: contrasts are gaps in log-odds, the scale of the ROPE. In a 2PL fit the log-odds are
   a[item] * (theta - b[item]), so theta is in units of 1/a: a theta gap d moves item i's log-odds
   by a_i * d. Its contrasts (and their noise floor) are therefore multiplied, draw by draw, by the
@@ -32,6 +34,7 @@ against a region of practical equivalence (ROPE), plus the same gap read against
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from itertools import combinations
 
 import numpy as np
@@ -56,6 +59,19 @@ CONTRAST_COLUMNS = (
     "family_size", "decision_prob", "decision_low", "decision_high", "noise_floor",
     "ratio_to_noise", "p_beyond_noise", "null_percentile",
 )
+
+
+@dataclass(frozen=True)
+class LevelGap:
+    """Posterior draws of level_a minus level_b, the personas each side reads, and the factor
+    that turns the null personas' spread into this gap's noise floor (None: no floor)."""
+
+    level_a: str
+    level_b: str
+    gap: np.ndarray
+    n_a: int
+    n_b: int
+    floor_factor: float | None
 
 
 def _flat(draws: xr.DataArray) -> np.ndarray:
@@ -87,23 +103,39 @@ def _theta_draws(posterior: xr.Dataset, respondents: list[str]) -> np.ndarray:
     return _flat(posterior["theta"].sel(respondent=respondents))
 
 
-def _level_draws(posterior: xr.Dataset, respondents: RespondentTable, attribute: str,
-                 model_name: str) -> dict[str, np.ndarray]:
-    """Posterior draws of each level's favourability for one model (or pooled over models)."""
+def _effect_gaps(posterior: xr.Dataset, respondents: RespondentTable, attribute: str,
+                 model_name: str) -> list[LevelGap]:
+    """Gaps between the level effects of an explanatory fit (or their average over models)."""
     level_dim = f"level_{attribute}"
-    if f"effect_{attribute}" in posterior:
-        effect = (posterior[f"effect_{attribute}_pooled"] if model_name == POOLED_MODEL
-                  else posterior[f"effect_{attribute}"].sel(model=model_name))
-        return {str(level): _flat(effect.sel({level_dim: level}))
-                for level in effect[level_dim].values}
-    draws = {}
-    for level in respondents.levels(attribute):
-        members = respondents.frame.filter(
-            (pl.col("model_name") == model_name) & (pl.col(attribute) == level)
-        ).get_column("respondent").to_list()
-        if members:
-            draws[level] = _theta_draws(posterior, members).mean(axis=1)
-    return draws
+    effect = (posterior[f"effect_{attribute}_pooled"] if model_name == POOLED_MODEL
+              else posterior[f"effect_{attribute}"].sel(model=model_name))
+    draws = {str(level): _flat(effect.sel({level_dim: level}))
+             for level in effect[level_dim].values}
+    counts = _level_counts(respondents, attribute, model_name)
+    gaps = []
+    for level_a, level_b in combinations(sorted(draws), 2):
+        n_a, n_b = counts.get(level_a, 0), counts.get(level_b, 0)
+        factor = math.sqrt(1.0 / n_a + 1.0 / n_b) if n_a and n_b else None
+        gaps.append(LevelGap(level_a, level_b, draws[level_a] - draws[level_b], n_a, n_b,
+                             factor))
+    return gaps
+
+
+def _balanced_gaps(posterior: xr.Dataset, respondents: RespondentTable, attribute: str,
+                   model_name: str) -> list[LevelGap]:
+    """Gaps between cell-balanced means of persona thetas (balance.py): fits without level
+    effects, where a plain mean over a level's personas would carry the other attributes' gaps
+    into this one's wherever a cell is missing or the attributes move together."""
+    gaps = []
+    for pair in respondents.balanced.get(model_name, []):
+        if pair.attribute != attribute:
+            continue
+        means = [np.mean([_theta_draws(posterior, list(cell)).mean(axis=1) for cell in cells],
+                         axis=0)
+                 for cells in (pair.cells_a, pair.cells_b)]
+        gaps.append(LevelGap(pair.level_a, pair.level_b, means[0] - means[1], pair.n_a,
+                             pair.n_b, pair.floor_factor))
+    return gaps
 
 
 def logit_scale(posterior: xr.Dataset) -> np.ndarray | None:
@@ -143,21 +175,21 @@ def null_spread_draws(posterior: xr.Dataset, respondents: RespondentTable,
     return _theta_draws(posterior, nulls).std(axis=1, ddof=1)
 
 
-def _row(model_name: str, attribute: str, level_a: str, level_b: str, gap: np.ndarray,
-         counts: dict[str, int], noise: np.ndarray | None, rope: float,
-         hdi_prob: float) -> dict[str, object]:
+def _row(model_name: str, attribute: str, level_gap: LevelGap, noise: np.ndarray | None,
+         rope: float, hdi_prob: float) -> dict[str, object]:
+    gap = level_gap.gap
     low, high = hdi_bounds(gap, hdi_prob)
-    n_a, n_b = counts.get(level_a, 0), counts.get(level_b, 0)
     row: dict[str, object] = {
-        "model_name": model_name, "attribute": attribute, "level_a": level_a, "level_b": level_b,
-        "n_a": n_a, "n_b": n_b, "mean": float(gap.mean()), "sd": float(gap.std(ddof=1)),
+        "model_name": model_name, "attribute": attribute, "level_a": level_gap.level_a,
+        "level_b": level_gap.level_b, "n_a": level_gap.n_a, "n_b": level_gap.n_b,
+        "mean": float(gap.mean()), "sd": float(gap.std(ddof=1)),
         "hdi_low": low, "hdi_high": high,
         "p_direction": float(max((gap > 0).mean(), (gap < 0).mean())),
         "rope_low": -rope, "rope_high": rope, "decision": decide(low, high, rope),
         "noise_floor": None, "ratio_to_noise": None, "p_beyond_noise": None,
     }
-    if noise is not None and n_a and n_b:
-        floor = noise * math.sqrt(1.0 / n_a + 1.0 / n_b)
+    if noise is not None and level_gap.floor_factor is not None:
+        floor = noise * level_gap.floor_factor
         row["noise_floor"] = float(floor.mean())
         # A ratio of posterior means: the mean of a ratio explodes where sigma_null nears zero.
         row["ratio_to_noise"] = abs(float(gap.mean())) / float(floor.mean())
@@ -212,14 +244,13 @@ def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
             noise = noise * scale
         model_contrasts: list[tuple[np.ndarray, dict[str, object]]] = []
         for attribute in respondents.attributes:
-            draws = _level_draws(posterior, respondents, attribute, model_name)
-            if scale is not None:
-                draws = {level: values * scale for level, values in draws.items()}
-            counts = _level_counts(respondents, attribute, model_name)
-            for level_a, level_b in combinations(sorted(draws), 2):
-                gap = draws[level_a] - draws[level_b]
-                model_contrasts.append((gap, _row(model_name, attribute, level_a, level_b, gap,
-                                                  counts, noise, rope, hdi_prob)))
+            level_gaps = (_effect_gaps if f"effect_{attribute}" in posterior
+                          else _balanced_gaps)(posterior, respondents, attribute, model_name)
+            for level_gap in level_gaps:
+                if scale is not None:
+                    level_gap = replace(level_gap, gap=level_gap.gap * scale)
+                model_contrasts.append((level_gap.gap, _row(model_name, attribute, level_gap,
+                                                            noise, rope, hdi_prob)))
         null_means = _null_means(posterior, respondents, model_name, scale)
         for gap, row in model_contrasts:
             row["null_percentile"] = null_percentile(null_means, int(row["n_a"]),

@@ -41,6 +41,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -49,6 +50,12 @@ import pytensor.tensor as pt
 from scipy import stats
 
 from audit.errors import AuditError
+from audit.methods.rasch.irt.balance import (
+    BalancedContrast,
+    balanced_contrasts,
+    warn_aliased,
+    warn_left_out,
+)
 from audit.methods.rasch.irt.indexing import RaschData
 from audit.methods.rasch.irt.judge_error import CellRates
 from audit.methods.rasch.irt.probability import observe_cells
@@ -110,6 +117,19 @@ class RespondentTable:
     def is_null(self) -> np.ndarray:
         return (self.frame.get_column("persona_kind") == NULL_KIND).to_numpy()
 
+    @cached_property
+    def balanced(self) -> dict[str, list[BalancedContrast]]:
+        """Each audited model's cell-balanced level pairs (balance.py), for fits without level
+        effects; computed on first use, so the pairs left out are named in one warning even when
+        a fit reads two posteriors (hurdle)."""
+        plans, left_out = {}, []
+        for model_name in self.models:
+            plans[model_name], missing = balanced_contrasts(self.frame, self.attributes,
+                                                            model_name)
+            left_out.extend(missing)
+        warn_left_out(left_out)
+        return plans
+
 
 def respondent_table(outcomes: pl.DataFrame, data: RaschData,
                      attributes: tuple[str, ...]) -> RespondentTable:
@@ -123,7 +143,9 @@ def respondent_table(outcomes: pl.DataFrame, data: RaschData,
     if frame.height != len(data.respondents):
         raise AuditError("a respondent has more than one model, persona kind or attribute level; "
                          "respondent ids must identify one (model, persona) pair")
-    return RespondentTable(frame=frame, attributes=contrastable(frame, attributes))
+    kept = contrastable(frame, attributes)
+    warn_aliased(frame.filter(pl.col("persona_kind") != NULL_KIND), kept)
+    return RespondentTable(frame=frame, attributes=kept)
 
 
 def contrastable(frame: pl.DataFrame, attributes: tuple[str, ...]) -> tuple[str, ...]:

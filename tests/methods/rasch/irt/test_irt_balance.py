@@ -1,0 +1,155 @@
+"""Fits without level effects compare like with like (balance.py): cell-balanced level means, a
+missing cell, attributes that move together, and attribute values that are not plain names.
+
+Review model.md finding 1: with no male White persona, fit=rasch read a planted race gap of -3
+as a gender gap of +1.24 (`different`), because a level's favourability was the plain mean of its
+personas' thetas. Most tests here use hand-built posteriors (exact numbers, no sampling)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import xarray as xr
+
+from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.irt import fit_rasch, index_design
+from audit.methods.rasch.irt.balance import balanced_contrasts
+from audit.methods.rasch.irt.contrasts import level_contrasts
+from audit.methods.rasch.irt.explanatory import RespondentTable, respondent_table
+
+sys.path.insert(0, str(Path(__file__).parent))
+from irt_simulation import simulate_audit  # noqa: E402
+
+DRAWS = 200
+RACE_THETA = {"Black": -1.5, "White": 1.5}  # a race gap of -3, no gender gap
+
+
+def design(cells: list[tuple[str, str]], texts: int = 2, nulls: int = 3) -> pl.DataFrame:
+    """Respondents of one model: `texts` personas per (gender, race) cell, plus null personas."""
+    rows = [{"respondent": f"m/{gender}_{race}_{text}", "model_name": "m",
+             "persona_kind": "explicit", "gender": gender, "race": race}
+            for gender, race in cells for text in range(texts)]
+    rows += [{"respondent": f"m/null_{k}", "model_name": "m", "persona_kind": "null",
+              "gender": None, "race": None} for k in range(nulls)]
+    return pl.DataFrame(rows, schema={"respondent": pl.String, "model_name": pl.String,
+                                      "persona_kind": pl.String, "gender": pl.String,
+                                      "race": pl.String})
+
+
+def race_posterior(frame: pl.DataFrame) -> xr.Dataset:
+    """theta of each persona is its race's planted value exactly (nulls spread around 0)."""
+    values = np.array([RACE_THETA.get(race, 0.0) for race in frame.get_column("race")])
+    nulls = (frame.get_column("persona_kind") == "null").to_numpy()
+    values[nulls] = np.linspace(-0.5, 0.5, nulls.sum())
+    draws = np.broadcast_to(values, (2, DRAWS, values.size)).copy()
+    return xr.Dataset({"theta": (("chain", "draw", "respondent"), draws)},
+                      coords={"respondent": frame.get_column("respondent").to_list()})
+
+
+MISSING_MALE_WHITE = [("female", "Black"), ("female", "White"), ("male", "Black")]
+
+
+def test_a_missing_cell_does_not_carry_the_race_gap_into_the_gender_contrast():
+    """Before the fix: female = mean(-1.5, +1.5) = 0, male = -1.5, a gender gap of +1.5."""
+    frame = design(MISSING_MALE_WHITE)
+    table = RespondentTable(frame=frame, attributes=("gender", "race"))
+    contrasts = level_contrasts(race_posterior(frame), table, rope=0.1)
+    gender = contrasts.filter(pl.col("attribute") == "gender").row(0, named=True)
+    race = contrasts.filter(pl.col("attribute") == "race").row(0, named=True)
+    assert gender["mean"] == pytest.approx(0.0, abs=1e-12)
+    assert gender["decision"] == "equivalent"
+    # Only the female Black personas share a cell with the male ones.
+    assert (gender["n_a"], gender["n_b"]) == (2, 2)
+    assert race["mean"] == pytest.approx(-3.0)
+
+
+def test_cells_weigh_equally_however_many_personas_fill_them():
+    """Three female Black texts and one female White text: the plain mean weighed Black 3 to 1,
+    which again put race into the gender gap (-0.75 before the fix)."""
+    frame = pl.concat([design([("female", "Black")], texts=3, nulls=0),
+                       design([("female", "White"), ("male", "Black"), ("male", "White")],
+                              texts=1)])
+    table = RespondentTable(frame=frame, attributes=("gender", "race"))
+    gender = level_contrasts(race_posterior(frame), table).filter(
+        pl.col("attribute") == "gender").row(0, named=True)
+    assert gender["mean"] == pytest.approx(0.0, abs=1e-12)
+    assert (gender["n_a"], gender["n_b"]) == (4, 2)
+
+
+def test_the_floor_factor_follows_the_cell_weights():
+    frame = pl.concat([design([("female", "Black")], texts=3, nulls=0),
+                       design([("female", "White"), ("male", "Black"), ("male", "White")])])
+    pairs, _ = balanced_contrasts(frame, ("gender", "race"), "m")
+    gender = next(pair for pair in pairs if pair.attribute == "gender")
+    # Var of a mean of two cell means: (1/3 + 1/2) / 4 for female, (1/2 + 1/2) / 4 for male.
+    assert gender.floor_factor == pytest.approx(math.sqrt((1 / 3 + 1 / 2 + 1 / 2 + 1 / 2) / 4))
+    balanced, _ = balanced_contrasts(design(MISSING_MALE_WHITE + [("male", "White")]),
+                                     ("gender", "race"), "m")
+    for pair in balanced:  # equally filled cells: the plain means' sqrt(1/n_a + 1/n_b)
+        assert pair.floor_factor == pytest.approx(math.sqrt(1 / pair.n_a + 1 / pair.n_b))
+
+
+CONFOUNDED = [("female", "Black"), ("male", "White")]
+
+
+def test_contrasts_whose_levels_share_no_cell_are_left_out_with_one_warning(caplog):
+    """Every Black persona a woman, every White one a man: before the fix fit=rasch gave both
+    contrasts the same number, each `different`, though the planted gap was all race."""
+    frame = design(CONFOUNDED)
+    table = RespondentTable(frame=frame, attributes=("gender", "race"))
+    with caplog.at_level(logging.WARNING, logger="audit"):
+        contrasts = level_contrasts(race_posterior(frame), table)
+        level_contrasts(race_posterior(frame), table)  # hurdle reads two posteriors
+    assert contrasts.height == 0
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 1
+    assert "m gender female vs male (female: race Black; male: race White)" in warnings[0]
+    assert "left out" in warnings[0]
+
+
+def outcome_table(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.join(pl.DataFrame({"item": ["i1", "i2"]}), how="cross").with_columns(y=1)
+
+
+def test_aliased_attributes_are_named_once_before_fitting(caplog):
+    outcomes = outcome_table(design(CONFOUNDED))
+    with caplog.at_level(logging.WARNING, logger="audit"):
+        respondent_table(outcomes, index_design(outcomes), ("gender", "race"))
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 1
+    assert "every gender level goes with one race level (female: Black, male: White)" \
+        in warnings[0]
+    assert "cannot be told apart" in warnings[0]
+
+
+def test_nested_attributes_are_aliased_one_way_and_crossed_ones_not_at_all(caplog):
+    nested = outcome_table(design([("female", "Black"), ("female", "White"), ("male", "Asian")]))
+    crossed = outcome_table(design(MISSING_MALE_WHITE))
+    with caplog.at_level(logging.WARNING, logger="audit"):
+        respondent_table(crossed, index_design(crossed), ("gender", "race"))
+        assert caplog.records == []
+        respondent_table(nested, index_design(nested), ("gender", "race"))
+    (warning,) = [record.getMessage() for record in caplog.records]
+    assert "every race level goes with one gender level" in warning
+    assert "the gender contrasts cannot be told apart from race contrasts" in warning
+
+
+@pytest.mark.slow
+def test_fit_rasch_reads_no_gender_gap_from_a_missing_cell():
+    """Sampled end to end (the reviewer's design): race gap -3, no gender gap, no male White
+    persona. The plain mean read man (all Black) against woman (half White): a gap near -1.4."""
+    outcomes = simulate_audit({"Black": -1.5, "White": 1.5}, items=16, replicates=4,
+                              texts_per_cell=3, residual_sd=0.3, seed=11).filter(
+        pl.col("race").is_in(["Black", "White"]).fill_null(True)
+        & ~((pl.col("gender") == "man") & (pl.col("race") == "White")).fill_null(False))
+    fit = fit_rasch(outcomes, FitConfig(model="rasch", draws=300, tune=300, chains=2, cores=1,
+                                        seed=3))
+    gender = fit.contrasts.filter(pl.col("attribute") == "gender").row(0, named=True)
+    assert gender["decision"] != "different"
+    assert abs(gender["mean"]) < 0.5  # the plain mean put it near -1.4
