@@ -140,6 +140,36 @@ def test_nested_attributes_are_aliased_one_way_and_crossed_ones_not_at_all(caplo
     assert "the gender contrasts cannot be told apart from race contrasts" in warning
 
 
+CROSSED = [("female", "Black"), ("female", "White"), ("male", "Black"), ("male", "White")]
+
+
+def test_a_numeric_attribute_is_contrasted_by_its_names():
+    """An integer age crashed fit=rasch after sampling (ComputeError: cannot compare string with
+    numeric type)."""
+    frame = design(CROSSED)
+    outcomes = outcome_table(frame).with_columns(
+        age=pl.when(pl.col("gender") == "female").then(30).when(pl.col("gender") == "male")
+        .then(50).otherwise(None))
+    table = respondent_table(outcomes, index_design(outcomes), ("age", "race"))
+    assert table.levels("age") == ("30", "50")
+    contrasts = level_contrasts(race_posterior(frame), table)
+    assert contrasts.select("attribute", "level_a", "level_b").rows() == [
+        ("age", "30", "50"), ("race", "Black", "White")]
+
+
+def test_an_empty_attribute_value_is_missing_not_a_level():
+    """An empty race became a level "" of its own and was contrasted ("" vs Black)."""
+    frame = design(CROSSED)
+    outcomes = outcome_table(frame).with_columns(
+        race=pl.when(pl.col("respondent") == "m/male_Black_0").then(pl.lit(""))
+        .otherwise(pl.col("race")))
+    table = respondent_table(outcomes, index_design(outcomes), ("gender", "race"))
+    assert table.levels("race") == ("Black", "White")
+    assert table.frame.filter(pl.col("respondent") == "m/male_Black_0")["race"].item() is None
+    contrasts = level_contrasts(race_posterior(frame), table)
+    assert contrasts.filter(pl.col("attribute") == "race")["level_a"].to_list() == ["Black"]
+
+
 @pytest.mark.slow
 def test_fit_rasch_reads_no_gender_gap_from_a_missing_cell():
     """Sampled end to end (the reviewer's design): race gap -3, no gender gap, no male White
