@@ -121,6 +121,49 @@ def test_no_noise_floor_without_two_null_personas():
     assert contrasts["noise_floor"].to_list() == [None]
 
 
+def explanatory_posterior(frame: pl.DataFrame, sigma_null: np.ndarray) -> xr.Dataset:
+    """An explanatory fit's effects (A - B = 0.8 in every model) and the given sigma_null draws
+    (chain, draw, model)."""
+    models = frame.get_column("model_name").unique().sort().to_list()
+    effect = np.zeros((2, DRAWS, len(models), 2))
+    effect[..., :] = [0.4, -0.4]
+    return xr.Dataset(
+        {"effect_race": (("chain", "draw", "model", "level_race"), effect),
+         "effect_race_pooled": (("chain", "draw", "level_race"), effect.mean(axis=2)),
+         "sigma_null": (("chain", "draw", "model"), sigma_null),
+         "theta": (("chain", "draw", "respondent"), np.zeros((2, DRAWS, frame.height)))},
+        coords={"model": models, "level_race": ["A", "B"],
+                "respondent": frame.get_column("respondent").to_list()})
+
+
+@pytest.mark.parametrize("nulls", [0, 1])
+def test_a_sigma_null_without_two_null_personas_is_no_noise_floor(nulls: int):
+    """The population and explanatory models define sigma_null with no null persona at all: it
+    is then its prior, and the report printed it as the "noise floor of random-string personas"
+    (review model.md finding 3: 0.22 with no null persona in the table)."""
+    frame = respondents().frame.filter(
+        (pl.col("persona_kind") != "null")
+        | pl.col("respondent").is_in(["m1__n1", "m1__n2"][:nulls]))
+    table = RespondentTable(frame=frame, attributes=("race",))
+    posterior = explanatory_posterior(frame, np.full((2, DRAWS, 1), 0.5))
+    assert null_spread_draws(posterior, table, "m1") is None
+    row = level_contrasts(posterior, table).row(0, named=True)
+    assert row["mean"] == pytest.approx(0.8)
+    assert (row["noise_floor"], row["ratio_to_noise"], row["p_beyond_noise"]) == \
+        (None, None, None)
+
+
+def test_the_pooled_floor_needs_two_null_personas_in_every_model():
+    two_models = pl.concat([
+        respondents().frame,
+        respondents().frame.filter(pl.col("persona_kind") != "null").with_columns(
+            pl.col("respondent").str.replace("m1", "m2"), pl.lit("m2").alias("model_name"))])
+    table = RespondentTable(frame=two_models, attributes=("race",))
+    posterior = explanatory_posterior(two_models, np.full((2, DRAWS, 2), 0.5))
+    floors = dict(level_contrasts(posterior, table).select("model_name", "noise_floor").rows())
+    assert floors == {"m1": pytest.approx(0.5), "m2": None, POOLED_MODEL: None}
+
+
 @given(low=st.floats(-5, 5), width=st.floats(0, 5), rope=st.floats(0.01, 1))
 def test_decision_follows_the_hdi_and_rope(low: float, width: float, rope: float):
     high = low + width

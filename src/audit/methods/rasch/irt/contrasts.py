@@ -156,7 +156,14 @@ def _level_counts(respondents: RespondentTable, attribute: str, model_name: str)
 
 def null_spread_draws(posterior: xr.Dataset, respondents: RespondentTable,
                       model_name: str) -> np.ndarray | None:
-    """Draws of the null personas' spread: estimated (explanatory) or their theta's sample sd."""
+    """Draws of the null personas' spread: estimated (explanatory) or their theta's sample sd.
+
+    None without two fitted null personas (in every model, for the pooled rows), whichever
+    model: the explanatory and population models define sigma_null even then, but it is its
+    prior, not a floor any random-string persona showed."""
+    models = respondents.models if model_name == POOLED_MODEL else (model_name,)
+    if min(respondents.null_count(model) for model in models) < 2:
+        return None
     if "sigma_null" in posterior:
         sigma = posterior["sigma_null"]
         if "model" not in sigma.dims:
@@ -170,8 +177,6 @@ def null_spread_draws(posterior: xr.Dataset, respondents: RespondentTable,
     if model_name != POOLED_MODEL:
         frame = frame.filter(pl.col("model_name") == model_name)
     nulls = frame.filter(pl.col("persona_kind") == NULL_KIND).get_column("respondent").to_list()
-    if len(nulls) < 2:
-        return None
     return _theta_draws(posterior, nulls).std(axis=1, ddof=1)
 
 

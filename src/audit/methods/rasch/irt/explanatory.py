@@ -117,6 +117,10 @@ class RespondentTable:
     def is_null(self) -> np.ndarray:
         return (self.frame.get_column("persona_kind") == NULL_KIND).to_numpy()
 
+    def null_count(self, model_name: str) -> int:
+        return self.frame.filter((pl.col("model_name") == model_name)
+                                 & (pl.col("persona_kind") == NULL_KIND)).height
+
     @cached_property
     def balanced(self) -> dict[str, list[BalancedContrast]]:
         """Each audited model's cell-balanced level pairs (balance.py), for fits without level
