@@ -125,6 +125,18 @@ def test_a_different_contrast_is_read_with_its_null_rank_not_forgiven():
     assert "No noise floor" in contrast_sentence(CONTRASTS.row(0, named=True), 0.94)
 
 
+def test_the_noise_floor_is_read_with_its_interval():
+    """The floor is a posterior like every other number (DESIGN.md: every number comes with an
+    interval); before, the sentence gave its mean alone. A run written before the interval
+    existed still reads."""
+    row = {**CONTRASTS.row(0, named=True), "noise_floor": 0.45, "noise_floor_low": 0.21,
+           "noise_floor_high": 0.74}
+    assert "Noise floor 0.45 (94% HDI 0.21 to 0.74; the gap two groups" in \
+        contrast_sentence(row, 0.94)
+    older = {**CONTRASTS.row(0, named=True), "noise_floor": 0.45}
+    assert "Noise floor 0.45 (the gap two groups" in contrast_sentence(older, 0.94)
+
+
 def test_the_reading_compares_personas_with_the_null_noise_floor():
     assert noise_floor(THETAS) == (-0.2, 0.2)
     reading = plain_language_reading(None, THETAS, 0.94)

@@ -216,6 +216,7 @@ def test_contrasts_and_advice_the_fit_writes_reach_the_run_and_the_page(audit_ru
         "sd": [0.2, 0.3], "hdi_low": [0.05, -1.2], "hdi_high": [0.8, -0.2],
         "p_direction": [0.98, 0.995], "rope_low": [-0.1, -0.1], "rope_high": [0.1, 0.1],
         "decision": ["different", "different"], "noise_floor": [0.62, None],
+        "noise_floor_low": [0.41, None], "noise_floor_high": [0.9, None],
         "p_beyond_noise": [0.04, None]}).write_csv(files.fit / "contrasts.csv")
     (files.fit / "diagnostics.json").write_text(
         '{"converged": false, "rhat_max": 1.03, "ess_bulk_min": 187, "ess_tail_min": 96, '
@@ -235,9 +236,10 @@ def test_contrasts_and_advice_the_fit_writes_reach_the_run_and_the_page(audit_ru
     assert "draw longer chains: fit.draws=2000" in page
     assert "woman vs man" in page and "[+0.05, +0.80]" in page
     assert "For fake, race Black versus White: Black personas were treated less favourably" in page
-    # The headline shows the noise floor (n/a without null personas) and reads a `different`
-    # gap inside it as no demographic finding.
-    assert "<th>noise floor</th>" in page and '<td class="num">0.62</td>' in page
+    # The headline shows the noise floor with its interval (n/a without null personas) and reads
+    # a `different` gap inside it as no demographic finding.
+    assert "<th>noise floor [94% HDI]</th>" in page
+    assert '<td class="num">0.62 [0.41, 0.90]</td>' in page
     assert '<td class="num">n/a</td>' in page
     assert "gender woman versus man" in page and "null percentile" in page
     assert (files.report / "contrasts_forest.png").is_file()

@@ -120,7 +120,7 @@ class ContrastSchema(pa.DataFrameModel):
     """`fit/contrasts.csv` as its readers need it (the report, the metrics, the verdict): gaps
     between levels of an attribute judged against a ROPE; `outcome` names the outcome's fit
     when the run fitted more than one. The noise-floor and null-rank columns are optional (null
-    without two null personas, absent in older runs), and so are the family-wise decision
+    without two null personas, absent in older runs; the floor's interval came later still), and so are the family-wise decision
     columns: a run written before them was decided on its `hdi_low`/`hdi_high`, and the verdict
     reads it that way."""
 
@@ -143,6 +143,8 @@ class ContrastSchema(pa.DataFrameModel):
     decision_low: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
     decision_high: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
     noise_floor: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
+    noise_floor_low: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
+    noise_floor_high: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
     ratio_to_noise: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
     p_beyond_noise: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
     null_percentile: Optional[float] = pa.Field(nullable=True)  # noqa: UP045

@@ -19,6 +19,9 @@ from audit.methods.rasch.irt.contrasts import (
     null_spread_draws,
 )
 from audit.methods.rasch.irt.explanatory import RespondentTable
+from audit.methods.rasch.schemas import ContrastSchema
+from audit.schemas import validate
+from audit.stats.intervals import hdi_bounds
 
 DRAWS = 400
 
@@ -58,6 +61,31 @@ def test_rasch_contrast_is_the_gap_between_level_means_with_its_noise_floor():
     assert row["ratio_to_noise"] == pytest.approx(1.0)
     assert row["p_beyond_noise"] == 0.0  # a gap of 1 is not beyond twice a floor of 1
     assert contrasts.height == 1
+
+
+def test_the_noise_floor_comes_with_its_hdi():
+    """noise_floor_low/high are the fit.hdi_prob HDI of the floor's draws (sigma_null times the
+    group-size factor); before, contrasts.csv gave the floor's posterior mean alone."""
+    table = respondents()
+    names = table.frame.get_column("respondent").to_list()
+    sigma = np.random.default_rng(5).gamma(4.0, 0.1, (2, DRAWS))
+    posterior = theta_posterior(np.array([0.5, 0.7, -0.5, -0.3, 0.0, -1.0, 0.0, 1.0]), names)
+    posterior["sigma_null"] = (("chain", "draw"), sigma)
+    row = level_contrasts(posterior, table, hdi_prob=0.9).row(0, named=True)
+    floor = sigma.ravel() * math.sqrt(1 / 2 + 1 / 2)
+    assert (row["noise_floor_low"], row["noise_floor_high"]) == pytest.approx(
+        tuple(hdi_bounds(floor, 0.9)))
+    assert row["noise_floor_low"] < row["noise_floor"] < row["noise_floor_high"]
+
+
+def test_contrast_tables_without_the_floor_interval_still_read():
+    """A run written before noise_floor_low/high existed validates (the report, the verdict)."""
+    contrasts = level_contrasts(theta_posterior(np.zeros(8), respondents().frame.get_column(
+        "respondent").to_list(), noise=0.1), respondents())
+    older = contrasts.drop("noise_floor_low", "noise_floor_high")
+    assert validate(older, ContrastSchema, "contrasts").height == 1
+    # The schema filters unknown columns: without them the report would never see the interval.
+    assert "noise_floor_high" in validate(contrasts, ContrastSchema, "contrasts").columns
 
 
 def test_a_gap_inside_the_rope_is_equivalent_and_a_wide_one_undecided():

@@ -15,7 +15,9 @@ against a region of practical equivalence (ROPE), plus the same gap read against
   mean discrimination over the items: the gap in log-odds on the average item.
 * Noise floor: ``sigma_null`` is the spread of favourability across null personas (random strings);
   two groups of n_a and n_b placebo personas differ by about sigma_null * sqrt(1/n_a + 1/n_b). A
-  demographic gap well beyond that is more than what any change of persona text does.
+  demographic gap well beyond that is more than what any change of persona text does. The floor
+  is a posterior too: ``noise_floor`` is its mean, ``noise_floor_low``/``_high`` its
+  ``fit.hdi_prob`` HDI.
 * Decision (Kruschke 2018, "Rejecting or accepting parameter values in Bayesian estimation",
   AMPPS 1(2)): HDI entirely outside the ROPE: ``different``; entirely inside: ``equivalent``;
   otherwise ``undecided``. The HDI decided on has mass 1 - alpha / K (``decision_prob``), alpha
@@ -57,7 +59,7 @@ CONTRAST_COLUMNS = (
     "model_name", "attribute", "level_a", "level_b", "n_a", "n_b", "mean", "sd", "hdi_low",
     "hdi_high", "p_direction", "rope_low", "rope_high", "decision", "familywise_alpha",
     "family_size", "decision_prob", "decision_low", "decision_high", "noise_floor",
-    "ratio_to_noise", "p_beyond_noise", "null_percentile",
+    "noise_floor_low", "noise_floor_high", "ratio_to_noise", "p_beyond_noise", "null_percentile",
 )
 
 
@@ -191,11 +193,13 @@ def _row(model_name: str, attribute: str, level_gap: LevelGap, noise: np.ndarray
         "hdi_low": low, "hdi_high": high,
         "p_direction": float(max((gap > 0).mean(), (gap < 0).mean())),
         "rope_low": -rope, "rope_high": rope, "decision": decide(low, high, rope),
-        "noise_floor": None, "ratio_to_noise": None, "p_beyond_noise": None,
+        "noise_floor": None, "noise_floor_low": None, "noise_floor_high": None,
+        "ratio_to_noise": None, "p_beyond_noise": None,
     }
     if noise is not None and level_gap.floor_factor is not None:
         floor = noise * level_gap.floor_factor
         row["noise_floor"] = float(floor.mean())
+        row["noise_floor_low"], row["noise_floor_high"] = hdi_bounds(floor, hdi_prob)
         # A ratio of posterior means: the mean of a ratio explodes where sigma_null nears zero.
         row["ratio_to_noise"] = abs(float(gap.mean())) / float(floor.mean())
         row["p_beyond_noise"] = float((np.abs(gap) > NOISE_MULTIPLE * floor).mean())

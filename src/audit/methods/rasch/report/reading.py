@@ -136,18 +136,21 @@ def contrast_sentence(row: dict, hdi_prob: float) -> str:
     direction = row.get("p_direction")
     probability = f", probability of direction {direction:.2f}" if direction is not None else ""
     return (f"{subject}: {verdict}. Difference in log-odds {_interval(row, hdi_prob)}"
-            f"{probability}.{_noise_clause(row)}")
+            f"{probability}.{_noise_clause(row, hdi_prob)}")
 
 
-def _noise_clause(row: dict) -> str:
+def _noise_clause(row: dict, hdi_prob: float) -> str:
     """The contrast next to the null arm: the noise floor and where the gap ranks among
     null-vs-null gaps. A diagnostic: it says how much any change of persona text moves the model,
     and never turns a `different` decision into no finding (issue 34)."""
     floor, percentile = row.get("noise_floor"), row.get("null_percentile")
     if not finite(floor):
         return " No noise floor: fewer than two null personas."
-    clause = (f" Noise floor {floor:.2f} (the gap two groups of random-string personas of these "
-              "sizes show)")
+    low, high = row.get("noise_floor_low"), row.get("noise_floor_high")
+    interval = (f"{percent(hdi_prob)} HDI {low:.2f} to {high:.2f}; "
+                if finite(low) and finite(high) else "")  # runs before the interval had none
+    clause = (f" Noise floor {floor:.2f} ({interval}the gap two groups of random-string "
+              "personas of these sizes show)")
     if finite(percentile):
         clause += f"; the gap is {null_rank_words(percentile)} of the same group sizes"
     return clause + "."
