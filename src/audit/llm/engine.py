@@ -14,11 +14,10 @@ its servers answer, is checked first (audit.llm.preflight).
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import polars as pl
@@ -30,6 +29,7 @@ from audit.errors import AuditError
 from audit.llm.backends import Backend, BackendError, ChatRequest, Completion, Message, request_key
 from audit.config import EngineConfig, ModelConfig
 from audit.logs import progress_bar
+from audit.llm.heap import heap_frozen
 from audit.llm.preflight import estimate, preflight
 from audit.schemas import ResponseSchema, validate
 from audit.llm.store import ResponseStore
@@ -257,28 +257,6 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
 
     await asyncio.gather(*(one(item) for item in missing))
     return outcomes
-
-
-# Python 3.12 starts with a few hundred objects in the permanent generation (3.13 with none); only
-# a freeze beyond that is a caller's own, which heap_frozen must leave in place.
-_FROZEN_AT_IMPORT = gc.get_freeze_count()
-
-
-@contextmanager
-def heap_frozen() -> Iterator[None]:
-    """Hide the objects that exist before sending from the garbage collector while requests are
-    in flight. A full collection walks every object in the process (the imported libraries:
-    about 180,000 objects, 80 ms here; 125 ms with PyMC loaded), holds the GIL all that time,
-    and so stalls every request thread at once: one such pause cost 3% of the throughput of a
-    400-prompt run (benchmarks/bench_requests.py). Frozen objects are handed back afterwards,
-    so garbage that was already there is still collected, just not mid-run."""
-    already_frozen = gc.get_freeze_count() > _FROZEN_AT_IMPORT
-    gc.freeze()
-    try:
-        yield
-    finally:
-        if not already_frozen:  # someone else's freeze is theirs to undo
-            gc.unfreeze()
 
 
 class Interrupted(KeyboardInterrupt):
