@@ -5,10 +5,11 @@ stopped. Requests run concurrently under asyncio up to each model's `max_concurr
 blocking clients run in worker threads; the embedded model one request at a time) and an
 optional requests-per-minute limit (aiolimiter). Infrastructure failures are retried with
 exponential backoff and jitter, never sooner than the server's Retry-After (tenacity), and once
-retries run out become error rows with their kind: they never become labels. Every reply is
-committed to the store as it arrives (once the request waiting for its slot has gone out), on
-the event loop's thread, which owns the SQLite connection. What a run will cost, and whether
-its servers answer, is checked first (audit.llm.preflight).
+retries run out become error rows with their kind: they never become labels (a reply with no
+text is one such failure, `empty_reply`). Every reply is committed to the store as it arrives
+(once the request waiting for its slot has gone out), on the event loop's thread, which owns
+the SQLite connection. What a run will cost, and whether its servers answer, is checked first
+(audit.llm.preflight).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from rich.progress import Progress
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from audit.errors import AuditError
-from audit.llm.backends import Backend, BackendError, ChatRequest, Completion, Message, request_key
+from audit.llm.backends import (Backend, BackendError, ChatRequest, Completion, Message,
+                                check_reply_text, request_key)
 from audit.config import EngineConfig, ModelConfig
 from audit.logs import progress_bar
 from audit.llm.heap import heap_frozen
@@ -37,10 +39,11 @@ from audit.llm.store import ResponseStore
 log = logging.getLogger(__name__)
 
 # Kinds worth retrying: the server may answer next time (a garbled reply is usually a proxy or
-# a restarting server). A context overflow or a missing model fails the same way again, so
-# they are recorded at once.
+# a restarting server; an empty one a sampled reply, a filter or a proxy that may pass next
+# time). A context overflow or a missing model fails the same way again, so they are recorded
+# at once.
 TRANSIENT_KINDS = frozenset({"timeout", "connection", "rate_limit", "server_error",
-                             "malformed_reply"})
+                             "malformed_reply", "empty_reply"})
 
 
 @dataclass(frozen=True)
@@ -88,9 +91,11 @@ async def _send_once(backend: Backend, request: ChatRequest,
     if limiter is not None:
         await limiter.acquire()
     if _serial(backend):
-        return await asyncio.get_running_loop().run_in_executor(_SERIAL, backend.complete,
-                                                                request)
-    return await asyncio.to_thread(backend.complete, request)
+        completion = await asyncio.get_running_loop().run_in_executor(_SERIAL, backend.complete,
+                                                                      request)
+    else:
+        completion = await asyncio.to_thread(backend.complete, request)
+    return check_reply_text(request, completion)
 
 
 async def _attempt(backend: Backend, request: ChatRequest, engine: EngineConfig,

@@ -31,6 +31,17 @@ CREATE UNIQUE INDEX IF NOT EXISTS ok_by_key ON responses (request_key) WHERE sta
 """
 
 
+_INSERT_OK = ("INSERT OR IGNORE INTO responses (request_key, status, identity_json, request_json,"
+              " response_text, completion_tokens, latency_s, created_at)"
+              " VALUES (?, 'ok', ?, ?, ?, ?, ?, ?)")
+
+
+def _blank(text: str | None) -> bool:
+    """An answer with no text: never served (releases before empty replies were errors stored
+    some as answers)."""
+    return text is None or not text.strip()
+
+
 @dataclass(frozen=True)
 class StoredResponse:
     request_key: str
@@ -64,7 +75,7 @@ class ResponseStore:
             "WHERE request_key = ? AND status = 'ok'",
             (request_key,),
         ).fetchone()
-        if row is None:
+        if row is None or _blank(row[0]):
             return None
         return StoredResponse(request_key, row[0], int(row[1] or 0), float(row[2] or 0.0))
 
@@ -77,21 +88,18 @@ class ResponseStore:
         completion_tokens: int,
         latency_s: float,
     ) -> None:
-        with self._connection:
-            self._connection.execute(
-                "INSERT OR IGNORE INTO responses (request_key, status, identity_json, request_json,"
-                " response_text, completion_tokens, latency_s, created_at)"
-                " VALUES (?, 'ok', ?, ?, ?, ?, ?, ?)",
-                (
-                    request_key,
-                    json.dumps(identity, sort_keys=True),
-                    json.dumps(request, sort_keys=True),
-                    response_text,
-                    completion_tokens,
-                    latency_s,
-                    time.time(),
-                ),
-            )
+        row = (request_key, json.dumps(identity, sort_keys=True),
+               json.dumps(request, sort_keys=True), response_text, completion_tokens, latency_s)
+        with self._connection:  # one write transaction: no other writer comes in between
+            inserted = self._connection.execute(_INSERT_OK, (*row, time.time())).rowcount
+            if not inserted and self.get(request_key) is None:
+                # An empty answer stored before empty replies were errors (never served): kept
+                # as an error row for the record, and this answer takes its place.
+                self._connection.execute(
+                    "UPDATE responses SET status = 'error', error_kind = 'empty_reply', "
+                    "error_message = 'empty reply (stored as an answer by an earlier release)' "
+                    "WHERE request_key = ? AND status = 'ok'", (request_key,))
+                self._connection.execute(_INSERT_OK, (*row, time.time()))
 
     def put_error(
         self,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 
 from audit.errors import AuditError
-from audit.llm.backends.base import Backend, BackendError, ChatRequest, Completion, Message, request_key
+from audit.llm.backends.base import (Backend, BackendError, ChatRequest, Completion, Message,
+                                     check_reply_text, request_key)
 from audit.config import ModelConfig
 
 BACKENDS: dict[str, str] = {
@@ -63,6 +64,7 @@ __all__ = [
     "Completion",
     "Message",
     "can_score_options",
+    "check_reply_text",
     "create_backend",
     "request_key",
 ]

@@ -135,3 +135,16 @@ def request_key(identity: dict[str, str], request: ChatRequest) -> str:
         {"model": identity, "request": request.as_payload()}, sort_keys=True, ensure_ascii=True
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def check_reply_text(request: ChatRequest, completion: Completion) -> Completion:
+    """`completion`, unless it has no text. A reply with no text is no behaviour to measure: a
+    reasoning model that spent max_tokens before answering, a content filter, a proxy that
+    dropped the body. It is an infrastructure failure (`empty_reply`, naming the finish_reason),
+    so it is retried, recorded as an error and never stored as an answer."""
+    if request.score_options or completion.text.strip():
+        return completion
+    reason = completion.finish_reason or "none"
+    hint = (": the reply ran out of sampling.max_tokens (a reasoning model may spend them all "
+            "before answering); raise it" if reason == "length" else "")
+    raise BackendError("empty_reply", f"empty reply (finish_reason={reason}){hint}")

@@ -69,9 +69,10 @@ class OllamaBackend:
         reply = self._call(self._client.chat, **arguments)
         latency = time.perf_counter() - started
         message = getattr(reply, "message", None)
-        if message is None or message.content is None:
+        if message is None:
             raise BackendError("malformed_reply", "Ollama reply without a message")
-        return Completion(message.content, int(reply.eval_count or 0),
+        # No content is an empty reply, which the engine records as one (empty_reply).
+        return Completion(message.content or "", int(reply.eval_count or 0),
                           str(reply.done_reason or ""), latency)
 
     def _call(self, method, **arguments) -> Any:

@@ -1,0 +1,59 @@
+"""An empty reply (no content, null, only whitespace; a reasoning model that spent max_tokens, a
+content filter, a proxy that dropped the body) is an infrastructure failure: retried, recorded as
+an error naming its finish reason, counted by check_failures, never an answer."""
+
+from __future__ import annotations
+
+import pytest
+from servers.scripted import (ANSWER, NO_WAIT, ScriptedOllama, ScriptedOpenAI, chat_reply,
+                              collect, openai_model)
+
+from audit.config import ModelConfig
+from audit.llm.backends import ChatRequest, Message, create_backend, request_key
+from audit.llm.engine import TooManyFailures, check_failures, send
+from audit.llm.store import ResponseStore
+
+
+@pytest.mark.parametrize("content", ["", None, "  \n"], ids=["empty", "null", "blank"])
+def test_an_empty_openai_reply_is_retried_then_an_error_never_an_answer(content, tmp_path):
+    """Catches an empty reply (content "" or null, here cut off by max_tokens) stored as a
+    successful answer, served to every rerun and labelled by the judge."""
+    with ScriptedOpenAI(lambda body: (200, chat_reply(content, "length"))) as server:
+        responses = collect(openai_model(server.url), tmp_path / "store.sqlite3")
+        assert len(server.bodies) == 2 * NO_WAIT.max_attempts  # retried like other failures
+    assert responses["status"].to_list() == ["error"] * 2
+    assert responses["error_kind"].to_list() == ["empty_reply"] * 2
+    assert "finish_reason=length" in responses["error_message"][0]
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        assert all(store.get(key) is None for key in responses["request_key"])
+    with pytest.raises(TooManyFailures, match="empty_reply x2: empty reply "
+                                              r"\(finish_reason=length\)"):
+        check_failures(responses, 0.0, str(tmp_path / "store.sqlite3"))
+
+
+@pytest.mark.parametrize("content", ["", None], ids=["empty", "null"])
+def test_an_empty_ollama_reply_is_an_error_too(content, tmp_path):
+    with ScriptedOllama(content) as server:
+        model = ModelConfig(backend="ollama", model="m:1b", base_url=server.url, timeout_s=5)
+        responses = collect(model, tmp_path / "store.sqlite3", count=1)
+        assert server.chats == NO_WAIT.max_attempts
+    assert responses.select("status", "error_kind").row(0) == ("error", "empty_reply")
+    assert "finish_reason=length" in responses["error_message"][0]
+
+
+def test_an_empty_answer_stored_by_an_earlier_release_is_asked_again(tmp_path):
+    """Catches an empty answer already in a store being served as an answer for good."""
+    with ScriptedOpenAI(lambda body: (200, chat_reply(ANSWER))) as server:
+        model = openai_model(server.url)
+        backend = create_backend(model)
+        request = ChatRequest((Message("user", "Decide."),), 0.0, 1.0, 80, 1.0, 0)
+        key = request_key(backend.identity(), request)
+        with ResponseStore(tmp_path / "store.sqlite3") as store:
+            store.put_ok(key, backend.identity(), request.as_payload(), "", 0, 0.1)
+            assert store.get(key) is None
+            outcome = send(backend, request, store, NO_WAIT)
+            assert not outcome.from_cache and outcome.completion.text == ANSWER
+            assert store.get(key).response_text == ANSWER
+            kinds = store._connection.execute(
+                "SELECT status, error_kind FROM responses ORDER BY created_at").fetchall()
+    assert kinds == [("error", "empty_reply"), ("ok", None)]  # the old row kept as an error
