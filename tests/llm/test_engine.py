@@ -351,8 +351,9 @@ class _Recording:
 
         def recorded_put_ok(key, identity, request, *rest):
             time.sleep(write_s)
-            put_ok(key, identity, request, *rest)
+            stored = put_ok(key, identity, request, *rest)
             self.events.append(("store", request["messages"][-1]["content"]))
+            return stored
 
         store.put_ok = recorded_put_ok
         return store

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 from aiolimiter import AsyncLimiter
@@ -147,8 +147,14 @@ async def _send_missing(backend: Backend, identity: dict[str, str], key: str,
     if failure is not None:
         store.put_error(key, identity, request.as_payload(), failure.kind, str(failure))
         return Outcome(key, None, from_cache=False, error=failure)
-    store.put_ok(key, identity, request.as_payload(), completion.text,
-                 completion.completion_tokens, completion.latency_s)
+    stored = store.put_ok(key, identity, request.as_payload(), completion.text,
+                          completion.completion_tokens, completion.latency_s)
+    if stored.response_text != completion.text:
+        # Another process stored this request's answer first: every rerun replays that one, so
+        # it is this run's answer too.
+        completion = replace(completion, text=stored.response_text,
+                             completion_tokens=stored.completion_tokens,
+                             latency_s=stored.latency_s)
     return Outcome(key, completion, from_cache=False)
 
 

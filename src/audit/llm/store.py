@@ -2,7 +2,8 @@
 
 SQLite in WAL mode, one row per response, committed as each reply arrives, so a crash loses at most
 the request in flight and a rerun sends only what is missing. Errors are kept for the record but
-never served from the cache: a rerun retries them.
+never served from the cache: a rerun retries them. The first answer stored for a key is the one
+every later run gets, including a process that sent the same request at the same time.
 """
 
 from __future__ import annotations
@@ -87,12 +88,16 @@ class ResponseStore:
         response_text: str,
         completion_tokens: int,
         latency_s: float,
-    ) -> None:
+    ) -> StoredResponse:
+        """Store an answer unless one is stored for the key already (another process may have
+        sent the same request at the same time), and return the stored one: the first
+        answer wins, so what a run reports is what its rerun replays."""
         row = (request_key, json.dumps(identity, sort_keys=True),
                json.dumps(request, sort_keys=True), response_text, completion_tokens, latency_s)
         with self._connection:  # one write transaction: no other writer comes in between
             inserted = self._connection.execute(_INSERT_OK, (*row, time.time())).rowcount
-            if not inserted and self.get(request_key) is None:
+            stored = None if inserted else self.get(request_key)
+            if not inserted and stored is None:
                 # An empty answer stored before empty replies were errors (never served): kept
                 # as an error row for the record, and this answer takes its place.
                 self._connection.execute(
@@ -100,6 +105,7 @@ class ResponseStore:
                     "error_message = 'empty reply (stored as an answer by an earlier release)' "
                     "WHERE request_key = ? AND status = 'ok'", (request_key,))
                 self._connection.execute(_INSERT_OK, (*row, time.time()))
+        return stored or StoredResponse(request_key, response_text, completion_tokens, latency_s)
 
     def put_error(
         self,
