@@ -12,6 +12,7 @@ import json
 import os
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from scipy.special import logsumexp
 
@@ -24,6 +25,17 @@ SCHEMA_FORMATS = ("json_schema", "json_object")
 TOP_LOGPROBS = 20  # OpenAI's maximum
 # Log-probability given to a continuation that no top token opens: below every listed token.
 UNSEEN_LOGPROB = -100.0
+# repeat_penalty that changes nothing: the default of llama.cpp's server (since 2024) and the
+# only value of servers without the parameter (vLLM, OpenAI), so it is not sent.
+NEUTRAL_REPEAT_PENALTY = 1.0
+# Keywords OpenAI's strict structured outputs reject (HTTP 400), so they are not sent to
+# OpenAI's own API (judge/llm.py cuts the rationale to its length when it reads the reply). Other
+# servers (vLLM, llama.cpp) build a grammar from them, whose maxLength keeps a judge's JSON
+# inside its token budget: they still get them.
+STRICT_UNSUPPORTED = frozenset({"minLength", "maxLength", "minProperties", "maxProperties",
+                                "patternProperties", "unevaluatedProperties", "propertyNames"})
+# Hosts of OpenAI's API (a name, or the end of one: Azure OpenAI's resources).
+OPENAI_HOSTS = ("api.openai.com", ".openai.azure.com")
 
 
 def retry_after(headers) -> float | None:
@@ -51,6 +63,29 @@ def _wrap_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
             "additionalProperties": False}, True
 
 
+def is_openai(base_url: str | None) -> bool:
+    host = urlsplit(base_url or "").hostname or ""
+    return any(host == name or (name.startswith(".") and host.endswith(name))
+               for name in OPENAI_HOSTS)
+
+
+def strict_schema(schema: Any, unsupported: frozenset[str] = STRICT_UNSUPPORTED) -> Any:
+    """`schema` as strict mode takes it: every object closed (additionalProperties false) with
+    every property required, and without the `unsupported` keywords. Only the wire copy
+    changes: the request, and so its key, keeps the schema as the caller built it."""
+    if isinstance(schema, list):
+        return [strict_schema(item, unsupported) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    strict = {name: strict_schema(value, unsupported) if name not in ("properties", "$defs")
+              else {key: strict_schema(spec, unsupported) for key, spec in value.items()}
+              for name, value in schema.items() if name not in unsupported}
+    if strict.get("type") == "object" or "properties" in strict:
+        strict["additionalProperties"] = False
+        strict["required"] = list(strict.get("properties", {}))
+    return strict
+
+
 class OpenAICompatibleBackend:
     def __init__(self, config: ModelConfig) -> None:
         if not config.base_url:
@@ -68,6 +103,8 @@ class OpenAICompatibleBackend:
                 raise BackendError("config", f"environment variable {config.api_key_env} (named "
                                              "by api_key_env) is not set: export the API key")
         self.config = config
+        self._unsupported = (STRICT_UNSUPPORTED if is_openai(config.base_url)
+                             else frozenset())
         self._openai = openai
         self._client = openai.OpenAI(base_url=config.base_url, api_key=api_key,
                                      timeout=config.timeout_s, max_retries=0)
@@ -91,17 +128,20 @@ class OpenAICompatibleBackend:
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "temperature": request.temperature, "top_p": request.top_p,
             "max_tokens": request.max_tokens, "seed": request.seed,
-            # Not an OpenAI parameter, but servers differ in its default (llama.cpp's is 1.1).
-            "repeat_penalty": request.repeat_penalty,
         }
+        if request.repeat_penalty != NEUTRAL_REPEAT_PENALTY:
+            # Not an OpenAI parameter (OpenAI answers 400 to it): sent only when it changes
+            # something, for servers that take it (llama.cpp's).
+            options["repeat_penalty"] = request.repeat_penalty
         wrapped = False
         if request.json_schema is not None:
             schema, wrapped = _wrap_schema(request.json_schema)
             options["response_format"] = (
                 {"type": "json_object", "schema": schema}
                 if self.config.schema_format == "json_object" else
-                {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema,
-                                                        "strict": True}})
+                {"type": "json_schema", "json_schema": {"name": "reply", "strict": True,
+                                                        "schema": strict_schema(
+                                                            schema, self._unsupported)}})
         started = time.perf_counter()
         reply = self._call(options)
         latency = time.perf_counter() - started

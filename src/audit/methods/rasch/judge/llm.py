@@ -232,8 +232,11 @@ def parse_option_verdict(reply: str, words: dict[str, str],
     return JudgeVerdict(words[best], f"option probabilities: {shares}")
 
 
-def parse_verdict(reply: str, words: dict[str, str]) -> JudgeVerdict | None:
-    """The verdict in a judge reply, or None: only an allowed decision in valid JSON counts."""
+def parse_verdict(reply: str, words: dict[str, str],
+                  rationale_max_chars: int = 0) -> JudgeVerdict | None:
+    """The verdict in a judge reply, or None: only an allowed decision in valid JSON counts. The
+    rationale is cut to `rationale_max_chars` (when above 0): a server that cannot enforce the
+    schema's maxLength (OpenAI's strict mode) may write more."""
     try:
         parsed = json.loads(reply)
     except (json.JSONDecodeError, TypeError):
@@ -247,7 +250,9 @@ def parse_verdict(reply: str, words: dict[str, str]) -> JudgeVerdict | None:
     rationale = parsed.get("rationale")
     if label is None or not isinstance(rationale, str):
         return None
-    return JudgeVerdict(label, " ".join(rationale.split()))
+    rationale = " ".join(rationale.split())
+    return JudgeVerdict(label, rationale[:rationale_max_chars] if rationale_max_chars > 0
+                        else rationale)
 
 
 def judge_request(model: ModelConfig, rationale_max_chars: int, question: str, answer: str,
@@ -321,8 +326,8 @@ def _first_verdict(backend: Backend, model: ModelConfig, rationale_max_chars: in
         if reply is None:
             problems.append(f"judge request {failure}")
             continue
-        verdict = (parse_option_verdict(reply, words, names)
-                   if decoding in SCORED_DECODINGS else parse_verdict(reply, words))
+        verdict = (parse_option_verdict(reply, words, names) if decoding in SCORED_DECODINGS
+                   else parse_verdict(reply, words, rationale_max_chars))
         if verdict is not None:
             return verdict
         problems.append(f"reply not an allowed label: {reply[:80]!r}")

@@ -1,0 +1,116 @@
+"""The body the openai_compatible backend sends keeps to what OpenAI's API accepts: no
+`repeat_penalty` unless it changes something, and a strict schema that keeps OpenAI's strict-mode
+rules (every object closed, every property required, no length limits)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from servers.scripted import ANSWER, ScriptedOpenAI, chat_reply, openai_model
+
+from audit.llm.backends import ChatRequest, Message, create_backend
+from audit.methods.rasch.judge.llm import decision_words, judge_request, parse_verdict
+
+
+# OpenAI's strict structured outputs (platform.openai.com/docs/guides/structured-outputs,
+# "Supported schemas"): the root is an object, every object sets additionalProperties false and
+# lists every property in `required`, and these keywords are not supported.
+OPENAI_STRICT_UNSUPPORTED = {"minLength", "maxLength", "minProperties", "maxProperties",
+                             "patternProperties", "unevaluatedProperties", "propertyNames"}
+OPENAI_CHAT_ARGUMENTS = {"model", "messages", "temperature", "top_p", "max_tokens", "seed",
+                         "response_format", "logprobs", "top_logprobs", "n", "stop", "stream",
+                         "presence_penalty", "frequency_penalty", "logit_bias", "user"}
+
+
+def strict_mode_violations(schema: dict, where: str = "schema") -> list[str]:
+    problems = [f"{where} uses {word}" for word in OPENAI_STRICT_UNSUPPORTED & set(schema)]
+    if schema.get("type") == "object":
+        if schema.get("additionalProperties") is not False:
+            problems.append(f"{where}: additionalProperties is not false")
+        if set(schema.get("required", [])) != set(schema.get("properties", {})):
+            problems.append(f"{where}: not every property is required")
+    for name, spec in schema.get("properties", {}).items():
+        problems += strict_mode_violations(spec, f"{where}.{name}")
+    if isinstance(schema.get("items"), dict):
+        problems += strict_mode_violations(schema["items"], f"{where}[]")
+    return problems
+
+
+def test_strict_mode_rules_catch_what_openai_rejects():
+    """The checker itself: the schema the judge sent before the fix breaks two rules."""
+    before = {"type": "object", "required": ["decision", "rationale"],
+              "properties": {"decision": {"type": "string", "enum": ["A"]},
+                             "rationale": {"type": "string", "maxLength": 120}}}
+    assert strict_mode_violations(before) == ["schema: additionalProperties is not false",
+                                              "schema.rationale uses maxLength"]
+
+
+def _judge_body(rationale_max_chars: int) -> tuple[dict, ChatRequest]:
+    """The body a json judge with this rationale sends to the loopback server."""
+    with ScriptedOpenAI(lambda body: (200, chat_reply('{"decision": "HIRE", "rationale": '
+                                                       '"ok"}'))) as server:
+        model = openai_model(server.url)
+        request = judge_request(model, rationale_max_chars, "Hire?", "Maybe.", "HIRE", "REJECT",
+                                0, "json")
+        create_backend(model).complete(request)
+    return server.bodies[0], request
+
+
+@pytest.mark.parametrize("rationale_max_chars", [120, 0])
+def test_the_judge_body_keeps_to_openai_arguments_and_strict_mode(rationale_max_chars,
+                                                                  monkeypatch):
+    """Catches the openai_gpt4o_mini judge's body that OpenAI answers with HTTP 400: the
+    `repeat_penalty` argument, and a strict schema that is open and has maxLength."""
+    from audit.llm.backends import openai_compatible
+
+    monkeypatch.setattr(openai_compatible, "OPENAI_HOSTS", ("127.0.0.1",))  # play OpenAI
+    body, request = _judge_body(rationale_max_chars)
+    assert set(body) <= OPENAI_CHAT_ARGUMENTS, set(body) - OPENAI_CHAT_ARGUMENTS
+    format_ = body["response_format"]
+    assert format_["type"] == "json_schema" and format_["json_schema"]["strict"] is True
+    assert format_["json_schema"]["schema"]["type"] == "object"
+    assert strict_mode_violations(format_["json_schema"]["schema"]) == []
+    # Only the wire copy is changed: the request and its key keep the judge's schema.
+    if rationale_max_chars:
+        assert request.json_schema["properties"]["rationale"]["maxLength"] == 120
+
+
+def test_other_servers_keep_the_length_limit_their_grammar_enforces():
+    """vLLM and llama.cpp build a grammar from maxLength, which keeps a judge's JSON inside its
+    token budget: only the objects are closed for them."""
+    body, _ = _judge_body(120)
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert strict_mode_violations(schema) == ["schema.rationale uses maxLength"]
+
+
+def test_openai_hosts_are_told_apart_from_other_servers():
+    from audit.llm.backends.openai_compatible import is_openai
+
+    from omegaconf import OmegaConf
+
+    shipped = OmegaConf.load(Path(__file__).resolve().parents[2] / "src" / "audit" / "conf" /
+                             "judge" / "openai_gpt4o_mini.yaml")
+    assert is_openai(shipped.models.gpt4o_mini.base_url)  # the shipped judge gets strict rules
+    assert is_openai("https://api.openai.com/v1")
+    assert is_openai("https://my-resource.openai.azure.com/openai/v1")
+    assert not is_openai("http://127.0.0.1:8000/v1")
+    assert not is_openai("https://api.openai.com.example.org/v1")
+
+
+def test_repeat_penalty_is_sent_only_when_it_changes_something():
+    with ScriptedOpenAI(lambda body: (200, chat_reply(ANSWER))) as server:
+        backend = create_backend(openai_model(server.url))
+        for penalty in (1.0, 1.1):
+            backend.complete(ChatRequest((Message("user", "Decide."),), 0.0, 1.0, 8, penalty, 0))
+    assert "repeat_penalty" not in server.bodies[0]
+    assert server.bodies[1]["repeat_penalty"] == 1.1
+
+
+def test_the_rationale_is_cut_to_its_limit_when_the_server_cannot_enforce_it():
+    words = decision_words("HIRE", "REJECT")
+    reply = json.dumps({"decision": "HIRE", "rationale": "x" * 300})
+    verdict = parse_verdict(reply, words, rationale_max_chars=120)
+    assert verdict.label == "favourable" and verdict.rationale == "x" * 120
+    assert parse_verdict(reply, words).rationale == "x" * 300  # no limit: kept whole
