@@ -3,7 +3,7 @@
 The official `openai` client does the wire work; its own retries are off because retrying is the
 engine's job (one policy, with backoff, for every backend). The API key is read from the
 environment variable the config names, at the moment the client is built, and is never stored on
-the backend, in an identity or in an error message.
+the backend, in an identity or in an error message (a server that echoes it gets it redacted).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ STRICT_UNSUPPORTED = frozenset({"minLength", "maxLength", "minProperties", "maxP
                                 "patternProperties", "unevaluatedProperties", "propertyNames"})
 # Hosts of OpenAI's API (a name, or the end of one: Azure OpenAI's resources).
 OPENAI_HOSTS = ("api.openai.com", ".openai.azure.com")
+# How much of a server's error message a BackendError quotes.
+SERVER_MESSAGE_CHARS = 200
 
 
 def retry_after(headers) -> float | None:
@@ -209,10 +211,38 @@ class OpenAICompatibleBackend:
             raise BackendError("connection", f"cannot reach {self.config.base_url}: "
                                              f"{type(error).__name__}") from error
         except openai.APIStatusError as error:
-            kind = ("rate_limit" if error.status_code == 429 else
-                    "server_error" if error.status_code >= 500 else "http_status")
-            raise BackendError(kind, f"HTTP {error.status_code} from the server",
+            status = error.status_code
+            kind = ("rate_limit" if status == 429 else
+                    "server_error" if status >= 500 else "http_status")
+            message = (f"HTTP {status} from {error.request.url}: {_server_message(error)}"
+                       f"{self._hint(status)}")
+            raise BackendError(kind, self._redacted(message),
                                retry_after(error.response.headers)) from error
         except (openai.APIResponseValidationError, ValueError) as error:  # JSONDecodeError too
             raise BackendError("malformed_reply", "the server's reply did not parse as the "
                                                   "OpenAI chat format") from error
+
+    def _hint(self, status: int) -> str:
+        """What to check for the statuses whose cause is in the config."""
+        if status in (401, 403):
+            return (f" (check the key in ${self.config.api_key_env})" if self.config.api_key_env
+                    else " (the server wants an API key: name its variable in api_key_env)")
+        if status == 404:
+            return " (check `model` and `base_url` in conf/model/)"
+        return ""
+
+    def _redacted(self, message: str) -> str:
+        """`message` without the API key's value, should a server ever echo it."""
+        key = os.environ.get(self.config.api_key_env or "", "")
+        return message.replace(key, "[API key]") if key else message
+
+
+def _server_message(error: Any) -> str:
+    """The server's own explanation of an HTTP error, on one line and cut short: the message of
+    an OpenAI-style error body, else the body itself."""
+    body = error.body
+    message = body.get("message", body) if isinstance(body, dict) else body
+    if message is None:
+        message = error.response.text or error.response.reason_phrase
+    text = " ".join(str(message).split())
+    return (text[:SERVER_MESSAGE_CHARS] + "...") if len(text) > SERVER_MESSAGE_CHARS else text
