@@ -28,7 +28,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from audit.errors import AuditError
 from audit.llm.backends import (Backend, BackendError, ChatRequest, Completion, Message,
-                                check_reply_text, request_key)
+                                backend_request_key, check_reply_text)
 from audit.config import EngineConfig, ModelConfig
 from audit.logs import progress_bar
 from audit.llm.heap import heap_frozen
@@ -171,7 +171,7 @@ def send(backend: Backend, request: ChatRequest, store: ResponseStore,
          engine: EngineConfig | None = None) -> Outcome:
     """Answer one request from the store, or send it (with the same retries as a batch)."""
     identity = backend.identity()
-    key = request_key(identity, request)
+    key = backend_request_key(backend, identity, request)
     return _stored(store, key) or asyncio.run(
         _send_missing(backend, identity, key, request, store, engine or EngineConfig(), None))
 
@@ -210,7 +210,8 @@ def plan_requests(prompts: pl.DataFrame, backends: dict[str, Backend],
         request = build_request(models[name], prompt["system_prompt"], prompt["user_prompt"],
                                 prompt["seed"])
         planned.append(Planned(prompt["prompt_id"], name, identities[name],
-                               request_key(identities[name], request), request))
+                               backend_request_key(backends[name], identities[name], request),
+                               request))
     return planned
 
 
@@ -307,7 +308,7 @@ def send_ahead(requests: Iterable[tuple[str, ChatRequest]], backends: dict[str, 
     planned: dict[str, Planned] = {}
     for name, request in requests:
         identity = identities.setdefault(name, backends[name].identity())
-        key = request_key(identity, request)
+        key = backend_request_key(backends[name], identity, request)
         planned[key] = Planned(key, name, identity, key, request)
     if planned:
         send_planned(list(planned.values()), backends, models, store, engine, show_progress,

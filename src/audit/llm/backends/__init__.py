@@ -11,7 +11,7 @@ import importlib
 
 from audit.errors import AuditError
 from audit.llm.backends.base import (Backend, BackendError, ChatRequest, Completion, Message,
-                                     check_reply_text, request_key)
+                                     backend_request_key, check_reply_text, request_key)
 from audit.config import ModelConfig
 
 BACKENDS: dict[str, str] = {
@@ -63,6 +63,7 @@ __all__ = [
     "ChatRequest",
     "Completion",
     "Message",
+    "backend_request_key",
     "can_score_options",
     "check_reply_text",
     "create_backend",

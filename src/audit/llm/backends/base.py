@@ -129,12 +129,30 @@ class Backend(Protocol):
         ...
 
 
-def request_key(identity: dict[str, str], request: ChatRequest) -> str:
-    """Content hash of only what changes the output: model identity, messages, sampling, seed."""
-    canonical = json.dumps(
-        {"model": identity, "request": request.as_payload()}, sort_keys=True, ensure_ascii=True
-    )
+def request_key(identity: dict[str, str], request: ChatRequest,
+                settings: dict[str, Any] | None = None) -> str:
+    """Content hash of only what changes the output: model identity, messages, sampling, seed,
+    and the backend's own `settings` that change this reply (reply_settings)."""
+    hashed: dict[str, Any] = {"model": identity, "request": request.as_payload()}
+    if settings:
+        # Absent when there are none, so the keys of every request without them stay as they were.
+        hashed["settings"] = settings
+    canonical = json.dumps(hashed, sort_keys=True, ensure_ascii=True)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def reply_settings(backend: Backend, request: ChatRequest) -> dict[str, Any]:
+    """Settings of `backend` that are not in the request but change its reply to it (Ollama's
+    context size, how a server is told a JSON schema): a backend names them, each only when it
+    is not at its default, in an optional `reply_settings(request)` method."""
+    settings = getattr(backend, "reply_settings", None)
+    return settings(request) if settings is not None else {}
+
+
+def backend_request_key(backend: Backend, identity: dict[str, str],
+                        request: ChatRequest) -> str:
+    """The request key of `request` sent to `backend` (whose identity is `identity`)."""
+    return request_key(identity, request, reply_settings(backend, request))
 
 
 def check_reply_text(request: ChatRequest, completion: Completion) -> Completion:

@@ -12,7 +12,8 @@ import threading
 import time
 from dataclasses import replace
 
-from audit.llm.backends.base import Backend, BackendError, ChatRequest, Completion
+from audit.llm.backends.base import (Backend, BackendError, ChatRequest, Completion,
+                                     reply_settings)
 from audit.config import ModelConfig
 
 # Failures that say "this host", not "this request": the host is set aside.
@@ -42,6 +43,10 @@ class Fleet:
             raise BackendError("config", f"the hosts of '{self.config.model}' serve different "
                                          f"models or weights: {identities}")
         return next(iter(identities.values()))
+
+    def reply_settings(self, request: ChatRequest) -> dict:
+        """The hosts' settings that change a reply (reply_settings): theirs share one config."""
+        return reply_settings(self.hosts[0].backend, request)
 
     def health_check(self) -> None:
         """Probe every host now: those that fail as hosts are set aside, the others are usable

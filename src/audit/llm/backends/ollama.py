@@ -46,6 +46,13 @@ class OllamaBackend:
             self._digest = str(digests[name])
         return {"backend": "ollama", "model": self.config.model, "digest": self._digest}
 
+    def reply_settings(self, request: ChatRequest) -> dict[str, Any]:
+        """The context size decides what of a long prompt the model sees: in the request key
+        when it is not the default n_ctx, so the keys of runs that never set it stay."""
+        if self.config.n_ctx == ModelConfig.n_ctx:
+            return {}
+        return {"num_ctx": self.config.n_ctx}
+
     def health_check(self) -> None:
         """Raise BackendError unless the server lists its models."""
         self._call(self._client.list)

@@ -116,6 +116,13 @@ class OpenAICompatibleBackend:
         # reports no weights digest, so a changed model behind the same name is not detected.
         return {"backend": "openai_compatible", "model": self.config.model, "digest": "none"}
 
+    def reply_settings(self, request: ChatRequest) -> dict[str, Any]:
+        """How a JSON schema is sent changes the reply (a grammar, or a hint): in the key of a
+        request with a schema when it is not the default json_schema."""
+        if request.json_schema is None or self.config.schema_format == SCHEMA_FORMATS[0]:
+            return {}
+        return {"schema_format": self.config.schema_format}
+
     def health_check(self) -> None:
         """Raise BackendError unless the server answers its model list. The body is left
         unread: only the answer matters, and the typed page would import the client's model
