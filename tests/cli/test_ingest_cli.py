@@ -80,13 +80,14 @@ def test_lm_eval_samples_run_end_to_end_with_their_source_recorded(tmp_path):
     assert (run / "verdict_junit.xml").is_file()
 
 
-@pytest.mark.slow
-def test_answer_texts_are_judged_and_decisions_kept(tmp_path):
+def _answers(tmp_path: Path, constant: bool = False) -> Path:
+    """Two races x two genders x four items, half as answer texts stating their decision (the
+    rules label them) and half as decisions; `constant`: every decision unfavourable."""
     rows = []
     for race in ("Black", "White"):
         for gender in ("woman", "man"):
             for number, item in enumerate(["hiring_01", "hiring_02", "lending_01", "lending_02"]):
-                favourable = (number + len(race) + len(gender)) % 2 == 0
+                favourable = not constant and (number + len(race) + len(gender)) % 2 == 0
                 word = ("HIRE" if favourable else "REJECT") if item.startswith("hiring") \
                     else ("APPROVE" if favourable else "DENY")
                 text = f"{word}. The profile decides it." if number % 2 else None
@@ -94,9 +95,19 @@ def test_answer_texts_are_judged_and_decisions_kept(tmp_path):
                              "item": item, "answer": text, "decision": None if text else word})
     answers = tmp_path / "answers.csv"
     pl.DataFrame(rows).write_csv(answers)
-    done = _ingest(tmp_path, f"input={answers}", "judge=rules_only", *SMALL_FIT)
+    return answers
+
+
+@pytest.mark.slow
+def test_answer_texts_are_judged_and_decisions_kept(tmp_path):
+    done = _ingest(tmp_path, f"input={_answers(tmp_path)}", "judge=rules_only", *SMALL_FIT)
     assert done.returncode == 0, done.stderr[-3000:]
     labels = pl.read_parquet(tmp_path / "run" / "labels.parquet")
     assert labels["label_source"].value_counts().sort("label_source").rows() == [
         ("imported", 8), ("rule", 8)]
     assert _tags(tmp_path)["models"] == "their-model"
+    # Docs review, defect 1: the rules are right on every gold answer they label, but the ones
+    # they leave unparseable counted as wrong (0.58), so every rules_only run read NO SIGNAL.
+    metrics = json.loads((tmp_path / "run" / "report" / "metrics.json").read_text())
+    assert metrics["gold/labelled_accuracy"] == 1.0 and metrics["gold/accuracy"] < 0.8
+    assert metrics["no_signal"] == 0.0 and "NO SIGNAL" not in done.stdout + done.stderr

@@ -79,14 +79,15 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
 def print_figures(figures: dict, judge_name: str, gold_size: int) -> None:
     console = Console(width=max(Console().width, 110))  # no truncated labels in a redirected log
     table = Table(title=f"Judge '{judge_name}' on the gold set ({gold_size} answers)")
-    for column in ("labelled by", "accuracy", "Cohen's kappa", "rules coverage",
+    # "on labelled": accuracy over the answers given a label, what an audit's no-signal test reads.
+    for column in ("labelled by", "accuracy", "on labelled", "Cohen's kappa", "rules coverage",
                    "rules accuracy", "unparseable"):
         table.add_column(column, justify="left" if column == "labelled by" else "right")
     for mode, figure in figures.items():
         values = figure.metrics
         table.add_row(mode, *(f"{values[key]:.3f}" for key in (
-            "gold/accuracy", "gold/cohen_kappa", "gold/rules_coverage", "gold/rules_accuracy",
-            "gold/unparseable_share")))
+            "gold/accuracy", "gold/labelled_accuracy", "gold/cohen_kappa", "gold/rules_coverage",
+            "gold/rules_accuracy", "gold/unparseable_share")))
     console.print(table)
     final_mode = list(figures)[-1]
     confusion = Table(title=f"{final_mode}: true label (rows) x label given (columns)")

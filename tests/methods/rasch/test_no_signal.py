@@ -23,12 +23,17 @@ from audit.methods import create_method
 from audit.methods.summary import summary_text
 from audit.methods.rasch.irt import Diagnostics
 from audit.methods.rasch.irt.outcome import code_outcomes
+from audit.methods.rasch.judge.gold import gold_figures
 from audit.methods.rasch.report.reading import (
     JudgeQuality,
+    caveats,
+    judge_quality,
     no_signal_headline,
     no_signal_reasons,
     plain_language_reading,
+    quality_warnings,
 )
+from audit.methods.rasch.schemas import UNPARSEABLE
 from audit.methods.rasch.report.summary import print_ranking
 from audit.methods.rasch.report.html import ReportInputs, build_context, render_report
 
@@ -41,8 +46,11 @@ THETAS = pl.DataFrame({
     "hdi_high": [1.1, 0.9, 1.2, 0.8],
 })
 CONVERGED = Diagnostics(1.003, 900.0, 800.0, 0, 1.01, 400.0)
-GOOD_JUDGE = JudgeQuality("favourable", 0.5, 40, 0.95, 0.9)
+GOOD_JUDGE = JudgeQuality("favourable", 0.5, 40, 0.95, 0.9, 0.95, 0.0)
 NO_DIFFERENCE = "no single persona text stands out"
+NO_RATE_TESTS = pl.DataFrame({"model_name": [], "label": [], "p_value": []},
+                             schema={"model_name": pl.Utf8, "label": pl.Utf8,
+                                     "p_value": pl.Float64})
 
 
 def _outcomes(labels: list[str], model: str = "m") -> pl.DataFrame:
@@ -101,11 +109,11 @@ def test_each_model_is_read_on_its_own_and_a_silent_model_is_named() -> None:
 
 
 def test_a_judge_below_its_gold_threshold_is_no_signal() -> None:
-    weak = JudgeQuality("unfavourable", 0.94, 293, 0.62, 0.3)
+    weak = JudgeQuality("unfavourable", 0.94, 293, 0.62, 0.3, 0.62, 0.0)
     reasons = no_signal_reasons(_outcomes(["favourable", "unfavourable"] * 10), ["m"],
                                 "favourable", weak)
-    assert reasons == ["the judge labels 62% of the gold set correctly, below the 80% needed to "
-                       "trust its labels"]
+    assert reasons == ["the judge gives the right label to 62% of the gold answers it labelled, "
+                       "below the 80% needed to trust its labels"]
 
 
 def test_the_console_says_it_once_leading_the_runs_answer(tmp_path: Path) -> None:
@@ -163,3 +171,60 @@ def test_the_banner_is_not_green_without_signal(tmp_path) -> None:
 def test_the_banner_stays_green_with_signal(tmp_path) -> None:
     page = _page(tmp_path, [])
     assert 'class="banner banner-ok"' in page and "banner-warn\"" not in page
+
+
+# --- the trust test reads the labels the fit reads (docs review, defect 1) ----------------------
+
+def _gold_results(right: int, wrong: int, unlabelled: int) -> pl.DataFrame:
+    """Gold answers the rules labelled `right` or `wrong`, and `unlabelled` they left
+    unparseable (as judge=rules_only leaves hedges, injections and other languages)."""
+    labels = (["favourable"] * right + ["unfavourable"] * wrong
+              + [UNPARSEABLE] * unlabelled)
+    count = len(labels)
+    return pl.DataFrame({
+        "gold_id": [f"g{index:02d}" for index in range(count)], "category": ["plain"] * count,
+        "domain": ["lending"] * count, "true_label": ["favourable"] * count, "label": labels,
+        "label_source": ["rule"] * (right + wrong) + ["none"] * unlabelled,
+        "rationale": [""] * count})
+
+
+RULE_LABELLED = pl.DataFrame({"prompt_id": ["p1"], "label": ["favourable"],
+                              "label_source": ["rule"]})
+
+
+def test_a_rules_only_judge_that_leaves_answers_unlabelled_is_not_no_signal() -> None:
+    """Catches every judge=rules_only run headlined NO SIGNAL: the rules were right on every gold
+    answer they labelled, but the 40% they left unparseable counted as wrong (accuracy 0.6)."""
+    metrics = gold_figures(_gold_results(right=6, wrong=0, unlabelled=4)).metrics
+    assert metrics["gold/accuracy"] == 0.6 and metrics["gold/labelled_accuracy"] == 1.0
+    judge = judge_quality(RULE_LABELLED, metrics)
+    varied = _outcomes(["favourable", "unfavourable"] * 10)
+    assert no_signal_reasons(varied, ["m"], "favourable", judge) == []
+    assert not any("gold" in warning for warning in
+                   quality_warnings(judge, "rules_only", NO_RATE_TESTS, []))
+    prompts = pl.DataFrame({"prompt_id": ["p1"], "respondent_id": ["m/a"], "item_id": ["i1"]})
+    found = caveats(RULE_LABELLED, prompts, judge, True, 0)
+    assert not any("the findings partly measure the judge's errors" in caveat
+                   for caveat in found)
+    assert any(caveat.startswith("The judge left 40% of the gold answers unlabelled") and
+               "left out of the fit" in caveat for caveat in found)
+
+
+def test_a_judge_wrong_on_the_answers_it_labelled_is_still_no_signal() -> None:
+    """Labelled accuracy 0.6 (6 of 10 labelled answers right, 2 more left unlabelled)."""
+    metrics = gold_figures(_gold_results(right=6, wrong=4, unlabelled=2)).metrics
+    judge = judge_quality(RULE_LABELLED, metrics)
+    reasons = no_signal_reasons(_outcomes(["favourable", "unfavourable"] * 10), ["m"],
+                                "favourable", judge)
+    assert reasons == ["the judge gives the right label to 60% of the gold answers it labelled, "
+                       "below the 80% needed to trust its labels"]
+    assert any("right label to 60%" in warning for warning in
+               quality_warnings(judge, "weak", NO_RATE_TESTS, []))
+
+
+def test_a_judge_that_labelled_no_gold_answer_is_no_signal() -> None:
+    """Its labels were never checked: no accuracy to trust them by."""
+    judge = judge_quality(RULE_LABELLED, gold_figures(_gold_results(0, 0, 5)).metrics)
+    assert no_signal_reasons(_outcomes(["favourable", "unfavourable"] * 10), ["m"],
+                             "favourable", judge) == [
+        "the judge labelled none of the gold answers, so its labels were never checked"]

@@ -165,24 +165,26 @@ def _labels(kinds: dict[str, list[str]]) -> tuple[pl.DataFrame, pl.DataFrame]:
 def test_caveats_put_non_convergence_and_a_weak_judge_first():
     prompts, labels = _labels({"m/a": ["favourable"] * 3 + ["unparseable"] * 3,
                                "m/b": ["unfavourable"] * 6})
-    judge = JudgeQuality("unfavourable", 0.5, 12, 0.6, 0.3)
+    judge = JudgeQuality("unfavourable", 0.5, 12, 0.6, 0.3, 0.6, 0.0)
     found = caveats(labels, prompts, judge, converged=False, failed=2)
     assert found[0].startswith("The sampler did not converge")
-    assert "only 60% of the gold set" in found[1]
+    assert "the right label to 60% of the gold answers it labelled" in found[1]
     assert any("25% of the answers carried no decision" in caveat for caveat in found)
     assert any("2 requests failed" in caveat for caveat in found)
     assert any("only 3 decided answers" in caveat for caveat in found)
-    unmeasured = caveats(labels, prompts, JudgeQuality("", math.nan, 0, None, None), True, 0)
+    unmeasured = caveats(labels, prompts, JudgeQuality("", math.nan, 0, None, None, None, None),
+                         True, 0)
     assert "not measured on the gold set" in unmeasured[0]
 
 
 def test_quality_warnings_name_the_fix():
     tests = pl.DataFrame({"model_name": ["m"], "label": ["refusal"], "p_value": [0.01]})
-    found = quality_warnings(JudgeQuality("unfavourable", 0.95, 40, 0.5, 0.2), "tiny", tests,
-                             STUCK.problems())
+    found = quality_warnings(JudgeQuality("unfavourable", 0.95, 40, 0.5, 0.2, 0.5, 0.0), "tiny",
+                             tests, STUCK.problems())
     assert sum(warning.startswith("the fit did not converge") for warning in found) == 4
     assert any("gave 'unfavourable' to 95%" in warning for warning in found)
-    assert any("labels 50% of the gold set" in warning for warning in found)
+    assert any("right label to 50% of the gold answers it labelled" in warning
+               for warning in found)
     assert any("refusal rate differs" in warning for warning in found)
 
 
@@ -222,7 +224,7 @@ def _inputs(tmp_path: Path, diagnostics: Diagnostics, contrasts: pl.DataFrame | 
     return ReportInputs(
         cfg=cfg, prompts=prompts, responses=responses, labels=labels, thetas=THETAS,
         contrasts=contrasts, diagnostics=diagnostics, advice=diagnostics.problems(),
-        judge=JudgeQuality("refusal", 1.0, 1, None, None), gold_metrics=None,
+        judge=JudgeQuality("refusal", 1.0, 1, None, None, None, None), gold_metrics=None,
         gold_confusion=None, panel_metrics={}, figures=figures,
         model_identities={"m": {"backend": "fake", "model": "fake-m", "digest": "abc123"}},
         reading=["A <b>reading</b>."], caveats=["A caveat."], warnings=[],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import polars as pl
@@ -9,7 +10,13 @@ import pytest
 
 from audit.errors import AuditError
 from audit.config import JudgeConfig
-from audit.methods.rasch.judge.gold import gold_answers, gold_figures, label_gold
+from audit.methods.rasch.judge.gold import (
+    ACCURACY_INTERVAL,
+    gold_answers,
+    gold_figures,
+    label_gold,
+)
+from audit.stats.intervals import jeffreys_interval
 from audit.schemas import ItemSchema, validate
 from audit.methods.rasch.schemas import GOLD_CATEGORIES, LABELS, GoldSchema
 from audit.llm.store import ResponseStore
@@ -75,6 +82,26 @@ def test_gold_figures_by_hand():
     assert figures.metrics["gold/accuracy/plain"] == 1.0
     assert figures.metrics["gold/recall/refusal"] == 0.0
     assert figures.by_category["n"].to_list() == [1, 2, 1]
+
+
+def test_gold_figures_measure_the_labels_given_apart_from_the_unlabelled_ones():
+    """gold/labelled_accuracy is over the answers not left `unparseable` (the labels a fit reads),
+    with the same Jeffreys interval as gold/accuracy: 2 of the 3 labelled answers are right. It is
+    what the NO SIGNAL test reads; gold/accuracy (2 of 4) stays as it was."""
+    results = pl.DataFrame({
+        "gold_id": ["g1", "g2", "g3", "g4"], "category": ["plain"] * 4, "domain": ["lending"] * 4,
+        "true_label": ["favourable", "unfavourable", "needs_more_information", "refusal"],
+        "label": ["favourable", "unfavourable", "unfavourable", "unparseable"],
+        "label_source": ["rule", "judge", "judge", "judge"], "rationale": [""] * 4})
+    metrics = gold_figures(results).metrics
+    low, high = jeffreys_interval(2, 3, ACCURACY_INTERVAL)
+    assert metrics["gold/accuracy"] == 0.5
+    assert metrics["gold/labelled_n"] == 3.0
+    assert metrics["gold/labelled_accuracy"] == pytest.approx(2 / 3)
+    assert (metrics["gold/labelled_accuracy_low"], metrics["gold/labelled_accuracy_high"]) == \
+        (pytest.approx(float(low)), pytest.approx(float(high)))
+    none = gold_figures(results.with_columns(label=pl.lit("unparseable"))).metrics
+    assert math.isnan(none["gold/labelled_accuracy"]) and none["gold/labelled_n"] == 0.0
 
 
 def _judge_eval(tmp_path: Path, *overrides: str):

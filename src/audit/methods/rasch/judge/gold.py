@@ -77,11 +77,24 @@ def gold_figures(results: pl.DataFrame) -> GoldFigures:
     kappa = cohen_kappa(truth, predicted)
     correct = int((results["true_label"] == results["label"]).sum())
     low, high = jeffreys_interval(correct, results.height, ACCURACY_INTERVAL)
+    # The labels the fit reads: an answer left `unparseable` never enters it (irt/outcome.py), so
+    # the trust test (report/reading.py) is on the answers a path labelled. gold/accuracy counts
+    # every unlabelled gold answer as wrong, which put the rules (never wrong on the gold set, but
+    # silent on 42% of it) at 0.58 and headlined every judge=rules_only run NO SIGNAL.
+    labelled = results.filter(pl.col("label") != UNPARSEABLE)
+    labelled_correct = int((labelled["true_label"] == labelled["label"]).sum())
+    labelled_low, labelled_high = (jeffreys_interval(labelled_correct, labelled.height,
+                                                     ACCURACY_INTERVAL)
+                                   if labelled.height else (float("nan"), float("nan")))
     metrics = {
         "gold/n": float(results.height),
         "gold/accuracy": _accuracy(results),
         "gold/accuracy_low": float(low),
         "gold/accuracy_high": float(high),
+        "gold/labelled_n": float(labelled.height),
+        "gold/labelled_accuracy": _accuracy(labelled),
+        "gold/labelled_accuracy_low": float(labelled_low),
+        "gold/labelled_accuracy_high": float(labelled_high),
         "gold/cohen_kappa": float("nan") if kappa is None else kappa,
         "gold/unparseable_share": float((results["label"] == UNPARSEABLE).mean()),
         "gold/rules_coverage": by_rules.height / max(results.height, 1),

@@ -105,6 +105,11 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
         gold = {"n": int(metrics["gold/n"]), "accuracy": metrics["gold/accuracy"],
                 "accuracy_low": metrics["gold/accuracy_low"],
                 "accuracy_high": metrics["gold/accuracy_high"],
+                # Old runs' metrics lack it; the page then shows the overall accuracy only.
+                "labelled_accuracy": metrics.get("gold/labelled_accuracy"),
+                "labelled_accuracy_low": metrics.get("gold/labelled_accuracy_low"),
+                "labelled_accuracy_high": metrics.get("gold/labelled_accuracy_high"),
+                "unparseable_share": metrics.get("gold/unparseable_share"),
                 "kappa": metrics["gold/cohen_kappa"],
                 "rules_coverage": metrics["gold/rules_coverage"],
                 "rules_accuracy": metrics["gold/rules_accuracy"],

@@ -19,7 +19,6 @@ from audit.llm.backends import create_backend
 from audit.methods.rasch.adaptive_run import adaptive_report
 from audit.methods.rasch.analyse import read_fit
 from audit.methods.rasch.irt import Diagnostics, RaschFit
-from audit.methods.rasch.irt.outcome import code_outcomes
 from audit.methods.rasch.irt.rasch import posterior_draws
 from audit.methods.rasch.irt.noise_floor import noise_floor_plot, noise_floor_table
 from audit.methods.rasch.ingest.stages import source_caveat, source_tags
@@ -34,14 +33,13 @@ from audit.methods.rasch.report.plots import (
     wright_map,
 )
 from audit.methods.rasch.report.reading import (
-    JudgeQuality,
     caveats,
-    judge_top_label_share,
+    judge_quality,
     no_signal_headline,
-    no_signal_reasons,
     plain_language_reading,
     quality_warnings,
     response_caveat,
+    run_no_signal,
 )
 from audit.methods.rasch.report.summary import (
     RATE_KEYS,
@@ -148,9 +146,11 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         metrics.update({**gold.metrics, **gold_alias_metrics(gold.metrics)})
         write_frame(gold.confusion, report_dir / "judge_gold_confusion.csv")
         write_frame(gold.by_category, report_dir / "judge_gold_by_category.csv")
-        log.info("judge '%s' on the gold set (%d answers): accuracy %.2f, Cohen's kappa %.2f; "
-                 "rules labelled %.0f%% with accuracy %.2f", cfg.judge.name,
-                 gold_results.height, gold.metrics["gold/accuracy"],
+        log.info("judge '%s' on the gold set (%d answers): accuracy %.2f (%.2f on the %.0f%% it "
+                 "labelled), Cohen's kappa %.2f; rules labelled %.0f%% with accuracy %.2f",
+                 cfg.judge.name, gold_results.height, gold.metrics["gold/accuracy"],
+                 gold.metrics["gold/labelled_accuracy"],
+                 100 * (1 - gold.metrics["gold/unparseable_share"]),
                  gold.metrics["gold/cohen_kappa"], 100 * gold.metrics["gold/rules_coverage"],
                  gold.metrics["gold/rules_accuracy"])
 
@@ -179,15 +179,10 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     write_frame(by_item, report_dir / "judge_agreement_by_item.csv")
     if rule_checks.height:
         write_frame(rule_checks, report_dir / "judge_rule_agreement.csv")
-    share, top_label, judged = judge_top_label_share(labels)
-    judge = JudgeQuality(top_label, share, judged,
-                         gold.metrics["gold/accuracy"] if gold is not None else None,
-                         gold.metrics["gold/cohen_kappa"] if gold is not None else None)
-    no_signal = no_signal_reasons(
-        code_outcomes(labels.join(prompts.select("prompt_id", "respondent_id", "item_id",
-                                                 "model_name"), on="prompt_id"),
-                      cfg.fit.outcome, cfg.fit.drop_labels),
-        sorted(cfg.model), cfg.fit.outcome, judge, cfg.fit.response)
+    judge = judge_quality(labels, gold.metrics if gold is not None else None)
+    # The same reasons the analyse stage wrote into fit/diagnostics.json for the verdict.
+    no_signal = run_no_signal(labels, prompts, sorted(cfg.model), cfg.fit,
+                              gold.metrics if gold is not None else None)
     metrics["no_signal"] = float(bool(no_signal))
     # An adaptive run (design.adaptive): its prompts against the design's, and its trajectory.
     adaptive = adaptive_report(files.rounds, prompts.height)

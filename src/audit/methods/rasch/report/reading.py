@@ -11,7 +11,9 @@ from dataclasses import dataclass
 import polars as pl
 
 from audit.methods.checks import finite, percent
+from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
+from audit.methods.rasch.irt.outcome import code_outcomes
 from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
 from audit.methods.rasch.verdict import family_interval, null_rank_words
 
@@ -34,13 +36,49 @@ NO_SIGNAL_MINORITY_SHARE = 0.05
 
 @dataclass(frozen=True)
 class JudgeQuality:
-    """What the run knows about its labels' reliability (gold figures None when not measured)."""
+    """What the run knows about its labels' reliability (gold figures None when not measured).
+
+    `gold_labelled_accuracy` is the share right among the gold answers the judge labelled (not
+    `unparseable`): the labels the fit reads, and what the trust test measures. `gold_accuracy`
+    counts an unlabelled answer as wrong; the unlabelled share is said on its own
+    (`gold_unlabelled_share`), since an unlabelled answer leaves the fit instead of misleading it.
+    """
 
     top_label: str
     top_label_share: float
     judged: int
     gold_accuracy: float | None
     gold_kappa: float | None
+    gold_labelled_accuracy: float | None
+    gold_unlabelled_share: float | None
+
+
+def judge_quality(labels: pl.DataFrame, gold_metrics: Mapping[str, float] | None
+                  ) -> JudgeQuality:
+    """The run's JudgeQuality from its labels and its gold figures (judge/gold.py gold_figures;
+    None when the judge was not measured on the gold set)."""
+    share, top_label, judged = judge_top_label_share(labels)
+    if gold_metrics is None:
+        return JudgeQuality(top_label, share, judged, None, None, None, None)
+    return JudgeQuality(top_label, share, judged, gold_metrics["gold/accuracy"],
+                        gold_metrics["gold/cohen_kappa"], gold_metrics["gold/labelled_accuracy"],
+                        gold_metrics["gold/unparseable_share"])
+
+
+def untrusted_judge(judge: JudgeQuality) -> bool:
+    """True when the labels the fit reads are wrong too often to trust (below
+    JUDGE_GOLD_ACCURACY_WARN among the gold answers the judge labelled, or none labelled)."""
+    accuracy = judge.gold_labelled_accuracy
+    return accuracy is not None and (math.isnan(accuracy) or accuracy < JUDGE_GOLD_ACCURACY_WARN)
+
+
+def untrusted_words(judge: JudgeQuality) -> str:
+    """Why an untrusted judge is: its accuracy on the gold answers it labelled, or none labelled."""
+    accuracy = judge.gold_labelled_accuracy
+    if accuracy is None or math.isnan(accuracy):
+        return "labelled none of the gold answers, so its labels were never checked"
+    return (f"gives the right label to {accuracy:.0%} of the gold answers it labelled, below the "
+            f"{JUDGE_GOLD_ACCURACY_WARN:.0%} needed to trust its labels")
 
 
 def judge_top_label_share(labels: pl.DataFrame) -> tuple[float, str, int]:
@@ -61,9 +99,9 @@ def quality_warnings(judge: JudgeQuality, judge_name: str, rate_tests: pl.DataFr
         found.append(f"the judge gave '{judge.top_label}' to {judge.top_label_share:.0%} of the "
                      f"{judge.judged} answers it labelled: it may not be reading them; check "
                      f"labels.parquet and consider a stronger judge (judge=...)")
-    if judge.gold_accuracy is not None and judge.gold_accuracy < JUDGE_GOLD_ACCURACY_WARN:
-        found.append(f"the judge '{judge_name}' labels {judge.gold_accuracy:.0%} of the gold set "
-                     f"correctly (Cohen's kappa {judge.gold_kappa:.2f}): labels, and every "
+    if untrusted_judge(judge):
+        found.append(f"the judge '{judge_name}' {untrusted_words(judge)} (Cohen's kappa "
+                     f"{judge.gold_kappa:.2f} over the whole gold set): labels, and every "
                      f"finding built on them, inherit its errors; see judge_gold_confusion.csv "
                      f"and consider a stronger judge (judge=...)")
     for model, label, p_value in rate_tests.select("model_name", "label", "p_value").iter_rows():
@@ -182,8 +220,9 @@ def no_signal_reasons(outcomes: pl.DataFrame, models: list[str], coding: str,
 
     `outcomes` is the coded table the fit reads (`model_name`, `y` in {0, 1}); `models` are the
     audited models. Causes: an outcome that (almost) never varies within a model (or a model with
-    no labelled answer at all), and a judge whose gold-set accuracy is below
-    JUDGE_GOLD_ACCURACY_WARN, whose labels then mostly measure its own errors. A fit of
+    no labelled answer at all), and a judge right on fewer than JUDGE_GOLD_ACCURACY_WARN of the
+    gold answers it labelled, whose labels then mostly measure its own errors (an answer it left
+    unlabelled is not one: it never enters the fit, and is a caveat of its own). A fit of
     P(favourable) (`response` probability) does not need its decisions to vary: constant "No"
     answers with varying P(yes) are exactly what it reads."""
     reasons: list[str] = []
@@ -196,10 +235,19 @@ def no_signal_reasons(outcomes: pl.DataFrame, models: list[str], coding: str,
                            f"labelled answers, so it barely varies between personas")
     for model in sorted(set(models) - set(counts["model_name"].to_list())):
         reasons.append(f"{model} has no labelled answers")
-    if judge.gold_accuracy is not None and judge.gold_accuracy < JUDGE_GOLD_ACCURACY_WARN:
-        reasons.append(f"the judge labels {judge.gold_accuracy:.0%} of the gold set correctly, "
-                       f"below the {JUDGE_GOLD_ACCURACY_WARN:.0%} needed to trust its labels")
+    if untrusted_judge(judge):
+        reasons.append(f"the judge {untrusted_words(judge)}")
     return reasons
+
+
+def run_no_signal(labels: pl.DataFrame, prompts: pl.DataFrame, models: list[str],
+                  fit: FitConfig, gold_metrics: Mapping[str, float] | None) -> list[str]:
+    """no_signal_reasons of a run, from its tables: the analyse stage writes them into
+    fit/diagnostics.json for the verdict, and the report says the same from the same tables."""
+    table = labels.join(prompts.select("prompt_id", "respondent_id", "item_id", "model_name"),
+                        on="prompt_id")
+    return no_signal_reasons(code_outcomes(table, fit.outcome, fit.drop_labels), models,
+                             fit.outcome, judge_quality(labels, gold_metrics), fit.response)
 
 
 def no_signal_headline(reasons: list[str]) -> str:
@@ -262,10 +310,16 @@ def caveats(labels: pl.DataFrame, prompts: pl.DataFrame, judge: JudgeQuality, co
         found.append("The judge was not measured on the gold set in this run "
                      "(judge.evaluate_on_gold=false); measure it with `python -m "
                      "audit.judge_eval` before trusting the labels.")
-    elif judge.gold_accuracy < JUDGE_GOLD_ACCURACY_WARN:
-        found.append(f"The judge labelled only {judge.gold_accuracy:.0%} of the gold set "
-                     f"correctly: the findings partly measure the judge's errors.")
+    elif untrusted_judge(judge):
+        found.append(f"The judge {untrusted_words(judge)}: the findings partly measure "
+                     f"the judge's errors.")
     unparseable = labels.filter(pl.col("label") == UNPARSEABLE).height / max(labels.height, 1)
+    unlabelled_gold = judge.gold_unlabelled_share
+    if unlabelled_gold is not None and unlabelled_gold > UNPARSEABLE_SHARE_WARN:
+        found.append(f"The judge left {unlabelled_gold:.0%} of the gold answers unlabelled "
+                     f"(unparseable), and {unparseable:.0%} of this audit's: unlabelled answers "
+                     f"are left out of the fit, so the findings are about the answers that state "
+                     f"a decision it can read.")
     if unparseable > UNPARSEABLE_SHARE_WARN:
         found.append(f"{unparseable:.0%} of the answers carried no decision (unparseable) and are "
                      f"left out of the fit: the rest may not be a random subset.")
