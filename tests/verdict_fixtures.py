@@ -66,8 +66,10 @@ def iat_run(directory: Path, rows: list[tuple]) -> Path:
     return directory
 
 
-def rasch_run(directory: Path, decisions: list[str], converged: bool = True) -> Path:
-    """fit/ as the fit stage writes it; config.yaml in report/, where the report stage puts it."""
+def rasch_run(directory: Path, decisions: list[str], converged: bool = True,
+              no_signal: list[str] | None = None) -> Path:
+    """fit/ as the fit stage writes it; config.yaml in report/, where the report stage puts it.
+    `no_signal`: the reasons an audit's analyse stage writes (None: a fit without them)."""
     (directory / "fit").mkdir(parents=True, exist_ok=True)
     rows = []
     for index, decision in enumerate(decisions):
@@ -81,7 +83,8 @@ def rasch_run(directory: Path, decisions: list[str], converged: bool = True) -> 
     (directory / "fit" / "diagnostics.json").write_text(json.dumps({
         "converged": converged, "rhat_max": 1.002 if converged else 1.08,
         "ess_bulk_min": 1800.0, "ess_tail_min": 1500.0, "divergences": 0,
-        "advice": "" if converged else "run longer chains"}))
+        "advice": "" if converged else "run longer chains",
+        **({"no_signal": no_signal} if no_signal is not None else {})}))
     record(directory / "report", "rasch")
     return directory
 

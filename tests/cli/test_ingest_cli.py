@@ -111,3 +111,32 @@ def test_answer_texts_are_judged_and_decisions_kept(tmp_path):
     metrics = json.loads((tmp_path / "run" / "report" / "metrics.json").read_text())
     assert metrics["gold/labelled_accuracy"] == 1.0 and metrics["gold/accuracy"] < 0.8
     assert metrics["no_signal"] == 0.0 and "NO SIGNAL" not in done.stdout + done.stderr
+    diagnostics = json.loads((tmp_path / "run" / "fit" / "diagnostics.json").read_text())
+    assert diagnostics["no_signal"] == []
+
+
+@pytest.mark.slow
+def test_a_no_signal_run_is_not_tested_by_the_verdict(tmp_path):
+    """Docs review, defect 2: every answer unfavourable is NO SIGNAL in the report, and the CI
+    verdict beside it read PASS (exit 0). The analyse stage now writes the reasons next to the
+    fit, and the summary, report and `python -m audit.verdict` say the same: NOT TESTED, exit 3."""
+    # Four chains: the verdict fails a fit that did not converge before it reads any contrast,
+    # and two short chains on constant answers missed R-hat 1.01 (1.023).
+    done = _ingest(tmp_path, f"input={_answers(tmp_path, constant=True)}", "judge=rules_only",
+                   "fit.draws=500", "fit.tune=500", "fit.chains=4")
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = tmp_path / "run"
+    diagnostics = json.loads((run / "fit" / "diagnostics.json").read_text())
+    assert diagnostics["no_signal"] == [
+        "their-model's 'favourable' outcome is 0 in 16 of its 16 labelled answers, so it barely "
+        "varies between personas"]
+    assert json.loads((run / "report" / "metrics.json").read_text())["no_signal"] == 1.0
+    assert diagnostics["converged"] is True
+    assert "0 in 16 of its 16 labelled answers" in (run / "report" / "report.html").read_text()
+    summary = done.stdout + done.stderr
+    assert "NO SIGNAL" in summary and "CI verdict: NOT TESTED" in summary
+    verdict = subprocess.run([sys.executable, "-m", "audit.verdict", f"run_dir={run}"],
+                             capture_output=True, text=True, timeout=300, cwd=PROJECT_ROOT,
+                             env={**os.environ, "COLUMNS": "200"})
+    assert verdict.returncode == 3, verdict.stdout[-2000:] + verdict.stderr[-2000:]
+    assert "verdict: NOT TESTED" in verdict.stdout and "NO SIGNAL" in verdict.stdout

@@ -12,6 +12,7 @@ from verdict_fixtures import rasch_run, read_junit
 
 from audit.cli.verdict import judge_run, main
 from audit.methods.configs import VerdictConfig
+from audit.methods.summary import verdict_line
 
 
 def test_rasch_contrast_outside_the_rope_fails(tmp_path: Path) -> None:
@@ -109,8 +110,52 @@ def test_a_second_outcome_is_judged_too(tmp_path: Path) -> None:
     assert main([f"run_dir={run}"]) == 1
 
 
+NO_SIGNAL = ["smollm2's 'favourable' outcome is 0 in 15 of its 15 labelled answers, so it "
+             "barely varies between personas"]
+
+
+def test_a_no_signal_run_is_not_tested(tmp_path: Path, capsys) -> None:
+    """Bug caught (docs review, defect 2): a run the report headlines NO SIGNAL passed the CI
+    gate (`PASS (0 of 8 checks failed)`, exit 0) next to "can neither show nor rule out a
+    demographic difference". Its contrasts are now not testable, naming the reason: exit 3."""
+    run = rasch_run(tmp_path / "r", ["undecided", "equivalent"], no_signal=NO_SIGNAL)
+    checks = judge_run(run, VerdictConfig())
+    contrasts = [check for check in checks if check.about_groups]
+    assert len(contrasts) == 2 and all(check.skipped and not check.failed for check in contrasts)
+    assert all(check.message.startswith(f"not testable: NO SIGNAL ({NO_SIGNAL[0]})")
+               for check in contrasts)
+    assert main([f"run_dir={run}"]) == 3
+    out = capsys.readouterr().out
+    assert "verdict: NOT TESTED (0 of 2 comparisons could be judged, 2 not testable)" in out
+    # rasch_fail_on_undecided does not turn an untestable contrast into a failure
+    assert main([f"run_dir={run}", "rasch_fail_on_undecided=true"]) == 3
+
+
+def test_the_same_run_without_no_signal_reasons_passes(tmp_path: Path) -> None:
+    """A fit without the reasons (`python -m audit.fit`, an older run) or with none (an audit
+    with signal) is judged as before."""
+    assert main([f"run_dir={rasch_run(tmp_path / 'a', ['undecided', 'equivalent'])}"]) == 0
+    assert main([f"run_dir={rasch_run(tmp_path / 'b', ['undecided', 'equivalent'], no_signal=[])}"]
+                ) == 0
+
+
+def test_a_different_contrast_still_fails_without_signal(tmp_path: Path) -> None:
+    """NO SIGNAL makes a run unable to pass, never unable to fail."""
+    run = rasch_run(tmp_path / "r", ["different", "equivalent"], no_signal=NO_SIGNAL)
+    checks = judge_run(run, VerdictConfig())
+    assert [check.name for check in checks if check.failed] == ["Black vs level0"]
+    assert main([f"run_dir={run}"]) == 1
+
+
+def test_the_runs_summary_says_the_verdict_not_tested(tmp_path: Path) -> None:
+    """The summary a run ends with prints the CI verdict by the same code: NOT TESTED beside the
+    NO SIGNAL headline, where it said PASS."""
+    run = rasch_run(tmp_path / "r", ["undecided"], no_signal=NO_SIGNAL)
+    assert verdict_line(run).startswith("CI verdict: NOT TESTED (0 of 1 comparisons")
+
+
 @pytest.mark.parametrize("damage", ["no_diagnostics", "bad_json", "bad_decision", "wrong_type",
-                                    "missing_column"])
+                                    "missing_column", "bad_no_signal"])
 def test_malformed_rasch_files_are_bad_input(tmp_path: Path, damage: str) -> None:
     run = rasch_run(tmp_path / "r", ["equivalent"])
     diagnostics, contrasts = run / "fit" / "diagnostics.json", run / "fit" / "contrasts.csv"
@@ -121,6 +166,9 @@ def test_malformed_rasch_files_are_bad_input(tmp_path: Path, damage: str) -> Non
     elif damage == "wrong_type":
         diagnostics.write_text(json.dumps({**json.loads(diagnostics.read_text()),
                                            "converged": "yes"}))
+    elif damage == "bad_no_signal":
+        diagnostics.write_text(json.dumps({**json.loads(diagnostics.read_text()),
+                                           "no_signal": "yes"}))
     elif damage == "bad_decision":
         contrasts.write_text(contrasts.read_text().replace("equivalent", "maybe"))
     else:

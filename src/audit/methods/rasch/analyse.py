@@ -20,6 +20,8 @@ from audit.methods.rasch.irt import RaschFit, code_outcomes, diagnose, fit_rasch
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.irt.judge_error import LABELS_AS_TRUTH, resolve_confusion
 from audit.methods.rasch.irt.probability import JUDGE_ERROR_NOTE
+from audit.methods.rasch.judge.gold import gold_figures
+from audit.methods.rasch.report.reading import run_no_signal
 from audit.methods.rasch.schemas import SummarySchema
 from audit.tables import read_frame, read_table, write_frame
 
@@ -92,8 +94,13 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
 
 # --- the fit's files -------------------------------------------------------------------------
 
-def write_fit(fit: RaschFit, directory: Path) -> None:
-    """Posterior, summary, contrasts and a diagnostics verdict; companions in sub-directories."""
+def write_fit(fit: RaschFit, directory: Path, no_signal: list[str] | None = None) -> None:
+    """Posterior, summary, contrasts and a diagnostics verdict; companions in sub-directories.
+
+    ``no_signal``: an audit's no-signal reasons (report/reading.py run_no_signal; empty when it
+    has signal), written for the CI verdict, which reads this file; None (`python -m audit.fit`,
+    which has no labels or judge) leaves them out, and the verdict judges the fit as before.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     write_frame(fit.summary, directory / "summary.csv")
     fit.idata.to_netcdf(str(directory / "posterior.nc"))
@@ -114,7 +121,17 @@ def write_fit(fit: RaschFit, directory: Path) -> None:
         "judge_error": {companion.outcome: (companion.judge_confusion.as_dict()
                                             if companion.judge_confusion else None)
                         for companion in fit.all_fits()},
+        **({"no_signal": no_signal} if no_signal is not None else {}),
     }, indent=2, allow_nan=True) + "\n")
+
+
+def no_signal_of(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
+                 gold: pl.DataFrame | None) -> list[str]:
+    """The run's no-signal reasons from the tables the fit read and the judge's gold results, as
+    the report reads them (the same function on the same tables)."""
+    figures = gold_figures(gold) if gold is not None and gold.height else None
+    return run_no_signal(labels, prompts, sorted(cfg.model), cfg.fit,
+                         figures.metrics if figures is not None else None)
 
 
 def read_posterior(path: Path) -> DataTree:

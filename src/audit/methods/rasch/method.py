@@ -18,7 +18,7 @@ import polars as pl
 from audit.llm.model_sources import check_model_files
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive_run import ROUNDS, look_alpha_of, respond_adaptively
-from audit.methods.rasch.analyse import check_judge_error, fit_stage, write_fit
+from audit.methods.rasch.analyse import check_judge_error, fit_stage, no_signal_of, write_fit
 from audit.methods.rasch.design import PROMPTS, RESPONSES, design_stage, models_for
 from audit.methods.rasch.ingest import stages as imported
 from audit.methods.rasch.report.findings import findings
@@ -125,7 +125,9 @@ def _analyse(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     look_alpha = look_alpha_of(files.rounds)
     if look_alpha is not None:  # an adaptive run decides at its last look's share of alpha
         cfg = replace(cfg, fit=replace(cfg.fit, familywise_alpha=look_alpha))
-    write_fit(fit_stage(cfg, prompts, labels, gold), files.fit)
+    # The no-signal reasons go next to the fit, where the CI verdict reads them.
+    write_fit(fit_stage(cfg, prompts, labels, gold), files.fit,
+              no_signal_of(cfg, prompts, labels, gold))
 
 
 def _report(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> dict[str, object]:

@@ -9,7 +9,9 @@ the time) lies outside the region of practical equivalence (decision `different`
 the check's message as a diagnostic.
 A run written before the family-wise columns is judged on its `hdi_low`/`hdi_high` decision, as it
 was then. A fit that did not converge fails (`fit/diagnostics.json`, and a second outcome's fit in
-`fit/OUTCOME/`).
+`fit/OUTCOME/`). A run the report calls NO SIGNAL (the reasons the analyse stage writes into
+`fit/diagnostics.json` as `no_signal`) cannot pass: each contrast that is not `different` is not
+testable, so the run reads NOT TESTED unless one is `different`, which still fails.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ def read_diagnostics(path: Path) -> dict:
         if not isinstance(value, types) or (bool in types) != isinstance(value, bool):
             raise VerdictError(f"Rasch diagnostics at {path}: `{key}` is missing or not "
                                f"{' or '.join(t.__name__ for t in types)}")
+    reasons = diagnostics.get("no_signal", [])  # absent: a fit by `python -m audit.fit`
+    if not isinstance(reasons, list) or not all(isinstance(item, str) for item in reasons):
+        raise VerdictError(f"Rasch diagnostics at {path}: `no_signal` is not a list of reasons; "
+                           f"rerun the analyse stage")
     return diagnostics
 
 
@@ -64,8 +70,11 @@ def _convergence_check(name: str, diagnostics: dict, rules: VerdictConfig) -> Ch
 def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
                 rules: VerdictConfig) -> list[Check]:
     """`diagnostics` maps a fit's name (`converged`, or `converged:OUTCOME` for a second
-    outcome's fit) to its diagnostics.json; every fit must converge."""
+    outcome's fit) to its diagnostics.json; every fit must converge. The main fit's `no_signal`
+    reasons make every contrast but a `different` one not testable: the report says such a run
+    can neither show nor rule out a difference, and a green gate beside it said the opposite."""
     checks = [_convergence_check(name, values, rules) for name, values in diagnostics.items()]
+    no_signal = diagnostics.get("converged", {}).get("no_signal") or []
     if contrasts.is_empty():  # convergence alone must not pass a run that compared no groups
         checks.append(Check("rasch", "rasch.contrasts", "group contrasts", False, (
             "not testable: the fit compared no groups (no attribute of fit.attributes has two "
@@ -82,15 +91,20 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
                         row["attribute"], row["level_a"], row["level_b"], row["decision"],
                         interval, low, high, "outside" if outside else "not outside",
                         row["rope_low"], row["rope_high"])
-        failed = row["decision"] == "different" or (
-            rules.rasch_fail_on_undecided and row["decision"] == "undecided")
+        different = row["decision"] == "different"
+        untestable = bool(no_signal) and not different
+        failed = not untestable and (different or (
+            rules.rasch_fail_on_undecided and row["decision"] == "undecided"))
         outcome = f"{row['outcome']}." if by_outcome else ""
+        message = (f"{row['decision']}: {interval} [{low:+.3f}, {high:+.3f}] against "
+                   f"ROPE [{row['rope_low']:+.3f}, {row['rope_high']:+.3f}], mean "
+                   f"{row['mean']:+.3f}, P(direction) {row['p_direction']:.3f}; {null_rank(row)}")
+        if no_signal:
+            message = (f"{'not testable: ' if untestable else ''}NO SIGNAL "
+                       f"({'; '.join(no_signal)}); {message}")
         checks.append(Check(
             "rasch", f"rasch.{outcome}{row['model_name']}.{row['attribute']}",
-            f"{row['level_a']} vs {row['level_b']}", failed,
-            f"{row['decision']}: {interval} [{low:+.3f}, {high:+.3f}] against "
-            f"ROPE [{row['rope_low']:+.3f}, {row['rope_high']:+.3f}], mean {row['mean']:+.3f}, "
-            f"P(direction) {row['p_direction']:.3f}; {null_rank(row)}"))
+            f"{row['level_a']} vs {row['level_b']}", failed, message, skipped=untestable))
     return checks
 
 
