@@ -30,7 +30,7 @@ against a region of practical equivalence (ROPE), plus the same gap read against
   would let a run with two models fail a fair audit up to three times as often as alpha.)
   ``hdi_low``/``hdi_high`` keep the reported ``fit.hdi_prob`` interval.
 * ``null_percentile`` (null_rank.py) ranks each contrast among null-vs-null contrasts of the same
-  group sizes: a diagnostic shown next to the decision.
+  group sizes, estimated as precisely as the contrast: a diagnostic shown next to the decision.
 """
 
 from __future__ import annotations
@@ -45,7 +45,10 @@ import xarray as xr
 
 from audit.errors import AuditError
 from audit.methods.rasch.irt.explanatory import NULL_KIND, RespondentTable
-from audit.methods.rasch.irt.null_rank import null_percentile
+from audit.methods.rasch.irt.null_rank import (
+    percentile_among_estimated_nulls,
+    percentile_among_null_estimates,
+)
 from audit.stats.intervals import hdi_bounds
 
 # Default ROPE half-width in logits: Cohen's d = 0.1 ("negligible", half of "small") converted to a
@@ -219,8 +222,6 @@ def _decided(row: dict[str, object], gap: np.ndarray, familywise_alpha: float | 
 def _null_means(posterior: xr.Dataset, respondents: RespondentTable, model_name: str,
                 scale: np.ndarray | None) -> np.ndarray | None:
     """Posterior mean favourability of one audited model's null personas (log-odds scale)."""
-    if model_name == POOLED_MODEL:
-        return None
     nulls = respondents.frame.filter((pl.col("model_name") == model_name)
                                      & (pl.col("persona_kind") == NULL_KIND))
     if nulls.height < 2:
@@ -229,6 +230,32 @@ def _null_means(posterior: xr.Dataset, respondents: RespondentTable, model_name:
     if scale is not None:
         draws = draws * scale[:, None]
     return draws.mean(axis=0)
+
+
+def _null_ranker(posterior: xr.Dataset, respondents: RespondentTable, model_name: str,
+                 scale: np.ndarray | None, noise: np.ndarray | None):
+    """The function that gives a row its null_percentile (null_rank.py), or None where this
+    model has fewer than two null personas (a prior's spread ranks nothing) or is the pooled
+    row."""
+    if model_name == POOLED_MODEL or respondents.null_count(model_name) < 2:
+        return None
+    if noise is not None and "sigma_residual" in posterior:
+        text = posterior["sigma_residual"]
+        text_sd = _flat(text.sel(model=model_name) if "model" in text.dims else text)
+        if scale is not None:
+            text_sd = text_sd * scale
+
+        def estimated(row: dict[str, object]) -> float | None:
+            return percentile_among_estimated_nulls(
+                float(row["mean"]), float(row["sd"]), int(row["n_a"]), int(row["n_b"]),
+                noise, text_sd)
+        return estimated
+    null_means = _null_means(posterior, respondents, model_name, scale)
+
+    def plain(row: dict[str, object]) -> float | None:
+        return percentile_among_null_estimates(float(row["mean"]), null_means,
+                                               int(row["n_a"]), int(row["n_b"]))
+    return plain
 
 
 def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
@@ -260,10 +287,9 @@ def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
                     level_gap = replace(level_gap, gap=level_gap.gap * scale)
                 model_contrasts.append((level_gap.gap, _row(model_name, attribute, level_gap,
                                                             noise, rope, hdi_prob)))
-        null_means = _null_means(posterior, respondents, model_name, scale)
+        ranker = _null_ranker(posterior, respondents, model_name, scale, noise)
         for gap, row in model_contrasts:
-            row["null_percentile"] = null_percentile(null_means, int(row["n_a"]),
-                                                     int(row["n_b"]), float(row["mean"]))
+            row["null_percentile"] = None if ranker is None else ranker(row)
             contrasts.append((gap, row))
     family_size = len(contrasts) * outcomes
     rows = [_decided(row, gap, familywise_alpha, family_size, hdi_prob, rope)
