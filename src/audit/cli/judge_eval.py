@@ -54,6 +54,10 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
         for mode, (judge_config, panel) in modes.items():
             results, _ = label_gold(gold, items, judge_config, panel, store)
             figures[mode] = gold_figures(results)
+            if failed := int(figures[mode].metrics["gold/judge_failed"]):
+                log.warning("%s: %d gold answers have no label because a judge request failed "
+                            "after its retries; they are left out of these figures: rerun to "
+                            "ask again", mode, failed)
             for name, table in (("labels", results), ("confusion", figures[mode].confusion),
                                 ("by_category", figures[mode].by_category)):
                 path = output_dir / f"{mode}_{name}.csv"

@@ -151,10 +151,13 @@ def test_judge_top_label_share_counts_only_the_judges_labels() -> None:
 def test_panel_metrics_need_two_judges_and_report_agreement_per_item() -> None:
     from audit.methods.rasch.report.metrics import agreement_by_item, judge_metrics
 
-    prompts = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"], "item_id": ["i1", "i1", "i2"]})
-    labels = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"],
-                           "label_source": ["judge", "judge", "rule"],
-                           "agreement": [1.0, 0.5, None]})
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2", "p3", "p4"],
+                            "item_id": ["i1", "i1", "i2", "i1"]})
+    # p4's judge request failed: no reading of the answer, so no (dis)agreement to average.
+    labels = pl.DataFrame({"prompt_id": ["p1", "p2", "p3", "p4"],
+                           "label": ["favourable", "unparseable", "favourable", "judge_failed"],
+                           "label_source": ["judge", "judge", "rule", "judge"],
+                           "agreement": [1.0, 0.5, None, 0.5]})
     by_item = agreement_by_item(labels, prompts)
     assert by_item.rows() == [("i1", 2, 0.75)]
     votes = pl.DataFrame({"answer_id": ["p1", "p1", "p2", "p2"], "judge": ["a", "b", "a", "b"],

@@ -24,7 +24,7 @@ from audit.methods.rasch.ingest import stages as imported
 from audit.methods.rasch.report.findings import findings
 from audit.methods.rasch.report.publish import publish_from_files
 from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchema
-from audit.methods.rasch.score import check_judge_backends, judge_stage
+from audit.methods.rasch.score import check_judge_backends, check_judge_failures, judge_stage
 from audit.methods.run import (
     RunClock,
     RunFiles,
@@ -108,13 +108,16 @@ def _respond(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
 
 def _score(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     """The judge on the answers and (judge.evaluate_on_gold) on its gold set: one stage, so the
-    gold results the fit reads are always the same judge's; a rerun costs store lookups only."""
+    gold results the fit reads are always the same judge's; a rerun costs store lookups only,
+    and sends again only the judge requests that failed (which stop the stage beyond
+    engine.max_failed_share, after its tables are written)."""
     prompts = read_table(files.prompts, PromptSchema, "prompts")
     responses = read_table(files.responses, ResponseSchema, "responses")
     judged = judge_stage(cfg, prompts, responses)
     write_table(judged.labels, files.labels, LabelSchema, "labels")
     write_table(judged.votes, files.votes, VoteSchema, "judge votes")
     write_table(judged.gold, files.gold, GoldResultSchema, "judge gold-set results")
+    check_judge_failures(cfg, judged)
 
 
 def _analyse(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:

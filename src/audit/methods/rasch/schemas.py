@@ -11,6 +11,15 @@ import pandera.polars as pa
 
 LABELS: tuple[str, ...] = ("favourable", "unfavourable", "needs_more_information", "refusal")
 UNPARSEABLE = "unparseable"
+# Not a label: the record of a judge request (or an option score) that failed after its retries,
+# kept in the label column so the row says why the answer has no label. Infrastructure is not
+# behaviour: it is never coded (irt/outcome.py), never counted as a judge mistake on the gold
+# set (judge/gold.py), and the score stage fails on it beyond engine.max_failed_share. It is
+# rebuilt from the response store on every run, which never serves a failed request, so a rerun
+# asks again.
+JUDGE_FAILED = "judge_failed"
+# What the label column of labels, votes and gold results may hold.
+LABEL_VALUES: tuple[str, ...] = (*LABELS, UNPARSEABLE, JUDGE_FAILED)
 # imported: a decision that came with answers collected elsewhere (python -m audit.ingest).
 LABEL_SOURCES: tuple[str, ...] = ("rule", "judge", "logprob", "none", "imported")
 GOLD_CATEGORIES: tuple[str, ...] = ("plain", "hedge", "conditional", "refusal", "decide_then_ask",
@@ -26,12 +35,14 @@ CONTRAST_DECISIONS: tuple[str, ...] = ("different", "equivalent", "undecided")
 class LabelSchema(pa.DataFrameModel):
     """The judge's label for each successful response, with where it came from.
 
-    `agreement` is the share of the judge panel that voted for the label (null for a rule label);
+    `label` is one of LABELS, `unparseable`, or `judge_failed` (no label: the judge's request
+    failed). `agreement` is the share of the whole judge panel that voted for the label, failed
+    and abstaining judges included (null for a rule label);
     `p_favourable` and `decision_mass` come from the audited model's option log-probabilities
     when they were scored (null otherwise)."""
 
     prompt_id: str = pa.Field(unique=True)
-    label: str = pa.Field(isin=[*LABELS, UNPARSEABLE])
+    label: str = pa.Field(isin=list(LABEL_VALUES))
     label_source: str = pa.Field(isin=list(LABEL_SOURCES))
     rationale: str
     agreement: float = pa.Field(nullable=True, ge=0, le=1)
@@ -48,7 +59,7 @@ class VoteSchema(pa.DataFrameModel):
 
     answer_id: str
     judge: str
-    label: str = pa.Field(isin=[*LABELS, UNPARSEABLE])
+    label: str = pa.Field(isin=list(LABEL_VALUES))
     rationale: str
 
     class Config:
@@ -79,7 +90,7 @@ class GoldResultSchema(pa.DataFrameModel):
     category: str = pa.Field(isin=list(GOLD_CATEGORIES))
     domain: str
     true_label: str = pa.Field(isin=list(LABELS))
-    label: str = pa.Field(isin=[*LABELS, UNPARSEABLE])
+    label: str = pa.Field(isin=list(LABEL_VALUES))
     label_source: str = pa.Field(isin=list(LABEL_SOURCES))
     rationale: str
 

@@ -5,27 +5,36 @@ audited model's own option probabilities with judge.method=logprob), and is itse
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from audit.data_files import data_file
 from audit.errors import AuditError
+from audit.llm.engine import check_failures
 from audit.llm.backends import Backend, can_score_options, create_backend
 from audit.llm.store import ResponseStore
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.design import backends_for
 from audit.methods.rasch.judge.cascade import (
     Judge,
+    JudgeTables,
     answer_table,
     check_rule_labels,
+    label_answers,
     label_responses,
+    no_asks,
     self_judged_shares,
 )
 from audit.methods.rasch.judge.rule_check import rule_check_sample
-from audit.methods.rasch.judge.gold import GOLD_RESULT_COLUMNS, gold_sample, label_gold
+from audit.methods.rasch.judge.gold import (
+    GOLD_RESULT_COLUMNS,
+    gold_answers,
+    gold_results,
+    gold_sample,
+)
 from audit.methods.rasch.judge.llm import DECODINGS, SCORED_DECODINGS, check_token_budget
-from audit.methods.rasch.schemas import GoldSchema
+from audit.methods.rasch.schemas import JUDGE_FAILED, GoldSchema
 from audit.schemas import ItemSchema
 from audit.tables import read_table
 
@@ -39,6 +48,8 @@ class JudgeOutputs:
     labels: pl.DataFrame
     votes: pl.DataFrame
     gold: pl.DataFrame  # the judge on the gold set; empty when judge.evaluate_on_gold is off
+    # Every question put to a judge (and every option score) with its status: check_judge_failures
+    asks: pl.DataFrame = field(default_factory=no_asks)
 
 
 def judge_panel(cfg: AuditConfig) -> list[Judge]:
@@ -110,15 +121,33 @@ def judge_stage(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame
         tables = label_responses(prompts, responses, cfg.judge, tools.judges, store, audited,
                                  engine=cfg.engine)
         checks = (rule_check_votes(cfg, prompts, responses, tables.labels, tools.judges, store)
-                  if with_rule_check else tables.votes.clear())
-        gold_results = label_gold_set(cfg, tools.judges, store) if with_gold else empty_gold()
+                  if with_rule_check else JudgeTables(tables.labels.clear(), tables.votes.clear()))
+        gold, gold_asks = (label_gold_set(cfg, tools.judges, store) if with_gold
+                           else (empty_gold(), no_asks()))
     _warn_self_judged(tools.judges, tools.audited_backends, prompts, tables.labels)
-    return JudgeOutputs(tables.labels, pl.concat([tables.votes, checks]), gold_results)
+    return JudgeOutputs(tables.labels, pl.concat([tables.votes, checks.votes]), gold,
+                        pl.concat([tables.asks, checks.asks, gold_asks]))
+
+
+def check_judge_failures(cfg: AuditConfig, judged: JudgeOutputs) -> None:
+    """Stop the score stage, as the respond stage stops, when more of the judge's requests
+    failed than engine.max_failed_share allows. Called after the stage's tables are written: the
+    replies are in the response store, which never serves a failed request, so a rerun sends
+    only the failed ones."""
+    check_failures(judged.asks, cfg.engine.max_failed_share, cfg.paths.response_store,
+                   "judge requests")
+    failed = judged.asks.filter(pl.col("status") == "error").height
+    if failed:
+        log.warning("%d of %d judge requests failed and engine.max_failed_share accepts it: %d "
+                    "answers and %d gold answers have no label (judge_failed) and are left out "
+                    "of the fit and of the judge's gold accuracy; rerun to ask again", failed,
+                    judged.asks.height, (judged.labels["label"] == JUDGE_FAILED).sum(),
+                    (judged.gold["label"] == JUDGE_FAILED).sum())
 
 
 def rule_check_votes(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                      labels: pl.DataFrame, judges: list[Judge], store: ResponseStore
-                     ) -> pl.DataFrame:
+                     ) -> JudgeTables:
     """The panel's votes on a stratified sample of rule-labelled answers (rule_check.py)."""
     chosen = [] if not judges or cfg.judge.method != "cascade" else rule_check_sample(
         labels, prompts, list(cfg.fit.attributes), cfg.judge.rule_check_per_group,
@@ -151,13 +180,16 @@ def empty_gold() -> pl.DataFrame:
     return pl.DataFrame(schema={column: pl.Utf8 for column in GOLD_RESULT_COLUMNS})
 
 
-def label_gold_set(cfg: AuditConfig, judges: list[Judge], store: ResponseStore) -> pl.DataFrame:
-    """The judge on (a sample of) its gold set; empty when not asked for or not applicable."""
+def label_gold_set(cfg: AuditConfig, judges: list[Judge], store: ResponseStore
+                   ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The judge on (a sample of) its gold set, and its asks; empty when not asked for or not
+    applicable."""
     if not (cfg.judge.evaluate_on_gold and cfg.judge.method == "cascade"):
-        return empty_gold()
+        return empty_gold(), no_asks()
     gold_file = data_file(cfg.judge.gold_file, "judge gold set", "judge.gold_file")
     gold = gold_sample(read_table(gold_file, GoldSchema, "judge gold set"),
                        cfg.judge.gold_per_category)
     items = read_table(data_file(cfg.judge.gold_items, "gold-set item bank", "judge.gold_items"),
                        ItemSchema, "gold-set item bank")
-    return label_gold(gold, items, cfg.judge, judges, store)[0]
+    tables = label_answers(gold_answers(gold, items), cfg.judge, judges, store)
+    return gold_results(gold, tables.labels), tables.asks

@@ -16,7 +16,7 @@ from audit.methods.rasch.judge.agreement import (
     krippendorff_alpha,
     majority,
 )
-from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 
 FAV, UNF, NEED, REF = LABELS
 
@@ -88,3 +88,16 @@ def test_majority_is_the_unique_most_frequent_valid_vote(labels):
     else:
         assert consensus.label == winners[0]
         assert consensus.agreement == pytest.approx(top / len(labels))
+
+
+def test_failed_judges_do_not_abstain_and_show_in_agreement():
+    """Defect 10 (review engine.md): with two of three judges' requests failed, the third
+    judge's vote became the label (agreement 1/3). A failed request now makes the answer a judge
+    failure, and its agreement is the share of the panel that failed."""
+    consensus = majority({"a": FAV, "b": JUDGE_FAILED, "c": JUDGE_FAILED})
+    assert consensus.label == JUDGE_FAILED
+    assert consensus.agreement == pytest.approx(2 / 3)
+    assert "judge request failed for b, c" in consensus.reason
+    # One failure among agreeing judges still fails the answer: a rerun, which asks the failed
+    # judge again, must give the label a run without the failure gives.
+    assert majority({"a": FAV, "b": FAV, "c": JUDGE_FAILED}).label == JUDGE_FAILED

@@ -16,7 +16,7 @@ from audit.design import expand_design
 from audit.llm.engine import collect_responses
 from audit.methods.rasch.judge.cascade import Judge, label_answers, label_responses
 from audit.methods.rasch.judge.llm import decision_schema, decision_words, judge_answer, parse_verdict
-from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 from audit.llm.store import ResponseStore
 
 WORDS = decision_words("APPROVE", "DENY")
@@ -194,13 +194,21 @@ def test_judge_requests_go_out_concurrently_and_label_as_one_at_a_time_would(tmp
     assert set(fast.labels["label"]) == {"unfavourable"}
 
 
-def test_a_judge_request_that_fails_otherwise_is_an_unparseable_label(tmp_path):
+def test_a_judge_request_that_fails_otherwise_is_a_judge_failure_not_a_label(tmp_path):
+    """Defect 1 (review engine.md): a failed judge request became an `unparseable` label, which
+    the report read as an answer that "carried no decision". It is a judge failure with its
+    kind, as an error row of the asks the score stage counts, and the second seed is not asked
+    (a rerun asks the first again)."""
     judge = Judge("strict", _Down("http_status"), JUDGE_MODEL, NO_WAIT)
     config = JudgeConfig(name="strict", use_rules=False)
     with ResponseStore(tmp_path / "s.sqlite3") as store:
         tables = label_answers(_answers("Hmm."), config, [judge], store, **quiet)
-    assert tables.labels["label"].to_list() == [UNPARSEABLE]
+    assert tables.labels["label"].to_list() == [JUDGE_FAILED]
+    assert tables.votes["label"].to_list() == [JUDGE_FAILED]
     assert "judge request failed (http_status)" in tables.labels["rationale"][0]
+    assert tables.asks.select("status", "error_kind").rows() == [("error", "http_status")]
+    # Sent ahead once, then asked once (a failure is not served from the store): no seed 1.
+    assert judge.backend.calls == 2
 
 
 def test_without_rules_or_judges_nothing_is_guessed(tmp_path):

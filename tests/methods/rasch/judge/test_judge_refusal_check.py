@@ -15,7 +15,7 @@ from audit.llm.store import ResponseStore
 from audit.methods.rasch.judge.cascade import Judge, label_answers
 from audit.methods.rasch.judge.llm import (REFUSAL_CHECK_WORDS, judge_answer,
                                           refusal_check_request)
-from audit.methods.rasch.schemas import UNPARSEABLE
+from audit.methods.rasch.schemas import JUDGE_FAILED, UNPARSEABLE
 
 JUDGE_MODEL = ModelConfig(backend="fake", model="judge", sampling=SamplingConfig(temperature=0.0))
 NO_WAIT = EngineConfig(max_attempts=1, backoff_initial_s=0.0, backoff_max_s=0.0)
@@ -113,12 +113,14 @@ class _CheckFails(ScoringBackend):
         return super().complete(request)
 
 
-def test_a_check_that_fails_for_good_is_unparseable_with_the_reason(tmp_path):
+def test_a_check_that_fails_for_good_is_a_judge_failure_with_the_reason(tmp_path):
+    """Defect 1 (review engine.md): a failed refusal check made the label `unparseable`."""
     with ResponseStore(tmp_path / "s.sqlite3") as store:
         verdict = judge_answer(_CheckFails("http_status"), JUDGE_MODEL, 0, store, "Approve?",
                                "Hmm.", "APPROVE", "DENY", NO_WAIT, "letters", -0.5)
-    assert verdict.label == UNPARSEABLE
-    assert verdict.rationale.endswith("; refusal check failed (http_status)")
+    assert (verdict.label, verdict.failed_kind) == (JUDGE_FAILED, "http_status")
+    assert verdict.rationale.endswith(
+        "; refusal check failed (http_status): scripted failure of the check")
 
 
 def test_an_unreachable_judge_during_the_check_stops_the_stage(tmp_path):

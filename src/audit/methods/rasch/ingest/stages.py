@@ -32,7 +32,7 @@ from audit.methods.rasch.ingest.tables import (
     with_prompt_ids,
 )
 from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchema
-from audit.methods.rasch.score import empty_gold, judge_stage
+from audit.methods.rasch.score import check_judge_failures, empty_gold, judge_stage
 from audit.schemas import ItemSchema, PersonaSchema, PromptSchema, ResponseSchema
 from audit.tables import read_table, write_table
 
@@ -135,3 +135,5 @@ def score(cfg: AuditConfig, prompts_path: Path, responses_path: Path, labels_pat
     write_table(labels, labels_path, LabelSchema, "labels")
     write_table(votes, votes_path, VoteSchema, "judge votes")
     write_table(gold, gold_path, GoldResultSchema, "judge gold-set results")
+    if to_judge.height:
+        check_judge_failures(cfg, judged)

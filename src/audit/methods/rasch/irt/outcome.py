@@ -16,12 +16,14 @@ import polars as pl
 
 from audit.errors import AuditError
 from audit.schemas import validate
-from audit.methods.rasch.schemas import LABELS, UNPARSEABLE, OutcomeSchema
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE, OutcomeSchema
 
 logger = logging.getLogger(__name__)
 
 # Every coding maps each label in LABELS to 0 or 1; `unparseable` is never coded because an
-# answer the judge could not read says nothing about how the respondent was treated.
+# answer the judge could not read says nothing about how the respondent was treated, and
+# `judge_failed` (a judge request that failed) is no label at all.
+NEVER_CODED: tuple[str, ...] = (UNPARSEABLE, JUDGE_FAILED)
 OUTCOME_CODINGS: Mapping[str, Mapping[str, int]] = MappingProxyType(
     {
         "favourable": MappingProxyType(
@@ -85,7 +87,7 @@ def code_outcomes(
             f"labels table already has column(s) {', '.join(clashing)}, which coding would "
             "overwrite; rename or drop them first"
         )
-    unknown_drops = sorted(set(drop_labels) - set(LABELS) - {UNPARSEABLE})
+    unknown_drops = sorted(set(drop_labels) - set(LABELS) - set(NEVER_CODED))
     if unknown_drops:
         raise AuditError(
             f"drop_labels holds unknown label(s) {', '.join(unknown_drops)}; "
@@ -93,11 +95,11 @@ def code_outcomes(
         )
     labels = labels.with_columns(pl.col("label").cast(pl.String))  # an empty column has no type
     present = set(labels.get_column("label").unique().to_list())
-    unknown_labels = sorted(str(label) for label in present - set(LABELS) - {UNPARSEABLE})
+    unknown_labels = sorted(str(label) for label in present - set(LABELS) - set(NEVER_CODED))
     if unknown_labels:
         raise AuditError(
             f"labels table holds unknown label(s) {', '.join(unknown_labels)}; "
-            f"known labels: {', '.join((*LABELS, UNPARSEABLE))}"
+            f"known labels: {', '.join((*LABELS, *NEVER_CODED))}"
         )
 
     mapping = dict(OUTCOME_CODINGS[coding])
@@ -105,7 +107,7 @@ def code_outcomes(
     if events:
         logger.info("coding %s: kept %s although drop_labels names it: it is this coding's "
                     "event, and dropping it would leave no 1s to fit", coding, ", ".join(events))
-    excluded = [UNPARSEABLE, *dropped_labels(coding, drop_labels)]
+    excluded = [*NEVER_CODED, *dropped_labels(coding, drop_labels)]
     kept_columns = [column for column in labels.columns if column not in ("respondent_id", "item_id")]
     coded = labels.filter(~pl.col("label").is_in(excluded)).select(
         pl.col("respondent_id").cast(pl.String).alias("respondent"),

@@ -2,9 +2,9 @@
 
 Chance-corrected statistics come from well-kept libraries (statsmodels for Cohen's and Fleiss'
 kappa, `krippendorff` for alpha); this module only shapes label tables into their inputs. A vote
-of `unparseable` is a missing rating, not a category: a judge that failed to answer did not
-disagree, so alpha treats it as missing and Fleiss' kappa (which needs complete rows) skips the
-answer.
+of `unparseable` (or `judge_failed`) is a missing rating, not a category: a judge that failed to
+answer did not disagree, so alpha treats it as missing and Fleiss' kappa (which needs complete
+rows) skips the answer.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
-from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 
 CATEGORIES: tuple[str, ...] = (*LABELS, UNPARSEABLE)
 
@@ -31,10 +31,17 @@ class Consensus:
 
 def majority(votes: dict[str, str]) -> Consensus:
     """The panel's label: the most frequent valid vote, or `unparseable` on a tie or no valid
-    vote, since breaking a tie would be a guess."""
-    counts = Counter(label for label in votes.values() if label != UNPARSEABLE)
+    vote, since breaking a tie would be a guess. A judge whose request failed makes the answer a
+    judge failure (JUDGE_FAILED), whatever the others said: the panel was not heard in full, and
+    a rerun asks that judge again, so the label is the one a run without the failure gives; its
+    agreement is the share of the panel whose request failed."""
     panel_size = len(votes)
     summary = ", ".join(f"{judge}={label}" for judge, label in sorted(votes.items()))
+    failed = [judge for judge, label in sorted(votes.items()) if label == JUDGE_FAILED]
+    if failed:
+        return Consensus(JUDGE_FAILED, len(failed) / panel_size,
+                         f"judge request failed for {', '.join(failed)} ({summary})")
+    counts = Counter(label for label in votes.values() if label != UNPARSEABLE)
     if not counts:
         return Consensus(UNPARSEABLE, 0.0, f"no judge gave a valid label ({summary})")
     ranked = counts.most_common()

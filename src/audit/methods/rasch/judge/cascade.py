@@ -1,9 +1,11 @@
 """The labelling cascade: rules for answers that state a decision plainly, a judge panel for the rest.
 
 Only successful responses are labelled: an infrastructure error is not behaviour and never gets a
-label. Each label records which step produced it and why, every judge's vote is kept, and the
-same function labels audit responses and the gold set, so the gold-set figures describe exactly
-the judge that labelled the audit.
+label. A judge request (or option score) that fails after its retries is recorded as
+`judge_failed`, not as a label, and as an error row of the stage's asks table, which the score
+stage counts as the respond stage counts its requests. Each label records which step produced it
+and why, every judge's vote is kept, and the same function labels audit responses and the gold
+set, so the gold-set figures describe exactly the judge that labelled the audit.
 """
 
 from __future__ import annotations
@@ -19,11 +21,17 @@ from audit.config import EngineConfig, JudgeConfig, ModelConfig
 from audit.llm.engine import build_request, send, send_ahead
 from audit.logs import track
 from audit.methods.rasch.judge.agreement import majority
-from audit.methods.rasch.judge.llm import JUDGE_SEEDS, JudgeVerdict, judge_answer, judge_request
+from audit.methods.rasch.judge.llm import (
+    JUDGE_SEEDS,
+    JudgeVerdict,
+    failed_verdict,
+    judge_answer,
+    judge_request,
+)
 from audit.methods.rasch.judge.logprob import OptionScore, option_score, option_variants, parse_scores
 from audit.methods.rasch.judge.rules import label_by_rules
 from audit.schemas import validate
-from audit.methods.rasch.schemas import UNPARSEABLE, LabelSchema, VoteSchema
+from audit.methods.rasch.schemas import JUDGE_FAILED, UNPARSEABLE, LabelSchema, VoteSchema
 from audit.llm.store import ResponseStore
 
 ProgressFn = Callable[[Iterable, int, str], Iterable]
@@ -33,6 +41,24 @@ ANSWER_COLUMNS = ("answer_id", "question", "favourable_option", "unfavourable_op
 _LABEL_TYPES = {"answer_id": pl.Utf8, "label": pl.Utf8, "label_source": pl.Utf8,
                 "rationale": pl.Utf8, "agreement": pl.Float64}
 _VOTE_TYPES = {"answer_id": pl.Utf8, "judge": pl.Utf8, "label": pl.Utf8, "rationale": pl.Utf8}
+# One row per question put to a judge about an answer (or per option score): the columns
+# engine.check_failures reads, so the score stage applies engine.max_failed_share to them as the
+# respond stage does to its requests. `judge` is the judge's name, or the audited model's for an
+# option score.
+ASK_TYPES = {"answer_id": pl.Utf8, "judge": pl.Utf8, "status": pl.Utf8, "error_kind": pl.Utf8,
+             "error_message": pl.Utf8}
+
+
+def no_asks() -> pl.DataFrame:
+    return pl.DataFrame(schema=ASK_TYPES)
+
+
+def ask_row(answer_id: str, judge: str, verdict: JudgeVerdict | None) -> dict:
+    """One ask: an error row when `verdict` records a failed request (None: a scored reply)."""
+    failed = verdict is not None and verdict.failed_kind is not None
+    return {"answer_id": answer_id, "judge": judge, "status": "error" if failed else "ok",
+            "error_kind": verdict.failed_kind if failed else None,
+            "error_message": verdict.rationale if failed else None}
 
 
 @dataclass(frozen=True)
@@ -50,6 +76,7 @@ class Judge:
 class JudgeTables:
     labels: pl.DataFrame  # one row per answer: the label and where it came from
     votes: pl.DataFrame  # one row per (answer, judge) that the panel was asked about
+    asks: pl.DataFrame = field(default_factory=no_asks)  # each ask's status (ASK_TYPES)
 
 
 def _prefetch(judges: list[Judge], config: JudgeConfig, store: ResponseStore,
@@ -82,7 +109,7 @@ def _ask(judge: Judge, config: JudgeConfig, store: ResponseStore, row: dict) -> 
 
 def label_answers(answers: pl.DataFrame, config: JudgeConfig, judges: list[Judge],
                   store: ResponseStore, show_progress: ProgressFn = track) -> JudgeTables:
-    labels, votes = [], []
+    labels, votes, asks = [], [], []
     rows = list(answers.select(ANSWER_COLUMNS).sort("answer_id").iter_rows(named=True))
     matches = [label_by_rules(row["answer_text"] or "", row["favourable_option"],
                               row["unfavourable_option"]) if config.use_rules else None
@@ -104,12 +131,14 @@ def label_answers(answers: pl.DataFrame, config: JudgeConfig, judges: list[Judge
         verdicts = {judge.name: _ask(judge, config, store, row) for judge in judges}
         votes.extend({"answer_id": row["answer_id"], "judge": name, "label": verdict.label,
                       "rationale": verdict.rationale} for name, verdict in verdicts.items())
+        asks.extend(ask_row(row["answer_id"], name, verdict) for name, verdict in verdicts.items())
         consensus = majority({name: verdict.label for name, verdict in verdicts.items()})
         labels.append({"answer_id": row["answer_id"], "label": consensus.label,
                        "label_source": "judge", "agreement": consensus.agreement,
                        "rationale": _panel_rationale(verdicts, consensus.label, consensus.reason)})
     return JudgeTables(pl.DataFrame(labels, schema=_LABEL_TYPES),
-                       validate(pl.DataFrame(votes, schema=_VOTE_TYPES), VoteSchema, "judge votes"))
+                       validate(pl.DataFrame(votes, schema=_VOTE_TYPES), VoteSchema, "judge votes"),
+                       pl.DataFrame(asks, schema=ASK_TYPES))
 
 
 def answer_table(answered: pl.DataFrame) -> pl.DataFrame:
@@ -120,18 +149,22 @@ def answer_table(answered: pl.DataFrame) -> pl.DataFrame:
 
 
 def check_rule_labels(answers: pl.DataFrame, config: JudgeConfig, judges: list[Judge],
-                      store: ResponseStore, show_progress: ProgressFn = track) -> pl.DataFrame:
+                      store: ResponseStore, show_progress: ProgressFn = track) -> JudgeTables:
     """The panel's votes on answers the rules labelled (judge/rule_check.py says why): votes
-    only, the rule labels stand."""
+    (and their asks) only, the rule labels stand, so `labels` is empty."""
     rows = list(answers.select(ANSWER_COLUMNS).sort("answer_id").iter_rows(named=True))
-    votes = []
+    votes, asks = [], []
     if judges and rows:
         _prefetch(judges, config, store, rows, show_progress is track)
         for row in show_progress(rows, len(rows), "rule labels re-read by the judge"):
-            votes.extend({"answer_id": row["answer_id"], "judge": judge.name,
-                          "label": (verdict := _ask(judge, config, store, row)).label,
-                          "rationale": verdict.rationale} for judge in judges)
-    return validate(pl.DataFrame(votes, schema=_VOTE_TYPES), VoteSchema, "judge votes")
+            for judge in judges:
+                verdict = _ask(judge, config, store, row)
+                votes.append({"answer_id": row["answer_id"], "judge": judge.name,
+                              "label": verdict.label, "rationale": verdict.rationale})
+                asks.append(ask_row(row["answer_id"], judge.name, verdict))
+    return JudgeTables(pl.DataFrame(schema=_LABEL_TYPES),
+                       validate(pl.DataFrame(votes, schema=_VOTE_TYPES), VoteSchema, "judge votes"),
+                       pl.DataFrame(asks, schema=ASK_TYPES))
 
 
 def _panel_rationale(verdicts: dict, label: str, reason: str) -> str:
@@ -154,14 +187,15 @@ def score_request(model: ModelConfig, prompt: dict) -> ChatRequest:
 
 
 def score_prompt(backend: Backend, model: ModelConfig, prompt: dict, store: ResponseStore,
-                 engine: EngineConfig | None = None) -> OptionScore | str:
-    """The audited model's option score for one prompt, or the reason there is none."""
+                 engine: EngineConfig | None = None) -> OptionScore | JudgeVerdict | str:
+    """The audited model's option score for one prompt; a failed verdict (JUDGE_FAILED) when its
+    request failed after the retries; or why a reply carried no score."""
     request = score_request(model, prompt)
     variants = request.score_options
     outcome = send(backend, request, store, engine)
     if outcome.completion is None:
-        return f"scoring failed ({outcome.error.kind if outcome.error else 'unknown'}): " \
-               f"{outcome.error}"
+        return failed_verdict(outcome.error or BackendError("unknown", "no reply and no error"),
+                              "option scoring")
     scores = parse_scores(outcome.completion.text, variants)
     if scores is None:
         return f"scoring reply not a log-probability per option: {outcome.completion.text[:80]!r}"
@@ -187,15 +221,20 @@ def label_responses(prompts: pl.DataFrame, responses: pl.DataFrame, config: Judg
         tables = label_answers(answers, config, judges, store, show_progress)
     labels = tables.labels.rename({"answer_id": "prompt_id"}).with_columns(
         p_favourable=pl.lit(None, pl.Float64), decision_mass=pl.lit(None, pl.Float64))
+    scoring_asks = no_asks()
     if config.method == "logprob" or config.score_options:
-        labels = _with_option_scores(labels, answered, config, audited or {}, store,
-                                     show_progress, engine or EngineConfig())
-    return JudgeTables(validate(labels, LabelSchema, "labels"), tables.votes)
+        labels, scoring_asks = _with_option_scores(labels, answered, config, audited or {}, store,
+                                                   show_progress, engine or EngineConfig())
+    return JudgeTables(validate(labels, LabelSchema, "labels"), tables.votes,
+                       pl.concat([tables.asks, scoring_asks]))
 
 
 def _with_option_scores(labels: pl.DataFrame, answered: pl.DataFrame, config: JudgeConfig,
                         audited: dict[str, tuple[Backend, ModelConfig]], store: ResponseStore,
-                        show_progress: ProgressFn, engine: EngineConfig) -> pl.DataFrame:
+                        show_progress: ProgressFn, engine: EngineConfig
+                        ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The labels with each answer's option score (and, for judge.method=logprob, the label it
+    gives), and the scoring requests' asks."""
     decides = config.method == "logprob"
     missing = set(answered["model_name"]) - set(audited)
     if missing:
@@ -207,14 +246,18 @@ def _with_option_scores(labels: pl.DataFrame, answered: pl.DataFrame, config: Ju
                {name: backend for name, (backend, _) in audited.items()},
                {name: model for name, (_, model) in audited.items()}, store, engine,
                show_progress is track, "option scores")
-    scored = []
+    scored, asks = [], []
     for prompt in show_progress(answered.iter_rows(named=True), answered.height, "scored answers"):
         backend, model = audited[prompt["model_name"]]
         score = score_prompt(backend, model, prompt, store, engine)
         row = {"prompt_id": prompt["prompt_id"], "p_favourable": None, "decision_mass": None}
+        failed = isinstance(score, JudgeVerdict)
+        asks.append(ask_row(prompt["prompt_id"], prompt["model_name"], score if failed else None))
         if isinstance(score, OptionScore):
             row.update(p_favourable=score.p_favourable, decision_mass=score.decision_mass)
-        if decides:
+        if decides and failed:
+            row.update(label=JUDGE_FAILED, rationale=score.rationale)
+        elif decides:
             row["label"] = (score.label(config.min_decision_mass)
                             if isinstance(score, OptionScore) else UNPARSEABLE)
             row["rationale"] = score if not isinstance(score, OptionScore) else (
@@ -226,7 +269,8 @@ def _with_option_scores(labels: pl.DataFrame, answered: pl.DataFrame, config: Ju
                                            "decision_mass": pl.Float64,
                                            **({"label": pl.Utf8, "rationale": pl.Utf8}
                                               if decides else {})})
-    return labels.update(updates, on="prompt_id", include_nulls=True)
+    return (labels.update(updates, on="prompt_id", include_nulls=True),
+            pl.DataFrame(asks, schema=ASK_TYPES))
 
 
 def self_judged_shares(labels: pl.DataFrame, prompts: pl.DataFrame, judge_digests: set[str],

@@ -18,7 +18,7 @@ from audit.stats.intervals import jeffreys_interval
 from audit.methods.rasch.judge.agreement import cohen_kappa, confusion_matrix
 from audit.logs import track
 from audit.methods.rasch.judge.cascade import Judge, ProgressFn, label_answers
-from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 from audit.llm.store import ResponseStore
 
 # The interval reported around gold-set accuracy (about +-0.19 with the 24 answers an audit uses).
@@ -54,9 +54,14 @@ def label_gold(gold: pl.DataFrame, items: pl.DataFrame, config: JudgeConfig, jud
                ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The cascade's label for every gold answer beside its true label, and the panel's votes."""
     tables = label_answers(gold_answers(gold, items), config, judges, store, show_progress)
+    return gold_results(gold, tables.labels), tables.votes
+
+
+def gold_results(gold: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
+    """The cascade's labels of the gold answers (label_answers) beside their true labels."""
     results = gold.select("gold_id", "category", "domain", pl.col("label").alias("true_label")).join(
-        tables.labels.rename({"answer_id": "gold_id"}), on="gold_id", how="left")
-    return results.select(GOLD_RESULT_COLUMNS).sort("gold_id"), tables.votes
+        labels.rename({"answer_id": "gold_id"}), on="gold_id", how="left")
+    return results.select(GOLD_RESULT_COLUMNS).sort("gold_id")
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,10 @@ def _accuracy(frame: pl.DataFrame) -> float:
 
 
 def gold_figures(results: pl.DataFrame) -> GoldFigures:
+    # A gold answer whose judge request failed was never read: not a judge mistake, so it leaves
+    # every figure's denominator and is counted on its own (gold/judge_failed).
+    judge_failed = results.filter(pl.col("label") == JUDGE_FAILED).height
+    results = results.filter(pl.col("label") != JUDGE_FAILED)
     truth, predicted = results["true_label"].to_list(), results["label"].to_list()
     by_rules = results.filter(pl.col("label_source") == "rule")
     by_judge = results.filter(pl.col("label_source") == "judge")
@@ -110,4 +119,5 @@ def gold_figures(results: pl.DataFrame) -> GoldFigures:
     for label in LABELS:
         subset = results.filter(pl.col("true_label") == label)
         metrics[f"gold/recall/{label}"] = _accuracy(subset)
+    metrics["gold/judge_failed"] = float(judge_failed)
     return GoldFigures(metrics, confusion_matrix(truth, predicted), by_category)

@@ -10,7 +10,9 @@ described in full (`judge.decoding: letters`), so the judge never writes free te
 `judge.refusal_check`, an answer read as not deciding gets a second scored question, "did it
 refuse?", that splits refusal from needs_more_information (check_refusal). A reply that still
 does not parse is retried with another seed and then recorded as `unparseable` with the reason,
-never guessed.
+never guessed. A request that fails after the engine's retries (a 429, a 5xx, a timeout, a
+malformed reply) is not a reply: its verdict is `judge_failed` with the error's kind, which the
+score stage counts against engine.max_failed_share and a rerun asks again.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ import re
 from dataclasses import dataclass
 
 from audit.errors import AuditError
-from audit.llm.backends import Backend, ChatRequest
+from audit.llm.backends import Backend, BackendError, ChatRequest
 from audit.config import EngineConfig, ModelConfig
 from audit.llm.engine import build_request, send
 from audit.methods.rasch.judge.logprob import parse_scores
 from audit.llm.preflight import UNREACHABLE_KINDS
-from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 from audit.llm.store import ResponseStore
 
 UNDECIDED = "UNDECIDED"
@@ -188,6 +190,17 @@ def check_token_budget(judge_name: str, model: ModelConfig, rationale_max_chars:
 class JudgeVerdict:
     label: str
     rationale: str
+    # The BackendError kind when a request for this verdict failed after its retries (the label
+    # is then JUDGE_FAILED); None for a reply, parsed or not.
+    failed_kind: str | None = None
+
+
+def failed_verdict(error: BackendError, what: str = "judge request",
+                   before: str = "") -> JudgeVerdict:
+    """The verdict of a request that failed for good: a record of the error, never a label."""
+    prefix = f"{before}; " if before else ""
+    return JudgeVerdict(JUDGE_FAILED, f"{prefix}{what} failed ({error.kind}): {error}",
+                        error.kind)
 
 
 def fence(answer: str) -> str:
@@ -282,12 +295,13 @@ def check_refusal(backend: Backend, model: ModelConfig, store: ResponseStore, qu
                   answer: str, verdict: JudgeVerdict, refusal_log_odds: float,
                   engine: EngineConfig | None = None) -> JudgeVerdict:
     """Split a verdict of not deciding into refusal or needs_more_information by the refusal
-    check: a refusal when log P(Yes) - log P(No) exceeds `refusal_log_odds`. A check that fails
-    or does not parse makes the label unparseable with the reason, as a first question would."""
+    check: a refusal when log P(Yes) - log P(No) exceeds `refusal_log_odds`. A check whose reply
+    that does not parse makes the label unparseable with the reason, as a first question would;
+    one that fails makes it a judge failure."""
     reply, failure = _reply(backend, refusal_check_request(model, question, answer), store,
                             engine)
-    if reply is None:
-        return JudgeVerdict(UNPARSEABLE, f"{verdict.rationale}; refusal check {failure}")
+    if failure is not None:
+        return failed_verdict(failure, "refusal check", verdict.rationale)
     scores = parse_scores(reply, REFUSAL_CHECK_WORDS)
     if scores is None:
         return JudgeVerdict(UNPARSEABLE, f"{verdict.rationale}; refusal check reply not scored: "
@@ -323,9 +337,10 @@ def _first_verdict(backend: Backend, model: ModelConfig, rationale_max_chars: in
         request = judge_request(model, rationale_max_chars, question, answer, favourable,
                                 unfavourable, seed, decoding)
         reply, failure = _reply(backend, request, store, engine)
-        if reply is None:
-            problems.append(f"judge request {failure}")
-            continue
+        if failure is not None:
+            # No second seed: it would give this answer a label that a rerun, asking the first
+            # seed again, might not give; the failure is resolved by the rerun instead.
+            return failed_verdict(failure)
         verdict = (parse_option_verdict(reply, words, names) if decoding in SCORED_DECODINGS
                    else parse_verdict(reply, words, rationale_max_chars))
         if verdict is not None:
@@ -335,13 +350,13 @@ def _first_verdict(backend: Backend, model: ModelConfig, rationale_max_chars: in
 
 
 def _reply(backend: Backend, request: ChatRequest, store: ResponseStore,
-           engine: EngineConfig | None) -> tuple[str | None, str]:
-    """The judge's reply text, or None and why ("failed (timeout)") when the request failed
-    for good. An unreachable judge raises: every later answer would fail the same way, each
-    through its retries (hours on a large audit), so the caller stops the stage instead."""
+           engine: EngineConfig | None) -> tuple[str, None] | tuple[None, BackendError]:
+    """The judge's reply text, or the error when the request failed for good. An unreachable
+    judge raises: every later answer would fail the same way, each through its retries (hours on
+    a large audit), so the caller stops the stage instead."""
     outcome = send(backend, request, store, engine)
     if outcome.error is not None and outcome.error.kind in UNREACHABLE_KINDS:
         raise outcome.error
     if outcome.completion is None:
-        return None, f"failed ({outcome.error.kind if outcome.error else '?'})"
-    return outcome.completion.text, ""
+        return None, outcome.error or BackendError("unknown", "no reply and no error")
+    return outcome.completion.text, None

@@ -26,6 +26,7 @@ import polars as pl
 from scipy import stats
 
 from audit.methods.rasch.judge.agreement import majority
+from audit.methods.rasch.schemas import JUDGE_FAILED
 from audit.stats.intervals import jeffreys_interval
 
 CHECK_ALPHA = 0.05  # family-wise, per attribute
@@ -67,7 +68,9 @@ def rule_agreement(labels: pl.DataFrame, votes: pl.DataFrame, prompts: pl.DataFr
     """Per attribute level: the rule-labelled answers the panel re-read, how many it agreed on,
     the Jeffreys interval, and the Bonferroni-adjusted Fisher p of this level against the rest."""
     ruled = labels.filter(pl.col("label_source") == "rule").select("prompt_id", "label")
-    checked = panel_labels(votes, ruled["prompt_id"].to_list()).join(ruled, on="prompt_id")
+    # A re-read whose judge request failed is no reading: neither agreement nor disagreement.
+    checked = (panel_labels(votes, ruled["prompt_id"].to_list()).join(ruled, on="prompt_id")
+               .filter(pl.col("judge_label") != JUDGE_FAILED))
     present = [attribute for attribute in attributes if attribute in prompts.columns]
     rows = []
     if checked.is_empty():

@@ -11,7 +11,7 @@ from audit.tracking import mlflow as tracking
 from audit.methods.rasch.irt import RaschFit, parameter_table
 from audit.methods.rasch.judge.agreement import fleiss, krippendorff_alpha
 from audit.methods.rasch.report.reading import judge_top_label_share
-from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 
 # decision_low/high: the interval the decision was taken on (family-wise), so runs compared in
 # MLflow show why a contrast whose 94% HDI clears zero stayed `undecided`.
@@ -41,7 +41,7 @@ def audit_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, labels: pl.Dat
     share, _, judged = judge_top_label_share(labels)
     if judged:
         metrics["judge_top_label_share"] = share
-    for label in (*LABELS, UNPARSEABLE):
+    for label in (*LABELS, UNPARSEABLE, JUDGE_FAILED):
         count = labels.filter(pl.col("label") == label).height
         metrics[f"label_count/{label}"] = count
         metrics[f"label_rate/{label}"] = count / max(labelled, 1)
@@ -59,8 +59,10 @@ def audit_metrics(prompts: pl.DataFrame, responses: pl.DataFrame, labels: pl.Dat
 
 
 def agreement_by_item(labels: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
-    """Mean panel agreement per scenario: items where judges split are where labels are shaky."""
-    return (labels.filter(pl.col("label_source") == "judge")
+    """Mean panel agreement per scenario: items where judges split are where labels are shaky
+    (over the answers the panel was heard on in full: a failed request is no disagreement)."""
+    return (labels.filter((pl.col("label_source") == "judge")
+                          & (pl.col("label") != JUDGE_FAILED))
             .join(prompts.select("prompt_id", "item_id"), on="prompt_id")
             .group_by("item_id").agg(n_judged=pl.len(), mean_agreement=pl.col("agreement").mean())
             .sort("item_id"))

@@ -137,7 +137,7 @@ def wright_map(summary: pl.DataFrame) -> Figure:
 
 def favourable_rates(prompts: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
     """Favourable share per (respondent, item) among answers that carry a decision label."""
-    decided = (labels.filter(pl.col("label") != UNPARSEABLE)
+    decided = (labels.filter(pl.col("label").is_in(LABELS))
                .join(prompts.select("prompt_id", "respondent_id", "item_id"), on="prompt_id"))
     return (decided.group_by("respondent_id", "item_id")
             .agg(n=pl.len(), favourable=(pl.col("label") == LABELS[0]).sum())

@@ -14,7 +14,7 @@ from audit.methods.checks import finite, percent
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.irt.outcome import code_outcomes
-from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 from audit.methods.rasch.verdict import family_interval, null_rank_words
 
 # A judge that gives one label to nearly every answer it reads is probably not reading them (the
@@ -83,7 +83,7 @@ def untrusted_words(judge: JudgeQuality) -> str:
 
 def judge_top_label_share(labels: pl.DataFrame) -> tuple[float, str, int]:
     """Share of the judge LLM's most frequent label among the answers it labelled."""
-    judged = labels.filter(pl.col("label_source") == "judge")
+    judged = labels.filter((pl.col("label_source") == "judge") & (pl.col("label") != JUDGE_FAILED))
     if judged.is_empty():
         return float("nan"), "", 0
     top = judged.group_by("label").len().sort(["len", "label"], descending=[True, False]).row(0)
@@ -325,7 +325,12 @@ def caveats(labels: pl.DataFrame, prompts: pl.DataFrame, judge: JudgeQuality, co
                      f"left out of the fit: the rest may not be a random subset.")
     if failed:
         found.append(f"{failed} requests failed after retries and are missing from the design.")
-    per_respondent = (labels.filter(pl.col("label") != UNPARSEABLE)
+    judge_failed = labels.filter(pl.col("label") == JUDGE_FAILED).height
+    if judge_failed:  # infrastructure, not the answers: its own sentence, never "no decision"
+        found.append(f"{judge_failed} answers have no label because a judge request failed "
+                     f"after its retries (engine.max_failed_share accepted the gap): they are "
+                     f"left out of the fit, and rerunning asks the judge again.")
+    per_respondent = (labels.filter(pl.col("label").is_in(LABELS))
                       .join(prompts.select("prompt_id", "respondent_id"), on="prompt_id")
                       .group_by("respondent_id").len()["len"])
     smallest = int(per_respondent.min()) if per_respondent.len() else 0

@@ -1,0 +1,209 @@
+"""A judge request that fails after its retries is infrastructure, not behaviour (DESIGN.md).
+
+Defect 1 of the engine review: a 429, 5xx, timeout or malformed reply from the judge became an
+`unparseable` label, the score stage never applied engine.max_failed_share (the run exited 0),
+the report said those answers "carried no decision", and gold answers whose judge request failed
+counted as judge mistakes. These tests drive the score stage with a judge whose server answers
+HTTP 500 and then recovers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import polars as pl
+import pytest
+from hydra import compose, initialize_config_dir
+
+from audit.__main__ import CONF_DIR
+from audit.llm.backends import BackendError, ChatRequest, Completion
+from audit.llm.backends.fake import FakeBackend
+from audit.llm.engine import TooManyFailures
+from audit.methods.configs import AuditConfig, register_configs, to_audit_config
+from audit.methods.rasch import score
+from audit.methods.rasch.design import design_stage
+from audit.methods.rasch.irt.outcome import code_outcomes
+from audit.methods.rasch.judge.cascade import label_responses
+from audit.methods.rasch.judge.gold import gold_figures
+from audit.methods.rasch.method import StageFiles, _score
+from audit.methods.rasch.report.reading import JudgeQuality, caveats
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE, LabelSchema
+from audit.schemas import PromptSchema, ResponseSchema
+from audit.tables import read_table, write_table
+
+register_configs()
+
+# No rule reads these, so every answer goes to the judge.
+HARD = "Hmm."
+UNCLEAR = "Perhaps."
+
+
+class ServerJudge(FakeBackend):
+    """A judge server that answers HTTP 500 while `down`, to questions about answers containing
+    `failing` (every answer when None); `calls` counts every request it received."""
+
+    def __init__(self, config, failing: str | None = None) -> None:
+        super().__init__(config)
+        self.down, self.failing, self.calls = True, failing, 0
+
+    def complete(self, request: ChatRequest) -> Completion:
+        self.calls += 1
+        prompt = request.messages[-1].content
+        if self.down and (self.failing is None or self.failing in prompt):
+            raise BackendError("server_error", "HTTP 500 from the server")
+        return super().complete(request)
+
+
+def _compose(tmp_path, *overrides: str) -> AuditConfig:
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return to_audit_config(compose("config", overrides=[
+            f"paths.output_dir={tmp_path}", f"paths.response_store={tmp_path}/store.sqlite3",
+            "items=smoke", "personas=smoke", "design.replicates=1", "judge=openai_gpt4o_mini",
+            "judge.rationale_max_chars=0",  # the fake judge replies with a bare enum
+            "engine.max_attempts=2", "engine.backoff_initial_s=0", "engine.backoff_max_s=0",
+            *overrides]))
+
+
+def _stage_files(tmp_path, cfg: AuditConfig) -> StageFiles:
+    """The design's prompts and an answer to each (half HARD, half UNCLEAR) on disk."""
+    files = StageFiles(tmp_path / "run")
+    files.directory.mkdir()
+    prompts = design_stage(cfg)
+    write_table(prompts, files.prompts, PromptSchema, "prompts")
+    ids = prompts["prompt_id"].to_list()
+    responses = pl.DataFrame({
+        "prompt_id": ids, "request_key": ids, "status": ["ok"] * len(ids),
+        "response_text": [HARD if index % 2 else UNCLEAR for index in range(len(ids))],
+        "error_kind": [None] * len(ids), "error_message": [None] * len(ids),
+        "completion_tokens": [5] * len(ids), "latency_s": [0.1] * len(ids),
+        "from_cache": [False] * len(ids)})
+    write_table(responses, files.responses, ResponseSchema, "responses")
+    return files
+
+
+def _serve(monkeypatch, judge: ServerJudge) -> None:
+    monkeypatch.setattr(score, "create_backend", lambda model: judge)
+
+
+def test_a_failed_judge_stops_the_score_stage_and_a_rerun_asks_only_the_failed(
+        tmp_path, monkeypatch):
+    cfg = _compose(tmp_path)
+    files = _stage_files(tmp_path, cfg)
+    judge = ServerJudge(cfg.judge.models["gpt4o_mini"], failing=HARD)
+    _serve(monkeypatch, judge)
+    with pytest.raises(TooManyFailures,
+                       match=r"^\d+ of \d+ judge requests failed \(server_error x\d+: .*HTTP 500"
+                             r".*rerun the same command to resume") as stopped:
+        _score(cfg, files, None)  # type: ignore[arg-type]
+    assert "\n" not in str(stopped.value)
+    # The tables were written before the stage stopped, and say what happened.
+    labels = pl.read_parquet(files.labels)
+    failed = labels.filter(pl.col("label") == JUDGE_FAILED)
+    answers = pl.read_parquet(files.responses)
+    hard = answers.filter(pl.col("response_text") == HARD)["prompt_id"].sort().to_list()
+    assert failed["prompt_id"].sort().to_list() == hard
+    assert UNPARSEABLE not in labels["label"].to_list()
+    assert failed["rationale"].str.contains(r"judge request failed \(server_error\)").all()
+
+    # The server recovers: the rerun sends the failed requests only (the answered ones, and
+    # the gold answers, come from the store; a stored failure is never served as a reply).
+    judge.down, calls_before = False, judge.calls
+    _score(cfg, files, None)  # type: ignore[arg-type]
+    # One request per item: the same answer to the same question is the same request.
+    failed_requests = pl.read_parquet(files.prompts).filter(
+        pl.col("prompt_id").is_in(hard))["item_id"].n_unique()
+    assert judge.calls - calls_before == failed_requests
+    relabelled = read_table(files.labels, LabelSchema, "labels")
+    assert set(relabelled["label"]) <= set(LABELS)
+    assert relabelled.filter(pl.col("prompt_id").is_in(hard))["label_source"].to_list() == \
+        ["judge"] * len(hard)
+
+
+def test_max_failed_share_accepts_the_gap_and_keeps_it_out_of_the_fit(tmp_path, monkeypatch,
+                                                                       caplog):
+    cfg = _compose(tmp_path, "engine.max_failed_share=1")
+    files = _stage_files(tmp_path, cfg)
+    _serve(monkeypatch, ServerJudge(cfg.judge.models["gpt4o_mini"]))  # every request fails
+    with caplog.at_level(logging.WARNING):
+        _score(cfg, files, None)  # type: ignore[arg-type]
+    assert any("judge requests failed and engine.max_failed_share accepts it" in record.message
+               for record in caplog.records)
+    labels = pl.read_parquet(files.labels)
+    assert set(labels.filter(pl.col("label_source") == "judge")["label"]) == {JUDGE_FAILED}
+    gold = pl.read_parquet(files.gold)
+    judged_gold = gold.filter(pl.col("label_source") == "judge")
+    assert judged_gold.height and set(judged_gold["label"]) == {JUDGE_FAILED}
+    # Never coded: the fit reads the rule labels only.
+    prompts = pl.read_parquet(files.prompts).select("prompt_id", "respondent_id", "item_id")
+    coded = code_outcomes(labels.join(prompts, on="prompt_id"), "favourable")
+    assert coded.height == labels.filter(pl.col("label").is_in(LABELS)).height
+
+
+def test_gold_answers_whose_judge_failed_are_not_judge_mistakes():
+    results = pl.DataFrame({
+        "gold_id": ["g1", "g2", "g3", "g4"], "category": ["plain"] * 4, "domain": ["d"] * 4,
+        "true_label": ["favourable", "unfavourable", "refusal", "refusal"],
+        "label": ["favourable", "unfavourable", JUDGE_FAILED, JUDGE_FAILED],
+        "label_source": ["rule", "judge", "judge", "judge"], "rationale": [""] * 4})
+    metrics = gold_figures(results).metrics
+    assert metrics["gold/accuracy"] == 1.0  # was 0.5: two failed requests counted as mistakes
+    assert metrics["gold/n"] == 2.0
+    assert metrics["gold/judge_failed"] == 2.0
+    assert metrics["gold/judge_accuracy"] == 1.0
+
+
+def test_the_report_gives_judge_failures_their_own_sentence():
+    prompts = pl.DataFrame({"prompt_id": [f"p{i}" for i in range(10)],
+                            "respondent_id": ["m/a"] * 10})
+    labels = pl.DataFrame({"prompt_id": prompts["prompt_id"],
+                           "label": ["favourable"] * 4 + [JUDGE_FAILED] * 6,
+                           "label_source": ["rule"] * 4 + ["judge"] * 6})
+    unmeasured = JudgeQuality(**{field.name: None for field in dataclasses.fields(JudgeQuality)})
+    found = caveats(labels, prompts, unmeasured, converged=True, failed=0)
+    assert any(caveat.startswith("6 answers have no label because a judge request failed")
+               for caveat in found)
+    assert not any("carried no decision" in caveat for caveat in found)
+    # A failed answer is not a decided one.
+    assert any("only 4 decided answers" in caveat for caveat in found)
+
+
+def test_an_option_score_that_fails_is_a_judge_failure(tmp_path):
+    """judge.method=logprob: a failed scoring request was an `unparseable` label."""
+    from audit.config import JudgeConfig
+    from audit.llm.store import ResponseStore
+
+    cfg = _compose(tmp_path, "judge=logprob")
+    prompts = design_stage(cfg).head(2)
+    ids = prompts["prompt_id"].to_list()
+    responses = pl.DataFrame({"prompt_id": ids, "request_key": ids, "status": ["ok", "ok"],
+                              "response_text": [HARD, HARD], "error_kind": [None, None],
+                              "error_message": [None, None], "completion_tokens": [1, 1],
+                              "latency_s": [0.1, 0.1], "from_cache": [False, False]})
+    model_name = prompts["model_name"][0]
+    audited = ServerJudge(cfg.model[model_name])
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        tables = label_responses(prompts, responses, JudgeConfig(name="lp", method="logprob"),
+                                 [], store, {model_name: (audited, cfg.model[model_name])},
+                                 show_progress=lambda rows, total, name: rows,
+                                 engine=cfg.engine)
+    assert tables.labels["label"].to_list() == [JUDGE_FAILED] * 2
+    assert tables.labels["rationale"][0].startswith("option scoring failed (server_error)")
+    assert tables.asks.select("judge", "status", "error_kind").rows() == \
+        [(model_name, "error", "server_error")] * 2
+
+
+def test_a_failed_re_read_of_a_rule_label_is_no_disagreement():
+    """The judge's re-reads of rule labels (judge/rule_check.py): a re-read whose request failed
+    counted as the judge disagreeing with the rule."""
+    from audit.methods.rasch.judge.rule_check import rule_agreement
+
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2", "p3", "p4"],
+                            "gender": ["woman", "woman", "man", "man"]})
+    labels = pl.DataFrame({"prompt_id": ["p1", "p2", "p3", "p4"], "label": ["favourable"] * 4,
+                           "label_source": ["rule"] * 4})
+    votes = pl.DataFrame({"answer_id": ["p1", "p2", "p3", "p4"], "judge": ["j"] * 4,
+                          "label": ["favourable", JUDGE_FAILED, "favourable", "favourable"],
+                          "rationale": [""] * 4})
+    table = rule_agreement(labels, votes, prompts, ["gender"])
+    assert table.select("level", "n", "agree").rows() == [("man", 2.0, 2.0), ("woman", 1.0, 1.0)]
