@@ -25,29 +25,35 @@ CATEGORIES: tuple[str, ...] = (*LABELS, UNPARSEABLE)
 @dataclass(frozen=True)
 class Consensus:
     label: str
-    agreement: float  # share of the panel that voted for `label`
+    agreement: float  # share of the whole panel (abstaining and failed judges too) for `label`
     reason: str
 
 
 def majority(votes: dict[str, str]) -> Consensus:
-    """The panel's label: the most frequent valid vote, or `unparseable` on a tie or no valid
-    vote, since breaking a tie would be a guess. A judge whose request failed makes the answer a
-    judge failure (JUDGE_FAILED), whatever the others said: the panel was not heard in full, and
-    a rerun asks that judge again, so the label is the one a run without the failure gives; its
-    agreement is the share of the panel whose request failed."""
+    """The panel's label: the label that more than half of the valid votes (votes for one of
+    LABELS) chose. A judge whose reply was no label abstains. No valid vote, or no label over
+    half of them (a tie, or five judges split 2/1/1/1), is `unparseable`, since picking one would
+    be a guess. A judge whose request failed makes the answer a judge failure (JUDGE_FAILED),
+    whatever the others said: the panel was not heard in full, and a rerun asks that judge
+    again, so the label is the one a run without the failure gives. `agreement` is the share of
+    the whole panel that voted for the label, failed and abstaining judges in the denominator,
+    so three judges of which two abstained give a label at agreement 1/3; for a judge failure it
+    is the share of the panel whose request failed."""
     panel_size = len(votes)
     summary = ", ".join(f"{judge}={label}" for judge, label in sorted(votes.items()))
     failed = [judge for judge, label in sorted(votes.items()) if label == JUDGE_FAILED]
     if failed:
         return Consensus(JUDGE_FAILED, len(failed) / panel_size,
                          f"judge request failed for {', '.join(failed)} ({summary})")
-    counts = Counter(label for label in votes.values() if label != UNPARSEABLE)
+    counts = Counter(label for label in votes.values() if label in LABELS)
     if not counts:
         return Consensus(UNPARSEABLE, 0.0, f"no judge gave a valid label ({summary})")
-    ranked = counts.most_common()
-    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-        return Consensus(UNPARSEABLE, ranked[0][1] / panel_size, f"judges tied ({summary})")
-    label, count = ranked[0]
+    valid = sum(counts.values())
+    label, count = max(counts.items(), key=lambda pair: (pair[1], pair[0]))
+    if 2 * count <= valid:
+        return Consensus(UNPARSEABLE, count / panel_size,
+                         f"no majority: no label has more than half of the {valid} valid votes "
+                         f"({summary})")
     return Consensus(label, count / panel_size, summary)
 
 
