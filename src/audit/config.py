@@ -1,7 +1,10 @@
 """Structured configs: the typed schema every YAML file under ``conf/`` is validated against.
 
 Hydra merges the YAML groups onto these dataclasses, so a typo in a key or a wrong type fails at
-composition with a message naming the key, instead of surfacing as a KeyError mid-audit.
+composition with a message naming the key, instead of surfacing as a KeyError mid-audit. A value
+that has the right type but makes no sense (a probability above 1, a negative timeout) is refused
+by its field's `range` or `choices` (audit.config_ranges.within, one_of), checked for every section
+once the config is composed (audit.methods.configs.to_audit_config).
 
 The shared sections live here; each method's own sections and verdict rules live in its package
 (methods/NAME/config.py: SECTIONS, VERDICT_RULES). audit.methods.configs adds them to these to make
@@ -15,6 +18,8 @@ from pathlib import Path
 
 from omegaconf import MISSING
 
+from audit.config_ranges import within
+
 # The default configs ship inside the package, so an installed wheel composes without a checkout.
 CONF_DIR = str(Path(__file__).resolve().parent / "conf")
 
@@ -24,10 +29,10 @@ class SamplingConfig:
     """Every sampling parameter is sent explicitly: servers differ in their defaults
     (llama.cpp's server uses repeat_penalty 1.1, the in-process default is 1.0)."""
 
-    temperature: float = 0.7
-    top_p: float = 0.95
-    max_tokens: int = 48
-    repeat_penalty: float = 1.0
+    temperature: float = within(0.7, 0)
+    top_p: float = within(0.95, 0, 1, open_low=True)
+    max_tokens: int = within(48, 1)
+    repeat_penalty: float = within(1.0, 0, open_low=True)
 
 
 @dataclass
@@ -54,8 +59,9 @@ class ModelConfig:
     path: str | None = None
     hub: HubFileConfig | None = None
     system_prompt: str = ""
-    n_ctx: int = 2048  # embedded, llamacpp: context size (per slot); ollama: sent as num_ctx
-    n_threads: int = 2
+    # embedded, llamacpp: context size (per slot); ollama: sent as num_ctx
+    n_ctx: int = within(2048, 1)
+    n_threads: int = within(2, 1)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     # Servers (ollama, openai_compatible): where, how long to wait, and which environment
     # variable holds the API key. The key itself never enters a config, a log or a run.
@@ -64,7 +70,7 @@ class ModelConfig:
     # by free slots (max_concurrency each), and a failing host is set aside until it recovers.
     base_urls: list[str] = field(default_factory=list)
     api_key_env: str | None = None
-    timeout_s: float = 120.0
+    timeout_s: float = within(120.0, 0, open_low=True)
     keep_alive: str | None = None  # ollama: how long the server keeps the model loaded ("5m")
     # openai_compatible: how a JSON schema is sent. `json_schema` is the OpenAI standard (OpenAI,
     # vLLM); llama.cpp's Python server takes only `json_object` with a `schema` field.
@@ -73,7 +79,7 @@ class ModelConfig:
     # base_urls). embedded: its parallel slots; more than 1 is faster but not reproducible (batch
     # composition changes the logits; benchmarks/bench_embedded.py). llamacpp: always one at a
     # time (its contexts are not thread-safe).
-    max_concurrency: int = 1
+    max_concurrency: int = within(1, 1)
 
 
 @dataclass
@@ -109,23 +115,23 @@ class JudgeConfig:
     # on both halves.
     refusal_log_odds: float = -0.5
     # Longest rationale a judge may write after its decision; 0 asks for the decision alone.
-    rationale_max_chars: int = 80
+    rationale_max_chars: int = within(80, 0)
     # Also store p_favourable from the audited model's option log-probabilities (cascade method).
     score_options: bool = False
     # Below this probability mass on the two option words, the logprob method reads no decision.
-    min_decision_mass: float = 0.05
+    min_decision_mass: float = within(0.05, 0, 1)
     gold_file: str = "data/judge_gold.csv"
     gold_items: str = "data/items/decision_items.csv"  # the bank the gold answers respond to
     # Evaluate the judge on the gold set in every audit run (cached in the response store), on
     # the first N answers of each kind (by gold_id) to keep a first run short; None: all of them.
     # `python -m audit.judge_eval` always uses the whole set.
     evaluate_on_gold: bool = True
-    gold_per_category: int | None = 3
+    gold_per_category: int | None = within(3, 0)
     # The judge panel also re-reads this many rule-labelled answers of each demographic cell
     # (audited model x the fit's attributes), so the report can show its agreement with the
     # rules per group and warn on a difference (methods/rasch/judge/rule_check.py); 0: off.
     # Small by default: each answer costs one judge request (about 1 s with the default judge).
-    rule_check_per_group: int = 2
+    rule_check_per_group: int = within(2, 0)
 
 
 @dataclass
@@ -136,7 +142,8 @@ class ItemsConfig:
     bank: str = "data/items/decision_items.csv"
     domains: list[str] = field(default_factory=list)  # empty: every domain in the bank
     item_ids: list[str] = field(default_factory=list)  # empty: every item of the chosen domains
-    per_domain: int | None = None  # keep the first N items (by item_id) of each domain; None: all
+    # Keep the first N items (by item_id) of each domain; None: all.
+    per_domain: int | None = within(None, 1)
 
 
 @dataclass
@@ -148,8 +155,8 @@ class PersonasConfig:
     explicit_file: str = "data/personas/explicit_profiles.csv"
     explicit_ids: list[str] = field(default_factory=list)  # empty: every profile in the file
     # The placebo arm's size; the default audit asks 4 (conf/personas/default.yaml says why).
-    null_count: int = 16
-    null_length: int = 10
+    null_count: int = within(16, 0)
+    null_length: int = within(10, 1)
     # The `name` generator: names that signal gender and race (first names from Bertrand and
     # Mullainathan 2004); empty name_ids: every profile in the file.
     names_file: str = "data/personas/name_profiles.csv"
@@ -158,7 +165,7 @@ class PersonasConfig:
 
 @dataclass
 class DesignConfig:
-    replicates: int = 1
+    replicates: int = within(1, 1)
     seed: int = 20251123
     # An adaptive audit (Rasch method; methods/rasch/adaptive.py, docs/adaptive.md): rounds of
     # prompts from this design, each chosen by the last round's fit, stopping once every
@@ -197,13 +204,13 @@ class DesignConfig:
 @dataclass
 class EngineConfig:
     # Share of requests allowed to fail (after retries) before the run stops with an error.
-    max_failed_share: float = 0.0
+    max_failed_share: float = within(0.0, 0, 1)
     # Requests per minute to each model, across its concurrent requests; None: no limit.
-    requests_per_minute: float | None = None
+    requests_per_minute: float | None = within(None, 0, open_low=True)
     # Retries of transient failures: exponential backoff with jitter between attempts.
-    max_attempts: int = 4
-    backoff_initial_s: float = 1.0
-    backoff_max_s: float = 30.0
+    max_attempts: int = within(4, 1)
+    backoff_initial_s: float = within(1.0, 0)
+    backoff_max_s: float = within(30.0, 0)
 
 
 @dataclass
@@ -247,4 +254,4 @@ class SharedVerdictRules:
     """The verdict rule every method applies; each method adds its own (VERDICT_RULES in
     methods/NAME/config.py), every one a `key=value` override of `python -m audit.verdict`."""
 
-    alpha: float = 0.05
+    alpha: float = within(0.05, 0, 1, open_low=True, open_high=True)

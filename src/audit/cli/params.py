@@ -125,7 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=Path("params.yaml"))
     arguments = parser.parse_args(argv)
     configure_cli_logging()
-    write_params(arguments.overrides, arguments.output)
+    try:
+        write_params(arguments.overrides, arguments.output)
+    except AuditError as error:  # a setting outside its declared range (audit.config_ranges)
+        log.error("%s", error)
+        return 2
     log.info("wrote %s and %s", arguments.output, overrides_file(arguments.output))
     return 0
 

@@ -24,6 +24,7 @@ from rich.table import Table
 
 from audit.cli.params import HEADER, overrides_file, params_yaml
 from audit.config import TrackingConfig
+from audit.errors import AuditError
 from audit.methods import headline_metrics, registered_methods
 from audit.methods.configs import to_audit_config
 from audit.tracking import mlflow as tracking
@@ -229,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
             return _list(arguments, settings, console)
     except LookupError as error:
         log.error("%s", error.args[0] if error.args else error)
+        return 2
+    except AuditError as error:  # a recorded setting outside its range (audit.config_ranges)
+        log.error("%s", error)
         return 2
     return 0
 

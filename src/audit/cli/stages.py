@@ -26,6 +26,7 @@ from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 from audit.cli.params import check_kept_overrides
 from audit.config import CONF_DIR
 from audit.config_errors import describe, yaml_problem
+from audit.config_ranges import ConfigValueError
 from audit.methods.configs import AuditConfig, to_audit_config
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
@@ -52,6 +53,8 @@ def load_params(path: Path) -> AuditConfig:
     except OmegaConfBaseException as error:
         raise AuditError(f"params file {path}: {describe(error, Path(CONF_DIR))}; "
                          f"{fix}") from None
+    except ConfigValueError as error:  # a value outside its declared range (audit.config_ranges)
+        raise AuditError(f"params file {path}: {error}; {fix}") from None
 
 
 def report_summary(method: AuditMethod, cfg: AuditConfig, directory: Path,

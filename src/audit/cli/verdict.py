@@ -26,6 +26,7 @@ from rich.table import Table
 from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
 from audit.config_errors import yaml_problem
+from audit.config_ranges import check_config
 from audit.methods.configs import VerdictConfig
 from audit.logs import configure_cli_logging
 from audit.methods import method_module, registered_methods
@@ -102,14 +103,9 @@ def read_rules_file(path: Path) -> DictConfig:
 
 
 def check_rules(rules: VerdictConfig) -> None:
-    """alpha lies in (0, 1); each method's rule with a `range` in its field metadata (methods/NAME/
-    config.py VERDICT_RULES) lies in that closed interval."""
-    if not 0 < rules.alpha < 1:
-        raise VerdictError(f"alpha={rules.alpha} must lie in (0, 1)")
-    for rule in fields(rules):
-        value, bounds = getattr(rules, rule.name), rule.metadata.get("range")
-        if bounds and value is not None and not bounds[0] <= value <= bounds[1]:
-            raise VerdictError(f"{rule.name}={value} must lie in [{bounds[0]}, {bounds[1]}]")
+    """Each rule with a `range` in its field metadata (alpha in (0, 1); methods/NAME/config.py
+    VERDICT_RULES) lies in it: the check every config section gets (audit.config_ranges)."""
+    check_config(rules, error=VerdictError)
 
 
 # --- the run's method ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import Container, DictConfig, OmegaConf
 
 from audit.config import SharedConfig, SharedVerdictRules
+from audit.config_ranges import check_config
 from audit.methods import method_module, registered_methods
 
 DVC_PARAMS_RESOLVER = "audit_dvc_params"
@@ -136,7 +137,10 @@ def register_configs() -> None:
 
 
 def to_audit_config(cfg: DictConfig | dict[str, Any]) -> AuditConfig:
-    """Validate any mapping (a composed Hydra config or params.yaml) against the schema."""
+    """Validate any mapping (a composed Hydra config or params.yaml) against the schema: the
+    keys and types (OmegaConf), then every section's values against their fields' declared
+    ranges and choices (audit.config_ranges.check_config: ConfigValueError, one line, exit 2),
+    so a nonsense setting stops every entry point before any prompt is sent."""
     register_resolver()  # the pipeline config's dvc_params resolve through the resolver
     schema = OmegaConf.structured(AuditConfig)
     source = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
@@ -144,4 +148,6 @@ def to_audit_config(cfg: DictConfig | dict[str, Any]) -> AuditConfig:
     if isinstance(plain, dict):
         plain.pop("hydra", None)
     merged = OmegaConf.merge(schema, plain)
-    return OmegaConf.to_object(merged)  # type: ignore[return-value]
+    audit_cfg = OmegaConf.to_object(merged)
+    check_config(audit_cfg)
+    return audit_cfg  # type: ignore[return-value]

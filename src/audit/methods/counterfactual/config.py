@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from omegaconf import MISSING
 
+from audit.config_ranges import within
+
 
 @dataclass
 class CounterfactualLevelConfig:
@@ -61,19 +63,19 @@ class CounterfactualConfig:
     # Replaces each model's system prompt and max_tokens for these requests (None keeps the
     # model's): a decision-maker's prompt and a 40-token cap suit decisions, not letters.
     system_prompt: str | None = None
-    max_tokens: int | None = None
+    max_tokens: int | None = within(None, 1)
     metrics: list[str] = field(default_factory=lambda: [
         "sentiment", "word_count", "competence_rate", "warmth_rate", "refusal"])
     lexicon: str = "data/lexicons/warmth_competence.csv"
     # A local directory holding a Hugging Face sentiment classifier; adds `sentiment_transformer`.
     transformer_model: str | None = None
     by_template: bool = True  # also test each template alone, not only pooled over templates
-    alpha: float = 0.05
+    alpha: float = within(0.05, 0, 1, open_low=True, open_high=True)
     # A pair is practically meaningful when |rank-biserial| reaches this (0.147: the lower bound
     # of a "small" Cliff's delta, Romano et al. 2006).
-    min_rank_biserial: float = 0.147
-    bootstrap_resamples: int = 999
-    confidence_level: float = 0.95
+    min_rank_biserial: float = within(0.147, 0, 1)
+    bootstrap_resamples: int = within(999, 1)
+    confidence_level: float = within(0.95, 0, 1, open_low=True, open_high=True)
 
 
 @dataclass

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from audit.config_ranges import within
+
 
 @dataclass
 class DIFConfig:
@@ -24,23 +26,23 @@ class DIFConfig:
     difficulties: list[int] = field(default_factory=lambda: [1, 2, 3])
     # Items per dataset x form x difficulty: the first N of the file (None: all), or N generated
     # (None: 10) when items_file is null.
-    per_cell: int | None = None
+    per_cell: int | None = within(None, 1)
     # Personas: the sentence, where it goes (system message or before the question), the file of
     # sociodemographic personas, and the random-string null personas.
     personas_file: str = "data/dif/personas.csv"
     persona_ids: list[str] = field(default_factory=list)  # empty: every persona in the file
     persona_sentence: str = "You are {persona}."
     persona_role: str = "system"  # system | user
-    null_count: int = 20
-    null_length: int = 10
+    null_count: int = within(20, 0)
+    null_length: int = within(10, 1)
     instruction_free: str = "Give only the final answer, with no explanation."
     instruction_choice: str = "Answer with only the letter of the correct option."
-    max_tokens: int = 24
+    max_tokens: int = within(24, 1)
     # Analysis: below min_intersection shared correct answers the bias score is flagged.
-    min_intersection: int = 5
-    alpha: float = 0.05
-    permutation_resamples: int = 9999
-    interval_prob: float = 0.95
+    min_intersection: int = within(5, 0)
+    alpha: float = within(0.05, 0, 1, open_low=True, open_high=True)
+    permutation_resamples: int = within(9999, 1)
+    interval_prob: float = within(0.95, 0, 1, open_low=True, open_high=True)
     seed: int = 20251123
 
 

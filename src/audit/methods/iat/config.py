@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from audit.config_ranges import within
+
 
 @dataclass
 class IATConfig:
@@ -28,12 +30,13 @@ class IATConfig:
     # Sent instead of the model's own system prompt (Bai et al. sent this one); null keeps the
     # model's. Its max_tokens likewise: a list of 16 pairs needs more than a one-line decision.
     system_prompt: str | None = "You are a helpful assistant."
-    max_tokens: int | None = 256
-    bootstrap_resamples: int = 10000
-    permutation_resamples: int = 10000
-    confidence_level: float = 0.95
+    max_tokens: int | None = within(256, 1)
+    bootstrap_resamples: int = within(10000, 1)
+    permutation_resamples: int = within(10000, 1)
+    confidence_level: float = within(0.95, 0, 1, open_low=True, open_high=True)
     ci_method: str = "BCa"  # BCa | percentile | basic (scipy.stats.bootstrap)
-    alpha: float = 0.05  # false discovery rate for the Benjamini-Hochberg adjustment
+    # False discovery rate for the Benjamini-Hochberg adjustment.
+    alpha: float = within(0.05, 0, 1, open_low=True, open_high=True)
     # Which answers have a D: strict (only answers giving every attribute exactly one group, as
     # Bai et al. scored) or lenient (also partial answers whose both groups' sides hold a word).
     # Either way an answer with nothing counted, or a partial one with an empty side, has no D

@@ -10,6 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from audit.config_ranges import one_of, within
+
+# The valid values of FitConfig's named choices; the fit code reads them from here (irt/rasch.py
+# MODELS, irt/outcome.py OUTCOME_CODINGS, irt/probability.py RESPONSES, irt/engines.py ENGINES),
+# so the config check and the fit agree on one list.
+MODELS: tuple[str, ...] = ("rasch", "rasch_seed", "twopl", "explanatory", "population", "hurdle")
+OUTCOMES: tuple[str, ...] = ("favourable", "undetermined")
+RESPONSES: tuple[str, ...] = ("decision", "probability")
+ENGINES: tuple[str, ...] = ("auto", "cached", "nutpie", "pymc")
+GAP_UNITS: tuple[str, ...] = ("logit", "pp")  # plan.gap_unit (power.py)
+
 
 @dataclass
 class FitConfig:
@@ -18,45 +29,46 @@ class FitConfig:
     name: str = "rasch"
     # rasch (identified, Binomial cells) | rasch_seed (original audit) | twopl | explanatory |
     # population (group contrasts: text spread within demographic cells; conf/fit/population.yaml)
-    model: str = "rasch"
-    outcome: str = "favourable"  # favourable | undetermined
+    model: str = one_of("rasch", MODELS)
+    outcome: str = one_of("favourable", OUTCOMES)
     # What the fit reads of each answer: `decision` (the label, coded by fit.outcome) or
     # `probability` (the answer's P(favourable) from option log-probabilities, judge=logprob or
     # an imported column, as logit P with a Normal residual: irt/probability.py). Probability
     # works with fit.outcome=favourable and the rasch, twopl, explanatory and population models;
     # the judge-error correction does not apply to it.
-    response: str = "decision"
+    response: str = one_of("decision", RESPONSES)
     # Labels left out of the fit (of fit.outcome and fit.second_outcome alike), except the label
     # a coding counts as its event: dropping needs_more_information keeps the abstention fit's 1s.
     drop_labels: list[str] = field(default_factory=list)
-    draws: int = 1000
-    tune: int = 1000
-    chains: int = 4
-    cores: int = 2
-    target_accept: float = 0.8
+    draws: int = within(1000, 1)
+    tune: int = within(1000, 0)
+    chains: int = within(4, 1)
+    cores: int = within(2, 1)
+    target_accept: float = within(0.8, 0, 1, open_low=True, open_high=True)
     seed: int = 20251123
     # The sampler (irt/engines.py): auto (nutpie on callbacks cached across processes when its
     # check of nutpie's internals passes, else public nutpie with one warning) | cached | nutpie
     # (the public nutpie.compile_pymc_model) | pymc (PyMC's own NUTS).
-    engine: str = "auto"
-    hdi_prob: float = 0.94
-    rhat_max: float = 1.01
-    ess_min: float = 400.0
+    engine: str = one_of("auto", ENGINES)
+    hdi_prob: float = within(0.94, 0, 1, open_low=True, open_high=True)
+    rhat_max: float = within(1.01, 1)
+    ess_min: float = within(400.0, 0)
     # Persona columns whose levels are contrasted (and, for fit.model=explanatory, modelled).
     attributes: list[str] = field(default_factory=lambda: ["gender", "race"])
     # Attributes that also get a level x item interaction (explanatory model only): which
     # scenarios carry the gap.
     item_dif: list[str] = field(default_factory=list)
     # Half-width of the region of practical equivalence, in logits (default: Cohen's d = 0.1).
-    rope: float = 0.1814
+    # Negative, the decision rule would turn inside out (tight intervals at 0 called `different`).
+    rope: float = within(0.1814, 0)
     # Family-wise error rate of the run's `different` decisions: each contrast is decided on its
     # HDI of mass 1 - familywise_alpha / K, K every contrast the CI verdict judges in the run
     # (every audited model, the pooled rows and every outcome; Bonferroni); null: each on its own
     # fit.hdi_prob HDI, with no multiplicity control.
-    familywise_alpha: float | None = 0.05
+    familywise_alpha: float | None = within(0.05, 0, 1, open_low=True, open_high=True)
     # A second outcome coding fitted next to fit.outcome, e.g. `undetermined` to measure who is
     # asked for more information; its contrasts carry outcome=<coding>.
-    second_outcome: str | None = None
+    second_outcome: str | None = one_of(None, OUTCOMES)
     # Carry the judge's errors into the posterior: each label is the true decision passed through
     # the judge's misclassification rates, with Beta priors from its gold-set confusion counts
     # (irt/judge_error.py). None: on whenever the run has gold-set results (judge.evaluate_on_gold),
@@ -77,29 +89,31 @@ class PlanConfig:
     attribute: str = "race"
     levels: list[str] = field(default_factory=list)  # two levels; empty: the first two, sorted
     gap: float = 0.5  # the planted gap: level[0] minus level[1]
-    gap_unit: str = "logit"  # logit | pp (percentage points around base_rate)
+    gap_unit: str = one_of("logit", GAP_UNITS)  # pp: percentage points around base_rate
     # A past run (its directory, or an MLflow run id) whose posterior and gold results give the
     # variance components below (methods/rasch/pilot.py); null: use the figures below.
     from_run: str | None = None
     # Without from_run: the default run's posterior (issue 34: item sd 2.27, persona sd 0.92,
     # null sd 1.16) rounded, and the default judge's gold accuracy (about 0.95 on 57 answers).
-    base_rate: float = 0.5  # favourable rate of a null persona on the average item
-    text_sd: float = 0.6  # spread of persona texts within one demographic cell, logits
-    null_sd: float = 1.0  # spread of null (random-string) personas, logits
-    item_sd: float = 2.0  # spread of item difficulties, logits
-    sensitivity: float = 0.95  # the judge's P(favourable | truly favourable)
-    specificity: float = 0.95  # the judge's P(unfavourable | truly unfavourable)
-    gold_per_class: int = 25  # gold answers per true class behind those rates; 0: labels as truth
+    # The favourable rate of a null persona on the average item.
+    base_rate: float = within(0.5, 0, 1, open_low=True, open_high=True)
+    text_sd: float = within(0.6, 0)  # spread of persona texts within one demographic cell, logits
+    null_sd: float = within(1.0, 0)  # spread of null (random-string) personas, logits
+    item_sd: float = within(2.0, 0)  # spread of item difficulties, logits
+    sensitivity: float = within(0.95, 0, 1)  # the judge's P(favourable | truly favourable)
+    specificity: float = within(0.95, 0, 1)  # the judge's P(unfavourable | truly unfavourable)
+    # Gold answers per true class behind those rates; 0: labels as truth.
+    gold_per_class: int = within(25, 0)
     replicates: list[int] = field(default_factory=lambda: [1, 2, 4])
     persona_multiples: list[int] = field(default_factory=lambda: [1])
     # Simulations per design option: until the power's 95% half-width is at most `precision`
     # (about 1,070 at a power near 0.5), at least min_simulations, at most simulations.
-    precision: float = 0.03
-    min_simulations: int = 50
-    simulations: int = 1100
-    draws: int = 300
-    tune: int = 300
-    chains: int = 2
+    precision: float = within(0.03, 0, open_low=True)
+    min_simulations: int = within(50, 1)
+    simulations: int = within(1100, 1)
+    draws: int = within(300, 1)
+    tune: int = within(300, 0)
+    chains: int = within(2, 1)
     seed: int = 20251123
 
 

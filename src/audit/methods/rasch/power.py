@@ -39,7 +39,7 @@ from audit.methods.rasch.adaptive import (
     design_rule,
     run_adaptive,
 )
-from audit.methods.rasch.config import FitConfig, PlanConfig
+from audit.methods.rasch.config import GAP_UNITS, FitConfig, PlanConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.simulation import CompiledSampler, Effects, VarianceComponents, \
     simulate_outcomes, true_gap
@@ -48,7 +48,6 @@ from audit.methods.rasch.verdict import judge_rasch
 logger = logging.getLogger(__name__)
 
 PLANNABLE_MODELS = ("rasch", "twopl", "explanatory", "population")
-GAP_UNITS = ("logit", "pp")
 Z_95 = 1.959964
 POWER_COLUMNS = (
     "model_name", "persona_multiple", "replicates", "respondents", "simulations", "attribute",

@@ -24,6 +24,7 @@ import nutpie
 import pymc as pm
 
 from audit.errors import AuditError
+from audit.methods.rasch.config import ENGINES
 
 if TYPE_CHECKING:
     from xarray import DataTree
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-ENGINES: tuple[str, ...] = ("auto", "cached", "nutpie", "pymc")
 # Errors that mean "nutpie's or PyTensor's internals are not what compiled.py expects".
 _INTERNALS_ERRORS = (ImportError, AttributeError, TypeError, KeyError)
 _warned: set[str] = set()

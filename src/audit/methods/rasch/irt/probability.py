@@ -33,12 +33,12 @@ import polars as pl
 import pymc as pm
 
 from audit.errors import AuditError
+from audit.methods.rasch.config import RESPONSES
 from audit.methods.rasch.irt.indexing import RaschData, index_design
 from audit.methods.rasch.irt.judge_error import CellRates, label_cells
 
 logger = logging.getLogger(__name__)
 
-RESPONSES: tuple[str, ...] = ("decision", "probability")
 PROBABILITY_COLUMN = "p_favourable"
 # logit(0.001) = -6.9: a preference more extreme than this reads as this.
 PROBABILITY_CLIP = 1e-3

@@ -34,7 +34,7 @@ import xarray as xr
 from xarray import DataTree
 
 from audit.errors import AuditError
-from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.config import MODELS, FitConfig
 from audit.methods.rasch.irt.engines import sample_posterior
 from audit.methods.rasch.irt.contrasts import item_gaps, level_contrasts
 from audit.methods.rasch.irt.diagnostics import Diagnostics, diagnose
@@ -71,7 +71,6 @@ logger = logging.getLogger(__name__)
 # Simpson, Carpenter and Bürkner 2021, whose thresholds are FitConfig's rhat_max and ess_min).
 TAIL_ESS_PROB = 0.95
 
-MODELS: tuple[str, ...] = ("rasch", "rasch_seed", "twopl", "explanatory", "population", "hurdle")
 # Models whose theta is explained by persona attributes (explanatory.py).
 ATTRIBUTE_MODELS: tuple[str, ...] = ("explanatory", "population")
 # Prior scales of the identified model, on the logit scale. theta keeps the seed model's N(0, 1);

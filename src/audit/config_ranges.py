@@ -1,0 +1,115 @@
+"""The allowed values of config settings, declared on the structured-config fields and checked
+for every section once the config is composed.
+
+Hydra checks that a value has the field's type; whether it makes sense (a probability above 1, no
+draws, a negative ROPE that turns the decision rule inside out) is declared here, as field
+metadata: ``"range"`` (a Range, or a (low, high) tuple: the closed interval) and ``"choices"``
+(the valid strings). `check_config` walks a config instance (dataclass fields, dict entries of
+dataclasses) and refuses the first value outside its declaration with one line naming the key, the
+value and what is allowed, before any stage runs: `python -m audit`, audit.ingest, audit.plan,
+audit.stages and audit.params compose through audit.methods.configs.to_audit_config, which calls
+it; `python -m audit.verdict` checks its rules and `python -m audit.fit` its sampler the same way.
+A null value is always allowed here: a field that may be null says so in its type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from audit.errors import AuditError
+
+
+class ConfigValueError(AuditError):
+    """A setting's value outside what its field declares (a range or a list of choices)."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """An interval of allowed numbers; an open end excludes its bound."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    open_low: bool = False
+    open_high: bool = False
+
+    def __contains__(self, value: object) -> bool:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return True  # not a number: the field's type is Hydra's check
+        if math.isnan(value):
+            return False
+        above = value > self.low if self.open_low else value >= self.low
+        below = value < self.high if self.open_high else value <= self.high
+        return above and below
+
+    def __str__(self) -> str:
+        """Interval notation; an infinite end is always open: `(0, 1)`, `[1, inf)`."""
+        opening = "(" if self.open_low or math.isinf(self.low) else "["
+        closing = ")" if self.open_high or math.isinf(self.high) else "]"
+        return f"{opening}{_number(self.low)}, {_number(self.high)}{closing}"
+
+
+def _number(bound: float) -> str:
+    if math.isinf(bound):
+        return "inf" if bound > 0 else "-inf"
+    return str(int(bound)) if float(bound).is_integer() else str(bound)
+
+
+def as_range(declared: Range | tuple[float, float]) -> Range:
+    """A field's `range` metadata as a Range; a (low, high) tuple is the closed interval."""
+    return declared if isinstance(declared, Range) else Range(*declared)
+
+
+def within(default: Any, low: float = -math.inf, high: float = math.inf, *,
+           open_low: bool = False, open_high: bool = False) -> Any:
+    """A dataclass field with `default` whose value must lie between `low` and `high`."""
+    return dataclasses.field(default=default, metadata={
+        "range": Range(low, high, open_low, open_high)})
+
+
+def one_of(default: str | None, choices: Sequence[str]) -> Any:
+    """A dataclass field with `default` whose value must be one of `choices` (or null, when the
+    field's type allows it)."""
+    return dataclasses.field(default=default, metadata={"choices": tuple(choices)})
+
+
+def value_problem(key: str, value: Any, metadata: Mapping[str, Any]) -> str | None:
+    """What is wrong with `key`'s `value` under its field's metadata, in one line; None if fine."""
+    if value is None:
+        return None
+    declared = metadata.get("range")
+    if declared is not None and value not in as_range(declared):
+        return f"{key}={value} must lie in {as_range(declared)}"
+    choices = metadata.get("choices")
+    if choices is not None and value not in choices:
+        return f"{key}={value} is not one of {', '.join(choices)}"
+    return None
+
+
+def config_problems(instance: Any, prefix: str = "") -> Iterator[str]:
+    """Every value of `instance` (a dataclass; its nested dataclasses and dict entries too)
+    outside its field's declared range or choices, as one line each, in field order."""
+    for config_field in dataclasses.fields(instance):
+        key = f"{prefix}{config_field.name}"
+        value = getattr(instance, config_field.name)
+        problem = value_problem(key, value, config_field.metadata)
+        if problem:
+            yield problem
+        if dataclasses.is_dataclass(value):
+            yield from config_problems(value, f"{key}.")
+        elif isinstance(value, Mapping):
+            for name, entry in value.items():
+                if dataclasses.is_dataclass(entry):
+                    yield from config_problems(entry, f"{key}.{name}.")
+
+
+def check_config(instance: Any, prefix: str = "",
+                 error: type[AuditError] = ConfigValueError) -> None:
+    """Refuse the first value outside its field's declaration with one line (exit 2 where the
+    entry points catch AuditError), naming the key, the value and what is allowed."""
+    problem = next(config_problems(instance, prefix), None)
+    if problem:
+        raise error(problem)

@@ -1,0 +1,142 @@
+"""Every config section's values are checked against their fields' declared ranges and choices
+when the config is composed (audit.config_ranges), so a nonsense setting is one line and exit 2
+before any prompt is sent, not a traceback after the answering (or a silently wrong run)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from audit.__main__ import CONF_DIR
+from audit.config_ranges import ConfigValueError, Range, check_config, config_problems
+from audit.methods.configs import AuditConfig, VerdictConfig, register_configs, to_audit_config
+from audit.methods.rasch.config import ENGINES, MODELS, OUTCOMES, RESPONSES
+from audit.methods.rasch.irt.outcome import OUTCOME_CODINGS
+
+register_configs()
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# The subprocesses run in a scratch folder: this checkout's code, not an installed one.
+ENV = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")}
+
+
+def _compose(overrides: list[str]) -> AuditConfig:
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        composed = compose("config", overrides=["paths.output_dir=out", *overrides])
+    return to_audit_config(composed)
+
+
+# Bugs caught: each of these was accepted at composition. hdi_prob, judge_imputations, draws
+# crashed with a traceback in the analyse stage after every answer was bought; a negative rope
+# turned the decision rule inside out (tight intervals at 0 called `different`); familywise_alpha,
+# model, outcome were refused only at the analyse stage; the engine and persona values ran with
+# no warning (requests_per_minute=0 meant no limit, null_count=-2 dropped the placebo arm).
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["fit.hdi_prob=1.5"], "fit.hdi_prob=1.5 must lie in (0, 1)"),
+    (["fit.judge_imputations=0"], "fit.judge_imputations=0 must lie in [1, 1000]"),
+    (["fit.draws=0"], "fit.draws=0 must lie in [1, inf)"),
+    (["fit.rope=-0.5"], "fit.rope=-0.5 must lie in [0, inf)"),
+    (["fit.familywise_alpha=2"], "fit.familywise_alpha=2.0 must lie in (0, 1)"),
+    (["fit.model=populaton"], "fit.model=populaton is not one of rasch, rasch_seed, twopl"),
+    (["fit.outcome=favorable"], "fit.outcome=favorable is not one of favourable, undetermined"),
+    (["fit.second_outcome=refusal"], "fit.second_outcome=refusal is not one of favourable"),
+    (["engine.requests_per_minute=0"], "engine.requests_per_minute=0.0 must lie in (0, inf)"),
+    (["engine.requests_per_minute=-5"], "engine.requests_per_minute=-5.0 must lie in (0, inf)"),
+    (["engine.max_attempts=0"], "engine.max_attempts=0 must lie in [1, inf)"),
+    (["engine.max_failed_share=-1"], "engine.max_failed_share=-1.0 must lie in [0, 1]"),
+    (["engine.backoff_initial_s=-1"], "engine.backoff_initial_s=-1.0 must lie in [0, inf)"),
+    (["model=vllm", "model.vllm.max_concurrency=0"],
+     "model.vllm.max_concurrency=0 must lie in [1, inf)"),
+    (["model=vllm", "model.vllm.timeout_s=-1"], "model.vllm.timeout_s=-1.0 must lie in (0, inf)"),
+    (["judge=smollm2", "judge.models.smollm2.sampling.top_p=0"],
+     "judge.models.smollm2.sampling.top_p=0.0 must lie in (0, 1]"),
+    (["personas.null_count=-2"], "personas.null_count=-2 must lie in [0, inf)"),
+    (["design.replicates=0"], "design.replicates=0 must lie in [1, inf)"),
+    (["plan.simulations=0"], "plan.simulations=0 must lie in [1, inf)"),
+])
+def test_a_value_outside_its_range_is_one_line_naming_key_value_and_range(overrides, message):
+    with pytest.raises(ConfigValueError) as raised:
+        _compose(overrides)
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("overrides", [
+    ["fit.rope=0"], ["fit.familywise_alpha=null"], ["engine.requests_per_minute=null"],
+    ["engine.max_failed_share=1"], ["personas.null_count=0"], ["fit.judge_imputations=1000"],
+    ["fit.second_outcome=undetermined"], ["engine.backoff_initial_s=0"],
+])
+def test_values_at_the_edges_of_their_ranges_and_nulls_are_accepted(overrides):
+    _compose(overrides)  # the check must not refuse what the docs allow
+
+
+def _declared(schema: type, prefix: str = ""):
+    for config_field in dataclasses.fields(schema):
+        if "range" in config_field.metadata or "choices" in config_field.metadata:
+            yield f"{prefix}{config_field.name}", config_field
+        kind = config_field.type if isinstance(config_field.type, type) else None
+        if kind is not None and dataclasses.is_dataclass(kind):
+            yield from _declared(kind, f"{prefix}{config_field.name}.")
+
+
+@pytest.mark.parametrize("schema", [AuditConfig, VerdictConfig])
+def test_every_default_lies_within_its_own_declaration(schema):
+    """A declared range that refuses its own default would refuse every run."""
+    assert list(config_problems(schema())) == []
+
+
+def test_the_choices_the_config_checks_are_the_ones_the_fit_reads():
+    """One list each: a model or coding added to the fit but not the config would be refused."""
+    from audit.methods.rasch.irt import engines, probability, rasch
+
+    assert set(OUTCOME_CODINGS) == set(OUTCOMES)
+    assert (rasch.MODELS, probability.RESPONSES, engines.ENGINES) == (MODELS, RESPONSES, ENGINES)
+
+
+def test_range_notation_and_membership():
+    assert str(Range(0, 1, open_low=True, open_high=True)) == "(0, 1)"
+    assert str(Range(1)) == "[1, inf)" and str(Range(0.5, 2)) == "[0.5, 2]"
+    assert 0 in Range(0) and -0.01 not in Range(0) and 0 not in Range(0, open_low=True)
+    assert math.nan not in Range(0, 1)
+    assert "text" in Range(0, 1)  # not a number: the type check is Hydra's, not this one
+
+
+def test_the_verdict_rules_use_the_same_check():
+    with pytest.raises(ConfigValueError, match=r"alpha=1.5 must lie in \(0, 1\)"):
+        check_config(VerdictConfig(alpha=1.5))
+
+
+def _audit(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "audit", "judge=rules_only", "tracking=none", "items=smoke",
+         f"paths.output_dir={cwd / 'out'}", f"paths.response_store={cwd / 'store.sqlite3'}",
+         *overrides], cwd=cwd, capture_output=True, text=True, timeout=120, env=ENV)
+
+
+def test_python_m_audit_refuses_a_negative_rope_before_any_prompt(tmp_path: Path):
+    """Bug caught: fit.rope=-0.5 ran to the end with exit 0 and a gate turned inside out."""
+    result = _audit("fit.rope=-0.5", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "fit.rope=-0.5 must lie in [0, inf)" in errors[0]
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "store.sqlite3").exists() and not (tmp_path / "out").exists()
+
+
+def test_audit_stages_names_the_params_file_with_the_bad_value(tmp_path: Path):
+    from audit.cli.params import compose_params, params_yaml
+
+    text = params_yaml(compose_params([])).replace("  hdi_prob: 0.94", "  hdi_prob: 1.5")
+    (tmp_path / "params.yaml").write_text(text)
+    result = subprocess.run(
+        [sys.executable, "-m", "audit.stages", "design", "--params", "params.yaml",
+         "--dir", "pipeline"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env=ENV)
+    assert result.returncode == 2, result.stderr
+    assert "params file params.yaml: fit.hdi_prob=1.5 must lie in (0, 1)" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "pipeline" / "design").exists()
