@@ -8,6 +8,7 @@ Adding a backend is one file and one line here.
 from __future__ import annotations
 
 import importlib
+import os
 
 from audit.errors import AuditError
 from audit.llm.backends.base import (Backend, BackendError, ChatRequest, Completion, Message,
@@ -48,6 +49,16 @@ def can_score_options(config: ModelConfig) -> bool:
     return bool(getattr(backend_class(config.backend), "scores_options", True))
 
 
+def missing_api_key(config: ModelConfig) -> str | None:
+    """The environment variable `api_key_env` names when `config`'s backend reads an API key
+    (a class attribute `reads_api_key = True`) and the variable is unset or empty; None otherwise.
+    Read from the class, so a missing key is found before any client is built."""
+    reads_key = getattr(backend_class(config.backend), "reads_api_key", False)
+    if reads_key and config.api_key_env and not os.environ.get(config.api_key_env):
+        return config.api_key_env
+    return None
+
+
 def create_backend(config: ModelConfig) -> Backend:
     if config.base_urls:
         from audit.llm.backends.fleet import Fleet
@@ -67,5 +78,6 @@ __all__ = [
     "can_score_options",
     "check_reply_text",
     "create_backend",
+    "missing_api_key",
     "request_key",
 ]

@@ -89,6 +89,8 @@ def strict_schema(schema: Any, unsupported: frozenset[str] = STRICT_UNSUPPORTED)
 
 
 class OpenAICompatibleBackend:
+    reads_api_key = True  # from the variable api_key_env names (audit.llm.backends.missing_api_key)
+
     def __init__(self, config: ModelConfig) -> None:
         if not config.base_url:
             raise BackendError("config", "openai_compatible needs `base_url` in conf/model/ "

@@ -15,7 +15,7 @@ from xarray import DataTree
 
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
-from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.config import OUTCOMES, FitConfig
 from audit.methods.rasch.irt import RaschFit, code_outcomes, diagnose, fit_rasch
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.irt.judge_error import LABELS_AS_TRUTH, resolve_confusion
@@ -59,6 +59,16 @@ def check_judge_error(cfg: AuditConfig) -> None:
     if not cfg.judge.evaluate_on_gold:
         raise AuditError("fit.judge_error=true reads the judge's error rates from the gold set: "
                          "set judge.evaluate_on_gold=true, or leave fit.judge_error unset")
+
+
+def check_outcomes(cfg: AuditConfig) -> None:
+    """Refuse, before any prompt is sent, a fit.second_outcome that repeats fit.outcome (the same
+    coding fitted twice, every contrast reported twice); each coding's name is checked with the
+    rest of the config (audit.config_ranges)."""
+    if cfg.fit.second_outcome is not None and cfg.fit.second_outcome == cfg.fit.outcome:
+        others = [coding for coding in OUTCOMES if coding != cfg.fit.outcome]
+        raise AuditError(f"fit.second_outcome={cfg.fit.second_outcome} is fit.outcome already: "
+                         f"set it to {' or '.join(others)}, or leave it null")
 
 
 def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,

@@ -18,13 +18,24 @@ import polars as pl
 from audit.llm.model_sources import check_model_files
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive_run import ROUNDS, look_alpha_of, respond_adaptively
-from audit.methods.rasch.analyse import check_judge_error, fit_stage, no_signal_of, write_fit
+from audit.methods.rasch.analyse import (
+    check_judge_error,
+    check_outcomes,
+    fit_stage,
+    no_signal_of,
+    write_fit,
+)
 from audit.methods.rasch.design import PROMPTS, RESPONSES, design_stage, models_for
 from audit.methods.rasch.ingest import stages as imported
 from audit.methods.rasch.report.findings import findings
 from audit.methods.rasch.report.publish import publish_from_files
 from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchema
-from audit.methods.rasch.score import check_judge_backends, check_judge_failures, judge_stage
+from audit.methods.rasch.score import (
+    check_api_keys,
+    check_judge_backends,
+    check_judge_failures,
+    judge_stage,
+)
 from audit.methods.run import (
     RunClock,
     RunFiles,
@@ -88,7 +99,9 @@ def respond_stage(cfg: AuditConfig, prompts: pl.DataFrame) -> pl.DataFrame:
 
 def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     check_judge_backends(cfg)
+    check_api_keys(cfg)
     check_judge_error(cfg)
+    check_outcomes(cfg)
     check_model_files([*cfg.model.values(), *cfg.judge.models.values()])
     prompts = design_stage(cfg)
     write_table(prompts, files.prompts, PromptSchema, "prompts")
@@ -143,6 +156,7 @@ def _design_imported(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> No
     # The judge's model files are not fetched here: answers that came with their decisions need
     # no judge, and nothing is sent before the score stage.
     check_judge_backends(cfg)
+    check_outcomes(cfg)
     imported.design(cfg, files.prompts)
 
 

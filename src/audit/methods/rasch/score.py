@@ -12,7 +12,7 @@ import polars as pl
 from audit.data_files import data_file
 from audit.errors import AuditError
 from audit.llm.engine import check_failures
-from audit.llm.backends import Backend, can_score_options, create_backend
+from audit.llm.backends import Backend, can_score_options, create_backend, missing_api_key
 from audit.llm.store import ResponseStore
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.design import backends_for
@@ -89,6 +89,20 @@ def check_judge_backends(cfg: AuditConfig) -> None:
             raise AuditError(f"{role} '{name}' ({model.backend}) cannot score options, which "
                              f"{asked} needs: {fix} an embedded, llamacpp or "
                              f"openai_compatible model")
+
+
+def check_api_keys(cfg: AuditConfig) -> None:
+    """Refuse, at design time, a judge or audited model whose API key variable is not set: the
+    judge's backend is built only in the score stage, so its missing key would otherwise stop the
+    run after every answer had been bought."""
+    roles = [("judge model", cfg.judge.models), ("audited model", cfg.model)]
+    for role, models in roles:
+        for name, model in sorted(models.items()):
+            variable = missing_api_key(model)
+            if variable:
+                raise AuditError(f"{role} '{name}' ({model.backend}) reads its API key from the "
+                                 f"environment variable {variable} (api_key_env), which is not "
+                                 f"set: export it before the run")
 
 
 @dataclass(frozen=True)
