@@ -43,6 +43,11 @@ def test_arguments_are_typed_and_defaulted() -> None:
     (["input=a.csv", "output=o", "prior=flat"], "prior=seed"),
     (["a.csv"], "key=value"),
     (["input=a.csv", "output=o", "sampler.model=rasch_seed"], "not an option"),
+    # Bugs caught: each of these sampled first and then crashed with a traceback (exit 1).
+    (["input=a.csv", "output=o", "hdi_prob=1.5"], r"hdi_prob=1.5 must lie in \(0, 1\)"),
+    (["input=a.csv", "output=o", "draws=0"], r"draws=0 must lie in \[1, inf\)"),
+    (["input=a.csv", "output=o", "judge_imputations=0"], r"judge_imputations=0 must lie in"),
+    (["input=a.csv", "output=o", "judge_imputations=-3"], r"judge_imputations=-3 must lie in"),
 ])
 def test_bad_arguments_are_named(arguments: list[str], message: str) -> None:
     with pytest.raises(FitInputError, match=message):
@@ -70,6 +75,47 @@ def test_columns_are_renamed_and_outcomes_checked(tmp_path: Path) -> None:
     (tmp_path / "broken.parquet").write_text("not parquet")
     with pytest.raises(FitInputError, match="cannot read"):
         read_long_table(tmp_path / "broken.parquet", "respondent", "item", "y")
+
+
+def test_an_output_that_names_a_file_is_refused_before_fitting(tmp_path: Path) -> None:
+    """Bug caught: output=FILE sampled the whole fit, then raised FileExistsError (exit 1)."""
+    existing = tmp_path / "fit.parquet"
+    existing.write_text("")
+    with pytest.raises(FitInputError, match="output=.*fit.parquet is a file"):
+        parse_arguments(["input=a.csv", f"output={existing}"])
+    assert parse_arguments(["input=a.csv", f"output={tmp_path}"]).output == str(tmp_path)
+
+
+class Sampled(Exception):
+    """Raised where the fit would sample: what came before it is what a user sees first."""
+
+
+def stop_at_sampling(*args, **kwargs):
+    raise Sampled
+
+
+@pytest.mark.parametrize(("rows", "warning"), [
+    ({"respondent": ["a", "a"], "item": ["i", "j"], "y": [0, 1]}, "has 1 respondent"),
+    ({"respondent": ["a", "b"], "item": ["i", "i"], "y": [1, 1]},
+     "every outcome in the input is 1"),
+    (None, None),  # several respondents, varied outcomes: no warning
+])
+def test_degenerate_input_is_warned_of_before_sampling(tmp_path: Path, caplog, monkeypatch,
+                                                       rows, warning) -> None:
+    """Bug caught: one respondent, or an outcome that never varies, printed an ordinary ranking
+    with no warning."""
+    import audit.cli.fit as fit_cli
+
+    monkeypatch.setattr(fit_cli, "fit_rasch", stop_at_sampling)
+    path = tmp_path / "r.csv"
+    if rows is None:
+        write_responses(path)
+    else:
+        pl.DataFrame(rows).write_csv(path)
+    with pytest.raises(Sampled):
+        fit_cli.run(parse_arguments([f"input={path}", f"output={tmp_path / 'o'}"]))
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert [warning in message for message in warnings] == ([True] if warning else [])
 
 
 def test_errors_exit_2_with_one_line(tmp_path: Path, caplog) -> None:

@@ -19,6 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch, respondent_ranking
 from audit.logs import configure_cli_logging
+from audit.config_ranges import check_config
 from audit.errors import AuditError
 from audit.methods.rasch.analyse import write_fit
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
@@ -75,6 +76,12 @@ def parse_arguments(arguments: list[str]) -> FitCommand:
     hidden = [argument for argument in arguments if argument.startswith("sampler.")]
     if hidden:
         raise FitInputError(f"{hidden[0]!r} is not an option; {USAGE}")
+    # The sampler settings' declared ranges (hdi_prob in (0, 1), draws >= 1, judge_imputations
+    # in [1, 1000], rope >= 0): the check every audit config gets, before anything is sampled.
+    check_config(command.sampler, error=FitInputError)
+    if Path(command.output).exists() and not Path(command.output).is_dir():
+        raise FitInputError(f"output={command.output} is a file; the fit writes a folder of "
+                            "files: pass output=DIR naming a folder (new or existing)")
     if command.prior not in PRIORS:
         raise FitInputError(f"prior={command.prior} is unknown; use prior=seed (N(0,1) theta and b, "
                             "the original audit) or prior=rasch (identified, the default)")
@@ -128,6 +135,7 @@ def run(command: FitCommand) -> pl.DataFrame:
                                command.outcome, command.source)
     if correction is not None:
         _check_paths(correction, outcomes, command)
+    _warn_degenerate(outcomes)
     fit = fit_rasch(outcomes, replace(command.sampler, model=PRIORS[command.prior]),
                     confusion=correction)
     output = Path(command.output)
@@ -139,6 +147,21 @@ def run(command: FitCommand) -> pl.DataFrame:
         print(ranking.select("respondent", "mean", "hdi_low", "hdi_high").head(30))
     log.info("wrote %s and %s", output / "summary.csv", output / "posterior.nc")
     return fit.summary
+
+
+def _warn_degenerate(outcomes: pl.DataFrame) -> None:
+    """Warn of a table the fit runs on but cannot learn from (the audit's no-signal check has no
+    other counterpart here): one respondent has no one to be compared with (its theta is pinned
+    at 0), and an outcome that never varies says nothing about who gets it. The ranking would
+    otherwise print as if it were a finding."""
+    respondents = outcomes.get_column("respondent").n_unique()
+    if respondents < 2:
+        log.warning("the input has %d respondent: a ranking needs at least 2 to compare, so the "
+                    "one below is not a finding", respondents)
+    values = outcomes.get_column("y").unique().to_list()
+    if len(values) == 1:
+        log.warning("every outcome in the input is %s: nothing tells the respondents apart, so "
+                    "their ranking below is not a finding", values[0])
 
 
 def _check_paths(correction: JudgeCorrection, outcomes: pl.DataFrame,
