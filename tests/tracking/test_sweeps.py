@@ -115,29 +115,35 @@ def test_sweep_names_and_swept_keys():
         "judge", "model"]
 
 
+def _fake_sweep(tmp_path: Path, sweep: list[str], models: list[str]) -> tuple[str, list[str]]:
+    """The MLflow URI and the command of a small multirun on the fake backend: a model file per
+    name in a user conf folder, rules-only labels, a short fit."""
+    extra = tmp_path / "conf" / "model"
+    extra.mkdir(parents=True)
+    for name in models:
+        (extra / f"{name}.yaml").write_text(f"{name}:\n  backend: fake\n  model: {name}\n")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    return uri, [
+        sys.executable, "-m", "audit", "-m", *sweep,
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        f"hydra.sweep.dir={tmp_path / 'multirun'}", "judge=rules_only", "items=smoke",
+        "personas=smoke", "fit.draws=100", "fit.tune=100", "fit.chains=2", "fit.cores=1",
+        f"tracking.tracking_uri={uri}", f"tracking.artifact_root={tmp_path / 'artifacts'}",
+        f"paths.response_store={tmp_path / 'store.sqlite'}"]
+
+
 @pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.parametrize("launcher", ["submitit_local", "joblib"])
 def test_a_parallel_sweep_nests_one_run_per_job_under_a_parent(launcher, tmp_path, capsys):
     """Jobs run in other processes (submitit's local executor stands in for SLURM; joblib's
     workers), so the parent run's id must reach them through the environment."""
-    extra = tmp_path / "conf" / "model"
-    extra.mkdir(parents=True)
-    (extra / "fake_a.yaml").write_text("fake_a:\n  backend: fake\n  model: fake-a\n")
-    (extra / "fake_b.yaml").write_text("fake_b:\n  backend: fake\n  model: fake-b\n")
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    command = [
-        sys.executable, "-m", "audit", "-m", "+sweep=models",
-        "hydra.sweeper.params.model='fake_a,fake_b'", f"hydra/launcher={launcher}",
+    uri, command = _fake_sweep(tmp_path, [
+        "+sweep=models", "hydra.sweeper.params.model='fake_a,fake_b'",
+        f"hydra/launcher={launcher}",
         ("hydra.launcher.timeout_min=15" if launcher == "submitit_local"
          else "hydra.launcher.n_jobs=2"),
-        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
-        f"hydra.sweep.dir={tmp_path / 'multirun'}", "judge=rules_only", "items=smoke",
-        "personas=smoke", "design.replicates=1", "judge.gold_per_category=2", "fit.draws=100",
-        "fit.tune=100",
-        "fit.chains=2", "fit.cores=1", f"tracking.tracking_uri={uri}",
-        f"tracking.artifact_root={tmp_path / 'artifacts'}",
-        f"paths.response_store={tmp_path / 'store.sqlite'}"]
+        "design.replicates=1", "judge.gold_per_category=2"], ["fake_a", "fake_b"])
     env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900,
                           env=env)
@@ -185,18 +191,8 @@ def test_a_hand_written_grid_gets_a_parent_run_and_a_failed_job_fails_the_sweep(
     to_container refused the missing sweeper params (a ValueError Hydra turned into a warning),
     so jobs were not nested and were named "job 0". And a sweep whose jobs failed exited 0, so a
     CI step running it passed. Here the second job's design is refused (design.replicates=0)."""
-    extra = tmp_path / "conf" / "model"
-    extra.mkdir(parents=True)
-    (extra / "fake_a.yaml").write_text("fake_a:\n  backend: fake\n  model: fake-a\n")
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    command = [
-        sys.executable, "-m", "audit", "-m", "design.replicates=1,0", "model=fake_a",
-        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
-        f"hydra.sweep.dir={tmp_path / 'multirun'}", "judge=rules_only", "items=smoke",
-        "personas=smoke", "judge.evaluate_on_gold=false", "fit.draws=100", "fit.tune=100",
-        "fit.chains=2", "fit.cores=1", f"tracking.tracking_uri={uri}",
-        f"tracking.artifact_root={tmp_path / 'artifacts'}",
-        f"paths.response_store={tmp_path / 'store.sqlite'}"]
+    uri, command = _fake_sweep(tmp_path, ["design.replicates=1,0", "model=fake_a",
+                                          "judge.evaluate_on_gold=false"], ["fake_a"])
     env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900,
                           env=env)

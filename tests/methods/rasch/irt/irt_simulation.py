@@ -77,3 +77,17 @@ def gold_results(n_favourable: int, n_unfavourable: int, sensitivity: float,
     flip = {"favourable": "unfavourable", "unfavourable": "favourable"}
     judged = [label if ok else flip[label] for label, ok in zip(truth, right)]
     return pl.DataFrame({"true_label": truth, "label": judged})
+
+
+def abstaining_audit_tables() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Prompts and labels of a one-model simulated audit for the fit stage: every third answer
+    abstains, the rest follow the simulated decision."""
+    outcomes = simulate_audit({}, items=4, replicates=3, null_count=3, seed=2).with_row_index(
+        "row")
+    prompts = outcomes.select(
+        pl.format("p{}", "row").alias("prompt_id"), pl.col("respondent").alias("respondent_id"),
+        pl.col("item").alias("item_id"), "model_name", "persona_kind", "gender", "race")
+    label = pl.when(pl.col("row") % 3 == 0).then(pl.lit("needs_more_information")).when(
+        pl.col("y") == 1).then(pl.lit("favourable")).otherwise(pl.lit("unfavourable"))
+    labels = outcomes.select(pl.format("p{}", "row").alias("prompt_id"), label.alias("label"))
+    return prompts, labels

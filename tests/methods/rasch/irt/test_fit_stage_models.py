@@ -25,7 +25,7 @@ from audit.methods.rasch.analyse import read_fit, write_fit
 from audit.methods.rasch.analyse import fit_stage
 
 sys.path.insert(0, str(Path(__file__).parent))
-from irt_simulation import simulate_audit  # noqa: E402
+from irt_simulation import abstaining_audit_tables  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 
@@ -33,16 +33,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:Runtim
 @pytest.fixture
 def tables(monkeypatch) -> tuple[pl.DataFrame, pl.DataFrame]:
     monkeypatch.setattr(rasch, "sample_with_nutpie", prior_sampler)
-    outcomes = simulate_audit({}, items=4, replicates=3, null_count=3, seed=2).with_row_index(
-        "row")
-    prompts = outcomes.select(
-        pl.format("p{}", "row").alias("prompt_id"), pl.col("respondent").alias("respondent_id"),
-        pl.col("item").alias("item_id"), "model_name", "persona_kind", "gender", "race")
-    # Every third answer abstains, the rest follow the simulated decision.
-    label = pl.when(pl.col("row") % 3 == 0).then(pl.lit("needs_more_information")).when(
-        pl.col("y") == 1).then(pl.lit("favourable")).otherwise(pl.lit("unfavourable"))
-    labels = outcomes.select(pl.format("p{}", "row").alias("prompt_id"), label.alias("label"))
-    return prompts, labels
+    return abstaining_audit_tables()
 
 
 GOLD = pl.DataFrame({"true_label": ["favourable"] * 5 + ["unfavourable"] * 5,

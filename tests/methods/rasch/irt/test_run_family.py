@@ -27,7 +27,7 @@ from audit.stats.intervals import hdi_bounds
 from prior_samplers import prior_sampler
 
 sys.path.insert(0, str(Path(__file__).parent))
-from irt_simulation import simulate_audit  # noqa: E402
+from irt_simulation import abstaining_audit_tables  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 
@@ -104,17 +104,8 @@ def test_one_model_one_outcome_decides_as_before():
 
 @pytest.fixture
 def tables(monkeypatch) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Prompts and labels of a one-model simulated audit; every third answer abstains."""
     monkeypatch.setattr(rasch, "sample_with_nutpie", prior_sampler)
-    outcomes = simulate_audit({}, items=4, replicates=3, null_count=3, seed=2).with_row_index(
-        "row")
-    prompts = outcomes.select(
-        pl.format("p{}", "row").alias("prompt_id"), pl.col("respondent").alias("respondent_id"),
-        pl.col("item").alias("item_id"), "model_name", "persona_kind", "gender", "race")
-    label = pl.when(pl.col("row") % 3 == 0).then(pl.lit("needs_more_information")).when(
-        pl.col("y") == 1).then(pl.lit("favourable")).otherwise(pl.lit("unfavourable"))
-    labels = outcomes.select(pl.format("p{}", "row").alias("prompt_id"), label.alias("label"))
-    return prompts, labels
+    return abstaining_audit_tables()
 
 
 @pytest.mark.parametrize("fit", [FitConfig(model="rasch", second_outcome="undetermined",
