@@ -199,7 +199,7 @@ def test_a_hand_written_grid_gets_a_parent_run_and_a_failed_job_fails_the_sweep(
     assert done.returncode == 2, done.stderr[-3000:]
     said = done.stdout + done.stderr  # after the jobs, Hydra's own log config prints to stdout
     assert "1 sweep job(s) failed" in said
-    assert "sweep job 1: design.replicates must be at least 1, got 0" in said
+    assert "sweep job 1: design.replicates=0 must lie in [1, inf)" in said
     assert "raised ValueError" not in said
 
     runs = find_runs(uri, "audit")
