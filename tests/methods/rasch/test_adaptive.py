@@ -314,8 +314,11 @@ def test_a_time_budget_ends_the_run_at_its_last_look_with_the_last_looks_alpha()
     """design.max_answer_minutes, spent at 2 s a prompt: 150 s buy 75 prompts of 152. Round 0
     asks 38 (76 s), the 74 s left buy 37 more, fewer than a round, so round 1 takes them and is
     the last look. Bugs caught: the time budget ignored (the run goes on to 152), overspent,
-    the time-shortened last look deciding at an interim look's sliver of alpha, or the
-    answering time missing from the trajectory."""
+    the time-shortened last look deciding at an interim look's sliver of alpha (it decides at
+    the alpha left, familywise_alpha less round 0's share), or the answering time missing from
+    the trajectory. A time budget that round 0 alone spends (60 s of its 76 s) made that one
+    look an interim one, at 0.05 * 1% / 3 (defect 1 of the adaptive review); it is the last,
+    at all of the alpha."""
     pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
     labels = pool.select(pl.col("respondent_id").alias("respondent"),
                          pl.col("item_id").alias("item"), "replicate", "model_name",
@@ -329,7 +332,14 @@ def test_a_time_budget_ends_the_run_at_its_last_look_with_the_last_looks_alpha()
     assert len(alphas) == 4 and run.stop == "budget"
     assert run.rounds["prompts"].to_list() == [38, 75]
     assert run.rounds["answer_seconds"].to_list() == [76.0, 150.0]
-    assert run.rounds["look_alpha"].to_list() == [alphas[0], alphas[-1]]
+    assert run.rounds["look_alpha"].to_list() == pytest.approx([alphas[0], 0.05 - alphas[0]])
+    assert sum(run.rounds["look_alpha"]) == pytest.approx(0.05)  # the union bound holds
+    spent_in_round_0 = run_adaptive(pool, answer, FitConfig(model="population", seed=1),
+                                    dataclasses.replace(rule, max_answer_seconds=60.0),
+                                    sample=prior_sampler,
+                                    answer_seconds=lambda asked: 2.0 * asked.height)
+    assert spent_in_round_0.rounds.select("prompts", "look_alpha", "stop").rows() == [
+        (38, pytest.approx(0.05), "budget")]
     with pytest.raises(ValueError, match="answer_seconds"):
         run_adaptive(pool, answer, FitConfig(model="population", seed=1), rule,
                      sample=prior_sampler)
@@ -343,7 +353,8 @@ def test_a_time_budget_ends_the_run_at_its_last_look_with_the_last_looks_alpha()
                           answer_seconds=lambda asked: 2.0 * min(asked.height, 38)
                           + 1.5 * max(asked.height - 38, 0))
     assert faster.rounds["prompts"].to_list() == [38, 75]
-    assert faster.stop == "budget" and faster.rounds["look_alpha"][-1] == alphas[-1]
+    assert faster.stop == "budget"
+    assert faster.rounds["look_alpha"][-1] == pytest.approx(0.05 - alphas[0])
     assert design_rule(DesignConfig(adaptive=True, max_answer_minutes=2.5), 0.05,
                        pool_size=100).max_answer_seconds == 150.0
     with pytest.raises(AuditError, match="design.max_answer_minutes"):
@@ -361,6 +372,70 @@ def test_a_budget_below_one_prompt_a_persona_is_refused():
     with pytest.raises(AuditError, match="cannot ask each of the design's 19 personas once"):
         run_adaptive(pool, answers_from(labels), FitConfig(model="population"), rule,
                      sample=prior_sampler)
+
+
+def simulated_labels(pool: pl.DataFrame) -> pl.DataFrame:
+    return pool.select(pl.col("respondent_id").alias("respondent"),
+                       pl.col("item_id").alias("item"), "replicate", "model_name",
+                       "persona_kind", "gender", "race", pl.lit(1).alias("y"))
+
+
+def test_a_round_0_larger_than_a_round_still_leaves_the_budget_to_the_last_look():
+    """19 personas and rounds of 10: round 0 asks one prompt a persona (19), more than a round.
+    Looks planned as budget / round (8) ran out of budget at look 7 (19, 29, ..., 69, 76), which
+    stopped `budget` at an interim look's 0.05 * 1% / 7 (defect 1 of the adaptive review). From
+    round 0's real size, 1 + round(57 / 10) = 7 looks: the round before the last takes the 7
+    left, and the last look decides at the last look's share."""
+    pool = default_shaped_prompts(items=2, replicates=2, null_count=2)
+    rule = AdaptiveRule(round_prompts=10, max_prompts=pool.height, futility=0.0)
+    assert planned_looks(rule, pool.height, first_round_size=19) == 7
+    run = run_adaptive(pool, answers_from(simulated_labels(pool)),
+                       FitConfig(model="population", seed=1), rule, sample=prior_sampler)
+    assert run.rounds["prompts"].to_list() == [19, 29, 39, 49, 59, 69, 76]
+    assert run.rounds["look_alpha"][-1] == pytest.approx(0.0495)
+    assert sum(run.rounds["look_alpha"]) == pytest.approx(0.05)
+    assert run.stop == "budget"
+
+
+@pytest.mark.parametrize(("max_prompts", "round_prompts", "trajectory"),
+                         [(120, 120, [114, 120]), (None, 152, [152])])
+def test_a_round_as_large_as_the_budget_asks_the_whole_budget(max_prompts, round_prompts,
+                                                              trajectory):
+    """19 personas x 4 items x 2 replicates: round 0 took replicate 0 alone, at most 76 prompts,
+    so a round of 120 or 152 asked 76 and the run stopped `budget`, saying the budget was spent
+    (defect 2 of the adaptive review). Round 0 now goes on to replicate 1: 6 prompts a persona
+    (114) and a last round of the 6 left, or the whole pool in one look."""
+    pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
+    rule = design_rule(DesignConfig(adaptive=True, max_prompts=max_prompts,
+                                    round_prompts=round_prompts, futility=0.0), 0.05, pool.height)
+    run = run_adaptive(pool, answers_from(simulated_labels(pool)),
+                       FitConfig(model="population", seed=1), rule, sample=prior_sampler)
+    assert run.rounds["prompts"].to_list() == trajectory
+    assert not run.asked.select(KEY).is_duplicated().any()
+    assert run.rounds["look_alpha"][-1] == pytest.approx(0.0495 if len(trajectory) > 1 else 0.05)
+    first = first_round(pool, 152)
+    assert first.height == 152 and set(first["replicate"]) == {0, 1}
+
+
+def test_settings_an_adaptive_run_cannot_use_are_refused_before_round_0():
+    """fit.attributes=[] was refused only after round 0 was asked and fitted, and
+    design.round_prompts=0 silently meant a quarter of the budget (defect 7 of the adaptive
+    review): both are refused before any prompt is asked."""
+    pool = default_shaped_prompts(items=2, replicates=1, null_count=2)
+    asked: list[int] = []
+
+    def answer(chosen: pl.DataFrame, round_index: int) -> pl.DataFrame:
+        asked.append(round_index)
+        return answers_from(simulated_labels(pool))(chosen, round_index)
+
+    rule = AdaptiveRule(round_prompts=20, max_prompts=pool.height)
+    for attributes in ([], ["age"]):
+        with pytest.raises(AuditError, match="fit.attributes"):
+            run_adaptive(pool, answer, FitConfig(model="population", attributes=attributes),
+                         rule, sample=prior_sampler)
+    assert asked == []
+    with pytest.raises(AuditError, match="design.round_prompts"):
+        design_rule(DesignConfig(adaptive=True, round_prompts=0), 0.05, pool_size=100)
 
 
 def test_a_model_without_cells_is_refused():

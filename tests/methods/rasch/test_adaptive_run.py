@@ -106,13 +106,14 @@ def test_each_round_is_an_mlflow_step(runs: Path):
 
 def test_a_time_budget_is_spent_as_the_store_recorded_it(runs: Path, tmp_path: Path):
     """design.max_answer_minutes on a copy of run 1's store in which every answer is recorded as
-    taking 2 s: 0.75 minutes is round 0's time (15 prompts, 30 s) and half as much again, so the
-    15 s left buy 7 prompts, fewer than a round, and that round is the last. The rerun is
+    taking 2 s: 0.75 minutes is round 0's time (20 prompts, a round: 5 personas x 3 items of
+    replicate 0 and one item of replicate 1; 40 s) and 5 s more, so the 5 s left buy 2 prompts,
+    fewer than a round, and that round is the last. The rerun is
     served from the store in next to no time. Bugs caught: the budget counted on the clock (the
     run would go on to the whole design), the recorded latencies not read back from the store,
     or the time-shortened last look deciding at an interim look's alpha."""
     first = pl.read_csv(runs / "run1" / "adaptive_rounds.csv")
-    assert first["prompts"][0] == 15
+    assert first["prompts"][0] == 20
     (tmp_path / "conf").mkdir()
     shutil.copytree(runs / "conf", tmp_path / "conf", dirs_exist_ok=True)
     shutil.copy(runs / "responses.sqlite3", tmp_path / "responses.sqlite3")
@@ -122,8 +123,8 @@ def test_a_time_budget_is_spent_as_the_store_recorded_it(runs: Path, tmp_path: P
     done = audit(tmp_path, "timed", "design.max_answer_minutes=0.75", "design.futility=0")
     assert done.returncode == 0, done.stderr[-3000:]
     rounds = pl.read_csv(tmp_path / "timed" / "adaptive_rounds.csv")
-    assert rounds["prompts"].to_list() == [15, 22]
-    assert rounds["answer_seconds"].to_list() == [30.0, 44.0]
+    assert rounds["prompts"].to_list() == [20, 22]
+    assert rounds["answer_seconds"].to_list() == [40.0, 44.0]
     assert rounds["stop"][-1] == "budget"
     assert rounds["look_alpha"][-1] > rounds["look_alpha"][0]  # the last look's share
     assert pl.read_parquet(tmp_path / "timed" / "responses.parquet")["from_cache"].all()

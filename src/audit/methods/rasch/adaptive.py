@@ -20,13 +20,19 @@ adaptive audit asks a subset of it in rounds:
   Futility is judged only once ``futility_from`` of the budget is asked: before that, a look
   without alive contrasts still goes on (its rounds then weigh every respondent alike). The last
   planned look, which holds most of the alpha, stops on the budget unless it decided all.
+  The looks are planned from round 0's real size (at least one prompt a persona, so it can be
+  larger than a round). Whichever look ends the run on its budget (the last planned one, or an
+  earlier one when round 0 or the answering time spends the budget) is known to be the last
+  before its fit, and decides at the alpha left (``alpha_left``: familywise_alpha less the
+  interim looks' shares), so the looks made spend exactly ``familywise_alpha``.
 * A time budget counts answering time as the response store recorded it (``answer_seconds``:
   each answer's latency when the model first gave it, summed per model over its concurrency),
   not the clock, so a rerun served from the store spends the same time and stops at the same
   look. After each look the time left buys prompts at the run's mean recorded time a prompt so
-  far; once one round can take them all, that round is the last and its look decides at the
-  last look's share of alpha (the looks made still spend at most ``familywise_alpha``: the
-  interim looks' shares plus the last's).
+  far; once one round can take them all, that round is the last. Round 0 is asked whole before
+  any time is known, so a time budget it spends is overspent by the rest of round 0; later the
+  last round is sized at the mean time a prompt so far, so faster or slower answers end it
+  somewhat under or over.
 
 Pure: tables in, tables out. ``run_adaptive`` takes an ``answer`` function that turns chosen pool
 rows into outcome rows (simulated labels in benchmarks/bench_adaptive.py; the engine, store and
@@ -133,7 +139,10 @@ def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size:
                         "tokens a prompt)", affordable, design.max_tokens_budget,
                         tokens_per_prompt)
         budget = min(budget, affordable)
-    return AdaptiveRule(round_prompts=design.round_prompts or math.ceil(budget / 4),
+    # `is None`, not `or`: design.round_prompts=0 is refused (AdaptiveRule), not the default.
+    round_prompts = (math.ceil(budget / 4) if design.round_prompts is None
+                     else design.round_prompts)
+    return AdaptiveRule(round_prompts=round_prompts,
                         max_prompts=budget, familywise_alpha=familywise_alpha,
                         futility=design.futility, futility_from=design.futility_from,
                         max_answer_seconds=(None if design.max_answer_minutes is None
@@ -150,9 +159,27 @@ def tokens_per_prompt(prompts: pl.DataFrame, max_tokens: dict[str, int]) -> floa
     return float(chars.mean() / CHARS_PER_TOKEN + answers.mean())
 
 
-def planned_looks(rule: AdaptiveRule, pool_size: int) -> int:
-    """Fits the audit may make: one after each round until the budget is spent."""
-    return max(1, math.ceil(min(rule.max_prompts, pool_size) / rule.round_prompts))
+def planned_looks(rule: AdaptiveRule, pool_size: int,
+                  first_round_size: int | None = None) -> int:
+    """Fits the audit may make: one after round 0 (``first_round_size`` prompts; default a
+    round), then one after each round until the budget is spent: the budget round 0 leaves over
+    the round size, rounded (so the last round, which takes what is left, asks half a round to
+    one and a half, not a sliver after a full round), and at least one when round 0 leaves any.
+    Round 0 asks at least one prompt a persona, so it can be larger than a round: counting its
+    real size keeps the budget from running out before the last planned look."""
+    budget = min(rule.max_prompts, pool_size)
+    first = rule.round_prompts if first_round_size is None else first_round_size
+    if budget <= first:
+        return 1
+    return 1 + max(1, math.floor((budget - first) / rule.round_prompts + 0.5))
+
+
+def alpha_left(rule: AdaptiveRule, alphas: list[float], look: int) -> float:
+    """The alpha a look that ends the run decides at: familywise_alpha less the earlier looks'
+    shares (every earlier look was an interim one). The last planned look's is its own share; a
+    run whose budget ends sooner (a round 0 or a time budget that spends it) keeps the shares of
+    the looks it never makes, and the looks made still sum to familywise_alpha (union bound)."""
+    return rule.familywise_alpha - sum(alphas[:look])
 
 
 def look_alphas(rule: AdaptiveRule, looks: int) -> list[float]:
@@ -172,6 +199,18 @@ def pool_cells(pool: pl.DataFrame, attributes) -> pl.DataFrame:
     return (pool.select(pl.col("respondent_id").alias("respondent"),
                         pl.col("item_id").alias("item"), *persona)
             .unique(["respondent", "item"]).sort("respondent", "item"))
+
+
+def check_contrastable(pool: pl.DataFrame, attributes) -> None:
+    """Before round 0 is asked: an adaptive design decides contrasts, so fit.attributes must name
+    a persona column of the pool with two levels (found only after round 0's fit, it cost that
+    round's requests)."""
+    if not any(attribute in pool.columns
+               and pool.get_column(attribute).drop_nulls().n_unique() >= 2
+               for attribute in attributes):
+        raise AuditError(f"an adaptive design needs contrasts to decide, and fit.attributes="
+                         f"{list(attributes)} names no persona column of the design with two "
+                         "levels: set fit.attributes to such columns (e.g. [gender,race])")
 
 
 def check_pool(pool: pl.DataFrame) -> pl.DataFrame:
@@ -272,37 +311,43 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
         raise AuditError(f"an adaptive budget of {budget} prompts cannot ask each of the "
                          f"design's {respondents} personas once: raise design.max_prompts (or "
                          f"design.max_tokens_budget) to at least {respondents} prompts")
-    alphas = look_alphas(rule, planned_looks(rule, pool.height))
+    check_contrastable(pool, fit_config.attributes)
     if rule.max_answer_seconds is not None and answer_seconds is None:
         raise ValueError("a time budget needs answer_seconds, the answering time spent")
     chosen = first_round(pool, min(rule.round_prompts, budget))
+    alphas = look_alphas(rule, planned_looks(rule, pool.height, chosen.height))
     asked_parts, outcome_parts, rows = [], [], []
-    final = len(alphas) == 1  # this look is the last: it decides at the last look's share
+    final = False  # the round asked took what the budget had left: its look is the last
     for index in range(len(alphas)):
-        alpha = alphas[-1] if final else alphas[index]
         asked_parts.append(chosen.with_columns(round=pl.lit(index)))
         outcome_parts.append(answer(chosen, index))
         asked, outcomes = pl.concat(asked_parts), pl.concat(outcome_parts, how="diagonal_relaxed")
-        look_fit = dataclasses.replace(fit_config, familywise_alpha=alpha)
-        fit = fit_rasch(outcomes, look_fit, sample=sample, pool=cells,
-                        confusion=confusion() if callable(confusion) else confusion)
-        if fit.contrasts.is_empty():
-            raise AuditError("an adaptive design needs contrasts to decide: set fit.attributes "
-                             "to persona columns with at least two levels")
+        # The budget is known before the fit, so a look that ends the run on it is known to be
+        # the last, and decides at the alpha left, not at an interim look's sliver.
         seconds = answer_seconds(asked) if answer_seconds is not None else None
         affordable = prompts_affordable(rule, seconds, asked.height)
         reachable = budget if affordable is None else min(budget, asked.height + affordable)
         if reachable < budget:
             look_logger.info("adaptive time budget: %.0f of %.0f s answered, about %d prompts "
-                             "left",
-                        seconds, rule.max_answer_seconds, reachable - asked.height)
+                             "left", seconds, rule.max_answer_seconds,
+                             max(0, reachable - asked.height))
+        pool_left = pool.height - asked.height
+        final = (final or index == len(alphas) - 1 or asked.height >= reachable
+                 or pool_left == 0)
+        alpha = alpha_left(rule, alphas, index) if final else alphas[index]
+        look_fit = dataclasses.replace(fit_config, familywise_alpha=alpha)
+        fit = fit_rasch(outcomes, look_fit, sample=sample, pool=cells,
+                        confusion=confusion() if callable(confusion) else confusion)
+        if fit.contrasts.is_empty():  # check_contrastable's levels all among excluded personas
+            raise AuditError("an adaptive design needs contrasts to decide: set fit.attributes "
+                             "to persona columns with at least two levels")
         states = contrast_states(fit.contrasts, asked.height, reachable, rule.futility,
                                  text_floors(fit, fit.contrasts, pool), final_alpha=alphas[-1])
         left = reachable - asked.height
-        stop = stop_reason(states, asked.height, reachable, pool.height - asked.height,
+        stop = stop_reason(states, asked.height, reachable, pool_left,
                            futility_from=rule.futility_from)
         if final and stop != "decided":
-            # The last look: its alpha share is spent, so the run stops on its budget, never as
+            # The last look: the alpha is spent, so the run stops on its budget, never as
             # `futile` (a time budget re-estimated at the mean time a prompt so far can leave a
             # few prompts affordable after the round meant to be the last).
             stop = "budget"
@@ -315,10 +360,10 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
             on_round(row, fit)
         if stop is not None:
             break
-        # The round before the last look takes what the budget has left, so the last look,
-        # which holds most of the alpha, sees the whole budget. Under a time budget that is
-        # the round that can take all the prompts the time left buys.
-        final = index == len(alphas) - 2 or (reachable < budget and left <= rule.round_prompts)
+        # The round that reaches the budget (or what the time left buys) is the last: the round
+        # before the last planned look takes what the budget has left, so the last look, which
+        # holds most of the alpha, sees the whole budget.
+        final = index == len(alphas) - 2 or left <= rule.round_prompts
         size = left if final else min(rule.round_prompts, left)
         chosen = choose_next(pool, asked, fit, states, rule.other_weight, size)
     return AdaptiveRun(asked=asked, outcomes=outcomes, fit=fit,

@@ -27,6 +27,7 @@ from audit.llm.engine import answering_seconds, check_failures, concurrency_limi
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive import (
     AdaptiveRun,
+    check_contrastable,
     design_rule,
     run_adaptive,
     tokens_per_prompt,
@@ -57,6 +58,11 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
     if cfg.fit.model == "hurdle" or cfg.fit.second_outcome:
         raise AuditError("design.adaptive=true fits one outcome with a cell model: use "
                          "fit=population (or rasch) without fit.second_outcome")
+    # The settings run_adaptive would refuse after round 0 (or its fit) are checked before any
+    # model or judge is loaded, so a wrong one costs no request.
+    rule = design_rule(cfg.design, cfg.fit.familywise_alpha, prompts.height,
+                       pool_tokens(cfg, prompts))
+    check_contrastable(prompts, cfg.fit.attributes)
     models = models_for(cfg, prompts)
     # Built once for every round; each round's labels feed its fit. The rule check and the other
     # judge votes are the score stage's, which labels the asked prompts again from the store.
@@ -88,8 +94,6 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
         # the same time and stops at the same look (the answers are those of the rows asked).
         return answering_seconds(pl.concat(answered), prompts, concurrency)
 
-    rule = design_rule(cfg.design, cfg.fit.familywise_alpha, prompts.height,
-                       pool_tokens(cfg, prompts))
     run = run_adaptive(prompts, answer, cfg.fit, rule, confusion=confusion, on_round=on_round,
                        answer_seconds=spent)
     write_frame(run.rounds, rounds_path)

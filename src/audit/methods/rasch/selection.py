@@ -2,7 +2,8 @@
 
 * Round 0 is balanced: every respondent answers ``size / respondents`` items, rotated so that
   consecutive respondents (the texts of one demographic cell sort next to each other) answer
-  different items and every item is asked about equally often.
+  different items and every item is asked about equally often (a round larger than a replicate
+  of the design goes on to the next replicates).
 * A later round takes, for every respondent x item cell, its next unasked replicate, scored by
   the Rasch Fisher information of one more answer, E[p (1 - p)] over the posterior draws of
   p = logistic(theta - b), times the respondent's weight: 1 when one of its attribute levels is
@@ -26,18 +27,25 @@ SCORE_DRAWS = 200
 
 
 def first_round(pool: pl.DataFrame, size: int) -> pl.DataFrame:
-    """Round 0: replicate 0 of ``size / respondents`` items per respondent (at least one),
-    respondent j starting at item j * m (mod items): the two texts of a cell, next to each
-    other in sorted order, answer different items, and the items are asked equally often."""
+    """Round 0: ``size / respondents`` prompts per respondent (at least one), respondent j
+    starting at item j * m (mod items): the two texts of a cell, next to each other in sorted
+    order, answer different items, and the items are asked equally often. A round larger than one
+    replicate of the design goes on to the next replicates, as later rounds do (choose_next):
+    the respondent's k-th pass over the items asks their replicate k, so a round of the whole
+    budget asks the whole budget (one replicate alone left half of a two-replicate budget
+    unasked)."""
     respondents = sorted(pool.get_column("respondent_id").unique().to_list())
     items = sorted(pool.get_column("item_id").unique().to_list())
-    per_respondent = min(len(items), max(1, size // len(respondents)))
-    chosen = [(respondent, items[(index * per_respondent + step) % len(items)])
+    replicates = sorted(pool.get_column("replicate").unique().to_list())
+    per_respondent = min(len(items) * len(replicates), max(1, size // len(respondents)))
+    # Step s of a respondent visits consecutive items from its start, so it is that item's
+    # (s // items)-th visit: its replicate at that rank.
+    chosen = [(respondent, items[(index * per_respondent + step) % len(items)],
+               replicates[step // len(items)])
               for index, respondent in enumerate(respondents) for step in range(per_respondent)]
-    picks = pl.DataFrame(chosen, schema={"respondent_id": pl.String, "item_id": pl.String},
-                         orient="row")
-    first = pool.filter(pl.col("replicate") == pool.get_column("replicate").min())
-    return first.join(picks, on=["respondent_id", "item_id"], how="semi").sort(KEY)
+    picks = pl.DataFrame(chosen, schema={"respondent_id": pl.String, "item_id": pl.String,
+                                         "replicate": pool.schema["replicate"]}, orient="row")
+    return pool.join(picks, on=list(KEY), how="semi").sort(KEY)
 
 
 def next_candidates(pool: pl.DataFrame, asked: pl.DataFrame) -> pl.DataFrame:
