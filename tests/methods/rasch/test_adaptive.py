@@ -174,6 +174,11 @@ def test_text_floors_count_each_models_texts_per_level():
     # a: 4 texts a race level (2 genders x 2), 4 a gender level; b: 2 and 2.
     assert floors[:, 0].tolist() == pytest.approx([0.25 * (1 / 4 + 1 / 4), 1.0 * (1 / 2 + 1 / 2),
                                                    0.25 * (1 / 4 + 1 / 4)])
+    # The pooled "all models" contrast is the mean of a's and b's: (0.125 + 1.0) / 4. Its floor
+    # was 0, which kept a two-model run alive on it (defect 4 of the adaptive review).
+    pooled = pl.DataFrame([{**contrast(0.0, 1.0), "model_name": "all models"}])
+    assert text_floors(fit, pooled, pool)[:, 0].tolist() == pytest.approx(
+        [(0.25 * (1 / 4 + 1 / 4) + 1.0 * (1 / 2 + 1 / 2)) / 4])
     without = SimpleNamespace(idata=DataTree.from_dict({"posterior": posterior.drop_vars(
         "sigma_residual")}))
     assert text_floors(without, contrasts, pool) is None

@@ -10,7 +10,8 @@ The prediction splits the contrast's posterior variance in two:
   ``sigma_residual``) stays however often each text is asked: with n_a and n_b texts the floor
   is sigma^2 (1/n_a + 1/n_b). With the default design's four texts a race level and a text sd
   of 0.6, that floor alone is an sd of 0.42 logits, and the family-wise decision interval
-  around it is about 2.3 logits wide;
+  around it is about 2.3 logits wide. A pooled "all models" contrast, the mean of M models'
+  contrasts, keeps the mean of their floors over M;
 * the rest, which the remaining prompts shrink, optimistically, as 1 / prompts (as if every
   prompt informed this contrast; rounds do favour the open contrasts' personas).
 
@@ -32,7 +33,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from audit.methods.rasch.irt.contrasts import decision_hdi_prob
+from audit.methods.rasch.irt.contrasts import POOLED_MODEL, decision_hdi_prob
 from audit.methods.rasch.irt.explanatory import NULL_KIND
 from audit.methods.rasch.irt.rasch import RaschFit, posterior_draws
 
@@ -53,7 +54,10 @@ def texts_per_level(pool: pl.DataFrame, attribute: str) -> dict[tuple[str, str],
 
 def text_floors(fit: RaschFit, contrasts: pl.DataFrame, pool: pl.DataFrame) -> np.ndarray | None:
     """Per contrast, draws of the variance no answer removes: sigma^2 (1/n_a + 1/n_b), shape
-    (contrasts, draws); None for a fit without a text spread."""
+    (contrasts, draws); None for a fit without a text spread. A pooled "all models" contrast is
+    the mean of the M models' contrasts (explanatory.py's ``effect_<attribute>_pooled``), each
+    with its own texts, so its floor is (1/M^2) sum_m sigma_m^2 (1/n_a,m + 1/n_b,m): a floor of
+    0 there kept a two-model run asking after every per-model contrast was hopeless."""
     posterior = posterior_draws(fit.idata)
     if TEXT_SD not in posterior:
         return None
@@ -63,15 +67,21 @@ def text_floors(fit: RaschFit, contrasts: pl.DataFrame, pool: pl.DataFrame) -> n
     variance = sigma.values[::step] ** 2  # (draws, models)
     counts = {attribute: texts_per_level(pool, attribute)
               for attribute in contrasts.get_column("attribute").unique().to_list()}
+
+    def model_floor(model: str, row: dict) -> np.ndarray:
+        level_counts = counts[row["attribute"]]
+        n_a = level_counts.get((model, str(row["level_a"])), 0)
+        n_b = level_counts.get((model, str(row["level_b"])), 0)
+        if not (n_a and n_b):
+            return np.zeros(variance.shape[0])
+        return variance[:, models.index(model)] * (1 / n_a + 1 / n_b)
+
     floors = np.zeros((contrasts.height, variance.shape[0]))
     for index, row in enumerate(contrasts.iter_rows(named=True)):
-        if row["model_name"] not in models:
-            continue
-        level_counts = counts[row["attribute"]]
-        n_a = level_counts.get((row["model_name"], str(row["level_a"])), 0)
-        n_b = level_counts.get((row["model_name"], str(row["level_b"])), 0)
-        if n_a and n_b:
-            floors[index] = variance[:, models.index(row["model_name"])] * (1 / n_a + 1 / n_b)
+        if row["model_name"] == POOLED_MODEL:
+            floors[index] = sum(model_floor(model, row) for model in models) / len(models) ** 2
+        elif row["model_name"] in models:
+            floors[index] = model_floor(row["model_name"], row)
     return floors
 
 
