@@ -82,3 +82,33 @@ def expand_design(
                     })
     prompts = pl.DataFrame(rows, infer_schema_length=None)
     return validate(prompts, PromptSchema, "prompts")
+
+
+# design.* keys that only the adaptive Rasch respond stage reads (methods/rasch/adaptive.py).
+ADAPTIVE_KEYS = ("max_prompts", "max_tokens_budget", "max_answer_minutes", "round_prompts",
+                 "futility", "futility_from")
+ADAPTIVE_METHOD = "rasch"
+
+
+def check_adaptive_settings(method: str, design: DesignConfig, ingest_input: str | None = None,
+                            ignored: str = "this run would send its whole design") -> None:
+    """Refuse design.adaptive or a budget where nothing reads it, before any request: every
+    other path sends the whole design, so a budget typed for a paid API would be silently
+    overspent. A futility setting counts when it differs from its default. ``ignored``: what
+    the caller would do instead (audit.plan simulates the whole design)."""
+    if design.adaptive and method != ADAPTIVE_METHOD:
+        raise AuditError(f"design.adaptive=true applies to the Rasch method only; method={method} "
+                         "sends its whole design: drop design.adaptive and its budgets, or use "
+                         f"method={ADAPTIVE_METHOD}")
+    if design.adaptive and ingest_input:
+        raise AuditError(f"design.adaptive=true chooses the prompts to send, but ingest.input="
+                         f"{ingest_input} imports answers already given: drop design.adaptive")
+    if design.adaptive:
+        return
+    defaults = DesignConfig()
+    typed = [f"design.{key}" for key in ADAPTIVE_KEYS
+             if getattr(design, key) != getattr(defaults, key)]
+    if typed:
+        raise AuditError(f"{', '.join(typed)} apply to an adaptive Rasch audit only, and "
+                         f"{ignored}: add design.adaptive=true (with "
+                         f"method={ADAPTIVE_METHOD}), or drop {'them' if len(typed) > 1 else 'it'}")

@@ -405,3 +405,18 @@ def test_the_printed_plan_fits_80_columns_with_the_power_and_its_error():
     assert "prompts, minutes count the whole design, all 2 models together" in " ".join(
         two.split())
     assert "models together" not in text
+
+
+def test_a_budget_without_design_adaptive_is_refused_by_the_plan(tmp_path: Path):
+    """Defect 3 of the adaptive review, in the planner: design.max_prompts without
+    design.adaptive was ignored, and the plan simulated (and priced) the whole design. Refused
+    in one line before the design is built; nothing is written."""
+    from audit.cli.plan import run_plan
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = to_audit_config(compose("config", overrides=[
+            "design.max_prompts=50", f"paths.output_dir={tmp_path / 'out'}"]))
+    with pytest.raises(AuditError, match="design.max_prompts apply to an adaptive Rasch audit "
+                                         "only, and this plan would simulate the whole design"):
+        run_plan(cfg, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

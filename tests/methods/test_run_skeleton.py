@@ -153,3 +153,44 @@ def test_an_old_rasch_stage_name_still_runs_and_an_unknown_one_is_one_line():
     assert find_stage(stages, "judge_gold").name == "score"
     with pytest.raises(AuditError, match="unknown stage 'fitt': use one of design, respond"):
         find_stage(stages, "fitt")
+
+
+@pytest.mark.parametrize(("method", "design", "ingest_input", "message"), [
+    ("iat", {"adaptive": True}, None, "design.adaptive=true applies to the Rasch method only"),
+    ("rasch", {"adaptive": True}, "answers.csv", "ingest.input=answers.csv imports answers"),
+    ("rasch", {"max_prompts": 5, "max_tokens_budget": 100},
+     None, "design.max_prompts, design.max_tokens_budget apply to an adaptive Rasch audit only"),
+    ("dif", {"max_answer_minutes": 1.0}, None, "design.max_answer_minutes apply to"),
+    ("rasch", {"round_prompts": 10}, None, "design.round_prompts apply to"),
+    ("rasch", {"futility": 0.1, "futility_from": 0.0}, None,
+     "design.futility, design.futility_from apply to"),
+])
+def test_a_budget_nothing_reads_is_refused_before_the_first_stage(method, design, ingest_input,
+                                                                  message, tmp_path: Path):
+    """Defect 3 of the adaptive review: design.adaptive with another method (or with imported
+    answers), and the budgets without design.adaptive, were silently ignored and the whole
+    design sent (168 IAT prompts for design.max_prompts=5). Each is one line before any stage,
+    whether the whole run or one DVC stage runs; an adaptive Rasch run with its budgets, and a
+    fixed run without them, pass the check."""
+    from dataclasses import replace
+
+    from audit.config import DesignConfig
+    from audit.methods.rasch.config import IngestConfig
+    from audit.methods.run import Stage, run_stages
+
+    ran: list[str] = []
+    stages = tuple(Stage(name, lambda cfg, files, clock, name=name: ran.append(name), ())
+                   for name in STAGE_NAMES)
+    cfg = replace(dif_config(tmp_path, enabled=False), method=method,
+                  design=DesignConfig(**design), ingest=IngestConfig(input=ingest_input))
+    with pytest.raises(AuditError, match=message):
+        run_stages(stages, cfg, tmp_path / "out")
+    with pytest.raises(AuditError, match=message):
+        run_one_stage(stages, "design", cfg, tmp_path / "pipeline")
+    assert ran == []
+    adaptive = replace(cfg, method="rasch", ingest=IngestConfig(),
+                       design=DesignConfig(**{**design, "adaptive": True}))
+    fixed = replace(cfg, design=DesignConfig())
+    for passing in (adaptive, fixed):
+        run_stages(stages, passing, tmp_path / "out")
+    assert ran == [*STAGE_NAMES, *STAGE_NAMES]

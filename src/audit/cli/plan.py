@@ -43,6 +43,7 @@ from audit.methods.rasch.simulation import VarianceComponents
 from audit.llm.preflight import estimate, seconds_to_answer
 from audit.errors import AuditError
 from audit.methods.rasch.adaptive_run import pool_tokens
+from audit.design import ADAPTIVE_METHOD, check_adaptive_settings
 from audit.methods.rasch.design import backends_for, design_stage
 from audit.llm.store import ResponseStore
 from audit.tables import write_frame
@@ -144,6 +145,10 @@ def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
 
 
 def run_plan(cfg: AuditConfig, output_dir: Path) -> pl.DataFrame:
+    # A plan simulates a Rasch audit whatever cfg.method says; a budget without design.adaptive
+    # would be ignored here as in the run.
+    check_adaptive_settings(ADAPTIVE_METHOD, cfg.design,
+                            ignored="this plan would simulate the whole design")
     store_path = Path(cfg.paths.response_store)
     # Planning reads earlier latencies but must not create a store in a fresh project.
     with ResponseStore(store_path if store_path.is_file() else ":memory:") as store:

@@ -28,6 +28,7 @@ import polars as pl
 from omegaconf import OmegaConf
 
 from audit.config import ModelConfig, SharedConfig
+from audit.design import check_adaptive_settings
 
 from audit.methods.configs import AuditConfig
 from audit.errors import AuditError
@@ -99,10 +100,17 @@ def check_stages(method: str, stages: Sequence[Stage]) -> None:
                         f"{STAGE_NAMES} in that order")
 
 
+def check_settings(cfg: AuditConfig) -> None:
+    """What every method's run refuses before its first stage: settings no stage would read."""
+    ingest = getattr(cfg, "ingest", None)  # the Rasch method's section: answers from elsewhere
+    check_adaptive_settings(cfg.method, cfg.design, getattr(ingest, "input", None))
+
+
 def run_stages(stages: Sequence[Stage], cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     """`python -m audit`: every stage in order in one process; each writes its tables as soon as
     they exist, so a failure later never loses finished work. Returns the stages' results."""
     check_stages(cfg.method, stages)
+    check_settings(cfg)
     files, clock = RunFiles(Path(output_dir)), RunClock()
     result: dict[str, object] = {}
     for stage in stages:
@@ -138,6 +146,7 @@ def run_one_stage(stages: Sequence[Stage], name: str, cfg: AuditConfig,
     """`python -m audit.stages NAME` (what dvc.yaml runs): one stage, its files in
     `directory/STAGE/`, reading earlier stages' folders."""
     check_stages(cfg.method, stages)
+    check_settings(cfg)
     stage = find_stage(stages, name)
     files = stage_files(stages, directory)
     (Path(directory) / stage.name).mkdir(parents=True, exist_ok=True)
