@@ -32,7 +32,9 @@ from rich.progress import TaskID
 from rich.table import Table
 
 from audit.llm.backends import BackendError
-from audit.config import CONF_DIR
+from audit.cli.compare import RUN_ID
+from audit.cli.runs import _resolve_run_id, check_store
+from audit.config import CONF_DIR, TrackingConfig
 from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.config_errors import one_line_config_errors
 from audit.llm.engine import Planned, concurrency_limits, plan_requests
@@ -52,6 +54,7 @@ from audit.methods.checks import percent
 log = logging.getLogger("audit.plan")
 # The loggers of one simulated audit's fit and looks.
 SIMULATION_LOGGERS = ("audit.methods.rasch.irt", "audit.methods.rasch.adaptive.looks")
+STORE_OPTION = "tracking.tracking_uri=URI"  # how this command takes the store, for the hints
 COST_COLUMNS = ("prompts", "to_send", "prompt_tokens", "max_completion_tokens", "minutes")
 register_configs()
 
@@ -101,13 +104,32 @@ def seconds_per_prompt(cfg: AuditConfig, prompts: pl.DataFrame, store: ResponseS
     return seconds_to_answer(planned, store, concurrency) / len(planned)
 
 
+def resolved_source(source: str, settings: TrackingConfig) -> str:
+    """plan.from_run as pilot.run_files reads it: a run directory as given, else the full id of
+    the run it names in the store, found as audit.runs and audit.compare find it (the 8
+    characters audit.runs shows suffice). A store that does not exist is named, not created:
+    MLflow would create its database (and directory) on the first read."""
+    if Path(source).is_dir():
+        return source
+    if not RUN_ID.fullmatch(source):  # a mistyped folder, not "0 runs ... start with 'runs/a'"
+        raise AuditError(f"plan.from_run={source}: no such run directory (nor an MLflow run id, "
+                         "which is hexadecimal: python -m audit.runs lists them)")
+    try:
+        check_store(settings, STORE_OPTION)
+        return _resolve_run_id(settings, source, STORE_OPTION)
+    except LookupError as error:
+        raise AuditError(f"plan.from_run={source} is neither a run directory nor a run in the "
+                         f"store: {error.args[0] if error.args else error}") from None
+
+
 def planning_components(cfg: AuditConfig) -> VarianceComponents | tuple[VarianceComponents, ...]:
     """What the simulations are drawn from: a past run's measured components at one of its
     posterior draws per simulation (plan.from_run), else the plan.* figures."""
     defaults = config_components(cfg.plan)
     if cfg.plan.from_run is None:
         return defaults
-    return run_components(str(cfg.plan.from_run), cfg.tracking.tracking_uri,
+    return run_components(resolved_source(str(cfg.plan.from_run), cfg.tracking),
+                          cfg.tracking.tracking_uri,
                           tuple(cfg.fit.attributes), cfg.fit.outcome, defaults,
                           count=cfg.plan.simulations, seed=cfg.plan.seed,
                           drop_labels=tuple(cfg.fit.drop_labels))

@@ -18,6 +18,7 @@ import hashlib
 import json
 import importlib.metadata
 import logging
+import os
 import re
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping
@@ -323,11 +324,24 @@ def get_run(tracking_uri: str, run_id: str) -> dict[str, Any]:
     return _as_dict(run)
 
 
+# MLflow draws a tqdm bar on stderr for every download unless this is off: a command that reads
+# a few small artifacts (audit.plan plan.from_run, audit.compare) printed it above its own lines.
+PROGRESS_BAR_ENV = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+
+
 def download_artifact(tracking_uri: str, run_id: str, artifact_path: str,
                       destination: Path) -> Path:
     import mlflow
 
     destination.mkdir(parents=True, exist_ok=True)
-    return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact_path,
-                                                    dst_path=str(destination),
-                                                    tracking_uri=tracking_uri))
+    before = os.environ.get(PROGRESS_BAR_ENV)
+    os.environ[PROGRESS_BAR_ENV] = "false"
+    try:
+        return Path(mlflow.artifacts.download_artifacts(
+            run_id=run_id, artifact_path=artifact_path, dst_path=str(destination),
+            tracking_uri=tracking_uri))
+    finally:
+        if before is None:
+            os.environ.pop(PROGRESS_BAR_ENV, None)
+        else:
+            os.environ[PROGRESS_BAR_ENV] = before

@@ -204,11 +204,15 @@ def run_files(source: str, tracking_uri: str, scratch: Path) -> dict[Path, Path 
     from audit.tracking import mlflow as tracking
 
     try:
-        tracking.get_run(tracking_uri, source)
+        run = tracking.get_run(tracking_uri, source)
     except LookupError:
         raise AuditError(f"plan.from_run={source} is neither a run directory nor an MLflow run "
                          f"in {tracking_uri}: give a run directory (outputs/DATE/TIME) or a run "
                          "id from `python -m audit.runs`") from None
+    method = run["tags"].get("method", "rasch")  # runs before the tag were Rasch runs
+    if method != "rasch":
+        raise AuditError(f"plan.from_run={source}: MLflow run {run['run_id']} is a run of "
+                         f"method={method}, not a Rasch run; plan from a finished Rasch run")
     files: dict[Path, Path | None] = {}
     for name, artifact in ARTIFACTS.items():
         try:
