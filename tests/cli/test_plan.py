@@ -368,7 +368,8 @@ def plan_rows(models=("qwen_coder_0_5b",), multiples=(1,), replicates=(1, 2)) ->
                         "prompts_asked": 126.4 * reps, "prompts": 252 * reps * multiple,
                         "to_send": 252 * reps * multiple, "prompt_tokens": 7735,
                         "max_completion_tokens": 756,
-                        "minutes": 1.358 * reps})
+                        "minutes": 1.358 * reps, "budget_prompts": 150 * reps,
+                        "asked_minutes": 1.358 * reps * 126.4 / 252})
     return pl.DataFrame(rows)
 
 
@@ -383,16 +384,23 @@ def test_the_printed_plan_fits_80_columns_with_the_power_and_its_error():
     wrapped over two lines, six decimals), a number cut with an ellipsis at 80 columns, the
     power shown without its Monte Carlo half-width (0.31 from 1,070 simulations reads as exact),
     the expected prompts of an adaptive plan left out, a model's rows unnamed when the plan has
-    two, or the whole design's cost columns passed off as one model's."""
+    two, or the whole design's cost columns passed off as one model's. An adaptive plan's
+    minutes were the whole fixed design's (defect 6 of the adaptive review): it shows the
+    minutes of the prompts it is expected to ask (0.68 and 1.36), and says so."""
     text = printed(plan_rows(), adaptive=True)
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
     assert "Plan: race gap of 1.00 logit planted, 1070 simulations an option" in text
     race = [line.split() for line in text.splitlines() if line.split()[3:4] == ["race"]]
-    assert race == [["1", "252", "126", "race", "4.41", "0.31", "±", "0.03", "0.02", "1.4"],
-                    ["2", "504", "253", "race", "2.21", "0.31", "±", "0.03", "0.02", "2.7"]]
+    assert race == [["1", "252", "126", "race", "4.41", "0.31", "±", "0.03", "0.02", "0.7"],
+                    ["2", "504", "253", "race", "2.21", "0.31", "±", "0.03", "0.02", "1.4"]]
     assert "outputs/plan.csv" in text and "asked" in text
+    footnote = " ".join(text.split())
+    assert "minutes: answering the prompts it is expected to ask" in footnote
+    assert "budget_minutes" in footnote
     fixed = printed(plan_rows(), adaptive=False)
-    assert "asked" not in fixed
+    assert "asked" not in fixed and "budget_minutes" not in fixed
+    fixed_race = [line.split() for line in fixed.splitlines() if line.split()[2:3] == ["race"]]
+    assert fixed_race[0] == ["1", "252", "race", "4.41", "0.31", "±", "0.03", "0.02", "1.4"]
     two = printed(plan_rows(models=("qwen_coder_0_5b", "smollm2"), multiples=(1, 2),
                             replicates=(1,)), adaptive=False)
     assert "…" not in two and max(len(line) for line in two.splitlines()) <= 80
@@ -420,3 +428,30 @@ def test_a_budget_without_design_adaptive_is_refused_by_the_plan(tmp_path: Path)
                                          "only, and this plan would simulate the whole design"):
         run_plan(cfg, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_an_adaptive_plan_prices_its_budget_and_the_prompts_it_expects_to_ask():
+    """Defect 6 of the adaptive review: with design.max_prompts=150 an adaptive plan priced the
+    whole design (252 prompts, 40.8 minutes). Its budget and its expected 126 prompts are priced
+    at the design's average prompt; a time budget caps the budget's minutes."""
+    from types import SimpleNamespace
+
+    from audit.cli.plan import adaptive_costs
+    from audit.config import DesignConfig
+
+    table = pl.DataFrame({"prompts": [252.0, 504.0], "prompts_asked": [126.0, 126.0],
+                          "prompt_tokens": [25200.0, 50400.0],
+                          "max_completion_tokens": [12096.0, 24192.0],
+                          "minutes": [40.8, 81.6]})
+    cfg = SimpleNamespace(design=DesignConfig(adaptive=True, max_prompts=150),
+                          fit=FitConfig(familywise_alpha=0.05))
+    priced = adaptive_costs(table, cfg, tokens_per_prompt=148.0)
+    assert priced["budget_prompts"].to_list() == [150, 150]
+    assert priced["budget_minutes"].to_list() == pytest.approx([40.8 * 150 / 252] * 2)
+    assert priced["budget_prompt_tokens"].to_list() == pytest.approx([15000.0] * 2)
+    assert priced["asked_minutes"].to_list() == pytest.approx([20.4, 20.4])
+    assert priced["asked_max_completion_tokens"].to_list() == pytest.approx([6048.0] * 2)
+    timed = SimpleNamespace(design=DesignConfig(adaptive=True, max_prompts=150,
+                                                max_answer_minutes=10.0),
+                            fit=FitConfig(familywise_alpha=0.05))
+    assert adaptive_costs(table, timed, 148.0)["budget_minutes"].to_list() == [10.0, 10.0]

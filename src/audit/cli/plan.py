@@ -44,6 +44,7 @@ from audit.methods.rasch.power import config_components, simulate_power
 from audit.methods.rasch.simulation import VarianceComponents
 from audit.llm.preflight import estimate, seconds_to_answer
 from audit.errors import AuditError
+from audit.methods.rasch.adaptive import design_rule
 from audit.methods.rasch.adaptive_run import pool_tokens
 from audit.design import ADAPTIVE_METHOD, check_adaptive_settings
 from audit.methods.rasch.design import backends_for, design_stage
@@ -56,6 +57,7 @@ log = logging.getLogger("audit.plan")
 SIMULATION_LOGGERS = ("audit.methods.rasch.irt", "audit.methods.rasch.adaptive.looks")
 STORE_OPTION = "tracking.tracking_uri=URI"  # how this command takes the store, for the hints
 COST_COLUMNS = ("prompts", "to_send", "prompt_tokens", "max_completion_tokens", "minutes")
+PRICED = ("prompt_tokens", "max_completion_tokens", "minutes")  # what an adaptive plan rescales
 register_configs()
 
 
@@ -95,6 +97,30 @@ def scaled_cost(cost: dict[str, float], prompts: pl.DataFrame, attribute: str,
         if extra:
             scaled[key] = cost[key] + extra * value
     return scaled
+
+
+def adaptive_costs(table: pl.DataFrame, cfg: AuditConfig, tokens_per_prompt: float
+                   ) -> pl.DataFrame:
+    """An adaptive plan's price: the whole design's cost columns rescaled to the prompts the
+    run may ask at most (``budget_prompts``: design.max_prompts or what design.max_tokens_budget
+    buys, at most the design; ``budget_*``) and to those it is expected to ask (``asked_*``, at
+    ``prompts_asked``), each prompt at the design's average; a time budget caps
+    ``budget_minutes``. The fixed design's columns alone priced prompts the budget never asks
+    (252 prompts and 40.8 minutes for a budget of 150)."""
+    budgets = {size: design_rule(cfg.design, cfg.fit.familywise_alpha, size,
+                                 tokens_per_prompt).max_prompts
+               for size in table.get_column("prompts").round().cast(pl.Int64).unique()}
+    table = table.with_columns(
+        budget_prompts=pl.col("prompts").round().cast(pl.Int64).replace_strict(budgets))
+    budget_share = pl.col("budget_prompts") / pl.col("prompts")
+    asked_share = pl.col("prompts_asked") / pl.col("prompts")
+    table = table.with_columns(
+        *[(pl.col(column) * budget_share).alias(f"budget_{column}") for column in PRICED],
+        *[(pl.col(column) * asked_share).alias(f"asked_{column}") for column in PRICED])
+    if cfg.design.max_answer_minutes is not None:
+        table = table.with_columns(budget_minutes=pl.min_horizontal(
+            "budget_minutes", pl.lit(float(cfg.design.max_answer_minutes))))
+    return table
 
 
 def seconds_per_prompt(cfg: AuditConfig, prompts: pl.DataFrame, store: ResponseStore) -> float:
@@ -150,8 +176,9 @@ def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
             bar.update(tasks[option], completed=done, total=most)
 
         # simulate_power decides whether the design has a time budget to spend it on.
+        tokens = pool_tokens(cfg, prompts)
         power = simulate_power(prompts, cfg.plan, cfg.fit, components,
-                               design=cfg.design, tokens_per_prompt=pool_tokens(cfg, prompts),
+                               design=cfg.design, tokens_per_prompt=tokens,
                                seconds_per_prompt=seconds_per_prompt(cfg, prompts, store),
                                on_simulation=on_simulation)
     costs = []
@@ -160,10 +187,12 @@ def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
         for multiple in cfg.plan.persona_multiples:
             costs.append({"replicates": replicates, "persona_multiple": multiple,
                           **scaled_cost(cost, prompts, cfg.plan.attribute, multiple)})
+    table = power.join(pl.DataFrame(costs), on=["persona_multiple", "replicates"], how="left")
+    if cfg.design.adaptive:
+        table = adaptive_costs(table, cfg, tokens)
     # A size whose prompts are all in the store has no price per prompt to scale: null, not 0.
-    counts = pl.col(*COST_COLUMNS[:-1]).round().cast(pl.Int64, strict=False)
-    cost_table = pl.DataFrame(costs).with_columns(counts)
-    return power.join(cost_table, on=["persona_multiple", "replicates"], how="left")
+    counts = [column for column in table.columns if column.endswith(COST_COLUMNS[:-1])]
+    return table.with_columns(pl.col(*counts).round().cast(pl.Int64, strict=False))
 
 
 def run_plan(cfg: AuditConfig, output_dir: Path) -> pl.DataFrame:
@@ -206,6 +235,8 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
     columns = [*(["texts"] if several_multiples else []), "replicates", "prompts",
                *(["asked"] if adaptive else []), "attribute", "width", "power", "false",
                "minutes"]
+    # An adaptive audit's minutes are those of the prompts it is expected to ask.
+    minutes = "asked_minutes" if adaptive else "minutes"
     for model in models:
         who = f"{model}: " if len(models) > 1 else "Plan: "
         grid = Table(title=f"{who}{gap}, {counts} simulations an option",
@@ -223,19 +254,25 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
                            row["attribute"], _plus_minus(row["hdi_width"], None),
                            _plus_minus(row["p_ci_fails"], row["p_ci_fails_hw"]),
                            _plus_minus(row["p_false_fail"], None),
-                           _plus_minus(row.get("minutes"), None, ".1f")])
+                           _plus_minus(row.get(minutes), None, ".1f")])
         console.print(grid)
     texts = ("texts: each persona with a level of the planted attribute that many times (more "
              "texts a cell). " if several_multiples else "")
     asked = ("asked: the prompts an adaptive audit is expected to ask before it stops. "
              if adaptive else "")
+    # 80 columns hold no more: the budget's size and price are in plan.csv.
+    spent = ("minutes: answering the prompts it is expected to ask that are not yet in the "
+             "response store (plan.csv: asked_minutes and asked_* tokens; at most "
+             "budget_prompts, priced as budget_minutes and budget_* tokens; minutes and the "
+             "other cost columns: the whole fixed design), "
+             if adaptive else "minutes: answering the prompts not yet in the response store, ")
     together = (f"prompts, {'asked and ' if adaptive else ''}minutes count the whole design, "
                 f"all {len(models)} models together. " if len(models) > 1 else "")
     console.print(
         f"{texts}{asked}width: the expected {percent(hdi_prob)} HDI width of the attribute's "
         "contrasts. power: how often python -m audit.verdict fails on the planted gap (± its "
         "95% Monte Carlo half-width); false: how often it fails on a contrast without a gap. "
-        "minutes: answering the prompts not yet in the response store, at each model's median "
+        f"{spent}at each model's median "
         f"latency there (empty while a model has no answers to time). {together}Every column, "
         f"with its Monte Carlo errors: {csv_path}", highlight=False, markup=False)
 
