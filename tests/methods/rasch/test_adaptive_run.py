@@ -108,20 +108,24 @@ def test_a_time_budget_is_spent_as_the_store_recorded_it(runs: Path, tmp_path: P
     """design.max_answer_minutes on a copy of run 1's store in which every answer is recorded as
     taking 2 s: 0.75 minutes is round 0's time (20 prompts, a round: 5 personas x 3 items of
     replicate 0 and one item of replicate 1; 40 s) and 5 s more, so the 5 s left buy 2 prompts,
-    fewer than a round, and that round is the last. The rerun is
-    served from the store in next to no time. Bugs caught: the budget counted on the clock (the
-    run would go on to the whole design), the recorded latencies not read back from the store,
-    or the time-shortened last look deciding at an interim look's alpha."""
+    fewer than a round, and that round is the last. Run 1 (futility on) chose other prompts
+    after round 0 than this run (futility off) does, so a first timed run stores its 2, and
+    every answer is then set to 2 s; the measured run is served from the store in next to no
+    time. Bugs caught: the budget counted on the clock (the run would go on to the whole
+    design), the recorded latencies not read back from the store, or the time-shortened last
+    look deciding at an interim look's alpha."""
     first = pl.read_csv(runs / "run1" / "adaptive_rounds.csv")
     assert first["prompts"][0] == 20
     (tmp_path / "conf").mkdir()
     shutil.copytree(runs / "conf", tmp_path / "conf", dirs_exist_ok=True)
     shutil.copy(runs / "responses.sqlite3", tmp_path / "responses.sqlite3")
-    with sqlite3.connect(tmp_path / "responses.sqlite3") as store:
-        store.execute("UPDATE responses SET latency_s = 2.0")
     # Futility off: judged against what the time buys, it would end this run at round 0.
-    done = audit(tmp_path, "timed", "design.max_answer_minutes=0.75", "design.futility=0")
-    assert done.returncode == 0, done.stderr[-3000:]
+    timed = ("design.max_answer_minutes=0.75", "design.futility=0")
+    for run_dir in ("stores", "timed"):
+        with sqlite3.connect(tmp_path / "responses.sqlite3") as store:
+            store.execute("UPDATE responses SET latency_s = 2.0")
+        done = audit(tmp_path, run_dir, *timed)
+        assert done.returncode == 0, done.stderr[-3000:]
     rounds = pl.read_csv(tmp_path / "timed" / "adaptive_rounds.csv")
     assert rounds["prompts"].to_list() == [20, 22]
     assert rounds["answer_seconds"].to_list() == [40.0, 44.0]
