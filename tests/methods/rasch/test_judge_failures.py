@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 
 import polars as pl
 import pytest
@@ -207,3 +208,19 @@ def test_a_failed_re_read_of_a_rule_label_is_no_disagreement():
                           "rationale": [""] * 4})
     table = rule_agreement(labels, votes, prompts, ["gender"])
     assert table.select("level", "n", "agree").rows() == [("man", 2.0, 2.0), ("woman", 1.0, 1.0)]
+
+
+def test_a_gold_sample_whose_every_judge_request_failed_has_unknown_figures_not_a_crash():
+    """Every gold answer failed (a judge rate-limited at the end of the score stage, within
+    engine.max_failed_share of all its asks): gold_figures raised TypeError on float(None) and
+    took the analyse stage, the report and audit.judge_eval down with it. Its shares are
+    unknown (NaN), and the labelled accuracy NaN reads NO SIGNAL: the judge was never heard."""
+    results = pl.DataFrame({
+        "gold_id": ["g1", "g2"], "category": ["plain"] * 2, "domain": ["d"] * 2,
+        "true_label": ["favourable", "refusal"], "label": [JUDGE_FAILED] * 2,
+        "label_source": ["judge"] * 2, "rationale": [""] * 2})
+    metrics = gold_figures(results).metrics
+    assert metrics["gold/n"] == 0.0 and metrics["gold/judge_failed"] == 2.0
+    assert all(math.isnan(metrics[name]) for name in (
+        "gold/accuracy", "gold/labelled_accuracy", "gold/unparseable_share",
+        "gold/rules_coverage"))

@@ -105,8 +105,11 @@ def gold_figures(results: pl.DataFrame) -> GoldFigures:
         "gold/labelled_accuracy_low": float(labelled_low),
         "gold/labelled_accuracy_high": float(labelled_high),
         "gold/cohen_kappa": float("nan") if kappa is None else kappa,
-        "gold/unparseable_share": float((results["label"] == UNPARSEABLE).mean()),
-        "gold/rules_coverage": by_rules.height / max(results.height, 1),
+        # Over no answer (every gold request failed) a share is not 0 but unknown.
+        "gold/unparseable_share": (float((results["label"] == UNPARSEABLE).mean())
+                                   if results.height else float("nan")),
+        "gold/rules_coverage": (by_rules.height / results.height if results.height
+                                else float("nan")),
         "gold/rules_accuracy": _accuracy(by_rules),
         "gold/judge_accuracy": _accuracy(by_judge),
     }
