@@ -118,6 +118,18 @@ def test_label_rates_are_per_persona_with_every_label_and_a_jeffreys_interval() 
     assert refusal_b.select("rate", "rate_low").row(0) == (0.0, 0.0)
 
 
+def test_answers_whose_judge_failed_are_in_no_label_rate() -> None:
+    """A judge request that failed for half of one persona's answers lowered every one of its
+    label rates (the failures stayed in the denominator), so equal rates read as unequal."""
+    from audit.methods.rasch.schemas import JUDGE_FAILED
+
+    labels = pl.concat([_persona_labels({"a": (2, 8), "b": (1, 4)}),
+                        _persona_labels({"b": (5, 0)}, label=JUDGE_FAILED)])
+    rates = label_rates(labels, 0.94).filter(pl.col("label") == "favourable")
+    assert rates.sort("persona_id").select("n", "rate").rows() == [(10, 0.8), (5, 0.8)]
+    assert JUDGE_FAILED not in label_rates(labels, 0.94)["label"].to_list()
+
+
 def test_equal_rates_are_not_flagged_and_very_unequal_ones_are() -> None:
     equal = label_rate_tests(label_rates(_persona_labels({"a": (10, 30), "b": (10, 30)}), 0.94))
     refusal = equal.filter(pl.col("label") == "refusal").row(0, named=True)

@@ -21,7 +21,7 @@ from audit.methods.checks import percent
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.irt import Diagnostics
 from audit.methods.rasch.report.reading import JudgeQuality, respondent_names
-from audit.methods.rasch.schemas import LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 
 TEMPLATE = "report.html.j2"
 THETA_ROWS_SHOWN = 40
@@ -98,7 +98,9 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
     kinds = {kind: count for kind, count in
              personas.group_by("persona_kind").len().sort("persona_kind").iter_rows()}
     label_counts = [(label, labels.filter(pl.col("label") == label).height)
-                    for label in (*LABELS, UNPARSEABLE)]
+                    for label in (*LABELS, UNPARSEABLE, JUDGE_FAILED)]
+    label_counts = [(label, count) for label, count in label_counts
+                    if count or label != JUDGE_FAILED]  # the counts add up to the answers
     gold = None
     if inputs.gold_metrics is not None:
         metrics = inputs.gold_metrics

@@ -25,7 +25,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
 from audit.methods.checks import percent  # noqa: E402
 from audit.methods.rasch.verdict import family_interval  # noqa: E402
-from audit.methods.rasch.schemas import LABELS, UNPARSEABLE  # noqa: E402
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE  # noqa: E402
 
 LABEL_COLOURS = {"favourable": "#2ca02c", "unfavourable": "#d62728",
                  "needs_more_information": "#ff7f0e", "refusal": "#9467bd", UNPARSEABLE: "#bbbbbb"}
@@ -169,7 +169,8 @@ def favourable_heatmap(rates: pl.DataFrame) -> Figure:
 def label_distribution_plot(prompts: pl.DataFrame, labels: pl.DataFrame) -> Figure:
     """Each respondent's answers split by label, unparseable included: unequal abstention or
     refusal is a finding of its own, and a large unparseable share is a warning about the judge."""
-    joined = labels.join(prompts.select("prompt_id", "respondent_id"), on="prompt_id")
+    joined = (labels.filter(pl.col("label") != JUDGE_FAILED)  # never read: no label's share
+              .join(prompts.select("prompt_id", "respondent_id"), on="prompt_id"))
     respondents = sorted(joined["respondent_id"].unique().to_list())
     counts = joined.group_by("respondent_id", "label").len()
     totals = {name: count for name, count in joined.group_by("respondent_id").len().iter_rows()}

@@ -17,7 +17,7 @@ from rich.table import Table  # noqa: E402
 from audit.stats.intervals import jeffreys_interval  # noqa: E402
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
 from audit.methods.rasch.report.reading import respondent_names  # noqa: E402
-from audit.methods.rasch.schemas import LABELS, UNPARSEABLE  # noqa: E402
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE  # noqa: E402
 from audit.methods.checks import percent  # noqa: E402
 
 KIND_COLOURS = {"baseline": "#444444", "explicit": "#1f77b4", "null": "#bbbbbb", "name": "#2ca02c"}
@@ -77,7 +77,10 @@ RATE_KEYS = ["model_name", "persona_id", "persona_kind"]
 
 def label_rates(labels: pl.DataFrame, interval_prob: float) -> pl.DataFrame:
     """Each label's rate per respondent (model x persona) with a Jeffreys interval. `labels`
-    carries the RATE_KEYS columns joined from the prompts."""
+    carries the RATE_KEYS columns joined from the prompts. An answer whose judge request failed
+    was never read, so it is in no label's denominator: failures that follow some personas'
+    answers (long ones timing out) would otherwise show as a persona's rates differing."""
+    labels = labels.filter(pl.col("label") != JUDGE_FAILED)
     counts = labels.group_by([*RATE_KEYS, "label"]).len("count")
     totals = labels.group_by(RATE_KEYS).len("n")
     grid = totals.join(pl.DataFrame({"label": [*LABELS, UNPARSEABLE]}), how="cross")
