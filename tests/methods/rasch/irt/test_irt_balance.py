@@ -95,6 +95,35 @@ def test_the_floor_factor_follows_the_cell_weights():
         assert pair.floor_factor == pytest.approx(math.sqrt(1 / pair.n_a + 1 / pair.n_b))
 
 
+def test_the_null_percentile_reads_the_same_noise_as_the_floor_in_an_unbalanced_design():
+    """The null percentile ranked a cell-balanced gap among null gaps of sd s*sqrt(1/n_a + 1/n_b),
+    narrower than the gap's own noise where a few personas carry a cell (the floor's factor),
+    so it came out too high and disagreed with the noise floor of the same row (review of the
+    merged change, finding 3)."""
+    from audit.methods.rasch.irt.null_rank import percentile_among_null_estimates
+
+    frame = pl.concat([design([("female", "Black")], texts=10, nulls=0),
+                       design([("female", "White"), ("male", "Black"), ("male", "White")])])
+    posterior = race_posterior(frame)
+    posterior["theta"] = posterior["theta"] + xr.DataArray(  # a gender gap to rank
+        np.where(frame.get_column("gender").to_numpy() == "female", 0.6, 0.0),
+        dims="respondent")
+    table = RespondentTable(frame=frame, attributes=("gender", "race"))
+    gender = level_contrasts(posterior, table).filter(
+        pl.col("attribute") == "gender").row(0, named=True)
+    (pair,) = [pair for pair in balanced_contrasts(frame, ("gender", "race"), "m")[0]
+               if pair.attribute == "gender"]
+    null_means = posterior["theta"].sel(respondent=[f"m/null_{k}" for k in range(3)]).mean(
+        ("chain", "draw")).values
+    weighted = percentile_among_null_estimates(gender["mean"], null_means, gender["n_a"],
+                                               gender["n_b"], k=pair.floor_factor ** 2)
+    by_counts = percentile_among_null_estimates(gender["mean"], null_means, gender["n_a"],
+                                                gender["n_b"])
+    assert pair.floor_factor ** 2 > 1 / gender["n_a"] + 1 / gender["n_b"]
+    assert gender["null_percentile"] == pytest.approx(weighted)
+    assert weighted < by_counts - 2  # a case where the two differ
+
+
 CONFOUNDED = [("female", "Black"), ("male", "White")]
 
 

@@ -236,7 +236,9 @@ def _null_ranker(posterior: xr.Dataset, respondents: RespondentTable, model_name
                  scale: np.ndarray | None, noise: np.ndarray | None):
     """The function that gives a row its null_percentile (null_rank.py), or None where this
     model has fewer than two null personas (a prior's spread ranks nothing) or is the pooled
-    row."""
+    row. It is called with the row and its gap's squared floor factor (k): 1/n_a + 1/n_b for
+    level effects and balanced cells, more where a cell-balanced mean leans on a few personas
+    (balance.py), so the percentile and the noise floor read the same noise."""
     if model_name == POOLED_MODEL or respondents.null_count(model_name) < 2:
         return None
     if noise is not None and "sigma_residual" in posterior:
@@ -245,16 +247,16 @@ def _null_ranker(posterior: xr.Dataset, respondents: RespondentTable, model_name
         if scale is not None:
             text_sd = text_sd * scale
 
-        def estimated(row: dict[str, object]) -> float | None:
+        def estimated(row: dict[str, object], k: float | None) -> float | None:
             return percentile_among_estimated_nulls(
                 float(row["mean"]), float(row["sd"]), int(row["n_a"]), int(row["n_b"]),
-                noise, text_sd)
+                noise, text_sd, k=k)
         return estimated
     null_means = _null_means(posterior, respondents, model_name, scale)
 
-    def plain(row: dict[str, object]) -> float | None:
+    def plain(row: dict[str, object], k: float | None) -> float | None:
         return percentile_among_null_estimates(float(row["mean"]), null_means,
-                                               int(row["n_a"]), int(row["n_b"]))
+                                               int(row["n_a"]), int(row["n_b"]), k=k)
     return plain
 
 
@@ -278,7 +280,7 @@ def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
         noise = null_spread_draws(posterior, respondents, model_name)
         if scale is not None and noise is not None:
             noise = noise * scale
-        model_contrasts: list[tuple[np.ndarray, dict[str, object]]] = []
+        model_contrasts: list[tuple[np.ndarray, dict[str, object], float | None]] = []
         for attribute in respondents.attributes:
             level_gaps = (_effect_gaps if f"effect_{attribute}" in posterior
                           else _balanced_gaps)(posterior, respondents, attribute, model_name)
@@ -286,10 +288,12 @@ def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
                 if scale is not None:
                     level_gap = replace(level_gap, gap=level_gap.gap * scale)
                 model_contrasts.append((level_gap.gap, _row(model_name, attribute, level_gap,
-                                                            noise, rope, hdi_prob)))
+                                                            noise, rope, hdi_prob),
+                                        level_gap.floor_factor))
         ranker = _null_ranker(posterior, respondents, model_name, scale, noise)
-        for gap, row in model_contrasts:
-            row["null_percentile"] = None if ranker is None else ranker(row)
+        for gap, row, factor in model_contrasts:
+            row["null_percentile"] = (None if ranker is None
+                                      else ranker(row, None if factor is None else factor ** 2))
             contrasts.append((gap, row))
     family_size = len(contrasts) * outcomes
     rows = [_decided(row, gap, familywise_alpha, family_size, hdi_prob, rope)

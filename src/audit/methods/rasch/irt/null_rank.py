@@ -38,13 +38,15 @@ def _group_factor(n_a: int, n_b: int) -> float:
 
 
 def percentile_among_estimated_nulls(gap_mean: float, gap_sd: float, n_a: int, n_b: int,
-                                     null_sd: np.ndarray, text_sd: np.ndarray) -> float | None:
+                                     null_sd: np.ndarray, text_sd: np.ndarray,
+                                     k: float | None = None) -> float | None:
     """Percent of null-vs-null gaps (n_a and n_b new null texts, estimated with the contrast's
     own error) smaller in size than ``gap_mean``; ``null_sd`` and ``text_sd`` are draws of the
-    two spreads. None without a group."""
+    two spreads; ``k`` the gap's group factor when it is not 1/n_a + 1/n_b. None without a
+    group."""
     if n_a < 1 or n_b < 1:
         return None
-    k = _group_factor(n_a, n_b)
+    k = _group_factor(n_a, n_b) if k is None else k
     error_variance = max(gap_sd ** 2 - k * float(np.mean(text_sd ** 2)), 0.0)
     reference_sd = np.sqrt(error_variance + k * null_sd ** 2)
     below = 2.0 * stats.norm.cdf(abs(gap_mean) / reference_sd) - 1.0
@@ -52,14 +54,15 @@ def percentile_among_estimated_nulls(gap_mean: float, gap_sd: float, n_a: int, n
 
 
 def percentile_among_null_estimates(gap_mean: float, null_means: np.ndarray | None, n_a: int,
-                                    n_b: int) -> float | None:
+                                    n_b: int, k: float | None = None) -> float | None:
     """Percent of null-vs-null gaps (n_a and n_b null personas, by posterior means of the same
     unpooled kind as the contrast's) smaller in size than ``gap_mean``; None without two null
-    personas, a group or any spread among the nulls."""
+    personas, a group or any spread among the nulls. ``k``: the gap's group factor when it is
+    not 1/n_a + 1/n_b (a cell-balanced mean, balance.py)."""
     if null_means is None or null_means.size < 2 or n_a < 1 or n_b < 1:
         return None
     spread = float(null_means.std(ddof=1))
     if spread == 0.0:
         return None
-    ratio = abs(gap_mean) / (spread * np.sqrt(_group_factor(n_a, n_b)))
+    ratio = abs(gap_mean) / (spread * np.sqrt(_group_factor(n_a, n_b) if k is None else k))
     return float(100.0 * (2.0 * stats.t.cdf(ratio, null_means.size - 1) - 1.0))
