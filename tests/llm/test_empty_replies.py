@@ -16,19 +16,30 @@ from audit.llm.store import ResponseStore
 
 @pytest.mark.parametrize("content", ["", None, "  \n"], ids=["empty", "null", "blank"])
 def test_an_empty_openai_reply_is_retried_then_an_error_never_an_answer(content, tmp_path):
-    """Catches an empty reply (content "" or null, here cut off by max_tokens) stored as a
+    """Catches an empty reply (content "" or null, here blanked by a filter) stored as a
     successful answer, served to every rerun and labelled by the judge."""
-    with ScriptedOpenAI(lambda body: (200, chat_reply(content, "length"))) as server:
+    with ScriptedOpenAI(lambda body: (200, chat_reply(content, "content_filter"))) as server:
         responses = collect(openai_model(server.url), tmp_path / "store.sqlite3")
         assert len(server.bodies) == 2 * NO_WAIT.max_attempts  # retried like other failures
     assert responses["status"].to_list() == ["error"] * 2
     assert responses["error_kind"].to_list() == ["empty_reply"] * 2
-    assert "finish_reason=length" in responses["error_message"][0]
+    assert "finish_reason=content_filter" in responses["error_message"][0]
     with ResponseStore(tmp_path / "store.sqlite3") as store:
         assert all(store.get(key) is None for key in responses["request_key"])
     with pytest.raises(TooManyFailures, match="empty_reply x2: empty reply "
-                                              r"\(finish_reason=length\)"):
+                                              r"\(finish_reason=content_filter\)"):
         check_failures(responses, 0.0, str(tmp_path / "store.sqlite3"))
+
+
+def test_an_empty_reply_cut_off_by_max_tokens_is_not_retried(tmp_path):
+    """A reply that ran out of max_tokens before any text (a reasoning model) does so again for
+    the same request: it was retried max_attempts times, each billed max_tokens on a paid API,
+    before the run failed anyway. It is recorded at once and says to raise max_tokens."""
+    with ScriptedOpenAI(lambda body: (200, chat_reply("", "length"))) as server:
+        responses = collect(openai_model(server.url), tmp_path / "store.sqlite3")
+        assert len(server.bodies) == 2  # once each
+    assert responses["error_kind"].to_list() == ["empty_reply_length"] * 2
+    assert "raise it" in responses["error_message"][0]
 
 
 @pytest.mark.parametrize("content", ["", None], ids=["empty", "null"])
@@ -36,8 +47,8 @@ def test_an_empty_ollama_reply_is_an_error_too(content, tmp_path):
     with ScriptedOllama(content) as server:
         model = ModelConfig(backend="ollama", model="m:1b", base_url=server.url, timeout_s=5)
         responses = collect(model, tmp_path / "store.sqlite3", count=1)
-        assert server.chats == NO_WAIT.max_attempts
-    assert responses.select("status", "error_kind").row(0) == ("error", "empty_reply")
+        assert server.chats == 1  # cut off by max_tokens (done_reason length): not retried
+    assert responses.select("status", "error_kind").row(0) == ("error", "empty_reply_length")
     assert "finish_reason=length" in responses["error_message"][0]
 
 

@@ -40,8 +40,8 @@ log = logging.getLogger(__name__)
 
 # Kinds worth retrying: the server may answer next time (a garbled reply is usually a proxy or
 # a restarting server; an empty one a sampled reply, a filter or a proxy that may pass next
-# time). A context overflow or a missing model fails the same way again, so they are recorded
-# at once.
+# time). A context overflow, a missing model or an empty reply cut off by max_tokens
+# (empty_reply_length) fails the same way again, so they are recorded at once.
 TRANSIENT_KINDS = frozenset({"timeout", "connection", "rate_limit", "server_error",
                              "malformed_reply", "empty_reply"})
 

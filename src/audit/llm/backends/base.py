@@ -158,11 +158,15 @@ def backend_request_key(backend: Backend, identity: dict[str, str],
 def check_reply_text(request: ChatRequest, completion: Completion) -> Completion:
     """`completion`, unless it has no text. A reply with no text is no behaviour to measure: a
     reasoning model that spent max_tokens before answering, a content filter, a proxy that
-    dropped the body. It is an infrastructure failure (`empty_reply`, naming the finish_reason),
-    so it is retried, recorded as an error and never stored as an answer."""
+    dropped the body. It is an infrastructure failure, recorded as an error and never stored as
+    an answer: `empty_reply` (retried: a filter or a proxy may pass next time), or
+    `empty_reply_length` when the reply ran out of max_tokens, which the same request does
+    again, so it is not retried (on a paid reasoning model each retry bills max_tokens)."""
     if request.score_options or completion.text.strip():
         return completion
     reason = completion.finish_reason or "none"
-    hint = (": the reply ran out of sampling.max_tokens (a reasoning model may spend them all "
-            "before answering); raise it" if reason == "length" else "")
-    raise BackendError("empty_reply", f"empty reply (finish_reason={reason}){hint}")
+    if reason == "length":
+        raise BackendError("empty_reply_length", (
+            "empty reply (finish_reason=length): the reply ran out of sampling.max_tokens (a "
+            "reasoning model may spend them all before answering); raise it"))
+    raise BackendError("empty_reply", f"empty reply (finish_reason={reason})")
