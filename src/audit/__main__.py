@@ -42,7 +42,6 @@ def run_composed(cfg: DictConfig,
     """The composed config's method, run to its summary; `prepare` adjusts the validated config
     first (`python -m audit.ingest`: the imported models). User errors end with one line."""
     quiet_noisy_loggers()  # Hydra has just configured logging
-    sweeps.job_started()
     try:
         audit_cfg = to_audit_config(cfg)
         if prepare is not None:

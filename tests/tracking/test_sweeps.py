@@ -210,3 +210,18 @@ def test_a_hand_written_grid_gets_a_parent_run_and_a_failed_job_fails_the_sweep(
     assert parent["metrics"]["sweep/n_runs"] == 1 and parent["metrics"]["sweep/n_failed"] == 1
     children = [run for run in runs if run["tags"].get(PARENT_RUN_TAG) == parent["run_id"]]
     assert [run["name"] for run in children] == ["design.replicates=1 · rasch fake_a"]
+
+
+def test_a_rerun_into_the_same_sweep_folder_forgets_the_last_runs_failures(tmp_path):
+    """A job of an earlier sweep into a fixed hydra.sweep.dir left job_failed.txt, which the
+    next sweep (perhaps a smaller grid, without that job) counted and exited 2 for."""
+    from audit.tracking.sweeps import FAILED_JOB_FILE, MlflowSweepCallback, read_failed_jobs
+
+    old = tmp_path / "3"
+    old.mkdir()
+    (old / FAILED_JOB_FILE).write_text("design.replicates=0 must lie in [1, inf)\n")
+    assert read_failed_jobs(tmp_path) == ["3: design.replicates=0 must lie in [1, inf)"]
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}},
+                               "tracking": {"enabled": False}})
+    MlflowSweepCallback().on_multirun_start(config)
+    assert read_failed_jobs(tmp_path) == []

@@ -36,13 +36,6 @@ FAILED_JOB_FILE = "job_failed.txt"
 failed_jobs: list[str] = []
 
 
-def job_started() -> None:
-    """A job of a multirun clears its folder's failure mark (a rerun into the same sweep
-    folder must not inherit the last one's)."""
-    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
-        (Path(HydraConfig.get().runtime.output_dir) / FAILED_JOB_FILE).unlink(missing_ok=True)
-
-
 def job_failed(message: str) -> None:
     """Marks this multirun job failed with its one line, for on_multirun_end to count."""
     if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
@@ -165,6 +158,10 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         failed_jobs.clear()
+        # A rerun into the same sweep folder (a fixed hydra.sweep.dir) must not count the last
+        # run's failures, of jobs this grid may no longer have.
+        for mark in Path(str(config.hydra.sweep.dir)).glob(f"**/{FAILED_JOB_FILE}"):
+            mark.unlink(missing_ok=True)
         settings = _tracking_config(config)
         if settings is None:
             return
