@@ -101,7 +101,7 @@ def quality_warnings(judge: JudgeQuality, judge_name: str, rate_tests: pl.DataFr
                      f"labels.parquet and consider a stronger judge (judge=...)")
     if untrusted_judge(judge):
         found.append(f"the judge '{judge_name}' {untrusted_words(judge)} (Cohen's kappa "
-                     f"{judge.gold_kappa:.2f} over the whole gold set): labels, and every "
+                     f"{judge.gold_kappa:.2f} over the gold answers it was heard on): labels, and every "
                      f"finding built on them, inherit its errors; see judge_gold_confusion.csv "
                      f"and consider a stronger judge (judge=...)")
     for model, label, p_value in rate_tests.select("model_name", "label", "p_value").iter_rows():
