@@ -55,7 +55,8 @@ from audit.llm.preflight import CHARS_PER_TOKEN
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.futility import contrast_states, nearest_open, text_floors
 from audit.methods.rasch.irt import fit_rasch
-from audit.methods.rasch.irt.rasch import RaschFit, SampleFunction
+from audit.methods.rasch.irt.balance import balanced_contrasts
+from audit.methods.rasch.irt.rasch import ATTRIBUTE_MODELS, RaschFit, SampleFunction
 from audit.methods.rasch.selection import KEY, choose_next, first_round
 
 logger = logging.getLogger(__name__)
@@ -201,16 +202,29 @@ def pool_cells(pool: pl.DataFrame, attributes) -> pl.DataFrame:
             .unique(["respondent", "item"]).sort("respondent", "item"))
 
 
-def check_contrastable(pool: pl.DataFrame, attributes) -> None:
+def check_contrastable(pool: pl.DataFrame, attributes, model: str = "population") -> None:
     """Before round 0 is asked: an adaptive design decides contrasts, so fit.attributes must name
-    a persona column of the pool with two levels (found only after round 0's fit, it cost that
-    round's requests)."""
-    if not any(attribute in pool.columns
-               and pool.get_column(attribute).drop_nulls().n_unique() >= 2
-               for attribute in attributes):
+    a persona column of the pool with two levels (a blank value is no level), and a fit without
+    level effects (`model` not in ATTRIBUTE_MODELS) must find two levels sharing a cell of the
+    other attributes (irt/balance.py). Found only after round 0's fit, either cost that round's
+    requests."""
+    named = [attribute for attribute in attributes if attribute in pool.columns]
+    levels = pool.select("respondent_id", "model_name", *[
+        pl.when(pl.col(a).cast(pl.String).str.strip_chars() == "").then(None)
+        .otherwise(pl.col(a).cast(pl.String)).alias(a) for a in named]).unique()
+    if not any(levels.get_column(a).drop_nulls().n_unique() >= 2 for a in named):
         raise AuditError(f"an adaptive design needs contrasts to decide, and fit.attributes="
                          f"{list(attributes)} names no persona column of the design with two "
                          "levels: set fit.attributes to such columns (e.g. [gender,race])")
+    if model in ATTRIBUTE_MODELS:
+        return
+    frame = levels.rename({"respondent_id": "respondent"})
+    if not any(balanced_contrasts(frame, tuple(named), name)[0]
+               for name in frame.get_column("model_name").unique().to_list()):
+        raise AuditError(f"fit={model} compares two levels only within a cell of the other "
+                         f"attributes, and no two levels of fit.attributes={named} share one in "
+                         "this design (the attributes move together): add personas that cross "
+                         "them, or use fit=population, whose level effects are additive")
 
 
 def check_pool(pool: pl.DataFrame) -> pl.DataFrame:
@@ -311,7 +325,7 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
         raise AuditError(f"an adaptive budget of {budget} prompts cannot ask each of the "
                          f"design's {respondents} personas once: raise design.max_prompts (or "
                          f"design.max_tokens_budget) to at least {respondents} prompts")
-    check_contrastable(pool, fit_config.attributes)
+    check_contrastable(pool, fit_config.attributes, fit_config.model)
     if rule.max_answer_seconds is not None and answer_seconds is None:
         raise ValueError("a time budget needs answer_seconds, the answering time spent")
     chosen = first_round(pool, min(rule.round_prompts, budget))
@@ -338,9 +352,11 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
         look_fit = dataclasses.replace(fit_config, familywise_alpha=alpha)
         fit = fit_rasch(outcomes, look_fit, sample=sample, pool=cells,
                         confusion=confusion() if callable(confusion) else confusion)
-        if fit.contrasts.is_empty():  # check_contrastable's levels all among excluded personas
-            raise AuditError("an adaptive design needs contrasts to decide: set fit.attributes "
-                             "to persona columns with at least two levels")
+        if fit.contrasts.is_empty():  # check_contrastable's levels all among unlabelled answers
+            raise AuditError("an adaptive design needs contrasts to decide, and this look's "
+                             "labelled answers compare no two levels of fit.attributes (see the "
+                             "warnings above): set fit.attributes to persona columns with at "
+                             "least two levels that cross each other")
         states = contrast_states(fit.contrasts, asked.height, reachable, rule.futility,
                                  text_floors(fit, fit.contrasts, pool), final_alpha=alphas[-1])
         left = reachable - asked.height

@@ -62,7 +62,7 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
     # model or judge is loaded, so a wrong one costs no request.
     rule = design_rule(cfg.design, cfg.fit.familywise_alpha, prompts.height,
                        pool_tokens(cfg, prompts))
-    check_contrastable(prompts, cfg.fit.attributes)
+    check_contrastable(prompts, cfg.fit.attributes, cfg.fit.model)
     models = models_for(cfg, prompts)
     # Built once for every round; each round's labels feed its fit. The rule check and the other
     # judge votes are the score stage's, which labels the asked prompts again from the store.

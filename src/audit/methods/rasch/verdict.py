@@ -77,8 +77,11 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
     no_signal = diagnostics.get("converged", {}).get("no_signal") or []
     if contrasts.is_empty():  # convergence alone must not pass a run that compared no groups
         checks.append(Check("rasch", "rasch.contrasts", "group contrasts", False, (
-            "not testable: the fit compared no groups (no attribute of fit.attributes has two "
-            "levels with answers); give personas that differ in gender or race"), skipped=True))
+            "not testable: the fit compared no groups: no attribute of fit.attributes has two "
+            "levels with labelled answers, or, under a fit without level effects (fit=rasch, "
+            "twopl, hurdle), no two levels share a cell of the other attributes (they move "
+            "together; the run's log names them); give personas that differ in gender or race "
+            "and cross each other, or fit=population"), skipped=True))
         return checks
     by_outcome = "outcome" in contrasts.columns
     for row in contrasts.sort([*(["outcome"] if by_outcome else []), "model_name", "attribute",
