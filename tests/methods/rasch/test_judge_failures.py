@@ -224,3 +224,38 @@ def test_a_gold_sample_whose_every_judge_request_failed_has_unknown_figures_not_
     assert all(math.isnan(metrics[name]) for name in (
         "gold/accuracy", "gold/labelled_accuracy", "gold/unparseable_share",
         "gold/rules_coverage"))
+
+
+def test_a_rounds_judge_failures_stop_an_adaptive_run_before_the_next_round(tmp_path,
+                                                                           monkeypatch):
+    """Adaptive rounds ignored failed judge requests until every round was bought: each look
+    chose on the answers left (a non-random subset), the whole budget was spent, and only the
+    score stage then stopped; a rerun, whose retries may succeed, chose differently. Now the
+    round whose judge requests fail stops the run at its look."""
+    from audit.llm.engine import TooManyFailures
+    from audit.methods.rasch import adaptive_run
+
+    cfg = _compose(tmp_path, "design.adaptive=true", "design.replicates=4",
+                   "design.round_prompts=20", "judge.evaluate_on_gold=false",
+                   "fit.judge_error=false", "fit.draws=100", "fit.tune=100", "fit.chains=1")
+    judge = ServerJudge(next(iter(cfg.judge.models.values())))
+    _serve(monkeypatch, judge)
+    prompts = design_stage(cfg)
+    rounds: list[int] = []
+
+    def answered(cfg, asked, models, name):  # the audited model's answers, all received
+        rounds.append(len(rounds))
+        ids = asked["prompt_id"].to_list()
+        return pl.DataFrame({
+            "prompt_id": ids, "request_key": ids, "status": ["ok"] * len(ids),
+            "response_text": [HARD] * len(ids), "error_kind": [None] * len(ids),
+            "error_message": [None] * len(ids), "completion_tokens": [5] * len(ids),
+            "latency_s": [0.1] * len(ids), "from_cache": [False] * len(ids)},
+            schema_overrides={"error_kind": pl.String, "error_message": pl.String})
+
+    monkeypatch.setattr(adaptive_run, "answer_prompts", answered)
+    monkeypatch.setattr(adaptive_run, "models_for", lambda cfg, prompts: dict(cfg.model))
+    with pytest.raises(TooManyFailures, match="judge requests"):
+        adaptive_run.respond_adaptively(cfg, prompts, tmp_path / "responses.parquet",
+                                        tmp_path / "rounds.csv")
+    assert rounds == [0]  # round 1 was never bought

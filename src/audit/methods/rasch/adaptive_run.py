@@ -37,7 +37,7 @@ from audit.methods.rasch.design import backends_for, models_for
 from audit.methods.rasch.irt import code_outcomes
 from audit.methods.rasch.irt.judge_error import resolve_confusion
 from audit.methods.run import answer_prompts
-from audit.methods.rasch.score import empty_gold, judge_stage, judge_tools
+from audit.methods.rasch.score import check_judge_failures, empty_gold, judge_stage, judge_tools
 from audit.schemas import ResponseSchema
 from audit.tables import read_frame, write_frame, write_table
 
@@ -75,8 +75,14 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
         asked = prompts.join(chosen.select("prompt_id"), on="prompt_id", how="semi")
         responses = answer_prompts(cfg, asked, models, f"Rasch round {round_index}")
         answered.append(responses)
+        # A round's failures stop the run at its look, before the next round is bought: a look
+        # read without them would choose on a shrinking, non-random subset, and a rerun, whose
+        # retries may succeed, would choose differently (every answer so far is in the store).
+        check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
+                       f"Rasch round {round_index} requests")
         judged = judge_stage(cfg, asked, responses, with_gold=round_index == 0, tools=tools,
                              with_rule_check=False)
+        check_judge_failures(cfg, judged)
         if round_index == 0:
             gold = judged.gold
         table = outcome_table(asked, judged.labels, cfg.fit.attributes)
