@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import html
 import logging
-import re
 import sys
 import tempfile
 from dataclasses import dataclass, replace
@@ -28,7 +27,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
-from audit.cli.runs import CONFIG_ARTIFACT, _resolve_run_id, check_store
+from audit.cli.runs import CONFIG_ARTIFACT, run_source
 from audit.cli.verdict import CONFIG_PLACES, junit_xml, verdict_text, write_junit
 from audit.config import TrackingConfig
 from audit.errors import AuditError
@@ -58,7 +57,6 @@ OPTIONS = ("model_a", "model_b", "max_worsening", "worsening_prob", "output", "j
            "tune", "chains", "target_accept", "tracking_uri", "tracking", "judge_error")
 NO_GATE = (" (no max_worsening given: no contrast was gated, only the fit's convergence; pass "
            "max_worsening=DELTA to fail on a worsening)")
-RUN_ID = re.compile(r"[0-9a-fA-F]{1,32}")  # an MLflow run id or its prefix
 STORE_OPTION = "tracking_uri=URI"  # how this command takes the store, for audit.runs' hints
 DATA_FILES = {"prompts": ("data/prompts.parquet", "prompts.parquet"),
               "labels": ("data/labels.parquet", "labels.parquet"),
@@ -76,18 +74,11 @@ def _find(run_dir: Path, name: str) -> Path | None:
 def fetch_run(source: str, tracking_uri: str, experiment: str, scratch: Path) -> tuple[Path, str]:
     """A run directory for `source` and its name: the directory itself, or the MLflow run's
     logged tables in `scratch` and its full run id."""
-    if Path(source).is_dir():
-        return Path(source), str(Path(source).resolve())
-    if not RUN_ID.fullmatch(source):  # a mistyped folder, not "0 runs ... start with 'runs/a'"
-        raise AuditError(f"{source}: no such run directory (nor an MLflow run id, which is "
-                         "hexadecimal: python -m audit.runs lists them)")
     settings = TrackingConfig(tracking_uri=tracking_uri, experiment=experiment)
-    try:
-        check_store(settings, STORE_OPTION)  # else MLflow creates an empty store where none was
-        run_id = _resolve_run_id(settings, source, STORE_OPTION)
-    except LookupError as error:
-        raise AuditError(f"{source} is neither a run directory nor a run in the store: "
-                         f"{error.args[0] if error.args else error}") from None
+    found = run_source(source, settings, STORE_OPTION, source)
+    if isinstance(found, Path):
+        return found, str(found.resolve())
+    run_id = found
     folder = scratch / run_id
     for artifact, name in [*DATA_FILES.values(), (CONFIG_ARTIFACT, CONFIG_ARTIFACT)]:
         try:

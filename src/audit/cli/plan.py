@@ -32,8 +32,7 @@ from rich.progress import TaskID
 from rich.table import Table
 
 from audit.llm.backends import BackendError
-from audit.cli.compare import RUN_ID
-from audit.cli.runs import _resolve_run_id, check_store
+from audit.cli.runs import run_source
 from audit.config import CONF_DIR, TrackingConfig
 from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.config_errors import one_line_config_errors
@@ -132,20 +131,8 @@ def seconds_per_prompt(cfg: AuditConfig, prompts: pl.DataFrame, store: ResponseS
 
 def resolved_source(source: str, settings: TrackingConfig) -> str:
     """plan.from_run as pilot.run_files reads it: a run directory as given, else the full id of
-    the run it names in the store, found as audit.runs and audit.compare find it (the 8
-    characters audit.runs shows suffice). A store that does not exist is named, not created:
-    MLflow would create its database (and directory) on the first read."""
-    if Path(source).is_dir():
-        return source
-    if not RUN_ID.fullmatch(source):  # a mistyped folder, not "0 runs ... start with 'runs/a'"
-        raise AuditError(f"plan.from_run={source}: no such run directory (nor an MLflow run id, "
-                         "which is hexadecimal: python -m audit.runs lists them)")
-    try:
-        check_store(settings, STORE_OPTION)
-        return _resolve_run_id(settings, source, STORE_OPTION)
-    except LookupError as error:
-        raise AuditError(f"plan.from_run={source} is neither a run directory nor a run in the "
-                         f"store: {error.args[0] if error.args else error}") from None
+    the run it names in the store, found as audit.runs and audit.compare find it."""
+    return str(run_source(source, settings, STORE_OPTION, f"plan.from_run={source}"))
 
 
 def planning_components(cfg: AuditConfig) -> VarianceComponents | tuple[VarianceComponents, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -116,6 +117,27 @@ def _resolve_run_id(settings: TrackingConfig, run_id: str, option: str = STORE_O
         raise LookupError(f"{len(matches)} runs in experiment '{settings.experiment}' start with "
                           f"'{run_id}': give more characters of the run id")
     return matches[0]
+
+
+RUN_ID = re.compile(r"[0-9a-fA-F]{1,32}")  # an MLflow run id or its prefix
+
+
+def run_source(source: str, settings: TrackingConfig, option: str, what: str) -> Path | str:
+    """A run named on another command's line (`what`: how it names the argument, e.g.
+    `plan.from_run=ID`): a run directory as given, else the full id of the run the store holds
+    (the 8 characters audit.runs shows suffice). A store that does not exist is named, not
+    created (MLflow creates its database, and its directory, on the first read)."""
+    if Path(source).is_dir():
+        return Path(source)
+    if not RUN_ID.fullmatch(source):  # a mistyped folder, not "0 runs ... start with 'runs/a'"
+        raise AuditError(f"{what}: no such run directory (nor an MLflow run id, which is "
+                         "hexadecimal: python -m audit.runs lists them)")
+    try:
+        check_store(settings, option)
+        return _resolve_run_id(settings, source, option)
+    except LookupError as error:
+        raise AuditError(f"{what} is neither a run directory nor a run in the store: "
+                         f"{error.args[0] if error.args else error}") from None
 
 
 def reproduction_steps(run: dict[str, Any]) -> list[str]:
