@@ -357,6 +357,9 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
                              "labelled answers compare no two levels of fit.attributes (see the "
                              "warnings above): set fit.attributes to persona columns with at "
                              "least two levels that cross each other")
+        # Futility predicts the planned last look's alpha. A run its budget ends sooner decides
+        # at the alpha left (alpha_left), which is larger: predicting with the smaller one can
+        # only call a contrast dead that the end could decide (power, never error control).
         states = contrast_states(fit.contrasts, asked.height, reachable, rule.futility,
                                  text_floors(fit, fit.contrasts, pool), final_alpha=alphas[-1])
         left = reachable - asked.height
