@@ -58,6 +58,12 @@ def _compose(overrides: list[str]) -> AuditConfig:
      "judge.models.smollm2.sampling.top_p=0.0 must lie in (0, 1]"),
     (["personas.null_count=-2"], "personas.null_count=-2 must lie in [0, inf)"),
     (["design.replicates=0"], "design.replicates=0 must lie in [1, inf)"),
+    # The adaptive budgets were checked only at the respond stage, after the design stage ran.
+    (["design.adaptive=true", "design.futility=1.5"], "design.futility=1.5 must lie in [0, 1)"),
+    (["design.adaptive=true", "design.round_prompts=0"],
+     "design.round_prompts=0 must lie in [1, inf)"),
+    (["design.adaptive=true", "design.max_answer_minutes=0"],
+     "design.max_answer_minutes=0.0 must lie in (0, inf)"),
     (["plan.simulations=0"], "plan.simulations=0 must lie in [1, inf)"),
 ])
 def test_a_value_outside_its_range_is_one_line_naming_key_value_and_range(overrides, message):

@@ -171,17 +171,17 @@ class DesignConfig:
     # prompts from this design, each chosen by the last round's fit, stopping once every
     # headline contrast is decided, cannot be decided within the budget, or the budget is spent.
     adaptive: bool = False
-    max_prompts: int | None = None  # the budget; None: the whole design
+    max_prompts: int | None = within(None, 1)  # the budget; None: the whole design
     # A budget in estimated tokens, as the preflight estimates them (a prompt token per 4
     # characters, every answer at its max_tokens), turned into prompts at the design's average;
     # None: none.
-    max_tokens_budget: int | None = None
+    max_tokens_budget: int | None = within(None, 1)
     # A budget in answering time: the audited models' recorded latencies of the answers asked
     # (each as the response store first recorded it, summed per model over its concurrency, as
     # the preflight estimates time), not the clock, so a rerun served from the store stops at the
     # same look; None: none.
-    max_answer_minutes: float | None = None
-    round_prompts: int | None = None  # prompts a round; None: a quarter of the budget
+    max_answer_minutes: float | None = within(None, 0, open_low=True)
+    round_prompts: int | None = within(None, 1)  # prompts a round; None: a quarter of the budget
     # Stop when no open contrast is decidable within the budget with this probability. 0.2,
     # chosen under the group prior's sd of 2 on one seed and measured on eight others
     # (bench_adaptive, RESULTS.md "Adaptive audits"): a median half of the design at gaps of 0
@@ -189,7 +189,7 @@ class DesignConfig:
     # `different` rate, and agreement with its decisions 320 of 347 (0.92; with 99% of alpha for
     # the last look; futility judged from the first look) against 0.1's 188 of 195 (0.96, with
     # 95%); it costs up to 5 points of power at 4 logits (0.72 against 0.77).
-    futility: float = 0.2
+    futility: float = within(0.2, 0, 1, open_high=True)
     # Futility may stop a run only once this share of the budget is asked. The first round (a
     # quarter of the design, three answers a persona) predicts too little to give up on: there a
     # contrast's predicted chance of a decision ranked the simulated audits the fixed design went
@@ -198,7 +198,7 @@ class DesignConfig:
     # fixed design at gaps 0 to 1 from 75 to 79 of its 88 decisions (on eight seeds 110 to 115 of
     # 128), never lower on a seed, for 5 to 9 points of mean prompt share (RESULTS.md "Adaptive
     # audits"). 0: judge from the first look.
-    futility_from: float = 0.5
+    futility_from: float = within(0.5, 0, 1)
 
 
 @dataclass
