@@ -21,18 +21,12 @@ from audit.methods.rasch.judge.cascade import (
     JudgeTables,
     answer_table,
     check_rule_labels,
-    label_answers,
     label_responses,
     no_asks,
     self_judged_shares,
 )
 from audit.methods.rasch.judge.rule_check import rule_check_sample
-from audit.methods.rasch.judge.gold import (
-    GOLD_RESULT_COLUMNS,
-    gold_answers,
-    gold_results,
-    gold_sample,
-)
+from audit.methods.rasch.judge.gold import GOLD_RESULT_COLUMNS, gold_sample, label_gold
 from audit.methods.rasch.judge.llm import DECODINGS, SCORED_DECODINGS, check_token_budget
 from audit.methods.rasch.schemas import JUDGE_FAILED, GoldSchema
 from audit.schemas import ItemSchema
@@ -205,5 +199,5 @@ def label_gold_set(cfg: AuditConfig, judges: list[Judge], store: ResponseStore
                        cfg.judge.gold_per_category)
     items = read_table(data_file(cfg.judge.gold_items, "gold-set item bank", "judge.gold_items"),
                        ItemSchema, "gold-set item bank")
-    tables = label_answers(gold_answers(gold, items), cfg.judge, judges, store)
-    return gold_results(gold, tables.labels), tables.asks
+    results, tables = label_gold(gold, items, cfg.judge, judges, store)
+    return results, tables.asks

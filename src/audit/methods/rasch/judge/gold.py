@@ -17,7 +17,7 @@ from audit.config import JudgeConfig
 from audit.stats.intervals import jeffreys_interval
 from audit.methods.rasch.judge.agreement import cohen_kappa, confusion_matrix
 from audit.logs import track
-from audit.methods.rasch.judge.cascade import Judge, ProgressFn, label_answers
+from audit.methods.rasch.judge.cascade import Judge, JudgeTables, ProgressFn, label_answers
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 from audit.llm.store import ResponseStore
 
@@ -51,10 +51,11 @@ def gold_answers(gold: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
 
 def label_gold(gold: pl.DataFrame, items: pl.DataFrame, config: JudgeConfig, judges: list[Judge],
                store: ResponseStore, show_progress: ProgressFn = track
-               ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The cascade's label for every gold answer beside its true label, and the panel's votes."""
+               ) -> tuple[pl.DataFrame, JudgeTables]:
+    """The cascade's label for every gold answer beside its true label, and its tables (the
+    panel's votes, every question asked with its status)."""
     tables = label_answers(gold_answers(gold, items), config, judges, store, show_progress)
-    return gold_results(gold, tables.labels), tables.votes
+    return gold_results(gold, tables.labels), tables
 
 
 def gold_results(gold: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
