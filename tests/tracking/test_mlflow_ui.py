@@ -67,6 +67,9 @@ def test_the_printed_url_opens_the_runs_table_with_the_headline_columns(tmp_path
             # The runs table, not the GenAI overview: its header row and the run's row.
             page.get_by_role("columnheader", name="Run Name").first.wait_for(timeout=90_000)
             page.get_by_text("rasch vllm items=smoke").first.wait_for(timeout=30_000)
+            # The page header loads on its own request: on a loaded machine the table was there
+            # while the header was still a placeholder (CI, 2026-11-29), so wait for it too.
+            page.get_by_role("heading").first.wait_for(timeout=60_000)
             headers = page.locator("[role=columnheader]").all_inner_texts()
             heading = page.get_by_role("heading").all_inner_texts()
             landed = page.url
