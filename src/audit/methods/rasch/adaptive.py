@@ -56,6 +56,7 @@ from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.futility import contrast_states, nearest_open, text_floors
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.irt.balance import balanced_contrasts
+from audit.methods.rasch.irt.explanatory import level_names
 from audit.methods.rasch.irt.rasch import ATTRIBUTE_MODELS, RaschFit, SampleFunction
 from audit.methods.rasch.selection import KEY, choose_next, first_round
 
@@ -209,9 +210,8 @@ def check_contrastable(pool: pl.DataFrame, attributes, model: str = "population"
     other attributes (irt/balance.py). Found only after round 0's fit, either cost that round's
     requests."""
     named = [attribute for attribute in attributes if attribute in pool.columns]
-    levels = pool.select("respondent_id", "model_name", *[
-        pl.when(pl.col(a).cast(pl.String).str.strip_chars() == "").then(None)
-        .otherwise(pl.col(a).cast(pl.String)).alias(a) for a in named]).unique()
+    levels = pool.select("respondent_id", "model_name",
+                         *[level_names(a) for a in named]).unique()
     if not any(levels.get_column(a).drop_nulls().n_unique() >= 2 for a in named):
         raise AuditError(f"an adaptive design needs contrasts to decide, and fit.attributes="
                          f"{list(attributes)} names no persona column of the design with two "

@@ -144,7 +144,7 @@ def respondent_table(outcomes: pl.DataFrame, data: RaschData,
         raise AuditError(f"the explanatory model needs column(s) {', '.join(missing)} in the "
                          f"outcome table; set fit.attributes to columns the personas have")
     frame = outcomes.select("respondent", *needed).with_columns(
-        _level_names(attribute) for attribute in attributes).unique().sort("respondent")
+        level_names(attribute) for attribute in attributes).unique().sort("respondent")
     if frame.height != len(data.respondents):
         raise AuditError("a respondent has more than one model, persona kind or attribute level; "
                          "respondent ids must identify one (model, persona) pair")
@@ -153,7 +153,7 @@ def respondent_table(outcomes: pl.DataFrame, data: RaschData,
     return RespondentTable(frame=frame, attributes=kept)
 
 
-def _level_names(attribute: str) -> pl.Expr:
+def level_names(attribute: str) -> pl.Expr:
     """An attribute's levels as names: an integer age compared with a string level crashed the
     plain Rasch contrasts, and an empty (or blank) string is no level at all, not a level of its
     own."""
