@@ -65,6 +65,11 @@ def _compose(overrides: list[str]) -> AuditConfig:
     (["design.adaptive=true", "design.max_answer_minutes=0"],
      "design.max_answer_minutes=0.0 must lie in (0, inf)"),
     (["plan.simulations=0"], "plan.simulations=0 must lie in [1, inf)"),
+    # The lists of design sizes audit.plan tries: 0 replicates crashed in polars after the
+    # simulations, an empty list in polars.concat, a negative persona multiple ran simulations.
+    (["plan.replicates=[2,0]"], "plan.replicates=[2, 0]: 0 must lie in [1, inf)"),
+    (["plan.replicates=[]"], "plan.replicates=[] must name at least one value in [1, inf)"),
+    (["plan.persona_multiples=[-1]"], "plan.persona_multiples=[-1]: -1 must lie in [1, inf)"),
 ])
 def test_a_value_outside_its_range_is_one_line_naming_key_value_and_range(overrides, message):
     with pytest.raises(ConfigValueError) as raised:
@@ -76,6 +81,7 @@ def test_a_value_outside_its_range_is_one_line_naming_key_value_and_range(overri
     ["fit.rope=0"], ["fit.familywise_alpha=null"], ["engine.requests_per_minute=null"],
     ["engine.max_failed_share=1"], ["personas.null_count=0"], ["fit.judge_imputations=1000"],
     ["fit.second_outcome=undetermined"], ["engine.backoff_initial_s=0"],
+    ["plan.replicates=[1]"], ["plan.persona_multiples=[1,3]"],
 ])
 def test_values_at_the_edges_of_their_ranges_and_nulls_are_accepted(overrides):
     _compose(overrides)  # the check must not refuse what the docs allow

@@ -70,6 +70,13 @@ def within(default: Any, low: float = -math.inf, high: float = math.inf, *,
         "range": Range(low, high, open_low, open_high)})
 
 
+def each_within(default: Sequence[float], low: float = -math.inf, high: float = math.inf) -> Any:
+    """A dataclass list field with `default` whose entries must each lie in [low, high]; an
+    empty list is refused too (a list of design sizes to try must name at least one)."""
+    return dataclasses.field(default_factory=lambda: list(default), metadata={
+        "each_range": Range(low, high)})
+
+
 def one_of(default: str | None, choices: Sequence[str]) -> Any:
     """A dataclass field with `default` whose value must be one of `choices` (or null, when the
     field's type allows it)."""
@@ -86,6 +93,14 @@ def value_problem(key: str, value: Any, metadata: Mapping[str, Any]) -> str | No
     choices = metadata.get("choices")
     if choices is not None and value not in choices:
         return f"{key}={value} is not one of {', '.join(choices)}"
+    each = metadata.get("each_range")
+    if each is not None:
+        entries = list(value)
+        if not entries:
+            return f"{key}=[] must name at least one value in {each}"
+        outside = [entry for entry in entries if entry not in each]
+        if outside:
+            return f"{key}={entries}: {outside[0]} must lie in {each}"
     return None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from audit.config_ranges import one_of, within
+from audit.config_ranges import each_within, one_of, within
 
 # The valid values of FitConfig's named choices; the fit code reads them from here (irt/rasch.py
 # MODELS, irt/outcome.py OUTCOME_CODINGS, irt/probability.py RESPONSES, irt/engines.py ENGINES),
@@ -104,8 +104,8 @@ class PlanConfig:
     specificity: float = within(0.95, 0, 1)  # the judge's P(unfavourable | truly unfavourable)
     # Gold answers per true class behind those rates; 0: labels as truth.
     gold_per_class: int = within(25, 0)
-    replicates: list[int] = field(default_factory=lambda: [1, 2, 4])
-    persona_multiples: list[int] = field(default_factory=lambda: [1])
+    replicates: list[int] = each_within([1, 2, 4], 1)
+    persona_multiples: list[int] = each_within([1], 1)
     # Simulations per design option: until the power's 95% half-width is at most `precision`
     # (about 1,070 at a power near 0.5), at least min_simulations, at most simulations.
     precision: float = within(0.03, 0, open_low=True)
