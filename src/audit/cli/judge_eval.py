@@ -25,6 +25,7 @@ from audit.config_errors import one_line_config_errors
 from audit.data_files import data_file
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
+from audit.llm.engine import check_failures
 from audit.llm.store import ResponseStore
 from audit.logs import quiet_noisy_loggers
 from audit.methods.rasch.judge.gold import gold_figures, label_gold
@@ -49,10 +50,11 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
         modes["judge"] = (dataclasses.replace(cfg.judge, use_rules=False), judges)
         modes["cascade"] = (dataclasses.replace(cfg.judge, use_rules=True), judges)
     output_dir.mkdir(parents=True, exist_ok=True)
-    figures, artifacts = {}, []
+    figures, artifacts, asks = {}, [], {}
     with ResponseStore(cfg.paths.response_store) as store:
         for mode, (judge_config, panel) in modes.items():
-            results, _ = label_gold(gold, items, judge_config, panel, store)
+            results, tables = label_gold(gold, items, judge_config, panel, store)
+            asks[mode] = tables.asks
             figures[mode] = gold_figures(results)
             if failed := int(figures[mode].metrics["gold/judge_failed"]):
                 log.warning("%s: %d gold answers have no label because a judge request failed "
@@ -77,6 +79,12 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
             tracking.log_artifacts([*artifacts, ("", output_dir / "metrics.json")])
         log.info("MLflow run %s in experiment '%s'", run.run_id, cfg.tracking.experiment)
     log.info("tables are in %s", output_dir)
+    # As the score stage stops (check_judge_failures): figures over the gold answers a failed
+    # request left unlabelled would measure a different gold set, so they are written and logged
+    # for a look, and the command then fails unless engine.max_failed_share accepts the gaps.
+    for mode, mode_asks in asks.items():
+        check_failures(mode_asks, cfg.engine.max_failed_share, cfg.paths.response_store,
+                       f"judge requests on the gold set ({mode})")
     return metrics
 
 

@@ -259,3 +259,21 @@ def test_a_rounds_judge_failures_stop_an_adaptive_run_before_the_next_round(tmp_
         adaptive_run.respond_adaptively(cfg, prompts, tmp_path / "responses.parquet",
                                         tmp_path / "rounds.csv")
     assert rounds == [0]  # round 1 was never bought
+
+
+def test_judge_eval_fails_after_writing_its_figures_when_judge_requests_failed(
+        tmp_path, monkeypatch):
+    """audit.judge_eval only warned when gold answers lost their judge label to a failed request
+    and exited 0 with figures over a smaller gold set than it printed. Now it writes and logs the
+    figures, then stops as the score stage does (engine.max_failed_share)."""
+    from audit.cli.judge_eval import evaluate
+
+    cfg = _compose(tmp_path, "tracking.enabled=false")
+    judge = ServerJudge(cfg.judge.models["gpt4o_mini"])
+    _serve(monkeypatch, judge)
+    with pytest.raises(TooManyFailures, match=r"judge requests on the gold set \(judge\)"):
+        evaluate(cfg, tmp_path / "eval")
+    assert (tmp_path / "eval" / "metrics.json").exists()  # the figures are kept for a look
+    judge.down = False  # the server recovers: the same command succeeds
+    metrics = evaluate(cfg, tmp_path / "eval")
+    assert metrics["cascade"]["gold/judge_failed"] == 0.0
