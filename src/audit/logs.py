@@ -119,6 +119,37 @@ def quieted(*names: str) -> Iterator[None]:
             logger.setLevel(level)
 
 
+class RepeatFilter(logging.Filter):
+    """Passes each distinct message once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message in self.seen:
+            return False
+        self.seen.add(message)
+        return True
+
+
+@contextmanager
+def said_once(*names: str) -> Iterator[None]:
+    """Inside the block, each message of these loggers is logged once: an adaptive run reads the
+    same design at every look, and its warnings about that design (aliased attributes, contrasts
+    left out) would otherwise repeat once a look."""
+    repeats = RepeatFilter()
+    loggers = [logging.getLogger(name) for name in names]
+    for logger in loggers:
+        logger.addFilter(repeats)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(repeats)
+
+
 def configure_cli_logging() -> None:
     """For entry points Hydra does not configure (`audit.stages`, `audit.fit`, `audit.params`)."""
     handler = ConsoleLogHandler()

@@ -24,6 +24,7 @@ import polars as pl
 
 from audit.errors import AuditError
 from audit.llm.engine import answering_seconds, check_failures, concurrency_limits
+from audit.logs import said_once
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive import (
     AdaptiveRun,
@@ -34,7 +35,7 @@ from audit.methods.rasch.adaptive import (
 )
 from audit.methods.rasch.analyse import outcome_table
 from audit.methods.rasch.design import backends_for, models_for
-from audit.methods.rasch.irt import code_outcomes
+from audit.methods.rasch.irt import balance, code_outcomes
 from audit.methods.rasch.irt.judge_error import resolve_confusion
 from audit.methods.run import answer_prompts
 from audit.methods.rasch.score import check_judge_failures, empty_gold, judge_stage, judge_tools
@@ -60,6 +61,12 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
                          "fit=population (or rasch) without fit.second_outcome")
     # The settings run_adaptive would refuse after round 0 (or its fit) are checked before any
     # model or judge is loaded, so a wrong one costs no request.
+    with said_once(balance.__name__):
+        return _respond_adaptively(cfg, prompts, responses_path, rounds_path, on_round)
+
+
+def _respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: Path,
+                        rounds_path: Path, on_round) -> AdaptiveRun:
     rule = design_rule(cfg.design, cfg.fit.familywise_alpha, prompts.height,
                        pool_tokens(cfg, prompts))
     check_contrastable(prompts, cfg.fit.attributes, cfg.fit.model)
