@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
@@ -82,13 +81,6 @@ class ConsoleLogHandler(logging.Handler):
             console().print(message, markup=False, highlight=False, emoji=False, soft_wrap=True)
         except Exception:  # noqa: BLE001 - logging must never raise; report it the logging way
             self.handleError(record)
-
-
-def silence_library_warnings() -> None:
-    """ArviZ 0.23 prints a multi-line FutureWarning about its coming 1.x refactor once a day on
-    import; this project pins arviz 0.23 (Python 3.11), so it tells a user nothing."""
-    warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
-                            category=FutureWarning)
 
 
 def quiet_noisy_loggers() -> None:
