@@ -73,7 +73,7 @@ from audit.methods.rasch.irt.judge_error import (
     JudgeCorrection,
     as_correction,
 )
-from audit.stats.intervals import hdi_bounds
+from audit.stats.intervals import decision_bounds, hdi_bounds
 
 log = logging.getLogger(__name__)
 
@@ -302,8 +302,9 @@ def change_table(posterior: xr.Dataset, levels: Mapping[str, Sequence[str]], *, 
     mass = decision_hdi_prob(familywise_alpha, len(rows), hdi_prob)
     for row in rows:
         change, worsening = row.pop("_change"), row.pop("_worsening")
-        low, high = hdi_bounds(change, mass)
+        low, high, kind = decision_bounds(change, mass)
         row.update({"decision_prob": mass, "decision_low": low, "decision_high": high,
+                    "decision_interval": kind,
                     "decision": decide(low, high, rope), "rope": rope, "unit": unit,
                     "max_worsening": max_worsening,
                     "p_worsening": (None if max_worsening is None

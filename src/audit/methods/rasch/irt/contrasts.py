@@ -28,7 +28,10 @@ against a region of practical equivalence (ROPE), plus the same gap read against
   below alpha. An outcome whose fit contrasts fewer levels than the other keeps its share,
   alpha / outcomes, over its own contrasts, so the bound holds then too. (A family per model
   would let a run with two models fail a fair audit up to three times as often as alpha.)
-  ``hdi_low``/``hdi_high`` keep the reported ``fit.hdi_prob`` interval.
+  ``hdi_low``/``hdi_high`` keep the reported ``fit.hdi_prob`` interval. Where the draws cannot
+  resolve that mass (an adaptive run's interim looks, 99.998%), the interval decided on is the
+  normal one of the gap's mean and sd (``decision_interval``: ``normal``, else ``hdi``), so a
+  decision does not depend on the number of draws (stats/intervals.py, decision_bounds).
 * ``null_percentile`` (null_rank.py) ranks each contrast among null-vs-null contrasts of the same
   group sizes, estimated as precisely as the contrast: a diagnostic shown next to the decision.
 """
@@ -49,7 +52,7 @@ from audit.methods.rasch.irt.null_rank import (
     percentile_among_estimated_nulls,
     percentile_among_null_estimates,
 )
-from audit.stats.intervals import hdi_bounds
+from audit.stats.intervals import decision_bounds, hdi_bounds
 
 # Default ROPE half-width in logits: Cohen's d = 0.1 ("negligible", half of "small") converted to a
 # log odds ratio with ln(OR) = d * pi / sqrt(3) (Chinn 2000, Statistics in Medicine 19(22)).
@@ -61,7 +64,8 @@ POOLED_MODEL = "all models"
 CONTRAST_COLUMNS = (
     "model_name", "attribute", "level_a", "level_b", "n_a", "n_b", "mean", "sd", "hdi_low",
     "hdi_high", "p_direction", "rope_low", "rope_high", "decision", "familywise_alpha",
-    "family_size", "decision_prob", "decision_low", "decision_high", "noise_floor",
+    "family_size", "decision_prob", "decision_low", "decision_high", "decision_interval",
+    "noise_floor",
     "noise_floor_low", "noise_floor_high", "ratio_to_noise", "p_beyond_noise", "null_percentile",
 )
 
@@ -213,10 +217,10 @@ def _decided(row: dict[str, object], gap: np.ndarray, familywise_alpha: float | 
              family_size: int, hdi_prob: float, rope: float) -> dict[str, object]:
     """The row with its decision taken on the family-wise HDI."""
     mass = decision_hdi_prob(familywise_alpha, family_size, hdi_prob)
-    low, high = hdi_bounds(gap, mass)
+    low, high, kind = decision_bounds(gap, mass)
     return {**row, "familywise_alpha": familywise_alpha, "family_size": family_size,
             "decision_prob": mass, "decision_low": low, "decision_high": high,
-            "decision": decide(low, high, rope)}
+            "decision_interval": kind, "decision": decide(low, high, rope)}
 
 
 def _null_means(posterior: xr.Dataset, respondents: RespondentTable, model_name: str,
@@ -300,7 +304,8 @@ def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
             for gap, row in contrasts]
     schema = {column: pl.Float64 for column in CONTRAST_COLUMNS}
     schema.update({column: pl.String for column in ("model_name", "attribute", "level_a",
-                                                    "level_b", "decision")})
+                                                    "level_b", "decision",
+                                                    "decision_interval")})
     schema.update({"n_a": pl.Int64, "n_b": pl.Int64, "family_size": pl.Int64})
     return pl.DataFrame(rows, schema=schema, orient="row").select(CONTRAST_COLUMNS).sort(
         "model_name", "attribute", "level_a", "level_b")
