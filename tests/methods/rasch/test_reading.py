@@ -363,3 +363,20 @@ def test_the_runs_table_shows_what_varies_and_leaves_parents_out():
     buffer = io.StringIO()
     print_runs(frame, "runs", Console(file=buffer, width=250))
     assert "rasch-m [fit=rasch_seed]" in buffer.getvalue()  # brackets are not rich markup
+
+
+def test_an_interval_decided_as_normal_is_not_called_an_hdi():
+    """An adaptive run's interim look decides on the normal interval of the gap's mean and sd
+    (the draws cannot place a 99.998% HDI): the reading, the summary line and the verdict named
+    it an HDI, which a reviewer recomputing it with arviz.hdi could not reproduce."""
+    from audit.methods.rasch.verdict import decision_interval
+
+    interim = {**FAMILYWISE, "decision_prob": 1 - 0.0005 / 3 / 7,
+               "decision_interval_kind": "normal"}
+    assert "the family-wise 99.998% normal interval (-4.92 to +0.46" in \
+        contrast_sentence(interim, 0.94)
+    assert "decided on the 99.998% normal interval -4.92 to +0.46" in \
+        headlines(pl.DataFrame([interim]), "favourable", 0.94)[0].line()
+    assert decision_interval(interim)[0].startswith("99.998% normal interval (alpha 0.05")
+    assert decision_interval({**interim, "decision_interval_kind": "hdi"})[0].startswith(
+        "99.998% HDI")

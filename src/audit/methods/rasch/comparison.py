@@ -304,7 +304,7 @@ def change_table(posterior: xr.Dataset, levels: Mapping[str, Sequence[str]], *, 
         change, worsening = row.pop("_change"), row.pop("_worsening")
         low, high, kind = decision_bounds(change, mass)
         row.update({"decision_prob": mass, "decision_low": low, "decision_high": high,
-                    "decision_interval": kind,
+                    "decision_interval_kind": kind,
                     "decision": decide(low, high, rope), "rope": rope, "unit": unit,
                     "max_worsening": max_worsening,
                     "p_worsening": (None if max_worsening is None

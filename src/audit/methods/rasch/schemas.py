@@ -153,7 +153,7 @@ class ContrastSchema(pa.DataFrameModel):
     decision_prob: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
     decision_low: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
     decision_high: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
-    decision_interval: Optional[str] = pa.Field(  # noqa: UP045
+    decision_interval_kind: Optional[str] = pa.Field(  # noqa: UP045
         nullable=True, isin=["hdi", "normal"])  # stats.intervals.decision_bounds
     noise_floor: Optional[float] = pa.Field(nullable=True)  # noqa: UP045
     noise_floor_low: Optional[float] = pa.Field(nullable=True)  # noqa: UP045

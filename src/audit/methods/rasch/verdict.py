@@ -121,6 +121,12 @@ def decided_on(row: Mapping) -> tuple[float, float, float] | None:
     return None
 
 
+def interval_word(row: Mapping) -> str:
+    """What the interval decided on is: "HDI", or "normal interval" where the draws could not
+    place an HDI of that mass (stats.intervals.decision_bounds)."""
+    return "normal interval" if row.get("decision_interval_kind") == "normal" else "HDI"
+
+
 def family_interval(row: Mapping, hdi_prob: float) -> tuple[float, float, float] | None:
     """decided_on where that is not the reported HDI of mass ``hdi_prob`` (fit.familywise_alpha
     set), else None: a 94% HDI clear of zero can then sit under an `undecided` decision, and a
@@ -145,7 +151,7 @@ def decision_interval(row: dict) -> tuple[str, float, float]:
         family = (f"alpha {row['familywise_alpha']:g} over the run's {row['family_size']:.0f} "
                   "contrasts"
                   if finite(row.get("familywise_alpha")) else "no family-wise control")
-        return f"{percent(mass)} HDI ({family})", low, high
+        return f"{percent(mass)} {interval_word(row)} ({family})", low, high
     return "HDI (a run without family-wise decisions)", row["hdi_low"], row["hdi_high"]
 
 

@@ -30,7 +30,7 @@ against a region of practical equivalence (ROPE), plus the same gap read against
   would let a run with two models fail a fair audit up to three times as often as alpha.)
   ``hdi_low``/``hdi_high`` keep the reported ``fit.hdi_prob`` interval. Where the draws cannot
   resolve that mass (an adaptive run's interim looks, 99.998%), the interval decided on is the
-  normal one of the gap's mean and sd (``decision_interval``: ``normal``, else ``hdi``), so a
+  normal one of the gap's mean and sd (``decision_interval_kind``: ``normal``, else ``hdi``), so a
   decision does not depend on the number of draws (stats/intervals.py, decision_bounds).
 * ``null_percentile`` (null_rank.py) ranks each contrast among null-vs-null contrasts of the same
   group sizes, estimated as precisely as the contrast: a diagnostic shown next to the decision.
@@ -64,7 +64,7 @@ POOLED_MODEL = "all models"
 CONTRAST_COLUMNS = (
     "model_name", "attribute", "level_a", "level_b", "n_a", "n_b", "mean", "sd", "hdi_low",
     "hdi_high", "p_direction", "rope_low", "rope_high", "decision", "familywise_alpha",
-    "family_size", "decision_prob", "decision_low", "decision_high", "decision_interval",
+    "family_size", "decision_prob", "decision_low", "decision_high", "decision_interval_kind",
     "noise_floor",
     "noise_floor_low", "noise_floor_high", "ratio_to_noise", "p_beyond_noise", "null_percentile",
 )
@@ -220,7 +220,7 @@ def _decided(row: dict[str, object], gap: np.ndarray, familywise_alpha: float | 
     low, high, kind = decision_bounds(gap, mass)
     return {**row, "familywise_alpha": familywise_alpha, "family_size": family_size,
             "decision_prob": mass, "decision_low": low, "decision_high": high,
-            "decision_interval": kind, "decision": decide(low, high, rope)}
+            "decision_interval_kind": kind, "decision": decide(low, high, rope)}
 
 
 def _null_means(posterior: xr.Dataset, respondents: RespondentTable, model_name: str,
@@ -305,7 +305,7 @@ def level_contrasts(posterior: xr.Dataset, respondents: RespondentTable,
     schema = {column: pl.Float64 for column in CONTRAST_COLUMNS}
     schema.update({column: pl.String for column in ("model_name", "attribute", "level_a",
                                                     "level_b", "decision",
-                                                    "decision_interval")})
+                                                    "decision_interval_kind")})
     schema.update({"n_a": pl.Int64, "n_b": pl.Int64, "family_size": pl.Int64})
     return pl.DataFrame(rows, schema=schema, orient="row").select(CONTRAST_COLUMNS).sort(
         "model_name", "attribute", "level_a", "level_b")

@@ -25,6 +25,7 @@ from audit.methods.rasch.judge.rule_check import agreement_warnings
 from audit.methods.rasch.verdict import (
     CONTRASTS_FILE,
     family_interval,
+    interval_word,
     null_rank_words,
     read_rasch,
 )
@@ -60,7 +61,7 @@ def decision_detail(row: Mapping, hdi_prob: float) -> str:
         return ""
     mass, low, high = family
     rope = rope_words(row)
-    return (f"decided on the {percent(mass)} HDI {number(low)} to {number(high)}"
+    return (f"decided on the {percent(mass)} {interval_word(row)} {number(low)} to {number(high)}"
             + (f" against the {rope}" if rope else ""))
 
 

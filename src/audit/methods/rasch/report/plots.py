@@ -24,7 +24,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
 from audit.methods.checks import percent  # noqa: E402
-from audit.methods.rasch.verdict import family_interval  # noqa: E402
+from audit.methods.rasch.verdict import family_interval, interval_word  # noqa: E402
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE  # noqa: E402
 
 LABEL_COLOURS = {"favourable": "#2ca02c", "unfavourable": "#d62728",
@@ -60,7 +60,7 @@ def decision_forest(rows: list[dict], labels: list[str], hdi_prob: float, *, est
                   solid_capstyle="butt", alpha=0.6)
         family = family_interval(row, hdi_prob)
         if family is not None:
-            family_masses.add(percent(family[0]))
+            family_masses.add(f"{percent(family[0])} {interval_word(row)}")
             axis.plot([family[1], family[2]], [position, position], color=colour, lw=1.2)
         axis.plot(row[estimate], position, "o", color="white", markeredgecolor=colour)
     axis.set_yticks(range(len(rows)), list(reversed(labels)), fontsize=8)
@@ -69,8 +69,8 @@ def decision_forest(rows: list[dict], labels: list[str], hdi_prob: float, *, est
     axis.set_title(title)
     handles = [Line2D([], [], color="grey", lw=3.5, label=f"{percent(hdi_prob)} HDI")]
     if family_masses:  # one mass a family; families of other sizes are named together
-        mass = family_masses.pop() if len(family_masses) == 1 else "family-wise"
-        handles.append(Line2D([], [], color="grey", lw=1.2, label=f"decided on: {mass} HDI"))
+        mass = family_masses.pop() if len(family_masses) == 1 else "family-wise interval"
+        handles.append(Line2D([], [], color="grey", lw=1.2, label=f"decided on: {mass}"))
     handles += [Line2D([], [], color=colour, lw=3.5, label=decision)
                 for decision, colour in DECISION_COLOURS.items()]
     figure.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7,

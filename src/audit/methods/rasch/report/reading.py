@@ -15,7 +15,7 @@ from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.irt.outcome import code_outcomes
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
-from audit.methods.rasch.verdict import family_interval, null_rank_words
+from audit.methods.rasch.verdict import family_interval, interval_word, null_rank_words
 
 # A judge that gives one label to nearly every answer it reads is probably not reading them (the
 # embedded 135M judge does this); below this many judged answers the share says too little.
@@ -148,7 +148,7 @@ def _decision_reading(row: dict, hdi_prob: float) -> str:
     over = (f", over the run's {size:.0f} contrast{'' if size == 1 else 's'}" if finite(size)
             else "")
     interval = (f"the {percent(hdi_prob)} HDI" if family is None else
-                f"the family-wise {percent(family[0])} HDI ({family[1]:+.2f} to "
+                f"the family-wise {percent(family[0])} {interval_word(row)} ({family[1]:+.2f} to "
                 f"{family[2]:+.2f}{over})")
     rope = f"the region of practical equivalence [{row['rope_low']:+.2f}, {row['rope_high']:+.2f}]"
     if row["decision"] == "different":
