@@ -15,6 +15,8 @@ import polars as pl
 from audit.errors import AuditError
 
 PERSONA_KINDS: tuple[str, ...] = ("baseline", "explicit", "null", "name")
+# The persona columns a design carries into its prompts, and so the ones fit.attributes can name.
+PERSONA_ATTRIBUTES: tuple[str, ...] = ("gender", "race")
 RESPONSE_STATUSES: tuple[str, ...] = ("ok", "error")
 
 
@@ -53,6 +55,14 @@ class PersonaSchema(pa.DataFrameModel):
     class Config:
         strict = "filter"
         coerce = True
+
+
+class PersonaFileSchema(PersonaSchema):
+    """A user's explicit or name persona file (personas.explicit_file, personas.names_file). The
+    `kind` column may be left out: the generator that reads the file gives each row its own kind,
+    and refuses a row that names another one (audit.personas)."""
+
+    kind: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
 
 
 class PromptSchema(pa.DataFrameModel):

@@ -3,6 +3,7 @@ replicate (audit.design.expand_design), and the models a prompts table names."""
 
 from __future__ import annotations
 
+import pandera.polars as pa
 import polars as pl
 
 from audit.config import ModelConfig
@@ -13,22 +14,36 @@ from audit.items import select_items
 from audit.llm.backends import Backend, create_backend
 from audit.methods.configs import AuditConfig
 from audit.personas import PersonaSources, generate_personas
-from audit.schemas import ItemSchema, PersonaSchema
+from audit.schemas import ItemSchema, PersonaFileSchema
 from audit.tables import read_table
 
 # The design stage's table (the whole fixed design) and the respond stage's (the answers asked).
 PROMPTS, RESPONSES = "prompts.parquet", "responses.parquet"
 
 
+def users_file_fix(setting: str) -> str:
+    """The fix for an item bank or persona file that cannot be read: the user wrote it, so no
+    earlier stage will."""
+    return (f"save it as UTF-8 CSV with a header row, quote fields that contain commas (write it "
+            f"with a CSV library), or point {setting} at another file")
+
+
+def read_users_table(path: str, schema: type[pa.DataFrameModel], what: str,
+                     setting: str) -> pl.DataFrame:
+    """An item bank or persona file as written: every column read as text, so an id "001" stays
+    "001" (inferred as a number, it became "1", and items.item_ids=[001] was then unknown)."""
+    return read_table(data_file(path, what, setting), schema, what, users_file_fix(setting),
+                      as_text=True)
+
+
 def design_stage(cfg: AuditConfig) -> pl.DataFrame:
-    bank = read_table(data_file(cfg.items.bank, "item bank", "items.bank"), ItemSchema,
-                      "item bank")
+    bank = read_users_table(cfg.items.bank, ItemSchema, "item bank", "items.bank")
     items = select_items(bank, cfg.items)
-    explicit = (read_table(data_file(cfg.personas.explicit_file, "explicit personas",
-                                     "personas.explicit_file"), PersonaSchema, "explicit personas")
+    explicit = (read_users_table(cfg.personas.explicit_file, PersonaFileSchema,
+                                 "explicit personas", "personas.explicit_file")
                 if "explicit" in cfg.personas.generators else PersonaSources().explicit_profiles)
-    names = (read_table(data_file(cfg.personas.names_file, "name personas", "personas.names_file"),
-                        PersonaSchema, "name personas")
+    names = (read_users_table(cfg.personas.names_file, PersonaFileSchema, "name personas",
+                              "personas.names_file")
              if "name" in cfg.personas.generators else PersonaSources().name_profiles)
     personas = generate_personas(cfg.personas,
                                  PersonaSources(explicit_profiles=explicit, name_profiles=names),
