@@ -97,3 +97,20 @@ def test_a_pilot_that_asked_demographic_personas_is_refused() -> None:
     pilot = _pilot([("a_1", "a", "explicit", "favourable"), ("a_1", "a", "null", "favourable")])
     with pytest.raises(AuditError, match="baseline and null personas only"):
         pilot_informativeness(pilot)
+
+
+def test_a_bank_breaking_its_documented_rules_is_refused() -> None:
+    """Design review 2026-11-29, finding 11: data/README.md asks for exactly one {persona} slot
+    and two outcomes, but a second slot put the persona sentence in the prompt twice, equal
+    options were accepted, and a header-only bank read as an empty selection."""
+    hiring = BANK.filter(pl.col("domain") == "hiring").head(2)
+    twice = hiring.with_columns(pl.col("scenario") + " {persona}")
+    with pytest.raises(AuditError, match=r"2 item\(s\) have more than one \{persona\} slot "
+                                         r"\(first: hiring_01\)"):
+        select_items(twice, ItemsConfig())
+    same = hiring.with_columns(unfavourable_option=pl.col("favourable_option").str.to_lowercase())
+    with pytest.raises(AuditError, match="same favourable_option and unfavourable_option"):
+        select_items(same, ItemsConfig())
+    with pytest.raises(AuditError, match="has no items"):
+        select_items(hiring.clear(), ItemsConfig())
+    assert select_items(hiring, ItemsConfig()).height == 2

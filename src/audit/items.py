@@ -9,14 +9,36 @@ from audit.config import ItemsConfig
 from audit.schemas import ItemSchema, validate
 
 
+def check_bank(bank: pl.DataFrame, where: str) -> None:
+    """Refuse items that would be asked wrongly: a second `{persona}` slot put the persona
+    sentence into the prompt twice, and an item whose two options are the same word could never
+    be labelled one way rather than the other."""
+    twice = bank.filter(pl.col("scenario").str.count_matches(r"\{persona\}", literal=False) > 1)
+    if twice.height:
+        raise AuditError(f"{where}: {twice.height} item(s) have more than one {{persona}} slot "
+                         f"(first: {twice['item_id'][0]}): keep exactly one, where the persona "
+                         f"sentence belongs")
+    same = bank.filter(pl.col("favourable_option").str.strip_chars().str.to_lowercase()
+                       == pl.col("unfavourable_option").str.strip_chars().str.to_lowercase())
+    if same.height:
+        raise AuditError(f"{where}: {same.height} item(s) have the same favourable_option and "
+                         f"unfavourable_option (first: {same['item_id'][0]}, "
+                         f"{same['favourable_option'][0]!r}): give each outcome its own word")
+
+
 def select_items(bank: pl.DataFrame, config: ItemsConfig) -> pl.DataFrame:
     bank = validate(bank, ItemSchema, f"item bank {config.bank}")
+    if bank.is_empty():
+        raise AuditError(f"item bank {config.bank} has no items: add rows (data/README.md lists "
+                         f"the columns), or point items.bank at another bank")
+    check_bank(bank, f"item bank {config.bank}")
     selected = bank
     if config.domains:
         known = sorted(bank["domain"].unique().to_list())
         unknown = sorted(set(config.domains) - set(known))
         if unknown:
-            raise AuditError(f"unknown domains {unknown} in items.domains; valid: {', '.join(known)}")
+            raise AuditError(f"unknown domains {unknown} in items.domains; "
+                             f"valid: {', '.join(known)}")
         selected = selected.filter(pl.col("domain").is_in(config.domains))
     if config.item_ids:
         known_ids = set(selected["item_id"].to_list())
