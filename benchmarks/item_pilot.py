@@ -32,6 +32,7 @@ PILOT_SEED = 20261125  # not the default design's seed (20251123)
 PILOT_OVERRIDES = [
     "items=full", 'personas.generators=[baseline,"null"]', f"design.seed={PILOT_SEED}",
     "design.replicates=1", "judge=rules_only", "tracking=none",
+    "fit.attributes=[]",  # placebo personas hold no group to contrast (checked at the design)
 ]
 
 

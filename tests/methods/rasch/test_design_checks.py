@@ -1,8 +1,10 @@
 """Settings the design stage refuses before any prompt is sent: a judge (or audited model) whose
-API key variable is unset, and a second outcome coding that repeats the first."""
+API key variable is unset, a second outcome coding that repeats the first, and fit.attributes
+that the design's personas cannot contrast."""
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from hydra import compose, initialize_config_dir
 
@@ -10,6 +12,7 @@ from audit.__main__ import CONF_DIR
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.methods.rasch.analyse import check_outcomes
+from audit.methods.rasch.design import design_stage
 from audit.methods.rasch.score import check_api_keys
 
 register_configs()
@@ -51,3 +54,52 @@ def test_a_second_outcome_that_repeats_the_first_is_refused_at_design():
     with pytest.raises(AuditError, match="fit.second_outcome=favourable is fit.outcome already"):
         _design(cfg, None, None)  # type: ignore[arg-type]
     check_outcomes(_compose(["fit.second_outcome=undetermined"]))
+
+
+def test_attributes_the_design_lacks_are_refused_at_design(tmp_path):
+    """Design review 2026-11-29, finding 5: fit.attributes=[gender,race,age] passed the design
+    stage and was refused by the fit, after every prompt had been answered and judged."""
+    from audit.methods.rasch.method import StageFiles, _design
+
+    files = StageFiles(tmp_path)
+    cfg = _compose(["judge=rules_only", "fit.attributes=[gender,race,age]"])
+    with pytest.raises(AuditError, match=r"fit.attributes names \['age'\], which the prompts"):
+        _design(cfg, files, None)  # type: ignore[arg-type]
+    assert not files.prompts.exists()
+
+
+def test_a_design_with_no_two_levels_of_an_attribute_is_refused_at_design(tmp_path):
+    """Finding 5: a design of placebo personas (or a header-only persona file) with
+    fit.attributes=[gender,race] was found to contrast nothing only at the fit. The level test
+    is the adaptive design's (explanatory.two_level_attributes), so a blank level is none."""
+    from audit.methods.rasch.analyse import check_design_attributes
+    from audit.methods.rasch.method import StageFiles, _design
+
+    cfg = _compose(["judge=rules_only", 'personas.generators=[baseline,"null"]'])
+    with pytest.raises(AuditError, match=r"no attribute of fit.attributes=\['gender', 'race'\] "
+                                         r"has two levels .*\(gender: none; race: none\)"):
+        _design(cfg, StageFiles(tmp_path), None)  # type: ignore[arg-type]
+    prompts = design_stage(cfg)
+    check_design_attributes(prompts, [])  # a run that compares no groups (the item pilot)
+    one_race = design_stage(_compose(["personas.explicit_ids=[white_man,white_woman]"]))
+    with pytest.raises(AuditError, match=r"\(race: White\)"):
+        check_design_attributes(one_race, ["race"])
+    check_design_attributes(one_race, ["gender", "race"])  # gender has two levels: fitted
+
+
+def test_imported_answers_at_one_level_are_refused_at_design(tmp_path, monkeypatch):
+    """Finding 5 for ingest: answers from White women only ran design, respond and score (and
+    the judge) before the fit found no contrast. The refused prompts table is not left behind
+    for a later stage to read."""
+    from audit.methods.rasch.ingest.stages import with_imported_models
+    from audit.methods.rasch.method import StageFiles, _design_imported
+
+    monkeypatch.chdir(tmp_path)
+    pl.DataFrame({"model": "m1", "persona_id": "white_woman", "gender": "woman",
+                  "race": "White", "item": ["hiring_01", "hiring_02"],
+                  "decision": "favourable"}).write_csv(tmp_path / "answers.csv")
+    cfg = with_imported_models(_compose(["judge=rules_only", "ingest.input=answers.csv"]))
+    files = StageFiles(tmp_path)
+    with pytest.raises(AuditError, match="has two levels among the design's personas"):
+        _design_imported(cfg, files, None)  # type: ignore[arg-type]
+    assert not files.prompts.exists()

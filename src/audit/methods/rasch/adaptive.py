@@ -56,7 +56,7 @@ from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.futility import contrast_states, nearest_open, text_floors
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.irt.balance import balanced_contrasts
-from audit.methods.rasch.irt.explanatory import level_names
+from audit.methods.rasch.irt.explanatory import level_names, two_level_attributes
 from audit.methods.rasch.irt.rasch import ATTRIBUTE_MODELS, RaschFit, SampleFunction
 from audit.methods.rasch.selection import KEY, choose_next, first_round
 
@@ -209,16 +209,15 @@ def check_contrastable(pool: pl.DataFrame, attributes, model: str = "population"
     level effects (`model` not in ATTRIBUTE_MODELS) must find two levels sharing a cell of the
     other attributes (irt/balance.py). Found only after round 0's fit, either cost that round's
     requests."""
-    named = [attribute for attribute in attributes if attribute in pool.columns]
-    levels = pool.select("respondent_id", "model_name",
-                         *[level_names(a) for a in named]).unique()
-    if not any(levels.get_column(a).drop_nulls().n_unique() >= 2 for a in named):
+    if not two_level_attributes(pool, attributes):
         raise AuditError(f"an adaptive design needs contrasts to decide, and fit.attributes="
                          f"{list(attributes)} names no persona column of the design with two "
                          "levels: set fit.attributes to such columns (e.g. [gender,race])")
     if model in ATTRIBUTE_MODELS:
         return
-    frame = levels.rename({"respondent_id": "respondent"})
+    named = [attribute for attribute in attributes if attribute in pool.columns]
+    frame = pool.select(pl.col("respondent_id").alias("respondent"), "model_name",
+                        *[level_names(a) for a in named]).unique()
     if not any(balanced_contrasts(frame, tuple(named), name)[0]
                for name in frame.get_column("model_name").unique().to_list()):
         raise AuditError(f"fit={model} compares two levels only within a cell of the other "

@@ -17,12 +17,14 @@ from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.config import OUTCOMES, FitConfig
 from audit.methods.rasch.irt import RaschFit, code_outcomes, diagnose, fit_rasch
+from audit.methods.rasch.irt.explanatory import two_level_attributes
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.irt.judge_error import LABELS_AS_TRUTH, resolve_confusion
 from audit.methods.rasch.irt.probability import JUDGE_ERROR_NOTE
 from audit.methods.rasch.judge.gold import gold_figures
 from audit.methods.rasch.report.reading import run_no_signal
 from audit.methods.rasch.schemas import SummarySchema
+from audit.schemas import PERSONA_ATTRIBUTES
 from audit.tables import read_frame, read_table, write_frame
 
 log = logging.getLogger(__name__)
@@ -30,13 +32,36 @@ log = logging.getLogger(__name__)
 
 def outcome_table(prompts: pl.DataFrame, labels: pl.DataFrame, attributes: list[str]) -> pl.DataFrame:
     """Labels with the respondent, item and persona columns a fit and its contrasts read."""
-    missing = sorted(set(attributes) - set(prompts.columns))
-    if missing:
-        raise AuditError(f"fit.attributes names {missing}, which the prompts table lacks: use "
-                         f"persona columns such as gender, race")
+    check_attribute_columns(prompts, attributes)
     persona_columns = ["model_name", "persona_kind", *dict.fromkeys(attributes)]
     return labels.join(prompts.select("prompt_id", "respondent_id", "item_id", *persona_columns),
                        on="prompt_id", how="inner")
+
+
+def check_attribute_columns(prompts: pl.DataFrame, attributes: list[str]) -> None:
+    missing = sorted(set(attributes) - set(prompts.columns))
+    if missing:
+        raise AuditError(f"fit.attributes names {missing}, which the prompts table lacks (a "
+                         f"design carries the persona columns {', '.join(PERSONA_ATTRIBUTES)}; "
+                         f"a persona file's other columns are not read): use persona columns "
+                         f"such as gender, race")
+
+
+def check_design_attributes(prompts: pl.DataFrame, attributes: list[str]) -> None:
+    """At the design stage, before any prompt is sent: fit.attributes must name columns of the
+    design that its personas hold at two levels. Found at the fit, either cost every answer and
+    judgement. fit.attributes=[] asks for no contrast (a pilot on placebo personas) and passes."""
+    check_attribute_columns(prompts, attributes)
+    if attributes and not two_level_attributes(prompts, attributes):
+        held = {attribute: sorted(prompts.get_column(attribute).drop_nulls().unique().to_list())
+                for attribute in dict.fromkeys(attributes)}
+        levels = "; ".join(f"{attribute}: {', '.join(values) or 'none'}"
+                           for attribute, values in held.items())
+        raise AuditError(f"no attribute of fit.attributes={list(attributes)} has two levels "
+                         f"among the design's personas ({levels}), so the fit could contrast "
+                         f"nothing: add personas that differ in one (explicit or name personas in "
+                         f"personas.generators), or set fit.attributes=[] for a run that "
+                         f"compares no groups")
 
 
 def check_judge_error(cfg: AuditConfig) -> None:

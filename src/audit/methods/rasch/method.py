@@ -15,10 +15,12 @@ from pathlib import Path
 
 import polars as pl
 
+from audit.errors import AuditError
 from audit.llm.model_sources import check_model_files
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive_run import ROUNDS, look_alpha_of, respond_adaptively
 from audit.methods.rasch.analyse import (
+    check_design_attributes,
     check_judge_error,
     check_outcomes,
     fit_stage,
@@ -102,8 +104,9 @@ def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     check_api_keys(cfg)
     check_judge_error(cfg)
     check_outcomes(cfg)
-    check_model_files([*cfg.model.values(), *cfg.judge.models.values()])
     prompts = design_stage(cfg)
+    check_design_attributes(prompts, cfg.fit.attributes)  # before model files are fetched
+    check_model_files([*cfg.model.values(), *cfg.judge.models.values()])
     write_table(prompts, files.prompts, PromptSchema, "prompts")
     log.info("design: %d prompts (%d respondents x %d items x %d replicates)", prompts.height,
              prompts["respondent_id"].n_unique(), prompts["item_id"].n_unique(),
@@ -158,6 +161,12 @@ def _design_imported(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> No
     check_judge_backends(cfg)
     check_outcomes(cfg)
     imported.design(cfg, files.prompts)
+    try:
+        check_design_attributes(read_table(files.prompts, PromptSchema, "prompts"),
+                                cfg.fit.attributes)
+    except AuditError:
+        files.prompts.unlink()  # so that no later stage reads a design refused here
+        raise
 
 
 def _respond_imported(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:

@@ -161,6 +161,16 @@ def level_names(attribute: str) -> pl.Expr:
     return pl.when(level.str.strip_chars() == "").then(None).otherwise(level).alias(attribute)
 
 
+def two_level_attributes(prompts: pl.DataFrame, attributes) -> list[str]:
+    """The attributes the prompts' personas hold at two or more levels (a blank value is no
+    level): those a fit can contrast. Asked before any prompt is sent, by the adaptive design
+    (adaptive.check_contrastable) and the fixed one (analyse.check_design_attributes)."""
+    named = [attribute for attribute in dict.fromkeys(attributes) if attribute in prompts.columns]
+    levels = prompts.select(level_names(attribute) for attribute in named)
+    return [attribute for attribute in named
+            if levels.get_column(attribute).drop_nulls().n_unique() >= 2]
+
+
 def contrastable(frame: pl.DataFrame, attributes: tuple[str, ...]) -> tuple[str, ...]:
     """The attributes with labelled answers at two or more levels. A run can leave every answer
     of one level unlabelled (errors, refusals coded out); refusing the whole fit for that would
