@@ -106,6 +106,16 @@ def flat_entry(text: str) -> str | None:
             f"(`{parent[-1]}:` / `  NAME:` / `    {setting}: ...`)")
 
 
+def _null_generator_hint(cause: OmegaConfBaseException) -> str:
+    """Unquoted, the null persona generator's name is YAML's null (no value): the natural way to
+    type personas.generators=[baseline,explicit,null] fails on a None the user never wrote."""
+    if not str(cause.full_key).startswith("personas.generators") or "NoneType" not in str(cause):
+        return ""
+    return ("; quote the null generator's name, which unquoted means no value: "
+            "'personas.generators=[baseline,explicit,\"null\"]' (the single quotes keep the "
+            "shell from removing the double ones)")
+
+
 def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text)
 
@@ -142,7 +152,8 @@ def describe(error: BaseException, conf_dir: Path) -> str:
         return (f"unknown key '{full_key}'; valid keys under '{'.'.join(parent)}': "
                 f"{', '.join(options)}{_suggestion(key, options)}")
     if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
-        return f"invalid value for '{cause.full_key}': {_first_line(str(cause))}"
+        return (f"invalid value for '{cause.full_key}': {_first_line(str(cause))}"
+                f"{_null_generator_hint(cause)}")
     if str(error).startswith("Ambiguous value for argument"):
         override = str(error).split("'")[1] if "'" in str(error) else str(error)
         return (f"ambiguous override '{override}': add -m (--multirun) to sweep over the values, "

@@ -46,6 +46,11 @@ def _error_for(override: str) -> str:
     ("design.replicates=abc", "invalid value for 'design.replicates': Value 'abc' of type 'str' "
                               "could not be converted to Integer"),
     ("items=[a", "cannot parse an override"),
+    # Design review 2026-11-29, finding 11: the null generator typed unquoted is YAML's null,
+    # and the line did not say to quote it.
+    ("personas.generators=[baseline,explicit,null]",
+     "quote the null generator's name, which unquoted means no value: "
+     "'personas.generators=[baseline,explicit,\"null\"]'"),
     ("fit=rasch,rasch_seed", "add -m (--multirun) to sweep"),
 ])
 def test_each_kind_of_typo_is_one_line_naming_the_valid_options(override: str, expected: str):
