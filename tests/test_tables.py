@@ -16,6 +16,7 @@ from audit.errors import AuditError
 from audit.schemas import ItemSchema, PersonaSchema
 from audit.tables import (
     read_frame,
+    read_json_lines,
     read_table,
     required_columns,
     save_figure,
@@ -104,6 +105,21 @@ def test_read_frame_names_the_file_and_the_fix(tmp_path: Path):
     path.write_text("a,b\n1,2,3\n")  # more fields than the header names
     with pytest.raises(AuditError, match=r"^cannot read ids at .*; fix it"):
         read_frame(path, "ids", "fix it")
+
+
+def test_a_json_lines_file_that_is_not_utf8_is_one_line_naming_the_line(tmp_path: Path):
+    """Design review, defect 6: a cp1252 byte (0x92, a curly apostrophe) in a JSONL file escaped
+    read_json_lines as a UnicodeDecodeError traceback (exit 1) for every caller (JSONL and
+    lm-evaluation-harness answers); it is one line naming the line, the byte and the fix."""
+    path = tmp_path / "answers.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"item": "hiring_01"}\n\n'  # a BOM is read as UTF-8 is
+                     + '{"answer": "it\u2019s a HIRE"}\n'.encode("cp1252"))
+    with pytest.raises(AuditError, match=r"^cannot read answers file at .*answers\.jsonl: "
+                                         r"line 3 is not UTF-8 \(byte 0x92 in column 15\); "
+                                         r"save it as UTF-8$"):
+        read_json_lines(path, "answers file", "check ingest.input")
+    path.write_bytes(b'\xef\xbb\xbf{"item": "hiring_01"}\n\n{"answer": "fine"}\n')
+    assert read_json_lines(path, "answers file") == [{"item": "hiring_01"}, {"answer": "fine"}]
 
 
 def test_save_figure_writes_the_format_of_its_suffix_and_closes_the_figure(tmp_path: Path):

@@ -7,6 +7,7 @@ problem and the fix) and a crash never leaves a half-written file behind.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import secrets
@@ -46,14 +47,24 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
 
 
 def read_json_lines(path: Path, what: str, fix: str = NOT_WRITTEN) -> list[dict]:
-    """A JSON Lines file as its records (blank lines skipped), or one line naming the file, the
-    line that is not a JSON object and the fix."""
+    """A JSON Lines file as its records (blank lines skipped; a UTF-8 byte-order mark allowed),
+    or one line naming the file, the line that is not UTF-8 or not a JSON object, and the fix."""
     path = Path(path)
     if not path.is_file():
         raise AuditError(f"{what} not found at {path}: {fix}")
     records = []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
+    # Read as bytes and decoded line by line, so a byte that is not UTF-8 (a file saved as
+    # cp1252 or latin-1) is named by its line instead of escaping as a UnicodeDecodeError.
+    with path.open("rb") as raw_lines:
+        for number, raw in enumerate(raw_lines, start=1):
+            if number == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise AuditError(f"cannot read {what} at {path}: line {number} is not UTF-8 "
+                                 f"(byte 0x{raw[error.start]:02x} in column {error.start + 1}); "
+                                 f"save it as UTF-8") from None
             if not line.strip():
                 continue
             try:
