@@ -125,18 +125,40 @@ def read_table(path: Path, schema: type[pa.DataFrameModel], what: str, fix: str 
         raise AuditError(f"cannot read {what} at {path}: {first_line}; {fix}") from error
 
 
-def write_frame(frame: pl.DataFrame, path: Path) -> Path:
-    """Parquet or CSV by the file's suffix, atomically: a crash never leaves half a table."""
+def write_frame(frame: pl.DataFrame, path: Path, metadata: dict[str, str] | None = None) -> Path:
+    """Parquet or CSV by the file's suffix, atomically: a crash never leaves half a table.
+
+    `metadata`: key-value pairs stored in a parquet file's footer (read_metadata), facts about
+    the table as a whole that no column should repeat on every row; a CSV cannot hold them.
+    """
     path = Path(path)
-    return write_atomically(path, frame.write_parquet if path.suffix == ".parquet"
-                            else frame.write_csv)
+    if path.suffix != ".parquet":
+        if metadata:
+            raise ValueError(f"{path}: only a parquet table holds metadata")
+        return write_atomically(path, frame.write_csv)
+    return write_atomically(path, lambda partial: frame.write_parquet(partial, metadata=metadata))
 
 
 def write_table(frame: pl.DataFrame, path: Path, schema: type[pa.DataFrameModel],
-                what: str) -> Path:
-    """A table checked against its schema, then written atomically (parquet or CSV by suffix)."""
+                what: str, metadata: dict[str, str] | None = None) -> Path:
+    """A table checked against its schema, then written atomically (parquet or CSV by suffix),
+    with `metadata` in a parquet file's footer (write_frame)."""
     validate(frame, schema, what)
-    return write_frame(frame, path)
+    return write_frame(frame, path, metadata)
+
+
+def read_metadata(path: Path, what: str, fix: str = NOT_WRITTEN) -> dict[str, str]:
+    """The key-value metadata write_table stored in a parquet table (empty when it stored none),
+    or one line naming the file, the problem and the fix."""
+    path = Path(path)
+    if not path.is_file():
+        raise AuditError(f"{what} not found at {path}: {fix}")
+    try:
+        return pl.read_parquet_metadata(path)
+    except (pl.exceptions.PolarsError, OSError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() \
+            else type(error).__name__
+        raise AuditError(f"cannot read {what} at {path}: {first_line}; {fix}") from error
 
 
 def write_atomically(path: Path, write: Callable[[Path], object]) -> Path:

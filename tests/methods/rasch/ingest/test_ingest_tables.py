@@ -3,6 +3,7 @@ resolved, decisions mapped, and each unreadable table refused with the column na
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import replace
@@ -321,3 +322,78 @@ def test_answers_the_stages_would_refuse_are_refused_before_the_run(tmp_path, ro
                                                           "decision_items.csv")))
     with pytest.raises(AuditError, match=message):
         with_imported_models(cfg)
+
+
+def _config(answers: Path) -> AuditConfig:
+    defaults = AuditConfig()
+    return replace(defaults, ingest=replace(defaults.ingest, input=str(answers)),
+                   items=replace(defaults.items, bank=str(ROOT / "data" / "items" /
+                                                          "decision_items.csv")))
+
+
+def _decided_rows() -> list[dict]:
+    """Four respondents x three items, each with a decision that differs from its neighbour's."""
+    rows = []
+    for number, (race, gender) in enumerate([(r, g) for r in ("Black", "White")
+                                             for g in ("woman", "man")]):
+        for step, item in enumerate(("hiring_01", "hiring_02", "hiring_03")):
+            rows.append({"model": "m", "race": race, "gender": gender, "item": item,
+                         "decision": "HIRE" if (number + step) % 2 else "REJECT"})
+    return rows
+
+
+def _label_by_answer(prompts: pl.DataFrame, labels: pl.DataFrame) -> dict[tuple, str]:
+    return {(row["persona_id"], row["item_id"]): row["label"] for row in
+            labels.join(prompts, on="prompt_id").iter_rows(named=True)}
+
+
+def test_imported_decisions_label_their_own_prompts_in_any_order(tmp_path):
+    """Design review, defect 3: decided_labels paired the answers with the prompts table by row
+    position, so prompts in another order than the answers (as when the score stage re-reads a
+    re-ordered file) got other prompts' decisions. They are joined on the prompt id."""
+    answers, prompts, _, labels = _tables(_csv(tmp_path, _decided_rows()),
+                                          _bank("decision_items.csv"))
+    expected = {(f"{row['race']}_{row['gender']}".lower(), row["item"]):
+                "favourable" if row["decision"] == "HIRE" else "unfavourable"
+                for row in _decided_rows()}
+    assert _label_by_answer(prompts, labels) == expected
+    reordered = prompts.reverse()
+    assert _label_by_answer(reordered, decided_labels(answers, reordered)) == expected
+    with pytest.raises(AuditError, match=r"answers no longer match the prompts table .*1 "
+                                         r"answer\(s\) have no prompt there.*rerun from the "
+                                         r"design stage") as error:
+        decided_labels(answers, prompts.slice(1))
+    assert "\n" not in str(error.value)
+
+
+def test_an_answers_file_changed_between_stages_is_refused_and_the_design_digest_reported(
+        tmp_path):
+    """Design review, defect 3: the answers file replaced by the same rows in another order after
+    the respond stage; the score stage labelled 190 of 408 prompts with other prompts' decisions
+    (exit 0), and the report named the new file's sha256. Now the design and respond stages
+    record the digest of the file they read, and score and report refuse a changed file."""
+    from audit.methods.rasch.ingest import stages
+
+    rows = _decided_rows()
+    answers = _csv(tmp_path, rows)
+    design_digest = hashlib.sha256(answers.read_bytes()).hexdigest()
+    cfg = _config(answers)
+    run = {name: tmp_path / f"{name}.parquet" for name in
+           ("prompts", "responses", "labels", "votes", "gold")}
+    stages.design(cfg, run["prompts"])
+    stages.respond(cfg, run["responses"])
+    _csv(tmp_path, rows[::-1])  # the same rows in another order, over the same path
+    with pytest.raises(AuditError, match=rf"answers file .*answers\.csv changed since the design "
+                                         rf"stage read it \(sha256 {design_digest[:12]} -> "
+                                         rf"[0-9a-f]{{12}}\): rerun from the design stage"):
+        stages.score(cfg, *run.values())
+    with pytest.raises(AuditError, match="changed since the design stage"):
+        stages.source_tags(cfg, run["prompts"], run["responses"])
+    assert not run["labels"].exists()
+    _csv(tmp_path, rows)  # the file the design read, back again
+    stages.score(cfg, *run.values())
+    tags = stages.source_tags(cfg, run["prompts"], run["responses"])
+    assert tags["answers.sha256"] == design_digest
+    prompts = pl.read_parquet(run["prompts"])
+    assert _label_by_answer(prompts, pl.read_parquet(run["labels"])) == _label_by_answer(
+        *_tables(answers, _bank("decision_items.csv"))[1::2])

@@ -34,11 +34,15 @@ from audit.methods.rasch.ingest.tables import (
 from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchema
 from audit.methods.rasch.score import check_judge_failures, empty_gold, judge_stage
 from audit.schemas import ItemSchema, PersonaSchema, PromptSchema, ResponseSchema
-from audit.tables import read_table, write_table
+from audit.tables import read_metadata, read_table, write_table
 
 log = logging.getLogger(__name__)
 
 IMPORTED_BACKEND = "imported"
+# The key under which the design and respond stages record, in their tables' parquet metadata,
+# the sha256 of the answers file they read: the score and report stages re-read the file and
+# check it is the same one (check_answers_unchanged).
+ANSWERS_DIGEST = "answers.sha256"
 
 
 def answers_path(cfg: AuditConfig) -> Path:
@@ -72,21 +76,49 @@ def with_imported_models(cfg: AuditConfig) -> AuditConfig:
                                for name in models})
 
 
-def source_tags(cfg: AuditConfig) -> dict[str, str]:
-    """Where an imported run's answers came from: the MLflow tags and the report's provenance."""
+def answers_digest(cfg: AuditConfig) -> str:
+    return file_digest(answers_path(cfg).read_bytes())
+
+
+def check_answers_unchanged(cfg: AuditConfig, prompts_path: Path, responses_path: Path) -> str:
+    """The sha256 of the answers file the design stage read, after checking that the respond
+    stage read the same file and that it is unchanged now; one line naming the change and the
+    fix. The score stage re-reads the file for its decisions, so a file edited, re-exported or
+    re-ordered between stages (`python -m audit.stages`) would otherwise label the design's
+    prompts with other answers, and the report would name the new file's digest."""
+    current = answers_digest(cfg)
+    for path, what, stage in ((prompts_path, "prompts", "design"),
+                              (responses_path, "responses", "respond")):
+        recorded = read_metadata(path, what).get(ANSWERS_DIGEST)
+        if recorded is None:
+            raise AuditError(f"the {what} table at {path} records no answers file (written "
+                             f"without ingest.input, or by an earlier version): rerun from the "
+                             f"design stage")
+        if recorded != current:
+            raise AuditError(f"the answers file {cfg.ingest.input} changed since the {stage} "
+                             f"stage read it (sha256 {recorded[:12]} -> {current[:12]}): rerun "
+                             f"from the design stage")
+    return current
+
+
+def source_tags(cfg: AuditConfig, prompts_path: Path, responses_path: Path) -> dict[str, str]:
+    """Where an imported run's answers came from, the file the design stage read (checked
+    unchanged since): the MLflow tags and the report's provenance."""
     if not cfg.ingest.input:
         return {}
     path = answers_path(cfg)
-    return {"answers.source": str(path), "answers.sha256": file_digest(path.read_bytes()),
+    return {"answers.source": str(path),
+            "answers.sha256": check_answers_unchanged(cfg, prompts_path, responses_path),
             "answers.format": file_format(path, cfg.ingest.format)}
 
 
-def source_caveat(cfg: AuditConfig, prompts: pl.DataFrame) -> list[str]:
-    """What the report cannot know about answers it did not generate (docs/ingest.md)."""
+def source_caveat(cfg: AuditConfig, prompts: pl.DataFrame, tags: dict[str, str]) -> list[str]:
+    """What the report cannot know about answers it did not generate (docs/ingest.md); `tags`
+    are source_tags'."""
     if not cfg.ingest.input:
         return []
     repeated = int(prompts["replicate"].max() or 0) > 0
-    digest = source_tags(cfg)["answers.sha256"]
+    digest = tags["answers.sha256"]
     return [f"The answers were imported from {cfg.ingest.input} (sha256 {digest[:12]}), not "
             f"generated here: their "
             f"sampling settings (temperature, seed, system prompt) are unknown to this report"
@@ -95,27 +127,30 @@ def source_caveat(cfg: AuditConfig, prompts: pl.DataFrame) -> list[str]:
 
 
 def design(cfg: AuditConfig, prompts_path: Path) -> None:
+    digest = answers_digest(cfg)
     answers = imported_answers(cfg)
     prompts = prompts_table(answers, read_table(data_file(cfg.items.bank, "item bank",
                                                           "items.bank"), ItemSchema, "item bank"))
-    write_table(prompts, prompts_path, PromptSchema, "prompts")
+    write_table(prompts, prompts_path, PromptSchema, "prompts", {ANSWERS_DIGEST: digest})
     log.info("ingest: %d answers from %s (%d respondents x %d items)", prompts.height,
              cfg.ingest.input, prompts["respondent_id"].n_unique(), prompts["item_id"].n_unique())
 
 
 def respond(cfg: AuditConfig, responses_path: Path) -> None:
+    digest = answers_digest(cfg)
     responses = responses_table(imported_answers(cfg))
     failed = responses.filter(pl.col("status") == "error").height
     if failed:
         log.warning("ingest: %d rows have no answer and no decision: they are kept as error rows "
                     "and enter no fit", failed)
-    write_table(responses, responses_path, ResponseSchema, "responses")
+    write_table(responses, responses_path, ResponseSchema, "responses", {ANSWERS_DIGEST: digest})
 
 
 def score(cfg: AuditConfig, prompts_path: Path, responses_path: Path, labels_path: Path,
           votes_path: Path, gold_path: Path) -> None:
     """Imported decisions as labels; answer texts through the configured judge (and the judge on
     its gold set, as in a generated audit); nothing to judge, no gold-set evaluation."""
+    check_answers_unchanged(cfg, prompts_path, responses_path)
     prompts = read_table(prompts_path, PromptSchema, "prompts")
     responses = read_table(responses_path, ResponseSchema, "responses")
     decided = decided_labels(imported_answers(cfg), prompts)

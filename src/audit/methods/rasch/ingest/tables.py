@@ -198,23 +198,47 @@ def _option_probability(logprobs: dict[str, float], favourable: str,
     return (mass["favourable"] / total, min(total, 1.0)) if total > 0 else None
 
 
+def check_same_prompts(answers: pl.DataFrame, prompts: pl.DataFrame) -> None:
+    """The answers as read now give the prompts the design stage wrote, no more and no fewer; one
+    line naming the first difference and the fix. (The answers file's digest is checked before
+    this, stages.check_answers_unchanged; a changed item bank or persona table changes the ids
+    too.)"""
+    answered, asked = set(answers["prompt_id"].to_list()), set(prompts["prompt_id"].to_list())
+    if answered == asked:
+        return
+    unasked = answers.filter(~pl.col("prompt_id").is_in(list(asked)))
+    first = (f"first answer without one: {unasked['model'][0]}, {unasked['persona_id'][0]}, "
+             f"{unasked['item_id'][0]}, replicate {unasked['replicate'][0]}" if unasked.height
+             else f"first prompt without one: {sorted(asked - answered)[0]}")
+    raise AuditError(f"the answers no longer match the prompts table the design stage wrote "
+                     f"({len(answered - asked)} answer(s) have no prompt there, "
+                     f"{len(asked - answered)} prompt(s) no answer; {first}): the answers file, "
+                     f"items.bank or ingest.personas_file changed since; rerun from the design "
+                     f"stage")
+
+
 def decided_labels(answers: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
     """Labels of the rows that came with a decision, option log-probabilities or P(favourable)
     (the rest go to the judge); a decision beside a `p_favourable` keeps both. An unreadable
     decision is refused with the column named."""
+    check_same_prompts(answers, prompts)
     rows = []
     options = prompts.select("prompt_id", "item_id", "favourable_option", "unfavourable_option")
-    for answer, prompt in zip(answers.sort("row").iter_rows(named=True),
-                              options.iter_rows(named=True)):
-        favourable, unfavourable = prompt["favourable_option"], prompt["unfavourable_option"]
+    # Joined on the prompt id, never paired by position: the score stage re-reads the answers
+    # file, and a file whose rows came back in another order would label each prompt with
+    # another prompt's answer.
+    paired = answers.select("row", "prompt_id", "decision", "option_logprobs",
+                            "p_favourable").join(options, on="prompt_id").sort("row")
+    for answer in paired.iter_rows(named=True):
+        favourable, unfavourable = answer["favourable_option"], answer["unfavourable_option"]
         if answer["decision"] is not None:
             label = _decided_label(answer["decision"], favourable, unfavourable)
             if label is None:
                 raise AuditError(
                     f"column 'decision' of the answers holds {answer['decision']!r} for item "
-                    f"{prompt['item_id']}: use favourable, unfavourable, needs_more_information, "
+                    f"{answer['item_id']}: use favourable, unfavourable, needs_more_information, "
                     f"refusal or the item's options ({favourable}/{unfavourable})")
-            rows.append({"prompt_id": prompt["prompt_id"], "label": label,
+            rows.append({"prompt_id": answer["prompt_id"], "label": label,
                          "label_source": "imported", "rationale": "decision imported",
                          "agreement": None, "p_favourable": answer["p_favourable"],
                          "decision_mass": None})
@@ -224,10 +248,10 @@ def decided_labels(answers: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame
             if scored is None:
                 raise AuditError(
                     f"column 'option_logprobs' of the answers scores neither option of item "
-                    f"{prompt['item_id']} ({favourable}/{unfavourable}): import the scores of "
+                    f"{answer['item_id']} ({favourable}/{unfavourable}): import the scores of "
                     f"the item's own options")
             p_favourable, mass = scored
-            rows.append({"prompt_id": prompt["prompt_id"],
+            rows.append({"prompt_id": answer["prompt_id"],
                          "label": "favourable" if p_favourable > 0.5 else "unfavourable",
                          "label_source": "logprob",
                          "rationale": f"imported option log-probabilities: P({favourable}) "
@@ -235,7 +259,7 @@ def decided_labels(answers: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame
                          "agreement": None, "p_favourable": p_favourable, "decision_mass": mass})
         elif answer["p_favourable"] is not None:  # a probability alone: its likelier option
             p_favourable = answer["p_favourable"]
-            rows.append({"prompt_id": prompt["prompt_id"],
+            rows.append({"prompt_id": answer["prompt_id"],
                          "label": "favourable" if p_favourable > 0.5 else "unfavourable",
                          "label_source": "imported",
                          "rationale": f"imported P({favourable}) {p_favourable:.3f}",

@@ -120,6 +120,9 @@ def identity_tags(identities: dict[str, dict[str, str]]) -> dict[str, str]:
 def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
             labels: pl.DataFrame, fit: RaschFit, files, timings: dict[str, float],
             started_at: float | None = None) -> dict:
+    # First: an answers file changed since the design stage read it is refused before anything
+    # is written, and the report names the digest of the file the design read.
+    source = source_tags(cfg, files.prompts, files.responses)
     report_dir: Path = files.report
     report_dir.mkdir(parents=True, exist_ok=True)
     respondents = prompts.select(RESPONDENT_COLUMNS).unique().sort("respondent_id")
@@ -205,7 +208,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
 
     identities = model_identities(cfg)
     own_tags = {"converged": str(fit.converged).lower(), **identity_tags(identities),
-                **source_tags(cfg), **({"adaptive.stop": adaptive.stop} if adaptive else {})}
+                **source, **({"adaptive.stop": adaptive.stop} if adaptive else {})}
     tags = run_tags(cfg, flat_config(cfg), own_tags)
     inputs = ReportInputs(
         cfg=cfg, prompts=prompts, responses=responses, labels=labels, thetas=thetas,
@@ -221,7 +224,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                           if key.startswith("model.")},
         reading=plain_language_reading(contrasts, thetas, cfg.fit.hdi_prob, no_signal),
         no_signal=no_signal,
-        caveats=[*source_caveat(cfg, prompts), *response_caveat(cfg.fit.response),
+        caveats=[*source_caveat(cfg, prompts, source), *response_caveat(cfg.fit.response),
                  *caveats(labels, prompts, judge, fit.converged, int(metrics["n_failed"]))],
         warnings=warnings, provenance=tags,
         adaptive=adaptive.summary if adaptive is not None else None)
