@@ -95,7 +95,7 @@ def test_csv_decisions_in_any_spelling_and_answer_text(tmp_path):
         {"model": "m", "gender": "man", "race": "White", "item": "hiring_02",
          "decision": "needs more information", "answer": None},
         {"model": "m", "gender": None, "race": None, "item": "hiring_02", "decision": None,
-         "answer": "HIRE. Four years of Python."},
+         "answer": "HIRE. Four years of Python.", "persona_kind": "baseline"},
     ])
     answers, prompts, responses, labels = _tables(path, _bank("decision_items.csv"))
     assert labels["label"].to_list() == ["favourable", "unfavourable", "needs_more_information"]
@@ -397,3 +397,69 @@ def test_an_answers_file_changed_between_stages_is_refused_and_the_design_digest
     prompts = pl.read_parquet(run["prompts"])
     assert _label_by_answer(prompts, pl.read_parquet(run["labels"])) == _label_by_answer(
         *_tables(answers, _bank("decision_items.csv"))[1::2])
+
+
+def _persona_table(rows: list[tuple]) -> pl.DataFrame:
+    return validate(pl.DataFrame(rows, orient="row", schema=["persona_id", "kind", "descriptor",
+                                                             "gender", "race"]),
+                    PersonaSchema, "personas")
+
+
+@pytest.mark.parametrize("attributes", [(None, None), ("", " ")])
+def test_a_persona_table_row_without_attributes_is_refused(tmp_path, attributes):
+    """Design review, defect 4: an explicit row of ingest.personas_file with empty gender and
+    race (or a short row) was joined in without attributes: its answers entered no contrast."""
+    personas = _persona_table([("black_woman", "explicit", "a Black woman", *attributes),
+                               ("white_man", "explicit", "a White man", "man", "White")])
+    rows = [{"model": "m", "persona_id": persona, "item": "hiring_01", "decision": "HIRE"}
+            for persona in ("black_woman", "white_man")]
+    with pytest.raises(AuditError, match=r"ingest.personas_file has 1 explicit or name "
+                                         r"persona\(s\) that state neither gender nor race "
+                                         r"\(first: 'black_woman'\): fill them in, or mark the "
+                                         r"row kind=baseline") as error:
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"), personas)
+    assert "\n" not in str(error.value)
+
+
+def test_answer_rows_with_blank_persona_cells_are_the_baseline_only_when_marked(tmp_path):
+    """Design review, defect 4: rows whose persona_id, gender and race cells were all blank
+    were read as the baseline, so a file that lost its Black women's cells fitted their answers
+    as baseline answers. They are refused unless persona_kind says baseline."""
+    rows = [{"model": "m", "persona_id": None, "gender": gender, "race": race,
+             "item": item, "decision": "HIRE", "persona_kind": None}
+            for gender, race in (("man", "White"), (None, None), ("", "  "))
+            for item in ("hiring_01", "hiring_02")]
+    with pytest.raises(AuditError, match=r"^4 answer row\(s\) name no persona: 'persona_id', "
+                                         r"'gender' and 'race' are all empty there \(first: row "
+                                         r"3, item hiring_01\): .*persona_kind=baseline") as error:
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+    assert "\n" not in str(error.value)
+    for row in rows[2:]:
+        row["persona_kind"] = "baseline"
+    _, prompts, _, _ = _tables(_csv(tmp_path, rows, "b.csv"), _bank("decision_items.csv"))
+    assert prompts["persona_id"].to_list() == ["white_man"] * 2 + ["baseline"] * 4
+
+
+@pytest.mark.parametrize(("changed", "message"), [
+    ({"gender": "man"}, r"column 'gender' of the answers gives persona 'black_woman' 2 values "
+                        r"\('woman', 'man'; first at row 1, item hiring_01, then row 3, item "
+                        r"hiring_03\): one persona has one gender"),
+    ({"persona_id": None, "race": "black"},  # its id made from its attributes: black_woman
+     r"column 'race' .* persona 'black_woman' 2 values \('Black', 'black'; .*row 3"),
+    ({"race": None}, r"column 'race' .* persona 'black_woman' 2 values \('Black', empty;"),
+    ({"persona_kind": "name"}, r"column 'persona_kind' .* 2 values \('explicit', 'name';"),
+])
+def test_one_persona_with_two_values_of_an_attribute_is_refused_at_import(tmp_path, changed,
+                                                                          message):
+    """Design review, defect 7: one persona_id with two genders (or races, or kinds) passed the
+    import, and the fit stopped after every answer was judged with a line naming neither the
+    persona nor the column. Refused while the answers are read."""
+    rows = [{"model": "m", "persona_id": "black_woman", "gender": "woman", "race": "Black",
+             "persona_kind": "explicit", "item": item, "decision": "HIRE"}
+            for item in ("hiring_01", "hiring_02", "hiring_03")]
+    rows.append({**rows[0], "persona_id": "white_man", "gender": "man", "race": "White"})
+    rows[2] |= changed
+    with pytest.raises(AuditError, match=message) as error:
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+    assert "\n" not in str(error.value)
+

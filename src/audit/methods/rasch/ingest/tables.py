@@ -47,14 +47,30 @@ def resolve_items(answers: pl.DataFrame, bank: pl.DataFrame, bank_name: str) -> 
     return answers.with_columns(pl.col("item").replace_strict(ids).alias("item_id"))
 
 
+PERSONA_COLUMNS = ("persona_id", "persona_kind", "gender", "race")
+# What one persona is in every row it answers: its attribute levels and its kind.
+PERSONA_FACTS = ("gender", "race", "persona_kind")
+
+
+def blank_as_null(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame:
+    """An empty or all-space cell as missing: not a level, a persona id or a kind."""
+    return frame.with_columns([pl.when(pl.col(column).str.strip_chars() == "").then(None)
+                               .otherwise(pl.col(column)).alias(column) for column in columns])
+
+
 def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl.DataFrame:
     """persona_id, persona_kind, gender and race for every row: from the persona table when one is
-    given (joined on persona_id), else from the row's own columns."""
+    given (joined on persona_id), else from the row's own columns. A row is the baseline only
+    when it says so (persona_kind=baseline), and one persona has one kind and one level of each
+    attribute in every row."""
+    answers = blank_as_null(answers, PERSONA_COLUMNS)
     if personas is not None:
         if answers["persona_id"].null_count():
             raise AuditError("column 'persona_id' of the answers is empty in "
                              f"{answers['persona_id'].null_count()} rows: with "
                              f"ingest.personas_file every row names its persona")
+        personas = blank_as_null(personas, ("gender", "race"))
+        check_table_described(personas)
         known = set(personas["persona_id"].to_list())
         unknown = sorted(set(answers["persona_id"].to_list()) - known)
         if unknown:
@@ -75,6 +91,7 @@ def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl
                          "ingest.personas_file=TABLE) or 'gender'/'race' columns")
     else:
         check_described(answers)
+        check_named(answers)
     described = pl.col("gender").is_not_null() | pl.col("race").is_not_null()
     answers = answers.with_columns(
         pl.col("persona_kind").fill_null(pl.when(described).then(pl.lit("explicit"))
@@ -88,7 +105,61 @@ def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl
     if bad:
         raise AuditError(f"column 'persona_kind' of the answers has {bad}: use one of "
                          f"{', '.join(PERSONA_KINDS)}")
+    check_one_persona_one_value(answers)
     return answers
+
+
+def check_table_described(personas: pl.DataFrame) -> None:
+    """An explicit or name persona in ingest.personas_file states its gender or race. Bug
+    caught: such a row (empty cells, a short row) was joined in with no attributes, so its
+    answers entered no contrast and the audit compared the groups that remained."""
+    undescribed = personas.filter(pl.col("kind").is_in(["explicit", "name"])
+                                  & pl.col("gender").is_null() & pl.col("race").is_null())
+    if undescribed.height:
+        raise AuditError(f"ingest.personas_file has {undescribed.height} explicit or name "
+                         f"persona(s) that state neither gender nor race (first: "
+                         f"{undescribed['persona_id'][0]!r}): fill them in, or mark the row "
+                         f"kind=baseline (or null)")
+
+
+def check_named(answers: pl.DataFrame) -> None:
+    """Without a persona table, a row with no persona_id, gender or race is the baseline only
+    when its persona_kind says so. Bug caught: such rows (blank cells, a shifted column) were
+    read as baseline answers, so a file whose Black women's cells were empty fitted them as the
+    baseline."""
+    unnamed = answers.with_row_index("file_row", offset=1).filter(
+        pl.col("persona_id").is_null() & pl.col("gender").is_null() & pl.col("race").is_null()
+        & pl.col("persona_kind").ne_missing(pl.lit("baseline")))
+    if unnamed.height:
+        first = unnamed.row(0, named=True)
+        raise AuditError(
+            f"{unnamed.height} answer row(s) name no persona: 'persona_id', 'gender' and 'race' "
+            f"are all empty there (first: row {first['file_row']}, item {first['item']}): fill "
+            f"them in, mark the baseline's rows persona_kind=baseline, or give a null persona's "
+            f"rows their persona_id")
+
+
+def check_one_persona_one_value(answers: pl.DataFrame) -> None:
+    """One persona_id, one kind and one level of each attribute in every row (and for every
+    model). Bug caught: a persona with two genders passed the import and stopped the fit, after
+    every answer was judged, with a line naming neither the persona nor the column."""
+    rows = answers.with_row_index("file_row", offset=1)
+    for column in PERSONA_FACTS:
+        split = (rows.group_by("persona_id").agg(pl.col(column).n_unique().alias("values"))
+                 .filter(pl.col("values") > 1).sort("persona_id"))
+        if not split.height:
+            continue
+        persona = split["persona_id"][0]
+        own = rows.filter(pl.col("persona_id") == persona)
+        first = own.row(0, named=True)
+        other = own.filter(pl.col(column).ne_missing(first[column])).row(0, named=True)
+        values = ", ".join("empty" if value is None else repr(value)
+                           for value in own[column].unique(maintain_order=True).to_list())
+        raise AuditError(
+            f"column '{column}' of the answers gives persona {persona!r} {split['values'][0]} "
+            f"values ({values}; first at row {first['file_row']}, item {first['item']}, then "
+            f"row {other['file_row']}, item {other['item']}): one persona has one {column}; "
+            f"fix the column or give each its own persona_id")
 
 
 def check_described(answers: pl.DataFrame) -> None:
