@@ -463,3 +463,20 @@ def test_one_persona_with_two_values_of_an_attribute_is_refused_at_import(tmp_pa
         _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
     assert "\n" not in str(error.value)
 
+
+def test_persona_table_ids_are_read_as_written(tmp_path):
+    """Design review, defect 9: ingest.personas_file was read with inferred types, so its ids
+    "001" and "002" became 1 and 2 (then "1", "2") and the answers' "001" was refused as a
+    persona the table lacks."""
+    from audit.methods.rasch.ingest.stages import imported_answers
+
+    table = tmp_path / "personas.csv"
+    table.write_text("persona_id,kind,descriptor,gender,race\n"
+                     "001,explicit,a Black woman,woman,Black\n002,explicit,a White man,man,White\n")
+    answers = tmp_path / "answers.csv"
+    answers.write_text("model,persona_id,item,decision\nm,001,hiring_01,HIRE\n"
+                       "m,002,hiring_01,REJECT\n")
+    cfg = _config(answers)
+    cfg = replace(cfg, ingest=replace(cfg.ingest, personas_file=str(table)))
+    resolved = imported_answers(cfg)
+    assert resolved.select("persona_id", "gender").rows() == [("001", "woman"), ("002", "man")]

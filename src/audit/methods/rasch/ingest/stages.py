@@ -57,8 +57,10 @@ def imported_answers(cfg: AuditConfig) -> pl.DataFrame:
     """The answers file with items, personas, replicates and prompt ids resolved."""
     bank = read_table(data_file(cfg.items.bank, "item bank", "items.bank"), ItemSchema,
                       "item bank")
+    # As text, as the answers are: an id such as "001" stays "001" on both sides of the join
+    # (inferred as a number, the schema would make it "1" and refuse the answers' "001").
     personas = (read_table(Path(cfg.ingest.personas_file), PersonaSchema, "persona table",
-                           "check ingest.personas_file")
+                           "check ingest.personas_file", as_text=True)
                 if cfg.ingest.personas_file else None)
     answers = read_answers(answers_path(cfg), cfg.ingest.format, cfg.ingest.model)
     answers = resolve_personas(resolve_items(answers, bank, cfg.items.bank), personas)
