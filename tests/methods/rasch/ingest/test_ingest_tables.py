@@ -480,3 +480,25 @@ def test_persona_table_ids_are_read_as_written(tmp_path):
     cfg = replace(cfg, ingest=replace(cfg.ingest, personas_file=str(table)))
     resolved = imported_answers(cfg)
     assert resolved.select("persona_id", "gender").rows() == [("001", "woman"), ("002", "man")]
+
+
+def test_rows_repeated_whole_without_a_replicate_number_are_warned_of(tmp_path, caplog):
+    """Design review, defect 11: the same answers file concatenated twice, with no replicate
+    column, was read silently as two replicates of each answer, doubling the evidence. The
+    design stage warns (once); numbered replicates, or rows that differ, are not warned of."""
+    from audit.methods.rasch.ingest import stages
+
+    rows = _decided_rows()
+    for name, answers, warned in (("twice.csv", rows + rows, True), ("once.csv", rows, False),
+                                  ("numbered.csv", [{**row, "replicate": copy} for copy in (0, 1)
+                                                    for row in rows], False)):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="audit.methods.rasch.ingest.stages"):
+            stages.design(_config(_csv(tmp_path, answers, name)), tmp_path / "prompts.parquet")
+        said = [record.getMessage() for record in caplog.records
+                if "repeat an earlier row" in record.getMessage()]
+        assert said == ([f"ingest: 12 of 24 answer rows repeat an earlier row in every column "
+                         f"(first: m, black_woman, hiring_01) and have no replicate number, so "
+                         f"they are read as further replicates; if the file holds the same "
+                         f"answers twice (exported twice), remove the copies, or number real "
+                         f"replicates in a 'replicate' column"] if warned else []), name

@@ -136,6 +136,22 @@ def design(cfg: AuditConfig, prompts_path: Path) -> None:
     write_table(prompts, prompts_path, PromptSchema, "prompts", {ANSWERS_DIGEST: digest})
     log.info("ingest: %d answers from %s (%d respondents x %d items)", prompts.height,
              cfg.ingest.input, prompts["respondent_id"].n_unique(), prompts["item_id"].n_unique())
+    warn_repeated_rows(answers)
+
+
+def warn_repeated_rows(answers: pl.DataFrame) -> None:
+    """Said once a run, at the design stage: rows without a replicate number that repeat an
+    earlier row in every column are read as replicates, which would double the evidence of a
+    file exported twice by accident."""
+    repeated = answers.filter(pl.col("repeats_earlier_row"))
+    if repeated.height:
+        first = repeated.row(0, named=True)
+        log.warning("ingest: %d of %d answer rows repeat an earlier row in every column (first: "
+                    "%s, %s, %s) and have no replicate number, so they are read as further "
+                    "replicates; if the file holds the same answers twice (exported twice), "
+                    "remove the copies, or number real replicates in a 'replicate' column",
+                    repeated.height, answers.height, first["model"], first["persona_id"],
+                    first["item_id"])
 
 
 def respond(cfg: AuditConfig, responses_path: Path) -> None:

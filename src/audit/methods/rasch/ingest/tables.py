@@ -184,7 +184,14 @@ def check_described(answers: pl.DataFrame) -> None:
 
 def number_replicates(answers: pl.DataFrame) -> pl.DataFrame:
     """A row without a replicate is numbered by its order among the same respondent's answers to
-    the same item; a respondent answering an item twice with one replicate number is refused."""
+    the same item; a respondent answering an item twice with one replicate number is refused.
+    `repeats_earlier_row` marks a row without a replicate that repeats an earlier one in every
+    column: replicates by this rule, but also what a file exported twice looks like (the design
+    stage warns)."""
+    answers = answers.with_columns(
+        (pl.col("replicate").is_null()
+         & ~pl.struct([column for column in answers.columns if column != "replicate"])
+         .is_first_distinct()).alias("repeats_earlier_row"))
     answers = answers.with_row_index("row").with_columns(
         pl.col("replicate").fill_null(
             pl.int_range(pl.len()).over("model", "persona_id", "item_id")))
