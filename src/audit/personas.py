@@ -104,7 +104,7 @@ def check_profiles(profiles: pl.DataFrame, kind: str, source: str) -> pl.DataFra
     return profiles.with_columns(pl.lit(kind).alias("kind"))
 
 
-def check_level_spellings(personas: pl.DataFrame) -> None:
+def check_level_spellings(personas: pl.DataFrame, where: str = "the persona files") -> None:
     """Refuse levels that differ only by case ("Black", "black"): the fit would read them as two
     groups, splitting a cell, and a contrast would rest on part of the group."""
     for attribute in PERSONA_ATTRIBUTES:
@@ -115,7 +115,7 @@ def check_level_spellings(personas: pl.DataFrame) -> None:
         if clash:
             raise AuditError(f"{attribute} has levels {' and '.join(map(repr, clash))} that "
                              f"differ only by case, which the fit would count as two groups: "
-                             f"spell each level one way in the persona files")
+                             f"spell each level one way in {where}")
 
 
 class ExplicitGenerator:

@@ -502,3 +502,20 @@ def test_rows_repeated_whole_without_a_replicate_number_are_warned_of(tmp_path, 
                          f"they are read as further replicates; if the file holds the same "
                          f"answers twice (exported twice), remove the copies, or number real "
                          f"replicates in a 'replicate' column"] if warned else []), name
+
+
+def test_levels_are_trimmed_and_levels_differing_by_case_refused(tmp_path):
+    """An answers file's " Black" (a space after a comma) was a race of its own beside "Black",
+    and "black" for one persona beside "Black" for another split the group silently, as persona
+    files did before they were trimmed and checked (audit.personas.check_level_spellings)."""
+    rows = [{"model": "m", "persona_id": persona, "gender": gender, "race": race,
+             "item": "hiring_01", "decision": "HIRE"}
+            for persona, gender, race in (("bw", "woman", " Black"), ("bm", "man", "Black"),
+                                          ("ww", "woman", "White "))]
+    answers, *_ = _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+    assert sorted(set(answers["race"].to_list())) == ["Black", "White"]
+    rows[1]["race"] = "black"
+    with pytest.raises(AuditError, match=r"race has levels 'Black' and 'black' that differ only "
+                                         r"by case") as error:
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+    assert "\n" not in str(error.value)

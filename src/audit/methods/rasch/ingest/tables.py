@@ -19,6 +19,7 @@ import polars as pl
 
 from audit.design import prompt_id
 from audit.errors import AuditError
+from audit.personas import check_level_spellings
 from audit.methods.rasch.schemas import LABELS
 from audit.schemas import PERSONA_KINDS, PromptSchema, ResponseSchema, validate
 
@@ -53,9 +54,12 @@ PERSONA_FACTS = ("gender", "race", "persona_kind")
 
 
 def blank_as_null(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame:
-    """An empty or all-space cell as missing: not a level, a persona id or a kind."""
+    """Cells trimmed of surrounding spaces (" Black" after a comma is the level "Black", not a
+    group of its own), and an empty or all-space cell as missing: not a level, a persona id or
+    a kind."""
     return frame.with_columns([pl.when(pl.col(column).str.strip_chars() == "").then(None)
-                               .otherwise(pl.col(column)).alias(column) for column in columns])
+                               .otherwise(pl.col(column).str.strip_chars()).alias(column)
+                               for column in columns])
 
 
 def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl.DataFrame:
@@ -106,6 +110,7 @@ def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl
         raise AuditError(f"column 'persona_kind' of the answers has {bad}: use one of "
                          f"{', '.join(PERSONA_KINDS)}")
     check_one_persona_one_value(answers)
+    check_level_spellings(answers, "the answers (or ingest.personas_file)")
     return answers
 
 
