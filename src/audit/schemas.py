@@ -65,6 +65,13 @@ class PersonaFileSchema(PersonaSchema):
     kind: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
 
 
+class PersonaTableSchema(PersonaSchema):
+    """ingest.personas_file: the personas of imported answers. Nothing fills a prompt with their
+    descriptor, so it may be empty (a baseline or null row usually has none)."""
+
+    descriptor: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
+
+
 class PromptSchema(pa.DataFrameModel):
     """One independent request: a respondent (model x persona) answering an item once."""
 

@@ -519,3 +519,21 @@ def test_levels_are_trimmed_and_levels_differing_by_case_refused(tmp_path):
                                          r"by case") as error:
         _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
     assert "\n" not in str(error.value)
+
+
+def test_a_persona_table_baseline_row_needs_no_descriptor(tmp_path):
+    """The refusal of undescribed explicit rows says "mark the row kind=baseline", but the persona
+    table's schema then refused the baseline row for its empty descriptor, which nothing reads."""
+    from audit.methods.rasch.ingest.stages import imported_answers
+
+    table = tmp_path / "personas.csv"
+    table.write_text("persona_id,kind,descriptor,gender,race\n"
+                     "bw,explicit,a Black woman,woman,Black\nbase,baseline,,,\n")
+    answers = tmp_path / "answers.csv"
+    answers.write_text("model,persona_id,item,decision\nm,bw,hiring_01,HIRE\n"
+                       "m,base,hiring_01,REJECT\n")
+    cfg = _config(answers)
+    cfg = replace(cfg, ingest=replace(cfg.ingest, personas_file=str(table)))
+    resolved = imported_answers(cfg)
+    assert resolved.select("persona_id", "persona_kind").rows() == [
+        ("bw", "explicit"), ("base", "baseline")]

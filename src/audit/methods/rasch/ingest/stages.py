@@ -33,7 +33,7 @@ from audit.methods.rasch.ingest.tables import (
 )
 from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchema
 from audit.methods.rasch.score import check_judge_failures, empty_gold, judge_stage
-from audit.schemas import ItemSchema, PersonaSchema, PromptSchema, ResponseSchema
+from audit.schemas import ItemSchema, PersonaTableSchema, PromptSchema, ResponseSchema
 from audit.tables import read_metadata, read_table, write_table
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def imported_answers(cfg: AuditConfig) -> pl.DataFrame:
                       "item bank")
     # As text, as the answers are: an id such as "001" stays "001" on both sides of the join
     # (inferred as a number, the schema would make it "1" and refuse the answers' "001").
-    personas = (read_table(Path(cfg.ingest.personas_file), PersonaSchema, "persona table",
+    personas = (read_table(Path(cfg.ingest.personas_file), PersonaTableSchema, "persona table",
                            "check ingest.personas_file", as_text=True)
                 if cfg.ingest.personas_file else None)
     answers = read_answers(answers_path(cfg), cfg.ingest.format, cfg.ingest.model)
