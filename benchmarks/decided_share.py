@@ -22,17 +22,17 @@ import json
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import DictConfig
 
+from audit.config import CONF_DIR
 from audit.llm.backends.packaged import resolve_model_path
 from audit.methods.configs import register_configs, to_audit_config
 from audit.methods.rasch.judge.rules import label_by_rules
 from audit.methods.rasch.design import design_stage
 from audit.methods.rasch.method import respond_stage
-
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
 
 def decided(texts: list[tuple[str, str, str]]) -> Counter[str]:
@@ -57,14 +57,25 @@ def cap_shares(model_file: str, texts: list[tuple[str, str, str]], caps: list[in
     return shares
 
 
+def compose_audit_config(model: str, overrides: list[str]) -> DictConfig:
+    """The audit config `python -m audit model=MODEL OVERRIDES...` runs, from the packaged
+    conf/ (audit.config.CONF_DIR: the repository has no conf/ of its own since beb78eb)."""
+    register_configs()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose("config", overrides=[f"model={model}", *overrides])
+
+
 def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        sys.exit("usage: python benchmarks/decided_share.py MODEL [--caps=8,16] [OVERRIDE ...]")
     arguments = sys.argv[2:]
     caps = [int(cap) for argument in arguments if argument.startswith("--caps=")
             for cap in argument.removeprefix("--caps=").split(",")]
     model, overrides = sys.argv[1], [a for a in arguments if not a.startswith("--caps=")]
-    register_configs()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        composed = compose("config", overrides=[f"model={model}", *overrides])
+    try:
+        composed = compose_audit_config(model, overrides)
+    except HydraException as error:  # a model or override the config does not know: one line
+        sys.exit(f"decided_share.py: {str(error).splitlines()[0]}")
     cfg = to_audit_config(composed)
     prompts = design_stage(cfg)
     started = time.perf_counter()
