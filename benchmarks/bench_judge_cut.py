@@ -2,11 +2,17 @@
 
 Usage: python benchmarks/bench_judge_cut.py [--model rasch|population|...]
 
-Simulated smoke-shaped (11 respondents x 3 items x 1 replicate) and default-shaped (17 x 12 x 2)
-designs, labels through a 0.9/0.9 labeller, a fifth of them by the "judge" path and the rest by
-the "rule" path, with 20 + 30 gold answers (judge 0.8/0.85, rules 0.98/0.98). Each fit runs the
-configured FitConfig (4 chains x 1000 + 1000 draws; the cut: fit.judge_imputations fits of the
-one compiled model). The first fit of the process pays the compile and is printed but not the
+Simulated smoke-shaped (11 respondents x 3 items x 1 replicate) and default-shaped designs (the
+default audit's shape, simulation.default_shaped_prompts(): 21 personas (a baseline, 16 texts,
+two per gender x race cell, 4 null) x 12 items x 1 answer; RESULTS.md's row is still from an
+older 17 x 12 x 2 design), labels through a 0.9/0.9 labeller, a fifth of them by
+the "judge" path and the rest by the "rule" path, with 20 + 30 gold answers (judge 0.8/0.85,
+rules 0.98/0.98). Each fit runs the configured FitConfig (rasch: 4 chains x 1000 tune + 1000
+draws; population, as conf/fit/population.yaml: 1000 + 2000, target_accept 0.95). The cut runs
+fit.judge_imputations (4) fits of the one compiled model, each drawing at least
+judge_cut.MIN_IMPUTATION_DRAWS (2000) a chain, or all of fit.draws when fewer: 4 x (1000 + 2000)
+steps a chain against 1000 + 2000 with labels as truth (rasch: 4 x 2000 against 2000), so expect
+about 4 times the time. The first fit of the process pays the compile and is printed but not the
 figure to compare. On a checkout without the cut (8ce5156 and before) the same script times the
 joint fit (the rates as Beta parameters, updated by the audit labels) for comparison. Ends with
 RESULT truth_seconds_default=<a> corrected_seconds_default=<b> corrected_seconds_smoke=<c>
@@ -24,18 +30,33 @@ import polars as pl
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.irt import judge_error
+from audit.methods.rasch.simulation import default_shaped_prompts
 
 CUT = hasattr(judge_error, "path_correction")
-DESIGNS = {"smoke": (3, 1, 2), "default": (12, 2, 8)}  # items, replicates, null personas
 
 
-def simulated(items: int, replicates: int, nulls: int, seed: int) -> pl.DataFrame:
-    """Judged labels of 8 demographic personas, a baseline and `nulls` null personas."""
+def smoke_personas() -> list[tuple[str, str, str | None, str | None]]:
+    """8 demographic personas (one text a gender x race cell), a baseline and 2 null ones."""
+    return ([(f"{race}_{gender}", "explicit", gender, race) for gender in ("man", "woman")
+             for race in ("Asian", "Black", "Hispanic", "White")]
+            + [("baseline", "baseline", None, None)]
+            + [(f"null_{k}", "null", None, None) for k in range(2)])
+
+
+def default_personas() -> list[tuple[str, str, str | None, str | None]]:
+    """The default audit's personas, from the simulation's default-shaped prompts table."""
+    table = default_shaped_prompts().unique("persona_id", maintain_order=True)
+    return list(table.select("persona_id", "persona_kind", "gender", "race").iter_rows())
+
+
+# name: (personas, items, replicates)
+DESIGNS = {"smoke": (smoke_personas(), 3, 1), "default": (default_personas(), 12, 1)}
+
+
+def simulated(personas: list[tuple[str, str, str | None, str | None]], items: int,
+              replicates: int, seed: int) -> pl.DataFrame:
+    """Judged labels of ``personas`` (id, kind, gender, race) on ``items`` items."""
     rng = np.random.default_rng(seed)
-    personas = ([(f"{race}_{gender}", "explicit", gender, race) for gender in ("man", "woman")
-                 for race in ("Asian", "Black", "Hispanic", "White")]
-                + [("baseline", "baseline", None, None)]
-                + [(f"null_{k}", "null", None, None) for k in range(nulls)])
     difficulty = rng.normal(0, 1, items)
     rows = []
     for persona, kind, gender, race in personas:
@@ -71,10 +92,10 @@ def main() -> None:
     fit = FitConfig(model=args.model)
     if args.model == "population":  # conf/fit/population.yaml's sampler
         fit = replace(fit, draws=2000, tune=1000, target_accept=0.95)
-    fit_rasch(simulated(3, 1, 2, seed=1), fit, confusion=counts)  # compile caches, untimed
+    fit_rasch(simulated(*DESIGNS["smoke"], seed=1), fit, confusion=counts)  # compile, untimed
     seconds = {}
-    for name, (items, replicates, nulls) in DESIGNS.items():
-        labels = simulated(items, replicates, nulls, seed=3)
+    for name, (personas, items, replicates) in DESIGNS.items():
+        labels = simulated(personas, items, replicates, seed=3)
         for corrected in (False, True):
             started = time.perf_counter()
             result = fit_rasch(labels if CUT else labels.drop("label_source"), fit,
