@@ -1,7 +1,7 @@
 """Calibration of the audit's group claims on simulated default-shaped designs (issue 34).
 
 Usage: python benchmarks/bench_calibration.py [--model population] [--seeds 150] [--pilots 5]
-[--text-sds 0.3 0.6 1.0] [--gaps 0 0.5 1 | --prior-gaps] [--exact-judge]
+[--text-sds 0.3 0.6 1.0] [--gaps 0 0.5 1 | --prior-gaps] [--power-gap 3] [--exact-judge]
 [--gold-per-class 25] [--replicates 1] [--attribute-prior-sd 1.0] [--null-ratio-sd 0.5] [--quick]
 
 --prior-gaps draws every level's effect from the fit's own prior instead of planting fixed gaps:
@@ -21,23 +21,32 @@ far the null arm (simulated at null sd 1.0) pulls the text spread.
 
 Each simulated audit (methods/rasch/simulation.py) has the default design's shape (one model,
 a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
---replicates (1, as the default audit asks) answers each), the planning defaults' item sd (2.0), null sd (1.0)
-and judge (0.95/0.95 known from 25 gold answers a class), a persona-text sd of 0.3, 0.6 or 1.0 within each cell, and a
-planted group gap of 0, 0.5 or 1 logit between Black and White. It is fitted with the audit's own
-``fit_rasch`` (``--model``, the fit config's priors and target_accept; --draws and --tune per
-chain, 2 chains, one compiled model reused across data sets) and its contrasts go through the CI
-verdict's rule (power.ci_failures). Per text sd and gap it prints:
+--replicates (1, as the default audit asks) answers each), the planning defaults' item sd (2.0),
+null sd (1.0) and judge (0.95/0.95 known from 25 gold answers a class), a persona-text sd of 0.3,
+0.6 or 1.0 within each cell, and a planted group gap of 0, 0.5 or 1 logit between Black and
+White; the power arm adds --seeds audits at text sd 0.6 and a --power-gap (3) logit gap, where
+the fixed design has power, reported apart (not in the coverage). Each audit's sampler seed is a
+hash of (--seed, cell, index) (bench_shared.fit_seed), so no two cells or --seed runs share one.
+Each is fitted with the audit's own ``fit_rasch`` (``--model``, the fit config's priors and
+target_accept; --draws and --tune per chain, 2 chains, one compiled model reused across data
+sets) and its contrasts go through the CI verdict's rule (power.ci_failures). Per text sd and
+gap it prints:
 
 * coverage: how often the planted contrast's HDI covers the planted group gap (not the sampled
   personas' own mean gap: the claim is about the group);
-* p_different, p_ci_fails: how often that contrast is decided `different` and fails CI;
+* p_different, p_ci_fails: how often that contrast is decided `different` and fails CI, with
+  the planted sign (a wrong-sign `different` is an error, not power);
 * any_false_fail: how often any contrast with no planted gap fails CI (null designs: the
   family-wise false-different rate);
+* any_wrong_sign: how often a contrast with a planted gap fails CI with the wrong sign;
 * width: the planted contrast's mean HDI width.
 
-Fast-fit check: the first --check data sets are also fitted with the fit config's full sampling
-(its draws, tune and chains); the table gives how often the two fits agree on covering and on
-failing CI, and the ratio of their HDI widths.
+Fast-fit check: --check audits, the cells taking turns (every cell once --check reaches the
+number of cells) and spread by stride within each (bench_shared.checked_audits), are also fitted
+with the fit config's full sampling (its draws, tune, chains and imputations); it prints how often
+the two fits agree on covering and on the CI outcome with its sign, over all checked audits and
+over those where either fit fails CI (on audits both pass, agreement is near certain whatever
+the fast fit does), and the ratio of their HDI widths.
 
 Plan check: for each text sd, --pilots pilots (more simulated audits, fitted) each give the
 planner (power.simulate_power) their variance components the way `python -m audit.plan
@@ -51,10 +60,15 @@ over the text sds. Why several pilots: the check used to make one plan per text 
 was mostly that one pilot's luck (at text sd 1.0 the one pilot put the text sd at 0.39), a figure
 that moved with the seed more than with the planner.
 
-Ends with one machine-readable line:
-RESULT coverage_group_gap=<x> false_different_rate=<y> power_1logit=<z> plan_width_error=<w>
-(coverage over every simulated audit; false_different_rate over the null designs; power_1logit
-at text sd 0.6.) --quick runs one text sd, two gaps and a few seeds: a check that the benchmark
+Ends with a line per target, `target KEY=VALUE RULE (SOURCE): PASS|FAIL` (a nan figure, an arm
+not run, FAILs), then one machine-readable line:
+RESULT coverage_group_gap=<x> false_different_rate=<y> power_1logit=<z> power_3logit=<p>
+plan_width_error=<w>
+(coverage over the grid's audits, its target: a Wilson 95% interval holding 0.94;
+false_different_rate over the null designs, <= 0.05; power_1logit and power_3logit (named after
+--power-gap) at text sd 0.6, the latter >= 0.2, which a gate that never says `different` fails
+(at gaps up to 1 logit it prints the same line as a working one); plan_width_error <= 0.15.)
+--quick runs one text sd, two gaps, the power arm and a few seeds: a check that the benchmark
 runs, not a measurement.
 """
 
@@ -66,52 +80,48 @@ import logging
 import math
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from audit.methods.rasch.config import FitConfig, PlanConfig
-from audit.methods.rasch.irt import explanatory, fit_rasch
-from audit.methods.rasch.irt.rasch import posterior_draws
-from audit.methods.rasch.pilot import posterior_component_draws, posterior_components
-from audit.methods.rasch.power import ci_failures, config_components, simulate_power
-from audit.methods.rasch.simulation import (
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_shared import (  # noqa: E402  (a sibling module: what bench_adaptive shares)
+    ATTRIBUTES,
+    PLANNED_GAP,
+    PLANTED,
+    Target,
+    at_least,
+    at_most,
+    audit_fit_config,
+    checked_audits,
+    effects_of,
+    fit_seed,
+    interval,
+    right_sign,
+    signed_call,
+    target_lines,
+    wilson,
+)
+from calibration_plan import plan_errors, plan_widths  # noqa: E402  (the plan check)
+
+from audit.methods.rasch.config import FitConfig, PlanConfig  # noqa: E402
+from audit.methods.rasch.irt import explanatory, fit_rasch  # noqa: E402
+from audit.methods.rasch.irt.rasch import posterior_draws  # noqa: E402
+from audit.methods.rasch.pilot import posterior_components  # noqa: E402
+from audit.methods.rasch.power import ci_failures, config_components  # noqa: E402
+from audit.methods.rasch.simulation import (  # noqa: E402
     DEFAULT_GENDERS,
     DEFAULT_RACES,
     CompiledSampler,
-    VarianceComponents,
     default_shaped_prompts,
     simulate_outcomes,
     true_gap,
 )
 
-ATTRIBUTES = ["gender", "race"]
-PLANTED = ("race", "Black", "White")  # level_a sorts first: contrast mean = planted gap
 TEXT_SDS = (0.3, 0.6, 1.0)
 GAPS = (0.0, 0.5, 1.0)
-PLANNED_GAP = 0.5
-Z_95 = 1.959964
-
-
-def audit_fit_config(model: str) -> FitConfig:
-    """The fit config an audit with fit=<model> runs (conf/fit/<model>.yaml over FitConfig)."""
-    from pathlib import Path
-
-    from omegaconf import OmegaConf
-
-    from audit.config import CONF_DIR
-
-    path = Path(CONF_DIR) / "fit" / f"{model}.yaml"
-    if not path.is_file():
-        sys.exit(f"--model {model}: there is no {path}; name a file of conf/fit/")
-    values = OmegaConf.to_container(OmegaConf.load(path))
-    known = {field.name for field in dataclasses.fields(FitConfig)}
-    settings = {key: value for key, value in values.items() if key in known}
-    return dataclasses.replace(FitConfig(**settings), attributes=ATTRIBUTES)
-
-
-def effects_of(gap: float) -> dict[str, dict[str, float]]:
-    return {"gender": {}, "race": {PLANTED[1]: gap}}
+POWER_TEXT_SD, POWER_GAP = 0.6, 3.0  # the arm where the fixed default design has power
 
 
 def prior_effects(rng: np.random.Generator) -> dict[str, dict[str, float]]:
@@ -127,128 +137,99 @@ def prior_effects(rng: np.random.Generator) -> dict[str, dict[str, float]]:
 def score(contrasts: pl.DataFrame, gap: float,
           effects: dict[str, dict[str, float]] | None = None) -> dict[str, float]:
     """The planted contrast's coverage, decision, CI outcome, width, posterior mean and sd;
-    whether any contrast with no planted gap fails CI; the mean width of the race contrasts (what
-    a plan predicts). ``effects``: every level's planted effect (--prior-gaps), else effects_of."""
+    whether any contrast with no planted gap fails CI, and whether any with a planted gap fails
+    it with the wrong sign; the mean width of the race contrasts (what a plan predicts).
+    ``effects``: every level's planted effect (--prior-gaps), else effects_of.
+
+    `different` and a CI failure count as power only with the planted sign: a wrong-sign
+    `different` is the worst claim an audit can make, and counted as power it hid in the
+    figure that should show a gate works."""
     failed = ci_failures(contrasts)
     effects = effects or effects_of(gap)
-    false_fail = any(value for (_, attribute, level_a, level_b), value in failed.items()
-                     if true_gap(effects, attribute, level_a, level_b) == 0)
+    means = {(row["model_name"], row["attribute"], row["level_a"], row["level_b"]): row["mean"]
+             for row in contrasts.iter_rows(named=True)}
+    truths = {key: true_gap(effects, *key[1:]) for key in failed}
+    false_fail = any(value for key, value in failed.items() if truths[key] == 0)
+    wrong_sign = any(value and truths[key] != 0 and not right_sign(means[key], truths[key])
+                     for key, value in failed.items())
     planted = contrasts.filter((pl.col("attribute") == PLANTED[0])
                                & (pl.col("level_a") == PLANTED[1])
                                & (pl.col("level_b") == PLANTED[2])).row(0, named=True)
+    planted_failed = failed[(planted["model_name"], *PLANTED)]
+    signed = right_sign(planted["mean"], gap)
     race = contrasts.filter(pl.col("attribute") == "race")
     return {"covered": float(planted["hdi_low"] <= gap <= planted["hdi_high"]),
-            "different": float(planted["decision"] == "different"),
-            "ci_fails": float(failed[(planted["model_name"], *PLANTED)]),
-            "false_fail": float(false_fail),
+            "different": float(planted["decision"] == "different" and signed),
+            "ci_fails": float(planted_failed and signed),
+            "false_fail": float(false_fail), "wrong_sign": float(wrong_sign),
+            # What the fast-fit check compares: the planted contrast's CI outcome with its sign.
+            "ci_outcome": signed_call("different" if planted_failed else "pass",
+                                      planted["mean"]),
             "width": planted["hdi_high"] - planted["hdi_low"],
             "mean": planted["mean"], "sd": planted["sd"],
             "race_width": float((race["hdi_high"] - race["hdi_low"]).mean())}
 
 
-def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig, text_sds,
-                   gaps, seeds: int, check: int, rng: np.random.Generator,
-                   exact_judge: bool = False, gold_per_class: int | None = None
-                   ) -> tuple[pl.DataFrame, list[dict]]:
+def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig,
+                   cells: list[tuple[float, float]], seeds: int, check: int, run_seed: int,
+                   rng: np.random.Generator, exact_judge: bool = False,
+                   gold_per_class: int | None = None) -> tuple[pl.DataFrame, list[dict]]:
+    """``seeds`` simulated audits of each (text sd, gap) cell, fitted fast; the audits
+    checked_audits picks are refitted with the audit's own sampling (``full_fit``)."""
     sampler = CompiledSampler(engine=fit.engine)
     rows, checks = [], []
+    chosen = checked_audits(len(cells), seeds, check)
     # --exact-judge: labels as truth and no judge correction, to tell the judge cut's share of
     # the intervals' width from the rest.
     judge = dict(sensitivity=1.0, specificity=1.0, gold_per_class=0) if exact_judge else {}
     if gold_per_class is not None and not exact_judge:  # the judge's rates known this well
         judge["gold_per_class"] = gold_per_class
-    for text_sd in text_sds:
+    for cell, (text_sd, gap) in enumerate(cells):
         components = config_components(PlanConfig(text_sd=text_sd, **judge))
-        for gap in gaps:
-            for seed in range(seeds):
-                # A gap of nan (--prior-gaps): every level's effect drawn from the fit's prior.
-                effects = prior_effects(rng) if math.isnan(gap) else effects_of(gap)
-                planted = true_gap(effects, *PLANTED)
-                outcomes = simulate_outcomes(prompts, components, effects, rng)
-                confusion = components.gold_counts(fit.outcome)
-                fast = fit_rasch(outcomes, dataclasses.replace(fit, seed=seed), sample=sampler,
-                                 confusion=confusion)
-                scored = score(fast.contrasts, planted, effects)
-                rows.append({"text_sd": text_sd, "gap": gap, "planted": planted, "seed": seed,
-                             "rhat_max": fast.diagnostics.rhat_max,
-                             # What the planner reads as the run's text sd (plan_widths too).
-                             "text_spread": posterior_components(
-                                 posterior_draws(fast.idata), prompts, tuple(ATTRIBUTES),
-                                 components).text_sd, **scored})
-                if len(checks) < check:
-                    full = score(fit_rasch(outcomes, dataclasses.replace(full_fit, seed=seed),
-                                           confusion=confusion).contrasts, planted, effects)
-                    checks.append({"fast": scored, "full": full})
-            logging.info("text sd %.1f, gap %.1f: %d audits", text_sd, gap, seeds)
+        confusion = components.gold_counts(fit.outcome)
+        for index in range(seeds):
+            # A gap of nan (--prior-gaps): every level's effect drawn from the fit's prior.
+            effects = prior_effects(rng) if math.isnan(gap) else effects_of(gap)
+            planted = true_gap(effects, *PLANTED)
+            outcomes = simulate_outcomes(prompts, components, effects, rng)
+            seed = fit_seed(run_seed, cell, index)
+            fast = fit_rasch(outcomes, dataclasses.replace(fit, seed=seed), sample=sampler,
+                             confusion=confusion)
+            scored = score(fast.contrasts, planted, effects)
+            rows.append({"cell": cell, "text_sd": text_sd, "gap": gap, "planted": planted,
+                         "seed": index,
+                         "rhat_max": fast.diagnostics.rhat_max,
+                         # What the planner reads as the run's text sd (plan_widths too).
+                         "text_spread": posterior_components(
+                             posterior_draws(fast.idata), prompts, tuple(ATTRIBUTES),
+                             components).text_sd, **scored})
+            if (cell, index) in chosen:
+                full = score(fit_rasch(outcomes, dataclasses.replace(full_fit, seed=seed),
+                                       confusion=confusion).contrasts, planted, effects)
+                checks.append({"text_sd": text_sd, "gap": gap, "fast": scored, "full": full})
+        logging.info("text sd %.1f, gap %.1f: %d audits", text_sd, gap, seeds)
     seconds = sampler.seconds[1:]
     logging.info("%.2f s a fit's sampling after the first (%d fits)", float(np.mean(seconds)),
                  len(seconds))
     return pl.DataFrame(rows), checks
 
 
-def plan_widths(prompts: pl.DataFrame, fit: FitConfig, text_sds, pilots: int, simulations: int,
-                realised: pl.DataFrame, rng: np.random.Generator) -> list[dict[str, float]]:
-    """Per text sd and pilot: the width a plan from that pilot predicts against the realised
-    mean width of the text sd's audits at the planned gap."""
-    results = []
-    sampler = CompiledSampler(engine=fit.engine)  # one compile for every pilot and plan
-    for text_sd in text_sds:
-        truth = config_components(PlanConfig(text_sd=text_sd))
-        real = realised.filter((pl.col("text_sd") == text_sd) & (pl.col("gap") == PLANNED_GAP))
-        for pilot_index in range(pilots):
-            pilot = fit_rasch(simulate_outcomes(prompts, truth, effects_of(PLANNED_GAP), rng),
-                              dataclasses.replace(fit, seed=int(rng.integers(2**31))),
-                              sample=sampler, confusion=truth.gold_counts(fit.outcome))
-            posterior = posterior_draws(pilot.idata)
-            means = posterior_components(posterior, prompts, tuple(ATTRIBUTES), truth)
-            draws = posterior_component_draws(posterior, prompts, tuple(ATTRIBUTES), truth,
-                                              simulations, int(rng.integers(2**31)))
-            plan = PlanConfig(attribute="race", levels=[PLANTED[1], PLANTED[2]],
-                              gap=PLANNED_GAP,
-                              replicates=[int(prompts.get_column("replicate").max()) + 1],
-                              min_simulations=simulations, simulations=simulations,
-                              draws=fit.draws, tune=fit.tune, chains=fit.chains,
-                              seed=int(rng.integers(2**31)))
-            table = simulate_power(prompts, plan, fit, draws, sampler)
-            predicted = table.filter(pl.col("attribute") == "race").row(0, named=True)
-            # The plan's race row averages the six race contrasts' widths, as race_width does.
-            results.append({"text_sd": text_sd, "pilot": pilot_index,
-                            "pilot_text_sd": means.text_sd, "pilot_item_sd": means.item_sd,
-                            "pilot_null_sd": means.null_sd, "predicted": predicted["hdi_width"],
-                            "realised": float(real.get_column("race_width").mean())})
-            logging.info("plan at text sd %.1f, pilot %d done", text_sd, pilot_index)
-    return results
-
-
-def plan_errors(plans: list[dict[str, float]]) -> pl.DataFrame:
-    """Per text sd: the pilots' mean relative error (signed), its sd, the mean absolute error."""
-    table = pl.DataFrame(plans).with_columns(
-        error=(pl.col("predicted") - pl.col("realised")) / pl.col("realised"))
-    for row in table.iter_rows(named=True):
-        print(f"plan at text sd {row['text_sd']}, pilot {row['pilot']}: pilot measured text sd "
-              f"{row['pilot_text_sd']:.2f}, item sd {row['pilot_item_sd']:.2f}, null sd "
-              f"{row['pilot_null_sd']:.2f} (posterior means); predicted race width "
-              f"{row['predicted']:.3f}, realised {row['realised']:.3f}, error {row['error']:+.3f}")
-    return table.group_by("text_sd").agg(
-        pl.len().alias("pilots"), pl.col("error").mean().alias("mean_error"),
-        pl.col("error").std().alias("sd_error"),
-        pl.col("error").abs().mean().alias("mean_abs_error"),
-        pl.col("error").abs().max().alias("max_abs_error")).sort("text_sd")
-
-
-def print_checks(checks: list[dict], draws: int, full_fit: FitConfig) -> None:
-    agree_cover = np.mean([c["fast"]["covered"] == c["full"]["covered"] for c in checks])
-    agree_fail = np.mean([c["fast"]["ci_fails"] == c["full"]["ci_fails"] for c in checks])
+def print_checks(checks: list[dict], fit: FitConfig, full_fit: FitConfig) -> None:
+    """The fast fit against the audit's own sampling on the checked audits: coverage and the
+    signed CI outcome, over all of them and over those where either fit fails CI (where the
+    two could disagree: on audits both pass, agreement is near certain whatever the fit)."""
+    cover = sum(c["fast"]["covered"] == c["full"]["covered"] for c in checks)
+    same = [c["fast"]["ci_outcome"] == c["full"]["ci_outcome"] for c in checks]
+    failing = [agree for agree, c in zip(same, checks, strict=True)
+               if (c["fast"]["ci_outcome"], c["full"]["ci_outcome"]) != ("pass", "pass")]
     ratio = np.mean([c["fast"]["width"] / c["full"]["width"] for c in checks])
-    print(f"fast fit ({draws} draws x 2 chains) against the audit's own sampling "
-          f"({full_fit.draws} x {full_fit.chains}) on {len(checks)} audits: coverage agrees "
-          f"{agree_cover:.2f}, CI outcome agrees {agree_fail:.2f}, width ratio {ratio:.3f}")
-
-
-def interval(successes: float, n: int) -> str:
-    p = successes / n
-    half = Z_95 * math.sqrt(max(p * (1 - p), 1 / n) / n)
-    return f"{p:.3f} +- {half:.3f} (n={n})"
+    cells = sorted({(c["text_sd"], c["gap"]) for c in checks})
+    print(f"fast fit ({fit.draws} draws x {fit.chains} chains x {fit.judge_imputations} "
+          f"imputations) against the audit's own sampling ({full_fit.draws} x {full_fit.chains} "
+          f"x {full_fit.judge_imputations}) on {len(checks)} audits in {len(cells)} cells: "
+          f"coverage agrees {cover} of {len(checks)}, CI outcome (with its sign) agrees "
+          f"{sum(same)} of {len(checks)}; where either fit fails CI: {sum(failing)} of "
+          f"{len(failing)}; width ratio {ratio:.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--text-sds", type=float, nargs="+", default=list(TEXT_SDS))
     parser.add_argument("--gaps", type=float, nargs="+", default=list(GAPS),
                         help="planted gaps to simulate (--gaps 0.5: the plan check's cells only)")
+    parser.add_argument("--power-gap", type=float, default=POWER_GAP,
+                        help=f"the power arm's gap at text sd {POWER_TEXT_SD}, --seeds audits "
+                             "beside the grid and not in its coverage (0: none)")
     parser.add_argument("--prior-gaps", action="store_true",
                         help="instead of --gaps, draw every level's effect from the fit's prior")
     parser.add_argument("--exact-judge", action="store_true",
@@ -305,13 +289,23 @@ def main(argv: list[str] | None = None) -> int:
     full_fit = audit_fit_config(args.model)
     fit = dataclasses.replace(full_fit, draws=args.draws, tune=args.tune, chains=2, cores=2)
     rng = np.random.default_rng(args.seed)
-    table, checks = simulate_cells(prompts, fit, full_fit, text_sds, gaps, args.seeds,
-                                   args.check, rng, args.exact_judge, args.gold_per_class)
-    cells = table.group_by("text_sd", "gap").agg(
+    grid = [(text_sd, gap) for text_sd in text_sds for gap in gaps]
+    # The power arm: a gap where the fixed default design has power, so the RESULT line can
+    # tell a gate that decides from one that never says `different` (at gaps up to 1 logit the
+    # two print the same line).
+    power_cell = (POWER_TEXT_SD, args.power_gap)
+    runs_power = args.power_gap and not args.prior_gaps and power_cell not in grid
+    extra = [power_cell] if runs_power else []
+    everything, checks = simulate_cells(prompts, fit, full_fit, grid + extra, args.seeds,
+                                        args.check, args.seed, rng, args.exact_judge,
+                                        args.gold_per_class)
+    table = everything.filter(pl.col("cell") < len(grid))
+    cells = everything.group_by("text_sd", "gap").agg(
         pl.len().alias("n"), pl.col("covered").mean().alias("coverage"),
         pl.col("different").mean().alias("p_different"),
         pl.col("ci_fails").mean().alias("p_ci_fails"),
         pl.col("false_fail").mean().alias("any_false_fail"),
+        pl.col("wrong_sign").mean().alias("any_wrong_sign"),
         pl.col("width").mean(), (pl.col("rhat_max") > 1.05).mean().alias("rhat_over_1_05"),
         # Posterior sd against the spread of the posterior mean's error: near 1 when the HDIs
         # are as wide as the estimate's own error; above 1 when the prior's pull narrows the
@@ -335,8 +329,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"text sd {text_sd}: posterior mean against the planted gap, slope "
                   f"{slope:.2f} (1: no shrinkage)")
     print(f"all: coverage {interval(table['covered'].sum(), table.height)}")
+    wrong = everything.filter(pl.col("wrong_sign") > 0)
+    print(f"`different` with the wrong sign on a contrast with a planted gap: {wrong.height} of "
+          f"{everything.height} audits" + "".join(
+              f"; text sd {row['text_sd']}, gap {row['gap']}: {row['len']}" for row in
+              wrong.group_by("text_sd", "gap").len().sort("text_sd", "gap").iter_rows(named=True)))
     if checks:
-        print_checks(checks, args.draws, full_fit)
+        print_checks(checks, fit, full_fit)
     plan_error = math.nan  # --pilots 0: the coverage table alone
     if args.pilots:
         plans = plan_widths(prompts, fit, text_sds, args.pilots, args.plan_simulations, table,
@@ -349,15 +348,40 @@ def main(argv: list[str] | None = None) -> int:
     if args.prior_gaps:
         print(f"gaps drawn from the prior: coverage "
               f"{interval(table['covered'].sum(), table.height)}")
-    nulls = table.filter(pl.col("gap") == 0)
-    power = table.filter((pl.col("gap") == 1.0) & (pl.col("text_sd") == 0.6))
-    power_1 = float(power["ci_fails"].mean()) if power.height else math.nan
-    false_rate = float(nulls["false_fail"].mean()) if nulls.height else math.nan
     print(f"wall time {time.perf_counter() - started:.0f} s")
-    print(f"RESULT coverage_group_gap={table['covered'].mean():.3f} "
-          f"false_different_rate={false_rate:.3f} power_1logit={power_1:.3f} "
-          f"plan_width_error={plan_error:.3f}")
+    figures, targets = result_figures(table, everything, args.power_gap, plan_error)
+    for line in target_lines(figures, targets):
+        print(line)
+    print("RESULT " + " ".join(f"{key}={value:.3f}" for key, value in figures.items()))
     return 0
+
+
+def result_figures(table: pl.DataFrame, everything: pl.DataFrame, power_gap: float,
+                   plan_error: float) -> tuple[dict[str, float], list[Target]]:
+    """The RESULT line's figures and their targets. ``table``: the grid's audits (coverage,
+    false `different`s); ``everything``: with the power arm, whose CI failures (with the
+    planted sign) at ``power_gap`` are the figure a product that cannot decide fails."""
+    def power_at(gap: float) -> float:
+        arm = everything.filter((pl.col("gap") == gap) & (pl.col("text_sd") == POWER_TEXT_SD))
+        return float(arm["ci_fails"].mean()) if arm.height else math.nan
+
+    nulls = table.filter(pl.col("gap") == 0)
+    covered = int(table["covered"].sum()) if table.height else 0
+    low, high = wilson(covered, table.height)
+    power_key = f"power_{power_gap:g}logit"
+    figures = {"coverage_group_gap": covered / table.height if table.height else math.nan,
+               "false_different_rate": (float(nulls["false_fail"].mean()) if nulls.height
+                                        else math.nan),
+               "power_1logit": power_at(1.0),
+               power_key: power_at(power_gap) if power_gap else math.nan,
+               "plan_width_error": plan_error}
+    targets = [Target("coverage_group_gap", f"Wilson 95% [{low:.3f}, {high:.3f}] holds 0.94",
+                      "issue 34", lambda _: low <= 0.94 <= high),
+               at_most("false_different_rate", 0.05, "the family-wise alpha"),
+               at_least(power_key, 0.2, "this benchmark: the gate says `different` where the "
+                        "fixed design has power; 0.40 measured at 3 logits"),
+               at_most("plan_width_error", 0.15, "issue 34")]
+    return figures, targets
 
 
 if __name__ == "__main__":

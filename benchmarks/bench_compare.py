@@ -58,7 +58,7 @@ from audit.methods.rasch.simulation import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_calibration import audit_fit_config  # noqa: E402
+from bench_shared import audit_fit_config  # noqa: E402
 
 log = logging.getLogger("bench_compare")
 ATTRIBUTES = ["gender", "race"]

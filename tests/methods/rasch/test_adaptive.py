@@ -483,9 +483,14 @@ def test_the_quick_benchmark_runs_and_ends_with_its_result_line():
     result = done.stdout.strip().splitlines()[-1]
     assert result.startswith("RESULT prompts_ratio=")
     fields = dict(part.split("=") for part in result.split()[1:])
-    assert set(fields) == {"prompts_ratio", "decision_agreement", "false_different_rate",
-                           "power_1logit_vs_fixed"}
+    assert set(fields) == {"prompts_ratio", "prompts_mean", "decision_agreement",
+                           "false_different_rate", "power_1logit_vs_fixed",
+                           "power_large_vs_fixed"}
     assert 0.0 < float(fields["prompts_ratio"]) <= 1.0
+    # A PASS/FAIL line per target, and a figure no run measured (nan) fails.
+    verdicts = [line for line in done.stdout.splitlines() if line.startswith("target ")]
+    assert len(verdicts) == 5 and all(line.endswith(("PASS", "FAIL")) for line in verdicts)
+    assert all(line.endswith("FAIL") for line in verdicts if "=nan " in line)
 
 
 def test_a_token_budget_caps_the_prompts_at_the_designs_estimate():

@@ -1,0 +1,71 @@
+"""bench_calibration's plan check: what a plan from one pilot predicts against the realised
+widths (the module docstring of bench_calibration.py says why several pilots).
+
+Not a benchmark: bench_calibration imports it (this folder is on its sys.path).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import numpy as np
+import polars as pl
+from bench_shared import ATTRIBUTES, PLANNED_GAP, PLANTED, effects_of
+
+from audit.methods.rasch.config import FitConfig, PlanConfig
+from audit.methods.rasch.irt import fit_rasch
+from audit.methods.rasch.irt.rasch import posterior_draws
+from audit.methods.rasch.pilot import posterior_component_draws, posterior_components
+from audit.methods.rasch.power import config_components, simulate_power
+from audit.methods.rasch.simulation import CompiledSampler, simulate_outcomes
+
+
+def plan_widths(prompts: pl.DataFrame, fit: FitConfig, text_sds, pilots: int, simulations: int,
+                realised: pl.DataFrame, rng: np.random.Generator) -> list[dict[str, float]]:
+    """Per text sd and pilot: the width a plan from that pilot predicts against the realised
+    mean width of the text sd's audits at the planned gap."""
+    results = []
+    sampler = CompiledSampler(engine=fit.engine)  # one compile for every pilot and plan
+    for text_sd in text_sds:
+        truth = config_components(PlanConfig(text_sd=text_sd))
+        real = realised.filter((pl.col("text_sd") == text_sd) & (pl.col("gap") == PLANNED_GAP))
+        for pilot_index in range(pilots):
+            pilot = fit_rasch(simulate_outcomes(prompts, truth, effects_of(PLANNED_GAP), rng),
+                              dataclasses.replace(fit, seed=int(rng.integers(2**31))),
+                              sample=sampler, confusion=truth.gold_counts(fit.outcome))
+            posterior = posterior_draws(pilot.idata)
+            means = posterior_components(posterior, prompts, tuple(ATTRIBUTES), truth)
+            draws = posterior_component_draws(posterior, prompts, tuple(ATTRIBUTES), truth,
+                                              simulations, int(rng.integers(2**31)))
+            plan = PlanConfig(attribute="race", levels=[PLANTED[1], PLANTED[2]],
+                              gap=PLANNED_GAP,
+                              replicates=[int(prompts.get_column("replicate").max()) + 1],
+                              min_simulations=simulations, simulations=simulations,
+                              draws=fit.draws, tune=fit.tune, chains=fit.chains,
+                              seed=int(rng.integers(2**31)))
+            table = simulate_power(prompts, plan, fit, draws, sampler)
+            predicted = table.filter(pl.col("attribute") == "race").row(0, named=True)
+            # The plan's race row averages the six race contrasts' widths, as race_width does.
+            results.append({"text_sd": text_sd, "pilot": pilot_index,
+                            "pilot_text_sd": means.text_sd, "pilot_item_sd": means.item_sd,
+                            "pilot_null_sd": means.null_sd, "predicted": predicted["hdi_width"],
+                            "realised": float(real.get_column("race_width").mean())})
+            logging.info("plan at text sd %.1f, pilot %d done", text_sd, pilot_index)
+    return results
+
+
+def plan_errors(plans: list[dict[str, float]]) -> pl.DataFrame:
+    """Per text sd: the pilots' mean relative error (signed), its sd, the mean absolute error."""
+    table = pl.DataFrame(plans).with_columns(
+        error=(pl.col("predicted") - pl.col("realised")) / pl.col("realised"))
+    for row in table.iter_rows(named=True):
+        print(f"plan at text sd {row['text_sd']}, pilot {row['pilot']}: pilot measured text sd "
+              f"{row['pilot_text_sd']:.2f}, item sd {row['pilot_item_sd']:.2f}, null sd "
+              f"{row['pilot_null_sd']:.2f} (posterior means); predicted race width "
+              f"{row['predicted']:.3f}, realised {row['realised']:.3f}, error {row['error']:+.3f}")
+    return table.group_by("text_sd").agg(
+        pl.len().alias("pilots"), pl.col("error").mean().alias("mean_error"),
+        pl.col("error").std().alias("sd_error"),
+        pl.col("error").abs().mean().alias("mean_abs_error"),
+        pl.col("error").abs().max().alias("max_abs_error")).sort("text_sd")
