@@ -5,13 +5,16 @@ Usage: python benchmarks/bench_null_rank.py [--models population rasch] [--seeds
 
 Each simulated audit has the default design's shape (methods/rasch/simulation.py: one model, a
 baseline, 2 persona texts per gender x race cell (2 x 4), 4 null personas, 12 items, one answer
-each), labels as truth, no planted gap, and persona texts that spread exactly as much as the null
-personas (text sd = null sd, --text-sd). So every contrast is a placebo: when persona texts move
+each), the planning defaults' item sd (2.0, as bench_calibration and bench_adaptive), labels as
+truth, no planted gap, and persona texts that spread exactly as much as the null personas (text
+sd = null sd, --text-sd). So every contrast is a placebo: when persona texts move
 the model as much as random strings do and no group differs, a calibrated percentile ranks a
 contrast above 97% of null-vs-null gaps about 3% of the time and has median 50.
 
-The audit's own ``fit_rasch`` fits each (--draws and --tune per chain, 2 chains, one compiled
-model reused across data sets). Per model the script prints the contrasts' median percentile,
+The audit's own ``fit_rasch`` fits each with the audit's fit config (conf/fit/<model>.yaml:
+its priors and target_accept, 0.95 for population) but --draws and --tune per chain and 2
+chains, one compiled model reused across data sets; each fit's seed is a hash of (--seed, model,
+audit), not the audit's index. Per model the script prints the contrasts' median percentile,
 the shares at or above 90 and 97, and their Monte Carlo standard errors clustered by simulated
 audit (an audit's seven contrasts share its null personas, so they are not independent). Ends
 with one machine-readable line:
@@ -23,21 +26,26 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import sys
 import time
+import zlib
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from audit.methods.rasch.config import FitConfig
-from audit.methods.rasch.irt import fit_rasch
-from audit.methods.rasch.simulation import (
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_shared import audit_fit_config, fit_seed  # noqa: E402  (a sibling module)
+
+from audit.methods.rasch.config import PlanConfig  # noqa: E402
+from audit.methods.rasch.irt import fit_rasch  # noqa: E402
+from audit.methods.rasch.power import config_components  # noqa: E402
+from audit.methods.rasch.simulation import (  # noqa: E402
     CompiledSampler,
-    VarianceComponents,
     default_shaped_prompts,
     simulate_outcomes,
 )
 
-ATTRIBUTES = ["gender", "race"]
 NO_GAP = {"gender": {}, "race": {}}
 
 
@@ -54,15 +62,18 @@ def percentiles(model: str, seeds: int, text_sd: float, draws: int, tune: int,
                 seed: int) -> pl.DataFrame:
     """Every contrast's null_percentile over ``seeds`` simulated no-gap audits."""
     prompts = default_shaped_prompts(texts_per_cell=2, null_count=4, items=12, replicates=1)
-    components = VarianceComponents(text_sd=text_sd, null_sd=text_sd)
-    fit = FitConfig(model=model, attributes=ATTRIBUTES, draws=draws, tune=tune, chains=2,
-                    cores=2)
+    # The planning defaults (item sd 2.0, base rate) with labels as truth: no judge error.
+    components = config_components(PlanConfig(text_sd=text_sd, null_sd=text_sd, sensitivity=1.0,
+                                              specificity=1.0, gold_per_class=0))
+    fit = dataclasses.replace(audit_fit_config(model), draws=draws, tune=tune, chains=2,
+                              cores=2)
     sampler = CompiledSampler(engine=fit.engine)
     rng = np.random.default_rng(seed)
     frames = []
     for audit in range(seeds):
         outcomes = simulate_outcomes(prompts, components, NO_GAP, rng)
-        contrasts = fit_rasch(outcomes, dataclasses.replace(fit, seed=audit),
+        run_seed = fit_seed(seed, zlib.crc32(model.encode()), audit)
+        contrasts = fit_rasch(outcomes, dataclasses.replace(fit, seed=run_seed),
                               sample=sampler).contrasts
         frames.append(contrasts.select("attribute", "level_a", "level_b", "null_percentile")
                       .with_columns(audit=pl.lit(audit)))

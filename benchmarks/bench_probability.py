@@ -14,8 +14,10 @@ settings (RUN_DIR/report/config.yaml, else fit=population's) are fitted twice, w
 fit.response=decision and fit.response=probability, and the headline contrasts (every level pair
 of fit.attributes) give their mean 94% HDI width and mean family-wise decision-interval width.
 Prints one row per subset and response, then
-RESULT prompts=<n> decision_width=<w> probability_width=<w> width_ratio=<r>
-for the whole run (width_ratio = probability / decision).
+RESULT prompts=<n> decision_hdi_width=<w> probability_hdi_width=<w> width_ratio=<r>
+for the whole run: the mean 94% HDI width of the fit with response=decision and with
+response=probability (the table's hdi_width column; its decision_width column is the
+family-wise decision interval, another figure), width_ratio = probability / decision.
 """
 
 from __future__ import annotations
@@ -100,8 +102,8 @@ def main() -> None:
     whole = table.filter(pl.col("items") == table["items"].max())
     by_response = dict(zip(whole["response"].to_list(), whole["hdi_width"].to_list()))
     print(f"RESULT prompts={int(whole['prompts'][0])} "
-          f"decision_width={by_response['decision']:.3f} "
-          f"probability_width={by_response['probability']:.3f} "
+          f"decision_hdi_width={by_response['decision']:.3f} "
+          f"probability_hdi_width={by_response['probability']:.3f} "
           f"width_ratio={by_response['probability'] / by_response['decision']:.3f}")
 
 
