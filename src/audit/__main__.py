@@ -65,8 +65,18 @@ def run_composed(cfg: DictConfig,
 
 
 def main() -> None:
-    with one_line_config_errors(Path(CONF_DIR)):
-        app()
+    try:
+        with one_line_config_errors(Path(CONF_DIR)):
+            try:
+                app()
+            except sweeps.SweepRefused as refused:  # a job of the grid does not compose
+                raise refused.error from None
+    except BaseException as ended:
+        # Whatever stops a sweep after its parent run was created (a job's bug, Ctrl-C) ends
+        # that run FAILED: Hydra skips on_multirun_end then, and the run stayed RUNNING.
+        sweeps.end_unfinished_sweep(ended)
+        raise
+    sweeps.end_unfinished_sweep(None)
     if sweeps.failed_jobs:  # a multirun whose jobs failed must not pass a CI step
         log.error("%d sweep job(s) failed (each said why above); the others finished. Fix the "
                   "cause and rerun: finished answers are served from the response store",

@@ -110,7 +110,7 @@ def test_every_launcher_composes():
 
 def test_sweep_names_and_swept_keys():
     assert sweep_name(["+sweep=models", "fit.draws=10"]) == "sweep:models"
-    assert sweep_name(["model=a,b"]) == "sweep"
+    assert sweep_name(["model=a,b"]) == "sweep:model"
     assert swept_keys(["+sweep=models", "fit.draws=10", "judge=a,b"], {"model": "glob(*)"}) == [
         "judge", "model"]
 
@@ -206,7 +206,8 @@ def test_a_hand_written_grid_gets_a_parent_run_and_a_failed_job_fails_the_sweep(
     parents = [run for run in runs if run["tags"].get("audit.role") == "sweep"]
     assert len(parents) == 1
     parent = parents[0]
-    assert parent["name"] == "sweep" and parent["status"] == "FINISHED"
+    # named by its swept key, and FAILED: a job failed (tracking review #11, #5)
+    assert parent["name"] == "sweep:design.replicates" and parent["status"] == "FAILED"
     assert parent["metrics"]["sweep/n_runs"] == 1 and parent["metrics"]["sweep/n_failed"] == 1
     children = [run for run in runs if run["tags"].get(PARENT_RUN_TAG) == parent["run_id"]]
     assert [run["name"] for run in children] == ["design.replicates=1 · rasch fake_a"]

@@ -281,7 +281,9 @@ def start_parent_run(config: TrackingConfig, run_name: str, tags: Mapping[str, s
 
 
 def end_parent_run(config: TrackingConfig, run_id: str, metrics: Mapping[str, float],
-                   files: Iterable[Path] = ()) -> None:
+                   files: Iterable[Path] = (), status: str = "FINISHED") -> None:
+    """Log a sweep's totals and files on its parent run and end it with `status` (FAILED when
+    jobs failed or the sweep stopped early, so the UI does not show it as a success)."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(config.tracking_uri)
@@ -289,7 +291,7 @@ def end_parent_run(config: TrackingConfig, run_id: str, metrics: Mapping[str, fl
         client.log_metric(run_id, metric_name(name), float(value))
     for path in files:
         client.log_artifact(run_id, str(path))
-    client.set_terminated(run_id, status="FINISHED")
+    client.set_terminated(run_id, status=status)
 
 
 def find_runs(tracking_uri: str, experiment: str, filter_string: str = "",

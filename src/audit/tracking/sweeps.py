@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +34,32 @@ SWEPT_KEYS_ENV = "AUDIT_SWEPT_KEYS"  # comma-separated: the keys whose values di
 # A job that ended on a user error leaves its one line here, in its own output folder: jobs may
 # run in other processes (joblib, submitit, SLURM), so the launching process reads the files.
 FAILED_JOB_FILE = "job_failed.txt"
+FAILED_JOBS_ARTIFACT = "failed_jobs.txt"  # the parent run's copy of the failed jobs' lines
 # The failed jobs' lines of the last multirun this process launched (python -m audit exits 2).
 failed_jobs: list[str] = []
+
+
+@dataclass
+class OpenParent:
+    """A sweep's parent run between its creation and its end, so that whatever stops the sweep
+    early can still end it (end_unfinished_sweep) instead of leaving it RUNNING for good."""
+    settings: TrackingConfig
+    run_id: str
+    sweep_dir: Path
+
+
+open_parent: OpenParent | None = None
+
+
+class SweepRefused(BaseException):
+    """A job of the sweep does not compose: the sweep is refused before its parent run exists.
+
+    A BaseException because Hydra turns a callback's Exception into a warning and goes on;
+    `python -m audit` (main) re-raises `error`, the composition error, for its one line."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def job_failed(message: str) -> None:
@@ -51,11 +77,25 @@ def read_failed_jobs(sweep_dir: Path) -> list[str]:
 
 
 def sweep_name(task_overrides: list[str]) -> str:
-    """`+sweep=models` -> `sweep:models`; a hand-written sweep is named by its swept keys."""
+    """`+sweep=models` -> `sweep:models`; a hand-written sweep is named by its swept keys
+    (`fit.draws=0,300` -> `sweep:fit.draws`), so sweeps can be told apart in the UI."""
     for override in task_overrides:
         if override.lstrip("+~").startswith("sweep="):
             return f"sweep:{override.split('=', 1)[1]}"
-    return "sweep"
+    keys = swept_keys(task_overrides, {})
+    return f"sweep:{','.join(keys)}" if keys else "sweep"
+
+
+def swept_values(task_overrides: list[str], sweeper_params: dict[str, Any]) -> dict[str, str]:
+    """Each swept key with its values as written: a preset's params, then the command line's
+    sweep overrides (`fit.draws=0,300` -> {"fit.draws": "0,300"}), which Hydra adds to them."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    values = {str(key): str(value) for key, value in sweeper_params.items()}
+    for override in OverridesParser.create().parse_overrides(task_overrides):
+        if override.is_sweep_override():
+            values[override.get_key_element()] = override.input_line.split("=", 1)[1]
+    return values
 
 
 def _tracking_config(config: DictConfig) -> TrackingConfig | None:
@@ -153,10 +193,92 @@ def hydra_files() -> list[Path]:
     return sorted(path for path in folder.glob("*.yaml") if path.is_file())
 
 
+# Hydra overrides that say where a sweep's folders go or that -m stands for: left out of the
+# command that re-creates a sweep, so the rerun writes a new sweep folder, not into the old one.
+RERUN_DROPS = ("hydra.sweep.dir", "hydra.run.dir", "hydra.mode")
+
+
+def sweep_command(config: DictConfig) -> str:
+    """The command that runs this sweep again (the `sweep.command` tag, which
+    `python -m audit.runs show` prints): the entry point its config belongs to, -m, Hydra's own
+    overrides (a preset's `hydra.sweeper.params.*`, the launcher) and the task's."""
+    config_name = str(config.hydra.job.config_name)
+    entry = "audit" if config_name == "config" else f"audit.{config_name}"
+    hydra_overrides = [str(override) for override in config.hydra.overrides.hydra
+                       if not _key(str(override)).startswith(RERUN_DROPS)]
+    return " ".join(shell_word(word) for word in ["python", "-m", entry, "-m", *hydra_overrides,
+                                                   *map(str, config.hydra.overrides.task)])
+
+
+def shell_word(word: str) -> str:
+    """`word` as a POSIX shell reads it back, quoted the way the docs write it: an override with
+    single quotes inside (`hydra.sweeper.params.model='a,b'`) in double quotes."""
+    if shlex.quote(word) == word or "'" not in word or any(char in word for char in '"\\$`!'):
+        return shlex.quote(word)
+    return f'"{word}"'
+
+
+def check_jobs_compose(config: DictConfig) -> None:
+    """Compose every job of the grid, as Hydra's basic sweeper will, and refuse the sweep on the
+    first that does not (`fit=nonexistent_fit,population`): before its parent run exists, not
+    after it, leaving the run RUNNING and the sweep stopped at that job."""
+    if not str(config.hydra.sweeper.get("_target_", "")).endswith("BasicSweeper"):
+        return  # another sweeper makes its own grid
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from audit.config_errors import HYDRA_ERRORS
+
+    loader = GlobalHydra.instance().config_loader()
+    params = config.hydra.sweeper.get("params") or {}
+    listed = [*(f"{key}={value}" for key, value in params.items()),
+              *map(str, config.hydra.overrides.task)]
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(listed)
+    for batch in BasicSweeper.split_arguments(parsed, None):
+        for job in batch:
+            try:
+                loader.load_sweep_config(config, list(job))
+            except HYDRA_ERRORS as error:
+                raise SweepRefused(error) from error
+
+
+def end_unfinished_sweep(ended: BaseException | None) -> None:
+    """Ends the sweep's parent run FAILED when the sweep stopped before on_multirun_end recorded
+    its end (a job's bug, Ctrl-C, an error while ending it), saying why in its description: an
+    open run would stay RUNNING in the UI for good. Nothing to do after a normal end."""
+    global open_parent
+    parent, open_parent = open_parent, None
+    os.environ.pop(PARENT_RUN_ENV, None)
+    os.environ.pop(SWEPT_KEYS_ENV, None)
+    if parent is None:
+        return
+    if isinstance(ended, SystemExit):
+        why = f"exit status {ended.code} (the sweep's log says why)"
+    elif ended is not None:
+        first_line = next(iter(str(ended).strip().splitlines()), "")
+        why = f"{type(ended).__name__}: {first_line}" if first_line else type(ended).__name__
+    else:
+        why = "its end could not be recorded (see the sweep's log)"
+    lines = read_failed_jobs(parent.sweep_dir)
+    text = "\n".join([f"The sweep stopped before its end: {why}.",
+                      *([f"{len(lines)} job(s) failed:", *lines] if lines else [])])
+    try:
+        tracking.set_run_description(parent.settings.tracking_uri, parent.run_id, text)
+        tracking.end_parent_run(parent.settings, parent.run_id, {}, status="FAILED")
+    except Exception as error:  # the cleanup must not hide why the sweep stopped
+        log.warning("could not end sweep parent MLflow run %s as FAILED: %s", parent.run_id,
+                    error)
+        return
+    log.error("sweep parent MLflow run %s ended FAILED: the sweep stopped before its end",
+              parent.run_id)
+
+
 class MlflowSweepCallback(Callback):
     """Configured in conf/config.yaml under hydra.callbacks; does nothing for single runs."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        global open_parent
         failed_jobs.clear()
         # A rerun into the same sweep folder (a fixed hydra.sweep.dir) must not count the last
         # run's failures, of jobs this grid may no longer have.
@@ -165,24 +287,29 @@ class MlflowSweepCallback(Callback):
         settings = _tracking_config(config)
         if settings is None:
             return
+        check_jobs_compose(config)
         overrides = list(config.hydra.overrides.task)
         # A hand-written grid (`-m model=a,b`) has no sweeper params: to_container refuses a
         # plain dict, and the ValueError cost the sweep its parent run.
         params = config.hydra.sweeper.get("params")
-        swept = OmegaConf.to_container(params, resolve=True) if params else {}
+        preset = dict(OmegaConf.to_container(params, resolve=True) if params else {})
+        swept = swept_values(overrides, preset)
         tags = {**tracking.provenance(Path(str(config.paths.root_dir))),
                 "sweep.dir": str(config.hydra.sweep.dir),
                 "sweep.overrides": " ".join(overrides) or "(none)",
+                "sweep.command": sweep_command(config),
                 "sweep.params": "; ".join(f"{key}={value}" for key, value in
-                                          sorted(dict(swept or {}).items())) or "(none)",
+                                          sorted(swept.items())) or "(none)",
                 "sweep.launcher": str(config.hydra.launcher.get("_target_", "")),
                 "audit.role": "sweep"}
         run_id = tracking.start_parent_run(settings, sweep_name(overrides), tags)
+        open_parent = OpenParent(settings, run_id, Path(str(config.hydra.sweep.dir)))
         os.environ[PARENT_RUN_ENV] = run_id
-        os.environ[SWEPT_KEYS_ENV] = ",".join(swept_keys(overrides, dict(swept or {})))
+        os.environ[SWEPT_KEYS_ENV] = ",".join(swept_keys(overrides, preset))
         log.info("sweep parent MLflow run %s (%s)", run_id, sweep_name(overrides))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global open_parent
         settings = _tracking_config(config)
         run_id = os.environ.pop(PARENT_RUN_ENV, None)
         os.environ.pop(SWEPT_KEYS_ENV, None)
@@ -201,7 +328,21 @@ class MlflowSweepCallback(Callback):
         with tempfile.TemporaryDirectory() as scratch:
             table = Path(scratch) / "sweep_runs.csv"
             write_frame(runs_frame(children), table)
-            tracking.end_parent_run(settings, run_id, metrics, [table])
+            files = [table]
+            if failed_jobs:
+                # A sweep with failed jobs must not look green in the UI: the parent ends
+                # FAILED and says which jobs failed and why, in its description and a file.
+                failed = Path(scratch) / FAILED_JOBS_ARTIFACT
+                failed.write_text("".join(f"{line}\n" for line in failed_jobs),
+                                  encoding="utf-8")
+                files.append(failed)
+                tracking.set_run_description(
+                    settings.tracking_uri, run_id,
+                    "\n".join([f"{len(failed_jobs)} sweep job(s) failed (job folder: its line):",
+                               *failed_jobs]))
+            tracking.end_parent_run(settings, run_id, metrics, files,
+                                    status="FAILED" if failed_jobs else "FINISHED")
+        open_parent = None  # only now: an error above leaves it to end_unfinished_sweep
         log.info("sweep parent MLflow run %s: %d job runs logged under it; compare them with "
                  "`python -m audit.runs --sweep %s` or in the MLflow UI", run_id, len(children),
                  run_id)

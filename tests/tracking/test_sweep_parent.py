@@ -1,0 +1,114 @@
+"""A sweep's parent MLflow run ends in a state that tells the truth: a grid with a job that does
+not compose is refused before the parent exists, a sweep with failed jobs ends FAILED and names
+them, a sweep stopped by a bug ends FAILED rather than RUNNING, and the parent carries the command
+that runs the sweep again.
+
+The sweeps are real Hydra multiruns of `python -m audit`'s main in a subprocess, with
+`run_method` replaced by a stand-in that answers at once (no model, no fit): what is tested is
+the launching process, not the jobs' work."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+from audit.tracking.mlflow import find_runs
+from audit.tracking import sweeps
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Stands in for the audit: the job with design.replicates=2 fails, on a user error (AuditError,
+# which the job turns into its one line) or on a bug (RuntimeError), as argv[1] says.
+DRIVER = """
+import sys
+import audit.__main__ as entry
+from audit.errors import AuditError
+
+failure = {"user": AuditError, "bug": RuntimeError}[sys.argv.pop(1)]
+
+def stand_in(method, cfg, out):
+    if cfg.design.replicates == 2:
+        raise failure("design.replicates=2 refused by the test")
+    return None
+
+entry.run_method = stand_in
+entry.main()
+"""
+
+
+def _sweep(tmp_path: Path, failure: str, *grid: str) -> tuple[subprocess.CompletedProcess, str,
+                                                                list[str]]:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    overrides = ["items=smoke", "personas=smoke", *grid, f"hydra.sweep.dir={tmp_path / 'multi'}",
+                 f"tracking.tracking_uri={uri}",
+                 f"tracking.artifact_root={tmp_path / 'artifacts'}"]
+    done = subprocess.run([sys.executable, "-c", DRIVER, failure, "-m", *overrides],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    return done, uri, overrides
+
+
+def _parents(uri: str) -> list[dict]:
+    return [run for run in find_runs(uri, "audit") if run["tags"].get("audit.role") == "sweep"]
+
+
+def test_a_grid_value_that_does_not_compose_refuses_the_sweep_before_its_parent_run(tmp_path):
+    """Bug #2 (tracking review): `fit=nonexistent_fit,population` created the parent run, then
+    Hydra's sweeper stopped on the typo and the parent stayed RUNNING for good."""
+    done, uri, _ = _sweep(tmp_path, "user", "fit=nonexistent_fit,population")
+    assert done.returncode == 2, done.stderr[-3000:]
+    lines = done.stderr.strip().splitlines()
+    assert lines == [lines[0]] and "unknown option 'nonexistent_fit' for config group 'fit'" in (
+        lines[0])
+    assert not (tmp_path / "mlflow.db").exists() or _parents(uri) == []
+    assert not (tmp_path / "multi").exists()  # no job started
+
+
+def test_a_bug_that_stops_a_sweep_ends_its_parent_run_failed_not_running(tmp_path):
+    """Bug #2: an exception other than a user error ends the multirun without Hydra calling
+    on_multirun_end, the only place that ended the parent run."""
+    done, uri, _ = _sweep(tmp_path, "bug", "design.replicates=1,2")
+    assert done.returncode == 1
+    assert "RuntimeError: design.replicates=2 refused by the test" in done.stderr  # a bug: traced
+    (parent,) = _parents(uri)
+    assert parent["status"] == "FAILED"
+    assert "RuntimeError: design.replicates=2 refused by the test" in (
+        parent["tags"]["mlflow.note.content"])
+
+
+def test_a_sweep_with_a_failed_job_ends_failed_and_names_the_job(tmp_path):
+    """Bug #5: the parent ended FINISHED even when every job failed, and the failed jobs'
+    overrides and lines appeared nowhere in MLflow. Bug #11: a hand-written grid's parent was
+    named `sweep` with `sweep.params: (none)`. The parent records the command that runs the sweep
+    again."""
+    done, uri, overrides = _sweep(tmp_path, "user", "design.replicates=1,2,3")
+    assert done.returncode == 2, done.stderr[-3000:]
+    (parent,) = _parents(uri)
+    assert parent["status"] == "FAILED"
+    assert parent["metrics"]["sweep/n_failed"] == 1
+    line = "1: design.replicates=2 refused by the test"
+    assert parent["tags"]["mlflow.note.content"].splitlines()[1:] == [line]
+    client = MlflowClient(uri)
+    assert "failed_jobs.txt" in {item.path for item in client.list_artifacts(parent["run_id"])}
+    local = client.download_artifacts(parent["run_id"], "failed_jobs.txt", str(tmp_path))
+    assert Path(local).read_text(encoding="utf-8") == f"{line}\n"
+
+    assert parent["name"] == "sweep:design.replicates"
+    assert parent["tags"]["sweep.params"] == "design.replicates=1,2,3"
+    command = parent["tags"]["sweep.command"]
+    # what the shell hands the entry point: the sweep's own overrides, its folder left out so a
+    # rerun writes a new one
+    assert shlex.split(command) == ["python", "-m", "audit", "-m",
+                                    *[o for o in overrides if not o.startswith("hydra.sweep.dir")]]
+
+
+def test_a_hand_written_grid_is_named_and_described_by_its_swept_keys():
+    """Bug #11: every hand-written sweep was named `sweep`, so the UI could not tell them apart."""
+    assert sweeps.sweep_name(["items=smoke", "fit.draws=0,300"]) == "sweep:fit.draws"
+    assert sweeps.sweep_name(["model=a,b", "fit=rasch,population"]) == "sweep:fit,model"
+    assert sweeps.sweep_name(["+sweep=models", "fit.draws=10"]) == "sweep:models"
+    assert sweeps.sweep_name(["items=smoke"]) == "sweep"  # -m with nothing swept
+    assert sweeps.swept_values(["fit.draws=0,300", "items=smoke"], {"model": "glob(*)"}) == {
+        "fit.draws": "0,300", "model": "glob(*)"}
