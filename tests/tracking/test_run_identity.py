@@ -135,3 +135,55 @@ def test_the_printed_url_opens_the_runs_table_with_the_shared_view(store):
     # The newest run's headline first, an earlier run's kept after it.
     assert view["selectedColumns"] == ["metrics.`contrast/gender/w_vs_m/mean`",
                                        "metrics.`contrast/race/a_vs_b/mean`"]
+
+
+def test_show_prints_the_audit_compare_command_that_made_a_comparison_run():
+    """Bug #8 (tracking review): for a compare run `audit.runs show` printed `audit.runs params`
+    and `dvc repro # the compare stages`, which do not exist; the recipe is now the
+    audit.compare command, read back by audit.compare's own parser to the settings recorded."""
+    import shlex
+    from dataclasses import replace
+
+    from audit.cli.compare import gate_params, parse_arguments
+    from audit.methods.rasch.config import FitConfig
+
+    fit = replace(FitConfig(), draws=200, tune=300, chains=2, target_accept=0.9)
+    params = gate_params(fit, 5.0, "pp", 0.9, confusion=None)
+    run_a, run_b = "a" * 32, "b" * 32
+    run = {"run_id": "c" * 32, "params": params,
+           "tags": {"git.commit": "f" * 40, "method": "compare", "compare.run_a": run_a,
+                    "compare.run_b": run_b, "compare.model_a": "qwen", "compare.model_b": "smol"}}
+    steps = reproduction_steps(run, "sqlite:////data/mlflow.db")
+    assert steps[0] == f"git checkout {'f' * 40}" and len(steps) == 2
+    words = shlex.split(steps[1])
+    assert words[:3] == ["python", "-m", "audit.compare"]
+    sources, options = parse_arguments(words[3:])
+    assert sources == [run_a, run_b]
+    assert options == {"max_worsening": "5pp", "worsening_prob": "0.9", "draws": "200",
+                       "tune": "300", "chains": "2", "target_accept": "0.9",
+                       "judge_error": "false", "tracking_uri": "sqlite:////data/mlflow.db"}
+
+    one_run = {**run, "params": gate_params(fit, None, "logit", 0.95, confusion=object()),
+               "tags": {**run["tags"], "compare.run_b": run_a}}
+    sources, options = parse_arguments(shlex.split(reproduction_steps(one_run)[1])[3:])
+    assert sources == [run_a]
+    assert (options["model_a"], options["model_b"], options["judge_error"]) == (
+        "qwen", "smol", "true")
+    assert "max_worsening" not in options and "tracking_uri" not in options
+
+
+def test_show_prints_the_sweep_command_for_a_sweep_parent_run():
+    """Bug #8: for a sweep's parent `audit.runs show` printed `audit.runs params PARENT`, which
+    failed (a parent has no config.yaml). A parent logged before the sweep.command tag existed
+    gets its task overrides back, quoted for the shell."""
+    parent = {"run_id": "d" * 32, "params": {},
+              "tags": {"git.commit": "f" * 40, "audit.role": "sweep",
+                       "sweep.command": "python -m audit -m fit.draws=0,300"}}
+    steps = reproduction_steps(parent)
+    assert steps[1] == "python -m audit -m fit.draws=0,300"
+    assert f"python -m audit.runs --sweep {'d' * 32}" in steps[2]
+    assert not any("audit.runs params" in step or "dvc repro" in step for step in steps)
+    older = {**parent, "tags": {"audit.role": "sweep", "git.commit": "f" * 40,
+                                "sweep.overrides": "items=smoke personas.generators=[a,\"null\"]"}}
+    command = reproduction_steps(older)[1]
+    assert command.startswith("python -m audit -m items=smoke 'personas.generators=[a,\"null\"]'")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
+from audit.cli.runs import reproduction_steps
 from audit.tracking.mlflow import find_runs
 from audit.tracking import sweeps
 
@@ -81,8 +82,8 @@ def test_a_bug_that_stops_a_sweep_ends_its_parent_run_failed_not_running(tmp_pat
 def test_a_sweep_with_a_failed_job_ends_failed_and_names_the_job(tmp_path):
     """Bug #5: the parent ended FINISHED even when every job failed, and the failed jobs'
     overrides and lines appeared nowhere in MLflow. Bug #11: a hand-written grid's parent was
-    named `sweep` with `sweep.params: (none)`. The parent records the command that runs the sweep
-    again."""
+    named `sweep` with `sweep.params: (none)`. Bug #8: `audit.runs show` printed a DVC recipe for
+    it that failed on its missing config.yaml; the sweep command it prints now is the one run."""
     done, uri, overrides = _sweep(tmp_path, "user", "design.replicates=1,2,3")
     assert done.returncode == 2, done.stderr[-3000:]
     (parent,) = _parents(uri)
@@ -97,7 +98,8 @@ def test_a_sweep_with_a_failed_job_ends_failed_and_names_the_job(tmp_path):
 
     assert parent["name"] == "sweep:design.replicates"
     assert parent["tags"]["sweep.params"] == "design.replicates=1,2,3"
-    command = parent["tags"]["sweep.command"]
+    command = reproduction_steps(parent)[1]
+    assert command == parent["tags"]["sweep.command"]
     # what the shell hands the entry point: the sweep's own overrides, its folder left out so a
     # rerun writes a new one
     assert shlex.split(command) == ["python", "-m", "audit", "-m",

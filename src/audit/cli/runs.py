@@ -31,6 +31,7 @@ from audit.methods.configs import to_audit_config
 from audit.tracking import mlflow as tracking
 from audit.logs import configure_cli_logging
 from audit.tracking.runs_table import runs_frame, short_id, started_text
+from audit.tracking.sweeps import shell_word
 from audit.tables import write_frame
 
 log = logging.getLogger(__name__)
@@ -140,10 +141,12 @@ def run_source(source: str, settings: TrackingConfig, option: str, what: str) ->
                          f"{error.args[0] if error.args else error}") from None
 
 
-def reproduction_steps(run: dict[str, Any]) -> list[str]:
+def reproduction_steps(run: dict[str, Any], tracking_uri: str = TrackingConfig.tracking_uri
+                       ) -> list[str]:
     """What re-creates this run, for any method: dvc.yaml's stages dispatch on `method`, which the
     params.yaml written from the run's config.yaml carries (a test follows these steps for one
-    run of each method and compares the tables)."""
+    run of each method and compares the tables). A sweep's parent run is re-created by its sweep
+    command and a comparison by its audit.compare command: neither has a config.yaml."""
     tags = run["tags"]
     method = tags.get("method", "rasch")
     # Runs made outside a git checkout record no commit (older ones recorded `unknown`): the
@@ -154,17 +157,66 @@ def reproduction_steps(run: dict[str, Any]) -> list[str]:
               [f"pip install llm-demographic-audit=={version}  # not made in a git checkout"]
               if version != "unknown" else
               ["# not made in a git checkout, by a version of audit the run did not record"])
-    steps = [*source,
-             f"python -m audit.runs params {run['run_id']} --output params.yaml",
-             f"dvc repro  # the {method} stages (design, respond, score, analyse, report): "
-             f"tables in pipeline/STAGE/, figures in pipeline/report/metrics.json"]
+    if tags.get("audit.role") == "sweep":
+        steps = [*source, *sweep_steps(run)]
+    elif method == "compare":
+        steps = [*source, *compare_steps(run, tracking_uri)]
+    else:
+        steps = [*source,
+                 f"python -m audit.runs params {run['run_id']} --output params.yaml",
+                 f"dvc repro  # the {method} stages (design, respond, score, analyse, report): "
+                 f"tables in pipeline/STAGE/, figures in pipeline/report/metrics.json"]
     if tags.get("git.dirty") == "true":
         steps.append("# the run had uncommitted changes (git.dirty=true): the commit alone may "
                      "not re-create it")
     return steps
 
 
-def show_run(run: dict[str, Any], console: Console) -> None:
+def sweep_steps(run: dict[str, Any]) -> list[str]:
+    """The sweep's command (its `sweep.command` tag; a sweep logged before that tag existed is
+    rebuilt from its task overrides, without Hydra's own), then how to list its new jobs."""
+    tags = run["tags"]
+    command = tags.get("sweep.command")
+    if command is None:
+        overrides = tags.get("sweep.overrides", "(none)")
+        words = [] if overrides == "(none)" else overrides.split(" ")
+        command = (" ".join(shell_word(word) for word in ["python", "-m", "audit", "-m", *words])
+                   + "  # add the hydra.* overrides it ran with: this run did not record them")
+    return [command, "python -m audit.runs --sweep NEW_PARENT_ID  # the new sweep's jobs (the "
+                     f"old ones: python -m audit.runs --sweep {run['run_id']})"]
+
+
+# audit.compare's options and the MLflow params its run records them as (cli/compare.py's
+# gate_params): the same names, max_worsening's unit apart.
+COMPARE_OPTIONS = ("worsening_prob", "draws", "tune", "chains", "target_accept", "judge_error")
+
+
+def compare_steps(run: dict[str, Any], tracking_uri: str) -> list[str]:
+    """The audit.compare command of a comparison run, from its tags (the two sources, and the
+    models when it compared two models of one run) and its params (the gate and the sampler)."""
+    tags, params = run["tags"], run["params"]
+    run_a, run_b = tags.get("compare.run_a", "RUN_A"), tags.get("compare.run_b", "RUN_B")
+    words = ["python", "-m", "audit.compare", run_a]
+    if run_b == run_a:
+        words += [f"model_a={tags.get('compare.model_a', 'MODEL_A')}",
+                  f"model_b={tags.get('compare.model_b', 'MODEL_B')}"]
+    else:
+        words.append(run_b)
+    if params.get("max_worsening", "none") != "none":
+        unit = "pp" if params.get("unit") == "pp" else ""
+        words.append(f"max_worsening={params['max_worsening']}{unit}")
+    words += [f"{key}={params[key]}" for key in COMPARE_OPTIONS if key in params]
+    if tracking_uri != TrackingConfig.tracking_uri:
+        words.append(f"tracking_uri={tracking_uri}")
+    steps = [" ".join(shell_word(word) for word in words)]
+    if not all(RUN_ID.fullmatch(source) for source in (run_a, run_b)):
+        steps.append("# a source that is not a run id is a run folder of the machine that "
+                     "made the comparison")
+    return steps
+
+
+def show_run(run: dict[str, Any], console: Console,
+             tracking_uri: str = TrackingConfig.tracking_uri) -> None:
     tags = run["tags"]
     table = Table(title=escape(f"MLflow run {run['run_id']} ({run['name']})"), show_header=False)
     table.add_column("what")
@@ -174,12 +226,12 @@ def show_run(run: dict[str, Any], console: Console) -> None:
             ("converged", tags.get("converged", "")),
             *[(key, value) for key, value in sorted(tags.items())
               if key.startswith(("audit.version", "git.", "dvc.", "config.", "model.",
-                                 "judge_model.", "hydra.", "package."))]]
+                                 "judge_model.", "hydra.", "package.", "sweep.", "compare."))]]
     for key, value in rows:
         table.add_row(escape(key), escape(str(value)))
     console.print(table)
     console.print("To re-create it:")
-    for step in reproduction_steps(run):
+    for step in reproduction_steps(run, tracking_uri):
         console.print(f"  {step}", highlight=False, markup=False)
 
 
@@ -243,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         check_store(settings)
         if arguments.command == "show":
             show_run(tracking.get_run(settings.tracking_uri,
-                                      _resolve_run_id(settings, arguments.run_id)), console)
+                                      _resolve_run_id(settings, arguments.run_id)), console,
+                     settings.tracking_uri)
         elif arguments.command == "params":
             run_id = _resolve_run_id(settings, arguments.run_id)
             log.info("wrote %s from run %s", write_params(settings, run_id, arguments.output),
