@@ -120,3 +120,14 @@ def test_imported_answers_are_a_dependency_of_the_stages_that_read_them():
         assert "${dvc_params.answers_file}" in PIPELINE["stages"][stage]["deps"], stage
     composed = OmegaConf.structured(compose_params(["ingest.input=answers.csv"]))
     assert composed.dvc_params.answers_file == "answers.csv"
+
+
+def test_the_docs_say_an_edit_in_a_methods_package_reruns_every_stage_the_fit_included():
+    """Tracking review #10: every stage depends on the method's whole package, so a one-line
+    report fix reruns the fit, while docs/reproducibility.md said only that "a change reruns only
+    what depends on it". Splitting the deps means rewriting that sentence, and this test."""
+    assert all("src/audit/methods/${method}" in stage["deps"]
+               for stage in PIPELINE["stages"].values())
+    text = " ".join((PROJECT_ROOT / "docs" / "reproducibility.md").read_text().split())
+    assert ("any edit in it (a report template's one line included) reruns all the method's "
+            "stages, the fit included") in text
