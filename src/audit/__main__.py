@@ -67,10 +67,7 @@ def run_composed(cfg: DictConfig,
 def main() -> None:
     try:
         with one_line_config_errors(Path(CONF_DIR)):
-            try:
-                app()
-            except sweeps.SweepRefused as refused:  # a job of the grid does not compose
-                raise refused.error from None
+            app()
     except BaseException as ended:
         # Whatever stops a sweep after its parent run was created (a job's bug, Ctrl-C) ends
         # that run FAILED: Hydra skips on_multirun_end then, and the run stayed RUNNING.

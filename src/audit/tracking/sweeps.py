@@ -9,6 +9,7 @@ parallel jobs open it, so they never race to create its tables.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import shlex
@@ -49,17 +50,6 @@ class OpenParent:
 
 
 open_parent: OpenParent | None = None
-
-
-class SweepRefused(BaseException):
-    """A job of the sweep does not compose: the sweep is refused before its parent run exists.
-
-    A BaseException because Hydra turns a callback's Exception into a warning and goes on;
-    `python -m audit` (main) re-raises `error`, the composition error, for its one line."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 def job_failed(message: str) -> None:
@@ -218,12 +208,14 @@ def shell_word(word: str) -> str:
     return f'"{word}"'
 
 
-def check_jobs_compose(config: DictConfig) -> None:
-    """Compose every job of the grid, as Hydra's basic sweeper will, and refuse the sweep on the
-    first that does not (`fit=nonexistent_fit,population`): before its parent run exists, not
-    after it, leaving the run RUNNING and the sweep stopped at that job."""
+def jobs_compose(config: DictConfig) -> bool:
+    """Whether every job of the grid composes, as Hydra's basic sweeper will compose them. When
+    one does not (`fit=nonexistent_fit,population`), the sweep gets no parent run: the sweeper
+    composes the same jobs before it launches any (one batch: max_batch_size is unset) and raises
+    that job's error, which every entry point turns into one line and exit 2. The parent was
+    created first and then stayed RUNNING for good."""
     if not str(config.hydra.sweeper.get("_target_", "")).endswith("BasicSweeper"):
-        return  # another sweeper makes its own grid
+        return True  # another sweeper makes its own grid
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -234,13 +226,14 @@ def check_jobs_compose(config: DictConfig) -> None:
     params = config.hydra.sweeper.get("params") or {}
     listed = [*(f"{key}={value}" for key, value in params.items()),
               *map(str, config.hydra.overrides.task)]
-    parsed = OverridesParser.create(config_loader=loader).parse_overrides(listed)
-    for batch in BasicSweeper.split_arguments(parsed, None):
-        for job in batch:
-            try:
+    try:
+        parsed = OverridesParser.create(config_loader=loader).parse_overrides(listed)
+        for batch in BasicSweeper.split_arguments(parsed, None):
+            for job in batch:
                 loader.load_sweep_config(config, list(job))
-            except HYDRA_ERRORS as error:
-                raise SweepRefused(error) from error
+    except HYDRA_ERRORS:
+        return False
+    return True
 
 
 def end_unfinished_sweep(ended: BaseException | None) -> None:
@@ -259,7 +252,7 @@ def end_unfinished_sweep(ended: BaseException | None) -> None:
         first_line = next(iter(str(ended).strip().splitlines()), "")
         why = f"{type(ended).__name__}: {first_line}" if first_line else type(ended).__name__
     else:
-        why = "its end could not be recorded (see the sweep's log)"
+        why = "it stopped early or its end could not be recorded (the sweep's log says why)"
     lines = read_failed_jobs(parent.sweep_dir)
     text = "\n".join([f"The sweep stopped before its end: {why}.",
                       *([f"{len(lines)} job(s) failed:", *lines] if lines else [])])
@@ -287,7 +280,8 @@ class MlflowSweepCallback(Callback):
         settings = _tracking_config(config)
         if settings is None:
             return
-        check_jobs_compose(config)
+        if not jobs_compose(config):
+            return
         overrides = list(config.hydra.overrides.task)
         # A hand-written grid (`-m model=a,b`) has no sweeper params: to_container refuses a
         # plain dict, and the ValueError cost the sweep its parent run.
@@ -304,6 +298,9 @@ class MlflowSweepCallback(Callback):
                 "audit.role": "sweep"}
         run_id = tracking.start_parent_run(settings, sweep_name(overrides), tags)
         open_parent = OpenParent(settings, run_id, Path(str(config.hydra.sweep.dir)))
+        # Entry points other than `python -m audit` (audit.ingest) do not call
+        # end_unfinished_sweep with the exception: at exit, the parent still ends FAILED.
+        atexit.register(end_unfinished_sweep, None)
         os.environ[PARENT_RUN_ENV] = run_id
         os.environ[SWEPT_KEYS_ENV] = ",".join(swept_keys(overrides, preset))
         log.info("sweep parent MLflow run %s (%s)", run_id, sweep_name(overrides))
