@@ -96,7 +96,10 @@ def provenance(project_root: Path) -> dict[str, str]:
     tags = {"audit.version": tool_version()}
     commit = _git("-C", str(project_root), "rev-parse", "HEAD")
     if commit:
-        status = _git("-C", str(project_root), "status", "--porcelain", "--untracked-files=no")
+        # Untracked files count (a persona file or conf/model/*.yaml never added to git): the
+        # run may read them, so it cannot be re-created from its commit; .gitignore already
+        # leaves out outputs, the response store and mlflow.db.
+        status = _git("-C", str(project_root), "status", "--porcelain")
         tags["git.commit"] = commit
         tags["git.dirty"] = "unknown" if status is None else str(bool(status)).lower()
     lock = project_root / "dvc.lock"
