@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
-from audit.cli.params import check_kept_overrides
+from audit.cli.params import check_kept_overrides, overrides_file
 from audit.config import CONF_DIR
 from audit.config_errors import describe, yaml_problem
 from audit.config_ranges import ConfigValueError
@@ -34,6 +34,7 @@ from audit.logs import configure_cli_logging
 from audit.methods import AuditMethod, create_method
 from audit.methods.run import STAGE_NAMES, find_stage, run_one_stage
 from audit.methods.summary import state_summary
+from audit.tracking.mlflow import TrackingError
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +65,19 @@ def report_summary(method: AuditMethod, cfg: AuditConfig, directory: Path,
     and a file name itself instead of audit.methods.run.run_file) costs a warning, not the stage."""
     try:
         state_summary(method, cfg, directory, result)
+    except TrackingError:  # the store failed: exit 2 with its line, not a warning
+        raise
     except AuditError as error:
         log.warning("no summary of the pipeline in %s: %s", directory, error)
+
+
+def recorded_overrides(params: Path) -> list[str] | None:
+    """The overrides params.yaml was composed from (params.overrides, written by
+    `python -m audit.params`), which name and tag the MLflow run; None for a file without one."""
+    record = overrides_file(params)
+    if not record.is_file():
+        return None
+    return [line.strip() for line in record.read_text().splitlines() if line.strip()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_params(arguments.params)
         check_kept_overrides(arguments.params, cfg)
         method = create_method(cfg.method)
-        result = run_one_stage(method.stages, arguments.stage, cfg, arguments.dir)
+        result = run_one_stage(method.stages, arguments.stage, cfg, arguments.dir,
+                               recorded_overrides(arguments.params))
         if find_stage(method.stages, arguments.stage).name == STAGE_NAMES[-1]:
             report_summary(method, cfg, arguments.dir, result)
     except (AuditError, BackendError) as error:

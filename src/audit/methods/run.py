@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -50,6 +52,13 @@ STAGE_NAMES = ("design", "respond", "score", "analyse", "report")
 # Under `dvc repro` the report stage also writes the run's headline figures here (flat JSON, no
 # durations), the file dvc.yaml declares as metrics for whatever the method is.
 DVC_METRICS_FILE = "metrics.json"
+# Under `dvc repro` each stage writes its wall time into its out folder, so that the report stage,
+# a process of its own, logs every stage's `duration_s/STAGE` as `python -m audit` does.
+STAGE_TIMING_FILE = "stage_timing.json"
+# Under `dvc repro` there is no Hydra: the overrides params.yaml was composed from
+# (params.overrides) name and tag the run instead (set by run_one_stage).
+_pipeline_overrides: ContextVar[tuple[str, ...] | None] = ContextVar("pipeline_overrides",
+                                                                     default=None)
 
 
 @dataclass(frozen=True)
@@ -106,11 +115,23 @@ def check_settings(cfg: AuditConfig) -> None:
     check_adaptive_settings(cfg.method, cfg.design, getattr(ingest, "input", None))
 
 
+def check_tracking(cfg: AuditConfig, before: str) -> None:
+    """A store that is down (or a wrong tracking_uri) is one line before any work, not a
+    traceback after the model's time is spent."""
+    if not cfg.tracking.enabled:
+        return
+    try:
+        tracking.check_store(cfg.tracking)
+    except tracking.TrackingError as error:
+        raise tracking.TrackingError(f"{error} (checked {before}: nothing was run)") from error
+
+
 def run_stages(stages: Sequence[Stage], cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     """`python -m audit`: every stage in order in one process; each writes its tables as soon as
     they exist, so a failure later never loses finished work. Returns the stages' results."""
     check_stages(cfg.method, stages)
     check_settings(cfg)
+    check_tracking(cfg, "before the first stage")
     files, clock = RunFiles(Path(output_dir)), RunClock()
     result: dict[str, object] = {}
     for stage in stages:
@@ -141,20 +162,48 @@ def stage_files(stages: Sequence[Stage], directory: Path) -> RunFiles:
                                       for name in stage.writes})
 
 
-def run_one_stage(stages: Sequence[Stage], name: str, cfg: AuditConfig,
-                  directory: Path) -> dict[str, object]:
+def run_one_stage(stages: Sequence[Stage], name: str, cfg: AuditConfig, directory: Path,
+                  overrides: Sequence[str] | None = None) -> dict[str, object]:
     """`python -m audit.stages NAME` (what dvc.yaml runs): one stage, its files in
-    `directory/STAGE/`, reading earlier stages' folders."""
+    `directory/STAGE/`, reading earlier stages' folders. `overrides` (what params.yaml was
+    composed from; None when unknown) name and tag the run as Hydra's do under
+    `python -m audit`."""
     check_stages(cfg.method, stages)
     check_settings(cfg)
     stage = find_stage(stages, name)
+    check_tracking(cfg, f"before stage {stage.name}")
     files = stage_files(stages, directory)
     (Path(directory) / stage.name).mkdir(parents=True, exist_ok=True)
-    result = dict(stage.run(cfg, files, RunClock()) or {})
+    clock = RunClock()
+    if stage.name == STAGE_NAMES[-1]:
+        clock.timings.update(read_stage_timings(Path(directory), STAGE_NAMES[:-1]))
+    token = _pipeline_overrides.set(None if overrides is None else tuple(overrides))
+    try:
+        with timed(clock.timings, stage.name):
+            result = dict(stage.run(cfg, files, clock) or {})
+    finally:
+        _pipeline_overrides.reset(token)
+    write_stage_timing(clock.timings[stage.name], Path(directory) / stage.name)
     if stage.name == STAGE_NAMES[-1]:
         write_headline_metrics(result.get("metrics") or {},
                                Path(directory) / stage.name / DVC_METRICS_FILE)
     return result
+
+
+def write_stage_timing(seconds: float, folder: Path) -> Path:
+    path = folder / STAGE_TIMING_FILE
+    path.write_text(json.dumps({"seconds": seconds}) + "\n")
+    return path
+
+
+def read_stage_timings(directory: Path, names: Iterable[str]) -> dict[str, float]:
+    """The wall times earlier stages wrote (a stage run before this file existed has none)."""
+    timings = {}
+    for name in names:
+        path = directory / name / STAGE_TIMING_FILE
+        if path.is_file():
+            timings[name] = float(json.loads(path.read_text())["seconds"])
+    return timings
 
 
 def write_headline_metrics(metrics: Mapping[str, object], path: Path) -> Path:
@@ -188,11 +237,37 @@ def timed(timings: dict[str, float], stage: str) -> Iterator[None]:
         timings[stage] = time.perf_counter() - started
 
 
+def _tells_apart(override: str) -> bool:
+    """An override that changes what is measured: not where files go (tracking.PLACE_KEYS), not
+    the model or method (the name's base says them), not how a server is reached."""
+    key = override.split("=", 1)[0].lstrip("+~")
+    return not (tracking.is_place_key(key) or key in sweeps.NAMED_KEYS
+                or (key.startswith("model.") and key.rsplit(".", 1)[-1] in sweeps.TRANSPORT_KEYS))
+
+
 def run_name(cfg: AuditConfig) -> str:
     """`tracking.run_name`, else the method and the models; with what the command line changed
-    (sweeps.job_run_name), so that two runs of one model are told apart by their names."""
-    return sweeps.job_run_name(cfg.tracking.run_name
-                               or f"{cfg.method} {'+'.join(sorted(cfg.model))}")
+    (sweeps.job_run_name; under `dvc repro`, params.overrides), so that two runs of one model are
+    told apart by their names."""
+    base = cfg.tracking.run_name or f"{cfg.method} {'+'.join(sorted(cfg.model))}"
+    overrides = _pipeline_overrides.get()
+    if overrides is None:
+        return sweeps.job_run_name(base)
+    return " ".join([base, *filter(_tells_apart, overrides)])[:sweeps.MAX_NAME_CHARS]
+
+
+def pipeline_tags() -> dict[str, str]:
+    """Under `dvc repro`, the overrides params.yaml was composed from, in the tag a
+    `python -m audit` run keeps Hydra's in."""
+    overrides = _pipeline_overrides.get()
+    return {} if overrides is None else {"hydra.overrides": " ".join(overrides) or "(none)"}
+
+
+def output_dir_param(cfg: AuditConfig) -> str | None:
+    """paths.output_dir relative to paths.root_dir: an absolute, per-machine path (Hydra's
+    timestamped folder) says nothing about the audit. None when it lies outside the root."""
+    output, root = Path(cfg.paths.output_dir).resolve(), Path(cfg.paths.root_dir).resolve()
+    return Path(os.path.relpath(output, root)).as_posix() if output.is_relative_to(root) else None
 
 
 def run_tags(cfg: AuditConfig, flat: Mapping[str, str],
@@ -202,7 +277,10 @@ def run_tags(cfg: AuditConfig, flat: Mapping[str, str],
     return {**tracking.provenance(Path(cfg.paths.root_dir)),
             "config.hash": tracking.config_hash(flat), "method": cfg.method,
             HEADLINE_TAG: ",".join(headline_metrics(cfg.method)),
-            "models": ",".join(sorted(cfg.model)), **sweeps.job_tags(), **(extra or {})}
+            "models": ",".join(sorted(cfg.model)),
+            # Where this machine wrote the run's files (a place, so a tag and not a param).
+            "paths.output_dir": str(Path(cfg.paths.output_dir).resolve()),
+            **sweeps.job_tags(), **pipeline_tags(), **(extra or {})}
 
 
 def own_sections(method: str) -> list[str]:
@@ -212,28 +290,44 @@ def own_sections(method: str) -> list[str]:
 
 
 def flat_config(cfg: AuditConfig) -> dict[str, str]:
-    """The run's params (and what config.hash hashes): the shared sections and the running
-    method's own; another method's settings (a Rasch run's `counterfactual.alpha`) say nothing
-    about this run. config.yaml, logged with every run, keeps the whole config."""
+    """The run's params (and what config.hash hashes, less tracking.PLACE_KEYS): the shared
+    sections and the running method's own; another method's settings (a Rasch run's
+    `counterfactual.alpha`) say nothing about this run. paths.output_dir is relative to
+    paths.root_dir, or left out when outside it (the `paths.output_dir` tag has it): no
+    per-machine path in the params. config.yaml, logged with every run, keeps the whole config."""
     config = OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)
-    return tracking.flatten({key: config[key] for key in own_sections(cfg.method)})
+    flat = tracking.flatten({key: config[key] for key in own_sections(cfg.method)})
+    relative = output_dir_param(cfg)
+    if relative is None:
+        flat.pop("paths.output_dir", None)
+    else:
+        flat["paths.output_dir"] = relative
+    return flat
 
 
 @contextmanager
 def method_run(cfg: AuditConfig, tags: Mapping[str, str] | None = None,
-               started_at: float | None = None) -> Iterator[tracking.RunInfo | None]:
+               started_at: float | None = None,
+               directory: Path | None = None) -> Iterator[tracking.RunInfo | None]:
     """The method's MLflow run (None when tracking is off), nested under the sweep's parent run
     when this process is a sweep job, starting when the work started (started_at, epoch
-    seconds); params are logged on entry."""
+    seconds); params are logged on entry. A store that fails is one line that says the run's
+    files are safe in `directory`."""
     if not cfg.tracking.enabled:
         yield None
         return
     flat = flat_config(cfg)
-    with tracking.mlflow_run(cfg.tracking, run_name(cfg), run_tags(cfg, flat, tags),
-                             parent_run_id=sweeps.parent_run_id(),
-                             started_at=started_at) as run_info:
-        tracking.log_params(flat)
-        yield run_info
+    try:
+        with tracking.mlflow_run(cfg.tracking, run_name(cfg), run_tags(cfg, flat, tags),
+                                 parent_run_id=sweeps.parent_run_id(),
+                                 started_at=started_at) as run_info:
+            tracking.log_params(flat)
+            yield run_info
+    except tracking.TrackingError as error:
+        if directory is None:
+            raise
+        raise tracking.TrackingError(f"{error}; the run's tables and report are in "
+                                     f"{directory}") from error
 
 
 def provenance_files(cfg: AuditConfig, config_file: Path) -> list[tuple[str, Path]]:
@@ -246,10 +340,11 @@ def provenance_files(cfg: AuditConfig, config_file: Path) -> list[tuple[str, Pat
 
 def log_run(cfg: AuditConfig, metrics: Mapping[str, float],
             artifacts: Iterable[tuple[str, Path]], config_file: Path,
-            tags: Mapping[str, str] | None = None,
-            started_at: float | None = None) -> tracking.RunInfo | None:
-    """One MLflow run with the metrics, the artifacts and the provenance files; None when off."""
-    with method_run(cfg, tags, started_at) as run_info:
+            tags: Mapping[str, str] | None = None, started_at: float | None = None,
+            directory: Path | None = None) -> tracking.RunInfo | None:
+    """One MLflow run with the metrics, the artifacts and the provenance files; None when off.
+    `directory`: where the run's files are, named if the store fails."""
+    with method_run(cfg, tags, started_at, directory) as run_info:
         if run_info is None:
             return None
         tracking.log_metrics(metrics)
@@ -281,7 +376,7 @@ def logged_report(cfg: AuditConfig, files: RunFiles, clock: RunClock, metrics_fi
     config_file = write_config(cfg, files.path(CONFIG_FILE).parent)
     paths = [(folder, files.path(name)) for folder, name in artifacts]
     run_info = log_run(cfg, metrics, [(folder, path) for folder, path in paths if path.exists()],
-                       config_file, tags, clock.started_at)
+                       config_file, tags, clock.started_at, files.directory)
     return {"run": run_info, "metrics": metrics}
 
 

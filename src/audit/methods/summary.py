@@ -152,14 +152,18 @@ def state_summary(method: AuditMethod, cfg: AuditConfig, run_dir: Path,
     findings = method.findings(cfg, run_dir, result)
     text = summary_text(cfg, findings, run_dir, result)
     run_info = result.get("run")
+    print(text, flush=True)  # before the store is written to: a store that fails keeps it
     if isinstance(run_info, tracking.RunInfo):
         metrics = result.get("metrics")
-        tracking.set_runs_view(run_info.tracking_uri, run_info.experiment_id,
-                               view_key(cfg.method),
-                               view_metrics(findings, metrics if isinstance(metrics, Mapping)
-                                            else {}))
-        # Markdown, as the UI renders it: two spaces keep each line on its own.
-        tracking.set_run_description(run_info.tracking_uri, run_info.run_id,
-                                     text.replace("\n", "  \n"))
-    print(text, flush=True)
+        try:
+            tracking.set_runs_view(run_info.tracking_uri, run_info.experiment_id,
+                                   view_key(cfg.method),
+                                   view_metrics(findings, metrics if isinstance(metrics, Mapping)
+                                                else {}))
+            # Markdown, as the UI renders it: two spaces keep each line on its own.
+            tracking.set_run_description(run_info.tracking_uri, run_info.run_id,
+                                         text.replace("\n", "  \n"))
+        except tracking.TrackingError as error:
+            raise tracking.TrackingError(f"{error}; the run's tables and report are in "
+                                         f"{run_dir}") from error
     return text

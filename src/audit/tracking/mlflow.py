@@ -1,4 +1,5 @@
-"""MLflow: the only module that imports it. One small helper per concern.
+"""MLflow: with audit.tracking.store (its failures as one line), the only module that imports it.
+One small helper per concern.
 
 Every run records what is needed to re-create it: the flattened config (secrets redacted), the
 tool's own version, the git commit and dirty flag (when the run was made in a git checkout), the
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from audit.config import TrackingConfig
+# Callers reach the store's failures through this module (tracking.TrackingError, ...).
+from audit.tracking.store import TrackingError, check_store, store_errors  # noqa: F401
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +116,20 @@ def provenance(project_root: Path) -> dict[str, str]:
     return tags
 
 
+# Keys (and key prefixes, ending in ".") that say where a run's files and records go, not what
+# it measures: config.hash leaves them out, the runs table never shows them as what differs
+# between runs, and a run's name leaves them out. The one list of "where, not what".
+PLACE_KEYS = ("hydra.", "paths.", "tracking.", "sweep")
+
+
+def is_place_key(key: str) -> bool:
+    return key.startswith(PLACE_KEYS)
+
+
 def config_hash(flat_config: Mapping[str, str]) -> str:
-    canonical = "\n".join(f"{key}={flat_config[key]}" for key in sorted(flat_config))
+    """Equal for two runs of the same audit settings, wherever their files and records went."""
+    canonical = "\n".join(f"{key}={flat_config[key]}" for key in sorted(flat_config)
+                          if not is_place_key(key))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
@@ -157,7 +172,8 @@ MAX_VIEW_COLUMNS = 16
 def set_run_description(tracking_uri: str, run_id: str, text: str) -> None:
     from mlflow.tracking import MlflowClient
 
-    MlflowClient(tracking_uri).set_tag(run_id, RUN_DESCRIPTION_TAG, text)
+    with store_errors(tracking_uri):
+        MlflowClient(tracking_uri).set_tag(run_id, RUN_DESCRIPTION_TAG, text)
 
 
 def metric_column(name: str) -> str:
@@ -174,8 +190,10 @@ def set_runs_view(tracking_uri: str, experiment_id: str, key: str,
 
     client = MlflowClient(tracking_uri)
     tag = f"{SHARED_VIEW_TAG}{key}"
+    with store_errors(tracking_uri):
+        stored = client.get_experiment(experiment_id).tags.get(tag, "{}")
     try:
-        earlier = json.loads(client.get_experiment(experiment_id).tags.get(tag, "{}"))
+        earlier = json.loads(stored)
     except json.JSONDecodeError:
         earlier = {}
     columns = [metric_column(name) for name in metrics]
@@ -183,7 +201,8 @@ def set_runs_view(tracking_uri: str, experiment_id: str, key: str,
                 if column.startswith("metrics.") and column not in columns]
     view = {"selectedColumns": columns[:MAX_VIEW_COLUMNS],
             "orderByKey": "attributes.start_time", "orderByAsc": False}
-    client.set_experiment_tag(experiment_id, tag, json.dumps(view))
+    with store_errors(tracking_uri):
+        client.set_experiment_tag(experiment_id, tag, json.dumps(view))
 
 
 def ui_base_url(tracking_uri: str) -> str:
@@ -216,19 +235,21 @@ def mlflow_run(config: TrackingConfig, run_name: str, tags: Mapping[str, str],
     not the few tenths of a second its logging takes at the end."""
     import mlflow
 
-    experiment_id = _experiment_id(config)
-    tags = {**tags, **({PARENT_RUN_TAG: parent_run_id} if parent_run_id else {})}
-    if started_at is not None:
-        from mlflow.tracking.context.registry import resolve_tags  # what start_run adds
+    with store_errors(config.tracking_uri):
+        experiment_id = _experiment_id(config)
+        tags = {**tags, **({PARENT_RUN_TAG: parent_run_id} if parent_run_id else {})}
+        if started_at is not None:
+            from mlflow.tracking.context.registry import resolve_tags  # what start_run adds
 
-        created = mlflow.MlflowClient(config.tracking_uri).create_run(
-            experiment_id, start_time=int(started_at * 1000), tags=resolve_tags(tags),
-            run_name=run_name)
-        opened = mlflow.start_run(run_id=created.info.run_id)
-    else:
-        opened = mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=tags)
-    with opened as run:
-        yield RunInfo(run.info.run_id, experiment_id, config.tracking_uri, run.info.artifact_uri)
+            created = mlflow.MlflowClient(config.tracking_uri).create_run(
+                experiment_id, start_time=int(started_at * 1000), tags=resolve_tags(tags),
+                run_name=run_name)
+            opened = mlflow.start_run(run_id=created.info.run_id)
+        else:
+            opened = mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=tags)
+        with opened as run:
+            yield RunInfo(run.info.run_id, experiment_id, config.tracking_uri,
+                          run.info.artifact_uri)
 
 
 def log_params(flat_config: Mapping[str, str]) -> None:
@@ -277,9 +298,11 @@ def start_parent_run(config: TrackingConfig, run_name: str, tags: Mapping[str, s
     processes (joblib, submitit), which nest under it by id."""
     from mlflow.tracking import MlflowClient
 
-    experiment_id = _experiment_id(config)
-    run = MlflowClient(config.tracking_uri).create_run(experiment_id, run_name=run_name,
-                                                       tags=dict(tags))
+    check_store(config)  # before any job starts: a store that is down is one line, at once
+    with store_errors(config.tracking_uri):
+        experiment_id = _experiment_id(config)
+        run = MlflowClient(config.tracking_uri).create_run(experiment_id, run_name=run_name,
+                                                           tags=dict(tags))
     return run.info.run_id
 
 
@@ -290,11 +313,12 @@ def end_parent_run(config: TrackingConfig, run_id: str, metrics: Mapping[str, fl
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(config.tracking_uri)
-    for name, value in metrics.items():
-        client.log_metric(run_id, metric_name(name), float(value))
-    for path in files:
-        client.log_artifact(run_id, str(path))
-    client.set_terminated(run_id, status=status)
+    with store_errors(config.tracking_uri):
+        for name, value in metrics.items():
+            client.log_metric(run_id, metric_name(name), float(value))
+        for path in files:
+            client.log_artifact(run_id, str(path))
+        client.set_terminated(run_id, status=status)
 
 
 def find_runs(tracking_uri: str, experiment: str, filter_string: str = "",

@@ -16,8 +16,7 @@ from audit.tracking import mlflow as tracking
 # separated; HEADLINE_METRICS in methods/NAME/config.py): a table of IAT runs shows D and the parse
 # rate, not the Rasch sampler's diagnostics, and this module names no method.
 HEADLINE_TAG = "headline_metrics"
-# Params that differ between any two runs without meaning anything about the audit.
-INCIDENTAL_PARAMS = ("paths.output_dir", "tracking.run_name")
+
 
 def short_id(run_id: str) -> str:
     return run_id[:8]
@@ -33,12 +32,13 @@ def started_text(milliseconds: int | None) -> str:
 def varying_params(runs: list[dict[str, Any]]) -> list[str]:
     """Params every audit run has whose values differ between them: what a sweep swept, in a
     readable order. Keys only some runs have (another model's settings) are left to the
-    `models` column; sweep parents carry no params and are left out of the comparison."""
+    `models` column; sweep parents carry no params and are left out of the comparison. Where
+    runs' files and records went (tracking.PLACE_KEYS) differs without meaning anything."""
     audits = [run["params"] for run in runs if run["params"]]
     if len(audits) < 2:
         return []
     shared = set.intersection(*(set(params) for params in audits))
-    varying = [key for key in shared if key not in INCIDENTAL_PARAMS
+    varying = [key for key in shared if not tracking.is_place_key(key)
                and len({params[key] for params in audits}) > 1]
     return sorted(varying, key=lambda key: (key.count("."), key))
 

@@ -4,6 +4,7 @@ chromium with no network; and the runs table read back from the store."""
 
 from __future__ import annotations
 
+import copy
 import io
 import re
 import shutil
@@ -94,6 +95,29 @@ def test_the_run_logs_config_posterior_tables_plots_and_the_report(audit_run):
     assert {"forest_theta.png", "wright_map.png", "favourable_heatmap.png",
             "label_distribution.png", "trace_plot.png", "rank_plot.png"} <= listing("plots")
     assert {"prompts.parquet", "labels.parquet"} <= listing("data")
+
+
+def test_a_store_that_fails_keeps_the_report_and_is_one_line(audit_run, monkeypatch):
+    """An unreachable MLflow server cost the report (it was rendered inside the MLflow run) and
+    ended in a traceback after minutes of retries: now report.html is written first and the
+    failure is one TrackingError naming the store, the fix and where the files are."""
+    from audit.methods.rasch.method import StageFiles
+    from audit.methods.rasch.report.publish import publish_from_files
+    from audit.tracking.mlflow import TrackingError
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    cfg = copy.deepcopy(audit_run["cfg"])
+    cfg.tracking.tracking_uri = "http://127.0.0.1:9"
+    run_dir = audit_run["tmp"] / "run"
+    report = run_dir / "report" / "report.html"
+    report.unlink()
+    with pytest.raises(TrackingError) as failed:
+        publish_from_files(cfg, StageFiles(run_dir))
+    assert report.is_file() and "MLflow run <code>" not in report.read_text()
+    message = str(failed.value)
+    assert "\n" not in message and "http://127.0.0.1:9" in message
+    assert "start the server" in message and "tracking=none" in message
+    assert str(run_dir) in message
 
 
 def test_the_report_is_self_contained(audit_run):

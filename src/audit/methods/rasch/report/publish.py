@@ -229,11 +229,14 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         warnings=warnings, provenance=tags,
         adaptive=adaptive.summary if adaptive is not None else None)
     report_html = report_dir / "report.html"
+    # Written before the MLflow run opens, so a store that fails never costs the report; written
+    # again inside it to name the run.
+    report_html.write_text(render_report(build_context(inputs, None)), encoding="utf-8")
 
-    with method_run(cfg, own_tags, started_at) as run_info:
-        report_html.write_text(render_report(build_context(
-            inputs, run_info.run_id if run_info else None)), encoding="utf-8")
+    with method_run(cfg, own_tags, started_at, files.directory) as run_info:
         if run_info is not None:
+            report_html.write_text(render_report(build_context(inputs, run_info.run_id)),
+                                   encoding="utf-8")
             tracking.log_metrics(metrics)
             if adaptive is not None:
                 tracking.log_metric_steps(adaptive.steps)

@@ -1,0 +1,83 @@
+"""The MLflow store's failures as one line, and the check that reaches it before any work.
+
+A server that is down, a wrong URI or a store that cannot be written used to surface after the
+work was done, as a traceback after minutes of retries. audit.tracking.mlflow raises every such
+failure as a TrackingError naming the store and the fix, and every run checks the store first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from audit.config import TrackingConfig
+from audit.errors import AuditError
+
+
+class TrackingError(AuditError):
+    """The MLflow store failed (a server that is down, a wrong URI): one line with the fix."""
+
+
+# What the check before a run allows: a server that is down is reported in seconds, not after
+# MLflow's default seven retries with back-off (over five minutes).
+PROBE_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": 1, "MLFLOW_HTTP_REQUEST_TIMEOUT": 10}
+
+
+def _failure_reason(error: Exception) -> str:
+    text = str(error)
+    for marker, reason in (("Connection refused", "unreachable (connection refused)"),
+                           ("Name or service not known", "unreachable (unknown host)"),
+                           ("timed out", "unreachable (timed out)"),
+                           ("Max retries exceeded", "unreachable")):
+        if marker in text:
+            return reason
+    first_line = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    return f"failed ({first_line[:200]})"
+
+
+def store_fix(tracking_uri: str) -> str:
+    server = tracking_uri.startswith(("http://", "https://"))
+    return (f"{'start the server, ' if server else ''}fix tracking.tracking_uri, or pass "
+            f"tracking=none")
+
+
+@contextmanager
+def store_errors(tracking_uri: str) -> Iterator[None]:
+    """MLflow's and requests' failures as a TrackingError naming the store and the fix."""
+    import requests
+    from mlflow.exceptions import MlflowException
+
+    try:
+        yield
+    except (MlflowException, requests.RequestException) as error:
+        raise TrackingError(f"MLflow store {tracking_uri} {_failure_reason(error)}: "
+                            f"{store_fix(tracking_uri)}") from error
+
+
+def check_store(config: TrackingConfig) -> None:
+    """Reach the store once, with few retries and a short timeout (PROBE_SETTINGS unless the
+    environment asks for less), so a store that is down stops a run before any work."""
+    from mlflow.tracking import MlflowClient
+
+    before = {name: os.environ.get(name) for name in PROBE_SETTINGS}
+    for name, cap in PROBE_SETTINGS.items():
+        try:
+            os.environ[name] = str(min(int(float(before[name] or cap)), cap))
+        except ValueError:  # MLflow itself refuses the value; the probe uses its own cap
+            os.environ[name] = str(cap)
+    # urllib3 warns of each retry; the TrackingError's one line says it all.
+    retries_log = logging.getLogger("urllib3.connectionpool")
+    level = retries_log.level
+    retries_log.setLevel(logging.ERROR)
+    try:
+        with store_errors(config.tracking_uri):
+            MlflowClient(config.tracking_uri).get_experiment_by_name(config.experiment)
+    finally:
+        retries_log.setLevel(level)
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
