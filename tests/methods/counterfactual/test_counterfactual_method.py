@@ -91,10 +91,12 @@ def test_scripted_run_writes_every_table_logs_mlflow_and_resumes(tmp_path: Path)
     assert logged.data.tags["pairs_flagged"] == str(int(unit_tests["flagged"].sum()))
     assert logged.data.metrics["n_pairs"] == unit_tests.height
     assert logged.data.metrics["n_answer_pairs"] == pairwise.height
-    artifacts = {item.path for folder in ("tables", "plots") for item in
+    artifacts = {item.path for folder in ("tables", "plots", "data") for item in
                  mlflow.MlflowClient().list_artifacts(first["run"].run_id, folder)}
     assert {"tables/counterfactual_pairwise.csv", "tables/counterfactual_design_tests.csv",
             "plots/counterfactual_gaps_fake.png"} <= artifacts
+    # The answers are in the run (they were only in the run directory, which is per machine).
+    assert {"data/prompts.parquet", "data/responses.parquet"} <= artifacts
 
     second = method.run(cfg, tmp_path / "run")  # every answer now comes from the store
     assert second["metrics"]["n_from_store"] == prompts.height

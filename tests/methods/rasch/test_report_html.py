@@ -94,7 +94,8 @@ def test_the_run_logs_config_posterior_tables_plots_and_the_report(audit_run):
     assert {"summary.csv", "theta_ranking.csv", "label_rates.csv"} <= listing("tables")
     assert {"forest_theta.png", "wright_map.png", "favourable_heatmap.png",
             "label_distribution.png", "trace_plot.png", "rank_plot.png"} <= listing("plots")
-    assert {"prompts.parquet", "labels.parquet"} <= listing("data")
+    # responses.parquet: what the model said (it was left out, so no gap could be checked).
+    assert {"prompts.parquet", "responses.parquet", "labels.parquet"} <= listing("data")
 
 
 def test_a_store_that_fails_keeps_the_report_and_is_one_line(audit_run, monkeypatch):

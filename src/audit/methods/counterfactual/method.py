@@ -180,6 +180,7 @@ def _report(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, obj
     result = logged_report(cfg, files, clock, RUN_METRICS, [
         ("tables", PAIRWISE), ("tables", GROUP_TESTS), ("tables", SUMMARY),
         ("tables", DESIGN_TESTS), ("data", METRICS_TABLE), ("data", GROUPS),
+        ("data", PROMPTS), ("data", RESPONSES),  # what was asked and what the model said
         *(("plots", f"{PLOTS}/{name}") for name in plots),
     ], tags={"pairs_flagged": str(int(values["n_pairs_flagged"]))})
     log.info("tables and plots are in %s; judge the run with: python -m audit.verdict run_dir=%s",

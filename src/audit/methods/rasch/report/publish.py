@@ -262,6 +262,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                   if rule_checks.height else []),
                 *[("plots", path) for path in written.values()],
                 ("data", files.prompts),
+                # The answers themselves: the run is the durable record a reviewer opens.
+                ("data", files.responses),
                 ("data", files.labels),
             ])
     print_ranking(thetas, cfg.fit.hdi_prob)
