@@ -277,7 +277,7 @@ def run(argv: list[str]) -> int:
     judge_error = judge_error_option(options)
     with tempfile.TemporaryDirectory() as scratch:
         default = TrackingConfig()
-        uri = options.get("tracking_uri", default.tracking_uri)
+        uri = options.get("tracking_uri", tracking.default_tracking_uri())
         fetched = [fetch_run(source, uri, default.experiment, Path(scratch)) for source in sources]
         sources = [name for _, name in fetched]
         side_a, cfg, gold_a = read_side("A", sources[0], fetched[0][0], options.get("model_a"))

@@ -273,7 +273,7 @@ def run_overrides(settings: TrackingConfig, run_id: str, scratch: Path) -> list[
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m audit.runs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tracking-uri", default=TrackingConfig.tracking_uri)
+    parser.add_argument("--tracking-uri", default=tracking.default_tracking_uri())
     parser.add_argument("--experiment", default=TrackingConfig.experiment)
     parser.add_argument("--sweep", help="only the job runs of this sweep's parent run")
     parser.add_argument("--limit", type=int, default=20)

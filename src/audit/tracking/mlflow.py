@@ -139,6 +139,12 @@ EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
 
 
+def default_tracking_uri() -> str:
+    """MLFLOW_TRACKING_URI when set (as MLflow's own clients read it, and conf/tracking's
+    default), else the local store."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or TrackingConfig.tracking_uri
+
+
 def _experiment_id(config: TrackingConfig) -> str:
     import mlflow
 
