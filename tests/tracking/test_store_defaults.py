@@ -1,14 +1,18 @@
-"""Which store a command uses: MLFLOW_TRACKING_URI is the default store (review2/tracking.md
-#9)."""
+"""Which store a command uses and which view its link opens: MLFLOW_TRACKING_URI is the default
+store (review2/tracking.md #9), and audit.compare's link names a view that exists (#12)."""
 
 from __future__ import annotations
 
+import json
+
+import mlflow
 from hydra import compose, initialize_config_dir
 
+from audit.cli.compare import COMPARE_VIEW, log_comparison
 from audit.cli.runs import main as runs_main
 from audit.config import CONF_DIR, TrackingConfig
 from audit.methods.configs import register_configs, to_audit_config
-from audit.tracking.mlflow import mlflow_run
+from audit.tracking.mlflow import SHARED_VIEW_TAG, mlflow_run
 
 register_configs()
 
@@ -31,3 +35,16 @@ def test_mlflow_tracking_uri_is_the_default_store(tmp_path, monkeypatch, capsys)
     monkeypatch.delenv("MLFLOW_TRACKING_URI")
     assert composed("paths.output_dir=out").tracking.tracking_uri == "sqlite:///mlflow.db"
 
+
+def test_the_compare_link_names_a_shared_view_that_exists(tmp_path):
+    """The printed URL had viewStateShareKey=compare, but nothing wrote that view."""
+    settings = TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+                              artifact_root=str(tmp_path / "a"))
+    table = tmp_path / "changes.csv"
+    table.write_text("x\n1\n")
+    run_info = log_comparison(settings, "compare a vs b", {}, {"draws": "100"},
+                              {"n_worsens": 0.0, "n_contrasts": 3.0, "max_abs_change": 0.2},
+                              [("tables", table)])
+    tags = mlflow.MlflowClient(settings.tracking_uri).get_experiment(run_info.experiment_id).tags
+    view = json.loads(tags[f"{SHARED_VIEW_TAG}{COMPARE_VIEW}"])
+    assert "metrics.`n_worsens`" in view["selectedColumns"]

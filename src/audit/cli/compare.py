@@ -57,6 +57,8 @@ OPTIONS = ("model_a", "model_b", "max_worsening", "worsening_prob", "output", "j
            "tune", "chains", "target_accept", "tracking_uri", "tracking", "judge_error")
 NO_GATE = (" (no max_worsening given: no contrast was gated, only the fit's convergence; pass "
            "max_worsening=DELTA to fail on a worsening)")
+# The shared view (experiment tag) the printed MLflow link opens; log_comparison writes it.
+COMPARE_VIEW = "compare"
 STORE_OPTION = "tracking_uri=URI"  # how this command takes the store, for audit.runs' hints
 DATA_FILES = {"prompts": ("data/prompts.parquet", "prompts.parquet"),
               "labels": ("data/labels.parquet", "labels.parquet"),
@@ -329,13 +331,12 @@ def run(argv: list[str]) -> int:
                 "compare.model_a": side_a.model, "compare.model_b": side_b.model,
                 "compare.paired": str(pairing.paired).lower(),
                 "converged": str(diagnostics.converged).lower()}
-        with tracking.mlflow_run(settings, mlflow_run_name(side_a, side_b), tags) as run_info:
-            tracking.log_params(gate_params(fit, limit, unit, worsening_prob, confusion))
-            tracking.log_metrics({"n_worsens": float(changes["worsens"].sum()),
-                                  "n_contrasts": float(changes.height),
-                                  "max_abs_change": float(changes["change"].abs().max())})
-            tracking.log_artifacts([("", report), ("", plot), ("tables", table),
-                                    ("tables", junit)])
+        run_info = log_comparison(
+            settings, mlflow_run_name(side_a, side_b), tags,
+            gate_params(fit, limit, unit, worsening_prob, confusion),
+            {"n_worsens": float(changes["worsens"].sum()), "n_contrasts": float(changes.height),
+             "max_abs_change": float(changes["change"].abs().max())},
+            [("", report), ("", plot), ("tables", table), ("tables", junit)])
     for row in changes.iter_rows(named=True):
         print(comparison.change_line(row))
     for reason in comparable.left_out:
@@ -345,8 +346,22 @@ def run(argv: list[str]) -> int:
     print("\n".join([f"Result: compare {side_a.model} ({sources[0]}) -> {side_b.model} "
                      f"({sources[-1]}), {pairing.reason}{converged}",
                      f"verdict: {verdict}", f"Report: {report}",
-                     *mlflow_lines(run_info, "compare")]))
+                     *mlflow_lines(run_info, COMPARE_VIEW)]))
     return 1 if any(check.failed for check in checks) else 0
+
+
+def log_comparison(settings: TrackingConfig, run_name: str, tags: dict[str, str],
+                   params: dict[str, str], metrics: dict[str, float],
+                   artifacts: list[tuple[str, Path]]) -> tracking.RunInfo:
+    """The comparison's MLflow run, and the shared view its printed link names (COMPARE_VIEW):
+    the experiment's runs with the gate's figures as columns."""
+    with tracking.mlflow_run(settings, run_name, tags) as run_info:
+        tracking.log_params(params)
+        tracking.log_metrics(metrics)
+        tracking.log_artifacts(artifacts)
+    tracking.set_runs_view(settings.tracking_uri, run_info.experiment_id, COMPARE_VIEW,
+                           list(metrics))
+    return run_info
 
 
 def gate_params(fit: FitConfig, limit: float | None, unit: str, worsening_prob: float,
