@@ -55,6 +55,7 @@ def test_an_untracked_file_marks_the_checkout_dirty_and_an_ignored_one_does_not(
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
     (tmp_path / "outputs").mkdir()
     (tmp_path / "outputs" / "run.txt").write_text("ignored")
+    (tmp_path / "dvc.lock").write_text("schema: '2.0'\n")  # `dvc repro` writes it mid-run
     assert provenance(tmp_path)["git.dirty"] == "false"
     (tmp_path / "my_profiles.csv").write_text("persona_id\n")
     assert provenance(tmp_path)["git.dirty"] == "true"

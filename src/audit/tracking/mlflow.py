@@ -101,8 +101,10 @@ def provenance(project_root: Path) -> dict[str, str]:
     if commit:
         # Untracked files count (a persona file or conf/model/*.yaml never added to git): the
         # run may read them, so it cannot be re-created from its commit; .gitignore already
-        # leaves out outputs, the response store and mlflow.db.
-        status = _git("-C", str(project_root), "status", "--porcelain")
+        # leaves out outputs, the response store and mlflow.db. dvc.lock does not: `dvc repro`
+        # writes it during the run, which records it apart (dvc.lock.sha256 and the artifact).
+        status = _git("-C", str(project_root), "status", "--porcelain", "--", ":/",
+                      ":(exclude,top)dvc.lock")
         tags["git.commit"] = commit
         tags["git.dirty"] = "unknown" if status is None else str(bool(status)).lower()
     lock = project_root / "dvc.lock"
