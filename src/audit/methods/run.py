@@ -129,10 +129,11 @@ def check_tracking(cfg: AuditConfig, before: str) -> None:
 def run_stages(stages: Sequence[Stage], cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
     """`python -m audit`: every stage in order in one process; each writes its tables as soon as
     they exist, so a failure later never loses finished work. Returns the stages' results."""
+    clock = RunClock()  # the run spans the work from here, the store's check included
     check_stages(cfg.method, stages)
     check_settings(cfg)
     check_tracking(cfg, "before the first stage")
-    files, clock = RunFiles(Path(output_dir)), RunClock()
+    files = RunFiles(Path(output_dir))
     result: dict[str, object] = {}
     for stage in stages:
         with timed(clock.timings, stage.name):
