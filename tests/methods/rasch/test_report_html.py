@@ -98,7 +98,7 @@ def test_the_run_logs_config_posterior_tables_plots_and_the_report(audit_run):
     assert {"prompts.parquet", "responses.parquet", "labels.parquet"} <= listing("data")
 
 
-def test_a_store_that_fails_keeps_the_report_and_is_one_line(audit_run, monkeypatch):
+def test_a_store_that_fails_keeps_the_report_and_is_one_line(audit_run, monkeypatch, tmp_path):
     """An unreachable MLflow server cost the report (it was rendered inside the MLflow run) and
     ended in a traceback after minutes of retries: now report.html is written first and the
     failure is one TrackingError naming the store, the fix and where the files are."""
@@ -109,7 +109,7 @@ def test_a_store_that_fails_keeps_the_report_and_is_one_line(audit_run, monkeypa
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     cfg = copy.deepcopy(audit_run["cfg"])
     cfg.tracking.tracking_uri = "http://127.0.0.1:9"
-    run_dir = audit_run["tmp"] / "run"
+    run_dir = shutil.copytree(audit_run["tmp"] / "run", tmp_path / "run")  # the others' stays
     report = run_dir / "report" / "report.html"
     report.unlink()
     with pytest.raises(TrackingError) as failed:
