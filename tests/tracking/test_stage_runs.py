@@ -41,3 +41,26 @@ def test_stage_runs_are_named_and_tagged_by_their_overrides_and_log_every_durati
     assert result["tags"]["hydra.overrides"] == " ".join(overrides)
     unknown = run_one_stage(stages, "report", cfg, tmp_path)  # no params.overrides: no tag
     assert "hydra.overrides" not in unknown["tags"] and "=" not in unknown["name"]
+
+
+def test_a_stage_run_logs_its_overrides_where_audit_runs_params_restores_them(tmp_path):
+    """A run made by `dvc repro` logged no Hydra overrides file, so `audit.runs params` wrote an
+    empty params.overrides: a later `dvc exp run -S` was no longer held to repeat items=smoke
+    and would silently compose the default design. The overrides now go with the run's
+    provenance files, in Hydra's overrides.yaml."""
+    from omegaconf import OmegaConf
+
+    from audit.methods.run import provenance_files
+
+    cfg = composed("tracking=none", f"paths.output_dir={tmp_path}")
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text("{}\n")
+    overrides = ["items=smoke", "design.replicates=1"]
+    files = {}
+
+    def report(cfg, _files, _clock):
+        files.update({f"{folder}/{path.name}": path
+                      for folder, path in provenance_files(cfg, config_file)})
+    stages = [*(_probe_stage(name) for name in STAGE_NAMES[:-1]), Stage("report", report, ())]
+    run_one_stage(stages, "report", cfg, tmp_path, overrides)
+    assert list(OmegaConf.load(files["hydra/overrides.yaml"])) == overrides

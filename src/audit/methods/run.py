@@ -335,8 +335,15 @@ def provenance_files(cfg: AuditConfig, config_file: Path) -> list[tuple[str, Pat
     """config.yaml, the dvc.lock the run was made from (under `dvc repro` every earlier stage has
     its entry) and the Hydra files of the job."""
     lock = Path(cfg.paths.root_dir) / "dvc.lock"
+    hydra = sweeps.hydra_files()
+    overrides = _pipeline_overrides.get()
+    if not hydra and overrides is not None:
+        # Under `dvc repro`, params.overrides in Hydra's own file: `audit.runs params` restores
+        # it from there, so a later `dvc exp run -S` is again held to repeat them.
+        hydra = [config_file.with_name("overrides.yaml")]
+        OmegaConf.save(OmegaConf.create(list(overrides)), hydra[0])
     return [("", config_file), *([("", lock)] if lock.is_file() else []),
-            *[("hydra", path) for path in sweeps.hydra_files()]]
+            *[("hydra", path) for path in hydra]]
 
 
 def log_run(cfg: AuditConfig, metrics: Mapping[str, float],

@@ -123,9 +123,8 @@ def swept_keys(task_overrides: list[str], sweeper_params: dict[str, Any]) -> lis
     return sorted(keys | set(sweeper_params))
 
 
-# Overrides that change where a run's files and records go, not what it measures; `model=` and
-# `method=` are named by the run name's base already.
-PLACE_KEYS = ("hydra.", "paths.", "tracking.", "sweep")
+# Overrides that change where a run's files and records go, not what it measures
+# (tracking.PLACE_KEYS); `model=` and `method=` are named by the run name's base already.
 NAMED_KEYS = ("model", "method")
 TRANSPORT_KEYS = ("base_url", "base_urls", "api_key_env", "timeout_s", "keep_alive",
                   "max_concurrency")
@@ -139,7 +138,7 @@ def _key(override: str) -> str:
 
 def _tells_apart(override: str) -> bool:
     key = _key(override)
-    return not (key.startswith(PLACE_KEYS) or key in NAMED_KEYS
+    return not (key.startswith(tracking.PLACE_KEYS) or key in NAMED_KEYS
                 or (key.startswith("model.") and key.rsplit(".", 1)[-1] in TRANSPORT_KEYS))
 
 
