@@ -202,3 +202,100 @@ def test_decision_follows_the_hdi_and_rope(low: float, width: float, rope: float
         assert -rope <= low and high <= rope
     else:
         assert low <= rope and high >= -rope and (low < -rope or high > rope)
+
+
+def noisy_theta_posterior(values: np.ndarray, noise: np.ndarray, names: list[str],
+                          seed: int = 11) -> xr.Dataset:
+    """theta draws N(values, noise) with a noise sd of its own per respondent: contrast formulas
+    that differ only in how they treat the spread across draws (a mean of ratios against a ratio
+    of means, a plug-in against an average) give different numbers on these, not on constant
+    draws."""
+    rng = np.random.default_rng(seed)
+    draws = values[None, None, :] + noise[None, None, :] * rng.standard_normal(
+        (2, DRAWS, values.size))
+    return xr.Dataset({"theta": (("chain", "draw", "respondent"), draws)},
+                      coords={"respondent": names})
+
+
+def gap_and_floor_by_hand(posterior: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """The A - B gap and its noise floor per draw, from respondents() by index: level means of
+    the two A and two B personas, and the three nulls' sample sd times sqrt(1/2 + 1/2)."""
+    theta = posterior["theta"].values.reshape(-1, 8)
+    gap = theta[:, 0:2].mean(axis=1) - theta[:, 2:4].mean(axis=1)
+    floor = theta[:, 5:8].std(axis=1, ddof=1) * math.sqrt(1 / 2 + 1 / 2)
+    return gap, floor
+
+
+def test_ratio_to_noise_and_p_beyond_noise_follow_their_definitions_on_noisy_draws():
+    """review2 tests.md finding 3: with constant draws (the test above) the mean of a ratio equals
+    the ratio of means and a gap exactly on the floor cannot tell 2 x floor from 1 x floor, so
+    `ratio_to_noise = mean(|gap| / floor)` and `p_beyond_noise = P(|gap| > floor)` passed. Here
+    the gap (1.5) is 1.5 floors (nulls at -1, 0, 1: sd 1), with draw noise (the floor's draws
+    spread by ~0.1): the mean of ratios is ~0.016 above the ratio of posterior means, and
+    P(|gap| > 2 floor) is ~0.02 while P(|gap| > floor) is ~1."""
+    table = respondents()
+    names = table.frame.get_column("respondent").to_list()
+    values = np.array([0.75, 0.75, -0.75, -0.75, 0.0, -1.0, 0.0, 1.0])
+    noise = np.array([0.12, 0.12, 0.12, 0.12, 0.12, 0.15, 0.15, 0.15])
+    posterior = noisy_theta_posterior(values, noise, names)
+    row = level_contrasts(posterior, table, rope=0.2).row(0, named=True)
+    gap, floor = gap_and_floor_by_hand(posterior)
+    assert row["mean"] == pytest.approx(gap.mean(), rel=1e-9)
+    assert row["noise_floor"] == pytest.approx(floor.mean(), rel=1e-9)
+    # The documented ratio of posterior means (docs/statistics.md), not the mean of ratios.
+    assert row["ratio_to_noise"] == pytest.approx(abs(gap.mean()) / floor.mean(), rel=1e-9)
+    assert abs(np.mean(np.abs(gap) / floor) - row["ratio_to_noise"]) > 0.01
+    # P(gap exceeds twice the floor), by hand; P(gap exceeds the floor) would be about 1.
+    assert row["p_beyond_noise"] == pytest.approx(np.mean(np.abs(gap) > 2 * floor), abs=1e-12)
+    assert row["p_beyond_noise"] < 0.05 and np.mean(np.abs(gap) > floor) > 0.9
+
+
+def test_a_negative_gap_has_the_probability_of_its_own_direction():
+    """review2 tests.md finding C5: p_direction is max(P(gap > 0), P(gap < 0)); every fast test
+    had a positive gap, so P(gap > 0) alone passed them (0.04 here). The gap here is -0.2
+    with draw sd ~0.12, so neither share is 0 or 1: the figure is the share of negative draws."""
+    table = respondents()
+    names = table.frame.get_column("respondent").to_list()
+    values = np.array([-0.1, -0.1, 0.1, 0.1, 0.0, -1.0, 0.0, 1.0])
+    posterior = noisy_theta_posterior(values, np.full(8, 0.12), names)
+    row = level_contrasts(posterior, table).row(0, named=True)
+    gap, _ = gap_and_floor_by_hand(posterior)
+    assert row["mean"] < 0
+    assert row["p_direction"] == pytest.approx(np.mean(gap < 0), abs=1e-12)
+    assert 0.8 < row["p_direction"] < 1.0
+
+
+def test_without_familywise_alpha_the_decision_is_taken_on_hdi_prob():
+    """review2 tests.md finding 2: with fit.familywise_alpha=null each contrast is decided on its
+    fit.hdi_prob HDI (docs/methods/rasch.md); returning a fixed 0.95 instead passed every test,
+    which used the default hdi_prob 0.94 or did not read decision_prob. hdi_prob 0.8 sits far
+    from both."""
+    table = respondents()
+    names = table.frame.get_column("respondent").to_list()
+    values = np.array([0.15, 0.15, -0.15, -0.15, 0.0, -1.0, 0.0, 1.0])
+    posterior = noisy_theta_posterior(values, np.full(8, 0.15), names)
+    row = level_contrasts(posterior, table, hdi_prob=0.8, familywise_alpha=None).row(
+        0, named=True)
+    gap, _ = gap_and_floor_by_hand(posterior)
+    assert row["decision_prob"] == 0.8 and row["decision_interval_kind"] == "hdi"
+    assert (row["decision_low"], row["decision_high"]) == (row["hdi_low"], row["hdi_high"])
+    assert (row["hdi_low"], row["hdi_high"]) == pytest.approx(hdi_bounds(gap, 0.8), rel=1e-9)
+
+
+def test_the_pooled_floor_is_the_root_mean_square_of_the_models_null_spreads():
+    """review2 tests.md finding C9: the "all models" rows average the models' effects, so their
+    floor uses the root mean square of the models' sigma_null draws; every test had equal
+    spreads in all models, where the plain mean is the same. Spreads about 0.1 and 0.5: RMS
+    ~0.36, mean 0.3."""
+    frame = pl.concat([respondents().frame,
+                       respondents().frame.with_columns(
+                           pl.col("respondent").str.replace("m1", "m2"),
+                           pl.lit("m2").alias("model_name"))])
+    table = RespondentTable(frame=frame, attributes=("race",))
+    rng = np.random.default_rng(13)
+    sigma = np.abs(np.array([0.1, 0.5]) + 0.02 * rng.standard_normal((2, DRAWS, 2)))
+    posterior = explanatory_posterior(frame, sigma)
+    pooled = level_contrasts(posterior, table).filter(pl.col("model_name") == POOLED_MODEL)
+    rms = np.sqrt((sigma.reshape(-1, 2) ** 2).mean(axis=1))
+    assert pooled["noise_floor"].item() == pytest.approx(
+        rms.mean() * math.sqrt(1 / 4 + 1 / 4), rel=1e-9)
