@@ -108,6 +108,20 @@ def test_null_percentile_of_an_estimated_spread_adds_the_contrasts_own_error():
     assert percentile_among_estimated_nulls(1.0, 0.5, 0, 2, draws, draws) is None
 
 
+
+def test_null_percentile_averages_over_the_draws_of_an_uncertain_null_spread():
+    """review2 tests.md finding 4: the rank is averaged over sigma_null's draws (the module's
+    promise), so an uncertain null spread widens the reference; the test above passes constant
+    draws, where taking sigma_null at its mean gives the same number. Two draws, 0.2 and 1.0
+    (mean 0.6), with the contrast's own error variance 0.16 as above: the average of the two
+    draws' ranks is 81.1, the plug-in at the mean 83.5."""
+    null_sd, text_sd = np.array([0.2, 1.0]), np.full(2, 0.3)
+    value = percentile_among_estimated_nulls(1.0, 0.5, 2, 2, null_sd, text_sd)
+    by_draw = [100 * (2 * stats.norm.cdf(1 / np.sqrt(0.16 + sd ** 2)) - 1) for sd in (0.2, 1.0)]
+    assert value == pytest.approx(np.mean(by_draw), abs=1e-9)
+    plug_in = 100 * (2 * stats.norm.cdf(1 / np.sqrt(0.16 + 0.6 ** 2)) - 1)
+    assert abs(value - plug_in) > 2.0
+
 def _no_gap_posterior(rng: np.random.Generator, texts: int, nulls: int) -> xr.Dataset:
     """A plain fit's posterior where persona texts spread as the null personas do (sd 0.6), each
     measured with error sd 0.7 and 200 posterior draws around its estimate: no group gap."""
