@@ -97,6 +97,18 @@ def test_bootstrap_interval_covers_the_difference() -> None:
     assert low < a.mean() - b.mean() < high and low > 0
 
 
+
+def test_one_constant_group_still_gets_a_bootstrap_interval():
+    """review2 tests.md finding 1: a point interval when only one group is constant. Zero
+    refusals in 20 answers against 3 in 20 is the commonest shape of refusal data; the gap
+    (-0.15) still varies with the second group, so its interval has width. By hand: with group a
+    fixed at 0 the resampled gap is -Binomial(20, 0.15) / 20, whose 2.5% and 97.5% quantiles are
+    -6/20 (P(6 or more) = 6.7%, P(7 or more) = 2.2%) and 0 (P(no refusal) = 0.85^20 = 3.9%).
+    The tolerance is one refusal in 20, a third of the point interval's error."""
+    a, b = np.zeros(20), np.array([1.0] * 3 + [0.0] * 17)
+    low, high = difference_interval(a, b, 999, 0.95, seed=0)
+    assert low == pytest.approx(-6 / 20, abs=0.05) and high == 0.0
+
 def analyse(effect: float, by_template: bool = True, seed: int = 0):
     metrics, groups = simulated(effect, seed=seed)
     long = observations(metrics, groups, ["sentiment", "word_count", "refusal"])
