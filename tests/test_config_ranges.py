@@ -43,6 +43,11 @@ def _compose(overrides: list[str]) -> AuditConfig:
     (["fit.draws=0"], "fit.draws=0 must lie in [1, inf)"),
     (["fit.rope=-0.5"], "fit.rope=-0.5 must lie in [0, inf)"),
     (["fit.familywise_alpha=2"], "fit.familywise_alpha=2.0 must lie in (0, 1)"),
+    # review2 tests.md finding 7: a value on an open upper bound. hdi_prob=1 makes the HDI the
+    # draws' whole range (almost nothing `different`: a gate that cannot fail); a check that
+    # ignored open_high accepted both.
+    (["fit.hdi_prob=1"], "fit.hdi_prob=1.0 must lie in (0, 1)"),
+    (["fit.familywise_alpha=1"], "fit.familywise_alpha=1.0 must lie in (0, 1)"),
     (["fit.model=populaton"], "fit.model=populaton is not one of rasch, rasch_seed, twopl"),
     (["fit.outcome=favorable"], "fit.outcome=favorable is not one of favourable, undetermined"),
     (["fit.second_outcome=refusal"], "fit.second_outcome=refusal is not one of favourable"),
@@ -114,6 +119,9 @@ def test_range_notation_and_membership():
     assert str(Range(0, 1, open_low=True, open_high=True)) == "(0, 1)"
     assert str(Range(1)) == "[1, inf)" and str(Range(0.5, 2)) == "[0.5, 2]"
     assert 0 in Range(0) and -0.01 not in Range(0) and 0 not in Range(0, open_low=True)
+    # The open upper end excludes its bound and nothing below it (review2 tests.md finding 7).
+    assert 1.0 not in Range(0, 1, open_high=True) and 0.999 in Range(0, 1, open_high=True)
+    assert 1.0 in Range(0, 1)
     assert math.nan not in Range(0, 1)
     assert "text" in Range(0, 1)  # not a number: the type check is Hydra's, not this one
 

@@ -83,6 +83,27 @@ def test_the_command_line_prints_exactly_one_line_and_exits_2():
             "vllm" in lines[0])
 
 
+
+def test_a_value_on_an_open_upper_bound_is_one_line_and_exit_2(tmp_path):
+    """review2 tests.md finding 7: fit.hdi_prob=1 (the HDI of every draw, a gate that cannot
+    fail) lies outside (0, 1); a range check that ignored its open upper end let it run. The
+    run's model is the scripted fake backend, so a check that lets it through answers in
+    seconds and writes the store, never loading a real model."""
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    (tmp_path / "conf" / "model" / "fake_a.yaml").write_text(
+        "fake_a:\n  backend: fake\n  model: fake-a\n")
+    env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
+    done = subprocess.run(
+        [sys.executable, "-m", "audit", "fit.hdi_prob=1", "model=fake_a", "judge=rules_only",
+         "tracking=none", "items=smoke", "personas=smoke", f"paths.output_dir={tmp_path / 'out'}",
+         f"paths.response_store={tmp_path / 'store.sqlite3'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**env, "PYTHONPATH": str(PROJECT_ROOT / "src")})
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and "fit.hdi_prob=1.0 must lie in (0, 1)" in lines[0], done.stderr
+    assert not (tmp_path / "store.sqlite3").exists()
+
 def test_the_judge_evaluation_gets_the_same_one_line_errors():
     done = _audit("judge=smolm2", module="audit.judge_eval")
     lines = [line for line in done.stderr.splitlines() if line.strip()]
