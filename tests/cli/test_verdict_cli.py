@@ -20,7 +20,7 @@ from verdict_fixtures import (
     record,
 )
 
-from audit.cli.verdict import judge_run, main, parse_arguments, verdict_text
+from audit.cli.verdict import judge_run, junit_xml, main, parse_arguments, verdict_text
 from audit.errors import AuditError
 from audit.methods.checks import Check, VerdictError
 from audit.methods.configs import VerdictConfig
@@ -131,6 +131,25 @@ def test_a_dif_run_through_the_command(tmp_path: Path) -> None:
     assert junit_outcomes(run / "verdict_junit.xml")["race: race_a"] == "failure"
     assert main([f"run_dir={run}", "dif_min_accuracy_gap=0.9"]) == 0
 
+
+
+def test_the_junit_root_sums_failures_and_skips_over_every_method(tmp_path: Path) -> None:
+    """review2 tests.md finding 8: CI dashboards read the root <testsuites> summary; a root that
+    always said failures="0" passed every test, which read the per-method suites only. Two
+    methods: 2 of 5 checks failed (one each) and 2 skipped, so the root says 5, 2, 2."""
+    checks = [
+        Check("counterfactual", "counterfactual.m", "A vs B", True, "p_bh=0.001"),
+        Check("counterfactual", "counterfactual.m", "A vs C", False, "p_bh=0.4"),
+        Check("counterfactual", "counterfactual.m", "B vs C", False, "untestable", skipped=True),
+        Check("dif", "dif.m", "race: race_a", True, "gap 0.5"),
+        Check("dif", "dif.m", "race: race_b", False, "untestable", skipped=True),
+    ]
+    root = junit_xml(checks, tmp_path, VerdictConfig()).getroot()
+    assert root.tag == "testsuites"
+    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("5", "2", "2")
+    suites = {suite.get("name"): (suite.get("failures"), suite.get("skipped"))
+              for suite in root.iter("testsuite")}
+    assert suites == {"audit.verdict.counterfactual": ("1", "1"), "audit.verdict.dif": ("1", "1")}
 
 def test_the_command_line_exit_codes(tmp_path: Path) -> None:
     failing = counterfactual_run(tmp_path / "fail", effect=0.6)
