@@ -29,6 +29,7 @@ from audit.methods.rasch.adaptive import (
     design_rule,
     look_alphas,
     planned_looks,
+    prompts_affordable,
     run_adaptive,
     stop_reason,
 )
@@ -365,6 +366,16 @@ def test_a_time_budget_ends_the_run_at_its_last_look_with_the_last_looks_alpha()
     with pytest.raises(AuditError, match="design.max_answer_minutes"):
         design_rule(DesignConfig(adaptive=True, max_answer_minutes=0.0), 0.05, pool_size=100)
 
+
+
+def test_the_prompts_a_time_budget_affords_are_rounded_down():
+    """review2 tests.md finding 9: 30 s for 4 prompts is 7.5 s a prompt, so the 70 s left of a
+    100 s budget buy 9.33 prompts: 9 (97.5 s in all). Rounding up bought 10 and ran to 105 s;
+    every other test had a whole quotient, where floor and ceil agree."""
+    rule = AdaptiveRule(round_prompts=10, max_prompts=40, max_answer_seconds=100.0)
+    assert prompts_affordable(rule, 30.0, 4) == 9
+    assert prompts_affordable(rule, 120.0, 4) == 0  # overspent: nothing more, never negative
+    assert prompts_affordable(rule, None, 4) is None
 
 def test_a_budget_below_one_prompt_a_persona_is_refused():
     # Bug caught: round 0 asks every persona once whatever the budget, so max_prompts=10 with
