@@ -11,7 +11,9 @@ import pytest
 from verdict_fixtures import rasch_run, read_junit
 
 from audit.cli.verdict import judge_run, main
+from audit.methods.checks import VerdictError
 from audit.methods.configs import VerdictConfig
+from audit.methods.rasch.verdict import read_diagnostics
 from audit.methods.summary import verdict_line
 
 
@@ -155,8 +157,13 @@ def test_the_runs_summary_says_the_verdict_not_tested(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", ["no_diagnostics", "bad_json", "bad_decision", "wrong_type",
-                                    "missing_column", "bad_no_signal"])
+                                    "missing_column", "bad_no_signal", "bool_divergences",
+                                    "int_converged"])
 def test_malformed_rasch_files_are_bad_input(tmp_path: Path, damage: str) -> None:
+    """bool_divergences (review2 tests.md finding 10): JSON's true is a Python bool, which is an
+    int, so without the bool check `divergences: true` was read and the verdict printed "True
+    divergences"; int_converged is the other way round (1 for true). Each is refused, naming
+    the key."""
     run = rasch_run(tmp_path / "r", ["equivalent"])
     diagnostics, contrasts = run / "fit" / "diagnostics.json", run / "fit" / "contrasts.csv"
     if damage == "no_diagnostics":
@@ -166,6 +173,11 @@ def test_malformed_rasch_files_are_bad_input(tmp_path: Path, damage: str) -> Non
     elif damage == "wrong_type":
         diagnostics.write_text(json.dumps({**json.loads(diagnostics.read_text()),
                                            "converged": "yes"}))
+    elif damage in ("bool_divergences", "int_converged"):
+        key, value = ("divergences", True) if damage == "bool_divergences" else ("converged", 1)
+        diagnostics.write_text(json.dumps({**json.loads(diagnostics.read_text()), key: value}))
+        with pytest.raises(VerdictError, match=f"`{key}` is missing or not"):
+            read_diagnostics(diagnostics)
     elif damage == "bad_no_signal":
         diagnostics.write_text(json.dumps({**json.loads(diagnostics.read_text()),
                                            "no_signal": "yes"}))
