@@ -19,7 +19,7 @@ import xarray as xr
 
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch, index_design
-from audit.methods.rasch.irt.balance import balanced_contrasts
+from audit.methods.rasch.irt.balance import aliased_pairs, balanced_contrasts
 from audit.methods.rasch.irt.contrasts import level_contrasts
 from audit.methods.rasch.irt.explanatory import RespondentTable, respondent_table
 
@@ -168,6 +168,19 @@ def test_nested_attributes_are_aliased_one_way_and_crossed_ones_not_at_all(caplo
     assert "every race level goes with one gender level" in warning
     assert "the gender contrasts cannot be told apart from race contrasts" in warning
 
+
+
+def test_an_attribute_with_one_level_is_aliased_with_nothing():
+    """review2 tests.md finding 11 (B2): a column with a single level among the real personas
+    (every one race A) varies with nothing, so no pair is aliased; a check that read it as a
+    second attribute warned "every gender level goes with one race level (f: A, m: A)"."""
+    real = pl.DataFrame({"gender": ["f", "f", "m", "m"], "race": ["A", "A", "A", "A"]})
+    assert aliased_pairs(real, ("gender", "race")) == []
+    # The same check still names a real aliasing in the same shape.
+    aliased = real.with_columns(race=pl.Series(["A", "A", "B", "B"]))
+    assert aliased_pairs(aliased, ("gender", "race")) == [
+        "every gender level goes with one race level (f: A, m: B), so the race contrasts cannot "
+        "be told apart from gender contrasts"]
 
 CROSSED = [("female", "Black"), ("female", "White"), ("male", "Black"), ("male", "White")]
 
