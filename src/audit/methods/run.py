@@ -54,7 +54,10 @@ STAGE_NAMES = ("design", "respond", "score", "analyse", "report")
 DVC_METRICS_FILE = "metrics.json"
 # Under `dvc repro` each stage writes its wall time into its out folder, so that the report stage,
 # a process of its own, logs every stage's `duration_s/STAGE` as `python -m audit` does.
-STAGE_TIMING_FILE = "stage_timing.json"
+# Each stage's wall time under `dvc repro`, for the report stage to log: beside the stages' out
+# folders, not in them, so a rerun whose tables are identical leaves its out's hash alone and DVC
+# does not rerun every later stage (the fit included) for a new time.
+TIMINGS_FOLDER = ".timings"
 # Under `dvc repro` there is no Hydra: the overrides params.yaml was composed from
 # (params.overrides) name and tag the run instead (set by run_one_stage).
 _pipeline_overrides: ContextVar[tuple[str, ...] | None] = ContextVar("pipeline_overrides",
@@ -184,15 +187,16 @@ def run_one_stage(stages: Sequence[Stage], name: str, cfg: AuditConfig, director
             result = dict(stage.run(cfg, files, clock) or {})
     finally:
         _pipeline_overrides.reset(token)
-    write_stage_timing(clock.timings[stage.name], Path(directory) / stage.name)
+    write_stage_timing(clock.timings[stage.name], Path(directory), stage.name)
     if stage.name == STAGE_NAMES[-1]:
         write_headline_metrics(result.get("metrics") or {},
                                Path(directory) / stage.name / DVC_METRICS_FILE)
     return result
 
 
-def write_stage_timing(seconds: float, folder: Path) -> Path:
-    path = folder / STAGE_TIMING_FILE
+def write_stage_timing(seconds: float, directory: Path, name: str) -> Path:
+    path = directory / TIMINGS_FOLDER / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"seconds": seconds}) + "\n")
     return path
 
@@ -201,7 +205,7 @@ def read_stage_timings(directory: Path, names: Iterable[str]) -> dict[str, float
     """The wall times earlier stages wrote (a stage run before this file existed has none)."""
     timings = {}
     for name in names:
-        path = directory / name / STAGE_TIMING_FILE
+        path = directory / TIMINGS_FOLDER / f"{name}.json"
         if path.is_file():
             timings[name] = float(json.loads(path.read_text())["seconds"])
     return timings
