@@ -154,6 +154,13 @@ def test_the_change_line_names_the_interval_its_decision_was_taken_on():
     alone = comparison.change_table(draws, GENDER, rope=ROPE, hdi_prob=0.94,
                                     familywise_alpha=None).row(0, named=True)
     assert " on the " not in comparison.change_line(alone)
+    # 400 draws leave under 20 outside the 99.9% interval: the decision is on the normal one,
+    # and the line said "HDI" for it.
+    few = posterior(rng.normal(0.0, 0.05, 400), rng.normal(0.5, 0.2, 400))
+    normal = comparison.change_table(few, GENDER, rope=ROPE, hdi_prob=0.94,
+                                     familywise_alpha=0.001).row(0, named=True)
+    assert normal["decision_interval_kind"] == "normal"
+    assert " on the 99.9% normal interval [" in comparison.change_line(normal)
 
 
 def test_the_same_prompt_on_both_sides_gets_one_shared_index():

@@ -380,3 +380,17 @@ def test_an_interval_decided_as_normal_is_not_called_an_hdi():
     assert decision_interval(interim)[0].startswith("99.998% normal interval (alpha 0.05")
     assert decision_interval({**interim, "decision_interval_kind": "hdi"})[0].startswith(
         "99.998% HDI")
+
+
+def test_a_normal_interval_without_familywise_control_is_named_where_the_decision_was_taken():
+    """With fit.familywise_alpha=null and few draws, the decision is taken on the normal 94%
+    interval, but the reading said "the 94% HDI reaches into the ROPE" beside an HDI that did
+    not (it took the interval for the reported HDI because their masses were equal)."""
+    row = {**FAMILYWISE, "familywise_alpha": None, "family_size": None, "decision_prob": 0.94,
+           "hdi_low": 0.20, "hdi_high": 1.28, "decision_low": -0.05, "decision_high": 1.48,
+           "decision_interval_kind": "normal", "mean": 0.83}
+    sentence = contrast_sentence(row, 0.94)
+    assert "undecided: the 94% normal interval (-0.05 to +1.48) reaches into" in sentence
+    assert "family-wise" not in sentence
+    assert "decided on the 94% normal interval -0.050 to +1.48" in \
+        headlines(pl.DataFrame([row]), "favourable", 0.94)[0].line()

@@ -47,7 +47,7 @@ from scipy.special import expit
 
 from audit.errors import AuditError
 from audit.methods.checks import Check, percent
-from audit.methods.rasch.verdict import family_interval
+from audit.methods.rasch.verdict import family_interval, interval_word
 from audit.methods.rasch.analyse import outcome_table
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import (
@@ -323,7 +323,8 @@ def change_line(row: dict) -> str:
             f"{row['p_worsening']:.2f}: {'WORSENS' if row['worsens'] else 'ok'}")
     family = family_interval(row, row["hdi_prob"])
     decided = ("" if family is None else
-               f" on the {percent(family[0])} HDI [{family[1]:+.2f}, {family[2]:+.2f}]")
+               f" on the {percent(family[0])} {interval_word(row)} [{family[1]:+.2f}, "
+               f"{family[2]:+.2f}]")
     return (f"{row['attribute']} {row['level_a']} vs {row['level_b']}: gap {row['gap_A']:+.2f} -> "
             f"{row['gap_B']:+.2f} logits, change {row['change']:+.2f} "
             f"[{row['hdi_low']:+.2f}, {row['hdi_high']:+.2f}], P(worse) {row['p_worse']:.2f}, "

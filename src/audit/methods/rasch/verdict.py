@@ -129,10 +129,13 @@ def interval_word(row: Mapping) -> str:
 
 def family_interval(row: Mapping, hdi_prob: float) -> tuple[float, float, float] | None:
     """decided_on where that is not the reported HDI of mass ``hdi_prob`` (fit.familywise_alpha
-    set), else None: a 94% HDI clear of zero can then sit under an `undecided` decision, and a
+    set, or a normal interval of that mass where the draws could not place the HDI), else None: a 94% HDI clear of zero can then sit under an `undecided` decision, and a
     reader must see which interval decided."""
     decided = decided_on(row)
-    return None if decided is None or math.isclose(decided[0], hdi_prob) else decided
+    if decided is None or (math.isclose(decided[0], hdi_prob)
+                           and row.get("decision_interval_kind") != "normal"):
+        return None
+    return decided
 
 
 def null_rank_words(percentile: float) -> str:

@@ -147,9 +147,11 @@ def _decision_reading(row: dict, hdi_prob: float) -> str:
     size = row.get("family_size")  # a float in the report's table: "over 7.0 contrasts"
     over = (f", over the run's {size:.0f} contrast{'' if size == 1 else 's'}" if finite(size)
             else "")
+    familywise = finite(row.get("familywise_alpha"))
     interval = (f"the {percent(hdi_prob)} HDI" if family is None else
-                f"the family-wise {percent(family[0])} {interval_word(row)} ({family[1]:+.2f} to "
-                f"{family[2]:+.2f}{over})")
+                f"the {'family-wise ' if familywise else ''}{percent(family[0])} "
+                f"{interval_word(row)} ({family[1]:+.2f} to {family[2]:+.2f}"
+                f"{over if familywise else ''})")
     rope = f"the region of practical equivalence [{row['rope_low']:+.2f}, {row['rope_high']:+.2f}]"
     if row["decision"] == "different":
         return f"{gap_words(row, row['mean'] > 0)}: {interval} lies wholly outside {rope}"
@@ -157,7 +159,7 @@ def _decision_reading(row: dict, hdi_prob: float) -> str:
         return f"practically equivalent: {interval} lies wholly inside {rope}"
     reading = (f"undecided: {interval} reaches into {rope} without lying inside it, so this run "
                f"can neither show a difference nor rule one out")
-    if family is not None and (row["hdi_low"] > 0 or row["hdi_high"] < 0):
+    if family is not None and familywise and (row["hdi_low"] > 0 or row["hdi_high"] < 0):
         reading += (f" (the {percent(hdi_prob)} HDI alone excludes zero, but a decision is "
                     f"taken on the family-wise one, so that the contrasts together rarely yield "
                     f"a false difference)")
