@@ -68,19 +68,23 @@ def test_attributes_the_design_lacks_are_refused_at_design(tmp_path):
     assert not files.prompts.exists()
 
 
-def test_a_design_with_no_two_levels_of_an_attribute_is_refused_at_design(tmp_path):
-    """Finding 5: a design of placebo personas (or a header-only persona file) with
-    fit.attributes=[gender,race] was found to contrast nothing only at the fit. The level test
-    is the adaptive design's (explanatory.two_level_attributes), so a blank level is none."""
+def test_a_design_with_no_two_levels_of_an_attribute_is_refused_at_design(tmp_path, caplog):
+    """Finding 5: a design whose real personas hold one level of each attribute was found to
+    contrast nothing only at the fit. The level test is the adaptive design's
+    (explanatory.two_level_attributes), so a blank level is none. A design with no real persona
+    at all (the null-only arm of +sweep=personas) asked for no group by its generators: it runs,
+    with a warning (the merged review found the shipped preset's third job refused)."""
     from audit.methods.rasch.analyse import check_design_attributes
     from audit.methods.rasch.method import StageFiles, _design
 
-    cfg = _compose(["judge=rules_only", 'personas.generators=[baseline,"null"]'])
+    one_each = _compose(["judge=rules_only", "personas.explicit_ids=[white_man]"])
     with pytest.raises(AuditError, match=r"no attribute of fit.attributes=\['gender', 'race'\] "
-                                         r"has two levels .*\(gender: none; race: none\)"):
-        _design(cfg, StageFiles(tmp_path), None)  # type: ignore[arg-type]
-    prompts = design_stage(cfg)
-    check_design_attributes(prompts, [])  # a run that compares no groups (the item pilot)
+                                         r"has two levels .*\(gender: man; race: White\)"):
+        _design(one_each, StageFiles(tmp_path), None)  # type: ignore[arg-type]
+    placebo = design_stage(_compose(["judge=rules_only", 'personas.generators=[baseline,"null"]']))
+    check_design_attributes(placebo, ["gender", "race"])
+    assert "contrasts no groups" in caplog.text
+    check_design_attributes(placebo, [])  # a run that compares no groups (the item pilot)
     one_race = design_stage(_compose(["personas.explicit_ids=[white_man,white_woman]"]))
     with pytest.raises(AuditError, match=r"\(race: White\)"):
         check_design_attributes(one_race, ["race"])

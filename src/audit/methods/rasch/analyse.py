@@ -50,8 +50,15 @@ def check_attribute_columns(prompts: pl.DataFrame, attributes: list[str]) -> Non
 def check_design_attributes(prompts: pl.DataFrame, attributes: list[str]) -> None:
     """At the design stage, before any prompt is sent: fit.attributes must name columns of the
     design that its personas hold at two levels. Found at the fit, either cost every answer and
-    judgement. fit.attributes=[] asks for no contrast (a pilot on placebo personas) and passes."""
+    judgement. fit.attributes=[] asks for no contrast (a pilot on placebo personas) and passes,
+    as does a design whose generators make no explicit or name persona."""
     check_attribute_columns(prompts, attributes)
+    if not prompts.filter(pl.col("persona_kind").is_in(["explicit", "name"])).height:
+        # Only the baseline and null personas (personas.generators=[baseline,null], the third
+        # arm of +sweep=personas): a placebo run that asks for no group, by its generators.
+        log.warning("the design has no explicit or name personas, so the fit contrasts no "
+                    "groups: it measures the null personas' spread only")
+        return
     if attributes and not two_level_attributes(prompts, attributes):
         held = {attribute: sorted(prompts.get_column(attribute).drop_nulls().unique().to_list())
                 for attribute in dict.fromkeys(attributes)}
