@@ -57,3 +57,7 @@ def test_a_stage_refuses_a_dead_store_before_it_writes_anything(tmp_path, no_ret
     errors = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
     assert len(errors) == 1 and DEAD_STORE in errors[0] and "nothing was run" in errors[0]
     assert not list((tmp_path / "pipe").glob("**/*.parquet"))
+    # audit.stages takes no overrides: its fix is a params.yaml written without the store
+    # (the line said "pass tracking=none", which audit.stages refuses as an argument).
+    assert "pass tracking=none" not in errors[0]
+    assert "python -m audit.params OVERRIDES tracking=none" in errors[0]

@@ -30,7 +30,12 @@ from typing import Any
 
 from audit.config import TrackingConfig
 # Callers reach the store's failures through this module (tracking.TrackingError, ...).
-from audit.tracking.store import TrackingError, check_store, store_errors  # noqa: F401
+from audit.tracking.store import (  # noqa: F401
+    WITHOUT_STORE,
+    TrackingError,
+    check_store,
+    store_errors,
+)
 
 log = logging.getLogger(__name__)
 

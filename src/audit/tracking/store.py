@@ -37,14 +37,19 @@ def _failure_reason(error: Exception) -> str:
     return f"failed ({first_line[:200]})"
 
 
-def store_fix(tracking_uri: str) -> str:
+# How to run without a store, for entry points that take overrides; `python -m audit.stages`
+# reads params.yaml instead (methods/run.py, run_one_stage).
+WITHOUT_STORE = "pass tracking=none"
+
+
+def store_fix(tracking_uri: str, without_store: str = WITHOUT_STORE) -> str:
     server = tracking_uri.startswith(("http://", "https://"))
-    return (f"{'start the server, ' if server else ''}fix tracking.tracking_uri, or pass "
-            f"tracking=none")
+    return (f"{'start the server, ' if server else ''}fix tracking.tracking_uri, or "
+            f"{without_store}")
 
 
 @contextmanager
-def store_errors(tracking_uri: str) -> Iterator[None]:
+def store_errors(tracking_uri: str, without_store: str = WITHOUT_STORE) -> Iterator[None]:
     """MLflow's and requests' failures as a TrackingError naming the store and the fix."""
     import requests
     from mlflow.exceptions import MlflowException
@@ -53,10 +58,10 @@ def store_errors(tracking_uri: str) -> Iterator[None]:
         yield
     except (MlflowException, requests.RequestException) as error:
         raise TrackingError(f"MLflow store {tracking_uri} {_failure_reason(error)}: "
-                            f"{store_fix(tracking_uri)}") from error
+                            f"{store_fix(tracking_uri, without_store)}") from error
 
 
-def check_store(config: TrackingConfig) -> None:
+def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE) -> None:
     """Reach the store once, with few retries and a short timeout (PROBE_SETTINGS unless the
     environment asks for less), so a store that is down stops a run before any work."""
     from mlflow.tracking import MlflowClient
@@ -72,7 +77,7 @@ def check_store(config: TrackingConfig) -> None:
     level = retries_log.level
     retries_log.setLevel(logging.ERROR)
     try:
-        with store_errors(config.tracking_uri):
+        with store_errors(config.tracking_uri, without_store):
             MlflowClient(config.tracking_uri).get_experiment_by_name(config.experiment)
     finally:
         retries_log.setLevel(level)
