@@ -537,3 +537,22 @@ def test_a_persona_table_baseline_row_needs_no_descriptor(tmp_path):
     resolved = imported_answers(cfg)
     assert resolved.select("persona_id", "persona_kind").rows() == [
         ("bw", "explicit"), ("base", "baseline")]
+
+
+def test_a_persona_table_with_spaces_after_its_commas_is_read_trimmed(tmp_path):
+    """ingest.personas_file was validated before any trimming, so "bw, explicit, ..." (a space
+    after each comma) was a raw schema error naming no fix, where persona files and answers
+    are trimmed."""
+    from audit.methods.rasch.ingest.stages import imported_answers
+
+    table = tmp_path / "personas.csv"
+    table.write_text("persona_id,kind,descriptor,gender,race\n"
+                     "bw, explicit, a Black woman, woman, Black\n"
+                     "wm ,explicit,a White man,man,White\n")
+    answers = tmp_path / "answers.csv"
+    answers.write_text("model,persona_id,item,decision\nm,bw,hiring_01,HIRE\n"
+                       "m,wm,hiring_01,REJECT\n")
+    cfg = _config(answers)
+    cfg = replace(cfg, ingest=replace(cfg.ingest, personas_file=str(table)))
+    assert imported_answers(cfg).select("persona_id", "persona_kind", "race").rows() == [
+        ("bw", "explicit", "Black"), ("wm", "explicit", "White")]

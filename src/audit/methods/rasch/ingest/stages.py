@@ -22,6 +22,7 @@ from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.ingest.formats import file_format, read_answers
 from audit.methods.rasch.ingest.tables import (
+    blank_as_null,
     decided_labels,
     file_digest,
     number_replicates,
@@ -33,8 +34,8 @@ from audit.methods.rasch.ingest.tables import (
 )
 from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchema
 from audit.methods.rasch.score import check_judge_failures, empty_gold, judge_stage
-from audit.schemas import ItemSchema, PersonaTableSchema, PromptSchema, ResponseSchema
-from audit.tables import read_metadata, read_table, write_table
+from audit.schemas import ItemSchema, PersonaTableSchema, PromptSchema, ResponseSchema, validate
+from audit.tables import read_frame, read_metadata, read_table, write_table
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +54,22 @@ def answers_path(cfg: AuditConfig) -> Path:
     return path
 
 
+def persona_table(path: Path) -> pl.DataFrame:
+    """ingest.personas_file, its cells trimmed and blank cells missing before the schema reads
+    them, as persona files and answers are ("bw, explicit" after a comma was a raw schema error)."""
+    frame = read_frame(path, "persona table", "check ingest.personas_file", as_text=True)
+    text = [name for name, dtype in frame.schema.items() if dtype == pl.String]
+    return validate(blank_as_null(frame, tuple(text)), PersonaTableSchema,
+                    f"persona table ({path})")
+
+
 def imported_answers(cfg: AuditConfig) -> pl.DataFrame:
     """The answers file with items, personas, replicates and prompt ids resolved."""
     bank = read_table(data_file(cfg.items.bank, "item bank", "items.bank"), ItemSchema,
                       "item bank")
     # As text, as the answers are: an id such as "001" stays "001" on both sides of the join
     # (inferred as a number, the schema would make it "1" and refuse the answers' "001").
-    personas = (read_table(Path(cfg.ingest.personas_file), PersonaTableSchema, "persona table",
-                           "check ingest.personas_file", as_text=True)
+    personas = (persona_table(Path(cfg.ingest.personas_file))
                 if cfg.ingest.personas_file else None)
     answers = read_answers(answers_path(cfg), cfg.ingest.format, cfg.ingest.model)
     answers = resolve_personas(resolve_items(answers, bank, cfg.items.bank), personas)
