@@ -331,6 +331,19 @@ def _config(answers: Path) -> AuditConfig:
                                                           "decision_items.csv")))
 
 
+def _with_persona_table(tmp_path: Path, table_rows: str, answer_rows: str) -> pl.DataFrame:
+    """imported_answers of `answer_rows` (model,persona_id,item,decision) with the persona
+    table `table_rows` (persona_id,kind,descriptor,gender,race) as ingest.personas_file."""
+    from audit.methods.rasch.ingest.stages import imported_answers
+
+    table = tmp_path / "personas.csv"
+    table.write_text("persona_id,kind,descriptor,gender,race\n" + table_rows)
+    answers = tmp_path / "answers.csv"
+    answers.write_text("model,persona_id,item,decision\n" + answer_rows)
+    cfg = _config(answers)
+    return imported_answers(replace(cfg, ingest=replace(cfg.ingest, personas_file=str(table))))
+
+
 def _decided_rows() -> list[dict]:
     """Four respondents x three items, each with a decision that differs from its neighbour's."""
     rows = []
@@ -468,17 +481,9 @@ def test_persona_table_ids_are_read_as_written(tmp_path):
     """Design review, defect 9: ingest.personas_file was read with inferred types, so its ids
     "001" and "002" became 1 and 2 (then "1", "2") and the answers' "001" was refused as a
     persona the table lacks."""
-    from audit.methods.rasch.ingest.stages import imported_answers
-
-    table = tmp_path / "personas.csv"
-    table.write_text("persona_id,kind,descriptor,gender,race\n"
-                     "001,explicit,a Black woman,woman,Black\n002,explicit,a White man,man,White\n")
-    answers = tmp_path / "answers.csv"
-    answers.write_text("model,persona_id,item,decision\nm,001,hiring_01,HIRE\n"
-                       "m,002,hiring_01,REJECT\n")
-    cfg = _config(answers)
-    cfg = replace(cfg, ingest=replace(cfg.ingest, personas_file=str(table)))
-    resolved = imported_answers(cfg)
+    resolved = _with_persona_table(
+        tmp_path, "001,explicit,a Black woman,woman,Black\n002,explicit,a White man,man,White\n",
+        "m,001,hiring_01,HIRE\nm,002,hiring_01,REJECT\n")
     assert resolved.select("persona_id", "gender").rows() == [("001", "woman"), ("002", "man")]
 
 
@@ -524,17 +529,9 @@ def test_levels_are_trimmed_and_levels_differing_by_case_refused(tmp_path):
 def test_a_persona_table_baseline_row_needs_no_descriptor(tmp_path):
     """The refusal of undescribed explicit rows says "mark the row kind=baseline", but the persona
     table's schema then refused the baseline row for its empty descriptor, which nothing reads."""
-    from audit.methods.rasch.ingest.stages import imported_answers
-
-    table = tmp_path / "personas.csv"
-    table.write_text("persona_id,kind,descriptor,gender,race\n"
-                     "bw,explicit,a Black woman,woman,Black\nbase,baseline,,,\n")
-    answers = tmp_path / "answers.csv"
-    answers.write_text("model,persona_id,item,decision\nm,bw,hiring_01,HIRE\n"
-                       "m,base,hiring_01,REJECT\n")
-    cfg = _config(answers)
-    cfg = replace(cfg, ingest=replace(cfg.ingest, personas_file=str(table)))
-    resolved = imported_answers(cfg)
+    resolved = _with_persona_table(
+        tmp_path, "bw,explicit,a Black woman,woman,Black\nbase,baseline,,,\n",
+        "m,bw,hiring_01,HIRE\nm,base,hiring_01,REJECT\n")
     assert resolved.select("persona_id", "persona_kind").rows() == [
         ("bw", "explicit"), ("base", "baseline")]
 
@@ -543,16 +540,8 @@ def test_a_persona_table_with_spaces_after_its_commas_is_read_trimmed(tmp_path):
     """ingest.personas_file was validated before any trimming, so "bw, explicit, ..." (a space
     after each comma) was a raw schema error naming no fix, where persona files and answers
     are trimmed."""
-    from audit.methods.rasch.ingest.stages import imported_answers
-
-    table = tmp_path / "personas.csv"
-    table.write_text("persona_id,kind,descriptor,gender,race\n"
-                     "bw, explicit, a Black woman, woman, Black\n"
-                     "wm ,explicit,a White man,man,White\n")
-    answers = tmp_path / "answers.csv"
-    answers.write_text("model,persona_id,item,decision\nm,bw,hiring_01,HIRE\n"
-                       "m,wm,hiring_01,REJECT\n")
-    cfg = _config(answers)
-    cfg = replace(cfg, ingest=replace(cfg.ingest, personas_file=str(table)))
-    assert imported_answers(cfg).select("persona_id", "persona_kind", "race").rows() == [
+    resolved = _with_persona_table(
+        tmp_path, "bw, explicit, a Black woman, woman, Black\nwm ,explicit,a White man,man,White\n",
+        "m,bw,hiring_01,HIRE\nm,wm,hiring_01,REJECT\n")
+    assert resolved.select("persona_id", "persona_kind", "race").rows() == [
         ("bw", "explicit", "Black"), ("wm", "explicit", "White")]
