@@ -43,6 +43,10 @@ def test_stage_runs_are_named_and_tagged_by_their_overrides_and_log_every_durati
     assert set(result["timings"]) == set(STAGE_NAMES[:-1])
     assert result["name"].endswith(" items=smoke design.replicates=1")
     assert result["tags"]["hydra.overrides"] == " ".join(overrides)
+    named = composed("tracking=none", f"paths.output_dir={tmp_path}", "tracking.run_name=mine")
+    # The name the user gave is kept as given (dvc exp run -S tracking.run_name=... got the
+    # overrides appended to it).
+    assert run_one_stage(stages, "report", named, tmp_path, overrides)["name"] == "mine"
     unknown = run_one_stage(stages, "report", cfg, tmp_path)  # no params.overrides: no tag
     assert "hydra.overrides" not in unknown["tags"] and "=" not in unknown["name"]
 

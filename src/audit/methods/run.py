@@ -260,6 +260,8 @@ def run_name(cfg: AuditConfig) -> str:
     overrides = _pipeline_overrides.get()
     if overrides is None:
         return sweeps.job_run_name(base)
+    if cfg.tracking.run_name:  # a name the user gave is the name (`dvc exp run -S ...run_name=`)
+        return base
     return " ".join([base, *filter(_tells_apart, overrides)])[:sweeps.MAX_NAME_CHARS]
 
 
