@@ -9,6 +9,10 @@ import sys
 import polars as pl
 import pytest
 
+# The default store reads MLFLOW_TRACKING_URI: a developer's or CI's server is not where the
+# tests' runs go (each test names its own store, or uses the default ./mlflow.db of its folder).
+os.environ.pop("MLFLOW_TRACKING_URI", None)
+
 from audit.config import DesignConfig, ModelConfig, PersonasConfig, SamplingConfig
 from audit.personas import PersonaSources, generate_personas
 

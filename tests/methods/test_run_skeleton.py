@@ -134,7 +134,8 @@ def test_stages_run_one_at_a_time_write_the_same_tables_into_stage_folders(tmp_p
     pipeline = tmp_path / "pipeline"
     for stage in STAGE_NAMES:
         run_one_stage(method.stages, stage, cfg, pipeline)
-    assert sorted(path.name for path in pipeline.iterdir()) == sorted(STAGE_NAMES)
+    # A folder a stage (DVC's outs), and the stages' wall times beside them (outside the outs).
+    assert sorted(path.name for path in pipeline.iterdir()) == sorted([*STAGE_NAMES, ".timings"])
     for stage, name in (("design", "dif_prompts.parquet"), ("score", "dif_answers.parquet")):
         assert pl.read_parquet(pipeline / stage / name).drop("from_cache", strict=False).equals(
             pl.read_parquet(tmp_path / "out" / name).drop("from_cache", strict=False)), name

@@ -4,6 +4,7 @@ store (review2/tracking.md #9), and audit.compare's link names a view that exist
 from __future__ import annotations
 
 import json
+import os
 
 import mlflow
 from hydra import compose, initialize_config_dir
@@ -33,6 +34,19 @@ def test_mlflow_tracking_uri_is_the_default_store(tmp_path, monkeypatch, capsys)
     assert runs_main([]) == 0
     assert "from the environment" in capsys.readouterr().out
     monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    assert composed("paths.output_dir=out").tracking.tracking_uri == "sqlite:///mlflow.db"
+
+
+def test_a_run_leaves_no_store_in_the_environment(tmp_path):
+    """mlflow.set_tracking_uri also sets os.environ["MLFLOW_TRACKING_URI"]: after one run in a
+    process, every later composition read that store as its default (in CI, a test's dead
+    store http://127.0.0.1:9 became the default of the tests after it: 8 failed)."""
+    assert "MLFLOW_TRACKING_URI" not in os.environ
+    settings = TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'one.db'}",
+                              artifact_root=str(tmp_path / "a"))
+    with mlflow_run(settings, "one run", {}):
+        pass
+    assert "MLFLOW_TRACKING_URI" not in os.environ
     assert composed("paths.output_dir=out").tracking.tracking_uri == "sqlite:///mlflow.db"
 
 

@@ -152,10 +152,25 @@ def default_tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or TrackingConfig.tracking_uri
 
 
+def _set_store(tracking_uri: str) -> None:
+    """mlflow.set_tracking_uri for this process's fluent calls, without its side effect: MLflow
+    also writes the URI into os.environ["MLFLOW_TRACKING_URI"], which this tool reads as the
+    default store, so one run's store became the default of every later composition in the
+    process (a sweep's in-process jobs, a test session)."""
+    import mlflow
+
+    before = os.environ.get("MLFLOW_TRACKING_URI")
+    mlflow.set_tracking_uri(tracking_uri)
+    if before is None:
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
+    else:
+        os.environ["MLFLOW_TRACKING_URI"] = before
+
+
 def _experiment_id(config: TrackingConfig) -> str:
     import mlflow
 
-    mlflow.set_tracking_uri(config.tracking_uri)
+    _set_store(config.tracking_uri)
     experiment = mlflow.get_experiment_by_name(config.experiment)
     if experiment is None:
         artifact_location = Path(config.artifact_root).resolve().as_uri()
