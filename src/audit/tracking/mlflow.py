@@ -34,6 +34,7 @@ from audit.tracking.store import (  # noqa: F401
     WITHOUT_STORE,
     TrackingError,
     check_store,
+    environment_kept,
     store_errors,
 )
 
@@ -159,12 +160,8 @@ def _set_store(tracking_uri: str) -> None:
     process (a sweep's in-process jobs, a test session)."""
     import mlflow
 
-    before = os.environ.get("MLFLOW_TRACKING_URI")
-    mlflow.set_tracking_uri(tracking_uri)
-    if before is None:
-        os.environ.pop("MLFLOW_TRACKING_URI", None)
-    else:
-        os.environ["MLFLOW_TRACKING_URI"] = before
+    with environment_kept("MLFLOW_TRACKING_URI"):
+        mlflow.set_tracking_uri(tracking_uri)
 
 
 def _experiment_id(config: TrackingConfig) -> str:
@@ -391,14 +388,8 @@ def download_artifact(tracking_uri: str, run_id: str, artifact_path: str,
     import mlflow
 
     destination.mkdir(parents=True, exist_ok=True)
-    before = os.environ.get(PROGRESS_BAR_ENV)
-    os.environ[PROGRESS_BAR_ENV] = "false"
-    try:
+    with environment_kept(PROGRESS_BAR_ENV):
+        os.environ[PROGRESS_BAR_ENV] = "false"
         return Path(mlflow.artifacts.download_artifacts(
             run_id=run_id, artifact_path=artifact_path, dst_path=str(destination),
             tracking_uri=tracking_uri))
-    finally:
-        if before is None:
-            os.environ.pop(PROGRESS_BAR_ENV, None)
-        else:
-            os.environ[PROGRESS_BAR_ENV] = before

@@ -61,28 +61,38 @@ def store_errors(tracking_uri: str, without_store: str = WITHOUT_STORE) -> Itera
                             f"{store_fix(tracking_uri, without_store)}") from error
 
 
-def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE) -> None:
-    """Reach the store once, with few retries and a short timeout (PROBE_SETTINGS unless the
-    environment asks for less), so a store that is down stops a run before any work."""
-    from mlflow.tracking import MlflowClient
-
-    before = {name: os.environ.get(name) for name in PROBE_SETTINGS}
-    for name, cap in PROBE_SETTINGS.items():
-        try:
-            os.environ[name] = str(min(int(float(before[name] or cap)), cap))
-        except ValueError:  # MLflow itself refuses the value; the probe uses its own cap
-            os.environ[name] = str(cap)
-    # urllib3 warns of each retry; the TrackingError's one line says it all.
-    retries_log = logging.getLogger("urllib3.connectionpool")
-    level = retries_log.level
-    retries_log.setLevel(logging.ERROR)
+@contextmanager
+def environment_kept(*names: str) -> Iterator[None]:
+    """These environment variables as they were before the block, whatever it set in them
+    (MLflow reads its settings from the environment, and writes its store there)."""
+    before = {name: os.environ.get(name) for name in names}
     try:
-        with store_errors(config.tracking_uri, without_store):
-            MlflowClient(config.tracking_uri).get_experiment_by_name(config.experiment)
+        yield
     finally:
-        retries_log.setLevel(level)
         for name, value in before.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE) -> None:
+    """Reach the store once, with few retries and a short timeout (PROBE_SETTINGS unless the
+    environment asks for less), so a store that is down stops a run before any work."""
+    from mlflow.tracking import MlflowClient
+
+    # urllib3 warns of each retry; the TrackingError's one line says it all.
+    retries_log = logging.getLogger("urllib3.connectionpool")
+    level = retries_log.level
+    with environment_kept(*PROBE_SETTINGS):
+        for name, cap in PROBE_SETTINGS.items():
+            try:
+                os.environ[name] = str(min(int(float(os.environ.get(name) or cap)), cap))
+            except ValueError:  # MLflow itself refuses the value; the probe uses its own cap
+                os.environ[name] = str(cap)
+        retries_log.setLevel(logging.ERROR)
+        try:
+            with store_errors(config.tracking_uri, without_store):
+                MlflowClient(config.tracking_uri).get_experiment_by_name(config.experiment)
+        finally:
+            retries_log.setLevel(level)
