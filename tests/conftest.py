@@ -110,3 +110,12 @@ def fake_models() -> dict[str, ModelConfig]:
 @pytest.fixture
 def design_config() -> DesignConfig:
     return DesignConfig(replicates=2, seed=11)
+
+
+@pytest.fixture(autouse=True)
+def _no_tracking_uri_after_a_test():
+    """Tests that call mlflow.set_tracking_uri themselves also set MLFLOW_TRACKING_URI (MLflow
+    writes it into os.environ), which later tests in the same worker would read as their default
+    store: in CI one test's dead store failed eight tests after it."""
+    yield
+    os.environ.pop("MLFLOW_TRACKING_URI", None)
