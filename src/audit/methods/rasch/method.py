@@ -170,7 +170,7 @@ def _design_imported(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> No
 
 
 def _respond_imported(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
-    imported.respond(cfg, files.responses)
+    imported.respond(cfg, files.prompts, files.responses)
 
 
 def _score_imported(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:

@@ -394,7 +394,7 @@ def test_an_answers_file_changed_between_stages_is_refused_and_the_design_digest
     run = {name: tmp_path / f"{name}.parquet" for name in
            ("prompts", "responses", "labels", "votes", "gold")}
     stages.design(cfg, run["prompts"])
-    stages.respond(cfg, run["responses"])
+    stages.respond(cfg, run["prompts"], run["responses"])
     _csv(tmp_path, rows[::-1])  # the same rows in another order, over the same path
     with pytest.raises(AuditError, match=rf"answers file .*answers\.csv changed since the design "
                                          rf"stage read it \(sha256 {design_digest[:12]} -> "
@@ -410,6 +410,22 @@ def test_an_answers_file_changed_between_stages_is_refused_and_the_design_digest
     prompts = pl.read_parquet(run["prompts"])
     assert _label_by_answer(prompts, pl.read_parquet(run["labels"])) == _label_by_answer(
         *_tables(answers, _bank("decision_items.csv"))[1::2])
+
+
+def test_the_respond_stage_refuses_an_answers_file_changed_since_the_design_stage(tmp_path):
+    """Bug caught: the respond stage wrote a responses table from a file edited after the design
+    stage (caught only at the score stage, after the responses were replaced)."""
+    from audit.methods.rasch.ingest import stages
+
+    rows = _decided_rows()
+    cfg = _config(_csv(tmp_path, rows))
+    prompts, responses = tmp_path / "prompts.parquet", tmp_path / "responses.parquet"
+    stages.design(cfg, prompts)
+    _csv(tmp_path, rows[::-1])
+    with pytest.raises(AuditError, match=r"changed since the design stage read it .*rerun from "
+                                         r"the design stage"):
+        stages.respond(cfg, prompts, responses)
+    assert not responses.exists()
 
 
 def _persona_table(rows: list[tuple]) -> pl.DataFrame:

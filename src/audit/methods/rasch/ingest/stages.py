@@ -98,18 +98,23 @@ def check_answers_unchanged(cfg: AuditConfig, prompts_path: Path, responses_path
     re-ordered between stages (`python -m audit.stages`) would otherwise label the design's
     prompts with other answers, and the report would name the new file's digest."""
     current = answers_digest(cfg)
-    for path, what, stage in ((prompts_path, "prompts", "design"),
-                              (responses_path, "responses", "respond")):
-        recorded = read_metadata(path, what).get(ANSWERS_DIGEST)
-        if recorded is None:
-            raise AuditError(f"the {what} table at {path} records no answers file (written "
-                             f"without ingest.input, or by an earlier version): rerun from the "
-                             f"design stage")
-        if recorded != current:
-            raise AuditError(f"the answers file {cfg.ingest.input} changed since the {stage} "
-                             f"stage read it (sha256 {recorded[:12]} -> {current[:12]}): rerun "
-                             f"from the design stage")
+    check_read_by(cfg, prompts_path, "prompts", "design", current)
+    check_read_by(cfg, responses_path, "responses", "respond", current)
     return current
+
+
+def check_read_by(cfg: AuditConfig, path: Path, what: str, stage: str, current: str) -> None:
+    """That the table ``what`` at ``path`` records the answers file whose sha256 is ``current``
+    (the file as it is now); one line naming the change and the fix."""
+    recorded = read_metadata(path, what).get(ANSWERS_DIGEST)
+    if recorded is None:
+        raise AuditError(f"the {what} table at {path} records no answers file (written "
+                         f"without ingest.input, or by an earlier version): rerun from the "
+                         f"design stage")
+    if recorded != current:
+        raise AuditError(f"the answers file {cfg.ingest.input} changed since the {stage} "
+                         f"stage read it (sha256 {recorded[:12]} -> {current[:12]}): rerun "
+                         f"from the design stage")
 
 
 def source_tags(cfg: AuditConfig, prompts_path: Path, responses_path: Path) -> dict[str, str]:
@@ -163,8 +168,12 @@ def warn_repeated_rows(answers: pl.DataFrame) -> None:
                     first["item_id"])
 
 
-def respond(cfg: AuditConfig, responses_path: Path) -> None:
+def respond(cfg: AuditConfig, prompts_path: Path, responses_path: Path) -> None:
+    """The imported answers as the responses table; the answers file must be the one the
+    design stage read (a file changed between the two would pair the design's prompts with
+    other rows, caught only at the score stage, after a responses table was written)."""
     digest = answers_digest(cfg)
+    check_read_by(cfg, prompts_path, "prompts", "design", digest)
     responses = responses_table(imported_answers(cfg))
     failed = responses.filter(pl.col("status") == "error").height
     if failed:
