@@ -44,15 +44,16 @@ call()
 """
 
 
-def _sweep(tmp_path: Path, failure: str, *grid: str, entry: str = "main"
+def _sweep(tmp_path: Path, failure: str, *grid: str, entry: str = "main", uri: str | None = None
            ) -> tuple[subprocess.CompletedProcess, str, list[str]]:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = uri or f"sqlite:///{tmp_path / 'mlflow.db'}"
     overrides = ["items=smoke", "personas=smoke", *grid, f"hydra.sweep.dir={tmp_path / 'multi'}",
                  f"tracking.tracking_uri={uri}",
                  f"tracking.artifact_root={tmp_path / 'artifacts'}"]
     # An in-process test of one_line_config_errors leaves HYDRA_FULL_ERROR=1 behind, which
     # asks for the traceback this test says is not printed.
     env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
+    env["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"  # a dead store fails at once
     done = subprocess.run([sys.executable, "-c", DRIVER, failure, entry, "-m", *overrides],
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, env=env)
     return done, uri, overrides
@@ -72,6 +73,20 @@ def test_a_grid_value_that_does_not_compose_refuses_the_sweep_before_its_parent_
         lines[0])
     assert not (tmp_path / "mlflow.db").exists() or _parents(uri) == []
     assert [path.name for path in (tmp_path / "multi").iterdir()] == ["multirun.yaml"]  # no job
+
+
+def test_a_dead_store_stops_the_sweep_before_its_first_job(tmp_path):
+    """Noticed at the last stop: the parent run's store check failed inside Hydra's callback,
+    which Hydra turned into a UserWarning; then every job started and failed on the same store
+    with its own line. Now the sweep ends at the check: one line, exit 2, no job."""
+    dead = "http://127.0.0.1:9"  # nothing listens on the discard port
+    done, _, _ = _sweep(tmp_path, "user", "design.replicates=1,2", uri=dead)
+    assert done.returncode == 2, done.stderr[-3000:]
+    said = done.stdout + done.stderr
+    lines = said.strip().splitlines()
+    assert len(lines) == 1 and dead in lines[0] and "none was run" in lines[0], said[-3000:]
+    assert "UserWarning" not in said and "Traceback" not in said
+    assert not [path for path in (tmp_path / "multi").glob("*") if path.is_dir()]  # no job
 
 
 @pytest.mark.parametrize("entry", ["main", "app"])

@@ -295,7 +295,14 @@ class MlflowSweepCallback(Callback):
                                           sorted(swept.items())) or "(none)",
                 "sweep.launcher": str(config.hydra.launcher.get("_target_", "")),
                 "audit.role": "sweep"}
-        run_id = tracking.start_parent_run(settings, sweep_name(overrides), tags)
+        try:
+            run_id = tracking.start_parent_run(settings, sweep_name(overrides), tags)
+        except tracking.TrackingError as error:
+            # Hydra turns a callback's Exception into a UserWarning and launches the jobs, each
+            # then failing on the same store with its own line; SystemExit is not an Exception,
+            # so the sweep ends here, before any job: one line, exit 2.
+            log.error("%s (checked before the sweep's jobs: none was run)", error)
+            raise SystemExit(2) from None
         open_parent = OpenParent(settings, run_id, Path(str(config.hydra.sweep.dir)))
         # Entry points other than `python -m audit` (audit.ingest) do not call
         # end_unfinished_sweep with the exception: at exit, the parent still ends FAILED.
