@@ -120,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
         for cell, gap in enumerate(args.gaps):
             labels = simulate_outcomes(pool, components, effects_of(gap), rng).with_columns(
                 pool.get_column("replicate"))
+            if audit < args.first:  # drawn all the same: the later audits keep their labels
+                continue
             seeded = dataclasses.replace(fit, seed=fit_seed(args.seed, cell, audit))
             fixed = fit_rasch(labels.drop("replicate"), seeded, sample=sampler,
                               confusion=confusion, pool=cells)
@@ -145,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
                          confusion=confusion, on_round=keep)
         logging.info("audit %d of %d: %.0f s", audit + 1, args.seeds,
                      time.perf_counter() - started)
-        if (audit + 1) % 10 == 0 or audit + 1 == args.seeds:
+        if audit >= args.first and ((audit + 1) % 10 == 0 or audit + 1 == args.seeds):
             # Written as it goes: a trace cut short still replays over the audits it finished.
             traces = pl.concat(parts).with_columns(seed=pl.lit(args.seed),
                                                    budget=pl.lit(budget))
@@ -268,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="which open contrasts are alive while the rounds choose prompts")
     trace.add_argument("--sample-every", type=int, default=4,
                        help="trace every k-th audit where the fixed design decides nothing")
+    trace.add_argument("--first", type=int, default=0,
+                       help="skip the audits before this one (their labels are still drawn, so "
+                            "a trace cut short can be continued into another file)")
     trace.add_argument("--draws", type=int, default=500)
     trace.add_argument("--tune", type=int, default=500)
     trace.add_argument("--out", type=Path, required=True)
