@@ -67,6 +67,20 @@ def test_dvc_exp_run_repeating_them_runs(tmp_path: Path):
     check_kept_overrides(params, load_params(params))
 
 
+def test_the_settings_dvc_exp_run_adds_name_the_run_beside_the_recorded_overrides(
+        tmp_path: Path):
+    """Bug caught: `dvc exp run -S fit.tune=77` (repeating the recorded overrides) named and
+    tagged its MLflow run by params.overrides alone, which DVC does not update, so two
+    experiments of one model had the same name and the UI could not tell them apart."""
+    from audit.cli.stages import recorded_overrides
+
+    params = write_params(SMOKE, tmp_path / "params.yaml")
+    assert recorded_overrides(params, load_params(params)) == SMOKE  # audit.params' own file
+    dvc_composed(params, [*SMOKE, "fit.tune=77", "fit.attributes=[race]"])
+    assert recorded_overrides(params, load_params(params)) == [
+        *SMOKE, "fit.attributes=[race]", "fit.tune=77"]
+
+
 def test_an_adaptive_respond_stage_tracks_the_judge_fit_and_design_params(tmp_path: Path):
     """The adaptive respond stage judges and fits every round and stops by design.*: dvc.yaml's
     dvc_params.respond must carry those sections then (caught: `dvc repro` kept an adaptive run

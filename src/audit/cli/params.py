@@ -94,6 +94,23 @@ def dropped_settings(params: AuditConfig, overrides: list[str]) -> dict[str, Any
             if value != default.get(key) and current.get(key) == default.get(key)}
 
 
+def _as_override(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ",".join(map(str, value)) + "]"
+    return "null" if value is None else str(value)
+
+
+def settings_beyond(params: AuditConfig, overrides: list[str]) -> list[str]:
+    """The settings params.yaml makes beyond what the recorded overrides compose, as overrides
+    (`fit.tune=77`): under `dvc exp run -S`, the -S settings params.overrides does not list, so
+    the run's name and tags can say them (the name left them out: two experiments of one model
+    had the same name)."""
+    wanted, current = _leaves(compose_params(overrides)), _leaves(params)
+    # dvc_params repeats the settings each stage depends on (with_dvc_params): not settings.
+    return [f"{key}={_as_override(value)}" for key, value in sorted(current.items())
+            if key in wanted and wanted[key] != value and not key.startswith("dvc_params.")]
+
+
 def check_kept_overrides(params_file: Path, params: AuditConfig) -> None:
     """Refuse a params.yaml that `dvc exp run -S` composed without the recorded overrides."""
     record = overrides_file(params_file)

@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
-from audit.cli.params import check_kept_overrides, overrides_file
+from audit.cli.params import check_kept_overrides, composed_by_dvc, overrides_file, settings_beyond
 from audit.config import CONF_DIR
 from audit.config_errors import describe, yaml_problem
 from audit.config_ranges import ConfigValueError
@@ -71,13 +71,18 @@ def report_summary(method: AuditMethod, cfg: AuditConfig, directory: Path,
         log.warning("no summary of the pipeline in %s: %s", directory, error)
 
 
-def recorded_overrides(params: Path) -> list[str] | None:
+def recorded_overrides(params: Path, cfg: AuditConfig | None = None) -> list[str] | None:
     """The overrides params.yaml was composed from (params.overrides, written by
-    `python -m audit.params`), which name and tag the MLflow run; None for a file without one."""
+    `python -m audit.params`), which name and tag the MLflow run; None for a file without one.
+    For a params.yaml `dvc exp run -S` composed, with ``cfg`` (the file's config), also the
+    settings it makes beyond them (params.settings_beyond): DVC does not update the record."""
     record = overrides_file(params)
     if not record.is_file():
         return None
-    return [line.strip() for line in record.read_text().splitlines() if line.strip()]
+    overrides = [line.strip() for line in record.read_text().splitlines() if line.strip()]
+    if cfg is None or not composed_by_dvc(params):
+        return overrides
+    return [*overrides, *settings_beyond(cfg, overrides)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         check_kept_overrides(arguments.params, cfg)
         method = create_method(cfg.method)
         result = run_one_stage(method.stages, arguments.stage, cfg, arguments.dir,
-                               recorded_overrides(arguments.params))
+                               recorded_overrides(arguments.params, cfg))
         if find_stage(method.stages, arguments.stage).name == STAGE_NAMES[-1]:
             report_summary(method, cfg, arguments.dir, result)
     except (AuditError, BackendError) as error:
