@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import polars as pl
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "adaptive_trace.py"
 BUDGET = 252
 
 
 @pytest.fixture(scope="module")
-def trace():
-    spec = importlib.util.spec_from_file_location("adaptive_trace", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("adaptive_trace", module)
-    spec.loader.exec_module(module)
-    return module
+def trace(script):
+    return script("adaptive_trace")
 
 
 def _rows(look: int, prompts: int, contrasts: list[tuple[str, str, float, float | None, bool]],

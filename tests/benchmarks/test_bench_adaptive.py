@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_adaptive.py"
 
 
 @pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_adaptive", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_adaptive", module)
-    spec.loader.exec_module(module)
-    return module
+def bench(script):
+    return script("bench_adaptive")
 
 
 @pytest.mark.parametrize(("decision", "mean", "gap", "right"), [

@@ -3,28 +3,15 @@ decisions, sampler seeds, the checked audits and the targets' PASS/FAIL lines.""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import polars as pl
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="module")
-def shared():
-    return load("bench_shared")
+def shared(script):
+    return script("bench_shared")
 
 
 def contrasts(planted_mean: float, planted_decision: str) -> pl.DataFrame:
@@ -43,11 +30,11 @@ def fails_where_different(table: pl.DataFrame) -> dict:
             row["decision"] == "different" for row in table.iter_rows(named=True)}
 
 
-def test_a_wrong_sign_different_is_neither_agreement_nor_power(monkeypatch):
+def test_a_wrong_sign_different_is_neither_agreement_nor_power(monkeypatch, script):
     """Bug caught (review 2, bench #5): bench_adaptive compared decision strings only, so an
     adaptive -1.5 `different` against a fixed +1.5 `different` (planted +1) counted as
     agreement, as a right agreement and as power."""
-    bench = load("bench_adaptive")
+    bench = script("bench_adaptive")
     monkeypatch.setattr(bench, "ci_failures", fails_where_different)
     scored = bench.compare(contrasts(1.5, "different"), contrasts(-1.5, "different"), 1.0)
     assert scored["fixed_decided"] == 1 and scored["fixed_right"] == 1
@@ -56,10 +43,10 @@ def test_a_wrong_sign_different_is_neither_agreement_nor_power(monkeypatch):
     assert scored["wrong_sign_adaptive"] == 1.0 and scored["wrong_sign_fixed"] == 0.0
 
 
-def test_calibration_counts_power_only_with_the_planted_sign(monkeypatch):
+def test_calibration_counts_power_only_with_the_planted_sign(monkeypatch, script):
     """Bug caught (review 2, bench #5): bench_calibration.score counted a `different` and a CI
     failure of the planted contrast as power whatever its sign."""
-    bench = load("bench_calibration")
+    bench = script("bench_calibration")
     monkeypatch.setattr(bench, "ci_failures", fails_where_different)
     wrong = bench.score(contrasts(-1.5, "different"), 1.0)
     assert (wrong["different"], wrong["ci_fails"], wrong["wrong_sign"]) == (0.0, 0.0, 1.0)

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "decided_share.py"
-
 
 @pytest.fixture(scope="module")
-def decided_share():
-    spec = importlib.util.spec_from_file_location("decided_share", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def decided_share(script):
+    return script("decided_share")
 
 
 def test_the_docstring_example_composes_the_audit_config(decided_share):
