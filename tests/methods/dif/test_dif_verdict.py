@@ -191,3 +191,21 @@ def test_a_whole_dif_run_is_judged(tmp_path: Path) -> None:
         [(f"dif.fake.{dataset}", "real vs null personas") for dataset in datasets]
         + [(f"dif.fake.{dataset}", name) for dataset in ("logic", "math")
            for name in ("race: black", "race: white")])
+
+
+def test_the_summary_says_a_significant_dif_gap_below_the_ci_minimum_is_below_it() -> None:
+    """Bug caught: the run summary said "real personas change answers more than random strings
+    do" on significance alone, beside a verdict that passed the same test because the gap (null
+    minus real DIF score) was under dif_min_score_gap."""
+    from audit.methods.dif.report import headlines
+
+    tests = pl.DataFrame({"model_name": ["m", "m"], "dataset": ["small", "large"],
+                          "p_claim_holm": [0.001, 0.001], "difference": [0.02, 0.09],
+                          "claim": [True, True], "n_real": [8, 8], "n_null": [8, 8],
+                          "mean_dif_null": [0.9, 0.9], "mean_dif_real": [0.88, 0.81]})
+    said = {line.compared.split(":")[0]: line.decision for line in headlines(tests, 0.05)}
+    assert said["small"] == ("real personas change answers more than random strings do, by "
+                             "less than the CI rule's minimum (dif_min_score_gap 0.05)")
+    assert said["large"] == "real personas change answers more than random strings do"
+    checks = {check.group: check.failed for check in judge_tests(tests, VerdictConfig())}
+    assert checks == {"dif.m.small": False, "dif.m.large": True}  # the gate agrees
