@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import math
 import sys
 import time
 from pathlib import Path
@@ -50,9 +51,9 @@ from bench_shared import (  # noqa: E402  (a sibling module: the same design and
     audit_fit_config,
     effects_of,
     fit_seed,
-    interval,
     right_sign,
     signed_call,
+    wilson,
 )
 
 from audit.config import DesignConfig  # noqa: E402
@@ -217,44 +218,60 @@ def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
     return float(values[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
 
 
+def rule_line(traces: pl.DataFrame, futility: float, futility_from: float) -> str:
+    """One rule replayed on ``traces``: the figures bench_adaptive.py prints, in one line."""
+    result = replay(traces, futility, futility_from)
+    table = result["table"]
+    w = table["weight"].to_numpy()
+    decided, agreed = int(table["fixed_decided"].sum()), int(table["agreed"].sum())
+    means = table.group_by("gap").agg(
+        ((pl.col("ratio") * pl.col("weight")).sum() / pl.col("weight").sum())
+        .alias("mean")).sort("gap")
+    nulls = table.filter(pl.col("gap") == 0)
+    ones = table.filter(pl.col("gap") == 1.0)
+
+    def rate(frame: pl.DataFrame, column: str) -> float:
+        if frame.is_empty():
+            return math.nan
+        return float((frame[column] * frame["weight"]).sum() / frame["weight"].sum())
+
+    losses: dict[tuple[str, float], int] = {}
+    for stop, share, count in result["losses"]:
+        losses[(stop, round(share, 2))] = losses.get((stop, round(share, 2)), 0) + count
+    if decided:
+        low, high = wilson(agreed, decided)
+        agreement = f"{agreed} / {decided} ({agreed / decided:.3f}, Wilson {low:.2f}-{high:.2f})"
+    else:
+        agreement = "none decided"
+    return (f"{futility:g} | {futility_from:g} | {agreement} | "
+            f"{weighted_median(table['ratio'].to_numpy(), w):.2f} / "
+            f"{float(np.average(table['ratio'].to_numpy(), weights=w)):.2f} ("
+            f"{', '.join(f'{m:.2f}' for m in means['mean'])}) | "
+            f"{rate(nulls, 'false_fixed'):.3f} / {rate(nulls, 'false_adaptive'):.3f} | "
+            f"{rate(ones, 'power_fixed'):.3f} / {rate(ones, 'power_adaptive'):.3f} | "
+            + ("; ".join(f"{stop} {share:.2f} ({count})"
+                         for (stop, share), count in sorted(losses.items())) or "none"))
+
+
 def summarise(args: argparse.Namespace) -> int:
     traces = pl.concat([pl.read_parquet(path) for path in args.traces], how="diagonal_relaxed")
     audits = traces.filter(pl.col("look") == FIXED_LOOK).select("seed", "gap", "audit",
                                                                 "weight").unique()
-    print(f"{audits.height} audits over seeds {sorted(audits['seed'].unique().to_list())}, "
-          f"gaps {sorted(audits['gap'].unique().to_list())}; traced "
+    seeds = sorted(audits["seed"].unique().to_list())
+    print(f"{audits.height} simulated audits (all gaps) over seeds {seeds}, gaps "
+          f"{sorted(audits['gap'].unique().to_list())}; traced "
           f"{int((audits['weight'] > 0).sum())} (every audit the fixed design decides in, and a "
           f"sample of the rest, weighed by the inverse of its rate)")
-    print("futility | from | agreed / fixed decided | prompts share median / mean (gap 0, "
-          "0.5, 1 means) | false different gap 0: fixed / adaptive | power at 1 logit: fixed "
-          "/ adaptive | lost: stop at share (contrasts)")
+    print("futility | from | agreed / fixed decided | prompts share median / mean (means by "
+          "gap) | false different gap 0: fixed / adaptive | power at 1 logit: fixed / adaptive "
+          "| lost: stop at share (contrasts)")
     for futility in args.futility:
         for futility_from in args.futility_from:
-            result = replay(traces, futility, futility_from)
-            table = result["table"]
-            w = table["weight"].to_numpy()
-            decided, agreed = int(table["fixed_decided"].sum()), int(table["agreed"].sum())
-            means = table.group_by("gap").agg(
-                ((pl.col("ratio") * pl.col("weight")).sum() / pl.col("weight").sum())
-                .alias("mean")).sort("gap")
-            nulls = table.filter(pl.col("gap") == 0)
-            ones = table.filter(pl.col("gap") == 1.0)
-
-            def rate(frame: pl.DataFrame, column: str) -> float:
-                return float((frame[column] * frame["weight"]).sum() / frame["weight"].sum())
-
-            losses: dict[tuple[str, float], int] = {}
-            for stop, share, count in result["losses"]:
-                losses[(stop, round(share, 2))] = losses.get((stop, round(share, 2)), 0) + count
-            agreement = interval(agreed, decided) if decided else "none decided"
-            print(f"{futility:g} | {futility_from:g} | {agreement} | "
-                  f"{weighted_median(table['ratio'].to_numpy(), w):.2f} / "
-                  f"{float(np.average(table['ratio'].to_numpy(), weights=w)):.2f} ("
-                  f"{', '.join(f'{m:.2f}' for m in means['mean'])}) | "
-                  f"{rate(nulls, 'false_fixed'):.3f} / {rate(nulls, 'false_adaptive'):.3f} | "
-                  f"{rate(ones, 'power_fixed'):.3f} / {rate(ones, 'power_adaptive'):.3f} | "
-                  + ("; ".join(f"{stop} {share:.2f} ({count})"
-                               for (stop, share), count in sorted(losses.items())) or "none"))
+            print(rule_line(traces, futility, futility_from))
+            if args.by_seed and len(seeds) > 1:
+                for seed in seeds:
+                    print(f"  seed {seed}: " + rule_line(
+                        traces.filter(pl.col("seed") == seed), futility, futility_from))
     return 0
 
 
@@ -281,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     rules.add_argument("--futility", type=float, nargs="+", default=[DesignConfig.futility])
     rules.add_argument("--futility-from", type=float, nargs="+",
                        default=[DesignConfig.futility_from])
+    rules.add_argument("--by-seed", action="store_true", help="each seed's line too")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     for noisy in ("pymc", "audit.methods.rasch.irt", "audit.methods.rasch.adaptive", "pytensor",
