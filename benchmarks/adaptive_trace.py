@@ -127,14 +127,13 @@ def run(args: argparse.Namespace) -> int:
             fixed = fit_rasch(labels.drop("replicate"), seeded, sample=sampler,
                               confusion=confusion, pool=cells)
             decided = bool(fixed.contrasts.get_column("decision").is_in(DECIDED).any())
-            sampled = audit % args.sample_every == 0
-            if not (decided or sampled):
-                parts.append(look_rows(fixed.contrasts, None, gap, audit, FIXED_LOOK,
-                                       pool.height, 0.0))
-                continue
-            weight = 1.0 if decided else float(args.sample_every)
+            # The inverse of the audit's chance of a trace; 0: fixed fit kept, not traced.
+            weight = (1.0 if decided else float(args.sample_every)
+                      if audit % args.sample_every == 0 else 0.0)
             parts.append(look_rows(fixed.contrasts, None, gap, audit, FIXED_LOOK, pool.height,
                                    weight))
+            if not weight:
+                continue
 
             def keep(row: dict, look_fit, gap=gap, audit=audit, weight=weight) -> None:
                 states = contrast_states(look_fit.contrasts, row["prompts"], budget,
@@ -181,7 +180,8 @@ def replay(traces: pl.DataFrame, futility: float, futility_from: float) -> dict[
     for (seed, gap, audit), audit_rows in traced.group_by(["seed", "gap", "audit"]):
         fixed = audit_rows.filter(pl.col("look") == FIXED_LOOK).sort(KEYS)
         looks = audit_rows.filter(pl.col("look") != FIXED_LOOK)
-        look, stop = stop_look(looks, int(audit_rows["budget"][0]), futility, futility_from)
+        budget = int(audit_rows["budget"][0])
+        look, stop = stop_look(looks, budget, futility, futility_from)
         at_stop = looks.filter(pl.col("look") == look).sort(KEYS)
         pairs = list(zip(fixed.iter_rows(named=True), at_stop.iter_rows(named=True),
                          strict=True))
@@ -191,7 +191,7 @@ def replay(traces: pl.DataFrame, futility: float, futility_from: float) -> dict[
                      for f, a in decided)
         prompts = int(at_stop["prompts"][0])
         if agreed < len(decided):
-            losses.append((stop, prompts / int(audit_rows["budget"][0]), len(decided) - agreed))
+            losses.append((stop, prompts / budget, len(decided) - agreed))
 
         def power(row_pairs, arm: int) -> float:
             for f, a in row_pairs:
@@ -201,7 +201,7 @@ def replay(traces: pl.DataFrame, futility: float, futility_from: float) -> dict[
             return 0.0
 
         rows.append({"seed": seed, "gap": gap, "weight": float(fixed["weight"][0]),
-                     "ratio": prompts / int(audit_rows["budget"][0]), "stop": stop,
+                     "ratio": prompts / budget, "stop": stop,
                      "fixed_decided": len(decided), "agreed": agreed,
                      "false_fixed": float(any(f["ci_fail"] for f, _ in pairs
                                               if f["truth"] == 0)),
