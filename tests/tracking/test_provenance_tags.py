@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 
 from audit.config import CONF_DIR
 from audit.methods.configs import register_configs, to_audit_config
-from audit.methods.run import flat_config, run_tags
+from audit.methods.run_identity import flat_config, run_tags
 from audit.tracking.mlflow import config_hash, provenance
 
 register_configs()

@@ -19,7 +19,7 @@ from audit.cli.runs import main as runs_main
 from audit.cli.runs import reproduction_steps
 from audit.config import CONF_DIR, ModelConfig, TrackingConfig
 from audit.methods.configs import AuditConfig
-from audit.methods.run import flat_config, run_name
+from audit.methods.run_identity import flat_config, run_name
 from audit.tracking import mlflow as tracking
 from audit.tracking import sweeps
 
@@ -49,6 +49,23 @@ def test_a_single_run_is_named_by_its_method_models_and_what_the_command_changed
                "counterfactual.axes.name.file=/a/very/long/folder/name/with/first_names.csv"])
     assert run_name(AuditConfig(method="rasch", model={"vllm": _model()})) == (
         "rasch vllm items=smoke design.replicates=1 counterfactual.axes.name.file=first_names.csv")
+
+
+def test_a_dvc_stage_run_is_named_as_the_same_command_line_under_python_m_audit(hydra_job):
+    """Under `dvc repro` the run's name was built by a second copy of the naming rule that kept
+    a file path whole, so one audit was `... ingest.input=answers.csv` from `python -m audit`
+    and `... ingest.input=/home/me/exports/2026/answers.csv` from `dvc repro`."""
+    from audit.methods.run_identity import composed_from
+
+    overrides = ["items=smoke", "paths.output_dir=/tmp/x", "model.vllm.timeout_s=30",
+                 "ingest.input=/home/me/exports/2026-11/vendor_batch/answers_from_the_api.csv"]
+    cfg = AuditConfig(method="rasch", model={"vllm": _model()})
+    hydra_job(overrides)
+    by_hydra = run_name(cfg)
+    HydraConfig.instance().cfg = None
+    assert by_hydra == "rasch vllm items=smoke ingest.input=answers_from_the_api.csv"
+    with composed_from(overrides):
+        assert run_name(cfg) == by_hydra
 
 
 def test_a_sweep_job_is_named_by_the_values_swept_first(hydra_job):

@@ -10,26 +10,25 @@ directory, names unchanged); `run_one_stage` runs one of them (`python -m audit.
 which `dvc repro` calls), each stage's files in a folder named after the stage, so dvc.yaml
 declares the same five stages and out folders for every method and dispatches on `method`.
 A method's MLflow run always writes config.yaml next to its tables, names and tags its run the
-same way, nests under the sweep's parent run when it is a sweep job, and logs the Hydra files and
-the dvc.lock it ran from. Table I/O (atomic writes, the one CSV/parquet reader) is audit.tables.
+same way (audit.methods.run_identity), nests under the sweep's parent run when it is a sweep job,
+and logs the Hydra files and the dvc.lock it ran from. Table I/O (atomic writes, the one
+CSV/parquet reader) is audit.tables.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 from omegaconf import OmegaConf
 
-from audit.config import ModelConfig, SharedConfig
+from audit.config import ModelConfig
 from audit.design import check_adaptive_settings
 
 from audit.methods.configs import AuditConfig
@@ -37,12 +36,12 @@ from audit.errors import AuditError
 from audit.llm.backends import create_backend
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
 from audit.llm.store import ResponseStore
-from audit.methods import headline_metrics, method_module
+from audit.methods.run_identity import (composed_from, flat_config, pipeline_overrides, run_name,
+                                        run_tags)
 from audit.schemas import ResponseSchema
 from audit.tables import write_table
 from audit.tracking import mlflow as tracking
 from audit.tracking import sweeps
-from audit.tracking.runs_table import HEADLINE_TAG
 
 log = logging.getLogger(__name__)
 
@@ -52,16 +51,11 @@ STAGE_NAMES = ("design", "respond", "score", "analyse", "report")
 # Under `dvc repro` the report stage also writes the run's headline figures here (flat JSON, no
 # durations), the file dvc.yaml declares as metrics for whatever the method is.
 DVC_METRICS_FILE = "metrics.json"
-# Under `dvc repro` each stage writes its wall time into its out folder, so that the report stage,
-# a process of its own, logs every stage's `duration_s/STAGE` as `python -m audit` does.
-# Each stage's wall time under `dvc repro`, for the report stage to log: beside the stages' out
+# Each stage's wall time under `dvc repro`, for the report stage (a process of its own) to log as
+# `duration_s/STAGE`, as `python -m audit` does: beside the stages' out
 # folders, not in them, so a rerun whose tables are identical leaves its out's hash alone and DVC
 # does not rerun every later stage (the fit included) for a new time.
 TIMINGS_FOLDER = ".timings"
-# Under `dvc repro` there is no Hydra: the overrides params.yaml was composed from
-# (params.overrides) name and tag the run instead (set by run_one_stage).
-_pipeline_overrides: ContextVar[tuple[str, ...] | None] = ContextVar("pipeline_overrides",
-                                                                     default=None)
 
 
 @dataclass(frozen=True)
@@ -183,12 +177,8 @@ def run_one_stage(stages: Sequence[Stage], name: str, cfg: AuditConfig, director
     clock = RunClock()
     if stage.name == STAGE_NAMES[-1]:
         clock.timings.update(read_stage_timings(Path(directory), STAGE_NAMES[:-1]))
-    token = _pipeline_overrides.set(None if overrides is None else tuple(overrides))
-    try:
-        with timed(clock.timings, stage.name):
-            result = dict(stage.run(cfg, files, clock) or {})
-    finally:
-        _pipeline_overrides.reset(token)
+    with composed_from(overrides), timed(clock.timings, stage.name):
+        result = dict(stage.run(cfg, files, clock) or {})
     write_stage_timing(clock.timings[stage.name], Path(directory), stage.name)
     if stage.name == STAGE_NAMES[-1]:
         write_headline_metrics(result.get("metrics") or {},
@@ -244,76 +234,6 @@ def timed(timings: dict[str, float], stage: str) -> Iterator[None]:
         timings[stage] = time.perf_counter() - started
 
 
-def _tells_apart(override: str) -> bool:
-    """An override that changes what is measured: not where files go (tracking.PLACE_KEYS), not
-    the model or method (the name's base says them), not how a server is reached."""
-    key = override.split("=", 1)[0].lstrip("+~")
-    return not (tracking.is_place_key(key) or key in sweeps.NAMED_KEYS
-                or (key.startswith("model.") and key.rsplit(".", 1)[-1] in sweeps.TRANSPORT_KEYS))
-
-
-def run_name(cfg: AuditConfig) -> str:
-    """`tracking.run_name`, else the method and the models; with what the command line changed
-    (sweeps.job_run_name; under `dvc repro`, params.overrides), so that two runs of one model are
-    told apart by their names."""
-    base = cfg.tracking.run_name or f"{cfg.method} {'+'.join(sorted(cfg.model))}"
-    overrides = _pipeline_overrides.get()
-    if overrides is None:
-        return sweeps.job_run_name(base)
-    if cfg.tracking.run_name:  # a name the user gave is the name (`dvc exp run -S ...run_name=`)
-        return base
-    return " ".join([base, *filter(_tells_apart, overrides)])[:sweeps.MAX_NAME_CHARS]
-
-
-def pipeline_tags() -> dict[str, str]:
-    """Under `dvc repro`, the overrides params.yaml was composed from, in the tag a
-    `python -m audit` run keeps Hydra's in."""
-    overrides = _pipeline_overrides.get()
-    return {} if overrides is None else {"hydra.overrides": " ".join(overrides) or "(none)"}
-
-
-def output_dir_param(cfg: AuditConfig) -> str | None:
-    """paths.output_dir relative to paths.root_dir: an absolute, per-machine path (Hydra's
-    timestamped folder) says nothing about the audit. None when it lies outside the root."""
-    output, root = Path(cfg.paths.output_dir).resolve(), Path(cfg.paths.root_dir).resolve()
-    return Path(os.path.relpath(output, root)).as_posix() if output.is_relative_to(root) else None
-
-
-def run_tags(cfg: AuditConfig, flat: Mapping[str, str],
-             extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Provenance (git commit, dirty flag), the config's hash, the method, the models and, in a
-    sweep, the job's number and swept keys."""
-    return {**tracking.provenance(Path(cfg.paths.root_dir)),
-            "config.hash": tracking.config_hash(flat), "method": cfg.method,
-            HEADLINE_TAG: ",".join(headline_metrics(cfg.method)),
-            "models": ",".join(sorted(cfg.model)),
-            # Where this machine wrote the run's files (a place, so a tag and not a param).
-            "paths.output_dir": str(Path(cfg.paths.output_dir).resolve()),
-            **sweeps.job_tags(), **pipeline_tags(), **(extra or {})}
-
-
-def own_sections(method: str) -> list[str]:
-    """The config sections a run of `method` reads: the shared ones and the method's own."""
-    return [*(section.name for section in fields(SharedConfig)),
-            *method_module(method, "config").SECTIONS]
-
-
-def flat_config(cfg: AuditConfig) -> dict[str, str]:
-    """The run's params (and what config.hash hashes, less tracking.PLACE_KEYS): the shared
-    sections and the running method's own; another method's settings (a Rasch run's
-    `counterfactual.alpha`) say nothing about this run. paths.output_dir is relative to
-    paths.root_dir, or left out when outside it (the `paths.output_dir` tag has it): no
-    per-machine path in the params. config.yaml, logged with every run, keeps the whole config."""
-    config = OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)
-    flat = tracking.flatten({key: config[key] for key in own_sections(cfg.method)})
-    relative = output_dir_param(cfg)
-    if relative is None:
-        flat.pop("paths.output_dir", None)
-    else:
-        flat["paths.output_dir"] = relative
-    return flat
-
-
 @contextmanager
 def method_run(cfg: AuditConfig, tags: Mapping[str, str] | None = None,
                started_at: float | None = None,
@@ -344,7 +264,7 @@ def provenance_files(cfg: AuditConfig, config_file: Path) -> list[tuple[str, Pat
     its entry) and the Hydra files of the job."""
     lock = Path(cfg.paths.root_dir) / "dvc.lock"
     hydra = sweeps.hydra_files()
-    overrides = _pipeline_overrides.get()
+    overrides = pipeline_overrides()
     if not hydra and overrides is not None:
         # Under `dvc repro`, params.overrides in Hydra's own file: `audit.runs params` restores
         # it from there, so a later `dvc exp run -S` is again held to repeat them.

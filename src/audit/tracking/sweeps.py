@@ -14,6 +14,7 @@ import logging
 import os
 import shlex
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,14 @@ def _short(override: str) -> str:
     return f"{key}={value[:MAX_VALUE_CHARS - 1] + '…' if len(value) > MAX_VALUE_CHARS else value}"
 
 
+def named_run(base: str, overrides: Iterable[str]) -> str:
+    """`base`, then the overrides that change what is measured, each value shortened: the name
+    of a single run, whether Hydra's command line or (under `dvc repro`) params.overrides gave
+    the overrides, so one audit has one name either way."""
+    named = [_short(override) for override in overrides if _tells_apart(override)]
+    return " ".join([base, *named])[:MAX_NAME_CHARS]
+
+
 def job_run_name(base: str) -> str:
     """A run's name says what differs from other runs: `base` (the method and the models), then
     the command line's overrides that change what is measured (`rasch qwen items=smoke`). A
@@ -160,10 +169,10 @@ def job_run_name(base: str) -> str:
     if not HydraConfig.initialized():
         return base
     hydra_config = HydraConfig.get()
+    if hydra_config.mode != RunMode.MULTIRUN:
+        return named_run(base, hydra_config.overrides.task)
     overrides = [_short(override) for override in hydra_config.overrides.task
                  if _tells_apart(override)]
-    if hydra_config.mode != RunMode.MULTIRUN:
-        return " ".join([base, *overrides])[:MAX_NAME_CHARS]
     keys = {key for key in os.environ.get(SWEPT_KEYS_ENV, "").split(",") if key}
     swept = [override for override in overrides if _key(override) in keys]
     if not swept and not keys & set(NAMED_KEYS):  # nothing tells this job apart but its number

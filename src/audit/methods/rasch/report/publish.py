@@ -64,7 +64,8 @@ from audit.methods.rasch.schemas import ContrastSchema, GoldResultSchema, LabelS
 
 from audit.tables import read_table, save_figure, write_frame
 from audit.tracking import mlflow as tracking
-from audit.methods.run import flat_config, method_run, provenance_files, run_tags, write_config
+from audit.methods.run import method_run, provenance_files, write_config
+from audit.methods.run_identity import flat_config, run_tags
 
 log = logging.getLogger(__name__)
 
