@@ -169,10 +169,16 @@ def _stored(store: ResponseStore, key: str) -> Outcome | None:
 
 def send(backend: Backend, request: ChatRequest, store: ResponseStore,
          engine: EngineConfig | None = None) -> Outcome:
-    """Answer one request from the store, or send it (with the same retries as a batch)."""
+    """Answer one request from the store, or send it (with the same retries as a batch). A
+    request that already failed in this run (sent ahead by send_ahead) is that failure: asking
+    again doubled the retries of every failed judge request, timeouts included."""
     identity = backend.identity()
     key = backend_request_key(backend, identity, request)
-    return _stored(store, key) or asyncio.run(
+    stored = _stored(store, key)  # another process may have answered it since
+    failure = None if stored else store.failure_this_run(key)
+    if failure is not None:
+        return Outcome(key, None, from_cache=False, error=BackendError(*failure))
+    return stored or asyncio.run(
         _send_missing(backend, identity, key, request, store, engine or EngineConfig(), None))
 
 
@@ -302,8 +308,8 @@ def send_ahead(requests: Iterable[tuple[str, ChatRequest]], backends: dict[str, 
                show_progress: bool, description: str, role: str = "model") -> None:
     """Send (model name, request) pairs concurrently into the store, for a loop that then asks
     for them one at a time (the judge panel, option scoring) and reads them back at once.
-    Identical requests go out once. Failures are stored, and the loop's own `send` retries
-    them."""
+    Identical requests go out once. Failures are stored, and the loop's own `send` returns
+    them without sending again (a rerun sends them again)."""
     identities: dict[str, dict[str, str]] = {}
     planned: dict[str, Planned] = {}
     for name, request in requests:

@@ -60,6 +60,11 @@ class ResponseStore:
         self._connection.execute("PRAGMA synchronous=NORMAL")
         self._connection.executescript(_SCHEMA)
         self._connection.commit()
+        # The requests that failed (after their retries) through this store object, by key:
+        # a loop that asks again for what was sent ahead moments before gets the failure
+        # (failure_this_run) instead of a second round of retries. A rerun opens a new store,
+        # so it sends them again.
+        self._failures: dict[str, tuple[str, str]] = {}
 
     def __enter__(self) -> ResponseStore:
         return self
@@ -105,6 +110,7 @@ class ResponseStore:
                     "error_message = 'empty reply (stored as an answer by an earlier release)' "
                     "WHERE request_key = ? AND status = 'ok'", (request_key,))
                 self._connection.execute(_INSERT_OK, (*row, time.time()))
+        self._failures.pop(request_key, None)
         return stored or StoredResponse(request_key, response_text, completion_tokens, latency_s)
 
     def put_error(
@@ -115,6 +121,7 @@ class ResponseStore:
         error_kind: str,
         error_message: str,
     ) -> None:
+        self._failures[request_key] = (error_kind, error_message)
         with self._connection:
             self._connection.execute(
                 "INSERT INTO responses (request_key, status, identity_json, request_json,"
@@ -128,6 +135,12 @@ class ResponseStore:
                     time.time(),
                 ),
             )
+
+    def failure_this_run(self, request_key: str) -> tuple[str, str] | None:
+        """(error kind, message) of the request's failure through this store object, unless an
+        answer was stored after it; None otherwise. Never read across runs: a stored failure
+        is resolved by the rerun, which sends the request again."""
+        return self._failures.get(request_key)
 
     def count_ok(self) -> int:
         return int(self._connection.execute(

@@ -42,16 +42,18 @@ UNCLEAR = "Perhaps."
 
 class ServerJudge(FakeBackend):
     """A judge server that answers HTTP 500 while `down`, to questions about answers containing
-    `failing` (every answer when None); `calls` counts every request it received."""
+    `failing` (every answer when None); `calls` counts every request it received, `failed`
+    those it answered with the error."""
 
     def __init__(self, config, failing: str | None = None) -> None:
         super().__init__(config)
-        self.down, self.failing, self.calls = True, failing, 0
+        self.down, self.failing, self.calls, self.failed = True, failing, 0, 0
 
     def complete(self, request: ChatRequest) -> Completion:
         self.calls += 1
         prompt = request.messages[-1].content
         if self.down and (self.failing is None or self.failing in prompt):
+            self.failed += 1
             raise BackendError("server_error", "HTTP 500 from the server")
         return super().complete(request)
 
@@ -106,14 +108,17 @@ def test_a_failed_judge_stops_the_score_stage_and_a_rerun_asks_only_the_failed(
     assert failed["prompt_id"].sort().to_list() == hard
     assert UNPARSEABLE not in labels["label"].to_list()
     assert failed["rationale"].str.contains(r"judge request failed \(server_error\)").all()
+    # One request per item: the same answer to the same question is the same request.
+    failed_requests = pl.read_parquet(files.prompts).filter(
+        pl.col("prompt_id").is_in(hard))["item_id"].n_unique()
+    # Each failing request went through its retries once: the labelling loop asked again for
+    # what had been sent ahead and failed, and retried it all over (a timeout cost twice).
+    assert judge.failed == failed_requests * cfg.engine.max_attempts
 
     # The server recovers: the rerun sends the failed requests only (the answered ones, and
     # the gold answers, come from the store; a stored failure is never served as a reply).
     judge.down, calls_before = False, judge.calls
     _score(cfg, files, None)  # type: ignore[arg-type]
-    # One request per item: the same answer to the same question is the same request.
-    failed_requests = pl.read_parquet(files.prompts).filter(
-        pl.col("prompt_id").is_in(hard))["item_id"].n_unique()
     assert judge.calls - calls_before == failed_requests
     relabelled = read_table(files.labels, LabelSchema, "labels")
     assert set(relabelled["label"]) <= set(LABELS)

@@ -169,8 +169,9 @@ def test_a_judge_server_that_goes_down_stops_labelling_at_its_first_answer(tmp_p
     with ResponseStore(tmp_path / "s.sqlite3") as store, pytest.raises(
             BackendError, match=r"^judge 'remote': cannot reach .*start its server"):
         label_answers(_answers("Hmm.", "Perhaps.", "Maybe."), config, [judge], store, **quiet)
-    # The run's 3 attempts for each answer sent ahead, then for the first answer it labels.
-    assert judge.backend.calls == 3 * 3 + 3
+    # The run's 3 attempts for each answer sent ahead; labelling stops at the first answer with
+    # the failure it already has (it sent that request's 3 attempts again).
+    assert judge.backend.calls == 3 * 3
 
 
 def test_judge_requests_go_out_concurrently_and_label_as_one_at_a_time_would(tmp_path):
@@ -207,8 +208,9 @@ def test_a_judge_request_that_fails_otherwise_is_a_judge_failure_not_a_label(tmp
     assert tables.votes["label"].to_list() == [JUDGE_FAILED]
     assert "judge request failed (http_status)" in tables.labels["rationale"][0]
     assert tables.asks.select("status", "error_kind").rows() == [("error", "http_status")]
-    # Sent ahead once, then asked once (a failure is not served from the store): no seed 1.
-    assert judge.backend.calls == 2
+    # Sent ahead once (http_status is not retried); the labelling loop takes that failure
+    # instead of sending it again, and asks no second seed.
+    assert judge.backend.calls == 1
 
 
 def test_without_rules_or_judges_nothing_is_guessed(tmp_path):
