@@ -46,8 +46,8 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_shared import (  # noqa: E402  (a sibling module: the same design and fit)
-    ATTRIBUTES,
     PLANTED,
+    AdaptiveAudits,
     audit_fit_config,
     effects_of,
     fit_seed,
@@ -65,14 +65,10 @@ from audit.methods.rasch.adaptive import (  # noqa: E402
     run_adaptive,
 )
 from audit.methods.rasch.futility import contrast_states, text_floors  # noqa: E402
-from audit.methods.rasch.power import ci_failures, config_components  # noqa: E402
-from audit.methods.rasch.config import PlanConfig  # noqa: E402
-from audit.methods.rasch.irt import fit_rasch  # noqa: E402
+from audit.methods.rasch.power import ci_failures  # noqa: E402
 from audit.methods.rasch.selection import first_round  # noqa: E402
 from audit.methods.rasch.simulation import (  # noqa: E402
-    CompiledSampler,
     default_shaped_prompts,
-    simulate_outcomes,
     true_gap,
 )
 
@@ -109,23 +105,16 @@ def run(args: argparse.Namespace) -> int:
     budget = min(rule.max_prompts, pool.height)
     looks = planned_looks(rule, pool.height, first_round(pool, rule.round_prompts).height)
     final_alpha = look_alphas(rule, looks)[-1]  # what run_adaptive's futility reads
-    sampler = CompiledSampler(engine=fit.engine)
-    components = config_components(PlanConfig(text_sd=args.text_sd))
-    confusion = components.gold_counts(fit.outcome)
-    cells = (pool.select(pl.col("respondent_id").alias("respondent"),
-                         pl.col("item_id").alias("item"), "model_name", "persona_kind",
-                         *ATTRIBUTES).unique(["respondent", "item"]))
+    audits = AdaptiveAudits(pool, fit, args.text_sd)
     rng = np.random.default_rng(args.seed)  # bench_adaptive's label stream for this --seed
     parts, started = [], time.perf_counter()
     for audit in range(args.seeds):
         for cell, gap in enumerate(args.gaps):
-            labels = simulate_outcomes(pool, components, effects_of(gap), rng).with_columns(
-                pool.get_column("replicate"))
+            labels = audits.labels(gap, rng)
             if audit < args.first:  # drawn all the same: the later audits keep their labels
                 continue
             seeded = dataclasses.replace(fit, seed=fit_seed(args.seed, cell, audit))
-            fixed = fit_rasch(labels.drop("replicate"), seeded, sample=sampler,
-                              confusion=confusion, pool=cells)
+            fixed = audits.fixed(labels, seeded)
             decided = bool(fixed.contrasts.get_column("decision").is_in(DECIDED).any())
             # The inverse of the audit's chance of a trace; 0: fixed fit kept, not traced.
             weight = (1.0 if decided else float(args.sample_every)
@@ -143,8 +132,8 @@ def run(args: argparse.Namespace) -> int:
                 parts.append(look_rows(look_fit.contrasts, states, gap, audit, row["round"],
                                        row["prompts"], weight))
 
-            run_adaptive(pool, answers_from(labels), seeded, rule, sample=sampler,
-                         confusion=confusion, on_round=keep)
+            run_adaptive(pool, answers_from(labels), seeded, rule, sample=audits.sampler,
+                         confusion=audits.confusion, on_round=keep)
         logging.info("audit %d of %d: %.0f s", audit + 1, args.seeds,
                      time.perf_counter() - started)
         if audit >= args.first and ((audit + 1) % 10 == 0 or audit + 1 == args.seeds):

@@ -76,8 +76,8 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_shared import (  # noqa: E402  (a sibling module: the same design and fit)
-    ATTRIBUTES,
     PLANTED,
+    AdaptiveAudits,
     at_least,
     at_most,
     audit_fit_config,
@@ -98,13 +98,11 @@ from audit.methods.rasch.adaptive import (  # noqa: E402
     design_rule,
     run_adaptive,
 )
-from audit.methods.rasch.config import FitConfig, PlanConfig  # noqa: E402
+from audit.methods.rasch.config import FitConfig  # noqa: E402
 from audit.methods.rasch.irt import fit_rasch  # noqa: E402
-from audit.methods.rasch.power import ci_failures, config_components  # noqa: E402
+from audit.methods.rasch.power import ci_failures  # noqa: E402
 from audit.methods.rasch.simulation import (  # noqa: E402
-    CompiledSampler,
     default_shaped_prompts,
-    simulate_outcomes,
     true_gap,
 )
 
@@ -176,12 +174,8 @@ def compare(fixed: pl.DataFrame, adaptive: pl.DataFrame, gap: float) -> dict[str
 def simulate(pool: pl.DataFrame, fit: FitConfig, rule: AdaptiveRule, text_sd: float, gaps,
              seeds: int, check: int, full_fit: FitConfig, minutes: float, run_seed: int,
              rng: np.random.Generator) -> tuple[pl.DataFrame, list[dict]]:
-    sampler = CompiledSampler(engine=fit.engine)
-    components = config_components(PlanConfig(text_sd=text_sd))
-    confusion = components.gold_counts(fit.outcome)
-    cells = (pool.select(pl.col("respondent_id").alias("respondent"),
-                         pl.col("item_id").alias("item"), "model_name", "persona_kind",
-                         *ATTRIBUTES).unique(["respondent", "item"]))
+    audits = AdaptiveAudits(pool, fit, text_sd)
+    sampler, confusion = audits.sampler, audits.confusion
     chosen = checked_audits(len(gaps), seeds, check)
     rows, checks = [], []
     started = time.perf_counter()
@@ -191,13 +185,11 @@ def simulate(pool: pl.DataFrame, fit: FitConfig, rule: AdaptiveRule, text_sd: fl
             logging.info("--minutes %.0f reached after %d seeds", minutes, seed)
             break
         for cell, gap in enumerate(gaps):
-            labels = simulate_outcomes(pool, components, effects_of(gap), rng).with_columns(
-                pool.get_column("replicate"))
+            labels = audits.labels(gap, rng)
             # The fixed and adaptive arms share the seed (a paired design); cells and --seed
             # runs do not (fit_seed).
             seeded = dataclasses.replace(fit, seed=fit_seed(run_seed, cell, seed))
-            fixed = fit_rasch(labels.drop("replicate"), seeded, sample=sampler,
-                              confusion=confusion, pool=cells)
+            fixed = audits.fixed(labels, seeded)
 
             adaptive = run_adaptive(pool, answers_from(labels), seeded, rule, sample=sampler,
                                     confusion=confusion)
@@ -212,7 +204,7 @@ def simulate(pool: pl.DataFrame, fit: FitConfig, rule: AdaptiveRule, text_sd: fl
                 # covers the interim looks where most runs stop, not only the whole pool.
                 full = dataclasses.replace(full_fit, seed=seeded.seed)
                 full_fixed = fit_rasch(labels.drop("replicate"), full, confusion=confusion,
-                                       pool=cells)
+                                       pool=audits.cells)
                 full_adaptive = run_adaptive(pool, answers_from(labels), full, rule,
                                              confusion=confusion)
                 checks.append({"gap": gap, "seed": seed,

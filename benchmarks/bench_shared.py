@@ -1,6 +1,7 @@
 """What bench_calibration and bench_adaptive share: the planted contrast, the audit's fit
 config, sampler seeds, the audits a fast-fit check refits, signed decisions, intervals, and the
-PASS/FAIL lines of their targets.
+PASS/FAIL lines of their targets; and the simulated audits bench_adaptive compares and
+adaptive_trace traces (AdaptiveAudits).
 
 Not a benchmark: the scripts import it (this folder is on their sys.path).
 """
@@ -11,7 +12,7 @@ import dataclasses
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +20,13 @@ import polars as pl
 from omegaconf import OmegaConf
 
 from audit.config import CONF_DIR
-from audit.methods.rasch.config import FitConfig
-from audit.methods.rasch.power import ci_failures
+from audit.methods.rasch.adaptive import pool_cells
+from audit.methods.rasch.config import FitConfig, PlanConfig
+from audit.methods.rasch.irt import RaschFit, fit_rasch
+from audit.methods.rasch.irt.judge_error import JudgeConfusion
+from audit.methods.rasch.power import ci_failures, config_components
+from audit.methods.rasch.simulation import (CompiledSampler, VarianceComponents,
+                                            simulate_outcomes)
 
 ATTRIBUTES = ["gender", "race"]
 PLANTED = ("race", "Black", "White")  # level_a sorts first: contrast mean = planted gap
@@ -146,3 +152,38 @@ def target_lines(figures: dict[str, float], targets: list[Target]) -> list[str]:
         lines.append(f"target {target.key}={value:.3f} {target.says} ({target.source}): "
                      f"{'PASS' if met else 'FAIL'}")
     return lines
+
+
+@dataclass
+class AdaptiveAudits:
+    """The simulated audits of bench_adaptive (which compares the fixed and adaptive designs on
+    each) and adaptive_trace (which follows each adaptive run to its budget), in one place so
+    that a trace replays bench_adaptive's audits exactly: the pool (the whole design), the
+    plan's components at ``text_sd`` with a judge known from its gold counts, and one compiled
+    sampler for every fit. ``labels`` draws one audit's answers from the run's label stream
+    (``rng``: the same --seed gives the same audits in both scripts), ``fixed`` fits them all."""
+
+    pool: pl.DataFrame
+    fit: FitConfig
+    text_sd: float
+    sampler: CompiledSampler = field(init=False)
+    components: VarianceComponents = field(init=False)
+    confusion: JudgeConfusion | None = field(init=False)
+    cells: pl.DataFrame = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sampler = CompiledSampler(engine=self.fit.engine)
+        self.components = config_components(PlanConfig(text_sd=self.text_sd))
+        self.confusion = self.components.gold_counts(self.fit.outcome)
+        self.cells = pool_cells(self.pool, ATTRIBUTES)
+
+    def labels(self, gap: float, rng: np.random.Generator) -> pl.DataFrame:
+        """One audit's judged answers to every prompt of the pool, with their replicate (what
+        adaptive.answers_from reads)."""
+        return simulate_outcomes(self.pool, self.components, effects_of(gap), rng).with_columns(
+            self.pool.get_column("replicate"))
+
+    def fixed(self, labels: pl.DataFrame, fit: FitConfig) -> RaschFit:
+        """The fixed design: every answer in one fit (``fit`` carries the audit's seed)."""
+        return fit_rasch(labels.drop("replicate"), fit, sample=self.sampler,
+                         confusion=self.confusion, pool=self.cells)
