@@ -18,8 +18,8 @@ from omegaconf import DictConfig
 
 from audit.config import CONF_DIR
 
-from audit.methods.configs import AuditConfig, register_configs, to_audit_config
-from audit.config_errors import one_line_config_errors
+from audit.methods.configs import AuditConfig, register_configs
+from audit.config_errors import one_line_config_errors, validated_config
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
 from audit.logs import quiet_noisy_loggers
@@ -43,7 +43,7 @@ def run_composed(cfg: DictConfig,
     first (`python -m audit.ingest`: the imported models). User errors end with one line."""
     quiet_noisy_loggers()  # Hydra has just configured logging
     try:
-        audit_cfg = to_audit_config(cfg)
+        audit_cfg = validated_config(cfg, Path(CONF_DIR))
         if prepare is not None:
             audit_cfg = prepare(audit_cfg)
         return run_method(create_method(audit_cfg.method), audit_cfg,

@@ -21,9 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from audit.methods.configs import AuditConfig
+from audit.methods.configs import AuditConfig, to_audit_config
 
 HYDRA_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException,
                 OmegaConfBaseException)
@@ -162,21 +163,51 @@ def describe(error: BaseException, conf_dir: Path) -> str:
     return "; ".join(lines[:3]) if lines else type(error).__name__
 
 
+# Whether the user had set HYDRA_FULL_ERROR=1 before one_line_config_errors set it for its own
+# use: such a user gets the traceback of every config error, as Hydra would give it.
+_user_wants_traceback = False
+
+
 @contextmanager
 def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
     """Run a Hydra entry point so that a composition error ends it with one line and exit 2.
 
-    Hydra reports errors itself unless HYDRA_FULL_ERROR is set; it is set here so the error
-    reaches this function. A user who set it already gets Hydra's full traceback as before."""
-    wants_traceback = os.environ.get("HYDRA_FULL_ERROR") == "1"
+    Hydra reports errors itself unless HYDRA_FULL_ERROR is set; it is set here, for the entry
+    point's time, so the error reaches this function. A user who set it already gets Hydra's
+    full traceback as before."""
+    global _user_wants_traceback
+    previous, wanted = os.environ.get("HYDRA_FULL_ERROR"), _user_wants_traceback
+    _user_wants_traceback = previous == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         yield
     except HYDRA_ERRORS as error:
-        if wants_traceback:
-            raise
-        _stderr_logger().error("%s", describe(error, conf_dir))
-        raise SystemExit(2) from None
+        exit_on_config_error(error, conf_dir)
+    finally:
+        _user_wants_traceback = wanted
+        if previous is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = previous
+
+
+def validated_config(cfg: DictConfig, conf_dir: Path) -> AuditConfig:
+    """A Hydra job's composed config as the AuditConfig its command runs. A config error the
+    schema finds only here (a key that `+` added and no schema has: `+design.replicate=2`) is
+    one line and exit 2 too, not Hydra's `Error executing job` line and then this one."""
+    try:
+        return to_audit_config(cfg)
+    except HYDRA_ERRORS as error:
+        exit_on_config_error(error, conf_dir)
+
+
+def exit_on_config_error(error: BaseException, conf_dir: Path) -> typing.NoReturn:
+    """A config error's one line on stderr and exit 2 (the traceback for a user who set
+    HYDRA_FULL_ERROR=1)."""
+    if _user_wants_traceback:
+        raise error
+    _stderr_logger().error("%s", describe(error, conf_dir))
+    raise SystemExit(2) from None
 
 
 def _stderr_logger() -> logging.Logger:

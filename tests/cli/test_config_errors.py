@@ -83,6 +83,33 @@ def test_the_command_line_prints_exactly_one_line_and_exits_2():
             "vllm" in lines[0])
 
 
+@pytest.mark.parametrize("module", ["audit", "audit.plan", "audit.judge_eval"])
+def test_a_key_added_with_plus_that_no_schema_has_is_one_line_and_exit_2(module: str):
+    """`+judge.decodng=json` (what Hydra's own advice, "use +", leads to for a typo) composes,
+    and the schema refuses it inside Hydra's job, which printed `Error executing job with
+    overrides: [...]` before the config error's line."""
+    done = _audit("+judge.decodng=json", "tracking=none", module=module)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("config error: unknown key 'judge.decodng'")
+    assert "did you mean 'decoding'?" in lines[0]
+
+
+def test_a_second_entry_point_in_one_process_still_gets_one_line(monkeypatch):
+    """one_line_config_errors set HYDRA_FULL_ERROR=1 for its own use and left it set, so the
+    next entry point in the same process (a notebook, a script calling two commands) read it
+    as the user's wish and raised the traceback instead of the line."""
+    from audit.config_errors import one_line_config_errors
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    for _ in range(2):
+        with pytest.raises(SystemExit) as ended, one_line_config_errors(Path(CONF_DIR)):
+            with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+                compose("config", overrides=["model=smolm2"])
+        assert ended.value.code == 2
+    assert "HYDRA_FULL_ERROR" not in os.environ
+
 
 def test_a_value_on_an_open_upper_bound_is_one_line_and_exit_2(tmp_path):
     """review2 tests.md finding 7: fit.hdi_prob=1 (the HDI of every draw, a gate that cannot

@@ -20,8 +20,8 @@ from rich.table import Table
 
 from audit.config import CONF_DIR
 
-from audit.methods.configs import AuditConfig, register_configs, to_audit_config
-from audit.config_errors import one_line_config_errors
+from audit.methods.configs import AuditConfig, register_configs
+from audit.config_errors import one_line_config_errors, validated_config
 from audit.data_files import data_file
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
@@ -120,7 +120,7 @@ def print_figures(figures: dict, judge_name: str, gold_size: int) -> None:
 def app(cfg: DictConfig) -> None:
     quiet_noisy_loggers()
     try:
-        audit_cfg = to_audit_config(cfg)
+        audit_cfg = validated_config(cfg, Path(CONF_DIR))
         evaluate(audit_cfg, Path(audit_cfg.paths.output_dir))
     except (AuditError, BackendError) as error:
         log.error("%s", error)

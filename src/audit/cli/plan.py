@@ -34,8 +34,8 @@ from rich.table import Table
 from audit.llm.backends import BackendError
 from audit.cli.runs import run_source
 from audit.config import CONF_DIR, TrackingConfig
-from audit.methods.configs import AuditConfig, register_configs, to_audit_config
-from audit.config_errors import one_line_config_errors
+from audit.methods.configs import AuditConfig, register_configs
+from audit.config_errors import one_line_config_errors, validated_config
 from audit.llm.engine import Planned, concurrency_limits, plan_requests
 from audit.logs import progress_bar, quiet_noisy_loggers, quieted
 from audit.methods.rasch.pilot import run_components
@@ -268,7 +268,7 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
 def app(cfg: DictConfig) -> None:
     quiet_noisy_loggers()
     try:
-        audit_cfg = to_audit_config(cfg)
+        audit_cfg = validated_config(cfg, Path(CONF_DIR))
         table = run_plan(audit_cfg, Path(audit_cfg.paths.output_dir))
     except (AuditError, BackendError) as error:
         log.error("%s", error)
