@@ -41,6 +41,7 @@ from audit.methods.summary import mlflow_lines
 from audit.schemas import PromptSchema
 from audit.tables import read_table, save_figure, write_frame
 from audit.tracking import mlflow as tracking
+from audit.cli import printed_help
 
 log = logging.getLogger("audit.compare")
 
@@ -387,8 +388,11 @@ def mlflow_run_name(side_a: comparison.Side, side_b: comparison.Side) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     configure_cli_logging()
+    arguments = sys.argv[1:] if argv is None else argv
+    if printed_help(arguments, __doc__, USAGE):
+        return 0
     try:
-        return run(sys.argv[1:] if argv is None else argv)
+        return run(arguments)
     except AuditError as error:
         log.error("%s", error)
         return 2

@@ -26,6 +26,7 @@ from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
 from audit.cli.fit_correction import read_correction, whole_numbers
 from audit.tables import read_frame, require_columns
+from audit.cli import printed_help
 
 log = logging.getLogger("audit.fit")
 
@@ -185,6 +186,8 @@ def _check_paths(correction: JudgeCorrection, outcomes: pl.DataFrame,
 def main(arguments: list[str] | None = None) -> int:
     configure_cli_logging()
     arguments = sys.argv[1:] if arguments is None else arguments
+    if printed_help(arguments, __doc__, USAGE):
+        return 0
     try:
         command = parse_arguments(arguments)
         run(command)

@@ -31,6 +31,7 @@ from audit.methods.iat.method import analyse, read_stimuli
 from audit.tables import read_frame
 from audit.methods.iat.report import print_iat_table
 from audit.methods.run import write_config
+from audit.cli import printed_help
 
 log = logging.getLogger("audit.iat")
 
@@ -152,6 +153,8 @@ def run(command: ImportCommand) -> pl.DataFrame:
 def main(arguments: list[str] | None = None) -> int:
     configure_cli_logging()
     arguments = sys.argv[1:] if arguments is None else arguments
+    if printed_help(arguments, __doc__, USAGE):
+        return 0
     try:
         run(parse_arguments(arguments))
     except AuditError as error:  # IATError, a missing data file, the schemas

@@ -34,6 +34,7 @@ from audit.errors import AuditError
 from audit.methods.checks import Check, VerdictError
 from audit.tables import write_atomically
 from audit.methods.run import CONFIG_FILE
+from audit.cli import printed_help
 
 log = logging.getLogger("audit.verdict")
 
@@ -224,6 +225,8 @@ def verdict_text(checks: list[Check]) -> str:
 def main(argv: list[str] | None = None) -> int:
     configure_cli_logging()
     arguments = sys.argv[1:] if argv is None else argv
+    if printed_help(arguments, __doc__, USAGE):
+        return 0
     try:
         command = parse_arguments(arguments)
         run_dir = Path(command.run_dir)
