@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import polars as pl
@@ -26,7 +26,7 @@ from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
 from audit.cli.fit_correction import read_correction, whole_numbers
 from audit.tables import read_frame, require_columns
-from audit.cli import printed_help
+from audit.cli import argument_problem, printed_help
 
 log = logging.getLogger("audit.fit")
 
@@ -73,7 +73,8 @@ def parse_arguments(arguments: list[str]) -> FitCommand:
         merged = OmegaConf.merge(OmegaConf.structured(FitCommand), OmegaConf.from_dotlist(dotlist))
         command: FitCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
     except OmegaConfBaseException as error:
-        raise FitInputError(f"{str(error).splitlines()[0]}; {USAGE}") from None
+        options = [*(f.name for f in fields(FitCommand) if f.name != "sampler"), *SAMPLER_KEYS]
+        raise FitInputError(f"{argument_problem(error, options, ('sampler',))}; {USAGE}") from None
     hidden = [argument for argument in arguments if argument.startswith("sampler.")]
     if hidden:
         raise FitInputError(f"{hidden[0]!r} is not an option; {USAGE}")

@@ -31,7 +31,7 @@ from audit.methods.iat.method import analyse, read_stimuli
 from audit.tables import read_frame
 from audit.methods.iat.report import print_iat_table
 from audit.methods.run import write_config
-from audit.cli import printed_help
+from audit.cli import argument_problem, printed_help
 
 log = logging.getLogger("audit.iat")
 
@@ -77,7 +77,9 @@ def parse_arguments(arguments: list[str]) -> ImportCommand:
         merged = OmegaConf.merge(OmegaConf.structured(ImportCommand), overrides)
         return OmegaConf.to_object(merged)  # type: ignore[return-value]
     except OmegaConfBaseException as error:
-        raise IATError(f"{str(error).splitlines()[0]}; {USAGE}") from None
+        options = [*(f.name for f in fields(ImportCommand) if f.name != "analysis"),
+                   *ANALYSIS_KEYS]
+        raise IATError(f"{argument_problem(error, options, ('analysis',))}; {USAGE}") from None
 
 
 def parse_file_name(path: Path, datasets: list[str]) -> tuple[str, str, str]:

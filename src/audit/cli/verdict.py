@@ -34,7 +34,7 @@ from audit.errors import AuditError
 from audit.methods.checks import Check, VerdictError
 from audit.tables import write_atomically
 from audit.methods.run import CONFIG_FILE
-from audit.cli import printed_help
+from audit.cli import argument_problem, printed_help
 
 log = logging.getLogger("audit.verdict")
 
@@ -77,7 +77,8 @@ def parse_arguments(arguments: list[str]) -> VerdictCommand:
             merged.rules = OmegaConf.merge(from_file, overrides.get("rules", {}))
         command: VerdictCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
     except OmegaConfBaseException as error:
-        raise VerdictError(f"{str(error).splitlines()[0]}; {USAGE}") from None
+        options = [*(f.name for f in fields(VerdictCommand) if f.name != "rules"), *RULE_KEYS]
+        raise VerdictError(f"{argument_problem(error, options, ('rules',))}; {USAGE}") from None
     check_rules(command.rules)
     return command
 
