@@ -151,12 +151,16 @@ def _short(override: str) -> str:
     return f"{key}={value[:MAX_VALUE_CHARS - 1] + '…' if len(value) > MAX_VALUE_CHARS else value}"
 
 
+def _naming(overrides: Iterable[str]) -> list[str]:
+    """The overrides that change what is measured, each value shortened (_short)."""
+    return [_short(override) for override in overrides if _tells_apart(override)]
+
+
 def named_run(base: str, overrides: Iterable[str]) -> str:
-    """`base`, then the overrides that change what is measured, each value shortened: the name
-    of a single run, whether Hydra's command line or (under `dvc repro`) params.overrides gave
-    the overrides, so one audit has one name either way."""
-    named = [_short(override) for override in overrides if _tells_apart(override)]
-    return " ".join([base, *named])[:MAX_NAME_CHARS]
+    """`base`, then the overrides that change what is measured: the name of a single run,
+    whether Hydra's command line or (under `dvc repro`) params.overrides gave the overrides, so
+    one audit has one name either way."""
+    return " ".join([base, *_naming(overrides)])[:MAX_NAME_CHARS]
 
 
 def job_run_name(base: str) -> str:
@@ -171,8 +175,7 @@ def job_run_name(base: str) -> str:
     hydra_config = HydraConfig.get()
     if hydra_config.mode != RunMode.MULTIRUN:
         return named_run(base, hydra_config.overrides.task)
-    overrides = [_short(override) for override in hydra_config.overrides.task
-                 if _tells_apart(override)]
+    overrides = _naming(hydra_config.overrides.task)
     keys = {key for key in os.environ.get(SWEPT_KEYS_ENV, "").split(",") if key}
     swept = [override for override in overrides if _key(override) in keys]
     if not swept and not keys & set(NAMED_KEYS):  # nothing tells this job apart but its number
