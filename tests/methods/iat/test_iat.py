@@ -24,7 +24,8 @@ from audit.methods.iat.design import (
     resolve_dataset,
     stimulus_sets,
 )
-from audit.methods.iat.score import AnswerParser, Lexicon, d_score, normalise, score_answers
+from audit.methods.iat.lexicon import Lexicon, normalise
+from audit.methods.iat.score import AnswerParser, d_score, score_answers
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "iat"
 

@@ -20,7 +20,7 @@ import polars as pl
 from audit.config import ModelConfig
 from audit.errors import AuditError
 from audit.methods.iat.config import IATConfig
-from audit.methods.iat.score import Lexicon
+from audit.methods.iat.lexicon import Lexicon
 from audit.methods.iat.schemas import IATPromptSchema
 from audit.schemas import validate
 
