@@ -36,12 +36,12 @@ from audit.cli.runs import run_source
 from audit.config import CONF_DIR, TrackingConfig
 from audit.methods.configs import AuditConfig, register_configs
 from audit.config_errors import one_line_config_errors, validated_config
-from audit.llm.engine import Planned, concurrency_limits, plan_requests
+from audit.llm.engine import concurrency_limits, plan_requests
 from audit.logs import progress_bar, quiet_noisy_loggers, quieted
 from audit.methods.rasch.pilot import run_components
 from audit.methods.rasch.power import config_components, simulate_power
 from audit.methods.rasch.simulation import VarianceComponents
-from audit.llm.preflight import estimate, seconds_to_answer
+from audit.llm.preflight import Planned, estimate, seconds_to_answer
 from audit.errors import AuditError
 from audit.methods.rasch.adaptive import design_rule
 from audit.methods.rasch.adaptive_run import pool_tokens

@@ -32,7 +32,7 @@ from audit.llm.backends import (Backend, BackendError, ChatRequest, Completion, 
 from audit.config import EngineConfig, ModelConfig
 from audit.logs import progress_bar
 from audit.llm.heap import heap_frozen
-from audit.llm.preflight import estimate, preflight
+from audit.llm.preflight import Planned, estimate, preflight
 from audit.schemas import ResponseSchema, validate
 from audit.llm.store import ResponseStore
 
@@ -196,15 +196,6 @@ def build_request(config: ModelConfig, system_prompt: str, user_prompt: str, see
         seed=seed,
         json_schema=json_schema,
     )
-
-
-@dataclass(frozen=True)
-class Planned:
-    prompt_id: str
-    model_name: str
-    identity: dict[str, str]
-    key: str
-    request: ChatRequest
 
 
 def plan_requests(prompts: pl.DataFrame, backends: dict[str, Backend],

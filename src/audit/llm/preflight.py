@@ -8,17 +8,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from audit.llm.backends import Backend, BackendError
+from audit.llm.backends import Backend, BackendError, ChatRequest
 from audit.llm.store import ResponseStore
-
-if TYPE_CHECKING:
-    from audit.llm.engine import Planned
 
 log = logging.getLogger(__name__)
 # Characters a prompt token, for estimates made before any tokenizer is at hand.
 CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One request a run is about to need: for this prompt and model, under this store key
+    (engine.plan_requests builds them; the engine sends those the store lacks)."""
+
+    prompt_id: str
+    model_name: str
+    identity: dict[str, str]
+    key: str
+    request: ChatRequest
 
 
 def estimate(planned: list[Planned], store: ResponseStore,
