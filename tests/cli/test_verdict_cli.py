@@ -20,7 +20,8 @@ from verdict_fixtures import (
     record,
 )
 
-from audit.cli.verdict import judge_run, junit_xml, main, parse_arguments, verdict_text
+from audit.cli.verdict import junit_xml, main, parse_arguments
+from audit.methods.verdict import judge_run, verdict_text
 from audit.errors import AuditError
 from audit.methods.checks import Check, VerdictError
 from audit.methods.configs import VerdictConfig

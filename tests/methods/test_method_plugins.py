@@ -151,7 +151,7 @@ FILES = {
     ''',
     "report.py": '''
         from audit.methods.run import run_file
-        from audit.methods.summary import Findings, Headline
+        from audit.methods.findings import Findings, Headline
         from audit.tables import read_table
 
         from fifth_method.analyse import gaps

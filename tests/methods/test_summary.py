@@ -16,7 +16,6 @@ from verdict_fixtures import counterfactual_run, dif_run, iat_run, rasch_run
 
 from audit.cli.params import compose_params, params_yaml
 from audit.cli.stages import main as stages_main
-from audit.cli.verdict import judge_run, verdict_text
 from audit.config import ModelConfig, PathsConfig, TrackingConfig
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig, VerdictConfig
@@ -24,13 +23,9 @@ from audit.methods import METHODS, create_method
 from audit.methods.dif.config import DIFConfig
 from audit.methods.run import STAGE_NAMES, stage_files
 from audit.methods.rasch.report.findings import decision_words
-from audit.methods.summary import (
-    MAX_HEADLINES,
-    Findings,
-    Headline,
-    run_method,
-    summary_text,
-)
+from audit.methods.findings import Findings, Headline
+from audit.methods.summary import MAX_HEADLINES, run_method, summary_text
+from audit.methods.verdict import judge_run, verdict_text
 from audit.tracking.mlflow import RUN_DESCRIPTION_TAG, RunInfo
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -28,7 +28,8 @@ from omegaconf.errors import OmegaConfBaseException
 from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
 from audit.cli.runs import CONFIG_ARTIFACT, run_source
-from audit.cli.verdict import CONFIG_PLACES, junit_xml, verdict_text, write_junit
+from audit.cli.verdict import junit_xml, write_junit
+from audit.methods.verdict import CONFIG_PLACES, verdict_text
 from audit.config import TrackingConfig
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from audit.methods.configs import AuditConfig
     from audit.methods.run import Stage
-    from audit.methods.summary import Findings
+    from audit.methods.findings import Findings
 
 # The built-in methods: name -> "module:Class".
 METHODS: dict[str, str] = {
@@ -57,7 +57,7 @@ class AuditMethod(Protocol):
     def findings(self, cfg: AuditConfig, run_dir: Path,
                  result: Mapping[str, object]) -> Findings:
         """What the finished run found, from its tables (and `result`, what its stages
-        returned): the headline comparisons the summary states (audit.methods.summary).
+        returned): the headline comparisons the summary states (audit.methods.findings).
         `run_dir` is a `python -m audit` run's folder or a `dvc repro` pipeline's (tables in
         STAGE/ folders): find a table with audit.methods.run.run_file(run_dir, NAME)."""
         ...

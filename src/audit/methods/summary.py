@@ -8,7 +8,7 @@ the MLflow run's description, the same short text (so does a `dvc repro` pipelin
   decision in words, the estimate and its interval), after any note that qualifies them all
   (a Rasch run without signal says so first);
 - the verdict `python -m audit.verdict run_dir=DIR` gives the run under its default rules (the
-  same code: audit.cli.verdict.judge_run);
+  same code: audit.methods.verdict.judge_run);
 - where the report (or the tables) are, and the URL of the experiment's runs table in the MLflow
   UI, whose shared view shows the headline metrics as columns (audit.tracking.mlflow).
 
@@ -17,14 +17,15 @@ The frame names no method: each method supplies its findings from its own tables
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from audit.cli.verdict import judge_run, verdict_text
-from audit.methods.configs import AuditConfig, VerdictConfig
 from audit.errors import AuditError
+from audit.methods.configs import AuditConfig, VerdictConfig
+# Headline too: method plugins written before findings.py import both from here.
+from audit.methods.findings import Findings, Headline  # noqa: F401
+from audit.methods.verdict import judge_run, verdict_text
 from audit.tracking import mlflow as tracking
 
 if TYPE_CHECKING:
@@ -34,50 +35,6 @@ if TYPE_CHECKING:
 # the method names holds every one.
 MAX_HEADLINES = 12
 MAX_FLAGGED_NAMED = 3
-
-
-def number(value: float) -> str:
-    """Signed, two decimals; three for small values (a DIF-score gap of 0.012)."""
-    return f"{value:+.2f}" if value == 0 or abs(value) >= 0.1 else f"{value:+.3f}"
-
-
-@dataclass(frozen=True)
-class Headline:
-    """One headline comparison, as a method reports it."""
-
-    compared: str  # what is compared: "race: Black vs White (qwen_coder_0_5b)"
-    decision: str  # the decision in words: "no practical difference"
-    estimate: float | None = None
-    low: float | None = None
-    high: float | None = None
-    interval: str = ""  # what [low, high] is: "94% HDI", "95% bootstrap CI"
-    detail: str = ""  # what else decides it: "Holm-adjusted p 0.03"
-    metric: str | None = None  # the MLflow metric holding the estimate: a runs-table column
-
-    def line(self) -> str:
-        evidence = []
-        if self.estimate is not None:
-            evidence.append(number(self.estimate))
-        bounds = []
-        if self.low is not None and self.high is not None:
-            bounds.append(f"{self.interval} {number(self.low)} to {number(self.high)}".strip())
-        if self.detail:
-            bounds.append(self.detail)
-        text = f"{self.compared}: {self.decision}"
-        if evidence:
-            text += f", {evidence[0]}"
-        return text + (f" ({'; '.join(bounds)})" if bounds else "")
-
-
-@dataclass(frozen=True)
-class Findings:
-    """What a run found, from its own tables."""
-
-    headlines: Sequence[Headline]
-    notes: Sequence[str] = ()  # sentences that qualify every headline, said first
-    source: Path | None = None  # the table that holds every comparison
-    empty: str = "no comparison to report"  # said when there are no headlines
-    metrics: Sequence[str] = ()  # further metrics to show as runs-table columns
 
 
 def verdict_line(run_dir: Path) -> str:

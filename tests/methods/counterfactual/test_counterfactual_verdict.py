@@ -9,7 +9,8 @@ import pytest
 from verdict_fixtures import counterfactual_run, read_junit
 
 from audit.methods.configs import VerdictConfig
-from audit.cli.verdict import judge_run, main
+from audit.cli.verdict import main
+from audit.methods.verdict import judge_run
 from audit.errors import AuditError
 from audit.methods.counterfactual.verdict import judge_counterfactual
 from audit.methods.counterfactual.report import print_findings

@@ -16,7 +16,8 @@ import polars as pl
 import pytest
 from verdict_fixtures import dif_answers, dif_run, junit_outcomes, read_junit
 
-from audit.cli.verdict import judge_run, main
+from audit.cli.verdict import main
+from audit.methods.verdict import judge_run
 from audit.config import ModelConfig, PathsConfig, TrackingConfig
 from audit.methods.configs import AuditConfig, VerdictConfig
 from audit.methods import create_method

@@ -9,13 +9,15 @@ import pytest
 from verdict_fixtures import iat_run, junit_outcomes, read_junit
 
 from audit.cli.iat import main as import_iat
-from audit.cli.verdict import judge_run, main
+from audit.cli.verdict import main
+from audit.methods.verdict import judge_run
 from audit.methods.configs import VerdictConfig
 from audit.errors import AuditError
 from audit.methods.iat.analyse import iat_statistics
 from audit.methods.iat.config import IATConfig
 from audit.methods.iat.schemas import SCORE_COLUMNS
-from audit.methods.iat.score import AnswerParser, Lexicon
+from audit.methods.iat.lexicon import Lexicon
+from audit.methods.iat.score import AnswerParser
 from audit.methods.iat.verdict import answers_needed, judge_iat
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]

@@ -10,7 +10,8 @@ import polars as pl
 import pytest
 from verdict_fixtures import rasch_run, read_junit
 
-from audit.cli.verdict import judge_run, main
+from audit.cli.verdict import main
+from audit.methods.verdict import judge_run
 from audit.methods.checks import VerdictError
 from audit.methods.configs import VerdictConfig
 from audit.methods.rasch.verdict import read_diagnostics

@@ -28,7 +28,7 @@ from audit.methods.counterfactual.verdict import (  # noqa: E402
     units_text,
 )
 from audit.methods.run import run_file  # noqa: E402
-from audit.methods.summary import Findings, Headline  # noqa: E402
+from audit.methods.findings import Findings, Headline  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402

@@ -19,7 +19,7 @@ from audit.tables import RUN_UNFINISHED, read_table  # noqa: E402
 from audit.methods.dif.analyse import ALL_DATASETS, DIFResults  # noqa: E402
 from audit.methods.dif.schemas import DIFTestSchema  # noqa: E402
 from audit.methods.dif.verdict import TESTS_FILE  # noqa: E402
-from audit.methods.summary import Findings, Headline  # noqa: E402
+from audit.methods.findings import Findings, Headline  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
 from audit.methods.run import run_file  # noqa: E402
 from audit.methods.checks import percent  # noqa: E402

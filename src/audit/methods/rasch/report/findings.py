@@ -29,7 +29,7 @@ from audit.methods.rasch.verdict import (
     null_rank_words,
     read_rasch,
 )
-from audit.methods.summary import Findings, Headline, number
+from audit.methods.findings import Findings, Headline, number
 from audit.methods.run import run_file
 from audit.tables import read_frame
 

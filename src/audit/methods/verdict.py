@@ -1,0 +1,85 @@
+"""A finished run judged by its own method's rules, and the verdict in one phrase.
+
+The run's recorded config names its method; that method's rules (methods/NAME/verdict.py, found
+through the registry) turn its tables into checks. `python -m audit.verdict` (audit.cli.verdict)
+prints them and writes JUnit; every run's summary (summary.py) and `python -m audit.compare` say
+the same verdict in the same words.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
+
+from audit.methods import method_module, registered_methods
+from audit.methods.checks import Check, VerdictError
+from audit.methods.configs import VerdictConfig
+from audit.methods.run import CONFIG_FILE
+
+log = logging.getLogger("audit.verdict")
+
+# Where a run keeps its config.yaml: next to its tables, or (the Rasch report stage) in report/.
+CONFIG_PLACES = (Path(CONFIG_FILE), Path("report") / CONFIG_FILE)
+
+
+def recorded_method(run_dir: Path) -> str:
+    """The `method` of the config the run recorded: the rules follow what the run was, not which
+    files happen to lie in its folder."""
+    if not run_dir.is_dir():
+        raise VerdictError(f"run_dir {run_dir} is not a directory: pass the output directory "
+                           f"of a finished run")
+    path = next((run_dir / place for place in CONFIG_PLACES if (run_dir / place).is_file()), None)
+    if path is None:
+        raise VerdictError(f"no {CONFIG_FILE} in {run_dir}: the verdict reads the method from "
+                           f"the config a run records there; pass the output directory of a run "
+                           f"finished by `python -m audit` (or rerun it: older runs lack the file)")
+    try:
+        recorded = OmegaConf.load(path)
+        method = recorded.get("method") if isinstance(recorded, DictConfig) else None
+    except (OSError, YAMLError, OmegaConfBaseException) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise VerdictError(f"cannot read the run's config at {path}: {first}") from None
+    known = sorted(registered_methods())
+    if method not in known:
+        raise VerdictError(f"the run's config at {path} records method {method!r}, not one of "
+                           f"{', '.join(known)}: pass the output directory of an audit run")
+    return method
+
+
+def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
+    """The run's method, judged by that method's rules."""
+    method = recorded_method(run_dir)
+    checks = method_module(method, "verdict").judge_run(run_dir, rules)
+    log.info("judged a %s run in %s: %d checks", method, run_dir, len(checks))
+    return checks
+
+
+def verdict_outcome(checks: list[Check]) -> str:
+    """FAIL when a check failed; NOT TESTED when no comparison of groups could be judged (each
+    skipped as untestable, or the run holds none: a fit's convergence alone passes nothing), so
+    a run that could not fail never passes; else PASS."""
+    if any(check.failed for check in checks):
+        return "FAIL"
+    if all(check.skipped for check in checks if check.about_groups):
+        return "NOT TESTED"
+    return "PASS"
+
+
+def verdict_text(checks: list[Check]) -> str:
+    """`FAIL (2 of 6 checks failed, 1 not testable)` or `NOT TESTED (0 of 6 checks could be
+    judged, 6 not testable)`: what CI decides, in one phrase (the command's last line, and the
+    summary a run ends with). Checks, not comparisons: a Rasch run's checks include its fit's
+    convergence besides the contrasts its summary lists."""
+    outcome = verdict_outcome(checks)
+    skipped = sum(check.skipped for check in checks)
+    if outcome == "NOT TESTED":
+        compared = [check for check in checks if check.about_groups]
+        return (f"{outcome} (0 of {len(compared)} comparisons could be judged, {skipped} not "
+                f"testable)" if compared else f"{outcome} (the run holds no comparison to judge)")
+    failed = sum(check.failed for check in checks)
+    return (f"{outcome} ({failed} of {len(checks)} checks failed"
+            f"{f', {skipped} not testable' if skipped else ''})")
