@@ -1,6 +1,8 @@
 """The package has no import cycle, counting imports inside functions (a cycle dodged by a
-function-level import is still a cycle: it breaks as soon as someone hoists the import), and every
-module imports on its own in a fresh interpreter."""
+function-level import is still a cycle: it breaks as soon as someone hoists the import) and under
+`if TYPE_CHECKING:` (a cycle of type hints still ties two modules that should depend one way; only
+a package's hints at its own submodules are left out, since every submodule's import runs through
+its package anyway), and every module imports on its own in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -22,11 +24,23 @@ def module_files(root: Path = PACKAGE) -> dict[str, Path]:
 
 
 def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
-    """Every audit module this file imports, at any depth; `if TYPE_CHECKING:` blocks excluded."""
+    """Every audit module this file imports, at any depth, `if TYPE_CHECKING:` blocks included
+    except a package's hints at its own submodules."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    own_parts = ""
+    if path.name == "__init__.py":
+        own_parts = next(name for name, file in modules.items() if file == path) + "."
+    hints: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            hints |= names_imported(ast.Module(body=node.body, type_ignores=[]))
             node.body = []
+    found = names_imported(tree) | {name for name in hints
+                                    if not (own_parts and name.startswith(own_parts))}
+    return {name for name in found if name in modules and name != "audit"}
+
+
+def names_imported(tree: ast.AST) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -34,7 +48,7 @@ def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.add(node.module)
             found |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return {name for name in found if name in modules and name != "audit"}
+    return found
 
 
 def first_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -65,6 +79,18 @@ def test_the_cycle_finder_finds_a_cycle_hidden_in_a_function(tmp_path: Path):
     (package / "__init__.py").write_text("")
     (package / "a.py").write_text("from audit.b import f\n")
     (package / "b.py").write_text("def f():\n    from audit.a import g\n")
+    modules = module_files(package)
+    graph = {name: imports_of(path, modules) for name, path in modules.items()}
+    assert first_cycle(graph) == ["audit.a", "audit.b", "audit.a"]
+
+
+def test_the_cycle_finder_finds_a_cycle_of_type_hints(tmp_path: Path):
+    package = tmp_path / "audit"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from audit.b import f\n")
+    (package / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                  "    from audit.a import Hint\n")
     modules = module_files(package)
     graph = {name: imports_of(path, modules) for name, path in modules.items()}
     assert first_cycle(graph) == ["audit.a", "audit.b", "audit.a"]
