@@ -284,3 +284,11 @@ def test_an_iat_run_scored_before_the_test_columns_names_the_rescoring(tmp_path)
     with pytest.raises(AuditError, match=r"'mean_d_test', 'min_p'.*rerun the command that made "
                                          r"it \(its answers come from the response store"):
         judge_run(run_dir, VerdictConfig())
+
+
+def test_plugins_that_import_findings_from_summary_still_work():
+    # Method plugins written before findings.py import Findings and Headline from summary; the
+    # re-export there looks unused and must survive a clean-up.
+    from audit.methods import findings, summary
+
+    assert (summary.Findings, summary.Headline) == (findings.Findings, findings.Headline)
