@@ -5,7 +5,8 @@ from __future__ import annotations
 import difflib
 import inspect
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
 
 from omegaconf.errors import (ConfigKeyError, MissingMandatoryValue, OmegaConfBaseException,
                               ValidationError)
@@ -24,12 +25,16 @@ def printed_help(arguments: Sequence[str], doc: str | None, usage: str) -> bool:
     return True
 
 
-def argument_problem(error: OmegaConfBaseException, options: Sequence[str],
-                     nested: Sequence[str] = ()) -> str:
-    """One phrase for an argument a key=value command's structured config refused, naming the
-    option as it is typed (`draws`, not the `sampler.draws` it is stored under: ``nested``
-    lists such prefixes) and, for an unknown one, the closest option. OmegaConf's own first
-    line named the command's internal class (`Key 'foo' not in 'FitCommand'`) and no option."""
+def argument_problem(error: OmegaConfBaseException, command: type,
+                     nested: Mapping[str, Sequence[str]] | None = None) -> str:
+    """One phrase for an argument a key=value command's structured config (the dataclass
+    ``command``) refused, naming the option as it is typed (`draws`, not the `sampler.draws` it
+    is stored under: ``nested`` maps such a section to the keys typed bare) and, for an unknown
+    one, the closest option. OmegaConf's own first line named the command's internal class
+    (`Key 'foo' not in 'FitCommand'`) and no option."""
+    nested = nested or {}
+    options = [*(field.name for field in fields(command) if field.name not in nested),
+               *(key for keys in nested.values() for key in keys)]
     key = str(getattr(error, "full_key", None) or getattr(error, "key", None) or "")
     for prefix in nested:
         key = key.removeprefix(f"{prefix}.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
@@ -73,8 +73,8 @@ def parse_arguments(arguments: list[str]) -> FitCommand:
         merged = OmegaConf.merge(OmegaConf.structured(FitCommand), OmegaConf.from_dotlist(dotlist))
         command: FitCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
     except OmegaConfBaseException as error:
-        options = [*(f.name for f in fields(FitCommand) if f.name != "sampler"), *SAMPLER_KEYS]
-        raise FitInputError(f"{argument_problem(error, options, ('sampler',))}; {USAGE}") from None
+        problem = argument_problem(error, FitCommand, {"sampler": SAMPLER_KEYS})
+        raise FitInputError(f"{problem}; {USAGE}") from None
     hidden = [argument for argument in arguments if argument.startswith("sampler.")]
     if hidden:
         raise FitInputError(f"{hidden[0]!r} is not an option; {USAGE}")

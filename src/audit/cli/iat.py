@@ -77,9 +77,8 @@ def parse_arguments(arguments: list[str]) -> ImportCommand:
         merged = OmegaConf.merge(OmegaConf.structured(ImportCommand), overrides)
         return OmegaConf.to_object(merged)  # type: ignore[return-value]
     except OmegaConfBaseException as error:
-        options = [*(f.name for f in fields(ImportCommand) if f.name != "analysis"),
-                   *ANALYSIS_KEYS]
-        raise IATError(f"{argument_problem(error, options, ('analysis',))}; {USAGE}") from None
+        problem = argument_problem(error, ImportCommand, {"analysis": ANALYSIS_KEYS})
+        raise IATError(f"{problem}; {USAGE}") from None
 
 
 def parse_file_name(path: Path, datasets: list[str]) -> tuple[str, str, str]:

@@ -74,8 +74,8 @@ def parse_arguments(arguments: list[str]) -> VerdictCommand:
             merged.rules = OmegaConf.merge(from_file, overrides.get("rules", {}))
         command: VerdictCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
     except OmegaConfBaseException as error:
-        options = [*(f.name for f in fields(VerdictCommand) if f.name != "rules"), *RULE_KEYS]
-        raise VerdictError(f"{argument_problem(error, options, ('rules',))}; {USAGE}") from None
+        problem = argument_problem(error, VerdictCommand, {"rules": RULE_KEYS})
+        raise VerdictError(f"{problem}; {USAGE}") from None
     check_rules(command.rules)
     return command
 
