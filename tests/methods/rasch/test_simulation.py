@@ -215,3 +215,37 @@ def test_a_reused_compiled_model_gives_the_draws_of_a_fresh_fit():
         judged = VarianceComponents(sensitivity=0.8, specificity=0.8, gold_per_class=per_class)
         fit_rasch(second, fit, sample=sampler, confusion=judged.gold_counts())
     assert len(sampler.compiled) == 2
+
+
+@pytest.mark.slow
+def test_a_compiled_sampler_refits_when_only_the_labelling_paths_moved():
+    """The per-path likelihood bakes each cell's labelling path into the log density (constant
+    index sets), so two audits of one shape whose cells other paths labelled share no compiled
+    model: reusing the first one's would read the second audit's labels through the first
+    audit's paths and return another posterior than a fresh fit of the same data."""
+    from audit.methods.rasch.irt.judge_error import JudgeConfusion, JudgeCorrection
+
+    rng = np.random.default_rng(12)
+    rows = [(f"r{respondent}", f"i{item}", int(rng.random() < 0.5))
+            for respondent in range(6) for item in range(6) for _ in range(2)]
+    base = pl.DataFrame(rows, schema=["respondent", "item", "y"], orient="row")
+    # Every respondent x item cell is labelled by one path, so both audits have 36 cells.
+    by_rule = (pl.col("respondent").str.slice(1).cast(pl.Int32)
+               + pl.col("item").str.slice(1).cast(pl.Int32)) % 2 == 0
+    first = base.with_columns(label_source=pl.when(by_rule).then(pl.lit("rule"))
+                              .otherwise(pl.lit("judge")))
+    second = base.with_columns(label_source=pl.when(by_rule).then(pl.lit("judge"))
+                               .otherwise(pl.lit("rule")))
+    correction = JudgeCorrection("favourable", {
+        "rule": JudgeConfusion("favourable", 98, 0, 98, 0),
+        "judge": JudgeConfusion("favourable", 30, 20, 90, 10)})
+    fit = FitConfig(model="rasch", draws=100, tune=100, chains=1, cores=1, seed=9,
+                    judge_imputations=1)
+    sampler = CompiledSampler()
+    reused_first = fit_rasch(first, fit, sample=sampler, confusion=correction)
+    reused_second = fit_rasch(second, fit, sample=sampler, confusion=correction)
+    fresh_second = fit_rasch(second, fit, sample=sample_posterior, confusion=correction)
+    theta = [result.idata.posterior["theta"].values
+             for result in (reused_first, reused_second, fresh_second)]
+    assert not np.allclose(theta[0], theta[2])  # the paths change the posterior
+    np.testing.assert_allclose(theta[1], theta[2])

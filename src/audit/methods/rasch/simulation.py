@@ -39,7 +39,7 @@ from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt.engines import compile_nutpie, sample_compiled
 from audit.methods.rasch.irt.explanatory import NULL_KIND
-from audit.methods.rasch.irt.judge_error import JudgeConfusion
+from audit.methods.rasch.irt.judge_error import PATH_DIM, JudgeConfusion
 
 logger = logging.getLogger(__name__)
 
@@ -242,7 +242,10 @@ class CompiledSampler:
     The key is the model's structure (its coords, free variables and data shapes); models that
     share it differ only in their pm.Data values, which ``with_data`` replaces. The priors'
     constants (the judge's gold counts) are compiled in, so they are part of the key: another
-    gold set compiles another model.
+    gold set compiles another model. A model whose cells more than one labelling path labelled
+    is compiled afresh every time: the per-path likelihood bakes each cell's path into the log
+    density as index constants (irt/likelihood.py), which no key of coords and shapes sees, so
+    two audits of one shape whose paths fell on other cells would share the first one's.
     """
 
     engine: str = "auto"
@@ -262,7 +265,9 @@ class CompiledSampler:
         key = self._key(model)
         values = {var.name: var.get_value() for var in model.data_vars}
         started = time.perf_counter()
-        if key not in self.compiled:
+        if len(model.coords.get(PATH_DIM) or ()) > 1:
+            compiled = compile_nutpie(model, fit.engine)
+        elif key not in self.compiled:
             self.compiled[key] = compile_nutpie(model, fit.engine)
             compiled = self.compiled[key]
         else:
