@@ -28,7 +28,8 @@ from audit.methods.rasch.irt.outcome import code_outcomes
 from audit.methods.rasch.judge.cascade import label_responses
 from audit.methods.rasch.judge.gold import gold_figures
 from audit.methods.rasch.method import StageFiles, _score
-from audit.methods.rasch.report.reading import JudgeQuality, caveats
+from audit.methods.rasch.no_signal import JudgeQuality
+from audit.methods.rasch.report.reading import caveats
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE, LabelSchema
 from audit.schemas import PromptSchema, ResponseSchema
 from audit.tables import read_table, write_table

@@ -24,15 +24,13 @@ from audit.methods.summary import summary_text
 from audit.methods.rasch.irt import Diagnostics
 from audit.methods.rasch.irt.outcome import code_outcomes
 from audit.methods.rasch.judge.gold import gold_figures
-from audit.methods.rasch.report.reading import (
+from audit.methods.rasch.no_signal import (
     JudgeQuality,
-    caveats,
     judge_quality,
     no_signal_headline,
     no_signal_reasons,
-    plain_language_reading,
-    quality_warnings,
 )
+from audit.methods.rasch.report.reading import caveats, plain_language_reading, quality_warnings
 from audit.methods.rasch.schemas import UNPARSEABLE
 from audit.methods.rasch.report.summary import print_ranking
 from audit.methods.rasch.report.html import ReportInputs, build_context, render_report

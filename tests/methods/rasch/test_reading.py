@@ -25,8 +25,8 @@ from audit.methods.rasch.report.plots import (
     worst_parameters,
     wright_map,
 )
+from audit.methods.rasch.no_signal import JudgeQuality
 from audit.methods.rasch.report.reading import (
-    JudgeQuality,
     caveats,
     contrast_sentence,
     noise_floor,

@@ -151,7 +151,7 @@ def test_the_permutation_p_value_agrees_with_chi_square_on_large_samples() -> No
 
 
 def test_judge_top_label_share_counts_only_the_judges_labels() -> None:
-    from audit.methods.rasch.report.reading import judge_top_label_share
+    from audit.methods.rasch.no_signal import judge_top_label_share
 
     labels = pl.DataFrame({"label": ["unfavourable"] * 3 + ["favourable"] * 5,
                            "label_source": ["judge"] * 3 + ["judge"] + ["rule"] * 4})

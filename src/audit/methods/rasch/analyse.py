@@ -22,7 +22,7 @@ from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.irt.judge_error import LABELS_AS_TRUTH, resolve_confusion
 from audit.methods.rasch.irt.probability import JUDGE_ERROR_NOTE
 from audit.methods.rasch.judge.gold import gold_figures
-from audit.methods.rasch.report.reading import run_no_signal
+from audit.methods.rasch.no_signal import run_no_signal
 from audit.methods.rasch.schemas import SummarySchema
 from audit.schemas import PERSONA_ATTRIBUTES
 from audit.tables import read_frame, read_table, write_frame
@@ -139,7 +139,7 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
 def write_fit(fit: RaschFit, directory: Path, no_signal: list[str] | None = None) -> None:
     """Posterior, summary, contrasts and a diagnostics verdict; companions in sub-directories.
 
-    ``no_signal``: an audit's no-signal reasons (report/reading.py run_no_signal; empty when it
+    ``no_signal``: an audit's no-signal reasons (no_signal.py run_no_signal; empty when it
     has signal), written for the CI verdict, which reads this file; None (`python -m audit.fit`,
     which has no labels or judge) leaves them out, and the verdict judges the fit as before.
     """

@@ -88,9 +88,10 @@ def gold_figures(results: pl.DataFrame) -> GoldFigures:
     correct = int((results["true_label"] == results["label"]).sum())
     low, high = jeffreys_interval(correct, results.height, ACCURACY_INTERVAL)
     # The labels the fit reads: an answer left `unparseable` never enters it (irt/outcome.py), so
-    # the trust test (report/reading.py) is on the answers a path labelled. gold/accuracy counts
-    # every unlabelled gold answer as wrong, which put the rules (never wrong on the gold set, but
-    # silent on 42% of it) at 0.58 and headlined every judge=rules_only run NO SIGNAL.
+    # the trust test (no_signal.py untrusted_judge) is on the answers a path labelled.
+    # gold/accuracy counts every unlabelled gold answer as wrong, which put the rules (never
+    # wrong on the gold set, but silent on 42% of it) at 0.58 and headlined every
+    # judge=rules_only run NO SIGNAL.
     labelled = results.filter(pl.col("label") != UNPARSEABLE)
     labelled_correct = int((labelled["true_label"] == labelled["label"]).sum())
     labelled_low, labelled_high = (jeffreys_interval(labelled_correct, labelled.height,

@@ -20,7 +20,8 @@ import polars as pl
 from audit.methods.checks import percent
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.irt import Diagnostics
-from audit.methods.rasch.report.reading import JudgeQuality, respondent_names
+from audit.methods.rasch.no_signal import JudgeQuality
+from audit.methods.rasch.report.reading import respondent_names
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 
 TEMPLATE = "report.html.j2"
@@ -73,7 +74,7 @@ class ReportInputs:
     caveats: list[str]
     warnings: list[str]
     provenance: dict[str, str]
-    # Why the run cannot show or rule out a difference (reading.no_signal_reasons); empty: it can.
+    # Why the run cannot show or rule out a difference (no_signal.no_signal_reasons); empty: it can.
     no_signal: list[str] = field(default_factory=list)
     # sigma_null (and sigma_residual) per model against their prior; None without an estimated
     # floor (every fit but explanatory).

@@ -10,7 +10,7 @@ import polars as pl
 from audit.tracking import mlflow as tracking
 from audit.methods.rasch.irt import RaschFit, parameter_table
 from audit.methods.rasch.judge.agreement import fleiss, krippendorff_alpha
-from audit.methods.rasch.report.reading import judge_top_label_share
+from audit.methods.rasch.no_signal import judge_top_label_share
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 
 # decision_low/high: the interval the decision was taken on (family-wise), so runs compared in

@@ -32,14 +32,12 @@ from audit.methods.rasch.report.plots import (
     sampling_plots,
     wright_map,
 )
+from audit.methods.rasch.no_signal import judge_quality, no_signal_headline, run_no_signal
 from audit.methods.rasch.report.reading import (
     caveats,
-    judge_quality,
-    no_signal_headline,
     plain_language_reading,
     quality_warnings,
     response_caveat,
-    run_no_signal,
 )
 from audit.methods.rasch.report.summary import (
     RATE_KEYS,
