@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from servers.scripted import ANSWER, ScriptedOpenAI, chat_reply, openai_model
 
-from audit.llm.backends import ChatRequest, Message, create_backend
+from audit.llm.backends import BackendError, ChatRequest, Message, create_backend
 from audit.methods.rasch.judge.llm import decision_words, judge_request, parse_verdict
 
 
@@ -114,3 +114,44 @@ def test_the_rationale_is_cut_to_its_limit_when_the_server_cannot_enforce_it():
     verdict = parse_verdict(reply, words, rationale_max_chars=120)
     assert verdict.label == "favourable" and verdict.rationale == "x" * 120
     assert parse_verdict(reply, words).rationale == "x" * 300  # no limit: kept whole
+
+
+def test_a_server_that_rejects_strict_mode_keywords_gets_schemas_without_them(caplog):
+    """A gateway in front of OpenAI (LiteLLM, OpenRouter) has its own host, so is_openai sends
+    it maxLength, which OpenAI's strict mode answers with HTTP 400. The backend resends that
+    request without the keywords strict mode rejects, once, and sends later schemas without
+    them; the request (and its store key) keeps the schema it was built with."""
+    from audit.llm.backends.openai_compatible import STRICT_UNSUPPORTED
+
+    def script(body):
+        schema = json.dumps(body.get("response_format", {}))
+        if "maxLength" in schema:
+            return 400, {"error": {"message": "Invalid schema for response_format 'reply': In "
+                                              "context=('properties', 'rationale'), 'maxLength' "
+                                              "is not permitted.", "type": "invalid_request_error"}}
+        return 200, chat_reply(json.dumps({"decision": "HIRE", "rationale": "fits"}))
+
+    schema = {"type": "object", "properties": {
+        "decision": {"type": "string", "enum": ["HIRE", "REJECT"]},
+        "rationale": {"type": "string", "maxLength": 120}}}
+    request = ChatRequest((Message("user", "Decide."),), 0.0, 1.0, 64, 1.0, 0, json_schema=schema)
+    with ScriptedOpenAI(script) as server:
+        backend = create_backend(openai_model(server.url))
+        first = backend.complete(request)
+        second = backend.complete(request)
+    assert json.loads(first.text)["decision"] == "HIRE" and second.text == first.text
+    sent = [json.dumps(body["response_format"]) for body in server.bodies]
+    assert ["maxLength" in body for body in sent] == [True, False, False]
+    assert request.json_schema["properties"]["rationale"]["maxLength"] == 120
+    assert len([r for r in caplog.records if "maxLength" in r.getMessage()]) == 1
+    assert not any(keyword in sent[2] for keyword in STRICT_UNSUPPORTED)
+
+
+def test_a_400_about_something_else_is_not_resent():
+    schema = {"type": "object", "properties": {"rationale": {"type": "string", "maxLength": 9}}}
+    request = ChatRequest((Message("user", "Decide."),), 0.0, 1.0, 64, 1.0, 0, json_schema=schema)
+    with ScriptedOpenAI(lambda body: (400, {"error": {"message": "unknown model 'm'"}})) as server:
+        backend = create_backend(openai_model(server.url))
+        with pytest.raises(BackendError, match="HTTP 400"):
+            backend.complete(request)
+    assert len(server.bodies) == 1

@@ -9,6 +9,7 @@ the backend, in an identity or in an error message (a server that echoes it gets
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from typing import Any
@@ -18,6 +19,8 @@ from scipy.special import logsumexp
 
 from audit.llm.backends.base import BackendError, ChatRequest, Completion
 from audit.config import ModelConfig
+
+log = logging.getLogger(__name__)
 
 # Servers that need no key still need a non-empty string in the client.
 NO_KEY = "not-needed"
@@ -154,7 +157,12 @@ class OpenAICompatibleBackend:
                                                         "schema": strict_schema(
                                                             schema, self._unsupported)}})
         started = time.perf_counter()
-        reply = self._call(options)
+        try:
+            reply = self._call(options)
+        except BackendError as error:
+            if not self._strict_keywords_refused(error, options):
+                raise
+            reply = self._call(options)  # _strict_keywords_refused took them out
         latency = time.perf_counter() - started
         try:
             choice = reply.choices[0]
@@ -168,6 +176,28 @@ class OpenAICompatibleBackend:
             except (json.JSONDecodeError, KeyError, TypeError):
                 pass  # left as is: the judge's strict parser records it as not an allowed label
         return Completion(text, tokens, str(choice.finish_reason or ""), latency)
+
+    def _strict_keywords_refused(self, error: BackendError, options: dict[str, Any]) -> bool:
+        """True when the server answered 400 naming a keyword strict mode rejects that the body
+        sent: a gateway in front of OpenAI (LiteLLM, OpenRouter, a company proxy) whose host
+        is_openai cannot know. The body and every later one then go without those keywords, as
+        to OpenAI itself; the request, and so its key, keeps its schema."""
+        format_ = options.get("response_format") or {}
+        sent = format_.get("json_schema", {}).get("schema")
+        if error.kind != "http_status" or "HTTP 400 " not in str(error) or sent is None:
+            return False
+        named = sorted(keyword for keyword in STRICT_UNSUPPORTED
+                       if keyword in str(error) and keyword in json.dumps(sent))
+        if not named:
+            return False
+        if not self._unsupported:
+            log.warning("%s refused the JSON-schema keyword %s under strict mode: sending "
+                        "schemas without the keywords OpenAI's strict mode rejects from now on "
+                        "(the judge cuts its rationale to length itself)",
+                        self.config.base_url, ", ".join(named))
+        self._unsupported = STRICT_UNSUPPORTED
+        format_["json_schema"]["schema"] = strict_schema(sent, STRICT_UNSUPPORTED)
+        return True
 
     def _score_first_token(self, request: ChatRequest) -> Completion:
         """Score continuations from the first token's top log-probabilities, the most the OpenAI
