@@ -1,9 +1,9 @@
 """What every method's verdict rules (methods/NAME/verdict.py) share: the checked comparison and
 the bad-input error (a run's tables are read by `audit.tables.read_table`).
 
-`python -m audit.verdict` (audit.cli.verdict) finds a method's rules through the registry
-(`method_module(name, "verdict").judge_run`), so each method keeps its rules beside its schemas and
-a new method adds its verdict in its own folder.
+audit.methods.verdict (for `python -m audit.verdict` and every run's summary) finds a method's
+rules through the registry (`method_module(name, "verdict").judge_run`), so each method keeps its
+rules beside its schemas and a new method adds its verdict in its own folder.
 """
 
 from __future__ import annotations
