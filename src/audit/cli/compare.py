@@ -29,7 +29,7 @@ from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
 from audit.cli.runs import CONFIG_ARTIFACT, run_source
 from audit.cli.verdict import junit_xml, write_junit
-from audit.methods.verdict import CONFIG_PLACES, verdict_text
+from audit.methods.verdict import recorded_config_file, verdict_text
 from audit.config import TrackingConfig
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
@@ -113,8 +113,7 @@ def read_side(label: str, source: str, run_dir: Path, model: str | None
         if paths[key] is None:
             raise AuditError(f"{source} has no {key} table: pass a finished Rasch audit's run "
                              "directory or MLflow run id")
-    config = next((run_dir / place for place in CONFIG_PLACES if (run_dir / place).is_file()),
-                  None)
+    config = recorded_config_file(run_dir)
     if config is None:
         raise AuditError(f"{source} has no config.yaml: pass a run made by python -m audit")
     cfg = recorded_config(config)

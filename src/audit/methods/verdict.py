@@ -26,13 +26,18 @@ log = logging.getLogger("audit.verdict")
 CONFIG_PLACES = (Path(CONFIG_FILE), Path("report") / CONFIG_FILE)
 
 
+def recorded_config_file(run_dir: Path) -> Path | None:
+    """The config.yaml a finished run recorded, in either place; None when it has none."""
+    return next((run_dir / place for place in CONFIG_PLACES if (run_dir / place).is_file()), None)
+
+
 def recorded_method(run_dir: Path) -> str:
     """The `method` of the config the run recorded: the rules follow what the run was, not which
     files happen to lie in its folder."""
     if not run_dir.is_dir():
         raise VerdictError(f"run_dir {run_dir} is not a directory: pass the output directory "
                            f"of a finished run")
-    path = next((run_dir / place for place in CONFIG_PLACES if (run_dir / place).is_file()), None)
+    path = recorded_config_file(run_dir)
     if path is None:
         raise VerdictError(f"no {CONFIG_FILE} in {run_dir}: the verdict reads the method from "
                            f"the config a run records there; pass the output directory of a run "
