@@ -186,8 +186,9 @@ class OpenAICompatibleBackend:
         sent = format_.get("json_schema", {}).get("schema")
         if error.kind != "http_status" or "HTTP 400 " not in str(error) or sent is None:
             return False
+        message, schema_text = str(error), json.dumps(sent)
         named = sorted(keyword for keyword in STRICT_UNSUPPORTED
-                       if keyword in str(error) and keyword in json.dumps(sent))
+                       if keyword in message and keyword in schema_text)
         if not named:
             return False
         if not self._unsupported:
