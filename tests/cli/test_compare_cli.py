@@ -99,6 +99,21 @@ def test_two_system_prompts_compare_paired_with_one_line_per_contrast(two_runs, 
     assert junit.get("tests") == "2" and junit.get("failures") == "0"
 
 
+def test_a_run_reproduced_by_dvc_compares_from_its_stage_folders(two_runs, tmp_path):
+    """Bug caught: a run laid out as `dvc repro` writes it (each stage's tables in its folder,
+    config.yaml under report/) refused as having no prompts table, or its gold results missed."""
+    run_a, run_b = two_runs
+    for name, stage in (("prompts.parquet", "design"), ("labels.parquet", "score"),
+                        ("config.yaml", "report")):
+        (run_b / stage).mkdir()
+        (run_b / name).rename(run_b / stage / name)
+    gold_results(0).write_parquet(run_b / "score" / "judge_gold.parquet")
+    gold_results(0).write_parquet(run_a / "judge_gold.parquet")
+    code = compare.main([str(run_a), str(run_b), f"output={tmp_path / 'out'}",
+                         "tracking=false", "max_worsening=100"])
+    assert code == 0
+
+
 def test_an_attribute_no_persona_has_is_named_not_compared_instead_of_crashing(
         tmp_path, monkeypatch, capsys):
     """Bug caught: with fit.attributes = [gender, race] and no race level on either side (the

@@ -52,3 +52,36 @@ def test_the_ids_audit_runs_shows_are_found_and_another_methods_run_is_named(tmp
     with pytest.raises(AuditError, match=f"run {runs['iat']} is a run of method=iat, not a "
                                          "Rasch run"):
         run_files(runs["iat"], settings.tracking_uri, tmp_path / "scratch")
+
+
+@pytest.mark.parametrize("layout", ["flat", "stages"])
+def test_a_run_directory_is_read_in_either_layout(tmp_path: Path, layout: str):
+    """Bug caught: plan.from_run=pipeline (the run `dvc repro` makes, each stage's files in its
+    own folder) was refused as "a directory without fit/posterior.nc", although the verdict and
+    the findings read that layout; the stage folders are those of the analyse, design and
+    score stages that write the files."""
+    folders = ({"fit/posterior.nc": "", "prompts.parquet": "", "judge_gold.parquet": ""}
+               if layout == "flat" else
+               {"fit/posterior.nc": "analyse", "prompts.parquet": "design",
+                "judge_gold.parquet": "score"})
+    for name, stage in folders.items():
+        path = tmp_path / stage / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")
+    files = run_files(str(tmp_path), "sqlite:///unused.db", tmp_path / "scratch")
+    assert {str(name): path.relative_to(tmp_path).as_posix() for name, path in files.items()} \
+        == {name: f"{stage}/{name}".lstrip("/") for name, stage in folders.items()}
+
+
+def test_a_run_directory_without_gold_plans_without_it_and_one_without_a_fit_is_refused(
+        tmp_path: Path):
+    """Bugs caught: a run without the judge's gold results (judge.evaluate_on_gold=false) refused,
+    or a directory without a posterior taken for a run."""
+    (tmp_path / "design").mkdir()
+    (tmp_path / "design" / "prompts.parquet").write_bytes(b"")
+    with pytest.raises(AuditError, match="without fit/posterior.nc and prompts.parquet.*dvc"):
+        run_files(str(tmp_path), "sqlite:///unused.db", tmp_path / "scratch")
+    (tmp_path / "analyse" / "fit").mkdir(parents=True)
+    (tmp_path / "analyse" / "fit" / "posterior.nc").write_bytes(b"")
+    files = run_files(str(tmp_path), "sqlite:///unused.db", tmp_path / "scratch")
+    assert [name for name, path in files.items() if path is None] == [Path("judge_gold.parquet")]
