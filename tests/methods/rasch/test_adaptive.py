@@ -212,6 +212,12 @@ def test_a_looks_log_names_the_open_contrast_nearest_to_a_decision():
     assert nearest_open(states.with_columns(open=pl.lit(False)), 0.2) == ""
     two_models = states.with_columns(model_name=pl.Series(["m", "m", "other"]))
     assert nearest_open(two_models, 0.2).startswith("; nearest to a decision: m: race Hispanic")
+    # A dead contrast just under the threshold: two decimals read "0.20 (alive from 0.2)"
+    # beside "0 alive" (the embedded default's first look, 2026-11-29).
+    just_dead = states.with_columns(p_decidable=pl.Series([0.1996, 0.05, 1.0]))
+    assert "P(decidable by the budget) 0.1996 (alive from 0.2)" in nearest_open(just_dead, 0.2)
+    just_alive = states.with_columns(p_decidable=pl.Series([0.2004, 0.05, 1.0]))
+    assert "P(decidable by the budget) 0.20 (alive from 0.2)" in nearest_open(just_alive, 0.2)
 
 
 def test_futility_waits_for_its_share_of_the_budget():

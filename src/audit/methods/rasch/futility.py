@@ -145,5 +145,15 @@ def nearest_open(states: pl.DataFrame, futility: float) -> str:
     row = open_rows.sort("p_decidable", descending=True, maintain_order=True).row(0, named=True)
     model = (f"{row['model_name']}: " if states.get_column("model_name").n_unique() > 1 else "")
     return (f"; nearest to a decision: {model}{row['attribute']} {row['level_a']} vs "
-            f"{row['level_b']}, P(decidable by the budget) {row['p_decidable']:.2f} "
-            f"(alive from {futility:g})")
+            f"{row['level_b']}, P(decidable by the budget) "
+            f"{_beside(row['p_decidable'], futility)} (alive from {futility:g})")
+
+
+def _beside(probability: float, threshold: float) -> str:
+    """``probability`` to two decimals, or more where two would round it to the other side of
+    ``threshold``: a dead contrast at 0.198 read "0.20 (alive from 0.2)" beside "0 alive"."""
+    for digits in range(2, 7):
+        text = f"{probability:.{digits}f}"
+        if (float(text) >= threshold) == (probability >= threshold):
+            return text
+    return repr(probability)
