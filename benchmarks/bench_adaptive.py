@@ -364,8 +364,8 @@ def report(table: pl.DataFrame, everything: pl.DataFrame) -> None:
 
     largest = float(everything["gap"].max())
     figures = {"prompts_ratio": float(table["ratio"].median()),
-               # The median sits on a floor design.futility_from sets (shares are multiples of
-               # a round; futility cannot stop before half): the mean shows the saving.
+               # The median sits on a look's share (shares are multiples of a round, and
+               # design.futility_from may keep a run going to half): the mean shows the saving.
                "prompts_mean": float(table["ratio"].mean()),
                "decision_agreement": agreed / decided if decided else math.nan,
                "false_different_rate": (float(nulls["false_adaptive"].mean()) if nulls.height

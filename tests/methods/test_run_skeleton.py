@@ -163,7 +163,7 @@ def test_an_old_rasch_stage_name_still_runs_and_an_unknown_one_is_one_line():
      None, "design.max_prompts, design.max_tokens_budget apply to an adaptive Rasch audit only"),
     ("dif", {"max_answer_minutes": 1.0}, None, "design.max_answer_minutes apply to"),
     ("rasch", {"round_prompts": 10}, None, "design.round_prompts apply to"),
-    ("rasch", {"futility": 0.1, "futility_from": 0.0}, None,
+    ("rasch", {"futility": 0.1, "futility_from": 0.5}, None,
      "design.futility, design.futility_from apply to"),
 ])
 def test_a_budget_nothing_reads_is_refused_before_the_first_stage(method, design, ingest_input,

@@ -26,7 +26,8 @@ def test_a_design_warning_is_said_once_an_adaptive_run_not_once_a_look(
             "items=smoke", "personas=smoke", "judge=openai_gpt4o_mini",
             "judge.rationale_max_chars=0", "judge.evaluate_on_gold=false",
             "fit.judge_error=false", "fit.draws=100", "fit.tune=100", "fit.chains=1",
-            "design.adaptive=true", "design.replicates=4", "design.round_prompts=20"]))
+            "design.adaptive=true", "design.replicates=4", "design.round_prompts=20",
+            "design.futility=0"]))  # no futility stop: every look is made
     monkeypatch.setattr(score, "create_backend", FakeBackend)
     prompts = design_stage(cfg)
     rounds: list[int] = []
