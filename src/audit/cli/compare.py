@@ -30,7 +30,6 @@ from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 from audit.cli.runs import CONFIG_ARTIFACT, run_source
 from audit.cli.verdict import junit_xml, write_junit
 from audit.methods.verdict import recorded_config_file, verdict_text
-from audit.methods.run import run_file
 from audit.config import TrackingConfig
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
@@ -70,8 +69,10 @@ DATA_FILES = {"prompts": ("data/prompts.parquet", "prompts.parquet"),
 
 def _find(run_dir: Path, name: str) -> Path | None:
     """A run's table: flat in the run directory, or in a stage folder (dvc repro)."""
-    path = run_file(run_dir, name)
-    return path if path.is_file() else None
+    for path in (run_dir / name, *sorted(run_dir.glob(f"*/{name}"))):
+        if path.is_file():
+            return path
+    return None
 
 
 def fetch_run(source: str, tracking_uri: str, experiment: str, scratch: Path) -> tuple[Path, str]:
