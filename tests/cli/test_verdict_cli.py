@@ -173,11 +173,14 @@ def test_the_command_line_exit_codes(tmp_path: Path) -> None:
 
 
 def test_a_rasch_verdict_does_not_load_the_sampler(tmp_path: Path) -> None:
-    """A CI gate reads tables; it must not pay for PyMC's import (about 2 s). Bug caught: the
-    Rasch rules importing a helper from methods/rasch/irt/, whose package loads PyMC (verdict
-    import 1.5 s -> 3.3 s, 2026-11-28)."""
+    """A CI gate reads tables; it must not pay for PyMC's import (about 2 s), nor for the request
+    engine and its backends. Bugs caught: the Rasch rules importing a helper from
+    methods/rasch/irt/, whose package loads PyMC (verdict import 1.5 s -> 3.3 s, 2026-11-28); the
+    verdict finding a run's files through the run skeleton (methods/run.py), which loads the
+    engine (audit.methods.verdict's import 0.2 s -> 1.4 s)."""
     code = ("import sys; import audit.cli.verdict, audit.methods.rasch.verdict; "
-            "print(sorted(name for name in ('pymc', 'pytensor', 'arviz') if name in sys.modules))")
+            "print(sorted(name for name in ('pymc', 'pytensor', 'arviz', 'audit.llm.engine', "
+            "'audit.methods.run') if name in sys.modules))")
     environment = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")}
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120, env=environment, check=True)

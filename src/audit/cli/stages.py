@@ -62,7 +62,8 @@ def report_summary(method: AuditMethod, cfg: AuditConfig, directory: Path,
                    result: dict[str, object]) -> None:
     """The run's summary after the report stage. The stage's files and MLflow run are written by
     then, so a method whose findings cannot read the stage folders (a plug-in that joins `run_dir`
-    and a file name itself instead of audit.methods.run.run_file) costs a warning, not the stage."""
+    and a file name itself instead of audit.methods.layout.run_file) costs a warning, not the
+    stage."""
     try:
         state_summary(method, cfg, directory, result)
     except TrackingError:  # the store failed: exit 2 with its line, not a warning

@@ -48,7 +48,7 @@ class AuditMethod(Protocol):
     """One way of auditing: from the composed config to the files in output_dir and a result."""
 
     name: str
-    stages: Sequence[Stage]  # one for each name in audit.methods.run.STAGE_NAMES, in order
+    stages: Sequence[Stage]  # one for each name in audit.methods.layout.STAGE_NAMES, in order
 
     def run(self, cfg: AuditConfig, output_dir: Path) -> dict[str, object]:
         """Every stage in order (audit.methods.run.run_stages): tables into output_dir, one run."""
@@ -59,7 +59,7 @@ class AuditMethod(Protocol):
         """What the finished run found, from its tables (and `result`, what its stages
         returned): the headline comparisons the summary states (audit.methods.findings).
         `run_dir` is a `python -m audit` run's folder or a `dvc repro` pipeline's (tables in
-        STAGE/ folders): find a table with audit.methods.run.run_file(run_dir, NAME)."""
+        STAGE/ folders): find a table with audit.methods.layout.run_file(run_dir, NAME)."""
         ...
 
 

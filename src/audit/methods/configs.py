@@ -28,7 +28,7 @@ from audit.methods import method_module, registered_methods
 
 DVC_PARAMS_RESOLVER = "audit_dvc_params"
 ANSWERS_FILE_RESOLVER = "audit_answers_file"
-# dvc.yaml's stages (audit.methods.run.STAGE_NAMES), each with its dvc_params entry.
+# dvc.yaml's stages (audit.methods.layout.STAGE_NAMES), each with its dvc_params entry.
 DVC_STAGES = ("design", "respond", "score", "analyse", "report")
 _ABSENT = object()
 

@@ -32,6 +32,8 @@ from audit.config import ModelConfig
 from audit.design import check_adaptive_settings
 
 from audit.methods.configs import AuditConfig
+# Re-exported: method plugins (docs/methods/writing.md before layout.py) import them from here.
+from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, run_file  # noqa: F401
 from audit.errors import AuditError
 from audit.llm.backends import create_backend
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
@@ -45,9 +47,6 @@ from audit.tracking import sweeps
 
 log = logging.getLogger(__name__)
 
-CONFIG_FILE = "config.yaml"
-# The slots every method fills, in order; dvc.yaml declares one stage (and out folder) for each.
-STAGE_NAMES = ("design", "respond", "score", "analyse", "report")
 # Under `dvc repro` the report stage also writes the run's headline figures here (flat JSON, no
 # durations), the file dvc.yaml declares as metrics for whatever the method is.
 DVC_METRICS_FILE = "metrics.json"
@@ -137,15 +136,6 @@ def run_stages(stages: Sequence[Stage], cfg: AuditConfig, output_dir: Path) -> d
         with timed(clock.timings, stage.name):
             result.update(stage.run(cfg, files, clock) or {})
     return result
-
-
-def run_file(run_dir: Path, name: str | Path) -> Path:
-    """A file of a finished run in either layout: DIR/NAME after `python -m audit`, DIR/STAGE/NAME
-    after `dvc repro` (in the folder of the stage that wrote it), so a run's findings and verdict
-    read both. The flat path when neither exists: a missing table is named where a run keeps it."""
-    flat = Path(run_dir) / name
-    staged = (Path(run_dir) / stage / name for stage in STAGE_NAMES)
-    return flat if flat.exists() else next((path for path in staged if path.exists()), flat)
 
 
 def find_stage(stages: Sequence[Stage], name: str) -> Stage:

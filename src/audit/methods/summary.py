@@ -105,7 +105,7 @@ def state_summary(method: AuditMethod, cfg: AuditConfig, run_dir: Path,
                   result: Mapping[str, object]) -> str:
     """The summary of a finished run (a `python -m audit` run directory, or a `dvc repro`
     pipeline's after its report stage): printed on stdout, and the MLflow run's description.
-    Findings and verdict read either layout (audit.methods.run.run_file)."""
+    Findings and verdict read either layout (audit.methods.layout.run_file)."""
     findings = method.findings(cfg, run_dir, result)
     text = summary_text(cfg, findings, run_dir, result)
     run_info = result.get("run")

@@ -18,17 +18,14 @@ from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 from audit.methods import method_module, registered_methods
 from audit.methods.checks import Check, VerdictError
 from audit.methods.configs import VerdictConfig
-from audit.methods.run import CONFIG_FILE
+from audit.methods.layout import CONFIG_FILE, found_run_file
 
 log = logging.getLogger("audit.verdict")
 
-# Where a run keeps its config.yaml: next to its tables, or (the Rasch report stage) in report/.
-CONFIG_PLACES = (Path(CONFIG_FILE), Path("report") / CONFIG_FILE)
-
-
 def recorded_config_file(run_dir: Path) -> Path | None:
-    """The config.yaml a finished run recorded, in either place; None when it has none."""
-    return next((run_dir / place for place in CONFIG_PLACES if (run_dir / place).is_file()), None)
+    """The config.yaml a finished run recorded (its report stage writes it: flat, or in report/);
+    None when it has none."""
+    return found_run_file(run_dir, CONFIG_FILE)
 
 
 def recorded_method(run_dir: Path) -> str:

@@ -27,7 +27,7 @@ from audit.methods.counterfactual.verdict import (  # noqa: E402
     read_design_tests,
     units_text,
 )
-from audit.methods.run import run_file  # noqa: E402
+from audit.methods.layout import run_file  # noqa: E402
 from audit.methods.findings import Findings, Headline  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402

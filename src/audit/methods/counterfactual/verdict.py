@@ -20,7 +20,7 @@ import polars as pl
 
 from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check
-from audit.methods.run import run_file
+from audit.methods.layout import run_file
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.counterfactual.analyse_units import testable_bh
 from audit.methods.counterfactual.schemas import DesignTestSchema

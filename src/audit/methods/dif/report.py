@@ -21,7 +21,7 @@ from audit.methods.dif.schemas import DIFTestSchema  # noqa: E402
 from audit.methods.dif.verdict import TESTS_FILE  # noqa: E402
 from audit.methods.findings import Findings, Headline  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
-from audit.methods.run import run_file  # noqa: E402
+from audit.methods.layout import run_file  # noqa: E402
 from audit.methods.checks import percent  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402

@@ -38,7 +38,7 @@ from audit.methods.checks import Check, finite
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.dif.analyse import ALL_DATASETS
 from audit.methods.dif.schemas import DIFPersonaScoreSchema, DIFTestSchema
-from audit.methods.run import run_file
+from audit.methods.layout import run_file
 from audit.stats.multiple_testing import adjust_p_values
 
 # Written by the run (methods/dif/method.py TABLES).

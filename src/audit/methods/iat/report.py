@@ -27,7 +27,7 @@ from audit.methods.iat.verdict import (  # noqa: E402
 )
 from audit.methods.findings import Findings, Headline  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
-from audit.methods.run import run_file  # noqa: E402
+from audit.methods.layout import run_file  # noqa: E402
 from audit.methods.checks import percent  # noqa: E402
 
 _PALETTE = plt.get_cmap("tab10")

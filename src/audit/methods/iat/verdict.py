@@ -27,7 +27,7 @@ from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check, finite
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.iat.schemas import IATStatsSchema
-from audit.methods.run import run_file
+from audit.methods.layout import run_file
 
 # Written by the run and the import command (methods/iat/method.py analyse).
 STATS_FILE = "iat_stats.csv"

@@ -48,7 +48,7 @@ from audit.methods.rasch.irt.judge_error import judge_confusion
 from audit.methods.rasch.method import FIT
 from audit.methods.rasch.method import GOLD as GOLD_FILE
 from audit.methods.rasch.simulation import VarianceComponents, respondent_frame
-from audit.methods.run import run_file
+from audit.methods.layout import found_run_file
 
 logger = logging.getLogger(__name__)
 
@@ -198,12 +198,12 @@ def run_files(source: str, tracking_uri: str, scratch: Path) -> dict[Path, Path 
     directory = Path(source)
     if directory.is_dir():
         # Flat after `python -m audit`, in stage folders after `dvc repro` (pipeline/analyse/...).
-        files = {name: run_file(directory, name) for name in ARTIFACTS}
-        if not files[POSTERIOR].is_file() or not files[PROMPTS].is_file():
+        files = {name: found_run_file(directory, name) for name in ARTIFACTS}
+        if files[POSTERIOR] is None or files[PROMPTS] is None:
             raise AuditError(f"plan.from_run={source} is a directory without "
                              f"{POSTERIOR} and {PROMPTS}: give a finished Rasch run's directory "
                              "(outputs/DATE/TIME, or the pipeline/ folder of `dvc repro`)")
-        return {name: path if path.is_file() else None for name, path in files.items()}
+        return files
     from audit.tracking import mlflow as tracking
 
     try:

@@ -28,7 +28,7 @@ from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check, VerdictError, finite, percent
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.rasch.schemas import ContrastSchema
-from audit.methods.run import run_file
+from audit.methods.layout import run_file
 
 log = logging.getLogger(__name__)
 

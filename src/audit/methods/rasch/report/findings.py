@@ -30,7 +30,7 @@ from audit.methods.rasch.verdict import (
     read_rasch,
 )
 from audit.methods.findings import Findings, Headline, number
-from audit.methods.run import run_file
+from audit.methods.layout import run_file
 from audit.tables import read_frame
 
 # The judge's agreement with the rules per group (publish.py writes it; judge/rule_check.py).
