@@ -37,10 +37,18 @@ def finite(value: float | None) -> bool:
     return value is not None and not math.isnan(value)
 
 
+def decimals_beside(value: float, threshold: float, fewest: int = 2, most: int = 12) -> int:
+    """The fewest decimals (from ``fewest``) that keep ``value``, once written, on its own side of
+    ``threshold`` (at or above it, or below): a mass of 0.99996 must not read 100%, nor a
+    probability of 0.1996 read "0.20" beside a threshold of 0.2 it does not reach."""
+    digits = fewest
+    while digits < most and (round(value, digits) >= threshold) != (value >= threshold):
+        digits += 1
+    return digits
+
+
 def percent(probability: float) -> str:
     """An interval's mass as a report writes it: 94%, 99.29% (1 - 0.05 / 7); digits are added
     while a mass below 1 would read 100% (an adaptive run's interim look over many contrasts)."""
-    digits = 2
-    while probability < 1.0 and round(100 * probability, digits) >= 100 and digits < 12:
-        digits += 1
+    digits = decimals_beside(100 * probability, 100.0)
     return f"{100 * probability:.{digits}f}".rstrip("0").rstrip(".") + "%"

@@ -33,6 +33,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from audit.methods.checks import decimals_beside
 from audit.methods.rasch.irt.contrasts import POOLED_MODEL, decision_hdi_prob
 from audit.methods.rasch.irt.explanatory import NULL_KIND
 from audit.methods.rasch.irt.rasch import RaschFit, posterior_draws
@@ -152,8 +153,4 @@ def nearest_open(states: pl.DataFrame, futility: float) -> str:
 def _beside(probability: float, threshold: float) -> str:
     """``probability`` to two decimals, or more where two would round it to the other side of
     ``threshold``: a dead contrast at 0.198 read "0.20 (alive from 0.2)" beside "0 alive"."""
-    for digits in range(2, 7):
-        text = f"{probability:.{digits}f}"
-        if (float(text) >= threshold) == (probability >= threshold):
-            return text
-    return repr(probability)
+    return f"{probability:.{decimals_beside(probability, threshold)}f}"
