@@ -22,6 +22,7 @@ from audit.methods.layout import CONFIG_FILE, found_run_file
 
 log = logging.getLogger("audit.verdict")
 
+
 def recorded_config_file(run_dir: Path) -> Path | None:
     """The config.yaml a finished run recorded (its report stage writes it: flat, or in report/);
     None when it has none."""
