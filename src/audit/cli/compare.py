@@ -30,6 +30,7 @@ from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 from audit.cli.runs import CONFIG_ARTIFACT, run_source
 from audit.cli.verdict import junit_xml, write_junit
 from audit.methods.verdict import recorded_config_file, verdict_text
+from audit.methods.layout import found_run_file
 from audit.config import TrackingConfig
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
@@ -67,18 +68,6 @@ DATA_FILES = {"prompts": ("data/prompts.parquet", "prompts.parquet"),
               "gold": ("judge/judge_gold.parquet", "judge_gold.parquet")}
 
 
-def _find(run_dir: Path, name: str) -> Path | None:
-    """A run's table: flat in the run directory, or in any subfolder (a stage folder after dvc
-    repro). Not methods.layout.found_run_file (flat or a stage folder), which reads the same
-    files in every run we know of: with it, the CLI comparison test's fit failed convergence
-    (tail ESS 362) in two fresh-clone CI runs of the whole suite, and passed wherever it ran
-    apart (alone, its file under xdist, one CPU); the cause is not found."""
-    for path in (run_dir / name, *sorted(run_dir.glob(f"*/{name}"))):
-        if path.is_file():
-            return path
-    return None
-
-
 def fetch_run(source: str, tracking_uri: str, experiment: str, scratch: Path) -> tuple[Path, str]:
     """A run directory for `source` and its name: the directory itself, or the MLflow run's
     logged tables in `scratch` and its full run id."""
@@ -112,7 +101,7 @@ def recorded_config(path: Path) -> RecordedConfig:
 
 def read_side(label: str, source: str, run_dir: Path, model: str | None
               ) -> tuple[comparison.Side, RecordedConfig, pl.DataFrame | None]:
-    paths = {key: _find(run_dir, name) for key, (_, name) in DATA_FILES.items()}
+    paths = {key: found_run_file(run_dir, name) for key, (_, name) in DATA_FILES.items()}
     for key in ("prompts", "labels"):
         if paths[key] is None:
             raise AuditError(f"{source} has no {key} table: pass a finished Rasch audit's run "
