@@ -314,7 +314,10 @@ def test_a_finished_audit_compares_from_the_command_line_by_run_id_and_directory
     (run_a,) = client.search_runs([client.get_experiment_by_name("audit").experiment_id])
     done = subprocess.run(
         [sys.executable, "-m", "audit.compare", run_a.info.run_id[:8], str(tmp_path / "run"),
-         f"tracking_uri={store}", "max_worsening=0.5", "draws=1500", "tune=1000", "chains=4",
+         # 3000 draws: this 30-answer fit's tail ESS is sampler luck at 1500 (750-1,400 over 8
+         # seeds, but 362 < 400 in the whole suite's CI on this machine, where the compiled log
+         # density differs in its last bits); the test is about reading runs back, not luck.
+         f"tracking_uri={store}", "max_worsening=0.5", "draws=3000", "tune=1000", "chains=4",
          "target_accept=0.95",
          f"output={tmp_path / 'compare'}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
