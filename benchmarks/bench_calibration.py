@@ -1,12 +1,16 @@
 """Calibration of the audit's group claims on simulated default-shaped designs (issue 34).
 
 Usage: python benchmarks/bench_calibration.py [--model population] [--seeds 150] [--pilots 5]
-[--text-sds 0.3 0.6 1.0] [--gaps 0 0.5 1 | --prior-gaps] [--power-gap 3] [--exact-judge]
-[--gold-per-class 25] [--replicates 1] [--attribute-prior-sd 1.0] [--null-ratio-sd 0.5] [--quick]
+[--text-sds 0.3 0.6 1.0 | --prior-spreads] [--gaps 0 0.5 1 | --prior-gaps] [--power-gap 3]
+[--exact-judge]
+[--gold-per-class 25] [--replicates 1] [--attribute-prior-sd 1.0] [--null-ratio-sd 0.5]
+[--null-sd 1.0] [--audits FILE.csv] [--quick]
 
 --prior-gaps draws every level's effect from the fit's own prior instead of planting fixed gaps:
 there a calibrated model covers at its nominal rate whatever the data's strength, while at fixed
-gaps inside the prior's bulk a prior-shrunk posterior covers more. --exact-judge takes labels as
+gaps inside the prior's bulk a prior-shrunk posterior covers more. --prior-spreads likewise draws
+each audit's text and null spreads from the population model's prior instead of fixed text sds
+(calibration_priors.py). --exact-judge takes labels as
 truth (no judge error, no correction); --gold-per-class sets how many gold answers a class the
 judge's rates are known from (many: the judge cut's imputations all but agree). Per cell the
 table also gives the planted contrast's posterior sd against the sd of its posterior mean's
@@ -17,7 +21,9 @@ prompt twice (the design before e0351c3): more data against the same priors.
 --attribute-prior-sd replaces the fit's level-effect prior sd (explanatory.ATTRIBUTE_PRIOR_SD)
 for this run, to measure how much of the coverage the gap's prior sets; --null-ratio-sd likewise
 replaces the sd of log(null spread / text spread) (explanatory.NULL_RATIO_LOG_SD), to measure how
-far the null arm (simulated at null sd 1.0) pulls the text spread.
+far the null arm (simulated at null sd 1.0) pulls the text spread; --null-sd sets the simulated
+null spread (at the text sd the tie's centre is right). Two runs of one --seed that differ in
+--null-sd have the same labels for every demographic persona.
 
 Each simulated audit (methods/rasch/simulation.py) has the default design's shape (one model,
 a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
@@ -68,6 +74,8 @@ plan_width_error=<w>
 false_different_rate over the null designs, <= 0.05; power_1logit and power_3logit (named after
 --power-gap) at text sd 0.6, the latter >= 0.2, which a gate that never says `different` fails
 (at gaps up to 1 logit it prints the same line as a working one); plan_width_error <= 0.15.)
+--audits FILE.csv writes one row per simulated audit (cell, seed, coverage, width, posterior mean
+and sd, text spread, ...), so two runs of one --seed can be compared audit by audit.
 --quick runs one text sd, two gaps, the power arm and a few seeds: a check that the benchmark
 runs, not a measurement.
 """
@@ -104,6 +112,11 @@ from bench_shared import (  # noqa: E402  (a sibling module: what bench_adaptive
     wilson,
 )
 from calibration_plan import plan_errors, plan_widths  # noqa: E402  (the plan check)
+from calibration_priors import (  # noqa: E402  (--prior-gaps, --prior-spreads)
+    print_by_prior_thirds,
+    prior_effects,
+    prior_spreads,
+)
 
 from audit.methods.rasch.config import FitConfig, PlanConfig  # noqa: E402
 from audit.methods.rasch.irt import explanatory, fit_rasch  # noqa: E402
@@ -111,8 +124,6 @@ from audit.methods.rasch.irt.rasch import posterior_draws  # noqa: E402
 from audit.methods.rasch.pilot import posterior_components  # noqa: E402
 from audit.methods.rasch.power import ci_failures, config_components  # noqa: E402
 from audit.methods.rasch.simulation import (  # noqa: E402
-    DEFAULT_GENDERS,
-    DEFAULT_RACES,
     CompiledSampler,
     default_shaped_prompts,
     simulate_outcomes,
@@ -122,16 +133,6 @@ from audit.methods.rasch.simulation import (  # noqa: E402
 TEXT_SDS = (0.3, 0.6, 1.0)
 GAPS = (0.0, 0.5, 1.0)
 POWER_TEXT_SD, POWER_GAP = 0.6, 3.0  # the arm where the fixed default design has power
-
-
-def prior_effects(rng: np.random.Generator) -> dict[str, dict[str, float]]:
-    """Level effects drawn from the fit's own prior (ZeroSumNormal(ATTRIBUTE_PRIOR_SD): iid
-    normals less their mean), for --prior-gaps: where the truth comes from the prior, a
-    calibrated model's 94% HDIs cover it 94% of the time, whatever the data's strength."""
-    def zero_sum(levels: tuple[str, ...]) -> dict[str, float]:
-        draws = rng.normal(0.0, explanatory.ATTRIBUTE_PRIOR_SD, len(levels))
-        return dict(zip(levels, (draws - draws.mean()).tolist()))
-    return {"gender": zero_sum(DEFAULT_GENDERS), "race": zero_sum(DEFAULT_RACES)}
 
 
 def score(contrasts: pl.DataFrame, gap: float,
@@ -173,7 +174,8 @@ def score(contrasts: pl.DataFrame, gap: float,
 def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig,
                    cells: list[tuple[float, float]], seeds: int, check: int, run_seed: int,
                    rng: np.random.Generator, exact_judge: bool = False,
-                   gold_per_class: int | None = None) -> tuple[pl.DataFrame, list[dict]]:
+                   gold_per_class: int | None = None,
+                   null_sd: float | None = None) -> tuple[pl.DataFrame, list[dict]]:
     """``seeds`` simulated audits of each (text sd, gap) cell, fitted fast; the audits
     checked_audits picks are refitted with the audit's own sampling (``full_fit``)."""
     sampler = CompiledSampler(engine=fit.engine)
@@ -181,13 +183,20 @@ def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig,
     chosen = checked_audits(len(cells), seeds, check)
     # --exact-judge: labels as truth and no judge correction, to tell the judge cut's share of
     # the intervals' width from the rest.
-    judge = dict(sensitivity=1.0, specificity=1.0, gold_per_class=0) if exact_judge else {}
+    assumed = dict(sensitivity=1.0, specificity=1.0, gold_per_class=0) if exact_judge else {}
     if gold_per_class is not None and not exact_judge:  # the judge's rates known this well
-        judge["gold_per_class"] = gold_per_class
+        assumed["gold_per_class"] = gold_per_class
+    if null_sd is not None:
+        assumed["null_sd"] = null_sd
     for cell, (text_sd, gap) in enumerate(cells):
-        components = config_components(PlanConfig(text_sd=text_sd, **judge))
+        components = config_components(PlanConfig(text_sd=text_sd, **assumed))
         confusion = components.gold_counts(fit.outcome)
         for index in range(seeds):
+            # A text sd of nan (--prior-spreads): this audit's spreads drawn from the prior.
+            if math.isnan(text_sd):
+                drawn_text, drawn_null = prior_spreads(rng)
+                components = dataclasses.replace(components, text_sd=drawn_text,
+                                                 null_sd=drawn_null)
             # A gap of nan (--prior-gaps): every level's effect drawn from the fit's prior.
             effects = prior_effects(rng) if math.isnan(gap) else effects_of(gap)
             planted = true_gap(effects, *PLANTED)
@@ -197,7 +206,7 @@ def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig,
                              confusion=confusion)
             scored = score(fast.contrasts, planted, effects)
             rows.append({"cell": cell, "text_sd": text_sd, "gap": gap, "planted": planted,
-                         "seed": index,
+                         "seed": index, "simulated_text_sd": components.text_sd,
                          "rhat_max": fast.diagnostics.rhat_max,
                          # What the planner reads as the run's text sd (plan_widths too).
                          "text_spread": posterior_components(
@@ -252,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
                              "beside the grid and not in its coverage (0: none)")
     parser.add_argument("--prior-gaps", action="store_true",
                         help="instead of --gaps, draw every level's effect from the fit's prior")
+    parser.add_argument("--prior-spreads", action="store_true",
+                        help="draw each audit's text and null spreads from the fit's prior")
     parser.add_argument("--exact-judge", action="store_true",
                         help="labels as truth, no judge correction (the judge cut's share)")
     parser.add_argument("--gold-per-class", type=int, default=None,
@@ -261,6 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--null-ratio-sd", type=float, default=None,
                         help="the fit's sd of log(null spread / text spread) (default: the "
                              "model's own), to measure how far the null arm pulls the text spread")
+    parser.add_argument("--null-sd", type=float, default=None,
+                        help="the simulated null personas' spread (default: plan.null_sd, 1.0)")
+    parser.add_argument("--audits", type=Path, default=None,
+                        help="write one row per simulated audit here (CSV), to pair two runs")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     if args.attribute_prior_sd is not None:
@@ -280,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         text_sds, gaps, items = (0.6,), (0.0, PLANNED_GAP), 6
         args.seeds, args.check, args.pilots, args.plan_simulations = 4, 1, 2, 4
         args.draws = args.tune = 150
+    if args.prior_spreads:
+        text_sds, args.pilots = (math.nan,), 0  # no fixed text sd for the plan check to read
     if args.prior_gaps:
         gaps, args.pilots = (math.nan,), 0  # no fixed gap for the plan check to read
     elif args.pilots and PLANNED_GAP not in gaps:
@@ -294,11 +311,14 @@ def main(argv: list[str] | None = None) -> int:
     # tell a gate that decides from one that never says `different` (at gaps up to 1 logit the
     # two print the same line).
     power_cell = (POWER_TEXT_SD, args.power_gap)
-    runs_power = args.power_gap and not args.prior_gaps and power_cell not in grid
+    runs_power = (args.power_gap and not args.prior_gaps and not args.prior_spreads
+                  and power_cell not in grid)
     extra = [power_cell] if runs_power else []
     everything, checks = simulate_cells(prompts, fit, full_fit, grid + extra, args.seeds,
                                         args.check, args.seed, rng, args.exact_judge,
-                                        args.gold_per_class)
+                                        args.gold_per_class, args.null_sd)
+    if args.audits:
+        everything.write_csv(args.audits)
     table = everything.filter(pl.col("cell") < len(grid))
     cells = everything.group_by("text_sd", "gap").agg(
         pl.len().alias("n"), pl.col("covered").mean().alias("coverage"),
@@ -348,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.prior_gaps:
         print(f"gaps drawn from the prior: coverage "
               f"{interval(table['covered'].sum(), table.height)}")
+    if args.prior_spreads:
+        print_by_prior_thirds(table)
     print(f"wall time {time.perf_counter() - started:.0f} s")
     figures, targets = result_figures(table, everything, args.power_gap, plan_error)
     for line in target_lines(figures, targets):
