@@ -2,28 +2,27 @@
 
 Usage: python benchmarks/bench_calibration.py [--model population] [--seeds 150] [--pilots 5]
 [--text-sds 0.3 0.6 1.0 | --prior-spreads] [--gaps 0 0.5 1 | --prior-gaps] [--power-gap 3]
-[--exact-judge]
-[--gold-per-class 25] [--replicates 1] [--attribute-prior-sd 1.0] [--null-ratio-sd 0.5]
-[--null-sd 1.0] [--audits FILE.csv] [--quick]
+[--exact-judge] [--gold-per-class 25] [--replicates 1] [--attribute-prior-sd 1.0]
+[--null-ratio-sd 0.5] [--null-sd 1.0] [--audits FILE.csv] [--quick]
 
 --prior-gaps draws every level's effect from the fit's own prior instead of planting fixed gaps:
 there a calibrated model covers at its nominal rate whatever the data's strength, while at fixed
 gaps inside the prior's bulk a prior-shrunk posterior covers more. --prior-spreads likewise draws
 each audit's text and null spreads from the population model's prior instead of fixed text sds
-(calibration_priors.py). --exact-judge takes labels as
-truth (no judge error, no correction); --gold-per-class sets how many gold answers a class the
-judge's rates are known from (many: the judge cut's imputations all but agree). Per cell the
-table also gives the planted contrast's posterior sd against the sd of its posterior mean's
-error (sd_ratio: above 1, intervals wider than the estimate's own error), the bias and the
-text spread's posterior mean (text_spread, against the simulated text sd); per text sd, the
-slope of the posterior mean on the planted gap (1: no shrinkage). --replicates 2 asks every
-prompt twice (the design before e0351c3): more data against the same priors.
---attribute-prior-sd replaces the fit's level-effect prior sd (explanatory.ATTRIBUTE_PRIOR_SD)
-for this run, to measure how much of the coverage the gap's prior sets; --null-ratio-sd likewise
-replaces the sd of log(null spread / text spread) (explanatory.NULL_RATIO_LOG_SD), to measure how
-far the null arm (simulated at null sd 1.0) pulls the text spread; --null-sd sets the simulated
-null spread (at the text sd the tie's centre is right). Two runs of one --seed that differ in
---null-sd have the same labels for every demographic persona.
+(calibration_priors.py; it overrides --null-sd). --exact-judge takes labels as truth (no judge
+error, no correction); --gold-per-class sets how many gold answers a class the judge's rates are
+known from (many: the judge cut's imputations all but agree). Per cell the table also gives the
+planted contrast's posterior sd against the sd of its posterior mean's error (sd_ratio: above 1,
+intervals wider than the estimate's own error), the bias and the text spread's posterior mean
+(text_spread, against the simulated text sd); per text sd, the slope of the posterior mean on the
+planted gap (1: no shrinkage). --replicates 2 asks every prompt twice (the design before e0351c3):
+more data against the same priors. --attribute-prior-sd replaces the fit's level-effect prior sd
+(explanatory.ATTRIBUTE_PRIOR_SD) for this run, to measure how much of the coverage the gap's prior
+sets; --null-ratio-sd likewise replaces the sd of log(null spread / text spread)
+(explanatory.NULL_RATIO_LOG_SD), to measure how far the null arm (simulated at null sd 1.0) pulls
+the text spread; --null-sd sets the simulated null spread (at the text sd the tie's centre is
+right). Two runs of one --seed that differ in --null-sd have the same labels for every demographic
+persona.
 
 Each simulated audit (methods/rasch/simulation.py) has the default design's shape (one model,
 a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
