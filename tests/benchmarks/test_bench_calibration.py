@@ -50,8 +50,9 @@ def test_prior_spreads_are_drawn_from_the_population_models_own_prior(script):
     its draws must follow the prior the fit declares (explanatory._shared_spreads), not a copy
     of it. Fails when the two drift apart: a text sd drawn signed or at another scale, the null
     spread without the ratio's spread, or a model prior changed without the benchmark."""
+    prior_spreads = script("bench_calibration").prior_spreads  # loads the script: once
     rng = np.random.default_rng(20261130)
-    drawn = np.array([script("bench_calibration").prior_spreads(rng) for _ in range(8000)])
+    drawn = np.array([prior_spreads(rng) for _ in range(8000)])
     with pm.Model(coords={"model": ["m"]}):
         text_spread, null_spread = explanatory._shared_spreads()
         declared = pm.draw([text_spread, null_spread], draws=8000, random_seed=20261131)
