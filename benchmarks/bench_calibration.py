@@ -1,22 +1,23 @@
 """Calibration of the audit's group claims on simulated default-shaped designs (issue 34).
 
 Usage: python benchmarks/bench_calibration.py [--model population] [--seeds 150] [--pilots 5]
-[--text-sds 0.3 0.6 1.0 | --prior-spreads] [--gaps 0 0.5 1 | --prior-gaps] [--power-gap 3]
-[--exact-judge] [--gold-per-class 25] [--replicates 1] [--attribute-prior-sd 1.0]
+[--text-sds 0.3 0.6 1.0 | --prior-spreads] [--gaps 0 0.5 1 | --prior-gaps] [--prior-others]
+[--power-gap 3] [--exact-judge] [--gold-per-class 25] [--replicates 1] [--attribute-prior-sd 1.0]
 [--null-ratio-sd 0.5] [--null-sd 1.0] [--audits FILE.csv] [--quick]
 
 --prior-gaps draws every level's effect from the fit's own prior instead of planting fixed gaps:
-there a calibrated model covers at its nominal rate whatever the data's strength, while at fixed
-gaps inside the prior's bulk a prior-shrunk posterior covers more. --prior-spreads likewise draws
-each audit's text and null spreads from the population model's prior instead of fixed text sds
-(calibration_priors.py; it overrides --null-sd). --exact-judge takes labels as truth (no judge
-error, no correction); --gold-per-class sets how many gold answers a class the judge's rates are
-known from (many: the judge cut's imputations all but agree). Per cell the table also gives the
-planted contrast's posterior sd against the sd of its posterior mean's error (sd_ratio: above 1,
-intervals wider than the estimate's own error), the bias and the text spread's posterior mean
-(text_spread, against the simulated text sd); per text sd, the slope of the posterior mean on the
-planted gap (1: no shrinkage). --replicates 2 asks every prompt twice (the design before e0351c3):
-more data against the same priors. --attribute-prior-sd replaces the fit's level-effect prior sd
+there a calibrated model covers at its nominal rate whatever the data's strength, while a fixed
+truth may be covered more or less often. --prior-spreads likewise draws each audit's text and null
+spreads from the population model's prior instead of fixed text sds (calibration_priors.py; it
+overrides --null-sd); --prior-others keeps the planted gaps and draws every other level's effect
+from the prior. --exact-judge takes labels as truth (no judge error, no correction);
+--gold-per-class sets how many gold answers a class the judge's rates are known from (many: the
+judge cut's imputations all but agree). Per cell the table also gives the planted contrast's
+posterior sd against the sd of its posterior mean's error (sd_ratio: above 1, intervals wider than
+the estimate's own error), the bias and the text spread's posterior mean (text_spread, against the
+simulated text sd); per text sd, the slope of the posterior mean on the planted gap (1: no
+shrinkage). --replicates 2 asks every prompt twice (the design before e0351c3): more data against
+the same priors. --attribute-prior-sd replaces the fit's level-effect prior sd
 (explanatory.ATTRIBUTE_PRIOR_SD) for this run, to measure how much of the coverage the gap's prior
 sets; --null-ratio-sd likewise replaces the sd of log(null spread / text spread)
 (explanatory.NULL_RATIO_LOG_SD), to measure how far the null arm (simulated at null sd 1.0) pulls
@@ -111,14 +112,16 @@ from bench_shared import (  # noqa: E402  (a sibling module: what bench_adaptive
     wilson,
 )
 from calibration_plan import plan_errors, plan_widths  # noqa: E402  (the plan check)
-from calibration_priors import (  # noqa: E402  (--prior-gaps, --prior-spreads)
+from calibration_priors import (  # noqa: E402  (the priors' truths and overrides)
+    override_priors,
     print_by_prior_thirds,
     prior_effects,
+    prior_others,
     prior_spreads,
 )
 
 from audit.methods.rasch.config import FitConfig, PlanConfig  # noqa: E402
-from audit.methods.rasch.irt import explanatory, fit_rasch  # noqa: E402
+from audit.methods.rasch.irt import fit_rasch  # noqa: E402
 from audit.methods.rasch.irt.rasch import posterior_draws  # noqa: E402
 from audit.methods.rasch.pilot import posterior_components  # noqa: E402
 from audit.methods.rasch.power import ci_failures, config_components  # noqa: E402
@@ -174,7 +177,8 @@ def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig,
                    cells: list[tuple[float, float]], seeds: int, check: int, run_seed: int,
                    rng: np.random.Generator, exact_judge: bool = False,
                    gold_per_class: int | None = None,
-                   null_sd: float | None = None) -> tuple[pl.DataFrame, list[dict]]:
+                   null_sd: float | None = None,
+                   others_from_prior: bool = False) -> tuple[pl.DataFrame, list[dict]]:
     """``seeds`` simulated audits of each (text sd, gap) cell, fitted fast; the audits
     checked_audits picks are refitted with the audit's own sampling (``full_fit``)."""
     sampler = CompiledSampler(engine=fit.engine)
@@ -197,7 +201,8 @@ def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig,
                 components = dataclasses.replace(components, text_sd=drawn_text,
                                                  null_sd=drawn_null)
             # A gap of nan (--prior-gaps): every level's effect drawn from the fit's prior.
-            effects = prior_effects(rng) if math.isnan(gap) else effects_of(gap)
+            effects = (prior_effects(rng) if math.isnan(gap) else prior_others(gap, rng)
+                       if others_from_prior else effects_of(gap))
             planted = true_gap(effects, *PLANTED)
             outcomes = simulate_outcomes(prompts, components, effects, rng)
             seed = fit_seed(run_seed, cell, index)
@@ -262,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead of --gaps, draw every level's effect from the fit's prior")
     parser.add_argument("--prior-spreads", action="store_true",
                         help="draw each audit's text and null spreads from the fit's prior")
+    parser.add_argument("--prior-others", action="store_true",
+                        help="keep --gaps, draw every other level's effect from the fit's prior")
     parser.add_argument("--exact-judge", action="store_true",
                         help="labels as truth, no judge correction (the judge cut's share)")
     parser.add_argument("--gold-per-class", type=int, default=None,
@@ -277,14 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="write one row per simulated audit here (CSV), to pair two runs")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    if args.attribute_prior_sd is not None:
-        # A benchmark-only override of the model's constant, to measure the prior's weight: the
-        # model builder reads it when it builds, so every fit below (and --prior-gaps) uses it.
-        explanatory.ATTRIBUTE_PRIOR_SD = args.attribute_prior_sd
-    if args.null_ratio_sd is not None:  # the same kind of benchmark-only override
-        explanatory.NULL_RATIO_LOG_SD = args.null_ratio_sd
-    print(f"level-effect prior: ZeroSumNormal({explanatory.ATTRIBUTE_PRIOR_SD}); "
-          f"log(null / text spread) ~ N(0, {explanatory.NULL_RATIO_LOG_SD})")
+    override_priors(args.attribute_prior_sd, args.null_ratio_sd)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     for noisy in ("pymc", "audit.methods.rasch.irt", "pytensor", "arviz"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = [power_cell] if runs_power else []
     everything, checks = simulate_cells(prompts, fit, full_fit, grid + extra, args.seeds,
                                         args.check, args.seed, rng, args.exact_judge,
-                                        args.gold_per_class, args.null_sd)
+                                        args.gold_per_class, args.null_sd, args.prior_others)
     if args.audits:
         everything.write_csv(args.audits)
     table = everything.filter(pl.col("cell") < len(grid))
