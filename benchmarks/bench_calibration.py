@@ -200,7 +200,8 @@ def simulate_cells(prompts: pl.DataFrame, fit: FitConfig, full_fit: FitConfig,
                 drawn_text, drawn_null = prior_spreads(rng)
                 components = dataclasses.replace(components, text_sd=drawn_text,
                                                  null_sd=drawn_null)
-            # A gap of nan (--prior-gaps): every level's effect drawn from the fit's prior.
+            # A gap of nan (--prior-gaps): every level's effect drawn from the fit's prior;
+            # --prior-others: the planted gap among other groups drawn from it.
             effects = (prior_effects(rng) if math.isnan(gap) else prior_others(gap, rng)
                        if others_from_prior else effects_of(gap))
             planted = true_gap(effects, *PLANTED)
