@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from audit.methods.rasch.irt import explanatory
+from audit.methods.rasch.simulation import DEFAULT_GENDERS, DEFAULT_RACES
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_calibration.py"
 
@@ -69,23 +70,28 @@ def test_prior_others_plants_the_gap_among_groups_drawn_from_the_level_prior(scr
     Fails when the gap is not exactly the planted one, when the race effects stop summing to
     zero (one level moved alone), or when the other levels or the planted pair's mean drift from
     the prior (drawn at a tenth off its scale, or the pair centred at zero)."""
-    prior_others = script("bench_calibration").prior_others  # loads the script: once
+    bench = script("bench_calibration")  # loads the script: once
+    prior_others, (attribute, level_a, level_b) = bench.prior_others, bench.PLANTED
     rng = np.random.default_rng(20261201)
     draws = [prior_others(0.7, rng) for _ in range(20000)]
-    race = np.array([[effects["race"][level] for level in ("Asian", "Black", "Hispanic", "White")]
-                     for effects in draws])
-    gender = np.array([effects["gender"]["man"] for effects in draws])
-    np.testing.assert_allclose(race[:, 1] - race[:, 3], 0.7, atol=1e-12)
+    race = np.array([[effects[attribute][level] for level in DEFAULT_RACES] for effects in draws])
+    gender = np.array([effects["gender"][DEFAULT_GENDERS[0]] for effects in draws])
+    black, white = DEFAULT_RACES.index(level_a), DEFAULT_RACES.index(level_b)
+    others = [index for index in range(len(DEFAULT_RACES)) if index not in (black, white)]
+    np.testing.assert_allclose(race[:, black] - race[:, white], 0.7, atol=1e-12)
     np.testing.assert_allclose(race.sum(axis=1), 0.0, atol=1e-12)
 
     def declared(levels: int, seed: int) -> np.ndarray:
         return pm.draw(pm.ZeroSumNormal.dist(sigma=explanatory.ATTRIBUTE_PRIOR_SD, shape=levels),
                        draws=20000, random_seed=seed)
-    races, genders = declared(4, 20261202), declared(2, 20261203)
+    races = declared(len(DEFAULT_RACES), 20261202)
+    genders = declared(len(DEFAULT_GENDERS), 20261203)
     # A true match fails one of the four with probability about 0.004. Measured with these
     # seeds: correct 0.36-0.76; the other levels at 1.1 times the prior's scale 3e-7 to 1e-6
-    # (4,000 draws missed that); the pair centred at zero 0; one level moved alone breaks the sum.
-    for drawn, prior in ((race[:, 0], races[:, 0]), (race[:, 2], races[:, 2]),
-                         (gender, genders[:, 0]),
-                         ((race[:, 1] + race[:, 3]) / 2.0, (races[:, 1] + races[:, 3]) / 2.0)):
+    # (4,000 draws missed that); the pair centred at zero 1e-6, 4e-8 and 0 on the other races
+    # and the pair's mean; one level moved alone breaks the sum.
+    pairs = [(race[:, level], races[:, level]) for level in others] + [
+        (gender, genders[:, 0]),
+        ((race[:, black] + race[:, white]) / 2.0, (races[:, black] + races[:, white]) / 2.0)]
+    for drawn, prior in pairs:
         assert stats.ks_2samp(drawn, prior).pvalue > 0.001
