@@ -70,8 +70,11 @@ ITEM_PRIOR_SD = 2.0
 # covered it 30 of 40 times, while gaps of 0 to 1 were over-covered (0.98); at 2.0 both covered
 # 38 of 40, the posterior mean's slope on the truth rose from 0.66 to 0.93 and CI caught the
 # 3-logit gap twice as often, for HDIs about 20% wider (bench_calibration --attribute-prior-sd,
-# benchmarks/RESULTS.md). At 4.0 no audit's coverage changed (120 paired through the judge),
-# while the HDIs widened 9% and the estimate's error grew 13%: nothing to gain from a flatter one.
+# benchmarks/RESULTS.md). At 4.0 no audit's coverage changed at gaps of 0 and 1 (120 paired
+# through the judge), while the HDIs widened 9% and the estimate's error grew 13%. The price sits
+# in the prior's tail: gaps above 3 logits drawn from it came out at 0.86 of their size and were
+# covered 0.89 of the time (109 audits; every miss short of the gap). A heavier-tailed prior
+# would be the lever there without a flatter one's cost at small gaps (not measured).
 ATTRIBUTE_PRIOR_SD = 2.0
 # Half-normal scales of the spreads; the data rarely hold more than a few personas per level, so
 # these priors keep the spreads from wandering into implausible multi-logit values.
