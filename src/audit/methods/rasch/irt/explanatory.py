@@ -73,8 +73,9 @@ ITEM_PRIOR_SD = 2.0
 # benchmarks/RESULTS.md). At 4.0 no audit's coverage changed at gaps of 0 and 1 (120 paired
 # through the judge), while the HDIs widened 9% and the estimate's error grew 13%. The price sits
 # in the prior's tail: gaps above 3 logits drawn from it came out at 0.86 of their size and were
-# covered 0.89 of the time (109 audits; every miss short of the gap). A heavier-tailed prior
-# would be the lever there without a flatter one's cost at small gaps (not measured).
+# covered 0.89 of the time (109 audits; every miss short of the gap), as a Bayesian interval does
+# at truths in its prior's tail. A heavier-tailed prior would move coverage from small gaps to
+# large ones; whether to depends on how large real gaps are, which simulations cannot say.
 ATTRIBUTE_PRIOR_SD = 2.0
 # Half-normal scales of the spreads; the data rarely hold more than a few personas per level, so
 # these priors keep the spreads from wandering into implausible multi-logit values.
