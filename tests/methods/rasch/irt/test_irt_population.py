@@ -152,7 +152,7 @@ def test_population_null_percentile_is_calibrated_on_real_fits():
     """The population fit on 8 default-shaped no-gap designs (text sd = null sd = 0.6, 56
     contrasts): on 777cfd2 the shrunk null means put about half the contrasts at or above 97
     and the median near 95; the contrast's own error added to sigma_null's gaps puts few there
-    (benchmarks/bench_null_rank.py measures it on 40 designs)."""
+    (benchmarks/bench_null_rank.py measures it on 200, balanced and unbalanced)."""
     prompts = default_shaped_prompts(texts_per_cell=2, null_count=4, items=12, replicates=1)
     components = VarianceComponents(text_sd=0.6, null_sd=0.6)
     fit = FitConfig(model="population", attributes=["gender", "race"], draws=200, tune=200,
