@@ -21,11 +21,11 @@ audits lost a whole cell.
 
 The audit's own ``fit_rasch`` fits each with the audit's fit config (conf/fit/<model>.yaml:
 its priors and target_accept, 0.95 for population) but --draws and --tune per chain and 2
-chains, one compiled model a design reused across data sets; each fit's seed is a hash of (--seed, model,
-audit), not the audit's index. Per model the script prints the contrasts' median percentile,
-the shares at or above 90 and 97, and their Monte Carlo standard errors clustered by simulated
-audit (an audit's seven contrasts share its null personas, so they are not independent). Ends
-with one machine-readable line:
+chains, one compiled model a design reused across data sets; each fit's seed is a hash of
+(--seed, model, audit), not the audit's index. Per model the script prints the contrasts'
+median percentile, the shares at or above 90 and 97, and their Monte Carlo standard errors
+clustered by simulated audit (an audit's seven contrasts share its null personas, so they are not
+independent). Ends with one machine-readable line:
 RESULT <model>_median=<x> <model>_share_97=<y> ... for each model.
 """
 
@@ -91,7 +91,7 @@ def percentiles(model: str, seeds: int, text_sd: float, draws: int, tune: int,
     """Every contrast's null_percentile over ``seeds`` simulated no-gap audits, and how many
     of those audits lost a whole cell to ``drop`` (one of ``patterns`` sets of texts left out)."""
     design = default_shaped_prompts(texts_per_cell=2, null_count=4, items=12, replicates=1)
-    # Their own generator, so the outcomes' draws below are the balanced run's whatever is left out.
+    # Generators of their own: the patterns depend on --seed alone, not on the outcomes' stream.
     designs = [drop_texts(design, drop, np.random.default_rng([seed, pattern]))
                for pattern in range(patterns)]
     # The planning defaults (item sd 2.0, base rate) with labels as truth: no judge error.
@@ -149,8 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         unbalanced = (f", {args.drop_texts} of 16 texts left out in {args.drop_patterns} "
                       f"patterns, a whole cell in {lost_a_cell} audits" if args.drop_texts else "")
         print(f"{model}: {ranks.size} contrasts of {args.seeds} no-gap audits (text sd = null sd "
-              f"= {args.text_sd}{unbalanced}): median percentile {np.median(ranks):.1f}, share >= 90 "
-              f"{at_90.mean():.3f} +- {clustered_se(at_90, audits):.3f}, share >= 97 "
+              f"= {args.text_sd}{unbalanced}): median percentile {np.median(ranks):.1f}, "
+              f"share >= 90 {at_90.mean():.3f} +- {clustered_se(at_90, audits):.3f}, share >= 97 "
               f"{at_97.mean():.3f} +- {clustered_se(at_97, audits):.3f} (calibrated: 50, 0.10, "
               f"0.03; +- one clustered standard error); {time.perf_counter() - started:.0f} s")
         result += [f"{model}_median={np.median(ranks):.1f}", f"{model}_share_90={at_90.mean():.3f}",
