@@ -218,6 +218,30 @@ def test_a_reused_compiled_model_gives_the_draws_of_a_fresh_fit():
 
 
 @pytest.mark.slow
+def test_a_compiled_sampler_refits_when_only_the_personas_levels_moved():
+    """The explanatory and population models index each respondent's levels with constant
+    arrays compiled into the log density, which coords and data shapes do not show: two audits
+    whose respondents carry the same names but other levels (here the Black and the White texts
+    swapped) must not share a compiled model, or the second fit reads its labels through the
+    first one's levels and its race contrast comes out with the first audit's sign."""
+    prompts = default_shaped_prompts(items=6, replicates=2, null_count=3)
+    components = VarianceComponents(item_sd=1.0, text_sd=0.3, null_sd=0.5)
+    first = simulate_outcomes(prompts, components, {"gender": {}, "race": {"Black": 2.0}},
+                              np.random.default_rng(7))
+    swapped = {"Black": "White", "White": "Black"}
+    second = first.with_columns(pl.col("race").replace(swapped))
+    fit = FitConfig(model="explanatory", draws=100, tune=100, chains=1, cores=1, seed=9,
+                    attributes=["gender", "race"])
+    sampler = CompiledSampler()
+    fit_rasch(first, fit, sample=sampler)
+    reused = fit_rasch(second, fit, sample=sampler)
+    fresh = fit_rasch(second, fit, sample=sample_posterior)
+    np.testing.assert_allclose(reused.idata.posterior["effect_race"].values,
+                               fresh.idata.posterior["effect_race"].values)
+    assert len(sampler.compiled) == 2
+
+
+@pytest.mark.slow
 def test_a_compiled_sampler_refits_when_only_the_labelling_paths_moved():
     """The per-path likelihood bakes each cell's labelling path into the log density (constant
     index sets), so two audits of one shape whose cells other paths labelled share no compiled

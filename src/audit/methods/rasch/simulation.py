@@ -25,6 +25,7 @@ audit's own fit: index_design, the model, the summary, the contrasts.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import math
 import time
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 import pymc as pm
+from pytensor.graph.traversal import ancestors
 from pytensor.tensor.variable import TensorConstant
 
 from audit.errors import AuditError
@@ -235,14 +237,30 @@ def simulate_pair(prompts: pl.DataFrame, components: VarianceComponents, effects
     return pl.concat(sides)
 
 
+def _constants_digest(model: pm.Model) -> str:
+    """A digest of every constant the model's variables are computed from, in graph order:
+    what a compiled model keeps and ``with_data`` cannot replace."""
+    outputs = [*model.basic_RVs, *model.deterministics, *model.potentials]
+    digest = hashlib.sha256()
+    for variable in ancestors(outputs):
+        if isinstance(variable, TensorConstant):
+            value = np.asarray(variable.data)
+            digest.update(f"{value.dtype}{value.shape}".encode())
+            digest.update(np.ascontiguousarray(value).tobytes())
+    return digest.hexdigest()
+
+
 @dataclass
 class CompiledSampler:
     """``fit_rasch``'s sampler for many fits of one design: compile once, swap data after.
 
-    The key is the model's structure (its coords, free variables and data shapes); models that
-    share it differ only in their pm.Data values, which ``with_data`` replaces. The priors'
-    constants (the judge's gold counts) are compiled in, so they are part of the key: another
-    gold set compiles another model. A model whose cells more than one labelling path labelled
+    The key is the model's structure (its coords, free variables and data shapes) and a digest
+    of every constant in its graph; models that share it differ only in their pm.Data values,
+    which ``with_data`` replaces. Constants are compiled in: the priors' (the judge's gold
+    counts, so another gold set compiles another model) and the index arrays that give each
+    respondent its levels in the explanatory and population models, which coords do not show
+    (two audits with the same respondents at other levels would otherwise share the first one's
+    levels). A model whose cells more than one labelling path labelled
     is compiled afresh every time: the per-path likelihood bakes each cell's path into the log
     density as index constants (irt/likelihood.py), which no key of coords and shapes sees, so
     two audits of one shape whose paths fell on other cells would share the first one's.
@@ -256,10 +274,7 @@ class CompiledSampler:
     def _key(model: pm.Model) -> tuple:
         data = tuple((var.name, var.get_value().shape) for var in model.data_vars)
         coords = tuple((name, tuple(values)) for name, values in model.coords.items())
-        # Constants of the priors (the judge's Beta counts) are compiled in, not swapped.
-        constants = tuple((var.name, np.asarray(given.data).tobytes()) for var in model.free_RVs
-                          for given in var.owner.inputs if isinstance(given, TensorConstant))
-        return (*coords, *data, *(var.name for var in model.free_RVs), *constants)
+        return (*coords, *data, *(var.name for var in model.free_RVs), _constants_digest(model))
 
     def __call__(self, model: pm.Model, fit: FitConfig):
         key = self._key(model)
