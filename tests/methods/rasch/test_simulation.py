@@ -191,6 +191,15 @@ def test_a_plan_takes_the_runs_posterior_draws_not_only_their_means():
         posterior_component_draws(*args, count=0, seed=7)
 
 
+def _reused_and_fresh(first: pl.DataFrame, second: pl.DataFrame, fit: FitConfig, **options):
+    """Both audits through one CompiledSampler, then the second fitted on a fresh compile."""
+    sampler = CompiledSampler()
+    reused_first = fit_rasch(first, fit, sample=sampler, **options)
+    reused_second = fit_rasch(second, fit, sample=sampler, **options)
+    fresh_second = fit_rasch(second, fit, sample=sample_posterior, **options)
+    return sampler, reused_first, reused_second, fresh_second
+
+
 @pytest.mark.slow
 def test_a_reused_compiled_model_gives_the_draws_of_a_fresh_fit():
     """Two simulated audits of one design through one CompiledSampler: the second fit swaps its
@@ -202,10 +211,7 @@ def test_a_reused_compiled_model_gives_the_draws_of_a_fresh_fit():
     first, second = (simulate_outcomes(prompts, components, EFFECTS, rng) for _ in range(2))
     fit = FitConfig(model="rasch", draws=100, tune=100, chains=1, cores=1, seed=9,
                     attributes=["gender", "race"])
-    sampler = CompiledSampler()
-    fit_rasch(first, fit, sample=sampler)
-    reused = fit_rasch(second, fit, sample=sampler)
-    fresh = fit_rasch(second, fit, sample=sample_posterior)
+    sampler, _, reused, fresh = _reused_and_fresh(first, second, fit)
     assert len(sampler.compiled) == 1
     np.testing.assert_allclose(reused.idata.posterior["theta"].values,
                                fresh.idata.posterior["theta"].values)
@@ -232,10 +238,7 @@ def test_a_compiled_sampler_refits_when_only_the_personas_levels_moved():
     second = first.with_columns(pl.col("race").replace(swapped))
     fit = FitConfig(model="explanatory", draws=100, tune=100, chains=1, cores=1, seed=9,
                     attributes=["gender", "race"])
-    sampler = CompiledSampler()
-    fit_rasch(first, fit, sample=sampler)
-    reused = fit_rasch(second, fit, sample=sampler)
-    fresh = fit_rasch(second, fit, sample=sample_posterior)
+    sampler, _, reused, fresh = _reused_and_fresh(first, second, fit)
     np.testing.assert_allclose(reused.idata.posterior["effect_race"].values,
                                fresh.idata.posterior["effect_race"].values)
     assert len(sampler.compiled) == 2
@@ -265,11 +268,7 @@ def test_a_compiled_sampler_refits_when_only_the_labelling_paths_moved():
         "judge": JudgeConfusion("favourable", 30, 20, 90, 10)})
     fit = FitConfig(model="rasch", draws=100, tune=100, chains=1, cores=1, seed=9,
                     judge_imputations=1)
-    sampler = CompiledSampler()
-    reused_first = fit_rasch(first, fit, sample=sampler, confusion=correction)
-    reused_second = fit_rasch(second, fit, sample=sampler, confusion=correction)
-    fresh_second = fit_rasch(second, fit, sample=sample_posterior, confusion=correction)
-    theta = [result.idata.posterior["theta"].values
-             for result in (reused_first, reused_second, fresh_second)]
+    _, *fits = _reused_and_fresh(first, second, fit, confusion=correction)
+    theta = [result.idata.posterior["theta"].values for result in fits]
     assert not np.allclose(theta[0], theta[2])  # the paths change the posterior
     np.testing.assert_allclose(theta[1], theta[2])

@@ -260,10 +260,10 @@ class CompiledSampler:
     counts, so another gold set compiles another model) and the index arrays that give each
     respondent its levels in the explanatory and population models, which coords do not show
     (two audits with the same respondents at other levels would otherwise share the first one's
-    levels). A model whose cells more than one labelling path labelled
-    is compiled afresh every time: the per-path likelihood bakes each cell's path into the log
-    density as index constants (irt/likelihood.py), which no key of coords and shapes sees, so
-    two audits of one shape whose paths fell on other cells would share the first one's.
+    levels). A model whose cells more than one labelling path labelled is compiled afresh every
+    time and not kept: the per-path likelihood bakes each cell's path into the log density as
+    index constants (irt/likelihood.py), which differ from audit to audit, so keeping them would
+    hold one compiled model per audit.
     """
 
     engine: str = "auto"
