@@ -253,7 +253,7 @@ def fit_joint(outcomes: pl.DataFrame, fit: FitConfig, paired: bool,
         idata = (sample or sample_posterior)(model, fit)
         summary = summarise(idata, fit.hdi_prob)
     else:
-        idata, summary = fit_cut(model, fit, rates, sample, summarise)
+        idata, summary = fit_cut(model, fit, rates, sample)
     return idata, diagnose(idata, summary, fit)
 
 

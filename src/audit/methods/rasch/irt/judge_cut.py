@@ -48,6 +48,7 @@ from audit.methods.rasch.irt.judge_error import (
     SPECIFICITY,
     CellRates,
 )
+from audit.methods.rasch.irt.summary import convergence, summarise
 
 logger = logging.getLogger(__name__)
 
@@ -139,18 +140,18 @@ def pool_imputations(fits: list[DataTree]) -> DataTree:
     return DataTree.from_dict(groups)
 
 
-def fit_cut(model: pm.Model, fit: FitConfig, rates: CellRates, sample, summarise
+def fit_cut(model: pm.Model, fit: FitConfig, rates: CellRates, sample
             ) -> tuple[DataTree, pl.DataFrame]:
-    """The pooled posterior of the imputations and its summary (``summarise``: rasch.summarise,
-    passed in because rasch.py imports this module)."""
+    """The pooled posterior of the imputations and its summary: mean, sd and HDI of the pooled
+    draws, R-hat and ESS from the imputations."""
     imputations = sample_cut(model, fit, rates, sample)
     pooled = pool_imputations(imputations)
     with warnings.catch_warnings():
         # The fixed rates are constant within a chain: their R-hat is 0/0 (numpy warns), and
         # cut_diagnostics sets it null anyway.
         warnings.simplefilter("ignore", RuntimeWarning)
-        summary = cut_diagnostics(summarise(pooled, fit.hdi_prob),
-                                  [summarise(part, fit.hdi_prob) for part in imputations])
+        summary = cut_diagnostics(summarise(pooled, fit.hdi_prob, diagnostics=False),
+                                  [convergence(part) for part in imputations])
     return pooled, with_gold_rates(summary, rates.rate_summary(fit.hdi_prob))
 
 

@@ -42,9 +42,9 @@ from audit.errors import AuditError
 from audit.methods.rasch.irt.gold_rates import (
     COIN_MASS_REFUSAL,
     COIN_MASS_WARNING,
-    ConditionedRate,
     coin_or_worse_mass,
     conditioned_draws,
+    rate_mean_sd_hdi,
 )
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.likelihood import binomial_cells, misclassified_binomial_cells
@@ -177,7 +177,7 @@ class CellRates:
                 sensitivity, specificity = counts.rate_betas()
                 for which, (this, other) in enumerate(((sensitivity, specificity),
                                                        (specificity, sensitivity))):
-                    means[which, position] = ConditionedRate(this, other).mean_sd_hdi(0.5)[0]
+                    means[which, position] = rate_mean_sd_hdi(this, other, 0.5)[0]
         return means[0], means[1]
 
     def rate_draws(self, imputations: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -218,7 +218,7 @@ class CellRates:
             sensitivity, specificity = counts.rate_betas()
             for name, this, other in ((SENSITIVITY, sensitivity, specificity),
                                       (SPECIFICITY, specificity, sensitivity)):
-                rows[f"{name}[{path}]"] = ConditionedRate(this, other).mean_sd_hdi(hdi_prob)
+                rows[f"{name}[{path}]"] = rate_mean_sd_hdi(this, other, hdi_prob)
         return rows
 
 

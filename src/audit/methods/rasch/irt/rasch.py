@@ -26,7 +26,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import arviz as az
 import numpy as np
 import polars as pl
 import pymc as pm
@@ -62,14 +61,9 @@ from audit.methods.rasch.irt.probability import (
     observe_cells,
     probability_outcomes,
 )
-from audit.schemas import validate
-from audit.methods.rasch.schemas import SummarySchema
+from audit.methods.rasch.irt.summary import summarise
 
 logger = logging.getLogger(__name__)
-
-# Tail ESS is the smaller ESS of the indicators at the 5% and 95% quantiles (Vehtari, Gelman,
-# Simpson, Carpenter and Bürkner 2021, whose thresholds are FitConfig's rhat_max and ess_min).
-TAIL_ESS_PROB = 0.95
 
 # Models whose theta is explained by persona attributes (explanatory.py).
 ATTRIBUTE_MODELS: tuple[str, ...] = ("explanatory", "population")
@@ -80,15 +74,6 @@ THETA_PRIOR_SD = 1.0
 ITEM_PRIOR_SD = 2.0
 # log a ~ N(0, 0.5): discriminations between about 0.4 and 2.7 a priori, centred on the Rasch a = 1.
 DISCRIMINATION_LOG_SD = 0.5
-# Variables summarised, in order; every model in MODELS defines both. Model-specific parameters
-# (effects, spreads, discriminations) follow them in the summary and count in the diagnostics.
-SUMMARY_VARIABLES: tuple[str, ...] = ("theta", "b")
-EXTRA_SUMMARY_PREFIXES: tuple[str, ...] = ("a", "model_effect", "real_effect", "effect_", "sigma_",
-                                           "dif_", "judge_", "theta_abstain", "b_abstain")
-SUMMARY_COLUMNS: tuple[str, ...] = (
-    "parameter", "mean", "sd", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail",
-)
-
 SampleFunction = Callable[[pm.Model, FitConfig], DataTree]
 
 
@@ -216,33 +201,6 @@ def posterior_draws(idata: DataTree) -> xr.Dataset:
     return idata["posterior"].to_dataset()
 
 
-def summarise(idata: DataTree, hdi_prob: float) -> pl.DataFrame:
-    """ArviZ's summary as a validated polars table with the column names of the CLI contract."""
-    extras = [name for name in idata.posterior.data_vars
-              if name not in SUMMARY_VARIABLES and name.startswith(EXTRA_SUMMARY_PREFIXES)
-              and not name.endswith(("_z", "__"))]  # standardised and transformed helpers
-    # ArviZ 1 takes the tail ESS's quantiles from the default interval mass (stats.ci_prob, 0.89:
-    # the 11% and 89% quantiles); ess_tail here keeps its meaning of Vehtari et al. (2021) and of
-    # earlier releases, the 5% and 95% quantiles (tests/methods/rasch/test_posterior_files.py).
-    with az.rc_context({"stats.ci_prob": TAIL_ESS_PROB}):
-        table = az.summary(idata, var_names=[*SUMMARY_VARIABLES, *sorted(extras)],
-                           ci_prob=hdi_prob, ci_kind="hdi", kind="all", round_to="none")
-    low, high = (column for column in table.columns if column.startswith("hdi"))
-    summary = pl.DataFrame(
-        {
-            "parameter": [str(name) for name in table.index],
-            "mean": table["mean"].to_numpy(dtype=float),
-            "sd": table["sd"].to_numpy(dtype=float),
-            "hdi_low": table[low].to_numpy(dtype=float),
-            "hdi_high": table[high].to_numpy(dtype=float),
-            "r_hat": table["r_hat"].to_numpy(dtype=float),
-            "ess_bulk": table["ess_bulk"].to_numpy(dtype=float),
-            "ess_tail": table["ess_tail"].to_numpy(dtype=float),
-        }
-    )
-    return validate(summary, SummarySchema, "posterior summary").select(SUMMARY_COLUMNS)
-
-
 def judged_outcomes(fit: FitConfig) -> int:
     """The outcomes whose contrasts a run with this config fits and the CI verdict judges:
     fit.outcome, and fit.second_outcome or the hurdle's abstention step (analyse.fit_stage fits
@@ -316,8 +274,7 @@ def fit_rasch(
         idata = sample(model, fit)
         summary = summarise(idata, fit.hdi_prob)
     else:
-        idata, summary = fit_cut(model, fit, rates, None if default_sampler else sample,
-                                 summarise)
+        idata, summary = fit_cut(model, fit, rates, None if default_sampler else sample)
     posterior = posterior_draws(idata)
     contrasts = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob,
                                  fit.familywise_alpha, outcomes=judged_outcomes(fit))
