@@ -36,8 +36,8 @@ def summarised_variables(idata: DataTree) -> list[str]:
 
 def convergence(idata: DataTree) -> pl.DataFrame:
     """R-hat, bulk and tail ESS per summarised parameter: az.summary's diagnostics without its
-    Monte Carlo standard errors, which no table here keeps and which took about a third of the
-    summary's time in the planner's simulated fits. ArviZ 1 takes the tail ESS's quantiles from
+    Monte Carlo standard errors, which no table here keeps (a sixth of the summaries' time in
+    the planner's simulated audits, profiled; the summaries took half of it). ArviZ 1 takes the tail ESS's quantiles from
     the interval mass it is given (by default stats.ci_prob, 0.89: the 11% and 89% quantiles);
     TAIL_ESS_PROB keeps the meaning of Vehtari et al. (2021) and of earlier releases, the 5% and
     95% quantiles (tests/methods/rasch/test_posterior_files.py)."""
