@@ -104,8 +104,8 @@ class ConditionedRate:
 
 
 # Every rate below is a function of the two gold Betas alone, and each costs Beta functions on
-# GRID's 100,001 points (about 0.1 s a fit of the default design: a fifth of each simulated fit of
-# `audit.plan`, which asks for the same one judge's pairs thousands of times). 16 pairs of 0.8 MB.
+# GRID's 100,001 points: a quarter of each simulated audit of `audit.plan` (profiled, about 1.2 s
+# of 4.8), which asks for the same one judge's pairs thousands of times. 16 pairs of 0.8 MB.
 @lru_cache(maxsize=16)
 def conditioned_rate(this: Beta, other: Beta) -> ConditionedRate:
     """The conditioned marginal of the rate with gold Beta ``this``, computed once a pair."""
