@@ -48,7 +48,7 @@ from audit.methods.rasch.irt.judge_error import (
     SPECIFICITY,
     CellRates,
 )
-from audit.methods.rasch.irt.summary import convergence, summarise
+from audit.methods.rasch.irt.summary import DIAGNOSTIC_COLUMNS, convergence, summarise
 
 logger = logging.getLogger(__name__)
 
@@ -176,14 +176,13 @@ def cut_diagnostics(summary: pl.DataFrame, imputation_summaries: list[pl.DataFra
 
     The fixed rates have no R-hat or ESS (they do not move within an imputation): null there.
     """
-    stacked = pl.concat([part.select("parameter", "r_hat", "ess_bulk", "ess_tail")
+    stacked = pl.concat([part.select("parameter", *DIAGNOSTIC_COLUMNS)
                          for part in imputation_summaries])
     within = stacked.group_by("parameter").agg(
         pl.col("r_hat").max(), pl.col("ess_bulk").sum(), pl.col("ess_tail").sum())
     fixed = pl.col("parameter").str.starts_with(SENSITIVITY) | pl.col("parameter").str.starts_with(
         SPECIFICITY)
-    joined = summary.drop("r_hat", "ess_bulk", "ess_tail").join(within, on="parameter",
-                                                                how="left")
+    joined = summary.drop(DIAGNOSTIC_COLUMNS).join(within, on="parameter", how="left")
     return joined.with_columns(
         [pl.when(fixed).then(None).otherwise(pl.col(column)).cast(pl.Float64).alias(column)
-         for column in ("r_hat", "ess_bulk", "ess_tail")]).select(summary.columns)
+         for column in DIAGNOSTIC_COLUMNS]).select(summary.columns)

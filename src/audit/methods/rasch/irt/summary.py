@@ -20,9 +20,10 @@ TAIL_ESS_PROB = 0.95
 SUMMARY_VARIABLES: tuple[str, ...] = ("theta", "b")
 EXTRA_SUMMARY_PREFIXES: tuple[str, ...] = ("a", "model_effect", "real_effect", "effect_", "sigma_",
                                            "dif_", "judge_", "theta_abstain", "b_abstain")
-SUMMARY_COLUMNS: tuple[str, ...] = (
-    "parameter", "mean", "sd", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail",
-)
+# The convergence diagnostics' columns: the judge cut takes them from its imputations.
+DIAGNOSTIC_COLUMNS: tuple[str, ...] = ("r_hat", "ess_bulk", "ess_tail")
+SUMMARY_COLUMNS: tuple[str, ...] = ("parameter", "mean", "sd", "hdi_low", "hdi_high",
+                                    *DIAGNOSTIC_COLUMNS)
 
 
 def summarised_variables(idata: DataTree) -> list[str]:
@@ -37,10 +38,10 @@ def summarised_variables(idata: DataTree) -> list[str]:
 def convergence(idata: DataTree) -> pl.DataFrame:
     """R-hat, bulk and tail ESS per summarised parameter: az.summary's diagnostics without its
     Monte Carlo standard errors, which no table here keeps (a sixth of the summaries' time in
-    the planner's simulated audits, profiled; the summaries took half of it). ArviZ 1 takes the tail ESS's quantiles from
-    the interval mass it is given (by default stats.ci_prob, 0.89: the 11% and 89% quantiles);
-    TAIL_ESS_PROB keeps the meaning of Vehtari et al. (2021) and of earlier releases, the 5% and
-    95% quantiles (tests/methods/rasch/test_posterior_files.py)."""
+    the planner's simulated audits, profiled; the summaries took half of it). ArviZ 1 takes the
+    tail ESS's quantiles from the interval mass it is given (by default stats.ci_prob, 0.89:
+    the 11% and 89% quantiles); TAIL_ESS_PROB keeps the meaning of Vehtari et al. (2021) and of
+    earlier releases, the 5% and 95% quantiles (tests/methods/rasch/test_posterior_files.py)."""
     draws = idata["posterior"].to_dataset()[summarised_variables(idata)]
     parts = [az.ess(draws, method="bulk").expand_dims(summary=["ess_bulk"]),
              az.ess(draws, method="tail", prob=TAIL_ESS_PROB).expand_dims(summary=["ess_tail"]),
@@ -48,7 +49,7 @@ def convergence(idata: DataTree) -> pl.DataFrame:
     table = az.dataset_to_dataframe(xr.concat(parts, dim="summary"), sample_dims=["summary"]).T
     return pl.DataFrame({"parameter": [str(name) for name in table.index],
                          **{column: table[column].to_numpy(dtype=float)
-                            for column in ("r_hat", "ess_bulk", "ess_tail")}})
+                            for column in DIAGNOSTIC_COLUMNS}})
 
 
 def summarise(idata: DataTree, hdi_prob: float, diagnostics: bool = True) -> pl.DataFrame:
@@ -69,5 +70,5 @@ def summarise(idata: DataTree, hdi_prob: float, diagnostics: bool = True) -> pl.
                                maintain_order="left")
     else:
         summary = summary.with_columns(pl.lit(None, pl.Float64).alias(column)
-                                       for column in ("r_hat", "ess_bulk", "ess_tail"))
+                                       for column in DIAGNOSTIC_COLUMNS)
     return validate(summary, SummarySchema, "posterior summary").select(SUMMARY_COLUMNS)
