@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -188,6 +189,35 @@ def test_the_plan_reports_each_simulation_and_closes_an_option_that_stops_early(
     one, two = "x1 personas, 1 replicate", "x1 personas, 2 replicates"
     assert heard == [(one, 1, 50), (one, 2, 50), (one, 2, 2),
                      (two, 1, 50), (two, 2, 50), (two, 2, 2)]
+
+
+def test_each_options_log_line_times_its_own_fits(monkeypatch, caplog):
+    """A caller that plans many options passes one sampler (benchmarks/calibration_plan.py), so
+    its seconds run on across options: option two's line must average option two's fits. Here
+    each option's first fit takes 100 s (a compile) and the rest 10 s and 1 s; the bug this
+    catches, averaging every fit after the sampler's first, logged option two at 24.4 s."""
+    import audit.methods.rasch.power as power
+    from audit.methods.rasch.simulation import CompiledSampler
+
+    sampler = CompiledSampler()
+    per_fit = iter([100.0, 10.0, 10.0, 100.0, 1.0, 1.0])
+
+    def timed_fit(prompts, components, effects, fit, sampler, rng, planted, rule,
+                  seconds_per_prompt):
+        sampler.seconds.append(next(per_fit))
+        return pl.DataFrame({"model_name": ["m1"], "attribute": ["race"], "mean": [0.0],
+                             "decision": ["undecided"], "width": [1.0], "truth": [0.0],
+                             "planted": [True], "ci_fails": [False],
+                             "prompts_asked": [prompts.height]})
+
+    monkeypatch.setattr(power, "one_simulation", timed_fit)
+    plan = PlanConfig(gap=0.0, replicates=[1, 2], min_simulations=3, simulations=3)
+    with caplog.at_level("INFO", logger=power.logger.name):
+        simulate_power(prompts_table(), plan, FitConfig(attributes=["race"]),
+                       config_components(plan), sampler=sampler)
+    sampling = [float(match) for match in
+                re.findall(r"sampling ([0-9.]+) s a fit", caplog.text)]
+    assert sampling == [10.0, 1.0], caplog.text
 
 
 class PlantedPosterior:

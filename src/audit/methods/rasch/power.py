@@ -185,6 +185,8 @@ def simulate_option(prompts: pl.DataFrame, components: tuple[VarianceComponents,
     from ``components[k]`` (cycling when there are fewer). ``progress(done, most)`` after each
     simulation, and once more with most = done when the option stops."""
     runs, seconds = [], []
+    # The sampler serves every option of a plan: this option's fits are those after this index.
+    first_fit = len(sampler.seconds)
     while len(runs) < plan.simulations:
         drawn_from = components[len(runs) % len(components)]
         started = time.perf_counter()
@@ -202,11 +204,13 @@ def simulate_option(prompts: pl.DataFrame, components: tuple[VarianceComponents,
     if progress is not None:
         progress(len(runs), len(runs))
     # The sampler's own seconds are the sampling alone; a simulated audit also builds its model,
-    # summarises its posterior and reads its contrasts.
+    # summarises its posterior and reads its contrasts. The first of each is left out: it may
+    # compile (an option with more replicates has other shapes).
+    sampling = sampler.seconds[first_fit:]
     logger.info("plan: %d simulations, %.2f s a simulated audit after the first (sampling "
                 "%.2f s a fit)", len(runs),
                 float(np.mean(seconds[1:])) if len(seconds) > 1 else math.nan,
-                float(np.mean(sampler.seconds[1:])) if len(sampler.seconds) > 1 else math.nan)
+                float(np.mean(sampling[1:])) if len(sampling) > 1 else math.nan)
     return pl.concat(runs)
 
 
