@@ -49,6 +49,15 @@ def prompts_table(personas_per_level: int = 3, null_count: int = 2, items: int =
     return pl.DataFrame(rows, schema_overrides={"race": pl.String})
 
 
+def one_contrast(prompts: pl.DataFrame, width: float = 1.0) -> pl.DataFrame:
+    """What power.one_simulation returns, for a stand-in fit: one planted race contrast of this
+    HDI width, no true gap, not failed by CI, the whole design asked."""
+    return pl.DataFrame({"model_name": ["m1"], "attribute": ["race"], "mean": [0.0],
+                         "decision": ["undecided"], "width": [width], "truth": [0.0],
+                         "planted": [True], "ci_fails": [False],
+                         "prompts_asked": [prompts.height]})
+
+
 def test_percentage_points_are_split_around_the_base_rate():
     assert gap_in_logits(10, "pp", 0.5) == pytest.approx(math.log(0.55 / 0.45) * 2)
     # Near the floor the same 10 points are a much larger log odds ratio (5% against 15%).
@@ -150,10 +159,7 @@ def test_each_simulated_audit_draws_from_its_own_set_of_components(monkeypatch):
     def width_is_text_variance(prompts, components, effects, fit, sampler, rng, planted, rule,
                                seconds_per_prompt):
         given.append(components.text_sd)
-        return pl.DataFrame({"model_name": ["m1"], "attribute": ["race"], "mean": [0.0],
-                             "decision": ["undecided"], "width": [components.text_sd ** 2],
-                             "truth": [0.0], "planted": [True], "ci_fails": [False],
-                             "prompts_asked": [prompts.height]})
+        return one_contrast(prompts, width=components.text_sd ** 2)
 
     monkeypatch.setattr(power, "one_simulation", width_is_text_variance)
     draws = [dataclasses.replace(config_components(PlanConfig()), text_sd=sd)
@@ -174,10 +180,7 @@ def test_the_plan_reports_each_simulation_and_closes_an_option_that_stops_early(
 
     def no_gap(prompts, components, effects, fit, sampler, rng, planted, rule,
                seconds_per_prompt):
-        return pl.DataFrame({"model_name": ["m1"], "attribute": ["race"], "mean": [0.0],
-                             "decision": ["undecided"], "width": [1.0], "truth": [0.0],
-                             "planted": [True], "ci_fails": [False],
-                             "prompts_asked": [prompts.height]})
+        return one_contrast(prompts)
 
     monkeypatch.setattr(power, "one_simulation", no_gap)
     heard: list[tuple[str, int, int]] = []
@@ -205,10 +208,7 @@ def test_each_options_log_line_times_its_own_fits(monkeypatch, caplog):
     def timed_fit(prompts, components, effects, fit, sampler, rng, planted, rule,
                   seconds_per_prompt):
         sampler.seconds.append(next(per_fit))
-        return pl.DataFrame({"model_name": ["m1"], "attribute": ["race"], "mean": [0.0],
-                             "decision": ["undecided"], "width": [1.0], "truth": [0.0],
-                             "planted": [True], "ci_fails": [False],
-                             "prompts_asked": [prompts.height]})
+        return one_contrast(prompts)
 
     monkeypatch.setattr(power, "one_simulation", timed_fit)
     plan = PlanConfig(gap=0.0, replicates=[1, 2], min_simulations=3, simulations=3)
