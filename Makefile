@@ -54,18 +54,14 @@ browser:
 
 # pytest exits 5 when it collects no test; that is not a failure of the suite. -n auto: one
 # worker per CPU, each pinned to its CPU (tests/conftest.py), whole files per worker, handed out
-# in the order tests/conftest.py sorts them (files with slow tests first).
-# --no-loadscope-reorder: without it pytest-xdist (3.5 and newer) hands out the files with the
-# most tests first and conftest's order is lost, so the one-test, nine-minute plan-from-run file
-# ran last (2026-11-30). Replayed from that run's own test times on 2 workers: 39.9 min with
-# xdist's order, 39.0 with conftest's, 38.7 at best; the tests summed to 77.4 min.
+# in the order tests/conftest.py sorts them (files with slow tests first; pyproject's addopts).
 test: setup-test browser
-	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder --durations=30; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+	$(PY) -m pytest -n auto --dist loadfile --durations=30; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
 
 # The fast tests (no `slow` marker) in another venv and interpreter: CI runs them on the second
 # supported Python (`make test-fast PYTHON=python3.13 VENV=.venv313`).
 test-fast: setup-test
-	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder -m "not slow"; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+	$(PY) -m pytest -n auto --dist loadfile -m "not slow"; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
 
 # The documentation site, built strictly (broken links and anchors fail) into site/.
 docs: setup-test

@@ -56,7 +56,7 @@ def pytest_collection_modifyitems(config, items):
     """Files with slow tests first, each file's own order kept: with the suite spread over
     workers file by file, the long files start at once and the short ones fill in at the end,
     rather than one worker starting a four-minute file while the other has finished. pytest-xdist
-    keeps this order only with --no-loadscope-reorder (the Makefile passes it); otherwise it
+    keeps this order only with --no-loadscope-reorder (pyproject's addopts); otherwise it
     hands out the files with the most tests first."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_files)
