@@ -289,7 +289,8 @@ class CompiledSampler:
             compiled = self.compiled[key].with_data(**values)
         idata = sample_compiled(compiled, model, draws=fit.draws, tune=fit.tune,
                                 chains=fit.chains, cores=fit.cores,
-                                target_accept=fit.target_accept, seed=fit.seed)
+                                target_accept=fit.target_accept, seed=fit.seed,
+                                save_warmup=False)  # a simulated fit's posterior is not kept
         self.seconds.append(time.perf_counter() - started)
         return idata
 

@@ -91,7 +91,7 @@ def sample_cut(model: pm.Model, fit: FitConfig, rates: CellRates, sample=None
             idata = sample_compiled(compiled.with_data(**values), model, draws=settings.draws,
                                     tune=settings.tune, chains=settings.chains,
                                     cores=settings.cores, target_accept=settings.target_accept,
-                                    seed=settings.seed)
+                                    seed=settings.seed, save_warmup=False)
         else:
             with model:
                 pm.set_data(values)

@@ -1,0 +1,53 @@
+"""The posterior summary's rows: each label carries its own parameter's statistics.
+
+The summary stacks every variable's draws into one array before ArviZ's array functions run
+(irt/summary.py, for speed), so a label list and a value order that disagree would put one
+parameter's mean, interval or R-hat on another's row without any error. Release 0.1's summary
+(test_posterior_files.py) has one-dimensional variables only; a two-dimensional one is where
+an order can go wrong (model x item: DIF, the judge's rates per path)."""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+
+from audit.methods.rasch.irt import summarise
+
+MODELS, ITEMS = ["m0", "m1"], ["i0", "i1", "i2"]
+UNMIXED = ("m1", "i0")  # its two chains sit apart: the only R-hat far from 1
+
+
+def posterior() -> az.InferenceData:
+    generator = np.random.default_rng(7)
+    chains, draws = 2, 400
+    dif = generator.normal(0.0, 0.1, size=(chains, draws, len(MODELS), len(ITEMS)))
+    for m, model in enumerate(MODELS):
+        for i, item in enumerate(ITEMS):
+            dif[:, :, m, i] += 10 * m + i  # every element its own centre
+    stuck = (MODELS.index(UNMIXED[0]), ITEMS.index(UNMIXED[1]))
+    dif[1, :, stuck[0], stuck[1]] += 3.0
+    theta = generator.normal(0.0, 0.1, size=(chains, draws, 2)) + np.array([-5.0, 5.0])
+    b = generator.normal(0.0, 0.1, size=(chains, draws, 1))
+    return az.from_dict({"posterior": {"theta": theta, "b": b, "dif_model_item": dif}},
+                        dims={"theta": ["respondent"], "b": ["item_only"],
+                              "dif_model_item": ["model", "item"]},
+                        coords={"respondent": ["p0", "p1"], "item_only": ["q0"],
+                                "model": MODELS, "item": ITEMS})
+
+
+def test_each_row_carries_its_own_parameters_statistics():
+    """Fails when the stacked values run in another order than the labels (the 2-D variable
+    flattened item-major, or dims transposed): a row's mean would then be another element's
+    centre, and the unmixed element's R-hat would sit on another row."""
+    rows = {row["parameter"]: row for row in summarise(posterior(), hdi_prob=0.9)
+            .iter_rows(named=True)}
+    assert abs(rows["theta[p0]"]["mean"] + 5) < 0.05 and abs(rows["theta[p1]"]["mean"] - 5) < 0.05
+    for m, model in enumerate(MODELS):
+        for i, item in enumerate(ITEMS):
+            row = rows[f"dif_model_item[{model}, {item}]"]
+            shift = 1.5 if (model, item) == UNMIXED else 0.0  # half the stuck chain's offset
+            assert abs(row["mean"] - (10 * m + i + shift)) < 0.05, (model, item, row)
+            assert row["hdi_low"] < row["mean"] < row["hdi_high"]
+            assert (row["r_hat"] > 1.5) == ((model, item) == UNMIXED), (model, item, row)
+    assert all(row["ess_bulk"] > 100 for name, row in rows.items()
+               if name != f"dif_model_item[{UNMIXED[0]}, {UNMIXED[1]}]")
