@@ -63,16 +63,17 @@ def convergence(idata: DataTree) -> pl.DataFrame:
     quantiles from the interval mass it is given (by default stats.ci_prob, 0.89: the 11% and 89%
     quantiles); TAIL_ESS_PROB keeps the meaning of Vehtari et al. (2021) and of earlier releases,
     the 5% and 95% quantiles (tests/methods/rasch/test_posterior_files.py)."""
-    return _diagnostics(*stacked_draws(idata))
+    labels, draws = stacked_draws(idata)
+    return pl.DataFrame({"parameter": labels, **_diagnostic_columns(draws)})
 
 
-def _diagnostics(labels: list[str], draws: np.ndarray) -> pl.DataFrame:
+def _diagnostic_columns(draws: np.ndarray) -> dict[str, np.ndarray]:
+    """R-hat and ESS of each parameter of a (chain, draw, parameter) array, in its order."""
     axes = dict(chain_axis=0, draw_axis=1)
-    return pl.DataFrame({"parameter": labels,
-                         "r_hat": np.asarray(az.rhat(draws, **axes), dtype=float),
-                         "ess_bulk": np.asarray(az.ess(draws, method="bulk", **axes), dtype=float),
-                         "ess_tail": np.asarray(az.ess(draws, method="tail", prob=TAIL_ESS_PROB,
-                                                       **axes), dtype=float)})
+    return {"r_hat": np.asarray(az.rhat(draws, **axes), dtype=float),
+            "ess_bulk": np.asarray(az.ess(draws, method="bulk", **axes), dtype=float),
+            "ess_tail": np.asarray(az.ess(draws, method="tail", prob=TAIL_ESS_PROB, **axes),
+                                   dtype=float)}
 
 
 def summarise(idata: DataTree, hdi_prob: float, diagnostics: bool = True) -> pl.DataFrame:
@@ -83,13 +84,12 @@ def summarise(idata: DataTree, hdi_prob: float, diagnostics: bool = True) -> pl.
     labels, draws = stacked_draws(idata)
     pooled = draws.reshape(-1, draws.shape[-1])  # az.summary's "stats": over chains and draws
     interval = np.asarray(az.hdi(pooled, prob=hdi_prob, axis=0), dtype=float)
+    # The diagnostics come from the same array, parameter by parameter: no join by label.
     summary = pl.DataFrame({"parameter": labels, "mean": pooled.mean(axis=0),
                             "sd": pooled.std(axis=0, ddof=1),
-                            "hdi_low": interval[:, 0], "hdi_high": interval[:, 1]})
-    if diagnostics:
-        summary = summary.join(_diagnostics(labels, draws), on="parameter", how="left",
-                               maintain_order="left")
-    else:
+                            "hdi_low": interval[:, 0], "hdi_high": interval[:, 1],
+                            **(_diagnostic_columns(draws) if diagnostics else {})})
+    if not diagnostics:
         summary = summary.with_columns(pl.lit(None, pl.Float64).alias(column)
                                        for column in DIAGNOSTIC_COLUMNS)
     return validate(summary, SummarySchema, "posterior summary").select(SUMMARY_COLUMNS)
