@@ -30,7 +30,7 @@ from audit.methods.rasch.power import (
     resized_design,
     simulate_power,
 )
-from audit.methods.rasch.simulation import default_shaped_prompts
+from audit.methods.rasch.simulation import default_shaped_prompts, true_gap
 from prior_samplers import prior_sampler
 
 RACES = ("A", "B")
@@ -121,6 +121,33 @@ def test_power_counts_what_the_ci_verdict_fails_not_the_reported_hdi():
     assert ci_failures(contrasts) == {("m", "race", "A", "B"): True,
                                       ("m", "race", "A", "C"): False,
                                       ("m", "race", "B", "C"): False}
+
+
+def test_power_counts_a_failure_only_with_the_planted_sign(monkeypatch):
+    """Simulated audits of a planted gap of +1 whose planted contrast fails CI in turn with the
+    right sign, with the wrong one, and not at all: power is 1 in 3, not 2 in 3. A wrong-sign
+    failure claims the opposite gap; a plan counting it as power (as before) overstated the
+    design's power by the rate of type-S errors, and bench_calibration counts with the sign.
+    At a planted gap of 0 every failure counts (a false-alarm rate has no sign to get right)."""
+    import audit.methods.rasch.power as power
+
+    calls = iter([(0.8, True), (-0.9, True), (0.1, False)] * 2)
+
+    def alternating(prompts, components, effects, fit, sampler, rng, planted, rule,
+                    seconds_per_prompt):
+        mean, failed = next(calls)
+        truth = true_gap(effects, *planted)
+        return one_contrast(prompts).with_columns(
+            mean=pl.lit(mean), truth=pl.lit(truth), ci_fails=pl.lit(failed),
+            decision=pl.lit("different" if failed else "undecided"))
+
+    monkeypatch.setattr(power, "one_simulation", alternating)
+    for gap, expected in ((1.0, 1 / 3), (0.0, 2 / 3)):
+        plan = PlanConfig(gap=gap, replicates=[1], min_simulations=3, simulations=3)
+        row = simulate_power(prompts_table(), plan, FitConfig(attributes=["race"]),
+                             config_components(plan)).row(0, named=True)
+        assert row["p_ci_fails"] == pytest.approx(expected), gap
+        assert row["p_different"] == pytest.approx(expected), gap
 
 
 def test_config_components_carry_the_judge_and_the_plan_figures():

@@ -9,9 +9,12 @@ verdict's own rule (``methods/rasch/verdict.py judge_rasch``, with its default r
 multiplicity control it applies). Per design option and model:
 
 * ``hdi_width`` per attribute: the expected width of its headline contrasts' HDIs;
-* ``p_different``: how often the planted contrast is decided ``different``;
-* ``p_ci_fails``: how often the CI verdict fails on the planted contrast: the power of the
-  decision a user's pipeline acts on, with its 95% Monte Carlo half-width ``p_ci_fails_hw``;
+* ``p_different``: how often the planted contrast is decided ``different`` with the planted
+  sign;
+* ``p_ci_fails``: how often the CI verdict fails on the planted contrast with the planted sign:
+  the power of the decision a user's pipeline acts on, with its 95% Monte Carlo half-width
+  ``p_ci_fails_hw``. A failure with the wrong sign is an error, not power (at a planted gap of
+  0 there is no sign to get right, and every failure counts: a false-alarm rate);
 * ``p_false_fail``: how often any contrast with no planted gap fails the CI verdict.
 
 How many simulations: until the half-width of ``p_ci_fails`` is at most ``plan.precision``
@@ -58,6 +61,11 @@ POWER_COLUMNS = (
     "hdi_width", "hdi_width_se", "gap_logit", "gap_mean", "p_different", "p_ci_fails",
     "p_ci_fails_hw", "p_false_fail", "prompts_asked",
 )
+
+# Power counts a `different` or a CI failure on the planted contrast only with the true gap's
+# sign: a claim of the opposite gap is the worst an audit can make, not evidence that the design
+# detects the gap. At a true gap of 0 there is no sign to get right and every failure counts.
+RIGHT_SIGN = (pl.col("truth") == 0) | (pl.col("mean") * pl.col("truth") > 0)
 
 
 def logit(p: float) -> float:
@@ -198,7 +206,7 @@ def simulate_option(prompts: pl.DataFrame, components: tuple[VarianceComponents,
             progress(len(runs), plan.simulations)
         if len(runs) >= plan.min_simulations:
             power = pl.concat(runs).filter("planted").group_by("model_name").agg(
-                pl.col("ci_fails").mean().alias("p"))
+                (pl.col("ci_fails") & RIGHT_SIGN).mean().alias("p"))
             if all(half_width(p, len(runs)) <= plan.precision for p in power.get_column("p")):
                 break
     if progress is not None:
@@ -231,8 +239,9 @@ def summarise_option(runs: pl.DataFrame, multiple: int, replicates: int, respond
         hdi_width_se=pl.col("width").std() / math.sqrt(n))
     planted = runs.filter("planted").group_by("model_name", "attribute").agg(
         gap_mean=pl.col("mean").mean() * sign,
-        p_different=(pl.col("decision") == "different").cast(pl.Float64).mean(),
-        p_ci_fails=pl.col("ci_fails").cast(pl.Float64).mean())
+        p_different=((pl.col("decision") == "different") & RIGHT_SIGN)
+        .cast(pl.Float64).mean(),
+        p_ci_fails=(pl.col("ci_fails") & RIGHT_SIGN).cast(pl.Float64).mean())
     table = (widths.join(planted, on=["model_name", "attribute"], how="left")
              .join(false_fail, on="model_name", how="left")
              .with_columns(persona_multiple=pl.lit(multiple), replicates=pl.lit(replicates),
