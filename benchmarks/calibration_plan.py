@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 
 import numpy as np
 import polars as pl
-from bench_shared import ATTRIBUTES, PLANNED_GAP, PLANTED, effects_of
+from bench_shared import ATTRIBUTES, PLANNED_GAP, PLANTED, Z_95, effects_of
 
 from audit.methods.rasch.config import FitConfig, PlanConfig
 from audit.methods.rasch.irt import fit_rasch
@@ -22,10 +23,14 @@ from audit.methods.rasch.simulation import CompiledSampler, simulate_outcomes
 
 
 def plan_widths(prompts: pl.DataFrame, fit: FitConfig, text_sds, pilots: int, simulations: int,
-                realised: pl.DataFrame, rng: np.random.Generator) -> list[dict[str, float]]:
+                realised: pl.DataFrame, rng: np.random.Generator, power_text_sd: float = math.nan,
+                power_gaps: tuple[float, ...] = ()
+                ) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
     """Per text sd and pilot: the width a plan from that pilot predicts against the realised
-    mean width of the text sd's audits at the planned gap."""
-    results = []
+    mean width of the text sd's audits at the planned gap. At ``power_text_sd`` each pilot also
+    plans each of ``power_gaps``: the second list holds those plans' power (p_ci_fails), which
+    plan_power_errors compares with the audits simulated there."""
+    widths, powers = [], []
     sampler = CompiledSampler(engine=fit.engine)  # one compile for every pilot and plan
     for text_sd in text_sds:
         truth = config_components(PlanConfig(text_sd=text_sd))
@@ -38,21 +43,54 @@ def plan_widths(prompts: pl.DataFrame, fit: FitConfig, text_sds, pilots: int, si
             means = posterior_components(posterior, prompts, tuple(ATTRIBUTES), truth)
             draws = posterior_component_draws(posterior, prompts, tuple(ATTRIBUTES), truth,
                                               simulations, int(rng.integers(2**31)))
-            plan = PlanConfig(attribute="race", levels=[PLANTED[1], PLANTED[2]],
-                              gap=PLANNED_GAP,
-                              replicates=[int(prompts.get_column("replicate").max()) + 1],
-                              min_simulations=simulations, simulations=simulations,
-                              draws=fit.draws, tune=fit.tune, chains=fit.chains,
-                              seed=int(rng.integers(2**31)))
-            table = simulate_power(prompts, plan, fit, draws, sampler)
-            predicted = table.filter(pl.col("attribute") == "race").row(0, named=True)
+
+            def plan_at(gap: float) -> dict[str, float]:
+                plan = PlanConfig(attribute="race", levels=[PLANTED[1], PLANTED[2]], gap=gap,
+                                  replicates=[int(prompts.get_column("replicate").max()) + 1],
+                                  min_simulations=simulations, simulations=simulations,
+                                  draws=fit.draws, tune=fit.tune, chains=fit.chains,
+                                  seed=int(rng.integers(2**31)))
+                table = simulate_power(prompts, plan, fit, draws, sampler)
+                return table.filter(pl.col("attribute") == "race").row(0, named=True)
+
+            predicted = plan_at(PLANNED_GAP)
             # The plan's race row averages the six race contrasts' widths, as race_width does.
-            results.append({"text_sd": text_sd, "pilot": pilot_index,
-                            "pilot_text_sd": means.text_sd, "pilot_item_sd": means.item_sd,
-                            "pilot_null_sd": means.null_sd, "predicted": predicted["hdi_width"],
-                            "realised": float(real.get_column("race_width").mean())})
+            widths.append({"text_sd": text_sd, "pilot": pilot_index,
+                           "pilot_text_sd": means.text_sd, "pilot_item_sd": means.item_sd,
+                           "pilot_null_sd": means.null_sd, "predicted": predicted["hdi_width"],
+                           "realised": float(real.get_column("race_width").mean())})
+            if text_sd == power_text_sd:
+                for gap in power_gaps:
+                    planned = plan_at(gap)
+                    powers.append({"gap": gap, "pilot": pilot_index,
+                                   "predicted": planned["p_ci_fails"],
+                                   "simulations": planned["simulations"]})
             logging.info("plan at text sd %.1f, pilot %d done", text_sd, pilot_index)
-    return results
+    return widths, powers
+
+
+def plan_power_errors(powers: list[dict[str, float]], realised: pl.DataFrame) -> pl.DataFrame:
+    """Per planned gap: the pilots' plans' mean power against the CI failures (with the planted
+    sign) of the audits simulated at that gap and text sd (``realised``: theirs alone), and the
+    95% half-width of the difference. The plans' part of it is the sd of the pilots' powers over
+    the square root of their number (which holds both each plan's Monte Carlo noise and what
+    one pilot cannot pin down), floored at the binomial error of all their simulations; the
+    audits' part is binomial. Both normal approximations: with 5 pilots, a rough interval."""
+    rows = []
+    for gap, plans in pl.DataFrame(powers).group_by("gap", maintain_order=True):
+        audits = realised.filter(pl.col("gap") == gap[0])
+        n_plan, n_real = int(plans["simulations"].sum()), audits.height
+        if not n_real:
+            continue
+        predicted, real = float(plans["predicted"].mean()), float(audits["ci_fails"].mean())
+        between = (float(plans["predicted"].std()) / math.sqrt(plans.height)
+                   if plans.height > 1 else 0.0)
+        plan_se = max(between, math.sqrt(max(predicted * (1 - predicted), 1 / n_plan) / n_plan))
+        real_se = math.sqrt(max(real * (1 - real), 1 / n_real) / n_real)
+        rows.append({"gap": gap[0], "pilots": plans.height, "predicted": predicted,
+                     "realised": real, "audits": n_real, "error": predicted - real,
+                     "half_width": Z_95 * math.hypot(plan_se, real_se)})
+    return pl.DataFrame(rows)
 
 
 def plan_errors(plans: list[dict[str, float]]) -> pl.DataFrame:
