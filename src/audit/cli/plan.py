@@ -257,8 +257,9 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
                 f"all {len(models)} models together. " if len(models) > 1 else "")
     console.print(
         f"{texts}{asked}width: the expected {percent(hdi_prob)} HDI width of the attribute's "
-        "contrasts. power: how often python -m audit.verdict fails on the planted gap (± its "
-        "95% Monte Carlo half-width); false: how often it fails on a contrast without a gap. "
+        "contrasts. power: how often python -m audit.verdict fails on the planted gap with its "
+        "sign (± its 95% Monte Carlo half-width); false: how often it fails on a contrast "
+        "without a gap. "
         f"{spent}at each model's median "
         f"latency there (empty while a model has no answers to time). {together}Every column, "
         f"with its Monte Carlo errors: {csv_path}", highlight=False, markup=False)
