@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pymc as pm
 import pytest
 from scipy import stats
@@ -97,3 +98,38 @@ def test_prior_others_plants_the_gap_among_groups_drawn_from_the_level_prior(scr
         (gender, genders[:, 0]), (race[:, pair].mean(axis=1), races[:, pair].mean(axis=1))]
     for drawn, prior in pairs:
         assert stats.ks_2samp(drawn, prior).pvalue > 0.001
+
+
+def test_the_planners_power_is_compared_with_the_audits_at_its_own_gap(script):
+    """Plans at 1 and 3 logits against audits at 0.5, 1 and 3 logits with CI failure rates 0.9,
+    0.0 and 0.4. Bugs caught: a plan compared with every audit at text sd 0.6 (the 3-logit
+    plans would meet a pooled rate of 0.25), a half-width from the plans' simulations alone
+    (pilots at 0.20 and 0.60 disagree more than 40 simulations' binomial error says), and a
+    target that passes when one gap's difference exceeds its half-width, or when no gap was
+    planned."""
+    bench = script("bench_calibration")  # puts benchmarks/ on sys.path for calibration_plan
+    calibration = script("calibration_plan")
+    audits = pl.DataFrame({"gap": [0.5] * 10 + [1.0] * 60 + [3.0] * 60, "text_sd": [0.6] * 130,
+                           "ci_fails": [1.0] * 9 + [0.0] + [0.0] * 60 + [1.0] * 24 + [0.0] * 36})
+    powers = [{"gap": 3.0, "pilot": 0, "predicted": 0.20, "simulations": 20},
+              {"gap": 3.0, "pilot": 1, "predicted": 0.60, "simulations": 20},
+              {"gap": 1.0, "pilot": 0, "predicted": 0.0, "simulations": 20},
+              {"gap": 1.0, "pilot": 1, "predicted": 0.05, "simulations": 20}]
+    errors = calibration.plan_power_errors(powers, audits).sort("gap")
+    assert errors["realised"].to_list() == [0.0, 0.4]
+    assert errors["error"].to_list() == pytest.approx([0.025, 0.0])
+    # The pilots disagree (sd 0.28 over 2): more than 40 simulations' binomial error (0.077).
+    assert errors["half_width"][1] == pytest.approx(
+        1.959964 * math.hypot(0.2, math.sqrt(0.24 / 60)), rel=1e-6)
+    grid = pl.DataFrame({"covered": [1.0], "gap": [0.0], "false_fail": [0.0]})
+    figures, targets = bench.result_figures(grid, audits, 3.0, 0.1, errors)
+    verdict = [line for line in bench.target_lines(figures, targets)
+               if line.startswith("target plan_power_error")]
+    assert figures["plan_power_error"] == pytest.approx(0.025)
+    assert verdict[0].endswith("PASS")
+    off = errors.with_columns(error=pl.when(pl.col("gap") == 1.0).then(0.5)
+                              .otherwise(pl.col("error")))
+    figures, targets = bench.result_figures(grid, audits, 3.0, 0.1, off)
+    assert bench.target_lines(figures, targets)[-1].endswith("FAIL")
+    figures, targets = bench.result_figures(grid, audits, 3.0, 0.1, pl.DataFrame())
+    assert bench.target_lines(figures, targets)[-1].endswith("FAIL")
