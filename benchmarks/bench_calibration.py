@@ -376,8 +376,11 @@ def main(argv: list[str] | None = None) -> int:
         # predicts"; at 1 logit both are near 0, at the power arm's gap near 0.4.
         arm = everything.filter((pl.col("text_sd") == POWER_TEXT_SD) & (pl.col("gap") > 0))
         power_gaps = tuple(sorted({1.0, args.power_gap} & set(arm["gap"].to_list())))
+        # The power plans seed from a stream of their own: the width check's pilots and plans
+        # stay those of a run without them (one --seed, the same width figures).
         plans, powers = plan_widths(prompts, fit, text_sds, args.pilots, args.plan_simulations,
-                                    table, rng, POWER_TEXT_SD, power_gaps)
+                                    table, rng, POWER_TEXT_SD, power_gaps,
+                                    np.random.default_rng([args.seed, 1]))
         errors = plan_errors(plans)
         plan_error = float(errors["mean_abs_error"].max())
         if powers:

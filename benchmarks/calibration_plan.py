@@ -24,12 +24,15 @@ from audit.methods.rasch.simulation import CompiledSampler, simulate_outcomes
 
 def plan_widths(prompts: pl.DataFrame, fit: FitConfig, text_sds, pilots: int, simulations: int,
                 realised: pl.DataFrame, rng: np.random.Generator, power_text_sd: float = math.nan,
-                power_gaps: tuple[float, ...] = ()
+                power_gaps: tuple[float, ...] = (), power_rng: np.random.Generator | None = None
                 ) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
     """Per text sd and pilot: the width a plan from that pilot predicts against the realised
     mean width of the text sd's audits at the planned gap. At ``power_text_sd`` each pilot also
     plans each of ``power_gaps``: the second list holds those plans' power (p_ci_fails), which
-    plan_power_errors compares with the audits simulated there."""
+    plan_power_errors compares with the audits simulated there. The power plans' seeds come
+    from ``power_rng`` (default: ``rng``), so that with a stream of their own the pilots and
+    width plans are the same whatever power gaps are planned."""
+    power_rng = power_rng or rng
     widths, powers = [], []
     sampler = CompiledSampler(engine=fit.engine)  # one compile for every pilot and plan
     for text_sd in text_sds:
@@ -44,16 +47,16 @@ def plan_widths(prompts: pl.DataFrame, fit: FitConfig, text_sds, pilots: int, si
             draws = posterior_component_draws(posterior, prompts, tuple(ATTRIBUTES), truth,
                                               simulations, int(rng.integers(2**31)))
 
-            def plan_at(gap: float) -> dict[str, float]:
+            def plan_at(gap: float, seeds: np.random.Generator) -> dict[str, float]:
                 plan = PlanConfig(attribute="race", levels=[PLANTED[1], PLANTED[2]], gap=gap,
                                   replicates=[int(prompts.get_column("replicate").max()) + 1],
                                   min_simulations=simulations, simulations=simulations,
                                   draws=fit.draws, tune=fit.tune, chains=fit.chains,
-                                  seed=int(rng.integers(2**31)))
+                                  seed=int(seeds.integers(2**31)))
                 table = simulate_power(prompts, plan, fit, draws, sampler)
                 return table.filter(pl.col("attribute") == "race").row(0, named=True)
 
-            predicted = plan_at(PLANNED_GAP)
+            predicted = plan_at(PLANNED_GAP, rng)
             # The plan's race row averages the six race contrasts' widths, as race_width does.
             widths.append({"text_sd": text_sd, "pilot": pilot_index,
                            "pilot_text_sd": means.text_sd, "pilot_item_sd": means.item_sd,
@@ -61,7 +64,7 @@ def plan_widths(prompts: pl.DataFrame, fit: FitConfig, text_sds, pilots: int, si
                            "realised": float(real.get_column("race_width").mean())})
             if text_sd == power_text_sd:
                 for gap in power_gaps:
-                    planned = plan_at(gap)
+                    planned = plan_at(gap, power_rng)
                     powers.append({"gap": gap, "pilot": pilot_index,
                                    "predicted": planned["p_ci_fails"],
                                    "simulations": planned["simulations"]})
