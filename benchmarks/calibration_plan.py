@@ -18,7 +18,7 @@ from audit.methods.rasch.config import FitConfig, PlanConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.irt.rasch import posterior_draws
 from audit.methods.rasch.pilot import posterior_component_draws, posterior_components
-from audit.methods.rasch.power import config_components, simulate_power
+from audit.methods.rasch.power import config_components, half_width, simulate_power
 from audit.methods.rasch.simulation import CompiledSampler, simulate_outcomes
 
 
@@ -86,13 +86,12 @@ def plan_power_errors(powers: list[dict[str, float]], realised: pl.DataFrame) ->
         if not n_real:
             continue
         predicted, real = float(plans["predicted"].mean()), float(audits["ci_fails"].mean())
-        between = (float(plans["predicted"].std()) / math.sqrt(plans.height)
+        between = (Z_95 * float(plans["predicted"].std()) / math.sqrt(plans.height)
                    if plans.height > 1 else 0.0)
-        plan_se = max(between, math.sqrt(max(predicted * (1 - predicted), 1 / n_plan) / n_plan))
-        real_se = math.sqrt(max(real * (1 - real), 1 / n_real) / n_real)
         rows.append({"gap": gap[0], "pilots": plans.height, "predicted": predicted,
                      "realised": real, "audits": n_real, "error": predicted - real,
-                     "half_width": Z_95 * math.hypot(plan_se, real_se)})
+                     "half_width": math.hypot(max(between, half_width(predicted, n_plan)),
+                                              half_width(real, n_real))})
     return pl.DataFrame(rows)
 
 
