@@ -458,6 +458,9 @@ def test_the_printed_plan_fits_80_columns_with_the_power_and_its_error():
     assert "asked" not in fixed and "budget_minutes" not in fixed
     fixed_race = [line.split() for line in fixed.splitlines() if line.split()[2:3] == ["race"]]
     assert fixed_race[0] == ["1", "252", "race", "4.41", "0.31", "±", "0.03", "0.02", "1.4"]
+    three = printed(plan_rows().with_columns(
+        gap_logit=pl.when(pl.col("gap_logit").is_not_null()).then(3.0)), adaptive=False)
+    assert "race gap of 3.00 logits planted" in three  # not "3.00 logit"
     two = printed(plan_rows(models=("qwen_coder_0_5b", "smollm2"), multiples=(1, 2),
                             replicates=(1,)), adaptive=False)
     assert "…" not in two and max(len(line) for line in two.splitlines()) <= 80

@@ -217,8 +217,11 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
     simulations = table.get_column("simulations")
     counts = (f"{simulations.min()}" if simulations.min() == simulations.max()
               else f"{simulations.min()}-{simulations.max()}")
-    gap = (f"{planted['attribute'][0]} gap of {planted['gap_logit'][0]:.2f} logit planted"
-           if planted.height else "no planted gap")
+    gap = "no planted gap"
+    if planted.height:
+        logits = f"{planted['gap_logit'][0]:.2f}"
+        gap = (f"{planted['attribute'][0]} gap of {logits} "
+               f"{'logit' if logits in ('1.00', '-1.00') else 'logits'} planted")
     columns = [*(["texts"] if several_multiples else []), "replicates", "prompts",
                *(["asked"] if adaptive else []), "attribute", "width", "power", "false",
                "minutes"]
