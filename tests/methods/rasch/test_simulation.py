@@ -272,3 +272,39 @@ def test_a_compiled_sampler_refits_when_only_the_labelling_paths_moved():
     theta = [result.idata.posterior["theta"].values for result in fits]
     assert not np.allclose(theta[0], theta[2])  # the paths change the posterior
     np.testing.assert_allclose(theta[1], theta[2])
+
+
+@pytest.mark.slow
+def test_a_simulated_audit_reads_the_same_contrasts_without_r_hat_or_ess(monkeypatch):
+    """The planner's simulated audits skip R-hat and ESS (ArviZ's, a third of a simulated
+    audit's time) and must fit the same posterior without them. Fails if the plan computes
+    them again (the patched ArviZ call below raises), or if skipping them changes what is fitted:
+    a summary or contrasts that differ from the fit with diagnostics (the same seed and
+    compiled model), or the judge cut's pooled rates dropped from the summary."""
+    from audit.methods.rasch import power
+    from audit.methods.rasch.irt import summary
+
+    prompts = default_shaped_prompts(items=6, replicates=2, null_count=3)
+    components = VarianceComponents(item_sd=1.0, text_sd=0.3, null_sd=0.5, sensitivity=0.9,
+                                    specificity=0.9, gold_per_class=30)
+    outcomes = simulate_outcomes(prompts, components, EFFECTS, np.random.default_rng(3))
+    fit = FitConfig(model="explanatory", draws=100, tune=100, chains=1, cores=1, seed=9,
+                    attributes=["gender", "race"], judge_imputations=2)
+    sampler = CompiledSampler()
+    checked = fit_rasch(outcomes, fit, sample=sampler, confusion=components.gold_counts())
+    bare = fit_rasch(outcomes, fit, sample=sampler, confusion=components.gold_counts(),
+                     diagnostics=False)
+    assert checked.diagnostics is not None and bare.diagnostics is None
+    assert bare.summary["r_hat"].null_count() == bare.summary.height
+    assert checked.summary["r_hat"].null_count() < checked.summary.height
+    columns = ["parameter", "mean", "sd", "hdi_low", "hdi_high"]
+    assert bare.summary.select(columns).equals(checked.summary.select(columns))
+    assert bare.contrasts.equals(checked.contrasts)
+
+    def computed(*args, **kwargs):
+        raise AssertionError("a simulated audit computed R-hat and ESS")
+
+    monkeypatch.setattr(summary, "_diagnostic_columns", computed)
+    simulated = power.one_simulation(prompts, components, EFFECTS, fit, sampler,
+                                     np.random.default_rng(4), ("race", "Black", "White"))
+    assert simulated.filter(pl.col("planted")).height == 1

@@ -302,8 +302,8 @@ def answers_from(labels: pl.DataFrame) -> Answer:
 def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule: AdaptiveRule,
                  sample: SampleFunction | None = None, confusion=None,
                  on_round: OnRound | None = None,
-                 answer_seconds: Callable[[pl.DataFrame], float] | None = None
-                 ) -> AdaptiveRun:
+                 answer_seconds: Callable[[pl.DataFrame], float] | None = None,
+                 diagnostics: bool = True) -> AdaptiveRun:
     """Rounds of asking, fitting and choosing until a stop (module docstring).
 
     ``answer`` gets the chosen pool rows and the round number and returns their outcome rows
@@ -311,7 +311,8 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
     be a function, called before each fit: a run labels its gold set in round 0); ``on_round``
     sees each look's trajectory row and fit as it is made; ``answer_seconds`` gets the pool
     rows asked so far and gives the answering time they took (a run reads the store; needed
-    for ``rule.max_answer_seconds``)."""
+    for ``rule.max_answer_seconds``); ``diagnostics`` is fit_rasch's (False: the looks' fits
+    skip R-hat and ESS, which no stopping rule reads)."""
     pool = check_pool(pool)
     if fit_config.model not in CELL_MODELS:
         raise AuditError(f"an adaptive design fits fit.model in {', '.join(CELL_MODELS)}; got "
@@ -350,7 +351,8 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
         alpha = alpha_left(rule, alphas, index) if final else alphas[index]
         look_fit = dataclasses.replace(fit_config, familywise_alpha=alpha)
         fit = fit_rasch(outcomes, look_fit, sample=sample, pool=cells,
-                        confusion=confusion() if callable(confusion) else confusion)
+                        confusion=confusion() if callable(confusion) else confusion,
+                        diagnostics=diagnostics)
         if fit.contrasts.is_empty():  # check_contrastable's levels all among unlabelled answers
             raise AuditError("an adaptive design needs contrasts to decide, and this look's "
                              "labelled answers compare no two levels of fit.attributes (see the "

@@ -140,12 +140,15 @@ def pool_imputations(fits: list[DataTree]) -> DataTree:
     return DataTree.from_dict(groups)
 
 
-def fit_cut(model: pm.Model, fit: FitConfig, rates: CellRates, sample
-            ) -> tuple[DataTree, pl.DataFrame]:
+def fit_cut(model: pm.Model, fit: FitConfig, rates: CellRates, sample,
+            diagnostics: bool = True) -> tuple[DataTree, pl.DataFrame]:
     """The pooled posterior of the imputations and its summary: mean, sd and HDI of the pooled
-    draws, R-hat and ESS from the imputations."""
+    draws, R-hat and ESS from the imputations (null with ``diagnostics=False``)."""
     imputations = sample_cut(model, fit, rates, sample)
     pooled = pool_imputations(imputations)
+    if not diagnostics:
+        summary = summarise(pooled, fit.hdi_prob, diagnostics=False)
+        return pooled, with_gold_rates(summary, rates.rate_summary(fit.hdi_prob))
     with warnings.catch_warnings():
         # The fixed rates are constant within a chain: their R-hat is 0/0 (numpy warns), and
         # cut_diagnostics sets it null anyway.

@@ -152,7 +152,8 @@ class RaschFit:
 
     idata: DataTree
     summary: pl.DataFrame
-    diagnostics: Diagnostics
+    # None: not computed (fit_rasch's diagnostics=False; the summary's R-hat and ESS are null).
+    diagnostics: Diagnostics | None
     # Gaps between persona attribute levels (contrasts.CONTRAST_COLUMNS); empty when the outcome
     # table carries no persona attributes (for example `python -m audit.fit` on a bare table).
     contrasts: pl.DataFrame = field(default_factory=pl.DataFrame)
@@ -214,6 +215,7 @@ def fit_rasch(
     outcomes: pl.DataFrame, fit: FitConfig, sample: SampleFunction | None = None,
     confusion: JudgeCorrection | JudgeConfusion | None = None,
     pool: pl.DataFrame | None = None,
+    diagnostics: bool = True,
 ) -> RaschFit:
     """Fit one of MODELS to a long 0/1 table.
 
@@ -224,6 +226,11 @@ def fit_rasch(
     ``pool``: every respondent x item cell the design can ask, with the outcome table's persona
     columns; cells without answers yet enter with zero trials, so the rounds of an adaptive
     audit share one model shape (and one compiled sampler).
+    ``diagnostics=False``: no R-hat, ESS or divergence count (``RaschFit.diagnostics`` None, the
+    summary's R-hat and ESS null), for callers that read the contrasts alone, such as the
+    planner's simulated audits: ArviZ's R-hat and two ESS of every parameter took 0.13 s an
+    imputation there, about a third of a simulated audit (benchmarks/RESULTS.md, "Planner
+    speed").
     """
     default_sampler = sample is None and sample_with_nutpie is _NUTPIE_SAMPLER
     sample = sample or sample_with_nutpie
@@ -272,16 +279,18 @@ def fit_rasch(
     )
     if rates is None:
         idata = sample(model, fit)
-        summary = summarise(idata, fit.hdi_prob)
+        summary = summarise(idata, fit.hdi_prob, diagnostics=diagnostics)
     else:
-        idata, summary = fit_cut(model, fit, rates, None if default_sampler else sample)
+        idata, summary = fit_cut(model, fit, rates, None if default_sampler else sample,
+                                 diagnostics=diagnostics)
     posterior = posterior_draws(idata)
     contrasts = (level_contrasts(posterior, respondents, fit.rope, fit.hdi_prob,
                                  fit.familywise_alpha, outcomes=judged_outcomes(fit))
                  if respondents is not None and attributes else pl.DataFrame())
     gaps = [item_gaps(posterior, attribute, fit.hdi_prob) for attribute in item_dif
             if fit.model in ATTRIBUTE_MODELS]
-    return RaschFit(idata=idata, summary=summary, diagnostics=diagnose(idata, summary, fit),
+    return RaschFit(idata=idata, summary=summary,
+                    diagnostics=diagnose(idata, summary, fit) if diagnostics else None,
                     contrasts=contrasts, item_gaps=pl.concat(gaps) if gaps else pl.DataFrame(),
                     outcome=fit.outcome, response=fit.response,
                     judge_confusion=None if rates is None else rates.correction)
