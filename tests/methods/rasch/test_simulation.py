@@ -295,6 +295,8 @@ def test_a_simulated_audit_reads_the_same_contrasts_without_r_hat_or_ess(monkeyp
     bare = fit_rasch(outcomes, fit, sample=sampler, confusion=components.gold_counts(),
                      diagnostics=False)
     assert checked.diagnostics is not None and bare.diagnostics is None
+    with pytest.raises(ValueError, match="diagnostics=False"):
+        bare.converged  # noqa: B018 (a property: unknown convergence is not False)
     assert bare.summary["r_hat"].null_count() == bare.summary.height
     assert checked.summary["r_hat"].null_count() < checked.summary.height
     columns = ["parameter", "mean", "sd", "hdi_low", "hdi_high"]

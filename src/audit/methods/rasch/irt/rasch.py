@@ -173,13 +173,20 @@ class RaschFit:
     def all_fits(self) -> tuple[RaschFit, ...]:
         return (self, *self.companions)
 
+    def _diagnosed(self) -> list[tuple[str, Diagnostics]]:
+        unchecked = [fit.outcome for fit in self.all_fits() if fit.diagnostics is None]
+        if unchecked:  # a caller's mistake: say which, not 'NoneType has no attribute'
+            raise ValueError(f"the {', '.join(unchecked)} fit was made with diagnostics=False: "
+                             "it has no R-hat or ESS to judge convergence by")
+        return [(fit.outcome, fit.diagnostics) for fit in self.all_fits()]
+
     @property
     def converged(self) -> bool:
-        return all(fit.diagnostics.converged for fit in self.all_fits())
+        return all(diagnostics.converged for _, diagnostics in self._diagnosed())
 
     def problems(self) -> list[str]:
-        return [f"{fit.outcome}: {problem}" for fit in self.all_fits()
-                for problem in fit.diagnostics.problems()]
+        return [f"{outcome}: {problem}" for outcome, diagnostics in self._diagnosed()
+                for problem in diagnostics.problems()]
 
     def all_contrasts(self) -> pl.DataFrame:
         """Contrasts of every fitted outcome, with the outcome as the first column."""
