@@ -146,15 +146,13 @@ def fit_cut(model: pm.Model, fit: FitConfig, rates: CellRates, sample,
     draws, R-hat and ESS from the imputations (null with ``diagnostics=False``)."""
     imputations = sample_cut(model, fit, rates, sample)
     pooled = pool_imputations(imputations)
-    if not diagnostics:
-        summary = summarise(pooled, fit.hdi_prob, diagnostics=False)
-        return pooled, with_gold_rates(summary, rates.rate_summary(fit.hdi_prob))
-    with warnings.catch_warnings():
-        # The fixed rates are constant within a chain: their R-hat is 0/0 (numpy warns), and
-        # cut_diagnostics sets it null anyway.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        summary = cut_diagnostics(summarise(pooled, fit.hdi_prob, diagnostics=False),
-                                  [convergence(part) for part in imputations])
+    summary = summarise(pooled, fit.hdi_prob, diagnostics=False)
+    if diagnostics:
+        with warnings.catch_warnings():
+            # The fixed rates are constant within a chain: their R-hat is 0/0 (numpy warns),
+            # and cut_diagnostics sets it null anyway.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            summary = cut_diagnostics(summary, [convergence(part) for part in imputations])
     return pooled, with_gold_rates(summary, rates.rate_summary(fit.hdi_prob))
 
 

@@ -173,20 +173,22 @@ class RaschFit:
     def all_fits(self) -> tuple[RaschFit, ...]:
         return (self, *self.companions)
 
-    def _diagnosed(self) -> list[tuple[str, Diagnostics]]:
+    def _diagnosed(self) -> tuple[RaschFit, ...]:
+        """all_fits(), each with its diagnostics; a fit made without them is a caller's
+        mistake, named here rather than as 'NoneType has no attribute'."""
         unchecked = [fit.outcome for fit in self.all_fits() if fit.diagnostics is None]
-        if unchecked:  # a caller's mistake: say which, not 'NoneType has no attribute'
+        if unchecked:
             raise ValueError(f"the {', '.join(unchecked)} fit was made with diagnostics=False: "
                              "it has no R-hat or ESS to judge convergence by")
-        return [(fit.outcome, fit.diagnostics) for fit in self.all_fits()]
+        return self.all_fits()
 
     @property
     def converged(self) -> bool:
-        return all(diagnostics.converged for _, diagnostics in self._diagnosed())
+        return all(fit.diagnostics.converged for fit in self._diagnosed())
 
     def problems(self) -> list[str]:
-        return [f"{outcome}: {problem}" for outcome, diagnostics in self._diagnosed()
-                for problem in diagnostics.problems()]
+        return [f"{fit.outcome}: {problem}" for fit in self._diagnosed()
+                for problem in fit.diagnostics.problems()]
 
     def all_contrasts(self) -> pl.DataFrame:
         """Contrasts of every fitted outcome, with the outcome as the first column."""
