@@ -20,11 +20,11 @@ multiplicity control it applies). Per design option and model:
 How many simulations: until the half-width of ``p_ci_fails`` is at most ``plan.precision``
 (``plan.min_simulations`` first, at most ``plan.simulations``): about 1,070 at a power near 0.5,
 fewer towards 0 or 1. Each fit after the first reuses the compiled model (simulation.py
-CompiledSampler) and none computes R-hat or ESS, which no plan reads: a simulated audit of the
-default design takes about 1.4 s on 2 cores at ``plan.draws`` 300 (the judge cut's 4 samplings
-of about 0.25 s each, nutpie's conversion of their draws, the model built and the contrasts read;
-benchmarks/RESULTS.md, "Planner speed"), so 1,070 simulations take about 25 minutes an
-option.
+CompiledSampler), reads only the posterior and the divergence flags from nutpie's raw trace
+(irt/raw_trace.py) and computes no R-hat or ESS, which no plan reads: a simulated audit of the
+default design takes about 1.2 s on 2 cores at ``plan.draws`` 300 (the judge cut's 4 samplings
+of about 0.2 s each, the model built and the contrasts read; benchmarks/RESULTS.md, "Planner
+speed"), so 1,070 simulations take about 21 minutes an option.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ reads its labels through the same counts, as a real run with that gold set would
 
 ``CompiledSampler`` is ``fit_rasch``'s ``sample`` argument for loops of fits: every simulated
 audit of one design has the same model structure and differs only in its data, so the model is
-compiled once and each fit swaps its data in (nutpie's ``with_data``). Everything else is the
-audit's own fit: index_design, the model, the summary, the contrasts.
+compiled once and each fit swaps its data in (nutpie's ``with_data``), and its draws are read
+from nutpie's raw trace without the rest of nutpie's ArviZ conversion (irt/raw_trace.py).
+Everything else is the audit's own fit: index_design, the model, the summary, the contrasts.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ from pytensor.tensor.variable import TensorConstant
 
 from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
-from audit.methods.rasch.irt.engines import compile_nutpie, sample_compiled
+from audit.methods.rasch.irt.engines import compile_nutpie
 from audit.methods.rasch.irt.explanatory import NULL_KIND
 from audit.methods.rasch.irt.judge_error import PATH_DIM, JudgeConfusion
+from audit.methods.rasch.irt.raw_trace import sample_draws
 
 logger = logging.getLogger(__name__)
 
@@ -287,10 +289,10 @@ class CompiledSampler:
             compiled = self.compiled[key]
         else:
             compiled = self.compiled[key].with_data(**values)
-        idata = sample_compiled(compiled, model, draws=fit.draws, tune=fit.tune,
-                                chains=fit.chains, cores=fit.cores,
-                                target_accept=fit.target_accept, seed=fit.seed,
-                                save_warmup=False)  # a simulated fit's posterior is not kept
+        # A simulated fit's posterior is read and dropped: its draws and divergence flags are
+        # all it needs, without nutpie's conversion of everything else (raw_trace.py).
+        idata = sample_draws(compiled, model, draws=fit.draws, tune=fit.tune, chains=fit.chains,
+                             cores=fit.cores, target_accept=fit.target_accept, seed=fit.seed)
         self.seconds.append(time.perf_counter() - started)
         return idata
 
