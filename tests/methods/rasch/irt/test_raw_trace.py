@@ -12,7 +12,7 @@ import pymc as pm
 import pytest
 import xarray as xr
 
-from audit.methods.rasch.irt import raw_trace
+from audit.methods.rasch.irt import engines, raw_trace
 
 pytestmark = pytest.mark.slow
 
@@ -63,7 +63,7 @@ def test_an_untested_nutpie_converts_with_nutpie_and_warns_once(funnel, monkeypa
     nutpie's draws, through nutpie's own conversion, with one warning in a loop of fits."""
     model, compiled = funnel
     monkeypatch.setattr(raw_trace, "TESTED_NUTPIE_VERSIONS", ("0.0.0",))
-    monkeypatch.setattr(raw_trace, "_warned", set())
+    monkeypatch.setattr(engines, "_warned", set())
     with caplog.at_level(logging.WARNING, logger=raw_trace.__name__):
         fits = [raw_trace.sample_draws(compiled, model, **SAMPLING) for _ in range(2)]
     assert len(caplog.records) == 1 and "0.0.0" in caplog.records[0].getMessage()
@@ -77,7 +77,7 @@ def test_a_trace_laid_out_otherwise_converts_with_nutpie(funnel, monkeypatch, ca
     """A tested version whose trace still is not what the reader expects (a column renamed):
     nutpie's conversion instead of a crash in the middle of a plan."""
     model, compiled = funnel
-    monkeypatch.setattr(raw_trace, "_warned", set())
+    monkeypatch.setattr(engines, "_warned", set())
 
     def renamed(*args, **kwargs):
         raise KeyError("tuning")

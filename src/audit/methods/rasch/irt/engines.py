@@ -47,11 +47,16 @@ def cached_path_problem() -> str | None:
     return compiled.internals_problem()
 
 
+def warn_once(log: logging.Logger, message: str) -> None:
+    """A fallback's warning, once a process: not once per fit of a plan loop."""
+    if message not in _warned:
+        _warned.add(message)
+        log.warning(message)
+
+
 def _fall_back(reason: str) -> None:
-    if reason not in _warned:  # one warning a process, not one per fit of a plan loop
-        _warned.add(reason)
-        logger.warning("fit.engine=auto: %s; fitting with the public nutpie path instead "
-                       "(same draws, a few seconds more to compile)", reason)
+    warn_once(logger, f"fit.engine=auto: {reason}; fitting with the public nutpie path instead "
+                      "(same draws, a few seconds more to compile)")
 
 
 def _check(engine: str) -> None:

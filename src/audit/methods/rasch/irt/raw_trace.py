@@ -30,14 +30,13 @@ import pyarrow
 import xarray as xr
 from xarray import DataTree
 
-from audit.methods.rasch.irt.engines import sample_compiled
+from audit.methods.rasch.irt.engines import sample_compiled, warn_once
 
 logger = logging.getLogger(__name__)
 
 # nutpie releases whose raw trace this module was written against and tested on
 # (tests/methods/rasch/irt/test_raw_trace.py); compiled.py keeps its own list for its helpers.
 TESTED_NUTPIE_VERSIONS = ("0.16.11",)
-_warned: set[str] = set()
 # Errors that mean "the raw trace is not laid out as this module expects".
 _LAYOUT_ERRORS = (AttributeError, KeyError, TypeError, ValueError, IndexError)
 
@@ -102,13 +101,6 @@ def trace_to_datatree(trace, compiled) -> DataTree:
     })
 
 
-def _fall_back(reason: str) -> None:
-    if reason not in _warned:  # one warning a process, not one per simulated audit
-        _warned.add(reason)
-        logger.warning("simulated fits: %s; converting their draws with nutpie's own ArviZ "
-                       "conversion instead (the same draws, slower)", reason)
-
-
 def sample_draws(compiled, model, *, draws: int, tune: int, chains: int, cores: int,
                  target_accept: float, seed: int) -> DataTree:
     """nutpie's draws of ``compiled`` as the posterior and the divergence flags alone.
@@ -119,15 +111,17 @@ def sample_draws(compiled, model, *, draws: int, tune: int, chains: int, cores: 
     """
     settings = dict(draws=draws, tune=tune, chains=chains, cores=cores,
                     target_accept=target_accept, seed=seed)
-    if nutpie.__version__ not in TESTED_NUTPIE_VERSIONS:
-        _fall_back(f"nutpie {nutpie.__version__} is not a version whose raw trace this was "
-                   f"tested on ({', '.join(TESTED_NUTPIE_VERSIONS)})")
-        return sample_compiled(compiled, model, save_warmup=False, **settings)
-    trace = nutpie.sample(compiled, progress_bar=False, save_warmup=False,
-                          return_raw_trace=True, **settings)
-    try:
-        return trace_to_datatree(trace, compiled)
-    except _LAYOUT_ERRORS as error:
-        _fall_back(f"nutpie's raw trace is not laid out as expected ({type(error).__name__}: "
-                   f"{error})")
-        return sample_compiled(compiled, model, save_warmup=False, **settings)
+    if nutpie.__version__ in TESTED_NUTPIE_VERSIONS:
+        trace = nutpie.sample(compiled, progress_bar=False, save_warmup=False,
+                              return_raw_trace=True, **settings)
+        try:
+            return trace_to_datatree(trace, compiled)
+        except _LAYOUT_ERRORS as error:
+            reason = (f"nutpie's raw trace is not laid out as expected "
+                      f"({type(error).__name__}: {error})")
+    else:
+        reason = (f"nutpie {nutpie.__version__} is not a version whose raw trace this was "
+                  f"tested on ({', '.join(TESTED_NUTPIE_VERSIONS)})")
+    warn_once(logger, f"simulated fits: {reason}; converting their draws with nutpie's own "
+                      "ArviZ conversion instead (the same draws, slower)")
+    return sample_compiled(compiled, model, save_warmup=False, **settings)
