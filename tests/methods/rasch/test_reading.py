@@ -20,6 +20,7 @@ from audit.methods.rasch.irt import Diagnostics
 from audit.methods.rasch.report.plots import (
     _draws_of,
     contrast_forest_plot,
+    diagnosed_draws,
     favourable_rates,
     sampling_plots,
     worst_parameters,
@@ -287,6 +288,12 @@ def test_trace_and_rank_plots_show_the_worst_parameters():
         "mean": [0.0] * 5, "sd": [1.0] * 5, "hdi_low": [-1.0] * 5, "hdi_high": [1.0] * 5,
         "r_hat": [1.0, 1.001, 1.9, 1.0, float("nan")], "ess_bulk": [100.0] * 5})
     assert worst_parameters(summary, 2) == ["b[i2]", "theta[m/c]"]  # NaN R-hat counts as worst
+    # A parameter the fit held fixed (the judge's rates within each imputation of the cut) has
+    # no R-hat: nothing to show. Counted as the worst, the plots showed two flat lines and rank
+    # plots at p = 0.00 in every report with the judge correction (2026-12-01).
+    fixed = pl.concat([summary, summary.head(1).with_columns(
+        parameter=pl.lit("judge_sensitivity[rule]"), r_hat=pl.lit(None, pl.Float64))])
+    assert worst_parameters(fixed, 3) == ["b[i2]", "theta[m/c]", "theta[m/b]"]
     posterior = idata["posterior"].to_dataset()
     assert _draws_of(posterior, "theta[m/c]").shape == (2, 50)
     assert _draws_of(posterior, "sigma") is None
@@ -295,6 +302,42 @@ def test_trace_and_rank_plots_show_the_worst_parameters():
     assert set(figures) == {"trace_plot.png", "rank_plot.png"}
     titles = {axis.get_title() for axis in figures["trace_plot.png"].axes}
     assert "theta[m\u2215c]" in titles and "b[i2]" in titles  # "/" shown as U+2215
+    for figure in figures.values():
+        plt.close(figure)
+
+
+def test_the_sampling_plots_show_the_chains_of_one_imputation():
+    """With the judge correction the posterior pools imputations whose chains hold the judge's
+    rates at different draws (centred at 0, 10 and 20 here): their chains are not meant to
+    agree, and R-hat is the worst within any one (judge_cut.py). The plots show each parameter
+    in the imputation where its R-hat is highest, here the second, whose two chains disagree on
+    theta[m/c]. Bugs caught: every pooled chain plotted (6, whose rank plot flagged all 16 chains
+    of a real run at p = 0.00 and took 34 s), the first imputation shown instead of the worst,
+    or the chosen chains left at their pooled numbers (2, 3), which xarray aligns against
+    another parameter's (0, 1) into NaN-filled chains."""
+    from audit.methods.rasch.irt.judge_cut import pool_imputations
+
+    def imputation(centre: float, disagree: bool) -> DataTree:
+        rng = np.random.default_rng(int(centre))
+        theta = rng.normal(centre, 1.0, size=(2, 200, 2))
+        if disagree:
+            theta[1, :, 1] += 2.0
+        return az.from_dict({"posterior": {"theta": theta}},
+                            coords={"respondent": ["m/a", "m/c"]}, dims={"theta": ["respondent"]})
+
+    pooled = pool_imputations([imputation(0.0, False), imputation(10.0, True),
+                               imputation(20.0, False)])
+    summary = pl.DataFrame({"parameter": ["theta[m/a]", "theta[m/c]"], "r_hat": [1.01, 1.4],
+                            "ess_bulk": [500.0, 20.0]})
+    draws = diagnosed_draws(pooled["posterior"].to_dataset(), summary)
+    assert list(draws.data_vars) == ["theta[m\u2215c]", "theta[m\u2215a]"]
+    assert draws.sizes == {"chain": 2, "draw": 200}
+    assert not draws.to_array().isnull().any()
+    worst = draws["theta[m\u2215c]"]
+    assert abs(float(worst.sel(chain=0).mean()) - 10.0) < 0.3
+    assert abs(float(worst.sel(chain=1).mean()) - 12.0) < 0.3
+    figures = sampling_plots(pooled, summary)
+    assert "judge imputation" in figures["trace_plot.png"].get_suptitle()
     for figure in figures.values():
         plt.close(figure)
 

@@ -261,3 +261,20 @@ def test_pooled_imputations_keep_every_chain_apart():
     assert gap.values[:, 0].tolist() == [0.0, 3.0, 100.0, 103.0]
     assert pooled["sample_stats"]["diverging"].sizes == {"chain": 4, "draw": 3}
     assert pooled["posterior"].attrs["judge_imputations"] == 2
+    # What the report's convergence plots read back (report/plots.diagnosed_draws).
+    from audit.methods.rasch.irt.judge_cut import imputation_chains
+    assert [chains.tolist() for chains in imputation_chains(pooled["posterior"].to_dataset())] \
+        == [[0, 1], [2, 3]]
+
+
+def test_chains_sampled_in_one_run_are_one_imputation():
+    """Bugs caught: a posterior without the cut (labels as truth) split into groups, or a count
+    that does not divide the chains (a file written otherwise) split unevenly or crashing the
+    report."""
+    from audit.methods.rasch.irt.judge_cut import imputation_chains
+
+    posterior = xr.Dataset({"gap": (("chain", "draw"), np.zeros((4, 3)))},
+                           coords={"chain": [0, 1, 2, 3], "draw": [0, 1, 2]})
+    assert [chains.tolist() for chains in imputation_chains(posterior)] == [[0, 1, 2, 3]]
+    posterior.attrs["judge_imputations"] = 3
+    assert [chains.tolist() for chains in imputation_chains(posterior)] == [[0, 1, 2, 3]]

@@ -53,6 +53,8 @@ from audit.methods.rasch.irt.summary import DIAGNOSTIC_COLUMNS, convergence, sum
 logger = logging.getLogger(__name__)
 
 POOLED_GROUPS = ("posterior", "sample_stats")
+# The pooled posterior's attribute that says how many imputations its chains come from.
+IMPUTATIONS_ATTR = "judge_imputations"
 
 
 # Each imputation draws its share of fit.draws, but never fewer than this per chain (nor more than
@@ -136,8 +138,19 @@ def pool_imputations(fits: list[DataTree]) -> DataTree:
     for group in first.children:
         if group not in groups and not group.startswith("warmup"):
             groups[group] = first[group].to_dataset()
-    groups["posterior"].attrs["judge_imputations"] = len(fits)
+    groups["posterior"].attrs[IMPUTATIONS_ATTR] = len(fits)
     return DataTree.from_dict(groups)
+
+
+def imputation_chains(posterior: xr.Dataset) -> list[np.ndarray]:
+    """The chain labels of each imputation in a pooled posterior (pool_imputations), in order;
+    one group of every chain for a posterior sampled in one run. A count that does not divide
+    the chains (a file written otherwise) is one group too: never a wrong split."""
+    chains = posterior["chain"].to_numpy()
+    count = int(posterior.attrs.get(IMPUTATIONS_ATTR, 1))
+    if count <= 1 or len(chains) % count:
+        return [chains]
+    return list(chains.reshape(count, -1))
 
 
 def fit_cut(model: pm.Model, fit: FitConfig, rates: CellRates, sample,
