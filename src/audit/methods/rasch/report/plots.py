@@ -279,7 +279,7 @@ def sampling_plots(idata: DataTree, summary: pl.DataFrame,
     _small_labels(trace)
     trace.suptitle("Trace of the parameters with the highest R-hat" + where)
     trace.tight_layout()
-    # Its default (method "mtc_c") tests the chains' ranks for uniformity: about 0.5 s for 4
+    # Its default (method "mtc_c") tests the chains' ranks for uniformity: about 3 s for 4
     # chains of 2000 draws, 34 s for the cut's 16 pooled chains (2026-12-01).
     rank = az.plot_rank(dataset, backend="matplotlib").viz["figure"].item()
     rank.set_size_inches(9, 2.6 * ((len(dataset.data_vars) + 1) // 2))
