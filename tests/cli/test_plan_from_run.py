@@ -5,7 +5,7 @@ each, the rules-only judge) is the pilot; the plan reads its variance components
 race contrasts' HDI width of that design; a second real audit with another design.seed (other
 sampling seeds, so other answers) realises one: two audits of 63 prompts on the 0.5B model and 30
 short simulated fits. 4 min 45 s alone on 2 cores (2026-12-01); in CI, where each pytest worker
-has one CPU and the other worker runs its own tests, 8-9 minutes (benchmarks/RESULTS.md, "CI").
+has one CPU and the other worker runs its own tests, 8 minutes (benchmarks/RESULTS.md, "CI").
 """
 
 from __future__ import annotations
