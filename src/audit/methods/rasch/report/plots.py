@@ -242,6 +242,8 @@ def diagnosed_draws(posterior: xr.Dataset, summary: pl.DataFrame,
         if draws is None:
             continue
         parts = [draws.sel(chain=chains) for chains in groups]
+        # One group (no cut): nothing to choose, and no R-hat to compute (a single chain's
+        # is 0/0, which numpy warns of).
         worst = max(parts, key=_r_hat) if len(parts) > 1 else parts[0]
         # ArviZ 1 plots through a DataTree, whose variable names cannot hold "/" (respondents
         # are "model/persona"): shown with U+2215, which looks the same.
