@@ -47,6 +47,9 @@ class Diagnostics:
 
 
 def _worst(summary: pl.DataFrame, column: str, worst: str) -> float:
+    # Null: a rate the judge cut held fixed. NaN: a parameter with no spread in any chain, whose
+    # R-hat and ESS ArviZ computes as 0/0; draws that are not numbers never reach here (the
+    # summary's schema refuses them: tests/methods/rasch/irt/test_diagnostics.py).
     values = summary.get_column(column).drop_nulls().drop_nans() if column in summary.columns \
         else pl.Series([], dtype=pl.Float64)
     if values.is_empty():

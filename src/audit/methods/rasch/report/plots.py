@@ -194,12 +194,13 @@ def label_distribution_plot(prompts: pl.DataFrame, labels: pl.DataFrame) -> Figu
 
 
 def worst_parameters(summary: pl.DataFrame, count: int = 4) -> list[str]:
-    """The parameters with the highest R-hat (then the lowest bulk ESS). A NaN R-hat (a chain
-    that never moved) counts as the worst; a missing one is a parameter the fit held fixed (the
-    judge's rates within each imputation of the cut), which has no convergence to show."""
-    ranked = summary.filter(pl.col("r_hat").is_not_null()).with_columns(
-        pl.col("r_hat").fill_nan(np.inf)).sort(["r_hat", "ess_bulk"], descending=[True, False],
-                                                nulls_last=True)
+    """The parameters with the highest R-hat (then the lowest bulk ESS), of those the convergence
+    check reads (`irt.diagnostics`). A null R-hat is a rate the fit held fixed (the judge's rates
+    within each imputation of the cut); a NaN one is a parameter with no spread in any chain
+    (ArviZ's 0/0; draws that are not numbers never get here, the summary's schema refuses them).
+    Neither has convergence to show: plotted, they were flat lines at rank p = 0.00."""
+    ranked = summary.filter(pl.col("r_hat").is_not_null() & pl.col("r_hat").is_not_nan()).sort(
+        ["r_hat", "ess_bulk"], descending=[True, False], nulls_last=True)
     return ranked["parameter"].head(count).to_list()
 
 

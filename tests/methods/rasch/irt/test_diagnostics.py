@@ -1,0 +1,63 @@
+"""The convergence check and the report's convergence plots read R-hat the way ArviZ writes it
+for the kinds of parameter a summary holds: sampled, constant (no spread in any chain), held
+fixed by the judge cut, and broken (draws that are not numbers)."""
+
+from __future__ import annotations
+
+import math
+
+import arviz as az
+import numpy as np
+import polars as pl
+import pytest
+
+from audit.errors import AuditError
+from audit.methods.rasch.config import FitConfig
+from audit.methods.rasch.irt.diagnostics import diagnose
+from audit.methods.rasch.irt.summary import summarise
+from audit.methods.rasch.report.plots import worst_parameters
+
+# ArviZ warns of its 0/0 for the parameter that never varies.
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+NO_SAMPLE_STATS = az.from_dict({"posterior": {"x": np.zeros((1, 1))}})
+
+
+def _posterior(broken: bool):
+    """Three well-mixed respondents, an item and a parameter that never varies; with
+    ``broken``, one chain of `theta[c]` turns into NaN halfway, as a failed fit returns it."""
+    rng = np.random.default_rng(3)
+    theta = rng.normal(size=(4, 1000, 3))
+    if broken:
+        theta[2, 500:, 2] = np.nan
+    posterior = {"theta": theta, "b": rng.normal(size=(4, 1000, 1)),
+                 "effect_reference": np.zeros((4, 1000))}
+    return az.from_dict({"posterior": posterior},
+                        coords={"respondent": ["a", "b", "c"], "item": ["i1"]},
+                        dims={"theta": ["respondent"], "b": ["item"]})
+
+
+def test_a_constant_or_fixed_parameter_neither_fails_the_check_nor_fills_the_plots():
+    """ArviZ gives a parameter with no spread in any chain an R-hat of 0/0 = NaN, and the judge
+    cut leaves its fixed rates' R-hat null. Bugs caught: either counted as non-convergence (every
+    fit that has one would fail), or shown as a worst-converged parameter, as the report's
+    plots did with NaN before 2026-12-01: a flat line at rank p = 0.00."""
+    summary = summarise(_posterior(broken=False), 0.94)
+    fixed = summary.head(1).with_columns(parameter=pl.lit("judge_sensitivity[rule]"),
+                                         r_hat=pl.lit(None, pl.Float64))
+    summary = pl.concat([summary, fixed])
+    by_name = dict(zip(summary["parameter"], summary["r_hat"]))
+    assert math.isnan(by_name["effect_reference"])
+    diagnostics = diagnose(NO_SAMPLE_STATS, summary, FitConfig())
+    assert diagnostics.converged, diagnostics.problems()
+    assert 1.0 <= diagnostics.rhat_max < 1.01
+    shown = worst_parameters(summary, 4)
+    assert "effect_reference" not in shown and "judge_sensitivity[rule]" not in shown
+    assert len(shown) == 4
+
+
+def test_draws_that_are_not_numbers_never_reach_the_convergence_check():
+    """The check skips NaN R-hats because only a constant has one by the time it reads the
+    summary. Bug caught: a summary that let NaN draws through (its schema loosened to accept
+    them), whose NaN R-hat the check would then skip and pass."""
+    with pytest.raises(AuditError, match="posterior summary"):
+        summarise(_posterior(broken=True), 0.94)
