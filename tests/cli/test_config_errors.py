@@ -84,11 +84,14 @@ def test_the_command_line_prints_exactly_one_line_and_exits_2():
 
 
 @pytest.mark.parametrize("module", ["audit", "audit.plan", "audit.judge_eval"])
-def test_a_key_added_with_plus_that_no_schema_has_is_one_line_and_exit_2(module: str):
+def test_a_key_added_with_plus_that_no_schema_has_is_one_line_and_exit_2(module: str,
+                                                                        tmp_path: Path):
     """`+judge.decodng=json` (what Hydra's own advice, "use +", leads to for a typo) composes,
     and the schema refuses it inside Hydra's job, which printed `Error executing job with
-    overrides: [...]` before the config error's line."""
-    done = _audit("+judge.decodng=json", "tracking=none", module=module)
+    overrides: [...]` before the config error's line. Hydra has made the job's directory by
+    then: tmp_path keeps it out of the project's outputs/."""
+    done = _audit("+judge.decodng=json", "tracking=none", f"hydra.run.dir={tmp_path / 'run'}",
+                  module=module)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1, done.stderr
