@@ -198,7 +198,7 @@ def worst_parameters(summary: pl.DataFrame, count: int = 4) -> list[str]:
     check reads (`irt.diagnostics`). A null R-hat is a rate the fit held fixed (the judge's rates
     within each imputation of the cut); a NaN one is a parameter with no spread in any chain
     (ArviZ's 0/0; draws that are not numbers never get here, the summary's schema refuses them).
-    Neither has convergence to show: plotted, they were flat lines at rank p = 0.00."""
+    Neither has convergence to show: the fixed rates were plotted as flat lines at rank p = 0.00."""
     ranked = summary.filter(pl.col("r_hat").is_not_null() & pl.col("r_hat").is_not_nan()).sort(
         ["r_hat", "ess_bulk"], descending=[True, False], nulls_last=True)
     return ranked["parameter"].head(count).to_list()
