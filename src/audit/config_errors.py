@@ -14,16 +14,20 @@ import difflib
 import logging
 import os
 import re
+import shutil
 import sys
 import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+from audit.config_ranges import ConfigValueError
 from audit.methods.configs import AuditConfig, to_audit_config
 
 HYDRA_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException,
@@ -194,11 +198,47 @@ def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
 def validated_config(cfg: DictConfig, conf_dir: Path) -> AuditConfig:
     """A Hydra job's composed config as the AuditConfig its command runs. A config error the
     schema finds only here (a key that `+` added and no schema has: `+design.replicate=2`) is
-    one line and exit 2 too, not Hydra's `Error executing job` line and then this one."""
+    one line and exit 2 too, not Hydra's `Error executing job` line and then this one. A config
+    refused here, by key or by value, takes the directory Hydra made for the job with it."""
     try:
         return to_audit_config(cfg)
     except HYDRA_ERRORS as error:
+        _discard_job_directory()
         exit_on_config_error(error, conf_dir)
+    except ConfigValueError:  # a value out of its range: the entry point's one line and exit 2
+        _discard_job_directory()
+        raise
+
+
+def _discard_job_directory() -> None:
+    """Remove the directory Hydra made for a run the schema refused, so that a typo leaves no
+    `outputs/DATE/TIME/` behind, when it holds only what Hydra wrote there (its config copies
+    and empty logs); then its parents up to the working directory while they are empty. A
+    directory with anything else in it (a run directory used again) is kept whole."""
+    try:
+        hydra = HydraConfig.get()
+        mode, output_dir, subdir = hydra.mode, hydra.runtime.output_dir, hydra.output_subdir
+    except (ValueError, OmegaConfBaseException):  # not in a Hydra job: a notebook's compose()
+        return
+    if mode != RunMode.RUN or not output_dir:
+        return
+    directory, working = Path(output_dir).resolve(), Path.cwd().resolve()
+    if directory == working or directory in working.parents:  # hydra.run.dir=. and the like
+        return
+    own = directory / subdir if subdir else None
+    for path in directory.rglob("*"):
+        written_by_hydra = (own is not None and own in path.parents) or path == own or (
+            path.is_file() and path.suffix == ".log" and path.stat().st_size == 0)
+        if not written_by_hydra:
+            return
+    shutil.rmtree(directory, ignore_errors=True)
+    for parent in directory.parents:
+        if working not in parent.parents:
+            break
+        try:
+            parent.rmdir()  # only while empty
+        except OSError:
+            break
 
 
 def exit_on_config_error(error: BaseException, conf_dir: Path) -> typing.NoReturn:

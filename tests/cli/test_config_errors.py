@@ -68,9 +68,10 @@ def test_valid_keys_follow_the_schema_through_dict_fields():
     assert valid_keys(["nope"]) is None
 
 
-def _audit(*arguments: str, module: str = "audit") -> subprocess.CompletedProcess:
+def _audit(*arguments: str, module: str = "audit",
+           cwd: Path = PROJECT_ROOT) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
-    return subprocess.run([sys.executable, "-m", module, *arguments], cwd=PROJECT_ROOT,
+    return subprocess.run([sys.executable, "-m", module, *arguments], cwd=cwd,
                           capture_output=True, text=True, timeout=120, env=env)
 
 
@@ -88,15 +89,45 @@ def test_a_key_added_with_plus_that_no_schema_has_is_one_line_and_exit_2(module:
                                                                         tmp_path: Path):
     """`+judge.decodng=json` (what Hydra's own advice, "use +", leads to for a typo) composes,
     and the schema refuses it inside Hydra's job, which printed `Error executing job with
-    overrides: [...]` before the config error's line. Hydra has made the job's directory by
-    then: tmp_path keeps it out of the project's outputs/."""
-    done = _audit("+judge.decodng=json", "tracking=none", f"hydra.run.dir={tmp_path / 'run'}",
-                  module=module)
+    overrides: [...]` before the config error's line. Hydra has made the job's directory
+    (`outputs/DATE/TIME/`, from where the command ran) by then, and left it behind with its
+    config copies and an empty log: one for every typo, until 2026-12-01."""
+    done = _audit("+judge.decodng=json", "tracking=none", module=module, cwd=tmp_path)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("config error: unknown key 'judge.decodng'")
     assert "did you mean 'decoding'?" in lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_value_out_of_its_range_leaves_no_run_directory(tmp_path: Path):
+    """The range checks refuse inside the job too (ConfigValueError, logged by the entry point
+    after the directory is gone). Bug caught: only the key errors cleaned up."""
+    done = _audit("fit.hdi_prob=1.5", "tracking=none", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "fit.hdi_prob=1.5 must lie in (0, 1)" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_config_keeps_a_run_directory_that_holds_work(tmp_path: Path):
+    """Bugs caught: the cleanup above removing a directory that held more than Hydra's copies,
+    as when a run's directory is named again (hydra.run.dir=...) to resume it, or removing the
+    directory the command ran in."""
+    run_dir = tmp_path / "run"
+    (run_dir / "fit").mkdir(parents=True)
+    (run_dir / "responses.parquet").write_bytes(b"finished work")
+    done = _audit("+judge.decodng=json", "tracking=none", f"hydra.run.dir={run_dir}",
+                  cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert (run_dir / "responses.parquet").read_bytes() == b"finished work"
+    assert (run_dir / "fit").is_dir() and (run_dir / ".hydra").is_dir()
+    # The working directory itself (hydra.run.dir=.), empty but the user's, is never removed.
+    here = tmp_path / "here"
+    here.mkdir()
+    done = _audit("+judge.decodng=json", "tracking=none", "hydra.run.dir=.", cwd=here)
+    assert done.returncode == 2, done.stderr
+    assert (here / ".hydra").is_dir()
 
 
 def test_a_second_entry_point_in_one_process_still_gets_one_line(monkeypatch):
