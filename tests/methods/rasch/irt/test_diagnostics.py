@@ -40,7 +40,7 @@ def test_a_constant_or_fixed_parameter_neither_fails_the_check_nor_fills_the_plo
     """ArviZ gives a parameter with no spread in any chain an R-hat of 0/0 = NaN, and the judge
     cut leaves its fixed rates' R-hat null. Bugs caught: either counted as non-convergence (every
     fit that has one would fail), or shown as a worst-converged parameter, as the report's
-    plots did with NaN before 2026-12-01: a flat line at rank p = 0.00."""
+    plots did with NaN before 2026-12-01."""
     summary = summarise(_posterior(broken=False), 0.94)
     fixed = summary.head(1).with_columns(parameter=pl.lit("judge_sensitivity[rule]"),
                                          r_hat=pl.lit(None, pl.Float64))

@@ -46,11 +46,17 @@ class Diagnostics:
         return found
 
 
+def checked(column: str) -> pl.Expr:
+    """The summary rows whose ``column`` the convergence check reads, and the report's plots
+    with it. Not null: a rate the judge cut held fixed. Not NaN: a parameter with no spread in
+    any chain, whose R-hat and ESS ArviZ computes as 0/0; draws that are not numbers never
+    reach here (the summary's schema refuses them: tests/methods/rasch/irt/test_diagnostics.py).
+    """
+    return pl.col(column).is_not_null() & pl.col(column).is_not_nan()
+
+
 def _worst(summary: pl.DataFrame, column: str, worst: str) -> float:
-    # Null: a rate the judge cut held fixed. NaN: a parameter with no spread in any chain, whose
-    # R-hat and ESS ArviZ computes as 0/0; draws that are not numbers never reach here (the
-    # summary's schema refuses them: tests/methods/rasch/irt/test_diagnostics.py).
-    values = summary.get_column(column).drop_nulls().drop_nans() if column in summary.columns \
+    values = summary.filter(checked(column)).get_column(column) if column in summary.columns \
         else pl.Series([], dtype=pl.Float64)
     if values.is_empty():
         return float("nan")

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
+from audit.methods.rasch.irt.diagnostics import checked  # noqa: E402
 from audit.methods.rasch.irt.judge_cut import imputation_chains  # noqa: E402
 from audit.methods.checks import percent  # noqa: E402
 from audit.methods.rasch.verdict import family_interval, interval_word  # noqa: E402
@@ -199,8 +200,8 @@ def worst_parameters(summary: pl.DataFrame, count: int = 4) -> list[str]:
     within each imputation of the cut); a NaN one is a parameter with no spread in any chain
     (ArviZ's 0/0; draws that are not numbers never get here, the summary's schema refuses them).
     Neither has convergence to show: the fixed rates were plotted as flat lines at rank p = 0.00."""
-    ranked = summary.filter(pl.col("r_hat").is_not_null() & pl.col("r_hat").is_not_nan()).sort(
-        ["r_hat", "ess_bulk"], descending=[True, False], nulls_last=True)
+    ranked = summary.filter(checked("r_hat")).sort(["r_hat", "ess_bulk"],
+                                                   descending=[True, False], nulls_last=True)
     return ranked["parameter"].head(count).to_list()
 
 
