@@ -11,10 +11,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt.diagnostics import diagnose
-from audit.methods.rasch.irt.summary import summarise
+from audit.methods.rasch.irt.summary import NonFiniteDraws, summarise
 from audit.methods.rasch.report.plots import worst_parameters
 
 # ArviZ warns of its 0/0 for the parameter that never varies.
@@ -59,5 +58,5 @@ def test_draws_that_are_not_numbers_never_reach_the_convergence_check():
     """The check skips NaN R-hats because only a constant has one by the time it reads the
     summary. Bug caught: a summary that let NaN draws through (its schema loosened to accept
     them), whose NaN R-hat the check would then skip and pass."""
-    with pytest.raises(AuditError, match="posterior summary"):
+    with pytest.raises(NonFiniteDraws, match="not finite numbers"):
         summarise(_posterior(broken=True), 0.94)

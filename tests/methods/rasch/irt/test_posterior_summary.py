@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import arviz as az
 import numpy as np
+import pytest
 
 from audit.methods.rasch.irt import summarise
+from audit.methods.rasch.irt.summary import NonFiniteDraws
 
 MODELS, ITEMS = ["m0", "m1"], ["i0", "i1", "i2"]
 UNMIXED = ("m1", "i0")  # its two chains sit apart: the only R-hat far from 1
@@ -51,3 +53,18 @@ def test_each_row_carries_its_own_parameters_statistics():
             assert (row["r_hat"] > 1.5) == ((model, item) == UNMIXED), (model, item, row)
     assert all(row["ess_bulk"] > 100 for name, row in rows.items()
                if name != f"dif_model_item[{UNMIXED[0]}, {UNMIXED[1]}]")
+
+
+def test_draws_that_are_not_numbers_stop_the_summary_naming_their_parameter():
+    """Fails when a NaN or infinite draw reaches the summary's schema again, which stopped the
+    analysis with "non-nullable column 'mean' contains null values" (naming neither the
+    parameter nor the cause), or when the message names the wrong element of a 2-D variable."""
+    idata = posterior()
+    dif = idata.posterior["dif_model_item"].values.copy()
+    dif[0, 3, MODELS.index("m0"), ITEMS.index("i2")] = np.nan
+    dif[1, 9, MODELS.index("m0"), ITEMS.index("i2")] = np.inf
+    idata.posterior["dif_model_item"] = idata.posterior["dif_model_item"].copy(data=dif)
+    with pytest.raises(NonFiniteDraws, match=r"dif_model_item\[m0, i2\] \(2 of 800 draws\)\.") \
+            as raised:
+        summarise(idata, hdi_prob=0.9)
+    assert "theta" not in str(raised.value) and "[m1" not in str(raised.value)

@@ -76,12 +76,36 @@ def _diagnostic_columns(draws: np.ndarray) -> dict[str, np.ndarray]:
                                    dtype=float)}
 
 
+class NonFiniteDraws(RuntimeError):
+    """The sampler returned draws that are not finite numbers: a numerical failure of the fit
+    (or a bug in a model), never a result. A RuntimeError, not an AuditError: it keeps its
+    traceback."""
+
+
+def _refuse_non_finite(labels: list[str], draws: np.ndarray) -> None:
+    """Stop, naming the parameters, when any draw is NaN or infinite. Without this the summary's
+    schema stopped the analysis with "non-nullable column 'mean' contains null values", which
+    names neither the parameter nor the cause."""
+    bad = ~np.isfinite(draws).reshape(-1, draws.shape[-1])
+    counts = bad.sum(axis=0)
+    if not counts.any():
+        return
+    named = [f"{labels[index]} ({counts[index]} of {bad.shape[0]} draws)"
+             for index in np.flatnonzero(counts)]
+    shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    raise NonFiniteDraws(
+        f"the posterior has draws that are not finite numbers: {shown}. The sampler failed "
+        "numerically and this fit is not a result; please report it with the run's "
+        ".hydra/config.yaml")
+
+
 def summarise(idata: DataTree, hdi_prob: float, diagnostics: bool = True) -> pl.DataFrame:
     """The posterior's mean, sd and HDI per parameter, with its convergence diagnostics, as a
     validated polars table with the column names of the CLI contract. ``diagnostics=False``
     leaves R-hat and ESS null: the judge cut's pooled posterior, whose R-hat across imputations
     would read the rates' spread as non-convergence, takes them from its imputations."""
     labels, draws = stacked_draws(idata)
+    _refuse_non_finite(labels, draws)
     pooled = draws.reshape(-1, draws.shape[-1])  # az.summary's "stats": over chains and draws
     interval = np.asarray(az.hdi(pooled, prob=hdi_prob, axis=0), dtype=float)
     # The diagnostics come from the same array, parameter by parameter: no join by label.
