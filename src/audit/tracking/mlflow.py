@@ -35,6 +35,7 @@ from audit.tracking.store import (  # noqa: F401
     TrackingError,
     check_store,
     environment_kept,
+    retried_on_write_race,
     store_errors,
 )
 
@@ -166,16 +167,23 @@ def _set_store(tracking_uri: str) -> None:
 
 def _experiment_id(config: TrackingConfig) -> str:
     import mlflow
+    from mlflow.exceptions import MlflowException
 
     _set_store(config.tracking_uri)
     experiment = mlflow.get_experiment_by_name(config.experiment)
     if experiment is None:
         artifact_location = Path(config.artifact_root).resolve().as_uri()
-        return mlflow.create_experiment(config.experiment, artifact_location=artifact_location,
-                                        tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+        try:
+            return mlflow.create_experiment(config.experiment, artifact_location=artifact_location,
+                                            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+        except MlflowException:
+            # Two runs started together on a new store: the other one created it first.
+            experiment = mlflow.get_experiment_by_name(config.experiment)
+            if experiment is None:
+                raise
     if EXPERIMENT_KIND_TAG not in experiment.tags:  # made by an older version of audit
-        mlflow.MlflowClient(config.tracking_uri).set_experiment_tag(
-            experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+        retried_on_write_race(lambda: mlflow.MlflowClient(config.tracking_uri).set_experiment_tag(
+            experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND))
     return experiment.experiment_id
 
 
@@ -215,19 +223,22 @@ def set_runs_view(tracking_uri: str, experiment_id: str, key: str,
 
     client = MlflowClient(tracking_uri)
     tag = f"{SHARED_VIEW_TAG}{key}"
-    with store_errors(tracking_uri):
+    wanted = [metric_column(name) for name in metrics]
+
+    def merge_and_write() -> None:
         stored = client.get_experiment(experiment_id).tags.get(tag, "{}")
-    try:
-        earlier = json.loads(stored)
-    except json.JSONDecodeError:
-        earlier = {}
-    columns = [metric_column(name) for name in metrics]
-    columns += [column for column in earlier.get("selectedColumns", [])
-                if column.startswith("metrics.") and column not in columns]
-    view = {"selectedColumns": columns[:MAX_VIEW_COLUMNS],
-            "orderByKey": "attributes.start_time", "orderByAsc": False}
-    with store_errors(tracking_uri):
+        try:
+            earlier = json.loads(stored)
+        except json.JSONDecodeError:
+            earlier = {}
+        columns = wanted + [column for column in earlier.get("selectedColumns", [])
+                            if column.startswith("metrics.") and column not in wanted]
+        view = {"selectedColumns": columns[:MAX_VIEW_COLUMNS],
+                "orderByKey": "attributes.start_time", "orderByAsc": False}
         client.set_experiment_tag(experiment_id, tag, json.dumps(view))
+
+    with store_errors(tracking_uri):
+        retried_on_write_race(merge_and_write)
 
 
 def ui_base_url(tracking_uri: str) -> str:

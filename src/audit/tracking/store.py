@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
+
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
 
 from audit.config import TrackingConfig
 from audit.errors import AuditError
@@ -18,6 +21,32 @@ from audit.errors import AuditError
 
 class TrackingError(AuditError):
     """The MLflow store failed (a server that is down, a wrong URI): one line with the fix."""
+
+
+Written = TypeVar("Written")
+# The database errors of two writers inserting one row: SQLite's, PostgreSQL's, MySQL's. A
+# tracking server passes the database's message on in its own error.
+UNIQUE_VIOLATIONS = ("UNIQUE constraint failed", "duplicate key value", "Duplicate entry")
+
+
+def lost_a_write_race(error: BaseException) -> bool:
+    """The error of a write whose row another process inserted first. MLflow's SQL store sets an
+    experiment tag by reading it, then inserting it when it was missing, in separate statements:
+    two jobs of a parallel sweep that finish together both find the runs table's view missing,
+    and the second insert fails (a joblib sweep failed so in CI, 2026-12-01)."""
+    return any(marker in str(error) for marker in UNIQUE_VIOLATIONS)
+
+
+def retried_on_write_race(write: Callable[[], Written], attempts: int = 3) -> Written:
+    """``write()``, again when another process inserted its row first: the row then exists, and
+    the store updates it. ``write`` reads what it merges with, so a retry keeps the other
+    process's part. Any other failure, or the race's after the last attempt, is raised."""
+    for attempt in Retrying(retry=retry_if_exception(lost_a_write_race),
+                            stop=stop_after_attempt(attempts), wait=wait_random(0.0, 0.2),
+                            reraise=True):
+        with attempt:
+            return write()
+    raise AssertionError("unreachable: Retrying returns or raises")  # for type checkers
 
 
 # What the check before a run allows: a server that is down is reported in seconds, not after
