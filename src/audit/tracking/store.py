@@ -1,4 +1,5 @@
-"""The MLflow store's failures as one line, and the check that reaches it before any work.
+"""The MLflow store's failures as one line, the check that reaches it before any work, and the
+retry of a write that another process raced.
 
 A server that is down, a wrong URI or a store that cannot be written used to surface after the
 work was done, as a traceback after minutes of retries. audit.tracking.mlflow raises every such
@@ -33,7 +34,9 @@ def lost_a_write_race(error: BaseException) -> bool:
     """The error of a write whose row another process inserted first. MLflow's SQL store sets an
     experiment tag by reading it, then inserting it when it was missing, in separate statements:
     two jobs of a parallel sweep that finish together both find the runs table's view missing,
-    and the second insert fails (a joblib sweep failed so in CI, 2026-12-01)."""
+    and the second insert fails (a joblib sweep failed so in CI, 2026-12-01). Known upstream as
+    mlflow/mlflow#8442 (tags) and #10334 (creating an experiment); an MLflow whose store upserts
+    tags and gets-or-creates experiments in one statement retires the retry."""
     return any(marker in str(error) for marker in UNIQUE_VIOLATIONS)
 
 
