@@ -44,12 +44,9 @@ def retried_on_write_race(write: Callable[[], Written], attempts: int = 3) -> Wr
     """``write()``, again when another process inserted its row first: the row then exists, and
     the store updates it. ``write`` reads what it merges with, so a retry keeps the other
     process's part. Any other failure, or the race's after the last attempt, is raised."""
-    for attempt in Retrying(retry=retry_if_exception(lost_a_write_race),
-                            stop=stop_after_attempt(attempts), wait=wait_random(0.0, 0.2),
-                            reraise=True):
-        with attempt:
-            return write()
-    raise AssertionError("unreachable: Retrying returns or raises")  # for type checkers
+    return Retrying(retry=retry_if_exception(lost_a_write_race),
+                    stop=stop_after_attempt(attempts), wait=wait_random(0.0, 0.2),
+                    reraise=True)(write)
 
 
 # What the check before a run allows: a server that is down is reported in seconds, not after

@@ -56,7 +56,7 @@ def test_a_constant_or_fixed_parameter_neither_fails_the_check_nor_fills_the_plo
 
 def test_draws_that_are_not_numbers_never_reach_the_convergence_check():
     """The check skips NaN R-hats because only a constant has one by the time it reads the
-    summary. Bug caught: a summary that let NaN draws through (its schema loosened to accept
-    them), whose NaN R-hat the check would then skip and pass."""
+    summary. Bug caught: a summary that let NaN draws through (its non-finite check removed and
+    its schema loosened), whose NaN R-hat the check would then skip and pass."""
     with pytest.raises(NonFiniteDraws, match="not finite numbers"):
         summarise(_posterior(broken=True), 0.94)

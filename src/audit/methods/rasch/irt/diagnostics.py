@@ -49,8 +49,8 @@ class Diagnostics:
 def checked(column: str) -> pl.Expr:
     """The summary rows whose ``column`` the convergence check reads, and the report's plots
     with it. Not null: a rate the judge cut held fixed. Not NaN: a parameter with no spread in
-    any chain, whose R-hat and ESS ArviZ computes as 0/0; draws that are not numbers never
-    reach here (the summary's schema refuses them: tests/methods/rasch/irt/test_diagnostics.py).
+    any chain, whose R-hat and ESS ArviZ computes as 0/0. Draws that are not numbers never
+    reach here: the summary stops on them with NonFiniteDraws (test_diagnostics.py).
     """
     return pl.col(column).is_not_null() & pl.col(column).is_not_nan()
 

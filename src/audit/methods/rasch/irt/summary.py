@@ -82,11 +82,11 @@ class NonFiniteDraws(RuntimeError):
     traceback."""
 
 
-def _refuse_non_finite(labels: list[str], draws: np.ndarray) -> None:
-    """Stop, naming the parameters, when any draw is NaN or infinite. Without this the summary's
-    schema stopped the analysis with "non-nullable column 'mean' contains null values", which
-    names neither the parameter nor the cause."""
-    bad = ~np.isfinite(draws).reshape(-1, draws.shape[-1])
+def _refuse_non_finite(labels: list[str], pooled: np.ndarray) -> None:
+    """Stop, naming the parameters, when any draw of a (draw, parameter) array is NaN or
+    infinite. Without this the summary's schema stopped the analysis with "non-nullable column
+    'mean' contains null values", which names neither the parameter nor the cause."""
+    bad = ~np.isfinite(pooled)
     counts = bad.sum(axis=0)
     if not counts.any():
         return
@@ -105,8 +105,8 @@ def summarise(idata: DataTree, hdi_prob: float, diagnostics: bool = True) -> pl.
     leaves R-hat and ESS null: the judge cut's pooled posterior, whose R-hat across imputations
     would read the rates' spread as non-convergence, takes them from its imputations."""
     labels, draws = stacked_draws(idata)
-    _refuse_non_finite(labels, draws)
     pooled = draws.reshape(-1, draws.shape[-1])  # az.summary's "stats": over chains and draws
+    _refuse_non_finite(labels, pooled)
     interval = np.asarray(az.hdi(pooled, prob=hdi_prob, axis=0), dtype=float)
     # The diagnostics come from the same array, parameter by parameter: no join by label.
     summary = pl.DataFrame({"parameter": labels, "mean": pooled.mean(axis=0),

@@ -198,7 +198,7 @@ def worst_parameters(summary: pl.DataFrame, count: int = 4) -> list[str]:
     """The parameters with the highest R-hat (then the lowest bulk ESS), of those the convergence
     check reads (`irt.diagnostics`). A null R-hat is a rate the fit held fixed (the judge's rates
     within each imputation of the cut); a NaN one is a parameter with no spread in any chain
-    (ArviZ's 0/0; draws that are not numbers never get here, the summary's schema refuses them).
+    (ArviZ's 0/0; draws that are not numbers never get here: the summary stops on them).
     Neither has convergence to show: the fixed rates were plotted as flat lines at rank p = 0.00."""
     ranked = summary.filter(checked("r_hat")).sort(["r_hat", "ess_bulk"],
                                                    descending=[True, False], nulls_last=True)
