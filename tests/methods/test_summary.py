@@ -26,7 +26,8 @@ from audit.methods.rasch.report.findings import decision_words
 from audit.methods.findings import Findings, Headline
 from audit.methods.summary import MAX_HEADLINES, run_method, summary_text
 from audit.methods.verdict import judge_run, verdict_text
-from audit.tracking.mlflow import RUN_DESCRIPTION_TAG, RunInfo
+from audit.tracking.mlflow import RunInfo
+from audit.tracking.ui import RUN_DESCRIPTION_TAG
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,6 +21,7 @@ from audit.config import CONF_DIR, ModelConfig, TrackingConfig
 from audit.methods.configs import AuditConfig
 from audit.methods.run_identity import flat_config, run_name
 from audit.tracking import mlflow as tracking
+from audit.tracking import ui
 from audit.tracking import sweeps
 
 
@@ -139,14 +140,14 @@ def test_runs_errors_name_the_store_they_looked_in(store, tmp_path, caplog):
 def test_the_printed_url_opens_the_runs_table_with_the_shared_view(store):
     client = MlflowClient(store)
     experiment = client.get_experiment_by_name("audit").experiment_id
-    assert tracking.runs_page_url(store, experiment, "audit-rasch") == (
+    assert ui.runs_page_url(store, experiment, "audit-rasch") == (
         f"http://127.0.0.1:5000/#/experiments/{experiment}/runs?"
         "workflowType=machine_learning&viewStateShareKey=audit-rasch")
-    assert tracking.runs_page_url("http://mlflow.example:8080/", "7").startswith(
+    assert ui.runs_page_url("http://mlflow.example:8080/", "7").startswith(
         "http://mlflow.example:8080/#/experiments/7/runs?workflowType=machine_learning")
-    assert tracking.ui_command("http://mlflow.example:8080") is None
-    tracking.set_runs_view(store, experiment, "audit-rasch", ["contrast/race/a_vs_b/mean"])
-    tracking.set_runs_view(store, experiment, "audit-rasch", ["contrast/gender/w_vs_m/mean"])
+    assert ui.ui_command("http://mlflow.example:8080") is None
+    ui.set_runs_view(store, experiment, "audit-rasch", ["contrast/race/a_vs_b/mean"])
+    ui.set_runs_view(store, experiment, "audit-rasch", ["contrast/gender/w_vs_m/mean"])
     view = json.loads(client.get_experiment(experiment).tags[
         "mlflow.sharedViewState.audit-rasch"])
     # The newest run's headline first, an earlier run's kept after it.

@@ -13,7 +13,8 @@ from audit.cli.compare import COMPARE_VIEW, log_comparison
 from audit.cli.runs import main as runs_main
 from audit.config import CONF_DIR, TrackingConfig
 from audit.methods.configs import register_configs, to_audit_config
-from audit.tracking.mlflow import SHARED_VIEW_TAG, mlflow_run
+from audit.tracking.mlflow import mlflow_run
+from audit.tracking.ui import SHARED_VIEW_TAG
 
 register_configs()
 

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from audit.config import TrackingConfig
 from audit.tracking import mlflow as tracking
+from audit.tracking import ui
 
 ROUNDS = 40
-VIEW = tracking.SHARED_VIEW_TAG + "round{}"
+VIEW = ui.SHARED_VIEW_TAG + "round{}"
 
 
 def _store(tmp_path: Path) -> TrackingConfig:
@@ -36,7 +37,7 @@ def _views(who, barrier, failures, config, experiment_id):
     for round_ in range(ROUNDS):
         barrier.wait()
         try:
-            tracking.set_runs_view(config.tracking_uri, experiment_id, f"round{round_}",
+            ui.set_runs_view(config.tracking_uri, experiment_id, f"round{round_}",
                                    [f"metric_{who}"])
         except Exception as error:  # noqa: BLE001 - what failed is the test's finding
             failures.put(f"round {round_}: {error}")
@@ -82,8 +83,8 @@ def test_two_runs_that_finish_together_both_write_the_runs_view(tmp_path):
     tags = MlflowClient(config.tracking_uri).get_experiment(experiment_id).tags
     for round_ in range(ROUNDS):
         columns = json.loads(tags[VIEW.format(round_)])["selectedColumns"]
-        assert set(columns) <= {tracking.metric_column("metric_a"),
-                                tracking.metric_column("metric_b")} and columns, columns
+        assert set(columns) <= {ui.metric_column("metric_a"),
+                                ui.metric_column("metric_b")} and columns, columns
 
 
 def test_two_runs_that_start_together_on_a_new_experiment_share_it(tmp_path):

@@ -43,6 +43,7 @@ from audit.methods.summary import mlflow_lines
 from audit.schemas import PromptSchema
 from audit.tables import read_table, save_figure, write_frame
 from audit.tracking import mlflow as tracking
+from audit.tracking import ui
 from audit.cli import printed_help
 
 log = logging.getLogger("audit.compare")
@@ -353,7 +354,7 @@ def log_comparison(settings: TrackingConfig, run_name: str, tags: dict[str, str]
         tracking.log_params(params)
         tracking.log_metrics(metrics)
         tracking.log_artifacts(artifacts)
-    tracking.set_runs_view(settings.tracking_uri, run_info.experiment_id, COMPARE_VIEW,
+    ui.set_runs_view(settings.tracking_uri, run_info.experiment_id, COMPARE_VIEW,
                            list(metrics))
     return run_info
 

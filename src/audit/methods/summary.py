@@ -27,6 +27,7 @@ from audit.methods.configs import AuditConfig, VerdictConfig
 from audit.methods.findings import Findings, Headline  # noqa: F401
 from audit.methods.verdict import judge_run, verdict_text
 from audit.tracking import mlflow as tracking
+from audit.tracking import ui
 
 if TYPE_CHECKING:
     from audit.methods import AuditMethod
@@ -67,8 +68,8 @@ def findings_lines(findings: Findings) -> list[str]:
 def mlflow_lines(run_info: tracking.RunInfo | None, view_key: str) -> list[str]:
     if run_info is None:
         return ["MLflow: off (tracking.enabled=false)"]
-    url = tracking.runs_page_url(run_info.tracking_uri, run_info.experiment_id, view_key)
-    command = tracking.ui_command(run_info.tracking_uri)
+    url = ui.runs_page_url(run_info.tracking_uri, run_info.experiment_id, view_key)
+    command = ui.ui_command(run_info.tracking_uri)
     return [f"MLflow runs: {url}", *([f"  (serve it first: {command})"] if command else [])]
 
 
@@ -113,12 +114,12 @@ def state_summary(method: AuditMethod, cfg: AuditConfig, run_dir: Path,
     if isinstance(run_info, tracking.RunInfo):
         metrics = result.get("metrics")
         try:
-            tracking.set_runs_view(run_info.tracking_uri, run_info.experiment_id,
+            ui.set_runs_view(run_info.tracking_uri, run_info.experiment_id,
                                    view_key(cfg.method),
                                    view_metrics(findings, metrics if isinstance(metrics, Mapping)
                                                 else {}))
             # Markdown, as the UI renders it: two spaces keep each line on its own.
-            tracking.set_run_description(run_info.tracking_uri, run_info.run_id,
+            ui.set_run_description(run_info.tracking_uri, run_info.run_id,
                                          text.replace("\n", "  \n"))
         except tracking.TrackingError as error:
             raise tracking.TrackingError(f"{error}; the run's tables and report are in "

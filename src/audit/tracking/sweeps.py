@@ -25,6 +25,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from audit.tracking import mlflow as tracking
+from audit.tracking import ui
 from audit.tracking.runs_table import runs_frame
 from audit.config import TrackingConfig
 from audit.tables import write_frame
@@ -268,7 +269,7 @@ def end_unfinished_sweep(ended: BaseException | None) -> None:
     text = "\n".join([f"The sweep stopped before its end: {why}.",
                       *([f"{len(lines)} job(s) failed:", *lines] if lines else [])])
     try:
-        tracking.set_run_description(parent.settings.tracking_uri, parent.run_id, text)
+        ui.set_run_description(parent.settings.tracking_uri, parent.run_id, text)
         tracking.end_parent_run(parent.settings, parent.run_id, {}, status="FAILED")
     except Exception as error:  # the cleanup must not hide why the sweep stopped
         log.warning("could not end sweep parent MLflow run %s as FAILED: %s", parent.run_id,
@@ -351,7 +352,7 @@ class MlflowSweepCallback(Callback):
                 failed.write_text("".join(f"{line}\n" for line in failed_jobs),
                                   encoding="utf-8")
                 files.append(failed)
-                tracking.set_run_description(
+                ui.set_run_description(
                     settings.tracking_uri, run_id,
                     "\n".join([f"{len(failed_jobs)} sweep job(s) failed (job folder: its line):",
                                *failed_jobs]))
