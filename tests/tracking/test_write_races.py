@@ -38,7 +38,7 @@ def _views(who, barrier, failures, config, experiment_id):
         barrier.wait()
         try:
             ui.set_runs_view(config.tracking_uri, experiment_id, f"round{round_}",
-                                   [f"metric_{who}"])
+                             [f"metric_{who}"])
         except Exception as error:  # noqa: BLE001 - what failed is the test's finding
             failures.put(f"round {round_}: {error}")
 

@@ -355,7 +355,7 @@ def log_comparison(settings: TrackingConfig, run_name: str, tags: dict[str, str]
         tracking.log_metrics(metrics)
         tracking.log_artifacts(artifacts)
     ui.set_runs_view(settings.tracking_uri, run_info.experiment_id, COMPARE_VIEW,
-                           list(metrics))
+                     list(metrics))
     return run_info
 
 

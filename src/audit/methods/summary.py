@@ -115,12 +115,12 @@ def state_summary(method: AuditMethod, cfg: AuditConfig, run_dir: Path,
         metrics = result.get("metrics")
         try:
             ui.set_runs_view(run_info.tracking_uri, run_info.experiment_id,
-                                   view_key(cfg.method),
-                                   view_metrics(findings, metrics if isinstance(metrics, Mapping)
-                                                else {}))
+                             view_key(cfg.method),
+                             view_metrics(findings, metrics if isinstance(metrics, Mapping)
+                                          else {}))
             # Markdown, as the UI renders it: two spaces keep each line on its own.
             ui.set_run_description(run_info.tracking_uri, run_info.run_id,
-                                         text.replace("\n", "  \n"))
+                                   text.replace("\n", "  \n"))
         except tracking.TrackingError as error:
             raise tracking.TrackingError(f"{error}; the run's tables and report are in "
                                          f"{run_dir}") from error
