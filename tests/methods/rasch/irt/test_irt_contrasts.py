@@ -15,6 +15,7 @@ from audit.methods.rasch.irt.contrasts import (
     POOLED_MODEL,
     ROPE_HALF_WIDTH_LOGIT,
     decide,
+    direction_probability,
     level_contrasts,
     null_spread_draws,
 )
@@ -251,7 +252,7 @@ def test_ratio_to_noise_and_p_beyond_noise_follow_their_definitions_on_noisy_dra
 
 
 def test_a_negative_gap_has_the_probability_of_its_own_direction():
-    """review2 tests.md finding C5: p_direction is max(P(gap > 0), P(gap < 0)); every fast test
+    """review2 tests.md finding C5: p_direction is the share with the mean's sign; every fast test
     had a positive gap, so P(gap > 0) alone passed them (0.04 here). The gap here is -0.2
     with draw sd ~0.12, so neither share is 0 or 1: the figure is the share of negative draws."""
     table = respondents()
@@ -263,6 +264,17 @@ def test_a_negative_gap_has_the_probability_of_its_own_direction():
     assert row["mean"] < 0
     assert row["p_direction"] == pytest.approx(np.mean(gap < 0), abs=1e-12)
     assert 0.8 < row["p_direction"] < 1.0
+
+
+def test_a_skewed_gap_states_the_probability_of_its_means_sign():
+    """A right-skewed posterior: most draws a little below zero, a long tail above, so the mean
+    is positive while P(gap > 0) is 0.3. Bug caught: p_direction as the larger of the two shares
+    (0.7), which the verdict prints beside "mean +0.9" as if a positive gap were 70% likely."""
+    gap = np.concatenate([np.full(700, -0.2), np.full(300, 3.5)])
+    assert gap.mean() > 0
+    assert direction_probability(gap) == pytest.approx(0.3)
+    assert direction_probability(-gap) == pytest.approx(0.3)
+    assert direction_probability(np.array([-1.0, 1.0, 1.0, -1.0, 0.0])) == pytest.approx(0.4)
 
 
 def test_without_familywise_alpha_the_decision_is_taken_on_hdi_prob():

@@ -189,6 +189,17 @@ def null_spread_draws(posterior: xr.Dataset, respondents: RespondentTable,
     return _theta_draws(posterior, nulls).std(axis=1, ddof=1)
 
 
+def direction_probability(gap: np.ndarray) -> float:
+    """The posterior probability that the gap has the sign of its mean, the sign every table and
+    line prints beside it. Not the larger of P(gap > 0) and P(gap < 0): on a skewed posterior
+    (mean +0.76 with P(gap > 0) 0.32) that printed "mean +0.763, P(direction) 0.684", read as
+    68% for a positive gap."""
+    mean = float(gap.mean())
+    if mean == 0.0:
+        return float(max((gap > 0).mean(), (gap < 0).mean()))
+    return float((np.sign(gap) == np.sign(mean)).mean())
+
+
 def _row(model_name: str, attribute: str, level_gap: LevelGap, noise: np.ndarray | None,
          rope: float, hdi_prob: float) -> dict[str, object]:
     gap = level_gap.gap
@@ -198,7 +209,7 @@ def _row(model_name: str, attribute: str, level_gap: LevelGap, noise: np.ndarray
         "level_b": level_gap.level_b, "n_a": level_gap.n_a, "n_b": level_gap.n_b,
         "mean": float(gap.mean()), "sd": float(gap.std(ddof=1)),
         "hdi_low": low, "hdi_high": high,
-        "p_direction": float(max((gap > 0).mean(), (gap < 0).mean())),
+        "p_direction": direction_probability(gap),
         "rope_low": -rope, "rope_high": rope, "decision": decide(low, high, rope),
         "noise_floor": None, "noise_floor_low": None, "noise_floor_high": None,
         "ratio_to_noise": None, "p_beyond_noise": None,
