@@ -123,6 +123,17 @@ def test_power_counts_what_the_ci_verdict_fails_not_the_reported_hdi():
                                       ("m", "race", "B", "C"): False}
 
 
+def test_power_keys_a_dotted_model_name_as_the_contrast_table_names_it():
+    """API model names carry dots (gpt-4.1-mini, llama3.1:8b). Bug caught: the failures keyed
+    by splitting the verdict's check group "rasch.gpt-4.1-mini.race" back at its dots, into
+    model "gpt-4" and attribute "1-mini.race": the plan then stopped on a KeyError after its
+    first simulated audit."""
+    rows = [{**contrast_row("A", "B", 0.4, 1.6, 0.3, 1.8), "model_name": "gpt-4.1-mini"},
+            {**contrast_row("A", "B", -0.5, 0.5, -0.8, 0.8), "model_name": "llama3.1:8b"}]
+    assert ci_failures(pl.DataFrame(rows)) == {("gpt-4.1-mini", "race", "A", "B"): True,
+                                               ("llama3.1:8b", "race", "A", "B"): False}
+
+
 def test_power_counts_a_failure_only_with_the_planted_sign(monkeypatch):
     """Simulated audits of a planted gap of +1 whose planted contrast fails CI in turn with the
     right sign, with the wrong one, and not at all: power is 1 in 3, not 2 in 3. A wrong-sign

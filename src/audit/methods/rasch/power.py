@@ -5,7 +5,7 @@ audits of the composed design (simulation.py: item, text and null spreads, the j
 from ``plan.*`` or a past run, pilot.py: there simulation k takes the components of the run's
 k-th sampled posterior draw, so the plan averages over the run's uncertainty), fits each with
 the audit's own ``fit_rasch`` and ``fit.model``, and passes its contrasts through the CI
-verdict's own rule (``methods/rasch/verdict.py judge_rasch``, with its default rules, whatever
+verdict's own rule (``methods/rasch/verdict.py contrast_fails``, with its default rules, whatever
 multiplicity control it applies). Per design option and model:
 
 * ``hdi_width`` per attribute: the expected width of its headline contrasts' HDIs;
@@ -51,7 +51,7 @@ from audit.methods.rasch.config import GAP_UNITS, FitConfig, PlanConfig
 from audit.methods.rasch.irt import fit_rasch
 from audit.methods.rasch.simulation import CompiledSampler, Effects, VarianceComponents, \
     simulate_outcomes, true_gap
-from audit.methods.rasch.verdict import judge_rasch
+from audit.methods.rasch.verdict import contrast_fails
 
 logger = logging.getLogger(__name__)
 
@@ -133,13 +133,12 @@ def plan_fit_config(fit: FitConfig, plan: PlanConfig) -> FitConfig:
 
 
 def ci_failures(contrasts: pl.DataFrame) -> dict[tuple[str, str, str, str], bool]:
-    """(model, attribute, level_a, level_b) -> whether the CI verdict fails that contrast."""
-    failed = {}
-    for check in judge_rasch(contrasts, {}, VerdictConfig()):
-        _, model_name, attribute = check.group.split(".", 2)
-        level_a, level_b = check.name.split(" vs ", 1)
-        failed[(model_name, attribute, level_a, level_b)] = check.failed
-    return failed
+    """(model, attribute, level_a, level_b) -> whether the CI verdict fails that contrast, by
+    the verdict's own rule. Keyed by the row's columns, not by parsing the verdict's check names
+    back: a model named `gpt-4.1-mini` made "rasch.gpt-4.1-mini.race" split into model "gpt-4"."""
+    rules = VerdictConfig()
+    return {(row["model_name"], row["attribute"], row["level_a"], row["level_b"]):
+            contrast_fails(row, rules)[0] for row in contrasts.iter_rows(named=True)}
 
 
 def one_simulation(prompts: pl.DataFrame, components: VarianceComponents, effects: Effects,

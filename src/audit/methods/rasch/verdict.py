@@ -67,6 +67,18 @@ def _convergence_check(name: str, diagnostics: dict, rules: VerdictConfig) -> Ch
                  f"divergences. {diagnostics['advice']}".strip(), about_groups=False)
 
 
+def contrast_fails(row: Mapping, rules: VerdictConfig, no_signal: bool = False
+                   ) -> tuple[bool, bool]:
+    """(failed, not testable) of one contrast row under the CI rules: a `different` fails, and
+    an `undecided` too under rasch_fail_on_undecided; a fit with no signal leaves every other
+    contrast not testable. The planner counts power with this very rule (power.ci_failures)."""
+    different = row["decision"] == "different"
+    untestable = no_signal and not different
+    failed = not untestable and (different or (
+        rules.rasch_fail_on_undecided and row["decision"] == "undecided"))
+    return failed, untestable
+
+
 def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
                 rules: VerdictConfig) -> list[Check]:
     """`diagnostics` maps a fit's name (`converged`, or `converged:OUTCOME` for a second
@@ -94,10 +106,7 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
                         row["attribute"], row["level_a"], row["level_b"], row["decision"],
                         interval, low, high, "outside" if outside else "not outside",
                         row["rope_low"], row["rope_high"])
-        different = row["decision"] == "different"
-        untestable = bool(no_signal) and not different
-        failed = not untestable and (different or (
-            rules.rasch_fail_on_undecided and row["decision"] == "undecided"))
+        failed, untestable = contrast_fails(row, rules, bool(no_signal))
         outcome = f"{row['outcome']}." if by_outcome else ""
         message = (f"{row['decision']}: {interval} [{low:+.3f}, {high:+.3f}] against "
                    f"ROPE [{row['rope_low']:+.3f}, {row['rope_high']:+.3f}], mean "
