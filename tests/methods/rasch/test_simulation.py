@@ -67,22 +67,31 @@ def test_components_refuse_a_judge_no_better_than_a_coin():
         VarianceComponents(base_rate=1.0)
 
 
-def posterior_of(theta: np.ndarray, b: np.ndarray, respondents: list[str]) -> xr.Dataset:
-    """A posterior Dataset (chain, draw, ...) of a plain Rasch fit with the given draws."""
-    return xr.Dataset({
-        "theta": (("chain", "draw", "respondent"), theta),
-        "b": (("chain", "draw", "item"), b)},
-        coords={"respondent": respondents, "item": [f"i{k}" for k in range(b.shape[-1])]})
+def posterior_of(theta: np.ndarray, b: np.ndarray, respondents: list[str],
+                 discrimination: float | None = None) -> xr.Dataset:
+    """A posterior Dataset (chain, draw, ...) of a plain Rasch fit with the given draws (log-odds
+    theta - b); with ``discrimination``, the 2PL of the same log-odds: theta and b divided by a,
+    every item's a that figure."""
+    if discrimination is None:
+        return xr.Dataset({
+            "theta": (("chain", "draw", "respondent"), theta),
+            "b": (("chain", "draw", "item"), b)},
+            coords={"respondent": respondents, "item": [f"i{k}" for k in range(b.shape[-1])]})
+    posterior = posterior_of(theta / discrimination, b / discrimination, respondents)
+    return posterior.assign(a=(("chain", "draw", "item"), np.full(b.shape, discrimination)))
 
 
-def test_a_past_rasch_runs_posterior_gives_its_own_spreads_not_the_defaults():
+@pytest.mark.parametrize("discrimination", [None, 2.5], ids=["rasch", "twopl"])
+def test_a_past_rasch_runs_posterior_gives_its_own_spreads_not_the_defaults(discrimination):
     """Plain Rasch draws with known spreads: item sd 2, null sd 1.2, text sd 0.7 around an
     additive gender + race pattern. A planner that kept its defaults (issue 34: item sd 1.0,
     persona sd 0.2) predicts intervals far too narrow. Every theta sits 1 logit up and the
     items 0.5 up, so the null personas' base logit is 0.5 (a rate of 0.622); the demographic
     texts sit 0.3 below the null ones besides their pattern, whose mean over the texts is 0.2 +
     0.2, so the real-persona shift is 0.4 - 0.3 = 0.1. Bugs caught: the base rate read from the
-    demographic thetas (0.646) or without the items (0.731); the shift's sign turned (-0.1)."""
+    demographic thetas (0.646) or without the items (0.731); the shift's sign turned (-0.1); a
+    twopl run (the same log-odds, every item's a 2.5) read in theta's units, every spread 2.5
+    times too small."""
     rng = np.random.default_rng(4)
     prompts = default_shaped_prompts(texts_per_cell=3, null_count=8, items=40, replicates=1)
     respondents = sorted(prompts.get_column("respondent_id").unique().to_list())
@@ -98,7 +107,7 @@ def test_a_past_rasch_runs_posterior_gives_its_own_spreads_not_the_defaults():
     theta = 1.0 + pattern + shift + sd * rng.normal(size=(*draws, len(respondents)))
     b = 0.5 + 2.0 * rng.normal(size=(*draws, 40))
     defaults = VarianceComponents(item_sd=1.0, text_sd=0.2, null_sd=0.2)
-    found = posterior_components(posterior_of(theta, b, respondents), prompts,
+    found = posterior_components(posterior_of(theta, b, respondents, discrimination), prompts,
                                  ("gender", "race"), defaults)
     assert found.item_sd == pytest.approx(2.0, rel=0.05)
     assert found.null_sd == pytest.approx(1.2, rel=0.1)

@@ -17,8 +17,9 @@ their posterior means (what the plan's log shows). Per draw:
 * explanatory and population fits carry them as parameters: ``sigma_residual`` (text sd),
   ``sigma_null``, ``model_effect`` (the null persona's logit on the average item, b summing to
   zero) and ``real_effect``; the item sd is each draw's sd of ``b``.
-* rasch and twopl fits carry one theta per persona: the null sd is each draw's sd of the null
-  thetas; the text sd is each draw's residual sd of the real personas' thetas around an additive
+* rasch and twopl fits carry one theta per persona (a twopl's thetas and b turned into log-odds
+  on the average item, times its mean discrimination, as its contrasts are): the null sd is each
+  draw's sd of the null thetas; the text sd is each draw's residual sd of the real personas' thetas around an additive
   fit of their attribute levels (degrees of freedom counted), which needs more personas with
   levels than the additive fit has terms.
 * the judge: the gold-set confusion counts of the run's own judge (judge_gold.parquet), read
@@ -43,6 +44,7 @@ import xarray as xr
 
 from audit.errors import AuditError
 from audit.methods.rasch.design import PROMPTS as PROMPTS_FILE
+from audit.methods.rasch.irt.contrasts import logit_scale
 from audit.methods.rasch.irt.explanatory import NULL_KIND
 from audit.methods.rasch.irt.judge_error import judge_confusion
 from audit.methods.rasch.method import FIT
@@ -94,6 +96,12 @@ def _component_draws(posterior: xr.Dataset, prompts: pl.DataFrame, attributes: t
                          "run (fit=population, explanatory, rasch or twopl)")
     b = _flat(posterior["b"])
     count = b.shape[0]
+    # A 2PL's log-odds are a * (theta - b): theta and b are in units of 1 / a, and the plan
+    # simulates log-odds (logistic(theta - b)). On the average item, as the contrasts are
+    # (contrasts.logit_scale); without this every spread came out divided by mean(a).
+    scale = logit_scale(posterior)
+    scale = np.ones(count) if scale is None else scale
+    b = b * scale[:, None]
     figures = {"item_sd": b.std(axis=1, ddof=1)}
     if "sigma_residual" in posterior:  # explanatory, population: the spreads are parameters
         def over_models(name: str) -> np.ndarray:  # a run of several models: their average
@@ -110,8 +118,9 @@ def _component_draws(posterior: xr.Dataset, prompts: pl.DataFrame, attributes: t
     is_null = respondents.get_column("persona_kind") == NULL_KIND
     nulls = respondents.filter(is_null).get_column("respondent").to_list()
     with_levels = respondents.filter(~is_null).drop_nulls(list(attributes))
-    null_theta = _flat(theta.sel(respondent=nulls)) if nulls else None
-    real_theta = _flat(theta.sel(respondent=with_levels.get_column("respondent").to_list()))
+    null_theta = _flat(theta.sel(respondent=nulls)) * scale[:, None] if nulls else None
+    real_theta = (_flat(theta.sel(respondent=with_levels.get_column("respondent").to_list()))
+                  * scale[:, None])
     text_sd = _additive_residual_sd(real_theta, with_levels.select(attributes))
     if text_sd is None:
         logger.warning("plan.from_run: the run's %d personas with levels leave no residual "
