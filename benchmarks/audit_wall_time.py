@@ -3,11 +3,13 @@
 Usage: python benchmarks/audit_wall_time.py [smoke|default|all]
 
 Prints seconds per stage and in total, and the rerun/fresh ratio measured in the same run (the
-rerun is served from the response store, so it isolates what is not LLM time: design, fit, MLflow).
+rerun is served from the response store, so it isolates what is not LLM time: design, fit, MLflow);
+ends with one `RESULT design=... fresh_s=... rerun_s=... rerun_over_fresh=...` line per design.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -40,7 +42,10 @@ def run_audit(work: Path, run_name: str, overrides: list[str]) -> tuple[float, d
 
 
 def main() -> None:
-    chosen = sys.argv[1] if len(sys.argv) > 1 else "smoke"
+    parser = argparse.ArgumentParser(description="Wall time of a fresh and a rerun audit.")
+    parser.add_argument("design", nargs="?", default="smoke", choices=[*DESIGNS, "all"],
+                        help="the design to time (default: smoke)")
+    chosen = parser.parse_args().design
     names = list(DESIGNS) if chosen == "all" else [chosen]
     for name in names:
         with tempfile.TemporaryDirectory() as scratch:
@@ -53,6 +58,8 @@ def main() -> None:
               f"(stages {stages}), rerun from the store {rerun_s:.1f} s, "
               f"rerun/fresh = {rerun_s / fresh_s:.2f}; rule share {fresh['rule_share']:.2f}, "
               f"R-hat max {fresh['rhat_max']:.3f}, ESS bulk min {fresh['ess_bulk_min']:.0f}")
+        print(f"RESULT design={name} fresh_s={fresh_s:.1f} rerun_s={rerun_s:.1f} "
+              f"rerun_over_fresh={rerun_s / fresh_s:.3f}")
 
 
 if __name__ == "__main__":

@@ -66,8 +66,12 @@ def compose_audit_config(model: str, overrides: list[str]) -> DictConfig:
 
 
 def main() -> None:
+    usage = "usage: python benchmarks/decided_share.py MODEL [--caps=8,16] [OVERRIDE ...]"
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(f"{usage}\n\n{__doc__}")
+        sys.exit(0)
     if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
-        sys.exit("usage: python benchmarks/decided_share.py MODEL [--caps=8,16] [OVERRIDE ...]")
+        sys.exit(usage)
     arguments = sys.argv[2:]
     caps = [int(cap) for argument in arguments if argument.startswith("--caps=")
             for cap in argument.removeprefix("--caps=").split(",")]

@@ -17,6 +17,7 @@ RESULT judge_accuracy=<a> judge_kappa=<k> cascade_accuracy=<a> cascade_kappa=<k>
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from pathlib import Path
 
@@ -67,6 +68,9 @@ def _by_category(results: pl.DataFrame) -> str:
 
 
 def main() -> int:
+    # No options; --help says what the run costs before it labels anything.
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     config = default_judge_config()
     gold = gold_sample(read_table(ROOT / config.gold_file, GoldSchema, "judge gold set"),
                        config.gold_per_category)

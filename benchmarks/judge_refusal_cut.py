@@ -18,8 +18,8 @@ cascade_cut_odd=<c> cascade_heldout_even=<a> cascade_cut_even=<c> cascade_heldou
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import sys
 
 import numpy as np
 import polars as pl
@@ -82,4 +82,7 @@ def main(overrides: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides of judge_eval (judge=NAME)")
+    main(parser.parse_args().overrides)
