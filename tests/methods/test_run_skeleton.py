@@ -195,3 +195,50 @@ def test_a_budget_nothing_reads_is_refused_before_the_first_stage(method, design
     for passing in (adaptive, fixed):
         run_stages(stages, passing, tmp_path / "out")
     assert ran == [*STAGE_NAMES, *STAGE_NAMES]
+
+
+def test_a_run_into_a_finished_runs_folder_moves_its_files_aside_first(tmp_path: Path,
+                                                                        monkeypatch):
+    """A fixed hydra.run.dir run again (CI: `hydra.run.dir=runs/old`). Bugs caught: the second
+    run, failing at its respond stage, left its new prompts beside the first run's fit and
+    report, which a verdict then judged as one run; or the earlier files deleted (finished work
+    lost). They move to earlier/TIME/, whole; Hydra's log and a file no stage declares stay."""
+    from dataclasses import replace
+
+    from audit.methods.run import EARLIER_FOLDER, Stage, run_stages
+
+    def writer(name: str, text: str, fail: bool = False):
+        def run(cfg, files, clock):
+            if fail:
+                raise AuditError("the model is down")
+            path = files.path(name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        return run
+
+    def stages(run: str, fail_at: str | None = None):
+        names = {"design": "prompts.txt", "respond": "responses.txt", "score": "labels.txt",
+                 "analyse": "fit/summary.txt", "report": "report/report.txt"}
+        return tuple(Stage(stage, writer(file, f"{run} {stage}", fail=stage == fail_at),
+                           (file.split("/")[0],)) for stage, file in names.items())
+
+    cfg = replace(dif_config(tmp_path, enabled=False), method="rasch")
+    out = tmp_path / "out"
+    monkeypatch.chdir(tmp_path)
+    run_stages(stages("first"), cfg, out)
+    (out / "__main__.log").write_text("hydra's log")
+    (out / "notes.md").write_text("the user's own")
+    with pytest.raises(AuditError, match="the model is down"):
+        run_stages(stages("second", fail_at="respond"), cfg, out)
+    assert (out / "prompts.txt").read_text() == "second design"
+    assert not any((out / name).exists() for name in
+                   ("responses.txt", "labels.txt", "fit", "report")), sorted(out.iterdir())
+    (earlier,) = (out / EARLIER_FOLDER).iterdir()
+    assert (earlier / "fit" / "summary.txt").read_text() == "first analyse"
+    assert (earlier / "report" / "report.txt").read_text() == "first report"
+    assert sorted(path.name for path in earlier.iterdir()) == [
+        "fit", "labels.txt", "prompts.txt", "report", "responses.txt"]
+    assert (out / "__main__.log").exists() and (out / "notes.md").exists()
+    run_stages(stages("third"), cfg, out)  # a second move does not overwrite the first
+    assert len(list((out / EARLIER_FOLDER).iterdir())) == 2
+    assert (out / "report" / "report.txt").read_text() == "third report"

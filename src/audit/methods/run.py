@@ -55,6 +55,8 @@ DVC_METRICS_FILE = "metrics.json"
 # folders, not in them, so a rerun whose tables are identical leaves its out's hash alone and DVC
 # does not rerun every later stage (the fit included) for a new time.
 TIMINGS_FOLDER = ".timings"
+# Where a run into a folder that holds an earlier run's files moves them (keep_earlier_run).
+EARLIER_FOLDER = "earlier"
 
 
 @dataclass(frozen=True)
@@ -131,11 +133,40 @@ def run_stages(stages: Sequence[Stage], cfg: AuditConfig, output_dir: Path) -> d
     check_settings(cfg)
     check_tracking(cfg, "before the first stage")
     files = RunFiles(Path(output_dir))
+    keep_earlier_run(stages, files.directory)
     result: dict[str, object] = {}
     for stage in stages:
         with timed(clock.timings, stage.name):
             result.update(stage.run(cfg, files, clock) or {})
     return result
+
+
+def keep_earlier_run(stages: Sequence[Stage], directory: Path) -> Path | None:
+    """A run into a folder that holds an earlier run's files (a fixed hydra.run.dir run again,
+    as in CI) first moves them to EARLIER_FOLDER/TIME/, TIME when they were last written. Left in
+    place, a new run that failed halfway left its new prompts beside the old fit and report,
+    which a verdict or `audit.compare` then read as one run; deleted, they would be finished work
+    lost. Only the files the stages declare (and config.yaml) move: Hydra's own files are the new
+    run's, and a folder holding other files (hydra.run.dir=.) keeps them."""
+    working = Path.cwd().resolve()
+    if directory.resolve() == working or directory.resolve() in working.parents:
+        return None  # hydra.run.dir=.: a file named like a table may be the user's own
+    names = dict.fromkeys([*(name for stage in stages for name in stage.writes), CONFIG_FILE])
+    found = [name for name in names if (directory / name).exists()]
+    if not found:
+        return None
+    written = max((directory / name).stat().st_mtime for name in found)
+    stamp = time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(written))
+    target, copy = directory / EARLIER_FOLDER / stamp, 1
+    while target.exists():
+        copy += 1
+        target = directory / EARLIER_FOLDER / f"{stamp}_{copy}"
+    for name in found:
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).rename(target / name)
+    log.warning("%s held an earlier run's files: moved them to %s, so that this run's tables "
+                "do not mix with them", directory, target)
+    return target
 
 
 def find_stage(stages: Sequence[Stage], name: str) -> Stage:
