@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import replace
+from difflib import get_close_matches
 from pathlib import Path
 
 import arviz as az
@@ -20,10 +21,11 @@ from audit.methods.rasch.irt import RaschFit, code_outcomes, diagnose, fit_rasch
 from audit.methods.rasch.irt.explanatory import two_level_attributes
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.irt.judge_error import LABELS_AS_TRUTH, resolve_confusion
+from audit.methods.rasch.irt.outcome import NEVER_CODED
 from audit.methods.rasch.irt.probability import JUDGE_ERROR_NOTE
 from audit.methods.rasch.judge.gold import gold_figures
 from audit.methods.rasch.no_signal import run_no_signal
-from audit.methods.rasch.schemas import SummarySchema
+from audit.methods.rasch.schemas import LABELS, SummarySchema
 from audit.schemas import PERSONA_ATTRIBUTES
 from audit.tables import read_frame, read_table, write_frame
 
@@ -93,14 +95,30 @@ def check_judge_error(cfg: AuditConfig) -> None:
                          "set judge.evaluate_on_gold=true, or leave fit.judge_error unset")
 
 
-def check_outcomes(cfg: AuditConfig) -> None:
-    """Refuse, before any prompt is sent, a fit.second_outcome that repeats fit.outcome (the same
-    coding fitted twice, every contrast reported twice); each coding's name is checked with the
-    rest of the config (audit.config_ranges)."""
+def check_fit_settings(cfg: AuditConfig) -> None:
+    """Refuse, before any prompt is sent, fit settings the fit would refuse after every answer
+    was bought and judged (9 minutes of the default model): a fit.second_outcome that repeats
+    fit.outcome (the same coding fitted twice, every contrast reported twice), a label in
+    fit.drop_labels that no judge writes, an attribute in fit.item_dif that fit.attributes lacks.
+    Each coding's name is checked with the rest of the config (audit.config_ranges)."""
     if cfg.fit.second_outcome is not None and cfg.fit.second_outcome == cfg.fit.outcome:
         others = [coding for coding in OUTCOMES if coding != cfg.fit.outcome]
         raise AuditError(f"fit.second_outcome={cfg.fit.second_outcome} is fit.outcome already: "
                          f"set it to {' or '.join(others)}, or leave it null")
+    _check_names("fit.drop_labels", cfg.fit.drop_labels, (*LABELS, *NEVER_CODED), "labels")
+    _check_names("fit.item_dif", cfg.fit.item_dif, cfg.fit.attributes,
+                 "attributes of fit.attributes")
+
+
+def _check_names(key: str, given: list[str], known: tuple[str, ...] | list[str],
+                 what: str) -> None:
+    unknown = [name for name in given if name not in known]
+    if not unknown:
+        return
+    hints = [f"{name} (did you mean {close[0]}?)" if (close := get_close_matches(name, known, 1))
+             else name for name in unknown]
+    raise AuditError(f"{key} names {', '.join(hints)}, not among the {what}: use "
+                     f"{', '.join(known)}")
 
 
 def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,

@@ -22,7 +22,7 @@ from audit.methods.rasch.adaptive_run import ROUNDS, look_alpha_of, respond_adap
 from audit.methods.rasch.analyse import (
     check_design_attributes,
     check_judge_error,
-    check_outcomes,
+    check_fit_settings,
     fit_stage,
     no_signal_of,
     write_fit,
@@ -103,7 +103,7 @@ def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     check_judge_backends(cfg)
     check_api_keys(cfg)
     check_judge_error(cfg)
-    check_outcomes(cfg)
+    check_fit_settings(cfg)
     prompts = design_stage(cfg)
     check_design_attributes(prompts, cfg.fit.attributes)  # before model files are fetched
     check_model_files([*cfg.model.values(), *cfg.judge.models.values()])
@@ -159,7 +159,7 @@ def _design_imported(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> No
     # The judge's model files are not fetched here: answers that came with their decisions need
     # no judge, and nothing is sent before the score stage.
     check_judge_backends(cfg)
-    check_outcomes(cfg)
+    check_fit_settings(cfg)
     imported.design(cfg, files.prompts)
     try:
         check_design_attributes(read_table(files.prompts, PromptSchema, "prompts"),
