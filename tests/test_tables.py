@@ -148,3 +148,20 @@ def test_two_writers_of_one_file_never_rename_each_others_partial_file(tmp_path:
     write_atomically(path, slow_writer)
     assert path.read_text() == "first"
     assert [entry.name for entry in tmp_path.iterdir()] == [path.name]
+
+
+def test_check_output_names_a_path_that_cannot_be_written(tmp_path: Path) -> None:
+    """The one check of an output path (cli: fit, compare, verdict, iat, runs, stages): a file
+    where a folder goes, a folder where a file goes, a path through a file; a new path passes."""
+    from audit.tables import check_output
+
+    (tmp_path / "good.csv").write_text("a\n")
+    for path, folder, message in [(tmp_path / "good.csv", True, "is a file, not a folder"),
+                                  (tmp_path, False, "is a folder, not a file"),
+                                  (tmp_path / "good.csv" / "out", True, "good.csv is a file"),
+                                  (tmp_path / "good.csv" / "x.xml", False, "good.csv is a file")]:
+        with pytest.raises(AuditError, match=message):
+            check_output(path, "output=", folder=folder)
+    assert check_output(tmp_path / "new" / "deeper", "output=", folder=True).parent.name == "new"
+    assert check_output(tmp_path / "good.csv", "output=") == tmp_path / "good.csv"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["good.csv"]  # nothing left

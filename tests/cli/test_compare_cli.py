@@ -376,3 +376,29 @@ def test_the_mlflow_run_names_the_two_runs_when_the_model_is_the_same():
         == "compare qwen: a vs b"
     assert compare.mlflow_run_name(side("A", "runs/a", "qwen"), side("B", "runs/a", "llama")) \
         == "compare qwen vs llama"
+
+
+class Fitted(Exception):
+    """Raised where the joint fit would sample."""
+
+
+@pytest.mark.parametrize("option", ["output", "junit", "default output"])
+def test_an_output_that_cannot_be_written_is_exit_2_before_the_fit(two_runs, tmp_path, monkeypatch,
+                                                                   caplog, option):
+    """Bug caught: output=FILE (FileExistsError) and junit=FOLDER (IsADirectoryError) crashed
+    after the joint fit with exit 1, the code of a failed gate, so CI read a crash as a
+    worsening; the default output folder, compare/A_vs_B, was not checked either."""
+    def fitted(*args, **kwargs):
+        raise Fitted
+
+    monkeypatch.setattr(comparison, "fit_joint", fitted)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "good.csv").write_text("a\n")
+    if option == "default output":
+        (tmp_path / "compare").write_text("")  # where compare/a_vs_b would go
+    argument = {"output": ["output=good.csv"], "junit": [f"junit={tmp_path}"],
+                "default output": []}[option]
+    run_a, run_b = two_runs
+    assert compare.main([str(run_a), str(run_b), "tracking=false", *argument]) == 2
+    assert {"output": "output=good.csv is a file", "junit": f"junit={tmp_path} is a folder",
+            "default output": "compare is a file"}[option] in caplog.text

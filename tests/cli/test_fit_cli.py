@@ -242,3 +242,21 @@ def test_imported_labels_are_corrected_through_a_gold_file(tmp_path: Path) -> No
     assert abs(sensitivity["sd"] - stats.beta.std(9, 3)) < 1e-3
     recorded = json.loads((output / "diagnostics.json").read_text())["judge_error"]
     assert recorded["favourable"]["paths"]["any"]["true_1_judged_1"] == 8
+
+
+@pytest.mark.parametrize("output", [
+    "good.csv/out",
+    pytest.param("/proc/fo18", marks=pytest.mark.skipif(not Path("/proc").is_dir(),
+                                                         reason="no /proc here")),
+])
+def test_an_output_that_cannot_be_created_is_refused_before_sampling(tmp_path: Path, monkeypatch,
+                                                                     caplog, output) -> None:
+    """Bug caught: output=FILE/out (a folder inside a file) or output=/proc/fo18 sampled the
+    whole fit, then write_fit raised NotADirectoryError (exit 1), the fit lost."""
+    import audit.cli.fit as fit_cli
+
+    monkeypatch.setattr(fit_cli, "fit_rasch", stop_at_sampling)
+    monkeypatch.chdir(tmp_path)
+    write_responses(tmp_path / "good.csv")
+    assert fit_cli.main(["input=good.csv", f"output={output}"]) == 2
+    assert f"output={output}" in caplog.text and "pass output=DIR" in caplog.text

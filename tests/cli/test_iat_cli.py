@@ -263,3 +263,18 @@ def test_failed_requests_stop_the_run_after_keeping_the_responses(tmp_path, monk
     responses = pl.read_parquet(tmp_path / "run" / "iat_responses.parquet")
     assert (responses["status"] == "error").all()
     assert not (tmp_path / "run" / "iat_scores.parquet").exists()
+
+
+def test_an_output_that_is_a_file_is_one_line_before_scoring(answers_dir, tmp_path, monkeypatch,
+                                                              caplog):
+    """Bug caught: output=FILE scored every answer, then raised FileExistsError (exit 1)."""
+    import audit.cli.iat as iat_cli
+
+    def scored(*args, **kwargs):
+        raise AssertionError("the answers were scored before output= was checked")
+
+    monkeypatch.setattr(iat_cli, "score_answers", scored)
+    existing = tmp_path / "good.csv"
+    existing.write_text("a\n")
+    assert main([f"import_dir={answers_dir}", f"output={existing}"]) == 2
+    assert f"output={existing} is a file" in caplog.text

@@ -135,3 +135,21 @@ def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path: Path, caplog, monk
                         str(tmp_path / "pipeline")]) == 130
     assert [record.getMessage() for record in caplog.records
             if record.levelname == "ERROR"] == [said]
+
+
+@pytest.mark.parametrize("where", ["good.csv", "good.csv/pipeline"])
+def test_a_dir_that_is_a_file_is_one_line_before_any_stage(tmp_path: Path, caplog, monkeypatch,
+                                                            where: str):
+    """Bug caught: `python -m audit.stages design --dir FILE` was a NotADirectoryError
+    traceback (exit 1); now one line naming --dir and the fix, exit 2, before the stage runs."""
+    from audit.cli import stages
+
+    def ran(*arguments, **options):
+        raise AssertionError("the stage ran before --dir was checked")
+
+    monkeypatch.setattr(stages, "run_one_stage", ran)
+    params = write_params(SMOKE, tmp_path / "params.yaml")
+    (tmp_path / "good.csv").write_text("a\n")
+    assert stages_main(["design", "--params", str(params), "--dir", str(tmp_path / where)]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and f"--dir {tmp_path / where}" in errors[0]

@@ -245,3 +245,20 @@ def test_a_rasch_fit_that_compared_no_groups_is_not_tested() -> None:
     assert "compared no groups" in [check for check in checks if check.skipped][0].message
     stuck = {"converged": {**converged["converged"], "converged": False, "rhat_max": 1.2}}
     assert verdict_text(judge_rasch(pl.DataFrame(), stuck, VerdictConfig())).startswith("FAIL")
+
+
+@pytest.mark.parametrize("junit", ["folder", "good.csv/x.xml"])
+def test_a_junit_path_that_cannot_be_written_is_exit_2_before_judging(tmp_path: Path, monkeypatch,
+                                                                      caplog, junit: str) -> None:
+    """Bug caught: junit=FOLDER (IsADirectoryError) or junit=FILE/x.xml (FileExistsError) was
+    a traceback after judging, with no verdict line and exit 1 on a passing run."""
+    import audit.cli.verdict as verdict_cli
+
+    run = counterfactual_run(tmp_path / "run", effect=0.0)
+    judged = []
+    monkeypatch.setattr(verdict_cli, "judge_run", lambda *args: judged.append(args) or [])
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "good.csv").write_text("a\n")
+    assert main([f"run_dir={run}", f"junit={tmp_path / junit}"]) == 2
+    assert f"junit={tmp_path / junit}" in caplog.text and "pass junit=PATH" in caplog.text
+    assert not judged and not (run / "verdict_junit.xml").exists()

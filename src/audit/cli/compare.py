@@ -41,7 +41,7 @@ from audit.methods.rasch.irt.judge_error import resolve_confusion
 from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema
 from audit.methods.summary import mlflow_lines
 from audit.schemas import PromptSchema
-from audit.tables import read_table, save_figure, write_frame
+from audit.tables import check_output, read_table, save_figure, write_frame
 from audit.tracking import mlflow as tracking
 from audit.tracking import ui
 from audit.cli import printed_help
@@ -247,6 +247,16 @@ def report_html(changes: pl.DataFrame, sides, pairing: comparison.Pairing, verdi
             f"<tr>{head}</tr>{body}</table>{skipped}</body></html>")
 
 
+def output_paths(options: dict[str, str], sources: list[str]) -> tuple[Path, Path]:
+    """The output folder and the JUnit file (given, or named after the two runs), checked before
+    the fit: a path that cannot be written was a traceback after it, with exit 1, the code of a
+    failed gate, so CI could not tell a crash from a worsening."""
+    out = Path(options.get("output", f"compare/{Path(sources[0]).name[:8]}_vs_"
+                                     f"{Path(sources[-1]).name[:8]}"))
+    junit = Path(options.get("junit", out / "compare_junit.xml"))
+    return (check_output(out, "output=", folder=True), check_output(junit, "junit="))
+
+
 def comparable_or_refuse(outcomes: pl.DataFrame, attributes: list[str]) -> comparison.Comparable:
     """The levels both sides labelled, each one left out logged; before the fit, so a comparison
     with nothing to contrast is one line instead of a crash after sampling."""
@@ -272,6 +282,9 @@ def run(argv: list[str]) -> int:
     if not 0.0 < worsening_prob < 1.0:  # checked before the fit, not after it
         raise AuditError(f"worsening_prob={worsening_prob} must lie between 0 and 1 (0.95)")
     judge_error = judge_error_option(options)
+    for key in ("output", "junit"):  # before the runs are fetched; the defaults once they are
+        if key in options:
+            check_output(Path(options[key]), f"{key}=", folder=key == "output")
     with tempfile.TemporaryDirectory() as scratch:
         default = TrackingConfig()
         uri = options.get("tracking_uri", tracking.default_tracking_uri())
@@ -279,6 +292,7 @@ def run(argv: list[str]) -> int:
         sources = [name for _, name in fetched]
         side_a, cfg, gold_a = read_side("A", sources[0], fetched[0][0], options.get("model_a"))
         side_b, _, gold_b = read_side("B", sources[-1], fetched[-1][0], options.get("model_b"))
+    out, junit = output_paths(options, sources)
     if judge_error is None:
         judge_error = cfg.fit.judge_error
     if judge_error is not False:  # labels read as truth need no judge in common
@@ -304,8 +318,6 @@ def run(argv: list[str]) -> int:
         worsening_prob=worsening_prob, unit=unit)
     checks = comparison.gate_checks(changes, diagnostics)
     verdict = verdict_text(checks) + ("" if limit is not None else NO_GATE)
-    out = Path(options.get("output", f"compare/{Path(sources[0]).name[:8]}_vs_"
-                                     f"{Path(sources[-1]).name[:8]}"))
     out.mkdir(parents=True, exist_ok=True)
     table = write_frame(changes.with_columns(pl.lit(pairing.paired).alias("paired")),
                         out / "changes.csv")
@@ -314,7 +326,6 @@ def run(argv: list[str]) -> int:
     report.write_text(report_html(changes, (side_a, side_b), pairing, verdict, plot,
                                   comparable.left_out), encoding="utf-8")
     idata.to_netcdf(str(out / "posterior.nc"))
-    junit = Path(options.get("junit", out / "compare_junit.xml"))
     write_junit(junit_xml(checks, out, VerdictConfig()), junit)
     run_info = None
     if options.get("tracking", "true") != "false" and cfg.tracking.enabled:

@@ -25,7 +25,7 @@ from audit.methods.rasch.analyse import write_fit
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
 from audit.cli.fit_correction import read_correction, whole_numbers
-from audit.tables import read_frame, require_columns
+from audit.tables import check_output, read_frame, require_columns
 from audit.cli import argument_problem, printed_help
 
 log = logging.getLogger("audit.fit")
@@ -81,9 +81,9 @@ def parse_arguments(arguments: list[str]) -> FitCommand:
     # The sampler settings' declared ranges (hdi_prob in (0, 1), draws >= 1, judge_imputations
     # in [1, 1000], rope >= 0): the check every audit config gets, before anything is sampled.
     check_config(command.sampler, error=FitInputError)
-    if Path(command.output).exists() and not Path(command.output).is_dir():
-        raise FitInputError(f"output={command.output} is a file; the fit writes a folder of "
-                            "files: pass output=DIR naming a folder (new or existing)")
+    # The fit writes a folder of files: one it cannot create (a file, a path through a file,
+    # /proc) is named now, not by a traceback after minutes of sampling that lose the fit.
+    check_output(Path(command.output), "output=", folder=True, error=FitInputError)
     if command.prior not in PRIORS:
         raise FitInputError(f"prior={command.prior} is unknown; use prior=seed (N(0,1) theta and b, "
                             "the original audit) or prior=rasch (identified, the default)")

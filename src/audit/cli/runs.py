@@ -32,7 +32,7 @@ from audit.tracking import mlflow as tracking
 from audit.logs import configure_cli_logging
 from audit.tracking.runs_table import runs_frame, short_id, started_text
 from audit.tracking.sweeps import shell_word
-from audit.tables import write_frame
+from audit.tables import check_output, write_frame
 
 log = logging.getLogger(__name__)
 
@@ -270,13 +270,27 @@ def run_overrides(settings: TrackingConfig, run_id: str, scratch: Path) -> list[
             if not str(override).lstrip("+~").startswith(("hydra.", "sweep="))]
 
 
+def positive_integer(text: str) -> int:
+    """--limit: MLflow refused 0 or a negative count with a 29-line traceback."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: pass a count of runs "
+                                         "such as 20") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1: pass a count of runs such "
+                                         "as 20")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m audit.runs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tracking-uri", default=tracking.default_tracking_uri())
     parser.add_argument("--experiment", default=TrackingConfig.experiment)
     parser.add_argument("--sweep", help="only the job runs of this sweep's parent run")
-    parser.add_argument("--limit", type=int, default=20)
+    parser.add_argument("--limit", type=positive_integer, default=20,
+                        help="how many runs to list (newest first; default 20)")
     parser.add_argument("--metric", action="append", default=[],
                         help="metric name or pattern to add as a column (repeatable)")
     parser.add_argument("--csv", type=Path, help="also write the table to this CSV file")
@@ -292,6 +306,11 @@ def main(argv: list[str] | None = None) -> int:
                               experiment=arguments.experiment)
     console = Console(width=max(Console().width, 160)) if not sys.stdout.isatty() else Console()
     try:
+        # The file the command writes, named before the store is read, not by a traceback after.
+        if arguments.command == "params":
+            check_output(arguments.output, "--output ")
+        elif arguments.command is None and arguments.csv:
+            check_output(arguments.csv, "--csv ")
         check_store(settings)
         if arguments.command == "show":
             show_run(tracking.get_run(settings.tracking_uri,

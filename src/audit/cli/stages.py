@@ -34,6 +34,7 @@ from audit.logs import configure_cli_logging
 from audit.methods import AuditMethod, create_method
 from audit.methods.run import STAGE_NAMES, find_stage, run_one_stage
 from audit.methods.summary import state_summary
+from audit.tables import check_output
 from audit.tracking.mlflow import TrackingError
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     configure_cli_logging()
     try:
+        check_output(arguments.dir, "--dir ", folder=True)  # each stage writes DIR/STAGE/
         cfg = load_params(arguments.params)
         check_kept_overrides(arguments.params, cfg)
         method = create_method(cfg.method)

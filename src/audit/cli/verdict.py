@@ -33,7 +33,7 @@ from audit.logs import configure_cli_logging
 from audit.methods.checks import Check, VerdictError
 from audit.methods.configs import VerdictConfig
 from audit.methods.verdict import judge_run, verdict_outcome, verdict_text
-from audit.tables import write_atomically
+from audit.tables import check_output, write_atomically
 
 log = logging.getLogger("audit.verdict")
 
@@ -167,8 +167,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         command = parse_arguments(arguments)
         run_dir = Path(command.run_dir)
+        # A JUnit path that cannot be written is bad input, named before the run is judged (it
+        # was a traceback, exit 1 on a passing run, with no verdict line); the default one, in
+        # the run's folder, once judging has found that folder.
+        junit = (check_output(Path(command.junit), "junit=", error=VerdictError)
+                 if command.junit else None)
         checks = judge_run(run_dir, command.rules)
-        junit = Path(command.junit) if command.junit else run_dir / JUNIT_DEFAULT
+        junit = junit or check_output(run_dir / JUNIT_DEFAULT, "junit=", error=VerdictError)
         write_junit(junit_xml(checks, run_dir, command.rules), junit)
     except AuditError as error:  # VerdictError, or a run table that cannot be read
         log.error("%s", error)
