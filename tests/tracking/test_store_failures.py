@@ -61,3 +61,42 @@ def test_a_stage_refuses_a_dead_store_before_it_writes_anything(tmp_path, no_ret
     # (the line said "pass tracking=none", which audit.stages refuses as an argument).
     assert "pass tracking=none" not in errors[0]
     assert "python -m audit.params OVERRIDES tracking=none" in errors[0]
+
+
+def test_a_sqlite_store_under_a_file_is_one_line_before_mlflow_opens_it(tmp_path):
+    """Bad-input review 2026-12-01: `sqlite:///good.csv/mlflow.db` (a file where the store's
+    folder should be) was an 81-line FileExistsError traceback from inside MLflow."""
+    (tmp_path / "good.csv").write_text("a,b\n")
+    uri = f"sqlite:///{tmp_path / 'good.csv' / 'mlflow.db'}"
+    with pytest.raises(TrackingError) as failed:
+        check_store(TrackingConfig(tracking_uri=uri, artifact_root=str(tmp_path / "art")))
+    assert str(failed.value) == (f"MLflow store {uri}: {tmp_path / 'good.csv'} is a file, not a "
+                                 "folder: fix tracking.tracking_uri, or pass tracking=none")
+
+
+def test_an_artifact_folder_that_cannot_be_made_is_refused_before_any_work(tmp_path):
+    """Bad-input review 2026-12-01: tracking.artifact_root under a file ran the whole audit and
+    then stopped on a NotADirectoryError traceback when the run logged its files; the
+    experiment kept that folder, so the rerun with the root corrected failed the same way after
+    its fit. Both are one line now, before any work: the second names the experiment's own
+    folder and how to get out of it."""
+    (tmp_path / "good.csv").write_text("a,b\n")
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    bad = TrackingConfig(tracking_uri=store, artifact_root=str(tmp_path / "good.csv" / "art"),
+                         experiment="sticky")
+    with pytest.raises(TrackingError, match=r"^tracking.artifact_root=.*good.csv/art: .*good.csv "
+                                            r"is a file, not a folder: set it to a folder"):
+        check_store(bad)
+    from mlflow.tracking import MlflowClient
+
+    # The experiment as a run before this check made it.
+    MlflowClient(store).create_experiment(
+        "sticky", artifact_location=(tmp_path / "good.csv" / "art").as_uri())
+    fixed = TrackingConfig(tracking_uri=store, artifact_root=str(tmp_path / "art"),
+                           experiment="sticky")
+    with pytest.raises(TrackingError, match=r"^experiment 'sticky' keeps its artifacts in .*"
+                                            r"good.csv/art, set when it was made: .*name a new "
+                                            r"tracking.experiment"):
+        check_store(fixed)
+    check_store(TrackingConfig(tracking_uri=store, artifact_root=str(tmp_path / "art"),
+                               experiment="fresh"))

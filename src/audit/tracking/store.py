@@ -12,12 +12,16 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
 
 from audit.config import TrackingConfig
 from audit.errors import AuditError
+from audit.tables import why_unwritable
 
 
 class TrackingError(AuditError):
@@ -105,9 +109,53 @@ def environment_kept(*names: str) -> Iterator[None]:
                 os.environ[name] = value
 
 
+SQLITE_PREFIX = "sqlite:///"
+
+
+def _local_path(location: str) -> Path | None:
+    """The folder of a local artifact location (a path or a file: URI); None for a remote one."""
+    parsed = urlparse(location)
+    if parsed.scheme == "file":
+        return Path(url2pathname(parsed.path))
+    return Path(location) if not parsed.scheme else None
+
+
+def _check_database(config: TrackingConfig, without_store: str) -> None:
+    """A SQLite store that cannot be written, as one line before MLflow opens it: MLflow
+    stopped on a FileExistsError traceback (a file where its folder should be) or retried a
+    database it could not open for minutes."""
+    if not config.tracking_uri.startswith(SQLITE_PREFIX):
+        return
+    database = Path(config.tracking_uri.removeprefix(SQLITE_PREFIX))
+    reason = why_unwritable(database)
+    if reason:
+        raise TrackingError(f"MLflow store {config.tracking_uri}: {reason}: "
+                            f"{store_fix(config.tracking_uri, without_store)}")
+
+
+def _check_artifacts(config: TrackingConfig, experiment) -> None:
+    """An artifact folder that cannot be written, as one line before any work: MLflow failed
+    only when the run logged its files, after the fit. An experiment keeps the folder it was
+    made with, whatever tracking.artifact_root says later, so its own folder is checked."""
+    if experiment is None:
+        reason = why_unwritable(Path(config.artifact_root).resolve(), folder=True)
+        if reason:
+            raise TrackingError(f"tracking.artifact_root={config.artifact_root}: {reason}: set it "
+                                "to a folder you can write")
+        return
+    folder = _local_path(experiment.artifact_location)
+    reason = why_unwritable(folder, folder=True) if folder is not None else None
+    if reason:
+        raise TrackingError(
+            f"experiment '{config.experiment}' keeps its artifacts in {folder}, set when it was "
+            f"made: {reason}: make it writable, or name a new tracking.experiment (with a "
+            "tracking.artifact_root you can write)")
+
+
 def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE) -> None:
     """Reach the store once, with few retries and a short timeout (PROBE_SETTINGS unless the
-    environment asks for less), so a store that is down stops a run before any work."""
+    environment asks for less), so a store that is down stops a run before any work; and the
+    local folders the run will write in."""
     from mlflow.tracking import MlflowClient
 
     # urllib3 warns of each retry; the TrackingError's one line says it all.
@@ -121,7 +169,10 @@ def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE) -> N
                 os.environ[name] = str(cap)
         retries_log.setLevel(logging.ERROR)
         try:
+            _check_database(config, without_store)
             with store_errors(config.tracking_uri, without_store):
-                MlflowClient(config.tracking_uri).get_experiment_by_name(config.experiment)
+                experiment = MlflowClient(config.tracking_uri).get_experiment_by_name(
+                    config.experiment)
         finally:
             retries_log.setLevel(level)
+    _check_artifacts(config, experiment)
