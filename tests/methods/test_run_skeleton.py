@@ -242,3 +242,27 @@ def test_a_run_into_a_finished_runs_folder_moves_its_files_aside_first(tmp_path:
     run_stages(stages("third"), cfg, out)  # a second move does not overwrite the first
     assert len(list((out / EARLIER_FOLDER).iterdir())) == 2
     assert (out / "report" / "report.txt").read_text() == "third report"
+
+
+def test_a_response_store_that_cannot_be_made_is_one_line_before_the_first_stage(tmp_path):
+    """Bad-input review 2026-12-01: paths.response_store under a file (or in /proc) was a
+    61-line sqlite3 or FileExistsError traceback after the design stage, when the first answer
+    was due; whether the whole run or one DVC stage runs."""
+    from dataclasses import replace
+
+    from audit.config import PathsConfig
+    from audit.methods.run import Stage, run_stages
+
+    (tmp_path / "good.csv").write_text("a,b\n")
+    ran: list[str] = []
+    stages = tuple(Stage(name, lambda cfg, files, clock, name=name: ran.append(name), ())
+                   for name in STAGE_NAMES)
+    cfg = replace(dif_config(tmp_path, enabled=False), paths=PathsConfig(
+        root_dir=str(tmp_path), response_store=str(tmp_path / "good.csv" / "r.sqlite3"),
+        output_dir=str(tmp_path / "out")))
+    message = r"^paths.response_store=.*good.csv/r.sqlite3: .*good.csv is a file, not a folder"
+    with pytest.raises(AuditError, match=message):
+        run_stages(stages, cfg, tmp_path / "out")
+    with pytest.raises(AuditError, match=message):
+        run_one_stage(stages, "design", cfg, tmp_path / "pipeline")
+    assert ran == []

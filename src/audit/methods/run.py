@@ -41,7 +41,7 @@ from audit.llm.store import ResponseStore
 from audit.methods.run_identity import (composed_from, flat_config, pipeline_overrides, run_name,
                                         run_tags)
 from audit.schemas import ResponseSchema
-from audit.tables import write_table
+from audit.tables import check_output, write_table
 from audit.tracking import mlflow as tracking
 from audit.tracking import sweeps
 
@@ -108,9 +108,13 @@ def check_stages(method: str, stages: Sequence[Stage]) -> None:
 
 
 def check_settings(cfg: AuditConfig) -> None:
-    """What every method's run refuses before its first stage: settings no stage would read."""
+    """What every method's run refuses before its first stage: settings no stage would read,
+    and a response store that cannot be written."""
     ingest = getattr(cfg, "ingest", None)  # the Rasch method's section: answers from elsewhere
     check_adaptive_settings(cfg.method, cfg.design, getattr(ingest, "input", None))
+    # A store that cannot be made (a file in its path, /proc) was a sqlite3 traceback once the
+    # design was written and the first answer was due.
+    check_output(Path(cfg.paths.response_store), "paths.response_store=")
 
 
 def check_tracking(cfg: AuditConfig, before: str,
