@@ -253,6 +253,10 @@ def test_a_gate_of_zero_fails_a_worsening_contrast_with_exit_1(two_runs, tmp_pat
     (["a", "b", "draws=0"], "draws=0 must be at least 1"),
     (["a", "b", "chains=-1"], "chains=-1 must be at least 1"),
     (["a", "b", "target_accept=1.5"], "target_accept=1.5 must lie between 0 and 1"),
+    # Bug caught: a flag counted as a third run, "give one or two runs".
+    (["a", "b", "--max_worsening", "0.5"],
+     "--max_worsening is not an option: options are key=value (write max_worsening=VALUE)"),
+    (["a", "b", "--verbose"], "--verbose is not an option: options are key=value;"),
 ])
 def test_bad_input_is_one_line_and_exit_2(arguments, message, caplog):
     assert compare.main(arguments) == 2

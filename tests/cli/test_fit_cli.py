@@ -125,6 +125,20 @@ def test_errors_exit_2_with_one_line(tmp_path: Path, caplog) -> None:
     assert "\n" not in errors[0].getMessage()
 
 
+@pytest.mark.parametrize("name, said", [
+    # Bugs caught: a folder was said not to exist; an empty file's fix named a stage to run,
+    # which audit.fit does not have.
+    ("folder", "is a folder, not a file; pass input=PATH"),
+    ("empty.csv", "empty CSV; pass input=PATH to a CSV or parquet long table"),
+])
+def test_an_input_that_is_no_table_says_what_it_is(tmp_path: Path, caplog, name, said) -> None:
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "empty.csv").write_text("")
+    assert main([f"input={tmp_path / name}", f"output={tmp_path / 'out'}"]) == 2
+    (error,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert said in error and "stage" not in error, error
+
+
 def test_missing_columns_are_one_line_naming_the_file_each_column_and_the_option(
         tmp_path: Path, caplog) -> None:
     path = write_responses(tmp_path / "r.parquet", columns=("respondent", "question", "approved"))

@@ -42,6 +42,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
     (["run_dir=x", "dif_min_accuracy_gap=1.5"], "dif_min_accuracy_gap=1.5 must lie in"),
     (["run_dir=x", "iat_min_abs_d=-0.1"], "iat_min_abs_d=-0.1 must lie in"),
     (["run_dir=x", "min_rank_biserial=2"], "min_rank_biserial=2.0 must lie in"),
+    # Was "Merge error: str is not a subclass of VerdictConfig".
+    (["run_dir=x", "rules=/tmp/rules.yaml"], "rules= is not an option: .* rules_file=PATH"),
 ])
 def test_bad_arguments_are_named(arguments: list[str], message: str) -> None:
     with pytest.raises(VerdictError, match=message):

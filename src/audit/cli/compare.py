@@ -158,6 +158,11 @@ def judge_error_option(options: dict[str, str]) -> bool | None:
 
 
 def parse_arguments(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    flag = next((argument for argument in argv if argument.startswith("--")), None)
+    if flag is not None:  # it counted as a third run: "give one or two runs"
+        key = flag[2:].split("=", 1)[0].replace("-", "_")
+        hint = f" (write {key}=VALUE)" if key in OPTIONS else ""
+        raise AuditError(f"{flag} is not an option: options are key=value{hint}; {USAGE}")
     sources = [argument for argument in argv if "=" not in argument]
     options = dict(argument.split("=", 1) for argument in argv if "=" in argument)
     unknown = sorted(set(options) - set(OPTIONS))

@@ -95,9 +95,11 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str,
     """Read CSV or parquet and rename the three columns to respondent, item, y (and the
     labelling-path column ``source``, when named, to label_source)."""
     if not path.is_file():
-        raise FitInputError(f"input file {path} does not exist; pass input=PATH to a CSV or parquet")
+        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        raise FitInputError(f"input file {path} {what}; pass input=PATH to a CSV or parquet")
     try:
-        table = read_frame(path, "input table")
+        table = read_frame(path, "input table", "pass input=PATH to a CSV or parquet long table "
+                           "with a row per answer")
     except AuditError as error:
         raise FitInputError(str(error)) from None
     wanted = {"respondent": respondent, "item": item, "outcome": outcome,

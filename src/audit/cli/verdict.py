@@ -61,6 +61,10 @@ def parse_arguments(arguments: list[str]) -> VerdictCommand:
     malformed = [argument for argument in arguments if "=" not in argument]
     if malformed:
         raise VerdictError(f"argument {malformed[0]!r} is not key=value; {USAGE}")
+    if any(argument.split("=", 1)[0] == "rules" for argument in arguments):
+        # OmegaConf said "Merge error: str is not a subclass of VerdictConfig".
+        raise VerdictError("rules= is not an option: pass a YAML file of rules as rules_file=PATH, "
+                           f"or one rule as RULE=VALUE ({', '.join(RULE_KEYS[:2])}, ...)")
     dotlist = [f"rules.{argument}" if argument.split("=", 1)[0] in RULE_KEYS else argument
                for argument in arguments]
     try:
