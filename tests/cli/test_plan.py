@@ -501,6 +501,20 @@ def test_a_budget_without_design_adaptive_is_refused_by_the_plan(tmp_path: Path)
     assert not (tmp_path / "out").exists()
 
 
+def test_a_method_without_a_planner_is_refused_by_the_plan(tmp_path: Path):
+    """Bad-input review 2026-12-01: `audit.plan method=iat` exited 0 with a Rasch plan, as if
+    it were the IAT's. Refused in one line; nothing is written."""
+    from audit.cli.plan import run_plan
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = to_audit_config(compose("config", overrides=[
+            "method=iat", f"paths.output_dir={tmp_path / 'out'}"]))
+    with pytest.raises(AuditError, match="audit.plan sizes Rasch audits only; method=iat has no "
+                                         "planner: drop method="):
+        run_plan(cfg, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_adaptive_plan_prices_its_budget_and_the_prompts_it_expects_to_ask():
     """Defect 6 of the adaptive review: with design.max_prompts=150 an adaptive plan priced the
     whole design (252 prompts, 40.8 minutes). Its budget and its expected 126 prompts are priced

@@ -183,8 +183,11 @@ def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
 
 
 def run_plan(cfg: AuditConfig, output_dir: Path) -> pl.DataFrame:
-    # A plan simulates a Rasch audit whatever cfg.method says; a budget without design.adaptive
-    # would be ignored here as in the run.
+    # A plan simulates a Rasch audit: method=iat printed a Rasch plan as if it were the IAT's.
+    if cfg.method != ADAPTIVE_METHOD:
+        raise AuditError(f"audit.plan sizes Rasch audits only; method={cfg.method} has no "
+                         "planner: drop method=")
+    # A budget without design.adaptive would be ignored here as in the run.
     check_adaptive_settings(ADAPTIVE_METHOD, cfg.design,
                             ignored="this plan would simulate the whole design")
     store_path = Path(cfg.paths.response_store)
