@@ -4,7 +4,8 @@ Hydra prints a typo in an override over eight to twelve lines (with the config s
 hint about an environment variable); the line a user needs, the options that would have worked,
 is missing for mistyped keys. This module turns those errors into one line, e.g.
 ``unknown key 'design.replicatez'; valid keys under 'design': replicates, seed, adaptive, ...
-(did you mean 'replicates'?)``.
+(did you mean 'replicates'?)``. A key mistyped in a config file gets the same line naming the
+file, and a file that is not YAML one line naming the file, the place and the parser's problem.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 
+import yaml
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 from hydra.types import RunMode
@@ -99,7 +102,7 @@ def flat_entry(text: str) -> str | None:
     entry = entry_schema(parent)
     if entry is None or setting not in {field.name for field in dataclasses.fields(entry)}:
         return None
-    where = f"conf/{source['source']}.yaml" if source else "a config file"
+    where = _config_file(source["source"]) if source else "a config file"
     name = source["source"].rsplit("/", 1)[-1] if source else "NAME"
     if parent == ["model"]:
         return (f"{where} sets '{setting}' at the top of the file, but a model file nests its "
@@ -109,6 +112,70 @@ def flat_entry(text: str) -> str | None:
     return (f"{where} sets '{setting}' directly under '{'.'.join(parent)}', which holds "
             f"{entry.__name__} entries by name: put the settings under a name "
             f"(`{parent[-1]}:` / `  NAME:` / `    {setting}: ...`)")
+
+
+def _config_file(source: str) -> str:
+    """The file of a config Hydra names by its path in the search path (`model/typo`), as the
+    user's folder holds it."""
+    return f"conf/{source}.yaml"
+
+
+def _composition_cause(error: BaseException) -> BaseException | None:
+    """The OmegaConf error inside a composition error. An override's error is its __cause__; an
+    error in a config file (`In 'model/typo': ConfigKeyError raised while composing config`) is
+    raised while Hydra handles it, without `from`, so it is only the __context__."""
+    if not isinstance(error, ConfigCompositionException):
+        return error
+    return error.__cause__ or error.__context__
+
+
+def _in_file(error: BaseException) -> str:
+    """` in conf/model/typo.yaml` for an error Hydra found in a config file, else empty."""
+    source = _SOURCE.match(str(error)) if isinstance(error, ConfigCompositionException) else None
+    return f" in {_config_file(source['source'])}" if source else ""
+
+
+def _loaded_by_hydra(traceback: TracebackType | None) -> bool:
+    """Whether an error was raised while Hydra read a config file (its config repository on the
+    stack): a YAML error there is the user's config; anywhere else it may be a bug. Hydra 1.3
+    raises the parser's error unwrapped, so its module name is the only mark; a Hydra that
+    renames the module, or wraps the error in a ConfigCompositionException, leaves this False
+    and the error keeps its traceback (or is caught as a Hydra error), never a wrong line."""
+    while traceback is not None:
+        if traceback.tb_frame.f_globals.get("__name__") == "hydra._internal.config_repository":
+            return True
+        traceback = traceback.tb_next
+    return False
+
+
+def _shown_path(name: str) -> str:
+    """A config file's path as the user knows it: from the folder they ran in when it lies there
+    (`conf/model/broken.yaml`), else as YAML named it."""
+    try:
+        return str(Path(name).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return name
+
+
+def yaml_file_problem(error: yaml.YAMLError) -> str:
+    """A config file that is not YAML (an unclosed `{`, a tab in the indentation) as one line
+    naming the file, where and what, e.g. `conf/model/broken.yaml is not valid YAML (line 5,
+    column 13: while parsing a flow mapping, expected ',' or '}', but got '<stream end>' at line
+    6, column 1): fix the file`. The parser's context mark is where the construct it could not
+    finish began (the `{`), its problem mark where it gave up (often the file's end)."""
+    context, problem = getattr(error, "context", None), getattr(error, "problem", None)
+    start, end = getattr(error, "context_mark", None), getattr(error, "problem_mark", None)
+    mark = start or end
+    if mark is None or not problem:
+        return f"a config file is not valid YAML: {_first_line(str(error))}; fix the file"
+    text = f"{context}, {problem}" if context and start is not None else problem
+    if start is not None and end is not None and (end.line, end.column) != (start.line,
+                                                                            start.column):
+        text += f" at line {end.line + 1}, column {end.column + 1}"
+    if "'\\t'" in problem:
+        text += "; YAML indents with spaces, not tabs"
+    return (f"{_shown_path(mark.name)} is not valid YAML (line {mark.line + 1}, column "
+            f"{mark.column + 1}: {text}): fix the file")
 
 
 def _null_generator_hint(cause: OmegaConfBaseException) -> str:
@@ -127,6 +194,8 @@ def _first_line(text: str) -> str:
 
 def describe(error: BaseException, conf_dir: Path) -> str:
     """One line: what was wrong, and what would have been valid."""
+    if isinstance(error, yaml.YAMLError):
+        return yaml_file_problem(error)
     if isinstance(error, MissingConfigException):
         missing = error.missing_cfg_file or ""
         group, _, option = missing.rpartition("/")
@@ -141,23 +210,23 @@ def describe(error: BaseException, conf_dir: Path) -> str:
     flat = flat_entry(str(error))
     if flat:
         return flat
-    cause = error.__cause__ if isinstance(error, ConfigCompositionException) else error
+    cause, where = _composition_cause(error), _in_file(error)
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and getattr(cause, "full_key",
                                                                              None):
         full_key = str(cause.full_key)
         *parent, key = full_key.split(".")
         options = valid_keys(parent)
         if options is None:
-            return f"unknown key '{full_key}': {_first_line(str(cause))}"
+            return f"unknown key '{full_key}'{where}: {_first_line(str(cause))}"
         if not parent:
             groups = [name for name in config_groups(conf_dir) if name not in options]
-            return (f"unknown key '{full_key}'; valid top-level keys: {', '.join(options)}; "
-                    f"config groups: {', '.join(groups)} (add them with +GROUP=OPTION)"
-                    f"{_suggestion(key, options + groups)}")
-        return (f"unknown key '{full_key}'; valid keys under '{'.'.join(parent)}': "
+            return (f"unknown key '{full_key}'{where}; valid top-level keys: "
+                    f"{', '.join(options)}; config groups: {', '.join(groups)} (add them with "
+                    f"+GROUP=OPTION){_suggestion(key, options + groups)}")
+        return (f"unknown key '{full_key}'{where}; valid keys under '{'.'.join(parent)}': "
                 f"{', '.join(options)}{_suggestion(key, options)}")
     if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
-        return (f"invalid value for '{cause.full_key}': {_first_line(str(cause))}"
+        return (f"invalid value for '{cause.full_key}'{where}: {_first_line(str(cause))}"
                 f"{_null_generator_hint(cause)}")
     if str(error).startswith("Ambiguous value for argument"):
         override = str(error).split("'")[1] if "'" in str(error) else str(error)
@@ -186,6 +255,10 @@ def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
     try:
         yield
     except HYDRA_ERRORS as error:
+        exit_on_config_error(error, conf_dir)
+    except yaml.YAMLError as error:  # a config file that is not YAML, raised by Hydra unwrapped
+        if not _loaded_by_hydra(error.__traceback__):
+            raise  # YAML read anywhere else: a bug keeps its traceback
         exit_on_config_error(error, conf_dir)
     finally:
         _user_wants_traceback = wanted

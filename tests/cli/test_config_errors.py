@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from hydra import compose, initialize_config_dir
 
 from audit.__main__ import CONF_DIR
@@ -222,3 +223,60 @@ def test_a_judge_file_with_an_unnamed_model_names_where_the_name_goes(tmp_path):
         "conf/judge/mine.yaml sets 'backend' directly under 'judge.models', which holds "
         "ModelConfig entries by name: put the settings under a name (`models:` / `  NAME:` / "
         "`    backend: ...`)")
+
+
+@pytest.mark.parametrize(("folder", "text", "module", "expected"), [
+    ("model", "broken:\n  backend: fake\n  model: fake-a\n  sampling: {temperature: 0.0\n",
+     "audit", "conf/model/broken.yaml is not valid YAML (line 4, column 13: while parsing a flow "
+              "mapping, expected ',' or '}', but got '<stream end>' at line 5, column 1): fix "
+              "the file"),
+    ("judge", "name: tabbed\nuse_rules: true\nmodels:\n\tm:\n", "audit.ingest",
+     "conf/judge/tabbed.yaml is not valid YAML (line 4, column 1: found character '\\t' that "
+     "cannot start any token; YAML indents with spaces, not tabs): fix the file"),
+])
+def test_a_users_config_file_that_is_not_yaml_is_one_line_naming_the_file(
+        tmp_path: Path, folder: str, text: str, module: str, expected: str):
+    """Bug caught: a file in the user's ./conf with an unclosed `{` (or a tab in its indentation)
+    was a 100-line traceback ending in yaml's ParserError, exit 1: Hydra raises the YAML error
+    unwrapped, so the one-line mechanism never saw it."""
+    (tmp_path / "conf" / folder).mkdir(parents=True)
+    name = Path(expected.split()[0]).stem
+    (tmp_path / "conf" / folder / f"{name}.yaml").write_text(text)
+    done = _audit(f"{folder}={name}", *([] if folder == "judge" else ["judge=rules_only"]),
+                  "input=answers.csv" if module == "audit.ingest" else "tracking=none",
+                  module=module, cwd=tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0] == f"config error: {expected}"
+
+
+def test_a_yaml_error_raised_outside_hydras_config_loading_keeps_its_traceback(monkeypatch):
+    """A YAML error that Hydra did not raise while reading a config file may be a bug: it is
+    not turned into a config error's line."""
+    from audit.config_errors import one_line_config_errors
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    with pytest.raises(yaml.YAMLError), one_line_config_errors(Path(CONF_DIR)):
+        yaml.safe_load("a: {b: 1\n")
+
+
+def test_a_typo_in_a_model_file_names_the_file_the_valid_keys_and_the_likely_key(tmp_path):
+    """Bug caught: `baseurl:` for `base_url:` in a model file read `In 'model/typo':
+    ConfigKeyError raised while composing config:; Key 'baseurl' not in 'ModelConfig'; ...`,
+    with no valid keys and no suggestion, which the same typo as an override had: Hydra raises
+    a file's error without `from`, so the key error is the composition error's __context__."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "typo.yaml").write_text(
+        "typo:\n  backend: openai_compatible\n  model: m\n  baseurl: http://127.0.0.1:9/v1\n")
+    with pytest.raises(HYDRA_ERRORS) as caught:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            compose("config", overrides=[f"hydra.searchpath=[file://{tmp_path}]",
+                                         "model=typo"])
+    message = describe(caught.value, Path(CONF_DIR))
+    assert message.startswith("unknown key 'model.typo.baseurl' in conf/model/typo.yaml; valid "
+                              "keys under 'model.typo': backend, model, "), message
+    assert message.endswith("(did you mean 'base_url'?)") and "\n" not in message
+    # The override's line, which the file's now matches, is unchanged.
+    assert _error_for("model.qwen_coder_0_5b.baseurl=x").startswith(
+        "unknown key 'model.qwen_coder_0_5b.baseurl'; valid keys under "
+        "'model.qwen_coder_0_5b': backend, model, ")
