@@ -54,6 +54,23 @@ def test_a_table_it_cannot_read_is_one_line_naming_the_column(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+
+def test_a_persona_table_without_its_columns_is_one_line_naming_them(tmp_path):
+    """Bug caught: personas_file=TABLE with columns `a,b` was polars' ColumnNotFoundError
+    (`unable to find column "persona_id"`) and a 90-line traceback, exit 1, before any work."""
+    answers = tmp_path / "answers.csv"
+    answers.write_text("model,persona_id,item,decision\nm,bw,hiring_01,HIRE\n")
+    personas = tmp_path / "pbad.csv"
+    personas.write_text("a,b\n1,2\n")
+    done = _ingest(tmp_path, f"input={answers}", f"personas_file={personas}",
+                   "judge=rules_only")
+    assert done.returncode == 2, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert (f"persona table at {personas} lacks the column(s) 'persona_id', 'kind', 'gender', "
+            f"'race' (its columns: a, b): add the missing columns") in errors[0]
+    assert not (tmp_path / "store.sqlite3").exists()
+
 @pytest.mark.slow
 def test_lm_eval_samples_run_end_to_end_with_their_source_recorded(tmp_path):
     # Fitted as probabilities (the samples' P(yes)), the reading lm-evaluation-harness's

@@ -561,3 +561,27 @@ def test_a_persona_table_with_spaces_after_its_commas_is_read_trimmed(tmp_path):
         "m,bw,hiring_01,HIRE\nm,wm,hiring_01,REJECT\n")
     assert resolved.select("persona_id", "persona_kind", "race").rows() == [
         ("bw", "explicit", "Black"), ("wm", "explicit", "White")]
+
+
+@pytest.mark.parametrize(("header", "missing"), [
+    ("a,b", "'persona_id', 'kind', 'gender', 'race'"),
+    ("persona_id,gender,race", "'kind'"),
+])
+def test_a_persona_table_without_its_columns_is_one_line_naming_them(tmp_path, header, missing):
+    """Bug caught: ingest.personas_file without the columns docs/ingest.md names was polars'
+    ColumnNotFoundError (`unable to find column "persona_id"`) from the schema's coercion, a
+    90-line traceback, where personas.explicit_file got one line naming the columns. descriptor
+    may be left out (a baseline row has none), so it is never named missing."""
+    from audit.methods.rasch.ingest.stages import imported_answers
+
+    table = tmp_path / "personas.csv"
+    table.write_text(f"{header}\n" + ",".join(["x"] * len(header.split(","))) + "\n")
+    answers = _csv(tmp_path, [{"model": "m", "persona_id": "x", "item": "hiring_01",
+                               "decision": "HIRE"}])
+    cfg = _config(answers)
+    with pytest.raises(AuditError) as error:
+        imported_answers(replace(cfg, ingest=replace(cfg.ingest, personas_file=str(table))))
+    assert str(error.value).startswith(f"persona table at {table} lacks the column(s) {missing} "
+                                       f"(its columns: {header.replace(',', ', ')}): add the "
+                                       f"missing columns")
+    assert "ingest.personas_file" in str(error.value) and "\n" not in str(error.value)

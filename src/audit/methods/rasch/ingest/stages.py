@@ -35,7 +35,14 @@ from audit.methods.rasch.ingest.tables import (
 from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchema
 from audit.methods.rasch.score import check_judge_failures, empty_gold, judge_stage
 from audit.schemas import ItemSchema, PersonaTableSchema, PromptSchema, ResponseSchema, validate
-from audit.tables import read_frame, read_metadata, read_table, write_table
+from audit.tables import (
+    read_frame,
+    read_metadata,
+    read_table,
+    require_columns,
+    required_columns,
+    write_table,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +65,12 @@ def persona_table(path: Path) -> pl.DataFrame:
     """ingest.personas_file, its cells trimmed and blank cells missing before the schema reads
     them, as persona files and answers are ("bw, explicit" after a comma was a raw schema error)."""
     frame = read_frame(path, "persona table", "check ingest.personas_file", as_text=True)
+    # Before the schema: pandera casts the columns it expects before it checks they exist, so a
+    # missing one was polars' ColumnNotFoundError and a 90-line traceback (as for persona files).
+    require_columns(frame, required_columns(PersonaTableSchema), path, "persona table",
+                    "add the missing columns (a personas_file has persona_id, kind, descriptor, "
+                    "gender and race; descriptor may be left out; see docs/ingest.md), or point "
+                    "ingest.personas_file at another file")
     text = [name for name, dtype in frame.schema.items() if dtype == pl.String]
     return validate(blank_as_null(frame, tuple(text)), PersonaTableSchema,
                     f"persona table ({path})")
