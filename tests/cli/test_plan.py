@@ -486,31 +486,23 @@ def test_the_printed_plan_fits_80_columns_with_the_power_and_its_error():
     assert "models together" not in text
 
 
-def test_a_budget_without_design_adaptive_is_refused_by_the_plan(tmp_path: Path):
-    """Defect 3 of the adaptive review, in the planner: design.max_prompts without
-    design.adaptive was ignored, and the plan simulated (and priced) the whole design. Refused
-    in one line before the design is built; nothing is written."""
+@pytest.mark.parametrize("override, message", [
+    ("design.max_prompts=50", "design.max_prompts apply to an adaptive Rasch audit only, and "
+                              "this plan would simulate the whole design"),
+    ("method=iat", "audit.plan sizes Rasch audits only; method=iat has no planner: drop method="),
+])
+def test_settings_the_plan_would_ignore_are_refused(override, message, tmp_path: Path):
+    """Refused in one line before the design is built; nothing is written. Bugs caught: defect 3
+    of the adaptive review, in the planner (design.max_prompts without design.adaptive was
+    ignored, and the plan simulated and priced the whole design); and, from the bad-input review
+    of 2026-12-01, `audit.plan method=iat` exiting 0 with a Rasch plan, as if it were the
+    IAT's."""
     from audit.cli.plan import run_plan
 
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = to_audit_config(compose("config", overrides=[
-            "design.max_prompts=50", f"paths.output_dir={tmp_path / 'out'}"]))
-    with pytest.raises(AuditError, match="design.max_prompts apply to an adaptive Rasch audit "
-                                         "only, and this plan would simulate the whole design"):
-        run_plan(cfg, tmp_path / "out")
-    assert not (tmp_path / "out").exists()
-
-
-def test_a_method_without_a_planner_is_refused_by_the_plan(tmp_path: Path):
-    """Bad-input review 2026-12-01: `audit.plan method=iat` exited 0 with a Rasch plan, as if
-    it were the IAT's. Refused in one line; nothing is written."""
-    from audit.cli.plan import run_plan
-
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = to_audit_config(compose("config", overrides=[
-            "method=iat", f"paths.output_dir={tmp_path / 'out'}"]))
-    with pytest.raises(AuditError, match="audit.plan sizes Rasch audits only; method=iat has no "
-                                         "planner: drop method="):
+            override, f"paths.output_dir={tmp_path / 'out'}"]))
+    with pytest.raises(AuditError, match=message):
         run_plan(cfg, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 

@@ -19,9 +19,9 @@ their posterior means (what the plan's log shows). Per draw:
   zero) and ``real_effect``; the item sd is each draw's sd of ``b``.
 * rasch and twopl fits carry one theta per persona (a twopl's thetas and b turned into log-odds
   on the average item, times its mean discrimination, as its contrasts are): the null sd is each
-  draw's sd of the null thetas; the text sd is each draw's residual sd of the real personas' thetas around an additive
-  fit of their attribute levels (degrees of freedom counted), which needs more personas with
-  levels than the additive fit has terms.
+  draw's sd of the null thetas; the text sd is each draw's residual sd of the real personas'
+  thetas around an additive fit of their attribute levels (degrees of freedom counted), which
+  needs more personas with levels than the additive fit has terms.
 * the judge: the gold-set confusion counts of the run's own judge (judge_gold.parquet), read
   through the run's outcome coding; none when the run evaluated no gold answers.
 
