@@ -11,7 +11,6 @@ file, and a file that is not YAML one line naming the file, the place and the pa
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import logging
 import os
 import re
@@ -31,6 +30,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from audit.config_ranges import ConfigValueError
+from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
 
 HYDRA_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException,
@@ -39,11 +39,6 @@ OVERRIDE_GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 # What Hydra's composition error says about a value that does not fit the schema.
 _FULL_KEY = re.compile(r"full_key: (?P<key>[\w.]+)")
 _SOURCE = re.compile(r"In '(?P<source>[^']+)'")
-
-
-def _suggestion(word: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def config_groups(conf_dir: Path) -> list[str]:
@@ -203,7 +198,7 @@ def describe(error: BaseException, conf_dir: Path) -> str:
             path.stem for path in (Path(conf_dir) / group).glob("*.yaml")) if group else []
         if group and options:
             return (f"unknown option '{option}' for config group '{group}'; valid: "
-                    f"{', '.join(options)}{_suggestion(option, options)}")
+                    f"{', '.join(options)}{did_you_mean(option, options)}")
         return _first_line(str(error))
     if isinstance(error, OverrideParseException):
         return f"cannot parse an override: {_first_line(str(error))}; see {OVERRIDE_GRAMMAR_URL}"
@@ -222,9 +217,9 @@ def describe(error: BaseException, conf_dir: Path) -> str:
             groups = [name for name in config_groups(conf_dir) if name not in options]
             return (f"unknown key '{full_key}'{where}; valid top-level keys: "
                     f"{', '.join(options)}; config groups: {', '.join(groups)} (add them with "
-                    f"+GROUP=OPTION){_suggestion(key, options + groups)}")
+                    f"+GROUP=OPTION){did_you_mean(key, options + groups)}")
         return (f"unknown key '{full_key}'{where}; valid keys under '{'.'.join(parent)}': "
-                f"{', '.join(options)}{_suggestion(key, options)}")
+                f"{', '.join(options)}{did_you_mean(key, options)}")
     if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
         return (f"invalid value for '{cause.full_key}'{where}: {_first_line(str(cause))}"
                 f"{_null_generator_hint(cause)}")

@@ -5,6 +5,16 @@ A programming error (a bug) is never one of these: it keeps its traceback.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
+
 
 class AuditError(Exception):
     """A problem the user can fix; shown as one line naming the problem and the fix."""
+
+
+def did_you_mean(word: str, options: Sequence[str]) -> str:
+    """` (did you mean 'x'?)` for the option closest to a mistyped word, else empty: the hint
+    every one-line refusal of an unknown key, option or name ends with."""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

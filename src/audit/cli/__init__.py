@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import sys
 from collections.abc import Mapping, Sequence
@@ -10,6 +9,8 @@ from dataclasses import fields
 
 from omegaconf.errors import (ConfigKeyError, MissingMandatoryValue, OmegaConfBaseException,
                               ValidationError)
+
+from audit.errors import did_you_mean
 
 HELP_FLAGS = frozenset({"-h", "--help"})
 
@@ -42,8 +43,7 @@ def argument_problem(error: OmegaConfBaseException, command: type,
     if isinstance(error, MissingMandatoryValue) and key:
         return f"{key}= is missing"
     if isinstance(error, ConfigKeyError) and key:
-        close = difflib.get_close_matches(key, options, n=1, cutoff=0.6)
-        return f"unknown option {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+        return f"unknown option {key!r}{did_you_mean(key, options)}"
     if isinstance(error, ValidationError) and key:
         return f"invalid value for {key!r}: {first_line}"
     return first_line

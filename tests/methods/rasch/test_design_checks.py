@@ -57,7 +57,7 @@ def test_a_second_outcome_that_repeats_the_first_is_refused_at_design():
 
 
 @pytest.mark.parametrize("override, message", [
-    ("fit.drop_labels=[refusl]", r"fit.drop_labels names refusl \(did you mean refusal\?\)"),
+    ("fit.drop_labels=[refusl]", r"fit.drop_labels names refusl \(did you mean 'refusal'\?\)"),
     ("fit.item_dif=[race,age]", r"fit.item_dif names age, not among the attributes of "
                                 r"fit.attributes: use gender, race"),
 ])

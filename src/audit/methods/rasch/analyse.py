@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import replace
-from difflib import get_close_matches
 from pathlib import Path
 
 import arviz as az
 import polars as pl
 from xarray import DataTree
 
-from audit.errors import AuditError
+from audit.errors import AuditError, did_you_mean
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.config import OUTCOMES, FitConfig
 from audit.methods.rasch.irt import RaschFit, code_outcomes, diagnose, fit_rasch
@@ -115,8 +114,7 @@ def _check_names(key: str, given: list[str], known: tuple[str, ...] | list[str],
     unknown = [name for name in given if name not in known]
     if not unknown:
         return
-    hints = [f"{name} (did you mean {close[0]}?)" if (close := get_close_matches(name, known, 1))
-             else name for name in unknown]
+    hints = [f"{name}{did_you_mean(name, known)}" for name in unknown]
     raise AuditError(f"{key} names {', '.join(hints)}, not among the {what}: use "
                      f"{', '.join(known)}")
 
