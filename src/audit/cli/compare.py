@@ -287,9 +287,6 @@ def run(argv: list[str]) -> int:
     if not 0.0 < worsening_prob < 1.0:  # checked before the fit, not after it
         raise AuditError(f"worsening_prob={worsening_prob} must lie between 0 and 1 (0.95)")
     judge_error = judge_error_option(options)
-    for key in ("output", "junit"):  # before the runs are fetched; the defaults once they are
-        if key in options:
-            check_output(Path(options[key]), f"{key}=", folder=key == "output")
     with tempfile.TemporaryDirectory() as scratch:
         default = TrackingConfig()
         uri = options.get("tracking_uri", tracking.default_tracking_uri())
