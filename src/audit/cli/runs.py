@@ -33,6 +33,7 @@ from audit.logs import configure_cli_logging
 from audit.tracking.runs_table import runs_frame, short_id, started_text
 from audit.tracking.sweeps import shell_word
 from audit.tables import check_output, write_frame
+from audit.tracking.store import sqlite_path
 
 log = logging.getLogger(__name__)
 
@@ -89,12 +90,10 @@ def elsewhere(option: str = STORE_OPTION) -> str:
 def check_store(settings: TrackingConfig, option: str = STORE_OPTION) -> None:
     """A SQLite store that does not exist is named, instead of MLflow creating an empty one
     there and every run seeming missing."""
-    prefix = "sqlite:///"
-    if settings.tracking_uri.startswith(prefix):
-        path = Path(settings.tracking_uri[len(prefix):])
-        if not path.is_file():
-            raise LookupError(f"no MLflow store at {settings.tracking_uri} ({path} does not "
-                              f"exist); {elsewhere(option)}")
+    path = sqlite_path(settings.tracking_uri)
+    if path is not None and not path.is_file():
+        raise LookupError(f"no MLflow store at {settings.tracking_uri} ({path} does not "
+                          f"exist); {elsewhere(option)}")
 
 
 def _resolve_run_id(settings: TrackingConfig, run_id: str, option: str = STORE_OPTION) -> str:

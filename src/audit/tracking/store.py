@@ -112,6 +112,14 @@ def environment_kept(*names: str) -> Iterator[None]:
 SQLITE_PREFIX = "sqlite:///"
 
 
+def sqlite_path(tracking_uri: str) -> Path | None:
+    """The database file of a SQLite store (`sqlite:///mlflow.db`, relative to the directory the
+    command runs in); None for any other store."""
+    if not tracking_uri.startswith(SQLITE_PREFIX):
+        return None
+    return Path(tracking_uri.removeprefix(SQLITE_PREFIX))
+
+
 def _local_path(location: str) -> Path | None:
     """The folder of a local artifact location (a path or a file: URI); None for a remote one."""
     parsed = urlparse(location)
@@ -124,9 +132,9 @@ def _check_database(config: TrackingConfig, without_store: str) -> None:
     """A SQLite store that cannot be written, as one line before MLflow opens it: MLflow
     stopped on a FileExistsError traceback (a file where its folder should be) or retried a
     database it could not open for minutes."""
-    if not config.tracking_uri.startswith(SQLITE_PREFIX):
+    database = sqlite_path(config.tracking_uri)
+    if database is None:
         return
-    database = Path(config.tracking_uri.removeprefix(SQLITE_PREFIX))
     reason = why_unwritable(database)
     if reason:
         raise TrackingError(f"MLflow store {config.tracking_uri}: {reason}: "
