@@ -507,6 +507,25 @@ def test_settings_the_plan_would_ignore_are_refused(override, message, tmp_path:
     assert not (tmp_path / "out").exists()
 
 
+def test_a_mistyped_plan_attribute_is_refused_before_the_progress_bar(tmp_path: Path,
+                                                                      monkeypatch):
+    """One line with a did-you-mean, before any bar is drawn. Bug caught: the check ran inside
+    simulate_power, under the open progress bar, so the refusal came below an empty line the
+    bar left on the terminal, and it named no close attribute."""
+    import audit.cli.plan as plan_cli
+
+    def no_bar(**_):
+        raise AssertionError("the progress bar started before the settings were checked")
+
+    monkeypatch.setattr(plan_cli, "progress_bar", no_bar)
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = to_audit_config(compose("config", overrides=[
+            "plan.attribute=rac", f"paths.output_dir={tmp_path / 'out'}"]))
+    with pytest.raises(AuditError, match=r"plan.attribute='rac' is not in fit.attributes "
+                                         r".*\(did you mean 'race'\?\)"):
+        plan_cli.run_plan(cfg, tmp_path / "out")
+
+
 def test_an_adaptive_plan_prices_its_budget_and_the_prompts_it_expects_to_ask():
     """Defect 6 of the adaptive review: with design.max_prompts=150 an adaptive plan priced the
     whole design (252 prompts, 40.8 minutes). Its budget and its expected 126 prompts are priced

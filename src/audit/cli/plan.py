@@ -39,7 +39,7 @@ from audit.config_errors import one_line_config_errors, validated_config
 from audit.llm.engine import concurrency_limits, plan_requests
 from audit.logs import progress_bar, quiet_noisy_loggers, quieted
 from audit.methods.rasch.pilot import run_components
-from audit.methods.rasch.power import config_components, simulate_power
+from audit.methods.rasch.power import check_plannable, config_components, simulate_power
 from audit.methods.rasch.simulation import VarianceComponents
 from audit.llm.preflight import Planned, estimate, seconds_to_answer
 from audit.errors import AuditError
@@ -151,6 +151,7 @@ def planning_components(cfg: AuditConfig) -> VarianceComponents | tuple[Variance
 def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
     """Power and cost of every planned design size, one row per model, size and attribute."""
     prompts = design_stage(cfg)
+    check_plannable(prompts, cfg.plan, cfg.fit)
     components = planning_components(cfg)
     # Each simulated audit is a fit (a fit a look, adaptive): their own INFO lines would bury the
     # plan's, so a bar per design option counts them instead (AUDIT_VERBOSE=1 shows every line).

@@ -39,7 +39,7 @@ import numpy as np
 import polars as pl
 
 from audit.config import DesignConfig
-from audit.errors import AuditError
+from audit.errors import AuditError, did_you_mean
 from audit.methods.configs import VerdictConfig
 from audit.methods.rasch.adaptive import (
     AdaptiveRule,
@@ -95,6 +95,20 @@ def config_components(plan: PlanConfig) -> VarianceComponents:
     return VarianceComponents(item_sd=plan.item_sd, text_sd=plan.text_sd, null_sd=plan.null_sd,
                               base_rate=plan.base_rate, sensitivity=plan.sensitivity,
                               specificity=plan.specificity, gold_per_class=plan.gold_per_class)
+
+
+def check_plannable(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig) -> tuple[str, str]:
+    """The planted pair of levels, after the plan's settings are checked against the fit and the
+    design: what `python -m audit.plan` asks before its progress bar starts, so a mistyped
+    attribute is its one line, not a line under an emptied bar."""
+    if fit.model not in PLANNABLE_MODELS:
+        raise AuditError(f"planning simulates fit.model in {', '.join(PLANNABLE_MODELS)}; got "
+                         f"{fit.model!r}: plan with fit=rasch (the same respondents and items)")
+    if plan.attribute not in fit.attributes:
+        raise AuditError(f"plan.attribute={plan.attribute!r} is not in fit.attributes "
+                         f"{list(fit.attributes)}: the audit would not contrast it"
+                         + did_you_mean(plan.attribute, list(fit.attributes)))
+    return planted_levels(prompts, plan)
 
 
 def planted_levels(prompts: pl.DataFrame, plan: PlanConfig) -> tuple[str, str]:
@@ -279,13 +293,7 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
     draws = (components,) if isinstance(components, VarianceComponents) else tuple(components)
     if not draws:
         raise ValueError("simulate_power needs at least one set of variance components")
-    if fit.model not in PLANNABLE_MODELS:
-        raise AuditError(f"planning simulates fit.model in {', '.join(PLANNABLE_MODELS)}; got "
-                         f"{fit.model!r}: plan with fit=rasch (the same respondents and items)")
-    if plan.attribute not in fit.attributes:
-        raise AuditError(f"plan.attribute={plan.attribute!r} is not in fit.attributes "
-                         f"{list(fit.attributes)}: the audit would not contrast it")
-    level_a, level_b = planted_levels(prompts, plan)
+    level_a, level_b = check_plannable(prompts, plan, fit)
     # A gap in percentage points is converted at the draws' average rate (on the logit scale).
     base_rate = 1.0 / (1.0 + math.exp(-float(np.mean([logit(c.base_rate) for c in draws]))))
     gap = gap_in_logits(plan.gap, plan.gap_unit, base_rate)
