@@ -153,3 +153,18 @@ def test_a_dir_that_is_a_file_is_one_line_before_any_stage(tmp_path: Path, caplo
     assert stages_main(["design", "--params", str(params), "--dir", str(tmp_path / where)]) == 2
     errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
     assert len(errors) == 1 and f"--dir {tmp_path / where}" in errors[0]
+
+
+def test_a_mistyped_stage_is_named_before_the_params_file(tmp_path: Path, caplog):
+    """Bug caught: `python -m audit.stages desing` in a folder without params.yaml said only
+    that params.yaml was missing; written, the next try then failed on the stage name. The stage
+    name is checked first, with the close name, and an older alias still runs."""
+    missing = tmp_path / "params.yaml"
+    assert stages_main(["desing", "--params", str(missing)]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert errors == ["unknown stage 'desing': use one of design, respond, score, analyse, "
+                      "report (did you mean 'design'?)"]
+    caplog.clear()
+    assert stages_main(["fit", "--params", str(missing)]) == 2  # an alias: on to the params
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and errors[0].startswith("params file not found"), errors

@@ -152,7 +152,8 @@ def test_an_old_rasch_stage_name_still_runs_and_an_unknown_one_is_one_line():
     stages = create_method("rasch").stages
     assert find_stage(stages, "fit").name == "analyse"
     assert find_stage(stages, "judge_gold").name == "score"
-    with pytest.raises(AuditError, match="unknown stage 'fitt': use one of design, respond"):
+    with pytest.raises(AuditError, match=r"unknown stage 'fitt': use one of design, respond"
+                                         r".*\(did you mean 'fit'\?\)"):
         find_stage(stages, "fitt")
 
 

@@ -32,6 +32,7 @@ from audit.errors import AuditError
 from audit.llm.backends import BackendError
 from audit.logs import configure_cli_logging
 from audit.methods import AuditMethod, create_method
+from audit.methods.layout import stage_name
 from audit.methods.run import STAGE_NAMES, find_stage, run_one_stage
 from audit.methods.summary import state_summary
 from audit.tables import check_output
@@ -96,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     configure_cli_logging()
     try:
+        stage_name(arguments.stage)  # a mistyped stage is its own line, before params.yaml
         check_output(arguments.dir, "--dir ", folder=True)  # each stage writes DIR/STAGE/
         cfg = load_params(arguments.params)
         check_kept_overrides(arguments.params, cfg)

@@ -7,9 +7,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from audit.errors import AuditError, did_you_mean
+
 CONFIG_FILE = "config.yaml"
 # The slots every method fills, in order; dvc.yaml declares one stage (and out folder) for each.
 STAGE_NAMES = ("design", "respond", "score", "analyse", "report")
+# Older names `python -m audit.stages` still accepts (dvc.yaml files written before the slots had
+# these names, when the Rasch method was the only one): the same slots for every method.
+STAGE_ALIASES = {"judge": "score", "judge_gold": "score", "fit": "analyse"}
+
+
+def stage_name(name: str) -> str:
+    """The slot a stage name or an older alias means. Asked before anything is read, so a
+    mistyped stage is its own one line, not the complaint of a params file it never needed."""
+    if name in STAGE_NAMES:
+        return name
+    if name in STAGE_ALIASES:
+        return STAGE_ALIASES[name]
+    raise AuditError(f"unknown stage '{name}': use one of {', '.join(STAGE_NAMES)}"
+                     + did_you_mean(name, [*STAGE_NAMES, *STAGE_ALIASES]))
 
 
 def run_file(run_dir: Path, name: str | Path) -> Path:

@@ -33,7 +33,7 @@ from audit.design import check_adaptive_settings
 
 from audit.methods.configs import AuditConfig
 # Re-exported: method plugins (docs/methods/writing.md before layout.py) import them from here.
-from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, run_file  # noqa: F401
+from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, run_file, stage_name  # noqa: F401
 from audit.errors import AuditError
 from audit.llm.backends import create_backend
 from audit.llm.engine import check_failures, collect_responses, summarise_responses
@@ -90,13 +90,11 @@ StageResult = Mapping[str, object] | None
 
 @dataclass(frozen=True)
 class Stage:
-    """One step of a method: reads earlier stages' files, writes `writes` (names in RunFiles).
-    `aliases`: older names `python -m audit.stages` still accepts."""
+    """One step of a method: reads earlier stages' files, writes `writes` (names in RunFiles)."""
 
     name: str
     run: Callable[[AuditConfig, RunFiles, RunClock], StageResult]
     writes: tuple[str, ...]
-    aliases: tuple[str, ...] = ()
 
 
 def check_stages(method: str, stages: Sequence[Stage]) -> None:
@@ -174,11 +172,9 @@ def keep_earlier_run(stages: Sequence[Stage], directory: Path) -> Path | None:
 
 
 def find_stage(stages: Sequence[Stage], name: str) -> Stage:
-    for stage in stages:
-        if name == stage.name or name in stage.aliases:
-            return stage
-    valid = ", ".join(stage.name for stage in stages)
-    raise AuditError(f"unknown stage '{name}': use one of {valid}")
+    """The stage a name or an older alias (layout.STAGE_ALIASES) means."""
+    slot = stage_name(name)
+    return next(stage for stage in stages if stage.name == slot)  # check_stages: every slot
 
 
 def stage_files(stages: Sequence[Stage], directory: Path) -> RunFiles:

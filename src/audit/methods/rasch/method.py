@@ -193,9 +193,8 @@ def _on_stage_files(run, run_imported=None):
 STAGES = (
     Stage("design", _on_stage_files(_design, _design_imported), (PROMPTS,)),
     Stage("respond", _on_stage_files(_respond, _respond_imported), (RESPONSES, ROUNDS)),
-    Stage("score", _on_stage_files(_score, _score_imported), (LABELS, VOTES, GOLD),
-          aliases=("judge", "judge_gold")),
-    Stage("analyse", _on_stage_files(_analyse), (FIT,), aliases=("fit",)),
+    Stage("score", _on_stage_files(_score, _score_imported), (LABELS, VOTES, GOLD)),
+    Stage("analyse", _on_stage_files(_analyse), (FIT,)),
     Stage("report", _on_stage_files(_report), (REPORT,)),
 )
 
