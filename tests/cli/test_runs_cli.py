@@ -42,12 +42,21 @@ def test_a_csv_that_cannot_be_written_is_one_line_before_the_store_is_read(no_st
 
 @pytest.mark.parametrize("limit", ["0", "-3", "many"])
 def test_a_limit_that_is_not_a_positive_integer_is_refused(no_store, capsys, limit: str):
-    """Bug caught: --limit 0 or --limit -3 reached MLflow, whose MlflowException was a 29-line
-    traceback (exit 1)."""
+    """Bugs caught: --limit 0 or --limit -3 reached MLflow, whose MlflowException was a 29-line
+    traceback (exit 1); then argparse's refusal printed its five-line usage block above the
+    line that says what to fix. One line, naming --help; a subcommand's refusal too."""
     with pytest.raises(SystemExit) as exited:
         runs.main(["--limit", limit])
     assert exited.value.code == 2
-    assert "argument --limit:" in capsys.readouterr().err
+    printed = capsys.readouterr().err.splitlines()
+    assert len(printed) == 1, printed
+    assert printed[0].startswith("python -m audit.runs: error: argument --limit: ")
+    assert printed[0].endswith("(see python -m audit.runs --help)")
+    with pytest.raises(SystemExit):
+        runs.main(["show"])
+    assert capsys.readouterr().err.splitlines() == [
+        "python -m audit.runs show: error: the following arguments are required: run_id "
+        "(see python -m audit.runs show --help)"]
 
 
 def test_a_params_output_that_is_a_folder_is_one_line(no_store, tmp_path, caplog):

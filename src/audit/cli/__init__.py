@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
+from typing import NoReturn
 
 from omegaconf.errors import (ConfigKeyError, MissingMandatoryValue, OmegaConfBaseException,
                               ValidationError)
@@ -13,6 +15,17 @@ from omegaconf.errors import (ConfigKeyError, MissingMandatoryValue, OmegaConfBa
 from audit.errors import did_you_mean
 
 HELP_FLAGS = frozenset({"-h", "--help"})
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse for the commands that take options (runs, stages, params, the DIF comparison),
+    refusing a bad argument in one line that points to --help: argparse's own refusal printed
+    the whole usage block above it (five lines for `audit.runs --limit 0`), burying the line
+    that says what to fix. Subcommands' parsers are made of this class too (argparse's
+    default)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def printed_help(arguments: Sequence[str], doc: str | None, usage: str) -> bool:

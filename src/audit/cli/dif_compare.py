@@ -11,12 +11,12 @@ models (audit.methods.dif.analyse.across_models) and writes `dif_models_all.csv`
 
 from __future__ import annotations
 
-import argparse
 import logging
 from pathlib import Path
 
 import polars as pl
 
+from audit.cli import OneLineParser
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 from audit.methods.dif.analyse import across_models
@@ -43,8 +43,8 @@ def gather(directory: Path) -> pl.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m audit.methods.dif.compare",
-                                     description=__doc__)
+    parser = OneLineParser(prog="python -m audit.methods.dif.compare",
+                           description=__doc__)
     parser.add_argument("directory", type=Path)
     arguments = parser.parse_args(argv)
     configure_cli_logging()

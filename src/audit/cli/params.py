@@ -13,7 +13,6 @@ default.
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,6 +23,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from audit.cli import OneLineParser
 from audit.config import CONF_DIR
 
 from audit.methods.configs import AuditConfig, to_audit_config, with_dvc_params
@@ -137,7 +137,7 @@ def check_kept_overrides(params_file: Path, params: AuditConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m audit.params", description=__doc__)
+    parser = OneLineParser(prog="python -m audit.params", description=__doc__)
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. items=smoke")
     parser.add_argument("--output", type=Path, default=Path("params.yaml"))
     arguments = parser.parse_args(argv)

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from audit.cli import OneLineParser
 from audit.cli.params import HEADER, overrides_file, params_yaml
 from audit.config import TrackingConfig
 from audit.errors import AuditError
@@ -283,8 +284,8 @@ def positive_integer(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m audit.runs", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="python -m audit.runs", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tracking-uri", default=tracking.default_tracking_uri())
     parser.add_argument("--experiment", default=TrackingConfig.experiment)
     parser.add_argument("--sweep", help="only the job runs of this sweep's parent run")

@@ -23,6 +23,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
+from audit.cli import OneLineParser
 from audit.cli.params import check_kept_overrides, composed_by_dvc, overrides_file, settings_beyond
 from audit.config import CONF_DIR
 from audit.config_errors import describe, yaml_problem
@@ -89,8 +90,8 @@ def recorded_overrides(params: Path, cfg: AuditConfig | None = None) -> list[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m audit.stages", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="python -m audit.stages", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stage", help="design, respond, score, analyse or report")
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     parser.add_argument("--dir", type=Path, default=Path("pipeline"))
