@@ -32,6 +32,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
+from hydra_plugins.audit_configs import user_conf_dir
 
 HYDRA_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException,
                 OmegaConfBaseException)
@@ -187,6 +188,28 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text)
 
 
+def _unknown_entry(parent: list[str], name: str, cause: OmegaConfBaseException, conf_dir: Path,
+                   where: str) -> str | None:
+    """A setting of a named entry (`model.vllm.base_url=...`) that this run did not compose:
+    the entries it has and, for a model with a file in conf/model/, how to add it. OmegaConf's
+    own line ("Key 'vllm' is not in struct") read as if `vllm` were no model at all."""
+    entries = getattr(cause, "parent_node", None)
+    if entry_schema(parent) is None or entries is None:
+        return None
+    present = [str(entry) for entry in entries.keys()]
+    dotted = ".".join(parent)
+    line = (f"unknown key '{dotted}.{name}'{where}: this run's {dotted} has "
+            f"{', '.join(present) or 'no entries'}")
+    if parent == ["model"]:
+        folders = [Path(conf_dir), *filter(None, [user_conf_dir()])]
+        if any((folder / "model" / f"{name}.yaml").is_file() for folder in folders):
+            return (f"{line}; to audit {name}, choose it first: model={name} (or "
+                    f"model=[{','.join([*present, name])}] beside them), then set its keys")
+        return (f"{line}; no conf/model/{name}.yaml to choose it from (write one: "
+                f"docs/models.md){did_you_mean(name, present)}")
+    return f"{line}{did_you_mean(name, present)}"
+
+
 def describe(error: BaseException, conf_dir: Path) -> str:
     """One line: what was wrong, and what would have been valid."""
     if isinstance(error, yaml.YAMLError):
@@ -212,7 +235,8 @@ def describe(error: BaseException, conf_dir: Path) -> str:
         *parent, key = full_key.split(".")
         options = valid_keys(parent)
         if options is None:
-            return f"unknown key '{full_key}'{where}: {_first_line(str(cause))}"
+            return (_unknown_entry(parent, key, cause, conf_dir, where)
+                    or f"unknown key '{full_key}'{where}: {_first_line(str(cause))}")
         if not parent:
             groups = [name for name in config_groups(conf_dir) if name not in options]
             return (f"unknown key '{full_key}'{where}; valid top-level keys: "

@@ -53,6 +53,14 @@ def _error_for(override: str) -> str:
      "quote the null generator's name, which unquoted means no value: "
      "'personas.generators=[baseline,explicit,\"null\"]'"),
     ("fit=rasch,rasch_seed", "add -m (--multirun) to sweep"),
+    # Bad-input review 2026-12-01: a setting of a model the run does not audit read as
+    # "Key 'vllm' is not in struct", as if vllm were no model at all.
+    ("model.vllm.base_url=x", "unknown key 'model.vllm': this run's model has qwen_coder_0_5b; "
+                              "to audit vllm, choose it first: model=vllm (or "
+                              "model=[qwen_coder_0_5b,vllm] beside them), then set its keys"),
+    ("model.qwen_coder_05b.timeout_s=3", "no conf/model/qwen_coder_05b.yaml to choose it from "
+                                         "(write one: docs/models.md) (did you mean "
+                                         "'qwen_coder_0_5b'?)"),
 ])
 def test_each_kind_of_typo_is_one_line_naming_the_valid_options(override: str, expected: str):
     message = _error_for(override)
