@@ -386,12 +386,14 @@ class Fitted(Exception):
     """Raised where the joint fit would sample."""
 
 
-@pytest.mark.parametrize("option", ["output", "junit", "default output"])
+@pytest.mark.parametrize("option", ["output", "junit", "default output", "file in output"])
 def test_an_output_that_cannot_be_written_is_exit_2_before_the_fit(two_runs, tmp_path, monkeypatch,
                                                                    caplog, option):
     """Bug caught: output=FILE (FileExistsError) and junit=FOLDER (IsADirectoryError) crashed
     after the joint fit with exit 1, the code of a failed gate, so CI read a crash as a
-    worsening; the default output folder, compare/A_vs_B, was not checked either."""
+    worsening; the default output folder, compare/A_vs_B, was not checked either, nor a folder
+    inside output= under the name of a file the comparison writes (IsADirectoryError after the
+    fit, found in the bad-input review of 2026-12-01)."""
     def fitted(*args, **kwargs):
         raise Fitted
 
@@ -400,9 +402,12 @@ def test_an_output_that_cannot_be_written_is_exit_2_before_the_fit(two_runs, tmp
     (tmp_path / "good.csv").write_text("a\n")
     if option == "default output":
         (tmp_path / "compare").write_text("")  # where compare/a_vs_b would go
+    (tmp_path / "out" / "report.html").mkdir(parents=True)
     argument = {"output": ["output=good.csv"], "junit": [f"junit={tmp_path}"],
-                "default output": []}[option]
+                "default output": [], "file in output": ["output=out"]}[option]
     run_a, run_b = two_runs
     assert compare.main([str(run_a), str(run_b), "tracking=false", *argument]) == 2
     assert {"output": "output=good.csv is a file", "junit": f"junit={tmp_path} is a folder",
-            "default output": "compare is a file"}[option] in caplog.text
+            "default output": "compare is a file",
+            "file in output": "output=out/report.html is a folder, not a file"}[option] \
+        in caplog.text

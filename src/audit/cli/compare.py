@@ -252,6 +252,10 @@ def report_html(changes: pl.DataFrame, sides, pairing: comparison.Pairing, verdi
             f"<tr>{head}</tr>{body}</table>{skipped}</body></html>")
 
 
+# What a comparison writes in its output folder.
+OUTPUT_FILES = ("changes.csv", "changes_forest.png", "report.html", "posterior.nc")
+
+
 def output_paths(options: dict[str, str], sources: list[str]) -> tuple[Path, Path]:
     """The output folder and the JUnit file (given, or named after the two runs), checked before
     the fit: a path that cannot be written was a traceback after it, with exit 1, the code of a
@@ -259,7 +263,10 @@ def output_paths(options: dict[str, str], sources: list[str]) -> tuple[Path, Pat
     out = Path(options.get("output", f"compare/{Path(sources[0]).name[:8]}_vs_"
                                      f"{Path(sources[-1]).name[:8]}"))
     junit = Path(options.get("junit", out / "compare_junit.xml"))
-    return (check_output(out, "output=", folder=True), check_output(junit, "junit="))
+    check_output(out, "output=", folder=True)
+    for name in OUTPUT_FILES:  # a folder already there under a file's name
+        check_output(out / name, "output=")
+    return out, check_output(junit, "junit=")
 
 
 def comparable_or_refuse(outcomes: pl.DataFrame, attributes: list[str]) -> comparison.Comparable:
@@ -322,12 +329,12 @@ def run(argv: list[str]) -> int:
     verdict = verdict_text(checks) + ("" if limit is not None else NO_GATE)
     out.mkdir(parents=True, exist_ok=True)
     table = write_frame(changes.with_columns(pl.lit(pairing.paired).alias("paired")),
-                        out / "changes.csv")
-    plot = forest_plot(changes, fit.hdi_prob, out / "changes_forest.png")
-    report = out / "report.html"
+                        out / OUTPUT_FILES[0])
+    plot = forest_plot(changes, fit.hdi_prob, out / OUTPUT_FILES[1])
+    report = out / OUTPUT_FILES[2]
     report.write_text(report_html(changes, (side_a, side_b), pairing, verdict, plot,
                                   comparable.left_out), encoding="utf-8")
-    idata.to_netcdf(str(out / "posterior.nc"))
+    idata.to_netcdf(str(out / OUTPUT_FILES[3]))
     write_junit(junit_xml(checks, out, VerdictConfig()), junit)
     run_info = None
     if options.get("tracking", "true") != "false" and cfg.tracking.enabled:
