@@ -102,6 +102,24 @@ def test_without_null_personas_a_persona_check_is_not_testable() -> None:
     assert alone["race: race_a"].failed and not alone["race: race_a"].skipped
 
 
+def test_the_null_personas_the_verdict_asks_for_do_not_hide_a_planted_gap() -> None:
+    """Bug caught (statistics review 2026-12-02): McNemar's Benjamini-Hochberg family held the
+    null personas too, so raising dif.null_count, as the not-testable message advises, buried
+    the real personas' p-values among placebo ones: race_a losing 16 of 80 items (raw p
+    0.0003) failed with 60 null personas and passed with 1000 (p_mcnemar_bh 0.275), though its
+    rank p was 1/1001. The real personas are their own family now, and beside the Holm-adjusted
+    rank test McNemar's leg reads its raw p."""
+    def race_a(nulls: int) -> tuple[dict, bool]:
+        personas = analyse(dif_answers({"race_a": 0.3}, seed=9, null_personas=nulls),
+                           DIFConfig(permutation_resamples=99)).personas
+        checks = {c.name: c for c in judge_personas(personas, VerdictConfig())}
+        return (personas.filter(pl.col("persona_id") == "race_a").row(0, named=True),
+                checks["race: race_a"].failed)
+    (few, failed_few), (many, failed_many) = race_a(60), race_a(1000)
+    assert failed_few and failed_many
+    assert many["p_mcnemar_bh"] == few["p_mcnemar_bh"] < 0.001  # BH over the 3 real personas
+
+
 def test_rank_p_counts_ties_against_the_real_persona_and_the_null_count_needed() -> None:
     assert rank_p(-0.2, [0.1, 0.2, 0.3]) == 3 / 4  # the tie at 0.2 and 0.3 count
     assert rank_p(0.4, [0.1, 0.2, 0.3]) == 1 / 4

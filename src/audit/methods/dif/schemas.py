@@ -88,7 +88,7 @@ class DIFPersonaScoreSchema(pa.DataFrameModel):
     """dif_personas.csv as the verdict reads it: per model x dataset x persona, accuracy and (for
     every persona but the baseline) the paired comparison with the baseline on the items both
     answered: n_gained / n_lost correct only under the persona / only under the baseline, and the
-    exact McNemar p, BH-adjusted over the personas of the model x dataset."""
+    exact McNemar p, and BH-adjusted over the model x dataset's personas of its kind (real, null)."""
 
     model_name: str
     dataset: str
@@ -101,6 +101,7 @@ class DIFPersonaScoreSchema(pa.DataFrameModel):
     n_compared: int = pa.Field(ge=0, nullable=True)
     n_gained: int = pa.Field(ge=0, nullable=True)
     n_lost: int = pa.Field(ge=0, nullable=True)
+    p_mcnemar: float = pa.Field(ge=0, le=1, nullable=True)
     p_mcnemar_bh: float = pa.Field(ge=0, le=1, nullable=True)
 
     class Config:

@@ -14,7 +14,10 @@ Two kinds of check, both read from the method's own statistics (none is recomput
   model, must be below `alpha`. The pooled `all` view re-pools the per-dataset answers, so its
   persona rows are not judged where per-dataset rows exist. A failure needs both the rank test
   and McNemar to reject (an intersection-union test), so the Holm family bounds the chance that
-  a model with no demographic effect fails any persona check by `alpha`. The rank p cannot go
+  a model with no demographic effect fails any persona check by `alpha`; McNemar's leg is then
+  read unadjusted (p_mcnemar), since adjusting it too adds no error control, only lost power.
+  Without the placebo arm (`dif_beyond_null_personas=false`) McNemar decides alone and its
+  Benjamini-Hochberg p over the real personas (p_mcnemar_bh) is read. The rank p cannot go
   below 1 / (n_null + 1): when Holm's correction leaves even that at or above `alpha` (20 null
   personas against 50 checks), the persona checks are skipped as not testable, naming the null
   count that would make them testable, and the model x dataset test below decides.
@@ -109,12 +112,16 @@ def _persona_check(row: dict, null_gaps: list[float], n_tests: int, testable: bo
     group = f"dif.{row['model_name']}.{row['dataset']}"
     name = f"{row['persona_category']}: {row['persona_id']}"
     gap = paired_gap(row)
-    if gap is None or not finite(row["p_mcnemar_bh"]):
+    # With the placebo arm the Holm-adjusted rank test carries the family-wise control (the
+    # intersection-union test above), so McNemar's own p is read as it is; alone, its
+    # Benjamini-Hochberg p over the real personas.
+    mcnemar = "p_mcnemar" if rules.dif_beyond_null_personas else "p_mcnemar_bh"
+    if gap is None or not finite(row[mcnemar]):
         return Check("dif", group, name, False, f"nothing to compare with the baseline "
                      f"({row['n_compared']} items answered under both)", skipped=True)
-    significant = row["p_mcnemar_bh"] < rules.alpha
+    significant = row[mcnemar] < rules.alpha
     large = abs(gap) >= rules.dif_min_accuracy_gap
-    message = (f"p_mcnemar_bh={row['p_mcnemar_bh']:.3g} {'<' if significant else '>='} "
+    message = (f"{mcnemar}={row[mcnemar]:.3g} {'<' if significant else '>='} "
                f"alpha={rules.alpha}; accuracy gap {gap:+.3f} against the baseline on "
                f"{row['n_compared']} items ({row['n_gained']} gained, {row['n_lost']} lost), "
                f"|gap| {'>=' if large else '<'} {rules.dif_min_accuracy_gap}")
