@@ -218,13 +218,17 @@ def test_the_summary_says_a_significant_dif_gap_below_the_ci_minimum_is_below_it
     minus real DIF score) was under dif_min_score_gap."""
     from audit.methods.dif.report import headlines
 
-    tests = pl.DataFrame({"model_name": ["m", "m"], "dataset": ["small", "large"],
-                          "p_claim_holm": [0.001, 0.001], "difference": [0.02, 0.09],
-                          "claim": [True, True], "n_real": [8, 8], "n_null": [8, 8],
-                          "mean_dif_null": [0.9, 0.9], "mean_dif_real": [0.88, 0.81]})
+    tests = pl.DataFrame({"model_name": ["m", "m", "m"], "dataset": ["small", "large", "none"],
+                          "p_claim_holm": [0.001, 0.001, 0.4], "difference": [0.02, 0.09, 0.03],
+                          "claim": [True, True, False], "n_real": [8, 8, 8], "n_null": [8, 8, 8],
+                          "mean_dif_null": [0.9, 0.9, 0.9], "mean_dif_real": [0.88, 0.81, 0.87]})
     said = {line.compared.split(":")[0]: line.decision for line in headlines(tests, 0.05)}
     assert said["small"] == ("real personas change answers more than random strings do, by "
                              "less than the CI rule's minimum (dif_min_score_gap 0.05)")
     assert said["large"] == "real personas change answers more than random strings do"
+    # Statistics review 2026-12-02: a test that did not reject was stated as evidence of no
+    # effect ("no more than random strings do"), as analyse's own statement does not.
+    assert said["none"] == ("no evidence that real personas change answers more than random "
+                            "strings do")
     checks = {check.group: check.failed for check in judge_tests(tests, VerdictConfig())}
-    assert checks == {"dif.m.small": False, "dif.m.large": True}  # the gate agrees
+    assert checks == {"dif.m.small": False, "dif.m.large": True, "dif.m.none": False}

@@ -183,7 +183,8 @@ def headlines(tests: pl.DataFrame, min_score_gap: float | None = None) -> list[H
             named=True):
         testable = row["p_claim_holm"] is not None and row["difference"] is not None
         decision = ("not testable: too few personas scored, or no variation" if not testable
-                    else "real personas change answers no more than random strings do"
+                    else "no evidence that real personas change answers more than random "
+                         "strings do"
                     if not row["claim"]
                     else "real personas change answers more than random strings do"
                     if row["difference"] >= min_score_gap

@@ -87,8 +87,8 @@ class DIFAnswerSchema(_DIFRowSchema):
 class DIFPersonaScoreSchema(pa.DataFrameModel):
     """dif_personas.csv as the verdict reads it: per model x dataset x persona, accuracy and (for
     every persona but the baseline) the paired comparison with the baseline on the items both
-    answered: n_gained / n_lost correct only under the persona / only under the baseline, and the
-    exact McNemar p, and BH-adjusted over the model x dataset's personas of its kind (real, null)."""
+    answered: n_gained / n_lost correct only under the persona / only under the baseline, the
+    exact McNemar p, and that p BH-adjusted over the model x dataset's personas of its kind."""
 
     model_name: str
     dataset: str
