@@ -98,3 +98,28 @@ def simulated_gender(name_sd: float, rng: np.random.Generator, names: int = 9,
                                    "replicate": replicate, "factor": "gender",
                                    "group": key[0]})
     return pl.DataFrame(metric_rows), pl.DataFrame(group_rows)
+
+
+def simulated_crossed(race_effect: float, gender_effect: float, rng: np.random.Generator,
+                      names: int = 9, replicates: int = 3) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Sentiment of the shipped design's crossed names: `names` a race x gender cell (nine
+    Bertrand-Mullainathan names each), two templates x `replicates`, each name its own effect
+    (sd 0.3), noise sd 0.5; women shifted by `gender_effect`, White names by `race_effect`.
+    Every prompt has a race row and a gender row, as design.py writes them."""
+    cells = [(f"{race}{gender}{k}", race, gender) for race in ("Black", "White")
+             for gender in ("female", "male") for k in range(names)]
+    name_effect = {name: rng.normal(0.0, 0.3) for name, _, _ in cells}
+    metric_rows, group_rows = [], []
+    for template in ("t1", "t2"):
+        for replicate in range(replicates):
+            for name, race, gender in cells:
+                prompt_id = f"{template}-{replicate}-{name}"
+                value = (gender_effect * (gender == "female") + race_effect * (race == "White")
+                         + name_effect[name] + rng.normal(0.0, 0.5))
+                metric_rows.append({"prompt_id": prompt_id, "sentiment": value,
+                                    "word_count": 50.0})
+                group_rows += [{"prompt_id": prompt_id, "model_name": "m",
+                                "template_id": template, "variant_id": f"name={name}",
+                                "replicate": replicate, "factor": factor, "group": group}
+                               for factor, group in (("race", race), ("gender", gender))]
+    return pl.DataFrame(metric_rows), pl.DataFrame(group_rows)

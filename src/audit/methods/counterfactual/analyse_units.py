@@ -16,7 +16,9 @@ So the unit of a group claim is the unit that carries the group:
   prompt and seed for every variant), each unit's centred values are averaged, and the two groups'
   unit means are compared with a permutation test over units (exact when the arrangements number
   at most ``10 * bootstrap_resamples``). Under "no group effect" the names are exchangeable,
-  whatever each name does on its own, so the test holds its level. A name is one unit in every
+  whatever each name does on its own, so the test holds its level. Names are relabelled only
+  within the groups of the factors crossed with this one (strata_of: race within gender), so a
+  gender effect neither widens the race test's null nor leans on its gap. A name is one unit in every
   template, with or without the pronoun that agrees with it (counting "Allison, her" and
   "Allison" as two units rejected 14% of simulated no-effect designs). Templates with a pronoun
   and no name are left out of a test over names: a word in one template is not one more sampled
@@ -55,8 +57,13 @@ import polars as pl
 from scipy import stats
 
 from audit.methods.counterfactual.analyse import StatsSettings
-from audit.stats.bootstrap import difference_interval, mean_interval
-from audit.stats.differences import mean_difference_p_value
+from audit.stats.bootstrap import mean_interval, stratified_difference_interval
+from audit.stats.differences import (
+    Parts,
+    mean_difference_p_value,
+    stratified_mean_difference,
+    stratified_permutation_p_value,
+)
 from audit.stats.multiple_testing import adjust_p_values
 
 BLOCK = ("template_id", "replicate")  # one prompt text and seed, shared by every variant
@@ -125,15 +132,57 @@ def _centred(frame: pl.DataFrame) -> pl.DataFrame:
                           .alias("centred")))
 
 
-def name_level_test(a: np.ndarray, b: np.ndarray,
+def name_level_test(a_parts: Parts, b_parts: Parts,
                     settings: StatsSettings) -> tuple[float, float]:
-    """Permutation test of the difference in unit means; (p, smallest attainable p)."""
-    arrangements = math.comb(a.size + b.size, a.size)
-    min_p = min(1.0, 2.0 / arrangements)
-    if np.ptp(np.concatenate([a, b])) == 0:
+    """Permutation test of the difference in unit means, names relabelled only within their
+    stratum (strata_of); (p, smallest attainable p). The smallest p is that of the arrangements
+    the test draws: 2 / (resamples + 1) when they are too many to enumerate (18 names against 18
+    reported 2.2e-10 where the test could give 2.0e-4)."""
+    resamples = settings.bootstrap_resamples * 10
+    arrangements = math.prod(math.comb(a.size + b.size, a.size)
+                             for a, b in zip(a_parts, b_parts, strict=True))
+    min_p = min(1.0, 2.0 / (arrangements if arrangements <= resamples else resamples + 1))
+    if np.ptp(np.concatenate([*a_parts, *b_parts])) == 0:
         return 1.0, min_p
-    return mean_difference_p_value(a, b, settings.bootstrap_resamples * 10, "two-sided",
-                                   settings.seed), min_p
+    if len(a_parts) == 1:
+        return mean_difference_p_value(a_parts[0], b_parts[0], resamples, "two-sided",
+                                       settings.seed), min_p
+    return stratified_permutation_p_value(a_parts, b_parts, resamples, settings.seed)
+
+
+def unit_strata(long: pl.DataFrame, factor: str) -> dict[str, dict[str, str]]:
+    """Each unit of ``factor`` with its group in every other factor that gives all the unit's
+    prompts one group: a name's gender when the factor is race, its race when it is gender."""
+    units = long.filter(pl.col("factor") == factor).select("prompt_id", "unit").unique()
+    others = (long.filter((pl.col("factor") != factor) & pl.col("group").is_not_null())
+              .select("prompt_id", pl.col("factor").alias("other"), "group").unique())
+    held = (units.join(others, on="prompt_id", how="inner")
+            .group_by("unit", "other").agg(pl.col("group").unique())
+            .filter(pl.col("group").list.len() == 1))
+    strata: dict[str, dict[str, str]] = {}
+    for unit, other, groups in held.sort("unit", "other").iter_rows():
+        strata.setdefault(unit, {})[other] = groups[0]
+    return strata
+
+
+def strata_of(units_a: list[str], units_b: list[str],
+              strata: dict[str, dict[str, str]]) -> list[tuple[str, ...]] | None:
+    """The stratum of each unit (a's, then b's) for the pair's test: the other factors, taken in
+    turn, whose group every unit holds and which leave both groups in every stratum. Without
+    them a crossed factor's effect widens the permutation null: with nine names per race among
+    women and among men, a gender effect of 1 and none of race, names permuted across genders
+    made the race test reject 0 of 40 data sets (level 0.05), and at a race effect of 0.4 found
+    it in 33% against 88% with no gender effect. None when no factor qualifies."""
+    keys: list[tuple[str, ...]] = [() for _ in units_a + units_b]
+    for other in sorted({other for unit in units_a + units_b for other in strata.get(unit, {})}):
+        if not all(other in strata.get(unit, {}) for unit in units_a + units_b):
+            continue
+        trial = [key + (strata[unit][other],) for key, unit in zip(keys, units_a + units_b,
+                                                                     strict=True)]
+        in_a, in_b = set(trial[:len(units_a)]), set(trial[len(units_a):])
+        if in_a == in_b:  # every stratum holds both groups
+            keys = trial
+    return keys if keys and keys[0] else None
 
 
 def template_level_test(differences: np.ndarray) -> tuple[float, float]:
@@ -156,11 +205,24 @@ def within_block_rank_biserial(centred: pl.DataFrame, group_a: str, group_b: str
 
 
 def _unit_means(centred: pl.DataFrame, group_a: str,
-                group_b: str) -> tuple[np.ndarray, np.ndarray]:
+                group_b: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Each group's units and their mean centred value, sorted by unit."""
     units = (centred.group_by("group", "unit").agg(pl.col("centred").mean())
              .sort("group", "unit"))
-    return (units.filter(pl.col("group") == group_a)["centred"].to_numpy(),
-            units.filter(pl.col("group") == group_b)["centred"].to_numpy())
+    return (units.filter(pl.col("group") == group_a), units.filter(pl.col("group") == group_b))
+
+
+def _stratified_parts(units_a: pl.DataFrame, units_b: pl.DataFrame,
+                      strata: dict[str, dict[str, str]]) -> tuple[Parts, Parts]:
+    """The two groups' unit means split by stratum (strata_of); one part each without strata."""
+    keys = strata_of(units_a["unit"].to_list(), units_b["unit"].to_list(), strata)
+    a, b = units_a["centred"].to_numpy(), units_b["centred"].to_numpy()
+    if keys is None:
+        return (a,), (b,)
+    keys_a, keys_b = keys[:a.size], keys[a.size:]
+    order = sorted(set(keys_a))
+    return (tuple(a[[key == stratum for key in keys_a]] for stratum in order),
+            tuple(b[[key == stratum for key in keys_b]] for stratum in order))
 
 
 def _unshared_row(group_a: str, group_b: str) -> dict[str, object]:
@@ -172,8 +234,8 @@ def _unshared_row(group_a: str, group_b: str) -> dict[str, object]:
             "truncated_share_a": None, "truncated_share_b": None, "p_value": None, "min_p": 1.0}
 
 
-def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str,
-              settings: StatsSettings) -> dict[str, object]:
+def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str, settings: StatsSettings,
+              strata: dict[str, dict[str, str]]) -> dict[str, object]:
     pair = frame.filter(pl.col("group").is_in([group_a, group_b]))
     centred = _centred(pair)
     if centred.is_empty():
@@ -182,7 +244,7 @@ def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str,
     # template with a pronoun and no name neither adds a unit nor splits a name in two.
     named = _centred(pair.filter(pl.col("on_unit_axis")))
     unit_a, unit_b = _unit_means(named, group_a, group_b)
-    name_level = min(unit_a.size, unit_b.size) >= 2
+    name_level = min(unit_a.height, unit_b.height) >= 2
     tested = named if name_level else centred
     if not name_level:
         unit_a, unit_b = _unit_means(centred, group_a, group_b)
@@ -197,9 +259,13 @@ def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str,
     low: float | None
     high: float | None
     if name_level:
-        unit, (p_value, min_p) = "name", name_level_test(unit_a, unit_b, settings)
-        difference = float(unit_a.mean() - unit_b.mean())
-        low, high = difference_interval(unit_a, unit_b, *resampled)
+        # Names compared within the strata of the factors crossed with this one (gender for
+        # race), so those factors' effects neither mask nor fake this one's.
+        parts_a, parts_b = _stratified_parts(unit_a, unit_b, strata)
+        unit, (p_value, min_p) = "name", name_level_test(parts_a, parts_b, settings)
+        difference = float(stratified_mean_difference(
+            *[part for pair in zip(parts_a, parts_b, strict=True) for part in pair]))
+        low, high = stratified_difference_interval(parts_a, parts_b, *resampled)
     else:
         unit, (p_value, min_p) = "template", template_level_test(differences)
         difference = float(differences.mean())
@@ -208,8 +274,8 @@ def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str,
                      else (None, None))
     truncated = {group: float(tested.filter(pl.col("group") == group)["truncated"].mean())
                  for group in (group_a, group_b)}
-    return {"group_a": group_a, "group_b": group_b, "unit": unit, "n_units_a": unit_a.size,
-            "n_units_b": unit_b.size, "n_templates": differences.size,
+    return {"group_a": group_a, "group_b": group_b, "unit": unit, "n_units_a": unit_a.height,
+            "n_units_b": unit_b.height, "n_templates": differences.size,
             "mean_difference": difference, "difference_ci_low": low, "difference_ci_high": high,
             "rank_biserial": within_block_rank_biserial(tested, group_a, group_b),
             "truncated_share_a": truncated[group_a], "truncated_share_b": truncated[group_b],
@@ -238,10 +304,11 @@ def design_tests(metrics: pl.DataFrame, groups: pl.DataFrame, metric_names: list
     keys = long.select("model_name", "metric", "factor").unique().sort(
         "model_name", "metric", "factor").iter_rows()
     for model_name, metric, factor in keys:
-        frame = long.filter((pl.col("model_name") == model_name) & (pl.col("metric") == metric)
-                            & (pl.col("factor") == factor))
+        answers = long.filter((pl.col("model_name") == model_name) & (pl.col("metric") == metric))
+        frame = answers.filter(pl.col("factor") == factor)
+        strata = unit_strata(answers, factor)
         for group_a, group_b in itertools.combinations(sorted(frame["group"].unique()), 2):
-            row = _pair_row(frame, group_a, group_b, settings)
+            row = _pair_row(frame, group_a, group_b, settings, strata)
             rows.append({"model_name": model_name, "metric": metric, "factor": factor, **row})
     table = pl.DataFrame(rows, schema=_SCHEMA)
     return table.with_columns(
