@@ -75,6 +75,21 @@ def test_fit_settings_the_fit_would_refuse_are_refused_at_design(override, messa
                                  "fit.item_dif=[race]"]))
 
 
+@pytest.mark.parametrize("override", ["fit.response=probability", "fit=hurdle",
+                                      "fit.second_outcome=undetermined"])
+def test_fit_settings_an_adaptive_design_cannot_fit_are_refused_at_design(override):
+    """Adaptive review 2026-12-02: fit.response=probability with design.adaptive=true was
+    refused by the first look's fit, after round 0 had been asked and judged (19 prompts on the
+    smoke design, paid on an API); the hurdle and a second coding only by the respond stage.
+    Each is refused with the other design settings now; without design.adaptive they pass."""
+    from audit.methods.rasch.method import _design
+
+    with pytest.raises(AuditError, match="design.adaptive=true fits one decision outcome"):
+        _design(_compose(["judge=rules_only", "design.adaptive=true", override]),
+                None, None)  # type: ignore[arg-type]
+    check_fit_settings(_compose([override]))
+
+
 def test_attributes_the_design_lacks_are_refused_at_design(tmp_path):
     """Design review 2026-11-29, finding 5: fit.attributes=[gender,race,age] passed the design
     stage and was refused by the fit, after every prompt had been answered and judged."""

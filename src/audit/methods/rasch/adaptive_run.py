@@ -21,7 +21,6 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.errors import AuditError
 from audit.llm.engine import answering_seconds, check_failures, concurrency_limits
 from audit.logs import said_once
 from audit.methods.configs import AuditConfig
@@ -55,11 +54,8 @@ def pool_tokens(cfg: AuditConfig, prompts: pl.DataFrame) -> float:
 def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: Path,
                        rounds_path: Path, on_round=None) -> AdaptiveRun:
     """The rounds (module docstring); writes the asked prompts' answers and the trajectory."""
-    if cfg.fit.model == "hurdle" or cfg.fit.second_outcome:
-        raise AuditError("design.adaptive=true fits one outcome with a cell model: use "
-                         "fit=population (or rasch) without fit.second_outcome")
-    # The settings run_adaptive would refuse after round 0 (or its fit) are checked before any
-    # model or judge is loaded, so a wrong one costs no request.
+    # The fit settings the looks would refuse after round 0 are refused by the design stage
+    # (analyse.check_fit_settings), before any model or judge is loaded.
     with said_once(balance.__name__):
         return _respond_adaptively(cfg, prompts, responses_path, rounds_path, on_round)
 

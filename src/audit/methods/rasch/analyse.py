@@ -99,7 +99,15 @@ def check_fit_settings(cfg: AuditConfig) -> None:
     was bought and judged (9 minutes of the default model): a fit.second_outcome that repeats
     fit.outcome (the same coding fitted twice, every contrast reported twice), a label in
     fit.drop_labels that no judge writes, an attribute in fit.item_dif that fit.attributes lacks.
-    Each coding's name is checked with the rest of the config (audit.config_ranges)."""
+    Each coding's name is checked with the rest of the config (audit.config_ranges). An
+    adaptive design fits one decision outcome over its pool of cells at every look: a hurdle, a
+    second coding or fit.response=probability was refused by the first look's fit, after round
+    0 had been asked and judged (19 prompts on the smoke design)."""
+    if cfg.design.adaptive and (cfg.fit.model == "hurdle" or cfg.fit.second_outcome
+                                or cfg.fit.response == "probability"):
+        raise AuditError("design.adaptive=true fits one decision outcome with a cell model: "
+                         "use fit=population (or rasch) with fit.response=decision and without "
+                         "fit.second_outcome, or set design.adaptive=false")
     if cfg.fit.second_outcome is not None and cfg.fit.second_outcome == cfg.fit.outcome:
         others = [coding for coding in OUTCOMES if coding != cfg.fit.outcome]
         raise AuditError(f"fit.second_outcome={cfg.fit.second_outcome} is fit.outcome already: "
