@@ -94,6 +94,32 @@ def test_round_zero_is_balanced_over_items_and_respondents():
     assert not first & second
 
 
+def test_round_zero_gives_the_texts_of_a_cell_different_items_in_the_default_design():
+    """Bug caught (adaptive review 2026-12-02): round 0 rotated the respondents in the order of
+    their ids, and the default design's two texts of a cell do not sort together
+    ("asian_woman" and "woman_identifying_asian"): in its round 0 of 63 prompts three cells
+    had both texts on the same three items, so their text-to-text difference said nothing
+    about the others. The test above passed only because its simulated ids sort by cell."""
+    from hydra import compose, initialize_config_dir
+
+    from audit.__main__ import CONF_DIR
+    from audit.methods.configs import register_configs, to_audit_config
+    from audit.methods.rasch.design import design_stage
+
+    register_configs()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = to_audit_config(compose("config", overrides=["paths.output_dir=out"]))
+    prompts = design_stage(cfg)
+    chosen = first_round(prompts, 63, tuple(cfg.fit.attributes))
+    texts = (chosen.filter(pl.col("persona_kind") == "explicit")
+             .group_by("gender", "race", "respondent_id").agg(pl.col("item_id").unique()))
+    cells = texts.group_by("gender", "race").agg(pl.col("item_id"))
+    assert cells.height == 8 and texts.height == 16  # two texts in each gender x race cell
+    for row in cells.iter_rows(named=True):
+        first, second = (set(items) for items in row["item_id"])
+        assert not first & second, row
+
+
 def test_candidates_are_each_cells_next_unasked_replicate():
     # Bug caught: asking a prompt twice, or a second replicate before the first.
     pool = default_shaped_prompts(items=2, replicates=3, null_count=0, texts_per_cell=1)

@@ -328,7 +328,7 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
     check_contrastable(pool, fit_config.attributes, fit_config.model)
     if rule.max_answer_seconds is not None and answer_seconds is None:
         raise ValueError("a time budget needs answer_seconds, the answering time spent")
-    chosen = first_round(pool, min(rule.round_prompts, budget))
+    chosen = first_round(pool, min(rule.round_prompts, budget), tuple(fit_config.attributes))
     alphas = look_alphas(rule, planned_looks(rule, pool.height, chosen.height))
     asked_parts, outcome_parts, rows = [], [], []
     final = False  # the round asked took what the budget had left: its look is the last

@@ -1,9 +1,10 @@
 """Which prompts an adaptive audit asks next (adaptive.py runs the rounds and decides when to stop).
 
 * Round 0 is balanced: every respondent answers ``size / respondents`` items, rotated so that
-  consecutive respondents (the texts of one demographic cell sort next to each other) answer
-  different items and every item is asked about equally often (a round larger than a replicate
-  of the design goes on to the next replicates).
+  consecutive respondents, in the order of their model, kind and attribute levels (so the texts
+  of one demographic cell are consecutive), answer different items and every item is asked
+  about equally often (a round larger than a replicate of the design goes on to the next
+  replicates).
 * A later round takes, for every respondent x item cell, its next unasked replicate, scored by
   the Rasch Fisher information of one more answer, E[p (1 - p)] over the posterior draws of
   p = logistic(theta - b), times the respondent's weight: 1 when one of its attribute levels is
@@ -26,15 +27,21 @@ KEY = ("respondent_id", "item_id", "replicate")  # one pool prompt
 SCORE_DRAWS = 200
 
 
-def first_round(pool: pl.DataFrame, size: int) -> pl.DataFrame:
+def first_round(pool: pl.DataFrame, size: int, attributes: tuple[str, ...] = ()) -> pl.DataFrame:
     """Round 0: ``size / respondents`` prompts per respondent (at least one), respondent j
-    starting at item j * m (mod items): the two texts of a cell, next to each other in sorted
-    order, answer different items, and the items are asked equally often. A round larger than one
-    replicate of the design goes on to the next replicates, as later rounds do (choose_next):
-    the respondent's k-th pass over the items asks their replicate k, so a round of the whole
-    budget asks the whole budget (one replicate alone left half of a two-replicate budget
-    unasked)."""
-    respondents = sorted(pool.get_column("respondent_id").unique().to_list())
+    starting at item j * m (mod items), the respondents ordered by model, persona kind and their
+    levels of ``attributes``: the texts of a cell, next to each other in that order, answer
+    different items, and the items are asked equally often. (Ordered by id alone, the default
+    design's "asian_woman" and "woman_identifying_asian" sat apart, and three of its cells had
+    both texts on the same three items.) A round larger than one replicate of the design goes on
+    to the next replicates, as later rounds do (choose_next): the respondent's k-th pass over
+    the items asks their replicate k, so a round of the whole budget asks the whole budget (one
+    replicate alone left half of a two-replicate budget unasked)."""
+    order = [column for column in ("model_name", "persona_kind", *attributes)
+             if column in pool.columns]
+    respondents = (pool.select("respondent_id", *order).unique("respondent_id")
+                   .sort([*order, "respondent_id"], nulls_last=True)
+                   .get_column("respondent_id").to_list())
     items = sorted(pool.get_column("item_id").unique().to_list())
     replicates = sorted(pool.get_column("replicate").unique().to_list())
     per_respondent = min(len(items) * len(replicates), max(1, size // len(respondents)))
