@@ -555,6 +555,20 @@ def test_a_token_budget_caps_the_prompts_at_the_designs_estimate():
                        pool_size=100, tokens_per_prompt=50.0).max_prompts == 30
     with pytest.raises(AuditError, match="buys no prompt"):
         design_rule(DesignConfig(adaptive=True, max_tokens_budget=10), 0.05, 100, 50.0)
+    # A budget below one prompt a persona names the setting that binds, in its own unit
+    # (adaptive review 2026-12-02: a binding token budget was told to raise design.max_prompts,
+    # which changes nothing, and not how many tokens round 0 needs).
+    with pytest.raises(AuditError, match=r"design.max_tokens_budget=1000 buys 20 prompts \(about "
+                                         r"50 tokens each\).* 21 personas .* at least 1050 "
+                                         r"tokens"):
+        design_rule(DesignConfig(adaptive=True, max_prompts=30, max_tokens_budget=1000), 0.05,
+                    100, 50.0, respondents=21)
+    with pytest.raises(AuditError, match=r"design.max_prompts=15 is below the design's 21 "
+                                         r"personas, .* at least 21$"):
+        design_rule(DesignConfig(adaptive=True, max_prompts=15, max_tokens_budget=1000), 0.05,
+                    100, 50.0, respondents=21)
+    assert design_rule(DesignConfig(adaptive=True, max_prompts=21), 0.05, 100,
+                       respondents=21).max_prompts == 21
 
 
 def test_the_trajectory_plots_decided_and_alive_contrasts_on_whole_number_ticks():

@@ -116,11 +116,14 @@ class AdaptiveRule:
 
 
 def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size: int,
-                tokens_per_prompt: float | None = None) -> AdaptiveRule:
+                tokens_per_prompt: float | None = None,
+                respondents: int | None = None) -> AdaptiveRule:
     """A run's design.* as the rule (the audit and audit.plan read it alike): the budget is
     design.max_prompts (null: the whole pool), lowered to what design.max_tokens_budget buys at
     ``tokens_per_prompt``; a round is a quarter of the budget unless design.round_prompts says
-    otherwise. design.max_answer_minutes is spent as the run goes (run_adaptive)."""
+    otherwise. design.max_answer_minutes is spent as the run goes (run_adaptive).
+    ``respondents``: round 0 asks each once, so a budget below that is refused here, naming
+    the setting that binds in its own unit (run_adaptive's check cannot tell which)."""
     if design.max_prompts is not None and design.max_prompts < 1:
         raise AuditError(f"design.max_prompts={design.max_prompts} must be at least 1 (null: "
                          "the whole design)")
@@ -141,6 +144,16 @@ def design_rule(design: DesignConfig, familywise_alpha: float | None, pool_size:
                         "tokens a prompt)", affordable, design.max_tokens_budget,
                         tokens_per_prompt)
         budget = min(budget, affordable)
+    if respondents is not None and budget < respondents:
+        if design.max_tokens_budget is not None and budget == affordable:
+            raise AuditError(
+                f"design.max_tokens_budget={design.max_tokens_budget} buys {budget} prompts "
+                f"(about {tokens_per_prompt:.0f} tokens each), and round 0 asks each of the "
+                f"design's {respondents} personas once: raise it to at least "
+                f"{math.ceil(respondents * tokens_per_prompt)} tokens, or set it to null")
+        raise AuditError(f"design.max_prompts={budget} is below the design's {respondents} "
+                         "personas, which round 0 asks once each: raise it to at least "
+                         f"{respondents}")
     # `is None`, not `or`: design.round_prompts=0 is refused (AdaptiveRule), not the default.
     round_prompts = (math.ceil(budget / 4) if design.round_prompts is None
                      else design.round_prompts)

@@ -63,7 +63,7 @@ def respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: 
 def _respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path: Path,
                         rounds_path: Path, on_round) -> AdaptiveRun:
     rule = design_rule(cfg.design, cfg.fit.familywise_alpha, prompts.height,
-                       pool_tokens(cfg, prompts))
+                       pool_tokens(cfg, prompts), prompts["respondent_id"].n_unique())
     check_contrastable(prompts, cfg.fit.attributes, cfg.fit.model)
     models = models_for(cfg, prompts)
     # Built once for every round; each round's labels feed its fit. The rule check and the other
