@@ -272,6 +272,24 @@ def test_weights_follow_the_alive_contrasts():
     assert weights == {"a": 1.0, "b": 1.0, "c": 0.25, "n": 0.25}
 
 
+def test_weights_follow_the_alive_contrasts_of_each_model():
+    """Bug caught (adaptive review 2026-12-02): weights matched levels alone, so with two
+    audited models, model b's Black and White personas kept full weight for model a's open race
+    contrast though b's own was decided. The pooled "all models" row counts for every model."""
+    respondents = pl.DataFrame({"respondent_id": ["a/B", "a/W", "b/B", "b/W"],
+                                "model_name": ["a", "a", "b", "b"],
+                                "race": ["Black", "White", "Black", "White"]})
+    rows = [{**contrast(1.5, 0.6), "model_name": "a"},
+            {**contrast(1.0, 0.05, "equivalent"), "model_name": "b"}]
+    states = contrast_states(pl.DataFrame(rows), 126, 504, 0.05)
+    assert states["alive"].to_list() == [True, False]
+    weights = dict(respondent_weights(respondents, states, 0.25).iter_rows())
+    assert weights == {"a/B": 1.0, "a/W": 1.0, "b/B": 0.25, "b/W": 0.25}
+    pooled = contrast_states(pl.DataFrame([{**rows[0], "model_name": "all models"}, rows[1]]),
+                             126, 504, 0.05)
+    assert set(dict(respondent_weights(respondents, pooled, 0.25).iter_rows()).values()) == {1.0}
+
+
 def fake_fit(theta: dict[str, float], b: dict[str, float]) -> SimpleNamespace:
     draws = 4
     posterior = xr.Dataset({

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from audit.methods.rasch.irt.contrasts import POOLED_MODEL
 from audit.methods.rasch.irt.rasch import RaschFit, posterior_draws
 
 KEY = ("respondent_id", "item_id", "replicate")  # one pool prompt
@@ -63,12 +64,19 @@ def next_candidates(pool: pl.DataFrame, asked: pl.DataFrame) -> pl.DataFrame:
 
 def respondent_weights(respondents: pl.DataFrame, states: pl.DataFrame,
                        other_weight: float) -> pl.DataFrame:
-    """1 for a respondent one of whose levels is in an alive contrast, other_weight else."""
+    """1 for a respondent one of whose levels is in an alive contrast of its own audited model
+    (or of the pooled "all models" row, which every model's respondents inform), other_weight
+    else. Matched on levels alone, a model whose contrast was already decided kept getting
+    prompts for another model's open one."""
     alive = states.filter("alive")
     relevant = pl.lit(False)
     for row in alive.iter_rows(named=True):
         if row["attribute"] in respondents.columns:
-            relevant = relevant | pl.col(row["attribute"]).is_in([row["level_a"], row["level_b"]])
+            levels = pl.col(row["attribute"]).is_in([row["level_a"], row["level_b"]])
+            if row.get("model_name", POOLED_MODEL) != POOLED_MODEL \
+                    and "model_name" in respondents.columns:
+                levels = levels & (pl.col("model_name") == row["model_name"])
+            relevant = relevant | levels
     return respondents.select(
         "respondent_id", weight=pl.when(relevant.fill_null(False)).then(1.0)
         .otherwise(other_weight))
@@ -102,7 +110,9 @@ def choose_next(pool: pl.DataFrame, asked: pl.DataFrame, fit: RaschFit, states: 
     what the budget has left and the last look sees it all."""
     attributes = [column for column in states.get_column("attribute").unique().to_list()
                   if column in pool.columns]
-    respondents = pool.select("respondent_id", *attributes).unique("respondent_id")
+    respondents = pool.select("respondent_id", *attributes,
+                              *(["model_name"] if "model_name" in pool.columns else [])
+                              ).unique("respondent_id")
     weights = respondent_weights(respondents, states, other_weight)
     chosen = pool.head(0)
     while chosen.height < size:
