@@ -15,6 +15,7 @@ from xarray import DataTree
 
 from audit.errors import AuditError, did_you_mean
 from audit.methods.configs import AuditConfig
+from audit.methods.rasch.adaptive import pool_cells
 from audit.methods.rasch.config import OUTCOMES, FitConfig
 from audit.methods.rasch.irt import RaschFit, code_outcomes, diagnose, fit_rasch
 from audit.methods.rasch.irt.explanatory import two_level_attributes
@@ -135,6 +136,11 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
     reads its labels through the judge's measured misclassification rates.
     """
     table = outcome_table(prompts, labels, cfg.fit.attributes)
+    # An adaptive run's looks fitted over the design's pool of cells (adaptive.run_adaptive),
+    # so the published fit does too: without it a persona text whose answers were all dropped
+    # or unparseable left the model, and the contrasts moved from those of the look that
+    # stopped the run (a gender mean 0.136 -> 0.103 in a review's simulation).
+    pool = pool_cells(prompts, cfg.fit.attributes) if cfg.design.adaptive else None
     fits = []
     # The hurdle model fits both of its steps from the labels at once: no second coding.
     second = cfg.fit.second_outcome if cfg.fit.model != "hurdle" else None
@@ -153,7 +159,7 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
             confusion = resolve_confusion(cfg.fit.judge_error, cfg.fit.model, coding, gold,
                                           cfg.fit.drop_labels)
         fits.append(fit_rasch(outcomes, replace(cfg.fit, outcome=coding, response=response),
-                              confusion=confusion))
+                              confusion=confusion, pool=pool))
     # Keep the first fit's own companions (the hurdle model's abstention step).
     return replace(fits[0], companions=(*fits[0].companions, *fits[1:]))
 

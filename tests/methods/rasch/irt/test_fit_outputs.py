@@ -72,3 +72,25 @@ def test_unknown_attribute_is_a_one_line_error(tables, monkeypatch):
     cfg = AuditConfig(fit=FitConfig(attributes=["age_band"]))
     with pytest.raises(AuditError, match="fit.attributes names \\['age_band'\\]"):
         fit_stage(cfg, prompts, labels)
+
+
+def test_an_adaptive_runs_fit_keeps_the_pool_its_looks_fitted(tables, monkeypatch):
+    """Bug caught (adaptive review 2026-12-02): the looks of an adaptive run fit over the
+    design's pool of cells, the analyse stage without it, so a persona text whose answers were
+    all unlabelled (failed, unparseable, dropped) left the published fit: its contrasts moved
+    from those of the look that stopped the run. A fixed run's fit leaves it out, as before."""
+    from audit.config import DesignConfig
+
+    monkeypatch.setattr(rasch, "sample_with_nutpie", prior_sampler)
+    prompts, labels = tables
+    silent = prompts.filter(pl.col("persona_kind") != "null")["respondent_id"].unique().sort()[0]
+    unlabelled = labels.join(prompts.filter(pl.col("respondent_id") == silent)
+                             .select("prompt_id"), on="prompt_id", how="anti")
+
+    def respondents(adaptive: bool) -> set[str]:
+        cfg = AuditConfig(fit=FitConfig(chains=1), design=DesignConfig(adaptive=adaptive))
+        fit = fit_stage(cfg, prompts, unlabelled)
+        return {str(name) for name in fit.idata.posterior["theta"]["respondent"].values}
+
+    assert silent in respondents(adaptive=True)
+    assert silent not in respondents(adaptive=False)
