@@ -52,3 +52,57 @@ def test_a_design_warning_is_said_once_an_adaptive_run_not_once_a_look(
                if "a gap in one is a gap in the other" in record.getMessage()]
     assert len(rounds) >= 2, rounds  # several looks read the design
     assert len(aliased) == 1, [record.getMessage() for record in aliased]
+
+
+def test_failures_are_counted_over_every_request_so_far_as_a_fixed_run_counts_them(
+        tmp_path, monkeypatch):
+    """Bug caught (adaptive review 2026-12-02): engine.max_failed_share was applied to each
+    round's requests alone, so one failure in a round of 15 (6.7%) stopped a run that had
+    asked 45 (2.2%), which a fixed run of the same design would have accepted. Counted over
+    every request so far, the run goes on; beyond the share it stops, naming the count."""
+    from audit.llm.engine import TooManyFailures
+
+    def run(share: float) -> list[int]:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            cfg = to_audit_config(compose("config", overrides=[
+                f"paths.output_dir={tmp_path}", f"paths.response_store={tmp_path}/s.sqlite3",
+                "items=smoke", "personas=smoke", "judge=openai_gpt4o_mini",
+                "judge.rationale_max_chars=0", "judge.evaluate_on_gold=false",
+                "fit.judge_error=false", "fit.draws=100", "fit.tune=100", "fit.chains=1",
+                "design.adaptive=true", "design.replicates=4", "design.round_prompts=15",
+                "design.futility=0", f"engine.max_failed_share={share}"]))
+        monkeypatch.setattr(score, "create_backend", FakeBackend)
+        prompts = design_stage(cfg)
+        rounds: list[int] = []
+
+        def answered(cfg, asked, models, name):  # one timeout in the second round
+            ids = asked["prompt_id"].to_list()
+            failed = [len(rounds) == 1 and index == 0 for index in range(len(ids))]
+            rounds.append(len(ids))
+            return pl.DataFrame({
+                "prompt_id": ids, "request_key": ids,
+                "status": ["error" if bad else "ok" for bad in failed],
+                "response_text": [None if bad else ("Yes, approve it." if index % 2 else
+                                                    "No, deny it.")
+                                  for index, bad in enumerate(failed)],
+                "error_kind": ["timeout" if bad else None for bad in failed],
+                "error_message": ["timed out" if bad else None for bad in failed],
+                "completion_tokens": [5] * len(ids), "latency_s": [0.1] * len(ids),
+                "from_cache": [False] * len(ids)},
+                schema_overrides={"error_kind": pl.String, "error_message": pl.String,
+                                  "response_text": pl.String})
+
+        monkeypatch.setattr(adaptive_run, "answer_prompts", answered)
+        monkeypatch.setattr(adaptive_run, "models_for", lambda cfg, prompts: dict(cfg.model))
+        adaptive_run.respond_adaptively(cfg, prompts, tmp_path / "responses.parquet",
+                                        tmp_path / "rounds.csv")
+        return rounds
+
+    asked = run(share=0.05)
+    assert len(asked) >= 3 and sum(asked[:2]) == 30, asked  # 1 of 30 so far: 3.3%, on it goes
+    try:
+        run(share=0.02)
+    except TooManyFailures as error:
+        assert "1 of 30 Rasch requests (to round 1) failed" in str(error)
+    else:
+        raise AssertionError("a failure beyond the share did not stop the run")

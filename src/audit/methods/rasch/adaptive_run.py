@@ -77,11 +77,13 @@ def _respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path:
         asked = prompts.join(chosen.select("prompt_id"), on="prompt_id", how="semi")
         responses = answer_prompts(cfg, asked, models, f"Rasch round {round_index}")
         answered.append(responses)
-        # A round's failures stop the run at its look, before the next round is bought: a look
-        # read without them would choose on a shrinking, non-random subset, and a rerun, whose
-        # retries may succeed, would choose differently (every answer so far is in the store).
-        check_failures(responses, cfg.engine.max_failed_share, cfg.paths.response_store,
-                       f"Rasch round {round_index} requests")
+        # Failures beyond the share stop the run at this round's look, before the next round is
+        # bought: a look read without them would choose on a shrinking, non-random subset, and
+        # a rerun, whose retries may succeed, would choose differently (every answer so far is
+        # in the store). The share is of every request so far, as a fixed run counts it over
+        # its whole design: per round, one failure in a last round of 10 stopped the run at 10%.
+        check_failures(pl.concat(answered), cfg.engine.max_failed_share,
+                       cfg.paths.response_store, f"Rasch requests (to round {round_index})")
         judged = judge_stage(cfg, asked, responses, with_gold=round_index == 0, tools=tools,
                              with_rule_check=False)
         check_judge_failures(cfg, judged)
