@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from audit.stats.differences import mean_difference, sample_mean, stratified_mean_difference
+from audit.stats.differences import mean_difference, sample_mean
 
 log = logging.getLogger(__name__)
 
@@ -79,20 +79,4 @@ def difference_interval(a: np.ndarray, b: np.ndarray, resamples: int, confidence
     result = stats.bootstrap((a, b), mean_difference, n_resamples=resamples,
                              confidence_level=confidence_level, method="percentile",
                              random_state=np.random.default_rng(seed))
-    return _bounds(result)
-
-
-def stratified_difference_interval(a_parts: tuple[np.ndarray, ...], b_parts: tuple[np.ndarray, ...],
-                                   resamples: int, confidence_level: float,
-                                   seed: int) -> tuple[float, float]:
-    """Percentile bootstrap interval of the stratified mean difference
-    (differences.stratified_mean_difference), resampling each group within each stratum on its
-    own, as the design drew them."""
-    parts = tuple(part for pair in zip(a_parts, b_parts, strict=True) for part in pair)
-    point = float(stratified_mean_difference(*parts))
-    if all(part.size < 2 for part in parts) or constant(*parts):
-        return point, point
-    result = stats.bootstrap(parts, stratified_mean_difference, n_resamples=resamples,
-                             vectorized=True, confidence_level=confidence_level,
-                             method="percentile", random_state=np.random.default_rng(seed))
     return _bounds(result)

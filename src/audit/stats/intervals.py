@@ -1,10 +1,13 @@
-"""Intervals: for rates (label rates, judge accuracy) and for posterior draws (contrasts, floors)."""
+"""Intervals: for rates (label rates, judge accuracy), for posterior draws (contrasts, floors)
+and for means over a design's few units (the counterfactual design tests)."""
 
 from __future__ import annotations
 
 import arviz as az
 import numpy as np
 from scipy import stats
+
+from audit.stats.differences import stratified_mean_difference
 
 
 def jeffreys_interval(successes, trials, prob: float) -> tuple[np.ndarray, np.ndarray]:
@@ -48,3 +51,41 @@ def hdi_bounds(draws, prob: float) -> tuple[float, float]:
     can recompute any reported interval with ``arviz.hdi``."""
     low, high = az.hdi(np.asarray(draws, dtype=float).ravel(), prob=prob)
     return float(low), float(high)
+
+
+# --- intervals over a design's few units (the counterfactual design tests) ----------------------
+# With 3 to 8 templates, or a few names a group, the percentile bootstrap covers far less than
+# its level (0.74 at 3 templates, 0.85 at 6; 0.81 at 3 names against 3; 400 normal data sets,
+# 95% intervals): it resamples the spread of so few values, which is narrower than the
+# population's. Student's t keeps the level for normal unit means and is no narrower elsewhere.
+
+
+def mean_t_interval(values: np.ndarray, confidence_level: float) -> tuple[float, float] | None:
+    """Student's t interval of a mean; None below two values. Constant values: the point."""
+    values = np.asarray(values, dtype=float)
+    if values.size < 2:
+        return None
+    mean = float(values.mean())
+    if np.all(values == values[0]):
+        return mean, mean
+    low, high = stats.ttest_1samp(values, 0.0).confidence_interval(confidence_level)
+    return float(low), float(high)
+
+
+def stratified_difference_t_interval(a_parts, b_parts,
+                                     confidence_level: float) -> tuple[float, float] | None:
+    """t interval of the stratified mean difference (differences.stratified_mean_difference):
+    with strata weights w_s = n_a n_b / (n_a + n_b), its variance is sigma^2 / sum(w_s), sigma^2
+    the variance of a unit mean within its group and stratum, pooled over every group x stratum
+    (df: units less two a stratum). One stratum: the pooled two-sample t interval. None when
+    no degree of freedom is left."""
+    parts = [np.asarray(part, dtype=float) for pair in zip(a_parts, b_parts, strict=True)
+             for part in pair]
+    point = float(stratified_mean_difference(*parts))
+    df = sum(part.size for part in parts) - len(parts)
+    if df < 1:
+        return None
+    squares = sum(float(((part - part.mean()) ** 2).sum()) for part in parts)
+    weight = sum(a.size * b.size / (a.size + b.size) for a, b in zip(parts[0::2], parts[1::2]))
+    half = float(stats.t.ppf(0.5 + confidence_level / 2.0, df)) * np.sqrt(squares / df / weight)
+    return point - half, point + half

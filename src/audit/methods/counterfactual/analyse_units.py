@@ -18,8 +18,8 @@ So the unit of a group claim is the unit that carries the group:
   at most ``10 * bootstrap_resamples``). Under "no group effect" the names are exchangeable,
   whatever each name does on its own, so the test holds its level. Names are relabelled only
   within the groups of the factors crossed with this one (strata_of: race within gender), so a
-  gender effect neither widens the race test's null nor leans on its gap. A name is one unit in every
-  template, with or without the pronoun that agrees with it (counting "Allison, her" and
+  gender effect neither widens the race test's null nor leans on its gap. A name is one unit in
+  every template, with or without the pronoun that agrees with it (counting "Allison, her" and
   "Allison" as two units rejected 14% of simulated no-effect designs). Templates with a pronoun
   and no name are left out of a test over names: a word in one template is not one more sampled
   name, and its "she" and "he" would be mirror images of each other after centring; those answers
@@ -42,9 +42,11 @@ prompt and seed, P(a's is higher) - P(b's is higher), on the scale of the per-an
 with Benjamini-Hochberg over the rows whose ``min_p`` is below ``counterfactual.alpha`` (a row
 that can never reach alpha, entered at p = 1, would only dilute the others; its ``p_bh`` is
 empty); ``flagged`` needs BH p below alpha and a ``meaningful`` effect. Mean differences are of
-block-centred values, in the metric's own units, with a percentile-bootstrap interval over the
-same units (names resampled within each group; the per-template differences; none for a single
-template).
+block-centred values, in the metric's own units, with a Student's t interval over the same
+units (the names' means within group and stratum, pooled variance; the per-template
+differences; none for a single template, or a single name in every group and stratum): a percentile
+bootstrap over so few units covered 0.74 of the time at 3 templates and 0.81 at 3 names against
+3 (95% intervals on normal data).
 """
 
 from __future__ import annotations
@@ -57,13 +59,13 @@ import polars as pl
 from scipy import stats
 
 from audit.methods.counterfactual.analyse import StatsSettings
-from audit.stats.bootstrap import mean_interval, stratified_difference_interval
 from audit.stats.differences import (
     Parts,
     mean_difference_p_value,
     stratified_mean_difference,
     stratified_permutation_p_value,
 )
+from audit.stats.intervals import mean_t_interval, stratified_difference_t_interval
 from audit.stats.multiple_testing import adjust_p_values
 
 BLOCK = ("template_id", "replicate")  # one prompt text and seed, shared by every variant
@@ -255,9 +257,7 @@ def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str, settings: StatsSe
                                          .alias("difference"))
                  .sort(TEMPLATE))
     differences = templates["difference"].to_numpy()
-    resampled = (settings.bootstrap_resamples, settings.confidence_level, settings.seed)
-    low: float | None
-    high: float | None
+    interval: tuple[float, float] | None
     if name_level:
         # Names compared within the strata of the factors crossed with this one (gender for
         # race), so those factors' effects neither mask nor fake this one's.
@@ -265,13 +265,13 @@ def _pair_row(frame: pl.DataFrame, group_a: str, group_b: str, settings: StatsSe
         unit, (p_value, min_p) = "name", name_level_test(parts_a, parts_b, settings)
         difference = float(stratified_mean_difference(
             *[part for pair in zip(parts_a, parts_b, strict=True) for part in pair]))
-        low, high = stratified_difference_interval(parts_a, parts_b, *resampled)
+        interval = stratified_difference_t_interval(parts_a, parts_b, settings.confidence_level)
     else:
         unit, (p_value, min_p) = "template", template_level_test(differences)
         difference = float(differences.mean())
-        # One template has no spread to resample: no interval rather than a point.
-        low, high = (mean_interval(differences, *resampled) if differences.size >= 2
-                     else (None, None))
+        # One template has no spread: no interval rather than a point.
+        interval = mean_t_interval(differences, settings.confidence_level)
+    low, high = interval if interval is not None else (None, None)
     truncated = {group: float(tested.filter(pl.col("group") == group)["truncated"].mean())
                  for group in (group_a, group_b)}
     return {"group_a": group_a, "group_b": group_b, "unit": unit, "n_units_a": unit_a.height,
