@@ -428,3 +428,27 @@ def test_system_prompt_null_keeps_each_models_own(stimuli):
 def test_bad_design_settings_name_the_fix(stimuli, config, message):
     with pytest.raises(IATError, match=message):
         design_prompts(stimuli, config, MODELS)
+
+
+def test_the_plot_and_table_show_the_tested_mean_beside_mean_d():
+    """Bug caught (statistics review 2026-12-02): the significance marker was drawn at mean D,
+    which scores one-group answers -0.5, while the test reads them at 0: 40 one-group answers
+    and 60 at +0.25/+0.10 drew a filled marker on a wholly negative interval (mean D -0.094,
+    CI [-0.162, -0.030]) for a tested mean of +0.105, and the printed table had no column
+    for the tested mean. The dot is at the tested mean; the table has it."""
+    from rich.console import Console
+
+    from audit.methods.iat.report import d_by_dataset_plot, print_iat_table
+
+    stats = pl.DataFrame({
+        "model": ["m"], "category": ["race"], "dataset": ["weapon"], "variation": ["v"],
+        "n": [100], "n_left_out_strict": [0], "n_left_out_lenient": [0], "n_one_group": [40],
+        "parse_rate": [1.0], "mean_d": [-0.094], "ci_low": [-0.162], "ci_high": [-0.030],
+        "mean_d_test": [0.105], "p_value": [0.0002], "p_adjusted": [0.0002]})
+    figure = d_by_dataset_plot(stats, 0.95, 0.05)
+    dots = [line for line in figure.axes[0].get_lines() if line.get_marker() == "o"]
+    assert [float(dot.get_xdata()[0]) for dot in dots] == [0.105]
+    console = Console(record=True, width=220)
+    print_iat_table(stats, 0.95, 0.05, console)
+    printed = console.export_text()
+    assert "tested D" in printed and "+0.10" in printed and "-0.09" in printed

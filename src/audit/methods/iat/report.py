@@ -72,8 +72,11 @@ def _interval(axis, row: dict, y: float, colour, width: float) -> None:
 
 
 def d_by_dataset_plot(stats: pl.DataFrame, confidence_level: float, alpha: float) -> Figure:
-    """Mean D with its bootstrap interval per dataset, one panel per model; a filled marker is
-    significant after the Benjamini-Hochberg adjustment, an open one is not."""
+    """Mean D (a tick) with its bootstrap interval per dataset, one panel per model, and the
+    mean the test reads (a dot: one-group answers scored 0), filled when significant after the
+    Benjamini-Hochberg adjustment. The dot used to sit at mean D: 40 one-group answers and 60
+    at +0.25/+0.10 drew a filled dot on a wholly negative interval, a "significant reversed
+    association", for a test whose mean was +0.105 (statistics review 2026-12-02)."""
     categories = sorted(stats["category"].unique().to_list())
     colours = {category: _PALETTE(index % 10) for index, category in enumerate(categories)}
     figure, panels, positions = _dataset_panels(stats, row_height=0.3, extra_height=1.6)
@@ -82,12 +85,15 @@ def d_by_dataset_plot(stats: pl.DataFrame, confidence_level: float, alpha: float
             y = positions[(row["category"], row["dataset"])]
             colour = colours[row["category"]]
             _interval(axis, row, y, colour, width=2)
+            axis.plot(row["mean_d"], y, "|", color=colour, markersize=10, markeredgewidth=2)
             significant = row["p_adjusted"] is not None and row["p_adjusted"] < alpha
-            axis.plot(row["mean_d"], y, "o", color=colour,
+            tested = row["mean_d_test"] if row.get("mean_d_test") is not None else row["mean_d"]
+            axis.plot(tested, y, "o", color=colour,
                       markerfacecolor=colour if significant else "white")
         _finish_panel(axis, model, confidence_level)
-    figure.suptitle("Word-association bias by dataset (D > 0: stereotype-consistent; filled: "
-                    f"BH-adjusted p < {alpha})", fontsize=9)
+    figure.suptitle("Word-association bias by dataset (D > 0: stereotype-consistent). Tick: mean "
+                    "D with its interval; dot: the tested mean (one-group answers at 0), filled "
+                    f"when BH-adjusted p < {alpha}", fontsize=9)
     figure.tight_layout()
     return figure
 
@@ -122,10 +128,11 @@ def print_iat_table(stats: pl.DataFrame, confidence_level: float, alpha: float,
                     console: Console | None = None) -> None:
     """The statistics as a table on stdout: the result a user of the CLI reads first."""
     console = console or Console()
-    table = Table(title=f"IAT word association: mean D ({percent(confidence_level)} bootstrap CI), "
-                        "sign-flip p-value, BH-adjusted")
+    table = Table(title=f"IAT word association: mean D ({percent(confidence_level)} bootstrap CI); "
+                        "the tested mean (one-group answers at 0), its sign-flip p-value, "
+                        "BH-adjusted")
     for column in ("model", "category", "dataset", "n", "left out strict/lenient", "one group",
-                   "parse rate", "mean D", "CI", "p", "p adj."):
+                   "parse rate", "mean D", "CI", "tested D", "p", "p adj."):
         table.add_column(column, justify="left" if column in ("model", "category", "dataset")
                          else "right")
     for row in stats.sort(["model", "category", "dataset"]).iter_rows(named=True):
@@ -139,6 +146,7 @@ def print_iat_table(stats: pl.DataFrame, confidence_level: float, alpha: float,
         table.add_row(row["model"], row["category"], row["dataset"], str(row["n"]), left_out,
                       str(row.get("n_one_group", "-")), _number(row["parse_rate"], "{:.0%}"),
                       _number(row["mean_d"], "{:+.2f}"), interval,
+                      _number(row.get("mean_d_test"), "{:+.2f}"),
                       _number(row["p_value"], "{:.2g}"), adjusted)
     console.print(table)
 
