@@ -108,3 +108,7 @@ def test_the_end_of_run_line_says_when_no_pair_could_be_tested(capsys) -> None:
     print_findings(tests, design.with_columns(p_bh=pl.Series([0.4, None])), 0.05)
     out = " ".join(capsys.readouterr().out.split())
     assert "of 1 testable design tests" in out and "1 more could not be tested" in out
+    # Statistics review 2026-12-02: the per-answer table, printed first with its own BH p,
+    # did not say it counts each answer as independent (39% false rejections simulated).
+    assert "describes the answers, counting each as independent; group claims are the design " \
+           "tests below" in out
