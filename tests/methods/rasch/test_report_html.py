@@ -242,7 +242,10 @@ def test_contrasts_and_advice_the_fit_writes_reach_the_run_and_the_page(audit_ru
         "p_direction": [0.98, 0.995], "rope_low": [-0.1, -0.1], "rope_high": [0.1, 0.1],
         "decision": ["different", "different"], "noise_floor": [0.62, None],
         "noise_floor_low": [0.41, None], "noise_floor_high": [0.9, None],
-        "p_beyond_noise": [0.04, None]}).write_csv(files.fit / "contrasts.csv")
+        "p_beyond_noise": [0.04, None], "null_percentile": [0.498, None],
+        "decision_prob": [0.975, 0.975], "decision_low": [0.01, -1.3],
+        "decision_high": [0.85, -0.15], "decision_interval_kind": ["hdi", "normal"]}
+    ).write_csv(files.fit / "contrasts.csv")
     (files.fit / "diagnostics.json").write_text(
         '{"converged": false, "rhat_max": 1.03, "ess_bulk_min": 187, "ess_tail_min": 96, '
         '"divergences": 0, "advice": "draw longer chains: fit.draws=2000 fit.tune=2000"}')
@@ -267,4 +270,9 @@ def test_contrasts_and_advice_the_fit_writes_reach_the_run_and_the_page(audit_ru
     assert '<td class="num">0.62 [0.41, 0.90]</td>' in page
     assert '<td class="num">n/a</td>' in page
     assert "gender woman versus man" in page and "null percentile" in page
+    # Review of what reaches the user, 2026-12-02: the percentile (0 to 100) was printed bare,
+    # 0.50 for half a percent, read as a share (a median gap); and the decision interval was
+    # called an HDI where the draws gave a normal interval, as the summary and plot say.
+    assert '<td class="num">0.498%</td>' in page
+    assert "97.5% HDI [+0.01, +0.85]" in page and "97.5% normal interval [-1.30, -0.15]" in page
     assert (files.report / "contrasts_forest.png").is_file()

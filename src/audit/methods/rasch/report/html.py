@@ -23,6 +23,7 @@ from audit.methods.rasch.irt import Diagnostics
 from audit.methods.rasch.no_signal import JudgeQuality
 from audit.methods.rasch.report.reading import respondent_names
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
+from audit.methods.rasch.verdict import interval_word
 
 TEMPLATE = "report.html.j2"
 THETA_ROWS_SHOWN = 40
@@ -184,7 +185,15 @@ def render_report(context: dict[str, Any]) -> str:
     )
     environment.filters["num"] = _number_or_na
     environment.filters["percent"] = percent
+    environment.filters["percentile"] = _percentile
+    environment.filters["interval_word"] = interval_word
     return environment.get_template(TEMPLATE).render(**context)
+
+
+def _percentile(value: float | None) -> str:
+    """A percentile (0 to 100, null_rank.py) as a percentage: printed bare, 0.50 read as a share,
+    a median gap, where it was half a percent, and beside the reading's "larger than 0%"."""
+    return "n/a" if value is None or math.isnan(value) else f"{value:.3g}%"
 
 
 def _number_or_na(value: float | None, digits: int = 2) -> str:
