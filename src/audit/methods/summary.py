@@ -25,7 +25,7 @@ from audit.errors import AuditError
 from audit.methods.configs import AuditConfig, VerdictConfig
 # Headline too: method plugins written before findings.py import both from here.
 from audit.methods.findings import Findings, Headline  # noqa: F401
-from audit.methods.verdict import judge_run, verdict_text
+from audit.methods.verdict import judge_run, verdict_outcome, verdict_text
 from audit.tracking import mlflow as tracking
 from audit.tracking import ui
 
@@ -49,7 +49,11 @@ def verdict_line(run_dir: Path) -> str:
                if check.failed]
     named = "; ".join(flagged[:MAX_FLAGGED_NAMED]) + ("; ..." if len(flagged) >
                                                       MAX_FLAGGED_NAMED else "")
-    return (f"CI verdict: {verdict_text(checks)}{f': {named}' if named else ''} "
+    # A pass under undecided contrasts read as "no bias found" to a reviewer of the summary:
+    # it says only that no check failed (the decisions above say what was shown).
+    passed = (" (no check found a gap; not by itself evidence that groups are treated alike)"
+              if verdict_outcome(checks) == "PASS" else "")
+    return (f"CI verdict: {verdict_text(checks)}{f': {named}' if named else ''}{passed} "
             f"(default rules; {command})")
 
 

@@ -155,6 +155,12 @@ def test_the_runs_summary_says_the_verdict_not_tested(tmp_path: Path) -> None:
     NO SIGNAL headline, where it said PASS."""
     run = rasch_run(tmp_path / "r", ["undecided"], no_signal=NO_SIGNAL)
     assert verdict_line(run).startswith("CI verdict: NOT TESTED (0 of 1 comparisons")
+    # Review of what reaches the user, 2026-12-02: "CI verdict: PASS" under two undecided
+    # contrasts read as "no bias found"; a pass now says only what it is.
+    passed = verdict_line(rasch_run(tmp_path / "p", ["undecided", "undecided"]))
+    assert passed.startswith("CI verdict: PASS (0 of 3 checks failed) (no check found a gap; not "
+                             "by itself evidence that groups are treated alike)"), passed
+    assert "not by itself evidence" not in verdict_line(rasch_run(tmp_path / "f", ["different"]))
 
 
 @pytest.mark.parametrize("damage", ["no_diagnostics", "bad_json", "bad_decision", "wrong_type",
