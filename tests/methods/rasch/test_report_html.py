@@ -127,6 +127,10 @@ def test_the_report_is_self_contained(audit_run):
     external = re.findall(r'(?:src|href)\s*=\s*"(?!data:)([^"]*)"', html)
     assert external == [], external
     assert "Content-Security-Policy" in html and audit_run["run_id"] in html
+    # The smoke personas alias gender with race: the page says so among its warnings, where
+    # only the fit's log did (review of what reaches the user, 2026-12-02).
+    warnings = html.split("Warnings raised by this run")[1]
+    assert "every gender level goes with one race level (man: White, woman: Black)" in warnings
 
 
 def test_the_report_renders_in_headless_chromium_without_network(audit_run, tmp_path):

@@ -133,8 +133,15 @@ def aliased_pairs(real: pl.DataFrame, attributes: tuple[str, ...]) -> list[str]:
     return found
 
 
+def aliasing_warnings(real: pl.DataFrame, attributes: tuple[str, ...]) -> list[str]:
+    """What warn_aliased logs, as sentences the report and the run's summary say too: logged
+    alone, two contrasts that are one comparison (the smoke design's gender and race) stood in
+    the summary, the HTML and the CI verdict as two findings."""
+    return [f"among the real personas {description}: a gap in one is a gap in the other, "
+            "whichever fit reads it (add personas that cross the two attributes to separate them)"
+            for description in aliased_pairs(real, attributes)]
+
+
 def warn_aliased(real: pl.DataFrame, attributes: tuple[str, ...]) -> None:
-    for description in aliased_pairs(real, attributes):
-        logger.warning("among the real personas %s: a gap in one is a gap in the other, whichever "
-                       "fit reads it (add personas that cross the two attributes to separate "
-                       "them)", description)
+    for warning in aliasing_warnings(real, attributes):
+        logger.warning("%s", warning)

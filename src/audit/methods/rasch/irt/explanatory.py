@@ -52,6 +52,7 @@ from scipy import stats
 from audit.errors import AuditError
 from audit.methods.rasch.irt.balance import (
     BalancedContrast,
+    aliasing_warnings,
     balanced_contrasts,
     warn_aliased,
     warn_left_out,
@@ -164,6 +165,16 @@ def level_names(attribute: str) -> pl.Expr:
     own."""
     level = pl.col(attribute).cast(pl.String)
     return pl.when(level.str.strip_chars() == "").then(None).otherwise(level).alias(attribute)
+
+
+def design_aliasing(prompts: pl.DataFrame, attributes) -> list[str]:
+    """The design's aliased attributes (balance.aliasing_warnings over its real personas), for
+    the report and the summary: the fit logs them, which a reader of the results never saw."""
+    named = tuple(attribute for attribute in dict.fromkeys(attributes)
+                  if attribute in prompts.columns)
+    real = (prompts.filter(pl.col("persona_kind") != NULL_KIND)
+            .select("respondent_id", *(level_names(attribute) for attribute in named)).unique())
+    return aliasing_warnings(real, named)
 
 
 def two_level_attributes(prompts: pl.DataFrame, attributes) -> list[str]:

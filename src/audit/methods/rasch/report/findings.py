@@ -15,6 +15,7 @@ import polars as pl
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive_run import ROUNDS, adaptive_note
 from audit.methods.rasch.design import PROMPTS
+from audit.methods.rasch.irt.explanatory import design_aliasing
 from audit.methods.rasch.report.metrics import contrast_metric_names
 from audit.methods.rasch.report.reading import (
     gap_words,
@@ -89,8 +90,11 @@ def findings(cfg: AuditConfig, run_dir: Path, result: Mapping[str, object]) -> F
     rule_check = (agreement_warnings(read_frame(agreement, "judge rule agreement"))
                   if agreement.is_file() else [])
     adaptive = adaptive_note(run_file(run_dir, ROUNDS), run_file(run_dir, PROMPTS))
+    prompts = run_file(run_dir, PROMPTS)
+    aliased = (design_aliasing(read_frame(prompts, "prompts"), cfg.fit.attributes)
+               if prompts.is_file() else [])
     return Findings(headlines(contrasts, cfg.fit.outcome, cfg.fit.hdi_prob),
                     notes=[*([str(no_signal)] if no_signal else []),
-                           *([adaptive] if adaptive else []), *rule_check],
+                           *([adaptive] if adaptive else []), *aliased, *rule_check],
                     source=run_file(run_dir, CONTRASTS_FILE), empty=NO_CONTRASTS,
                     metrics=("no_signal", "rhat_max"))

@@ -19,6 +19,7 @@ from audit.llm.backends import create_backend
 from audit.methods.rasch.adaptive_run import adaptive_report
 from audit.methods.rasch.analyse import read_fit
 from audit.methods.rasch.irt import Diagnostics, RaschFit
+from audit.methods.rasch.irt.explanatory import design_aliasing
 from audit.methods.rasch.irt.rasch import posterior_draws
 from audit.methods.rasch.irt.noise_floor import noise_floor_plot, noise_floor_table
 from audit.methods.rasch.ingest.stages import source_caveat, source_tags
@@ -200,8 +201,10 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     warnings = quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems())
     for warning in warnings:
         log.warning("%s", warning)
-    # The rule re-read warning is said in the summary the run ends with (findings.py).
-    warnings = [*warnings, *agreement_warnings(rule_checks)]
+    # The rule re-read warning and the design's aliasing are said in the summary the run ends
+    # with too (findings.py); the fit logged the aliasing already.
+    warnings = [*warnings, *design_aliasing(prompts, cfg.fit.attributes),
+                *agreement_warnings(rule_checks)]
     # Said once, in the summary the run ends with (audit.methods.summary), not here as well.
     headline = no_signal_headline(no_signal) if no_signal else None
 
