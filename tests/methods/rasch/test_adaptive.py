@@ -8,6 +8,7 @@ so it runs the real fit_rasch, contrasts and selection in seconds; the simulated
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import subprocess
 import sys
@@ -95,11 +96,13 @@ def test_round_zero_is_balanced_over_items_and_respondents():
 
 
 def test_round_zero_gives_the_texts_of_a_cell_different_items_in_the_default_design():
-    """Bug caught (adaptive review 2026-12-02): round 0 rotated the respondents in the order of
-    their ids, and the default design's two texts of a cell do not sort together
+    """Bugs caught (adaptive review 2026-12-02): round 0 rotated the respondents in the order
+    of their ids, and the default design's two texts of a cell do not sort together
     ("asian_woman" and "woman_identifying_asian"): in its round 0 of 63 prompts three cells
     had both texts on the same three items, so their text-to-text difference said nothing
-    about the others. The test above passed only because its simulated ids sort by cell."""
+    about the others. The test above passed only because its simulated ids sort by cell. The
+    same rotation in cell order put Asian and Black personas on no common item, so the first
+    look could not tell that race gap from the items: every two race levels share items."""
     from hydra import compose, initialize_config_dir
 
     from audit.__main__ import CONF_DIR
@@ -118,6 +121,13 @@ def test_round_zero_gives_the_texts_of_a_cell_different_items_in_the_default_des
     for row in cells.iter_rows(named=True):
         first, second = (set(items) for items in row["item_id"])
         assert not first & second, row
+    levels = dict(texts.explode("item_id").group_by("race").agg(pl.col("item_id").unique())
+                  .iter_rows())
+    shared = {(a, b): len(set(levels[a]) & set(levels[b]))
+              for a, b in itertools.combinations(sorted(levels), 2)}
+    assert min(shared.values()) >= 3, shared  # a window of items at least
+    per_item = chosen.group_by("item_id").len()["len"]
+    assert per_item.max() - per_item.min() <= 1
 
 
 def test_candidates_are_each_cells_next_unasked_replicate():

@@ -29,31 +29,54 @@ SCORE_DRAWS = 200
 
 
 def first_round(pool: pl.DataFrame, size: int, attributes: tuple[str, ...] = ()) -> pl.DataFrame:
-    """Round 0: ``size / respondents`` prompts per respondent (at least one), respondent j
-    starting at item j * m (mod items), the respondents ordered by model, persona kind and their
-    levels of ``attributes``: the texts of a cell, next to each other in that order, answer
-    different items, and the items are asked equally often. (Ordered by id alone, the default
-    design's "asian_woman" and "woman_identifying_asian" sat apart, and three of its cells had
-    both texts on the same three items.) A round larger than one replicate of the design goes on
-    to the next replicates, as later rounds do (choose_next): the respondent's k-th pass over
-    the items asks their replicate k, so a round of the whole budget asks the whole budget (one
-    replicate alone left half of a two-replicate budget unasked)."""
+    """Round 0: ``size / respondents`` prompts per respondent (at least one), each respondent
+    answering consecutive items from a start chosen in turn (respondents ordered by model,
+    persona kind and their levels of ``attributes``; window_start): the items are asked
+    equally often, and among the starts that keep them so, the one whose items this
+    respondent's levels (each attribute's, and its cell's) have been asked least. So the texts
+    of a cell answer different items and every level is asked across the items, which a look
+    needs to tell a group from the items it answered. A plain rotation in id order put both
+    texts of three of the default design's cells on the same items; in cell order, Asian and
+    Black personas on no common item (round 0 of 63 prompts). A round larger than one replicate
+    of the design goes on to the next replicates, as later rounds do (choose_next): the
+    respondent's k-th pass over the items asks their replicate k, so a round of the whole
+    budget asks the whole budget (one replicate alone left half of a two-replicate budget
+    unasked)."""
     order = [column for column in ("model_name", "persona_kind", *attributes)
              if column in pool.columns]
-    respondents = (pool.select("respondent_id", *order).unique("respondent_id")
-                   .sort([*order, "respondent_id"], nulls_last=True)
-                   .get_column("respondent_id").to_list())
+    personas = (pool.select("respondent_id", *order).unique("respondent_id")
+                .sort([*order, "respondent_id"], nulls_last=True))
     items = sorted(pool.get_column("item_id").unique().to_list())
     replicates = sorted(pool.get_column("replicate").unique().to_list())
-    per_respondent = min(len(items) * len(replicates), max(1, size // len(respondents)))
-    # Step s of a respondent visits consecutive items from its start, so it is that item's
-    # (s // items)-th visit: its replicate at that rank.
-    chosen = [(respondent, items[(index * per_respondent + step) % len(items)],
-               replicates[step // len(items)])
-              for index, respondent in enumerate(respondents) for step in range(per_respondent)]
+    per_respondent = min(len(items) * len(replicates), max(1, size // personas.height))
+    asked = np.zeros(len(items))
+    by_level: dict[tuple, np.ndarray] = {}
+    chosen = []
+    for row in personas.iter_rows(named=True):
+        levels = [("cell", *(row[column] for column in order))]
+        levels += [(column, row[column]) for column in attributes
+                   if column in row and row[column] is not None]
+        counts = [by_level.setdefault(level, np.zeros(len(items))) for level in levels]
+        start = window_start(asked, counts, per_respondent)
+        # Step s visits the item s after the start: that item's (s // items)-th visit, so its
+        # replicate at that rank.
+        for step in range(per_respondent):
+            item = (start + step) % len(items)
+            asked[item] += 1
+            for count in counts:
+                count[item] += 1
+            chosen.append((row["respondent_id"], items[item], replicates[step // len(items)]))
     picks = pl.DataFrame(chosen, schema={"respondent_id": pl.String, "item_id": pl.String,
                                          "replicate": pool.schema["replicate"]}, orient="row")
     return pool.join(picks, on=list(KEY), how="semi").sort(KEY)
+
+
+def window_start(asked: np.ndarray, level_counts: list[np.ndarray], length: int) -> int:
+    """The first item of a run of ``length`` consecutive items (wrapping): the least asked run,
+    then the one this respondent's levels have been asked least, then the lowest start."""
+    windows = (np.arange(asked.size)[:, None] + np.arange(length)[None, :]) % asked.size
+    spread = sum((count[windows].sum(axis=1) for count in level_counts), np.zeros(asked.size))
+    return int(np.lexsort((np.arange(asked.size), spread, asked[windows].sum(axis=1)))[0])
 
 
 def next_candidates(pool: pl.DataFrame, asked: pl.DataFrame) -> pl.DataFrame:
