@@ -94,7 +94,12 @@ def test_the_reading_and_the_summary_say_which_interval_decided():
     assert "treated less favourably" not in sentence
     assert ("undecided: the family-wise 99.29% HDI (-4.92 to +0.46, over the run's 7 contrasts) "
             "reaches into the region of practical equivalence [-0.18, +0.18]") in sentence
-    assert "the 94% HDI alone excludes zero" in sentence
+    assert "the 94% HDI alone lies clear of the ROPE" in sentence
+    # Review of what reaches the user, 2026-12-02: a 94% HDI that excludes zero but reaches into
+    # the ROPE is undecided on its own too; saying the family-wise interval kept it so misread
+    # the rule.
+    into_rope = contrast_sentence({**FAMILYWISE, "hdi_high": -0.10}, 0.94)
+    assert "undecided" in into_rope and "alone" not in into_rope
     line = headlines(pl.DataFrame([FAMILYWISE]), "favourable", 0.94)[0].line()
     assert line == ("race Hispanic vs White: undecided (neither clear of the ROPE nor inside "
                     "it), -2.08 (94% HDI -3.89 to -0.33; decided on the 99.29% HDI -4.92 to "
@@ -150,6 +155,18 @@ def test_the_reading_compares_personas_with_the_null_noise_floor():
         pl.col("persona_kind") != "null"), 0.94)
     assert len([s for s in with_contrasts if s.startswith("For m,")]) == 3
     assert any("no noise floor" in sentence for sentence in with_contrasts)
+    # Review of what reaches the user, 2026-12-02: the shrunk range of the null personas'
+    # means was read as "how far any change of persona text moves this model" beside a noise
+    # floor 1,500 times its width, and a persona inside it as "no single persona text stands
+    # out". The range is said to be shrunk, the noise floor is named as the measure, and no
+    # reassurance is read off the wide intervals.
+    floored = plain_language_reading(CONTRASTS.with_columns(noise_floor=pl.lit(0.94)),
+                                     THETAS.filter(pl.col("respondent_id") != "m/a"), 0.94)
+    null_sentence = next(s for s in floored if s.startswith("Null personas"))
+    assert "the fit pulls these means towards each other" in null_sentence
+    assert "the noise floor above, from their estimated spread" in null_sentence
+    assert not any("stands out from the placebo arm" in sentence for sentence in floored)
+    assert "understates" in next(s for s in reading if s.startswith("Null personas"))
 
 
 def _labels(kinds: dict[str, list[str]]) -> tuple[pl.DataFrame, pl.DataFrame]:
