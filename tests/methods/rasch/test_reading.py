@@ -137,10 +137,21 @@ def test_the_noise_floor_is_read_with_its_interval():
     existed still reads."""
     row = {**CONTRASTS.row(0, named=True), "noise_floor": 0.45, "noise_floor_low": 0.21,
            "noise_floor_high": 0.74}
-    assert "Noise floor 0.45 (94% HDI 0.21 to 0.74; the gap two groups" in \
+    assert "Noise floor 0.45 (94% HDI 0.21 to 0.74; the typical gap two groups" in \
         contrast_sentence(row, 0.94)
     older = {**CONTRASTS.row(0, named=True), "noise_floor": 0.45}
-    assert "Noise floor 0.45 (the gap two groups" in contrast_sentence(older, 0.94)
+    assert "Noise floor 0.45 (the typical gap two groups" in contrast_sentence(older, 0.94)
+    # Review of what reaches the user, 2026-12-02: a floor that is mostly its prior (the smoke
+    # run's sigma_null, width ratio 0.57) was stated as a measured fact about the model.
+    assert "mostly from its prior, not measured by this audit" in contrast_sentence(row, 0.94,
+                                                                                    True)
+    assert "mostly from its prior" not in contrast_sentence(row, 0.94)
+    from audit.methods.rasch.irt.noise_floor import floor_from_prior
+
+    table = pl.DataFrame({"model_name": ["a", "a", "b"],
+                          "parameter": ["sigma_null", "sigma_residual", "sigma_null"],
+                          "estimated": [False, True, True]})
+    assert floor_from_prior(table) == {"a"} and floor_from_prior(table.head(0)) == frozenset()
 
 
 def test_the_reading_compares_personas_with_the_null_noise_floor():

@@ -49,6 +49,14 @@ def _prior_interval(draws: np.ndarray, hdi_prob: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def floor_from_prior(table: pl.DataFrame) -> frozenset[str]:
+    """The audited models whose sigma_null is mostly its prior (not ``estimated``)."""
+    if not table.height:
+        return frozenset()
+    rows = table.filter((pl.col("parameter") == "sigma_null") & ~pl.col("estimated"))
+    return frozenset(rows["model_name"].to_list())
+
+
 def noise_floor_table(posterior, hdi_prob: float) -> pl.DataFrame:
     """One row per audited model and spread; empty for fits without an estimated floor."""
     rows = []

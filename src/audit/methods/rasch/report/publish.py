@@ -21,7 +21,11 @@ from audit.methods.rasch.analyse import read_fit
 from audit.methods.rasch.irt import Diagnostics, RaschFit
 from audit.methods.rasch.irt.explanatory import design_aliasing
 from audit.methods.rasch.irt.rasch import posterior_draws
-from audit.methods.rasch.irt.noise_floor import noise_floor_plot, noise_floor_table
+from audit.methods.rasch.irt.noise_floor import (
+    floor_from_prior,
+    noise_floor_plot,
+    noise_floor_table,
+)
 from audit.methods.rasch.ingest.stages import source_caveat, source_tags
 from audit.methods.rasch.judge.gold import gold_figures
 from audit.methods.rasch.judge.rule_check import agreement_warnings, rule_agreement
@@ -224,7 +228,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         figures={FIGURE_KEYS[name]: path for name, path in written.items()},
         model_identities={key.split(".", 1)[1]: value for key, value in identities.items()
                           if key.startswith("model.")},
-        reading=plain_language_reading(contrasts, thetas, cfg.fit.hdi_prob, no_signal),
+        reading=plain_language_reading(contrasts, thetas, cfg.fit.hdi_prob, no_signal,
+                                       floor_from_prior(floor)),
         no_signal=no_signal,
         caveats=[*source_caveat(cfg, prompts, source), *response_caveat(cfg.fit.response),
                  *caveats(labels, prompts, judge, fit.converged, int(metrics["n_failed"]))],

@@ -106,7 +106,7 @@ def _decision_reading(row: dict, hdi_prob: float) -> str:
     return reading
 
 
-def contrast_sentence(row: dict, hdi_prob: float) -> str:
+def contrast_sentence(row: dict, hdi_prob: float, floor_from_prior: bool = False) -> str:
     """One contrast in words. The claim is the fit's decision, taken on its decision interval
     (family-wise under fit.familywise_alpha) against the ROPE, never on the mean or the reported
     HDI alone: on the embedded default a 94% HDI of -3.89 to -0.33 sat under an `undecided`
@@ -116,21 +116,25 @@ def contrast_sentence(row: dict, hdi_prob: float) -> str:
     direction = row.get("p_direction")
     probability = f", probability of direction {direction:.2f}" if direction is not None else ""
     return (f"{subject}: {verdict}. Difference in log-odds {_interval(row, hdi_prob)}"
-            f"{probability}.{_noise_clause(row, hdi_prob)}")
+            f"{probability}.{_noise_clause(row, hdi_prob, floor_from_prior)}")
 
 
-def _noise_clause(row: dict, hdi_prob: float) -> str:
+def _noise_clause(row: dict, hdi_prob: float, floor_from_prior: bool = False) -> str:
     """The contrast next to the null arm: the noise floor and where the gap ranks among
     null-vs-null gaps. A diagnostic: it says how much any change of persona text moves the model,
-    and never turns a `different` decision into no finding (issue 34)."""
+    and never turns a `different` decision into no finding (issue 34). ``floor_from_prior``:
+    the model's sigma_null is mostly its prior (noise_floor.py), which the sentence says, where
+    it stated the floor as a measured fact about the model."""
     floor, percentile = row.get("noise_floor"), row.get("null_percentile")
     if not finite(floor):
         return " No noise floor: fewer than two null personas."
     low, high = row.get("noise_floor_low"), row.get("noise_floor_high")
     interval = (f"{percent(hdi_prob)} HDI {low:.2f} to {high:.2f}; "
                 if finite(low) and finite(high) else "")  # runs before the interval had none
-    clause = (f" Noise floor {floor:.2f} ({interval}the gap two groups of random-string "
-              "personas of these sizes show)")
+    clause = (f" Noise floor {floor:.2f} ({interval}the typical gap two groups of random-string "
+              "personas of these sizes show"
+              + ("; mostly from its prior, not measured by this audit" if floor_from_prior
+                 else "") + ")")
     if finite(percentile):
         clause += f"; the gap is {null_rank_words(percentile)} of the same group sizes"
     return clause + "."
@@ -157,12 +161,14 @@ def noise_floor(thetas: pl.DataFrame) -> tuple[float, float] | None:
 
 
 def plain_language_reading(contrasts: pl.DataFrame | None, thetas: pl.DataFrame,
-                           hdi_prob: float, no_signal: list[str] | None = None) -> list[str]:
+                           hdi_prob: float, no_signal: list[str] | None = None,
+                           floor_from_prior: frozenset[str] = frozenset()) -> list[str]:
     """The reading's sentences; with `no_signal` reasons the first says so, and the run is never
-    summarised as showing no demographic difference."""
+    summarised as showing no demographic difference. ``floor_from_prior``: the audited models
+    whose noise floor is mostly its prior (noise_floor_table's ``estimated`` false)."""
     sentences: list[str] = [no_signal_headline(no_signal)] if no_signal else []
     if contrasts is not None and contrasts.height:
-        sentences.extend(contrast_sentence(row, hdi_prob)
+        sentences.extend(contrast_sentence(row, hdi_prob, row["model_name"] in floor_from_prior)
                          for row in contrasts.iter_rows(named=True))
     else:
         sentences.append("This fit reports no demographic contrasts (the Rasch model estimates "
