@@ -467,3 +467,22 @@ def test_a_normal_interval_without_familywise_control_is_named_where_the_decisio
     assert "family-wise" not in sentence
     assert "decided on the 94% normal interval -0.050 to +1.48" in \
         headlines(pl.DataFrame([row]), "favourable", 0.94)[0].line()
+
+
+def test_the_report_names_the_labelling_paths_the_correction_left_uncorrected(tmp_path):
+    """Bug caught (review of what reaches the user, 2026-12-02): the report's judge section
+    said the fit read every label through its path's error rates, while a path no gold answer
+    measured had its labels read as truth (recorded in fit/diagnostics.json, said only in the
+    fit's log). The report's warnings name such paths, and barely measured ones."""
+    import json
+
+    from audit.methods.rasch.report.publish import judge_gaps
+
+    diagnostics = tmp_path / "diagnostics.json"
+    diagnostics.write_text(json.dumps({"judge_error": {"favourable": {
+        "labels_as_truth": ["judge:qwen"], "weak_gold": {"rule": ["no favourable gold answer"]}}}}))
+    gaps = judge_gaps(diagnostics)
+    assert gaps[0].startswith("the labels of judge:qwen were read as truth, uncorrected")
+    assert gaps[1].startswith("labelling path rule is barely measured: no favourable gold answer")
+    diagnostics.write_text(json.dumps({"judge_error": {"favourable": None}}))
+    assert judge_gaps(diagnostics) == [] and judge_gaps(tmp_path / "none.json") == []

@@ -98,6 +98,30 @@ def fit_advice(diagnostics: Diagnostics, diagnostics_file: Path) -> list[str]:
     return diagnostics.problems()
 
 
+def judge_gaps(diagnostics_file: Path) -> list[str]:
+    """The labelling paths the judge correction could not measure, as the fit recorded them
+    (fit/diagnostics.json): read as truth for want of gold answers, or barely measured. The
+    report's judge section said every label was corrected, which these paths' labels were not;
+    the fit only logged them."""
+    if not diagnostics_file.is_file():
+        return []
+    recorded = json.loads(diagnostics_file.read_text()).get("judge_error") or {}
+    gaps = []
+    for outcome, correction in sorted(recorded.items()):
+        if not correction:
+            continue
+        where = f" ({outcome})" if len(recorded) > 1 else ""
+        if correction.get("labels_as_truth"):
+            gaps.append(f"the labels of {', '.join(correction['labels_as_truth'])}{where} were "
+                        "read as truth, uncorrected: no gold answer was labelled by that path "
+                        "(enlarge judge.gold_per_category to measure it)")
+        for path, reasons in sorted((correction.get("weak_gold") or {}).items()):
+            gaps.append(f"labelling path {path}{where} is barely measured: "
+                        f"{'; '.join(reasons)}; its rates are drawn assuming it is better than "
+                        "a coin (more gold answers measure it)")
+    return gaps
+
+
 def model_identities(cfg: AuditConfig) -> dict[str, dict[str, str]]:
     """What each audited and judge model is (backend, model file or tag, digest), as its backend
     reports it: the same identity that keys the response store."""
@@ -208,7 +232,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     # The rule re-read warning and the design's aliasing are said in the summary the run ends
     # with too (findings.py); the fit logged the aliasing already.
     warnings = [*warnings, *design_aliasing(prompts, cfg.fit.attributes),
-                *agreement_warnings(rule_checks)]
+                *judge_gaps(files.fit / "diagnostics.json"), *agreement_warnings(rule_checks)]
     # Said once, in the summary the run ends with (audit.methods.summary), not here as well.
     headline = no_signal_headline(no_signal) if no_signal else None
 
