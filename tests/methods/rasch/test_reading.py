@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 from pathlib import Path
@@ -273,6 +274,19 @@ def test_the_page_shouts_when_the_fit_did_not_converge(tmp_path):
 def test_the_page_is_calm_when_the_fit_converged(tmp_path):
     page = render_report(build_context(_inputs(tmp_path, CONVERGED, None), None))
     assert "NOT CONVERGED" not in page and 'role="alert"' not in page
+    assert f"commit <code>{'0' * 40}</code>" in page
+
+
+def test_a_run_outside_a_git_checkout_says_so_not_commit_unknown(tmp_path):
+    """Bug caught (review of what reaches the user, 2026-12-02): run from a folder that is no
+    git checkout, the header said "commit unknown", as if the record were lost, and gave no
+    version of the tool, which provenance does record."""
+    inputs = _inputs(tmp_path, CONVERGED, None)
+    inputs = dataclasses.replace(inputs, provenance={"audit.version": "0.9.1",
+                                                     "config.hash": "f" * 16})
+    page = render_report(build_context(inputs, None))
+    assert "not run from a git checkout" in page and "audit <code>0.9.1</code>" in page
+    assert "commit unknown" not in page and "commit <code>" not in page
     assert "The sampler converged" in page and "no demographic contrasts" in page
 
 

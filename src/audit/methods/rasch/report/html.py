@@ -136,8 +136,11 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
         "title": f"Audit report: {', '.join(sorted(cfg.model))} ({cfg.method})",
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "run_id": run_id, "experiment": cfg.tracking.experiment,
-        "commit": inputs.provenance.get("git.commit", "unknown"),
+        # No commit where the run's folder is no git checkout (provenance records none): the
+        # header said "commit unknown", as if the record had been lost.
+        "commit": inputs.provenance.get("git.commit", ""),
         "dirty": inputs.provenance.get("git.dirty", "unknown"),
+        "version": inputs.provenance.get("audit.version", "unknown"),
         "config_hash": inputs.provenance.get("config.hash", ""),
         "converged": inputs.diagnostics.converged, "advice": inputs.advice,
         "no_signal": inputs.no_signal,
