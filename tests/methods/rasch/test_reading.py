@@ -269,6 +269,11 @@ def test_the_page_shouts_when_the_fit_did_not_converge(tmp_path):
     assert "abc123" in page and "run123" in page
     assert "A &lt;b&gt;reading&lt;/b&gt;." in page  # text from tables is escaped, never markup
     assert "python -m audit.judge_eval judge=" in page  # no gold figures: how to get them
+    # Review of what reaches the user, 2026-12-02: the contrasts' paragraph said what a
+    # contrast is under fit=population whatever the fit; under the others it is a claim about
+    # the sampled persona texts (docs/statistics.md).
+    assert "This fit (<code>fit=rasch</code>) reads a contrast as a difference between the " \
+           "personas the design sampled" in page
 
 
 def test_the_page_is_calm_when_the_fit_converged(tmp_path):
