@@ -172,9 +172,13 @@ def design_aliasing(prompts: pl.DataFrame, attributes) -> list[str]:
     the report and the summary: the fit logs them, which a reader of the results never saw."""
     named = tuple(attribute for attribute in dict.fromkeys(attributes)
                   if attribute in prompts.columns)
+    if len(named) < 2 or "respondent_id" not in prompts.columns:
+        return []  # nothing to alias, or a table that does not say who answered
     real = (prompts.filter(pl.col("persona_kind") != NULL_KIND)
-            .select("respondent_id", *(level_names(attribute) for attribute in named)).unique())
-    return aliasing_warnings(real, named)
+            if "persona_kind" in prompts.columns else prompts)
+    return aliasing_warnings(real.select("respondent_id", *(level_names(attribute)
+                                                            for attribute in named)).unique(),
+                             named)
 
 
 def two_level_attributes(prompts: pl.DataFrame, attributes) -> list[str]:
