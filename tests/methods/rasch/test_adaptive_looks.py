@@ -16,18 +16,23 @@ from audit.methods.rasch.design import design_stage
 register_configs()
 
 
-def test_a_design_warning_is_said_once_an_adaptive_run_not_once_a_look(
-        tmp_path, monkeypatch, caplog):
-    """The smoke personas (a Black woman, a White man) alias gender with race. Every look's fit
-    warned about it again: the same line four times in one run. Now once."""
+def adaptive_smoke_config(tmp_path, *overrides: str):
+    """The smoke design asked adaptively in rounds, judged by a scripted API judge, with no
+    futility stop (every look is made) and a short fit."""
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = to_audit_config(compose("config", overrides=[
+        return to_audit_config(compose("config", overrides=[
             f"paths.output_dir={tmp_path}", f"paths.response_store={tmp_path}/store.sqlite3",
             "items=smoke", "personas=smoke", "judge=openai_gpt4o_mini",
             "judge.rationale_max_chars=0", "judge.evaluate_on_gold=false",
             "fit.judge_error=false", "fit.draws=100", "fit.tune=100", "fit.chains=1",
-            "design.adaptive=true", "design.replicates=4", "design.round_prompts=20",
-            "design.futility=0"]))  # no futility stop: every look is made
+            "design.adaptive=true", "design.replicates=4", "design.futility=0", *overrides]))
+
+
+def test_a_design_warning_is_said_once_an_adaptive_run_not_once_a_look(
+        tmp_path, monkeypatch, caplog):
+    """The smoke personas (a Black woman, a White man) alias gender with race. Every look's fit
+    warned about it again: the same line four times in one run. Now once."""
+    cfg = adaptive_smoke_config(tmp_path, "design.round_prompts=20")
     monkeypatch.setattr(score, "create_backend", FakeBackend)
     prompts = design_stage(cfg)
     rounds: list[int] = []
@@ -63,14 +68,8 @@ def test_failures_are_counted_over_every_request_so_far_as_a_fixed_run_counts_th
     from audit.llm.engine import TooManyFailures
 
     def run(share: float) -> list[int]:
-        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            cfg = to_audit_config(compose("config", overrides=[
-                f"paths.output_dir={tmp_path}", f"paths.response_store={tmp_path}/s.sqlite3",
-                "items=smoke", "personas=smoke", "judge=openai_gpt4o_mini",
-                "judge.rationale_max_chars=0", "judge.evaluate_on_gold=false",
-                "fit.judge_error=false", "fit.draws=100", "fit.tune=100", "fit.chains=1",
-                "design.adaptive=true", "design.replicates=4", "design.round_prompts=15",
-                "design.futility=0", f"engine.max_failed_share={share}"]))
+        cfg = adaptive_smoke_config(tmp_path, "design.round_prompts=15",
+                                    f"engine.max_failed_share={share}")
         monkeypatch.setattr(score, "create_backend", FakeBackend)
         prompts = design_stage(cfg)
         rounds: list[int] = []
