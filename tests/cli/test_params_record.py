@@ -168,3 +168,18 @@ def test_a_mistyped_stage_is_named_before_the_params_file(tmp_path: Path, caplog
     assert stages_main(["fit", "--params", str(missing)]) == 2  # an alias: on to the params
     errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
     assert len(errors) == 1 and errors[0].startswith("params file not found"), errors
+
+
+def test_params_output_is_checked_and_its_folder_made(tmp_path: Path, caplog):
+    """Bugs caught (bad-input review 2026-12-02): `audit.params --output FOLDER` was an
+    IsADirectoryError traceback and `--output new/params.yaml` a FileNotFoundError one. A folder
+    is one line and exit 2; a new folder is made, as every other output's is."""
+    from audit.cli.params import main as params_main
+
+    (tmp_path / "adir").mkdir()
+    assert params_main(["items=smoke", "--output", str(tmp_path / "adir")]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert errors == [f"--output {tmp_path / 'adir'} is a folder, not a file: pass --output PATH "
+                      "naming a file in a folder you can write"]
+    assert params_main(["items=smoke", "--output", str(tmp_path / "new" / "params.yaml")]) == 0
+    assert (tmp_path / "new" / "params.yaml").is_file()

@@ -28,6 +28,7 @@ from audit.config import CONF_DIR
 
 from audit.methods.configs import AuditConfig, to_audit_config, with_dvc_params
 from audit.config_errors import one_line_config_errors
+from audit.tables import check_output
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 
@@ -66,6 +67,7 @@ def write_params(overrides: list[str], output: Path) -> Path:
     """params.yaml from conf/pipeline.yaml and the overrides, and the record of the overrides."""
     with one_line_config_errors(Path(CONF_DIR)):
         config = compose_params(overrides)
+    output.parent.mkdir(parents=True, exist_ok=True)  # as every other output's folder is made
     output.write_text(params_yaml(config))
     overrides_file(output).write_text("".join(f"{override}\n" for override in overrides))
     return output
@@ -143,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     configure_cli_logging()
     try:
+        # The output and its overrides file beside it, checked before the config is composed
+        # (a folder or a missing parent was an IsADirectoryError or FileNotFoundError traceback).
+        check_output(arguments.output, "--output ")
+        check_output(overrides_file(arguments.output), "--output ")
         write_params(arguments.overrides, arguments.output)
     except AuditError as error:  # a setting outside its declared range (audit.config_ranges)
         log.error("%s", error)
