@@ -166,6 +166,11 @@ def test_an_old_rasch_stage_name_still_runs_and_an_unknown_one_is_one_line():
     ("rasch", {"round_prompts": 10}, None, "design.round_prompts apply to"),
     ("rasch", {"futility": 0.1, "futility_from": 0.5}, None,
      "design.futility, design.futility_from apply to"),
+    # Bad-input review 2026-12-02: another method ignored ingest.input and asked its model the
+    # whole design (168 IAT prompts) instead of reading the answers given.
+    ("iat", {}, "answers.csv", "ingest.input=answers.csv imports answers for the Rasch method "
+                               "only; method=iat would ignore it"),
+    ("dif", {}, "answers.csv", "ingest.input=answers.csv imports answers for the Rasch method"),
 ])
 def test_a_budget_nothing_reads_is_refused_before_the_first_stage(method, design, ingest_input,
                                                                   message, tmp_path: Path):
@@ -192,7 +197,7 @@ def test_a_budget_nothing_reads_is_refused_before_the_first_stage(method, design
     assert ran == []
     adaptive = replace(cfg, method="rasch", ingest=IngestConfig(),
                        design=DesignConfig(**{**design, "adaptive": True}))
-    fixed = replace(cfg, design=DesignConfig())
+    fixed = replace(cfg, design=DesignConfig(), ingest=IngestConfig())
     for passing in (adaptive, fixed):
         run_stages(stages, passing, tmp_path / "out")
     assert ran == [*STAGE_NAMES, *STAGE_NAMES]

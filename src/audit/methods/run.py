@@ -29,7 +29,7 @@ import polars as pl
 from omegaconf import OmegaConf
 
 from audit.config import ModelConfig
-from audit.design import check_adaptive_settings
+from audit.design import ADAPTIVE_METHOD, check_adaptive_settings
 
 from audit.methods.configs import AuditConfig
 # Re-exported: method plugins (docs/methods/writing.md before layout.py) import them from here.
@@ -109,7 +109,16 @@ def check_settings(cfg: AuditConfig) -> None:
     """What every method's run refuses before its first stage: settings no stage would read,
     and a response store that cannot be written."""
     ingest = getattr(cfg, "ingest", None)  # the Rasch method's section: answers from elsewhere
-    check_adaptive_settings(cfg.method, cfg.design, getattr(ingest, "input", None))
+    imported = getattr(ingest, "input", None)
+    if imported and cfg.method != ADAPTIVE_METHOD:
+        # Another method's stages never read it: the answers were dropped and the model asked
+        # the whole design instead (bad-input review 2026-12-02).
+        raise AuditError(f"ingest.input={imported} imports answers for the Rasch method only; "
+                         f"method={cfg.method} would ignore it and ask its model the whole "
+                         "design: drop ingest.input, or use method=rasch"
+                         + ("; for IAT answers collected elsewhere, python -m audit.iat "
+                            "import_dir=FOLDER" if cfg.method == "iat" else ""))
+    check_adaptive_settings(cfg.method, cfg.design, imported)
     # A store that cannot be made (a file in its path, /proc) was a sqlite3 traceback once the
     # design was written and the first answer was due.
     check_output(Path(cfg.paths.response_store), "paths.response_store=")
