@@ -42,6 +42,9 @@ register_configs()
 def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
     gold = read_table(data_file(cfg.judge.gold_file, "judge gold set", "judge.gold_file"),
                       GoldSchema, "judge gold set")
+    if gold.is_empty():  # it printed nan figures and logged them to MLflow as a measurement
+        raise AuditError(f"judge.gold_file={cfg.judge.gold_file} has no rows: it needs one row "
+                         "per hand-checked answer")
     items = read_table(data_file(cfg.judge.gold_items, "gold-set item bank", "judge.gold_items"),
                        ItemSchema, "gold-set item bank")
     judges = judge_panel(cfg)

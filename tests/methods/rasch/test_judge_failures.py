@@ -283,3 +283,23 @@ def test_judge_eval_fails_after_writing_its_figures_when_judge_requests_failed(
     judge.down = False  # the server recovers: the same command succeeds
     metrics = evaluate(cfg, tmp_path / "eval")
     assert metrics["cascade"]["gold/judge_failed"] == 0.0
+
+
+def test_judge_eval_refuses_a_gold_file_without_rows(tmp_path):
+    """Bug caught (bad-input review 2026-12-02): a gold file with its header alone printed a
+    table of nan accuracy, kappa and coverage and logged it to MLflow as a measurement (exit
+    0). It is one line, as `audit.fit gold=` already says it, and nothing is written."""
+    import polars as pl
+
+    from audit.cli.judge_eval import evaluate
+    from audit.errors import AuditError
+
+    cfg = _compose(tmp_path, "tracking.enabled=false", "judge=rules_only")
+    gold = pl.read_csv(cfg.judge.gold_file)
+    gold.head(0).write_csv(tmp_path / "gold.csv")
+    cfg = _compose(tmp_path, "tracking.enabled=false", "judge=rules_only",
+                   f"judge.gold_file={tmp_path / 'gold.csv'}")
+    with pytest.raises(AuditError, match=r"judge.gold_file=.*gold.csv has no rows: it needs one "
+                                         r"row per hand-checked answer"):
+        evaluate(cfg, tmp_path / "eval")
+    assert not (tmp_path / "eval").exists()
