@@ -168,6 +168,39 @@ def test_jsonl_and_parquet_read_as_csv_does(tmp_path):
         read_answers(bad, "auto", None)
 
 
+def test_exported_answer_files_read_as_their_columns_mean(tmp_path):
+    """Bugs caught (bad-input review 2026-12-02): a JSONL field the table never reads holding
+    an array (an export's metadata) was an 84-line polars traceback; a "Race" column (a
+    spreadsheet's header) was left out, so the run went on without its race contrasts behind a
+    warning about unlabelled levels; a header with stray spaces was "no 'item' column"; a file
+    with a header and no rows went through judging to "check the judge"; an answer exported as
+    a list was a cast error."""
+    rows = [{"model": "m", "race": "Black", "item": "lending_01", "decision": "DENY"},
+            {"model": "m", "race": "White", "item": "lending_01", "decision": "APPROVE"}]
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text("".join(json.dumps({**row, "extra": [1.5, "x"], "doc": {"age": 40.0}})
+                             + "\n" for row in rows))
+    assert _tables(extra, _bank("decision_items.csv"))[3]["label"].to_list() == [
+        "unfavourable", "favourable"]
+    spelled = tmp_path / "spelled.csv"
+    spelled.write_text("model,Race , item,decision\nm,Black,lending_01,DENY\n"
+                       "m,White,lending_01,APPROVE\n")
+    assert read_answers(spelled, "auto", None)["race"].to_list() == ["Black", "White"]
+    twice = tmp_path / "twice.csv"
+    twice.write_text("model,race,Race,item,decision\nm,Black,White,lending_01,DENY\n")
+    with pytest.raises(AuditError, match="more than one column for race"):
+        read_answers(twice, "auto", None)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("model,race,item,decision\n")
+    with pytest.raises(AuditError, match=r"empty.csv has no rows: it needs one row per answer"):
+        read_answers(empty, "auto", None)
+    listed = tmp_path / "listed.jsonl"
+    listed.write_text(json.dumps({"race": "Black", "item": "lending_01",
+                                  "answer": ["DENY. Too risky."]}) + "\n")
+    with pytest.raises(AuditError, match="column 'answer' holds lists or objects"):
+        read_answers(listed, "auto", None)
+
+
 def _probability_rows() -> list[dict]:
     """Discrim-eval answers of two race levels x two genders x 3 questions, each with a P(yes);
     one also states a decision, one has neither a probability nor a decision column value."""
@@ -279,7 +312,7 @@ def test_a_malformed_option_logprobs_is_one_line_naming_the_row(tmp_path, value,
     assert "\n" not in str(error.value)
 
 
-@pytest.mark.parametrize("attributes", [{}, {"Gender": "woman", "sex": "female"}])
+@pytest.mark.parametrize("attributes", [{}, {"Sex": "woman", "ethnicity": "Black"}])
 def test_a_persona_id_without_attributes_needs_the_persona_table(tmp_path, attributes):
     """Bug caught: with persona_id but no gender/race columns (or misspelled ones) and no
     personas_file, every persona was read as a baseline: no contrast was fitted and the verdict

@@ -69,8 +69,12 @@ def read_answers(path: Path, chosen_format: str, model: str | None) -> pl.DataFr
     elif fmt == "jsonl":
         # An option_logprobs object stays the row's own JSON text: as a polars struct it would
         # take every row's option names, and a row mixing an object with a string cannot load.
-        records = [{**record, "option_logprobs": json.dumps(record["option_logprobs"])}
-                   if isinstance(record.get("option_logprobs"), (dict, list)) else record
+        # Only the fields this table reads (any case and spacing, as standard_columns
+        # matches them): an exported log's other fields (an array of metadata, a nested doc)
+        # made polars stop on types it never needed, a traceback.
+        records = [{key: (json.dumps(value) if known_column(key) == "option_logprobs"
+                          and isinstance(value, (dict, list)) else value)
+                    for key, value in record.items() if known_column(key)}
                    for record in read_json_lines(path, "answers file", fix)]
         try:
             frame = pl.DataFrame(records, infer_schema_length=None)
@@ -85,7 +89,43 @@ def read_answers(path: Path, chosen_format: str, model: str | None) -> pl.DataFr
     return standard_columns(frame, path, default_model)
 
 
+def known_column(name: str) -> str | None:
+    """The table's column a file's column name means, in any case and with stray spaces (an
+    export's "Race" or "item "), else None."""
+    normal = str(name).strip().lower()
+    return normal if normal in COLUMNS else None
+
+
+def _named_as_columns(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
+    """The file's columns renamed to the table's where only case or spaces differ. Read
+    exactly, a "Race" column was left out: the run went on without race, its contrasts gone,
+    behind a warning about unlabelled levels (bad-input review 2026-12-02)."""
+    renames = {name: known for name in frame.columns
+               if (known := known_column(name)) and known != name}
+    targets = [known_column(name) or name for name in frame.columns]
+    twice = sorted({name for name in targets if targets.count(name) > 1})
+    if twice:
+        raise AuditError(f"answers file {path} has more than one column for {', '.join(twice)} "
+                         "(names differing only in case or spaces): keep one")
+    return frame.rename(renames)
+
+
+def _text_values(frame: pl.DataFrame, path: Path) -> None:
+    """A text column holding lists or objects (an answer exported as ["HIRE ..."]) is one line,
+    not a cast error from polars."""
+    for column in COLUMNS:
+        if column == "option_logprobs" or column not in frame.columns:
+            continue
+        if isinstance(frame.schema[column], (pl.List, pl.Array, pl.Struct)):
+            raise AuditError(f"answers file {path}: column '{column}' holds lists or objects; "
+                             "give one text (or number) a row")
+
+
 def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.DataFrame:
+    frame = _named_as_columns(frame, path)
+    if frame.is_empty():  # it went through judging to "no labelled responses: check the judge"
+        raise AuditError(f"answers file {path} has no rows: it needs one row per answer")
+    _text_values(frame, path)
     if "item" not in frame.columns:
         raise AuditError(f"answers file {path} has no 'item' column: name each answer's item by "
                          f"the bank's item_id or source_id")

@@ -170,7 +170,7 @@ def check_one_persona_one_value(answers: pl.DataFrame) -> None:
 def check_described(answers: pl.DataFrame) -> None:
     """Without a persona table, a row that names a persona but gives none of its attributes is
     refused unless it says it is a baseline or null persona: read as a baseline, a file whose
-    attribute columns were missing or misspelled (`Gender`, `sex`) would fit no contrast and pass
+    attribute columns were missing or misspelled (`sex`, `ethnicity`) would fit no contrast and pass
     the verdict on convergence alone."""
     marked = pl.col("persona_kind").is_in(["baseline", "null"]).fill_null(False)
     undescribed = answers.filter(pl.col("persona_id").is_not_null() & pl.col("gender").is_null()
@@ -183,7 +183,7 @@ def check_described(answers: pl.DataFrame) -> None:
             f"{first['persona_id']!r}, item {first['item']}): the columns 'gender' and 'race' "
             f"are missing or empty there, so no group could be compared; pass "
             f"personas_file=TABLE (persona_id, kind, descriptor, gender, race), name the "
-            f"columns exactly 'gender' and 'race', or mark those rows persona_kind=baseline "
+            f"columns 'gender' and 'race' (any case), or mark those rows persona_kind=baseline "
             f"(or null)")
 
 
