@@ -21,9 +21,13 @@ from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 from audit.methods.dif.analyse import across_models
 from audit.methods.dif import report as dif_plots
-from audit.tables import read_frame, save_figure, write_frame
+from audit.methods.dif.schemas import DIFModelSchema
+from audit.tables import read_table, save_figure, write_frame
 
 log = logging.getLogger(__name__)
+# What to do about a job's table that does not read: each is the DIF method's own output.
+DIF_TABLE_FIX = ("rerun that job (python -m audit method=dif ...), or move its folder out of the "
+                 "sweep's directory")
 
 
 def gather(directory: Path) -> pl.DataFrame:
@@ -31,7 +35,9 @@ def gather(directory: Path) -> pl.DataFrame:
     if not files:
         raise AuditError(f"no dif_models.csv under {directory}: give the sweep's directory "
                          f"(multirun/DATE/TIME) after its DIF jobs have finished")
-    frames = [read_frame(file, "DIF model table").with_columns(
+    frames = [read_table(file, DIFModelSchema, "DIF model table", DIF_TABLE_FIX,
+                         columns_fix=DIF_TABLE_FIX,
+                         nan_as_null=True).with_columns(
                   job=pl.lit(str(file.parent.relative_to(directory)))) for file in files]
     table = pl.concat(frames, how="diagonal_relaxed")
     repeated = table.group_by("model_name", "dataset").len().filter(pl.col("len") > 1)

@@ -193,6 +193,27 @@ def test_compare_gathers_a_sweep_and_fits_across_models(tmp_path: Path):
     assert main([str(tmp_path / "0" / "nothing")]) == 2
 
 
+@pytest.mark.parametrize("table, message", [
+    ({"model": ["a"], "dataset": ["all"], "acc": [0.2]}, "lacks the column(s) 'model_name'"),
+    ({"model_name": ["a"], "dataset": ["all"], "accuracy": ["high"], "accuracy_low": [0.1],
+      "accuracy_high": [0.3], "mean_dif_real": [0.5]}, "accuracy"),
+])
+def test_compare_refuses_a_jobs_table_it_cannot_read_before_writing(tmp_path: Path, caplog,
+                                                                    table, message):
+    """Bug caught (bad-input review 2026-12-02): a job's dif_models.csv with a column missing
+    or a word where a number goes was a polars traceback (exit 1), the second after the
+    command had written two of its three outputs. One line naming the file, exit 2, nothing
+    written."""
+    from audit.cli.dif_compare import main
+
+    (tmp_path / "0").mkdir()
+    pl.DataFrame(table).write_csv(tmp_path / "0" / "dif_models.csv")
+    assert main([str(tmp_path)]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and "0/dif_models.csv" in errors[0] and message in errors[0]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["0"]
+
+
 def test_the_documented_compare_command_still_runs(tmp_path: Path):
     """docs/methods/dif.md spells it `python -m audit.methods.dif.compare`; the code is in audit.cli."""
     done = subprocess.run([sys.executable, "-m", "audit.methods.dif.compare", str(tmp_path)],

@@ -129,3 +129,22 @@ class DIFTestSchema(pa.DataFrameModel):
     class Config:
         strict = False
         coerce = True
+
+
+class DIFModelSchema(pa.DataFrameModel):
+    """dif_models.csv as `python -m audit.methods.dif.compare` gathers it from a sweep's jobs:
+    per model x dataset, the accuracy with its interval and the mean DIF score of the real
+    personas, the two the line across models is fitted to. A job's table with a column missing
+    or a word where a number goes stopped the command with a polars traceback, after it had
+    written part of its output."""
+
+    model_name: str
+    dataset: str
+    accuracy: float = pa.Field(ge=0, le=1, nullable=True)
+    accuracy_low: float = pa.Field(ge=0, le=1, nullable=True)
+    accuracy_high: float = pa.Field(ge=0, le=1, nullable=True)
+    mean_dif_real: float = pa.Field(nullable=True)
+
+    class Config:
+        strict = False
+        coerce = True
