@@ -278,3 +278,27 @@ def test_an_output_that_is_a_file_is_one_line_before_scoring(answers_dir, tmp_pa
     existing.write_text("a\n")
     assert main([f"import_dir={answers_dir}", f"output={existing}"]) == 2
     assert f"output={existing} is a file" in caplog.text
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("confidence_level=95", "iat.confidence_level=95 must lie strictly between 0 and 1 (0.95 "
+                            "for 95%)"),
+    ("alpha=1.5", "iat.alpha=1.5 must lie strictly between 0 and 1"),
+    ("bootstrap_resamples=0", "iat.bootstrap_resamples=0 must be at least 1"),
+    ("scoring=loose", "iat.scoring=loose is unknown"),
+])
+def test_analysis_settings_are_refused_before_the_answers_are_read(answers_dir, tmp_path,
+                                                                   monkeypatch, caplog, setting,
+                                                                   message):
+    """Bug caught (bad-input review 2026-12-02): the import read and scored every answer (4,200
+    of Bai et al.'s), left iat_scores.parquet behind, then refused the setting, and the range
+    message named neither the value nor which of two settings it was."""
+    import audit.cli.iat as iat_cli
+
+    def read(*args, **kwargs):
+        raise AssertionError("the answers were read before the settings were checked")
+
+    monkeypatch.setattr(iat_cli, "read_answers", read)
+    assert main([f"import_dir={answers_dir}", f"output={tmp_path / 'out'}", setting]) == 2
+    assert message in caplog.text
+    assert not (tmp_path / "out").exists()

@@ -27,6 +27,7 @@ from audit.methods.iat.config import IATConfig
 from audit.logs import configure_cli_logging
 from audit.methods.iat.design import VARIATIONS, IATError, Stimuli, resolve_dataset
 from audit.methods.iat.score import score_answers
+from audit.methods.iat.analyse import check_statistics_config
 from audit.methods.iat.method import analyse, read_stimuli
 from audit.tables import check_output, read_frame
 from audit.methods.iat.report import print_iat_table
@@ -137,8 +138,10 @@ def read_answers(directory: Path, stimuli: Stimuli, response_column: str | None)
 
 
 def run(command: ImportCommand) -> pl.DataFrame:
-    # OUT is checked before the answers are read and scored, not by a traceback after scoring.
+    # OUT and the analysis settings are checked before the answers are read and scored, not by
+    # a traceback (or a refusal that left iat_scores.parquet behind) after scoring.
     check_output(Path(command.output), "output=", folder=True, error=IATError)
+    check_statistics_config(command.analysis)
     stimuli = read_stimuli(command.analysis)
     answers = read_answers(Path(command.import_dir), stimuli, command.response_column)
     scores = score_answers(answers, stimuli)

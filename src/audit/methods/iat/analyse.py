@@ -108,10 +108,13 @@ def check_statistics_config(config: IATConfig) -> None:
     if config.ci_method not in CI_METHODS:
         raise IATError(f"iat.ci_method={config.ci_method} is unknown: use one of "
                        f"{', '.join(CI_METHODS)}")
-    if not 0 < config.confidence_level < 1 or not 0 < config.alpha < 1:
-        raise IATError("iat.confidence_level and iat.alpha must lie strictly between 0 and 1")
-    if config.bootstrap_resamples < 1 or config.permutation_resamples < 1:
-        raise IATError("iat.bootstrap_resamples and iat.permutation_resamples must be positive")
+    for name in ("confidence_level", "alpha"):
+        if not 0 < getattr(config, name) < 1:
+            raise IATError(f"iat.{name}={getattr(config, name):g} must lie strictly between 0 and "
+                           f"1 ({'0.95 for 95%' if name == 'confidence_level' else '0.05'})")
+    for name in ("bootstrap_resamples", "permutation_resamples"):
+        if getattr(config, name) < 1:
+            raise IATError(f"iat.{name}={getattr(config, name)} must be at least 1")
 
 
 def iat_statistics(scores: pl.DataFrame, config: IATConfig,
