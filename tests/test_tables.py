@@ -165,3 +165,21 @@ def test_check_output_names_a_path_that_cannot_be_written(tmp_path: Path) -> Non
     assert check_output(tmp_path / "new" / "deeper", "output=", folder=True).parent.name == "new"
     assert check_output(tmp_path / "good.csv", "output=") == tmp_path / "good.csv"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["good.csv"]  # nothing left
+
+
+def test_a_table_that_fails_its_schema_names_the_values_that_failed(items: pl.DataFrame):
+    """Bug caught (bad-input review 2026-12-02): a repeated id was reported as "column
+    'item_id' not unique:" (the repeated value sat in a table on the lines the one-line error
+    cuts off), and a failed check as "failed validator number 0: <Check ...>"."""
+    from audit.schemas import validate
+
+    repeated = pl.concat([items.head(2), items.head(1)])
+    with pytest.raises(AuditError, match=rf"item bank \(bank.csv\) does not match ItemSchema: "
+                                         rf"column 'item_id' repeats '{items['item_id'][0]}': "
+                                         rf"give each row its own item_id$"):
+        validate(repeated, ItemSchema, "item bank (bank.csv)")
+    kinds = pl.DataFrame({"persona_id": ["a", "b"], "kind": ["explicit", "robot"],
+                          "descriptor": ["x", "y"], "gender": ["woman", "man"],
+                          "race": ["Black", "White"]})
+    with pytest.raises(AuditError, match=r"column 'kind' holds 'robot', which fails isin"):
+        validate(kinds, PersonaSchema, "persona file")

@@ -120,7 +120,27 @@ def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], what: str) ->
     try:
         return schema.validate(frame, lazy=False)
     except (pa.errors.SchemaError, pa.errors.SchemaErrors) as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        raise AuditError(f"{what} does not match {schema.__name__}: {first_line}") from error
+        raise AuditError(f"{what} does not match {schema.__name__}: "
+                         f"{schema_problem(error)}") from error
+
+
+def schema_problem(error: Exception) -> str:
+    """pandera's failure in one phrase with the values that failed. Its own first line stopped
+    at "column 'persona_id' not unique:" (the repeated id was in a table on the next lines) and
+    named a failed check as "validator number 0: <Check isin: ...>"."""
+    text = str(error).strip()
+    first_line = text.splitlines()[0] if text else repr(error)
+    column = getattr(error, "column_name", None)
+    cases = getattr(error, "failure_cases", None)
+    if not column or not isinstance(cases, pl.DataFrame) or not cases.width:
+        return first_line
+    values = cases.get_column(cases.columns[0]).unique(maintain_order=True).to_list()
+    shown = ", ".join(repr(value) for value in values[:3]) + (", ..." if len(values) > 3 else "")
+    duplicates = pa.errors.SchemaErrorReason.SERIES_CONTAINS_DUPLICATES
+    if getattr(error, "reason_code", None) == duplicates:
+        return f"column '{column}' repeats {shown}: give each row its own {column}"
+    check = getattr(error, "check", None)
+    rule = getattr(check, "error", None) or getattr(check, "name", None) or str(check)
+    return f"column '{column}' holds {shown}, which fails {rule}"
 
 
