@@ -17,6 +17,7 @@ from verdict_fixtures import (
     dif_run,
     iat_run,
     junit_outcomes,
+    rasch_run,
     record,
 )
 
@@ -101,6 +102,17 @@ def test_a_run_without_config_yaml_is_named_with_the_fix(tmp_path: Path) -> None
     with pytest.raises(VerdictError, match=r"no config.yaml in .*: the verdict reads the method "
                                            r"from the config.*rerun it"):
         judge_run(run, VerdictConfig())
+
+
+def test_a_runs_report_folder_is_named_as_such_with_the_folder_to_pass(tmp_path: Path) -> None:
+    """Bug caught (bad-input review 2026-12-02): a Rasch run keeps its config.yaml in report/,
+    so run_dir=RUN/report was read as a run and refused as "incomplete: report/fit/
+    diagnostics.json is missing (rerun the fit stage)", a costly fix for a wrong path."""
+    run = rasch_run(tmp_path / "run", ["undecided"])
+    with pytest.raises(VerdictError, match=rf"run_dir={run / 'report'} is the report folder of "
+                                           rf"a run: pass the run's own folder, run_dir={run}$"):
+        judge_run(run / "report", VerdictConfig())
+    assert judge_run(run, VerdictConfig())  # the run's own folder is judged
 
 
 def test_the_method_comes_from_the_recorded_config_not_the_files(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 from audit.methods import method_module, registered_methods
 from audit.methods.checks import Check, VerdictError
 from audit.methods.configs import VerdictConfig
-from audit.methods.layout import CONFIG_FILE, found_run_file
+from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, found_run_file
 
 log = logging.getLogger("audit.verdict")
 
@@ -32,6 +32,15 @@ def recorded_config_file(run_dir: Path) -> Path | None:
 def recorded_method(run_dir: Path) -> str:
     """The `method` of the config the run recorded: the rules follow what the run was, not which
     files happen to lie in its folder."""
+    stage = Path(run_dir)
+    siblings = ("fit", *(name for name in STAGE_NAMES if name != stage.name))
+    if stage.name in STAGE_NAMES and recorded_config_file(stage.parent) is not None \
+            and any((stage.parent / name).is_dir() for name in siblings):
+        # A Rasch run keeps its config.yaml in report/, so a user points there; read as a run,
+        # the folder was "incomplete: report/fit/diagnostics.json is missing (rerun the fit
+        # stage)", a costly fix for a wrong path (bad-input review 2026-12-02).
+        raise VerdictError(f"run_dir={run_dir} is the {stage.name} folder of a run: pass the "
+                           f"run's own folder, run_dir={stage.parent}")
     if not run_dir.is_dir():
         raise VerdictError(f"run_dir {run_dir} is not a directory: pass the output directory "
                            f"of a finished run")
