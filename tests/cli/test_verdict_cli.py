@@ -115,6 +115,20 @@ def test_a_runs_report_folder_is_named_as_such_with_the_folder_to_pass(tmp_path:
     assert judge_run(run, VerdictConfig())  # the run's own folder is judged
 
 
+def test_a_rule_of_another_methods_runs_is_said_to_be_unused(tmp_path: Path, caplog) -> None:
+    """Bug caught (bad-input review 2026-12-02): `audit.verdict run_dir=RASCH_RUN
+    iat_min_abs_d=0.5` passed with the IAT rule silently ignored, so a gate's author believed it
+    in force. A warning names it and the run's own rules; the run's own rules warn of nothing."""
+    run = rasch_run(tmp_path / "run", ["undecided"])
+    assert main([f"run_dir={run}", "iat_min_abs_d=0.5", "alpha=0.01"]) == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(w.startswith("iat_min_abs_d is a rule for other methods' runs, and this is a "
+                            "rasch run: not used (a rasch run's rules: alpha, ") for w in warnings)
+    caplog.clear()
+    assert main([f"run_dir={run}", "rasch_fail_on_undecided=false"]) == 0
+    assert not [r for r in caplog.records if "not used" in r.getMessage()]
+
+
 def test_the_method_comes_from_the_recorded_config_not_the_files(tmp_path: Path) -> None:
     """A folder holding an IAT table but recorded as a DIF run is judged by the DIF rules (and
     lacks their tables); recorded as IAT it is judged as IAT. File sniffing judged both as IAT."""

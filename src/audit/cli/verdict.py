@@ -26,13 +26,15 @@ from rich.table import Table
 from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
 from audit.cli import argument_problem, printed_help
+from audit.config import SharedVerdictRules
 from audit.config_errors import yaml_problem
 from audit.config_ranges import check_config
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 from audit.methods.checks import Check, VerdictError
+from audit.methods import method_module
 from audit.methods.configs import VerdictConfig
-from audit.methods.verdict import judge_run, verdict_outcome, verdict_text
+from audit.methods.verdict import judge_run, recorded_method, verdict_outcome, verdict_text
 from audit.tables import check_output, write_atomically
 
 log = logging.getLogger("audit.verdict")
@@ -163,6 +165,21 @@ def print_verdict(checks: list[Check], console: Console | None = None) -> None:
     console.print(f"verdict: {verdict_text(checks)}")
 
 
+def warn_unused_rules(arguments: list[str], method: str) -> None:
+    """A rule typed for another method's runs (iat_min_abs_d on a Rasch run) changes nothing:
+    said, where it passed silently, so a gate's author does not believe it is in force."""
+    own = {rule.name for rule in fields(SharedVerdictRules)} | {
+        rule.name for rule in fields(method_module(method, "config").VERDICT_RULES)}
+    every = {rule.name for rule in fields(VerdictConfig)}
+    typed = [argument.split("=", 1)[0] for argument in arguments]
+    unused = [key for key in typed if key in every and key not in own]
+    if unused:
+        log.warning("%s %s for other methods' runs, and this is a %s run: not used (a %s "
+                    "run's rules: %s)", ", ".join(unused),
+                    "is a rule" if len(unused) == 1 else "are rules", method, method,
+                    ", ".join(sorted(own)))
+
+
 def main(argv: list[str] | None = None) -> int:
     configure_cli_logging()
     arguments = sys.argv[1:] if argv is None else argv
@@ -177,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         junit = (check_output(Path(command.junit), "junit=", error=VerdictError)
                  if command.junit else None)
         checks = judge_run(run_dir, command.rules)
+        warn_unused_rules(arguments, recorded_method(run_dir))
         junit = junit or check_output(run_dir / JUNIT_DEFAULT, "junit=", error=VerdictError)
         write_junit(junit_xml(checks, run_dir, command.rules), junit)
     except AuditError as error:  # VerdictError, or a run table that cannot be read
