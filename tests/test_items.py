@@ -113,4 +113,13 @@ def test_a_bank_breaking_its_documented_rules_is_refused() -> None:
         select_items(same, ItemsConfig())
     with pytest.raises(AuditError, match="has no items"):
         select_items(hiring.clear(), ItemsConfig())
+    # Bad-input review 2026-12-02: an option the question never names (ACCEPT where it asks
+    # for HIRE or REJECT) was accepted, and no answer could be read by the rules.
+    unnamed = hiring.with_columns(favourable_option=pl.lit("ACCEPT"))
+    with pytest.raises(AuditError, match=r"2 item\(s\) have a favourable_option their scenario "
+                                         r"and question never name \(first: hiring_01, "
+                                         r"'ACCEPT'\)"):
+        select_items(unnamed, ItemsConfig())
     assert select_items(hiring, ItemsConfig()).height == 2
+    assert select_items(hiring.with_columns(pl.col("favourable_option").str.to_lowercase()),
+                        ItemsConfig()).height == 2  # named in any case

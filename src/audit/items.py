@@ -24,6 +24,19 @@ def check_bank(bank: pl.DataFrame, where: str) -> None:
         raise AuditError(f"{where}: {same.height} item(s) have the same favourable_option and "
                          f"unfavourable_option (first: {same['item_id'][0]}, "
                          f"{same['favourable_option'][0]!r}): give each outcome its own word")
+    # The judge's rules read an answer by the option words the item names; an option the
+    # scenario and question never name (ACCEPT where the question says HIRE) is a word the
+    # model is never asked for, so every answer went to the judge model or stayed unparseable
+    # (bad-input review 2026-12-02). Every shipped item names both.
+    asked = (pl.col("scenario") + " " + pl.col("question")).str.to_lowercase()
+    for option in ("favourable_option", "unfavourable_option"):
+        unnamed = bank.filter(~asked.str.contains(
+            pl.col(option).str.strip_chars().str.to_lowercase(), literal=True))
+        if unnamed.height:
+            raise AuditError(f"{where}: {unnamed.height} item(s) have a {option} their scenario "
+                             f"and question never name (first: {unnamed['item_id'][0]}, "
+                             f"{unnamed[option][0]!r}): name both options in the question, as "
+                             f"'Answer HIRE or REJECT' does, or correct the option")
 
 
 def select_items(bank: pl.DataFrame, config: ItemsConfig) -> pl.DataFrame:
