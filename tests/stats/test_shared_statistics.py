@@ -88,7 +88,7 @@ def test_the_stratified_permutation_p_value_is_the_enumeration_within_strata():
 def test_the_design_tests_intervals_keep_their_level_over_few_units():
     """Bug caught (statistics review 2026-12-02): the counterfactual design tests' "95%"
     intervals were percentile bootstraps over their units, which covered 0.74 of the time over
-    3 templates and 0.81 over 3 names against 3. The t intervals cover 0.95 (2,000 normal data
+    3 templates and 0.80 over 3 names against 3. The t intervals cover 0.95 (2,000 normal data
     sets each, measured); the bound here, 0.92 over 600, is three binomial standard errors
     below 0.95, far above what the bootstrap gave. A stratified difference with a gap between
     strata (women shifted by 1) keeps its level too."""

@@ -55,9 +55,9 @@ def hdi_bounds(draws, prob: float) -> tuple[float, float]:
 
 # --- intervals over a design's few units (the counterfactual design tests) ----------------------
 # With 3 to 8 templates, or a few names a group, the percentile bootstrap covers far less than
-# its level (0.74 at 3 templates, 0.85 at 6; 0.81 at 3 names against 3; 400 normal data sets,
+# its level (0.74 at 3 templates, 0.86 at 6; 0.80 at 3 names against 3; 2,000 normal data sets,
 # 95% intervals): it resamples the spread of so few values, which is narrower than the
-# population's. Student's t keeps the level for normal unit means and is no narrower elsewhere.
+# population's. Student's t keeps the level for normal unit means (benchmarks/RESULTS.md).
 
 
 def mean_t_interval(values: np.ndarray, confidence_level: float) -> tuple[float, float] | None:

@@ -45,7 +45,7 @@ empty); ``flagged`` needs BH p below alpha and a ``meaningful`` effect. Mean dif
 block-centred values, in the metric's own units, with a Student's t interval over the same
 units (the names' means within group and stratum, pooled variance; the per-template
 differences; none for a single template, or a single name in every group and stratum): a percentile
-bootstrap over so few units covered 0.74 of the time at 3 templates and 0.81 at 3 names against
+bootstrap over so few units covered 0.74 of the time at 3 templates and 0.80 at 3 names against
 3 (95% intervals on normal data).
 """
 
