@@ -199,6 +199,16 @@ def test_exported_answer_files_read_as_their_columns_mean(tmp_path):
                                   "answer": ["DENY. Too risky."]}) + "\n")
     with pytest.raises(AuditError, match="column 'answer' holds lists or objects"):
         read_answers(listed, "auto", None)
+    # A parquet replicate of 0.5 was truncated to replicate 0, as CSV's 1.5 is not.
+    halves = tmp_path / "halves.parquet"
+    pl.DataFrame({**{key: [value] for key, value in rows[0].items()},
+                  "replicate": [0.5]}).write_parquet(halves)
+    with pytest.raises(AuditError, match="column 'replicate' must hold whole numbers"):
+        read_answers(halves, "auto", None)
+    whole = tmp_path / "whole.parquet"
+    pl.DataFrame({**{key: [value] for key, value in rows[0].items()},
+                  "replicate": [1.0]}).write_parquet(whole)
+    assert read_answers(whole, "auto", None)["replicate"].to_list() == [1]
 
 
 def _probability_rows() -> list[dict]:

@@ -140,7 +140,12 @@ def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.
     frame = frame.with_columns([pl.lit(None, pl.Utf8).alias(c) for c in text_columns
                                 if c not in frame.columns])
     if "replicate" in frame.columns:
+        # A float column (parquet, JSONL) casts by truncation: 0.5 became replicate 0.
+        fractional = (frame.schema["replicate"].is_float()
+                      and bool((frame["replicate"].drop_nulls() % 1 != 0).any()))
         try:
+            if fractional:
+                raise pl.exceptions.InvalidOperationError("a fraction")
             frame = frame.with_columns(pl.col("replicate").cast(pl.Int64))
         except pl.exceptions.PolarsError as error:
             raise AuditError(f"answers file {path}: column 'replicate' must hold whole numbers "
