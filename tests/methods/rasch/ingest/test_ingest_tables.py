@@ -124,6 +124,15 @@ def test_a_persona_table_gives_the_attributes(tmp_path):
     rows[0]["persona_id"] = "purple_man"
     with pytest.raises(AuditError, match="column 'persona_id'.*'purple_man'"):
         _tables(_csv(tmp_path, rows, "b.csv"), _bank("decision_items.csv"), personas)
+    # Bad-input review 2026-12-02: answers stating the persona's race against the table's were
+    # silently given the table's; agreeing ones pass.
+    clash = [{**rows[0], "persona_id": "black_woman", "race": "White"}]
+    with pytest.raises(AuditError, match=r"column 'race' of the answers says 'White' for persona "
+                                         r"'black_woman' where ingest.personas_file says 'Black'"):
+        _tables(_csv(tmp_path, clash, "c.csv"), _bank("decision_items.csv"), personas)
+    agree = [{**rows[0], "persona_id": "black_woman", "race": "Black"}]
+    assert _tables(_csv(tmp_path, agree, "d.csv"), _bank("decision_items.csv"),
+                   personas)[1]["race"].to_list() == ["Black"]
 
 
 def test_repeated_answers_are_replicates_unless_numbered_twice(tmp_path):

@@ -62,6 +62,23 @@ def blank_as_null(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame
                                for column in columns])
 
 
+def check_agrees_with_table(joined: pl.DataFrame) -> None:
+    """Answers that state a persona's gender or race against what the persona table says are
+    refused: the table's levels replaced them silently, so an answers file and a table that
+    disagree (bw a White man in one, a Black woman in the other) audited whichever the table
+    said without a word (bad-input review 2026-12-02)."""
+    for column in ("gender", "race"):
+        stated, listed = pl.col(column), pl.col(f"table_{column}")
+        clash = joined.filter(stated.is_not_null() & listed.is_not_null() & (stated != listed))
+        if clash.height:
+            first = clash.row(0, named=True)
+            raise AuditError(
+                f"column '{column}' of the answers says {first[column]!r} for persona "
+                f"{first['persona_id']!r} where ingest.personas_file says "
+                f"{first[f'table_{column}']!r} ({clash.height} rows): correct one of the two, "
+                f"or drop the answers' '{column}' column to take the table's")
+
+
 def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl.DataFrame:
     """persona_id, persona_kind, gender and race for every row: from the persona table when one is
     given (joined on persona_id), else from the row's own columns. A row is the baseline only
@@ -84,7 +101,9 @@ def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl
         table = personas.select("persona_id", pl.col("kind").alias("table_kind"),
                                 pl.col("gender").alias("table_gender"),
                                 pl.col("race").alias("table_race"))
-        answers = (answers.join(table, on="persona_id", how="left")
+        answers = answers.join(table, on="persona_id", how="left")
+        check_agrees_with_table(answers)
+        answers = (answers
                    .with_columns(pl.col("table_kind").alias("persona_kind"),
                                  pl.col("table_gender").alias("gender"),
                                  pl.col("table_race").alias("race"))
