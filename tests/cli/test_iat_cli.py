@@ -302,3 +302,16 @@ def test_analysis_settings_are_refused_before_the_answers_are_read(answers_dir, 
     assert main([f"import_dir={answers_dir}", f"output={tmp_path / 'out'}", setting]) == 2
     assert message in caplog.text
     assert not (tmp_path / "out").exists()
+
+
+def test_a_response_column_with_no_scorable_answer_is_refused(answers_dir, tmp_path, caplog):
+    """Bug caught (bad-input review 2026-12-02): response_column= naming a column that does not
+    hold the answers scored none of them, wrote empty or nan tables and exited 0. One line
+    naming response_column, exit 2, nothing written."""
+    for path in answers_dir.glob("*.csv"):
+        table = pl.read_csv(path)
+        table.with_columns(llm=pl.lit("gpt-4o")).write_csv(path)
+    assert main([f"import_dir={answers_dir}", f"output={tmp_path / 'out'}",
+                 "response_column=llm"]) == 2
+    assert "could be scored (no word given a group): check that response_column" in caplog.text
+    assert not (tmp_path / "out").exists()

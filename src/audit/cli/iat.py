@@ -145,6 +145,13 @@ def run(command: ImportCommand) -> pl.DataFrame:
     stimuli = read_stimuli(command.analysis)
     answers = read_answers(Path(command.import_dir), stimuli, command.response_column)
     scores = score_answers(answers, stimuli)
+    if not scores["d_score"].is_not_null().any():
+        # Every table of a run would be empty or nan and the command exited 0 (the verdict said
+        # NOT TESTED later): a wrong response_column reads so (bad-input review 2026-12-02).
+        raise IATError(f"none of the {scores.height} answers in {command.import_dir} could be "
+                       "scored (no word given a group): check that response_column names the "
+                       "column holding the model's answers, and that the files are the datasets "
+                       "their names say")
     analysis = analyse(scores, command.analysis, Path(command.output))
     # Recorded like a run's, so `python -m audit.verdict run_dir=OUT` knows it judges an IAT.
     write_config(AuditConfig(method="iat", iat=command.analysis), Path(command.output))
