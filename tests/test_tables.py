@@ -183,3 +183,23 @@ def test_a_table_that_fails_its_schema_names_the_values_that_failed(items: pl.Da
                           "race": ["Black", "White"]})
     with pytest.raises(AuditError, match=r"column 'kind' holds 'robot', which fails isin"):
         validate(kinds, PersonaSchema, "persona file")
+
+
+def test_a_folder_where_a_file_goes_is_named_a_folder(tmp_path: Path):
+    """Bug caught (bad-input review 2026-12-02): a folder given where a file is read (an
+    answers file, a persona table, a gold file) was reported "not found", sending the user
+    looking for a path that exists."""
+    from audit.data_files import data_file
+    from audit.tables import read_frame
+
+    with pytest.raises(AuditError, match=rf"answers file at {tmp_path} is a folder, not a file: "
+                                         r"check it"):
+        read_frame(tmp_path, "answers file", "check it")
+    with pytest.raises(AuditError, match=r"persona table at .* is a folder, not a file: set "
+                                         r"ingest.personas_file to a file"):
+        data_file(tmp_path, "persona table", "ingest.personas_file")
+    (tmp_path / "here").mkdir()
+    with pytest.raises(AuditError, match=r"persona table at here is a folder, not a file"):
+        data_file("here", "persona table", "ingest.personas_file", cwd=tmp_path)
+    with pytest.raises(AuditError, match=r"persona table not found at gone"):
+        data_file("gone", "persona table", "ingest.personas_file", cwd=tmp_path)

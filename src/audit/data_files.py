@@ -63,6 +63,9 @@ def data_file(path: str | Path, what: str, setting: str, *, cwd: Path | None = N
     if given.is_absolute():
         if given.is_file():
             return given
+        if given.is_dir():
+            raise DataFileNotFound(f"{what} at {given} is a folder, not a file: set {setting} "
+                                   "to a file")
         raise DataFileNotFound(f"{what} not found at {given}: set {setting} to an existing file")
     here = (cwd or Path.cwd()) / given
     if here.is_file():
@@ -73,6 +76,9 @@ def data_file(path: str | Path, what: str, setting: str, *, cwd: Path | None = N
         log.debug("%s: %s is not in %s; using the copy shipped with audit, %s", what, given,
                   here.parent, candidate)
         return candidate
+    if here.is_dir():
+        raise DataFileNotFound(f"{what} at {given} is a folder, not a file: set {setting} to a "
+                               "file")
     raise DataFileNotFound(
         f"{what} not found at {given} (looked in {(cwd or Path.cwd())} and in the data shipped "
         f"with audit, {candidate}): set {setting} to an existing file, or run from the folder "

@@ -25,6 +25,14 @@ NOT_WRITTEN = "run the stage that writes it first (or check the path in the conf
 RUN_UNFINISHED = "the run did not finish (rerun it)"  # a run's table, read by its verdict or report
 
 
+def missing_file(path: Path, what: str, fix: str) -> str:
+    """Why a file to read is not there: a folder given where a file goes is said so, where
+    "not found" sent a user looking for a path that exists (bad-input review 2026-12-02)."""
+    if Path(path).is_dir():
+        return f"{what} at {path} is a folder, not a file: {fix}"
+    return f"{what} not found at {path}: {fix}"
+
+
 def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
                as_text: bool = False) -> pl.DataFrame:
     """Parquet (by suffix) or CSV, or one line naming the file, the problem and the fix.
@@ -35,7 +43,7 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
     """
     path = Path(path)
     if not path.is_file():
-        raise AuditError(f"{what} not found at {path}: {fix}")
+        raise AuditError(missing_file(path, what, fix))
     try:
         if path.suffix == ".parquet":
             return pl.read_parquet(path)
@@ -52,7 +60,7 @@ def read_json_lines(path: Path, what: str, fix: str = NOT_WRITTEN) -> list[dict]
     or one line naming the file, the line that is not UTF-8 or not a JSON object, and the fix."""
     path = Path(path)
     if not path.is_file():
-        raise AuditError(f"{what} not found at {path}: {fix}")
+        raise AuditError(missing_file(path, what, fix))
     records = []
     # Read as bytes and decoded line by line, so a byte that is not UTF-8 (a file saved as
     # cp1252 or latin-1) is named by its line instead of escaping as a UnicodeDecodeError.
@@ -153,7 +161,7 @@ def read_metadata(path: Path, what: str, fix: str = NOT_WRITTEN) -> dict[str, st
     or one line naming the file, the problem and the fix."""
     path = Path(path)
     if not path.is_file():
-        raise AuditError(f"{what} not found at {path}: {fix}")
+        raise AuditError(missing_file(path, what, fix))
     try:
         return pl.read_parquet_metadata(path)
     except (pl.exceptions.PolarsError, OSError) as error:

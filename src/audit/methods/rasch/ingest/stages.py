@@ -36,6 +36,7 @@ from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchem
 from audit.methods.rasch.score import check_judge_failures, empty_gold, judge_stage
 from audit.schemas import ItemSchema, PersonaTableSchema, PromptSchema, ResponseSchema, validate
 from audit.tables import (
+    missing_file,
     read_frame,
     read_metadata,
     read_table,
@@ -56,8 +57,8 @@ ANSWERS_DIGEST = "answers.sha256"
 def answers_path(cfg: AuditConfig) -> Path:
     path = Path(cfg.ingest.input or "")
     if not path.is_file():
-        raise AuditError(f"answers file not found at {path}: check ingest.input (a path from "
-                         f"the folder you run in)")
+        raise AuditError(missing_file(path, "answers file", "check ingest.input (a path from "
+                                      "the folder you run in)"))
     return path
 
 
