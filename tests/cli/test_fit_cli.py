@@ -130,10 +130,15 @@ def test_errors_exit_2_with_one_line(tmp_path: Path, caplog) -> None:
     # which audit.fit does not have.
     ("folder", "is a folder, not a file; pass input=PATH"),
     ("empty.csv", "empty CSV; pass input=PATH to a CSV or parquet long table"),
+    # Bad-input review 2026-12-02: a JSON Lines file was read as CSV, its braces and quotes
+    # listed as "its columns".
+    ("answers.jsonl", "is JSON: audit.fit reads a CSV or parquet long table; answers in JSON "
+                      "Lines import with python -m audit.ingest"),
 ])
 def test_an_input_that_is_no_table_says_what_it_is(tmp_path: Path, caplog, name, said) -> None:
     (tmp_path / "folder").mkdir()
     (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "answers.jsonl").write_text('{"item": "hiring_01", "decision": "HIRE"}\n')
     assert main([f"input={tmp_path / name}", f"output={tmp_path / 'out'}"]) == 2
     (error,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
     assert said in error and "stage" not in error, error

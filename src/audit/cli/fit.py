@@ -97,6 +97,12 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str,
     if not path.is_file():
         what = "is a folder, not a file" if path.is_dir() else "does not exist"
         raise FitInputError(f"input file {path} {what}; pass input=PATH to a CSV or parquet")
+    if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+        # Read as CSV, a JSON line's braces and quotes came back as "its columns" (bad-input
+        # review 2026-12-02).
+        raise FitInputError(f"input file {path} is JSON: audit.fit reads a CSV or parquet long "
+                            "table; answers in JSON Lines import with python -m audit.ingest "
+                            f"input={path}")
     try:
         table = read_frame(path, "input table", "pass input=PATH to a CSV or parquet long table "
                            "with a row per answer")
