@@ -130,6 +130,11 @@ def test_a_persona_table_gives_the_attributes(tmp_path):
     with pytest.raises(AuditError, match=r"column 'race' of the answers says 'White' for persona "
                                          r"'black_woman' where ingest.personas_file says 'Black'"):
         _tables(_csv(tmp_path, clash, "c.csv"), _bank("decision_items.csv"), personas)
+    # An answers file without the column was "empty in 1 rows" (bad-input review 2026-12-02).
+    unnamed = [{key: value for key, value in rows[0].items() if key != "persona_id"}
+               | {"race": "Black"}]
+    with pytest.raises(AuditError, match="the answers have no 'persona_id' column"):
+        _tables(_csv(tmp_path, unnamed, "e.csv"), _bank("decision_items.csv"), personas)
     agree = [{**rows[0], "persona_id": "black_woman", "race": "Black"}]
     assert _tables(_csv(tmp_path, agree, "d.csv"), _bank("decision_items.csv"),
                    personas)[1]["race"].to_list() == ["Black"]

@@ -86,6 +86,10 @@ def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl
     attribute in every row."""
     answers = blank_as_null(answers, PERSONA_COLUMNS)
     if personas is not None:
+        if answers["persona_id"].null_count() == answers.height:  # the column is absent
+            raise AuditError("the answers have no 'persona_id' column (or it is empty in every "
+                             "row): with ingest.personas_file every row names its persona by "
+                             "the table's persona_id")
         if answers["persona_id"].null_count():
             raise AuditError("column 'persona_id' of the answers is empty in "
                              f"{answers['persona_id'].null_count()} rows: with "
