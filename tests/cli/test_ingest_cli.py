@@ -41,6 +41,15 @@ def _tags(tmp_path: Path) -> dict[str, str]:
 def test_short_keys_are_the_ingest_settings():
     assert expand_short_keys(["input=a.csv", "format=csv", "items=discrim_eval", "fit.draws=9"]) \
         == ["ingest.input=a.csv", "ingest.format=csv", "items=discrim_eval", "fit.draws=9"]
+    # Bad-input review 2026-12-02: `fromat=csv` got Hydra's list of every top-level key, not
+    # the short keys it was meant to be one of. A setting of the config is never taken for one.
+    from audit.errors import AuditError
+
+    with pytest.raises(AuditError, match=r"unknown key 'fromat' \(did you mean 'format'\?\): "
+                                         r"audit.ingest's short keys are input=, format=, "
+                                         r"personas_file="):
+        expand_short_keys(["fromat=csv"])
+    assert expand_short_keys(["+sweep=models", "model=vllm"]) == ["+sweep=models", "model=vllm"]
 
 
 def test_a_table_it_cannot_read_is_one_line_naming_the_column(tmp_path):

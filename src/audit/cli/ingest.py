@@ -21,8 +21,8 @@ from omegaconf import DictConfig
 
 from audit.__main__ import run_composed
 from audit.config import CONF_DIR
-from audit.config_errors import one_line_config_errors
-from audit.errors import AuditError
+from audit.config_errors import one_line_config_errors, valid_keys
+from audit.errors import AuditError, did_you_mean
 from audit.methods.configs import AuditConfig, register_configs
 from audit.methods.rasch.ingest.stages import with_imported_models
 
@@ -32,10 +32,18 @@ SHORT_KEYS = ("input", "format", "personas_file")
 
 
 def expand_short_keys(arguments: list[str]) -> list[str]:
-    """`input=FILE` -> `ingest.input=FILE` (and format=, personas_file=); everything else as is."""
+    """`input=FILE` -> `ingest.input=FILE` (and format=, personas_file=); everything else as is.
+    A key that is no setting of the config but is close to a short key (`fromat=csv`) is
+    refused naming the short keys: Hydra's refusal listed every top-level key and not them."""
     expanded = []
     for argument in arguments:
         key, separator, value = argument.partition("=")
+        top = key.lstrip("+~").split(".")[0]
+        if separator and key not in SHORT_KEYS and top not in (*(valid_keys([]) or []), "hydra"):
+            hint = did_you_mean(top, SHORT_KEYS)
+            if hint:
+                raise AuditError(f"unknown key '{key}'{hint}: audit.ingest's short keys are "
+                                 f"{', '.join(f'{short}=' for short in SHORT_KEYS)}")
         expanded.append(f"ingest.{key}={value}" if separator and key in SHORT_KEYS else argument)
     return expanded
 
@@ -57,7 +65,11 @@ def app(cfg: DictConfig) -> dict | None:
 
 
 def main() -> None:
-    sys.argv[1:] = expand_short_keys(sys.argv[1:])
+    try:
+        sys.argv[1:] = expand_short_keys(sys.argv[1:])
+    except AuditError as error:
+        sys.stderr.write(f"config error: {error}\n")
+        raise SystemExit(2) from None
     with one_line_config_errors(Path(CONF_DIR)):
         app()
 
