@@ -282,6 +282,14 @@ def test_the_page_is_calm_when_the_fit_converged(tmp_path):
     assert f"commit <code>{'0' * 40}</code>" in page
 
 
+def test_a_gap_that_rounds_to_zero_reads_plus_zero_in_the_page(tmp_path):
+    """Bug caught (review of what reaches the user, 2026-12-02): a mean of -0.001 printed
+    "-0.00" in the contrasts table, a negative zero beside its interval."""
+    contrasts = CONTRASTS.head(1).with_columns(mean=pl.lit(-0.001))
+    page = render_report(build_context(_inputs(tmp_path, CONVERGED, contrasts), None))
+    assert '<td class="num">+0.00</td>' in page and "-0.00" not in page
+
+
 def test_a_run_outside_a_git_checkout_says_so_not_commit_unknown(tmp_path):
     """Bug caught (review of what reaches the user, 2026-12-02): run from a folder that is no
     git checkout, the header said "commit unknown", as if the record were lost, and gave no
