@@ -41,7 +41,7 @@ def mean_difference_p_value(a: np.ndarray, b: np.ndarray, resamples: int, altern
 Parts = tuple[np.ndarray, ...]  # one array of unit values per stratum
 
 
-def _weights(a_parts: Parts, b_parts: Parts) -> np.ndarray:
+def stratum_weights(a_parts: Parts, b_parts: Parts) -> np.ndarray:
     """n_a n_b / (n_a + n_b) per stratum: the inverse of the variance factor of a difference of
     two means, so a stratum counts by how well it measures the difference."""
     n_a = np.array([part.shape[-1] for part in a_parts], dtype=float)
@@ -54,7 +54,7 @@ def stratified_mean_difference(*parts: np.ndarray, axis: int = -1) -> np.ndarray
     a_2, b_2, ... (the form scipy's bootstrap passes samples in). One stratum: mean(a) - mean(b);
     strata of equal shares (nine names of each race among women and among men): the same."""
     a_parts, b_parts = parts[0::2], parts[1::2]
-    weights = _weights(a_parts, b_parts)
+    weights = stratum_weights(a_parts, b_parts)
     differences = [mean_difference(a, b, axis=axis) for a, b in zip(a_parts, b_parts,
                                                                      strict=True)]
     return sum(weight * difference for weight, difference in zip(weights, differences,
@@ -83,7 +83,7 @@ def stratified_permutation_p_value(a_parts: Parts, b_parts: Parts, resamples: in
     within a stratum; (p, the smallest p it can give). Exact over every arrangement when they
     number at most ``resamples``; else ``resamples`` random ones, p = (1 + count) / (1 +
     resamples) a side, as scipy's. Two-sided: twice the smaller side, at most 1."""
-    weights = _weights(a_parts, b_parts)
+    weights = stratum_weights(a_parts, b_parts)
     observed = float(stratified_mean_difference(*[part for pair in zip(a_parts, b_parts)
                                                   for part in pair]))
     arrangements = math.prod(math.comb(a.size + b.size, a.size)

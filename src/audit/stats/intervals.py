@@ -7,7 +7,7 @@ import arviz as az
 import numpy as np
 from scipy import stats
 
-from audit.stats.differences import stratified_mean_difference
+from audit.stats.differences import stratified_mean_difference, stratum_weights
 
 
 def jeffreys_interval(successes, trials, prob: float) -> tuple[np.ndarray, np.ndarray]:
@@ -86,6 +86,6 @@ def stratified_difference_t_interval(a_parts, b_parts,
     if df < 1:
         return None
     squares = sum(float(((part - part.mean()) ** 2).sum()) for part in parts)
-    weight = sum(a.size * b.size / (a.size + b.size) for a, b in zip(parts[0::2], parts[1::2]))
+    weight = float(stratum_weights(parts[0::2], parts[1::2]).sum())
     half = float(stats.t.ppf(0.5 + confidence_level / 2.0, df)) * np.sqrt(squares / df / weight)
     return point - half, point + half
