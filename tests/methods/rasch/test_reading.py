@@ -503,13 +503,14 @@ def test_the_report_names_the_labelling_paths_the_correction_left_uncorrected(tm
     fit's log). The report's warnings name such paths, and barely measured ones."""
     import json
 
-    from audit.methods.rasch.report.publish import judge_gaps
+    from audit.methods.rasch.report.publish import judge_gaps, recorded_diagnostics
 
     diagnostics = tmp_path / "diagnostics.json"
     diagnostics.write_text(json.dumps({"judge_error": {"favourable": {
         "labels_as_truth": ["judge:qwen"], "weak_gold": {"rule": ["no favourable gold answer"]}}}}))
-    gaps = judge_gaps(diagnostics)
+    gaps = judge_gaps(recorded_diagnostics(diagnostics))
     assert gaps[0].startswith("the labels of judge:qwen were read as truth, uncorrected")
     assert gaps[1].startswith("labelling path rule is barely measured: no favourable gold answer")
     diagnostics.write_text(json.dumps({"judge_error": {"favourable": None}}))
-    assert judge_gaps(diagnostics) == [] and judge_gaps(tmp_path / "none.json") == []
+    assert judge_gaps(recorded_diagnostics(diagnostics)) == []
+    assert judge_gaps(recorded_diagnostics(tmp_path / "none.json")) == []

@@ -89,28 +89,31 @@ def read_contrasts(path: Path) -> pl.DataFrame | None:
     return read_table(path, ContrastSchema, "fit contrasts")
 
 
-def fit_advice(diagnostics: Diagnostics, diagnostics_file: Path) -> list[str]:
-    """The fit's own advice (fit/diagnostics.json) when it wrote one, else each failed check."""
-    if diagnostics_file.is_file():
-        advice = json.loads(diagnostics_file.read_text()).get("advice") or ""
-        if advice and not diagnostics.converged:
-            return [advice]
+def recorded_diagnostics(diagnostics_file: Path) -> dict:
+    """What the fit wrote into fit/diagnostics.json (empty when it wrote none), read once for
+    the report's advice and its judge warnings."""
+    return json.loads(diagnostics_file.read_text()) if diagnostics_file.is_file() else {}
+
+
+def fit_advice(diagnostics: Diagnostics, recorded: dict) -> list[str]:
+    """The fit's own advice (recorded_diagnostics) when it wrote one, else each failed check."""
+    advice = recorded.get("advice") or ""
+    if advice and not diagnostics.converged:
+        return [advice]
     return diagnostics.problems()
 
 
-def judge_gaps(diagnostics_file: Path) -> list[str]:
+def judge_gaps(recorded: dict) -> list[str]:
     """The labelling paths the judge correction could not measure, as the fit recorded them
-    (fit/diagnostics.json): read as truth for want of gold answers, or barely measured. The
+    (recorded_diagnostics): read as truth for want of gold answers, or barely measured. The
     report's judge section said every label was corrected, which these paths' labels were not;
     the fit only logged them."""
-    if not diagnostics_file.is_file():
-        return []
-    recorded = json.loads(diagnostics_file.read_text()).get("judge_error") or {}
+    corrections = recorded.get("judge_error") or {}
     gaps = []
-    for outcome, correction in sorted(recorded.items()):
+    for outcome, correction in sorted(corrections.items()):
         if not correction:
             continue
-        where = f" ({outcome})" if len(recorded) > 1 else ""
+        where = f" ({outcome})" if len(corrections) > 1 else ""
         if correction.get("labels_as_truth"):
             gaps.append(f"the labels of {', '.join(correction['labels_as_truth'])}{where} were "
                         "read as truth, uncorrected: no gold answer was labelled by that path "
@@ -226,13 +229,14 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
     config_yaml = write_config(cfg, report_dir)
 
+    recorded = recorded_diagnostics(files.fit / "diagnostics.json")
     warnings = quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems())
     for warning in warnings:
         log.warning("%s", warning)
     # The rule re-read warning and the design's aliasing are said in the summary the run ends
     # with too (findings.py); the fit logged the aliasing already.
     warnings = [*warnings, *design_aliasing(prompts, cfg.fit.attributes),
-                *judge_gaps(files.fit / "diagnostics.json"), *agreement_warnings(rule_checks)]
+                *judge_gaps(recorded), *agreement_warnings(rule_checks)]
     # Said once, in the summary the run ends with (audit.methods.summary), not here as well.
     headline = no_signal_headline(no_signal) if no_signal else None
 
@@ -246,7 +250,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         judge_rates=judge_rates if judge_rates.height else None,
         rule_agreement=rule_checks if rule_checks.height else None,
         diagnostics=fit.diagnostics,
-        advice=fit_advice(fit.diagnostics, files.fit / "diagnostics.json"), judge=judge,
+        advice=fit_advice(fit.diagnostics, recorded), judge=judge,
         gold_metrics=gold.metrics if gold is not None else None,
         gold_confusion=gold.confusion if gold is not None else None, panel_metrics=panel,
         figures={FIGURE_KEYS[name]: path for name, path in written.items()},
