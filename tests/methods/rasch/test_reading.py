@@ -405,7 +405,8 @@ def test_the_wright_map_and_forest_name_every_row():
                             "hdi_high": [1.0] * 3, "r_hat": [1.0] * 3, "ess_bulk": [500.0] * 3})
     wright = wright_map(summary)
     names = {text.get_text() for axis in wright.axes for text in axis.texts}
-    assert names == {"m/a", "m/b", "i1"}
+    assert names == {"a", "b", "i1"}  # one model: named once, under the axis
+    assert "of m" in wright.axes[0].get_xlabel()
     forest = contrast_forest_plot(CONTRASTS, 0.94)
     assert [tick.get_text() for tick in forest.axes[0].get_yticklabels()] == [
         "race: Asian vs White", "gender: woman vs man", "race: Black vs White"]

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 import xarray as xr  # noqa: E402
+from scipy import optimize  # noqa: E402
 from xarray import DataTree  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
@@ -96,38 +97,77 @@ def contrast_forest_plot(contrasts: pl.DataFrame, hdi_prob: float) -> Figure:
 
 
 LABELLED_STRIP_MAX = 40
+_LABEL_POINTS = 7  # the names' font size; a name takes 1.5 times its size in height
 
 
-def _labelled_strip(axis: plt.Axes, table: pl.DataFrame, key: str, colour: str,
-                    marker: str) -> None:
-    """Points on the logit scale with their names, in two columns so close values stay legible."""
-    for offset, row in enumerate(table.sort("mean").iter_rows(named=True)):
-        column = offset % 2
-        axis.plot([column], [row["mean"]], marker, color=colour)
-        axis.annotate(row[key], (column, row["mean"]), xytext=(6, 0), textcoords="offset points",
-                      va="center", fontsize=7)
-    axis.set_xlim(-0.3, 2.6)
+def spread_labels(values: np.ndarray, spacing: float, low: float, high: float) -> np.ndarray:
+    """Heights for the names of sorted values, each at least `spacing` above the one below and
+    inside [low, high], as close to its value as that allows (least squares).
+
+    Names placed at their own values overlapped wherever thetas crowd (most of a default audit's
+    21 lie within half a logit). z_i = i * spacing + u_i with u non-decreasing is exactly the
+    spacing constraint, so the closest such heights are an isotonic regression of
+    values_i - i * spacing; with the same bounds on every u_i the bounded solution is the
+    unbounded one clipped (scipy's pool-adjacent-violators, no hand-written solver)."""
+    steps = spacing * np.arange(len(values))
+    if len(values) == 0:
+        return values
+    upper = max(low, high - steps[-1])
+    shifted = optimize.isotonic_regression(np.asarray(values, float) - steps).x
+    return np.clip(shifted, low, upper) + steps
+
+
+def _labelled_strip(axis: plt.Axes, table: pl.DataFrame, key: str, colour: str, marker: str,
+                    limits: tuple[float, float], axis_inches: float) -> None:
+    """Points on the logit scale at x = 0, each name to the right at a height spread_labels
+    keeps clear of the others, joined to its point by a thin line where the two differ."""
+    ordered = table.sort("mean", key)
+    values = ordered["mean"].to_numpy()
+    low, high = limits
+    spacing = 1.5 * _LABEL_POINTS / 72 * (high - low) / axis_inches
+    heights = spread_labels(values, spacing, low + spacing / 2, high - spacing / 2)
+    for name, value, height in zip(ordered[key].to_list(), values, heights):
+        axis.plot([0.0], [value], marker, color=colour, markersize=5)
+        axis.plot([0.0, 0.25, 0.45], [value, value, height], color="#999999", lw=0.5)
+        axis.annotate(name, (0.5, height), va="center", fontsize=_LABEL_POINTS)
+    axis.set_xlim(-0.2, 3.0)
     axis.set_xticks([])
+
+
+def _without_shared_model(respondents: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
+    """With one model under audit its name led every respondent's label (`model/persona`, at
+    most 60 characters of it repeated 21 times); the axis names it once instead."""
+    models = respondents["respondent"].str.extract(r"^(.*)/[^/]*$").unique().to_list()
+    if len(models) != 1 or models[0] is None:
+        return respondents, None
+    return respondents.with_columns(pl.col("respondent").str.extract(r"/([^/]*)$")), models[0]
 
 
 def wright_map(summary: pl.DataFrame) -> Figure:
     """Respondents (theta) and items (b) on one logit scale: a respondent is likely to get a
     favourable answer on the items below it and unlikely on those above. Many respondents are
     shown as a histogram, few by name."""
-    thetas = parameter_table(summary, "theta", "respondent")
+    thetas, model = _without_shared_model(parameter_table(summary, "theta", "respondent"))
     items = parameter_table(summary, "b", "item")
     height = max(4.0, 0.2 * min(max(thetas.height, items.height), 60) + 1.5)
     figure, (left, right) = plt.subplots(1, 2, sharey=True, figsize=(9, height))
+    means = pl.concat([thetas["mean"], items["mean"]]).drop_nulls()
+    margin = 0.05 * max(float(means.max() - means.min()), 1.0) if len(means) else 1.0
+    limits = ((float(means.min()) - margin, float(means.max()) + margin) if len(means)
+              else (-1.0, 1.0))
+    left.set_ylim(*limits)
+    axis_inches = height - 1.4  # the title and the x labels take about 1.4 inches
     if thetas.height <= LABELLED_STRIP_MAX:
-        _labelled_strip(left, thetas, "respondent", "#1f77b4", "o")
+        _labelled_strip(left, thetas, "respondent", "#1f77b4", "o", limits, axis_inches)
     else:
         left.hist(thetas["mean"].to_numpy(), bins=20, orientation="horizontal", color="#1f77b4",
                   alpha=0.8)
         left.invert_xaxis()
-    left.set_xlabel("respondents (posterior mean theta)")
+    left.set_xlabel("respondents (posterior mean theta)" if model is None
+                    else f"respondents (posterior mean theta)\nof {model}")
     left.set_ylabel("logit scale")
     if items.height <= LABELLED_STRIP_MAX:
-        _labelled_strip(right, items, "item", "#d62728", "s")
+        _labelled_strip(right, items, "item", "#d62728", "s", limits, axis_inches)
     else:
         right.hist(items["mean"].to_numpy(), bins=20, orientation="horizontal", color="#d62728",
                    alpha=0.8)

@@ -1,0 +1,73 @@
+"""The Wright map's names: clear of each other, near their points, the one model named once."""
+
+from __future__ import annotations
+
+import itertools
+
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from audit.methods.rasch.report.plots import spread_labels, wright_map
+
+
+def _summary(thetas: dict[str, float], items: dict[str, float]) -> pl.DataFrame:
+    names = [f"theta[{name}]" for name in thetas] + [f"b[{name}]" for name in items]
+    means = list(thetas.values()) + list(items.values())
+    return pl.DataFrame({"parameter": names, "mean": means, "sd": [0.3] * len(names),
+                         "hdi_low": [m - 0.5 for m in means], "hdi_high": [m + 0.5 for m in means],
+                         "r_hat": [1.0] * len(names), "ess_bulk": [500.0] * len(names)})
+
+
+def test_crowded_respondents_get_names_that_do_not_overlap():
+    """Bug caught: names sat at their own thetas in two columns, so the default audit's 21
+    respondents, most within half a logit, printed on top of each other."""
+    rng = np.random.default_rng(0)
+    model = "qwen2.5-0.5b-instruct-q4_k_m"
+    personas = ["baseline"] + [f"{gender}_{race}_{text}" for gender, race, text in
+                               itertools.product(["man", "woman"],
+                                                 ["asian", "black", "hispanic", "white"],
+                                                 ["explicit", "identifying"])]
+    personas += [f"null_{index}" for index in range(4)]
+    thetas = {f"{model}/{name}": float(value)
+              for name, value in zip(personas, rng.normal(0.0, 0.15, len(personas)))}
+    items = {f"item_{index:02d}": float(value) for index, value in enumerate(rng.normal(0, 2, 12))}
+    figure = wright_map(_summary(thetas, items))
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    for axis in figure.axes:
+        boxes = [text.get_window_extent(renderer) for text in axis.texts]
+        assert len(boxes) in (len(personas), len(items))
+        for first, second in itertools.combinations(boxes, 2):
+            assert not first.overlaps(second)
+    left = figure.axes[0]
+    assert {text.get_text() for text in left.texts} == set(personas)
+    assert model in left.get_xlabel()
+    plt.close(figure)
+
+
+def test_respondents_of_several_models_keep_their_model_in_the_name():
+    figure = wright_map(_summary({"org/m1/a": 0.0, "org/m2/a": 0.5}, {"i1": 1.0}))
+    assert {text.get_text() for text in figure.axes[0].texts} == {"org/m1/a", "org/m2/a"}
+    assert figure.axes[0].get_xlabel() == "respondents (posterior mean theta)"
+    plt.close(figure)
+
+
+def test_two_equal_values_are_spread_evenly_about_them():
+    assert np.allclose(spread_labels(np.array([0.0, 0.0]), 1.0, -10.0, 10.0), [-0.5, 0.5])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-5, 5), min_size=1, max_size=40), st.floats(0.01, 0.2))
+def test_spread_labels_keep_their_spacing_and_bounds_and_move_no_name_that_is_clear(values,
+                                                                                   spacing):
+    values = np.sort(np.array(values))
+    low, high = -6.0, 6.0
+    heights = spread_labels(values, spacing, low, high)
+    assert np.all(np.diff(heights) >= spacing - 1e-9)
+    assert heights[0] >= low - 1e-9 and heights[-1] <= high + 1e-9
+    # Closest heights: names already clear of each other stay at their values.
+    if np.all(np.diff(values) >= spacing):
+        assert np.allclose(heights, values)
