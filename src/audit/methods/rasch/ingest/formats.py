@@ -58,9 +58,12 @@ def file_format(path: Path, chosen: str) -> str:
                      f"{', '.join(FORMATS[1:])}")
 
 
-def read_answers(path: Path, chosen_format: str, model: str | None) -> pl.DataFrame:
-    """The answers file as the table above (every column present; absent ones null)."""
+def read_answers(path: Path, chosen_format: str, model: str | None,
+                 attributes: tuple[str, ...] = ()) -> pl.DataFrame:
+    """The answers file as the table above (every column present; absent ones null).
+    `attributes`: those the fit will contrast, to be read from the file (check_unread_levels)."""
     fmt = file_format(path, chosen_format)
+    unread: dict[str, list] = {}
     fix = "check ingest.input (docs/ingest.md lists the formats)"
     if fmt == "lm_eval":
         rows = lm_eval_rows(read_json_lines(path, "answers file", fix), path.stem)
@@ -72,10 +75,15 @@ def read_answers(path: Path, chosen_format: str, model: str | None) -> pl.DataFr
         # Only the fields this table reads (any case and spacing, as standard_columns
         # matches them): an exported log's other fields (an array of metadata, a nested doc)
         # made polars stop on types it never needed, a traceback.
+        read = read_json_lines(path, "answers file", fix)
         records = [{key: (json.dumps(value) if known_column(key) == "option_logprobs"
                           and isinstance(value, (dict, list)) else value)
                     for key, value in record.items() if known_column(key)}
-                   for record in read_json_lines(path, "answers file", fix)]
+                   for record in read]
+        for record in read:
+            for key, value in record.items():
+                if not known_column(key):
+                    unread.setdefault(key, []).append(value)
         try:
             frame = pl.DataFrame(records, infer_schema_length=None)
         except pl.exceptions.PolarsError as error:
@@ -86,7 +94,49 @@ def read_answers(path: Path, chosen_format: str, model: str | None) -> pl.DataFr
     else:
         frame = read_frame(path, "answers file", fix, as_text=fmt == "csv")
         default_model = model or "imported"
-    return standard_columns(frame, path, default_model)
+        unread = {column: frame[column].to_list() for column in frame.columns
+                  if not known_column(column)}
+    answers = standard_columns(frame, path, default_model)
+    check_unread_levels(answers, unread, attributes, path)
+    return answers
+
+
+def level_like(values: list) -> list[str] | None:
+    """A column's distinct values if they look like a persona attribute's levels (text, 2 to 20
+    of them, each on at least two rows: not ids, timestamps or free text), else None."""
+    present = [value for value in values if value is not None and value != ""]
+    if not present or not all(isinstance(value, str) for value in present):
+        return None
+    counts: dict[str, int] = {}
+    for value in present:
+        counts[value.strip()] = counts.get(value.strip(), 0) + 1
+    if not 2 <= len(counts) <= 20 or min(counts.values()) < 2:
+        return None
+    return sorted(counts)
+
+
+def check_unread_levels(answers: pl.DataFrame, unread: dict[str, list],
+                        attributes: tuple[str, ...], path: Path) -> None:
+    """Refuse a file that gives none of an attribute the fit contrasts while a column it does not
+    read holds values like levels: a race column named `ethnicity` beside a `gender` column
+    passed check_described (the rows had a gender) and the run went on without race, its
+    contrasts gone behind one warning (bad-input review 2026-12-02). A file that means to
+    compare fewer attributes says so with fit.attributes."""
+    for attribute in dict.fromkeys(attributes):
+        if attribute not in answers.columns or answers[attribute].null_count() < answers.height:
+            continue
+        candidates = {column: levels for column, values in unread.items()
+                      if (levels := level_like(values))}
+        if not candidates:
+            continue
+        named = "; ".join(f"'{column}' ({', '.join(levels[:4])}"
+                          f"{', ...' if len(levels) > 4 else ''})"
+                          for column, levels in sorted(candidates.items()))
+        others = [other for other in dict.fromkeys(attributes) if other != attribute]
+        raise AuditError(f"answers file {path} gives no '{attribute}', which fit.attributes "
+                         f"contrasts, and does not read its column(s) {named}: name the column "
+                         f"that holds it '{attribute}' (any case), or set "
+                         f"fit.attributes=[{','.join(others)}] to compare without it")
 
 
 def known_column(name: str) -> str | None:

@@ -85,7 +85,9 @@ def imported_answers(cfg: AuditConfig) -> pl.DataFrame:
     # (inferred as a number, the schema would make it "1" and refuse the answers' "001").
     personas = (persona_table(Path(cfg.ingest.personas_file))
                 if cfg.ingest.personas_file else None)
-    answers = read_answers(answers_path(cfg), cfg.ingest.format, cfg.ingest.model)
+    # With a persona table the attributes come from it, not from the answers' columns.
+    answers = read_answers(answers_path(cfg), cfg.ingest.format, cfg.ingest.model,
+                           () if personas is not None else tuple(cfg.fit.attributes))
     answers = resolve_personas(resolve_items(answers, bank, cfg.items.bank), personas)
     return with_prompt_ids(number_replicates(answers))
 

@@ -1,0 +1,73 @@
+"""An answers file that gives no value of an attribute the fit contrasts, while a column it does
+not read holds values like levels: refused in one line naming that column and both fixes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from audit.errors import AuditError
+from audit.methods.configs import AuditConfig
+from audit.methods.rasch.ingest.stages import imported_answers
+
+ROOT = Path(__file__).resolve().parents[4]
+
+
+def _rows(**extra) -> list[dict]:
+    rows = []
+    for number, (gender, race) in enumerate([(g, r) for g in ("woman", "man")
+                                             for r in ("Black", "White")]):
+        for item in ("hiring_01", "hiring_02"):
+            rows.append({"model": "m", "gender": gender, "ethnicity": race, "item": item,
+                         "decision": "HIRE" if number % 2 else "REJECT",
+                         "request_id": f"r{len(rows)}", **extra})
+    return rows
+
+
+def _config(path: Path, attributes: list[str] | None = None) -> AuditConfig:
+    defaults = AuditConfig()
+    fit = defaults.fit if attributes is None else replace(defaults.fit, attributes=attributes)
+    return replace(defaults, ingest=replace(defaults.ingest, input=str(path)), fit=fit,
+                   items=replace(defaults.items,
+                                 bank=str(ROOT / "data" / "items" / "decision_items.csv")))
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_race_column_under_another_name_is_refused_naming_it(tmp_path, suffix):
+    """Bug caught: `ethnicity` beside `gender` passed (every row had a gender), and the run went
+    on without race, its contrasts gone behind one warning at the fit."""
+    path = tmp_path / f"answers{suffix}"
+    if suffix == ".csv":
+        pl.DataFrame(_rows()).write_csv(path)
+    else:
+        path.write_text("".join(json.dumps({**row, "meta": {"latency": 1.5}}) + "\n"
+                                for row in _rows()))
+    with pytest.raises(AuditError, match=r"gives no 'race', which fit.attributes contrasts, and "
+                                         r"does not read its column\(s\) 'ethnicity' \(Black, "
+                                         r"White\): name the column that holds it 'race' \(any "
+                                         r"case\), or set fit.attributes=\[gender\]") as error:
+        imported_answers(_config(path))
+    assert "\n" not in str(error.value) and "request_id" not in str(error.value)
+
+
+def test_a_file_that_compares_gender_alone_says_so_with_fit_attributes(tmp_path):
+    path = tmp_path / "answers.csv"
+    pl.DataFrame(_rows()).write_csv(path)
+    answers = imported_answers(_config(path, ["gender"]))
+    assert answers["race"].null_count() == answers.height
+    assert sorted(answers["gender"].unique().to_list()) == ["man", "woman"]
+
+
+def test_columns_unlike_levels_do_not_stop_a_file_without_race(tmp_path):
+    """Ids, numbers and a value on one row only are not read as a misnamed attribute: such a
+    file goes on without race, as before."""
+    rows = [{key: value for key, value in row.items() if key != "ethnicity"}
+            | {"latency": 0.5 + index, "note": "late" if index == 0 else None}
+            for index, row in enumerate(_rows())]
+    path = tmp_path / "answers.csv"
+    pl.DataFrame(rows).write_csv(path)
+    assert imported_answers(_config(path))["race"].null_count() == len(rows)
