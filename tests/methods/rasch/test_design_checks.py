@@ -75,6 +75,21 @@ def test_fit_settings_the_fit_would_refuse_are_refused_at_design(override, messa
                                  "fit.item_dif=[race]"]))
 
 
+@pytest.mark.parametrize("model", ["rasch", "twopl", "hurdle"])
+def test_item_gaps_for_a_model_without_attribute_effects_are_refused_at_design(model):
+    """Docs review 2026-12-02: fit.item_dif with fit=rasch (twopl, hurdle) was ignored without a
+    word, and the report had no item gaps. Refused at design; the population model takes it."""
+    from audit.methods.rasch.method import _design
+
+    with pytest.raises(AuditError, match=rf"fit.item_dif=\['race'\] needs a model with "
+                                         rf"attribute effects, and fit={model} has none: use "
+                                         rf"fit=explanatory or fit=population") as error:
+        _design(_compose(["judge=rules_only", f"fit={model}", "fit.item_dif=[race]"]),
+                None, None)  # type: ignore[arg-type]
+    assert "\n" not in str(error.value)
+    check_fit_settings(_compose(["fit=population", "fit.item_dif=[race]"]))
+
+
 @pytest.mark.parametrize("override", ["fit.response=probability", "fit=hurdle",
                                       "fit.second_outcome=undetermined"])
 def test_fit_settings_an_adaptive_design_cannot_fit_are_refused_at_design(override):

@@ -23,6 +23,7 @@ from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.irt.judge_error import LABELS_AS_TRUTH, resolve_confusion
 from audit.methods.rasch.irt.outcome import NEVER_CODED
 from audit.methods.rasch.irt.probability import JUDGE_ERROR_NOTE
+from audit.methods.rasch.irt.rasch import ATTRIBUTE_MODELS
 from audit.methods.rasch.judge.gold import gold_figures
 from audit.methods.rasch.no_signal import run_no_signal
 from audit.methods.rasch.schemas import LABELS, SummarySchema
@@ -99,7 +100,8 @@ def check_fit_settings(cfg: AuditConfig) -> None:
     """Refuse, before any prompt is sent, fit settings the fit would refuse after every answer
     was bought and judged (9 minutes of the default model): a fit.second_outcome that repeats
     fit.outcome (the same coding fitted twice, every contrast reported twice), a label in
-    fit.drop_labels that no judge writes, an attribute in fit.item_dif that fit.attributes lacks.
+    fit.drop_labels that no judge writes, an attribute in fit.item_dif that fit.attributes lacks
+    or a fit.item_dif for a model without attribute effects.
     Each coding's name is checked with the rest of the config (audit.config_ranges). An
     adaptive design fits one decision outcome over its pool of cells at every look: a hurdle, a
     second coding or fit.response=probability was refused by the first look's fit, after round
@@ -116,6 +118,12 @@ def check_fit_settings(cfg: AuditConfig) -> None:
     _check_names("fit.drop_labels", cfg.fit.drop_labels, (*LABELS, *NEVER_CODED), "labels")
     _check_names("fit.item_dif", cfg.fit.item_dif, cfg.fit.attributes,
                  "attributes of fit.attributes")
+    # Only the attribute models carry level x item interactions; the others ignored
+    # fit.item_dif without a word, and the report had no item gaps (docs review 2026-12-02).
+    if cfg.fit.item_dif and cfg.fit.model not in ATTRIBUTE_MODELS:
+        raise AuditError(f"fit.item_dif={list(cfg.fit.item_dif)} needs a model with attribute "
+                         f"effects, and fit={cfg.fit.model} has none: use fit="
+                         f"{' or fit='.join(ATTRIBUTE_MODELS)}, or leave fit.item_dif empty")
 
 
 def _check_names(key: str, given: list[str], known: tuple[str, ...] | list[str],

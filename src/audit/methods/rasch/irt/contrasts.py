@@ -330,7 +330,7 @@ def item_gaps(posterior: xr.Dataset, attribute: str, hdi_prob: float = 0.94) -> 
     """
     if f"dif_{attribute}" not in posterior:
         raise AuditError(f"the fit has no item interaction for '{attribute}': add it to "
-                         "fit.item_dif and use fit=explanatory")
+                         "fit.item_dif and use fit=population or fit=explanatory")
     pooled = posterior[f"effect_{attribute}_pooled"]
     dif = posterior[f"dif_{attribute}"]
     level_dim = f"level_{attribute}"
