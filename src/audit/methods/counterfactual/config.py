@@ -61,7 +61,7 @@ class CounterfactualConfig:
     # Extra factors crossing two or more factors (`[[race, gender]]` -> factor `race:gender`).
     intersections: list[list[str]] = field(default_factory=list)
     # Replaces each model's system prompt and max_tokens for these requests (None keeps the
-    # model's): a decision-maker's prompt and a 40-token cap suit decisions, not letters.
+    # model's): a decision-maker's prompt and a cap of 12 to 40 tokens suit decisions, not letters.
     system_prompt: str | None = None
     max_tokens: int | None = within(None, 1)
     metrics: list[str] = field(default_factory=lambda: [

@@ -72,7 +72,8 @@ class FitConfig:
     # Carry the judge's errors into the posterior: each label is the true decision passed through
     # the judge's misclassification rates, with Beta priors from its gold-set confusion counts
     # (irt/judge_error.py). None: on whenever the run has gold-set results (judge.evaluate_on_gold),
-    # for every model but rasch_seed; true: required (the fit fails without gold results); false: off.
+    # for every model but rasch_seed and hurdle (labels as truth); true: required (the fit fails
+    # without gold results); false: off.
     judge_error: bool | None = None
     # The judge correction is a cut (irt/judge_cut.py): this many fits, each with the labelling
     # paths' rates fixed at one draw from their gold posteriors, pooled. More imputations track
