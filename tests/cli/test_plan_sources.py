@@ -46,7 +46,7 @@ def test_the_ids_audit_runs_shows_are_found_and_another_methods_run_is_named(tmp
     settings, runs = store_with_runs(tmp_path)
     assert resolved_source(runs["rasch"][:8], settings) == runs["rasch"]
     assert resolved_source(runs["rasch"], settings) == runs["rasch"]
-    with pytest.raises(AuditError, match="0 runs in experiment 'audit'"):
+    with pytest.raises(AuditError, match=r"0 runs in .* \(any experiment\)"):
         resolved_source("ffffffff", settings)
     assert resolved_source(str(tmp_path), settings) == str(tmp_path)  # a directory, as given
     with pytest.raises(AuditError, match=f"run {runs['iat']} is a run of method=iat, not a "

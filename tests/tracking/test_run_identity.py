@@ -129,7 +129,7 @@ def test_runs_errors_name_the_store_they_looked_in(store, tmp_path, caplog):
     assert (f"run {unknown} not found in {store}; pass --tracking-uri" in caplog.text)
     caplog.clear()
     assert runs_main(["--tracking-uri", store, "show", "01234567"]) == 2
-    assert f"0 runs in experiment 'audit' in {store} start with '01234567'" in caplog.text
+    assert f"0 runs in {store} (any experiment) start with '01234567'" in caplog.text
     caplog.clear()
     missing = f"sqlite:///{tmp_path / 'elsewhere.db'}"
     assert runs_main(["--tracking-uri", missing, "params", unknown]) == 2
@@ -205,3 +205,18 @@ def test_show_prints_the_sweep_command_for_a_sweep_parent_run():
                                 "sweep.overrides": "items=smoke personas.generators=[a,\"null\"]"}}
     command = reproduction_steps(older)[1]
     assert command.startswith("python -m audit -m items=smoke 'personas.generators=[a,\"null\"]'")
+
+
+def test_a_run_id_prefix_is_found_in_any_experiment_of_the_store(tmp_path):
+    """Compare review 2026-12-02: a run logged under tracking.experiment=myaudits was found by
+    its full id, but its 8-character prefix was "0 runs in experiment 'audit' ... pass
+    tracking_uri=URI", though the store was the right one."""
+    from audit.cli.runs import run_source
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    settings = TrackingConfig(tracking_uri=uri, artifact_root=str(tmp_path / "artifacts"),
+                              experiment="myaudits")
+    with tracking.mlflow_run(settings, "elsewhere", {"method": "rasch"}) as run_info:
+        pass
+    default = TrackingConfig(tracking_uri=uri)  # experiment "audit", as compare looks
+    assert run_source(run_info.run_id[:8], default, "tracking_uri=URI", "A") == run_info.run_id

@@ -3,8 +3,10 @@
 A and B are run directories or MLflow run ids (or their 8-character prefixes, as
 `python -m audit.runs` shows them); `python -m audit.compare RUN model_a=X model_b=Y` compares two
 audited models of one run. Both sides go into ONE joint fit (methods/rasch/comparison.py): the
-population-contrast model with item difficulties shared where items match, and, when both runs
-asked the same prompts, a prompt effect shared by both. Per contrast between levels labelled on
+population-contrast model with item difficulties shared (on the items both runs asked, unless
+items=all), and, when both runs asked the same prompts, a prompt effect shared by both. Where the
+sides differ beyond the change (items, run B's fit settings, judges read as truth) the summary
+says how (methods/rasch/comparison_sides.py). Per contrast between levels labelled on
 both sides it prints one line (the gap on each side, the change B - A with its HDI, P(worse), the
 ROPE decision and the gate) and names each level or attribute not compared, writes the
 change table, a forest plot, an HTML report and a JUnit file, logs its own MLflow run tagged with
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import html
 import logging
+import math
 import sys
 import tempfile
 from dataclasses import dataclass, replace
@@ -37,6 +40,13 @@ from audit.logs import configure_cli_logging
 from audit.methods.configs import VerdictConfig
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch import comparison
+from audit.methods.rasch.comparison_sides import (
+    attributes_note,
+    check_one_judge,
+    judges_note,
+    settings_note,
+    shared_items,
+)
 from audit.methods.rasch.irt.judge_error import resolve_confusion
 from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema
 from audit.methods.summary import mlflow_lines
@@ -53,12 +63,15 @@ log = logging.getLogger("audit.compare")
 class RecordedConfig:
     fit: FitConfig
     tracking: TrackingConfig
+    judge: str | None = None  # judge.name as the run recorded it
+
 
 USAGE = ("usage: python -m audit.compare A [B] [model_a=NAME] [model_b=NAME] [max_worsening=DELTA|"
-         "DELTApp] [worsening_prob=0.95] [output=DIR] [junit=PATH] [draws=N] [tune=N] [chains=N] "
-         "[target_accept=P] [tracking_uri=URI] [tracking=false] [judge_error=false]")
-OPTIONS = ("model_a", "model_b", "max_worsening", "worsening_prob", "output", "junit", "draws",
-           "tune", "chains", "target_accept", "tracking_uri", "tracking", "judge_error")
+         "DELTApp] [worsening_prob=0.95] [items=shared|all] [output=DIR] [junit=PATH] [draws=N] "
+         "[tune=N] [chains=N] [target_accept=P] [tracking_uri=URI] [tracking=false] "
+         "[judge_error=false]")
+OPTIONS = ("model_a", "model_b", "max_worsening", "worsening_prob", "items", "output", "junit",
+           "draws", "tune", "chains", "target_accept", "tracking_uri", "tracking", "judge_error")
 NO_GATE = (" (no max_worsening given: no contrast was gated, only the fit's convergence; pass "
            "max_worsening=DELTA to fail on a worsening)")
 # The shared view (experiment tag) the printed MLflow link opens; log_comparison writes it.
@@ -94,10 +107,12 @@ def recorded_config(path: Path) -> RecordedConfig:
         sections = {name: OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(kind),
                                                               loaded.get(name, {})))
                     for name, kind in (("fit", FitConfig), ("tracking", TrackingConfig))}
+        judge = loaded.get("judge", {}) or {}
+        name = judge.get("name") if hasattr(judge, "get") else None
     except (OmegaConfBaseException, YAMLError) as error:
         raise AuditError(f"{path} is not a run's config.yaml ({str(error).splitlines()[0]})") \
             from None
-    return RecordedConfig(**sections)
+    return RecordedConfig(**sections, judge=None if name is None else str(name))
 
 
 def read_side(label: str, source: str, run_dir: Path, model: str | None
@@ -105,8 +120,11 @@ def read_side(label: str, source: str, run_dir: Path, model: str | None
     paths = {key: found_run_file(run_dir, name) for key, (_, name) in DATA_FILES.items()}
     for key in ("prompts", "labels"):
         if paths[key] is None:
-            raise AuditError(f"{source} has no {key} table: pass a finished Rasch audit's run "
-                             "directory or MLflow run id")
+            inside = (f" (a folder inside a run: pass the run's own folder, "
+                      f"{run_dir.parent})" if run_dir.name in ("report", "fit", "data", "judge")
+                      else "")
+            raise AuditError(f"{source} has no {key} table{inside}: pass a finished Rasch "
+                             "audit's run directory or MLflow run id")
     config = recorded_config_file(run_dir)
     if config is None:
         raise AuditError(f"{source} has no config.yaml: pass a run made by python -m audit")
@@ -131,29 +149,27 @@ def read_side(label: str, source: str, run_dir: Path, model: str | None
     return comparison.Side(label, source, model, prompts, labels), cfg, gold
 
 
-def check_one_judge(gold_a: pl.DataFrame | None, gold_b: pl.DataFrame | None) -> None:
-    """One joint fit reads both runs' labels through one judge's measured errors: refused when
-    the gold-set results differ, or when one run has them and the other does not (its judge's
-    errors were never measured, so nothing says it is the same judge)."""
-    way_out = "pass judge_error=false to read labels as truth"
-    if (gold_a is None) != (gold_b is None):
-        lacking, having = ("A", "B") if gold_a is None else ("B", "A")
-        raise AuditError(f"run {lacking} has no judge gold-set results and run {having} has: "
-                         "nothing says one judge labelled both; rerun run "
-                         f"{lacking} with judge.evaluate_on_gold=true, or {way_out}")
-    if gold_a is not None and not gold_a.equals(gold_b):
-        raise AuditError("the two runs were labelled by different judges (their gold-set results "
-                         "differ): one joint fit reads labels through one judge's errors; "
-                         f"{way_out}")
+def boolean_option(options: dict[str, str], key: str) -> bool | None:
+    """key=true|false in any case; None when not given. `tracking=False` logged a run: only
+    the lowercase `false` turned it off (compare review 2026-12-02)."""
+    if key not in options:
+        return None
+    choice = {"false": False, "true": True}.get(options[key].lower())
+    if choice is None:
+        raise AuditError(f"{key}={options[key]} must be true or false; {USAGE}")
+    return choice
 
 
 def judge_error_option(options: dict[str, str]) -> bool | None:
     """judge_error=true|false; None when not given (run A's fit.judge_error then decides)."""
-    if "judge_error" not in options:
-        return None
-    choice = {"false": False, "true": True}.get(options["judge_error"].lower())
-    if choice is None:
-        raise AuditError(f"judge_error={options['judge_error']} must be true or false; {USAGE}")
+    return boolean_option(options, "judge_error")
+
+
+def items_option(options: dict[str, str]) -> str:
+    choice = options.get("items", "shared")
+    if choice not in ("shared", "all"):
+        raise AuditError(f"items={choice} must be shared (the items both runs asked) or all; "
+                         f"{USAGE}")
     return choice
 
 
@@ -206,6 +222,9 @@ def worsening_limit(text: str | None) -> tuple[float | None, str]:
     except ValueError:
         raise AuditError(f"max_worsening={text} is not a number: give logits (0.3) or "
                          "percentage points (5pp)") from None
+    if not math.isfinite(value):  # nan never compared true: a gate that could not fail
+        raise AuditError(f"max_worsening={text} must be a finite number: give logits (0.3) or "
+                         "percentage points (5pp)")
     if value < 0:
         raise AuditError(f"max_worsening={text} must be >= 0")
     return value, unit
@@ -234,7 +253,7 @@ def forest_plot(changes: pl.DataFrame, hdi_prob: float, path: Path) -> Path:
 
 
 def report_html(changes: pl.DataFrame, sides, pairing: comparison.Pairing, verdict: str,
-                plot: Path, left_out: tuple[str, ...] = ()) -> str:
+                plot: Path, left_out: tuple[str, ...] = (), notes: list[str] = ()) -> str:
     head = "".join(f"<th>{html.escape(column)}</th>" for column in changes.columns)
     def cell(value: object) -> str:
         return html.escape(f"{value:.3g}" if isinstance(value, float) else str(value))
@@ -247,7 +266,9 @@ def report_html(changes: pl.DataFrame, sides, pairing: comparison.Pairing, verdi
                + "".join(f"<li>{html.escape(reason)}</li>" for reason in left_out) + "</ul>")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>audit.compare</title></head>"
             f"<body><h1>Change in each gap, B minus A</h1><ul>{source}</ul>"
-            f"<p>{html.escape(pairing.reason)}</p><p>Gate: {html.escape(verdict)}</p>"
+            f"<p>{html.escape(pairing.reason)}</p>"
+            + "".join(f"<p>{html.escape(note)}</p>" for note in notes)
+            + f"<p>Gate: {html.escape(verdict)}</p>"
             f"<img src='{plot.name}' alt='forest plot of changes'><table border='1'>"
             f"<tr>{head}</tr>{body}</table>{skipped}</body></html>")
 
@@ -260,8 +281,11 @@ def output_paths(options: dict[str, str], sources: list[str]) -> tuple[Path, Pat
     """The output folder and the JUnit file (given, or named after the two runs), checked before
     the fit: a path that cannot be written was a traceback after it, with exit 1, the code of a
     failed gate, so CI could not tell a crash from a worsening."""
+    # One run's two models: the models name the folder, or the next pair overwrote it.
+    models = ("" if len(set(sources)) > 1 else
+              f"_{options.get('model_a', '')}_vs_{options.get('model_b', '')}")
     out = Path(options.get("output", f"compare/{Path(sources[0]).name[:8]}_vs_"
-                                     f"{Path(sources[-1]).name[:8]}"))
+                                     f"{Path(sources[-1]).name[:8]}{models}"))
     junit = Path(options.get("junit", out / "compare_junit.xml"))
     check_output(out, "output=", folder=True)
     for name in OUTPUT_FILES:  # a folder already there under a file's name
@@ -275,6 +299,10 @@ def comparable_or_refuse(outcomes: pl.DataFrame, attributes: list[str]) -> compa
     comparable = comparison.comparable_levels(outcomes, attributes)
     for reason in comparable.left_out:
         log.warning("not compared: %s", reason)
+    if not comparable.levels and not attributes:
+        raise AuditError("nothing to compare: run A's fit.attributes is empty (a run that "
+                         "contrasted no groups): compare runs fitted with attributes such as "
+                         "gender, race")
     if not comparable.levels:
         raise AuditError(f"nothing to compare: {'; '.join(comparable.left_out)}. A contrast "
                          "needs two levels of one of run A's fit.attributes "
@@ -294,18 +322,35 @@ def run(argv: list[str]) -> int:
     if not 0.0 < worsening_prob < 1.0:  # checked before the fit, not after it
         raise AuditError(f"worsening_prob={worsening_prob} must lie between 0 and 1 (0.95)")
     judge_error = judge_error_option(options)
+    items = items_option(options)
+    tracked = boolean_option(options, "tracking") is not False
     with tempfile.TemporaryDirectory() as scratch:
         default = TrackingConfig()
         uri = options.get("tracking_uri", tracking.default_tracking_uri())
         fetched = [fetch_run(source, uri, default.experiment, Path(scratch)) for source in sources]
         sources = [name for _, name in fetched]
         side_a, cfg, gold_a = read_side("A", sources[0], fetched[0][0], options.get("model_a"))
-        side_b, _, gold_b = read_side("B", sources[-1], fetched[-1][0], options.get("model_b"))
+        side_b, cfg_b, gold_b = read_side("B", sources[-1], fetched[-1][0],
+                                          options.get("model_b"))
+    if sources[0] == sources[-1] and side_a.model == side_b.model:
+        raise AuditError(f"A and B are the same run and model ({side_a.model} of {sources[0]}): "
+                         "a run compared with itself passes whatever it holds; give two runs, or "
+                         "one run with model_a= and model_b= naming two of its models")
+    if side_a.prompts.equals(side_b.prompts) and side_a.labels.equals(side_b.labels):
+        log.warning("A and B hold the same prompts and labels (one run given twice, by id and "
+                    "by folder?): the comparison can only find no change")
     out, junit = output_paths(options, sources)
     if judge_error is None:
         judge_error = cfg.fit.judge_error
+    judges = (cfg.judge, cfg_b.judge)
     if judge_error is not False:  # labels read as truth need no judge in common
-        check_one_judge(gold_a, gold_b)
+        check_one_judge(gold_a, gold_b, judges)
+    side_a, side_b, items_note = shared_items(side_a, side_b, items)
+    notes = [note for note in (items_note, settings_note(cfg.fit, cfg_b.fit),
+                               None if judge_error is not False else judges_note(judges))
+             if note]
+    for note in notes:
+        log.warning("%s", note)
     if cfg.fit.response != "decision":
         # P(favourable) carries each model's calibration (docs/statistics.md): across runs the
         # decisions are the like-for-like reading.
@@ -320,6 +365,7 @@ def run(argv: list[str]) -> int:
     outcomes = comparison.joint_outcomes((side_a, side_b), fit.attributes, fit.outcome,
                                          fit.drop_labels)
     comparable = comparable_or_refuse(outcomes, fit.attributes)
+    left_out = (*comparable.left_out, *attributes_note(cfg.fit, cfg_b.fit))
     idata, diagnostics = comparison.fit_joint(outcomes, fit, pairing.paired, confusion)
     changes = comparison.change_table(
         idata["posterior"].to_dataset(), comparable.levels, rope=fit.rope, hdi_prob=fit.hdi_prob,
@@ -333,11 +379,11 @@ def run(argv: list[str]) -> int:
     plot = forest_plot(changes, fit.hdi_prob, out / OUTPUT_FILES[1])
     report = out / OUTPUT_FILES[2]
     report.write_text(report_html(changes, (side_a, side_b), pairing, verdict, plot,
-                                  comparable.left_out), encoding="utf-8")
+                                  left_out, notes), encoding="utf-8")
     idata.to_netcdf(str(out / OUTPUT_FILES[3]))
     write_junit(junit_xml(checks, out, VerdictConfig()), junit)
     run_info = None
-    if options.get("tracking", "true") != "false" and cfg.tracking.enabled:
+    if tracked and cfg.tracking.enabled:
         settings = replace(cfg.tracking, tracking_uri=uri, run_name=None)
         # Provenance as every run records it (the tool's version, git commit, packages), so a
         # gate's verdict can be traced to the code and the settings that gave it.
@@ -354,8 +400,10 @@ def run(argv: list[str]) -> int:
             [("", report), ("", plot), ("tables", table), ("tables", junit)])
     for row in changes.iter_rows(named=True):
         print(comparison.change_line(row))
-    for reason in comparable.left_out:
+    for reason in left_out:
         print(f"not compared: {reason}")
+    for note in notes:
+        print(note)
     converged = ("" if diagnostics.converged
                  else f" (not converged: {'; '.join(diagnostics.problems())})")
     print("\n".join([f"Result: compare {side_a.model} ({sources[0]}) -> {side_b.model} "

@@ -111,9 +111,14 @@ def _resolve_run_id(settings: TrackingConfig, run_id: str, option: str = STORE_O
                                                              max_results=5000)
                if run["run_id"].startswith(run_id)]
     if not matches:
-        raise LookupError(f"0 runs in experiment '{settings.experiment}' in "
-                          f"{settings.tracking_uri} start with '{run_id}': check the id, or "
-                          f"{elsewhere(option)}")
+        # A run logged under another tracking.experiment: its full id was found, its prefix
+        # was "0 runs in experiment 'audit'" with a hint to change the store (compare review
+        # 2026-12-02).
+        matches = [found for found in tracking.run_ids_in_every_experiment(
+            settings.tracking_uri) if found.startswith(run_id)]
+    if not matches:
+        raise LookupError(f"0 runs in {settings.tracking_uri} (any experiment) start with "
+                          f"'{run_id}': check the id, or {elsewhere(option)}")
     if len(matches) > 1:
         raise LookupError(f"{len(matches)} runs in experiment '{settings.experiment}' start with "
                           f"'{run_id}': give more characters of the run id")

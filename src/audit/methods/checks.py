@@ -47,6 +47,13 @@ def decimals_beside(value: float, threshold: float, fewest: int = 2, most: int =
     return digits
 
 
+def signed(value: float) -> str:
+    """A signed number to two decimals; a value that rounds to zero reads +0.00, not "-0.00"
+    (a gap of -0.001 printed as a negative zero beside its interval)."""
+    text = f"{value:+.2f}"
+    return "+0.00" if text == "-0.00" else text
+
+
 def percent(probability: float) -> str:
     """An interval's mass as a report writes it: 94%, 99.29% (1 - 0.05 / 7); digits are added
     while a mass below 1 would read 100% (an adaptive run's interim look over many contrasts)."""

@@ -289,6 +289,20 @@ def find_runs(tracking_uri: str, experiment: str, filter_string: str = "",
     return [_as_dict(run) for run in runs]
 
 
+def run_ids_in_every_experiment(tracking_uri: str, max_results: int = 5000) -> list[str]:
+    """The ids of the store's runs in any experiment (newest first), for a run id prefix that
+    the named experiment does not hold."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    experiments = [found.experiment_id for found in client.search_experiments()]
+    if not experiments:
+        return []
+    runs = client.search_runs(experiments, max_results=max_results,
+                              order_by=["attributes.start_time DESC"])
+    return [run.info.run_id for run in runs]
+
+
 def _as_dict(run: Any) -> dict[str, Any]:
     return {"run_id": run.info.run_id, "name": run.info.run_name, "status": run.info.status,
             "start_time": run.info.start_time, "params": dict(run.data.params),

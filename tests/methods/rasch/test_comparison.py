@@ -122,11 +122,36 @@ def test_gate_in_percentage_points_uses_the_sides_rate():
     # 0 -> 1 logit around a 50% rate is 0 -> 24.5 pp of favourable answers.
     row = table(rng.normal(0.0, 0.01, 2000), rng.normal(1.0, 0.01, 2000), max_worsening=20.0,
                 unit="pp")
-    assert row["worsens"] and row["unit"] == "pp"
+    assert row["worsens"] and row["gate_unit"] == "pp"
     assert not table(rng.normal(0.0, 0.01, 2000), rng.normal(1.0, 0.01, 2000),
                      max_worsening=30.0, unit="pp")["worsens"]
     with pytest.raises(AuditError, match="worsening_unit"):
         table([0.0, 0.1], [0.0, 0.1], unit="percent")
+
+
+def test_p_worse_reads_logits_beside_a_gate_in_percentage_points():
+    """Compare review 2026-12-02: with the gate in pp, P(worse) read the pp gaps, which grow as
+    a side's rate nears 50%: a gap that shrank from 1.0 to 0.6 logits (A near 5% favourable, B
+    near 50%) was printed "gap +1.00 -> +0.60 logits, ..., P(worse) 1.00"."""
+    rng = np.random.default_rng(5)
+    draws = posterior(rng.normal(1.0, 0.02, 2000), rng.normal(0.6, 0.02, 2000))
+    draws["model_effect"] = draws["model_effect"] + xr.DataArray([-3.0, 0.0],
+                                                                 coords={"model": ["A", "B"]})
+    row = comparison.change_table(draws, GENDER, rope=ROPE, hdi_prob=0.94, familywise_alpha=0.05,
+                                  max_worsening=5.0, unit="pp").row(0, named=True)
+    assert row["p_worse"] < 0.01  # the logit gap shrank
+    assert row["worsens"]  # the pp gap grew by more than 5: the gate reads pp as asked
+    assert row["gap_A_pp"] < 5.0 < 10.0 < row["gap_B_pp"]
+    line = comparison.change_line(row)
+    assert "gap +1.00 -> +0.60 logits (+" in line and "pp), change -0.40" in line
+    assert "P(worse) 0.00" in line
+
+
+def test_a_change_that_rounds_to_zero_prints_no_negative_zero():
+    rng = np.random.default_rng(6)
+    row = table(rng.normal(0.0, 0.3, 4000), rng.normal(-0.001, 0.3, 4000))
+    line = comparison.change_line({**row, "change": -0.001, "hdi_high": -0.004})
+    assert "-0.00" not in line and "change +0.00" in line
 
 
 def test_each_contrast_is_one_junit_case_failed_when_it_worsens():

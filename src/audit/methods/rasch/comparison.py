@@ -46,7 +46,7 @@ from xarray import DataTree
 from scipy.special import expit
 
 from audit.errors import AuditError
-from audit.methods.checks import Check, percent
+from audit.methods.checks import Check, percent, signed
 from audit.methods.rasch.verdict import family_interval, interval_word
 from audit.methods.rasch.analyse import outcome_table
 from audit.methods.rasch.config import FitConfig
@@ -277,7 +277,12 @@ def change_table(posterior: xr.Dataset, levels: Mapping[str, Sequence[str]], *, 
                  unit: str = "logit") -> pl.DataFrame:
     """One row per contrast between the given levels of each attribute (``comparable_levels``):
     gap on each side, its change (B - A) with HDI, P(worse), the ROPE decision on the family-wise
-    HDI over the contrasts read here, and the gate's P(|gap_B| - |gap_A| > max_worsening)."""
+    HDI over the contrasts read here, and the gate's P(|gap_B| - |gap_A| > max_worsening).
+
+    Gaps, change and P(worse) are in logits whatever the gate's unit (`gate_unit`): in
+    percentage points P(worse) read the pp gaps, which grow with a side's rate nearer 50%, so a
+    gap that shrank in logits was printed beside "P(worse) 1.00" (compare review 2026-12-02).
+    With the gate in pp the gaps in pp are columns of their own (gap_A_pp, gap_B_pp)."""
     if unit not in UNITS:
         raise AuditError(f"worsening_unit={unit!r}: use one of {', '.join(UNITS)}")
     if not 0.0 < worsening_prob < 1.0:
@@ -292,12 +297,15 @@ def change_table(posterior: xr.Dataset, levels: Mapping[str, Sequence[str]], *, 
             change = logit_b[pair] - logit_a[pair]
             low, high = hdi_bounds(change, hdi_prob)
             worsening = np.abs(unit_b[pair]) - np.abs(unit_a[pair])
+            grew = np.abs(logit_b[pair]) - np.abs(logit_a[pair])
             rows.append({
                 "attribute": attribute, "level_a": pair[0], "level_b": pair[1],
                 "gap_A": float(logit_a[pair].mean()), "gap_B": float(logit_b[pair].mean()),
+                **({"gap_A_pp": float(unit_a[pair].mean()), "gap_B_pp": float(unit_b[pair].mean())}
+                   if unit == "pp" else {}),
                 "change": float(change.mean()), "change_sd": float(change.std(ddof=1)),
                 "hdi_prob": hdi_prob, "hdi_low": low, "hdi_high": high,
-                "p_worse": float((worsening > 0).mean()),
+                "p_worse": float((grew > 0).mean()),
                 "_change": change, "_worsening": worsening})
     mass = decision_hdi_prob(familywise_alpha, len(rows), hdi_prob)
     for row in rows:
@@ -305,7 +313,7 @@ def change_table(posterior: xr.Dataset, levels: Mapping[str, Sequence[str]], *, 
         low, high, kind = decision_bounds(change, mass)
         row.update({"decision_prob": mass, "decision_low": low, "decision_high": high,
                     "decision_interval_kind": kind,
-                    "decision": decide(low, high, rope), "rope": rope, "unit": unit,
+                    "decision": decide(low, high, rope), "rope": rope, "gate_unit": unit,
                     "max_worsening": max_worsening,
                     "p_worsening": (None if max_worsening is None
                                     else float((worsening > max_worsening).mean())),
@@ -319,16 +327,18 @@ def change_line(row: dict) -> str:
     interval it was taken on where that is the family-wise one, not the reported HDI: "change
     +0.52 [+0.05, +1.01], undecided" did not say why an interval clear of zero was undecided."""
     gate = ("" if row["max_worsening"] is None else
-            f"; P(|gap| grows > {row['max_worsening']:g} {row['unit']}) "
+            f"; P(|gap| grows > {row['max_worsening']:g} {row['gate_unit']}) "
             f"{row['p_worsening']:.2f}: {'WORSENS' if row['worsens'] else 'ok'}")
     family = family_interval(row, row["hdi_prob"])
     decided = ("" if family is None else
-               f" on the {percent(family[0])} {interval_word(row)} [{family[1]:+.2f}, "
-               f"{family[2]:+.2f}]")
-    return (f"{row['attribute']} {row['level_a']} vs {row['level_b']}: gap {row['gap_A']:+.2f} -> "
-            f"{row['gap_B']:+.2f} logits, change {row['change']:+.2f} "
-            f"[{row['hdi_low']:+.2f}, {row['hdi_high']:+.2f}], P(worse) {row['p_worse']:.2f}, "
-            f"{row['decision']}{decided}{gate}")
+               f" on the {percent(family[0])} {interval_word(row)} [{signed(family[1])}, "
+               f"{signed(family[2])}]")
+    in_pp = ("" if row.get("gap_A_pp") is None else
+             f" ({signed(row['gap_A_pp'])} -> {signed(row['gap_B_pp'])} pp)")
+    return (f"{row['attribute']} {row['level_a']} vs {row['level_b']}: gap {signed(row['gap_A'])} "
+            f"-> {signed(row['gap_B'])} logits{in_pp}, change {signed(row['change'])} "
+            f"[{signed(row['hdi_low'])}, {signed(row['hdi_high'])}], P(worse) "
+            f"{row['p_worse']:.2f}, {row['decision']}{decided}{gate}")
 
 
 def gate_checks(changes: pl.DataFrame, diagnostics: Diagnostics | None = None) -> list[Check]:

@@ -17,7 +17,7 @@ from typing import Any
 import jinja2
 import polars as pl
 
-from audit.methods.checks import percent
+from audit.methods.checks import percent, signed
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.irt import Diagnostics
 from audit.methods.rasch.no_signal import JudgeQuality
@@ -189,16 +189,9 @@ def render_report(context: dict[str, Any]) -> str:
     environment.filters["num"] = _number_or_na
     environment.filters["percent"] = percent
     environment.filters["percentile"] = _percentile
-    environment.filters["signed"] = _signed
+    environment.filters["signed"] = signed
     environment.filters["interval_word"] = interval_word
     return environment.get_template(TEMPLATE).render(**context)
-
-
-def _signed(value: float) -> str:
-    """A signed number to two decimals; a value that rounds to zero reads +0.00, not "-0.00"
-    (a gap of -0.001 printed as a negative zero beside its interval)."""
-    text = f"{value:+.2f}"
-    return "+0.00" if text == "-0.00" else text
 
 
 def _percentile(value: float | None) -> str:

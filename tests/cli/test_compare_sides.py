@@ -1,0 +1,130 @@
+"""What `python -m audit.compare` does where the two sides differ beyond the change it measures:
+the same run twice, other items, other fit settings, other judges; and its options' parsing.
+
+The joint fit's sampler is swapped for prior draws, as in test_compare_cli.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from omegaconf import OmegaConf
+
+from audit.cli import compare
+from audit.methods.rasch import comparison
+from audit.methods.rasch.simulation import (
+    VarianceComponents,
+    default_shaped_prompts,
+    simulate_pair,
+)
+from test_compare_cli import gold_results, two_chain_prior_sampler, write_run
+
+
+@pytest.fixture
+def runs(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    monkeypatch.setattr(comparison, "sample_posterior", two_chain_prior_sampler)
+    monkeypatch.chdir(tmp_path)  # the default output folder and any MLflow store land here
+    prompts = default_shaped_prompts(texts_per_cell=2, null_count=0, items=4, replicates=2,
+                                     races=("White",))
+    outcomes = simulate_pair(prompts, VarianceComponents(), {"gender": {}},
+                             {"gender": {"man": 0.5}}, np.random.default_rng(1))
+    return (write_run(tmp_path / "a", outcomes, "A", "You are helpful."),
+            write_run(tmp_path / "b", outcomes, "B", "You are fair."))
+
+
+def _set(run: Path, **values) -> None:
+    config = OmegaConf.load(run / "config.yaml")
+    for key, value in values.items():
+        OmegaConf.update(config, key.replace("__", "."), value)
+    (run / "config.yaml").write_text(OmegaConf.to_yaml(config))
+
+
+def _drop_item(run: Path, item: str) -> None:
+    prompts = pl.read_parquet(run / "prompts.parquet")
+    kept = prompts.filter(pl.col("item_id") != item)
+    kept.write_parquet(run / "prompts.parquet")
+    labels = pl.read_parquet(run / "labels.parquet")
+    labels.filter(pl.col("prompt_id").is_in(kept["prompt_id"].to_list())).write_parquet(
+        run / "labels.parquet")
+
+
+def test_a_run_compared_with_itself_is_refused(runs, caplog):
+    """Bug caught: `compare a a max_worsening=0.5` fitted and printed PASS, exit 0."""
+    run_a, _ = runs
+    assert compare.main([str(run_a), str(run_a), "tracking=false", "max_worsening=0.5"]) == 2
+    assert "A and B are the same run and model" in caplog.text
+
+
+def test_items_one_side_alone_asked_are_left_out_unless_items_all(runs, capsys):
+    """Bug caught: a gap carried by items only run B asked read as a change (a review's
+    simulation: +0.16 -> +1.77 logits, WORSENS), said only in an INFO line."""
+    run_a, run_b = runs
+    item = pl.read_parquet(run_b / "prompts.parquet")["item_id"].sort()[0]
+    _drop_item(run_b, item)
+    assert compare.main([str(run_a), str(run_b), "tracking=false", "output=shared"]) == 0
+    printed = capsys.readouterr().out
+    assert "items: compared on the 3 items both runs asked (A asked 4, B asked 3)" in printed
+    assert "paired: the same 30 prompts" in printed  # A's extra item is not fitted
+    assert compare.main([str(run_a), str(run_b), "tracking=false", "items=all",
+                         "output=all"]) == 0
+    printed = capsys.readouterr().out
+    assert "unpaired: the items differ (3 shared of 4)" in printed
+    assert "items: fitted on all 4 items" in printed
+    assert compare.main([str(run_a), str(run_b), "tracking=false", "items=some"]) == 2
+
+
+def test_run_bs_other_fit_settings_and_attributes_are_named(runs, capsys):
+    """Bug caught: run B's recorded settings were dropped without a word, so swapping A and B
+    changed the ROPE, the interval mass and the contrasts, and B's race was not listed."""
+    run_a, run_b = runs
+    _set(run_b, fit__rope=2.0, fit__attributes=["gender", "race"])
+    assert compare.main([str(run_a), str(run_b), "tracking=false"]) == 0
+    printed = capsys.readouterr().out
+    assert "settings: run B recorded other fit settings (attributes ['gender', 'race'] " in printed
+    assert "rope 2.0 against A's 0.1814" in printed and "swap A and B" in printed
+    assert "not compared: race: in run B's fit.attributes only" in printed
+
+
+def test_two_judges_are_refused_and_one_judges_rewording_is_not(runs, caplog, capsys):
+    """Bugs caught: runs whose recorded judges differ passed when neither had gold results;
+    the same judge's labels with another rationale text, or in another row order, were refused
+    as different judges."""
+    run_a, run_b = runs
+    gold = gold_results(2)
+    gold.write_parquet(run_a / "judge_gold.parquet")
+    gold.with_columns(pl.lit("worded anew").alias("rationale")).reverse().write_parquet(
+        run_b / "judge_gold.parquet")
+    assert compare.main([str(run_a), str(run_b), "tracking=false", "output=same"]) == 0
+    _set(run_a, judge__name="qwen_coder_1_5b")
+    _set(run_b, judge__name="openai_gpt4o_mini")
+    assert compare.main([str(run_a), str(run_b), "tracking=false"]) == 2
+    assert "different judges (judge=qwen_coder_1_5b and judge=openai_gpt4o_mini)" in caplog.text
+    capsys.readouterr()
+    assert compare.main([str(run_a), str(run_b), "tracking=false", "judge_error=false",
+                         "output=truth"]) == 0
+    assert "a change may be the judges' difference" in capsys.readouterr().out
+
+
+def test_options_are_parsed_as_they_read(runs, tmp_path, caplog):
+    """Bugs caught: tracking=False logged an MLflow run (only lowercase false turned it off);
+    max_worsening=nan passed every gate; a run's report/ folder was "has no prompts table"."""
+    run_a, run_b = runs
+    assert compare.main([str(run_a), str(run_b), "tracking=False"]) == 0
+    assert not (tmp_path / "mlflow.db").exists()
+    assert compare.main([str(run_a), str(run_b), "tracking=no"]) == 2
+    assert compare.main([str(run_a), str(run_b), "max_worsening=nan"]) == 2
+    assert "max_worsening=nan must be a finite number" in caplog.text
+    (run_b / "report").mkdir()
+    assert compare.main([str(run_a), str(run_b / "report"), "tracking=false"]) == 2
+    assert f"pass the run's own folder, {run_b}" in caplog.text
+
+
+def test_one_runs_two_models_name_the_default_folder():
+    """Bug caught: `RUN model_a=x model_b=y`, then `model_b=z`, both wrote
+    compare/RUN_vs_RUN/, the second replacing the first."""
+    first, _ = compare.output_paths({"model_a": "x", "model_b": "y"}, ["runs/r1"])
+    second, _ = compare.output_paths({"model_a": "x", "model_b": "z"}, ["runs/r1"])
+    assert first != second and first.name == "r1_vs_r1_x_vs_y"
+    assert compare.output_paths({}, ["runs/r1", "runs/r2"])[0].name == "r1_vs_r2"
