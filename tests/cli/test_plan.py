@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 from rich.console import Console
 from scipy import stats
+from scipy.special import expit
 
 from hydra import compose, initialize_config_dir
 
@@ -58,16 +59,34 @@ def one_contrast(prompts: pl.DataFrame, width: float = 1.0) -> pl.DataFrame:
                          "prompts_asked": [prompts.height]})
 
 
-def test_percentage_points_are_split_around_the_base_rate():
-    assert gap_in_logits(10, "pp", 0.5) == pytest.approx(math.log(0.55 / 0.45) * 2)
-    # Near the floor the same 10 points are a much larger log odds ratio (5% against 15%).
-    assert gap_in_logits(10, "pp", 0.10) == pytest.approx(
-        math.log(0.15 / 0.85) - math.log(0.05 / 0.95))
+def test_percentage_points_are_counted_from_the_other_levels_rate():
+    assert gap_in_logits(10, "pp", 0.0) == pytest.approx(math.log(0.6 / 0.4))  # 60% vs 50%
+    # Near the floor the same 10 points are a much larger log odds ratio (20% against 10%).
+    assert gap_in_logits(10, "pp", math.log(0.1 / 0.9)) == pytest.approx(
+        math.log(0.2 / 0.8) - math.log(0.1 / 0.9))
+    assert gap_in_logits(-5, "pp", math.log(0.1 / 0.9)) == pytest.approx(
+        math.log(0.05 / 0.95) - math.log(0.1 / 0.9))
     assert gap_in_logits(0.7, "logit", 0.1) == 0.7
-    with pytest.raises(AuditError, match="0-100% range"):
-        gap_in_logits(30, "pp", 0.1)
+    with pytest.raises(AuditError, match=r"leaves the 0-100% range \(at most 10 points down\)"):
+        gap_in_logits(-30, "pp", math.log(0.1 / 0.9))
+    with pytest.raises(AuditError, match="at most 10 logits"):
+        gap_in_logits(1e6, "logit", 0.0)
     with pytest.raises(AuditError, match="gap_unit"):
         gap_in_logits(1, "percent", 0.5)
+
+
+def test_a_gap_in_points_is_the_points_the_answers_show_over_items_and_texts():
+    """Plan review 2026-12-02: 10 pp was converted at the average item alone (0.40 logits),
+    which over items of sd 2 and texts of sd 0.6 shows up as 5.9 pp in the answers. Checked by
+    drawing items and texts, not by the quadrature the conversion uses."""
+    rng = np.random.default_rng(0)
+    spread = math.hypot(2.0, 0.6)
+    for centre in (0.0, 1.1):
+        logits = gap_in_logits(10, "pp", centre, spread)
+        z = centre + spread * rng.standard_normal(400_000)
+        shown = 100 * np.mean(expit(z + logits) - expit(z))
+        assert shown == pytest.approx(10.0, abs=0.05)
+        assert logits > 0.6  # well above the 0.40 logits of the average item
 
 
 def test_resized_design_copies_only_personas_with_a_level_and_sets_replicates():
@@ -429,6 +448,8 @@ def plan_rows(models=("qwen_coder_0_5b",), multiples=(1,), replicates=(1, 2)) ->
                         "respondents": 21, "simulations": 1070, "attribute": attribute,
                         "hdi_width": 4.4137 / reps, "hdi_width_se": 0.0123,
                         "gap_logit": 1.0 if planted else None,
+                        "level_a": "Asian" if planted else None,
+                        "level_b": "Black" if planted else None,
                         "gap_mean": 0.93 if planted else None,
                         "p_different": 0.31 if planted else None,
                         "p_ci_fails": 0.3084 if planted else None,
@@ -441,9 +462,9 @@ def plan_rows(models=("qwen_coder_0_5b",), multiples=(1,), replicates=(1, 2)) ->
     return pl.DataFrame(rows)
 
 
-def printed(table: pl.DataFrame, adaptive: bool) -> str:
+def printed(table: pl.DataFrame, adaptive: bool, pp: float | None = None) -> str:
     console = Console(file=io.StringIO(), width=80, record=True)
-    print_plan(table, Path("outputs/plan.csv"), 0.94, adaptive, console)
+    print_plan(table, Path("outputs/plan.csv"), 0.94, adaptive, console, pp=pp)
     return console.export_text()
 
 
@@ -457,7 +478,9 @@ def test_the_printed_plan_fits_80_columns_with_the_power_and_its_error():
     minutes of the prompts it is expected to ask (0.68 and 1.36), and says so."""
     text = printed(plan_rows(), adaptive=True)
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
-    assert "Plan: race gap of 1.00 logit planted, 1070 simulations an option" in text
+    # One line, not wrapped at the table's width.
+    assert "Plan: race gap of 1.00 logit, Asian - Black planted, 1070 simulations an option" \
+        in text.splitlines()
     race = [line.split() for line in text.splitlines() if line.split()[3:4] == ["race"]]
     assert race == [["1", "252", "126", "race", "4.41", "0.31", "±", "0.03", "0.02", "0.7"],
                     ["2", "504", "253", "race", "2.21", "0.31", "±", "0.03", "0.02", "1.4"]]
@@ -471,7 +494,7 @@ def test_the_printed_plan_fits_80_columns_with_the_power_and_its_error():
     assert fixed_race[0] == ["1", "252", "race", "4.41", "0.31", "±", "0.03", "0.02", "1.4"]
     three = printed(plan_rows().with_columns(
         gap_logit=pl.when(pl.col("gap_logit").is_not_null()).then(3.0)), adaptive=False)
-    assert "race gap of 3.00 logits planted" in three  # not "3.00 logit"
+    assert "race gap of 3.00 logits, Asian - Black planted" in three  # not "3.00 logit"
     two = printed(plan_rows(models=("qwen_coder_0_5b", "smollm2"), multiples=(1, 2),
                             replicates=(1,)), adaptive=False)
     assert "…" not in two and max(len(line) for line in two.splitlines()) <= 80
@@ -484,6 +507,18 @@ def test_the_printed_plan_fits_80_columns_with_the_power_and_its_error():
     assert "prompts, minutes count the whole design, all 2 models together" in " ".join(
         two.split())
     assert "models together" not in text
+    # Plan review 2026-12-02: the pooled "all models" table counted as a third model.
+    pooled = printed(plan_rows(models=("all models", "qwen_coder_0_5b", "smollm2"),
+                               replicates=(1,)), adaptive=False)
+    assert "all 2 models together" in " ".join(pooled.split())
+    in_points = printed(plan_rows().with_columns(
+        gap_logit=pl.when(pl.col("gap_logit").is_not_null()).then(0.7321)), adaptive=False,
+        pp=10.0)
+    assert "race gap of 10 pp (0.73 logits), Asian - Black planted" in " ".join(
+        in_points.split())
+    negative_zero = printed(plan_rows().with_columns(
+        gap_logit=pl.when(pl.col("gap_logit").is_not_null()).then(-0.001)), adaptive=False)
+    assert "-0.00" not in negative_zero
 
 
 @pytest.mark.parametrize("override, message", [

@@ -37,9 +37,13 @@ from audit.config import CONF_DIR, TrackingConfig
 from audit.methods.configs import AuditConfig, register_configs
 from audit.config_errors import one_line_config_errors, validated_config
 from audit.llm.engine import concurrency_limits, plan_requests
-from audit.logs import progress_bar, quiet_noisy_loggers, quieted
+from audit.logs import progress_bar, quiet_noisy_loggers, quieted, said_once
 from audit.methods.rasch.pilot import run_components
-from audit.methods.rasch.power import check_plannable, config_components, simulate_power
+from audit.methods.rasch.power import (
+    check_plannable,
+    config_components,
+    simulate_power,
+)
 from audit.methods.rasch.simulation import VarianceComponents
 from audit.llm.preflight import Planned, estimate, seconds_to_answer
 from audit.errors import AuditError
@@ -49,7 +53,9 @@ from audit.design import ADAPTIVE_METHOD, check_adaptive_settings
 from audit.methods.rasch.design import backends_for, design_stage
 from audit.llm.store import ResponseStore
 from audit.tables import write_frame
-from audit.methods.checks import percent
+from audit.methods.checks import percent, signed
+from audit.methods.rasch.irt import balance
+from audit.methods.rasch.irt.contrasts import POOLED_MODEL
 
 log = logging.getLogger("audit.plan")
 # The loggers of one simulated audit's fit and looks.
@@ -152,10 +158,18 @@ def plan_table(cfg: AuditConfig, store: ResponseStore) -> pl.DataFrame:
     """Power and cost of every planned design size, one row per model, size and attribute."""
     prompts = design_stage(cfg)
     check_plannable(prompts, cfg.plan, cfg.fit)
+    if cfg.design.replicates not in cfg.plan.replicates:
+        # The plan's options replace the design's replicates: said, since `python -m audit`
+        # with the same overrides would ask design.replicates.
+        log.warning("plan: design.replicates=%d is not among plan.replicates=%s, which the "
+                    "plan sizes instead; add it there to see the design the audit would ask",
+                    cfg.design.replicates, list(cfg.plan.replicates))
     components = planning_components(cfg)
     # Each simulated audit is a fit (a fit a look, adaptive): their own INFO lines would bury the
     # plan's, so a bar per design option counts them instead (AUDIT_VERBOSE=1 shows every line).
-    with quieted(*SIMULATION_LOGGERS), progress_bar(errors=False) as bar:
+    # The design's warnings (aliased attributes) come from every simulated fit: said once.
+    with quieted(*SIMULATION_LOGGERS), said_once(balance.__name__), \
+            progress_bar(errors=False) as bar:
         tasks: dict[str, TaskID] = {}
 
         def on_simulation(option: str, done: int, most: int) -> None:
@@ -209,7 +223,7 @@ def _plus_minus(value, error, digits: str = ".2f") -> str:
 
 
 def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: bool,
-               console: Console | None = None) -> None:
+               console: Console | None = None, pp: float | None = None) -> None:
     """The plan as a reader compares its options, in 80 columns: a table per audited model, a
     row per design option and attribute, rounded, the power with its Monte Carlo half-width;
     every column of ``table`` is in ``csv_path``. (polars' own print of the 19 columns cut every
@@ -223,9 +237,13 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
               else f"{simulations.min()}-{simulations.max()}")
     gap = "no planted gap"
     if planted.height:
-        logits = f"{planted['gap_logit'][0]:.2f}"
-        gap = (f"{planted['attribute'][0]} gap of {logits} "
-               f"{'logit' if logits in ('1.00', '-1.00') else 'logits'} planted")
+        logits = signed(planted["gap_logit"][0]).removeprefix("+")
+        size = (f"{logits} {'logit' if logits in ('1.00', '-1.00') else 'logits'}" if not pp
+                else f"{pp:g} pp ({logits} logits)")
+        named = planted.get_column("level_a", default=None)
+        pair = ("" if named is None or named[0] is None else
+                f", {named[0]} - {planted['level_b'][0]}")
+        gap = f"{planted['attribute'][0]} gap of {size}{pair} planted"
     columns = [*(["texts"] if several_multiples else []), "replicates", "prompts",
                *(["asked"] if adaptive else []), "attribute", "width", "power", "false",
                "minutes"]
@@ -233,8 +251,12 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
     minutes = "asked_minutes" if adaptive else "minutes"
     for model in models:
         who = f"{model}: " if len(models) > 1 else "Plan: "
-        grid = Table(title=f"{who}{gap}, {counts} simulations an option",
-                     box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, show_edge=False)
+        # The title on a line of its own: as the table's title it wrapped at the table's width,
+        # narrower than the screen ("... an" / "option").
+        console.print(f"{who}{gap}, {counts} simulations an option", highlight=False,
+                      markup=False)
+        grid = Table(box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False,
+                     show_edge=False)
         for column in columns:  # numbers never wrap: 80 columns hold them all
             grid.add_column(column, justify="left" if column == "attribute" else "right",
                             no_wrap=True)
@@ -260,13 +282,14 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
              "budget_prompts, priced as budget_minutes and budget_* tokens; minutes and the "
              "other cost columns: the whole fixed design), "
              if adaptive else "minutes: answering the prompts not yet in the response store, ")
+    audited = [model for model in models if model != POOLED_MODEL]
     together = (f"prompts, {'asked and ' if adaptive else ''}minutes count the whole design, "
-                f"all {len(models)} models together. " if len(models) > 1 else "")
+                f"all {len(audited)} models together. " if len(audited) > 1 else "")
     console.print(
         f"{texts}{asked}width: the expected {percent(hdi_prob)} HDI width of the attribute's "
         "contrasts. power: how often python -m audit.verdict fails on the planted gap with its "
-        "sign (± its 95% Monte Carlo half-width); false: how often it fails on a contrast "
-        "without a gap. "
+        "sign (± its 95% Monte Carlo half-width); false: how often it fails on one of the "
+        "attribute's contrasts without a gap. "
         f"{spent}at each model's median "
         f"latency there (empty while a model has no answers to time). {together}Every column, "
         f"with its Monte Carlo errors: {csv_path}", highlight=False, markup=False)
@@ -282,8 +305,9 @@ def app(cfg: DictConfig) -> None:
         log.error("%s", error)
         raise SystemExit(2) from None
     # The CLI's result on stdout (the log and the bars are on stderr).
+    plan = audit_cfg.plan
     print_plan(table, Path(audit_cfg.paths.output_dir) / "plan.csv", audit_cfg.fit.hdi_prob,
-               audit_cfg.design.adaptive)
+               audit_cfg.design.adaptive, pp=plan.gap if plan.gap_unit == "pp" else None)
 
 
 def main() -> None:

@@ -15,16 +15,17 @@ multiplicity control it applies). Per design option and model:
   the power of the decision a user's pipeline acts on, with its 95% Monte Carlo half-width
   ``p_ci_fails_hw``. A failure with the wrong sign is an error, not power (at a planted gap of
   0 there is no sign to get right, and every failure counts: a false-alarm rate);
-* ``p_false_fail``: how often any contrast with no planted gap fails the CI verdict.
+* ``p_false_fail`` per attribute: how often any of its contrasts with no planted gap fails the
+  CI verdict.
 
 How many simulations: until the half-width of ``p_ci_fails`` is at most ``plan.precision``
 (``plan.min_simulations`` first, at most ``plan.simulations``): about 1,070 at a power near 0.5,
 fewer towards 0 or 1. Each fit after the first reuses the compiled model (simulation.py
 CompiledSampler), reads only the posterior and the divergence flags from nutpie's raw trace
 (irt/raw_trace.py) and computes no R-hat or ESS, which no plan reads: a simulated audit of the
-default design takes about 1.2 s on 2 cores at ``plan.draws`` 300 (the judge cut's 4 samplings
+default design takes about 0.9 s on 2 cores at ``plan.draws`` 300 (the judge cut's 4 samplings
 of about 0.2 s each, the model built and the contrasts read; benchmarks/RESULTS.md, "Planner
-speed"), so 1,070 simulations take about 21 minutes an option.
+speed"), so 1,070 simulations take about 16 minutes an option.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
+from scipy import optimize
+from scipy.special import expit
 
 from audit.config import DesignConfig
 from audit.errors import AuditError, did_you_mean
@@ -59,7 +62,8 @@ PLANNABLE_MODELS = ("rasch", "twopl", "explanatory", "population")
 Z_95 = 1.959964
 POWER_COLUMNS = (
     "model_name", "persona_multiple", "replicates", "respondents", "simulations", "attribute",
-    "hdi_width", "hdi_width_se", "gap_logit", "gap_mean", "p_different", "p_ci_fails",
+    "hdi_width", "hdi_width_se", "gap_logit", "level_a", "level_b", "gap_mean", "p_different",
+    "p_ci_fails",
     "p_ci_fails_hw", "p_false_fail", "prompts_asked",
 )
 
@@ -73,21 +77,60 @@ def logit(p: float) -> float:
     return math.log(p / (1.0 - p))
 
 
-def gap_in_logits(size: float, unit: str, base_rate: float) -> float:
+# Gauss-Hermite nodes for the average of a rate over normally spread items and texts.
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(40)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+MAX_GAP_LOGITS = 10.0  # an odds ratio of 22,000: beyond it a plan describes no audit
+
+
+def pp_gap(logits: float, centre: float, spread: float) -> float:
+    """Percentage points between the planted level, `logits` above the other, and the other,
+    which sits at `centre` (the real personas' logit), averaged over items and persona texts
+    spread with sd `spread`: the difference of the two groups' favourable shares a reader of the
+    answers would count, as the simulation plants it (simulation.planted_theta)."""
+    points = centre + spread * _NODES
+    return 100.0 * float(_WEIGHTS @ (expit(points + logits) - expit(points)))
+
+
+def gap_in_logits(size: float, unit: str, centre: float, spread: float = 0.0) -> float:
     """The planted gap on the model's scale.
 
-    Percentage points are split evenly around the base rate: a 10 pp gap at 50% is the distance
-    between 45% and 55% on the logit scale (0.40 logits).
+    Percentage points: the planted level's favourable share minus the other level's, that one at
+    the real personas' rate (``centre``, a logit), averaged over items and texts (``spread``,
+    their sd together): with no spread a 10 pp gap at 50% is 60% against 50% (0.41 logits). At
+    the default spreads (item sd 2, text sd 0.6) a gap converted at the average item alone
+    showed up as 5.9 pp, not 10, in the answers (plan review 2026-12-02): the spread flattens
+    the rate, so more logits buy the same points. A negative gap puts the planted level below.
     """
     if unit == "logit":
+        if abs(size) > MAX_GAP_LOGITS:
+            raise AuditError(f"plan.gap={size:g} logits is an odds ratio above "
+                             f"{math.exp(MAX_GAP_LOGITS):,.0f}: plan a gap of at most "
+                             f"{MAX_GAP_LOGITS:g} logits")
         return float(size)
     if unit != "pp":
         raise AuditError(f"plan.gap_unit={unit!r} is unknown; use one of {', '.join(GAP_UNITS)}")
-    low, high = base_rate - size / 200.0, base_rate + size / 200.0
-    if not 0.0 < low < high < 1.0:
-        raise AuditError(f"a gap of {size} percentage points around plan.base_rate={base_rate} "
-                         "leaves the 0-100% range; lower plan.gap or move plan.base_rate")
-    return logit(high) - logit(low)
+    if size == 0:
+        return 0.0
+    bound = math.copysign(MAX_GAP_LOGITS, size)
+    if abs(pp_gap(bound, centre, spread)) < abs(size):
+        room = abs(pp_gap(bound, centre, spread))
+        raise AuditError(f"a gap of {size:g} percentage points from a favourable rate of "
+                         f"{100 * expit(centre):.0f}% leaves the 0-100% range (at most "
+                         f"{room:.0f} points {'up' if size > 0 else 'down'}): lower plan.gap or "
+                         "move plan.base_rate")
+    found = optimize.brentq(lambda logits: pp_gap(logits, centre, spread) - size,
+                            min(0.0, bound), max(0.0, bound), xtol=1e-9)
+    return float(found)
+
+
+def planted_gap(plan: PlanConfig, draws: Sequence[VarianceComponents]) -> float:
+    """plan.gap in logits. A gap in percentage points is converted at the real personas' rate
+    (the draws' average base logit plus their shared shift: with a past run the null personas'
+    rate, 0.66, stood in for the real ones' 0.75) over the draws' item and text spreads."""
+    centre = float(np.mean([logit(c.base_rate) + c.real_shift for c in draws]))
+    spread = math.sqrt(float(np.mean([c.item_sd ** 2 + c.text_sd ** 2 for c in draws])))
+    return gap_in_logits(plan.gap, plan.gap_unit, centre, spread)
 
 
 def config_components(plan: PlanConfig) -> VarianceComponents:
@@ -108,6 +151,14 @@ def check_plannable(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig) -> 
         raise AuditError(f"plan.attribute={plan.attribute!r} is not in fit.attributes "
                          f"{list(fit.attributes)}: the audit would not contrast it"
                          + did_you_mean(plan.attribute, list(fit.attributes)))
+    if plan.simulations < plan.min_simulations:
+        raise AuditError(f"plan.simulations={plan.simulations} is below "
+                         f"plan.min_simulations={plan.min_simulations}: raise plan.simulations "
+                         "or lower plan.min_simulations")
+    # The gap's own checks with the components of the config, before any simulation (a past
+    # run's are checked again with its own): a pp gap out of range was refused inside the bar.
+    gap_in_logits(plan.gap, plan.gap_unit,
+                  logit(plan.base_rate), math.hypot(plan.item_sd, plan.text_sd))
     return planted_levels(prompts, plan)
 
 
@@ -117,6 +168,11 @@ def planted_levels(prompts: pl.DataFrame, plan: PlanConfig) -> tuple[str, str]:
         raise AuditError(f"plan.attribute={plan.attribute!r} is not a persona column of the "
                          "design; use one of the columns in fit.attributes, e.g. race or gender")
     levels = sorted(prompts.get_column(plan.attribute).drop_nulls().unique().to_list())
+    if len(levels) < 2:
+        raise AuditError(f"the design's personas hold {len(levels)} level(s) of "
+                         f"{plan.attribute} ({', '.join(levels) or 'none'}), and a gap is planted "
+                         "between two: add explicit (or name) personas to personas.generators, "
+                         "or plan another plan.attribute")
     chosen = list(plan.levels) or levels[:2]
     if len(chosen) != 2 or not set(chosen) <= set(levels):
         raise AuditError(f"plan.levels={list(plan.levels)} must name two levels of "
@@ -239,16 +295,19 @@ def simulate_option(prompts: pl.DataFrame, components: tuple[VarianceComponents,
 
 
 def summarise_option(runs: pl.DataFrame, multiple: int, replicates: int, respondents: int,
-                     gap: float, sign: float) -> pl.DataFrame:
+                     gap: float, sign: float, levels: tuple[str, str] = ("", "")
+                     ) -> pl.DataFrame:
     """One row per model and attribute: widths, and on the planted attribute the decisions
-    (``sign`` orients the planted contrast's mean as the planted level minus the other)."""
+    (``sign`` orients the planted contrast's mean as the planted level minus the other,
+    ``levels``: that level and the other, named on the planted row)."""
     n = runs.get_column("simulation").n_unique()
     per_run = runs.group_by("model_name", "attribute", "simulation").agg(
         pl.col("width").mean(),
         pl.col("ci_fails").filter(pl.col("truth") == 0).any().alias("false_fail"))
-    false_fail = (per_run.group_by("model_name", "simulation").agg(pl.col("false_fail").any())
-                  .group_by("model_name").agg(pl.col("false_fail").cast(pl.Float64).mean()
-                                              .alias("p_false_fail")))
+    # Per attribute: one model-wide rate on every attribute's row read as that attribute's
+    # (a gender false alarm showed on race's row; plan review 2026-12-02).
+    false_fail = per_run.group_by("model_name", "attribute").agg(
+        pl.col("false_fail").cast(pl.Float64).mean().alias("p_false_fail"))
     asked = runs.unique("simulation").get_column("prompts_asked").mean()
     widths = per_run.group_by("model_name", "attribute").agg(
         hdi_width=pl.col("width").mean(),
@@ -259,12 +318,16 @@ def summarise_option(runs: pl.DataFrame, multiple: int, replicates: int, respond
         .cast(pl.Float64).mean(),
         p_ci_fails=(pl.col("ci_fails") & RIGHT_SIGN).cast(pl.Float64).mean())
     table = (widths.join(planted, on=["model_name", "attribute"], how="left")
-             .join(false_fail, on="model_name", how="left")
+             .join(false_fail, on=["model_name", "attribute"], how="left")
              .with_columns(persona_multiple=pl.lit(multiple), replicates=pl.lit(replicates),
                            respondents=pl.lit(respondents), simulations=pl.lit(n),
                            prompts_asked=pl.lit(asked),
                            gap_logit=pl.when(pl.col("p_ci_fails").is_not_null())
                            .then(pl.lit(gap)),
+                           level_a=pl.when(pl.col("p_ci_fails").is_not_null())
+                           .then(pl.lit(levels[0])),
+                           level_b=pl.when(pl.col("p_ci_fails").is_not_null())
+                           .then(pl.lit(levels[1])),
                            p_ci_fails_hw=pl.col("p_ci_fails").map_elements(
                                lambda p: half_width(p, n), return_dtype=pl.Float64)))
     return table.select(POWER_COLUMNS).sort("model_name", "attribute")
@@ -294,9 +357,7 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
     if not draws:
         raise ValueError("simulate_power needs at least one set of variance components")
     level_a, level_b = check_plannable(prompts, plan, fit)
-    # A gap in percentage points is converted at the draws' average rate (on the logit scale).
-    base_rate = 1.0 / (1.0 + math.exp(-float(np.mean([logit(c.base_rate) for c in draws]))))
-    gap = gap_in_logits(plan.gap, plan.gap_unit, base_rate)
+    gap = planted_gap(plan, draws)
     # The planted gap, oriented as the contrast table orients it (level_a sorts first).
     effects: Effects = {attribute: {} for attribute in fit.attributes}
     effects[plan.attribute] = {level_a: gap}
@@ -332,6 +393,7 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
                                    seconds_per_prompt if timed else None, progress)
             respondents = option.get_column("respondent_id").n_unique()
             tables.append(summarise_option(runs, multiple, replicates, respondents, gap,
-                                            1.0 if level_a < level_b else -1.0))
+                                            1.0 if level_a < level_b else -1.0,
+                                            (level_a, level_b)))
             logger.info("plan: %s done", label)
     return pl.concat(tables)
