@@ -107,12 +107,13 @@ def test_two_judges_are_refused_and_one_judges_rewording_is_not(runs, caplog, ca
     assert "a change may be the judges' difference" in capsys.readouterr().out
 
 
-def test_options_are_parsed_as_they_read(runs, tmp_path, caplog):
+def test_options_are_parsed_as_they_read(runs, tmp_path, caplog, capsys):
     """Bugs caught: tracking=False logged an MLflow run (only lowercase false turned it off);
     max_worsening=nan passed every gate; a run's report/ folder was "has no prompts table"."""
     run_a, run_b = runs
     assert compare.main([str(run_a), str(run_b), "tracking=False"]) == 0
     assert not (tmp_path / "mlflow.db").exists()
+    assert "MLflow: off (tracking=false)" in capsys.readouterr().out
     assert compare.main([str(run_a), str(run_b), "tracking=no"]) == 2
     assert compare.main([str(run_a), str(run_b), "max_worsening=nan"]) == 2
     assert "max_worsening=nan must be a finite number" in caplog.text

@@ -409,7 +409,9 @@ def run(argv: list[str]) -> int:
     print("\n".join([f"Result: compare {side_a.model} ({sources[0]}) -> {side_b.model} "
                      f"({sources[-1]}), {pairing.reason}{converged}",
                      f"verdict: {verdict}", f"Report: {report}",
-                     *mlflow_lines(run_info, COMPARE_VIEW)]))
+                     *mlflow_lines(run_info, COMPARE_VIEW,
+                                   "tracking=false" if not tracked
+                                   else "tracking.enabled=false in run A's config")]))
     return 1 if any(check.failed for check in checks) else 0
 
 

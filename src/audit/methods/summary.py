@@ -69,9 +69,12 @@ def findings_lines(findings: Findings) -> list[str]:
     return lines
 
 
-def mlflow_lines(run_info: tracking.RunInfo | None, view_key: str) -> list[str]:
+def mlflow_lines(run_info: tracking.RunInfo | None, view_key: str,
+                 off_by: str = "tracking.enabled=false") -> list[str]:
+    """The MLflow link; without a run, the setting that turned tracking off (`off_by`, as the
+    command takes it: audit.compare's `tracking=false`)."""
     if run_info is None:
-        return ["MLflow: off (tracking.enabled=false)"]
+        return [f"MLflow: off ({off_by})"]
     url = ui.runs_page_url(run_info.tracking_uri, run_info.experiment_id, view_key)
     command = ui.ui_command(run_info.tracking_uri)
     return [f"MLflow runs: {url}", *([f"  (serve it first: {command})"] if command else [])]
