@@ -129,3 +129,12 @@ def test_one_runs_two_models_name_the_default_folder():
     second, _ = compare.output_paths({"model_a": "x", "model_b": "z"}, ["runs/r1"])
     assert first != second and first.name == "r1_vs_r1_x_vs_y"
     assert compare.output_paths({}, ["runs/r1", "runs/r2"])[0].name == "r1_vs_r2"
+
+
+def test_a_run_that_contrasted_no_groups_is_named_as_such(runs, caplog):
+    """Bug caught: with run A's fit.attributes=[] the line read "nothing to compare: . A contrast
+    needs ... fit.attributes ()"."""
+    run_a, run_b = runs
+    _set(run_a, fit__attributes=[])
+    assert compare.main([str(run_a), str(run_b), "tracking=false"]) == 2
+    assert "run A's fit.attributes is empty (a run that contrasted no groups)" in caplog.text
