@@ -366,6 +366,7 @@ def test_the_comparisons_mlflow_run_records_its_gate_and_provenance(two_runs, tm
     assert (params["max_worsening"], params["unit"], params["worsening_prob"]) == \
         ("5", "pp", "0.95")
     assert params["draws"] == "300" and params["judge_error"] == "false"
+    assert params["items"] == "shared"  # re-created by audit.runs show with items=shared
     assert tags["converged"] == "true" and "audit.version" in tags
     assert "package.pymc" in tags
 

@@ -166,7 +166,7 @@ def test_show_prints_the_audit_compare_command_that_made_a_comparison_run():
     from audit.methods.rasch.config import FitConfig
 
     fit = replace(FitConfig(), draws=200, tune=300, chains=2, target_accept=0.9)
-    params = gate_params(fit, 5.0, "pp", 0.9, confusion=None)
+    params = {**gate_params(fit, 5.0, "pp", 0.9, confusion=None), "items": "all"}
     run_a, run_b = "a" * 32, "b" * 32
     run = {"run_id": "c" * 32, "params": params,
            "tags": {"git.commit": "f" * 40, "method": "compare", "compare.run_a": run_a,
@@ -179,7 +179,8 @@ def test_show_prints_the_audit_compare_command_that_made_a_comparison_run():
     assert sources == [run_a, run_b]
     assert options == {"max_worsening": "5pp", "worsening_prob": "0.9", "draws": "200",
                        "tune": "300", "chains": "2", "target_accept": "0.9",
-                       "judge_error": "false", "tracking_uri": "sqlite:////data/mlflow.db"}
+                       "judge_error": "false", "items": "all",
+                       "tracking_uri": "sqlite:////data/mlflow.db"}
 
     one_run = {**run, "params": gate_params(fit, None, "logit", 0.95, confusion=object()),
                "tags": {**run["tags"], "compare.run_b": run_a}}

@@ -394,7 +394,7 @@ def run(argv: list[str]) -> int:
                 "converged": str(diagnostics.converged).lower()}
         run_info = log_comparison(
             settings, mlflow_run_name(side_a, side_b), tags,
-            gate_params(fit, limit, unit, worsening_prob, confusion),
+            {**gate_params(fit, limit, unit, worsening_prob, confusion), "items": items},
             {"n_worsens": float(changes["worsens"].sum()), "n_contrasts": float(changes.height),
              "max_abs_change": float(changes["change"].abs().max())},
             [("", report), ("", plot), ("tables", table), ("tables", junit)])

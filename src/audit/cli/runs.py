@@ -193,7 +193,8 @@ def sweep_steps(run: dict[str, Any]) -> list[str]:
 
 # audit.compare's options and the MLflow params its run records them as (cli/compare.py's
 # gate_params): the same names, max_worsening's unit apart.
-COMPARE_OPTIONS = ("worsening_prob", "draws", "tune", "chains", "target_accept", "judge_error")
+COMPARE_OPTIONS = ("worsening_prob", "items", "draws", "tune", "chains", "target_accept",
+                   "judge_error")
 
 
 def compare_steps(run: dict[str, Any], tracking_uri: str) -> list[str]:
