@@ -7,31 +7,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 from omegaconf import OmegaConf
 
 from audit.cli import compare
-from audit.methods.rasch import comparison
-from audit.methods.rasch.simulation import (
-    VarianceComponents,
-    default_shaped_prompts,
-    simulate_pair,
-)
-from test_compare_cli import gold_results, two_chain_prior_sampler, write_run
+from test_compare_cli import gold_results, two_runs  # noqa: F401 (a fixture)
 
 
 @pytest.fixture
-def runs(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
-    monkeypatch.setattr(comparison, "sample_posterior", two_chain_prior_sampler)
+def runs(two_runs, tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
     monkeypatch.chdir(tmp_path)  # the default output folder and any MLflow store land here
-    prompts = default_shaped_prompts(texts_per_cell=2, null_count=0, items=4, replicates=2,
-                                     races=("White",))
-    outcomes = simulate_pair(prompts, VarianceComponents(), {"gender": {}},
-                             {"gender": {"man": 0.5}}, np.random.default_rng(1))
-    return (write_run(tmp_path / "a", outcomes, "A", "You are helpful."),
-            write_run(tmp_path / "b", outcomes, "B", "You are fair."))
+    return two_runs
 
 
 def _set(run: Path, **values) -> None:
