@@ -121,7 +121,7 @@ def _labelled_strip(axis: plt.Axes, table: pl.DataFrame, key: str, colour: str, 
                     limits: tuple[float, float], axis_inches: float) -> None:
     """Points on the logit scale at x = 0, each name to the right at a height spread_labels
     keeps clear of the others, joined to its point by a thin line where the two differ."""
-    ordered = table.sort("mean", key)
+    ordered = table.filter(pl.col("mean").is_finite()).sort("mean", key)
     values = ordered["mean"].to_numpy()
     low, high = limits
     spacing = 1.5 * _LABEL_POINTS / 72 * (high - low) / axis_inches
@@ -151,7 +151,8 @@ def wright_map(summary: pl.DataFrame) -> Figure:
     items = parameter_table(summary, "b", "item")
     height = max(4.0, 0.2 * min(max(thetas.height, items.height), 60) + 1.5)
     figure, (left, right) = plt.subplots(1, 2, sharey=True, figsize=(9, height))
-    means = pl.concat([thetas["mean"], items["mean"]]).drop_nulls()
+    # Only finite means set the scale: a NaN one made the limits NaN, which matplotlib refuses.
+    means = pl.concat([thetas["mean"], items["mean"]]).drop_nulls().drop_nans()
     margin = 0.05 * max(float(means.max() - means.min()), 1.0) if len(means) else 1.0
     limits = ((float(means.min()) - margin, float(means.max()) + margin) if len(means)
               else (-1.0, 1.0))
