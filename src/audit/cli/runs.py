@@ -106,22 +106,22 @@ def _resolve_run_id(settings: TrackingConfig, run_id: str, option: str = STORE_O
         except LookupError as error:  # it names the store it looked in
             raise LookupError(f"{error}; {elsewhere(option)}") from None
         return run_id
-    matches = [run["run_id"] for run in tracking.find_runs(settings.tracking_uri,
-                                                             settings.experiment,
-                                                             max_results=5000)
-               if run["run_id"].startswith(run_id)]
-    if not matches:
-        # A run logged under another tracking.experiment: its full id was found, its prefix
-        # was "0 runs in experiment 'audit'" with a hint to change the store (compare review
-        # 2026-12-02).
-        matches = [found for found in tracking.run_ids_in_every_experiment(
-            settings.tracking_uri) if found.startswith(run_id)]
+    # The named experiment first, then every experiment: a run logged under another
+    # tracking.experiment was found by its full id, but its prefix was "0 runs in experiment
+    # 'audit'" with a hint to change the store (compare review 2026-12-02).
+    for experiment, where in ((settings.experiment, f"experiment '{settings.experiment}'"),
+                              (None, "any experiment")):
+        matches = [run["run_id"] for run in tracking.find_runs(
+            settings.tracking_uri, experiment, max_results=5000)
+            if run["run_id"].startswith(run_id)]
+        if matches:
+            break
     if not matches:
         raise LookupError(f"0 runs in {settings.tracking_uri} (any experiment) start with "
                           f"'{run_id}': check the id, or {elsewhere(option)}")
     if len(matches) > 1:
-        raise LookupError(f"{len(matches)} runs in experiment '{settings.experiment}' start with "
-                          f"'{run_id}': give more characters of the run id")
+        raise LookupError(f"{len(matches)} runs in {where} start with '{run_id}': give more "
+                          "characters of the run id")
     return matches[0]
 
 

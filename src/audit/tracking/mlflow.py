@@ -274,33 +274,24 @@ def end_parent_run(config: TrackingConfig, run_id: str, metrics: Mapping[str, fl
         client.set_terminated(run_id, status=status)
 
 
-def find_runs(tracking_uri: str, experiment: str, filter_string: str = "",
+def find_runs(tracking_uri: str, experiment: str | None, filter_string: str = "",
               max_results: int = 50) -> list[dict[str, Any]]:
     """Runs as plain dicts (newest first): run_id, name, status, start_time (ms), params,
-    metrics, tags. An unknown experiment gives no runs."""
+    metrics, tags. An unknown experiment gives no runs; None: every experiment of the store (a
+    run id prefix that the named experiment does not hold)."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri)
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
-        return []
-    runs = client.search_runs([found.experiment_id], filter_string=filter_string,
-                              max_results=max_results, order_by=["attributes.start_time DESC"])
-    return [_as_dict(run) for run in runs]
-
-
-def run_ids_in_every_experiment(tracking_uri: str, max_results: int = 5000) -> list[str]:
-    """The ids of the store's runs in any experiment (newest first), for a run id prefix that
-    the named experiment does not hold."""
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri)
-    experiments = [found.experiment_id for found in client.search_experiments()]
+    if experiment is None:
+        experiments = [found.experiment_id for found in client.search_experiments()]
+    else:
+        found = client.get_experiment_by_name(experiment)
+        experiments = [] if found is None else [found.experiment_id]
     if not experiments:
         return []
-    runs = client.search_runs(experiments, max_results=max_results,
-                              order_by=["attributes.start_time DESC"])
-    return [run.info.run_id for run in runs]
+    runs = client.search_runs(experiments, filter_string=filter_string,
+                              max_results=max_results, order_by=["attributes.start_time DESC"])
+    return [_as_dict(run) for run in runs]
 
 
 def _as_dict(run: Any) -> dict[str, Any]:
