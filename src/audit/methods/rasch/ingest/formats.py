@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 import polars as pl
@@ -63,7 +65,7 @@ def read_answers(path: Path, chosen_format: str, model: str | None,
     """The answers file as the table above (every column present; absent ones null).
     `attributes`: those the fit will contrast, to be read from the file (check_unread_levels)."""
     fmt = file_format(path, chosen_format)
-    unread: dict[str, list] = {}
+    unread: dict[str, Iterable] = {}
     fix = "check ingest.input (docs/ingest.md lists the formats)"
     if fmt == "lm_eval":
         rows = lm_eval_rows(read_json_lines(path, "answers file", fix), path.stem)
@@ -94,49 +96,49 @@ def read_answers(path: Path, chosen_format: str, model: str | None,
     else:
         frame = read_frame(path, "answers file", fix, as_text=fmt == "csv")
         default_model = model or "imported"
-        unread = {column: frame[column].to_list() for column in frame.columns
+        unread = {column: frame.get_column(column) for column in frame.columns
                   if not known_column(column)}
     answers = standard_columns(frame, path, default_model)
     check_unread_levels(answers, unread, attributes, path)
     return answers
 
 
-def level_like(values: list) -> list[str] | None:
+def level_like(values: Iterable) -> list[str] | None:
     """A column's distinct values if they look like a persona attribute's levels (text, 2 to 20
     of them, each on at least two rows: not ids, timestamps or free text), else None."""
     present = [value for value in values if value is not None and value != ""]
     if not present or not all(isinstance(value, str) for value in present):
         return None
-    counts: dict[str, int] = {}
-    for value in present:
-        counts[value.strip()] = counts.get(value.strip(), 0) + 1
+    counts = Counter(value.strip() for value in present)
     if not 2 <= len(counts) <= 20 or min(counts.values()) < 2:
         return None
     return sorted(counts)
 
 
-def check_unread_levels(answers: pl.DataFrame, unread: dict[str, list],
+def check_unread_levels(answers: pl.DataFrame, unread: dict[str, Iterable],
                         attributes: tuple[str, ...], path: Path) -> None:
     """Refuse a file that gives none of an attribute the fit contrasts while a column it does not
     read holds values like levels: a race column named `ethnicity` beside a `gender` column
     passed check_described (the rows had a gender) and the run went on without race, its
     contrasts gone behind one warning (bad-input review 2026-12-02). A file that means to
     compare fewer attributes says so with fit.attributes."""
-    for attribute in dict.fromkeys(attributes):
-        if attribute not in answers.columns or answers[attribute].null_count() < answers.height:
-            continue
-        candidates = {column: levels for column, values in unread.items()
-                      if (levels := level_like(values))}
-        if not candidates:
-            continue
-        named = "; ".join(f"'{column}' ({', '.join(levels[:4])}"
-                          f"{', ...' if len(levels) > 4 else ''})"
-                          for column, levels in sorted(candidates.items()))
-        others = [other for other in dict.fromkeys(attributes) if other != attribute]
-        raise AuditError(f"answers file {path} gives no '{attribute}', which fit.attributes "
-                         f"contrasts, and does not read its column(s) {named}: name the column "
-                         f"that holds it '{attribute}' (any case), or set "
-                         f"fit.attributes=[{','.join(others)}] to compare without it")
+    asked = list(dict.fromkeys(attributes))
+    missing = [attribute for attribute in asked if attribute in answers.columns
+               and answers[attribute].null_count() == answers.height]
+    if not missing:  # the usual file: no unread column is looked at
+        return
+    candidates = {column: levels for column, values in unread.items()
+                  if (levels := level_like(values))}
+    if not candidates:
+        return
+    attribute = missing[0]
+    named = "; ".join(f"'{column}' ({', '.join(levels[:4])}{', ...' if len(levels) > 4 else ''})"
+                      for column, levels in sorted(candidates.items()))
+    others = [other for other in asked if other != attribute]
+    raise AuditError(f"answers file {path} gives no '{attribute}', which fit.attributes "
+                     f"contrasts, and does not read its column(s) {named}: name the column "
+                     f"that holds it '{attribute}' (any case), or set "
+                     f"fit.attributes=[{','.join(others)}] to compare without it")
 
 
 def known_column(name: str) -> str | None:
