@@ -160,11 +160,6 @@ def boolean_option(options: dict[str, str], key: str) -> bool | None:
     return choice
 
 
-def judge_error_option(options: dict[str, str]) -> bool | None:
-    """judge_error=true|false; None when not given (run A's fit.judge_error then decides)."""
-    return boolean_option(options, "judge_error")
-
-
 def items_option(options: dict[str, str]) -> str:
     choice = options.get("items", "shared")
     if choice not in ("shared", "all"):
@@ -321,7 +316,7 @@ def run(argv: list[str]) -> int:
     worsening_prob = number(options, "worsening_prob", float, 0.95)
     if not 0.0 < worsening_prob < 1.0:  # checked before the fit, not after it
         raise AuditError(f"worsening_prob={worsening_prob} must lie between 0 and 1 (0.95)")
-    judge_error = judge_error_option(options)
+    judge_error = boolean_option(options, "judge_error")  # None: run A's fit.judge_error
     items = items_option(options)
     tracked = boolean_option(options, "tracking") is not False
     with tempfile.TemporaryDirectory() as scratch:

@@ -39,11 +39,7 @@ from audit.config_errors import one_line_config_errors, validated_config
 from audit.llm.engine import concurrency_limits, plan_requests
 from audit.logs import progress_bar, quiet_noisy_loggers, quieted, said_once
 from audit.methods.rasch.pilot import run_components
-from audit.methods.rasch.power import (
-    check_plannable,
-    config_components,
-    simulate_power,
-)
+from audit.methods.rasch.power import check_plannable, config_components, simulate_power
 from audit.methods.rasch.simulation import VarianceComponents
 from audit.llm.preflight import Planned, estimate, seconds_to_answer
 from audit.errors import AuditError

@@ -63,8 +63,7 @@ Z_95 = 1.959964
 POWER_COLUMNS = (
     "model_name", "persona_multiple", "replicates", "respondents", "simulations", "attribute",
     "hdi_width", "hdi_width_se", "gap_logit", "level_a", "level_b", "gap_mean", "p_different",
-    "p_ci_fails",
-    "p_ci_fails_hw", "p_false_fail", "prompts_asked",
+    "p_ci_fails", "p_ci_fails_hw", "p_false_fail", "prompts_asked",
 )
 
 # Power counts a `different` or a CI failure on the planted contrast only with the true gap's
@@ -113,8 +112,8 @@ def gap_in_logits(size: float, unit: str, centre: float, spread: float = 0.0) ->
     if size == 0:
         return 0.0
     bound = math.copysign(MAX_GAP_LOGITS, size)
-    if abs(pp_gap(bound, centre, spread)) < abs(size):
-        room = abs(pp_gap(bound, centre, spread))
+    room = abs(pp_gap(bound, centre, spread))
+    if room < abs(size):
         raise AuditError(f"a gap of {size:g} percentage points from a favourable rate of "
                          f"{100 * expit(centre):.0f}% leaves the 0-100% range (at most "
                          f"{room:.0f} points {'up' if size > 0 else 'down'}): lower plan.gap or "
