@@ -109,9 +109,9 @@ def spread_labels(values: np.ndarray, spacing: float, low: float, high: float) -
     spacing constraint, so the closest such heights are an isotonic regression of
     values_i - i * spacing; with the same bounds on every u_i the bounded solution is the
     unbounded one clipped (scipy's pool-adjacent-violators, no hand-written solver)."""
-    steps = spacing * np.arange(len(values))
     if len(values) == 0:
         return values
+    steps = spacing * np.arange(len(values))
     upper = max(low, high - steps[-1])
     shifted = optimize.isotonic_regression(np.asarray(values, float) - steps).x
     return np.clip(shifted, low, upper) + steps
@@ -121,7 +121,7 @@ def _labelled_strip(axis: plt.Axes, table: pl.DataFrame, key: str, colour: str, 
                     limits: tuple[float, float], axis_inches: float) -> None:
     """Points on the logit scale at x = 0, each name to the right at a height spread_labels
     keeps clear of the others, joined to its point by a thin line where the two differ."""
-    ordered = table.filter(pl.col("mean").is_finite()).sort("mean", key)
+    ordered = table.sort("mean", key)
     values = ordered["mean"].to_numpy()
     low, high = limits
     spacing = 1.5 * _LABEL_POINTS / 72 * (high - low) / axis_inches
@@ -143,19 +143,28 @@ def _without_shared_model(respondents: pl.DataFrame) -> tuple[pl.DataFrame, str 
     return respondents.with_columns(pl.col("respondent").str.extract(r"/([^/]*)$")), models[0]
 
 
+def _scale(means: pl.Series) -> tuple[float, float]:
+    """The logit axis: every mean with a margin of 5% of their range (at least 0.05 logit)."""
+    if means.is_empty():
+        return -1.0, 1.0
+    low, high = float(means.min()), float(means.max())
+    margin = 0.05 * max(high - low, 1.0)
+    return low - margin, high + margin
+
+
 def wright_map(summary: pl.DataFrame) -> Figure:
     """Respondents (theta) and items (b) on one logit scale: a respondent is likely to get a
     favourable answer on the items below it and unlikely on those above. Many respondents are
     shown as a histogram, few by name."""
-    thetas, model = _without_shared_model(parameter_table(summary, "theta", "respondent"))
-    items = parameter_table(summary, "b", "item")
+    # Finite means only: a NaN one made the axis limits NaN, which matplotlib refuses (the
+    # histograms leave NaN out by themselves).
+    finite = pl.col("mean").is_finite()
+    thetas, model = _without_shared_model(
+        parameter_table(summary, "theta", "respondent").filter(finite))
+    items = parameter_table(summary, "b", "item").filter(finite)
     height = max(4.0, 0.2 * min(max(thetas.height, items.height), 60) + 1.5)
     figure, (left, right) = plt.subplots(1, 2, sharey=True, figsize=(9, height))
-    # Only finite means set the scale: a NaN one made the limits NaN, which matplotlib refuses.
-    means = pl.concat([thetas["mean"], items["mean"]]).drop_nulls().drop_nans()
-    margin = 0.05 * max(float(means.max() - means.min()), 1.0) if len(means) else 1.0
-    limits = ((float(means.min()) - margin, float(means.max()) + margin) if len(means)
-              else (-1.0, 1.0))
+    limits = _scale(pl.concat([thetas["mean"], items["mean"]]))
     left.set_ylim(*limits)
     axis_inches = height - 1.4  # the title and the x labels take about 1.4 inches
     if thetas.height <= LABELLED_STRIP_MAX:
