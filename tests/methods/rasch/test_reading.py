@@ -515,3 +515,11 @@ def test_the_report_names_the_labelling_paths_the_correction_left_uncorrected(tm
     diagnostics.write_text(json.dumps({"judge_error": {"favourable": None}}))
     assert judge_gaps(recorded_diagnostics(diagnostics)) == []
     assert judge_gaps(recorded_diagnostics(tmp_path / "none.json")) == []
+
+
+def test_a_gap_that_rounds_to_zero_reads_plus_zero_in_its_sentence_as_in_the_table():
+    """The HTML table's -0.00 was fixed (dd129fa) while the sentence about the same contrast,
+    in the report and the terminal, still printed "-0.00 (94% HDI ...)"."""
+    row = {**CONTRASTS.row(0, named=True), "mean": -0.001, "hdi_low": -0.9, "hdi_high": 0.9,
+           "decision": "undecided"}
+    assert "-0.00" not in contrast_sentence(row, 0.94)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from audit.methods.checks import finite, percent
+from audit.methods.checks import finite, percent, signed
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.no_signal import (JudgeQuality, no_signal_headline, untrusted_judge,
                                            untrusted_words)
@@ -53,8 +53,8 @@ ABSTENTION_OUTCOMES = ("undetermined", ABSTAINED_OUTCOME)
 
 
 def _interval(row: dict, hdi_prob: float) -> str:
-    return (f"{row['mean']:+.2f} ({percent(hdi_prob)} HDI {row['hdi_low']:+.2f} to "
-            f"{row['hdi_high']:+.2f})")
+    return (f"{signed(row['mean'])} ({percent(hdi_prob)} HDI {signed(row['hdi_low'])} to "
+            f"{signed(row['hdi_high'])})")
 
 
 def rope_words(row: Mapping, digits: int = 2) -> str | None:
@@ -86,9 +86,10 @@ def _decision_reading(row: dict, hdi_prob: float) -> str:
     familywise = finite(row.get("familywise_alpha"))
     interval = (f"the {percent(hdi_prob)} HDI" if family is None else
                 f"the {'family-wise ' if familywise else ''}{percent(family[0])} "
-                f"{interval_word(row)} ({family[1]:+.2f} to {family[2]:+.2f}"
+                f"{interval_word(row)} ({signed(family[1])} to {signed(family[2])}"
                 f"{over if familywise else ''})")
-    rope = f"the region of practical equivalence [{row['rope_low']:+.2f}, {row['rope_high']:+.2f}]"
+    rope = (f"the region of practical equivalence [{signed(row['rope_low'])}, "
+            f"{signed(row['rope_high'])}]")
     if row["decision"] == "different":
         return f"{gap_words(row, row['mean'] > 0)}: {interval} lies wholly outside {rope}"
     if row["decision"] == "equivalent":

@@ -18,7 +18,7 @@ from audit.stats.intervals import jeffreys_interval  # noqa: E402
 from audit.methods.rasch.irt import parameter_table  # noqa: E402
 from audit.methods.rasch.report.reading import respondent_names  # noqa: E402
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE  # noqa: E402
-from audit.methods.checks import percent  # noqa: E402
+from audit.methods.checks import percent, signed  # noqa: E402
 
 KIND_COLOURS = {"baseline": "#444444", "explicit": "#1f77b4", "null": "#bbbbbb", "name": "#2ca02c"}
 
@@ -153,5 +153,5 @@ def print_ranking(thetas: pl.DataFrame, hdi_prob: float, console: Console | None
                          overflow="fold" if text else "ellipsis")
     for rank, (name, row) in enumerate(zip(names, ranked.iter_rows(named=True)), 1):
         table.add_row(str(rank), name, str(row.get("persona_kind") or ""),
-                      f"{row['mean']:+.2f}", f"{row['hdi_low']:+.2f}", f"{row['hdi_high']:+.2f}")
+                      signed(row["mean"]), signed(row["hdi_low"]), signed(row["hdi_high"]))
     console.print(table)
