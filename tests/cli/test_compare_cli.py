@@ -99,6 +99,41 @@ def test_two_system_prompts_compare_paired_with_one_line_per_contrast(two_runs, 
     assert junit.get("tests") == "2" and junit.get("failures") == "0"
 
 
+def test_the_report_is_one_page_that_carries_its_figure_and_shows_the_failed_gate(two_runs,
+                                                                                 tmp_path):
+    """Bugs caught: report.html linked changes_forest.png beside it, so the page a release
+    reviewer is sent (or opens from MLflow's artifact view) showed no figure; a failed gate
+    drawn like a passed one; a change's row missing from the page."""
+    from html.parser import HTMLParser
+
+    class Links(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.sources, self.alerts = [], []
+
+        def handle_starttag(self, tag, attrs):
+            attributes = dict(attrs)
+            self.sources += [attributes[key] for key in ("src", "href") if key in attributes]
+            if attributes.get("role") == "alert":
+                self.alerts.append(attributes.get("id"))
+
+    run_a, run_b = two_runs
+    out = tmp_path / "out"
+    # Both sides hold the same answers, so the gap grows by more than 0 with probability about
+    # one half: above 0.01, so the gate fails.
+    code = compare.main([str(run_a), str(run_b), f"output={out}", "tracking=false",
+                         "max_worsening=0", "worsening_prob=0.01"])
+    assert code == 1
+    page = (out / "report.html").read_text(encoding="utf-8")
+    links = Links()
+    links.feed(page)
+    assert links.sources and all(source.startswith("data:") for source in links.sources), \
+        links.sources
+    assert "Content-Security-Policy" in page and "gate-banner" in links.alerts
+    assert "gender: man vs woman" in page and "WORSENS" in page
+    assert str(run_a.resolve()) in page and str(run_b.resolve()) in page
+
+
 def test_a_run_reproduced_by_dvc_compares_from_its_stage_folders(two_runs, tmp_path):
     """Bug caught: a run laid out as `dvc repro` writes it (each stage's tables in its folder,
     config.yaml under report/) refused as having no prompts table, or its gold results missed."""
@@ -214,6 +249,7 @@ def test_the_change_figure_draws_the_interval_decided_on_in_the_decisions_colour
     below (94% HDI clear of the ROPE) looked like a finding; the ROPE band not drawn."""
     import matplotlib.pyplot as plt
 
+    from audit.methods.rasch.report.changes import change_figure
     from audit.methods.rasch.report.plots import DECISION_COLOURS
 
     changes = pl.DataFrame({
@@ -221,7 +257,7 @@ def test_the_change_figure_draws_the_interval_decided_on_in_the_decisions_colour
         "change": [1.1, 1.0], "hdi_low": [0.3, 0.4], "hdi_high": [1.9, 1.6],
         "decision_prob": [1 - 0.05 / 2] * 2, "decision_low": [-0.1, 0.25],
         "decision_high": [2.3, 1.8], "decision": ["undecided", "different"], "rope": [0.18] * 2})
-    figure = compare.change_figure(changes, 0.94)
+    figure = change_figure(changes, 0.94)
     axis = figure.axes[0]
     drawn = {(tuple(line.get_xdata()), line.get_color()) for line in axis.lines}
     assert ((-0.1, 2.3), DECISION_COLOURS["undecided"]) in drawn
@@ -369,18 +405,21 @@ def test_the_comparisons_mlflow_run_records_its_gate_and_provenance(two_runs, tm
     assert params["items"] == "shared"  # re-created by audit.runs show with items=shared
     assert tags["converged"] == "true" and "audit.version" in tags
     assert "package.pymc" in tags
+    assert run.info.run_name == "compare qwen: a vs b"  # one model, two system prompts
 
 
-def test_the_mlflow_run_names_the_two_runs_when_the_model_is_the_same():
-    # Would fail on the old name, "compare qwen vs qwen", which told two system prompts'
-    # comparisons apart from nothing in the MLflow runs list.
+def test_the_comparison_is_named_by_its_two_runs_when_the_model_is_the_same():
+    # Would fail on the old MLflow run name, "compare qwen vs qwen", which told two system
+    # prompts' comparisons apart from nothing in the runs list; the report's title is this name.
+    from audit.methods.rasch.report.changes import comparison_name
+
     def side(label: str, source: str, model: str) -> comparison.Side:
         return comparison.Side(label, source, model, pl.DataFrame(), pl.DataFrame())
 
-    assert compare.mlflow_run_name(side("A", "runs/a", "qwen"), side("B", "/x/runs/b", "qwen")) \
-        == "compare qwen: a vs b"
-    assert compare.mlflow_run_name(side("A", "runs/a", "qwen"), side("B", "runs/a", "llama")) \
-        == "compare qwen vs llama"
+    assert comparison_name((side("A", "runs/a", "qwen"), side("B", "/x/runs/b", "qwen"))) \
+        == "qwen: a vs b"
+    assert comparison_name((side("A", "runs/a", "qwen"), side("B", "runs/a", "llama"))) \
+        == "qwen vs llama"
 
 
 class Fitted(Exception):

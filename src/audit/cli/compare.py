@@ -17,29 +17,26 @@ percentage points) with probability `worsening_prob` or the fit did not converge
 
 from __future__ import annotations
 
-import html
 import logging
 import math
 import sys
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
-from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
-from audit.cli.runs import CONFIG_ARTIFACT, run_source
+from audit.cli.compare_sources import fetch_run, read_side
 from audit.cli.verdict import junit_xml, write_junit
-from audit.methods.verdict import recorded_config_file, verdict_text
-from audit.methods.layout import found_run_file
+from audit.methods.verdict import verdict_text
 from audit.config import TrackingConfig
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 from audit.methods.configs import VerdictConfig
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch import comparison
+from audit.methods.rasch.report.changes import (change_forest_plot, change_report,
+                                                 comparison_name)
 from audit.methods.rasch.comparison_sides import (
     attributes_note,
     check_one_judge,
@@ -48,22 +45,13 @@ from audit.methods.rasch.comparison_sides import (
     shared_items,
 )
 from audit.methods.rasch.irt.judge_error import resolve_confusion
-from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema
 from audit.methods.summary import mlflow_lines
-from audit.schemas import PromptSchema
-from audit.tables import check_output, read_table, save_figure, write_frame
+from audit.tables import check_output, write_frame
 from audit.tracking import mlflow as tracking
 from audit.tracking import ui
 from audit.cli import printed_help
 
 log = logging.getLogger("audit.compare")
-
-
-@dataclass(frozen=True)
-class RecordedConfig:
-    fit: FitConfig
-    tracking: TrackingConfig
-    judge: str | None = None  # judge.name as the run recorded it
 
 
 USAGE = ("usage: python -m audit.compare A [B] [model_a=NAME] [model_b=NAME] [max_worsening=DELTA|"
@@ -76,77 +64,6 @@ NO_GATE = (" (no max_worsening given: no contrast was gated, only the fit's conv
            "max_worsening=DELTA to fail on a worsening)")
 # The shared view (experiment tag) the printed MLflow link opens; log_comparison writes it.
 COMPARE_VIEW = "compare"
-STORE_OPTION = "tracking_uri=URI"  # how this command takes the store, for audit.runs' hints
-DATA_FILES = {"prompts": ("data/prompts.parquet", "prompts.parquet"),
-              "labels": ("data/labels.parquet", "labels.parquet"),
-              "gold": ("judge/judge_gold.parquet", "judge_gold.parquet")}
-
-
-def fetch_run(source: str, tracking_uri: str, experiment: str, scratch: Path) -> tuple[Path, str]:
-    """A run directory for `source` and its name: the directory itself, or the MLflow run's
-    logged tables in `scratch` and its full run id."""
-    settings = TrackingConfig(tracking_uri=tracking_uri, experiment=experiment)
-    found = run_source(source, settings, STORE_OPTION, source)
-    if isinstance(found, Path):
-        return found, str(found.resolve())
-    run_id = found
-    folder = scratch / run_id
-    for artifact, name in [*DATA_FILES.values(), (CONFIG_ARTIFACT, CONFIG_ARTIFACT)]:
-        try:
-            downloaded = tracking.download_artifact(tracking_uri, run_id, artifact, folder)
-        except Exception:  # MLflow raises several types for a missing artifact
-            continue
-        Path(downloaded).rename(folder / name)
-    return folder, run_id
-
-
-def recorded_config(path: Path) -> RecordedConfig:
-    """The fit and tracking sections of a run's config.yaml: all a comparison reads from it."""
-    try:
-        loaded = OmegaConf.load(path)
-        sections = {name: OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(kind),
-                                                              loaded.get(name, {})))
-                    for name, kind in (("fit", FitConfig), ("tracking", TrackingConfig))}
-        judge = loaded.get("judge", {}) or {}
-        name = judge.get("name") if hasattr(judge, "get") else None
-    except (OmegaConfBaseException, YAMLError) as error:
-        raise AuditError(f"{path} is not a run's config.yaml ({str(error).splitlines()[0]})") \
-            from None
-    return RecordedConfig(**sections, judge=None if name is None else str(name))
-
-
-def read_side(label: str, source: str, run_dir: Path, model: str | None
-              ) -> tuple[comparison.Side, RecordedConfig, pl.DataFrame | None]:
-    paths = {key: found_run_file(run_dir, name) for key, (_, name) in DATA_FILES.items()}
-    for key in ("prompts", "labels"):
-        if paths[key] is None:
-            inside = (f" (a folder inside a run: pass the run's own folder, "
-                      f"{run_dir.parent})" if run_dir.name in ("report", "fit", "data", "judge")
-                      else "")
-            raise AuditError(f"{source} has no {key} table{inside}: pass a finished Rasch "
-                             "audit's run directory or MLflow run id")
-    config = recorded_config_file(run_dir)
-    if config is None:
-        raise AuditError(f"{source} has no config.yaml: pass a run made by python -m audit")
-    cfg = recorded_config(config)
-    prompts = read_table(paths["prompts"], PromptSchema, "prompts")
-    models = sorted(set(prompts.get_column("model_name").to_list()))
-    if model is None:
-        if len(models) > 1:
-            raise AuditError(f"{source} audited {len(models)} models ({', '.join(models)}): "
-                             f"name one with model_{label.lower()}=NAME")
-        model = models[0]
-    elif model not in models:
-        raise AuditError(f"model_{label.lower()}={model} is not in {source}; it audited "
-                         f"{', '.join(models)}")
-    prompts = prompts.filter(pl.col("model_name") == model)
-    labels = read_table(paths["labels"], LabelSchema, "labels")
-    gold = (read_table(paths["gold"], GoldResultSchema, "judge gold-set results")
-            if paths["gold"] else None)
-    # A run that never evaluated its judge logs no gold table (MLflow) or an empty one (its
-    # directory): the same fact, read the same way.
-    gold = gold if gold is not None and gold.height else None
-    return comparison.Side(label, source, model, prompts, labels), cfg, gold
 
 
 def boolean_option(options: dict[str, str], key: str) -> bool | None:
@@ -223,49 +140,6 @@ def worsening_limit(text: str | None) -> tuple[float | None, str]:
     if value < 0:
         raise AuditError(f"max_worsening={text} must be >= 0")
     return value, unit
-
-
-def change_figure(changes: pl.DataFrame, hdi_prob: float):
-    """Each change with its HDI and the one it was decided on, coloured by decision, as a run's
-    contrasts are drawn (it drew the HDI alone, so a change clear of zero looked decided)."""
-    from audit.methods.rasch.report.plots import decision_forest
-
-    rows = [{**row, "rope_low": -row["rope"], "rope_high": row["rope"]}
-            for row in changes.iter_rows(named=True)]
-    return decision_forest(
-        rows, [f"{row['attribute']}: {row['level_a']} vs {row['level_b']}" for row in rows],
-        hdi_prob, estimate="change", xlabel="change in gap, B - A (logits)",
-        title="Change in each gap (grey band: region of practical equivalence)")
-
-
-def forest_plot(changes: pl.DataFrame, hdi_prob: float, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    figure = change_figure(changes, hdi_prob)
-    path = save_figure(figure, path)
-    plt.close(figure)
-    return path
-
-
-def report_html(changes: pl.DataFrame, sides, pairing: comparison.Pairing, verdict: str,
-                plot: Path, left_out: tuple[str, ...] = (), notes: list[str] = ()) -> str:
-    head = "".join(f"<th>{html.escape(column)}</th>" for column in changes.columns)
-    def cell(value: object) -> str:
-        return html.escape(f"{value:.3g}" if isinstance(value, float) else str(value))
-
-    body = "".join("<tr>" + "".join(f"<td>{cell(value)}</td>" for value in row) + "</tr>"
-                   for row in changes.iter_rows())
-    source = "".join(f"<li>{side.label}: {html.escape(side.source)} (model "
-                     f"{html.escape(side.model)})</li>" for side in sides)
-    skipped = ("" if not left_out else "<p>Not compared:</p><ul>"
-               + "".join(f"<li>{html.escape(reason)}</li>" for reason in left_out) + "</ul>")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>audit.compare</title></head>"
-            f"<body><h1>Change in each gap, B minus A</h1><ul>{source}</ul>"
-            f"<p>{html.escape(pairing.reason)}</p>"
-            + "".join(f"<p>{html.escape(note)}</p>" for note in notes)
-            + f"<p>Gate: {html.escape(verdict)}</p>"
-            f"<img src='{plot.name}' alt='forest plot of changes'><table border='1'>"
-            f"<tr>{head}</tr>{body}</table>{skipped}</body></html>")
 
 
 # What a comparison writes in its output folder.
@@ -371,30 +245,35 @@ def run(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     table = write_frame(changes.with_columns(pl.lit(pairing.paired).alias("paired")),
                         out / OUTPUT_FILES[0])
-    plot = forest_plot(changes, fit.hdi_prob, out / OUTPUT_FILES[1])
+    plot = change_forest_plot(changes, fit.hdi_prob, out / OUTPUT_FILES[1])
+    lines = [comparison.change_line(row) for row in changes.iter_rows(named=True)]
+    # Provenance as every run records it (the tool's version, git commit, packages), so a gate's
+    # verdict can be traced to the code and the settings that gave it.
+    provenance = tracking.provenance(Path("."))
     report = out / OUTPUT_FILES[2]
-    report.write_text(report_html(changes, (side_a, side_b), pairing, verdict, plot,
-                                  left_out, notes), encoding="utf-8")
+    report.write_text(change_report(
+        changes, (side_a, side_b), pairing=pairing.reason, verdict=verdict,
+        failed=any(check.failed for check in checks), converged=diagnostics.converged,
+        figure=plot, lines=lines,
+        left_out=left_out, notes=notes, provenance=provenance), encoding="utf-8")
     idata.to_netcdf(str(out / OUTPUT_FILES[3]))
     write_junit(junit_xml(checks, out, VerdictConfig()), junit)
     run_info = None
     if tracked and cfg.tracking.enabled:
         settings = replace(cfg.tracking, tracking_uri=uri, run_name=None)
-        # Provenance as every run records it (the tool's version, git commit, packages), so a
-        # gate's verdict can be traced to the code and the settings that gave it.
-        tags = {**tracking.provenance(Path(".")), "method": "compare",
+        tags = {**provenance, "method": "compare",
                 "compare.run_a": sources[0], "compare.run_b": sources[-1],
                 "compare.model_a": side_a.model, "compare.model_b": side_b.model,
                 "compare.paired": str(pairing.paired).lower(),
                 "converged": str(diagnostics.converged).lower()}
         run_info = log_comparison(
-            settings, mlflow_run_name(side_a, side_b), tags,
+            settings, f"compare {comparison_name((side_a, side_b))}", tags,
             {**gate_params(fit, limit, unit, worsening_prob, confusion), "items": items},
             {"n_worsens": float(changes["worsens"].sum()), "n_contrasts": float(changes.height),
              "max_abs_change": float(changes["change"].abs().max())},
             [("", report), ("", plot), ("tables", table), ("tables", junit)])
-    for row in changes.iter_rows(named=True):
-        print(comparison.change_line(row))
+    for line in lines:
+        print(line)
     for reason in left_out:
         print(f"not compared: {reason}")
     for note in notes:
@@ -434,15 +313,6 @@ def gate_params(fit: FitConfig, limit: float | None, unit: str, worsening_prob: 
             "familywise_alpha": str(fit.familywise_alpha), "hdi_prob": f"{fit.hdi_prob:g}",
             # whether the labels were read through the judge's measured errors
             "judge_error": str(confusion is not None).lower()}
-
-
-def mlflow_run_name(side_a: comparison.Side, side_b: comparison.Side) -> str:
-    """The comparison's MLflow run name: the two models, or, for one model under two settings,
-    the model and its two runs (``compare qwen vs qwen`` told the runs list nothing)."""
-    if side_a.model != side_b.model:
-        return f"compare {side_a.model} vs {side_b.model}"
-    return (f"compare {side_a.model}: {Path(side_a.source).name} vs "
-            f"{Path(side_b.source).name}")
 
 
 def main(argv: list[str] | None = None) -> int:
