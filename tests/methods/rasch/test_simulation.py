@@ -147,8 +147,10 @@ def test_the_runs_gold_counts_become_the_planned_judge():
     assert judge_components(None, "favourable", VarianceComponents()).gold_counts() is None
 
 
-def test_from_run_reads_a_run_directory(tmp_path):
-    """The files a Rasch run writes (fit/posterior.nc, prompts.parquet, judge_gold.parquet)."""
+def test_from_run_reads_a_run_directory(tmp_path, caplog):
+    """The files a Rasch run writes (fit/posterior.nc, prompts.parquet, judge_gold.parquet). The
+    log line names what the plan uses: it printed the components' repr, with the config's
+    gold_per_class (25) beside the run's own 20 gold answers, which the plan uses instead."""
     import arviz as az
 
     rng = np.random.default_rng(5)
@@ -165,9 +167,15 @@ def test_from_run_reads_a_run_directory(tmp_path):
     gold_table([("favourable", "favourable", 9), ("favourable", "unfavourable", 1),
                 ("unfavourable", "unfavourable", 8), ("unfavourable", "favourable", 2)]
                ).write_parquet(tmp_path / "judge_gold.parquet")
-    found = run_components(str(tmp_path), "sqlite:///unused.db", ("gender", "race"),
-                           "favourable", VarianceComponents(item_sd=1.0), count=30, seed=1)
+    with caplog.at_level("INFO", logger="audit.methods.rasch.pilot"):
+        found = run_components(str(tmp_path), "sqlite:///unused.db", ("gender", "race"),
+                               "favourable", VarianceComponents(item_sd=1.0, gold_per_class=25),
+                               count=30, seed=1)
     assert len(found) == 30
+    (line,) = [record.getMessage() for record in caplog.records if "posterior means" in
+               record.getMessage()]
+    assert "item sd 1.79" in line and "of the run's 20 gold answers" in line, line
+    assert "gold_per_class" not in line and "VarianceComponents" not in line, line
     assert np.mean([draw.item_sd for draw in found]) == pytest.approx(1.8, rel=0.1)
     assert {draw.gold_counts().true_0_judged_1 for draw in found} == {2}
     with pytest.raises(AuditError, match="neither a run directory nor an MLflow run"):

@@ -159,6 +159,20 @@ def _mean_components(figures: dict[str, np.ndarray],
     return _components_at({name: values.mean() for name, values in figures.items()}, defaults)
 
 
+def components_line(components: VarianceComponents) -> str:
+    """The components as the plan's log shows them: the spreads and rates, and where the judge's
+    rates come from (the dataclass's repr printed gold_per_class from the config beside the
+    run's own gold counts, which the plan uses instead)."""
+    judge = ("labels as truth (no gold-set results)" if components.gold is None else
+             f"judge sensitivity {components.sensitivity:.2f}, specificity "
+             f"{components.specificity:.2f} (Beta means of the run's {components.gold.n} gold "
+             "answers)")
+    return (f"item sd {components.item_sd:.2f}, text sd {components.text_sd:.2f}, null sd "
+            f"{components.null_sd:.2f}, null personas' favourable rate "
+            f"{components.base_rate:.2f}, real personas' shift {components.real_shift:+.2f} "
+            f"logits; {judge}")
+
+
 def posterior_component_draws(posterior: xr.Dataset, prompts: pl.DataFrame,
                               attributes: tuple[str, ...], defaults: VarianceComponents,
                               count: int, seed: int) -> tuple[VarianceComponents, ...]:
@@ -254,5 +268,5 @@ def run_components(source: str, tracking_uri: str, attributes: tuple[str, ...], 
     judged = judge_components(gold, coding, defaults, drop_labels)
     figures = _component_draws(posterior, prompts, attributes, judged)  # warns once
     logger.info("plan.from_run=%s, posterior means: %s", source,
-                _mean_components(figures, judged))
+                components_line(_mean_components(figures, judged)))
     return _picked_components(figures, judged, count, seed)
