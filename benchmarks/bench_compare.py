@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/bench_compare.py [--pairs 200] [--change 0.8] [--max-worsening 0.5]
        [--replicates 2] [--prompt-sd 0.5] [--side-text-sd 0] [--draws 500] [--tune 500]
-       [--chains 2] [--check 10] [--seed 1] [--quick]
+       [--chains 2] [--check 10] [--seed 1] [--unpaired] [--quick]
 
 Each pair (methods/rasch/simulation.py simulate_pair) is two runs of the default design's shape
 (a baseline, --texts-per-cell (2) persona texts per gender x race cell, 4 null personas, 12 items,
@@ -11,9 +11,12 @@ reproduce); item sd 1, persona-text sd 0.3, null sd 0.5, 50% base rate, labels a
 share their items and persona texts, with a prompt pull of sd --prompt-sd (0.5) shared by both
 sides: one model under two system prompts, paired; --side-text-sd (0) gives each persona text a
 pull of its own on each side too (the sides react differently to a text; the planted change is
-then the population's, which the sample's change strays from). Even pairs plant a change of
---change logits in the man vs woman gap (side A's gap 0, side B's --change); odd pairs plant no
-change (both gaps 0.3). Race has no gap on either side. Every pair goes through the command's own joint fit
+then the population's, which the sample's change strays from). --unpaired draws each side's
+prompt pulls apart (sd --prompt-sd each: two runs whose prompts differ, by design seed or
+persona wording) and fits the pair unpaired, as the command does when the prompts differ.
+Even pairs plant a change of --change logits in the man vs woman gap (side A's gap 0, side B's
+--change); odd pairs plant no change (both gaps 0.3). Race has no gap on either side. Every pair
+goes through the command's own joint fit
 (comparison.fit_joint with fit=population's priors and target_accept, --draws and --tune per
 chain, --chains chains, one compiled model reused across pairs) and change table (94% HDIs; the
 decision at the family-wise level over the 7 contrasts; the gate at worsening_prob 0.95).
@@ -84,10 +87,10 @@ def planted_effects(change: float) -> tuple[dict, dict]:
 
 
 def score(outcomes: pl.DataFrame, fit: FitConfig, planted: float, max_worsening: float,
-          sample=None) -> dict[str, float]:
+          sample=None, paired: bool = True) -> dict[str, float]:
     """One pair through the command's joint fit: the planted contrast's coverage and width, and
     whether the gate (any contrast worsening) or a `different` decision fired."""
-    idata, diagnostics = comparison.fit_joint(outcomes, fit, paired=True, sample=sample)
+    idata, diagnostics = comparison.fit_joint(outcomes, fit, paired=paired, sample=sample)
     levels = comparison.comparable_levels(outcomes, ATTRIBUTES).levels
     changes = comparison.change_table(
         idata["posterior"].to_dataset(), levels, rope=fit.rope, hdi_prob=HDI_PROB,
@@ -116,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--check", type=int, default=10, help="pairs also fitted in full")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--unpaired", action="store_true",
+                        help="each side its own prompt pulls, fitted unpaired")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -136,17 +141,18 @@ def main(argv: list[str] | None = None) -> int:
     for index in range(args.pairs):
         planted = args.change if index % 2 == 0 else 0.0
         outcomes = simulate_pair(prompts, components, *planted_effects(planted), rng,
-                                 prompt_sd=args.prompt_sd, side_text_sd=args.side_text_sd)
+                                 prompt_sd=args.prompt_sd, side_text_sd=args.side_text_sd,
+                                 paired=not args.unpaired)
         fitting = time.perf_counter()
         fast = score(outcomes, dataclasses.replace(fit, seed=args.seed + index), planted,
-                     args.max_worsening, sample=sampler)
+                     args.max_worsening, sample=sampler, paired=not args.unpaired)
         fast_seconds += time.perf_counter() - fitting
         rows.append(fast)
         log.info("pair %d: planted %+.2f, change %+.2f [%+.2f, %+.2f], gate fails %d", index,
                  planted, fast["change"], fast["hdi_low"], fast["hdi_high"], fast["gate_fails"])
         if len(checks) < args.check:
             full = score(outcomes, dataclasses.replace(full_fit, seed=args.seed + index),
-                         planted, args.max_worsening)
+                         planted, args.max_worsening, paired=not args.unpaired)
             checks.append({"fast": fast, "full": full})
     seconds = time.perf_counter() - started
     table = pl.DataFrame(rows)
