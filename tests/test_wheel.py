@@ -9,6 +9,7 @@ personas, and a model the user adds as one YAML file in their own ./conf compose
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -24,7 +25,7 @@ from servers.llama_server import openai_server
 from audit.llm.backends.packaged import resolve_model_path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "src", "data")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", ".gitignore", "src", "data")
 IAT_FILES = ("gpt4o_racism_replication.csv", "gpt4o_sexuality_synonym.csv")
 
 pytestmark = pytest.mark.slow
@@ -41,7 +42,7 @@ def run(arguments: list[str], cwd: Path, site: Path | None = None,
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def source(tmp_path_factory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for name in SOURCES:
         origin = PROJECT_ROOT / name
@@ -50,6 +51,15 @@ def wheel(tmp_path_factory) -> Path:
                             ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
         else:
             shutil.copy(origin, source / name)
+    # A checkout, as a release is built from one: the wheel records its commit (setup.py).
+    for command in (["init", "-q"], ["add", "-A"],
+                    ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "source"]):
+        subprocess.run(["git", "-C", str(source), *command], check=True, capture_output=True)
+    return source
+
+
+@pytest.fixture(scope="module")
+def wheel(source: Path, tmp_path_factory) -> Path:
     built = tmp_path_factory.mktemp("wheel")
     done = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir",
                 str(built), str(source)], cwd=source)
@@ -101,6 +111,28 @@ def test_the_iat_import_runs_from_an_empty_folder_on_the_shipped_stimuli(site: P
     # as in tests/cli/test_iat_cli.py from the checkout: positive words go with White every time
     assert stats["racism"]["n"] == 50 and stats["racism"]["mean_d"] > 0.99
     assert (stats["sexuality"]["n"], stats["sexuality"]["n_left_out_strict"]) == (49, 1)
+
+
+def test_a_run_of_the_installed_wheel_records_the_commit_it_was_built_from(
+        source: Path, wheel: Path, site: Path, tmp_path: Path):
+    """Bug caught: an installed wheel run from any folder recorded no commit, and its recipe
+    said `pip install llm-demographic-audit==0.2.0`, a version no index holds: the version
+    alone names no code. Run from the user's own repository, it recorded that repository's
+    commit as the code's."""
+    commit = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    assert zipfile.ZipFile(wheel).read("audit/BUILD_COMMIT").decode().split() == \
+        [commit, "false"]
+    for command in (["init", "-q"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit",
+                                     "-q", "--allow-empty", "-m", "mine"]):
+        subprocess.run(["git", "-C", str(tmp_path), *command], check=True, capture_output=True)
+    done = run([sys.executable, "-c", "import json; from pathlib import Path; "
+                "from audit.tracking.mlflow import provenance; "
+                "print(json.dumps(provenance(Path('.'))))"], tmp_path, site)
+    assert done.returncode == 0, done.stderr[-3000:]
+    tags = json.loads(done.stdout)
+    assert (tags["audit.commit"], tags["audit.dirty"]) == (commit, "false")
+    assert tags["git.commit"] != commit  # the user's repository, recorded as the folder's
 
 
 def test_a_plain_install_of_the_wheel_pulls_no_model_weights(wheel: Path):

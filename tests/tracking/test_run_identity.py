@@ -91,25 +91,74 @@ def test_params_are_the_shared_sections_and_the_running_methods_own():
     assert not [key for key in counterfactual if key.startswith(("fit.", "plan.", "iat."))]
 
 
+def _git_repo(folder: Path, *tracked: str) -> str:
+    """A git checkout at `folder` with the given files committed; its commit."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in tracked:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("")
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    subprocess.run(["git", "-C", str(folder), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    return subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
 def test_every_run_records_the_tools_version_and_a_commit_only_in_a_git_checkout(tmp_path):
     version = importlib.metadata.version("llm-demographic-audit")
-    outside = tracking.provenance(tmp_path)  # not a git checkout
+    installed = tmp_path / "site" / "audit"  # an installed audit with no record of its commit
+    installed.mkdir(parents=True)
+    outside = tracking.provenance(tmp_path / "site", package_dir=installed)
     assert outside["audit.version"] == version
-    assert "git.commit" not in outside and "git.dirty" not in outside
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t",
-                    "commit", "-q", "--allow-empty", "-m", "x"], check=True)
-    inside = tracking.provenance(tmp_path)
-    assert len(inside["git.commit"]) == 40 and inside["git.dirty"] == "false"
+    assert not {"git.commit", "git.dirty", "audit.commit", "audit.dirty"} & set(outside)
+    folder = tmp_path / "project"
+    commit = _git_repo(folder)
+    inside = tracking.provenance(folder, package_dir=installed)
+    assert inside["git.commit"] == commit and inside["git.dirty"] == "false"
 
 
-def test_re_creating_a_run_made_outside_git_names_the_version_not_git_checkout_unknown():
+def test_the_codes_commit_comes_from_audits_checkout_or_wheel_not_the_runs_folder(tmp_path):
+    """Bugs caught: the commit was read in the folder the run was made in, so a run from the
+    user's own repository recorded that repository's commit as the code's, and a run from any
+    other folder recorded none, though audit's code was in a checkout (or a wheel built from
+    one); an audit installed in a .venv inside the user's repository read as that repository's
+    code."""
+    clone_commit = _git_repo(tmp_path / "clone", "src/audit/__init__.py")
+    user_commit = _git_repo(tmp_path / "mine", ".gitignore")
+    (tmp_path / "mine" / ".gitignore").write_text(".venv/\n")
+    tags = tracking.provenance(tmp_path / "mine", package_dir=tmp_path / "clone/src/audit")
+    assert (tags["audit.commit"], tags["audit.dirty"]) == (clone_commit, "false")
+    assert tags["git.commit"] == user_commit != clone_commit
+    venv_package = tmp_path / "mine" / ".venv" / "site-packages" / "audit"
+    venv_package.mkdir(parents=True)
+    (venv_package / "__init__.py").write_text("")
+    assert tracking.source_state(venv_package) is None
+    (venv_package / tracking.BUILD_COMMIT_FILE).write_text("f" * 40 + " true\n")
+    assert tracking.source_state(venv_package) == ("f" * 40, "true")
+    assert tracking.code_state(tracking.provenance(tmp_path / "mine", venv_package)) == \
+        ("f" * 40, "true")
+
+
+def test_re_creating_a_run_checks_out_audits_commit_and_names_the_version_without_one():
+    """Bugs caught: a run made outside a git checkout said `pip install
+    llm-demographic-audit==0.2.0`, a version no index holds; a run made in the user's own
+    repository said `git checkout` of that repository's commit, where there is no dvc.yaml."""
     run = {"run_id": "a" * 32, "tags": {"audit.version": "0.2.0", "method": "iat"}}
     steps = reproduction_steps(run)
-    assert steps[0].startswith("pip install llm-demographic-audit==0.2.0")
-    assert not any(step.startswith("git checkout") for step in steps)
+    assert "0.2.0" in steps[0] and "clone of audit" in steps[0]
+    assert not any(step.startswith(("git checkout", "pip install")) for step in steps)
     older = {"run_id": "a" * 32, "tags": {"git.commit": "unknown"}}
     assert not any(step.startswith("git checkout") for step in reproduction_steps(older))
+    elsewhere = {"run_id": "a" * 32, "tags": {"audit.commit": "c" * 40, "audit.dirty": "false",
+                                              "git.commit": "u" * 40, "git.dirty": "true"}}
+    steps = reproduction_steps(elsewhere)
+    assert steps[0].startswith("git checkout " + "c" * 40) and "clone of audit" in steps[0]
+    assert not any("uncommitted" in step for step in steps)  # the user's folder's state
+    from_root = {"run_id": "a" * 32, "tags": {"audit.commit": "c" * 40, "audit.dirty": "true",
+                                              "git.commit": "c" * 40, "git.dirty": "true"}}
+    steps = reproduction_steps(from_root)
+    assert steps[0] == "git checkout " + "c" * 40 and "uncommitted" in steps[-1]
 
 
 @pytest.fixture

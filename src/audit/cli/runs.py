@@ -154,14 +154,7 @@ def reproduction_steps(run: dict[str, Any], tracking_uri: str = TrackingConfig.t
     command and a comparison by its audit.compare command: neither has a config.yaml."""
     tags = run["tags"]
     method = tags.get("method", "rasch")
-    # Runs made outside a git checkout record no commit (older ones recorded `unknown`): the
-    # installed version stands in for it.
-    commit = tags.get("git.commit", "unknown")
-    version = tags.get("audit.version", "unknown")
-    source = ([f"git checkout {commit}"] if commit != "unknown" else
-              [f"pip install llm-demographic-audit=={version}  # not made in a git checkout"]
-              if version != "unknown" else
-              ["# not made in a git checkout, by a version of audit the run did not record"])
+    source, dirty = source_steps(tags)
     if tags.get("audit.role") == "sweep":
         steps = [*source, *sweep_steps(run)]
     elif method == "compare":
@@ -171,10 +164,32 @@ def reproduction_steps(run: dict[str, Any], tracking_uri: str = TrackingConfig.t
                  f"python -m audit.runs params {run['run_id']} --output params.yaml",
                  f"dvc repro  # the {method} stages (design, respond, score, analyse, report): "
                  f"tables in pipeline/STAGE/, figures in pipeline/report/metrics.json"]
-    if tags.get("git.dirty") == "true":
-        steps.append("# the run had uncommitted changes (git.dirty=true): the commit alone may "
+    if dirty:
+        steps.append(f"# the run had uncommitted changes ({dirty}=true): the commit alone may "
                      "not re-create it")
     return steps
+
+
+def source_steps(tags: dict[str, str]) -> tuple[list[str], str | None]:
+    """Where the code comes from: a checkout of the commit of audit's own code (audit.commit),
+    or of the run's folder where that was audit's checkout, and the dirty tag that goes with it.
+    Runs before audit.commit was recorded name only the folder's commit (git.commit), which was
+    audit's checkout when run from its root; older runs recorded `unknown`."""
+    audit_commit, folder_commit = tags.get("audit.commit"), tags.get("git.commit", "unknown")
+    if audit_commit is not None and audit_commit != folder_commit:
+        elsewhere = ("" if folder_commit == "unknown" else
+                     f"; its own folder was commit {folder_commit[:10]} of another repository")
+        return ([f"git checkout {audit_commit}  # in a clone of audit's repository (dvc.yaml "
+                 f"and the stages' code are there; the run was made in another folder"
+                 f"{elsewhere})"], "audit.dirty" if tags.get("audit.dirty") == "true" else None)
+    if folder_commit != "unknown":
+        return [f"git checkout {folder_commit}"], ("git.dirty" if tags.get("git.dirty") == "true"
+                                                  else None)
+    version = tags.get("audit.version", "unknown")
+    return ([f"# audit {version} ran without a record of its commit (an installed wheel built "
+             "outside a git checkout): in a clone of audit's repository, check out the commit "
+             f"of version {version}"] if version != "unknown" else
+            ["# made by a version of audit the run did not record, outside a git checkout"]), None
 
 
 def sweep_steps(run: dict[str, Any]) -> list[str]:

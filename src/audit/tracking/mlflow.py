@@ -2,8 +2,9 @@
 is seen), the only modules that import it. One small helper per concern.
 
 Every run records what is needed to re-create it: the flattened config (secrets redacted), the
-tool's own version, the git commit and dirty flag (when the run was made in a git checkout), the
-`dvc.lock` digest and the versions of the packages that shape results.
+tool's own version and the commit of its code (audit.commit), the git commit and dirty flag of
+the folder it was made in (when that is a git checkout), the `dvc.lock` digest and the versions
+of the packages that shape results.
 """
 
 from __future__ import annotations
@@ -92,20 +93,64 @@ def tool_version() -> str:
         return "unknown"
 
 
-def provenance(project_root: Path) -> dict[str, str]:
-    """Tags that let anyone re-create this run months later: the tool's version always, the git
-    commit and dirty flag only when the project root is a git checkout (no tag says `unknown`)."""
+# Written into a built wheel by setup.py: the commit (and dirty flag) of the checkout it was built
+# from, so a run of an installed wheel names the code it ran.
+BUILD_COMMIT_FILE = "BUILD_COMMIT"
+
+
+def checkout_state(folder: Path) -> tuple[str, str] | None:
+    """The commit of the git checkout holding `folder` and whether it has uncommitted changes
+    ("true", "false", or "unknown"); None outside a checkout."""
+    commit = _git("-C", str(folder), "rev-parse", "HEAD")
+    if not commit:
+        return None
+    # Untracked files count (a persona file or conf/model/*.yaml never added to git): the run may
+    # read them, so it cannot be re-created from its commit; .gitignore already leaves out
+    # outputs, the response store and mlflow.db. dvc.lock does not: `dvc repro` writes it during
+    # the run, which records it apart (dvc.lock.sha256 and the artifact).
+    status = _git("-C", str(folder), "status", "--porcelain", "--", ":/",
+                  ":(exclude,top)dvc.lock")
+    return commit, "unknown" if status is None else str(bool(status)).lower()
+
+
+def source_state(package_dir: Path | None = None) -> tuple[str, str] | None:
+    """The commit of audit's own code: the checkout its package is imported from (a clone, an
+    editable install), else the commit a wheel was built from (BUILD_COMMIT_FILE); None when
+    neither is known. The folder a run is made in says nothing about it: run from another
+    folder, or from the user's own repository, it named no commit or that repository's."""
+    package_dir = package_dir or Path(__file__).resolve().parents[1]
+    # Tracked there, not merely inside a work tree: a .venv inside the user's repository holds an
+    # installed audit in a git checkout that does not track it.
+    tracked = _git("-C", str(package_dir), "ls-files", "--error-unmatch", "__init__.py")
+    if tracked:
+        return checkout_state(package_dir)
+    recorded = package_dir / BUILD_COMMIT_FILE
+    if recorded.is_file():
+        commit, _, dirty = recorded.read_text(encoding="utf-8").strip().partition(" ")
+        return commit, dirty or "unknown"
+    return None
+
+
+def code_state(tags: Mapping[str, str]) -> tuple[str, str]:
+    """The commit of the code a run ran and its dirty flag, from its tags: audit.commit, or for
+    runs before it was recorded the folder's git.commit; ("", "unknown") when neither is."""
+    prefix = "audit" if "audit.commit" in tags else "git"
+    return tags.get(f"{prefix}.commit", ""), tags.get(f"{prefix}.dirty", "unknown")
+
+
+def provenance(project_root: Path, package_dir: Path | None = None) -> dict[str, str]:
+    """Tags that let anyone re-create this run months later: the tool's version always; the
+    commit and dirty flag of audit's own code (audit.commit, audit.dirty) when known; and of the
+    project folder (git.commit, git.dirty: where dvc.yaml, params.yaml and conf/ are) only when
+    it is a git checkout. No tag says `unknown`. Both commits are the same in a clone of audit
+    run from its root."""
     tags = {"audit.version": tool_version()}
-    commit = _git("-C", str(project_root), "rev-parse", "HEAD")
-    if commit:
-        # Untracked files count (a persona file or conf/model/*.yaml never added to git): the
-        # run may read them, so it cannot be re-created from its commit; .gitignore already
-        # leaves out outputs, the response store and mlflow.db. dvc.lock does not: `dvc repro`
-        # writes it during the run, which records it apart (dvc.lock.sha256 and the artifact).
-        status = _git("-C", str(project_root), "status", "--porcelain", "--", ":/",
-                      ":(exclude,top)dvc.lock")
-        tags["git.commit"] = commit
-        tags["git.dirty"] = "unknown" if status is None else str(bool(status)).lower()
+    source = source_state(package_dir)
+    if source is not None:
+        tags["audit.commit"], tags["audit.dirty"] = source
+    project = checkout_state(project_root)
+    if project is not None:
+        tags["git.commit"], tags["git.dirty"] = project
     lock = project_root / "dvc.lock"
     tags["dvc.lock.sha256"] = (hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file()
                                else "absent")

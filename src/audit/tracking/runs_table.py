@@ -18,6 +18,10 @@ from audit.tracking import mlflow as tracking
 HEADLINE_TAG = "headline_metrics"
 
 
+def commit_text(commit: str, dirty: str) -> str:
+    return commit[:10] + ("+dirty" if dirty == "true" else "")
+
+
 def short_id(run_id: str) -> str:
     return run_id[:8]
 
@@ -78,8 +82,7 @@ def runs_frame(runs: list[dict[str, Any]], metric_patterns: list[str] | None = N
             "parent": short_id(tags.get(tracking.PARENT_RUN_TAG, "")),
             "models": tags.get("models", ""),
             "converged": tags.get("converged", ""),
-            "commit": tags.get("git.commit", "")[:10] + ("+dirty" if tags.get("git.dirty") ==
-                                                         "true" else ""),
+            "commit": commit_text(*tracking.code_state(tags)),
         }
         row.update({f"param:{key}": run["params"].get(key, "") for key in params})
         row.update({f"metric:{name}": run["metrics"].get(name) for name in metrics})

@@ -18,6 +18,7 @@ import polars as pl
 from audit.methods.checks import percent, signed
 from audit.methods.rasch.report.html import png_data_uri
 from audit.methods.rasch.report.plots import decision_forest
+from audit.tracking.mlflow import code_state
 
 TEMPLATE = "compare.html.j2"
 
@@ -70,7 +71,7 @@ def change_report(changes: pl.DataFrame, sides: Sequence[Any], *, pairing: str, 
     return environment.get_template(TEMPLATE).render(
         title=f"Change in each gap: {comparison_name(sides)}",
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        commit=provenance.get("git.commit", ""), version=provenance.get("audit.version", ""),
+        commit=code_state(provenance)[0], version=provenance.get("audit.version", ""),
         sides=[{"label": side.label, "source": side.source, "model": side.model}
                for side in sides],
         pairing=pairing, notes=list(notes), left_out=list(left_out), verdict=verdict,

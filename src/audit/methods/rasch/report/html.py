@@ -24,6 +24,7 @@ from audit.methods.rasch.no_signal import JudgeQuality
 from audit.methods.rasch.report.reading import respondent_names
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 from audit.methods.rasch.verdict import interval_word
+from audit.tracking.mlflow import code_state
 
 TEMPLATE = "report.html.j2"
 THETA_ROWS_SHOWN = 40
@@ -136,10 +137,9 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
         "title": f"Audit report: {', '.join(sorted(cfg.model))} ({cfg.method})",
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "run_id": run_id, "experiment": cfg.tracking.experiment,
-        # No commit where the run's folder is no git checkout (provenance records none): the
+        # The code's commit (audit.commit, else the folder's); none where neither is known: the
         # header said "commit unknown", as if the record had been lost.
-        "commit": inputs.provenance.get("git.commit", ""),
-        "dirty": inputs.provenance.get("git.dirty", "unknown"),
+        **dict(zip(("commit", "dirty"), code_state(inputs.provenance))),
         "version": inputs.provenance.get("audit.version", "unknown"),
         "config_hash": inputs.provenance.get("config.hash", ""),
         "converged": inputs.diagnostics.converged, "advice": inputs.advice,
