@@ -144,6 +144,26 @@ def _loaded_by_hydra(traceback: TracebackType | None) -> bool:
     return False
 
 
+# Hydra runs one of --run, --multirun, --cfg, --info at a time; `-m +sweep=NAME --cfg job`, the
+# natural way to preview a sweep, was its ValueError's 12-line traceback.
+HYDRA_MODES = ("-m (--multirun) runs a sweep and --cfg shows a config: give one. To see a sweep's "
+               "grid: python -m audit +sweep=NAME --cfg hydra -p hydra.sweeper.params; to see one "
+               "job's config: its values without -m, e.g. python -m audit fit=rasch --cfg job")
+
+
+def _conflicting_hydra_modes(error: ValueError) -> bool:
+    """Whether Hydra refused two of its run modes on one command line (hydra/_internal/utils.py
+    raises a plain ValueError for it; a Hydra that rewords or moves it leaves this False, and the
+    traceback shows as before)."""
+    traceback = error.__traceback__
+    while traceback is not None:
+        if (traceback.tb_frame.f_globals.get("__name__") == "hydra._internal.utils"
+                and str(error).startswith("Only one of --run, --multirun")):
+            return True
+        traceback = traceback.tb_next
+    return False
+
+
 def _shown_path(name: str) -> str:
     """A config file's path as the user knows it: from the folder they ran in when it lies there
     (`conf/model/broken.yaml`), else as YAML named it."""
@@ -279,6 +299,13 @@ def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
         if not _loaded_by_hydra(error.__traceback__):
             raise  # YAML read anywhere else: a bug keeps its traceback
         exit_on_config_error(error, conf_dir)
+    except ValueError as error:
+        if not _conflicting_hydra_modes(error):
+            raise  # any other ValueError is a bug: it keeps its traceback
+        if _user_wants_traceback:
+            raise
+        _stderr_logger().error("%s", HYDRA_MODES)
+        raise SystemExit(2) from None
     finally:
         _user_wants_traceback = wanted
         if previous is None:

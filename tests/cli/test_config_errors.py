@@ -189,6 +189,17 @@ def test_a_typo_in_a_sweep_stops_it_before_any_job_runs(tmp_path):
     assert not list(tmp_path.glob("*/prompts.parquet"))
 
 
+def test_previewing_a_sweep_with_cfg_is_one_line_naming_how():
+    """Bug caught (docs review 2026-12-02): `-m +sweep=fits --cfg job` was Hydra's ValueError, a
+    12-line traceback; the line names the previews that work, and the first of them works."""
+    done = _audit("-m", "+sweep=fits", "--cfg", "job")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "--cfg hydra -p hydra.sweeper.params" in lines[0]
+    grid = _audit("+sweep=fits", "--cfg", "hydra", "-p", "hydra.sweeper.params")
+    assert grid.returncode == 0 and "fit: rasch,rasch_seed" in grid.stdout, grid.stderr
+
+
 def test_hydra_full_error_still_gives_the_full_traceback():
     env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
     done = subprocess.run([sys.executable, "-m", "audit", "model=smolm2"], cwd=PROJECT_ROOT,
