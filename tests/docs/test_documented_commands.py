@@ -143,3 +143,18 @@ def test_readers_own_values_are_left_out():
     assert READERS_OWN.search("plan.from_run=outputs/DATE/TIME")
     assert not READERS_OWN.search("model=qwen_coder_0_5b")
     assert Path(CONF_DIR).is_dir()
+
+
+# A word holding `[` that no quote opens before it: zsh (macOS's shell) reads it as a file
+# pattern and stops the command with "no matches found" before Python starts.
+UNQUOTED_LIST = re.compile(r"(?:^|\s)[^\s'\"]*=\[")
+
+
+def test_every_documented_list_override_is_quoted():
+    """Bug caught (docs review 2026-12-02): `python -m audit model=[a,b]` and six more commands
+    on the pages failed in zsh; bash passes such a word through, so nothing here noticed."""
+    unquoted = [f"{where}: {command}" for where, command in COMMANDS
+                if UNQUOTED_LIST.search(command)]
+    assert not unquoted, unquoted
+    assert UNQUOTED_LIST.search("python -m audit model=[a,b]")
+    assert not UNQUOTED_LIST.search("python -m audit 'model=[a,b]' \"fit.attributes=[race]\"")
