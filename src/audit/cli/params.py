@@ -5,7 +5,7 @@ params.yaml is generated from conf/ rather than edited by hand, so `python -m au
 
 It also records its overrides in params.overrides (one a line). `dvc exp run -S KEY=VALUE`
 composes conf/pipeline.yaml from the -S overrides alone and overwrites params.yaml, so an earlier
-`items=smoke` would silently fall back to the full item set (a 312-prompt audit instead of 15).
+`items=smoke` would silently fall back to the default item set (a 252-prompt audit instead of 15).
 Every stage therefore checks a params.yaml that DVC composed (it has no header) against the
 record, and refuses, naming the overrides to repeat, when a setting they made is back at its
 default.
