@@ -3,8 +3,10 @@ URL, in one line, without the API key."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
-from servers.scripted import ScriptedOpenAI, openai_model
+from servers.scripted import ANSWER, ScriptedOpenAI, chat_reply, openai_model
 
 from audit.config import ModelConfig
 from audit.llm.backends import BackendError, ChatRequest, Message, create_backend
@@ -42,3 +44,40 @@ def test_an_http_error_never_shows_the_api_key(monkeypatch):
     assert SECRET not in str(error)
     assert "Incorrect API key provided: [API key]." in str(error)
     assert "check the key in $AUDIT_TEST_API_KEY" in str(error)
+
+
+def test_a_model_the_server_does_not_list_or_a_refused_key_stops_before_any_request(
+        monkeypatch):
+    """Bugs caught (own-model review 2026-12-02): a misnamed `model:` against a server that
+    answers whatever name it is sent (llama.cpp's) passed the health check, and its answers were
+    stored under the misnamed model for every later run of that name; a key the server refuses
+    only warned, then every prompt was sent for its own 401. Both now stop the run at once."""
+    from audit.llm.preflight import preflight
+
+    with ScriptedOpenAI(lambda body: (200, chat_reply(ANSWER))) as server:
+        misnamed = create_backend(replace(openai_model(server.url),
+                                          model="Llama-3.1-8B-Instruct"))
+        with pytest.raises(BackendError) as stopped:
+            preflight({"mine": misnamed}, ["mine"])
+        preflight({"right": create_backend(openai_model(server.url))}, ["right"])
+        assert server.bodies == []  # nothing was sent
+    assert stopped.value.kind == "model_not_found"
+    assert str(stopped.value) == (f"model 'mine': {server.url} does not serve "
+                                  "'Llama-3.1-8B-Instruct' (it serves: m); set `model:` to one "
+                                  "of them. Nothing was sent: fix it in conf/model/ and rerun")
+
+    class Refusing(ScriptedOpenAI):
+        def _handler(self):
+            class Handler(super()._handler()):
+                def do_GET(self) -> None:
+                    self._send(401, {"error": {"message": "Incorrect API key provided."}})
+            return Handler
+
+    monkeypatch.setenv("AUDIT_TEST_API_KEY", SECRET)
+    with Refusing(lambda body: (200, chat_reply(ANSWER))) as server:
+        keyed = create_backend(openai_model(server.url, api_key_env="AUDIT_TEST_API_KEY"))
+        with pytest.raises(BackendError) as refused:
+            preflight({"hosted": keyed}, ["hosted"])
+        assert server.bodies == []
+    assert refused.value.status == 401 and "check the key in $AUDIT_TEST_API_KEY" in \
+        str(refused.value)

@@ -17,7 +17,7 @@ def openai_server(model_path: str, alias: str) -> Iterator[str]:
     the embedded backend, so the same request gives the same text through either."""
     params = xllamacpp.CommonParams()
     params.model.path = model_path
-    params.model_alias = alias
+    params.model_alias = {alias}  # a set in xllamacpp: a string was read as its letters
     params.n_ctx = 2048
     params.cpuparams.n_threads = 2
     params.cpuparams_batch.n_threads = 2

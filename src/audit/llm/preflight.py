@@ -58,8 +58,12 @@ def seconds_to_answer(planned: list[Planned], store: ResponseStore,
     return seconds
 
 
-# Pre-flight failures that mean no request to this server can succeed now.
+# Pre-flight failures that mean no request to this server can succeed now: unreachable, a model
+# it does not serve, or a key it refuses (every request would be refused the same way: a hosted
+# API with a bad key answered each of thousands of prompts with a 401).
 UNREACHABLE_KINDS = frozenset({"connection", "timeout"})
+STOPPING_KINDS = UNREACHABLE_KINDS | {"model_not_found"}
+REFUSED_STATUSES = frozenset({401, 403})
 
 
 def preflight(backends: dict[str, Backend], model_names: Iterable[str],
@@ -67,8 +71,9 @@ def preflight(backends: dict[str, Backend], model_names: Iterable[str],
     """Ask each server about to be sent requests for its model list (a cheap call that needs
     the server) before sending anything. An unreachable server stops the run at once, in one
     line: otherwise every request would fail through its retries one by one, which takes
-    minutes on a large design before the user learns the server was never up. Any other
-    failure only warns: some servers do not list models, and the requests will tell."""
+    minutes on a large design before the user learns the server was never up; so does a model
+    the server's list leaves out, or a key it refuses. Any other failure only warns: some
+    servers do not list models, and the requests will tell."""
     for name in sorted(set(model_names)):
         probe = getattr(backends[name], "health_check", None)
         if probe is None:  # in-process models, and test backends
@@ -76,10 +81,12 @@ def preflight(backends: dict[str, Backend], model_names: Iterable[str],
         try:
             probe()
         except BackendError as error:
-            if error.kind not in UNREACHABLE_KINDS:
+            if error.kind not in STOPPING_KINDS and error.status not in REFUSED_STATUSES:
                 log.warning("%s '%s': the health check failed (%s); sending anyway",
                             role, name, error)
                 continue
-            raise BackendError(error.kind, f"{role} '{name}': {error}. Nothing was sent: start "
-                                           f"the server (or fix base_url in conf/{role}/) and "
-                                           "rerun") from error
+            fix = ("fix it in conf/" + role + "/" if error.kind == "model_not_found"
+                   or error.status in REFUSED_STATUSES else
+                   f"start the server (or fix base_url in conf/{role}/)")
+            raise BackendError(error.kind, f"{role} '{name}': {error}. Nothing was sent: {fix} "
+                                           "and rerun", status=error.status) from error

@@ -105,11 +105,13 @@ def first_tokens_decide(request: ChatRequest, tokenized: dict[str, Sequence[int]
 class BackendError(RuntimeError):
     """A failure of infrastructure, never of the audited behaviour; `kind` says which."""
 
-    def __init__(self, kind: str, message: str, retry_after_s: float | None = None) -> None:
+    def __init__(self, kind: str, message: str, retry_after_s: float | None = None,
+                 status: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         # The server's Retry-After, when it sent one: the engine waits at least this long.
         self.retry_after_s = retry_after_s
+        self.status = status  # the HTTP status of a server's refusal, when there was one
 
 
 @runtime_checkable

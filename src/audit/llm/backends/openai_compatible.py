@@ -129,10 +129,19 @@ class OpenAICompatibleBackend:
         return {"schema_format": self.config.schema_format}
 
     def health_check(self) -> None:
-        """Raise BackendError unless the server answers its model list. The body is left
-        unread: only the answer matters, and the typed page would import the client's model
-        resources first (10 ms, in the way of the first request)."""
-        self._call_method(self._client.get, path="/models", cast_to=bytes)
+        """Raise BackendError unless the server answers its model list and, when the list names
+        models, names this one. The model name is the store key's whole identity here (no
+        digest), and a server that serves one model whatever the request names (llama.cpp's)
+        answered a misnamed model with its own: wrong answers under the right-looking name, kept
+        in the store for every later run of that name. Read as bytes: the typed page would
+        import the client's model resources first (10 ms, in the way of the first request)."""
+        body = self._call_method(self._client.get, path="/models", cast_to=bytes)
+        served = served_models(body)
+        if served and self.config.model not in served:
+            shown = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
+            raise BackendError("model_not_found", f"{self.config.base_url} does not serve "
+                                                  f"'{self.config.model}' (it serves: {shown}); "
+                                                  "set `model:` to one of them")
 
     def complete(self, request: ChatRequest) -> Completion:
         if request.score_options:
@@ -257,7 +266,7 @@ class OpenAICompatibleBackend:
             message = (f"HTTP {status} from {error.request.url}: {_server_message(error)}"
                        f"{self._hint(status)}")
             raise BackendError(kind, self._redacted(message),
-                               retry_after(error.response.headers)) from error
+                               retry_after(error.response.headers), status=status) from error
         except (openai.APIResponseValidationError, ValueError) as error:  # JSONDecodeError too
             raise BackendError("malformed_reply", "the server's reply did not parse as the "
                                                   "OpenAI chat format") from error
@@ -275,6 +284,16 @@ class OpenAICompatibleBackend:
         """`message` without the API key's value, should a server ever echo it."""
         key = os.environ.get(self.config.api_key_env or "", "")
         return message.replace(key, "[API key]") if key else message
+
+
+def served_models(body: bytes) -> list[str]:
+    """The model ids of an OpenAI-style model list (`{"data": [{"id": ...}]}`); empty when the
+    body is not one (a server that answers the route without listing models is not judged)."""
+    try:
+        listed = json.loads(body).get("data")
+        return [str(entry["id"]) for entry in listed if isinstance(entry, dict) and "id" in entry]
+    except (ValueError, AttributeError, TypeError):
+        return []
 
 
 def _server_message(error: Any) -> str:
