@@ -262,6 +262,23 @@ def test_too_many_failures_stop_with_the_kinds_and_how_to_resume():
     check_failures(responses.filter(pl.col("status") == "ok"), 0.0, "store.sqlite3")
 
 
+def test_too_many_failures_quote_the_setting_to_fix_and_say_a_plain_rerun_will_not_do():
+    """Bugs caught (own-model review 2026-12-02): each kind's message was cut at 120
+    characters, which lost the setting to check at its end ("(check `model` and `ba"); a 401 or
+    404 said "rerun the same command to resume", which fails the same way."""
+    from audit.llm.engine import TooManyFailures, check_failures
+
+    message = ("HTTP 404 from http://127.0.0.1:8000/v1/chat/completions: The model "
+               "`meta-llama/Llama-3.1-8B-Instrct` does not exist. (check `model` and `base_url` "
+               "in conf/model/)")
+    responses = pl.DataFrame({"status": ["error"], "error_kind": ["http_status"],
+                              "error_message": [message]})
+    with pytest.raises(TooManyFailures) as stopped:
+        check_failures(responses, 0.0, "store.sqlite3")
+    assert message in str(stopped.value) and "fix what the message names" in str(stopped.value)
+    assert "rerun the same command" not in str(stopped.value)
+
+
 class _Unreachable(_Failing):
     """A server that is down: its health check and every request fail to connect."""
 

@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 # (empty_reply_length) fails the same way again, so they are recorded at once.
 TRANSIENT_KINDS = frozenset({"timeout", "connection", "rate_limit", "server_error",
                              "malformed_reply", "empty_reply"})
+# The longest error message check_failures quotes for a kind.
+MESSAGE_CHARS = 400
 
 
 @dataclass(frozen=True)
@@ -378,9 +380,16 @@ def check_failures(responses: pl.DataFrame, max_failed_share: float, store_path:
         by_kind = (failed.group_by("error_kind")
                    .agg(pl.len(), pl.col("error_message").drop_nulls().first())
                    .sort("error_kind"))
-        kinds = "; ".join(f"{kind} x{count}" + (f": {example[:120]}" if example else "")
+        # Messages are bounded where they are made (a server's own words at 200 characters,
+        # then its URL and the setting to check): cut at 120 here, they lost that setting.
+        kinds = "; ".join(f"{kind} x{count}" + (f": {example[:MESSAGE_CHARS]}" if example else "")
                           for kind, count, example in by_kind.iter_rows())
+        # A request refused for its content or settings (an HTTP 4xx) fails the same way again:
+        # a plain rerun resumes only after the cause is fixed.
+        retry = ("fix what the message names, then rerun to send only the missing prompts"
+                 if set(by_kind["error_kind"].drop_nulls()) - TRANSIENT_KINDS
+                 else "rerun the same command to resume")
         raise TooManyFailures(
             f"{failed.height} of {responses.height} {what} failed ({kinds}); finished responses "
-            f"are kept in {store_path}: rerun the same command to resume, or raise "
-            f"engine.max_failed_share to accept the gaps")
+            f"are kept in {store_path}: {retry}, or raise engine.max_failed_share to accept the "
+            "gaps")
