@@ -81,3 +81,13 @@ def test_a_model_the_server_does_not_list_or_a_refused_key_stops_before_any_requ
         assert server.bodies == []
     assert refused.value.status == 401 and "check the key in $AUDIT_TEST_API_KEY" in \
         str(refused.value)
+
+
+def test_a_base_url_without_its_scheme_is_named_at_once():
+    """Bug caught (own-model review 2026-12-02): `base_url: 127.0.0.1:18080/v1` read as
+    "cannot reach 127.0.0.1:18080/v1: APIConnectionError ... start the server", though the
+    server was up and the URL lacked http://."""
+    with pytest.raises(BackendError) as error:
+        create_backend(replace(openai_model("http://x"), base_url="127.0.0.1:18080/v1"))
+    assert error.value.kind == "config"
+    assert "write http://127.0.0.1:18080/v1 (or https://)" in str(error.value)

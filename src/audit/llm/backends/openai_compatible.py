@@ -98,6 +98,10 @@ class OpenAICompatibleBackend:
         if not config.base_url:
             raise BackendError("config", "openai_compatible needs `base_url` in conf/model/ "
                                          "(for example http://127.0.0.1:8000/v1)")
+        if not config.base_url.startswith(("http://", "https://")):
+            # The client cannot send to it, and said only "cannot reach ...: APIConnectionError"
+            raise BackendError("config", f"base_url '{config.base_url}' has no scheme: write "
+                                         f"http://{config.base_url} (or https://) in conf/model/")
         if config.schema_format not in SCHEMA_FORMATS:
             raise BackendError("config", f"schema_format '{config.schema_format}' is not one of "
                                          f"{', '.join(SCHEMA_FORMATS)}")
