@@ -29,6 +29,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+from audit.config_files import check_model_names
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
@@ -320,7 +321,12 @@ def validated_config(cfg: DictConfig, conf_dir: Path) -> AuditConfig:
     one line and exit 2 too, not Hydra's `Error executing job` line and then this one. A config
     refused here, by key or by value, takes the directory Hydra made for the job with it."""
     try:
-        return to_audit_config(cfg)
+        audit_cfg = to_audit_config(cfg)
+        if HydraConfig.initialized():
+            hydra = HydraConfig.get()
+            check_model_names(hydra.overrides.task, hydra.runtime.config_sources,
+                              len(audit_cfg.model))
+        return audit_cfg
     except HYDRA_ERRORS as error:
         _discard_job_directory()
         exit_on_config_error(error, conf_dir)

@@ -210,6 +210,32 @@ def test_hydra_full_error_still_gives_the_full_traceback():
 FLAT_MODEL = "backend: openai_compatible\nmodel: my-model\nbase_url: http://127.0.0.1:8000/v1\n"
 
 
+NAMED_MODEL = ("{name}:\n  backend: openai_compatible\n  model: my-model\n"
+               "  base_url: http://127.0.0.1:9/v1\n")
+
+
+@pytest.mark.parametrize(("files", "chosen", "named", "fix"), [
+    ({"mine": "mine", "mine_copy": "mine"}, "[mine,mine_copy]", "'mine'",
+     "make it `mine_copy:` in conf/model/mine_copy.yaml"),
+    # A file named for the user's model whose key is a shipped model's name: that model's
+    # settings were replaced without a word.
+    ({"mine": "qwen_coder_0_5b"}, "[mine,qwen_coder_0_5b]", "'qwen_coder_0_5b'",
+     "make it `mine:` in conf/model/mine.yaml"),
+])
+def test_two_chosen_model_files_that_name_one_model_are_refused(tmp_path, files, chosen, named,
+                                                                fix):
+    """Bug caught (own-model review 2026-12-02): a model file copied without renaming its first
+    line merged with the original: `model=[mine,mine_copy]` audited one model, the copy's."""
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    for name, key in files.items():
+        (tmp_path / "conf" / "model" / f"{name}.yaml").write_text(NAMED_MODEL.format(name=key))
+    done = _audit(f"model={chosen}", "judge=rules_only", "tracking=none", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"both define the model {named}" in done.stderr
+    assert "where 2 were chosen" in done.stderr and fix in done.stderr
+    assert not list(tmp_path.glob("outputs/*/*/prompts.parquet"))
+
+
 def test_a_model_file_written_flat_is_one_line_showing_the_nested_shape(tmp_path):
     """A model file must nest its settings under the model's name; written flat it failed with
     `Invalid type assigned: str is not a subclass of ModelConfig ... full_key: model.backend`."""

@@ -1,0 +1,67 @@
+"""What composition hides about the chosen config files: two model files that share a name.
+
+A model file's settings sit under the model's name (`my_vllm:` then its keys), and the chosen
+files merge into one `model` mapping, so two files that name the same model (a file copied and
+edited without renaming its top key) became one model, the later file's, without a word: `model=
+[my_model,my_model_copy]` audited one model. Hydra records no choice for a list-valued group, so
+the chosen files are read from the command's override.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from audit.config_ranges import ConfigValueError
+
+GROUP = "model"
+
+
+def chosen_options(overrides: Iterable[str], group: str = GROUP) -> list[str]:
+    """The options a `group=a` or `group=[a,b]` override chose (with +, ++ or no prefix); empty
+    when none did (the defaults list chose one, which cannot collide)."""
+    chosen: list[str] = []
+    for override in overrides:
+        key, _, value = override.lstrip("+").partition("=")
+        if key == group and value:
+            chosen = [name.strip().strip("'\"") for name in value.strip("[]").split(",")
+                      if name.strip()]
+    return chosen
+
+
+def option_file(sources: Iterable[Mapping[str, Any]], group: str, name: str) -> Path | None:
+    """The file Hydra reads for `group=name`: the first file source that holds it (the user's
+    ./conf comes before the shipped configs)."""
+    for source in sources:
+        if source.get("schema") == "file":
+            path = Path(source["path"]) / group / f"{name}.yaml"
+            if path.is_file():
+                return path
+    return None
+
+
+def check_model_names(overrides: Iterable[str], sources: Iterable[Mapping[str, Any]],
+                      composed_models: int) -> None:
+    """Refuse chosen model files that define the same model name, in one line naming them."""
+    chosen = chosen_options(overrides)
+    if len(chosen) <= composed_models:
+        return
+    sources = list(sources)
+    files: dict[str, list[str]] = {}
+    for name in dict.fromkeys(chosen):
+        path = option_file(sources, GROUP, name)
+        content = yaml.safe_load(path.read_text(encoding="utf-8")) if path else None
+        for model in content if isinstance(content, dict) else ():
+            files.setdefault(str(model), []).append(f"{GROUP}/{name}.yaml")
+    shared = {model: names for model, names in files.items() if len(names) > 1}
+    if shared:
+        model, names = next(iter(sorted(shared.items())))
+        # The file whose first line is not its own name is the copy to rename.
+        misnamed = next((name for name in names if Path(name).stem != model), names[-1])
+        raise ConfigValueError(
+            f"{' and '.join(names)} both define the model '{model}', so the run would audit one "
+            f"model where {len(chosen)} were chosen: a model file's first line is the model's "
+            f"name; make it `{Path(misnamed).stem}:` in conf/{misnamed}")
