@@ -255,7 +255,7 @@ def test_failed_requests_stop_the_run_after_keeping_the_responses(tmp_path, monk
         engine=EngineConfig(max_attempts=1),
         paths=PathsConfig(response_store=str(tmp_path / "store.sqlite3")),
         tracking=TrackingConfig(enabled=False), method="iat")
-    from audit.llm.engine import TooManyFailures
+    from audit.llm.failures import TooManyFailures
 
     with pytest.raises(TooManyFailures,
                        match="2 of 2 IAT requests failed .*rerun the same command"):

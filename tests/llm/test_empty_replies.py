@@ -10,7 +10,8 @@ from servers.scripted import (ANSWER, NO_WAIT, ScriptedOllama, ScriptedOpenAI, c
 
 from audit.config import ModelConfig
 from audit.llm.backends import ChatRequest, Message, create_backend, request_key
-from audit.llm.engine import TooManyFailures, check_failures, send
+from audit.llm.engine import send
+from audit.llm.failures import TooManyFailures, check_failures
 from audit.llm.store import ResponseStore
 
 

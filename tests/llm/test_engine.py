@@ -249,7 +249,7 @@ def test_answering_time_is_the_stores_record_not_the_clock(items, personas, fake
 
 
 def test_too_many_failures_stop_with_the_kinds_and_how_to_resume():
-    from audit.llm.engine import TooManyFailures, check_failures
+    from audit.llm.failures import TooManyFailures, check_failures
 
     responses = pl.DataFrame({"status": ["ok", "error", "error", "ok"],
                               "error_kind": [None, "timeout", "rate_limit", None],
@@ -266,7 +266,7 @@ def test_too_many_failures_quote_the_setting_to_fix_and_say_a_plain_rerun_will_n
     """Bugs caught (own-model review 2026-12-02): each kind's message was cut at 120
     characters, which lost the setting to check at its end ("(check `model` and `ba"); a 401 or
     404 said "rerun the same command to resume", which fails the same way."""
-    from audit.llm.engine import TooManyFailures, check_failures
+    from audit.llm.failures import TooManyFailures, check_failures
 
     message = ("HTTP 404 from http://127.0.0.1:8000/v1/chat/completions: The model "
                "`meta-llama/Llama-3.1-8B-Instrct` does not exist. (check `model` and `base_url` "
@@ -301,6 +301,48 @@ def test_an_unreachable_server_stops_the_run_before_any_request(items, personas,
                                            r"\. Nothing was sent: start the server"):
         _timed_run(items, personas, tmp_path, backend)
     assert backend.checks == 1 and backend.sends == 0
+
+
+class _DiesAfter(_Failing):
+    """A server that answers its first `answers` requests, then goes down: requests and its
+    health check fail to connect from then on."""
+
+    def __init__(self, answers: int) -> None:
+        from audit.llm.backends import BackendError
+
+        super().__init__(BackendError("connection", "cannot reach http://127.0.0.1:9/v1"))
+        self.answers, self.checks = answers, 0
+
+    def complete(self, request):
+        from audit.llm.backends import Completion
+
+        if self.sends < self.answers:
+            self.sends += 1
+            return Completion("APPROVE.", 1, "stop", 0.0)
+        return super().complete(request)
+
+    def health_check(self):
+        self.checks += 1
+        if self.sends >= self.answers:
+            raise self.failure
+
+
+def test_a_server_that_dies_mid_run_stops_it_after_one_probe_with_the_answers_saved(
+        items, personas, tmp_path):
+    """Bug caught (own-model review 2026-12-02): a server killed mid-run left every remaining
+    request to fail through all its retries, one after another (5 min 20 s for 48 prompts at
+    two at a time), before the run said anything."""
+    from audit.llm.backends import BackendError
+
+    backend = _DiesAfter(answers=3)
+    with pytest.raises(BackendError, match=r"^model 'timed' stopped answering mid-run \(cannot "
+                                           r"reach .*\); 3 of 8 answers are saved in .*: start "
+                                           r"the server and rerun"):
+        _timed_run(items, personas, tmp_path, backend, concurrency=1)
+    # The first failed request's retries, then one probe (the preflight's was the first); the
+    # next prompt had taken the free slot during the probe and sent once. Without the probe:
+    # 3 + 5 x 3 sends.
+    assert backend.sends == 3 + NO_WAIT.max_attempts + 1 and backend.checks == 2
 
 
 def test_a_fully_stored_run_needs_no_server(items, personas, tmp_path):

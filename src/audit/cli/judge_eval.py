@@ -25,7 +25,7 @@ from audit.config_errors import one_line_config_errors, validated_config
 from audit.data_files import data_file
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
-from audit.llm.engine import check_failures
+from audit.llm.failures import check_failures
 from audit.llm.store import ResponseStore
 from audit.logs import quiet_noisy_loggers
 from audit.methods.rasch.judge.gold import gold_figures, label_gold

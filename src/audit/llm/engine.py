@@ -26,13 +26,12 @@ from aiolimiter import AsyncLimiter
 from rich.progress import Progress
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from audit.errors import AuditError
 from audit.llm.backends import (Backend, BackendError, ChatRequest, Completion, Message,
                                 backend_request_key, check_reply_text)
 from audit.config import EngineConfig, ModelConfig
 from audit.logs import progress_bar
 from audit.llm.heap import heap_frozen
-from audit.llm.preflight import Planned, estimate, preflight
+from audit.llm.preflight import UNREACHABLE_KINDS, Planned, estimate, preflight
 from audit.schemas import ResponseSchema, validate
 from audit.llm.store import ResponseStore
 
@@ -44,8 +43,6 @@ log = logging.getLogger(__name__)
 # (empty_reply_length) fails the same way again, so they are recorded at once.
 TRANSIENT_KINDS = frozenset({"timeout", "connection", "rate_limit", "server_error",
                              "malformed_reply", "empty_reply"})
-# The longest error message check_failures quotes for a kind.
-MESSAGE_CHARS = 400
 
 
 @dataclass(frozen=True)
@@ -255,9 +252,32 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
     task = (progress.add_task(description, total=len(planned), completed=len(outcomes),
                               errors=0) if progress else None)
     errors = 0
+    probing = {name: asyncio.Lock() for name in backends}
+    stopped: dict[str, ServerStopped] = {}
+
+    async def still_up(name: str) -> None:
+        """After a request gave up unable to reach its server: ask the server once (one probe a
+        model at a time) and stop the whole run when it is gone. A server that died mid-run
+        otherwise failed every remaining request through all its retries, in turn: minutes on
+        a small design, hours on a large one, before the run said so."""
+        async with probing[name]:
+            if name in stopped:
+                raise stopped[name]
+            probe = getattr(backends[name], "health_check", None)
+            if probe is None:
+                return
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, probe)
+            except BackendError as error:
+                if error.kind not in UNREACHABLE_KINDS:
+                    return
+                stopped[name] = ServerStopped(name, error)
+                raise stopped[name] from error
 
     async def one(item: Planned) -> None:
         nonlocal errors
+        if item.model_name in stopped:
+            raise stopped[item.model_name]
         outcome = await _send_missing(backends[item.model_name], item.identity, item.key,
                                       item.request, store, engine, limiters[item.model_name],
                                       slots[item.model_name])
@@ -265,9 +285,19 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
         errors += outcome.error is not None
         if progress is not None:
             progress.update(task, advance=1, errors=errors)
+        if outcome.error is not None and outcome.error.kind in UNREACHABLE_KINDS:
+            await still_up(item.model_name)
 
     await asyncio.gather(*(one(item) for item in missing))
     return outcomes
+
+
+class ServerStopped(BackendError):
+    """A server that answered at the start stopped answering: its model and the probe's error."""
+
+    def __init__(self, model_name: str, error: BackendError) -> None:
+        super().__init__(error.kind, str(error), status=error.status)
+        self.model_name = model_name
 
 
 class Interrupted(KeyboardInterrupt):
@@ -294,6 +324,12 @@ def send_planned(planned: list[Planned], backends: dict[str, Backend],
         raise Interrupted(f"interrupted: {saved} of {len(planned)} {description} are saved in "
                           f"{store.path}; rerun the same command to resume (what is saved is "
                           f"not sent again)") from None
+    except ServerStopped as gone:
+        saved = sum(store.get(item.key) is not None for item in planned)
+        raise BackendError(gone.kind, f"{role} '{gone.model_name}' stopped answering mid-run "
+                                      f"({gone}); {saved} of {len(planned)} {description} are "
+                                      f"saved in {store.path}: start the server and rerun the "
+                                      "same command to send the rest") from None
 
 
 def send_ahead(requests: Iterable[tuple[str, ChatRequest]], backends: dict[str, Backend],
@@ -364,32 +400,3 @@ def summarise_responses(responses: pl.DataFrame) -> dict[str, int]:
         "cached": int(responses.filter(pl.col("from_cache")).height),
         "failed": int(responses.filter(pl.col("status") == "error").height),
     }
-
-
-class TooManyFailures(AuditError):
-    """More requests failed than `engine.max_failed_share` allows. Raised only after the
-    finished responses were stored (and written by the caller), so a rerun resumes."""
-
-
-def check_failures(responses: pl.DataFrame, max_failed_share: float, store_path: str,
-                   what: str = "requests") -> None:
-    """Stop a method when too many requests failed, naming each kind with one of its messages
-    (the kind alone rarely says which server or setting to look at) and how to resume."""
-    failed = responses.filter(pl.col("status") == "error")
-    if failed.height and failed.height / max(responses.height, 1) > max_failed_share:
-        by_kind = (failed.group_by("error_kind")
-                   .agg(pl.len(), pl.col("error_message").drop_nulls().first())
-                   .sort("error_kind"))
-        # Messages are bounded where they are made (a server's own words at 200 characters,
-        # then its URL and the setting to check): cut at 120 here, they lost that setting.
-        kinds = "; ".join(f"{kind} x{count}" + (f": {example[:MESSAGE_CHARS]}" if example else "")
-                          for kind, count, example in by_kind.iter_rows())
-        # A request refused for its content or settings (an HTTP 4xx) fails the same way again:
-        # a plain rerun resumes only after the cause is fixed.
-        retry = ("fix what the message names, then rerun to send only the missing prompts"
-                 if set(by_kind["error_kind"].drop_nulls()) - TRANSIENT_KINDS
-                 else "rerun the same command to resume")
-        raise TooManyFailures(
-            f"{failed.height} of {responses.height} {what} failed ({kinds}); finished responses "
-            f"are kept in {store_path}: {retry}, or raise engine.max_failed_share to accept the "
-            "gaps")

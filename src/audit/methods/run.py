@@ -36,7 +36,8 @@ from audit.methods.configs import AuditConfig
 from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, run_file, stage_name  # noqa: F401
 from audit.errors import AuditError
 from audit.llm.backends import create_backend
-from audit.llm.engine import check_failures, collect_responses, summarise_responses
+from audit.llm.engine import collect_responses, summarise_responses
+from audit.llm.failures import check_failures
 from audit.llm.store import ResponseStore
 from audit.methods.run_identity import (composed_from, flat_config, pipeline_overrides, run_name,
                                         run_tags)

@@ -65,7 +65,7 @@ def test_failures_are_counted_over_every_request_so_far_as_a_fixed_run_counts_th
     round's requests alone, so one failure in a round of 15 (6.7%) stopped a run that had
     asked 45 (2.2%), which a fixed run of the same design would have accepted. Counted over
     every request so far, the run goes on; beyond the share it stops, naming the count."""
-    from audit.llm.engine import TooManyFailures
+    from audit.llm.failures import TooManyFailures
 
     def run(share: float) -> list[int]:
         cfg = adaptive_smoke_config(tmp_path, "design.round_prompts=15",

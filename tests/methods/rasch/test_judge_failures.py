@@ -20,7 +20,7 @@ from hydra import compose, initialize_config_dir
 from audit.__main__ import CONF_DIR
 from audit.llm.backends import BackendError, ChatRequest, Completion
 from audit.llm.backends.fake import FakeBackend
-from audit.llm.engine import TooManyFailures
+from audit.llm.failures import TooManyFailures
 from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.methods.rasch import score
 from audit.methods.rasch.design import design_stage
@@ -238,7 +238,7 @@ def test_a_rounds_judge_failures_stop_an_adaptive_run_before_the_next_round(tmp_
     chose on the answers left (a non-random subset), the whole budget was spent, and only the
     score stage then stopped; a rerun, whose retries may succeed, chose differently. Now the
     round whose judge requests fail stops the run at its look."""
-    from audit.llm.engine import TooManyFailures
+    from audit.llm.failures import TooManyFailures
     from audit.methods.rasch import adaptive_run
 
     cfg = _compose(tmp_path, "design.adaptive=true", "design.replicates=4",

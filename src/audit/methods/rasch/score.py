@@ -11,7 +11,7 @@ import polars as pl
 
 from audit.data_files import data_file
 from audit.errors import AuditError
-from audit.llm.engine import check_failures
+from audit.llm.failures import check_failures
 from audit.llm.backends import Backend, can_score_options, create_backend, missing_api_key
 from audit.llm.store import ResponseStore
 from audit.methods.configs import AuditConfig

@@ -42,7 +42,7 @@ _LABEL_TYPES = {"answer_id": pl.Utf8, "label": pl.Utf8, "label_source": pl.Utf8,
                 "rationale": pl.Utf8, "agreement": pl.Float64}
 _VOTE_TYPES = {"answer_id": pl.Utf8, "judge": pl.Utf8, "label": pl.Utf8, "rationale": pl.Utf8}
 # One row per question put to a judge about an answer (or per option score): the columns
-# engine.check_failures reads, so the score stage applies engine.max_failed_share to them as the
+# failures.check_failures reads, so the score stage applies engine.max_failed_share to them as the
 # respond stage does to its requests. `judge` is the judge's name, or the audited model's for an
 # option score.
 ASK_TYPES = {"answer_id": pl.Utf8, "judge": pl.Utf8, "status": pl.Utf8, "error_kind": pl.Utf8,
