@@ -91,3 +91,22 @@ def test_a_base_url_without_its_scheme_is_named_at_once():
         create_backend(replace(openai_model("http://x"), base_url="127.0.0.1:18080/v1"))
     assert error.value.kind == "config"
     assert "write http://127.0.0.1:18080/v1 (or https://)" in str(error.value)
+
+
+def test_an_ollama_server_that_is_not_running_is_named_with_its_model_and_the_fix():
+    """Bug caught (own-model review 2026-12-02): the digest is asked before the preflight, so a
+    stopped Ollama read only "cannot reach Ollama at http://127.0.0.1:11999: ConnectError",
+    without the model or the fix, and a rerun served from the store failed the same way."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once the probe is: nothing listens there
+    backend = create_backend(ModelConfig(backend="ollama", model="llama3.2:1b",
+                                         base_url=f"http://127.0.0.1:{port}", timeout_s=5))
+    with pytest.raises(BackendError) as error:
+        backend.identity()
+    assert error.value.kind == "connection"
+    assert str(error.value).startswith(f"model 'llama3.2:1b': cannot reach Ollama at "
+                                       f"http://127.0.0.1:{port}")
+    assert "start Ollama (ollama serve) or fix base_url" in str(error.value)

@@ -35,7 +35,19 @@ class OllamaBackend:
 
     def identity(self) -> dict[str, str]:
         if self._digest is None:
-            listed = self._call(self._client.list)
+            try:
+                listed = self._call(self._client.list)
+            except BackendError as error:
+                if error.kind not in ("connection", "timeout"):
+                    raise
+                # Asked before anything is sent (the digest is in every request key), so this
+                # is the run's first contact: the preflight's line, and why a run served from
+                # the store still needs the server.
+                raise BackendError(error.kind, f"model '{self.config.model}': {error}. Nothing "
+                                               "was sent: start Ollama (ollama serve) or fix "
+                                               "base_url in conf/model/, and rerun; even a rerun "
+                                               "from the store asks Ollama for the model's "
+                                               "digest, part of every answer's key") from error
             digests = {model.model: model.digest for model in listed.models}
             name = self.config.model if ":" in self.config.model else f"{self.config.model}:latest"
             if name not in digests:
