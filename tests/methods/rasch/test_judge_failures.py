@@ -303,3 +303,26 @@ def test_judge_eval_refuses_a_gold_file_without_rows(tmp_path):
                                          r"row per hand-checked answer"):
         evaluate(cfg, tmp_path / "eval")
     assert not (tmp_path / "eval").exists()
+
+
+def test_a_judge_server_that_is_down_is_named_before_any_prompt_is_sent(caplog):
+    """Bug caught (own-model review 2026-12-02): a judge on a server that was never up was
+    found in the score stage, after every answer had been bought ("judge 'x': cannot reach
+    ..."); the design stage now says so, and an in-process judge is not touched."""
+    import socket
+
+    from audit.config import JudgeConfig, ModelConfig
+    from audit.methods.configs import AuditConfig
+    from audit.methods.rasch.score import warn_unreachable_judges
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once the probe is: nothing listens there
+    served = ModelConfig(backend="openai_compatible", model="judge-llm",
+                         base_url=f"http://127.0.0.1:{port}/v1", timeout_s=5)
+    cfg = AuditConfig(judge=JudgeConfig(name="mine", models={"served": served}))
+    with caplog.at_level("WARNING"):
+        warn_unreachable_judges(cfg)
+    (line,) = [record.getMessage() for record in caplog.records]
+    assert line.startswith(f"judge 'served': cannot reach http://127.0.0.1:{port}/v1")
+    assert "start it before the answers are done" in line

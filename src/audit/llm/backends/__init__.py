@@ -74,6 +74,7 @@ __all__ = [
     "ChatRequest",
     "Completion",
     "Message",
+    "backend_class",
     "backend_request_key",
     "can_score_options",
     "check_reply_text",

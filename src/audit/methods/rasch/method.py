@@ -37,6 +37,7 @@ from audit.methods.rasch.score import (
     check_judge_backends,
     check_judge_failures,
     judge_stage,
+    warn_unreachable_judges,
 )
 from audit.methods.run import (
     RunClock,
@@ -102,6 +103,7 @@ def respond_stage(cfg: AuditConfig, prompts: pl.DataFrame) -> pl.DataFrame:
 def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     check_judge_backends(cfg)
     check_api_keys(cfg)
+    warn_unreachable_judges(cfg)
     check_judge_error(cfg)
     check_fit_settings(cfg)
     prompts = design_stage(cfg)

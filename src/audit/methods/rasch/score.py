@@ -12,7 +12,8 @@ import polars as pl
 from audit.data_files import data_file
 from audit.errors import AuditError
 from audit.llm.failures import check_failures
-from audit.llm.backends import Backend, can_score_options, create_backend, missing_api_key
+from audit.llm.backends import (Backend, BackendError, backend_class, can_score_options,
+                                create_backend, missing_api_key)
 from audit.llm.store import ResponseStore
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.design import backends_for
@@ -97,6 +98,24 @@ def check_api_keys(cfg: AuditConfig) -> None:
                 raise AuditError(f"{role} '{name}' ({model.backend}) reads its API key from the "
                                  f"environment variable {variable} (api_key_env), which is not "
                                  f"set: export it before the run")
+
+
+def warn_unreachable_judges(cfg: AuditConfig) -> None:
+    """Ask each judge served over the network for its model list before any prompt is sent, and
+    warn when it cannot answer: the judge's backend is built in the score stage, so a judge
+    server that was never up was found only after every answer had been bought. A warning, not
+    a stop: a rerun whose labels are all in the response store needs no judge."""
+    for name, model in sorted(cfg.judge.models.items()):
+        if not hasattr(backend_class(model.backend), "health_check"):
+            continue  # in-process judges: nothing to reach
+        probe = getattr(create_backend(model), "health_check", None)
+        try:
+            if probe is not None:
+                probe()
+        except BackendError as error:
+            log.warning("judge '%s': %s. The score stage needs it for every answer the rules "
+                        "leave whose label is not in the response store: start it before the "
+                        "answers are done, or that stage stops", name, error)
 
 
 @dataclass(frozen=True)
