@@ -58,10 +58,11 @@ def seconds_to_answer(planned: list[Planned], store: ResponseStore,
     return seconds
 
 
+# Failures that say the server is not there (the engine asks again mid-run after one of them).
+UNREACHABLE_KINDS = frozenset({"connection", "timeout"})
 # Pre-flight failures that mean no request to this server can succeed now: unreachable, a model
 # it does not serve, or a key it refuses (every request would be refused the same way: a hosted
 # API with a bad key answered each of thousands of prompts with a 401).
-UNREACHABLE_KINDS = frozenset({"connection", "timeout"})
 STOPPING_KINDS = UNREACHABLE_KINDS | {"model_not_found"}
 REFUSED_STATUSES = frozenset({401, 403})
 
