@@ -228,6 +228,17 @@ def test_the_estimate_counts_what_is_missing_and_times_it_from_stored_latencies(
     assert after["seconds"] == 2.0 * after["to_send"]  # concurrency 1 each
 
 
+def test_a_run_of_seconds_is_not_announced_as_zero_minutes():
+    """Bug caught (own-model review 2026-12-02): a run whose earlier answers took a fraction of
+    a second each was announced as "about 0.0 min"."""
+    from audit.llm.engine import answering_time_text
+
+    assert answering_time_text(2.0, 3) == (", under 0.1 min at the median latency of earlier "
+                                           "answers")
+    assert answering_time_text(600.0, 3).startswith(", about 10.0 min")
+    assert answering_time_text(float("nan"), 3) == answering_time_text(600.0, 0) == ""
+
+
 def test_answering_time_is_the_stores_record_not_the_clock(items, personas, fake_models,
                                                            tmp_path):
     """design.max_answer_minutes counts answering_seconds. Bugs caught: an answer served from

@@ -110,3 +110,17 @@ def test_an_ollama_server_that_is_not_running_is_named_with_its_model_and_the_fi
     assert str(error.value).startswith(f"model 'llama3.2:1b': cannot reach Ollama at "
                                        f"http://127.0.0.1:{port}")
     assert "start Ollama (ollama serve) or fix base_url" in str(error.value)
+
+
+def test_a_fastapi_error_body_and_a_short_backend_name_read_plainly():
+    """Bugs caught (own-model review 2026-12-02): a vLLM-style 404 printed its body as a Python
+    dict (`{'detail': 'Not Found'}`); `backend: openai` got no hint of openai_compatible (too
+    short for the similarity cut)."""
+    from audit.errors import AuditError
+
+    with ScriptedOpenAI(lambda body: (404, {"detail": "Not Found"})) as server:
+        error = _error_of(openai_model(server.url))
+    assert str(error).startswith(f"HTTP 404 from {server.url}/chat/completions: Not Found "
+                                 "(check `model`")
+    with pytest.raises(AuditError, match=r"\(did you mean 'openai_compatible'\?\)$"):
+        create_backend(replace(openai_model("http://x"), backend="openai"))

@@ -350,6 +350,16 @@ def send_ahead(requests: Iterable[tuple[str, ChatRequest]], backends: dict[str, 
                      description, role)
 
 
+def answering_time_text(seconds: float, to_send: int) -> str:
+    """The respond line's estimate of the time left ("" with nothing to go on or to send); a
+    few seconds read "about 0.0 min", as if no time at all."""
+    minutes = seconds / 60
+    if minutes != minutes or not to_send:
+        return ""
+    said = "under 0.1 min" if minutes < 0.05 else f"about {minutes:.1f} min"
+    return f", {said} at the median latency of earlier answers"
+
+
 def collect_responses(
     prompts: pl.DataFrame,
     backends: dict[str, Backend],
@@ -363,9 +373,7 @@ def collect_responses(
     engine = engine or EngineConfig()
     planned = plan_requests(prompts, backends, models)
     workload = estimate(planned, store, concurrency_limits(backends, models))
-    timing = ("" if workload["seconds"] != workload["seconds"] or not workload["to_send"] else
-              f", about {workload['seconds'] / 60:.1f} min at the median latency of earlier "
-              "answers")
+    timing = answering_time_text(workload["seconds"], workload["to_send"])
     log.info("respond: %d prompts, %d in the store, %d to send (about %d prompt tokens and at "
              "most %d completion tokens%s)", workload["prompts"], workload["stored"],
              workload["to_send"], workload["prompt_tokens"], workload["max_completion_tokens"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 
-from audit.errors import AuditError
+from audit.errors import AuditError, did_you_mean
 from audit.llm.backends.base import (Backend, BackendError, ChatRequest, Completion, Message,
                                      backend_request_key, check_reply_text, request_key)
 from audit.config import ModelConfig
@@ -35,8 +35,12 @@ def backend_class(name: str) -> type:
         target = BACKENDS[name]
     except KeyError:
         valid = ", ".join(sorted(BACKENDS))
+        # A name that begins one backend's (`openai` for openai_compatible) is that one: too
+        # short for did_you_mean's similarity cut.
+        begun = [option for option in sorted(BACKENDS) if option.startswith(name)] if name else []
+        hint = f" (did you mean {begun[0]!r}?)" if len(begun) == 1 else did_you_mean(name, BACKENDS)
         raise AuditError(
-            f"unknown backend '{name}': set `backend` in conf/model/ to one of {valid}"
+            f"unknown backend '{name}': set `backend` in conf/model/ to one of {valid}{hint}"
         ) from None
     module_name, class_name = target.split(":")
     return getattr(importlib.import_module(module_name), class_name)

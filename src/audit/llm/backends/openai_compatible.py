@@ -304,7 +304,10 @@ def _server_message(error: Any) -> str:
     """The server's own explanation of an HTTP error, on one line and cut short: the message of
     an OpenAI-style error body, else the body itself."""
     body = error.body
-    message = body.get("message", body) if isinstance(body, dict) else body
+    # OpenAI's error object has a message; FastAPI's (vLLM's routes) a detail: {'detail': 'Not
+    # Found'} was printed as the dict itself.
+    message = (body.get("message", body.get("detail", body)) if isinstance(body, dict)
+               else body)
     if message is None:
         message = error.response.text or error.response.reason_phrase
     text = " ".join(str(message).split())
