@@ -12,11 +12,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-import jinja2
 import polars as pl
 
-from audit.methods.checks import percent, signed
-from audit.methods.rasch.report.html import png_data_uri
+from audit.methods.checks import percent
+from audit.methods.rasch.report.html import png_data_uri, template_environment
 from audit.methods.rasch.report.plots import decision_forest
 from audit.tracking.mlflow import code_state
 
@@ -61,14 +60,8 @@ def change_report(changes: pl.DataFrame, sides: Sequence[Any], *, pairing: str, 
     """The comparison's page: the two sources, how they were paired, what differs between them
     beyond the change, the gate, one row per contrast and the figure."""
     provenance = provenance or {}
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("audit.methods.rasch.report", "templates"),
-        autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
-        undefined=jinja2.StrictUndefined,  # a missing value is a bug, not an empty cell
-    )
-    environment.filters["signed"] = signed
     hdi = percent(float(changes["hdi_prob"][0])) if changes.height else ""
-    return environment.get_template(TEMPLATE).render(
+    return template_environment().get_template(TEMPLATE).render(
         title=f"Change in each gap: {comparison_name(sides)}",
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         commit=code_state(provenance)[0], version=provenance.get("audit.version", ""),

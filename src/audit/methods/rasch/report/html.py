@@ -180,7 +180,8 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
     }
 
 
-def render_report(context: dict[str, Any]) -> str:
+def template_environment() -> jinja2.Environment:
+    """The shipped templates (a run's report, compare's page) with the filters they use."""
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("audit.methods.rasch.report", "templates"),
         autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
@@ -191,7 +192,11 @@ def render_report(context: dict[str, Any]) -> str:
     environment.filters["percentile"] = _percentile
     environment.filters["signed"] = signed
     environment.filters["interval_word"] = interval_word
-    return environment.get_template(TEMPLATE).render(**context)
+    return environment
+
+
+def render_report(context: dict[str, Any]) -> str:
+    return template_environment().get_template(TEMPLATE).render(**context)
 
 
 def _percentile(value: float | None) -> str:
