@@ -26,12 +26,12 @@ from aiolimiter import AsyncLimiter
 from rich.progress import Progress
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from audit.llm.backends import (Backend, BackendError, ChatRequest, Completion, Message,
-                                backend_request_key, check_reply_text)
+from audit.llm.backends import (UNREACHABLE_KINDS, Backend, BackendError, ChatRequest,
+                                Completion, Message, backend_request_key, check_reply_text)
 from audit.config import EngineConfig, ModelConfig
 from audit.logs import progress_bar
 from audit.llm.heap import heap_frozen
-from audit.llm.preflight import UNREACHABLE_KINDS, Planned, estimate, preflight
+from audit.llm.preflight import Planned, estimate, preflight
 from audit.schemas import ResponseSchema, validate
 from audit.llm.store import ResponseStore
 

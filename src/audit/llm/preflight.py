@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from audit.llm.backends import Backend, BackendError, ChatRequest
+from audit.llm.backends import UNREACHABLE_KINDS, Backend, BackendError, ChatRequest
 from audit.llm.store import ResponseStore
 
 log = logging.getLogger(__name__)
@@ -58,8 +58,6 @@ def seconds_to_answer(planned: list[Planned], store: ResponseStore,
     return seconds
 
 
-# Failures that say the server is not there (the engine asks again mid-run after one of them).
-UNREACHABLE_KINDS = frozenset({"connection", "timeout"})
 # Pre-flight failures that mean no request to this server can succeed now: unreachable, a model
 # it does not serve, or a key it refuses (every request would be refused the same way: a hosted
 # API with a bad key answered each of thousands of prompts with a 401).

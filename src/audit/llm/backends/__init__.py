@@ -11,8 +11,9 @@ import importlib
 import os
 
 from audit.errors import AuditError, did_you_mean
-from audit.llm.backends.base import (Backend, BackendError, ChatRequest, Completion, Message,
-                                     backend_request_key, check_reply_text, request_key)
+from audit.llm.backends.base import (UNREACHABLE_KINDS, Backend, BackendError, ChatRequest,
+                                     Completion, Message, backend_request_key, check_reply_text,
+                                     request_key)
 from audit.config import ModelConfig
 
 BACKENDS: dict[str, str] = {
@@ -73,6 +74,7 @@ def create_backend(config: ModelConfig) -> Backend:
 
 __all__ = [
     "BACKENDS",
+    "UNREACHABLE_KINDS",
     "Backend",
     "BackendError",
     "ChatRequest",

@@ -102,6 +102,11 @@ def first_tokens_decide(request: ChatRequest, tokenized: dict[str, Sequence[int]
         len({tokens[0] for tokens in tokenized.values()}) == len(tokenized)
 
 
+# Failures that say the server is not there: the preflight stops on them, the engine asks the
+# server again mid-run after one, and a judge stops its stage.
+UNREACHABLE_KINDS = frozenset({"connection", "timeout"})
+
+
 class BackendError(RuntimeError):
     """A failure of infrastructure, never of the audited behaviour; `kind` says which."""
 

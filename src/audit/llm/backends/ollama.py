@@ -11,7 +11,7 @@ import os
 import time
 from typing import Any
 
-from audit.llm.backends.base import BackendError, ChatRequest, Completion
+from audit.llm.backends.base import UNREACHABLE_KINDS, BackendError, ChatRequest, Completion
 from audit.config import ModelConfig
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -38,7 +38,7 @@ class OllamaBackend:
             try:
                 listed = self._call(self._client.list)
             except BackendError as error:
-                if error.kind not in ("connection", "timeout"):
+                if error.kind not in UNREACHABLE_KINDS:
                     raise
                 # Asked before anything is sent (the digest is in every request key), so this
                 # is the run's first contact: the preflight's line, and why a run served from

@@ -24,11 +24,10 @@ import re
 from dataclasses import dataclass
 
 from audit.errors import AuditError
-from audit.llm.backends import Backend, BackendError, ChatRequest
+from audit.llm.backends import UNREACHABLE_KINDS, Backend, BackendError, ChatRequest
 from audit.config import EngineConfig, ModelConfig
 from audit.llm.engine import build_request, send
 from audit.methods.rasch.judge.logprob import parse_scores
-from audit.llm.preflight import UNREACHABLE_KINDS
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 from audit.llm.store import ResponseStore
 
