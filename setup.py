@@ -21,6 +21,8 @@ from setuptools.command.build_py import build_py
 HERE = Path(__file__).resolve().parent
 
 
+# The same git reading as audit.tracking.mlflow (_git, checkout_state), written again on purpose:
+# setup.py runs in the build environment, before audit and its dependencies can be imported.
 def _git(*args: str) -> str | None:
     try:
         return subprocess.run(["git", "-C", str(HERE), *args], capture_output=True, text=True,
