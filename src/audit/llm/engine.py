@@ -31,7 +31,7 @@ from audit.llm.backends import (UNREACHABLE_KINDS, Backend, BackendError, ChatRe
 from audit.config import EngineConfig, ModelConfig
 from audit.logs import progress_bar
 from audit.llm.heap import heap_frozen
-from audit.llm.preflight import Planned, estimate, preflight
+from audit.llm.preflight import Planned, estimate, preflight, server_problem
 from audit.schemas import ResponseSchema, validate
 from audit.llm.store import ResponseStore
 
@@ -263,14 +263,9 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
         async with probing[name]:
             if name in stopped:
                 raise stopped[name]
-            probe = getattr(backends[name], "health_check", None)
-            if probe is None:
-                return
-            try:
-                await asyncio.get_running_loop().run_in_executor(None, probe)
-            except BackendError as error:
-                if error.kind not in UNREACHABLE_KINDS:
-                    return
+            error = await asyncio.get_running_loop().run_in_executor(
+                None, server_problem, backends[name])
+            if error is not None and error.kind in UNREACHABLE_KINDS:
                 stopped[name] = ServerStopped(name, error)
                 raise stopped[name] from error
 

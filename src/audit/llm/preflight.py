@@ -65,6 +65,19 @@ STOPPING_KINDS = UNREACHABLE_KINDS | {"model_not_found"}
 REFUSED_STATUSES = frozenset({401, 403})
 
 
+def server_problem(backend: Backend) -> BackendError | None:
+    """What the server behind `backend` says to a request for its model list (a cheap call that
+    needs the server): None when it answers, or when the backend is no server (in-process
+    models, and test backends)."""
+    probe = getattr(backend, "health_check", None)
+    try:
+        if probe is not None:
+            probe()
+    except BackendError as error:
+        return error
+    return None
+
+
 def preflight(backends: dict[str, Backend], model_names: Iterable[str],
               role: str = "model") -> None:
     """Ask each server about to be sent requests for its model list (a cheap call that needs
@@ -74,18 +87,15 @@ def preflight(backends: dict[str, Backend], model_names: Iterable[str],
     the server's list leaves out, or a key it refuses. Any other failure only warns: some
     servers do not list models, and the requests will tell."""
     for name in sorted(set(model_names)):
-        probe = getattr(backends[name], "health_check", None)
-        if probe is None:  # in-process models, and test backends
+        error = server_problem(backends[name])
+        if error is None:
             continue
-        try:
-            probe()
-        except BackendError as error:
-            if error.kind not in STOPPING_KINDS and error.status not in REFUSED_STATUSES:
-                log.warning("%s '%s': the health check failed (%s); sending anyway",
-                            role, name, error)
-                continue
-            fix = ("fix it in conf/" + role + "/" if error.kind == "model_not_found"
-                   or error.status in REFUSED_STATUSES else
-                   f"start the server (or fix base_url in conf/{role}/)")
-            raise BackendError(error.kind, f"{role} '{name}': {error}. Nothing was sent: {fix} "
-                                           "and rerun", status=error.status) from error
+        if error.kind not in STOPPING_KINDS and error.status not in REFUSED_STATUSES:
+            log.warning("%s '%s': the health check failed (%s); sending anyway", role, name,
+                        error)
+            continue
+        fix = ("fix it in conf/" + role + "/" if error.kind == "model_not_found"
+               or error.status in REFUSED_STATUSES else
+               f"start the server (or fix base_url in conf/{role}/)")
+        raise BackendError(error.kind, f"{role} '{name}': {error}. Nothing was sent: {fix} "
+                                       "and rerun", status=error.status) from error

@@ -12,8 +12,9 @@ import polars as pl
 from audit.data_files import data_file
 from audit.errors import AuditError
 from audit.llm.failures import check_failures
-from audit.llm.backends import (Backend, BackendError, backend_class, can_score_options,
-                                create_backend, missing_api_key)
+from audit.llm.backends import (Backend, backend_class, can_score_options, create_backend,
+                                missing_api_key)
+from audit.llm.preflight import server_problem
 from audit.llm.store import ResponseStore
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.design import backends_for
@@ -108,11 +109,8 @@ def warn_unreachable_judges(cfg: AuditConfig) -> None:
     for name, model in sorted(cfg.judge.models.items()):
         if not hasattr(backend_class(model.backend), "health_check"):
             continue  # in-process judges: nothing to reach
-        probe = getattr(create_backend(model), "health_check", None)
-        try:
-            if probe is not None:
-                probe()
-        except BackendError as error:
+        error = server_problem(create_backend(model))
+        if error is not None:
             log.warning("judge '%s': %s. The score stage needs it for every answer the rules "
                         "leave whose label is not in the response store: start it before the "
                         "answers are done, or that stage stops", name, error)
