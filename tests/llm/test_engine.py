@@ -231,7 +231,7 @@ def test_the_estimate_counts_what_is_missing_and_times_it_from_stored_latencies(
 def test_a_run_of_seconds_is_not_announced_as_zero_minutes():
     """Bug caught (own-model review 2026-12-02): a run whose earlier answers took a fraction of
     a second each was announced as "about 0.0 min"."""
-    from audit.llm.engine import answering_time_text
+    from audit.llm.preflight import answering_time_text
 
     assert answering_time_text(2.0, 3) == (", under 0.1 min at the median latency of earlier "
                                            "answers")
@@ -245,7 +245,7 @@ def test_answering_time_is_the_stores_record_not_the_clock(items, personas, fake
     the store counted at its (near-zero) serving time, so a rerun would spend less and stop
     somewhere else; a model's concurrency ignored; a failed answer's missing latency turning
     the total into NaN."""
-    from audit.llm.engine import answering_seconds
+    from audit.llm.preflight import answering_seconds
 
     prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
     first, _ = _run(prompts, fake_models, tmp_path / "store.sqlite3")

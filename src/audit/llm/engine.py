@@ -31,7 +31,8 @@ from audit.llm.backends import (UNREACHABLE_KINDS, Backend, BackendError, ChatRe
 from audit.config import EngineConfig, ModelConfig
 from audit.logs import progress_bar
 from audit.llm.heap import heap_frozen
-from audit.llm.preflight import Planned, estimate, preflight, server_problem
+from audit.llm.preflight import (Planned, answering_time_text, estimate, preflight,
+                                  server_problem)
 from audit.schemas import ResponseSchema, validate
 from audit.llm.store import ResponseStore
 
@@ -218,16 +219,6 @@ def concurrency_limits(backends: dict[str, Backend],
             for name, backend in backends.items()}
 
 
-def answering_seconds(responses: pl.DataFrame, model_names: pl.DataFrame,
-                      concurrency: dict[str, int]) -> float:
-    """The time the answers took as the store recorded them (an answer served from the store
-    keeps the latency of its first asking): each model's latencies summed and divided by its
-    concurrency, as the preflight estimates a run's time. ``model_names``: prompt_id ->
-    model_name."""
-    per_model = (responses.join(model_names.select("prompt_id", "model_name"), on="prompt_id")
-                 .group_by("model_name").agg(pl.col("latency_s").fill_null(0.0).sum()))
-    return float(sum(seconds / concurrency[name] for name, seconds in per_model.iter_rows()))
-
 
 async def _collect(planned: list[Planned], backends: dict[str, Backend],
                    models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
@@ -344,15 +335,6 @@ def send_ahead(requests: Iterable[tuple[str, ChatRequest]], backends: dict[str, 
         send_planned(list(planned.values()), backends, models, store, engine, show_progress,
                      description, role)
 
-
-def answering_time_text(seconds: float, to_send: int) -> str:
-    """The respond line's estimate of the time left ("" with nothing to go on or to send); a
-    few seconds read "about 0.0 min", as if no time at all."""
-    minutes = seconds / 60
-    if minutes != minutes or not to_send:
-        return ""
-    said = "under 0.1 min" if minutes < 0.05 else f"about {minutes:.1f} min"
-    return f", {said} at the median latency of earlier answers"
 
 
 def collect_responses(

@@ -2,6 +2,8 @@
 
 Both run on the planned requests before the first one goes out, so a user sees the size of a
 large run, or learns that a server is down, in seconds rather than after minutes of retries.
+The time an adaptive run has spent is counted here too, from the same stored latencies the
+estimate reads, so a budget and its estimate agree.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+import polars as pl
 
 from audit.llm.backends import UNREACHABLE_KINDS, Backend, BackendError, ChatRequest
 from audit.llm.store import ResponseStore
@@ -56,6 +60,27 @@ def seconds_to_answer(planned: list[Planned], store: ResponseStore,
             return float("nan")
         seconds += count * latencies[len(latencies) // 2] / concurrency[name]
     return seconds
+
+
+def answering_seconds(responses: pl.DataFrame, model_names: pl.DataFrame,
+                      concurrency: dict[str, int]) -> float:
+    """The time the answers took as the store recorded them (an answer served from the store
+    keeps the latency of its first asking): each model's latencies summed and divided by its
+    concurrency, as the preflight estimates a run's time. ``model_names``: prompt_id ->
+    model_name."""
+    per_model = (responses.join(model_names.select("prompt_id", "model_name"), on="prompt_id")
+                 .group_by("model_name").agg(pl.col("latency_s").fill_null(0.0).sum()))
+    return float(sum(seconds / concurrency[name] for name, seconds in per_model.iter_rows()))
+
+
+def answering_time_text(seconds: float, to_send: int) -> str:
+    """The respond line's estimate of the time left ("" with nothing to go on or to send); a
+    few seconds read "about 0.0 min", as if no time at all."""
+    minutes = seconds / 60
+    if minutes != minutes or not to_send:
+        return ""
+    said = "under 0.1 min" if minutes < 0.05 else f"about {minutes:.1f} min"
+    return f", {said} at the median latency of earlier answers"
 
 
 # Pre-flight failures that mean no request to this server can succeed now: unreachable, a model

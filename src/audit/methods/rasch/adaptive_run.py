@@ -21,7 +21,8 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.llm.engine import answering_seconds, concurrency_limits
+from audit.llm.engine import concurrency_limits
+from audit.llm.preflight import answering_seconds
 from audit.llm.failures import check_failures
 from audit.logs import said_once
 from audit.methods.configs import AuditConfig
