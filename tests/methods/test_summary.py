@@ -102,6 +102,17 @@ def test_each_method_states_its_headline_comparisons_and_the_verdict_ci_gives(
     assert f"CI verdict: {verdict_text(checks)}" in text and verdict in text
 
 
+def test_a_fit_that_did_not_converge_is_named_so_in_the_summary(tmp_path):
+    """Bug caught (CI review 2026-12-02): the failed convergence check was listed by its group
+    and name, "CI verdict: FAIL (1 of 3 checks failed): fit converged", the opposite of what
+    failed."""
+    text = _stated("rasch", rasch_run(tmp_path / "run", ["undecided"], converged=False))
+    verdict = next(line for line in text.splitlines() if line.startswith("CI verdict:"))
+    assert "FAIL (1 of 2 checks failed): fit did not converge (R-hat max 1.080, 0 " \
+           "divergences)" in verdict, verdict
+    assert "converged" not in verdict
+
+
 def test_a_different_gap_is_a_finding_ranked_among_null_gaps():
     """Issue 34: null personas rank a finding, they no longer call it "not a demographic
     finding" (the wording of 8ce5156 for a gap within the noise floor)."""

@@ -31,6 +31,13 @@ class Check:
     # False for a check of the run itself (a fit's convergence), which can fail a run but not
     # pass one: a run whose comparisons of groups were all untestable is NOT TESTED.
     about_groups: bool = True
+    # What a run's summary calls the check when it fails; "" for the group's last part and the
+    # name ("race Black vs White"). A check named for what it asks needs it: a failed
+    # convergence check read "fit converged" (CI review 2026-12-02).
+    failed_title: str = ""
+
+    def title_when_failed(self) -> str:
+        return self.failed_title or f"{self.group.split('.', 1)[-1]} {self.name}"
 
 
 def finite(value: float | None) -> bool:

@@ -45,8 +45,7 @@ def verdict_line(run_dir: Path) -> str:
         checks = judge_run(run_dir, VerdictConfig())
     except AuditError as error:  # VerdictError, or a run table that cannot be read
         return f"CI verdict: none ({error}); {command}"
-    flagged = [f"{check.group.split('.', 1)[-1]} {check.name}" for check in checks
-               if check.failed]
+    flagged = [check.title_when_failed() for check in checks if check.failed]
     named = "; ".join(flagged[:MAX_FLAGGED_NAMED]) + ("; ..." if len(flagged) >
                                                       MAX_FLAGGED_NAMED else "")
     # A pass under undecided contrasts read as "no bias found" to a reviewer of the summary:

@@ -60,11 +60,15 @@ def read_diagnostics(path: Path) -> dict:
 
 def _convergence_check(name: str, diagnostics: dict, rules: VerdictConfig) -> Check:
     converged = diagnostics["converged"]
+    outcome = name.partition(":")[2]  # converged:OUTCOME, a second outcome's fit
     return Check("rasch", "rasch.fit", name, rules.rasch_require_converged and not converged,
                  f"converged={converged}, R-hat max {diagnostics['rhat_max']:.3f}, ESS bulk "
                  f"min {diagnostics['ess_bulk_min']:.0f}, ESS tail min "
                  f"{diagnostics['ess_tail_min']:.0f}, {diagnostics['divergences']} "
-                 f"divergences. {diagnostics['advice']}".strip(), about_groups=False)
+                 f"divergences. {diagnostics['advice']}".strip(), about_groups=False,
+                 failed_title=f"{f'the {outcome} ' if outcome else ''}fit did not converge "
+                              f"(R-hat max {diagnostics['rhat_max']:.3f}, "
+                              f"{diagnostics['divergences']} divergences)")
 
 
 def contrast_fails(row: Mapping, rules: VerdictConfig, no_signal: bool = False
