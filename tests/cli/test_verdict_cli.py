@@ -17,11 +17,12 @@ from verdict_fixtures import (
     dif_run,
     iat_run,
     junit_outcomes,
+    read_junit,
     rasch_run,
     record,
 )
 
-from audit.cli.verdict import junit_xml, main, parse_arguments
+from audit.cli.verdict import junit_xml, main, parse_arguments, print_verdict
 from audit.methods.verdict import judge_run, verdict_text
 from audit.errors import AuditError
 from audit.methods.checks import Check, VerdictError
@@ -120,13 +121,36 @@ def test_a_rule_of_another_methods_runs_is_said_to_be_unused(tmp_path: Path, cap
     iat_min_abs_d=0.5` passed with the IAT rule silently ignored, so a gate's author believed it
     in force. A warning names it and the run's own rules; the run's own rules warn of nothing."""
     run = rasch_run(tmp_path / "run", ["undecided"])
-    assert main([f"run_dir={run}", "iat_min_abs_d=0.5", "alpha=0.01"]) == 0
+    assert main([f"run_dir={run}", "iat_min_abs_d=0.5"]) == 0
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert any(w.startswith("iat_min_abs_d is a rule for other methods' runs, and this is a "
-                            "rasch run: not used (a rasch run's rules: alpha, ") for w in warnings)
+    assert ("iat_min_abs_d is a rule for other methods' runs, and this is a rasch run: not used "
+            "(a rasch run's rules: rasch_fail_on_undecided, rasch_require_converged)"
+            in warnings), warnings
     caplog.clear()
     assert main([f"run_dir={run}", "rasch_fail_on_undecided=false"]) == 0
     assert not [r for r in caplog.records if "not used" in r.getMessage()]
+
+
+def test_alpha_on_a_rasch_run_is_said_to_be_the_fits_and_left_out_of_the_junit_rules(
+        tmp_path: Path, caplog) -> None:
+    """Bug caught (CI review 2026-12-02): `audit.verdict run_dir=RASCH_RUN alpha=0.000001`
+    judged at the fit's family-wise alpha (its HDIs were drawn when it was fitted) with no word,
+    and the JUnit file recorded alpha=1e-06 as a rule in force. A warning names the setting
+    that decided and the rerun that changes it; the JUnit properties hold that setting."""
+    run = rasch_run(tmp_path / "run", ["different"])
+    assert main([f"run_dir={run}", "alpha=0.000001"]) == 1
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert ("alpha=0.000001 does not apply to a rasch run: its decisions were made when it was "
+            "fitted, at fit.familywise_alpha=0.05; to judge it at another level, rerun it with "
+            "fit.familywise_alpha=0.000001 (the answers come from the store)" in warnings), warnings
+    properties = {item.get("name"): item.get("value")
+                  for item in read_junit(run / "verdict_junit.xml").iter("property")}
+    assert "alpha" not in properties and "iat_min_abs_d" not in properties
+    assert properties["fit.familywise_alpha"] == "0.05"
+    assert properties["rasch_fail_on_undecided"] == "False"
+    caplog.clear()
+    assert main([f"run_dir={run}", "alpha=0.05"]) == 1  # the fit's own level: nothing to say
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
 
 
 def test_the_method_comes_from_the_recorded_config_not_the_files(tmp_path: Path) -> None:
@@ -230,6 +254,45 @@ def test_a_counterfactual_run_with_only_untestable_pairs_is_not_tested(tmp_path:
             f"{len(checks)} not testable)") in out
     assert "Checks not testable" in out and "add names" in out
     assert set(junit_outcomes(run / "verdict_junit.xml").values()) == {"skipped"}
+
+
+def test_bad_input_replaces_the_folders_junit_file_with_an_error(tmp_path: Path) -> None:
+    """Bug caught (CI review 2026-12-02): a rerun into a CI job's fixed folder was cancelled
+    before it wrote config.yaml; the verdict said so and exited 2 but left the earlier run's
+    verdict_junit.xml (failures="2") for the job's JUnit publisher. Now the file holds one
+    error naming the problem, and a folder that does not exist is not made for it."""
+    run = rasch_run(tmp_path / "run", ["different", "different"])
+    assert main([f"run_dir={run}"]) == 1
+    assert read_junit(run / "verdict_junit.xml").get("failures") == "2"
+    (run / "report" / "config.yaml").unlink()  # the rerun got no further
+    assert main([f"run_dir={run}"]) == 2
+    root = read_junit(run / "verdict_junit.xml")
+    assert (root.get("failures"), root.get("errors")) == ("0", "1")
+    assert root.find(".//error").get("message").startswith(f"no config.yaml in {run}")
+    missing = tmp_path / "never_ran"
+    assert main([f"run_dir={missing}"]) == 2 and not missing.exists()
+    elsewhere = tmp_path / "reports" / "audit.xml"
+    assert main([f"run_dir={missing}", f"junit={elsewhere}"]) == 2
+    assert read_junit(elsewhere).get("errors") == "1"
+
+
+def test_the_verdict_names_where_the_report_is_and_lists_a_passs_untestable_checks(
+        tmp_path: Path, capsys) -> None:
+    """Bugs caught (CI review 2026-12-02): the verdict never said where the run's report was,
+    and a PASS beside checks that could not be judged listed none of them (their reasons were
+    only in the JUnit file)."""
+    run = rasch_run(tmp_path / "run", ["undecided"])
+    (run / "report" / "report.html").write_text("<html></html>")
+    assert main([f"run_dir={run}"]) == 0
+    out = capsys.readouterr().out
+    assert f"report: {run / 'report' / 'report.html'}\nverdict: PASS" in out
+    skipped = Check("counterfactual", "counterfactual.m", "A vs B", False,
+                    "not testable: with 2 names vs 2 names; add names", skipped=True)
+    judged = Check("counterfactual", "counterfactual.m", "A vs C", False, "p_bh=0.4")
+    print_verdict([skipped, judged], tmp_path)
+    out = capsys.readouterr().out
+    assert "Checks not testable (1 of 1 shown, of 2 checks)" in out and "add names" in out
+    assert f"tables: {tmp_path}\nverdict: PASS (0 of 2 checks failed, 1 not testable)" in out
 
 
 def test_a_dif_run_whose_baseline_all_failed_is_not_tested(tmp_path: Path) -> None:

@@ -232,6 +232,7 @@ def test_a_run_into_a_finished_runs_folder_moves_its_files_aside_first(tmp_path:
     out = tmp_path / "out"
     monkeypatch.chdir(tmp_path)
     run_stages(stages("first"), cfg, out)
+    (out / "verdict_junit.xml").write_text("the first run's verdict")
     (out / "__main__.log").write_text("hydra's log")
     (out / "notes.md").write_text("the user's own")
     with pytest.raises(AuditError, match="the model is down"):
@@ -242,8 +243,10 @@ def test_a_run_into_a_finished_runs_folder_moves_its_files_aside_first(tmp_path:
     (earlier,) = (out / EARLIER_FOLDER).iterdir()
     assert (earlier / "fit" / "summary.txt").read_text() == "first analyse"
     assert (earlier / "report" / "report.txt").read_text() == "first report"
+    # The verdict's JUnit file too: left, a CI step publishing it after a cancelled rerun
+    # showed the first run's results as the second's (CI review 2026-12-02).
     assert sorted(path.name for path in earlier.iterdir()) == [
-        "fit", "labels.txt", "prompts.txt", "report", "responses.txt"]
+        "fit", "labels.txt", "prompts.txt", "report", "responses.txt", "verdict_junit.xml"]
     assert (out / "__main__.log").exists() and (out / "notes.md").exists()
     run_stages(stages("third"), cfg, out)  # a second move does not overwrite the first
     assert len(list((out / EARLIER_FOLDER).iterdir())) == 2

@@ -5,10 +5,11 @@ tables, or in `report/` by the Rasch report stage), applies that method's rules
 (methods/NAME/verdict.py, found through the method registry; every rule is a `key=value` override of
 VerdictConfig, or a YAML file with `rules_file=PATH`), prints the failed checks, writes a JUnit XML
 file (one testcase per check: each comparison, and a Rasch fit's convergence; a failure for each
-failed one) and exits 0 when the audit passes, 1 when it fails, 2 when the input is bad (one line
-on stderr naming the problem) and 3 when no comparison of groups could be judged (every one
-skipped as untestable, or none at all: NOT TESTED; a fit's convergence passes nothing), so it
-drops into any CI pipeline and a design that could not fail never reads as a pass.
+failed one; on bad input, one error naming it), says where the run's report is, and exits 0 when
+the audit passes, 1 when it fails, 2 when the input is bad (one line on stderr naming the
+problem) and 3 when no comparison of groups could be judged (every one skipped as untestable, or
+none at all: NOT TESTED; a fit's convergence passes nothing), so it drops into any CI pipeline
+and a design that could not fail never reads as a pass.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ from audit.config_ranges import check_config
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 from audit.methods.checks import Check, VerdictError
-from audit.methods import method_module
+from audit.methods import method_module, registered_methods
 from audit.methods.configs import VerdictConfig
-from audit.methods.verdict import judge_run, recorded_method, verdict_outcome, verdict_text
+from audit.methods.layout import VERDICT_JUNIT_FILE, found_run_file
+from audit.methods.verdict import (judge_run, recorded_method, recorded_setting, verdict_outcome,
+                                   verdict_text)
 from audit.tables import check_output, write_atomically
 
 log = logging.getLogger("audit.verdict")
@@ -42,7 +45,7 @@ log = logging.getLogger("audit.verdict")
 RULE_KEYS = tuple(rule.name for rule in fields(VerdictConfig))
 USAGE = ("usage: python -m audit.verdict run_dir=DIR [junit=PATH] [rules_file=YAML] ["
          + " ".join(f"{key}=..." for key in RULE_KEYS) + "]")
-JUNIT_DEFAULT = "verdict_junit.xml"
+JUNIT_DEFAULT = VERDICT_JUNIT_FILE
 # Exit statuses (docs/commands.md); 2, bad input, is returned where the error is caught.
 EXIT_CODES = {"PASS": 0, "FAIL": 1, "NOT TESTED": 3}
 # The not-testable checks a NOT TESTED verdict prints; the JUnit file holds them all.
@@ -115,7 +118,31 @@ def check_rules(rules: VerdictConfig) -> None:
 
 # --- reporting ----------------------------------------------------------------------------------
 
+def rules_read(method: str) -> list[str]:
+    """The rules a run of `method` is judged by: the shared ones it does not fix when it is
+    fitted (its config's RULES_SET_BY_FIT), and its own VERDICT_RULES; none for checks of no
+    audit method (`audit.compare`'s, judged by its own options)."""
+    if method not in registered_methods():
+        return []
+    config = method_module(method, "config")
+    fixed = getattr(config, "RULES_SET_BY_FIT", {})
+    return [*(rule.name for rule in fields(SharedVerdictRules) if rule.name not in fixed),
+            *(rule.name for rule in fields(config.VERDICT_RULES))]
+
+
+def settings_that_ruled(method: str, run_dir: Path) -> dict[str, object]:
+    """The run's own settings that play a shared rule's part for `method` (a Rasch run's
+    fit.familywise_alpha), as its config recorded them; those it did not record are left out."""
+    if method not in registered_methods():
+        return {}
+    fixed = getattr(method_module(method, "config"), "RULES_SET_BY_FIT", {})
+    found = {key: recorded_setting(run_dir, key) for key in fixed.values()}
+    return {key: value for key, value in found.items() if value is not None}
+
+
 def junit_xml(checks: list[Check], run_dir: Path, rules: VerdictConfig) -> ET.ElementTree:
+    """One testsuite per method; its properties are the rules that judged it (a rule of another
+    method, or alpha on a Rasch run, decided nothing and is not recorded as if it had)."""
     root = ET.Element("testsuites", name="audit.verdict", tests=str(len(checks)),
                       failures=str(sum(c.failed for c in checks)), errors="0",
                       skipped=str(sum(c.skipped for c in checks)))
@@ -126,7 +153,9 @@ def junit_xml(checks: list[Check], run_dir: Path, rules: VerdictConfig) -> ET.El
                               errors="0", skipped=str(sum(c.skipped for c in cases)), time="0")
         properties = ET.SubElement(suite, "properties")
         ET.SubElement(properties, "property", name="run_dir", value=str(run_dir))
-        for key, value in sorted(vars(rules).items()):
+        ruled = {**{key: getattr(rules, key) for key in rules_read(method)},
+                 **settings_that_ruled(method, run_dir)}
+        for key, value in sorted(ruled.items()):
             ET.SubElement(properties, "property", name=key, value=str(value))
         for check in cases:
             case = ET.SubElement(suite, "testcase", classname=check.group, name=check.name,
@@ -142,42 +171,80 @@ def junit_xml(checks: list[Check], run_dir: Path, rules: VerdictConfig) -> ET.El
     return ET.ElementTree(root)
 
 
+def error_junit_xml(problem: str, run_dir: Path) -> ET.ElementTree:
+    """The JUnit file of a verdict that could not be given (bad input, exit 2): one errored
+    testcase naming the problem, so a CI step that publishes the file whatever the exit status
+    shows this, not an earlier run's results left in the folder."""
+    counts = {"tests": "1", "failures": "0", "errors": "1", "skipped": "0"}
+    root = ET.Element("testsuites", name="audit.verdict", **counts)
+    suite = ET.SubElement(root, "testsuite", name="audit.verdict", **counts, time="0")
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", name="run_dir", value=str(run_dir))
+    case = ET.SubElement(suite, "testcase", classname="audit.verdict", name="read the run",
+                         time="0")
+    ET.SubElement(case, "error", message=problem, type="bad input").text = problem
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
 def write_junit(tree: ET.ElementTree, path: Path) -> None:
     write_atomically(path, lambda partial: tree.write(partial, encoding="utf-8",
                                                        xml_declaration=True))
 
 
-def print_verdict(checks: list[Check], console: Console | None = None) -> None:
+def print_verdict(checks: list[Check], run_dir: Path, console: Console | None = None) -> None:
     console = console or Console(width=max(Console().width, 120))
     failed = [check for check in checks if check.failed]
-    # NOT TESTED: why each check could not be judged, so the fix (more names, a baseline) shows.
-    shown = failed or ([check for check in checks if check.skipped][:MAX_UNTESTABLE_SHOWN]
-                       if verdict_outcome(checks) == "NOT TESTED" else [])
+    # Without a failure, why each check could not be judged, so the fix (more names, a baseline)
+    # shows: a PASS with checks not testable listed none of them, their reasons only in the
+    # JUnit file (CI review 2026-12-02).
+    shown = failed or [check for check in checks if check.skipped][:MAX_UNTESTABLE_SHOWN]
     if shown:
+        skipped = sum(check.skipped for check in checks)
         title = (f"Failed checks ({len(failed)} of {len(checks)})" if failed else
-                 f"Checks not testable ({len(shown)} of {len(checks)} shown)")
+                 f"Checks not testable ({len(shown)} of {skipped} shown, of {len(checks)} checks)")
         table = Table(title=title)
         for column in ("method", "what", "check", "why"):
             table.add_column(column, overflow="fold")
         for check in shown:
             table.add_row(check.method, check.group.split(".", 1)[-1], check.name, check.message)
         console.print(table)
+    report = found_run_file(run_dir, "report.html")
+    console.print(f"report: {report}" if report else f"tables: {run_dir}", soft_wrap=True)
     console.print(f"verdict: {verdict_text(checks)}")
 
 
-def warn_unused_rules(arguments: list[str], method: str) -> None:
-    """A rule typed for another method's runs (iat_min_abs_d on a Rasch run) changes nothing:
-    said, where it passed silently, so a gate's author does not believe it is in force."""
-    own = {rule.name for rule in fields(SharedVerdictRules)} | {
-        rule.name for rule in fields(method_module(method, "config").VERDICT_RULES)}
+def warn_unused_rules(arguments: list[str], method: str, run_dir: Path) -> None:
+    """A rule typed for another method's runs (iat_min_abs_d on a Rasch run), or one this
+    method fixes when it fits (alpha on a Rasch run), changes nothing: said, where it passed
+    silently, so a gate's author does not believe it is in force."""
+    own = set(rules_read(method))
+    fixed = getattr(method_module(method, "config"), "RULES_SET_BY_FIT", {})
     every = {rule.name for rule in fields(VerdictConfig)}
-    typed = [argument.split("=", 1)[0] for argument in arguments]
-    unused = [key for key in typed if key in every and key not in own]
+    typed = dict(argument.split("=", 1) for argument in arguments)
+    unused = [key for key in typed if key in every and key not in own and key not in fixed]
     if unused:
         log.warning("%s %s for other methods' runs, and this is a %s run: not used (a %s "
                     "run's rules: %s)", ", ".join(unused),
                     "is a rule" if len(unused) == 1 else "are rules", method, method,
                     ", ".join(sorted(own)))
+    for key in (key for key in typed if key in fixed):
+        setting = fixed[key]
+        recorded = recorded_setting(run_dir, setting)
+        if recorded is not None and _same_value(typed[key], recorded):
+            continue
+        at = f"{setting}={recorded}" if recorded is not None else setting
+        log.warning("%s=%s does not apply to a %s run: its decisions were made when it was "
+                    "fitted, at %s; to judge it at another level, rerun it with %s=%s (the "
+                    "answers come from the store)", key, typed[key], method, at, setting,
+                    typed[key])
+
+
+def _same_value(typed: str, recorded: object) -> bool:
+    try:
+        return float(typed) == float(recorded)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return typed == str(recorded)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -185,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     if printed_help(arguments, __doc__, USAGE):
         return 0
+    command: VerdictCommand | None = None
+    junit: Path | None = None
     try:
         command = parse_arguments(arguments)
         run_dir = Path(command.run_dir)
@@ -194,15 +263,33 @@ def main(argv: list[str] | None = None) -> int:
         junit = (check_output(Path(command.junit), "junit=", error=VerdictError)
                  if command.junit else None)
         checks = judge_run(run_dir, command.rules)
-        warn_unused_rules(arguments, recorded_method(run_dir))
+        warn_unused_rules(arguments, recorded_method(run_dir), run_dir)
         junit = junit or check_output(run_dir / JUNIT_DEFAULT, "junit=", error=VerdictError)
         write_junit(junit_xml(checks, run_dir, command.rules), junit)
     except AuditError as error:  # VerdictError, or a run table that cannot be read
         log.error("%s", error)
+        write_error_junit(str(error), command, junit)
         return 2
-    print_verdict(checks)
+    print_verdict(checks, run_dir)
     log.info("JUnit XML written to %s", junit)
     return EXIT_CODES[verdict_outcome(checks)]
+
+
+def write_error_junit(problem: str, command: VerdictCommand | None, junit: Path | None) -> None:
+    """Bad input still leaves a JUnit file saying so where the verdict would have written one:
+    junit=PATH once it passed its check, else the run folder's default file when that folder
+    exists. Never where the arguments could not be read, in place of a junit=PATH that failed
+    its check, nor in a folder it would create."""
+    if command is None or (command.junit and junit is None):
+        return
+    run_dir = Path(command.run_dir)
+    path = junit or (run_dir / JUNIT_DEFAULT if run_dir.is_dir() else None)
+    if path is None or path.is_dir():
+        return
+    try:
+        write_junit(error_junit_xml(problem, run_dir), path)
+    except OSError as error:  # the problem above is the one to report
+        log.warning("could not write the JUnit file %s: %s", path, error)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ from pathlib import Path
 from audit.errors import AuditError, did_you_mean
 
 CONFIG_FILE = "config.yaml"
+# What `python -m audit.verdict` writes into a run's folder unless told junit=PATH: a file of the
+# run, moved aside with its tables when the folder is run into again (methods/run.py).
+VERDICT_JUNIT_FILE = "verdict_junit.xml"
 # The slots every method fills, in order; dvc.yaml declares one stage (and out folder) for each.
 STAGE_NAMES = ("design", "respond", "score", "analyse", "report")
 # Older names `python -m audit.stages` still accepts (dvc.yaml files written before the slots had

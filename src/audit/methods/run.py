@@ -33,7 +33,8 @@ from audit.design import ADAPTIVE_METHOD, check_adaptive_settings
 
 from audit.methods.configs import AuditConfig
 # Re-exported: method plugins (docs/methods/writing.md before layout.py) import them from here.
-from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, run_file, stage_name  # noqa: F401
+from audit.methods.layout import (CONFIG_FILE, STAGE_NAMES, VERDICT_JUNIT_FILE,  # noqa: F401
+                                  run_file, stage_name)
 from audit.errors import AuditError
 from audit.llm.backends import create_backend
 from audit.llm.engine import collect_responses, summarise_responses
@@ -163,7 +164,10 @@ def keep_earlier_run(stages: Sequence[Stage], directory: Path) -> Path | None:
     working = Path.cwd().resolve()
     if directory.resolve() == working or directory.resolve() in working.parents:
         return None  # hydra.run.dir=.: a file named like a table may be the user's own
-    names = dict.fromkeys([*(name for stage in stages for name in stage.writes), CONFIG_FILE])
+    # The verdict's JUnit file too: left in place, a CI job whose rerun was cancelled published
+    # the earlier run's results as this one's (CI review 2026-12-02).
+    names = dict.fromkeys([*(name for stage in stages for name in stage.writes), CONFIG_FILE,
+                           VERDICT_JUNIT_FILE])
     found = [name for name in names if (directory / name).exists()]
     if not found:
         return None

@@ -29,6 +29,19 @@ def recorded_config_file(run_dir: Path) -> Path | None:
     return found_run_file(run_dir, CONFIG_FILE)
 
 
+def recorded_setting(run_dir: Path, key: str) -> object | None:
+    """A setting (dotted key) of the config the run recorded; None when the run recorded no
+    config, or none that can be read, or not this setting."""
+    path = recorded_config_file(run_dir)
+    if path is None:
+        return None
+    try:
+        recorded = OmegaConf.load(path)
+        return OmegaConf.select(recorded, key, default=None)
+    except (OSError, YAMLError, OmegaConfBaseException):
+        return None
+
+
 def recorded_method(run_dir: Path) -> str:
     """The `method` of the config the run recorded: the rules follow what the run was, not which
     files happen to lie in its folder."""

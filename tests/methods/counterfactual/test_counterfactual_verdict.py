@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import polars as pl
@@ -78,10 +79,13 @@ def test_malformed_counterfactual_table_is_bad_input(tmp_path: Path) -> None:
     # min_p, not p_bh: an empty p_bh is a row left out of the BH family (not testable).
     table.with_columns(min_p=pl.lit(float("nan"))).write_csv(run / DESIGN_TESTS)
     assert main([f"run_dir={run}"]) == 2
+    # The JUnit file says the verdict could not be given: an error, no check passed.
+    root = ET.parse(run / "verdict_junit.xml").getroot()
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("1", "0", "1")
+    assert "DesignTestSchema" in root.find(".//error").get("message")
     table.drop("p_bh").write_csv(run / DESIGN_TESTS)
     with pytest.raises(AuditError, match="DesignTestSchema"):
         judge_run(run, VerdictConfig())
-    assert not (run / "verdict_junit.xml").exists()
 
 
 def test_a_counterfactual_run_without_its_table_is_bad_input(tmp_path: Path) -> None:

@@ -147,6 +147,10 @@ class RaschVerdictRules:
 
 SECTIONS: dict[str, type] = {"fit": FitConfig, "plan": PlanConfig, "ingest": IngestConfig}
 VERDICT_RULES: type = RaschVerdictRules
+# Shared verdict rules this method fixes when it fits, not when it is judged, and the setting that
+# fixes each: a contrast is decided on a family-wise HDI of mass 1 - alpha / K, which needs the
+# posterior draws, so `audit.verdict alpha=` cannot move it (it was ignored in silence).
+RULES_SET_BY_FIT: dict[str, str] = {"alpha": "fit.familywise_alpha"}
 # The metrics a run of this method is judged by (shell-style patterns): the columns its runs
 # show in `python -m audit.runs`, a sweep's runs table and the MLflow runs view.
 HEADLINE_METRICS: tuple[str, ...] = ("n_prompts", "rhat_max", "ess_bulk_min", "judge/kappa")
