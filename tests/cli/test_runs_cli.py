@@ -64,3 +64,56 @@ def test_a_params_output_that_is_a_folder_is_one_line(no_store, tmp_path, caplog
     IsADirectoryError (exit 1)."""
     assert runs.main(["params", "abcd1234", "--output", str(tmp_path)]) == 2
     assert f"--output {tmp_path} is a folder" in caplog.text
+
+
+def test_a_table_wider_than_the_terminal_continues_in_tables_that_fit(monkeypatch):
+    """Bug caught (CI review 2026-12-02): `audit.runs --metric 'contrast/*/mean'` made one
+    table wider than the console: rich squeezed every column of a 120-character terminal to
+    four characters, and piped output (160) cut off the contrast columns. Each next table
+    repeats run_id and holds the columns that did not fit."""
+    import io
+
+    import polars as pl
+    from rich.console import Console
+
+    metrics = {f"metric:contrast/race/level{index}_vs_White/mean": [-5.047 + index, 0.25]
+               for index in range(6)}
+    frame = pl.DataFrame({
+        "run_id": ["f137d8d0" + "0" * 24, "adf676c2" + "0" * 24],
+        "name": ["rasch their-model ingest.input=answers_bias.csv", "rasch m"],
+        "started": ["2026-12-02 12:55", "2026-12-02 12:54"], "status": ["FINISHED"] * 2,
+        "models": ["their-model", "m"], "param:fit.draws": ["200000", "300"],
+        "metric:n_prompts": [144.0, 8.0], "metric:rhat_max": [1.019, 1.012], **metrics})
+    buffer = io.StringIO()
+    runs.print_runs(frame, "2 runs", Console(file=buffer, width=120))
+    printed = buffer.getvalue()
+    assert max(map(len, printed.splitlines())) <= 120
+    assert "2 runs, continued (2 of" in printed
+    for value in ("200000", "-5.047", "-0.047", "FINISHED", "their-model"):
+        assert value in printed, value  # whole, not folded across lines
+    assert printed.count("f137d8d0") >= 2  # each table names its rows
+
+
+def test_show_lists_the_codes_commit_and_takes_the_store_after_the_subcommand(monkeypatch,
+                                                                               capsys):
+    """Bugs caught (CI review 2026-12-02): `show` left out the audit.commit and audit.dirty
+    tags the docs name among its provenance, and `show ID --tracking-uri URI` (where the
+    not-found message's advice puts it) was "unrecognized arguments"."""
+    run_id = "b7028099" + "1" * 24
+    asked = []
+
+    def get_run(uri, wanted):
+        asked.append(uri)
+        return {"run_id": wanted, "name": "rasch m", "status": "FINISHED", "start_time": 0,
+                "params": {}, "metrics": {},
+                "tags": {"method": "rasch", "audit.commit": "0123456789abcdef",
+                         "audit.dirty": "false", "git.commit": "0123456789abcdef"}}
+
+    monkeypatch.setattr(runs, "check_store", lambda *args, **kwargs: None)
+    monkeypatch.setattr(runs.tracking, "get_run", get_run)
+    assert runs.main(["show", run_id, "--tracking-uri", "sqlite:///elsewhere.db"]) == 0
+    out = capsys.readouterr().out
+    assert asked and set(asked) == {"sqlite:///elsewhere.db"}
+    assert "audit.commit" in out and "0123456789abcdef" in out and "audit.dirty" in out
+    assert runs.main(["--tracking-uri", "sqlite:///before.db", "show", run_id]) == 0
+    assert asked[-1] == "sqlite:///before.db"

@@ -56,23 +56,56 @@ def _format(value: Any) -> str:
     return str(value)
 
 
+# A column's width before rich folds it (a long run name or metric name wraps in its cell).
+MAX_NATURAL_WIDTH = 30
+# What each column adds beside its text: padding on both sides and the border.
+COLUMN_FRAME = 3
+
+
+def _natural_width(label: str, cells: list[str]) -> int:
+    return min(max([len(label), *map(len, cells)]), MAX_NATURAL_WIDTH) + COLUMN_FRAME
+
+
+def column_groups(columns: list[str], widths: dict[str, int], room: int) -> list[list[str]]:
+    """The columns in tables that each fit in `room` characters: the first table takes them in
+    order while they fit, each next one repeats run_id and takes the rest. One table squeezed
+    every column of a 120-character terminal to four characters, and a piped table cut off the
+    columns past its width (`--metric 'contrast/*/mean'` showed no contrast; CI review
+    2026-12-02)."""
+    groups: list[list[str]] = [[]]
+    used = 1  # the table's left border
+    for column in columns:
+        if groups[-1] and used + widths[column] > room:
+            groups.append(["run_id"] if column != "run_id" else [])
+            used = 1 + widths["run_id"]
+        groups[-1].append(column)
+        used += widths[column]
+    return groups
+
+
 def print_runs(frame: pl.DataFrame, title: str, console: Console | None = None) -> None:
     console = console or Console()
-    table = Table(title=title)
     shown = [column for column in frame.columns if not column.startswith("param:")]
     varying = [column for column in frame.columns if column.startswith("param:")]
     shown[6:6] = varying[:MAX_VARYING_COLUMNS]
-    for column in shown:
-        label = column.split(":", 1)[-1]
-        table.add_column(label, justify="right" if column.startswith("metric:") else "left",
-                         overflow="fold", no_wrap=column in ("run_id", "started"),
-                         min_width=24 if column == "name" else None)
-    for row in frame.iter_rows(named=True):
-        # escape: run names and values hold brackets ("[model=smollm2]") that rich would
-        # otherwise read as markup and drop
-        table.add_row(*(escape(short_id(row[column]) if column == "run_id"
-                               else _format(row[column])) for column in shown))
-    console.print(table)
+    # escape: run names and values hold brackets ("[model=smollm2]") that rich would otherwise
+    # read as markup and drop
+    cells = {column: [escape(short_id(value) if column == "run_id" else _format(value))
+                      for value in frame.get_column(column).to_list()] for column in shown}
+    widths = {column: _natural_width(column.split(":", 1)[-1], cells[column])
+              for column in shown}
+    groups = column_groups(shown, widths, console.width)
+    for index, group in enumerate(groups):
+        table = Table(title=title if index == 0 else f"{title}, continued "
+                      f"({index + 1} of {len(groups)})")
+        for column in group:
+            table.add_column(column.split(":", 1)[-1],
+                             justify="right" if column.startswith("metric:") else "left",
+                             overflow="fold", no_wrap=column in ("run_id", "started"),
+                             min_width=24 if column == "name" else None)
+        for row in range(frame.height):
+            table.add_row(*(cells[column][row] for column in group))
+        console.print(table)
     if len(varying) > MAX_VARYING_COLUMNS:
         console.print(f"{len(varying) - MAX_VARYING_COLUMNS} more params vary: "
                       f"{', '.join(column[6:] for column in varying[MAX_VARYING_COLUMNS:])}")
@@ -246,7 +279,7 @@ def show_run(run: dict[str, Any], console: Console,
             ("sweep parent", tags.get(tracking.PARENT_RUN_TAG, "")),
             ("converged", tags.get("converged", "")),
             *[(key, value) for key, value in sorted(tags.items())
-              if key.startswith(("audit.version", "git.", "dvc.", "config.", "model.",
+              if key.startswith(("audit.", "git.", "dvc.", "config.", "model.",
                                  "judge_model.", "hydra.", "package.", "sweep.", "compare."))]]
     for key, value in rows:
         table.add_row(escape(key), escape(str(value)))
@@ -315,10 +348,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metric", action="append", default=[],
                         help="metric name or pattern to add as a column (repeatable)")
     parser.add_argument("--csv", type=Path, help="also write the table to this CSV file")
+    # The store's options after a subcommand too (`show ID --tracking-uri URI`, as the
+    # not-found message suggests), without overriding those given before it.
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument("--tracking-uri", default=argparse.SUPPRESS)
+    store.add_argument("--experiment", default=argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command")
-    show = commands.add_parser("show", help="one run's provenance and how to re-create it")
+    show = commands.add_parser("show", parents=[store],
+                               help="one run's provenance and how to re-create it")
     show.add_argument("run_id")
-    params = commands.add_parser("params", help="write a run's params.yaml for dvc repro")
+    params = commands.add_parser("params", parents=[store],
+                                 help="write a run's params.yaml for dvc repro")
     params.add_argument("run_id")
     params.add_argument("--output", type=Path, default=Path("params.yaml"))
     arguments = parser.parse_args(argv)
