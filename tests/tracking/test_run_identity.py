@@ -16,7 +16,7 @@ from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
 
 from audit.cli.runs import main as runs_main
-from audit.cli.runs import reproduction_steps
+from audit.cli.recreate import reproduction_steps
 from audit.config import CONF_DIR, ModelConfig, TrackingConfig
 from audit.methods.configs import AuditConfig
 from audit.methods.run_identity import flat_config, run_name

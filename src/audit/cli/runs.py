@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -25,6 +24,7 @@ from rich.table import Table
 
 from audit.cli import OneLineParser
 from audit.cli.params import HEADER, overrides_file, params_yaml
+from audit.cli.recreate import RUN_ID, reproduction_steps
 from audit.config import TrackingConfig
 from audit.errors import AuditError
 from audit.methods import headline_metrics, registered_methods
@@ -32,7 +32,6 @@ from audit.methods.configs import to_audit_config
 from audit.tracking import mlflow as tracking
 from audit.logs import configure_cli_logging
 from audit.tracking.runs_table import runs_frame, short_id, started_text
-from audit.tracking.sweeps import shell_word
 from audit.tables import check_output, write_frame
 from audit.tracking.store import sqlite_path
 
@@ -158,7 +157,6 @@ def _resolve_run_id(settings: TrackingConfig, run_id: str, option: str = STORE_O
     return matches[0]
 
 
-RUN_ID = re.compile(r"[0-9a-fA-F]{1,32}")  # an MLflow run id or its prefix
 
 
 def run_source(source: str, settings: TrackingConfig, option: str, what: str) -> Path | str:
@@ -177,96 +175,6 @@ def run_source(source: str, settings: TrackingConfig, option: str, what: str) ->
     except LookupError as error:
         raise AuditError(f"{what} is neither a run directory nor a run in the store: "
                          f"{error.args[0] if error.args else error}") from None
-
-
-def reproduction_steps(run: dict[str, Any], tracking_uri: str = TrackingConfig.tracking_uri
-                       ) -> list[str]:
-    """What re-creates this run, for any method: dvc.yaml's stages dispatch on `method`, which the
-    params.yaml written from the run's config.yaml carries (a test follows these steps for one
-    run of each method and compares the tables). A sweep's parent run is re-created by its sweep
-    command and a comparison by its audit.compare command: neither has a config.yaml."""
-    tags = run["tags"]
-    method = tags.get("method", "rasch")
-    source, dirty = source_steps(tags)
-    if tags.get("audit.role") == "sweep":
-        steps = [*source, *sweep_steps(run)]
-    elif method == "compare":
-        steps = [*source, *compare_steps(run, tracking_uri)]
-    else:
-        steps = [*source,
-                 f"python -m audit.runs params {run['run_id']} --output params.yaml",
-                 f"dvc repro  # the {method} stages (design, respond, score, analyse, report): "
-                 f"tables in pipeline/STAGE/, figures in pipeline/report/metrics.json"]
-    if dirty:
-        steps.append(f"# the run had uncommitted changes ({dirty}=true): the commit alone may "
-                     "not re-create it")
-    return steps
-
-
-def source_steps(tags: dict[str, str]) -> tuple[list[str], str | None]:
-    """Where the code comes from: a checkout of the commit of audit's own code (audit.commit),
-    or of the run's folder where that was audit's checkout, and the dirty tag that goes with it.
-    Runs before audit.commit was recorded name only the folder's commit (git.commit), which was
-    audit's checkout when run from its root; older runs recorded `unknown`."""
-    audit_commit, folder_commit = tags.get("audit.commit"), tags.get("git.commit", "unknown")
-    if audit_commit is not None and audit_commit != folder_commit:
-        elsewhere = ("" if folder_commit == "unknown" else
-                     f"; its own folder was commit {folder_commit[:10]} of another repository")
-        return ([f"git checkout {audit_commit}  # in a clone of audit's repository (dvc.yaml "
-                 f"and the stages' code are there; the run was made in another folder"
-                 f"{elsewhere})"], "audit.dirty" if tags.get("audit.dirty") == "true" else None)
-    if folder_commit != "unknown":
-        return [f"git checkout {folder_commit}"], ("git.dirty" if tags.get("git.dirty") == "true"
-                                                  else None)
-    version = tags.get("audit.version", "unknown")
-    return ([f"# audit {version} ran without a record of its commit (an installed wheel built "
-             "outside a git checkout): in a clone of audit's repository, check out the commit "
-             f"of version {version}"] if version != "unknown" else
-            ["# made by a version of audit the run did not record, outside a git checkout"]), None
-
-
-def sweep_steps(run: dict[str, Any]) -> list[str]:
-    """The sweep's command (its `sweep.command` tag; a sweep logged before that tag existed is
-    rebuilt from its task overrides, without Hydra's own), then how to list its new jobs."""
-    tags = run["tags"]
-    command = tags.get("sweep.command")
-    if command is None:
-        overrides = tags.get("sweep.overrides", "(none)")
-        words = [] if overrides == "(none)" else overrides.split(" ")
-        command = (" ".join(shell_word(word) for word in ["python", "-m", "audit", "-m", *words])
-                   + "  # add the hydra.* overrides it ran with: this run did not record them")
-    return [command, "python -m audit.runs --sweep NEW_PARENT_ID  # the new sweep's jobs (the "
-                     f"old ones: python -m audit.runs --sweep {run['run_id']})"]
-
-
-# audit.compare's options and the MLflow params its run records them as (cli/compare.py's
-# gate_params): the same names, max_worsening's unit apart.
-COMPARE_OPTIONS = ("worsening_prob", "items", "draws", "tune", "chains", "target_accept",
-                   "judge_error")
-
-
-def compare_steps(run: dict[str, Any], tracking_uri: str) -> list[str]:
-    """The audit.compare command of a comparison run, from its tags (the two sources, and the
-    models when it compared two models of one run) and its params (the gate and the sampler)."""
-    tags, params = run["tags"], run["params"]
-    run_a, run_b = tags.get("compare.run_a", "RUN_A"), tags.get("compare.run_b", "RUN_B")
-    words = ["python", "-m", "audit.compare", run_a]
-    if run_b == run_a:
-        words += [f"model_a={tags.get('compare.model_a', 'MODEL_A')}",
-                  f"model_b={tags.get('compare.model_b', 'MODEL_B')}"]
-    else:
-        words.append(run_b)
-    if params.get("max_worsening", "none") != "none":
-        unit = "pp" if params.get("unit") == "pp" else ""
-        words.append(f"max_worsening={params['max_worsening']}{unit}")
-    words += [f"{key}={params[key]}" for key in COMPARE_OPTIONS if key in params]
-    if tracking_uri != TrackingConfig.tracking_uri:
-        words.append(f"tracking_uri={tracking_uri}")
-    steps = [" ".join(shell_word(word) for word in words)]
-    if not all(RUN_ID.fullmatch(source) for source in (run_a, run_b)):
-        steps.append("# a source that is not a run id is a run folder of the machine that "
-                     "made the comparison")
-    return steps
 
 
 def show_run(run: dict[str, Any], console: Console,
