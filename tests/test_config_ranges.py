@@ -62,6 +62,10 @@ def _compose(overrides: list[str]) -> AuditConfig:
     (["judge=smollm2", "judge.models.smollm2.sampling.top_p=0"],
      "judge.models.smollm2.sampling.top_p=0.0 must lie in (0, 1]"),
     (["personas.null_count=-2"], "personas.null_count=-2 must lie in [0, inf)"),
+    # Judge review 2026-12-02: 0 passed, then polars' group_by().head(0) gave one empty row per
+    # kind and the score stage died with a TypeError traceback (judge.evaluate_on_gold=false is
+    # how to skip the gold set).
+    (["judge.gold_per_category=0"], "judge.gold_per_category=0 must lie in [1, inf)"),
     (["design.replicates=0"], "design.replicates=0 must lie in [1, inf)"),
     # The adaptive budgets were checked only at the respond stage, after the design stage ran.
     (["design.adaptive=true", "design.futility=1.5"], "design.futility=1.5 must lie in [0, 1)"),

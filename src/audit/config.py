@@ -124,9 +124,10 @@ class JudgeConfig:
     gold_items: str = "data/items/decision_items.csv"  # the bank the gold answers respond to
     # Evaluate the judge on the gold set in every audit run (cached in the response store), on
     # the first N answers of each kind (by gold_id) to keep a first run short; None: all of them.
-    # `python -m audit.judge_eval` always uses the whole set.
+    # `python -m audit.judge_eval` always uses the whole set. At least 1: to skip the gold set,
+    # evaluate_on_gold=false.
     evaluate_on_gold: bool = True
-    gold_per_category: int | None = within(3, 0)
+    gold_per_category: int | None = within(3, 1)
     # The judge panel also re-reads this many rule-labelled answers of each demographic cell
     # (audited model x the fit's attributes), so the report can show its agreement with the
     # rules per group and warn on a difference (methods/rasch/judge/rule_check.py); 0: off.
