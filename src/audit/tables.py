@@ -34,9 +34,10 @@ def missing_file(path: Path, what: str, fix: str) -> str:
 
 
 def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
-               as_text: bool = False) -> pl.DataFrame:
-    """Parquet (by suffix) or CSV, or one line naming the file, the problem and the fix.
+               as_text: bool = False, parquet: bool | None = None) -> pl.DataFrame:
+    """Parquet or CSV, or one line naming the file, the problem and the fix.
 
+    `parquet`: which, when the caller knows (a user's `format=`); None: by the suffix.
     `as_text` reads every CSV column as a string (users' input files, whose schemas coerce);
     otherwise a CSV's types are inferred from the whole file, so a column whose first rows are
     empty still reads as numbers.
@@ -45,7 +46,7 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
     if not path.is_file():
         raise AuditError(missing_file(path, what, fix))
     try:
-        if path.suffix == ".parquet":
+        if path.suffix == ".parquet" if parquet is None else parquet:
             return pl.read_parquet(path)
         return pl.read_csv(path, infer_schema=False) if as_text \
             else pl.read_csv(path, infer_schema_length=None)

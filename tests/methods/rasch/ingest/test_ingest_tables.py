@@ -182,6 +182,24 @@ def test_jsonl_and_parquet_read_as_csv_does(tmp_path):
         read_answers(bad, "auto", None)
 
 
+def test_the_format_given_decides_how_a_file_is_read(tmp_path):
+    """Bugs caught (judge review 2026-12-02): `input=answers.pq format=parquet`, the fix the
+    "cannot tell the format" line gives, read the parquet file as CSV ("invalid utf-8"); a CSV
+    given format=parquet was read as CSV and tagged parquet; ANSWERS.CSV and .pq were not known
+    by their suffix."""
+    rows = [{"model": "m", "race": "Black", "item": "lending_01", "decision": "DENY"}]
+    renamed = tmp_path / "answers.data"
+    pl.DataFrame(rows).write_parquet(renamed)
+    assert read_answers(renamed, "parquet", None)["decision"].to_list() == ["DENY"]
+    short = tmp_path / "answers.pq"
+    pl.DataFrame(rows).write_parquet(short)
+    assert read_answers(short, "auto", None)["decision"].to_list() == ["DENY"]
+    upper = _csv(tmp_path, rows, "ANSWERS.CSV")
+    assert read_answers(upper, "auto", None)["decision"].to_list() == ["DENY"]
+    with pytest.raises(AuditError, match="cannot read answers file at .*ANSWERS.CSV"):
+        read_answers(upper, "parquet", None)
+
+
 def test_exported_answer_files_read_as_their_columns_mean(tmp_path):
     """Bugs caught (bad-input review 2026-12-02): a JSONL field the table never reads holding
     an array (an export's metadata) was an 84-line polars traceback; a "Race" column (a

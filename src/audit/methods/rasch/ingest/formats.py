@@ -50,11 +50,12 @@ def file_format(path: Path, chosen: str) -> str:
         raise AuditError(f"unknown ingest.format '{chosen}': use one of {', '.join(FORMATS)}")
     if chosen != "auto":
         return chosen
-    if path.suffix == ".parquet":
+    suffix = path.suffix.lower()  # ANSWERS.CSV, as some exports name their files
+    if suffix in (".parquet", ".pq"):
         return "parquet"
-    if path.suffix in (".jsonl", ".ndjson", ".json"):
+    if suffix in (".jsonl", ".ndjson", ".json"):
         return "lm_eval" if path.name.startswith("samples_") else "jsonl"
-    if path.suffix in (".csv", ".txt"):
+    if suffix in (".csv", ".txt"):
         return "csv"
     raise AuditError(f"cannot tell the format of {path} from its name: set ingest.format= one of "
                      f"{', '.join(FORMATS[1:])}")
@@ -94,7 +95,11 @@ def read_answers(path: Path, chosen_format: str, model: str | None,
                              f"give each column one type") from None
         default_model = model or "imported"
     else:
-        frame = read_frame(path, "answers file", fix, as_text=fmt == "csv")
+        # As the format says, not the suffix: format=parquet read a .pq file as CSV ("invalid
+        # utf-8"), and a CSV given format=parquet was read as CSV and tagged parquet (judge
+        # review 2026-12-02).
+        frame = read_frame(path, "answers file", fix, as_text=fmt == "csv",
+                           parquet=fmt == "parquet")
         default_model = model or "imported"
         unread = {column: frame.get_column(column) for column in frame.columns
                   if not known_column(column)}
