@@ -139,6 +139,13 @@ def test_answer_texts_are_judged_and_decisions_kept(tmp_path):
     assert metrics["no_signal"] == 0.0 and "NO SIGNAL" not in done.stdout + done.stderr
     diagnostics = json.loads((tmp_path / "run" / "fit" / "diagnostics.json").read_text())
     assert diagnostics["no_signal"] == []
+    # Judge review 2026-12-02: the imported decisions, read as given, were shown in the rate
+    # table as a labeller measured perfect ("1.00 [1.00, 1.00]"), and the fix offered was a
+    # larger gold sample, which cannot measure them.
+    report = (tmp_path / "run" / "report" / "report.html").read_text()
+    assert "judge_sensitivity[rule]" in report and "[imported]" not in report
+    assert "the imported decisions were read as given" in report
+    assert "enlarge judge.gold_per_category" not in done.stdout + done.stderr + report
 
 
 @pytest.mark.slow

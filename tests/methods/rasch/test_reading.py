@@ -207,6 +207,27 @@ def test_caveats_put_non_convergence_and_a_weak_judge_first():
     assert "not measured on the gold set" in unmeasured[0]
 
 
+def test_labels_no_judge_made_are_not_sent_to_the_judge_eval():
+    """Bug caught (judge review 2026-12-02): a file of imported decisions was told "The judge
+    was not measured on the gold set in this run (judge.evaluate_on_gold=false); measure it with
+    python -m audit.judge_eval", though evaluate_on_gold was true and no judge read them; the
+    fix is audit.fit's gold= or confusion=. The model's own option preferences (logprob) need
+    no measuring; judged labels without gold figures keep the judge_eval advice, naming the
+    judge."""
+    prompts, labels = _labels({"m/a": ["favourable"] * 3, "m/b": ["unfavourable"] * 3})
+    unmeasured = JudgeQuality(*[None] * len(dataclasses.fields(JudgeQuality)))
+    imported = labels.with_columns(label_source=pl.lit("imported"))
+    (note,) = [c for c in caveats(imported, prompts, unmeasured, True, 0, "rules_only")
+               if "judge" in c.lower()]
+    assert note.startswith("No judge read this run's answers: the decisions imported with them")
+    assert "`python -m audit.fit` (gold= or confusion=" in note and "judge_eval" not in note
+    logprob = labels.with_columns(label_source=pl.lit("logprob"))
+    assert not [c for c in caveats(logprob, prompts, unmeasured, True, 0, "logprob")
+                if "judge" in c.lower()]
+    judged = caveats(labels, prompts, unmeasured, True, 0, "qwen_coder_1_5b")
+    assert any("audit.judge_eval judge=qwen_coder_1_5b`" in caveat for caveat in judged)
+
+
 def test_quality_warnings_name_the_fix():
     tests = pl.DataFrame({"model_name": ["m"], "label": ["refusal"], "p_value": [0.01]})
     found = quality_warnings(JudgeQuality("unfavourable", 0.95, 40, 0.5, 0.2, 0.5, 0.0), "tiny",
@@ -515,6 +536,29 @@ def test_the_report_names_the_labelling_paths_the_correction_left_uncorrected(tm
     diagnostics.write_text(json.dumps({"judge_error": {"favourable": None}}))
     assert judge_gaps(recorded_diagnostics(diagnostics)) == []
     assert judge_gaps(recorded_diagnostics(tmp_path / "none.json")) == []
+
+
+def test_imported_decisions_read_as_given_name_the_fix_that_corrects_them(tmp_path):
+    """Bug caught (judge review 2026-12-02): a file mixing decisions and answer text had its
+    decisions (path `imported`) read as truth with the advice "enlarge
+    judge.gold_per_category to measure it", which cannot work (the gold set measures the judge,
+    not whoever made the decisions), and the report's rate table showed them as measured
+    "1.00 [1.00, 1.00]". The model's own option probabilities (logprob) are no gap at all."""
+    import json
+
+    from audit.methods.rasch.report.publish import as_truth_rows, judge_gaps, recorded_diagnostics
+
+    diagnostics = tmp_path / "diagnostics.json"
+    diagnostics.write_text(json.dumps({"judge_error": {"favourable": {
+        "labels_as_truth": ["imported", "logprob"], "weak_gold": {}}}}))
+    recorded = recorded_diagnostics(diagnostics)
+    (gap,) = judge_gaps(recorded)
+    assert gap.startswith("the imported decisions were read as given, uncorrected")
+    assert "python -m audit.fit` (gold= or confusion=" in gap
+    assert "gold_per_category" not in gap and "logprob" not in gap
+    assert as_truth_rows(recorded) == [
+        "judge_sensitivity[imported]", "judge_specificity[imported]",
+        "judge_sensitivity[logprob]", "judge_specificity[logprob]"]
 
 
 def test_a_gap_that_rounds_to_zero_reads_plus_zero_in_its_sentence_as_in_the_table():

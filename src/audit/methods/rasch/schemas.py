@@ -22,6 +22,10 @@ JUDGE_FAILED = "judge_failed"
 LABEL_VALUES: tuple[str, ...] = (*LABELS, UNPARSEABLE, JUDGE_FAILED)
 # imported: a decision that came with answers collected elsewhere (python -m audit.ingest).
 LABEL_SOURCES: tuple[str, ...] = ("rule", "judge", "logprob", "none", "imported")
+# Decisions no judge made, which a gold set of answer texts cannot measure: the audited model's
+# own option probabilities (logprob) and decisions that came with imported answers. The fit reads
+# them as given; imported ones are corrected by `python -m audit.fit gold=`/`confusion=`.
+UNJUDGED_SOURCES: tuple[str, ...] = ("logprob", "imported")
 GOLD_CATEGORIES: tuple[str, ...] = ("plain", "hedge", "conditional", "refusal", "decide_then_ask",
                                     "rambling", "other_language", "injection",
                                     # in the styles of real chat models (data/README.md)

@@ -454,6 +454,31 @@ def test_imported_decisions_label_their_own_prompts_in_any_order(tmp_path):
     assert "\n" not in str(error.value)
 
 
+def test_judge_error_on_a_file_of_decisions_only_is_refused_at_the_design_stage(tmp_path):
+    """Bug caught (judge review 2026-12-02): `audit.ingest input=decisions.csv
+    fit.judge_error=true` ran to the analyse stage and failed there, asking for
+    judge.method=cascade and judge.evaluate_on_gold=true, both already set: no judge reads a
+    file of decisions, so nothing measures them. Refused before the first table, naming the
+    fix that corrects imported decisions; a file with answer text to judge still passes."""
+    from audit.methods.rasch.ingest import stages
+
+    decisions = _csv(tmp_path, _decided_rows())
+    cfg = _config(decisions)
+    cfg = replace(cfg, fit=replace(cfg.fit, judge_error=True))
+    prompts_path = tmp_path / "prompts.parquet"
+    with pytest.raises(AuditError, match=r"fit.judge_error=true .* no answer in .* is text for "
+                                         r"a judge .*`python -m audit.fit` \(gold= or "
+                                         r"confusion="):
+        stages.design(cfg, prompts_path)
+    assert not prompts_path.exists()
+    rows = _decided_rows()
+    rows[0] = {**rows[0], "decision": None, "answer": "REJECT. The profile falls short."}
+    mixed = _config(_csv(tmp_path, rows, "mixed.csv"))
+    stages.design(replace(mixed, fit=replace(mixed.fit, judge_error=True)), prompts_path)
+    assert prompts_path.exists()
+    stages.design(_config(decisions), tmp_path / "unset.parquet")  # judge_error unset: fine
+
+
 def test_an_answers_file_changed_between_stages_is_refused_and_the_design_digest_reported(
         tmp_path):
     """Design review, defect 3: the answers file replaced by the same rows in another order after

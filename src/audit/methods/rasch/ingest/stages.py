@@ -163,10 +163,29 @@ def design(cfg: AuditConfig, prompts_path: Path) -> None:
     answers = imported_answers(cfg)
     prompts = prompts_table(answers, read_table(data_file(cfg.items.bank, "item bank",
                                                           "items.bank"), ItemSchema, "item bank"))
+    check_judge_error_applies(cfg, answers, prompts)
     write_table(prompts, prompts_path, PromptSchema, "prompts", {ANSWERS_DIGEST: digest})
     log.info("ingest: %d answers from %s (%d respondents x %d items)", prompts.height,
              cfg.ingest.input, prompts["respondent_id"].n_unique(), prompts["item_id"].n_unique())
     warn_repeated_rows(answers)
+
+
+def check_judge_error_applies(cfg: AuditConfig, answers: pl.DataFrame,
+                              prompts: pl.DataFrame) -> None:
+    """fit.judge_error=true on a file whose every answer came with its decision: no judge reads
+    them, so no gold answer measures them, and the fit refused only at the analyse stage, naming
+    judge settings that were already set (judge review 2026-12-02)."""
+    if cfg.fit.judge_error is not True:
+        return
+    decided = set(decided_labels(answers, prompts)["prompt_id"].to_list())
+    texts = responses_table(answers).filter((pl.col("status") == "ok")
+                                            & ~pl.col("prompt_id").is_in(decided))
+    if texts.is_empty():
+        raise AuditError(f"fit.judge_error=true reads a judge's error rates from its gold "
+                         f"answers, and no answer in {cfg.ingest.input} is text for a judge to "
+                         "read (each came with its decision), so the decisions are read as "
+                         "given: leave fit.judge_error unset, or correct them with `python -m "
+                         "audit.fit` (gold= or confusion=; docs/ingest.md)")
 
 
 def warn_repeated_rows(answers: pl.DataFrame) -> None:

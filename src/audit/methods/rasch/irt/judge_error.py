@@ -49,6 +49,7 @@ from audit.methods.rasch.irt.gold_rates import (
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.likelihood import binomial_cells, misclassified_binomial_cells
 from audit.methods.rasch.irt.outcome import OUTCOME_CODINGS, dropped_labels
+from audit.methods.rasch.schemas import UNJUDGED_SOURCES
 
 logger = logging.getLogger(__name__)
 
@@ -144,10 +145,8 @@ class JudgeCorrection:
             lookup = {path: position for position, path in enumerate(paths)}
             index = np.array([lookup[path] for path in cell_path.tolist()], dtype=np.int64)
         unmeasured = tuple(path for path in paths if self.confusion_for(path) is None)
-        if unmeasured:
-            logger.warning("no gold answer was labelled by %s, so the labels of that path are "
-                           "read as truth (enlarge judge.gold_per_category to measure it)",
-                           ", ".join(unmeasured))
+        for line in unmeasured_lines(unmeasured):
+            logger.warning("%s", line)
         for path in paths:
             counts = self.confusion_for(path)
             if counts is not None and (reasons := counts.weak_gold()):
@@ -155,6 +154,27 @@ class JudgeCorrection:
                                "assuming it is better than a coin (more gold answers measure "
                                "it)", path, "; ".join(reasons))
         return CellRates(JudgeCorrection(self.coding, self.by_path, unmeasured), paths, index)
+
+
+def unmeasured_lines(paths: Sequence[str], where: str = "") -> list[str]:
+    """What reading these paths' labels as truth means, a line each: a judged path that no gold
+    answer reached can be measured by more gold answers; decisions that came with imported
+    answers cannot (the gold set measures the judge on answer text, not who made them), and a
+    run's advice to enlarge the gold sample sent users to a fix that could not work (judge
+    review 2026-12-02); the model's own option probabilities (logprob) are its decisions, with
+    no judge error to correct, so they are not a gap."""
+    judged = [path for path in paths if path not in UNJUDGED_SOURCES]
+    lines = []
+    if judged:
+        lines.append(f"the labels of {', '.join(judged)}{where} were read as truth, "
+                     "uncorrected: no gold answer was labelled by that path (enlarge "
+                     "judge.gold_per_category to measure it)")
+    if "imported" in paths:
+        lines.append(f"the imported decisions{where} were read as given, uncorrected: the gold "
+                     "set measures the judge on answer text, not whoever made these decisions; "
+                     "to correct them, give their gold labels or confusion counts to `python -m "
+                     "audit.fit` (gold= or confusion=; docs/ingest.md)")
+    return lines
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,7 +21,7 @@ from audit.methods.checks import percent, signed
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.irt import Diagnostics
 from audit.methods.rasch.no_signal import JudgeQuality
-from audit.methods.rasch.report.reading import respondent_names
+from audit.methods.rasch.report.reading import respondent_names, unmeasured_judge_note
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 from audit.methods.rasch.verdict import interval_word
 from audit.tracking.mlflow import code_state
@@ -155,6 +155,7 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
                    "failed": responses.filter(pl.col("status") == "error").height,
                    "from_store": responses.filter(pl.col("from_cache")).height,
                    "labelled": labels.height},
+        "unmeasured_judge": unmeasured_judge_note(labels, cfg.judge.name),
         "judge": {"name": cfg.judge.name, "method": cfg.judge.method,
                   "use_rules": cfg.judge.use_rules, "models": sorted(cfg.judge.models),
                   "rule_check_per_group": cfg.judge.rule_check_per_group},

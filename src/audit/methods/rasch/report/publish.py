@@ -20,6 +20,7 @@ from audit.methods.rasch.adaptive_run import adaptive_report
 from audit.methods.rasch.analyse import read_fit
 from audit.methods.rasch.irt import Diagnostics, RaschFit
 from audit.methods.rasch.irt.explanatory import design_aliasing
+from audit.methods.rasch.irt.judge_error import unmeasured_lines
 from audit.methods.rasch.irt.rasch import posterior_draws
 from audit.methods.rasch.irt.noise_floor import (
     floor_from_prior,
@@ -114,15 +115,20 @@ def judge_gaps(recorded: dict) -> list[str]:
         if not correction:
             continue
         where = f" ({outcome})" if len(corrections) > 1 else ""
-        if correction.get("labels_as_truth"):
-            gaps.append(f"the labels of {', '.join(correction['labels_as_truth'])}{where} were "
-                        "read as truth, uncorrected: no gold answer was labelled by that path "
-                        "(enlarge judge.gold_per_category to measure it)")
+        gaps += unmeasured_lines(correction.get("labels_as_truth") or [], where)
         for path, reasons in sorted((correction.get("weak_gold") or {}).items()):
             gaps.append(f"labelling path {path}{where} is barely measured: "
                         f"{'; '.join(reasons)}; its rates are drawn assuming it is better than "
                         "a coin (more gold answers measure it)")
     return gaps
+
+
+def as_truth_rows(recorded: dict) -> list[str]:
+    """The summary's rate rows of the paths whose labels the fit read as truth (any outcome)."""
+    paths = {path for correction in (recorded.get("judge_error") or {}).values() if correction
+             for path in correction.get("labels_as_truth") or []}
+    return [f"{rate}[{path}]" for path in sorted(paths)
+            for rate in ("judge_sensitivity", "judge_specificity")]
 
 
 def model_identities(cfg: AuditConfig) -> dict[str, dict[str, str]]:
@@ -189,9 +195,14 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                  gold.metrics["gold/rules_accuracy"])
 
     floor = noise_floor_table(posterior_draws(fit.idata), cfg.fit.hdi_prob)
+    recorded = recorded_diagnostics(files.fit / "diagnostics.json")
     # The judge's rates (fit.judge_error): the summary gives each its gold posterior's mean and
     # HDI (judge_cut.with_gold_rates), not the imputations' few draws; empty for labels as truth.
-    judge_rates = fit.summary.filter(pl.col("parameter").str.starts_with("judge_"))
+    # Not the paths read as truth: their rates are 1 by construction, and a row "1.00 [1.00,
+    # 1.00]" under "gold posterior" read as a labeller measured perfect (judge review
+    # 2026-12-02); the warnings say what they are.
+    judge_rates = fit.summary.filter(pl.col("parameter").str.starts_with("judge_")
+                                     & ~pl.col("parameter").is_in(as_truth_rows(recorded)))
     if floor.height:
         write_frame(floor, report_dir / "noise_floor.csv")
     figures = {
@@ -229,7 +240,6 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
     config_yaml = write_config(cfg, report_dir)
 
-    recorded = recorded_diagnostics(files.fit / "diagnostics.json")
     warnings = quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems())
     for warning in warnings:
         log.warning("%s", warning)
@@ -260,7 +270,8 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                                        floor_from_prior(floor)),
         no_signal=no_signal,
         caveats=[*source_caveat(cfg, prompts, source), *response_caveat(cfg.fit.response),
-                 *caveats(labels, prompts, judge, fit.converged, int(metrics["n_failed"]))],
+                 *caveats(labels, prompts, judge, fit.converged, int(metrics["n_failed"]),
+                          cfg.judge.name)],
         warnings=warnings, provenance=tags,
         adaptive=adaptive.summary if adaptive is not None else None)
     report_html = report_dir / "report.html"

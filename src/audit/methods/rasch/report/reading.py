@@ -13,7 +13,7 @@ from audit.methods.checks import finite, percent, signed
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.no_signal import (JudgeQuality, no_signal_headline, untrusted_judge,
                                            untrusted_words)
-from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNJUDGED_SOURCES, UNPARSEABLE
 from audit.methods.rasch.verdict import family_interval, interval_word, null_rank_words
 
 # A judge that gives one label to nearly every answer it reads is probably not reading them (the
@@ -211,18 +211,36 @@ def plain_language_reading(contrasts: pl.DataFrame | None, thetas: pl.DataFrame,
     return sentences
 
 
+def unmeasured_judge_note(labels: pl.DataFrame, judge_name: str) -> str | None:
+    """Why no gold figures stand beside these labels, and what measures or corrects them; None
+    where nothing needs measuring (every label the audited model's own option preference). The
+    one sentence said "judge.evaluate_on_gold=false; measure it with audit.judge_eval" of a
+    file of imported decisions too, where neither was true (judge review 2026-12-02)."""
+    sources = (set(labels.get_column("label_source").drop_nulls().to_list()) - {"none"}
+               if "label_source" in labels.columns else set())
+    if sources and sources <= set(UNJUDGED_SOURCES):
+        if "imported" not in sources:
+            return None
+        return ("No judge read this run's answers: the decisions imported with them were read "
+                "as given, uncorrected; to correct them, give their gold labels or confusion "
+                "counts to `python -m audit.fit` (gold= or confusion=; docs/ingest.md).")
+    return ("The judge was not measured on the gold set in this run "
+            "(judge.evaluate_on_gold=false); measure it with `python -m audit.judge_eval "
+            f"judge={judge_name}` before trusting the labels.")
+
+
 def caveats(labels: pl.DataFrame, prompts: pl.DataFrame, judge: JudgeQuality, converged: bool,
-            failed: int) -> list[str]:
+            failed: int, judge_name: str = "NAME") -> list[str]:
     """What limits the reading, most serious first."""
     found: list[str] = []
     if not converged:
         found.append("The sampler did not converge: every interval in this report is unreliable "
                      "until the fit is rerun with the advice in the diagnostics section.")
-    if judge.gold_accuracy is None:
-        found.append("The judge was not measured on the gold set in this run "
-                     "(judge.evaluate_on_gold=false); measure it with `python -m "
-                     "audit.judge_eval` before trusting the labels.")
-    elif untrusted_judge(judge):
+    unmeasured = unmeasured_judge_note(labels, judge_name) if judge.gold_accuracy is None \
+        else None
+    if unmeasured:
+        found.append(unmeasured)
+    elif judge.gold_accuracy is not None and untrusted_judge(judge):
         found.append(f"The judge {untrusted_words(judge)}: the findings partly measure "
                      f"the judge's errors.")
     unparseable = labels.filter(pl.col("label") == UNPARSEABLE).height / max(labels.height, 1)
