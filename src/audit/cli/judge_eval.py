@@ -1,7 +1,8 @@
 """`python -m audit.judge_eval judge=NAME`: measure a judge on the gold set before trusting it.
 
 Three ways of labelling the same gold answers: the rules alone, the judge alone (no rules) and
-the cascade an audit uses. Judge replies are stored in the response store, so the cascade reuses
+the cascade an audit uses (with judge.use_rules=false, an audit uses the judge alone: the last
+row is always the one the audit uses). Judge replies are stored in the response store, so the cascade reuses
 the judge-alone replies and a rerun costs nothing. Prints the figures, writes them as CSV and
 logs them to one MLflow run.
 """
@@ -18,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 from rich.table import Table
 
-from audit.config import CONF_DIR
+from audit.config import CONF_DIR, JudgeConfig
 
 from audit.methods.configs import AuditConfig, register_configs
 from audit.config_errors import one_line_config_errors, validated_config
@@ -39,6 +40,30 @@ log = logging.getLogger("audit.judge_eval")
 register_configs()
 
 
+def check_reads_answers(judge: JudgeConfig) -> None:
+    """A judge method that reads no answer text has nothing to show on the gold set: judge=logprob
+    printed "Judge 'logprob' on the gold set" over the rules' figures alone, and logged them
+    as its own (judge review 2026-12-02)."""
+    if judge.method != "cascade":
+        raise AuditError(f"judge={judge.name} reads no answer text (judge.method={judge.method}: "
+                         "the audited model's own preference between the option words is the "
+                         "decision), so the gold set has nothing of it to measure: "
+                         "`python -m audit.judge_eval` measures a judge that reads answers "
+                         "(judge=qwen_coder_1_5b, the default, or judge=rules_only)")
+
+
+def labelling_modes(judge: JudgeConfig, judges: list) -> dict[str, tuple[JudgeConfig, list]]:
+    """The ways the gold answers are labelled, the last the one an audit with this judge uses:
+    the rules alone, the judge alone and the cascade (rules first); with judge.use_rules=false
+    the judge alone (a cascade row then measured rules the audit never runs)."""
+    modes = {"rules": (dataclasses.replace(judge, use_rules=True), [])}
+    if judges:
+        modes["judge"] = (dataclasses.replace(judge, use_rules=False), judges)
+        if judge.use_rules:
+            modes["cascade"] = (dataclasses.replace(judge, use_rules=True), judges)
+    return modes
+
+
 def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
     gold = read_table(data_file(cfg.judge.gold_file, "judge gold set", "judge.gold_file"),
                       GoldSchema, "judge gold set")
@@ -47,11 +72,8 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
                          "per hand-checked answer")
     items = read_table(data_file(cfg.judge.gold_items, "gold-set item bank", "judge.gold_items"),
                        ItemSchema, "gold-set item bank")
-    judges = judge_panel(cfg)
-    modes = {"rules": (dataclasses.replace(cfg.judge, use_rules=True), [])}
-    if judges:
-        modes["judge"] = (dataclasses.replace(cfg.judge, use_rules=False), judges)
-        modes["cascade"] = (dataclasses.replace(cfg.judge, use_rules=True), judges)
+    check_reads_answers(cfg.judge)
+    modes = labelling_modes(cfg.judge, judge_panel(cfg))
     output_dir.mkdir(parents=True, exist_ok=True)
     figures, artifacts, asks = {}, [], {}
     with ResponseStore(cfg.paths.response_store) as store:

@@ -146,3 +146,26 @@ def test_judge_eval_names_a_missing_gold_file_in_one_line(tmp_path):
     assert done.returncode == 2
     assert "judge gold set not found at nowhere.csv" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_judge_eval_measures_the_judge_an_audit_would_use_or_refuses(tmp_path):
+    """Bugs caught (judge review 2026-12-02): `audit.judge_eval judge=logprob` printed "Judge
+    'logprob' on the gold set" over the rules' figures alone and logged them as its own; with
+    judge.use_rules=false it still printed a cascade row whose rules an audit never runs. The
+    last row is the labelling an audit with this judge uses."""
+    from audit.cli.judge_eval import check_reads_answers, labelling_modes
+
+    with pytest.raises(AuditError, match=r"judge=logprob reads no answer text .*measures a "
+                                         r"judge that reads answers"):
+        check_reads_answers(JudgeConfig(name="logprob", method="logprob"))
+    check_reads_answers(JudgeConfig())
+    panel = ["a judge"]
+    assert list(labelling_modes(JudgeConfig(), panel)) == ["rules", "judge", "cascade"]
+    alone = labelling_modes(JudgeConfig(use_rules=False), panel)
+    assert list(alone) == ["rules", "judge"] and not alone["judge"][0].use_rules
+    assert list(labelling_modes(JudgeConfig(), [])) == ["rules"]
+    done = _judge_eval(tmp_path, "judge=logprob")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "judge=logprob reads no answer text" in done.stderr
+    assert not (tmp_path / "mlflow.db").exists() or "judge_eval-logprob" not in \
+        (tmp_path / "mlflow.db").read_bytes().decode("latin-1")
