@@ -6,7 +6,9 @@ irt/judge_cut.py) when the user says how good that labeller is:
 * ``gold=PATH``: one row per hand-checked answer, ``truth`` and ``judged`` as 0/1 (or
   true/false), in the input table's own coding;
 * ``confusion=PATH``: the counts themselves, columns ``true_1_judged_1, true_1_judged_0,
-  true_0_judged_0, true_0_judged_1`` (what an audit run's fit/diagnostics.json records).
+  true_0_judged_0, true_0_judged_1`` as CSV or parquet (an audit run's
+  fit/diagnostics.json records these counts under judge_error.OUTCOME.paths; copy them
+  into such a table, one row per path with its ``label_source``).
 
 Either may carry a ``label_source`` column (one matrix per labelling path); the input table then
 names its own path column with ``source=COLUMN``.

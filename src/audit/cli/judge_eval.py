@@ -29,10 +29,9 @@ from audit.llm.backends import BackendError
 from audit.llm.failures import check_failures
 from audit.llm.store import ResponseStore
 from audit.logs import quiet_noisy_loggers
-from audit.methods.rasch.judge.gold import gold_figures, label_gold
+from audit.methods.rasch.judge.gold import gold_figures, label_gold, read_gold_set
 from audit.methods.rasch.score import judge_panel
 from audit.schemas import ItemSchema
-from audit.methods.rasch.schemas import GoldSchema
 from audit.tables import read_table, write_frame
 from audit.tracking import mlflow as tracking
 
@@ -65,8 +64,7 @@ def labelling_modes(judge: JudgeConfig, judges: list) -> dict[str, tuple[JudgeCo
 
 
 def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
-    gold = read_table(data_file(cfg.judge.gold_file, "judge gold set", "judge.gold_file"),
-                      GoldSchema, "judge gold set")
+    gold = read_gold_set(cfg.judge.gold_file)
     if gold.is_empty():  # it printed nan figures and logged them to MLflow as a measurement
         raise AuditError(f"judge.gold_file={cfg.judge.gold_file} has no rows: it needs one row "
                          "per hand-checked answer")

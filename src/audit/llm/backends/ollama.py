@@ -45,7 +45,8 @@ class OllamaBackend:
                 # the store still needs the server.
                 raise BackendError(error.kind, f"model '{self.config.model}': {error}. Nothing "
                                                "was sent: start Ollama (ollama serve) or fix "
-                                               "base_url in conf/model/, and rerun; even a rerun "
+                                               "base_url in conf/model/ (a judge's: conf/judge/), "
+                                               "and rerun; even a rerun "
                                                "from the store asks Ollama for the model's "
                                                "digest, part of every answer's key") from error
             digests = {model.model: model.digest for model in listed.models}

@@ -28,9 +28,10 @@ from audit.methods.rasch.judge.cascade import (
     self_judged_shares,
 )
 from audit.methods.rasch.judge.rule_check import rule_check_sample
-from audit.methods.rasch.judge.gold import GOLD_RESULT_COLUMNS, gold_sample, label_gold
+from audit.methods.rasch.judge.gold import (GOLD_RESULT_COLUMNS, gold_sample, label_gold,
+                                         read_gold_set)
 from audit.methods.rasch.judge.llm import DECODINGS, SCORED_DECODINGS, check_token_budget
-from audit.methods.rasch.schemas import JUDGE_FAILED, GoldSchema
+from audit.methods.rasch.schemas import JUDGE_FAILED
 from audit.schemas import ItemSchema
 from audit.tables import read_table
 
@@ -211,9 +212,7 @@ def label_gold_set(cfg: AuditConfig, judges: list[Judge], store: ResponseStore
     applicable."""
     if not (cfg.judge.evaluate_on_gold and cfg.judge.method == "cascade"):
         return empty_gold(), no_asks()
-    gold_file = data_file(cfg.judge.gold_file, "judge gold set", "judge.gold_file")
-    gold = gold_sample(read_table(gold_file, GoldSchema, "judge gold set"),
-                       cfg.judge.gold_per_category)
+    gold = gold_sample(read_gold_set(cfg.judge.gold_file), cfg.judge.gold_per_category)
     items = read_table(data_file(cfg.judge.gold_items, "gold-set item bank", "judge.gold_items"),
                        ItemSchema, "gold-set item bank")
     results, tables = label_gold(gold, items, cfg.judge, judges, store)

@@ -169,3 +169,18 @@ def test_judge_eval_measures_the_judge_an_audit_would_use_or_refuses(tmp_path):
     assert "judge=logprob reads no answer text" in done.stderr
     assert not (tmp_path / "mlflow.db").exists() or "judge_eval-logprob" not in \
         (tmp_path / "mlflow.db").read_bytes().decode("latin-1")
+
+
+def test_a_gold_file_of_ones_own_that_does_not_match_names_the_fix(gold, tmp_path):
+    """Bug caught (judge review 2026-12-02): a gold file whose `category` was not one of the
+    19 kinds was refused with the list of kinds and nothing about what to do."""
+    from audit.methods.rasch.judge.gold import read_gold_set
+
+    own = tmp_path / "own_gold.csv"
+    gold.head(3).with_columns(category=pl.lit("my_kind")).write_csv(own)
+    with pytest.raises(AuditError, match=r"column 'category' holds 'my_kind'.*; a gold set of "
+                                         r"your own takes the columns of data/judge_gold.csv") \
+            as error:
+        read_gold_set(str(own))
+    assert "\n" not in str(error.value)
+    assert read_gold_set(str(DATA / "judge_gold.csv")).height == gold.height

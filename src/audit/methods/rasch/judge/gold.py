@@ -12,13 +12,15 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from audit.data_files import data_file
 from audit.errors import AuditError
 from audit.config import JudgeConfig
 from audit.stats.intervals import jeffreys_interval
 from audit.methods.rasch.judge.agreement import cohen_kappa, confusion_matrix
 from audit.logs import track
 from audit.methods.rasch.judge.cascade import Judge, JudgeTables, ProgressFn, label_answers
-from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
+from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE, GoldSchema
+from audit.tables import read_table
 from audit.llm.store import ResponseStore
 
 # The interval reported around gold-set accuracy (about +-0.1 at 80% with the 57 answers an
@@ -26,6 +28,19 @@ from audit.llm.store import ResponseStore
 ACCURACY_INTERVAL = 0.94
 GOLD_RESULT_COLUMNS = ("gold_id", "category", "domain", "true_label", "label", "label_source",
                        "rationale")
+
+
+def read_gold_set(gold_file: str) -> pl.DataFrame:
+    """judge.gold_file, validated; a file of one's own that does not match names the fix too (a
+    category outside the 19 kinds was refused with the list of kinds and no word of what to do;
+    judge review 2026-12-02)."""
+    path = data_file(gold_file, "judge gold set", "judge.gold_file")
+    try:
+        return read_table(path, GoldSchema, "judge gold set")
+    except AuditError as error:
+        raise AuditError(f"{error}; a gold set of your own takes the columns of "
+                         "data/judge_gold.csv, each answer's `category` one of its kinds of "
+                         "answer (docs/judge.md, \"The gold set\")") from error
 
 
 def gold_sample(gold: pl.DataFrame, per_category: int | None) -> pl.DataFrame:
