@@ -161,6 +161,19 @@ def test_re_creating_a_run_checks_out_audits_commit_and_names_the_version_withou
     assert steps[0] == "git checkout " + "c" * 40 and "uncommitted" in steps[-1]
 
 
+def test_re_creating_an_imported_run_names_the_answers_file_it_needs():
+    """Bug caught (CI review 2026-12-02): an imported run's steps were the checkout, params and
+    `dvc repro`, and a clone, which does not hold the answers file, re-created nothing; they now
+    name the file and its digest before `dvc repro`."""
+    run = {"run_id": "a" * 32, "tags": {"audit.commit": "c" * 40, "method": "rasch",
+                                        "answers.source": "/data/answers_bias.csv",
+                                        "answers.sha256": "d" * 64}}
+    steps = reproduction_steps(run)
+    (note,) = [step for step in steps if "answers file" in step]
+    assert "/data/answers_bias.csv" in note and "d" * 64 in note
+    assert steps.index(note) == len(steps) - 2 and steps[-1].startswith("dvc repro")
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> str:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

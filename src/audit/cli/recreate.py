@@ -31,6 +31,14 @@ def reproduction_steps(run: dict[str, Any], tracking_uri: str = TrackingConfig.t
                  f"python -m audit.runs params {run['run_id']} --output params.yaml",
                  f"dvc repro  # the {method} stages (design, respond, score, analyse, report): "
                  f"tables in pipeline/STAGE/, figures in pipeline/report/metrics.json"]
+    if "answers.sha256" in tags:
+        # An imported run's answers are not in the repository: a clone re-created nothing
+        # without them, and the steps did not say so (CI review 2026-12-02).
+        steps.insert(len(steps) - 1, (
+            f"# before dvc repro: put the answers file the run read, "
+            f"{tags.get('answers.source', '(its path)')}, where params.yaml's ingest.input "
+            f"points, and check it is the same file (sha256 {tags['answers.sha256']}); the "
+            "report names the digest of the file it read"))
     if dirty:
         steps.append(f"# the run had uncommitted changes ({dirty}=true): the commit alone may "
                      "not re-create it")
