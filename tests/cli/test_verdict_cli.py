@@ -105,6 +105,30 @@ def test_a_run_without_config_yaml_is_named_with_the_fix(tmp_path: Path) -> None
         judge_run(run, VerdictConfig())
 
 
+def test_a_folder_without_a_config_is_named_for_what_it_is(tmp_path: Path) -> None:
+    """Bug caught (CI review 2026-12-02): a sweep's folder, an audit.compare output and a run
+    cancelled before its report stage all got "no config.yaml ...: pass the output directory of
+    a run finished by python -m audit", which names none of their fixes."""
+    sweep = tmp_path / "multirun"
+    for job in ("0", "1"):
+        rasch_run(sweep / job, ["undecided"])
+    with pytest.raises(VerdictError, match=rf"it is a sweep's folder: judge each job's run, "
+                                           rf"run_dir={sweep / '0'} \(jobs: 0, 1\)"):
+        judge_run(sweep, VerdictConfig())
+    compared = tmp_path / "compare"
+    compared.mkdir()
+    (compared / "changes.csv").write_text("attribute\n")
+    with pytest.raises(VerdictError, match="an `audit.compare` output, whose gate is that "
+                                           "command's exit status"):
+        judge_run(compared, VerdictConfig())
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    (stopped / "prompts.parquet").write_bytes(b"")
+    with pytest.raises(VerdictError, match=r"the run there did not finish \(it has "
+                                           r"prompts.parquet but no config.yaml.*rerun the same"):
+        judge_run(stopped, VerdictConfig())
+
+
 def test_a_runs_report_folder_is_named_as_such_with_the_folder_to_pass(tmp_path: Path) -> None:
     """Bug caught (bad-input review 2026-12-02): a Rasch run keeps its config.yaml in report/,
     so run_dir=RUN/report was read as a run and refused as "incomplete: report/fit/

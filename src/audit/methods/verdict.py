@@ -59,9 +59,7 @@ def recorded_method(run_dir: Path) -> str:
                            f"of a finished run")
     path = recorded_config_file(run_dir)
     if path is None:
-        raise VerdictError(f"no {CONFIG_FILE} in {run_dir}: the verdict reads the method from "
-                           f"the config a run records there; pass the output directory of a run "
-                           f"finished by `python -m audit` (or rerun it: older runs lack the file)")
+        raise VerdictError(f"no {CONFIG_FILE} in {run_dir}: {not_a_run(run_dir)}")
     try:
         recorded = OmegaConf.load(path)
         method = recorded.get("method") if isinstance(recorded, DictConfig) else None
@@ -73,6 +71,29 @@ def recorded_method(run_dir: Path) -> str:
         raise VerdictError(f"the run's config at {path} records method {method!r}, not one of "
                            f"{', '.join(known)}: pass the output directory of an audit run")
     return method
+
+
+def not_a_run(folder: Path) -> str:
+    """What a folder without a recorded config is, and what to pass instead: a sweep's folder, an
+    `audit.compare` output, a run that stopped before its report stage, or none of these (one
+    message said "pass the output directory of a run" of all four; CI review 2026-12-02)."""
+    jobs = sorted(child.name for child in folder.iterdir()
+                  if child.is_dir() and recorded_config_file(child) is not None)
+    if jobs:
+        return (f"it is a sweep's folder: judge each job's run, run_dir={folder / jobs[0]} "
+                f"(jobs: {', '.join(jobs[:10])}{', ...' if len(jobs) > 10 else ''})")
+    if (folder / "changes.csv").is_file():
+        return ("it holds an `audit.compare` output, whose gate is that command's exit status "
+                "and its compare_junit.xml: pass the folder of one audit run")
+    started = sorted(name for name in ("prompts.parquet", "responses.parquet", "labels.parquet")
+                     if (folder / name).is_file())
+    if started or any((folder / stage).is_dir() for stage in STAGE_NAMES):
+        return (f"the run there did not finish (it has {', '.join(started) or 'stage folders'} "
+                f"but no {CONFIG_FILE}, which its report stage writes): rerun the same command, "
+                "which sends only what the store lacks, then judge it")
+    return (f"the verdict reads the method from the config a run records there; pass the output "
+            f"directory of a run finished by `python -m audit` (or rerun it: older runs lack the "
+            f"file)")
 
 
 def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
