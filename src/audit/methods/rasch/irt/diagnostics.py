@@ -7,6 +7,7 @@ as MLflow metrics and tags.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import polars as pl
@@ -31,7 +32,13 @@ class Diagnostics:
     def problems(self) -> list[str]:
         """One sentence per failed check, each with the usual fix."""
         found = []
-        if not self.rhat_max <= self.rhat_limit:  # also catches NaN
+        if math.isnan(self.rhat_max):
+            # One chain: R-hat compares chains, and "R-hat max nan > 1.01: chains disagree"
+            # blamed chains there were none of (judge review 2026-12-02).
+            found.append("R-hat could not be computed: it compares chains, so it needs "
+                         "fit.chains of 2 or more (with one chain nothing shows the fit "
+                         "converged)")
+        elif not self.rhat_max <= self.rhat_limit:
             found.append(f"R-hat max {self.rhat_max:.3f} > {self.rhat_limit}: chains disagree; "
                          "raise fit.tune and fit.draws")
         if not self.ess_bulk_min >= self.ess_limit:
