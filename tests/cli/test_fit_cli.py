@@ -219,6 +219,11 @@ def test_gold_and_confusion_files_become_per_path_counts(tmp_path: Path) -> None
     ({"gold.csv": {"truth": [1.0, 0.0], "judged": [1.0, 0.5]}}, [], "only 0 or 1"),
     ({"confusion.csv": {"true_1_judged_1": [1.5], "true_1_judged_0": [1],
                         "true_0_judged_0": [3], "true_0_judged_1": [0]}}, [], "whole numbers"),
+    # Judge review 2026-12-02: rates in place of counts were "the counts must be whole numbers
+    # >= 0", naming no column and not that rates are not taken.
+    ({"confusion.csv": {"true_1_judged_1": [0.9], "true_1_judged_0": [0.1],
+                        "true_0_judged_0": [0.95], "true_0_judged_1": [0.05]}}, [],
+     "true_1_judged_1 is 0.9, and the file takes counts (whole numbers >= 0"),
     ({"gold.csv": {"truth": [1, 0], "judged": [1, 0], "label_source": ["rule", None]}}, [],
      "empty label_source"),
     # Bug caught: counts of an inverted labeller (2 of 52 right) were fitted, their draws

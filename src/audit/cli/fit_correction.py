@@ -99,7 +99,14 @@ def confusion_correction(path: Path) -> JudgeCorrection:
         counts = [-1 if column is None or column.null_count() else int(column.item())
                   for column in columns]
         if min(counts) < 0:
-            raise AuditError(f"confusion file {path}: the counts must be whole numbers >= 0")
+            # Named: "the counts must be whole numbers" named no column, and a file of rates
+            # (0.9, 0.95) read as a typo (judge review 2026-12-02).
+            bad = next(column for column, count in zip(COUNT_COLUMNS, counts) if count < 0)
+            where = "" if name == ANY_PATH else f" of labelling path {name!r}"
+            raise AuditError(f"confusion file {path}: {bad}{where} is "
+                             f"{rows.get_column(bad).item()!r}, and the file takes counts (whole "
+                             "numbers >= 0 of hand-checked answers), not rates; for a judge "
+                             "measured only as rates, count its gold answers, or pass gold=")
         if not sum(counts):
             raise AuditError(f"confusion file {path}: the counts of labelling path {name!r} are "
                              "all 0, which measures nothing; give the hand-checked counts (or "
