@@ -2,9 +2,10 @@
 
 Three ways of labelling the same gold answers: the rules alone, the judge alone (no rules) and
 the cascade an audit uses (with judge.use_rules=false, an audit uses the judge alone: the last
-row is always the one the audit uses). Judge replies are stored in the response store, so the cascade reuses
-the judge-alone replies and a rerun costs nothing. Prints the figures, writes them as CSV and
-logs them to one MLflow run.
+row is always the one the audit uses). Judge replies are stored in the response store, so the
+cascade reuses the judge-alone replies and a rerun costs nothing. Prints the figures, writes them
+as CSV and logs them to one MLflow run. A judge that reads no answer text (judge=logprob) is
+refused: the gold set has nothing of it to measure.
 """
 
 from __future__ import annotations

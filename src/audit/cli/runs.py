@@ -157,8 +157,6 @@ def _resolve_run_id(settings: TrackingConfig, run_id: str, option: str = STORE_O
     return matches[0]
 
 
-
-
 def run_source(source: str, settings: TrackingConfig, option: str, what: str) -> Path | str:
     """A run named on another command's line (`what`: how it names the argument, e.g.
     `plan.from_run=ID`): a run directory as given, else the full id of the run the store holds

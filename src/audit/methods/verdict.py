@@ -91,9 +91,9 @@ def not_a_run(folder: Path) -> str:
         return (f"the run there did not finish (it has {', '.join(started) or 'stage folders'} "
                 f"but no {CONFIG_FILE}, which its report stage writes): rerun the same command, "
                 "which sends only what the store lacks, then judge it")
-    return (f"the verdict reads the method from the config a run records there; pass the output "
-            f"directory of a run finished by `python -m audit` (or rerun it: older runs lack the "
-            f"file)")
+    return ("the verdict reads the method from the config a run records there; pass the output "
+            "directory of a run finished by `python -m audit` (or rerun it: older runs lack the "
+            "file)")
 
 
 def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
