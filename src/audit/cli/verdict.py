@@ -118,25 +118,29 @@ def check_rules(rules: VerdictConfig) -> None:
 
 # --- reporting ----------------------------------------------------------------------------------
 
+def rules_set_by_fit(method: str) -> dict[str, str]:
+    """The shared rules `method` fixes when it fits, each with the setting that fixes it (its
+    config's optional RULES_SET_BY_FIT); none for checks of no audit method (`audit.compare`'s)."""
+    if method not in registered_methods():
+        return {}
+    return getattr(method_module(method, "config"), "RULES_SET_BY_FIT", {})
+
+
 def rules_read(method: str) -> list[str]:
-    """The rules a run of `method` is judged by: the shared ones it does not fix when it is
-    fitted (its config's RULES_SET_BY_FIT), and its own VERDICT_RULES; none for checks of no
-    audit method (`audit.compare`'s, judged by its own options)."""
+    """The rules a run of `method` is judged by: the shared ones its fit does not fix, and its
+    own VERDICT_RULES; none for checks of no audit method (`audit.compare`'s, judged by its own
+    options)."""
     if method not in registered_methods():
         return []
-    config = method_module(method, "config")
-    fixed = getattr(config, "RULES_SET_BY_FIT", {})
+    fixed = rules_set_by_fit(method)
     return [*(rule.name for rule in fields(SharedVerdictRules) if rule.name not in fixed),
-            *(rule.name for rule in fields(config.VERDICT_RULES))]
+            *(rule.name for rule in fields(method_module(method, "config").VERDICT_RULES))]
 
 
 def settings_that_ruled(method: str, run_dir: Path) -> dict[str, object]:
     """The run's own settings that play a shared rule's part for `method` (a Rasch run's
     fit.familywise_alpha), as its config recorded them; those it did not record are left out."""
-    if method not in registered_methods():
-        return {}
-    fixed = getattr(method_module(method, "config"), "RULES_SET_BY_FIT", {})
-    found = {key: recorded_setting(run_dir, key) for key in fixed.values()}
+    found = {key: recorded_setting(run_dir, key) for key in rules_set_by_fit(method).values()}
     return {key: value for key, value in found.items() if value is not None}
 
 
@@ -219,7 +223,8 @@ def warn_unused_rules(arguments: list[str], method: str, run_dir: Path) -> None:
     method fixes when it fits (alpha on a Rasch run), changes nothing: said, where it passed
     silently, so a gate's author does not believe it is in force."""
     own = set(rules_read(method))
-    fixed = getattr(method_module(method, "config"), "RULES_SET_BY_FIT", {})
+    fixed = rules_set_by_fit(method)
+    ruled = settings_that_ruled(method, run_dir)
     every = {rule.name for rule in fields(VerdictConfig)}
     typed = dict(argument.split("=", 1) for argument in arguments)
     unused = [key for key in typed if key in every and key not in own and key not in fixed]
@@ -230,7 +235,7 @@ def warn_unused_rules(arguments: list[str], method: str, run_dir: Path) -> None:
                     ", ".join(sorted(own)))
     for key in (key for key in typed if key in fixed):
         setting = fixed[key]
-        recorded = recorded_setting(run_dir, setting)
+        recorded = ruled.get(setting)
         if recorded is not None and _same_value(typed[key], recorded):
             continue
         at = f"{setting}={recorded}" if recorded is not None else setting
