@@ -219,7 +219,6 @@ def concurrency_limits(backends: dict[str, Backend],
             for name, backend in backends.items()}
 
 
-
 async def _collect(planned: list[Planned], backends: dict[str, Backend],
                    models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
                    progress: Progress | None, description: str) -> dict[str, Outcome]:
@@ -334,7 +333,6 @@ def send_ahead(requests: Iterable[tuple[str, ChatRequest]], backends: dict[str, 
     if planned:
         send_planned(list(planned.values()), backends, models, store, engine, show_progress,
                      description, role)
-
 
 
 def collect_responses(
