@@ -26,6 +26,9 @@ LABEL_SOURCES: tuple[str, ...] = ("rule", "judge", "logprob", "none", "imported"
 # own option probabilities (logprob) and decisions that came with imported answers. The fit reads
 # them as given; imported ones are corrected by `python -m audit.fit gold=`/`confusion=`.
 UNJUDGED_SOURCES: tuple[str, ...] = ("logprob", "imported")
+# How imported decisions are corrected, as the fit's log, the report and the ingest check say it.
+IMPORTED_DECISIONS_FIX = ("to correct them, give their gold labels or confusion counts to `python "
+                          "-m audit.fit` (gold= or confusion=; docs/ingest.md)")
 GOLD_CATEGORIES: tuple[str, ...] = ("plain", "hedge", "conditional", "refusal", "decide_then_ask",
                                     "rambling", "other_language", "injection",
                                     # in the styles of real chat models (data/README.md)

@@ -32,7 +32,8 @@ from audit.methods.rasch.ingest.tables import (
     responses_table,
     with_prompt_ids,
 )
-from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchema
+from audit.methods.rasch.schemas import (IMPORTED_DECISIONS_FIX, GoldResultSchema,
+                                         LabelSchema, VoteSchema)
 from audit.methods.rasch.score import check_judge_failures, empty_gold, judge_stage
 from audit.schemas import ItemSchema, PersonaTableSchema, PromptSchema, ResponseSchema, validate
 from audit.tables import (
@@ -184,8 +185,7 @@ def check_judge_error_applies(cfg: AuditConfig, answers: pl.DataFrame,
         raise AuditError(f"fit.judge_error=true reads a judge's error rates from its gold "
                          f"answers, and no answer in {cfg.ingest.input} is text for a judge to "
                          "read (each came with its decision), so the decisions are read as "
-                         "given: leave fit.judge_error unset, or correct them with `python -m "
-                         "audit.fit` (gold= or confusion=; docs/ingest.md)")
+                         f"given: leave fit.judge_error unset, or, {IMPORTED_DECISIONS_FIX}")
 
 
 def warn_repeated_rows(answers: pl.DataFrame) -> None:

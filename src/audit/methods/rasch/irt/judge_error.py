@@ -49,7 +49,7 @@ from audit.methods.rasch.irt.gold_rates import (
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.likelihood import binomial_cells, misclassified_binomial_cells
 from audit.methods.rasch.irt.outcome import OUTCOME_CODINGS, dropped_labels
-from audit.methods.rasch.schemas import UNJUDGED_SOURCES
+from audit.methods.rasch.schemas import IMPORTED_DECISIONS_FIX, UNJUDGED_SOURCES
 
 logger = logging.getLogger(__name__)
 
@@ -172,8 +172,7 @@ def unmeasured_lines(paths: Sequence[str], where: str = "") -> list[str]:
     if "imported" in paths:
         lines.append(f"the imported decisions{where} were read as given, uncorrected: the gold "
                      "set measures the judge on answer text, not whoever made these decisions; "
-                     "to correct them, give their gold labels or confusion counts to `python -m "
-                     "audit.fit` (gold= or confusion=; docs/ingest.md)")
+                     f"{IMPORTED_DECISIONS_FIX}")
     return lines
 
 

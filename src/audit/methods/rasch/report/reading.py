@@ -13,7 +13,8 @@ from audit.methods.checks import finite, percent, signed
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.no_signal import (JudgeQuality, no_signal_headline, untrusted_judge,
                                            untrusted_words)
-from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNJUDGED_SOURCES, UNPARSEABLE
+from audit.methods.rasch.schemas import (IMPORTED_DECISIONS_FIX, JUDGE_FAILED, LABELS,
+                                         UNJUDGED_SOURCES, UNPARSEABLE)
 from audit.methods.rasch.verdict import family_interval, interval_word, null_rank_words
 
 # A judge that gives one label to nearly every answer it reads is probably not reading them (the
@@ -222,8 +223,7 @@ def unmeasured_judge_note(labels: pl.DataFrame, judge_name: str) -> str | None:
         if "imported" not in sources:
             return None
         return ("No judge read this run's answers: the decisions imported with them were read "
-                "as given, uncorrected; to correct them, give their gold labels or confusion "
-                "counts to `python -m audit.fit` (gold= or confusion=; docs/ingest.md).")
+                f"as given, uncorrected; {IMPORTED_DECISIONS_FIX}.")
     return ("The judge was not measured on the gold set in this run "
             "(judge.evaluate_on_gold=false); measure it with `python -m audit.judge_eval "
             f"judge={judge_name}` before trusting the labels.")
@@ -236,11 +236,11 @@ def caveats(labels: pl.DataFrame, prompts: pl.DataFrame, judge: JudgeQuality, co
     if not converged:
         found.append("The sampler did not converge: every interval in this report is unreliable "
                      "until the fit is rerun with the advice in the diagnostics section.")
-    unmeasured = unmeasured_judge_note(labels, judge_name) if judge.gold_accuracy is None \
-        else None
-    if unmeasured:
-        found.append(unmeasured)
-    elif judge.gold_accuracy is not None and untrusted_judge(judge):
+    if judge.gold_accuracy is None:
+        note = unmeasured_judge_note(labels, judge_name)
+        if note:
+            found.append(note)
+    elif untrusted_judge(judge):
         found.append(f"The judge {untrusted_words(judge)}: the findings partly measure "
                      f"the judge's errors.")
     unparseable = labels.filter(pl.col("label") == UNPARSEABLE).height / max(labels.height, 1)
