@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -350,10 +351,25 @@ def test_a_server_that_dies_mid_run_stops_it_after_one_probe_with_the_answers_sa
                                            r"reach .*\); 3 of 8 answers are saved in .*: start "
                                            r"the server and rerun"):
         _timed_run(items, personas, tmp_path, backend, concurrency=1)
-    # The first failed request's retries, then one probe (the preflight's was the first); the
-    # next prompt had taken the free slot during the probe and sent once. Without the probe:
-    # 3 + 5 x 3 sends.
-    assert backend.sends == 3 + NO_WAIT.max_attempts + 1 and backend.checks == 2
+    # The first failed request's retries, then one probe (the preflight's was the first), run
+    # in that request's slot so that the next prompt sends nothing. Without the probe:
+    # 3 + 5 x 3 sends; with the probe outside the slot, the next prompt sent once or twice
+    # during it, by thread timing (CI on Python 3.13 saw 8).
+    assert backend.sends == 3 + NO_WAIT.max_attempts and backend.checks == 2
+
+
+def test_at_two_requests_at_a_time_a_dead_server_costs_at_most_the_two_in_flight(
+        items, personas, tmp_path):
+    """Bug caught: with the probe outside the failed request's slot, the next prompt took that
+    slot and sent during the probe; at any concurrency, only the requests already in flight
+    when the server died may spend their retries."""
+    from audit.llm.backends import BackendError
+
+    backend = _DiesAfter(answers=3)
+    with pytest.raises(BackendError, match=r"stopped answering mid-run") as stopped:
+        _timed_run(items, personas, tmp_path, backend, concurrency=2)
+    saved = int(re.search(r"; (\d+) of 8 answers are saved", str(stopped.value)).group(1))
+    assert backend.sends - saved <= 2 * NO_WAIT.max_attempts
 
 
 def test_a_fully_stored_run_needs_no_server(items, personas, tmp_path):

@@ -31,8 +31,8 @@ from audit.llm.backends import (UNREACHABLE_KINDS, Backend, BackendError, ChatRe
 from audit.config import EngineConfig, ModelConfig
 from audit.logs import progress_bar
 from audit.llm.heap import heap_frozen
-from audit.llm.preflight import (Planned, answering_time_text, estimate, preflight,
-                                  server_problem)
+from audit.llm.preflight import (Planned, ServerStopped, ServerWatch, answering_time_text,
+                                  estimate, preflight)
 from audit.schemas import ResponseSchema, validate
 from audit.llm.store import ResponseStore
 
@@ -127,18 +127,25 @@ async def _attempt(backend: Backend, request: ChatRequest, engine: EngineConfig,
 
 async def _send_missing(backend: Backend, identity: dict[str, str], key: str,
                         request: ChatRequest, store: ResponseStore, engine: EngineConfig,
-                        limiter: AsyncLimiter | None,
-                        slot: asyncio.Semaphore | None = None) -> Outcome:
+                        limiter: AsyncLimiter | None, slot: asyncio.Semaphore | None = None,
+                        watch: ServerWatch | None = None) -> Outcome:
     """One request that is not in the store, holding `slot` while it is sent and retried; its
     reply or error is stored before returning, so a crash loses at most the requests in
-    flight."""
-    try:
-        async with slot or nullcontext():
+    flight. With `watch`, a request to a server found gone is not sent, and a failure to reach
+    the server probes it (ServerStopped when it is gone)."""
+    async with slot or nullcontext():
+        if watch is not None:
+            watch.check()
+        try:
             completion = await _attempt(backend, request, engine, limiter)
-        failure = None
-    except Exception as error:  # noqa: BLE001 - any crash of a backend is an infrastructure error
-        failure = (error if isinstance(error, BackendError)
-                   else BackendError("backend_crash", f"{type(error).__name__}: {error}"))
+            failure = None
+        except Exception as error:  # noqa: BLE001 - a backend's crash is an infrastructure error
+            failure = (error if isinstance(error, BackendError)
+                       else BackendError("backend_crash", f"{type(error).__name__}: {error}"))
+        if watch is not None and failure is not None and failure.kind in UNREACHABLE_KINDS:
+            store.put_error(key, identity, request.as_payload(), failure.kind, str(failure))
+            await watch.confirm_up()
+            return Outcome(key, None, from_cache=False, error=failure)
     if slot is not None:
         # Let the request waiting for this slot go out before the store write: otherwise,
         # when a burst of replies lands together, each next request waits for the writes of
@@ -242,47 +249,20 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
     task = (progress.add_task(description, total=len(planned), completed=len(outcomes),
                               errors=0) if progress else None)
     errors = 0
-    probing = {name: asyncio.Lock() for name in backends}
-    stopped: dict[str, ServerStopped] = {}
-
-    async def still_up(name: str) -> None:
-        """After a request gave up unable to reach its server: ask the server once (one probe a
-        model at a time) and stop the whole run when it is gone. A server that died mid-run
-        otherwise failed every remaining request through all its retries, in turn: minutes on
-        a small design, hours on a large one, before the run said so."""
-        async with probing[name]:
-            if name in stopped:
-                raise stopped[name]
-            error = await asyncio.get_running_loop().run_in_executor(
-                None, server_problem, backends[name])
-            if error is not None and error.kind in UNREACHABLE_KINDS:
-                stopped[name] = ServerStopped(name, error)
-                raise stopped[name] from error
+    watches = {name: ServerWatch(name, backend) for name, backend in backends.items()}
 
     async def one(item: Planned) -> None:
         nonlocal errors
-        if item.model_name in stopped:
-            raise stopped[item.model_name]
         outcome = await _send_missing(backends[item.model_name], item.identity, item.key,
                                       item.request, store, engine, limiters[item.model_name],
-                                      slots[item.model_name])
+                                      slots[item.model_name], watches[item.model_name])
         outcomes[item.prompt_id] = outcome
         errors += outcome.error is not None
         if progress is not None:
             progress.update(task, advance=1, errors=errors)
-        if outcome.error is not None and outcome.error.kind in UNREACHABLE_KINDS:
-            await still_up(item.model_name)
 
     await asyncio.gather(*(one(item) for item in missing))
     return outcomes
-
-
-class ServerStopped(BackendError):
-    """A server that answered at the start stopped answering: its model and the probe's error."""
-
-    def __init__(self, model_name: str, error: BackendError) -> None:
-        super().__init__(error.kind, str(error), status=error.status)
-        self.model_name = model_name
 
 
 class Interrupted(KeyboardInterrupt):

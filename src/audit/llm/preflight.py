@@ -8,6 +8,7 @@ estimate reads, so a budget and its estimate agree.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -124,3 +125,43 @@ def preflight(backends: dict[str, Backend], model_names: Iterable[str],
                f"start the server (or fix base_url in conf/{role}/)")
         raise BackendError(error.kind, f"{role} '{name}': {error}. Nothing was sent: {fix} "
                                        "and rerun", status=error.status) from error
+
+
+class ServerStopped(BackendError):
+    """A server that answered at the start stopped answering: its model and the probe's error."""
+
+    def __init__(self, model_name: str, error: BackendError) -> None:
+        super().__init__(error.kind, str(error), status=error.status)
+        self.model_name = model_name
+
+
+class ServerWatch:
+    """Stops a run whose server went away mid-run. A server that died otherwise failed every
+    remaining request through all its retries, in turn: minutes on a small design, hours on a
+    large one, before the run said so.
+
+    The engine calls `check` in a request's slot before sending, and `confirm_up` in that slot
+    after a request gave up unable to reach the server. The probe runs in the slot so that no
+    other request to the model takes it meanwhile: at one request at a time, exactly one
+    request's retries are spent before the run stops. (With the probe after the slot was
+    freed, the next request sent one or two tries during it, by thread timing.)"""
+
+    def __init__(self, model_name: str, backend: Backend) -> None:
+        self.model_name, self.backend = model_name, backend
+        self.stopped: ServerStopped | None = None
+        self._probing = asyncio.Lock()  # one probe a model at a time
+
+    def check(self) -> None:
+        if self.stopped is not None:
+            raise self.stopped
+
+    async def confirm_up(self) -> None:
+        """Ask the server once; raise ServerStopped, now and for every later request, when it
+        cannot be reached."""
+        async with self._probing:
+            self.check()
+            error = await asyncio.get_running_loop().run_in_executor(None, server_problem,
+                                                                     self.backend)
+            if error is not None and error.kind in UNREACHABLE_KINDS:
+                self.stopped = ServerStopped(self.model_name, error)
+                raise self.stopped from error
