@@ -107,6 +107,21 @@ def test_read_frame_names_the_file_and_the_fix(tmp_path: Path):
         read_frame(path, "ids", "fix it")
 
 
+@pytest.mark.parametrize("separator", [",", ";", "\t"])
+def test_a_csv_separated_by_semicolons_or_tabs_reads_as_its_columns(tmp_path: Path,
+                                                                    separator: str):
+    """Bug caught: Excel's CSV where the decimal mark is a comma is separated by semicolons, and
+    read with commas it was one column named 'respondent;item;y', refused as lacking all three.
+    A comma in the header keeps the comma, whatever the values hold."""
+    path = tmp_path / "answers.csv"
+    path.write_text(separator.join(["respondent", "item", "y"]) + "\n"
+                    + separator.join(["a", "i1", "1"]) + "\n")
+    assert read_frame(path, "answers", as_text=True).rows(named=True) == [
+        {"respondent": "a", "item": "i1", "y": "1"}]
+    path.write_text("respondent,note\na,approve; then review\n")
+    assert read_frame(path, "answers").columns == ["respondent", "note"]
+
+
 def test_a_json_lines_file_that_is_not_utf8_is_one_line_naming_the_line(tmp_path: Path):
     """Design review, defect 6: a cp1252 byte (0x92, a curly apostrophe) in a JSONL file escaped
     read_json_lines as a UnicodeDecodeError traceback (exit 1) for every caller (JSONL and

@@ -48,12 +48,26 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
     try:
         if path.suffix == ".parquet" if parquet is None else parquet:
             return pl.read_parquet(path)
-        return pl.read_csv(path, infer_schema=False) if as_text \
-            else pl.read_csv(path, infer_schema_length=None)
+        separator = csv_separator(path)
+        return pl.read_csv(path, separator=separator, infer_schema=False) if as_text \
+            else pl.read_csv(path, separator=separator, infer_schema_length=None)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() \
             else type(error).__name__
         raise AuditError(f"cannot read {what} at {path}: {first_line}; {fix}") from error
+
+
+def csv_separator(path: Path) -> str:
+    """A comma, unless the header line has none and has a semicolon or a tab: Excel saves "CSV"
+    with semicolons where the decimal mark is a comma (most of Europe), and such a file read
+    with commas is one column named 'respondent;item;y'."""
+    with Path(path).open("rb") as lines:
+        header = lines.readline()
+    if b"," not in header:
+        for candidate in (";", "\t"):
+            if candidate.encode() in header:
+                return candidate
+    return ","
 
 
 def read_json_lines(path: Path, what: str, fix: str = NOT_WRITTEN) -> list[dict]:
@@ -107,6 +121,23 @@ def require_columns(frame: pl.DataFrame, columns: list[str], path: Path, what: s
     if missing:
         raise AuditError(f"{what} at {path} lacks the column(s) {', '.join(map(repr, missing))} "
                          f"(its columns: {', '.join(frame.columns) or 'none'}): {fix}")
+
+
+def named_as(frame: pl.DataFrame, columns: list[str], path: Path, what: str) -> pl.DataFrame:
+    """A user's file with its columns renamed to `columns` where they differ only in case or in
+    stray spaces (a spreadsheet's 'Truth', 'judged '); two that would both take one name are
+    refused, naming them."""
+    renames: dict[str, str] = {}
+    for wanted in columns:
+        if wanted in frame.columns:
+            continue
+        matches = [column for column in frame.columns
+                   if column.strip().lower() == wanted.strip().lower()]
+        if len(matches) > 1:
+            raise AuditError(f"{what} at {path} has the columns {', '.join(map(repr, matches))}, "
+                             f"which differ only in case or spaces: keep one, named {wanted!r}")
+        renames.update(dict.fromkeys(matches, wanted))
+    return frame.rename(renames)
 
 
 def read_table(path: Path, schema: type[pa.DataFrameModel], what: str, fix: str = NOT_WRITTEN,

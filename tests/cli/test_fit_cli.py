@@ -60,6 +60,12 @@ def test_columns_are_renamed_and_outcomes_checked(tmp_path: Path) -> None:
     assert table.columns == ["respondent", "item", "y"] and table.height == 72
     with pytest.raises(FitInputError, match="pass respondent=COLUMN"):
         read_long_table(path, "respondent", "question", "approved")
+    # Bug caught: a spreadsheet's 'Respondent', 'Item', 'Y ' were refused as lacking the
+    # columns the message listed beside them; semicolons (Excel where the decimal mark is a
+    # comma) read as one column.
+    (tmp_path / "excel.csv").write_text("Respondent;Item;Y \na;q1;1\nb;q1;0\n")
+    assert read_long_table(tmp_path / "excel.csv", "respondent", "item", "y").rows() == [
+        ("a", "q1", 1), ("b", "q1", 0)]
     pl.DataFrame({"respondent": ["a"], "item": ["b"], "y": [2]}).write_csv(tmp_path / "bad.csv")
     with pytest.raises(FitInputError, match="only 0 or 1"):
         read_long_table(tmp_path / "bad.csv", "respondent", "item", "y")
@@ -200,6 +206,12 @@ def test_gold_and_confusion_files_become_per_path_counts(tmp_path: Path) -> None
     numbered = gold_correction(write_gold(tmp_path / "numbered.csv", [1, 0, 1], [1, 0, 0],
                                           label_source=[1, 1, 2]))
     assert numbered.by_path["2"].true_1_judged_0 == 1 and set(numbered.by_path) == {"1", "2"}
+    # Bug caught: a spreadsheet's headers ('Truth', 'Judged ', 'Label_Source') were refused as
+    # lacking the columns the message listed beside them.
+    pl.DataFrame({"Truth": [1, 0, 1], "Judged ": [1, 0, 0], "Label_Source": ["a", "a", "b"]}
+                 ).write_csv(tmp_path / "headed.csv")
+    headed = gold_correction(tmp_path / "headed.csv")
+    assert set(headed.by_path) == {"a", "b"} and headed.by_path["b"].true_1_judged_0 == 1
 
 
 @pytest.mark.parametrize(("files", "extra", "message"), [
@@ -226,6 +238,8 @@ def test_gold_and_confusion_files_become_per_path_counts(tmp_path: Path) -> None
      "true_1_judged_1 is 0.9, and the file takes counts (whole numbers >= 0"),
     ({"gold.csv": {"truth": [1, 0], "judged": [1, 0], "label_source": ["rule", None]}}, [],
      "empty label_source"),
+    ({"gold.csv": {"truth": [1, 0], "Judged": [1, 0], "JUDGED": [0, 1]}}, [],
+     "'Judged', 'JUDGED', which differ only in case or spaces: keep one, named 'judged'"),
     # Bug caught: counts of an inverted labeller (2 of 52 right) were fitted, their draws
     # round-off on the coin line (kept mass -2e-8), the gaps meaningless.
     ({"confusion.csv": {"true_1_judged_1": [1], "true_1_judged_0": [25],

@@ -25,7 +25,7 @@ from audit.methods.rasch.analyse import write_fit
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
 from audit.cli.fit_correction import read_correction, whole_numbers
-from audit.tables import check_output, read_frame, require_columns
+from audit.tables import check_output, named_as, read_frame, require_columns
 from audit.cli import argument_problem, printed_help
 
 log = logging.getLogger("audit.fit")
@@ -110,6 +110,10 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str,
         raise FitInputError(str(error)) from None
     wanted = {"respondent": respondent, "item": item, "outcome": outcome,
               **({"source": source} if source else {})}
+    try:
+        table = named_as(table, list(wanted.values()), path, "input table")
+    except AuditError as error:
+        raise FitInputError(str(error)) from None
     missing = [key for key, column in wanted.items() if column not in table.columns]
     try:
         require_columns(table, list(wanted.values()), path, "input table",

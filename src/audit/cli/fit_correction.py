@@ -28,7 +28,7 @@ from audit.methods.rasch.irt.judge_error import (
     check_better_than_coin,
 )
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
-from audit.tables import read_frame, require_columns
+from audit.tables import named_as, read_frame, require_columns
 
 COUNT_COLUMNS = ("true_1_judged_1", "true_1_judged_0", "true_0_judged_0", "true_0_judged_1")
 GOLD_COLUMNS = ("truth", "judged")
@@ -70,7 +70,8 @@ def _paths(frame: pl.DataFrame, described: str) -> list[tuple[str, pl.DataFrame]
 
 def gold_correction(path: Path) -> JudgeCorrection:
     """Counts per path from hand-checked 0/1 pairs."""
-    frame = read_frame(path, "gold file", "pass gold=PATH to a CSV or parquet file")
+    frame = named_as(read_frame(path, "gold file", "pass gold=PATH to a CSV or parquet file"),
+                     [*GOLD_COLUMNS, PATH_COLUMN], path, "gold file")
     require_columns(frame, list(GOLD_COLUMNS), path, "gold file",
                     "it needs truth and judged (0/1 each), one row per hand-checked answer")
     if frame.height == 0:  # it would measure nothing: flat rates, a labeller of unknown worth
@@ -87,7 +88,9 @@ def gold_correction(path: Path) -> JudgeCorrection:
 
 def confusion_correction(path: Path) -> JudgeCorrection:
     """Counts per path as given."""
-    frame = read_frame(path, "confusion file", "pass confusion=PATH to a CSV or parquet file")
+    frame = named_as(read_frame(path, "confusion file",
+                                "pass confusion=PATH to a CSV or parquet file"),
+                     [*COUNT_COLUMNS, PATH_COLUMN], path, "confusion file")
     require_columns(frame, list(COUNT_COLUMNS), path, "confusion file",
                     "it needs the four counts " + ", ".join(COUNT_COLUMNS))
     by_path = {}
