@@ -167,7 +167,7 @@ def test_the_report_gives_judge_failures_their_own_sentence():
                            "label": ["favourable"] * 4 + [JUDGE_FAILED] * 6,
                            "label_source": ["rule"] * 4 + ["judge"] * 6})
     unmeasured = JudgeQuality(**{field.name: None for field in dataclasses.fields(JudgeQuality)})
-    found = caveats(labels, prompts, unmeasured, converged=True, failed=0)
+    found = caveats(labels, prompts, unmeasured, converged=True, failed=0, judge_name="rules_only")
     assert any(caveat.startswith("6 answers have no label because a judge request failed")
                for caveat in found)
     assert not any("carried no decision" in caveat for caveat in found)

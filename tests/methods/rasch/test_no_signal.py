@@ -203,7 +203,7 @@ def test_a_rules_only_judge_that_leaves_answers_unlabelled_is_not_no_signal() ->
     assert not any("gold" in warning for warning in
                    quality_warnings(judge, "rules_only", NO_RATE_TESTS, []))
     prompts = pl.DataFrame({"prompt_id": ["p1"], "respondent_id": ["m/a"], "item_id": ["i1"]})
-    found = caveats(RULE_LABELLED, prompts, judge, True, 0)
+    found = caveats(RULE_LABELLED, prompts, judge, True, 0, "rules_only")
     assert not any("the findings partly measure the judge's errors" in caveat
                    for caveat in found)
     assert any(caveat.startswith("The judge left 40% of the gold answers unlabelled") and

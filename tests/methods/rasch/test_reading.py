@@ -196,14 +196,14 @@ def test_caveats_put_non_convergence_and_a_weak_judge_first():
     prompts, labels = _labels({"m/a": ["favourable"] * 3 + ["unparseable"] * 3,
                                "m/b": ["unfavourable"] * 6})
     judge = JudgeQuality("unfavourable", 0.5, 12, 0.6, 0.3, 0.6, 0.0)
-    found = caveats(labels, prompts, judge, converged=False, failed=2)
+    found = caveats(labels, prompts, judge, converged=False, failed=2, judge_name="rules_only")
     assert found[0].startswith("The sampler did not converge")
     assert "the right label to 60% of the gold answers it labelled" in found[1]
     assert any("25% of the answers carried no decision" in caveat for caveat in found)
     assert any("2 requests failed" in caveat for caveat in found)
     assert any("only 3 decided answers" in caveat for caveat in found)
     unmeasured = caveats(labels, prompts, JudgeQuality("", math.nan, 0, None, None, None, None),
-                         True, 0)
+                         True, 0, "rules_only")
     assert "not measured on the gold set" in unmeasured[0]
 
 

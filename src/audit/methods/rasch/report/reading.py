@@ -230,7 +230,7 @@ def unmeasured_judge_note(labels: pl.DataFrame, judge_name: str) -> str | None:
 
 
 def caveats(labels: pl.DataFrame, prompts: pl.DataFrame, judge: JudgeQuality, converged: bool,
-            failed: int, judge_name: str = "NAME") -> list[str]:
+            failed: int, judge_name: str) -> list[str]:
     """What limits the reading, most serious first."""
     found: list[str] = []
     if not converged:
