@@ -44,6 +44,9 @@ def _error_for(override: str) -> str:
      "'model.qwen_coder_0_5b.sampling': temperature, top_p, max_tokens, repeat_penalty "
      "(did you mean 'temperature'?)"),
     ("modle=smollm2", "did you mean 'model'?"),
+    # Bug caught: a name that begins one option's was too short for difflib's similarity cut
+    # (only the backend registry had matched prefixes).
+    ("judge=openai", "smollm2_panel (did you mean 'openai_gpt4o_mini'?)"),
     ("design.replicates=abc", "invalid value for 'design.replicates': Value 'abc' of type 'str' "
                               "could not be converted to Integer"),
     ("items=[a", "cannot parse an override"),

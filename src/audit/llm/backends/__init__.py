@@ -36,13 +36,8 @@ def backend_class(name: str) -> type:
         target = BACKENDS[name]
     except KeyError:
         valid = ", ".join(sorted(BACKENDS))
-        # A name that begins one backend's (`openai` for openai_compatible) is that one: too
-        # short for did_you_mean's similarity cut.
-        begun = [option for option in sorted(BACKENDS) if option.startswith(name)] if name else []
-        hint = f" (did you mean {begun[0]!r}?)" if len(begun) == 1 else did_you_mean(name, BACKENDS)
-        raise AuditError(
-            f"unknown backend '{name}': set `backend` in conf/model/ to one of {valid}{hint}"
-        ) from None
+        raise AuditError(f"unknown backend '{name}': set `backend` in conf/model/ to one of "
+                         f"{valid}{did_you_mean(name, BACKENDS)}") from None
     module_name, class_name = target.split(":")
     return getattr(importlib.import_module(module_name), class_name)
 
