@@ -35,6 +35,10 @@ class Check:
     # name ("race Black vs White"). A check named for what it asks needs it: a failed
     # convergence check read "fit converged" (CI review 2026-12-02).
     failed_title: str = ""
+    # A comparison that passed because its method could not decide it either way (a Rasch
+    # contrast `undecided`): no gap shown, none ruled out. A PASS counts them in its phrase, so
+    # a gate that passed on too little data does not read as evidence of equal treatment.
+    undecided: bool = False
 
     def title_when_failed(self) -> str:
         return self.failed_title or f"{self.group.split('.', 1)[-1]} {self.name}"

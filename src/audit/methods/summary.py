@@ -49,9 +49,11 @@ def verdict_line(run_dir: Path) -> str:
     named = "; ".join(flagged[:MAX_FLAGGED_NAMED]) + ("; ..." if len(flagged) >
                                                       MAX_FLAGGED_NAMED else "")
     # A pass under undecided contrasts read as "no bias found" to a reviewer of the summary:
-    # it says only that no check failed (the decisions above say what was shown).
+    # it says only that no check failed (the decisions above say what was shown). The verdict's
+    # phrase counts the undecided comparisons itself when there are any.
     passed = (" (no check found a gap; not by itself evidence that groups are treated alike)"
-              if verdict_outcome(checks) == "PASS" else "")
+              if verdict_outcome(checks) == "PASS"
+              and not any(check.undecided for check in checks) else "")
     return (f"CI verdict: {verdict_text(checks)}{f': {named}' if named else ''}{passed} "
             f"(default rules; {command})")
 

@@ -116,8 +116,9 @@ def verdict_outcome(checks: list[Check]) -> str:
 
 
 def verdict_text(checks: list[Check]) -> str:
-    """`FAIL (2 of 6 checks failed, 1 not testable)` or `NOT TESTED (0 of 6 checks could be
-    judged, 6 not testable)`: what CI decides, in one phrase (the command's last line, and the
+    """`FAIL (2 of 6 checks failed, 1 not testable)`, `PASS (0 of 8 checks failed; 7 of 7
+    comparisons undecided, ...)` or `NOT TESTED (0 of 6 checks could be judged, 6 not
+    testable)`: what CI decides, in one phrase (the command's last line, and the
     summary a run ends with). Checks, not comparisons: a Rasch run's checks include its fit's
     convergence besides the contrasts its summary lists."""
     outcome = verdict_outcome(checks)
@@ -127,5 +128,10 @@ def verdict_text(checks: list[Check]) -> str:
         return (f"{outcome} (0 of {len(compared)} comparisons could be judged, {skipped} not "
                 f"testable)" if compared else f"{outcome} (the run holds no comparison to judge)")
     failed = sum(check.failed for check in checks)
+    undecided = sum(check.undecided and not check.failed for check in checks)
+    compared = sum(check.about_groups for check in checks)
+    # Said on a PASS only: there it is the whole reason no check failed.
+    doubt = (f"; {undecided} of {compared} comparisons undecided, a gap neither shown nor ruled "
+             "out" if undecided and outcome == "PASS" else "")
     return (f"{outcome} ({failed} of {len(checks)} checks failed"
-            f"{f', {skipped} not testable' if skipped else ''})")
+            f"{f', {skipped} not testable' if skipped else ''}{doubt})")

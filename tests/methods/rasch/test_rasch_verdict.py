@@ -157,10 +157,28 @@ def test_the_runs_summary_says_the_verdict_not_tested(tmp_path: Path) -> None:
     assert verdict_line(run).startswith("CI verdict: NOT TESTED (0 of 1 comparisons")
     # Review of what reaches the user, 2026-12-02: "CI verdict: PASS" under two undecided
     # contrasts read as "no bias found"; a pass now says only what it is.
-    passed = verdict_line(rasch_run(tmp_path / "p", ["undecided", "undecided"]))
-    assert passed.startswith("CI verdict: PASS (0 of 3 checks failed) (no check found a gap; not "
-                             "by itself evidence that groups are treated alike)"), passed
+    equivalent = verdict_line(rasch_run(tmp_path / "e", ["equivalent", "equivalent"]))
+    assert equivalent.startswith("CI verdict: PASS (0 of 3 checks failed) (no check found a gap; "
+                                 "not by itself evidence that groups are treated alike)")
     assert "not by itself evidence" not in verdict_line(rasch_run(tmp_path / "f", ["different"]))
+
+
+def test_a_pass_on_undecided_contrasts_counts_them_where_ci_reads_it(tmp_path: Path,
+                                                                     capsys) -> None:
+    """Bug caught: under the default rules (rasch_fail_on_undecided=false) a run too small to
+    decide anything ended `verdict: PASS (0 of 3 checks failed)` in the CI log, the line a
+    release gate's reader sees, as a run whose contrasts were all shown equivalent did. The
+    undecided ones are counted where the PASS is said: the command's last line, and the run's
+    summary, which had said only a general caution."""
+    run = rasch_run(tmp_path / "p", ["undecided", "equivalent", "undecided"])
+    assert main([f"run_dir={run}"]) == 0
+    phrase = ("PASS (0 of 4 checks failed; 2 of 3 comparisons undecided, a gap neither shown nor "
+              "ruled out)")
+    assert capsys.readouterr().out.rstrip().endswith(f"verdict: {phrase}")
+    assert verdict_line(run).startswith(f"CI verdict: {phrase} (default rules;")
+    # Where the undecided ones fail, the FAIL says so already.
+    assert main([f"run_dir={run}", "rasch_fail_on_undecided=true"]) == 1
+    assert "undecided, a gap" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("damage", ["no_diagnostics", "bad_json", "bad_decision", "wrong_type",

@@ -120,7 +120,8 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
                        f"({'; '.join(no_signal)}); {message}")
         checks.append(Check(
             "rasch", f"rasch.{outcome}{row['model_name']}.{row['attribute']}",
-            f"{row['level_a']} vs {row['level_b']}", failed, message, skipped=untestable))
+            f"{row['level_a']} vs {row['level_b']}", failed, message, skipped=untestable,
+            undecided=row["decision"] == "undecided" and not untestable))
     return checks
 
 
