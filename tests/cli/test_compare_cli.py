@@ -93,6 +93,11 @@ def test_two_system_prompts_compare_paired_with_one_line_per_contrast(two_runs, 
     assert printed.count("gender man vs woman:") == 1 and "verdict: PASS" in printed
     changes = pl.read_csv(out / "changes.csv")
     assert changes.height == 1 and changes["paired"].to_list() == [True]
+    # Bug caught: 40 prompts a side cannot place the change inside the ROPE, and the PASS read
+    # as a change shown not to matter.
+    assert changes["decision"].to_list() == ["undecided"]
+    assert ("verdict: PASS (0 of 2 checks failed; 1 of 1 comparisons undecided, a difference "
+            "neither shown nor ruled out)") in printed
     assert (out / "changes_forest.png").is_file() and (out / "report.html").is_file()
     junit = ET.parse(out / "compare_junit.xml").getroot()
     # One testcase per contrast and one for the joint fit's convergence.

@@ -131,7 +131,7 @@ def verdict_text(checks: list[Check]) -> str:
     undecided = sum(check.undecided and not check.failed for check in checks)
     compared = sum(check.about_groups for check in checks)
     # Said on a PASS only: there it is the whole reason no check failed.
-    doubt = (f"; {undecided} of {compared} comparisons undecided, a gap neither shown nor ruled "
-             "out" if undecided and outcome == "PASS" else "")
+    doubt = (f"; {undecided} of {compared} comparisons undecided, a difference neither shown nor "
+             "ruled out" if undecided and outcome == "PASS" else "")
     return (f"{outcome} ({failed} of {len(checks)} checks failed"
             f"{f', {skipped} not testable' if skipped else ''}{doubt})")

@@ -172,13 +172,13 @@ def test_a_pass_on_undecided_contrasts_counts_them_where_ci_reads_it(tmp_path: P
     summary, which had said only a general caution."""
     run = rasch_run(tmp_path / "p", ["undecided", "equivalent", "undecided"])
     assert main([f"run_dir={run}"]) == 0
-    phrase = ("PASS (0 of 4 checks failed; 2 of 3 comparisons undecided, a gap neither shown nor "
-              "ruled out)")
+    phrase = ("PASS (0 of 4 checks failed; 2 of 3 comparisons undecided, a difference neither "
+              "shown nor ruled out)")
     assert capsys.readouterr().out.rstrip().endswith(f"verdict: {phrase}")
     assert verdict_line(run).startswith(f"CI verdict: {phrase} (default rules;")
     # Where the undecided ones fail, the FAIL says so already.
     assert main([f"run_dir={run}", "rasch_fail_on_undecided=true"]) == 1
-    assert "undecided, a gap" not in capsys.readouterr().out
+    assert "undecided, a difference" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("damage", ["no_diagnostics", "bad_json", "bad_decision", "wrong_type",

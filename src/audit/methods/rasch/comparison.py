@@ -347,7 +347,7 @@ def gate_checks(changes: pl.DataFrame, diagnostics: Diagnostics | None = None) -
     describe the posterior."""
     checks = [Check(method="compare", group=f"compare.{row['attribute']}",
                     name=f"{row['level_a']} vs {row['level_b']}", failed=bool(row["worsens"]),
-                    message=change_line(row))
+                    message=change_line(row), undecided=row["decision"] == "undecided")
               for row in changes.iter_rows(named=True)]
     if diagnostics is not None:
         checks.append(Check(
