@@ -38,7 +38,7 @@ def test_the_last_lines_of_a_smoke_run_state_its_finding(tmp_path):
                             r"decided on the 97\.5% HDI [+-]\d\.\d+ to [+-]\d\.\d+ against the "
                             r"ROPE ±0\.18\)", line), line
     assert re.fullmatch(r"CI verdict: (PASS|FAIL) \(\d+ of 3 checks failed(; [12] of 2 "
-                        r"comparisons undecided, a difference neither shown nor ruled out)?\) .*",
+                        r"comparisons undecided, a difference neither shown nor ruled out)?\).*",
                         answer[-4]), answer[-4]
     assert answer[-3] == f"Report: {tmp_path / 'run' / 'report' / 'report.html'}"
     assert answer[-2] == ("MLflow runs: http://127.0.0.1:5000/#/experiments/1/runs?"
