@@ -1,9 +1,10 @@
-"""Before sending: what a run will cost, and whether its servers are up.
+"""Before sending: what a run will cost, and whether its servers are up; while sending, whether
+a server that stopped answering is gone (ServerWatch).
 
-Both run on the planned requests before the first one goes out, so a user sees the size of a
-large run, or learns that a server is down, in seconds rather than after minutes of retries.
-The time an adaptive run has spent is counted here too, from the same stored latencies the
-estimate reads, so a budget and its estimate agree.
+The first two run on the planned requests before the first one goes out, so a user sees the size
+of a large run, or learns that a server is down, in seconds rather than after minutes of
+retries. The time an adaptive run has spent is counted here too, from the same stored latencies
+the estimate reads, so a budget and its estimate agree.
 """
 
 from __future__ import annotations
