@@ -123,14 +123,13 @@ def verdict_text(checks: list[Check]) -> str:
     convergence besides the contrasts its summary lists."""
     outcome = verdict_outcome(checks)
     skipped = sum(check.skipped for check in checks)
+    compared = sum(check.about_groups for check in checks)
     if outcome == "NOT TESTED":
-        compared = [check for check in checks if check.about_groups]
-        return (f"{outcome} (0 of {len(compared)} comparisons could be judged, {skipped} not "
+        return (f"{outcome} (0 of {compared} comparisons could be judged, {skipped} not "
                 f"testable)" if compared else f"{outcome} (the run holds no comparison to judge)")
     failed = sum(check.failed for check in checks)
-    undecided = sum(check.undecided and not check.failed for check in checks)
-    compared = sum(check.about_groups for check in checks)
-    # Said on a PASS only: there it is the whole reason no check failed.
+    undecided = sum(check.undecided for check in checks)
+    # Said on a PASS only (where no check failed): there it is the whole reason none did.
     doubt = (f"; {undecided} of {compared} comparisons undecided, a difference neither shown nor "
              "ruled out" if undecided and outcome == "PASS" else "")
     return (f"{outcome} ({failed} of {len(checks)} checks failed"
