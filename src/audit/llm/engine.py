@@ -142,18 +142,18 @@ async def _send_missing(backend: Backend, identity: dict[str, str], key: str,
         except Exception as error:  # noqa: BLE001 - a backend's crash is an infrastructure error
             failure = (error if isinstance(error, BackendError)
                        else BackendError("backend_crash", f"{type(error).__name__}: {error}"))
-        if watch is not None and failure is not None and failure.kind in UNREACHABLE_KINDS:
+        if failure is not None:
+            # Stored in the slot, so a failure to reach the server is on record before the
+            # probe that may stop the run (failures are rare: replies are the hot path below).
             store.put_error(key, identity, request.as_payload(), failure.kind, str(failure))
-            await watch.confirm_up()
+            if watch is not None and failure.kind in UNREACHABLE_KINDS:
+                await watch.confirm_up()
             return Outcome(key, None, from_cache=False, error=failure)
     if slot is not None:
         # Let the request waiting for this slot go out before the store write: otherwise,
         # when a burst of replies lands together, each next request waits for the writes of
         # all the replies ahead of it in the loop (2 ms a round at 8 slots).
         await asyncio.sleep(0)
-    if failure is not None:
-        store.put_error(key, identity, request.as_payload(), failure.kind, str(failure))
-        return Outcome(key, None, from_cache=False, error=failure)
     stored = store.put_ok(key, identity, request.as_payload(), completion.text,
                           completion.completion_tokens, completion.latency_s)
     if stored.response_text != completion.text:
