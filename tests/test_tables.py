@@ -4,6 +4,8 @@ built in code that lacks a column is a bug and keeps its traceback."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import subprocess
 import sys
@@ -11,10 +13,13 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from audit.errors import AuditError
 from audit.schemas import ItemSchema, PersonaSchema
 from audit.tables import (
+    finite_json,
     read_frame,
     read_json_lines,
     read_table,
@@ -22,6 +27,7 @@ from audit.tables import (
     save_figure,
     write_atomically,
     write_frame,
+    write_json,
     write_table,
 )
 
@@ -218,3 +224,49 @@ def test_a_folder_where_a_file_goes_is_named_a_folder(tmp_path: Path):
         data_file("here", "persona table", "ingest.personas_file", cwd=tmp_path)
     with pytest.raises(AuditError, match=r"persona table not found at gone"):
         data_file("gone", "persona table", "ingest.personas_file", cwd=tmp_path)
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda children: (st.lists(children, max_size=4)
+                      | st.dictionaries(st.text(max_size=5), children, max_size=4)),
+    max_leaves=20)
+
+
+@given(JSON_VALUES)
+def test_write_json_is_strict_json_with_every_finite_value_kept(value) -> None:
+    """Bug caught: Python's json writes NaN and Infinity bare, so a run's metrics.json and
+    diagnostics.json were refused whole by jq and JavaScript's JSON.parse. Every non-finite
+    float becomes null; every other value, finite floats included, is kept exactly."""
+    text = json.dumps(finite_json(value), allow_nan=False)
+    parsed = json.loads(text, parse_constant=_refuse_constant)
+
+    def expected(item):
+        if isinstance(item, float):
+            return item if math.isfinite(item) else None
+        if isinstance(item, list):
+            return [expected(element) for element in item]
+        if isinstance(item, dict):
+            return {key: expected(element) for key, element in item.items()}
+        return item
+    assert parsed == expected(value)
+
+
+def test_metrics_with_no_value_are_null_on_disk_and_nan_for_mlflow(tmp_path: Path) -> None:
+    """The writer and the reader of a method's metrics file change together. Bug caught: a
+    reader that handed null on to MLflow, whose log_metric refuses None, so a method with an
+    undefined figure (an accuracy over no answers) lost its report stage."""
+    from audit.methods.run import read_metrics, write_metrics
+
+    path = write_metrics({"accuracy": math.nan, "gap": -0.25, "worst": math.inf},
+                         tmp_path / "metrics.json")
+    on_disk = json.loads(path.read_text(), parse_constant=_refuse_constant)
+    assert on_disk == {"accuracy": None, "gap": -0.25, "worst": None}
+    metrics = read_metrics(path)
+    assert math.isnan(metrics["accuracy"]) and math.isnan(metrics["worst"])
+    assert metrics["gap"] == -0.25
+    assert write_json({"n": 3}, tmp_path / "n.json").read_text() == '{\n  "n": 3\n}\n'

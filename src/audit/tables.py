@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import os
 import secrets
 import tempfile
@@ -258,6 +259,27 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> Path:
     finally:
         partial.unlink(missing_ok=True)
     return path
+
+
+def finite_json(value: object) -> object:
+    """`value` with every float that is not finite made None (JSON null), through dicts, lists
+    and tuples. Python's json writes NaN and Infinity bare, which is not JSON: jq, JavaScript's
+    JSON.parse and most dashboards refuse the whole file. A run writes NaN where a figure has no
+    value (a judge accuracy over no answers, an R-hat a fit could not compute)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(item) for item in value]
+    return value
+
+
+def write_json(value: object, path: Path, *, sort_keys: bool = False) -> Path:
+    """`value` as strict JSON (finite_json: NaN and infinities are null), indented, ending in a
+    newline, written atomically."""
+    text = json.dumps(finite_json(value), indent=2, sort_keys=sort_keys, allow_nan=False) + "\n"
+    return write_atomically(Path(path), lambda partial: Path(partial).write_text(text))
 
 
 def save_figure(figure, path: Path, dpi: int = 110) -> Path:

@@ -11,7 +11,6 @@ refused: the gold set has nothing of it to measure.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from audit.logs import quiet_noisy_loggers
 from audit.methods.rasch.judge.gold import gold_figures, label_gold, read_gold_set
 from audit.methods.rasch.score import judge_panel
 from audit.schemas import ItemSchema
-from audit.tables import read_table, write_frame
+from audit.tables import read_table, write_frame, write_json
 from audit.tracking import mlflow as tracking
 
 log = logging.getLogger("audit.judge_eval")
@@ -90,7 +89,7 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
                 write_frame(table, path)
                 artifacts.append(("judge_eval", path))
     metrics = {mode: figure.metrics for mode, figure in figures.items()}
-    (output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    write_json(metrics, output_dir / "metrics.json", sort_keys=True)
     print_figures(figures, cfg.judge.name, gold.height)
     if cfg.tracking.enabled:
         flat = tracking.flatten({"judge": OmegaConf.to_container(OmegaConf.structured(cfg.judge))})

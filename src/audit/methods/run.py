@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -43,7 +44,7 @@ from audit.llm.store import ResponseStore
 from audit.methods.run_identity import (composed_from, flat_config, pipeline_overrides, run_name,
                                         run_tags)
 from audit.schemas import ResponseSchema
-from audit.tables import check_output, write_table
+from audit.tables import check_output, write_json, write_table
 from audit.tracking import mlflow as tracking
 from audit.tracking import sweeps
 
@@ -243,8 +244,7 @@ def write_headline_metrics(metrics: Mapping[str, object], path: Path) -> Path:
     every run and would bury the figures that changed)."""
     headline = {key: value for key, value in sorted(metrics.items())
                 if not key.startswith("duration_s/")}
-    path.write_text(json.dumps(headline, indent=2, allow_nan=True) + "\n")
-    return path
+    return write_json(headline, path)
 
 
 def duration_metrics(clock: RunClock) -> dict[str, float]:
@@ -328,13 +328,14 @@ def log_run(cfg: AuditConfig, metrics: Mapping[str, float],
 def read_metrics(path: Path) -> dict[str, float]:
     if not path.is_file():
         raise AuditError(f"metrics not found at {path}: run the analyse stage first")
-    return json.loads(path.read_text())
+    # null is a figure with no value (write_json); MLflow takes it as NaN, as it was logged
+    # before metrics files were strict JSON.
+    return {name: math.nan if value is None else value
+            for name, value in json.loads(path.read_text()).items()}
 
 
 def write_metrics(metrics: Mapping[str, float], path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dict(metrics), indent=2, sort_keys=True))
-    return path
+    return write_json(dict(metrics), path, sort_keys=True)
 
 
 def logged_report(cfg: AuditConfig, files: RunFiles, clock: RunClock, metrics_file: str,

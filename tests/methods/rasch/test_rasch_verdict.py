@@ -82,6 +82,19 @@ def test_unconverged_rasch_fit_fails(tmp_path: Path) -> None:
     assert main([f"run_dir={run}", "rasch_require_converged=false"]) == 0
 
 
+def test_a_fit_whose_r_hat_has_no_value_is_judged_not_refused(tmp_path: Path) -> None:
+    """A fit writes an R-hat it could not compute (a constant parameter) as null, since
+    diagnostics.json is strict JSON. Bug caught: a reader that took null for a missing key
+    refused every such run as malformed (exit 2) instead of judging its convergence."""
+    run = rasch_run(tmp_path / "r", ["equivalent"], converged=False)
+    diagnostics = run / "fit" / "diagnostics.json"
+    diagnostics.write_text(json.dumps({**json.loads(diagnostics.read_text()), "rhat_max": None}))
+    assert main([f"run_dir={run}"]) == 1
+    fit_case = next(case for case in read_junit(run / "verdict_junit.xml").iter("testcase")
+                    if case.get("name") == "converged")
+    assert "R-hat max nan" in fit_case.find("failure").get("message")
+
+
 def test_rasch_fit_without_contrasts_is_not_tested_on_convergence_alone(tmp_path: Path) -> None:
     run = rasch_run(tmp_path / "r", ["equivalent"])
     (run / "fit" / "contrasts.csv").unlink()  # a model that compares no attribute levels

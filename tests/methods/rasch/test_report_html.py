@@ -121,6 +121,28 @@ def test_a_store_that_fails_keeps_the_report_and_is_one_line(audit_run, monkeypa
     assert str(run_dir) in message
 
 
+def test_the_runs_json_files_are_strict_json_with_null_for_no_value(audit_run):
+    """Bug caught: report/metrics.json and fit/diagnostics.json held a bare NaN (a rules-only
+    judge has no judge accuracy on its gold sample), which is not JSON: jq, JavaScript's
+    JSON.parse and dashboards refused the whole file. A figure with no value is null on disk
+    and still NaN in the MLflow run."""
+    import json
+    import math
+
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+
+    run_dir = audit_run["tmp"] / "run"
+    files = sorted(run_dir.rglob("*.json"))
+    assert {"metrics.json", "diagnostics.json"} <= {path.name for path in files}
+    parsed = {path.relative_to(run_dir).as_posix(): json.loads(path.read_text(),
+                                                                parse_constant=refuse)
+              for path in files}
+    assert parsed["report/metrics.json"]["gold/judge_accuracy"] is None
+    logged = get_run(audit_run["uri"], audit_run["run_id"])["metrics"]
+    assert math.isnan(logged["gold/judge_accuracy"])
+
+
 def test_the_report_is_self_contained(audit_run):
     html = (audit_run["tmp"] / "run" / "report" / "report.html").read_text()
     assert html.count('src="data:image/png;base64,') >= 7

@@ -4,7 +4,6 @@ which `python -m audit.fit` writes too."""
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -28,7 +27,7 @@ from audit.methods.rasch.judge.gold import gold_figures
 from audit.methods.rasch.no_signal import run_no_signal
 from audit.methods.rasch.schemas import LABELS, SummarySchema
 from audit.schemas import PERSONA_ATTRIBUTES
-from audit.tables import read_frame, read_table, write_frame
+from audit.tables import read_frame, read_table, write_frame, write_json
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +191,7 @@ def write_fit(fit: RaschFit, directory: Path, no_signal: list[str] | None = None
     if contrasts.height:
         write_frame(contrasts, directory / "contrasts.csv")
     diagnostics = fit.diagnostics
-    (directory / "diagnostics.json").write_text(json.dumps({
+    write_json({
         "converged": fit.converged, "rhat_max": diagnostics.rhat_max,
         "ess_bulk_min": diagnostics.ess_bulk_min, "ess_tail_min": diagnostics.ess_tail_min,
         "divergences": diagnostics.divergences, "advice": "; ".join(fit.problems()),
@@ -202,7 +201,7 @@ def write_fit(fit: RaschFit, directory: Path, no_signal: list[str] | None = None
                                             if companion.judge_confusion else None)
                         for companion in fit.all_fits()},
         **({"no_signal": no_signal} if no_signal is not None else {}),
-    }, indent=2, allow_nan=True) + "\n")
+    }, directory / "diagnostics.json")
 
 
 def no_signal_of(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,

@@ -47,6 +47,8 @@ def read_diagnostics(path: Path) -> dict:
     if not isinstance(diagnostics, dict):
         raise VerdictError(f"Rasch diagnostics at {path} must be a JSON object")
     for key, types in DIAGNOSTIC_TYPES.items():
+        if float in types and key in diagnostics and diagnostics[key] is None:
+            diagnostics[key] = math.nan  # a figure the fit could not compute (write_json)
         value = diagnostics.get(key)
         if not isinstance(value, types) or (bool in types) != isinstance(value, bool):
             raise VerdictError(f"Rasch diagnostics at {path}: `{key}` is missing or not "

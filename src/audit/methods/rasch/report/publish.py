@@ -66,7 +66,7 @@ from audit.methods.rasch.report.metrics import (
 from audit.schemas import ItemSchema, PromptSchema, ResponseSchema
 from audit.methods.rasch.schemas import ContrastSchema, GoldResultSchema, LabelSchema, VoteSchema
 
-from audit.tables import read_table, save_figure, write_frame
+from audit.tables import read_table, save_figure, write_frame, write_json
 from audit.tracking import mlflow as tracking
 from audit.methods.run import method_run, provenance_files, write_config
 from audit.methods.run_identity import flat_config, run_tags
@@ -237,7 +237,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
                                                           report_dir / "adaptive_trajectory.png")
         log.info("adaptive: %d of %d prompts asked (%.0f%% of the fixed design), stopped: %s",
                  adaptive.asked, adaptive.design, 100 * adaptive.share, adaptive.stop)
-    (report_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    write_json(metrics, report_dir / "metrics.json", sort_keys=True)
     config_yaml = write_config(cfg, report_dir)
 
     warnings = quality_warnings(judge, cfg.judge.name, rate_tests, fit.diagnostics.problems())
