@@ -127,17 +127,16 @@ def require_columns(frame: pl.DataFrame, columns: list[str], path: Path, what: s
 def named_as(frame: pl.DataFrame, columns: list[str], path: Path, what: str) -> pl.DataFrame:
     """A user's file with its columns renamed to `columns` where they differ only in case or in
     stray spaces (a spreadsheet's 'Truth', 'judged '); two that would both take one name are
-    refused, naming them."""
+    refused, naming them, even when one of them is spelt exactly: 'truth' beside 'Truth' is two
+    columns for one thing, and which one the file meant is the user's to say."""
     renames: dict[str, str] = {}
     for wanted in columns:
-        if wanted in frame.columns:
-            continue
         matches = [column for column in frame.columns
                    if column.strip().lower() == wanted.strip().lower()]
         if len(matches) > 1:
             raise AuditError(f"{what} at {path} has the columns {', '.join(map(repr, matches))}, "
                              f"which differ only in case or spaces: keep one, named {wanted!r}")
-        renames.update(dict.fromkeys(matches, wanted))
+        renames.update({match: wanted for match in matches if match != wanted})
     return frame.rename(renames)
 
 

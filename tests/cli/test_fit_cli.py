@@ -240,6 +240,10 @@ def test_gold_and_confusion_files_become_per_path_counts(tmp_path: Path) -> None
      "empty label_source"),
     ({"gold.csv": {"truth": [1, 0], "Judged": [1, 0], "JUDGED": [0, 1]}}, [],
      "'Judged', 'JUDGED', which differ only in case or spaces: keep one, named 'judged'"),
+    # Bug caught: a column spelt exactly won over its case variant, so a file with 'truth' and
+    # 'Truth' was corrected by one of the two silently (the answers file refused the same).
+    ({"gold.csv": {"truth": [1, 0], "Truth": [0, 1], "judged": [1, 0]}}, [],
+     "'truth', 'Truth', which differ only in case or spaces: keep one, named 'truth'"),
     # Bug caught: counts of an inverted labeller (2 of 52 right) were fitted, their draws
     # round-off on the coin line (kept mass -2e-8), the gaps meaningless.
     ({"confusion.csv": {"true_1_judged_1": [1], "true_1_judged_0": [25],

@@ -220,7 +220,8 @@ def test_exported_answer_files_read_as_their_columns_mean(tmp_path):
     assert read_answers(spelled, "auto", None)["race"].to_list() == ["Black", "White"]
     twice = tmp_path / "twice.csv"
     twice.write_text("model,race,Race,item,decision\nm,Black,White,lending_01,DENY\n")
-    with pytest.raises(AuditError, match="more than one column for race"):
+    with pytest.raises(AuditError, match="'race', 'Race', which differ only in case or spaces: "
+                                         "keep one, named 'race'"):
         read_answers(twice, "auto", None)
     empty = tmp_path / "empty.csv"
     empty.write_text("model,race,item,decision\n")

@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.errors import AuditError
-from audit.tables import read_frame, read_json_lines
+from audit.tables import named_as, read_frame, read_json_lines
 
 FORMATS = ("auto", "csv", "parquet", "jsonl", "lm_eval")
 COLUMNS = ("model", "persona_id", "persona_kind", "gender", "race", "item", "answer", "decision",
@@ -153,20 +153,6 @@ def known_column(name: str) -> str | None:
     return normal if normal in COLUMNS else None
 
 
-def _named_as_columns(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
-    """The file's columns renamed to the table's where only case or spaces differ. Read
-    exactly, a "Race" column was left out: the run went on without race, its contrasts gone,
-    behind a warning about unlabelled levels (bad-input review 2026-12-02)."""
-    renames = {name: known for name in frame.columns
-               if (known := known_column(name)) and known != name}
-    targets = [known_column(name) or name for name in frame.columns]
-    twice = sorted({name for name in targets if targets.count(name) > 1})
-    if twice:
-        raise AuditError(f"answers file {path} has more than one column for {', '.join(twice)} "
-                         "(names differing only in case or spaces): keep one")
-    return frame.rename(renames)
-
-
 def _text_values(frame: pl.DataFrame, path: Path) -> None:
     """A text column holding lists or objects (an answer exported as ["HIRE ..."]) is one line,
     not a cast error from polars."""
@@ -179,7 +165,9 @@ def _text_values(frame: pl.DataFrame, path: Path) -> None:
 
 
 def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.DataFrame:
-    frame = _named_as_columns(frame, path)
+    # Read exactly, a "Race" column was left out: the run went on without race, its contrasts
+    # gone, behind a warning about unlabelled levels (bad-input review 2026-12-02).
+    frame = named_as(frame, list(COLUMNS), path, "answers file")
     if frame.is_empty():  # it went through judging to "no labelled responses: check the judge"
         raise AuditError(f"answers file {path} has no rows: it needs one row per answer")
     _text_values(frame, path)
