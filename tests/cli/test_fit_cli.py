@@ -34,6 +34,10 @@ def test_arguments_are_typed_and_defaulted() -> None:
     assert (command.input, command.output, command.prior) == ("a.csv", "out", "seed")
     assert command.sampler.draws == 200 and command.sampler.tune == FitConfig().tune
     assert (command.respondent, command.item, command.outcome) == ("respondent", "item", "y")
+    # Bug caught: the fit's advice says "raise fit.tune and fit.draws", and `fit.tune=...` was
+    # refused as an unknown option 'fit'.
+    named = parse_arguments(["input=a.csv", "output=out", "fit.tune=700", "fit.draws=300"])
+    assert (named.sampler.tune, named.sampler.draws) == (700, 300)
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
@@ -164,11 +168,11 @@ def test_missing_columns_are_one_line_naming_the_file_each_column_and_the_option
 @pytest.mark.slow
 @pytest.mark.parametrize("prior", ["seed", "rasch"])
 def test_the_command_writes_summary_and_posterior(tmp_path: Path, prior: str) -> None:
-    path = write_responses(tmp_path / "responses.parquet")
+    path = write_responses(tmp_path / "responses.parquet", ("respondent", "item", "approved"))
     output = tmp_path / "fit"
     result = subprocess.run(
         [sys.executable, "-m", "audit.fit", f"input={path}", f"output={output}", f"prior={prior}",
-         "draws=300", "tune=300", "chains=2"],
+         "outcome=approved", "draws=300", "tune=300", "chains=2"],
         capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = pl.read_csv(output / "summary.csv")
@@ -180,6 +184,10 @@ def test_the_command_writes_summary_and_posterior(tmp_path: Path, prior: str) ->
     assert idata.posterior["theta"].sizes == {"chain": 2, "draw": 300, "respondent": 4}
     # The respondent with the highest true rate must rank first: the mapping survived the CLI.
     assert "p3" in result.stdout.splitlines()[3]
+    # Bug caught: the fit was named after the audit's label coding ("favourable") whatever
+    # the input's column meant, in diagnostics.json and in its advice.
+    diagnostics = json.loads((output / "diagnostics.json").read_text())
+    assert diagnostics["outcomes"] == ["approved"] and "favourable" not in json.dumps(diagnostics)
 
 
 def write_gold(path: Path, truth: list, judged: list, **extra) -> Path:
@@ -283,7 +291,7 @@ def test_imported_labels_are_corrected_through_a_gold_file(tmp_path: Path) -> No
     assert abs(sensitivity["mean"] - 9 / 12) < 1e-3
     assert abs(sensitivity["sd"] - stats.beta.std(9, 3)) < 1e-3
     recorded = json.loads((output / "diagnostics.json").read_text())["judge_error"]
-    assert recorded["favourable"]["paths"]["any"]["true_1_judged_1"] == 8
+    assert recorded["y"]["paths"]["any"]["true_1_judged_1"] == 8  # named after the column
 
 
 @pytest.mark.parametrize("output", [

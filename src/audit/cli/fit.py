@@ -34,7 +34,7 @@ log = logging.getLogger("audit.fit")
 PRIORS = {"seed": "rasch_seed", "rasch": "rasch"}
 USAGE = ("usage: python -m audit.fit input=PATH output=DIR [respondent=COL item=COL outcome=COL "
          "prior=seed|rasch gold=PATH|confusion=PATH source=COL draws=N tune=N chains=N cores=N "
-         "target_accept=P seed=N hdi_prob=P judge_imputations=N]")
+         "target_accept=P seed=N hdi_prob=P judge_imputations=N (or fit.draws=N ...)]")
 
 
 # Sampler settings are FitConfig's own fields, so their defaults have one home: the audit's.
@@ -62,14 +62,24 @@ class FitInputError(AuditError):
     """Bad arguments or a bad table, reported as one line."""
 
 
+def sampler_setting(argument: str) -> str | None:
+    """The sampler setting `argument` makes, as `key=value` (`fit.draws=500`: `draws=500`), or
+    None when it sets something else."""
+    key, _, value = argument.partition("=")
+    key = key.removeprefix("fit.")
+    return f"{key}={value}" if key in SAMPLER_KEYS else None
+
+
 def parse_arguments(arguments: list[str]) -> FitCommand:
     malformed = [argument for argument in arguments if "=" not in argument]
     if malformed:
         raise FitInputError(f"argument {malformed[0]!r} is not key=value; {USAGE}")
     try:
         # `draws=500` is short for `sampler.draws=500`; FitConfig's other fields are not options.
-        dotlist = [f"sampler.{argument}" if argument.split("=", 1)[0] in SAMPLER_KEYS
-                   else argument for argument in arguments]
+        # `fit.draws=500` too: the audit's name, which the fit's advice names ("raise fit.tune
+        # and fit.draws") and a user of the audit types.
+        dotlist = [f"sampler.{setting}" if (setting := sampler_setting(argument)) else argument
+                   for argument in arguments]
         merged = OmegaConf.merge(OmegaConf.structured(FitCommand), OmegaConf.from_dotlist(dotlist))
         command: FitCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
     except OmegaConfBaseException as error:
@@ -150,8 +160,10 @@ def run(command: FitCommand) -> pl.DataFrame:
     if correction is not None:
         _check_paths(correction, outcomes, command)
     _warn_degenerate(outcomes)
-    fit = fit_rasch(outcomes, replace(command.sampler, model=PRIORS[command.prior]),
-                    confusion=correction)
+    # The fit is named after the input's column (diagnostics.json, the advice), not after the
+    # audit's label coding: y here is whatever that column means.
+    fit = replace(fit_rasch(outcomes, replace(command.sampler, model=PRIORS[command.prior]),
+                            confusion=correction), outcome=command.outcome)
     output = Path(command.output)
     write_fit(fit, output)
     for problem in fit.diagnostics.problems():
