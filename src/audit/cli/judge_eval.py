@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from pathlib import Path
 
 import hydra
@@ -114,15 +115,19 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
 def print_figures(figures: dict, judge_name: str, gold_size: int) -> None:
     console = Console(width=max(Console().width, 110))  # no truncated labels in a redirected log
     table = Table(title=f"Judge '{judge_name}' on the gold set ({gold_size} answers)")
-    # "on labelled": accuracy over the answers given a label, what an audit's no-signal test reads.
-    for column in ("labelled by", "accuracy", "on labelled", "Cohen's kappa", "rules coverage",
-                   "rules accuracy", "unparseable"):
-        table.add_column(column, justify="left" if column == "labelled by" else "right")
+    # "on labelled": accuracy over the answers given a label, what an audit's no-signal test
+    # reads; "model": the judge model on the answers the rules left.
+    columns = {"accuracy": "gold/accuracy", "on labelled": "gold/labelled_accuracy",
+               "Cohen's kappa": "gold/cohen_kappa", "rules coverage": "gold/rules_coverage",
+               "rules accuracy": "gold/rules_accuracy", "model coverage": "gold/judge_coverage",
+               "model accuracy": "gold/judge_accuracy", "unparseable": "gold/unparseable_share"}
+    table.add_column("labelled by")
+    for column in columns:
+        table.add_column(column, justify="right")
     for mode, figure in figures.items():
-        values = figure.metrics
-        table.add_row(mode, *(f"{values[key]:.3f}" for key in (
-            "gold/accuracy", "gold/labelled_accuracy", "gold/cohen_kappa", "gold/rules_coverage",
-            "gold/rules_accuracy", "gold/unparseable_share")))
+        # "-": a figure over no answer (the model's accuracy where the rules labelled all).
+        table.add_row(mode, *(f"{value:.3f}" if math.isfinite(value) else "-"
+                              for value in map(figure.metrics.get, columns.values())))
     console.print(table)
     final_mode = list(figures)[-1]
     confusion = Table(title=f"{final_mode}: true label (rows) x label given (columns)")

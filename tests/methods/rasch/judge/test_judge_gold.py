@@ -14,11 +14,13 @@ from audit.methods.rasch.judge.gold import (
     ACCURACY_INTERVAL,
     gold_answers,
     gold_figures,
+    gold_line,
     label_gold,
 )
 from audit.stats.intervals import jeffreys_interval
 from audit.schemas import ItemSchema, validate
-from audit.methods.rasch.schemas import GOLD_CATEGORIES, LABELS, GoldSchema
+from audit.methods.rasch.schemas import (GOLD_CATEGORIES, JUDGE_FAILED, LABELS, UNPARSEABLE,
+                                         GoldSchema)
 from audit.llm.store import ResponseStore
 
 DATA = Path(__file__).resolve().parents[4] / "data"
@@ -78,10 +80,38 @@ def test_gold_figures_by_hand():
     assert figures.metrics["gold/rules_coverage"] == 0.25
     assert figures.metrics["gold/rules_accuracy"] == 1.0
     assert figures.metrics["gold/judge_accuracy"] == pytest.approx(1 / 3)
+    assert figures.metrics["gold/judge_coverage"] == 0.75
     assert figures.metrics["gold/unparseable_share"] == 0.25
     assert figures.metrics["gold/accuracy/plain"] == 1.0
     assert figures.metrics["gold/recall/refusal"] == 0.0
     assert figures.by_category["n"].to_list() == [1, 2, 1]
+
+
+def test_the_gold_line_names_each_labelling_path_with_its_share_and_accuracy():
+    """Bug caught: the run's line said "accuracy 0.98 (0.98 on the 100% it labelled)", which
+    named no labelling path, and never the judge model's own accuracy, where a weaker judge
+    model shows; a path with no share (the rules-only judge's model) is not named."""
+    results = pl.DataFrame({
+        "gold_id": [f"g{i}" for i in range(5)], "category": ["plain"] * 5,
+        "domain": ["lending"] * 5,
+        "true_label": ["favourable", "unfavourable", "refusal", "favourable", "refusal"],
+        "label": ["favourable", "unfavourable", "refusal", "unfavourable", "unparseable"],
+        "label_source": ["rule", "rule", "judge", "judge", "judge"], "rationale": [""] * 5})
+    line = gold_line("cascade", gold_figures(results).metrics)
+    assert line == ("judge 'cascade' on the gold set (5 answers): accuracy 0.60 (0.75 on the 80% "
+                    "it labelled), Cohen's kappa 0.47; the rules labelled 40% (accuracy 1.00), "
+                    "the judge model read 60% (accuracy 0.33); 20% left unlabelled (out of the "
+                    "fit)")
+    rules_only = results.with_columns(
+        label=pl.when(pl.col("label_source") == "rule").then(pl.col("label"))
+        .otherwise(pl.lit(UNPARSEABLE)),
+        label_source=pl.when(pl.col("label_source") == "rule").then(pl.lit("rule"))
+        .otherwise(pl.lit("none")))
+    assert "judge model" not in gold_line("rules_only", gold_figures(rules_only).metrics)
+    failed = results.with_columns(label=pl.when(pl.col("gold_id") == "g4")
+                                  .then(pl.lit(JUDGE_FAILED)).otherwise(pl.col("label")))
+    assert gold_line("cascade", gold_figures(failed).metrics).endswith(
+        "; left out: 1 whose judge request failed")
 
 
 def test_gold_figures_measure_the_labels_given_apart_from_the_unlabelled_ones():
@@ -133,6 +163,14 @@ def test_judge_eval_reports_and_logs_rules_judge_and_cascade(gold, tmp_path):
     assert set(metrics) == {"rules", "judge", "cascade"}
     assert metrics["judge"]["gold/rules_coverage"] == 0.0
     assert metrics["cascade"]["gold/rules_coverage"] == metrics["rules"]["gold/rules_coverage"]
+    # The judge model's share: every answer alone, what the rules left in the cascade, none in
+    # the rules alone (whose model accuracy has no value: null on disk, "-" in the table).
+    assert metrics["judge"]["gold/judge_coverage"] == 1.0
+    assert metrics["cascade"]["gold/judge_coverage"] == pytest.approx(
+        1 - metrics["cascade"]["gold/rules_coverage"])
+    assert metrics["rules"]["gold/judge_coverage"] == 0.0
+    assert metrics["rules"]["gold/judge_accuracy"] is None
+    assert "model accuracy" in done.stdout
     assert (tmp_path / "run" / "cascade_confusion.csv").is_file()
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     (run,) = mlflow.search_runs(experiment_names=["judge_eval"], output_format="list")

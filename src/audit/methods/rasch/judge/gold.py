@@ -129,6 +129,10 @@ def gold_figures(results: pl.DataFrame) -> GoldFigures:
         "gold/rules_coverage": (by_rules.height / results.height if results.height
                                 else float("nan")),
         "gold/rules_accuracy": _accuracy(by_rules),
+        # The judge model's share: the answers the rules left, which it read (an answer it
+        # could not label counts in its share and against its accuracy).
+        "gold/judge_coverage": (by_judge.height / results.height if results.height
+                                else float("nan")),
         "gold/judge_accuracy": _accuracy(by_judge),
     }
     by_category = (results.group_by("category")
@@ -142,3 +146,28 @@ def gold_figures(results: pl.DataFrame) -> GoldFigures:
         metrics[f"gold/recall/{label}"] = _accuracy(subset)
     metrics["gold/judge_failed"] = float(judge_failed)
     return GoldFigures(metrics, confusion_matrix(truth, predicted), by_category)
+
+
+def gold_line(judge_name: str, metrics: dict[str, float]) -> str:
+    """How the judge did on the gold sample, in one line a run logs: the cascade's accuracy and
+    kappa, then each labelling path's share and accuracy. Said as "accuracy 0.98 (0.98 on the
+    100% it labelled)" it named neither path, and the judge model's own accuracy (the figure a
+    weaker judge model shows in) not at all."""
+    unlabelled = metrics["gold/unparseable_share"]
+    line = f"judge '{judge_name}' on the gold set ({metrics['gold/n']:.0f} answers): " \
+           f"accuracy {metrics['gold/accuracy']:.2f}"
+    if unlabelled > 0:
+        line += (f" ({metrics['gold/labelled_accuracy']:.2f} on the {1 - unlabelled:.0%} it "
+                 "labelled)")
+    line += f", Cohen's kappa {metrics['gold/cohen_kappa']:.2f}"
+    paths = [f"{who} {metrics[f'gold/{path}_coverage']:.0%} (accuracy "
+             f"{metrics[f'gold/{path}_accuracy']:.2f})"
+             for path, who in (("rules", "the rules labelled"), ("judge", "the judge model read"))
+             if metrics[f"gold/{path}_coverage"] > 0]
+    if paths:
+        line += "; " + ", ".join(paths)
+    if unlabelled > 0:
+        line += f"; {unlabelled:.0%} left unlabelled (out of the fit)"
+    if metrics["gold/judge_failed"]:
+        line += f"; left out: {metrics['gold/judge_failed']:.0f} whose judge request failed"
+    return line

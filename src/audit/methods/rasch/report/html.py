@@ -118,6 +118,7 @@ def build_context(inputs: ReportInputs, run_id: str | None) -> dict[str, Any]:
                 "kappa": metrics["gold/cohen_kappa"],
                 "rules_coverage": metrics["gold/rules_coverage"],
                 "rules_accuracy": metrics["gold/rules_accuracy"],
+                "judge_coverage": metrics["gold/judge_coverage"],
                 "judge_accuracy": metrics["gold/judge_accuracy"]}
     confusion = None
     if inputs.gold_confusion is not None and inputs.gold_confusion.height:

@@ -28,7 +28,7 @@ from audit.methods.rasch.irt.noise_floor import (
     noise_floor_table,
 )
 from audit.methods.rasch.ingest.stages import source_caveat, source_tags
-from audit.methods.rasch.judge.gold import gold_figures
+from audit.methods.rasch.judge.gold import gold_figures, gold_line
 from audit.methods.rasch.judge.rule_check import agreement_warnings, rule_agreement
 from audit.methods.rasch.report.plots import (
     contrast_forest_plot,
@@ -186,13 +186,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
         metrics.update({**gold.metrics, **gold_alias_metrics(gold.metrics)})
         write_frame(gold.confusion, report_dir / "judge_gold_confusion.csv")
         write_frame(gold.by_category, report_dir / "judge_gold_by_category.csv")
-        log.info("judge '%s' on the gold set (%d answers): accuracy %.2f (%.2f on the %.0f%% it "
-                 "labelled), Cohen's kappa %.2f; rules labelled %.0f%% with accuracy %.2f",
-                 cfg.judge.name, gold_results.height, gold.metrics["gold/accuracy"],
-                 gold.metrics["gold/labelled_accuracy"],
-                 100 * (1 - gold.metrics["gold/unparseable_share"]),
-                 gold.metrics["gold/cohen_kappa"], 100 * gold.metrics["gold/rules_coverage"],
-                 gold.metrics["gold/rules_accuracy"])
+        log.info("%s", gold_line(cfg.judge.name, gold.metrics))
 
     floor = noise_floor_table(posterior_draws(fit.idata), cfg.fit.hdi_prob)
     recorded = recorded_diagnostics(files.fit / "diagnostics.json")
