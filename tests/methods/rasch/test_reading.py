@@ -102,9 +102,18 @@ def test_the_reading_and_the_summary_say_which_interval_decided():
     into_rope = contrast_sentence({**FAMILYWISE, "hdi_high": -0.10}, 0.94)
     assert "undecided" in into_rope and "alone" not in into_rope
     line = headlines(pl.DataFrame([FAMILYWISE]), "favourable", 0.94)[0].line()
+    # What the run could have shown: half the decision interval's width (not the 94% HDI's,
+    # which would say ±2.0) beyond the ROPE.
     assert line == ("race Hispanic vs White: undecided (neither clear of the ROPE nor inside "
-                    "it), -2.08 (94% HDI -3.89 to -0.33; decided on the 99.29% HDI -4.92 to "
-                    "+0.46 against the ROPE ±0.18)")
+                    "it; an interval this wide clears it only for a gap beyond ±2.9 in log-odds, "
+                    "an odds ratio of 18), -2.08 (94% HDI -3.89 to -0.33; decided on the 99.29% "
+                    "HDI -4.92 to +0.46 against the ROPE ±0.18)")
+    assert ("an interval this wide lies clear of the ROPE only for a gap beyond ±2.9 in "
+            "log-odds, an odds ratio of 18, so a smaller gap would usually go unseen") in sentence
+    # An asymmetric ROPE gives each side its own bound.
+    lopsided = {**FAMILYWISE, "rope_low": -0.10, "rope_high": 0.30}
+    assert "below -2.8 or above +3.0 in log-odds, an odds ratio of 20" in \
+        contrast_sentence(lopsided, 0.94)
     different = {**FAMILYWISE, "decision": "different", "decision_high": -0.25,
                  "noise_floor": 0.81}
     assert ("Hispanic personas were treated less favourably than White personas: the family-wise "

@@ -20,6 +20,7 @@ from audit.methods.rasch.report.metrics import contrast_metric_names
 from audit.methods.rasch.report.reading import (
     gap_words,
     rope_words,
+    showable_words,
 )
 from audit.methods.checks import finite, percent
 from audit.methods.rasch.judge.rule_check import agreement_warnings
@@ -46,8 +47,12 @@ def decision_words(row: Mapping, outcome: str) -> str:
     if row["decision"] == "equivalent":
         return "no practical difference (inside the ROPE)"
     if row["decision"] == "undecided":
-        # "too wide to tell" was wrong for a narrow interval across the ROPE's edge.
-        return "undecided (neither clear of the ROPE nor inside it)"
+        # "too wide to tell" was wrong for a narrow interval across the ROPE's edge: the width
+        # says what the run could have shown instead.
+        showable = showable_words(row)
+        return ("undecided (neither clear of the ROPE nor inside it"
+                + (f"; an interval this wide clears it only for a gap {showable}" if showable
+                   else "") + ")")
     gap = gap_words({**row, "outcome": outcome}, row["mean"] > 0)
     percentile = row.get("null_percentile")
     rank = f" ({null_rank_words(percentile)})" if finite(percentile) else ""
