@@ -85,16 +85,15 @@ def showable_gap(row: Mapping) -> tuple[float, float] | None:
 def showable_words(row: Mapping) -> str | None:
     """showable_gap in words: "beyond ±5.5 in log-odds, an odds ratio of 245". On the smoke
     run an `undecided` beside an interval ten logits wide told no reader that fifteen answers
-    could show only a gap no lender would survive."""
+    could show only a gap above five logits."""
     bounds = showable_gap(row)
     if bounds is None:
         return None
     below, above = bounds
     where = (f"beyond ±{above:.1f}" if math.isclose(-below, above, abs_tol=0.05)
              else f"below {below:+.1f} or above {above:+.1f}")
-    ratio = math.exp(max(-below, above))
-    return f"{where} in log-odds, an odds ratio of {ratio:.0f}" if ratio >= 10 else \
-        f"{where} in log-odds, an odds ratio of {ratio:.1f}"
+    ratio = math.exp(max(-below, above))  # the farther bound's, on an asymmetric ROPE
+    return f"{where} in log-odds, an odds ratio of {ratio:.{0 if ratio >= 10 else 1}f}"
 
 
 def gap_words(row: Mapping, more: bool) -> str:
