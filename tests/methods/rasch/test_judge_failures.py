@@ -26,7 +26,7 @@ from audit.methods.rasch import score
 from audit.methods.rasch.design import design_stage
 from audit.methods.rasch.irt.outcome import code_outcomes
 from audit.methods.rasch.judge.cascade import label_responses
-from audit.methods.rasch.judge.gold import gold_figures
+from audit.methods.rasch.judge.gold import gold_figures, gold_line
 from audit.methods.rasch.method import StageFiles, _score
 from audit.methods.rasch.no_signal import JudgeQuality
 from audit.methods.rasch.report.reading import caveats
@@ -230,6 +230,9 @@ def test_a_gold_sample_whose_every_judge_request_failed_has_unknown_figures_not_
     assert all(math.isnan(metrics[name]) for name in (
         "gold/accuracy", "gold/labelled_accuracy", "gold/unparseable_share",
         "gold/rules_coverage"))
+    # The run's line says so, where it read "accuracy nan, Cohen's kappa nan".
+    assert gold_line("cascade", metrics) == ("judge 'cascade' on the gold set: no gold answer "
+                                             "was read, every one of its 2 judge requests failed")
 
 
 def test_a_rounds_judge_failures_stop_an_adaptive_run_before_the_next_round(tmp_path,

@@ -153,6 +153,9 @@ def gold_line(judge_name: str, metrics: dict[str, float]) -> str:
     kappa, then each labelling path's share and accuracy. Said as "accuracy 0.98 (0.98 on the
     100% it labelled)" it named neither path, and the judge model's own accuracy (the figure a
     weaker judge model shows in) not at all."""
+    if not metrics["gold/n"]:
+        return (f"judge '{judge_name}' on the gold set: no gold answer was read, every one of its "
+                f"{metrics['gold/judge_failed']:.0f} judge requests failed")
     unlabelled = metrics["gold/unparseable_share"]
     line = f"judge '{judge_name}' on the gold set ({metrics['gold/n']:.0f} answers): " \
            f"accuracy {metrics['gold/accuracy']:.2f}"
