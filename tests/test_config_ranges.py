@@ -15,7 +15,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from audit.__main__ import CONF_DIR
-from audit.config_ranges import ConfigValueError, Range, check_config, config_problems
+from audit.config_ranges import (ConfigValueError, Range, check_config, config_problems,
+                                 value_problem)
 from audit.methods.configs import AuditConfig, VerdictConfig, register_configs, to_audit_config
 from audit.methods.rasch.config import ENGINES, MODELS, OUTCOMES, RESPONSES
 from audit.methods.rasch.irt.outcome import OUTCOME_CODINGS
@@ -47,6 +48,11 @@ def _compose(overrides: list[str]) -> AuditConfig:
     # draws' whole range (almost nothing `different`: a gate that cannot fail); a check that
     # ignored open_high accepted both.
     (["fit.hdi_prob=1"], "fit.hdi_prob=1.0 must lie in (0, 1)"),
+    # A share given as a percent names the share meant; a value no percent explains does not.
+    (["fit.hdi_prob=94"], "fit.hdi_prob=94.0 must lie in (0, 1): a share, so fit.hdi_prob=0.94 "
+                          "for 94%"),
+    (["engine.max_failed_share=5"], "engine.max_failed_share=5.0 must lie in [0, 1]: a share, "
+                                    "so engine.max_failed_share=0.05 for 5%"),
     (["fit.familywise_alpha=1"], "fit.familywise_alpha=1.0 must lie in (0, 1)"),
     (["fit.model=populaton"], "fit.model=populaton is not one of rasch, rasch_seed, twopl"),
     (["fit.outcome=favorable"], "fit.outcome=favorable is not one of favourable, undetermined"),
@@ -117,6 +123,15 @@ def test_the_choices_the_config_checks_are_the_ones_the_fit_reads():
 
     assert set(OUTCOME_CODINGS) == set(OUTCOMES)
     assert (rasch.MODELS, probability.RESPONSES, engines.ENGINES) == (MODELS, RESPONSES, ENGINES)
+
+
+def test_only_a_whole_percent_for_a_share_gets_the_share_it_meant():
+    share = {"range": Range(0, 1, open_high=True)}
+    assert value_problem("design.futility", 1.5, share) == "design.futility=1.5 must lie in [0, 1)"
+    assert value_problem("design.futility", 150, share) == "design.futility=150 must lie in [0, 1)"
+    assert value_problem("fit.draws", 50, {"range": Range(1)}) is None
+    assert value_problem("plan.gap", 200, {"range": Range(0, 100)}) == \
+        "plan.gap=200 must lie in [0, 100]"
 
 
 def test_range_notation_and_membership():

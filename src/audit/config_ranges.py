@@ -89,7 +89,8 @@ def value_problem(key: str, value: Any, metadata: Mapping[str, Any]) -> str | No
         return None
     declared = metadata.get("range")
     if declared is not None and value not in as_range(declared):
-        return f"{key}={value} must lie in {as_range(declared)}"
+        hint = _percent_hint(key, value, declared)
+        return f"{key}={value} must lie in {as_range(declared)}{hint}"
     choices = metadata.get("choices")
     if choices is not None and value not in choices:
         return f"{key}={value} is not one of {', '.join(choices)}"
@@ -102,6 +103,18 @@ def value_problem(key: str, value: Any, metadata: Mapping[str, Any]) -> str | No
         if outside:
             return f"{key}={entries}: {outside[0]} must lie in {each}"
     return None
+
+
+def _percent_hint(key: str, value: Any, declared: Range | tuple[float, float]) -> str:
+    """For a share (a range within [0, 1]) given as a whole percent (`fit.hdi_prob=94`): the
+    value that was meant, which "must lie in (0, 1)" left to the reader. Not for 1.5, which is
+    no more likely a percent than a slip."""
+    bounds = as_range(declared)
+    if bounds.low < 0 or bounds.high > 1 or isinstance(value, bool) or \
+            not isinstance(value, (int, float)) or not 1 < value <= 100 or \
+            value != int(value) or value / 100 not in bounds:
+        return ""
+    return f": a share, so {key}={value / 100:g} for {value:g}%"
 
 
 def config_problems(instance: Any, prefix: str = "") -> Iterator[str]:
