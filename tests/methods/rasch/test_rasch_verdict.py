@@ -28,6 +28,13 @@ def test_rasch_contrast_outside_the_rope_fails(tmp_path: Path) -> None:
     assert main([f"run_dir={run}", "rasch_fail_on_undecided=true"]) == 1
     checks = judge_run(run, VerdictConfig(rasch_fail_on_undecided=True))
     assert sum(c.failed for c in checks) == 2
+    # An undecided check tells the CI reader the gap this run could have shown; a decided one
+    # has no need to. Bug caught: only the terminal and the report said it, not the JUnit.
+    messages = {check.name: check.message for check in checks}
+    assert messages["Black vs level2"].endswith(
+        "; an interval this wide clears the ROPE only for a gap beyond ±0.3 in log-odds, an odds "
+        "ratio of 1.4")
+    assert "clears the ROPE only" not in messages["Black vs level0"]
 
 
 def test_a_different_contrast_fails_even_within_the_noise_floor(tmp_path: Path) -> None:

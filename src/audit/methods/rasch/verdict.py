@@ -117,6 +117,9 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
         message = (f"{row['decision']}: {interval} [{low:+.3f}, {high:+.3f}] against "
                    f"ROPE [{row['rope_low']:+.3f}, {row['rope_high']:+.3f}], mean "
                    f"{row['mean']:+.3f}, P(direction) {row['p_direction']:.3f}; {null_rank(row)}")
+        showable = showable_words(row) if row["decision"] == "undecided" else None
+        if showable:
+            message += f"; an interval this wide clears the ROPE only for a gap {showable}"
         if no_signal:
             message = (f"{'not testable: ' if untestable else ''}NO SIGNAL "
                        f"({'; '.join(no_signal)}); {message}")
@@ -172,6 +175,33 @@ def decision_interval(row: dict) -> tuple[str, float, float]:
                   if finite(row.get("familywise_alpha")) else "no family-wise control")
         return f"{percent(mass)} {interval_word(row)} ({family})", low, high
     return "HDI (a run without family-wise decisions)", row["hdi_low"], row["hdi_high"]
+
+
+def showable_gap(row: Mapping) -> tuple[float, float] | None:
+    """The gaps (below, above) beyond which an interval as wide as this contrast's decision
+    interval would lie clear of the ROPE: an undecided contrast's answer to "what could this run
+    have shown?" (about: a real gap of that size would give an interval of about this width).
+    None without a finite interval and ROPE."""
+    _, low, high = decision_interval(dict(row))
+    rope_low, rope_high = row.get("rope_low"), row.get("rope_high")
+    if not all(finite(value) for value in (low, high, rope_low, rope_high)):
+        return None
+    half = (high - low) / 2
+    return rope_low - half, rope_high + half
+
+
+def showable_words(row: Mapping) -> str | None:
+    """showable_gap in words: "beyond ±5.5 in log-odds, an odds ratio of 245". On the smoke
+    run an `undecided` beside an interval ten logits wide told no reader that fifteen answers
+    could show only a gap above five logits."""
+    bounds = showable_gap(row)
+    if bounds is None:
+        return None
+    below, above = bounds
+    where = (f"beyond ±{above:.1f}" if math.isclose(-below, above, abs_tol=0.05)
+             else f"below {below:+.1f} or above {above:+.1f}")
+    ratio = math.exp(max(-below, above))  # the farther bound's, on an asymmetric ROPE
+    return f"{where} in log-odds, an odds ratio of {ratio:.{0 if ratio >= 10 else 1}f}"
 
 
 def null_rank(row: dict) -> str:

@@ -20,7 +20,6 @@ from audit.methods.rasch.report.metrics import contrast_metric_names
 from audit.methods.rasch.report.reading import (
     gap_words,
     rope_words,
-    showable_words,
 )
 from audit.methods.checks import finite, percent
 from audit.methods.rasch.judge.rule_check import agreement_warnings
@@ -30,6 +29,7 @@ from audit.methods.rasch.verdict import (
     interval_word,
     null_rank_words,
     read_rasch,
+    showable_words,
 )
 from audit.methods.findings import Findings, Headline, number
 from audit.methods.layout import run_file

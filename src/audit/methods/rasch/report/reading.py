@@ -15,8 +15,8 @@ from audit.methods.rasch.no_signal import (JudgeQuality, no_signal_headline, unt
                                            untrusted_words)
 from audit.methods.rasch.schemas import (IMPORTED_DECISIONS_FIX, JUDGE_FAILED, LABELS,
                                          UNJUDGED_SOURCES, UNPARSEABLE)
-from audit.methods.rasch.verdict import (decision_interval, family_interval, interval_word,
-                                         null_rank_words)
+from audit.methods.rasch.verdict import (family_interval, interval_word, null_rank_words,
+                                         showable_words)
 
 # A judge that gives one label to nearly every answer it reads is probably not reading them (the
 # embedded 135M judge does this); below this many judged answers the share says too little.
@@ -67,33 +67,6 @@ def rope_words(row: Mapping, digits: int = 2) -> str | None:
     if math.isclose(-low, high):
         return f"ROPE ±{high:.{digits}f}"
     return f"ROPE {low:+.{digits}f} to {high:+.{digits}f}"
-
-
-def showable_gap(row: Mapping) -> tuple[float, float] | None:
-    """The gaps (below, above) beyond which an interval as wide as this contrast's decision
-    interval would lie clear of the ROPE: an undecided contrast's answer to "what could this run
-    have shown?" (about: a real gap of that size would give an interval of about this width).
-    None without a finite interval and ROPE."""
-    _, low, high = decision_interval(dict(row))
-    rope_low, rope_high = row.get("rope_low"), row.get("rope_high")
-    if not all(finite(value) for value in (low, high, rope_low, rope_high)):
-        return None
-    half = (high - low) / 2
-    return rope_low - half, rope_high + half
-
-
-def showable_words(row: Mapping) -> str | None:
-    """showable_gap in words: "beyond ±5.5 in log-odds, an odds ratio of 245". On the smoke
-    run an `undecided` beside an interval ten logits wide told no reader that fifteen answers
-    could show only a gap above five logits."""
-    bounds = showable_gap(row)
-    if bounds is None:
-        return None
-    below, above = bounds
-    where = (f"beyond ±{above:.1f}" if math.isclose(-below, above, abs_tol=0.05)
-             else f"below {below:+.1f} or above {above:+.1f}")
-    ratio = math.exp(max(-below, above))  # the farther bound's, on an asymmetric ROPE
-    return f"{where} in log-odds, an odds ratio of {ratio:.{0 if ratio >= 10 else 1}f}"
 
 
 def gap_words(row: Mapping, more: bool) -> str:
