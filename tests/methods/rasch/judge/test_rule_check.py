@@ -81,6 +81,14 @@ def test_a_sample_too_small_to_flag_any_level_says_so():
     assert "cannot flag any gender level" in warning and "2 answers a level" in warning
     assert "judge.rule_check_per_group" in warning
     assert agreement_warnings(table.filter(pl.col("level") == "man")) == []  # nothing to compare
+    # Two attributes as blind for one reason are one sentence (the smoke run printed the same
+    # one twice); another sample size is its own.
+    twice = pl.concat([table, table.with_columns(attribute=pl.lit("race"))])
+    (both,) = agreement_warnings(twice)
+    assert "cannot flag any gender or race level: with 2 answers a level" in both
+    other = twice.with_columns(n=pl.when(pl.col("attribute") == "race").then(3.0)
+                               .otherwise(pl.col("n")))
+    assert len(agreement_warnings(other)) == 2
 
 
 def test_no_re_read_answers_give_an_empty_table():

@@ -104,19 +104,21 @@ def rule_agreement(labels: pl.DataFrame, votes: pl.DataFrame, prompts: pl.DataFr
 
 def agreement_warnings(agreement: pl.DataFrame, alpha: float = CHECK_ALPHA) -> list[str]:
     """One sentence per attribute whose levels' agreement with the rules differs beyond chance,
-    or whose re-read sample is too small for any level to be flagged at all."""
+    and one for the attributes whose re-read sample is too small for any level to be flagged at
+    all (per sample size and smallest p: the smoke run said the same sentence for gender and for
+    race)."""
     found = []
+    blind: dict[str, list[str]] = {}  # the sentence's reason -> its attributes
     for (attribute,), rows in agreement.group_by("attribute", maintain_order=True):
         # Tables written before p_min_adjusted existed do not say; they get no such sentence.
         # One level has nothing to be compared with: no test, and nothing to say.
         if rows.height < 2:
             continue
         if "p_min_adjusted" in rows.columns and rows["p_min_adjusted"].min() >= alpha:
-            found.append(f"the judge's re-read of rule labels cannot flag any {attribute} level: "
-                         f"with {_sizes(rows['n'])} answers a level, even disagreeing with "
-                         "every rule label of one level gives an adjusted p of "
-                         f"{rows['p_min_adjusted'].min():.3f} or more (alpha {alpha}); "
-                         "raise judge.rule_check_per_group to make it an alarm")
+            reason = (f"with {_sizes(rows['n'])} answers a level, even disagreeing with every "
+                      "rule label of one level gives an adjusted p of "
+                      f"{rows['p_min_adjusted'].min():.3f} or more (alpha {alpha})")
+            blind.setdefault(reason, []).append(attribute)
             continue
         flagged = rows.filter(pl.col("p_adjusted") < alpha).sort("p_adjusted", "agreement")
         if flagged.height:
@@ -127,6 +129,10 @@ def agreement_warnings(agreement: pl.DataFrame, alpha: float = CHECK_ALPHA) -> l
                          f"answers against {others} for the other levels (Fisher p={p_value:.3f}, "
                          f"Bonferroni): the rules may misread one group's answers; read "
                          "judge_rule_agreement.csv and check the rules (judge/rules.py) on them")
+    for reason, attributes in blind.items():
+        found.append(f"the judge's re-read of rule labels cannot flag any "
+                     f"{' or '.join(attributes)} level: {reason}; raise "
+                     "judge.rule_check_per_group to make it an alarm")
     return found
 
 
