@@ -110,6 +110,9 @@ def test_the_reading_and_the_summary_say_which_interval_decided():
                     "HDI -4.92 to +0.46 against the ROPE ±0.18)")
     assert ("an interval this wide lies clear of the ROPE only for a gap beyond ±2.9 in "
             "log-odds, an odds ratio of 18, so a smaller gap would usually go unseen") in sentence
+    # An interval of a fit with next to no data: a bound, not an overflow or 300 digits.
+    huge = {**FAMILYWISE, "decision_low": -2000.0, "decision_high": 2000.0}
+    assert "beyond ±2000.2 in log-odds, an odds ratio over 10,000" in contrast_sentence(huge, 0.94)
     # An asymmetric ROPE gives each side its own bound.
     lopsided = {**FAMILYWISE, "rope_low": -0.10, "rope_high": 0.30}
     assert "below -2.8 or above +3.0 in log-odds, an odds ratio of 20" in \

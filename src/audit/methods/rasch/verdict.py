@@ -177,6 +177,10 @@ def decision_interval(row: dict) -> tuple[str, float, float]:
     return "HDI (a run without family-wise decisions)", row["hdi_low"], row["hdi_high"]
 
 
+# Odds ratios above this are said as "over" it: beyond, the figure means only "enormous".
+ODDS_RATIO_SAID_UP_TO = 10_000
+
+
 def showable_gap(row: Mapping) -> tuple[float, float] | None:
     """The gaps (below, above) beyond which an interval as wide as this contrast's decision
     interval would lie clear of the ROPE: an undecided contrast's answer to "what could this run
@@ -200,7 +204,10 @@ def showable_words(row: Mapping) -> str | None:
     below, above = bounds
     where = (f"beyond ±{above:.1f}" if math.isclose(-below, above, abs_tol=0.05)
              else f"below {below:+.1f} or above {above:+.1f}")
-    ratio = math.exp(max(-below, above))  # the farther bound's, on an asymmetric ROPE
+    farther = max(-below, above)  # the odds ratio of the farther bound, on an asymmetric ROPE
+    if farther > math.log(ODDS_RATIO_SAID_UP_TO):  # a fit with next to no data: exp() overflows
+        return f"{where} in log-odds, an odds ratio over {ODDS_RATIO_SAID_UP_TO:,}"
+    ratio = math.exp(farther)
     return f"{where} in log-odds, an odds ratio of {ratio:.{0 if ratio >= 10 else 1}f}"
 
 
