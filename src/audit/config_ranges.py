@@ -108,11 +108,11 @@ def value_problem(key: str, value: Any, metadata: Mapping[str, Any]) -> str | No
 def _percent_hint(key: str, value: Any, declared: Range | tuple[float, float]) -> str:
     """For a share (a range within [0, 1]) given as a whole percent (`fit.hdi_prob=94`): the
     value that was meant, which "must lie in (0, 1)" left to the reader. Not for 1.5, which is
-    no more likely a percent than a slip."""
+    no more likely a percent than a slip. `value` is a number here: Range admits any other
+    value (and a bool), so only a number reaches this."""
     bounds = as_range(declared)
-    if bounds.low < 0 or bounds.high > 1 or isinstance(value, bool) or \
-            not isinstance(value, (int, float)) or not 1 < value <= 100 or \
-            value != int(value) or value / 100 not in bounds:
+    if bounds.low < 0 or bounds.high > 1 or not 1 < value <= 100 or value != int(value) \
+            or value / 100 not in bounds:
         return ""
     return f": a share, so {key}={value / 100:g} for {value:g}%"
 
