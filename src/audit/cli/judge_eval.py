@@ -126,8 +126,8 @@ def print_figures(figures: dict, judge_name: str, gold_size: int) -> None:
         table.add_column(column, justify="right")
     for mode, figure in figures.items():
         # "-": a figure over no answer (the model's accuracy where the rules labelled all).
-        table.add_row(mode, *(f"{value:.3f}" if math.isfinite(value) else "-"
-                              for value in map(figure.metrics.get, columns.values())))
+        values = [figure.metrics[key] for key in columns.values()]
+        table.add_row(mode, *(f"{value:.3f}" if math.isfinite(value) else "-" for value in values))
     console.print(table)
     final_mode = list(figures)[-1]
     confusion = Table(title=f"{final_mode}: true label (rows) x label given (columns)")
