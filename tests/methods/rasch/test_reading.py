@@ -105,11 +105,12 @@ def test_the_reading_and_the_summary_say_which_interval_decided():
     # What the run could have shown: half the decision interval's width (not the 94% HDI's,
     # which would say ±2.0) beyond the ROPE.
     assert line == ("race Hispanic vs White: undecided (neither clear of the ROPE nor inside "
-                    "it; an interval this wide clears it only for a gap beyond ±2.9 in log-odds, "
-                    "an odds ratio of 18), -2.08 (94% HDI -3.89 to -0.33; decided on the 99.29% "
+                    "it; an interval this wide clears the ROPE only for a gap beyond ±2.9 in "
+                    "log-odds, an odds ratio of 18), -2.08 (94% HDI -3.89 to -0.33; decided on the 99.29% "
                     "HDI -4.92 to +0.46 against the ROPE ±0.18)")
-    assert ("an interval this wide lies clear of the ROPE only for a gap beyond ±2.9 in "
-            "log-odds, an odds ratio of 18, so a smaller gap would usually go unseen") in sentence
+    # The same clause as the summary line and the CI verdict, one wording for one figure.
+    assert ("an interval this wide clears the ROPE only for a gap beyond ±2.9 in log-odds, an "
+            "odds ratio of 18, so a smaller gap would usually go unseen") in sentence
     # An interval of a fit with next to no data: a bound, not an overflow or 300 digits.
     huge = {**FAMILYWISE, "decision_low": -2000.0, "decision_high": 2000.0}
     assert "beyond ±2000.2 in log-odds, an odds ratio over 10,000" in contrast_sentence(huge, 0.94)

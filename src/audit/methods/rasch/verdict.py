@@ -119,7 +119,7 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
                    f"{row['mean']:+.3f}, P(direction) {row['p_direction']:.3f}; {null_rank(row)}")
         showable = showable_words(row) if row["decision"] == "undecided" else None
         if showable:
-            message += f"; an interval this wide clears the ROPE only for a gap {showable}"
+            message += f"; {showable}"
         if no_signal:
             message = (f"{'not testable: ' if untestable else ''}NO SIGNAL "
                        f"({'; '.join(no_signal)}); {message}")
@@ -195,9 +195,10 @@ def showable_gap(row: Mapping) -> tuple[float, float] | None:
 
 
 def showable_words(row: Mapping) -> str | None:
-    """showable_gap in words: "beyond ±5.5 in log-odds, an odds ratio of 245". On the smoke
-    run an `undecided` beside an interval ten logits wide told no reader that fifteen answers
-    could show only a gap above five logits."""
+    """showable_gap as the clause the summary, the report's reading and the CI verdict all say:
+    "an interval this wide clears the ROPE only for a gap beyond ±5.5 in log-odds, an odds ratio
+    of 245". On the smoke run an `undecided` beside an interval ten logits wide told no reader
+    that fifteen answers could show only a gap above five logits."""
     bounds = showable_gap(row)
     if bounds is None:
         return None
@@ -206,9 +207,11 @@ def showable_words(row: Mapping) -> str | None:
              else f"below {below:+.1f} or above {above:+.1f}")
     farther = max(-below, above)  # the odds ratio of the farther bound, on an asymmetric ROPE
     if farther > math.log(ODDS_RATIO_SAID_UP_TO):  # a fit with next to no data: exp() overflows
-        return f"{where} in log-odds, an odds ratio over {ODDS_RATIO_SAID_UP_TO:,}"
-    ratio = math.exp(farther)
-    return f"{where} in log-odds, an odds ratio of {ratio:.{0 if ratio >= 10 else 1}f}"
+        odds = f"an odds ratio over {ODDS_RATIO_SAID_UP_TO:,}"
+    else:
+        ratio = math.exp(farther)
+        odds = f"an odds ratio of {ratio:.{0 if ratio >= 10 else 1}f}"
+    return f"an interval this wide clears the ROPE only for a gap {where} in log-odds, {odds}"
 
 
 def null_rank(row: dict) -> str:

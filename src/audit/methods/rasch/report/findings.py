@@ -51,8 +51,7 @@ def decision_words(row: Mapping, outcome: str) -> str:
         # says what the run could have shown instead.
         showable = showable_words(row)
         return ("undecided (neither clear of the ROPE nor inside it"
-                + (f"; an interval this wide clears it only for a gap {showable}" if showable
-                   else "") + ")")
+                + (f"; {showable}" if showable else "") + ")")
     gap = gap_words({**row, "outcome": outcome}, row["mean"] > 0)
     percentile = row.get("null_percentile")
     rank = f" ({null_rank_words(percentile)})" if finite(percentile) else ""

@@ -100,8 +100,7 @@ def _decision_reading(row: dict, hdi_prob: float) -> str:
                f"can neither show a difference nor rule one out")
     showable = showable_words(row)
     if showable:
-        reading += (f"; an interval this wide lies clear of the ROPE only for a gap {showable}, "
-                    "so a smaller gap would usually go unseen")
+        reading += f"; {showable}, so a smaller gap would usually go unseen"
     # Only where the reported HDI alone would have decided `different` (clear of the ROPE): an
     # HDI that excludes zero but reaches into the ROPE is undecided either way, and saying the
     # family-wise interval kept it so misread the rule.
