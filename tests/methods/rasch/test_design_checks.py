@@ -90,6 +90,22 @@ def test_item_gaps_for_a_model_without_attribute_effects_are_refused_at_design(m
     check_fit_settings(_compose(["fit=population", "fit.item_dif=[race]"]))
 
 
+def test_a_second_coding_under_the_hurdle_is_refused_at_design():
+    """Docs review 2026-12-03: fit=hurdle fit.second_outcome=undetermined dropped the second
+    coding without a word (the hurdle's first step models abstaining), after every prompt had
+    been answered; docs/methods/rasch.md said the setting works with any model."""
+    from audit.methods.rasch.method import _design
+
+    with pytest.raises(AuditError, match=r"fit=hurdle fits deciding .* so "
+                                         r"fit.second_outcome=undetermined has nothing to add: "
+                                         r"leave fit.second_outcome null, or use "
+                                         r"fit=abstention") as error:
+        _design(_compose(["judge=rules_only", "fit=hurdle", "fit.second_outcome=undetermined"]),
+                None, None)  # type: ignore[arg-type]
+    assert "\n" not in str(error.value)
+    check_fit_settings(_compose(["fit=hurdle"]))
+
+
 @pytest.mark.parametrize("override", ["fit.response=probability", "fit=hurdle",
                                       "fit.second_outcome=undetermined"])
 def test_fit_settings_an_adaptive_design_cannot_fit_are_refused_at_design(override):

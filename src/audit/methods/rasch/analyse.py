@@ -114,6 +114,13 @@ def check_fit_settings(cfg: AuditConfig) -> None:
         others = [coding for coding in OUTCOMES if coding != cfg.fit.outcome]
         raise AuditError(f"fit.second_outcome={cfg.fit.second_outcome} is fit.outcome already: "
                          f"set it to {' or '.join(others)}, or leave it null")
+    # The hurdle's first step is the abstention outcome already; the second coding was dropped
+    # without a word, and the run had no `undetermined` fit (docs review 2026-12-03).
+    if cfg.fit.model == "hurdle" and cfg.fit.second_outcome is not None:
+        raise AuditError(f"fit=hurdle fits deciding (theta_abstain) and then favourability from "
+                         f"the labels at once, so fit.second_outcome={cfg.fit.second_outcome} "
+                         f"has nothing to add: leave fit.second_outcome null, or use "
+                         f"fit=abstention (rasch fitted on both codings)")
     _check_names("fit.drop_labels", cfg.fit.drop_labels, (*LABELS, *NEVER_CODED), "labels")
     _check_names("fit.item_dif", cfg.fit.item_dif, cfg.fit.attributes,
                  "attributes of fit.attributes")
@@ -149,7 +156,8 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
     # stopped the run (a gender mean 0.136 -> 0.103 in a review's simulation).
     pool = pool_cells(prompts, cfg.fit.attributes) if cfg.design.adaptive else None
     fits = []
-    # The hurdle model fits both of its steps from the labels at once: no second coding.
+    # The hurdle model fits both of its steps from the labels at once: no second coding
+    # (check_fit_settings refuses one before any prompt).
     second = cfg.fit.second_outcome if cfg.fit.model != "hurdle" else None
     codings = [cfg.fit.outcome, *([second] if second else [])]
     for coding in codings:
