@@ -177,3 +177,9 @@ def track(rows: Iterable, total: int, description: str) -> Iterable:
         for row in rows:
             yield row
             progress.advance(task)
+
+
+def counted(count: int, noun: str) -> str:
+    """"1 replicate", "2 replicates": the design lines count models and replicates that are
+    often one."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

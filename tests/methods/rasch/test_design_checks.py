@@ -172,3 +172,18 @@ def test_imported_answers_at_one_level_are_refused_at_design(tmp_path, monkeypat
     with pytest.raises(AuditError, match="has two levels among the design's personas"):
         _design_imported(cfg, files, None)  # type: ignore[arg-type]
     assert not files.prompts.exists()
+
+
+@pytest.mark.parametrize("replicates, counted", [(1, "x 1 replicate)"), (2, "x 2 replicates)")])
+def test_the_design_line_counts_the_prompts_it_wrote(tmp_path, caplog, replicates, counted):
+    """The run's first line said "x 1 replicates" for the default design."""
+    from audit.methods.rasch.method import StageFiles, _design
+
+    cfg = _compose(["judge=rules_only", "items=smoke", "personas=smoke",
+                    f"design.replicates={replicates}"])
+    with caplog.at_level("INFO", logger="audit.methods.rasch.method"):
+        _design(cfg, StageFiles(tmp_path), None)  # type: ignore[arg-type]  # the clock is unused
+    prompts = pl.read_parquet(StageFiles(tmp_path).prompts)
+    line = next(record.getMessage() for record in caplog.records
+                if record.getMessage().startswith("design: "))
+    assert line.startswith(f"design: {prompts.height} prompts (") and line.endswith(counted), line

@@ -42,6 +42,7 @@ from audit.schemas import ResponseSchema
 from audit.tables import read_frame, read_table, save_figure, write_frame
 from audit.methods.configs import AuditConfig
 from audit.data_files import data_file
+from audit.logs import counted
 from audit.methods.dif.analyse import DIFResults, analyse, metrics
 from audit.methods.dif.design import build_personas, build_prompts, greedy_models, load_items
 from audit.methods.dif.score import grade_answers
@@ -78,8 +79,8 @@ def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     prompts = build_prompts(items, personas, models, dif)
     write_frame(items, files.path(TABLES["items"]))
     write_frame(prompts, files.path(TABLES["prompts"]))
-    log.info("dif: %d prompts (%d models x %d personas [%d real, %d null, baseline] x %d items), "
-             "greedy", prompts.height, len(models), personas.height,
+    log.info("dif: %d prompts (%s x %d personas [%d real, %d null, baseline] x %d items), "
+             "greedy", prompts.height, counted(len(models), "model"), personas.height,
              personas.filter(pl.col("persona_kind") == "real").height,
              personas.filter(pl.col("persona_kind") == "null").height, items.height)
 

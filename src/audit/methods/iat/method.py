@@ -42,6 +42,7 @@ from audit.data_files import data_file
 from audit.schemas import ResponseSchema
 from audit.tables import read_frame, read_table, save_figure, write_frame, write_table
 from audit.llm.engine import summarise_responses
+from audit.logs import counted
 from audit.methods.run import (
     CONFIG_FILE,
     RunClock,
@@ -129,9 +130,10 @@ def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     models = _iat_models(cfg)
     prompts = design_prompts(read_stimuli(cfg.iat), cfg.iat, models)
     write_table(prompts, files.path(PROMPTS), IATPromptSchema, "IAT prompts")
-    log.info("iat design: %d prompts (%d models x %d datasets x %d variations x %d "
-             "iterations)", prompts.height, len(models), prompts["dataset"].n_unique(),
-             len(cfg.iat.variations), cfg.iat.iterations)
+    log.info("iat design: %d prompts (%s x %s x %s x %s)", prompts.height,
+             counted(len(models), "model"), counted(prompts["dataset"].n_unique(), "dataset"),
+             counted(len(cfg.iat.variations), "variation"),
+             counted(cfg.iat.iterations, "iteration"))
 
 
 def _respond(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:

@@ -17,6 +17,7 @@ import polars as pl
 
 from audit.errors import AuditError
 from audit.llm.model_sources import check_model_files
+from audit.logs import counted
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive_run import ROUNDS, look_alpha_of, respond_adaptively
 from audit.methods.rasch.analyse import (
@@ -110,9 +111,9 @@ def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     check_design_attributes(prompts, cfg.fit.attributes)  # before model files are fetched
     check_model_files([*cfg.model.values(), *cfg.judge.models.values()])
     write_table(prompts, files.prompts, PromptSchema, "prompts")
-    log.info("design: %d prompts (%d respondents x %d items x %d replicates)", prompts.height,
+    log.info("design: %d prompts (%d respondents x %d items x %s)", prompts.height,
              prompts["respondent_id"].n_unique(), prompts["item_id"].n_unique(),
-             cfg.design.replicates)
+             counted(cfg.design.replicates, "replicate"))
 
 
 def _respond(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
