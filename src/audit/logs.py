@@ -180,6 +180,6 @@ def track(rows: Iterable, total: int, description: str) -> Iterable:
 
 
 def counted(count: int, noun: str) -> str:
-    """"1 replicate", "2 replicates": the design lines count models and replicates that are
-    often one."""
+    """"1 replicate", "2 replicates": for the lines that count what is often one (a design's
+    models and replicates, an adaptive audit's looks)."""
     return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -24,7 +24,7 @@ import polars as pl
 from audit.llm.engine import concurrency_limits
 from audit.llm.preflight import answering_seconds
 from audit.llm.failures import check_failures
-from audit.logs import said_once
+from audit.logs import counted, said_once
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive import (
     AdaptiveRun,
@@ -147,7 +147,7 @@ def adaptive_note(rounds_path: Path, design_path: Path) -> str | None:
     asked, stop = int(rounds.get_column("prompts")[-1]), str(rounds.get_column("stop")[-1])
     of_design = (f"{asked} of {design_prompts} prompts asked ({asked / design_prompts:.0%} of the "
                  f"fixed design)" if design_prompts else f"{asked} prompts asked")
-    looks = f"{rounds.height} look{'' if rounds.height == 1 else 's'}"
+    looks = counted(rounds.height, "look")
     interim = f"; {INTERIM_INTERVALS}" if stop == "futile" else ""
     return (f"adaptive audit: {of_design} in {looks}, stopped ({stop}): "
             f"{STOP_READINGS.get(stop, stop)}{interim}")
