@@ -9,8 +9,9 @@ the answers with the rules, and prints per item how often its answers went each 
 tells a Rasch fit nothing about differences between personas, so the default design spends its
 prompts on the others. Hydra overrides pass through to the pilot audit (`model=qwen_coder_1_5b`
 pilots another audited model: choose items for the model you audit). `--run DIR` reads an
-existing pilot run instead of running one. Answers are kept in the project's response store, so a
-second run costs seconds.
+existing pilot run instead of running one. The pilot audit runs in the folder you run this from,
+as `python -m audit` does: a model of your own in ./conf/model/ is found, and the answers go to
+that folder's response store, so a second run costs seconds.
 
 Ends with `RESULT item_ids=<comma-separated ids> informative_share=<x> decided_share=<y>`.
 """
@@ -27,19 +28,23 @@ import polars as pl
 
 from audit.items import most_informative, pilot_informativeness
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PILOT_TABLES = ("prompts.parquet", "labels.parquet")  # what the pilot reads from a run
 PILOT_SEED = 20261125  # not the default design's seed (20251123)
 PILOT_OVERRIDES = [
     "items=full", 'personas.generators=[baseline,"null"]', f"design.seed={PILOT_SEED}",
     "design.replicates=1", "judge=rules_only", "tracking=none",
     "fit.attributes=[]",  # placebo personas hold no group to contrast (checked at the design)
+    # The pilot that chose conf/items/default.yaml asked 8 placebo personas; the audit's own
+    # default later fell to 4, which would halve the pilot's answers per item.
+    "personas.null_count=8",
 ]
 
 
 def run_pilot(run_dir: Path, overrides: list[str]) -> None:
     command = [sys.executable, "-m", "audit", *PILOT_OVERRIDES, *overrides,
                f"paths.output_dir={run_dir}", f"hydra.run.dir={run_dir}"]
-    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    # In the caller's folder, not the clone's: the user's ./conf and response store live there.
+    done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"pilot audit failed:\n{done.stderr[-3000:]}")
 
@@ -50,12 +55,16 @@ def main() -> None:
     parser.add_argument("--run", type=Path, help="an existing pilot run directory")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for the pilot audit")
     args = parser.parse_args()
+    missing = [name for name in PILOT_TABLES if args.run and not (args.run / name).is_file()]
+    if missing:
+        raise SystemExit(f"item_pilot.py: --run {args.run}: no {missing[0]} there; give the "
+                         "folder of a finished pilot run (it holds prompts.parquet and "
+                         "labels.parquet), or leave --run out to run one")
     with tempfile.TemporaryDirectory() as scratch:
         run_dir = args.run or Path(scratch) / "pilot"
         if args.run is None:
             run_pilot(run_dir, args.overrides)
-        prompts = pl.read_parquet(run_dir / "prompts.parquet")
-        labels = pl.read_parquet(run_dir / "labels.parquet")
+        prompts, labels = (pl.read_parquet(run_dir / name) for name in PILOT_TABLES)
     pilot = labels.join(prompts.select("prompt_id", "item_id", "domain", "persona_kind"),
                         on="prompt_id")
     table = pilot_informativeness(pilot)
