@@ -245,6 +245,10 @@ def describe(error: BaseException, conf_dir: Path) -> str:
                     f"{', '.join(options)}{did_you_mean(option, options)}")
         return _first_line(str(error))
     if isinstance(error, OverrideParseException):
+        override = getattr(error, "override", None)
+        if override and "=" not in override:  # a bare path or word: Hydra's "missing EQUAL"
+            return (f"argument '{override}' is not key=value: each argument sets one "
+                    "config entry, as in model=smollm2 or ingest.input=answers.csv")
         return f"cannot parse an override: {_first_line(str(error))}; see {OVERRIDE_GRAMMAR_URL}"
     flat = flat_entry(str(error))
     if flat:

@@ -50,6 +50,11 @@ def _error_for(override: str) -> str:
     ("design.replicates=abc", "invalid value for 'design.replicates': Value 'abc' of type 'str' "
                               "could not be converted to Integer"),
     ("items=[a", "cannot parse an override"),
+    # Bug caught: a bare file name (`python -m audit.ingest answers.csv`) read as Hydra's
+    # "extraneous input '/' expecting {EQUAL, ...}", a grammar message, not what to type.
+    ("/tmp/answers.csv", "argument '/tmp/answers.csv' is not key=value: each argument sets one "
+                         "config entry, as in model=smollm2 or ingest.input=answers.csv"),
+    ("smollm2", "argument 'smollm2' is not key=value"),
     # Design review 2026-11-29, finding 11: the null generator typed unquoted is YAML's null,
     # and the line did not say to quote it.
     ("personas.generators=[baseline,explicit,null]",
