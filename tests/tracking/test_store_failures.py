@@ -100,3 +100,42 @@ def test_an_artifact_folder_that_cannot_be_made_is_refused_before_any_work(tmp_p
         check_store(fixed)
     check_store(TrackingConfig(tracking_uri=store, artifact_root=str(tmp_path / "art"),
                                experiment="fresh"))
+
+
+@pytest.mark.parametrize("command", [["--tracking-uri", "{store}"],
+                                     ["show", "ab12cd34", "--tracking-uri", "{store}"]])
+def test_the_runs_command_names_a_store_it_cannot_read_in_one_line(command, tmp_path,
+                                                                   monkeypatch, caplog):
+    """`python -m audit.runs` read the store without the check the runs have: a bare `mlruns`
+    (which MLflow 3 refuses to open as a folder store) gave MlflowException's traceback, and a
+    server that is down gave it after MLflow's seven retries."""
+    from audit.cli.runs import main as runs_main
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
+    for store, reason in ((str(tmp_path / "mlruns"), "is a folder store, which MLflow opens "
+                           "only with MLFLOW_ALLOW_FILE_STORE=true"),
+                          (DEAD_STORE, "unreachable (connection refused)")):
+        caplog.clear()
+        started = time.perf_counter()
+        with caplog.at_level(logging.ERROR):
+            code = runs_main([part.format(store=store) for part in command])
+        errors = [record.getMessage() for record in caplog.records
+                  if record.levelno >= logging.ERROR]
+        assert code == 2
+        assert len(errors) == 1 and errors[0].startswith(f"MLflow store {store} {reason}")
+        assert "pass --tracking-uri" in errors[0]
+        assert time.perf_counter() - started < 60
+
+
+def test_a_plan_from_a_run_id_in_a_dead_store_is_one_line(monkeypatch):
+    """`audit.plan plan.from_run=ID` with the store down: MlflowException after the retries."""
+    from audit.cli.runs import run_source
+    from audit.errors import AuditError
+
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
+    with pytest.raises(AuditError, match=f"plan.from_run=ab12cd34 is neither a run directory nor "
+                                         f"a run in the store: MLflow store {DEAD_STORE} "
+                                         "unreachable"):
+        run_source("ab12cd34", TrackingConfig(tracking_uri=DEAD_STORE), "tracking.tracking_uri",
+                   "plan.from_run=ab12cd34")

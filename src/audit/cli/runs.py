@@ -33,7 +33,7 @@ from audit.tracking import mlflow as tracking
 from audit.logs import configure_cli_logging
 from audit.tracking.runs_table import runs_frame, short_id, started_text
 from audit.tables import check_output, write_frame
-from audit.tracking.store import sqlite_path
+from audit.tracking.store import TrackingError, reach_store, sqlite_path
 
 log = logging.getLogger(__name__)
 
@@ -122,11 +122,16 @@ def elsewhere(option: str = STORE_OPTION) -> str:
 
 def check_store(settings: TrackingConfig, option: str = STORE_OPTION) -> None:
     """A SQLite store that does not exist is named, instead of MLflow creating an empty one
-    there and every run seeming missing."""
+    there and every run seeming missing; any other store is reached once, so a server that is
+    down or a URI MLflow refuses is one line in seconds, not a traceback after its retries."""
     path = sqlite_path(settings.tracking_uri)
     if path is not None and not path.is_file():
         raise LookupError(f"no MLflow store at {settings.tracking_uri} ({path} does not "
                           f"exist); {elsewhere(option)}")
+    try:
+        reach_store(settings, without_store=elsewhere(option))
+    except TrackingError as error:
+        raise LookupError(str(error)) from None
 
 
 def _resolve_run_id(settings: TrackingConfig, run_id: str, option: str = STORE_OPTION) -> str:

@@ -63,7 +63,12 @@ def _failure_reason(error: Exception) -> str:
     for marker, reason in (("Connection refused", "unreachable (connection refused)"),
                            ("Name or service not known", "unreachable (unknown host)"),
                            ("timed out", "unreachable (timed out)"),
-                           ("Max retries exceeded", "unreachable")):
+                           ("Max retries exceeded", "unreachable"),
+                           # MLflow 3 refuses a folder store (./mlruns) unless told otherwise.
+                           ("filesystem tracking backend",
+                            "is a folder store, which MLflow opens only with "
+                            "MLFLOW_ALLOW_FILE_STORE=true (`mlflow migrate-filestore` makes it "
+                            "a database)")):
         if marker in text:
             return reason
     first_line = text.strip().splitlines()[0] if text.strip() else type(error).__name__
@@ -160,10 +165,11 @@ def _check_artifacts(config: TrackingConfig, experiment) -> None:
             "tracking.artifact_root you can write)")
 
 
-def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE) -> None:
+def reach_store(config: TrackingConfig, without_store: str = WITHOUT_STORE):
     """Reach the store once, with few retries and a short timeout (PROBE_SETTINGS unless the
-    environment asks for less), so a store that is down stops a run before any work; and the
-    local folders the run will write in."""
+    environment asks for less): a store that is down, or a URI MLflow refuses (a bare `mlruns`
+    folder, whose file store MLflow 3 no longer opens by default), is a TrackingError in
+    seconds. Returns the config's experiment (None when the store has none of that name)."""
     from mlflow.tracking import MlflowClient
 
     # urllib3 warns of each retry; the TrackingError's one line says it all.
@@ -177,10 +183,15 @@ def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE) -> N
                 os.environ[name] = str(cap)
         retries_log.setLevel(logging.ERROR)
         try:
-            _check_database(config, without_store)
             with store_errors(config.tracking_uri, without_store):
-                experiment = MlflowClient(config.tracking_uri).get_experiment_by_name(
+                return MlflowClient(config.tracking_uri).get_experiment_by_name(
                     config.experiment)
         finally:
             retries_log.setLevel(level)
-    _check_artifacts(config, experiment)
+
+
+def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE) -> None:
+    """Before a run's work: the store reached (reach_store), and the local folders the run will
+    write in."""
+    _check_database(config, without_store)
+    _check_artifacts(config, reach_store(config, without_store))
