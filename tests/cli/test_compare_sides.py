@@ -125,3 +125,21 @@ def test_a_run_that_contrasted_no_groups_is_named_as_such(runs, caplog):
     _set(run_a, fit__attributes=[])
     assert compare.main([str(run_a), str(run_b), "tracking=false"]) == 2
     assert "run A's fit.attributes is empty (a run that contrasted no groups)" in caplog.text
+
+
+def test_a_store_that_is_down_stops_the_comparison_before_its_fit(runs, tmp_path, caplog,
+                                                                  monkeypatch):
+    """Bug caught: the store was first reached when the comparison was logged, after the fit
+    had written its files: the result and verdict lines were never printed, and the exit code
+    2 of the store's failure replaced the gate's 0 or 1."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    run_a, run_b = runs
+    out = tmp_path / "out"
+    dead = "http://127.0.0.1:9"  # nothing listens on the discard port
+    code = compare.main([str(run_a), str(run_b), f"output={out}", f"tracking_uri={dead}",
+                         "max_worsening=100"])
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert code == 2
+    assert errors == [f"MLflow store {dead} unreachable (connection refused): start the server, "
+                      "fix tracking.tracking_uri, or pass tracking=false"]
+    assert not (out / "changes.csv").exists()

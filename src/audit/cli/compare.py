@@ -235,6 +235,9 @@ def run(argv: list[str]) -> int:
                                          fit.drop_labels)
     comparable = comparable_or_refuse(outcomes, fit.attributes)
     left_out = (*comparable.left_out, *attributes_note(cfg.fit, cfg_b.fit))
+    settings = replace(cfg.tracking, tracking_uri=uri, run_name=None)
+    if tracked and settings.enabled:  # before the fit: failing after it replaced the gate's code
+        tracking.check_store(settings, without_store="pass tracking=false")
     idata, diagnostics = comparison.fit_joint(outcomes, fit, pairing.paired, confusion)
     changes = comparison.change_table(
         idata["posterior"].to_dataset(), comparable.levels, rope=fit.rope, hdi_prob=fit.hdi_prob,
@@ -259,8 +262,7 @@ def run(argv: list[str]) -> int:
     idata.to_netcdf(str(out / OUTPUT_FILES[3]))
     write_junit(junit_xml(checks, out, VerdictConfig()), junit)
     run_info = None
-    if tracked and cfg.tracking.enabled:
-        settings = replace(cfg.tracking, tracking_uri=uri, run_name=None)
+    if tracked and settings.enabled:
         tags = {**provenance, "method": "compare",
                 "compare.run_a": sources[0], "compare.run_b": sources[-1],
                 "compare.model_a": side_a.model, "compare.model_b": side_b.model,
