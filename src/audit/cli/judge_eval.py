@@ -72,6 +72,8 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
     items = read_table(data_file(cfg.judge.gold_items, "gold-set item bank", "judge.gold_items"),
                        ItemSchema, "gold-set item bank")
     check_reads_answers(cfg.judge)
+    if cfg.tracking.enabled:  # before the judge's minutes on the gold set, not after them
+        tracking.check_store(cfg.tracking)
     modes = labelling_modes(cfg.judge, judge_panel(cfg))
     output_dir.mkdir(parents=True, exist_ok=True)
     figures, artifacts, asks = {}, [], {}

@@ -329,3 +329,18 @@ def test_a_judge_server_that_is_down_is_named_before_any_prompt_is_sent(caplog):
     (line,) = [record.getMessage() for record in caplog.records]
     assert line.startswith(f"judge 'served': cannot reach http://127.0.0.1:{port}/v1")
     assert "start it before the answers are done" in line
+
+
+def test_judge_eval_checks_the_store_before_labelling_the_gold_set(tmp_path, monkeypatch):
+    """Bug caught (bad-input review 2026-12-04): the store was first reached when the figures
+    were logged, after the judge had labelled the whole gold set (minutes for the default
+    judge)."""
+    from audit.cli.judge_eval import evaluate
+    from audit.tracking.mlflow import TrackingError
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    dead = "http://127.0.0.1:9"  # nothing listens on the discard port
+    cfg = _compose(tmp_path, f"tracking.tracking_uri={dead}", "judge=rules_only")
+    with pytest.raises(TrackingError, match=f"MLflow store {dead} unreachable"):
+        evaluate(cfg, tmp_path / "eval")
+    assert not (tmp_path / "eval").exists()
