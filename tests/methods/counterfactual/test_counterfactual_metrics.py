@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import polars as pl
@@ -113,6 +115,24 @@ def test_bad_lexicon_and_metric_names_are_named(tmp_path: Path) -> None:
         check_metrics(["sentiment_transformer"], None)
     assert check_metrics(["sentiment_transformer", "sentiment"], "/w") == [
         "sentiment_transformer", "sentiment"]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("Term,Dimension\nbrave,competence\n", "needs columns term, dimension; it has Term, "
+                                             "Dimension (no term, dimension)"),
+    ("word,dimension\nbrave,competence\n", "it has word, dimension (no term)"),
+    ("term,dimension\nbrave,competence\n,warmth\nkind,\n",
+     "has an empty term or dimension on line 3, 4: fill or remove them"),
+])
+def test_a_lexicon_with_other_columns_or_empty_cells_is_one_line(tmp_path: Path, text: str,
+                                                                  message: str) -> None:
+    """Bug caught (bad-input review 2026-12-04): the column check was a strict-subset test,
+    true only for files holding fewer columns than both, so `Term,Dimension` and
+    `word,dimension` were polars' ColumnNotFoundError and an empty term was
+    `'NoneType' object has no attribute 'strip'`."""
+    (tmp_path / "mine.csv").write_text(text)
+    with pytest.raises(AuditError, match=re.escape(message)):
+        load_lexicon(tmp_path / "mine.csv")
 
 
 def test_transformer_scorer_fails_in_one_line_without_weights_or_package(tmp_path: Path) -> None:

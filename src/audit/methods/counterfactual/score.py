@@ -60,8 +60,18 @@ class Lexicon:
 def load_lexicon(path: Path) -> Lexicon:
     table = read_frame(path, "lexicon", "set counterfactual.lexicon to a CSV with columns term, "
                        "dimension", as_text=True)
-    if set(table.columns) < {"term", "dimension"}:
-        raise AuditError(f"lexicon {path} needs columns term, dimension; it has {table.columns}")
+    # The columns' names as written (lower case): `Term,Dimension` or `word,dimension` were a
+    # polars traceback, as was an empty cell (None.strip) or an unsorted None dimension.
+    missing = [name for name in ("term", "dimension") if name not in table.columns]
+    if missing:
+        raise AuditError(f"lexicon {path} needs columns term, dimension; it has "
+                         f"{', '.join(table.columns)} (no {', '.join(missing)})")
+    blank = [pl.col(name).str.strip_chars().fill_null("").eq("") for name in ("term", "dimension")]
+    empty = table.with_row_index("line", offset=2).filter(blank[0] | blank[1])["line"]
+    if len(empty):  # line 1 is the header
+        raise AuditError(f"lexicon {path} has an empty term or dimension on line "
+                         f"{', '.join(map(str, empty.head(5)))}: fill or remove "
+                         f"{'it' if len(empty) == 1 else 'them'}")
     unknown = sorted(set(table["dimension"]) - set(LEXICON_DIMENSIONS))
     if unknown:
         raise AuditError(f"lexicon {path} has dimensions {unknown}; use "
