@@ -31,6 +31,12 @@ def test_help_prints_the_usage_and_the_description_and_exits_0(command, flag, ca
     ("verdict", ["run_dir=.", "alpah=0.1"], "unknown option 'alpah' (did you mean 'alpha'?)"),
     ("iat", ["import_dir=."], "output= is missing; usage:"),
     ("iat", ["import_dir=.", "output=out", "sed=1"], "unknown option 'sed' (did you mean 'seed'?)"),
+    # Bug caught (bad-input review 2026-12-04): a value YAML cannot read, as a file pattern the
+    # shell leaves unexpanded when no file matches, was yaml's ScannerError traceback.
+    ("fit", ["input=*.csv", "output=out"], "argument 'input=*.csv': its value cannot be read ("),
+    ("verdict", ["run_dir=*runs"], "argument 'run_dir=*runs': its value cannot be read ("),
+    ("iat", ["import_dir=.", "output=out", "seed=*1"], "argument 'seed=*1': its value cannot be "
+                                                       "read ("),
 ])
 def test_a_refused_argument_is_named_as_typed_with_the_closest_option(command, arguments,
                                                                        expected, caplog):

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import NoReturn
 
+import yaml
+from omegaconf import OmegaConf
 from omegaconf.errors import (ConfigKeyError, MissingMandatoryValue, OmegaConfBaseException,
                               ValidationError)
 
@@ -60,3 +62,21 @@ def argument_problem(error: OmegaConfBaseException, command: type,
     if isinstance(error, ValidationError) and key:
         return f"invalid value for {key!r}: {first_line}"
     return first_line
+
+
+def unreadable_value(arguments: Sequence[str], error: yaml.YAMLError) -> str:
+    """One phrase for the argument whose value YAML cannot read (OmegaConf reads each value as
+    YAML): `input=*.csv`, a file pattern the shell left as typed because no file matched it,
+    was yaml's ScannerError traceback (`*` starts a YAML alias)."""
+    for argument in arguments:
+        try:
+            OmegaConf.from_dotlist([argument])
+        except yaml.YAMLError as found:
+            error = found
+            break
+    else:
+        argument = None
+    problem = str(getattr(error, "problem", None) or type(error).__name__)
+    named = f"argument {argument!r}" if argument else "an argument"
+    return (f"{named}: its value cannot be read ({problem}): if it is a file pattern, no file "
+            "matched it; other text goes in quotes, \"key='value'\"")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
+import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -26,7 +27,7 @@ from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
 from audit.cli.fit_correction import read_correction, whole_numbers
 from audit.tables import check_output, named_as, read_frame, require_columns
-from audit.cli import argument_problem, printed_help
+from audit.cli import argument_problem, printed_help, unreadable_value
 
 log = logging.getLogger("audit.fit")
 
@@ -82,6 +83,8 @@ def parse_arguments(arguments: list[str]) -> FitCommand:
                    for argument in arguments]
         merged = OmegaConf.merge(OmegaConf.structured(FitCommand), OmegaConf.from_dotlist(dotlist))
         command: FitCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    except yaml.YAMLError as error:
+        raise FitInputError(f"{unreadable_value(arguments, error)}; {USAGE}") from None
     except OmegaConfBaseException as error:
         problem = argument_problem(error, FitCommand, {"sampler": SAMPLER_KEYS})
         raise FitInputError(f"{problem}; {USAGE}") from None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import polars as pl
+import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -32,7 +33,7 @@ from audit.methods.iat.method import analyse, read_stimuli
 from audit.tables import check_output, read_frame
 from audit.methods.iat.report import print_iat_table
 from audit.methods.run import write_config
-from audit.cli import argument_problem, printed_help
+from audit.cli import argument_problem, printed_help, unreadable_value
 
 log = logging.getLogger("audit.iat")
 
@@ -77,6 +78,8 @@ def parse_arguments(arguments: list[str]) -> ImportCommand:
                              parsed, force_add=True)
         merged = OmegaConf.merge(OmegaConf.structured(ImportCommand), overrides)
         return OmegaConf.to_object(merged)  # type: ignore[return-value]
+    except yaml.YAMLError as error:
+        raise IATError(f"{unreadable_value(arguments, error)}; {USAGE}") from None
     except OmegaConfBaseException as error:
         problem = argument_problem(error, ImportCommand, {"analysis": ANALYSIS_KEYS})
         raise IATError(f"{problem}; {USAGE}") from None

@@ -20,13 +20,14 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 from rich.table import Table
 from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
-from audit.cli import argument_problem, printed_help
+from audit.cli import argument_problem, printed_help, unreadable_value
 from audit.config import SharedVerdictRules
 from audit.config_errors import yaml_problem
 from audit.config_ranges import check_config
@@ -82,6 +83,8 @@ def parse_arguments(arguments: list[str]) -> VerdictCommand:
                                                 if item.startswith("rules.")])
             merged.rules = OmegaConf.merge(from_file, overrides.get("rules", {}))
         command: VerdictCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    except yaml.YAMLError as error:
+        raise VerdictError(f"{unreadable_value(arguments, error)}; {USAGE}") from None
     except OmegaConfBaseException as error:
         problem = argument_problem(error, VerdictCommand, {"rules": RULE_KEYS})
         raise VerdictError(f"{problem}; {USAGE}") from None
