@@ -20,7 +20,6 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
@@ -83,7 +82,7 @@ def parse_arguments(arguments: list[str]) -> VerdictCommand:
                                                 if item.startswith("rules.")])
             merged.rules = OmegaConf.merge(from_file, overrides.get("rules", {}))
         command: VerdictCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
-    except yaml.YAMLError as error:
+    except YAMLError as error:
         raise VerdictError(f"{unreadable_value(arguments, error)}; {USAGE}") from None
     except OmegaConfBaseException as error:
         problem = argument_problem(error, VerdictCommand, {"rules": RULE_KEYS})
