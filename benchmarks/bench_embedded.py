@@ -34,6 +34,8 @@ from audit.llm.backends import embedded
 from audit.config import ModelConfig
 from audit.llm.engine import collect_responses
 from audit.cli.params import compose_params
+from audit.config import CONF_DIR
+from audit.config_errors import one_line_config_errors
 from audit.methods.rasch.design import design_stage
 from audit.llm.store import ResponseStore
 
@@ -77,7 +79,8 @@ def main() -> None:
     for noisy in ("httpx", "audit"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
-    cfg = compose_params([f"model={arguments.model}"] if arguments.model else [])
+    with one_line_config_errors(Path(CONF_DIR)):  # a mistyped --model: one line, exit 2
+        cfg = compose_params([f"model={arguments.model}"] if arguments.model else [])
     prompts = design_stage(cfg).sort("prompt_id").head(arguments.prompts)
     name = model_name(prompts)
     model = replace(cfg.model[name], max_concurrency=1)

@@ -24,8 +24,11 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from audit.cli.params import compose_params
+from audit.config import CONF_DIR
+from audit.config_errors import one_line_config_errors
 from audit.llm.backends import embedded
 from audit.llm.backends.packaged import resolve_model_path
 from audit.methods.rasch.design import design_stage
@@ -67,7 +70,8 @@ def main() -> None:
     if arguments.child:
         child(arguments.model, arguments.prompts, *arguments.child)
         return
-    threads = compose_params([f"model={arguments.model}"]).model[arguments.model].n_threads
+    with one_line_config_errors(Path(CONF_DIR)):  # a mistyped --model: one line, exit 2
+        threads = compose_params([f"model={arguments.model}"]).model[arguments.model].n_threads
     cpus = len(os.sched_getaffinity(0))
     print(f"{arguments.prompts} prompts of the default design, model {arguments.model}, "
           f"{cpus} CPUs, {threads} threads configured")

@@ -22,12 +22,13 @@ import json
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 from hydra import compose, initialize_config_dir
-from hydra.errors import HydraException
 from omegaconf import DictConfig
 
 from audit.config import CONF_DIR
+from audit.config_errors import one_line_config_errors
 from audit.llm.backends.packaged import resolve_model_path
 from audit.methods.configs import register_configs, to_audit_config
 from audit.methods.rasch.judge.rules import label_by_rules
@@ -76,10 +77,9 @@ def main() -> None:
     caps = [int(cap) for argument in arguments if argument.startswith("--caps=")
             for cap in argument.removeprefix("--caps=").split(",")]
     model, overrides = sys.argv[1], [a for a in arguments if not a.startswith("--caps=")]
-    try:
+    # A model or override the config does not know: one line naming the valid choices, exit 2.
+    with one_line_config_errors(Path(CONF_DIR)):
         composed = compose_audit_config(model, overrides)
-    except HydraException as error:  # a model or override the config does not know: one line
-        sys.exit(f"decided_share.py: {str(error).splitlines()[0]}")
     cfg = to_audit_config(composed)
     prompts = design_stage(cfg)
     started = time.perf_counter()

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 from hydra import compose, initialize_config_dir
 
 from audit.config import CONF_DIR
+from audit.config_errors import one_line_config_errors
 
 from audit.methods.configs import register_configs, to_audit_config
 from audit.data_files import data_file
@@ -47,7 +49,9 @@ def correct_by_half(results: pl.DataFrame) -> dict[str, np.ndarray]:
 
 def main(overrides: list[str]) -> None:
     register_configs()
-    with initialize_config_dir(CONF_DIR, version_base="1.3"):
+    # An override judge_eval does not know: one line naming it, exit 2.
+    with one_line_config_errors(Path(CONF_DIR)), initialize_config_dir(CONF_DIR,
+                                                                       version_base="1.3"):
         cfg = to_audit_config(compose("judge_eval", overrides=["tracking=none",
                                                                "paths.output_dir=.", *overrides]))
     gold = read_table(data_file(cfg.judge.gold_file, "judge gold set", "judge.gold_file"),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 
@@ -22,11 +20,3 @@ def test_the_docstring_example_composes_the_audit_config(decided_share):
     assert composed.model.qwen_coder_0_5b.sampling.max_tokens == 24
     assert composed["items"].per_domain == 2
 
-
-def test_an_unknown_model_is_one_line_not_a_traceback(monkeypatch, decided_share):
-    """A model name conf/model/ does not have exits with one line naming it."""
-    monkeypatch.setattr(sys, "argv", ["decided_share.py", "no_such_model"])
-    with pytest.raises(SystemExit) as stopped:
-        decided_share.main()
-    message = str(stopped.value.code)
-    assert "no_such_model" in message and "\n" not in message
