@@ -117,3 +117,42 @@ def test_show_lists_the_codes_commit_and_takes_the_store_after_the_subcommand(mo
     assert "audit.commit" in out and "0123456789abcdef" in out and "audit.dirty" in out
     assert runs.main(["--tracking-uri", "sqlite:///before.db", "show", run_id]) == 0
     assert asked[-1] == "sqlite:///before.db"
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"design": {"replicates": "three"}}, "design.replicates"),  # a field whose type changed
+    ({"design": {"retired_setting": 1}}, "design.retired_setting"),  # a field since removed
+])
+def test_params_of_a_run_from_another_version_is_one_line_naming_its_version(
+        monkeypatch, tmp_path, caplog, change, named):
+    """Bug caught: `audit.runs params OLD_ID` for a run whose logged config.yaml has a field
+    this version of audit removed, or types differently, ended in OmegaConf's ValidationError
+    traceback. It is one line naming the field, the audit version and commit that made the run,
+    and where the steps to re-create it are; params.yaml is not written."""
+    from omegaconf import OmegaConf
+
+    from audit.cli.params import compose_params
+
+    run_id = "0a1b2c3d" + "4" * 24
+    logged = OmegaConf.to_container(OmegaConf.structured(compose_params([])))
+    for section, values in change.items():
+        logged[section].update(values)
+
+    def download_artifact(uri, wanted_run, artifact, destination):
+        if artifact != runs.CONFIG_ARTIFACT:
+            raise OSError("no such artifact")
+        path = destination / artifact
+        path.write_text(OmegaConf.to_yaml(OmegaConf.create(logged)))
+        return path
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runs, "check_store", lambda *args, **kwargs: None)
+    monkeypatch.setattr(runs.tracking, "download_artifact", download_artifact)
+    monkeypatch.setattr(runs.tracking, "get_run", lambda uri, wanted: {
+        "run_id": wanted, "tags": {"audit.version": "0.1.0", "audit.commit": "fedcba9876543210"}})
+    assert runs.main(["params", run_id]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and "\n" not in errors[0], errors
+    assert named in errors[0] and "audit 0.1.0" in errors[0] and "fedcba9876" in errors[0]
+    assert f"python -m audit.runs show {run_id[:8]}" in errors[0]
+    assert not (tmp_path / "params.yaml").exists()
