@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import inspect
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import fields
 from typing import NoReturn
 
@@ -80,3 +81,19 @@ def unreadable_value(arguments: Sequence[str], error: yaml.YAMLError) -> str:
     named = f"argument {argument!r}" if argument else "an argument"
     return (f"{named}: its value cannot be read ({problem}): if it is a file pattern, no file "
             "matched it; other text goes in quotes, \"key='value'\"")
+
+
+@contextmanager
+def refused_arguments(arguments: Sequence[str], command: type, error: type[Exception],
+                      usage: str, nested: Mapping[str, Sequence[str]] | None = None
+                      ) -> Iterator[None]:
+    """Read a key=value command's arguments into its structured config (the dataclass
+    ``command``) inside this block: a value YAML cannot read, or an option the config refuses,
+    raises ``error`` with one phrase naming the argument, then the usage line. fit, iat and
+    verdict each had these two except clauses."""
+    try:
+        yield
+    except yaml.YAMLError as found:
+        raise error(f"{unreadable_value(arguments, found)}; {usage}") from None
+    except OmegaConfBaseException as found:
+        raise error(f"{argument_problem(found, command, nested)}; {usage}") from None

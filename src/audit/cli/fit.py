@@ -13,9 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
-import yaml
 from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch, respondent_ranking
@@ -27,7 +25,7 @@ from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
 from audit.cli.fit_correction import read_correction, whole_numbers
 from audit.tables import check_output, named_as, read_frame, require_columns
-from audit.cli import argument_problem, printed_help, unreadable_value
+from audit.cli import printed_help, refused_arguments
 
 log = logging.getLogger("audit.fit")
 
@@ -75,7 +73,8 @@ def parse_arguments(arguments: list[str]) -> FitCommand:
     malformed = [argument for argument in arguments if "=" not in argument]
     if malformed:
         raise FitInputError(f"argument {malformed[0]!r} is not key=value; {USAGE}")
-    try:
+    with refused_arguments(arguments, FitCommand, FitInputError, USAGE,
+                           {"sampler": SAMPLER_KEYS}):
         # `draws=500` is short for `sampler.draws=500`; FitConfig's other fields are not options.
         # `fit.draws=500` too: the audit's name, which the fit's advice names ("raise fit.tune
         # and fit.draws") and a user of the audit types.
@@ -83,11 +82,6 @@ def parse_arguments(arguments: list[str]) -> FitCommand:
                    for argument in arguments]
         merged = OmegaConf.merge(OmegaConf.structured(FitCommand), OmegaConf.from_dotlist(dotlist))
         command: FitCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
-    except yaml.YAMLError as error:
-        raise FitInputError(f"{unreadable_value(arguments, error)}; {USAGE}") from None
-    except OmegaConfBaseException as error:
-        problem = argument_problem(error, FitCommand, {"sampler": SAMPLER_KEYS})
-        raise FitInputError(f"{problem}; {USAGE}") from None
     hidden = [argument for argument in arguments if argument.startswith("sampler.")]
     if hidden:
         raise FitInputError(f"{hidden[0]!r} is not an option; {USAGE}")

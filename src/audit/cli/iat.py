@@ -18,9 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import polars as pl
-import yaml
 from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from audit.methods.configs import AuditConfig
 from audit.errors import AuditError
@@ -33,7 +31,7 @@ from audit.methods.iat.method import analyse, read_stimuli
 from audit.tables import check_output, read_frame
 from audit.methods.iat.report import print_iat_table
 from audit.methods.run import write_config
-from audit.cli import argument_problem, printed_help, unreadable_value
+from audit.cli import printed_help, refused_arguments
 
 log = logging.getLogger("audit.iat")
 
@@ -68,7 +66,8 @@ def parse_arguments(arguments: list[str]) -> ImportCommand:
         if key in design_keys or key.startswith("analysis."):
             raise IATError(f"{key!r} is not an option of the import (nothing is sent); {USAGE}")
     overrides = OmegaConf.create({})
-    try:
+    with refused_arguments(arguments, ImportCommand, IATError, USAGE,
+                           {"analysis": ANALYSIS_KEYS}):
         for argument in arguments:
             key, value = argument.split("=", 1)
             # Paths and names stay the text typed (`response_column=0`, `output=007`).
@@ -78,11 +77,6 @@ def parse_arguments(arguments: list[str]) -> ImportCommand:
                              parsed, force_add=True)
         merged = OmegaConf.merge(OmegaConf.structured(ImportCommand), overrides)
         return OmegaConf.to_object(merged)  # type: ignore[return-value]
-    except yaml.YAMLError as error:
-        raise IATError(f"{unreadable_value(arguments, error)}; {USAGE}") from None
-    except OmegaConfBaseException as error:
-        problem = argument_problem(error, ImportCommand, {"analysis": ANALYSIS_KEYS})
-        raise IATError(f"{problem}; {USAGE}") from None
 
 
 def parse_file_name(path: Path, datasets: list[str]) -> tuple[str, str, str]:

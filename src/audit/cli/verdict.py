@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
-from audit.cli import argument_problem, printed_help, unreadable_value
+from audit.cli import printed_help, refused_arguments
 from audit.config import SharedVerdictRules
 from audit.config_errors import yaml_problem
 from audit.config_ranges import check_config
@@ -72,7 +72,8 @@ def parse_arguments(arguments: list[str]) -> VerdictCommand:
                            f"or one rule as RULE=VALUE ({', '.join(RULE_KEYS[:2])}, ...)")
     dotlist = [f"rules.{argument}" if argument.split("=", 1)[0] in RULE_KEYS else argument
                for argument in arguments]
-    try:
+    with refused_arguments(arguments, VerdictCommand, VerdictError, USAGE,
+                           {"rules": RULE_KEYS}):
         merged = OmegaConf.merge(OmegaConf.structured(VerdictCommand),
                                  OmegaConf.from_dotlist(dotlist))
         if merged.rules_file:
@@ -82,11 +83,6 @@ def parse_arguments(arguments: list[str]) -> VerdictCommand:
                                                 if item.startswith("rules.")])
             merged.rules = OmegaConf.merge(from_file, overrides.get("rules", {}))
         command: VerdictCommand = OmegaConf.to_object(merged)  # type: ignore[assignment]
-    except YAMLError as error:
-        raise VerdictError(f"{unreadable_value(arguments, error)}; {USAGE}") from None
-    except OmegaConfBaseException as error:
-        problem = argument_problem(error, VerdictCommand, {"rules": RULE_KEYS})
-        raise VerdictError(f"{problem}; {USAGE}") from None
     check_rules(command.rules)
     return command
 
