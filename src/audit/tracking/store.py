@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
@@ -22,6 +22,9 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_rand
 from audit.config import TrackingConfig
 from audit.errors import AuditError
 from audit.tables import why_unwritable
+
+if TYPE_CHECKING:  # mlflow is imported when a store is reached, not with this module
+    from mlflow.entities import Experiment
 
 
 class TrackingError(AuditError):
@@ -165,7 +168,8 @@ def _check_artifacts(config: TrackingConfig, experiment) -> None:
             "tracking.artifact_root you can write)")
 
 
-def reach_store(config: TrackingConfig, without_store: str = WITHOUT_STORE):
+def reach_store(config: TrackingConfig,
+                without_store: str = WITHOUT_STORE) -> Experiment | None:
     """Reach the store once, with few retries and a short timeout (PROBE_SETTINGS unless the
     environment asks for less): a store that is down, or a URI MLflow refuses (a bare `mlruns`
     folder, whose file store MLflow 3 no longer opens by default), is a TrackingError in
