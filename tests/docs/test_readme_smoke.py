@@ -5,9 +5,9 @@ this takes minutes.
 
 That audit also labels the judge's 57-answer gold sample with the default judge (every run does),
 so it is where CI checks the default judge's agreement with the human labels: the figures it
-logs must stay at what the shipped judge reached (REACHED). The judge alone on all 57 answers and
-the whole 441-answer set are measured by benchmarks/judge_gold.py (benchmarks/RESULTS.md, "Judge
-on the gold set"), not in CI: labelling them costs ten minutes more.
+logs must stay at what the shipped judge reached (REACHED). The judge alone on all 57 answers is
+measured by benchmarks/judge_gold.py and the whole 441-answer set by `python -m audit.judge_eval`
+(benchmarks/RESULTS.md, "Judge on the gold set"), not in CI: labelling them costs minutes more.
 """
 
 from __future__ import annotations
