@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import time
 
 import pytest
@@ -139,3 +140,33 @@ def test_a_plan_from_a_run_id_in_a_dead_store_is_one_line(monkeypatch):
                                          "unreachable"):
         run_source("ab12cd34", TrackingConfig(tracking_uri=DEAD_STORE), "tracking.tracking_uri",
                    "plan.from_run=ab12cd34")
+
+
+def cut_off_database(path) -> bytes:
+    """A SQLite database whose second half is gone (sqlite reads it as malformed)."""
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE answers (text TEXT)")
+        connection.executemany("INSERT INTO answers VALUES (?)", [("x" * 500,)] * 200)
+        connection.execute("CREATE TABLE later (y)")
+    connection.close()
+    whole = path.read_bytes()
+    return whole[:len(whole) // 2]
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (lambda path: b"respondent,item,y\n1,a,0\n", "is not a database"),  # a CSV named as store
+    (cut_off_database, "is a damaged database"),  # an mlflow.db cut off by a full disk
+])
+def test_a_store_file_that_is_not_a_database_is_one_line(tmp_path, content, reason):
+    """Bug caught: `--tracking-uri sqlite:///answers.csv`, or an mlflow.db cut off by a full disk,
+    ended audit.runs, compare, plan and ingest in sqlalchemy's DatabaseError traceback (exit 1):
+    store_errors caught MLflow's and requests' errors only. The file is left as it was."""
+    store = tmp_path / "store.db"
+    content = content(store)
+    store.write_bytes(content)
+    uri = f"sqlite:///{store}"
+    with pytest.raises(TrackingError) as failed:
+        check_store(TrackingConfig(tracking_uri=uri, artifact_root=str(tmp_path / "art")))
+    assert str(failed.value).startswith(f"MLflow store {uri} {reason}"), failed.value
+    assert "\n" not in str(failed.value)
+    assert store.read_bytes() == content

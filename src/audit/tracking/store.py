@@ -71,7 +71,12 @@ def _failure_reason(error: Exception) -> str:
                            ("filesystem tracking backend",
                             "is a folder store, which MLflow opens only with "
                             "MLFLOW_ALLOW_FILE_STORE=true (`mlflow migrate-filestore` makes it "
-                            "a database)")):
+                            "a database)"),
+                           # sqlite's words for a file that is not, or no longer, a database.
+                           ("file is not a database",
+                            "is not a database (the file there is something else)"),
+                           ("database disk image is malformed",
+                            "is a damaged database (restore it from a backup)")):
         if marker in text:
             return reason
     first_line = text.strip().splitlines()[0] if text.strip() else type(error).__name__
@@ -94,10 +99,14 @@ def store_errors(tracking_uri: str, without_store: str = WITHOUT_STORE) -> Itera
     """MLflow's and requests' failures as a TrackingError naming the store and the fix."""
     import requests
     from mlflow.exceptions import MlflowException
+    # MLflow's SQL store lets the database's own errors through: a file that is not a database,
+    # or one cut off by a full disk, was sqlalchemy's traceback. A write race is retried inside
+    # (retried_on_write_race) before it reaches here.
+    from sqlalchemy.exc import DatabaseError
 
     try:
         yield
-    except (MlflowException, requests.RequestException) as error:
+    except (MlflowException, requests.RequestException, DatabaseError) as error:
         raise TrackingError(f"MLflow store {tracking_uri} {_failure_reason(error)}: "
                             f"{store_fix(tracking_uri, without_store)}") from error
 
