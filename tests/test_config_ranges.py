@@ -179,3 +179,34 @@ def test_audit_stages_names_the_params_file_with_the_bad_value(tmp_path: Path):
     assert result.returncode == 2, result.stderr
     assert "params file params.yaml: fit.hdi_prob=1.5 must lie in (0, 1)" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "pipeline" / "design").exists()
+
+
+def _float_fields(instance, prefix=""):
+    """(key, owner, field name) of every float setting in a config, nested sections included."""
+    for config_field in dataclasses.fields(instance):
+        value = getattr(instance, config_field.name)
+        if isinstance(value, float):
+            yield f"{prefix}{config_field.name}", instance, config_field.name
+        elif dataclasses.is_dataclass(value):
+            yield from _float_fields(value, f"{prefix}{config_field.name}.")
+        elif isinstance(value, dict):
+            for name, entry in value.items():
+                if dataclasses.is_dataclass(entry):
+                    yield from _float_fields(entry, f"{prefix}{config_field.name}.{name}.")
+
+
+def test_nan_is_refused_for_every_float_setting():
+    """Bug caught: `plan.gap=nan` passed the check (plan.gap declares no range) and ended
+    audit.plan in scipy's "function value is NaN" traceback, or, in logits, in a plan of a
+    "gap of nan logits" with power 0.50, exit 0. NaN is never a setting, ranged or not."""
+    config, keys = _compose(["method=rasch"]), []
+    for key, owner, name in _float_fields(config):
+        kept = getattr(owner, name)
+        setattr(owner, name, math.nan)
+        try:
+            problems = list(config_problems(config))
+        finally:
+            setattr(owner, name, kept)
+        assert len(problems) == 1 and problems[0].startswith(f"{key}=nan"), (key, problems)
+        keys.append(key)
+    assert "plan.gap" in keys and "fit.rope" in keys, keys

@@ -87,6 +87,8 @@ def value_problem(key: str, value: Any, metadata: Mapping[str, Any]) -> str | No
     """What is wrong with `key`'s `value` under its field's metadata, in one line; None if fine."""
     if value is None:
         return None
+    if isinstance(value, float) and math.isnan(value):  # ranged or not: never a setting
+        return f"{key}=nan is not a number: give one"
     declared = metadata.get("range")
     if declared is not None and value not in as_range(declared):
         hint = _percent_hint(key, value, declared)
