@@ -183,3 +183,28 @@ def test_params_output_is_checked_and_its_folder_made(tmp_path: Path, caplog):
                       "naming a file in a folder you can write"]
     assert params_main(["items=smoke", "--output", str(tmp_path / "new" / "params.yaml")]) == 0
     assert (tmp_path / "new" / "params.yaml").is_file()
+
+
+def test_a_params_file_of_another_name_keeps_its_own_overrides_record(tmp_path: Path, caplog):
+    """Bug caught (bad-input review 2026-12-04): the record was always `params.overrides` beside
+    --output, so `audit.params model=smollm2 --output proj/other.yaml` overwrote the record of
+    proj/params.yaml (whose `dvc exp run -S` check then asked for the wrong overrides), and
+    `--output proj/params.overrides` wrote the YAML and then the record over it. Each params file
+    has its own record (other.yaml: other.overrides), and stages read that one; an --output that
+    is a record's name is refused."""
+    from audit.cli.params import main as params_main
+
+    project = tmp_path / "proj"
+    assert params_main([*SMOKE, "--output", str(project / "params.yaml")]) == 0
+    assert params_main(["personas=smoke", "--output", str(project / "other.yaml")]) == 0
+    assert (project / OVERRIDES_FILE).read_text().splitlines() == SMOKE
+    assert (project / "other.overrides").read_text().splitlines() == ["personas=smoke"]
+    from audit.cli.stages import recorded_overrides
+
+    assert recorded_overrides(project / "other.yaml") == ["personas=smoke"]
+    before = (project / OVERRIDES_FILE).read_text()
+    caplog.clear()
+    assert params_main(["items=smoke", "--output", str(project / OVERRIDES_FILE)]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and "overrides" in errors[0] and ".yaml" in errors[0], errors
+    assert (project / OVERRIDES_FILE).read_text() == before

@@ -66,6 +66,14 @@ def test_a_params_output_that_is_a_folder_is_one_line(no_store, tmp_path, caplog
     assert f"--output {tmp_path} is a folder" in caplog.text
 
 
+def test_a_params_output_named_as_its_overrides_record_is_one_line(no_store, tmp_path, caplog):
+    """Bug caught: `params RUN --output params.overrides` wrote the run's config there, then the
+    overrides record over it (exit 0): the params file was lost."""
+    assert runs.main(["params", "abcd1234", "--output", str(tmp_path / "params.overrides")]) == 2
+    assert "is the name of an overrides record" in caplog.text
+    assert not (tmp_path / "params.overrides").exists()
+
+
 def test_a_table_wider_than_the_terminal_continues_in_tables_that_fit(monkeypatch):
     """Bug caught (CI review 2026-12-02): `audit.runs --metric 'contrast/*/mean'` made one
     table wider than the console: rich squeezed every column of a 120-character terminal to

@@ -56,11 +56,24 @@ def params_yaml(cfg: AuditConfig, header: str = HEADER) -> str:
 
 
 # Next to params.yaml: the overrides it was composed from, which `dvc exp run -S` must repeat.
-OVERRIDES_FILE = "params.overrides"
+OVERRIDES_SUFFIX = ".overrides"
+OVERRIDES_FILE = f"params{OVERRIDES_SUFFIX}"
 
 
 def overrides_file(params: Path) -> Path:
-    return params.with_name(OVERRIDES_FILE)
+    """The record beside a params file, named after it (params.yaml: params.overrides), so a
+    second params file in the folder (`--output other.yaml`) does not overwrite the first's."""
+    return params.with_suffix(OVERRIDES_SUFFIX)
+
+
+def check_params_output(output: Path) -> None:
+    """--output of a params file and its record beside it, before anything is composed or read
+    (a folder or a missing parent was an IsADirectoryError or FileNotFoundError traceback)."""
+    check_output(output, "--output ")
+    if output.suffix == OVERRIDES_SUFFIX:  # the YAML was written, then its record over it
+        raise AuditError(f"--output {output} is the name of an overrides record, which is "
+                         "written beside the params file: pass --output PATH.yaml")
+    check_output(overrides_file(output), "--output ")
 
 
 def write_params(overrides: list[str], output: Path) -> Path:
@@ -145,10 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     configure_cli_logging()
     try:
-        # The output and its overrides file beside it, checked before the config is composed
-        # (a folder or a missing parent was an IsADirectoryError or FileNotFoundError traceback).
-        check_output(arguments.output, "--output ")
-        check_output(overrides_file(arguments.output), "--output ")
+        check_params_output(arguments.output)
         write_params(arguments.overrides, arguments.output)
     except AuditError as error:  # a setting outside its declared range (audit.config_ranges)
         log.error("%s", error)

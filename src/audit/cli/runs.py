@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from audit.cli import OneLineParser
-from audit.cli.params import HEADER, overrides_file, params_yaml
+from audit.cli.params import HEADER, check_params_output, overrides_file, params_yaml
 from audit.cli.recreate import RUN_ID, reproduction_steps
 from audit.config import CONF_DIR, TrackingConfig
 from audit.config_errors import describe
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # The file the command writes, named before the store is read, not by a traceback after.
         if arguments.command == "params":
-            check_output(arguments.output, "--output ")
+            check_params_output(arguments.output)
         elif arguments.command is None and arguments.csv:
             check_output(arguments.csv, "--csv ")
         check_store(settings)
