@@ -113,6 +113,31 @@ def test_read_frame_names_the_file_and_the_fix(tmp_path: Path):
         read_frame(path, "ids", "fix it")
 
 
+@pytest.mark.parametrize("as_text", [True, False])
+def test_a_csv_naming_one_column_twice_is_one_line(tmp_path: Path, as_text: bool):
+    """Bug caught (bad-input review 2026-12-04): a header such as `...,decision,decision` read as
+    `decision` and `decision_duplicated_0`, and ingest and fit used the first without a word,
+    whatever the second held. A quoted header cell with a comma is one column, not two."""
+    path = tmp_path / "answers.csv"
+    path.write_text("respondent,decision,item,decision\na,approve,i1,deny\n")
+    with pytest.raises(AuditError) as refused:
+        read_frame(path, "answers", "fix it", as_text=as_text)
+    assert str(refused.value) == (f"cannot read answers at {path}: column 'decision' appears "
+                                  "2 times in the header; keep one; fix it")
+    path.write_text('"decision, final",decision\napprove,deny\n')
+    assert read_frame(path, "answers", as_text=as_text).columns == ["decision, final", "decision"]
+
+
+def test_a_csv_that_is_not_utf8_says_to_save_it_as_utf8(tmp_path: Path):
+    """Bug caught (bad-input review 2026-12-04): a CSV saved as Latin-1 (Excel's plain "CSV" on
+    Windows) was "invalid utf-8 sequence", which does not say what to do."""
+    path = tmp_path / "answers.csv"
+    path.write_bytes("respondent,item,y\nJos\u00e9,i1,1\n".encode("latin-1"))
+    with pytest.raises(AuditError, match=r"^cannot read answers at .*: invalid utf-8 sequence "
+                                         r"\(save the file as UTF-8; Excel: 'CSV UTF-8'\); fix it$"):
+        read_frame(path, "answers", "fix it", as_text=True)
+
+
 @pytest.mark.parametrize("separator", [",", ";", "\t"])
 def test_a_csv_separated_by_semicolons_or_tabs_reads_as_its_columns(tmp_path: Path,
                                                                     separator: str):

@@ -8,11 +8,13 @@ problem and the fix) and a crash never leaves a half-written file behind.
 from __future__ import annotations
 
 import codecs
+import csv
 import json
 import math
 import os
 import secrets
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,12 +52,29 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
         if path.suffix == ".parquet" if parquet is None else parquet:
             return pl.read_parquet(path)
         separator = csv_separator(path)
-        return pl.read_csv(path, separator=separator, infer_schema=False) if as_text \
+        frame = pl.read_csv(path, separator=separator, infer_schema=False) if as_text \
             else pl.read_csv(path, separator=separator, infer_schema_length=None)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() \
             else type(error).__name__
+        if "utf-8" in first_line.lower() or isinstance(error, UnicodeDecodeError):
+            first_line += " (save the file as UTF-8; Excel: 'CSV UTF-8')"
         raise AuditError(f"cannot read {what} at {path}: {first_line}; {fix}") from error
+    repeated = repeated_header(path, separator)
+    if repeated:
+        name, count = repeated
+        raise AuditError(f"cannot read {what} at {path}: column {name!r} appears {count} times "
+                         f"in the header; keep one; {fix}")
+    return frame
+
+
+def repeated_header(path: Path, separator: str) -> tuple[str, int] | None:
+    """The first column a CSV's header names more than once, and how often. polars reads the
+    second as `NAME_duplicated_0`, and a reader of NAME silently took the first."""
+    with Path(path).open(encoding="utf-8-sig", newline="") as lines:
+        header = next(csv.reader(lines, delimiter=separator), [])
+    counts = Counter(header)
+    return next(((name, count) for name, count in counts.items() if count > 1), None)
 
 
 def csv_separator(path: Path) -> str:
