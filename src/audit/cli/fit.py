@@ -8,6 +8,7 @@ a structured config, so a mistyped key or a wrong type fails with one line befor
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,7 +21,7 @@ from audit.methods.rasch.irt import fit_rasch, respondent_ranking
 from audit.logs import configure_cli_logging
 from audit.config_ranges import check_config
 from audit.errors import AuditError
-from audit.methods.rasch.analyse import write_fit
+from audit.methods.rasch.analyse import FIT_FILES, write_fit
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
 from audit.cli.fit_correction import read_correction, whole_numbers
@@ -39,6 +40,8 @@ USAGE = ("usage: python -m audit.fit input=PATH output=DIR [respondent=COL item=
 # Sampler settings are FitConfig's own fields, so their defaults have one home: the audit's.
 SAMPLER_KEYS = ("draws", "tune", "chains", "cores", "target_accept", "seed", "hdi_prob",
                 "judge_imputations")
+# Values an error shows of a column: enough to recognise the problem, one line whatever the table.
+SHOWN_VALUES = 5
 
 
 @dataclass
@@ -91,10 +94,76 @@ def parse_arguments(arguments: list[str]) -> FitCommand:
     # The fit writes a folder of files: one it cannot create (a file, a path through a file,
     # /proc) is named now, not by a traceback after minutes of sampling that lose the fit.
     check_output(Path(command.output), "output=", folder=True, error=FitInputError)
+    _check_not_overwritten(command)
+    _check_roles(command)
     if command.prior not in PRIORS:
-        raise FitInputError(f"prior={command.prior} is unknown; use prior=seed (N(0,1) theta and b, "
-                            "the original audit) or prior=rasch (identified, the default)")
+        raise FitInputError(f"prior={command.prior} is unknown; use prior=seed (N(0,1) theta and "
+                            "b, the original audit) or prior=rasch (identified, the default)")
     return command
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one file: equal once resolved (`..`, symlinks, the working
+    folder), or, both existing, one file by the file system (a case-insensitive one)."""
+    try:
+        return first.resolve() == second.resolve() or (
+            first.exists() and second.exists() and os.path.samefile(first, second))
+    except (OSError, RuntimeError):  # a path that cannot be resolved is read, or written, later
+        return False
+
+
+def _check_not_overwritten(command: FitCommand) -> None:
+    """An input that is a file the fit writes into output= would be replaced by it, the table
+    lost once the fit finishes: refused before anything is read."""
+    output = Path(command.output)
+    for option in ("input", "gold", "confusion"):
+        value = getattr(command, option)
+        if not value:
+            continue
+        for name in FIT_FILES:
+            if _same_file(output / name, Path(value)):
+                raise FitInputError(f"output={command.output} would overwrite the {option} "
+                                    f"{value} with the fit's {name}: choose another output "
+                                    "folder")
+
+
+def _check_roles(command: FitCommand) -> None:
+    """One column named for two roles (respondent=item) fits nonsense: every answer its own
+    respondent's item. Names are compared as the table's columns are matched (named_as: case and
+    stray spaces aside). source= may share the respondent or item column (a labeller per
+    respondent is a design), not the outcome's: each label would pick its own value's error
+    rates."""
+    roles = [("respondent", command.respondent), ("item", command.item),
+             ("outcome", command.outcome)]
+    if command.source:
+        roles.append(("source", command.source))
+    for index, (role, column) in enumerate(roles):
+        for other, other_column in roles[index + 1:]:
+            if other == "source" and role != "outcome":
+                continue
+            if column.strip().lower() == other_column.strip().lower():
+                raise FitInputError(f"the column {column!r} is both {role}= and {other}=: each "
+                                    f"role needs its own column; pass {role}=COLUMN or "
+                                    f"{other}=COLUMN naming another")
+
+
+def _offending(values: pl.Series, bad: pl.Series, outcome: str, rule: str) -> FitInputError:
+    """The outcome column's values at fault (a few, distinct, sorted) and the first one's row
+    (counted from 1 below the header), not the column's first values, which may all be fine."""
+    found = values.filter(bad).unique().sort()
+    shown = found.head(SHOWN_VALUES).to_list()
+    more = f" and {found.len() - SHOWN_VALUES} more" if found.len() > SHOWN_VALUES else ""
+    row = bad.arg_true()[0] + 1
+    return FitInputError(f"column {outcome!r} must hold {rule}; found {shown}{more} (first at row "
+                         f"{row}): make every answer 0 or 1, or pass outcome=COLUMN naming the "
+                         "column that is")
+
+
+def _not_whole(values: pl.Series) -> pl.Series:
+    """Where a value is not a whole number: text, a fraction, NaN or infinity (whole_numbers
+    refuses the column for any of them)."""
+    numbers = values.cast(pl.Float64, strict=False)
+    return (numbers.is_null() | ~numbers.is_finite() | (numbers != numbers.floor())).fill_null(True)
 
 
 def read_long_table(path: Path, respondent: str, item: str, outcome: str,
@@ -128,22 +197,31 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str,
                         + " to name the column that holds it")
     except AuditError as error:
         raise FitInputError(str(error)) from None
+    if table.height == 0:  # before the fit's warnings, which would count its 0 respondents
+        raise FitInputError(f"input table {path} has no rows: it needs one row per answer "
+                            f"({respondent}, {item}, {outcome})")
     long = table.select(
         pl.col(respondent).cast(pl.String).alias("respondent"),
         pl.col(item).cast(pl.String).alias("item"),
         pl.col(outcome).alias("y"),
         *([pl.col(source).cast(pl.String).alias(PATH_COLUMN)] if source else []),
     )
-    if long.null_count().sum_horizontal().item():
-        raise FitInputError(f"{path} has empty cells in {', '.join(wanted.values())}; "
-                            "drop or fill those rows first")
-    y = whole_numbers(long.get_column("y"))  # true/false become 1/0
+    # The user's names of long's columns, in its order: only those with empty cells are named.
+    names = dict(zip(long.columns, wanted.values()))
+    empty = [column for column in long.columns if long.get_column(column).null_count()]
+    if empty:
+        row = long.select(pl.any_horizontal(pl.col(empty).is_null()).arg_max()).item() + 1
+        raise FitInputError(f"{path} has empty cells in {', '.join(names[c] for c in empty)} "
+                            f"(first at row {row}); drop or fill those rows first")
+    outcomes = long.get_column("y")
+    y = whole_numbers(outcomes)  # true/false become 1/0
     if y is None:
-        raise FitInputError(f"column {outcome!r} must hold 0 or 1 (or true/false); found "
-                            f"{long.get_column('y').head(3).to_list()}")
-    bad = y.filter(~y.is_in([0, 1]))
-    if not bad.is_empty():
-        raise FitInputError(f"column {outcome!r} must hold only 0 or 1; found {bad.unique().sort().to_list()}")
+        not_whole = _not_whole(outcomes)
+        if not not_whole.any():  # whole numbers as text ("1.0"): show the column's own values
+            not_whole = pl.Series([True] * outcomes.len())
+        raise _offending(outcomes, not_whole, outcome, "0 or 1 (or true/false)")
+    if not y.is_in([0, 1]).all():
+        raise _offending(y, ~y.is_in([0, 1]), outcome, "only 0 or 1")
     return long.with_columns(y=y)
 
 

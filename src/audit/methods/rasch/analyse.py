@@ -181,6 +181,11 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
 
 # --- the fit's files -------------------------------------------------------------------------
 
+# What write_fit writes in its folder (some only when the fit has them), so a caller can keep an
+# input from being overwritten by them (audit.fit); a test keeps it in step with write_fit.
+FIT_FILES = ("summary.csv", "posterior.nc", "item_gaps.csv", "contrasts.csv", "diagnostics.json")
+
+
 def write_fit(fit: RaschFit, directory: Path, no_signal: list[str] | None = None) -> None:
     """Posterior, summary, contrasts and a diagnostics verdict; companions in sub-directories.
 

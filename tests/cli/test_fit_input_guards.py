@@ -1,0 +1,153 @@
+"""`python -m audit.fit`'s refusals of bad input, each one line before anything is read or sampled:
+an output folder that would overwrite an input, one column in two roles, and the outcome column's
+offending values, empty cells and empty table named as they are."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import audit.cli.fit as fit_cli
+from audit.cli.fit import FitInputError, parse_arguments, read_long_table
+from audit.methods.rasch.analyse import FIT_FILES, write_fit
+
+
+class Sampled(Exception):
+    """Raised where the fit would sample: what came before it is what a user sees first."""
+
+
+def stop_at_sampling(*args, **kwargs):
+    raise Sampled
+
+
+def write_table(path: Path, **columns) -> Path:
+    pl.DataFrame(columns).write_csv(path)
+    return path
+
+
+ANSWERS = {"respondent": ["a", "b", "a", "b"], "item": ["i", "i", "j", "j"], "y": [0, 1, 1, 0]}
+COUNTS = {"true_1_judged_1": [9], "true_1_judged_0": [1], "true_0_judged_0": [8],
+          "true_0_judged_1": [2]}
+
+
+@pytest.mark.parametrize(("option", "name", "output"), [
+    ("input", "summary.csv", "ow"),
+    ("input", "contrasts.csv", "ow"),
+    ("input", "item_gaps.csv", "ow"),
+    ("input", "summary.csv", "ow/../ow/"),  # the same folder spelt another way
+    ("gold", "summary.csv", "ow"),
+    ("confusion", "item_gaps.csv", "ow"),
+])
+def test_an_output_that_would_overwrite_an_input_is_refused(tmp_path: Path, monkeypatch,
+                                                            option, name, output) -> None:
+    """Bug caught: `input=ow/summary.csv output=ow` exited 0 with the input table overwritten by
+    the fit's summary.csv (likewise a gold= or confusion= file named as a file the fit writes)."""
+    monkeypatch.chdir(tmp_path)
+    Path("ow").mkdir()
+    write_table(Path("answers.csv"), **ANSWERS)
+    columns = {"input": ANSWERS, "gold": {"truth": [1, 0], "judged": [1, 0]},
+               "confusion": COUNTS}[option]
+    write_table(Path("ow") / name, **columns)
+    inputs = {"input": "answers.csv", option: f"ow/{name}"}
+    arguments = [f"{key}={value}" for key, value in inputs.items()] + [f"output={output}"]
+    with pytest.raises(FitInputError) as refused:
+        parse_arguments(arguments)
+    message = str(refused.value)
+    assert f"output={output} would overwrite the {option} ow/{name}" in message, message
+    assert f"with the fit's {name}: choose another output folder" in message and "\n" not in message
+
+
+def test_the_overwrite_refusal_is_one_line_before_any_work_and_keeps_the_input(
+        tmp_path: Path, monkeypatch, caplog) -> None:
+    """Bug caught: the command ran to the end, exit 0, and the input table was gone (replaced by
+    the fit's summary); a table beside the outputs, not named as one, is still accepted."""
+    monkeypatch.setattr(fit_cli, "fit_rasch", stop_at_sampling)
+    (tmp_path / "ow").mkdir()
+    table = write_table(tmp_path / "ow" / "summary.csv", **ANSWERS)
+    before = table.read_bytes()
+    assert fit_cli.main([f"input={table}", f"output={tmp_path / 'ow'}"]) == 2
+    (error,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert "would overwrite the input" in error and table.read_bytes() == before
+    beside = write_table(tmp_path / "ow" / "answers.csv", **ANSWERS)
+    with pytest.raises(Sampled):
+        fit_cli.main([f"input={beside}", f"output={tmp_path / 'ow'}"])
+
+
+def test_the_files_checked_are_the_files_the_fit_writes() -> None:
+    """Bug caught: a file write_fit writes but the overwrite check does not know (a new
+    `directory / "ppc.csv"`) would let output= overwrite an input of that name again."""
+    written = set(re.findall(r'directory / "([^"]+)"', inspect.getsource(write_fit)))
+    assert written and written <= set(FIT_FILES), written - set(FIT_FILES)
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["respondent=item"], "the column 'item' is both respondent= and item="),
+    (["outcome=item"], "the column 'item' is both item= and outcome="),
+    (["outcome=respondent"], "the column 'respondent' is both respondent= and outcome="),
+    # The table's columns are matched ignoring case and stray spaces, so these are one column.
+    (["respondent=Person", "item=person"], "the column 'Person' is both respondent= and item="),
+])
+def test_one_column_in_two_roles_is_refused(arguments: list[str], message: str) -> None:
+    """Bug caught: respondent=item (or outcome= naming the item or respondent column) was
+    accepted and fitted, every answer its own respondent's item."""
+    with pytest.raises(FitInputError, match=re.escape(message)) as refused:
+        parse_arguments(["input=a.csv", "output=o", *arguments])
+    assert "each role needs its own column" in str(refused.value)
+
+
+def test_source_may_share_the_respondent_column_but_not_the_outcome() -> None:
+    """Bug caught: source=y (the outcome column as its own labelling path, a circular correction:
+    each label picks the error rates of its own value) was accepted. A labeller per respondent
+    (source= naming the respondent column) is a real design and stays accepted."""
+    with pytest.raises(FitInputError, match="the column 'y' is both outcome= and source="):
+        parse_arguments(["input=a.csv", "output=o", "source=y", "gold=g.csv"])
+    assert parse_arguments(["input=a.csv", "output=o", "source=respondent",
+                            "gold=g.csv"]).source == "respondent"
+
+
+@pytest.mark.parametrize(("y", "found"), [
+    # Not whole numbers: the offending values, not the column's first three (0.0, 0.0, 0.0).
+    ([0.0, 0.0, 0.0, 1.0, 2.5, 0.5, 2.5], "must hold 0 or 1 (or true/false); found [0.5, 2.5] "
+                                          "(first at row 5)"),
+    (["0", "1", "yes", "no", "yes"], "found ['no', 'yes'] (first at row 3)"),
+    # Whole numbers other than 0 and 1: a few, sorted, and how many more.
+    ([0, 1, 7, 2, 3, 4, 5, 6, 0], "must hold only 0 or 1; found [2, 3, 4, 5, 6] and 1 more "
+                                  "(first at row 3)"),
+])
+def test_the_outcomes_offending_values_are_shown(tmp_path: Path, y, found) -> None:
+    """Bug caught: a non-0/1 outcome printed the first three values of the column
+    (`found [0.0, 0.0, 0.0]`), all of them valid, instead of the values at fault."""
+    path = write_table(tmp_path / "r.csv", respondent=[f"p{i}" for i in range(len(y))],
+                       item=["q"] * len(y), y=y)
+    with pytest.raises(FitInputError) as refused:
+        read_long_table(path, "respondent", "item", "y")
+    assert found in str(refused.value), str(refused.value)
+
+
+def test_only_the_columns_with_empty_cells_are_named(tmp_path: Path) -> None:
+    """Bug caught: one empty cell in y gave "has empty cells in respondent, item, y", sending
+    the user to look for empty cells in all three columns."""
+    path = write_table(tmp_path / "r.csv", persona=["a", "b", "c"], question=["i", "j", "k"],
+                       approved=[0, None, 1])
+    with pytest.raises(FitInputError) as refused:
+        read_long_table(path, "persona", "question", "approved")
+    message = str(refused.value)
+    assert "has empty cells in approved (first at row 2); drop or fill" in message, message
+    assert "persona" not in message and "question" not in message
+
+
+def test_a_table_with_no_rows_is_one_line_before_any_warning(tmp_path: Path, monkeypatch,
+                                                             caplog) -> None:
+    """Bug caught: a header-only table first warned "the input has 0 respondent: a ranking needs
+    at least 2" and went on towards the fit, instead of saying the table is empty."""
+    monkeypatch.setattr(fit_cli, "fit_rasch", stop_at_sampling)
+    path = tmp_path / "header.csv"
+    path.write_text("respondent,item,y\n")
+    assert fit_cli.main([f"input={path}", f"output={tmp_path / 'out'}"]) == 2
+    records = [record for record in caplog.records if record.levelno >= 30]
+    assert [record.levelname for record in records] == ["ERROR"], caplog.text
+    assert "has no rows" in records[0].getMessage() and "\n" not in records[0].getMessage()
