@@ -164,3 +164,17 @@ def test_params_of_a_run_from_another_version_is_one_line_naming_its_version(
     assert named in errors[0] and "audit 0.1.0" in errors[0] and "fedcba9876" in errors[0]
     assert f"python -m audit.runs show {run_id[:8]}" in errors[0]
     assert not (tmp_path / "params.yaml").exists()
+
+
+@pytest.mark.parametrize(("uri", "said"), [("", "the store's URI is empty"),
+                                           ("sqlite:///adir", "(adir is a folder)")])
+def test_an_empty_or_folder_store_uri_is_named_and_nothing_is_made(monkeypatch, tmp_path, caplog,
+                                                                   uri, said):
+    """Bugs caught (bad-input review 2026-12-04): `--tracking-uri ''` made a 950 KB mlflow.db
+    in the working folder (MLflow's default store) and ended "at :"; a SQLite URI naming a
+    folder said the folder "does not exist"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    assert runs.main(["--tracking-uri", uri]) == 2
+    assert said in caplog.text
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["adir"]

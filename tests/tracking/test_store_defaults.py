@@ -63,3 +63,19 @@ def test_the_compare_link_names_a_shared_view_that_exists(tmp_path):
     tags = mlflow.MlflowClient(settings.tracking_uri).get_experiment(run_info.experiment_id).tags
     view = json.loads(tags[f"{SHARED_VIEW_TAG}{COMPARE_VIEW}"])
     assert "metrics.`n_worsens`" in view["selectedColumns"]
+
+
+def test_an_experiment_the_store_lacks_is_named_with_those_it_has(tmp_path, caplog):
+    """Bug caught (bad-input review 2026-12-04): `audit.runs --experiment nope` said "no runs in
+    experiment 'nope' ...: run an audit first" and exited 1, as for an empty store, when the
+    store held runs under another experiment. A name the store lacks is exit 2 and lists the
+    experiments it has."""
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    settings = TrackingConfig(tracking_uri=uri, experiment="credit",
+                              artifact_root=str(tmp_path / "a"))
+    with mlflow_run(settings, "a credit audit", {}):
+        pass
+    assert runs_main(["--tracking-uri", uri, "--experiment", "credti"]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and "no experiment 'credti'" in errors[0], errors
+    assert "credit" in errors[0].split("credti", 1)[1] and "--experiment" in errors[0], errors

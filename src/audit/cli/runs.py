@@ -126,10 +126,13 @@ def check_store(settings: TrackingConfig, option: str = STORE_OPTION) -> None:
     """A SQLite store that does not exist is named, instead of MLflow creating an empty one
     there and every run seeming missing; any other store is reached once, so a server that is
     down or a URI MLflow refuses is one line in seconds, not a traceback after its retries."""
+    if not settings.tracking_uri.strip():  # MLflow took '' for its default and made ./mlflow.db
+        raise LookupError(f"the store's URI is empty; {elsewhere(option)}")
     path = sqlite_path(settings.tracking_uri)
     if path is not None and not path.is_file():
-        raise LookupError(f"no MLflow store at {settings.tracking_uri} ({path} does not "
-                          f"exist); {elsewhere(option)}")
+        raise LookupError(f"no MLflow store at {settings.tracking_uri} ({path} "
+                          f"{'is a folder' if path.is_dir() else 'does not exist'}); "
+                          f"{elsewhere(option)}")
     try:
         reach_store(settings, without_store=elsewhere(option))
     except TrackingError as error:
@@ -328,6 +331,13 @@ def _list(arguments: argparse.Namespace, settings: TrackingConfig, console: Cons
         parent = _resolve_run_id(settings, arguments.sweep)
         query = f"tags.`{tracking.PARENT_RUN_TAG}` = '{parent}'"
     runs = tracking.find_runs(settings.tracking_uri, settings.experiment, query, arguments.limit)
+    # Experiments of audit's (MLflow makes `Default` in every store, where no audit logs).
+    names = [] if runs else [name for name in tracking.experiment_names(settings.tracking_uri)
+                             if name != "Default"]
+    if names and settings.experiment not in names:  # a mistyped --experiment
+        log.error("no experiment '%s' at %s; it has %s: pass --experiment NAME",
+                  settings.experiment, settings.tracking_uri, ", ".join(map(repr, names)))
+        return 2
     if not runs:
         log.error("no runs in experiment '%s' at %s%s", settings.experiment,
                   settings.tracking_uri, f" under sweep {arguments.sweep}" if arguments.sweep

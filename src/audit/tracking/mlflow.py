@@ -339,6 +339,13 @@ def find_runs(tracking_uri: str, experiment: str | None, filter_string: str = ""
     return [_as_dict(run) for run in runs]
 
 
+def experiment_names(tracking_uri: str) -> list[str]:
+    """The store's experiments, sorted (MLflow's own `Default` among them)."""
+    from mlflow.tracking import MlflowClient
+
+    return sorted(found.name for found in MlflowClient(tracking_uri).search_experiments())
+
+
 def _as_dict(run: Any) -> dict[str, Any]:
     return {"run_id": run.info.run_id, "name": run.info.run_name, "status": run.info.status,
             "start_time": run.info.start_time, "params": dict(run.data.params),
