@@ -315,3 +315,25 @@ def test_a_response_column_with_no_scorable_answer_is_refused(answers_dir, tmp_p
                  "response_column=llm"]) == 2
     assert "could be scored (no word given a group): check that response_column" in caplog.text
     assert not (tmp_path / "out").exists()
+
+
+def test_upper_case_csv_files_are_read_and_hidden_ones_are_not(answers_dir, tmp_path):
+    """Bugs caught (bad-input review 2026-12-04): a folder of `NAME.CSV` files (as some exports
+    name them; audit.ingest reads them) was "no CSV file", and a hidden `.NAME.csv` (an editor's
+    or a Mac's copy) was imported as answers of its own."""
+    for path in sorted(answers_dir.iterdir())[:2]:
+        path.rename(path.with_suffix(".CSV"))
+    shutil.copy(answers_dir / FILES[0], answers_dir / f".{FILES[0]}")
+    output = tmp_path / "out"
+    assert main([f"import_dir={answers_dir}", f"output={output}", *FAST]) == 0
+    scores = pl.read_parquet(output / "iat_scores.parquet")
+    assert scores.height == 4 * 50 and scores["response_id"].n_unique() == 4 * 50
+
+
+def test_an_output_that_is_the_import_dir_is_refused(answers_dir, caplog):
+    """Bug caught: `output=` the folder of the answers was accepted, and its iat_stats.csv was
+    then read as an answers file by the next import ("cannot read model, dataset and variation
+    from the file name")."""
+    message = error_of([f"import_dir={answers_dir}", f"output={answers_dir}/."], caplog)
+    assert "output=" in message and "import_dir" in message
+    assert sorted(path.name for path in answers_dir.iterdir()) == sorted(FILES)

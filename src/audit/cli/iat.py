@@ -102,7 +102,10 @@ def read_answers(directory: Path, stimuli: Stimuli, response_column: str | None)
     if not directory.is_dir():
         raise IATError(f"import_dir {directory} is not a directory; pass import_dir=DIR, a folder "
                        f"of CSV files ({NAMING})")
-    paths = sorted(directory.glob("*.csv"))
+    # Any case of the suffix (exports write NAME.CSV; audit.ingest reads them too), and no hidden
+    # file (an editor's or a Mac's `.NAME.csv` copy is not a dataset's answers).
+    paths = sorted(path for path in directory.iterdir() if path.suffix.lower() == ".csv"
+                   and not path.name.startswith(".") and path.is_file())
     if not paths:
         raise IATError(f"no CSV file in {directory}; {NAMING}, one answer per row")
     frames = []
@@ -138,6 +141,10 @@ def run(command: ImportCommand) -> pl.DataFrame:
     # OUT and the analysis settings are checked before the answers are read and scored, not by
     # a traceback (or a refusal that left iat_scores.parquet behind) after scoring.
     check_output(Path(command.output), "output=", folder=True, error=IATError)
+    if Path(command.output).resolve() == Path(command.import_dir).resolve():
+        # Its iat_stats.csv would be read as a dataset's answers by the next import.
+        raise IATError(f"output={command.output} is import_dir: the tables written there would "
+                       "be read as answers by the next import; pass output= another folder")
     check_statistics_config(command.analysis)
     stimuli = read_stimuli(command.analysis)
     answers = read_answers(Path(command.import_dir), stimuli, command.response_column)
