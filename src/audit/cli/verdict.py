@@ -37,7 +37,7 @@ from audit.methods import method_module, registered_methods
 from audit.methods.configs import VerdictConfig
 from audit.methods.layout import VERDICT_JUNIT_FILE, found_run_file
 from audit.methods.verdict import (judge_run, recorded_method, recorded_setting, verdict_outcome,
-                                   verdict_text)
+                                   verdict_text, yaml_load_problem)
 from audit.tables import check_output, write_atomically
 
 log = logging.getLogger("audit.verdict")
@@ -88,8 +88,9 @@ def parse_arguments(arguments: list[str]) -> VerdictCommand:
 
 
 def read_rules_file(path: Path) -> DictConfig:
-    """`rules_file=PATH` as rules; a file that is missing, not YAML, not a mapping or names an
-    unknown rule is bad input (exit 2) named with the file, never a traceback read as FAIL."""
+    """`rules_file=PATH` as rules; a file that is missing, not UTF-8, not YAML, not a mapping or
+    names an unknown rule is bad input (exit 2) named with the file, never a traceback read as
+    FAIL."""
     if not path.is_file():
         raise VerdictError(f"rules_file {path} not found; pass a YAML file of rules")
     fix = f"write it as `rule: value` lines, rules among {', '.join(RULE_KEYS)}"
@@ -98,6 +99,13 @@ def read_rules_file(path: Path) -> DictConfig:
     except (OSError, YAMLError) as error:
         raise VerdictError(f"rules_file {path} is not readable YAML {yaml_problem(error)}; "
                            f"{fix}") from None
+    except UnicodeDecodeError as error:  # was a traceback, exit 1: a FAILED gate to CI
+        raise VerdictError(f"rules_file {path} is not readable: {yaml_load_problem(error)}; "
+                           f"save it as UTF-8 (PowerShell: `| Out-File -Encoding utf8`) and "
+                           f"{fix}") from None
+    except RecursionError as error:  # `a: &x [*x]`: the loader follows the alias for ever
+        raise VerdictError(f"rules_file {path} is not readable YAML: "
+                           f"{yaml_load_problem(error)}; {fix}") from None
     if not isinstance(loaded, DictConfig):
         raise VerdictError(f"rules_file {path} holds a list, not a mapping of rules; {fix}")
     try:

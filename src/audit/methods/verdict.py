@@ -15,12 +15,40 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
+from audit.config_errors import yaml_problem
 from audit.methods import method_module, registered_methods
 from audit.methods.checks import Check, VerdictError
 from audit.methods.configs import VerdictConfig
 from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, found_run_file
 
+HYDRA_DIR = ".hydra"  # what Hydra writes into a run's folder as the run starts
+HYDRA_CONFIG = f"{HYDRA_DIR}/config.yaml"
+
 log = logging.getLogger("audit.verdict")
+
+# What loading a YAML file a user hands the verdict can raise, besides OmegaConf's own errors:
+# a file that cannot be opened, a syntax error, bytes that are not UTF-8 (UTF-16, as PowerShell's
+# `>` writes; a Latin-1 byte) and an alias inside itself (`a: &x [*x]`), which the loader follows
+# until RecursionError. Caught around the load alone, so a bug elsewhere keeps its traceback.
+YAML_LOAD_ERRORS = (OSError, YAMLError, UnicodeDecodeError, RecursionError)
+
+
+def yaml_load_problem(error: Exception) -> str:
+    """What is wrong with a YAML file whose load raised one of YAML_LOAD_ERRORS, as a phrase
+    (`it is UTF-16 text, as PowerShell's `>` writes`): never the exception's own text, which for
+    a RecursionError in OmegaConf runs to thousands of `full_key: a[0][0]...` lines."""
+    if isinstance(error, UnicodeDecodeError):
+        if bytes(error.object[:2]) in (b"\xff\xfe", b"\xfe\xff"):
+            return "it is UTF-16 text, as PowerShell's `>` writes"
+        return (f"it is not UTF-8 text (byte {error.object[error.start]:#04x}: Latin-1 or "
+                "another legacy encoding)")
+    if isinstance(error, OSError):
+        # No errno: OmegaConf's own IOError for a file holding one number or date, not settings.
+        return (f"it cannot be read ({error.strerror})" if error.strerror else
+                f"it holds no mapping of settings ({error})")
+    if isinstance(error, RecursionError):
+        return "an alias in it contains itself (like `a: &x [*x]`), or it nests too deep"
+    return f"it is not valid YAML {yaml_problem(error)}"
 
 
 def recorded_config_file(run_dir: Path) -> Path | None:
@@ -60,12 +88,24 @@ def recorded_method(run_dir: Path) -> str:
     path = recorded_config_file(run_dir)
     if path is None:
         raise VerdictError(f"no {CONFIG_FILE} in {run_dir}: {not_a_run(run_dir)}")
+    damaged = None
     try:
         recorded = OmegaConf.load(path)
-        method = recorded.get("method") if isinstance(recorded, DictConfig) else None
-    except (OSError, YAMLError, OmegaConfBaseException) as error:
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise VerdictError(f"cannot read the run's config at {path}: {first}") from None
+    except YAML_LOAD_ERRORS as error:
+        damaged = yaml_load_problem(error)
+    except OmegaConfBaseException as error:
+        damaged = str(error).splitlines()[0] if str(error) else type(error).__name__
+    else:
+        if not isinstance(recorded, DictConfig):
+            damaged = "it holds a list, not a mapping of settings"
+        elif not recorded:
+            damaged = "it holds no settings"  # was "records method None", naming no fix
+    if damaged is not None:
+        # A run's config.yaml is written whole by its report stage (methods/run.py), so one that
+        # cannot be read was cut short or edited since: the run's answers are still stored.
+        raise VerdictError(f"cannot read the run's config at {path}: {damaged}; the file is "
+                           f"damaged or empty: {rerun_fix(run_dir)}, or restore the file")
+    method = recorded.get("method")
     known = sorted(registered_methods())
     if method not in known:
         raise VerdictError(f"the run's config at {path} records method {method!r}, not one of "
@@ -77,8 +117,11 @@ def not_a_run(folder: Path) -> str:
     """What a folder without a recorded config is, and what to pass instead: a sweep's folder, an
     `audit.compare` output, a run that stopped before its report stage, or none of these (one
     message said "pass the output directory of a run" of all four; CI review 2026-12-02)."""
+    # Not a dot-folder: Hydra's .hydra/ holds a config.yaml from the moment a run starts, so a
+    # run killed before its report stage was "a sweep's folder ... (jobs: .hydra)".
     jobs = sorted(child.name for child in folder.iterdir()
-                  if child.is_dir() and recorded_config_file(child) is not None)
+                  if child.is_dir() and not child.name.startswith(".")
+                  and recorded_config_file(child) is not None)
     if jobs:
         return (f"it is a sweep's folder: judge each job's run, run_dir={folder / jobs[0]} "
                 f"(jobs: {', '.join(jobs[:10])}{', ...' if len(jobs) > 10 else ''})")
@@ -87,13 +130,23 @@ def not_a_run(folder: Path) -> str:
                 "and its compare_junit.xml: pass the folder of one audit run")
     started = sorted(name for name in ("prompts.parquet", "responses.parquet", "labels.parquet")
                      if (folder / name).is_file())
+    if not started and (folder / HYDRA_CONFIG).is_file():
+        started = [HYDRA_CONFIG]  # what Hydra writes as a run starts, before any stage
     if started or any((folder / stage).is_dir() for stage in STAGE_NAMES):
         return (f"the run there did not finish (it has {', '.join(started) or 'stage folders'} "
-                f"but no {CONFIG_FILE}, which its report stage writes): rerun the same command, "
-                "which sends only what the store lacks, then judge it")
+                f"but no {CONFIG_FILE}, which its report stage writes): {rerun_fix(folder)}")
     return ("the verdict reads the method from the config a run records there; pass the output "
             "directory of a run finished by `python -m audit` (or rerun it: older runs lack the "
             "file)")
+
+
+def rerun_fix(run_dir: Path) -> str:
+    """How to get a run's folder whole again: the same command, which resumes from the store
+    (only what it lacks is sent), and where Hydra recorded that command's overrides."""
+    overrides = run_dir / HYDRA_DIR / "overrides.yaml"
+    where = f"; its overrides are in {overrides}" if overrides.is_file() else ""
+    return (f"rerun the same command to resume (it sends only what the store lacks{where}), then "
+            "judge the folder it writes")
 
 
 def judge_run(run_dir: Path, rules: VerdictConfig) -> list[Check]:
