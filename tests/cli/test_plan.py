@@ -101,8 +101,12 @@ def test_resized_design_copies_only_personas_with_a_level_and_sets_replicates():
     assert tripled.group_by("respondent_id", "item_id").len().get_column("len").unique() \
         .to_list() == [4]
     assert planted_levels(prompts, PlanConfig()) == ("A", "B")
-    with pytest.raises(AuditError, match="two levels"):
+    with pytest.raises(AuditError, match="two different levels"):
         planted_levels(prompts, PlanConfig(levels=["A", "Z"]))
+    # Bug caught (bad-input review 2026-12-04): one level twice planted a gap between a level
+    # and itself, and the plan said "no planted gap", exit 0.
+    with pytest.raises(AuditError, match="two different levels"):
+        planted_levels(prompts, PlanConfig(levels=["A", "A"]))
 
 
 def test_cost_of_more_personas_adds_their_prompts_at_the_average_price():

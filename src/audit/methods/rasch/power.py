@@ -173,8 +173,8 @@ def planted_levels(prompts: pl.DataFrame, plan: PlanConfig) -> tuple[str, str]:
                          "between two: add explicit (or name) personas to personas.generators, "
                          "or plan another plan.attribute")
     chosen = list(plan.levels) or levels[:2]
-    if len(chosen) != 2 or not set(chosen) <= set(levels):
-        raise AuditError(f"plan.levels={list(plan.levels)} must name two levels of "
+    if len(chosen) != 2 or len(set(chosen)) != 2 or not set(chosen) <= set(levels):
+        raise AuditError(f"plan.levels={list(plan.levels)} must name two different levels of "
                          f"{plan.attribute} present in the personas: {', '.join(levels)}")
     return chosen[0], chosen[1]
 
