@@ -198,6 +198,12 @@ def test_the_format_given_decides_how_a_file_is_read(tmp_path):
     assert read_answers(upper, "auto", None)["decision"].to_list() == ["DENY"]
     with pytest.raises(AuditError, match="cannot read answers file at .*ANSWERS.CSV"):
         read_answers(upper, "parquet", None)
+    # Bug caught (bad-input review 2026-12-04): a spreadsheet was told to set ingest.format=csv,
+    # which then read the workbook's bytes as CSV ("invalid utf-8 sequence").
+    with pytest.raises(AuditError, match=r"answers\.xlsx is a spreadsheet: save it as CSV UTF-8"):
+        workbook = tmp_path / "answers.xlsx"
+        workbook.write_bytes(b"PK\x03\x04" + bytes(60))  # a zip, as a workbook is
+        read_answers(workbook, "auto", None)
 
 
 def test_exported_answer_files_read_as_their_columns_mean(tmp_path):

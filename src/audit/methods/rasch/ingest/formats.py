@@ -57,6 +57,9 @@ def file_format(path: Path, chosen: str) -> str:
         return "lm_eval" if path.name.startswith("samples_") else "jsonl"
     if suffix in (".csv", ".txt"):
         return "csv"
+    if suffix in (".xlsx", ".xls", ".xlsm", ".ods"):  # format=csv would read the workbook's bytes
+        raise AuditError(f"{path} is a spreadsheet: save it as CSV UTF-8 (Excel: File, Save As, "
+                         "'CSV UTF-8') and pass that file as ingest.input")
     raise AuditError(f"cannot tell the format of {path} from its name: set ingest.format= one of "
                      f"{', '.join(FORMATS[1:])}")
 
