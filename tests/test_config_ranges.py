@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_dir
 
 from audit.__main__ import CONF_DIR
 from audit.config_ranges import (ConfigValueError, Range, check_config, config_problems,
-                                 value_problem)
+                                 settings, value_problem)
 from audit.methods.configs import AuditConfig, VerdictConfig, register_configs, to_audit_config
 from audit.methods.rasch.config import ENGINES, MODELS, OUTCOMES, RESPONSES
 from audit.methods.rasch.irt.outcome import OUTCOME_CODINGS
@@ -181,26 +181,14 @@ def test_audit_stages_names_the_params_file_with_the_bad_value(tmp_path: Path):
     assert "Traceback" not in result.stderr and not (tmp_path / "pipeline" / "design").exists()
 
 
-def _float_fields(instance, prefix=""):
-    """(key, owner, field name) of every float setting in a config, nested sections included."""
-    for config_field in dataclasses.fields(instance):
-        value = getattr(instance, config_field.name)
-        if isinstance(value, float):
-            yield f"{prefix}{config_field.name}", instance, config_field.name
-        elif dataclasses.is_dataclass(value):
-            yield from _float_fields(value, f"{prefix}{config_field.name}.")
-        elif isinstance(value, dict):
-            for name, entry in value.items():
-                if dataclasses.is_dataclass(entry):
-                    yield from _float_fields(entry, f"{prefix}{config_field.name}.{name}.")
-
-
 def test_nan_is_refused_for_every_float_setting():
     """Bug caught: `plan.gap=nan` passed the check (plan.gap declares no range) and ended
     audit.plan in scipy's "function value is NaN" traceback, or, in logits, in a plan of a
     "gap of nan logits" with power 0.50, exit 0. NaN is never a setting, ranged or not."""
     config, keys = _compose(["method=rasch"]), []
-    for key, owner, name in _float_fields(config):
+    floats = [(key, owner, config_field.name) for key, owner, config_field in settings(config)
+              if isinstance(getattr(owner, config_field.name), float)]
+    for key, owner, name in floats:
         kept = getattr(owner, name)
         setattr(owner, name, math.nan)
         try:

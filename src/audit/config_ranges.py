@@ -119,21 +119,28 @@ def _percent_hint(key: str, value: Any, declared: Range | tuple[float, float]) -
     return f": a share, so {key}={value / 100:g} for {value:g}%"
 
 
-def config_problems(instance: Any, prefix: str = "") -> Iterator[str]:
-    """Every value of `instance` (a dataclass; its nested dataclasses and dict entries too)
-    outside its field's declared range or choices, as one line each, in field order."""
+def settings(instance: Any, prefix: str = "") -> Iterator[tuple[str, Any, dataclasses.Field]]:
+    """Every setting of `instance` (a dataclass; its nested dataclasses and dict entries too) as
+    (dotted key, the dataclass that holds it, its field), in field order."""
     for config_field in dataclasses.fields(instance):
         key = f"{prefix}{config_field.name}"
+        yield key, instance, config_field
         value = getattr(instance, config_field.name)
-        problem = value_problem(key, value, config_field.metadata)
-        if problem:
-            yield problem
         if dataclasses.is_dataclass(value):
-            yield from config_problems(value, f"{key}.")
+            yield from settings(value, f"{key}.")
         elif isinstance(value, Mapping):
             for name, entry in value.items():
                 if dataclasses.is_dataclass(entry):
-                    yield from config_problems(entry, f"{key}.{name}.")
+                    yield from settings(entry, f"{key}.{name}.")
+
+
+def config_problems(instance: Any, prefix: str = "") -> Iterator[str]:
+    """Every value of `instance` outside its field's declared range or choices, as one line
+    each, in field order."""
+    for key, owner, config_field in settings(instance, prefix):
+        problem = value_problem(key, getattr(owner, config_field.name), config_field.metadata)
+        if problem:
+            yield problem
 
 
 def check_config(instance: Any, prefix: str = "",
