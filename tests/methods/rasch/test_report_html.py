@@ -242,7 +242,10 @@ def test_show_and_params_give_back_the_commit_and_config(audit_run, capsys, tmp_
 def test_an_unknown_run_is_a_one_line_error(audit_run, caplog):
     assert runs_main(["--tracking-uri", audit_run["uri"], "show", "ffffffff"]) == 2
     assert "0 runs" in caplog.text and "ffffffff" in caplog.text
-    assert runs_main(["--tracking-uri", audit_run["uri"], "--experiment", "nope"]) == 1
+    caplog.clear()
+    # An experiment the store lacks is a user's error, named with those it has.
+    assert runs_main(["--tracking-uri", audit_run["uri"], "--experiment", "nope"]) == 2
+    assert "no experiment 'nope'" in caplog.text and "'audit'" in caplog.text
 
 
 def test_labels_feed_the_heatmap_table(audit_run):
