@@ -143,6 +143,12 @@ def require_columns(frame: pl.DataFrame, columns: list[str], path: Path, what: s
                          f"(its columns: {', '.join(frame.columns) or 'none'}): {fix}")
 
 
+def column_key(name: str) -> str:
+    """A column's name as a user's file may vary it (case, stray spaces): two names with one key
+    name one column."""
+    return name.strip().lower()
+
+
 def named_as(frame: pl.DataFrame, columns: list[str], path: Path, what: str) -> pl.DataFrame:
     """A user's file with its columns renamed to `columns` where they differ only in case or in
     stray spaces (a spreadsheet's 'Truth', 'judged '); two that would both take one name are
@@ -151,7 +157,7 @@ def named_as(frame: pl.DataFrame, columns: list[str], path: Path, what: str) -> 
     renames: dict[str, str] = {}
     for wanted in columns:
         matches = [column for column in frame.columns
-                   if column.strip().lower() == wanted.strip().lower()]
+                   if column_key(column) == column_key(wanted)]
         if len(matches) > 1:
             raise AuditError(f"{what} at {path} has the columns {', '.join(map(repr, matches))}, "
                              f"which differ only in case or spaces: keep one, named {wanted!r}")

@@ -24,8 +24,8 @@ from audit.errors import AuditError
 from audit.methods.rasch.analyse import FIT_FILES, write_fit
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
-from audit.cli.fit_correction import read_correction, whole_numbers
-from audit.tables import check_output, named_as, read_frame, require_columns
+from audit.cli.fit_correction import not_whole, read_correction, whole_numbers
+from audit.tables import check_output, column_key, named_as, read_frame, require_columns
 from audit.cli import printed_help, refused_arguments
 
 log = logging.getLogger("audit.fit")
@@ -141,7 +141,7 @@ def _check_roles(command: FitCommand) -> None:
         for other, other_column in roles[index + 1:]:
             if other == "source" and role != "outcome":
                 continue
-            if column.strip().lower() == other_column.strip().lower():
+            if column_key(column) == column_key(other_column):
                 raise FitInputError(f"the column {column!r} is both {role}= and {other}=: each "
                                     f"role needs its own column; pass {role}=COLUMN or "
                                     f"{other}=COLUMN naming another")
@@ -157,13 +157,6 @@ def _offending(values: pl.Series, bad: pl.Series, outcome: str, rule: str) -> Fi
     return FitInputError(f"column {outcome!r} must hold {rule}; found {shown}{more} (first at row "
                          f"{row}): make every answer 0 or 1, or pass outcome=COLUMN naming the "
                          "column that is")
-
-
-def _not_whole(values: pl.Series) -> pl.Series:
-    """Where a value is not a whole number: text, a fraction, NaN or infinity (whole_numbers
-    refuses the column for any of them)."""
-    numbers = values.cast(pl.Float64, strict=False)
-    return (numbers.is_null() | ~numbers.is_finite() | (numbers != numbers.floor())).fill_null(True)
 
 
 def read_long_table(path: Path, respondent: str, item: str, outcome: str,
@@ -216,10 +209,10 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str,
     outcomes = long.get_column("y")
     y = whole_numbers(outcomes)  # true/false become 1/0
     if y is None:
-        not_whole = _not_whole(outcomes)
-        if not not_whole.any():  # whole numbers as text ("1.0"): show the column's own values
-            not_whole = pl.Series([True] * outcomes.len())
-        raise _offending(outcomes, not_whole, outcome, "0 or 1 (or true/false)")
+        bad = not_whole(outcomes)
+        if not bad.any():  # whole, yet no Int64 (beyond its range): show the column's values
+            bad = pl.Series([True] * outcomes.len())
+        raise _offending(outcomes, bad, outcome, "0 or 1 (or true/false)")
     if not y.is_in([0, 1]).all():
         raise _offending(y, ~y.is_in([0, 1]), outcome, "only 0 or 1")
     return long.with_columns(y=y)

@@ -35,13 +35,19 @@ GOLD_COLUMNS = ("truth", "judged")
 CODING = "imported"  # the input's own 0/1, whatever it codes
 
 
+def not_whole(values: pl.Series) -> pl.Series:
+    """Where a value is not a whole number (an empty cell is not counted): a fraction, NaN or
+    infinity among floats; text that does not read as an integer ("yes", "0.5")."""
+    if values.dtype.is_float():
+        return (~values.is_finite() | (values != values.floor())).fill_null(False)
+    return values.cast(pl.Int64, strict=False).is_null() & values.is_not_null()
+
+
 def whole_numbers(values: pl.Series) -> pl.Series | None:
     """The values as Int64 (true/false as 1/0), or None when one is not a whole number: polars
     would truncate 0.6 to 0 in a plain cast, silently turning a probability into a label."""
-    if values.dtype.is_float():
-        finite = values.drop_nulls()
-        if not (finite.is_finite().all() and (finite == finite.floor()).all()):
-            return None
+    if not_whole(values).any():
+        return None
     try:
         return values.cast(pl.Int64, strict=True)
     except pl.exceptions.PolarsError:
