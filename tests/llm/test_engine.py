@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import sqlite3
 import subprocess
 import sys
 
@@ -245,19 +247,87 @@ def test_answering_time_is_the_stores_record_not_the_clock(items, personas, fake
     """design.max_answer_minutes counts answering_seconds. Bugs caught: an answer served from
     the store counted at its (near-zero) serving time, so a rerun would spend less and stop
     somewhere else; a model's concurrency ignored; a failed answer's missing latency turning
-    the total into NaN."""
+    the total into NaN; an answer counted at the concurrency of the run now rather than the one
+    it was asked at (a rerun with more slots spent a quarter of the time at 4)."""
     from audit.llm.preflight import answering_seconds
 
     prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
-    first, _ = _run(prompts, fake_models, tmp_path / "store.sqlite3")
+    four = {name: dataclasses.replace(config, max_concurrency=4)
+            for name, config in fake_models.items()}
+    first, _ = _run(prompts, four, tmp_path / "store.sqlite3")
     again, _ = _run(prompts, fake_models, tmp_path / "store.sqlite3")
     assert again["from_cache"].all() and not first["from_cache"].any()
-    limits = {name: 1 for name in fake_models}
-    assert answering_seconds(again, prompts, limits) == answering_seconds(first, prompts, limits)
-    assert answering_seconds(first, prompts, limits) == pytest.approx(first["latency_s"].sum())
-    names = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"], "model_name": ["a", "b", "b"]})
-    answers = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"], "latency_s": [3.0, 4.0, None]})
-    assert answering_seconds(answers, names, {"a": 1, "b": 2}) == 3.0 + 4.0 / 2
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        for limits in ({name: 4 for name in fake_models}, {name: 1 for name in fake_models}):
+            assert answering_seconds(again, prompts, limits, store) == pytest.approx(
+                first["latency_s"].sum() / 4)
+        names = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"], "model_name": ["a", "b", "b"]})
+        answers = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"], "latency_s": [3.0, 4.0, None],
+                                "request_key": ["not stored", "k2", "k3"]})
+        store.put_ok("k2", {"model": "b"}, {}, "APPROVE", 1, 4.0, concurrency=None)
+        # Unknown to the store, or stored before it kept concurrency: at the model's now.
+        assert answering_seconds(answers, names, {"a": 1, "b": 2}, store) == 3.0 + 4.0 / 2
+
+
+def test_the_estimate_reads_answers_asked_at_the_concurrency_it_times(tmp_path):
+    """The respond line's minutes. Bugs caught: answers asked one at a time timed a run at 4
+    slots as a quarter of their latency each (the embedded model answers no faster at 4 slots:
+    benchmarks/RESULTS.md), and answers asked at 4 slots timed a run at 1 at their whole
+    latency each, 4x too slow; answers asked at the run's own concurrency not preferred when
+    the store has them; the line not saying when its figure comes from another concurrency."""
+    from audit.llm.backends import ChatRequest, Message
+    from audit.llm.preflight import Planned, answering_forecast, answering_time_text
+
+    identity = {"backend": "fake", "model": "m"}
+    request = ChatRequest(messages=(Message("user", "?"),), temperature=0.0, top_p=1.0,
+                          max_tokens=8, repeat_penalty=1.0, seed=1)
+    planned = [Planned(f"p{i}", "m", identity, f"new{i}", request) for i in range(10)]
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        for i in range(5):
+            store.put_ok(f"one{i}", identity, {"i": i}, "APPROVE", 1, 1.0, concurrency=1)
+        assert answering_forecast(planned, store, {"m": 4}) == (10 * 1.0, True)
+        assert answering_forecast(planned, store, {"m": 1}) == (10 * 1.0, False)
+        for i in range(3):
+            store.put_ok(f"four{i}", identity, {"j": i}, "APPROVE", 1, 6.0, concurrency=4)
+        assert answering_forecast(planned, store, {"m": 4}) == (10 * 6.0 / 4, False)
+        assert answering_forecast(planned, store, {"m": 1}) == (10 * 1.0, False)
+        assert answering_forecast(planned, store, {"m": 2}) == (10 * 1.0, True)
+    said = answering_time_text(600.0, 10, timed_elsewhere=True)
+    assert said.startswith(", about 10.0 min at the rate of earlier answers asked at another "
+                           "max_concurrency")
+
+
+def test_a_store_from_before_concurrency_was_recorded_opens_and_keeps_its_answers(tmp_path):
+    """Bug caught: a response store written by an earlier release (no concurrency column) made
+    every read and write fail with "no such column", losing the use of its answers."""
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as old:
+        old.executescript(OLD_STORE_SCHEMA)
+        old.execute("INSERT INTO responses (request_key, status, identity_json, request_json, "
+                    "response_text, completion_tokens, latency_s, created_at) "
+                    "VALUES ('k', 'ok', '{}', '{}', 'APPROVE', 1, 2.5, 0)")
+    with ResponseStore(path) as store, ResponseStore(path) as second:
+        assert store.get("k").concurrency is None and store.get("k").latency_s == 2.5
+        second.put_ok("k2", {}, {}, "DENY", 1, 1.0, concurrency=3)
+        assert store.get("k2").concurrency == 3
+        assert [time.concurrency for time in store.answer_times({})] == [3, None]
+
+
+OLD_STORE_SCHEMA = """
+CREATE TABLE responses (
+    request_key TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'error')),
+    identity_json TEXT NOT NULL,
+    request_json TEXT NOT NULL,
+    response_text TEXT,
+    completion_tokens INTEGER,
+    latency_s REAL,
+    error_kind TEXT,
+    error_message TEXT,
+    created_at REAL NOT NULL
+);
+CREATE UNIQUE INDEX ok_by_key ON responses (request_key) WHERE status = 'ok';
+"""
 
 
 def test_too_many_failures_stop_with_the_kinds_and_how_to_resume():

@@ -125,8 +125,8 @@ def adaptive_costs(table: pl.DataFrame, cfg: AuditConfig, tokens_per_prompt: flo
 
 
 def seconds_per_prompt(cfg: AuditConfig, prompts: pl.DataFrame, store: ResponseStore) -> float:
-    """The design's answering time a prompt, as the preflight times a run (each model's median
-    latency in the store over its concurrency); NaN until the store holds its answers."""
+    """The design's answering time a prompt, as the preflight times a run (from each model's
+    answers in the store, preflight.answering_forecast); NaN until the store holds some."""
     planned, concurrency = planned_requests(cfg, prompts)
     return seconds_to_answer(planned, store, concurrency) / len(planned)
 

@@ -128,11 +128,12 @@ async def _attempt(backend: Backend, request: ChatRequest, engine: EngineConfig,
 async def _send_missing(backend: Backend, identity: dict[str, str], key: str,
                         request: ChatRequest, store: ResponseStore, engine: EngineConfig,
                         limiter: AsyncLimiter | None, slot: asyncio.Semaphore | None = None,
-                        watch: ServerWatch | None = None) -> Outcome:
+                        watch: ServerWatch | None = None, concurrency: int = 1) -> Outcome:
     """One request that is not in the store, holding `slot` while it is sent and retried; its
     reply or error is stored before returning, so a crash loses at most the requests in
     flight. With `watch`, a request to a server found gone is not sent, and a failure to reach
-    the server probes it (ServerStopped when it is gone)."""
+    the server probes it (ServerStopped when it is gone). `concurrency`: the slots its model
+    has (`slot`'s size), stored with the reply's latency."""
     async with slot or nullcontext():
         if watch is not None:
             watch.check()
@@ -155,7 +156,7 @@ async def _send_missing(backend: Backend, identity: dict[str, str], key: str,
         # all the replies ahead of it in the loop (2 ms a round at 8 slots).
         await asyncio.sleep(0)
     stored = store.put_ok(key, identity, request.as_payload(), completion.text,
-                          completion.completion_tokens, completion.latency_s)
+                          completion.completion_tokens, completion.latency_s, concurrency)
     if stored.response_text != completion.text:
         # Another process stored this request's answer first: every rerun replays that one, so
         # it is this run's answer too.
@@ -255,7 +256,8 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
         nonlocal errors
         outcome = await _send_missing(backends[item.model_name], item.identity, item.key,
                                       item.request, store, engine, limiters[item.model_name],
-                                      slots[item.model_name], watches[item.model_name])
+                                      slots[item.model_name], watches[item.model_name],
+                                      limits[item.model_name])
         outcomes[item.prompt_id] = outcome
         errors += outcome.error is not None
         if progress is not None:
@@ -328,7 +330,8 @@ def collect_responses(
     engine = engine or EngineConfig()
     planned = plan_requests(prompts, backends, models)
     workload = estimate(planned, store, concurrency_limits(backends, models))
-    timing = answering_time_text(workload["seconds"], workload["to_send"])
+    timing = answering_time_text(workload["seconds"], workload["to_send"],
+                                 workload["timed_at_other_concurrency"])
     log.info("respond: %d prompts, %d in the store, %d to send (about %d prompt tokens and at "
              "most %d completion tokens%s)", workload["prompts"], workload["stored"],
              workload["to_send"], workload["prompt_tokens"], workload["max_completion_tokens"],

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from statistics import median
 
 import polars as pl
 
@@ -39,49 +40,81 @@ class Planned:
 def estimate(planned: list[Planned], store: ResponseStore,
              concurrency: dict[str, int]) -> dict[str, float]:
     """What a run will cost before it starts: requests to send and tokens (at ~4 characters a
-    prompt token, and every completion at its max_tokens, so an upper bound), and the time at
-    the median latency of this model's earlier answers in the store (NaN when it has none)."""
+    prompt token, and every completion at its max_tokens, so an upper bound), and the time from
+    this model's earlier answers in the store (NaN when it has none; seconds_to_answer)."""
     missing = [item for item in planned if store.get(item.key) is None]
     prompt_chars = sum(len(m.content) for item in missing for m in item.request.messages)
+    seconds, timed_elsewhere = answering_forecast(missing, store, concurrency)
     return {"prompts": len(planned), "stored": len(planned) - len(missing),
             "to_send": len(missing), "prompt_tokens": prompt_chars // CHARS_PER_TOKEN,
             "max_completion_tokens": sum(item.request.max_tokens for item in missing),
-            "seconds": seconds_to_answer(missing, store, concurrency)}
+            "seconds": seconds, "timed_at_other_concurrency": timed_elsewhere}
 
 
 def seconds_to_answer(planned: list[Planned], store: ResponseStore,
                       concurrency: dict[str, int]) -> float:
-    """The time these requests would take at the median latency of each model's earlier answers
-    in the store, over its concurrency (NaN when a model has none)."""
-    seconds = 0.0
+    """The time these requests would take, from each model's earlier answers in the store (NaN
+    when a model has none): answering_forecast's seconds."""
+    return answering_forecast(planned, store, concurrency)[0]
+
+
+def answering_forecast(planned: list[Planned], store: ResponseStore,
+                       concurrency: dict[str, int]) -> tuple[float, bool]:
+    """The time these requests would take, and whether a model's figure comes from answers
+    asked at another concurrency than its own now.
+
+    A model's answers asked at its concurrency now give their median latency over that
+    concurrency. Without any, its other answers give the median of each one's latency over the
+    concurrency it was asked at, the share of a run's time it took: the right figure for a
+    model on local cores, whose rate does not grow with slots (the embedded model answered 1.08
+    prompts a second at 1 slot and 1.14 at 4, benchmarks/RESULTS.md; 126 prompts at 4 slots
+    took 127 s where this estimate from 1-slot answers said 132 s and their latency over 4 said
+    32 s, 2026-12-04); a server with idle slots answers faster than that at more slots. Answers stored before the store kept their concurrency
+    count as asked at the concurrency now."""
+    seconds, elsewhere = 0.0, False
     identities = {item.model_name: item.identity for item in planned}
     for name, identity in identities.items():
         count = sum(item.model_name == name for item in planned)
-        latencies = sorted(store.latencies(identity))
-        if not latencies:
-            return float("nan")
-        seconds += count * latencies[len(latencies) // 2] / concurrency[name]
-    return seconds
+        now = concurrency[name]
+        times = store.answer_times(identity)
+        if not times:
+            return float("nan"), False
+        same = [time.latency_s / now for time in times if time.concurrency in (None, now)]
+        shares = same or [time.latency_s / time.concurrency for time in times
+                          if time.concurrency is not None]
+        elsewhere = elsewhere or not same
+        seconds += count * float(median(shares))
+    return seconds, elsewhere
 
 
 def answering_seconds(responses: pl.DataFrame, model_names: pl.DataFrame,
-                      concurrency: dict[str, int]) -> float:
+                      concurrency: dict[str, int], store: ResponseStore) -> float:
     """The time the answers took as the store recorded them (an answer served from the store
-    keeps the latency of its first asking): each model's latencies summed and divided by its
-    concurrency, as the preflight estimates a run's time. ``model_names``: prompt_id ->
-    model_name."""
-    per_model = (responses.join(model_names.select("prompt_id", "model_name"), on="prompt_id")
-                 .group_by("model_name").agg(pl.col("latency_s").fill_null(0.0).sum()))
-    return float(sum(seconds / concurrency[name] for name, seconds in per_model.iter_rows()))
+    keeps the latency and concurrency of its first asking): each answer's latency over the
+    concurrency it was asked at, summed, as the preflight estimates a run's time. A speed
+    setting changed between a run and its rerun does not change what the rerun spends.
+    ``model_names``: prompt_id -> model_name; answers stored before the store kept their
+    concurrency count at the model's concurrency now."""
+    recorded = [None if key is None or (stored := store.get(key)) is None else stored.concurrency
+                for key in responses["request_key"]]
+    rows = (responses.select("prompt_id", "latency_s")
+            .with_columns(pl.Series("asked_at", recorded, dtype=pl.Int64))
+            .join(model_names.select("prompt_id", "model_name"), on="prompt_id"))
+    now = pl.col("model_name").replace_strict(concurrency, return_dtype=pl.Int64)
+    return float(rows.select((pl.col("latency_s").fill_null(0.0)
+                              / pl.coalesce("asked_at", now)).sum()).item())
 
 
-def answering_time_text(seconds: float, to_send: int) -> str:
+def answering_time_text(seconds: float, to_send: int, timed_elsewhere: bool = False) -> str:
     """The respond line's estimate of the time left ("" with nothing to go on or to send); a
     few seconds read "about 0.0 min", as if no time at all."""
     minutes = seconds / 60
     if minutes != minutes or not to_send:
         return ""
     said = "under 0.1 min" if minutes < 0.05 else f"about {minutes:.1f} min"
+    if timed_elsewhere:
+        return (f", {said} at the rate of earlier answers asked at another max_concurrency "
+                f"(a server with idle slots may be faster)")
     return f", {said} at the median latency of earlier answers"
 
 

@@ -26,15 +26,16 @@ CREATE TABLE IF NOT EXISTS responses (
     latency_s REAL,
     error_kind TEXT,
     error_message TEXT,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    concurrency INTEGER
 );
 CREATE UNIQUE INDEX IF NOT EXISTS ok_by_key ON responses (request_key) WHERE status = 'ok';
 """
 
 
 _INSERT_OK = ("INSERT OR IGNORE INTO responses (request_key, status, identity_json, request_json,"
-              " response_text, completion_tokens, latency_s, created_at)"
-              " VALUES (?, 'ok', ?, ?, ?, ?, ?, ?)")
+              " response_text, completion_tokens, latency_s, concurrency, created_at)"
+              " VALUES (?, 'ok', ?, ?, ?, ?, ?, ?, ?)")
 
 
 def _blank(text: str | None) -> bool:
@@ -49,6 +50,30 @@ class StoredResponse:
     response_text: str
     completion_tokens: int
     latency_s: float
+    # The requests its model had in flight at most when it was asked (max_concurrency); None
+    # for answers stored before the store recorded it.
+    concurrency: int | None = None
+
+
+@dataclass(frozen=True)
+class AnswerTime:
+    """How long one stored answer took, and at how many requests in flight at most."""
+
+    latency_s: float
+    concurrency: int | None
+
+
+def _add_concurrency_column(connection: sqlite3.Connection) -> None:
+    """Stores written before answers recorded their concurrency gain the column (left empty
+    for those answers); two processes opening one old store may both try."""
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(responses)")}
+    if "concurrency" in columns:
+        return
+    try:
+        connection.execute("ALTER TABLE responses ADD COLUMN concurrency INTEGER")
+    except sqlite3.OperationalError as error:
+        if "duplicate column" not in str(error):
+            raise
 
 
 class ResponseStore:
@@ -59,6 +84,7 @@ class ResponseStore:
         self._connection.execute("PRAGMA journal_mode=WAL")
         self._connection.execute("PRAGMA synchronous=NORMAL")
         self._connection.executescript(_SCHEMA)
+        _add_concurrency_column(self._connection)
         self._connection.commit()
         # The requests that failed (after their retries) through this store object, by key:
         # a loop that asks again for what was sent ahead moments before gets the failure
@@ -77,13 +103,14 @@ class ResponseStore:
 
     def get(self, request_key: str) -> StoredResponse | None:
         row = self._connection.execute(
-            "SELECT response_text, completion_tokens, latency_s FROM responses "
+            "SELECT response_text, completion_tokens, latency_s, concurrency FROM responses "
             "WHERE request_key = ? AND status = 'ok'",
             (request_key,),
         ).fetchone()
         if row is None or _blank(row[0]):
             return None
-        return StoredResponse(request_key, row[0], int(row[1] or 0), float(row[2] or 0.0))
+        return StoredResponse(request_key, row[0], int(row[1] or 0), float(row[2] or 0.0),
+                              None if row[3] is None else int(row[3]))
 
     def put_ok(
         self,
@@ -93,12 +120,16 @@ class ResponseStore:
         response_text: str,
         completion_tokens: int,
         latency_s: float,
+        concurrency: int | None = None,
     ) -> StoredResponse:
         """Store an answer unless one is stored for the key already (another process may have
         sent the same request at the same time), and return the stored one: the first
-        answer wins, so what a run reports is what its rerun replays."""
+        answer wins, so what a run reports is what its rerun replays. `concurrency`: the
+        requests its model could have in flight when it was asked, which its latency depends
+        on (time estimates and budgets read the two together)."""
         row = (request_key, json.dumps(identity, sort_keys=True),
-               json.dumps(request, sort_keys=True), response_text, completion_tokens, latency_s)
+               json.dumps(request, sort_keys=True), response_text, completion_tokens, latency_s,
+               concurrency)
         with self._connection:  # one write transaction: no other writer comes in between
             inserted = self._connection.execute(_INSERT_OK, (*row, time.time())).rowcount
             stored = None if inserted else self.get(request_key)
@@ -111,7 +142,8 @@ class ResponseStore:
                     "WHERE request_key = ? AND status = 'ok'", (request_key,))
                 self._connection.execute(_INSERT_OK, (*row, time.time()))
         self._failures.pop(request_key, None)
-        return stored or StoredResponse(request_key, response_text, completion_tokens, latency_s)
+        return stored or StoredResponse(request_key, response_text, completion_tokens, latency_s,
+                                        concurrency)
 
     def put_error(
         self,
@@ -147,10 +179,12 @@ class ResponseStore:
             "SELECT COUNT(*) FROM responses WHERE status = 'ok'"
         ).fetchone()[0])
 
-    def latencies(self, identity: dict[str, str], limit: int = 200) -> list[float]:
-        """Latencies of the latest answers from this model: what a time estimate can go on."""
+    def answer_times(self, identity: dict[str, str], limit: int = 200) -> list[AnswerTime]:
+        """Latencies of the latest answers from this model, each with its concurrency: what a
+        time estimate can go on."""
         rows = self._connection.execute(
-            "SELECT latency_s FROM responses WHERE status = 'ok' AND identity_json = ? "
-            "AND latency_s > 0 ORDER BY created_at DESC LIMIT ?",
+            "SELECT latency_s, concurrency FROM responses WHERE status = 'ok' "
+            "AND identity_json = ? AND latency_s > 0 ORDER BY created_at DESC LIMIT ?",
             (json.dumps(identity, sort_keys=True), limit)).fetchall()
-        return [float(latency) for (latency,) in rows]
+        return [AnswerTime(float(latency), None if concurrency is None else int(concurrency))
+                for latency, concurrency in rows]

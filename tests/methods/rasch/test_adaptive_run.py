@@ -121,9 +121,12 @@ def test_a_time_budget_is_spent_as_the_store_recorded_it(runs: Path, tmp_path: P
     fewer than a round, and that round is the last. Run 1 (futility on) chose other prompts
     after round 0 than this run (futility off) does, so a first timed run stores its 2, and
     every answer is then set to 2 s; the measured run is served from the store in next to no
-    time. Bugs caught: the budget counted on the clock (the run would go on to the whole
-    design), the recorded latencies not read back from the store, or the time-shortened last
-    look deciding at an interim look's alpha."""
+    time. The measured run has 4 slots where the answers were asked at 1: a speed setting
+    changed for a rerun must not change what it spends (counted at the slots now, the 2 s
+    answers cost 0.5 s, 10 s a round, and the run went on). Bugs caught: the budget counted on
+    the clock (the run would go on to the whole design), the recorded latencies or their
+    concurrency not read back from the store, or the time-shortened last look deciding at an
+    interim look's alpha."""
     first = pl.read_csv(runs / "run1" / "adaptive_rounds.csv")
     assert first["prompts"][0] == 20
     (tmp_path / "conf").mkdir()
@@ -131,10 +134,10 @@ def test_a_time_budget_is_spent_as_the_store_recorded_it(runs: Path, tmp_path: P
     shutil.copy(runs / "responses.sqlite3", tmp_path / "responses.sqlite3")
     # Futility off: judged against what the time buys, it would end this run at round 0.
     timed = ("design.max_answer_minutes=0.75", "design.futility=0")
-    for run_dir in ("stores", "timed"):
+    for run_dir, slots in (("stores", 1), ("timed", 4)):
         with sqlite3.connect(tmp_path / "responses.sqlite3") as store:
             store.execute("UPDATE responses SET latency_s = 2.0")
-        done = audit(tmp_path, run_dir, *timed)
+        done = audit(tmp_path, run_dir, *timed, f"model.fake_a.max_concurrency={slots}")
         assert done.returncode == 0, done.stderr[-3000:]
     rounds = pl.read_csv(tmp_path / "timed" / "adaptive_rounds.csv")
     assert rounds["prompts"].to_list() == [20, 22]

@@ -23,6 +23,7 @@ import polars as pl
 
 from audit.llm.engine import concurrency_limits
 from audit.llm.preflight import answering_seconds
+from audit.llm.store import ResponseStore
 from audit.llm.failures import check_failures
 from audit.logs import counted, said_once
 from audit.methods.configs import AuditConfig
@@ -104,7 +105,8 @@ def _respond_adaptively(cfg: AuditConfig, prompts: pl.DataFrame, responses_path:
     def spent(_asked: pl.DataFrame) -> float:
         # design.max_answer_minutes counts recorded latencies, so a rerun from the store spends
         # the same time and stops at the same look (the answers are those of the rows asked).
-        return answering_seconds(pl.concat(answered), prompts, concurrency)
+        with ResponseStore(cfg.paths.response_store) as store:
+            return answering_seconds(pl.concat(answered), prompts, concurrency, store)
 
     run = run_adaptive(prompts, answer, cfg.fit, rule, confusion=confusion, on_round=on_round,
                        answer_seconds=spent)

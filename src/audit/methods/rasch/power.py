@@ -369,8 +369,8 @@ def simulate_power(prompts: pl.DataFrame, plan: PlanConfig, fit: FitConfig,
              and seconds_per_prompt > 0)
     if time_budget:
         if timed:
-            logger.info("plan: design.max_answer_minutes spent at %.2f s a prompt (the median "
-                        "latency of this model's answers in the store)", seconds_per_prompt)
+            logger.info("plan: design.max_answer_minutes spent at %.2f s a prompt (as the "
+                        "preflight times this model's answers in the store)", seconds_per_prompt)
         else:
             logger.info("plan: design.max_answer_minutes is not simulated (the store holds no "
                         "answer of this model to time a prompt by); the plan spends the prompt "
