@@ -77,3 +77,19 @@ def test_a_damaged_or_empty_run_config_names_the_file_and_the_fix(
         judge_run(run, VerdictConfig())
     assert "\n" not in str(raised.value) and "None" not in str(raised.value)
     assert main([f"run_dir={run}"]) == 2
+
+
+@pytest.mark.parametrize(("content", "recorded"), [
+    ("paths: {}\n", "no method"), ("method: nope\n", "method 'nope'"),
+], ids=["no-method", "unknown-method"])
+def test_a_config_of_no_audit_method_says_what_it_records(tmp_path: Path, content: str,
+                                                          recorded: str) -> None:
+    """Bug caught: a config.yaml with settings but no `method` (another tool's) said "records
+    method None"."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(content)
+    with pytest.raises(VerdictError, match=rf"records {recorded}, not one of .*rasch.*: pass the "
+                                           r"output directory of an audit run"):
+        judge_run(run, VerdictConfig())
+    assert main([f"run_dir={run}"]) == 2

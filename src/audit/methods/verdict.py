@@ -108,7 +108,10 @@ def recorded_method(run_dir: Path) -> str:
     method = recorded.get("method")
     known = sorted(registered_methods())
     if method not in known:
-        raise VerdictError(f"the run's config at {path} records method {method!r}, not one of "
+        # A config.yaml with settings but no method is another tool's (every audit run's names
+        # its method): it said "records method None".
+        recorded_as = "no method" if method is None else f"method {method!r}"
+        raise VerdictError(f"the run's config at {path} records {recorded_as}, not one of "
                            f"{', '.join(known)}: pass the output directory of an audit run")
     return method
 
