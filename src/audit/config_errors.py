@@ -33,6 +33,7 @@ from audit.config_files import check_model_names
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
+from audit.yaml_files import SAVE_AS_UTF8, unreadable_yaml_file, yaml_load_problem
 from hydra_plugins.audit_configs import user_conf_dir
 
 HYDRA_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException,
@@ -195,6 +196,17 @@ def yaml_file_problem(error: yaml.YAMLError) -> str:
             f"{mark.column + 1}: {text}): fix the file")
 
 
+def unreadable_config_file(error: UnicodeDecodeError | RecursionError, conf_dir: Path) -> str:
+    """A config file Hydra could not load as one line: which file (Hydra's error does not say:
+    the user's ./conf and the shipped folder are searched for it), what is wrong and the fix."""
+    found = unreadable_yaml_file(filter(None, [user_conf_dir(), Path(conf_dir)]), error)
+    path, problem = found if found else (None, error)
+    fix = SAVE_AS_UTF8 if isinstance(problem, UnicodeDecodeError) else "fix the file"
+    if path is None:
+        return f"a config file cannot be read: {yaml_load_problem(problem)}; {fix}"
+    return f"{_shown_path(str(path))} cannot be read: {yaml_load_problem(problem)}; {fix}"
+
+
 def _null_generator_hint(cause: OmegaConfBaseException) -> str:
     """Unquoted, the null persona generator's name is YAML's null (no value): the natural way to
     type personas.generators=[baseline,explicit,null] fails on a None the user never wrote."""
@@ -235,6 +247,8 @@ def describe(error: BaseException, conf_dir: Path) -> str:
     """One line: what was wrong, and what would have been valid."""
     if isinstance(error, yaml.YAMLError):
         return yaml_file_problem(error)
+    if isinstance(error, (UnicodeDecodeError, RecursionError)):
+        return unreadable_config_file(error, conf_dir)
     if isinstance(error, MissingConfigException):
         missing = error.missing_cfg_file or ""
         group, _, option = missing.rpartition("/")
@@ -300,7 +314,10 @@ def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
         yield
     except HYDRA_ERRORS as error:
         exit_on_config_error(error, conf_dir)
-    except yaml.YAMLError as error:  # a config file that is not YAML, raised by Hydra unwrapped
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as error:
+        # A config file that is not YAML, not UTF-8 (PowerShell's `>` writes UTF-16) or holds an
+        # alias inside itself, raised by Hydra unwrapped: a traceback, thousands of lines long
+        # for the alias.
         if not _loaded_by_hydra(error.__traceback__):
             raise  # YAML read anywhere else: a bug keeps its traceback
         exit_on_config_error(error, conf_dir)
@@ -389,12 +406,3 @@ def _stderr_logger() -> logging.Logger:
         logger.addHandler(handler)
         logger.propagate = False
     return logger
-
-
-def yaml_problem(error: Exception) -> str:
-    """A YAML file's syntax error as a phrase, `(line 2): expected the node content, but found
-    '<stream end>'`: the parser's `problem` says what it expected, its first line
-    (`while parsing a flow node`) does not."""
-    problem = getattr(error, "problem", None) or _first_line(str(error)) or type(error).__name__
-    where = getattr(error, "problem_mark", None)
-    return f"{f'(line {where.line + 1})' if where is not None else ''}: {problem}".lstrip()

@@ -143,3 +143,20 @@ def test_a_store_that_is_down_stops_the_comparison_before_its_fit(runs, tmp_path
     assert errors == [f"MLflow store {dead} unreachable (connection refused): start the server, "
                       "fix tracking.tracking_uri, or pass tracking=false"]
     assert not (out / "changes.csv").exists()
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    ("fit: {}\n".encode("utf-16"), "it is UTF-16 text"),
+    (b"fit: &x [*x]\n", "an alias in it contains itself"),
+], ids=["utf16", "recursive"])
+def test_a_run_config_that_is_not_utf8_or_recurses_is_one_line(tmp_path: Path, content: bytes,
+                                                               problem: str):
+    """Bug caught: a side's config.yaml saved as UTF-16 was a UnicodeDecodeError traceback, and
+    one with an alias inside itself a RecursionError thousands of lines long."""
+    from audit.cli.compare_sources import recorded_config
+    from audit.errors import AuditError
+
+    config = tmp_path / "config.yaml"
+    config.write_bytes(content)
+    with pytest.raises(AuditError, match=f"{config} is not a run's config.yaml: {problem}"):
+        recorded_config(config)

@@ -303,6 +303,36 @@ def test_a_users_config_file_that_is_not_yaml_is_one_line_naming_the_file(
     assert lines[0] == f"config error: {expected}"
 
 
+MINE = "mine:\n  backend: ollama\n  model: llama3  # café\n"
+
+
+@pytest.mark.parametrize(("content", "module", "expected"), [
+    (MINE.encode("utf-16"), "audit",
+     "conf/model/mine.yaml cannot be read: it is UTF-16 text, as PowerShell's `>` writes; save "
+     "it as UTF-8 (PowerShell: `| Out-File -Encoding utf8`)"),
+    (MINE.encode("latin-1"), "audit.ingest",
+     "conf/model/mine.yaml cannot be read: it is not UTF-8 text (byte 0xe9: Latin-1 or another "
+     "legacy encoding); save it as UTF-8 (PowerShell: `| Out-File -Encoding utf8`)"),
+    (b"mine: &x [*x]\n", "audit",
+     "conf/model/mine.yaml cannot be read: an alias in it contains itself (like `a: &x [*x]`), "
+     "or it nests too deep; fix the file"),
+], ids=["utf16", "latin1", "recursive"])
+def test_a_users_config_file_that_is_not_utf8_or_recurses_is_one_line_naming_the_file(
+        tmp_path: Path, content: bytes, module: str, expected: str):
+    """Bugs caught: a model file written by PowerShell's `>` (UTF-16) or saved in Latin-1 was
+    Hydra's traceback ending in UnicodeDecodeError, exit 1, naming no file; one whose alias
+    contains itself was a RecursionError 2,800 lines long. The file is found among the user's
+    ./conf (Hydra's error does not name it)."""
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    (tmp_path / "conf" / "model" / "mine.yaml").write_bytes(content)
+    done = _audit("model=mine", "judge=rules_only",
+                  "input=answers.csv" if module == "audit.ingest" else "tracking=none",
+                  module=module, cwd=tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
+    assert lines[0] == f"config error: {expected}"
+
+
 def test_a_yaml_error_raised_outside_hydras_config_loading_keeps_its_traceback(monkeypatch):
     """A YAML error that Hydra did not raise while reading a config file may be a bug: it is
     not turned into a config error's line."""
@@ -311,6 +341,8 @@ def test_a_yaml_error_raised_outside_hydras_config_loading_keeps_its_traceback(m
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     with pytest.raises(yaml.YAMLError), one_line_config_errors(Path(CONF_DIR)):
         yaml.safe_load("a: {b: 1\n")
+    with pytest.raises(UnicodeDecodeError), one_line_config_errors(Path(CONF_DIR)):
+        b"\xff".decode("utf-8")
 
 
 def test_a_typo_in_a_model_file_names_the_file_the_valid_keys_and_the_likely_key(tmp_path):

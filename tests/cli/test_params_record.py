@@ -99,16 +99,25 @@ def test_an_adaptive_respond_stage_tracks_the_judge_fit_and_design_params(tmp_pa
     ("method: rasch\nbogus: 1\n", r": unknown key 'bogus'; valid top-level keys: model, "),
     ("method: rasch\nfit:\n  drawz: 3\n", r"unknown key 'fit.drawz'.*\(did you mean 'draws'\?\)"),
     ("method: rasch\nfit:\n  draws: many\n", r"invalid value for 'fit.draws'"),
-    ("method: [\n", r"is not readable YAML \(line 2\): expected the node content"),
-])
-def test_a_stale_or_broken_params_file_is_one_line(tmp_path: Path, caplog, text: str,
+    ("method: [\n", r"is not readable: it is not valid YAML \(line 2\): expected the node "),
+    ("method: rasch\n".encode("utf-16"), r"is not readable: it is UTF-16 text, as PowerShell's "
+                                          r"`>` writes; save it as UTF-8 \(PowerShell: "),
+    ("method: rasch  # café\n".encode("latin-1"), r"is not readable: it is not UTF-8 text "
+                                                  r"\(byte 0xe9"),
+    ("method: rasch\nfit: &x [*x]\n", r"is not readable: an alias in it contains itself"),
+], ids=["stale-key", "key-typo", "bad-value", "bad-yaml", "utf16", "latin1", "recursive"])
+def test_a_stale_or_broken_params_file_is_one_line(tmp_path: Path, caplog, text: str | bytes,
                                                    message: str):
     """Bug caught: a params.yaml with a key the config no longer has (or a YAML syntax error)
     escaped load_params as a ConfigKeyError (ParserError) traceback with exit 1, though the
     commands page promises one line; now one line naming the file, the key and the fix, exit 2,
-    before any stage runs."""
+    before any stage runs. So did one saved as UTF-16 (PowerShell's `>`) or Latin-1
+    (UnicodeDecodeError) and one with an alias inside itself (RecursionError, 2,800 lines)."""
     params = tmp_path / "params.yaml"
-    params.write_text(text)
+    if isinstance(text, bytes):
+        params.write_bytes(text)
+    else:
+        params.write_text(text)
     with pytest.raises(AuditError, match=message) as raised:
         load_params(params)
     assert str(params) in str(raised.value) and "python -m audit.params" in str(raised.value)

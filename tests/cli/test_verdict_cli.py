@@ -63,7 +63,7 @@ def test_rules_file_with_command_line_overrides(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("alpha: [1,\n", r"is not readable YAML \(line 2\): expected the node content"),
+    ("alpha: [1,\n", r"is not readable: it is not valid YAML \(line 2\): expected the node content"),
     ("- 1\n- 2\n", "holds a list, not a mapping of rules"),
     ("alpha: often\n", r"\(rule alpha\): Value 'often'"),
     ("unknown_rule: 3\n", "Key 'unknown_rule' not in"),
@@ -190,7 +190,8 @@ def test_the_method_comes_from_the_recorded_config_not_the_files(tmp_path: Path)
 
 @pytest.mark.parametrize(("config", "message"), [
     ("method: bayes\n", "records method 'bayes', not one of counterfactual, dif, iat, rasch"),
-    ("paths: {}\n", "records method None"),
+    # Another tool's config: it said "records method None".
+    ("paths: {}\n", "records no method, not one of counterfactual, dif, iat, rasch"),
     ("method: [unclosed\n", "cannot read the run's config"),
 ])
 def test_a_bad_recorded_config_is_bad_input(tmp_path: Path, config: str, message: str) -> None:

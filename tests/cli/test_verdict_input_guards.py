@@ -20,7 +20,7 @@ from audit.methods.verdict import judge_run
                                        r"`>` writes; save it as UTF-8"),
     ("alpha: 0.01  # café\n".encode("latin-1"), r"is not readable: it is not UTF-8 text \(byte "
                                                 r"0xe9.*\); save it as UTF-8"),
-    (b"a: &x [*x]\n", r"is not readable YAML: an alias in it contains itself"),
+    (b"a: &x [*x]\n", r"is not readable: an alias in it contains itself"),
 ], ids=["utf16-bom", "latin1", "recursive-alias"])
 def test_a_rules_file_that_is_not_utf8_or_recurses_is_one_line_exit_2(
         tmp_path: Path, content: bytes, message: str) -> None:
@@ -78,18 +78,3 @@ def test_a_damaged_or_empty_run_config_names_the_file_and_the_fix(
     assert "\n" not in str(raised.value) and "None" not in str(raised.value)
     assert main([f"run_dir={run}"]) == 2
 
-
-@pytest.mark.parametrize(("content", "recorded"), [
-    ("paths: {}\n", "no method"), ("method: nope\n", "method 'nope'"),
-], ids=["no-method", "unknown-method"])
-def test_a_config_of_no_audit_method_says_what_it_records(tmp_path: Path, content: str,
-                                                          recorded: str) -> None:
-    """Bug caught: a config.yaml with settings but no `method` (another tool's) said "records
-    method None"."""
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "config.yaml").write_text(content)
-    with pytest.raises(VerdictError, match=rf"records {recorded}, not one of .*rasch.*: pass the "
-                                           r"output directory of an audit run"):
-        judge_run(run, VerdictConfig())
-    assert main([f"run_dir={run}"]) == 2

@@ -9,7 +9,6 @@ from pathlib import Path
 import polars as pl
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
-from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
 from audit.cli.runs import CONFIG_ARTIFACT, run_source
 from audit.config import TrackingConfig
@@ -22,6 +21,7 @@ from audit.methods.verdict import recorded_config_file
 from audit.schemas import PromptSchema
 from audit.tables import read_table
 from audit.tracking import mlflow as tracking
+from audit.yaml_files import YAML_LOAD_ERRORS, yaml_load_problem
 
 STORE_OPTION = "tracking_uri=URI"  # how compare takes the store, for audit.runs' hints
 DATA_FILES = {"prompts": ("data/prompts.parquet", "prompts.parquet"),
@@ -63,7 +63,10 @@ def recorded_config(path: Path) -> RecordedConfig:
                     for name, kind in (("fit", FitConfig), ("tracking", TrackingConfig))}
         judge = loaded.get("judge", {}) or {}
         name = judge.get("name") if hasattr(judge, "get") else None
-    except (OmegaConfBaseException, YAMLError) as error:
+    except YAML_LOAD_ERRORS as error:  # not UTF-8, or recursive: was a traceback
+        raise AuditError(f"{path} is not a run's config.yaml: {yaml_load_problem(error)}") \
+            from None
+    except OmegaConfBaseException as error:
         raise AuditError(f"{path} is not a run's config.yaml ({str(error).splitlines()[0]})") \
             from None
     return RecordedConfig(**sections, judge=None if name is None else str(name))

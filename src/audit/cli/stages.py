@@ -21,12 +21,11 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
-from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
 from audit.cli import OneLineParser
 from audit.cli.params import check_kept_overrides, composed_by_dvc, overrides_file, settings_beyond
 from audit.config import CONF_DIR
-from audit.config_errors import describe, yaml_problem
+from audit.config_errors import describe
 from audit.config_ranges import ConfigValueError
 from audit.methods.configs import AuditConfig, to_audit_config
 from audit.errors import AuditError
@@ -38,6 +37,7 @@ from audit.methods.run import STAGE_NAMES, find_stage, run_one_stage
 from audit.methods.summary import state_summary
 from audit.tables import check_output
 from audit.tracking.mlflow import TrackingError
+from audit.yaml_files import SAVE_AS_UTF8, YAML_LOAD_ERRORS, yaml_load_problem
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +51,10 @@ def load_params(path: Path) -> AuditConfig:
     fix = "write it again with `python -m audit.params [OVERRIDES]` (or fix it by hand)"
     try:
         return to_audit_config(OmegaConf.load(path))
-    except (OSError, YAMLError) as error:
-        raise AuditError(f"params file {path} is not readable YAML {yaml_problem(error)}; "
-                         f"{fix}") from None
+    except YAML_LOAD_ERRORS as error:  # not UTF-8, or recursive: was a traceback
+        utf8 = f"{SAVE_AS_UTF8}, or " if isinstance(error, UnicodeDecodeError) else ""
+        raise AuditError(f"params file {path} is not readable: {yaml_load_problem(error)}; "
+                         f"{utf8}{fix}") from None
     except OmegaConfBaseException as error:
         raise AuditError(f"params file {path}: {describe(error, Path(CONF_DIR))}; "
                          f"{fix}") from None

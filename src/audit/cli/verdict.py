@@ -24,11 +24,9 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 from rich.table import Table
-from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
 from audit.cli import printed_help, refused_arguments
 from audit.config import SharedVerdictRules
-from audit.config_errors import yaml_problem
 from audit.config_ranges import check_config
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
@@ -36,9 +34,10 @@ from audit.methods.checks import Check, VerdictError
 from audit.methods import method_module, registered_methods
 from audit.methods.configs import VerdictConfig
 from audit.methods.layout import VERDICT_JUNIT_FILE, found_run_file
-from audit.methods.verdict import (judge_run, recorded_method, recorded_setting, verdict_outcome,
-                                   verdict_text, yaml_load_problem)
+from audit.methods.verdict import (judge_run, recorded_method, recorded_setting,
+                                   verdict_outcome, verdict_text)
 from audit.tables import check_output, write_atomically
+from audit.yaml_files import SAVE_AS_UTF8, YAML_LOAD_ERRORS, yaml_load_problem
 
 log = logging.getLogger("audit.verdict")
 
@@ -96,16 +95,10 @@ def read_rules_file(path: Path) -> DictConfig:
     fix = f"write it as `rule: value` lines, rules among {', '.join(RULE_KEYS)}"
     try:
         loaded = OmegaConf.load(path)
-    except (OSError, YAMLError) as error:
-        raise VerdictError(f"rules_file {path} is not readable YAML {yaml_problem(error)}; "
-                           f"{fix}") from None
-    except UnicodeDecodeError as error:  # was a traceback, exit 1: a FAILED gate to CI
+    except YAML_LOAD_ERRORS as error:  # a UnicodeDecodeError was a traceback: a FAILED gate
+        utf8 = f"{SAVE_AS_UTF8} and " if isinstance(error, UnicodeDecodeError) else ""
         raise VerdictError(f"rules_file {path} is not readable: {yaml_load_problem(error)}; "
-                           f"save it as UTF-8 (PowerShell: `| Out-File -Encoding utf8`) and "
-                           f"{fix}") from None
-    except RecursionError as error:  # `a: &x [*x]`: the loader follows the alias for ever
-        raise VerdictError(f"rules_file {path} is not readable YAML: "
-                           f"{yaml_load_problem(error)}; {fix}") from None
+                           f"{utf8}{fix}") from None
     if not isinstance(loaded, DictConfig):
         raise VerdictError(f"rules_file {path} holds a list, not a mapping of rules; {fix}")
     try:

@@ -13,43 +13,17 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
-from yaml import YAMLError  # PyYAML: what omegaconf parses YAML with
 
-from audit.config_errors import yaml_problem
 from audit.methods import method_module, registered_methods
 from audit.methods.checks import Check, VerdictError
 from audit.methods.configs import VerdictConfig
 from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, found_run_file
+from audit.yaml_files import YAML_LOAD_ERRORS, yaml_load_problem
 
 HYDRA_DIR = ".hydra"  # what Hydra writes into a run's folder as the run starts
 HYDRA_CONFIG = f"{HYDRA_DIR}/config.yaml"
 
 log = logging.getLogger("audit.verdict")
-
-# What loading a YAML file a user hands the verdict can raise, besides OmegaConf's own errors:
-# a file that cannot be opened, a syntax error, bytes that are not UTF-8 (UTF-16, as PowerShell's
-# `>` writes; a Latin-1 byte) and an alias inside itself (`a: &x [*x]`), which the loader follows
-# until RecursionError. Caught around the load alone, so a bug elsewhere keeps its traceback.
-YAML_LOAD_ERRORS = (OSError, YAMLError, UnicodeDecodeError, RecursionError)
-
-
-def yaml_load_problem(error: Exception) -> str:
-    """What is wrong with a YAML file whose load raised one of YAML_LOAD_ERRORS, as a phrase
-    (`it is UTF-16 text, as PowerShell's `>` writes`): never the exception's own text, which for
-    a RecursionError in OmegaConf runs to thousands of `full_key: a[0][0]...` lines."""
-    if isinstance(error, UnicodeDecodeError):
-        if bytes(error.object[:2]) in (b"\xff\xfe", b"\xfe\xff"):
-            return "it is UTF-16 text, as PowerShell's `>` writes"
-        return (f"it is not UTF-8 text (byte {error.object[error.start]:#04x}: Latin-1 or "
-                "another legacy encoding)")
-    if isinstance(error, OSError):
-        # No errno: OmegaConf's own IOError for a file holding one number or date, not settings.
-        return (f"it cannot be read ({error.strerror})" if error.strerror else
-                f"it holds no mapping of settings ({error})")
-    if isinstance(error, RecursionError):
-        return "an alias in it contains itself (like `a: &x [*x]`), or it nests too deep"
-    return f"it is not valid YAML {yaml_problem(error)}"
-
 
 def recorded_config_file(run_dir: Path) -> Path | None:
     """The config.yaml a finished run recorded (its report stage writes it: flat, or in report/);
@@ -66,7 +40,7 @@ def recorded_setting(run_dir: Path, key: str) -> object | None:
     try:
         recorded = OmegaConf.load(path)
         return OmegaConf.select(recorded, key, default=None)
-    except (OSError, YAMLError, OmegaConfBaseException):
+    except (*YAML_LOAD_ERRORS, OmegaConfBaseException):
         return None
 
 
