@@ -33,7 +33,7 @@ from audit.config_files import check_model_names
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
-from audit.yaml_files import SAVE_AS_UTF8, unreadable_yaml_file, yaml_load_problem
+from audit.yaml_files import unreadable_config_file, unreadable_config_line, yaml_file_problem
 from hydra_plugins.audit_configs import user_conf_dir
 
 HYDRA_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException,
@@ -42,6 +42,11 @@ OVERRIDE_GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 # What Hydra's composition error says about a value that does not fit the schema.
 _FULL_KEY = re.compile(r"full_key: (?P<key>[\w.]+)")
 _SOURCE = re.compile(r"In '(?P<source>[^']+)'")
+
+
+def config_folders(conf_dir: Path) -> list[Path]:
+    """Where Hydra reads config files from: the user's ./conf, then the shipped folder."""
+    return [*filter(None, [user_conf_dir()]), Path(conf_dir)]
 
 
 def config_groups(conf_dir: Path) -> list[str]:
@@ -166,47 +171,6 @@ def _conflicting_hydra_modes(error: ValueError) -> bool:
     return False
 
 
-def _shown_path(name: str) -> str:
-    """A config file's path as the user knows it: from the folder they ran in when it lies there
-    (`conf/model/broken.yaml`), else as YAML named it."""
-    try:
-        return str(Path(name).resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
-        return name
-
-
-def yaml_file_problem(error: yaml.YAMLError) -> str:
-    """A config file that is not YAML (an unclosed `{`, a tab in the indentation) as one line
-    naming the file, where and what, e.g. `conf/model/broken.yaml is not valid YAML (line 5,
-    column 13: while parsing a flow mapping, expected ',' or '}', but got '<stream end>' at line
-    6, column 1): fix the file`. The parser's context mark is where the construct it could not
-    finish began (the `{`), its problem mark where it gave up (often the file's end)."""
-    context, problem = getattr(error, "context", None), getattr(error, "problem", None)
-    start, end = getattr(error, "context_mark", None), getattr(error, "problem_mark", None)
-    mark = start or end
-    if mark is None or not problem:
-        return f"a config file is not valid YAML: {_first_line(str(error))}; fix the file"
-    text = f"{context}, {problem}" if context and start is not None else problem
-    if start is not None and end is not None and (end.line, end.column) != (start.line,
-                                                                            start.column):
-        text += f" at line {end.line + 1}, column {end.column + 1}"
-    if "'\\t'" in problem:
-        text += "; YAML indents with spaces, not tabs"
-    return (f"{_shown_path(mark.name)} is not valid YAML (line {mark.line + 1}, column "
-            f"{mark.column + 1}: {text}): fix the file")
-
-
-def unreadable_config_file(error: UnicodeDecodeError | RecursionError, conf_dir: Path) -> str:
-    """A config file Hydra could not load as one line: which file (Hydra's error does not say:
-    the user's ./conf and the shipped folder are searched for it), what is wrong and the fix."""
-    found = unreadable_yaml_file(filter(None, [user_conf_dir(), Path(conf_dir)]), error)
-    path, problem = found if found else (None, error)
-    fix = SAVE_AS_UTF8 if isinstance(problem, UnicodeDecodeError) else "fix the file"
-    if path is None:
-        return f"a config file cannot be read: {yaml_load_problem(problem)}; {fix}"
-    return f"{_shown_path(str(path))} cannot be read: {yaml_load_problem(problem)}; {fix}"
-
-
 def _null_generator_hint(cause: OmegaConfBaseException) -> str:
     """Unquoted, the null persona generator's name is YAML's null (no value): the natural way to
     type personas.generators=[baseline,explicit,null] fails on a None the user never wrote."""
@@ -234,8 +198,8 @@ def _unknown_entry(parent: list[str], name: str, cause: OmegaConfBaseException, 
     line = (f"unknown key '{dotted}.{name}'{where}: this run's {dotted} has "
             f"{', '.join(present) or 'no entries'}")
     if parent == ["model"]:
-        folders = [Path(conf_dir), *filter(None, [user_conf_dir()])]
-        if any((folder / "model" / f"{name}.yaml").is_file() for folder in folders):
+        if any((folder / "model" / f"{name}.yaml").is_file()
+               for folder in config_folders(conf_dir)):
             return (f"{line}; to audit {name}, choose it first: model={name} (or "
                     f"model=[{','.join([*present, name])}] beside them), then set its keys")
         return (f"{line}; no conf/model/{name}.yaml to choose it from (write one: "
@@ -248,7 +212,7 @@ def describe(error: BaseException, conf_dir: Path) -> str:
     if isinstance(error, yaml.YAMLError):
         return yaml_file_problem(error)
     if isinstance(error, (UnicodeDecodeError, RecursionError)):
-        return unreadable_config_file(error, conf_dir)
+        return unreadable_config_line(error, config_folders(conf_dir))
     if isinstance(error, MissingConfigException):
         missing = error.missing_cfg_file or ""
         group, _, option = missing.rpartition("/")
@@ -320,6 +284,9 @@ def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
         # for the alias.
         if not _loaded_by_hydra(error.__traceback__):
             raise  # YAML read anywhere else: a bug keeps its traceback
+        if (isinstance(error, RecursionError)
+                and unreadable_config_file(error, config_folders(conf_dir)) is None):
+            raise  # no config file recurses: a bug (in a structured config, say) keeps it too
         exit_on_config_error(error, conf_dir)
     except ValueError as error:
         if not _conflicting_hydra_modes(error):

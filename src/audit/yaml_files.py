@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from types import TracebackType
 
 from omegaconf import OmegaConf
 from yaml import YAMLError  # PyYAML: what omegaconf and Hydra parse YAML with
@@ -29,8 +30,7 @@ def yaml_problem(error: Exception) -> str:
     """A YAML file's syntax error as a phrase, `(line 2): expected the node content, but found
     '<stream end>'`: the parser's `problem` says what it expected, its first line
     (`while parsing a flow node`) does not."""
-    first_line = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
-    problem = getattr(error, "problem", None) or first_line or type(error).__name__
+    problem = getattr(error, "problem", None) or _first_line(error) or type(error).__name__
     where = getattr(error, "problem_mark", None)
     return f"{f'(line {where.line + 1})' if where is not None else ''}: {problem}".lstrip()
 
@@ -57,7 +57,8 @@ def unreadable_yaml_file(folders: Iterable[Path], error: UnicodeDecodeError | Re
                          ) -> tuple[Path, Exception] | None:
     """Which YAML file under `folders` a loader that raised `error` without naming its file
     (Hydra composing its config search path) failed on, with that file's own error: the first
-    that is not UTF-8, or whose load recurses. None when none is."""
+    that is not UTF-8 for a UnicodeDecodeError, whose load recurses for a RecursionError. None
+    when none is."""
     for folder in folders:
         for path in sorted(Path(folder).rglob("*.yaml")):
             try:
@@ -65,8 +66,80 @@ def unreadable_yaml_file(folders: Iterable[Path], error: UnicodeDecodeError | Re
                     path.read_bytes().decode("utf-8")
                 else:
                     OmegaConf.load(path)
-            except (UnicodeDecodeError, RecursionError) as found:
+            except type(error) as found:
                 return path, found
             except Exception:  # noqa: BLE001 - another problem of another file: not this one
                 continue
     return None
+
+
+def _first_line(error: BaseException) -> str:
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+
+
+# --- config files Hydra composes ----------------------------------------------------------------
+
+def _shown_path(name: str) -> str:
+    """A config file's path as the user knows it: from the folder they ran in when it lies there
+    (`conf/model/broken.yaml`), else as YAML named it."""
+    try:
+        return str(Path(name).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return name
+
+
+def yaml_file_problem(error: YAMLError) -> str:
+    """A config file that is not YAML (an unclosed `{`, a tab in the indentation) as one line
+    naming the file, where and what, e.g. `conf/model/broken.yaml is not valid YAML (line 5,
+    column 13: while parsing a flow mapping, expected ',' or '}', but got '<stream end>' at line
+    6, column 1): fix the file`. The parser's context mark is where the construct it could not
+    finish began (the `{`), its problem mark where it gave up (often the file's end)."""
+    context, problem = getattr(error, "context", None), getattr(error, "problem", None)
+    start, end = getattr(error, "context_mark", None), getattr(error, "problem_mark", None)
+    mark = start or end
+    if mark is None or not problem:
+        return f"a config file is not valid YAML: {_first_line(error)}; fix the file"
+    text = f"{context}, {problem}" if context and start is not None else problem
+    if start is not None and end is not None and (end.line, end.column) != (start.line,
+                                                                            start.column):
+        text += f" at line {end.line + 1}, column {end.column + 1}"
+    if "'\\t'" in problem:
+        text += "; YAML indents with spaces, not tabs"
+    return (f"{_shown_path(mark.name)} is not valid YAML (line {mark.line + 1}, column "
+            f"{mark.column + 1}: {text}): fix the file")
+
+
+def _file_hydra_was_reading(traceback: TracebackType | None) -> Path | None:
+    """The config file Hydra was reading when the error of `traceback` was raised: the local
+    `full_path` of its file config source's load_config (Hydra 1.3's private
+    hydra/_internal/core_plugins/file_config_source.py, which opens the file there). A Hydra
+    that renames either leaves None, and the file is searched for instead; this retires when
+    Hydra's load errors name their file."""
+    while traceback is not None:
+        frame = traceback.tb_frame
+        if frame.f_globals.get("__name__") == "hydra._internal.core_plugins.file_config_source":
+            path = frame.f_locals.get("full_path")
+            if isinstance(path, str):
+                return Path(path)
+        traceback = traceback.tb_next
+    return None
+
+
+def unreadable_config_file(error: UnicodeDecodeError | RecursionError, folders: Iterable[Path]
+                           ) -> tuple[Path, BaseException] | None:
+    """The config file Hydra could not load with `error`, and that file's own error: the one it
+    was reading, else the first under `folders` (the user's ./conf, the shipped folder) that
+    fails the same way (Hydra's error names no file). None when neither finds it."""
+    path = _file_hydra_was_reading(error.__traceback__)
+    if path is not None:
+        return path, error
+    return unreadable_yaml_file(folders, error)
+
+
+def unreadable_config_line(error: UnicodeDecodeError | RecursionError, folders: Iterable[Path]
+                           ) -> str:
+    """A config file Hydra could not load as one line: which file, what is wrong, the fix."""
+    path, problem = unreadable_config_file(error, folders) or (None, error)
+    fix = SAVE_AS_UTF8 if isinstance(problem, UnicodeDecodeError) else "fix the file"
+    shown = "a config file" if path is None else _shown_path(str(path))
+    return f"{shown} cannot be read: {yaml_load_problem(problem)}; {fix}"

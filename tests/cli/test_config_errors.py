@@ -322,15 +322,30 @@ def test_a_users_config_file_that_is_not_utf8_or_recurses_is_one_line_naming_the
     """Bugs caught: a model file written by PowerShell's `>` (UTF-16) or saved in Latin-1 was
     Hydra's traceback ending in UnicodeDecodeError, exit 1, naming no file; one whose alias
     contains itself was a RecursionError 2,800 lines long. The file is found among the user's
-    ./conf (Hydra's error does not name it)."""
+    ./conf (Hydra's error does not name it). A file no run chose, earlier in the folder and
+    not UTF-8 either, is not the one named (a search of the folder named it)."""
     (tmp_path / "conf" / "model").mkdir(parents=True)
     (tmp_path / "conf" / "model" / "mine.yaml").write_bytes(content)
+    (tmp_path / "conf" / "model" / "aaa_notes.yaml").write_bytes(b"notes: caf\xe9\n")
     done = _audit("model=mine", "judge=rules_only",
                   "input=answers.csv" if module == "audit.ingest" else "tracking=none",
                   module=module, cwd=tmp_path)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
     assert lines[0] == f"config error: {expected}"
+
+
+def test_a_config_file_on_another_search_path_that_is_not_utf8_is_named(tmp_path: Path):
+    """Bug caught: a file on a folder added with hydra.searchpath (not ./conf) read "a config
+    file cannot be read", naming none."""
+    (tmp_path / "shared" / "model").mkdir(parents=True)
+    (tmp_path / "shared" / "model" / "mine.yaml").write_bytes(MINE.encode("utf-16"))
+    done = _audit("model=mine", "judge=rules_only", "tracking=none",
+                  f"hydra.searchpath=[file://{tmp_path / 'shared'}]", cwd=tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
+    assert lines[0].startswith("config error: shared/model/mine.yaml cannot be read: it is "
+                               "UTF-16 text"), lines[0]
 
 
 def test_a_yaml_error_raised_outside_hydras_config_loading_keeps_its_traceback(monkeypatch):

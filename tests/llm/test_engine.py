@@ -292,6 +292,15 @@ def test_the_estimate_reads_answers_asked_at_the_concurrency_it_times(tmp_path):
         assert answering_forecast(planned, store, {"m": 4}) == (10 * 6.0 / 4, False)
         assert answering_forecast(planned, store, {"m": 1}) == (10 * 1.0, False)
         assert answering_forecast(planned, store, {"m": 2}) == (10 * 1.0, True)
+    with ResponseStore(tmp_path / "upgraded.sqlite3") as store:
+        # An upgraded store: old answers with no concurrency, then answers asked at 1 slot. The
+        # old ones count only when no answer has a concurrency (they timed 4 slots as 2.5 s).
+        for i in range(5):
+            store.put_ok(f"old{i}", identity, {"i": i}, "APPROVE", 1, 1.0, concurrency=None)
+        assert answering_forecast(planned, store, {"m": 4}) == (10 * 1.0 / 4, False)
+        for i in range(5):
+            store.put_ok(f"one{i}", identity, {"j": i}, "APPROVE", 1, 1.0, concurrency=1)
+        assert answering_forecast(planned, store, {"m": 4}) == (10 * 1.0, True)
     said = answering_time_text(600.0, 10, timed_elsewhere=True)
     assert said.startswith(", about 10.0 min at the rate of earlier answers asked at another "
                            "max_concurrency")
@@ -311,6 +320,9 @@ def test_a_store_from_before_concurrency_was_recorded_opens_and_keeps_its_answer
         second.put_ok("k2", {}, {}, "DENY", 1, 1.0, concurrency=3)
         assert store.get("k2").concurrency == 3
         assert [time.concurrency for time in store.answer_times({})] == [3, None]
+        # A 0 written by hand is no count of slots: it would divide a time by zero.
+        store.put_ok("k3", {}, {}, "DENY", 1, 1.0, concurrency=0)
+        assert store.get("k3").concurrency is None
 
 
 OLD_STORE_SCHEMA = """

@@ -79,10 +79,14 @@ def answering_forecast(planned: list[Planned], store: ResponseStore,
         times = store.answer_times(identity)
         if not times:
             return float("nan"), False
-        same = [time.latency_s / now for time in times if time.concurrency in (None, now)]
-        shares = same or [time.latency_s / time.concurrency for time in times
-                          if time.concurrency is not None]
-        elsewhere = elsewhere or not same
+        same = [time.latency_s / now for time in times if time.concurrency == now]
+        other = [time.latency_s / time.concurrency for time in times
+                 if time.concurrency not in (None, now)]
+        unknown = [time.latency_s / now for time in times if time.concurrency is None]
+        # Answers with no recorded concurrency count only without any that have one: an
+        # upgraded store's old answers, asked at 1 slot, timed a run at 4 as a quarter.
+        shares = same or other or unknown
+        elsewhere = elsewhere or (not same and bool(other))
         seconds += count * float(median(shares))
     return seconds, elsewhere
 

@@ -63,6 +63,12 @@ class AnswerTime:
     concurrency: int | None
 
 
+def _concurrency(stored: Any) -> int | None:
+    """A stored concurrency, None when unknown or not a count of slots (a time is divided by
+    it: a 0 written by hand would spend an adaptive run's whole budget at once)."""
+    return int(stored) if isinstance(stored, int) and stored > 0 else None
+
+
 def _add_concurrency_column(connection: sqlite3.Connection) -> None:
     """Stores written before answers recorded their concurrency gain the column (left empty
     for those answers); two processes opening one old store may both try."""
@@ -110,7 +116,7 @@ class ResponseStore:
         if row is None or _blank(row[0]):
             return None
         return StoredResponse(request_key, row[0], int(row[1] or 0), float(row[2] or 0.0),
-                              None if row[3] is None else int(row[3]))
+                              _concurrency(row[3]))
 
     def put_ok(
         self,
@@ -186,5 +192,5 @@ class ResponseStore:
             "SELECT latency_s, concurrency FROM responses WHERE status = 'ok' "
             "AND identity_json = ? AND latency_s > 0 ORDER BY created_at DESC LIMIT ?",
             (json.dumps(identity, sort_keys=True), limit)).fetchall()
-        return [AnswerTime(float(latency), None if concurrency is None else int(concurrency))
+        return [AnswerTime(float(latency), _concurrency(concurrency))
                 for latency, concurrency in rows]
