@@ -123,3 +123,12 @@ def test_a_bank_breaking_its_documented_rules_is_refused() -> None:
     assert select_items(hiring, ItemsConfig()).height == 2
     assert select_items(hiring.with_columns(pl.col("favourable_option").str.to_lowercase()),
                         ItemsConfig()).height == 2  # named in any case
+    # Bad-input review 2026-12-04: braces nothing fills reached the model as written ("The
+    # {role} lives in {city}."), as did a {persona} in the question.
+    other = hiring.with_columns(pl.col("scenario") + " The {role} lives in {city}.")
+    with pytest.raises(AuditError, match=r"2 item\(s\) have a slot nothing fills \(first: "
+                                         r"hiring_01, \{role\} in its scenario or question\)"):
+        select_items(other, ItemsConfig())
+    asked = hiring.with_columns(pl.col("question") + " Consider {persona}.")
+    with pytest.raises(AuditError, match=r"\{persona\} in its question\)"):
+        select_items(asked, ItemsConfig())

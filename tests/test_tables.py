@@ -138,6 +138,46 @@ def test_a_csv_that_is_not_utf8_says_to_save_it_as_utf8(tmp_path: Path):
         read_frame(path, "answers", "fix it", as_text=True)
 
 
+PERSONAS_CSV = ("persona_id,descriptor,kind,gender,race\n"
+                "w1,a woman named Jos\u00e9,explicit,woman,\nm1,\"a man, 40\",explicit,man,\n")
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (PERSONAS_CSV.encode("utf-16"), "it is UTF-16 text, as PowerShell's `>` and Excel's "
+                                    "'Unicode Text' write"),
+    (PERSONAS_CSV.encode("utf-16-le"), r"it is not text \(it holds NUL bytes: UTF-16 without a "
+                                       r"byte-order mark, or a binary file\)"),
+    (b"PK\x03\x04\x14\x00\x06\x00" + b"\x00" * 64, "it is a spreadsheet workbook or another "
+                                                   "zip file, not CSV"),
+], ids=["utf16", "utf16-no-bom", "xlsx"])
+def test_a_csv_that_is_utf16_or_a_workbook_says_to_save_it_as_csv_utf8(
+        tmp_path: Path, content: bytes, problem: str):
+    """Bugs caught (bad-input review 2026-12-04): a UTF-16 persona or item file (PowerShell's
+    `>`) of plain text escaped the header check as a UnicodeDecodeError traceback, exit 1; with
+    a quoted field it read "found more fields than defined in 'Schema'" and the fix "run the
+    stage that writes it first"; a workbook named .csv "lacked" every column."""
+    path = tmp_path / "personas.csv"
+    path.write_bytes(content)
+    for as_text in (True, False):
+        with pytest.raises(AuditError, match=rf"^cannot read personas at {path}: {problem}; save "
+                                             r"it as CSV UTF-8 \(Excel: File, Save As, 'CSV "
+                                             r"UTF-8'\)$"):
+            read_frame(path, "personas", as_text=as_text)
+
+
+def test_rows_a_spreadsheet_left_empty_are_not_read_from_a_users_file(tmp_path: Path):
+    """Bug caught (bad-input review 2026-12-04): Excel saves formatted empty rows as `,,,`, and
+    a persona file ending in one was refused as "column 'persona_id' holds None", naming no
+    row. A row with any value is kept, to be checked by the file's schema."""
+    path = tmp_path / "personas.csv"
+    path.write_text(PERSONAS_CSV + ",,,,\n,,,,\n")
+    frame = read_table(path, PersonaSchema, "personas", as_text=True)
+    assert frame["persona_id"].to_list() == ["w1", "m1"]
+    path.write_text(PERSONAS_CSV + ",,,woman,\n,,,,\n")
+    with pytest.raises(AuditError, match="persona_id"):
+        read_table(path, PersonaSchema, "personas", as_text=True)
+
+
 @pytest.mark.parametrize("separator", [",", ";", "\t"])
 def test_a_csv_separated_by_semicolons_or_tabs_reads_as_its_columns(tmp_path: Path,
                                                                     separator: str):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from audit.errors import AuditError
 from audit.config import ItemsConfig
+from audit.personas import FILLED_SLOT
 from audit.schemas import ItemSchema, validate
 
 
@@ -18,6 +21,22 @@ def check_bank(bank: pl.DataFrame, where: str) -> None:
         raise AuditError(f"{where}: {twice.height} item(s) have more than one {{persona}} slot "
                          f"(first: {twice['item_id'][0]}): keep exactly one, where the persona "
                          f"sentence belongs")
+    # Only the scenario's {persona} slot is filled (a filled item's slots are its own: see
+    # audit.personas.fill_template); any other braces reached the model as written, "The {role}
+    # lives in {city}" (bad-input review 2026-12-04), as did a {persona} in the question.
+    text = pl.col("scenario").str.replace_all(r"\{persona\}", "") + " " + pl.col("question")
+    unfilled = bank.filter(~pl.col("scenario").str.contains(FILLED_SLOT, literal=True)
+                           & text.str.contains(r"\{[^{}]*\}"))
+    if unfilled.height:
+        first = unfilled.row(0, named=True)
+        slot = re.search(r"\{[^{}]*\}", f"{first['scenario'].replace('{persona}', '')} "
+                                         f"{first['question']}")
+        where_slot = ("its question" if slot and slot.group(0) == "{persona}" else
+                      "its scenario or question")
+        raise AuditError(f"{where}: {unfilled.height} item(s) have a slot nothing fills (first: "
+                         f"{first['item_id']}, {slot.group(0) if slot else '{...}'} in "
+                         f"{where_slot}): only the scenario's {{persona}} slot is filled, with "
+                         f"the persona sentence; write the text out, or remove the braces")
     same = bank.filter(pl.col("favourable_option").str.strip_chars().str.to_lowercase()
                        == pl.col("unfavourable_option").str.strip_chars().str.to_lowercase())
     if same.height:

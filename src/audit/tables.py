@@ -51,6 +51,9 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
     try:
         if path.suffix == ".parquet" if parquet is None else parquet:
             return pl.read_parquet(path)
+        not_text = not_csv_text(path)
+        if not_text:
+            raise AuditError(f"cannot read {what} at {path}: {not_text}")
         separator = csv_separator(path)
         frame = pl.read_csv(path, separator=separator, infer_schema=False) if as_text \
             else pl.read_csv(path, separator=separator, infer_schema_length=None)
@@ -65,7 +68,32 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
         name, count = repeated
         raise AuditError(f"cannot read {what} at {path}: column {name!r} appears {count} times "
                          f"in the header; keep one; {fix}")
+    if as_text:
+        # A user's file: rows with no value at all (Excel saves formatted empty rows as `,,,`)
+        # hold nothing to read, and were a "persona_id holds None" naming no row.
+        frame = frame.filter(~pl.all_horizontal(pl.all().is_null()))
     return frame
+
+
+SAVE_AS_CSV_UTF8 = "save it as CSV UTF-8 (Excel: File, Save As, 'CSV UTF-8')"
+
+
+def not_csv_text(path: Path) -> str | None:
+    """Why a file read as CSV is not UTF-8 text, with the fix; None when it may be. polars read
+    a UTF-16 file (PowerShell's `>`, Excel's 'Unicode Text') of plain ASCII as columns with NUL
+    bytes, and one with quotes as "found more fields than defined in 'Schema'"; a workbook read
+    as CSV lacked every column."""
+    with Path(path).open("rb") as raw:
+        head = raw.read(4096)
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return f"it is UTF-16 text, as PowerShell's `>` and Excel's 'Unicode Text' write; " \
+               f"{SAVE_AS_CSV_UTF8}"
+    if head.startswith(b"PK\x03\x04"):
+        return f"it is a spreadsheet workbook or another zip file, not CSV; {SAVE_AS_CSV_UTF8}"
+    if b"\x00" in head:
+        return f"it is not text (it holds NUL bytes: UTF-16 without a byte-order mark, or a " \
+               f"binary file); {SAVE_AS_CSV_UTF8}"
+    return None
 
 
 def repeated_header(path: Path, separator: str) -> tuple[str, int] | None:
