@@ -153,7 +153,15 @@ def test_a_design_with_no_two_levels_of_an_attribute_is_refused_at_design(tmp_pa
     one_race = design_stage(_compose(["personas.explicit_ids=[white_man,white_woman]"]))
     with pytest.raises(AuditError, match=r"\(race: White\)"):
         check_design_attributes(one_race, ["race"])
+    caplog.clear()
     check_design_attributes(one_race, ["gender", "race"])  # gender has two levels: fitted
+    # Bad-input review 2026-12-04: the attribute left with one level was said only at the fit,
+    # after every answer; now at design, before any is sent.
+    assert ("fit.attributes names race, but the design's personas hold it at one level (White): "
+            "the run makes no race contrast" in caplog.text)
+    caplog.clear()
+    check_design_attributes(design_stage(_compose([])), ["gender", "race"])
+    assert "makes no" not in caplog.text  # the default design contrasts both
 
 
 def test_imported_answers_at_one_level_are_refused_at_design(tmp_path, monkeypatch):

@@ -61,9 +61,19 @@ def check_design_attributes(prompts: pl.DataFrame, attributes: list[str]) -> Non
         log.warning("the design has no explicit or name personas, so the fit contrasts no "
                     "groups: it measures the null personas' spread only")
         return
-    if attributes and not two_level_attributes(prompts, attributes):
-        held = {attribute: sorted(prompts.get_column(attribute).drop_nulls().unique().to_list())
-                for attribute in dict.fromkeys(attributes)}
+    contrasted = two_level_attributes(prompts, attributes)
+    held = {attribute: sorted(prompts.get_column(attribute).drop_nulls().unique().to_list())
+            for attribute in dict.fromkeys(attributes)}
+    if contrasted:
+        # A persona file of one gender left fit.attributes' gender with nothing to contrast, and
+        # the fit said so after every answer was paid for (bad-input review 2026-12-04).
+        for attribute in (name for name in held if name not in contrasted):
+            log.warning("fit.attributes names %s, but the design's personas hold it at %s: the "
+                        "run makes no %s contrast; add personas of another %s, or leave it out "
+                        "of fit.attributes", attribute,
+                        f"one level ({held[attribute][0]})" if held[attribute] else "no level",
+                        attribute, attribute)
+    elif attributes:
         levels = "; ".join(f"{attribute}: {', '.join(values) or 'none'}"
                            for attribute, values in held.items())
         raise AuditError(f"no attribute of fit.attributes={list(attributes)} has two levels "
