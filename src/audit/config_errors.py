@@ -132,6 +132,22 @@ def _composition_cause(error: BaseException) -> BaseException | None:
     return error.__cause__ or error.__context__
 
 
+def _sweep_file_problem(error: BaseException, conf_dir: Path) -> str:
+    """A sweep file without the `# @package _global_` line puts its keys under `sweep`, which
+    no config has (an empty one puts nothing there): it read "unknown key 'sweep' ... (did you
+    mean 'sweep'?)" (bad-input review 2026-12-04)."""
+    source = _SOURCE.search(str(error))
+    name = source["source"] if source else "sweep/NAME"
+    path = next((folder / f"{name}.yaml" for folder in config_folders(conf_dir)
+                 if (folder / f"{name}.yaml").is_file()), None)
+    lines = [line for line in (path.read_text(encoding="utf-8").splitlines() if path else [])
+             if line.strip() and not line.lstrip().startswith("#")]
+    problem = "holds no settings" if path and not lines else (
+        "lacks its first line, `# @package _global_`, so its keys went under 'sweep'")
+    return (f"{_config_file(name)} {problem}: a sweep file starts with the line `# @package "
+            f"_global_` and sets hydra.sweeper.params, as src/audit/conf/sweep/models.yaml does")
+
+
 def _in_file(error: BaseException) -> str:
     """` in conf/model/typo.yaml` for an error Hydra found in a config file, else empty."""
     source = _SOURCE.match(str(error)) if isinstance(error, ConfigCompositionException) else None
@@ -232,6 +248,9 @@ def describe(error: BaseException, conf_dir: Path) -> str:
     if flat:
         return flat
     cause, where = _composition_cause(error), _in_file(error)
+    if (isinstance(cause, (ConfigAttributeError, ConfigKeyError))
+            and str(getattr(cause, "full_key", "")).split(".")[0] == "sweep"):
+        return _sweep_file_problem(error, conf_dir)
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and getattr(cause, "full_key",
                                                                              None):
         full_key = str(cause.full_key)
@@ -314,6 +333,7 @@ def validated_config(cfg: DictConfig, conf_dir: Path) -> AuditConfig:
             hydra = HydraConfig.get()
             check_model_names(hydra.overrides.task, hydra.runtime.config_sources,
                               len(audit_cfg.model))
+            check_grid_is_swept(hydra)
         return audit_cfg
     except HYDRA_ERRORS as error:
         _discard_job_directory()
@@ -321,6 +341,18 @@ def validated_config(cfg: DictConfig, conf_dir: Path) -> AuditConfig:
     except ConfigValueError:  # a value out of its range: the entry point's one line and exit 2
         _discard_job_directory()
         raise
+
+
+def check_grid_is_swept(hydra: DictConfig) -> None:
+    """Refuse a grid (hydra.sweeper.params, from a sweep file) in a single run, which ignores
+    it: a user's sweep file without `mode: MULTIRUN` ran its base config once, and said nothing
+    (bad-input review 2026-12-04)."""
+    grid = hydra.sweeper.get("params") if hydra.get("sweeper") else None
+    if hydra.mode == RunMode.RUN and grid:
+        raise ConfigValueError(
+            f"the config sets a sweep's grid (hydra.sweeper.params: {', '.join(map(str, grid))}) "
+            f"but runs once, which ignores it: add `mode: MULTIRUN` under `hydra:` in the sweep "
+            f"file, as src/audit/conf/sweep/models.yaml has, or run with -m")
 
 
 def _discard_job_directory() -> None:

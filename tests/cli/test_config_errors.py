@@ -380,3 +380,30 @@ def test_a_typo_in_a_model_file_names_the_file_the_valid_keys_and_the_likely_key
     assert _error_for("model.qwen_coder_0_5b.baseurl=x").startswith(
         "unknown key 'model.qwen_coder_0_5b.baseurl'; valid keys under "
         "'model.qwen_coder_0_5b': backend, model, ")
+
+
+GRID = "hydra:\n  sweeper:\n    params:\n      items.item_ids: '[hiring_01],[lending_01]'\n"
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    ("# @package _global_\n" + GRID,
+     "the config sets a sweep's grid (hydra.sweeper.params: items.item_ids) but runs once, which "
+     "ignores it: add `mode: MULTIRUN` under `hydra:` in the sweep file"),
+    (GRID.replace("hydra:\n", "hydra:\n  mode: MULTIRUN\n"),
+     "conf/sweep/mine.yaml lacks its first line, `# @package _global_`, so its keys went under "
+     "'sweep': a sweep file starts with the line `# @package _global_` and sets "
+     "hydra.sweeper.params"),
+    ("# a grid, one day\n",
+     "conf/sweep/mine.yaml holds no settings: a sweep file starts with the line"),
+], ids=["no-multirun", "no-package-line", "empty"])
+def test_a_users_sweep_file_missing_a_part_says_which(tmp_path: Path, content: str,
+                                                      expected: str):
+    """Bugs caught (bad-input review 2026-12-04): a sweep file without `mode: MULTIRUN` ran the
+    base config once, ignoring its grid, and said nothing; one without the `# @package
+    _global_` line, or empty, read "unknown key 'sweep' ... (did you mean 'sweep'?)"."""
+    (tmp_path / "conf" / "sweep").mkdir(parents=True)
+    (tmp_path / "conf" / "sweep" / "mine.yaml").write_text(content)
+    done = _audit("+sweep=mine", "judge=rules_only", "tracking=none", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if "ERROR" in line or "error:" in line]
+    assert len(errors) == 1 and expected in errors[0], done.stderr[-3000:]
