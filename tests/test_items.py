@@ -42,8 +42,16 @@ def test_filters_combine_and_bad_selections_are_named() -> None:
     assert selected["item_id"].to_list() == ["hiring_01", "hiring_02", "lending_01", "lending_02"]
     with pytest.raises(AuditError, match="unknown domains"):
         select_items(BANK, ItemsConfig(domains=["astrology"]))
-    with pytest.raises(AuditError, match="unknown item ids"):
+    # Bad-input review 2026-12-04: the line named no valid id, and an id YAML had turned into
+    # a number ([010, no] reads as ['8', 'False']) was shown as if the user had typed it.
+    with pytest.raises(AuditError, match=r"unknown item ids \['hiring_99'\] in items.item_ids "
+                                         r"\(after the domain filter\) \(did you mean "
+                                         r"'hiring_08'\?\); valid: admissions_01, .*, "
+                                         r"\.\.\. \(48 in all\)$"):
         select_items(BANK, ItemsConfig(item_ids=["hiring_99"]))
+    with pytest.raises(AuditError, match=r"valid: .*; '8', 'False' are what YAML reads from "
+                                         r"unquoted ids like 010 or no: quote ids"):
+        select_items(BANK, ItemsConfig(item_ids=["8", "False", "hiring_01"]))
     with pytest.raises(AuditError, match="per_domain"):
         select_items(BANK, ItemsConfig(per_domain=0))
 

@@ -6,6 +6,7 @@ A programming error (a bug) is never one of these: it keeps its traceback.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 
 
@@ -22,3 +23,22 @@ def did_you_mean(word: str, options: Sequence[str]) -> str:
     close = begun if len(begun) == 1 else difflib.get_close_matches(word, list(options), n=1,
                                                                      cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# What YAML makes of an unquoted id that looks like a number or a yes/no: `[001, no]` in a
+# config file reached the id check as ['1', 'False'], values the user never typed.
+_YAML_COERCED = re.compile(r"[-+]?[\d_]*\.?[\d_]+([eE][-+]?\d+)?|True|False|None|nan|inf")
+
+
+def unknown_ids(unknown: Sequence[str], valid: Sequence[str], setting: str,
+                what: str = "ids") -> str:
+    """The line refusing ids a list setting names that do not exist: the valid ids (the first 30
+    of a long bank), a near miss, and for an id YAML turned into a number or a truth value, to
+    quote it."""
+    shown = ", ".join(valid[:30]) + (f", ... ({len(valid)} in all)" if len(valid) > 30 else "")
+    near = did_you_mean(unknown[0], valid) if len(unknown) == 1 else ""
+    coerced = [name for name in unknown if _YAML_COERCED.fullmatch(name)]
+    quote = (f"; {', '.join(map(repr, coerced))} {'is' if len(coerced) == 1 else 'are'} what "
+             f"YAML reads from unquoted ids like 010 or no: quote ids in config files ('010', "
+             f"'no')" if coerced else "")
+    return f"unknown {what} {list(unknown)} in {setting}{near}; valid: {shown}{quote}"

@@ -6,7 +6,7 @@ import re
 
 import polars as pl
 
-from audit.errors import AuditError
+from audit.errors import AuditError, unknown_ids
 from audit.config import ItemsConfig
 from audit.personas import FILLED_SLOT
 from audit.schemas import ItemSchema, validate
@@ -76,10 +76,8 @@ def select_items(bank: pl.DataFrame, config: ItemsConfig) -> pl.DataFrame:
         known_ids = set(selected["item_id"].to_list())
         unknown = sorted(set(config.item_ids) - known_ids)
         if unknown:
-            raise AuditError(
-                f"unknown item ids {unknown} in items.item_ids (after the domain filter); "
-                f"see {config.bank} for valid ids"
-            )
+            raise AuditError(unknown_ids(unknown, sorted(known_ids),
+                                         "items.item_ids (after the domain filter)", "item ids"))
         selected = selected.filter(pl.col("item_id").is_in(config.item_ids))
     if config.per_domain is not None:
         if config.per_domain < 1:

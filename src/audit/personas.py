@@ -16,7 +16,7 @@ from typing import Protocol
 
 import polars as pl
 
-from audit.errors import AuditError
+from audit.errors import AuditError, unknown_ids
 from audit.config import PersonasConfig
 from audit.schemas import PERSONA_ATTRIBUTES, PersonaSchema, validate
 
@@ -62,8 +62,8 @@ def _chosen_profiles(profiles: pl.DataFrame, chosen_ids: list[str], setting: str
     if chosen_ids:
         unknown = sorted(set(chosen_ids) - set(profiles["persona_id"].to_list()))
         if unknown:
-            valid = ", ".join(profiles["persona_id"].to_list())
-            raise AuditError(f"unknown persona ids {unknown} in {setting}; valid: {valid}")
+            raise AuditError(unknown_ids(unknown, profiles["persona_id"].to_list(), setting,
+                                         "persona ids"))
         profiles = profiles.filter(pl.col("persona_id").is_in(chosen_ids))
     return profiles
 
