@@ -267,6 +267,11 @@ def describe(error: BaseException, conf_dir: Path) -> str:
         return (f"unknown key '{full_key}'{where}; valid keys under '{'.'.join(parent)}': "
                 f"{', '.join(options)}{did_you_mean(key, options)}")
     if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
+        if "is not a ListConfig, list or tuple" in str(cause):  # read "AnyNode is not a ..."
+            key, value = str(cause.full_key), getattr(cause, "value", None)
+            shown = "VALUE" if value is None or isinstance(value, (dict, list)) else value
+            return (f"'{key}'{where} takes a list, not one value: write it in brackets, "
+                    f"{key}=[{shown}] (in a config file `{key.rsplit('.', 1)[-1]}: [{shown}]`)")
         return (f"invalid value for '{cause.full_key}'{where}: {_first_line(str(cause))}"
                 f"{_null_generator_hint(cause)}")
     if str(error).startswith("Ambiguous value for argument"):

@@ -69,6 +69,11 @@ def _error_for(override: str) -> str:
     ("model.qwen_coder_05b.timeout_s=3", "no conf/model/qwen_coder_05b.yaml to choose it from "
                                          "(write one: docs/models.md) (did you mean "
                                          "'qwen_coder_0_5b'?)"),
+    # Bad-input review 2026-12-04: one value for a list read "str is not a ListConfig, list or
+    # tuple" (in a file, "AnyNode is not ...").
+    ("items.item_ids=hiring_01", "'items.item_ids' takes a list, not one value: write it in "
+                                 "brackets, items.item_ids=[hiring_01] (in a config file "
+                                 "`item_ids: [hiring_01]`)"),
 ])
 def test_each_kind_of_typo_is_one_line_naming_the_valid_options(override: str, expected: str):
     message = _error_for(override)
