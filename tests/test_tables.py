@@ -269,6 +269,13 @@ def test_a_table_that_fails_its_schema_names_the_values_that_failed(items: pl.Da
                           "race": ["Black", "White"]})
     with pytest.raises(AuditError, match=r"column 'kind' holds 'robot', which fails isin"):
         validate(kinds, PersonaSchema, "persona file")
+    # Bad-input review 2026-12-04: a scenario without its {persona} slot (`{ persona }`) was
+    # shown whole, hundreds of characters, with the check's regex as the rule.
+    spaced = items.head(1).with_columns(
+        pl.col("scenario").str.replace("{persona}", "{ persona }", literal=True))
+    with pytest.raises(AuditError, match=r"column 'scenario' holds '.{57}\.\.\.', which fails "
+                                         r"the slot rule: a scenario holds \{persona\}, spelt so"):
+        validate(spaced, ItemSchema, "item bank (bank.csv)")
 
 
 def test_a_folder_where_a_file_goes_is_named_a_folder(tmp_path: Path):

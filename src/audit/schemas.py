@@ -29,14 +29,20 @@ class ItemSchema(pa.DataFrameModel):
     item_id: str = pa.Field(unique=True, str_matches=r"^[a-z0-9_]+$")
     domain: str
     role: str
-    # A regex: braces escaped.
-    scenario: str = pa.Field(str_contains=r"\{persona\}|\{race\} \{gender\}")
+    scenario: str
     question: str
     favourable_option: str
     unfavourable_option: str
     # Optional: a column the bank may leave out (pandera reads Optional, not `str | None`).
     baseline_scenario: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
     source_id: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
+
+    @pa.check("scenario", error="the slot rule: a scenario holds {persona}, spelt so, where the "
+                                "persona sentence goes (a filled item: {race} {gender})")
+    def persona_slot(cls, data: pa.PolarsData) -> pl.LazyFrame:
+        # A custom check for the line it gives: the field's str_contains named its regex.
+        return data.lazyframe.select(
+            pl.col(data.key).str.contains(r"\{persona\}|\{race\} \{gender\}"))
 
     class Config:
         strict = "filter"
@@ -135,7 +141,10 @@ def schema_problem(error: Exception) -> str:
     if not column or not isinstance(cases, pl.DataFrame) or not cases.width:
         return first_line
     values = cases.get_column(cases.columns[0]).unique(maintain_order=True).to_list()
-    shown = ", ".join(repr(value) for value in values[:3]) + (", ..." if len(values) > 3 else "")
+    # A scenario runs to hundreds of characters: its start finds the row.
+    shown = ", ".join(repr(value if not isinstance(value, str) or len(value) <= 60 else
+                           f"{value[:57]}...") for value in values[:3]) \
+        + (", ..." if len(values) > 3 else "")
     duplicates = pa.errors.SchemaErrorReason.SERIES_CONTAINS_DUPLICATES
     if getattr(error, "reason_code", None) == duplicates:
         return f"column '{column}' repeats {shown}: give each row its own {column}"
