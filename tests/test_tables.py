@@ -165,6 +165,17 @@ def test_a_csv_that_is_utf16_or_a_workbook_says_to_save_it_as_csv_utf8(
             read_frame(path, "personas", as_text=as_text)
 
 
+def test_a_json_file_where_a_csv_goes_says_so(tmp_path: Path):
+    """Bug caught (bad-input review 2026-12-04): an item bank in JSON Lines was read as a CSV
+    of one column named by its first record, and refused as lacking every column."""
+    path = tmp_path / "bank.jsonl"
+    path.write_text('{"item_id": "hiring_01", "domain": "hiring"}\n')
+    with pytest.raises(AuditError, match=r"^cannot read item bank at .*bank.jsonl: it is JSON, "
+                                         r"and this file is read as CSV or parquet; save it as "
+                                         r"CSV UTF-8"):
+        read_frame(path, "item bank", as_text=True)
+
+
 def test_rows_a_spreadsheet_left_empty_are_not_read_from_a_users_file(tmp_path: Path):
     """Bug caught (bad-input review 2026-12-04): Excel saves formatted empty rows as `,,,`, and
     a persona file ending in one was refused as "column 'persona_id' holds None", naming no

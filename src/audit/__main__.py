@@ -75,9 +75,13 @@ def main() -> None:
         raise
     sweeps.end_unfinished_sweep(None)
     if sweeps.failed_jobs:  # a multirun whose jobs failed must not pass a CI step
-        log.error("%d sweep job(s) failed (each said why above); the others finished. Fix the "
-                  "cause and rerun: finished answers are served from the response store",
-                  len(sweeps.failed_jobs))
+        failed, run = len(sweeps.failed_jobs), sweeps.jobs_run
+        # "the others finished" was said of a sweep none of whose jobs had (review 2026-12-04).
+        outcome = (f"all {run} sweep jobs failed" if failed >= run
+                   else f"{failed} of {run} sweep jobs failed")
+        log.error("%s (each said why above)%s. Fix the cause and rerun: finished answers are "
+                  "served from the response store", outcome,
+                  "" if failed >= run else "; the others finished")
         raise SystemExit(2)
 
 

@@ -29,7 +29,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from audit.config_files import check_model_names
+from audit.config_files import check_grid_is_swept, check_model_names
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
@@ -235,8 +235,14 @@ def describe(error: BaseException, conf_dir: Path) -> str:
         options = list(error.options or []) or sorted(
             path.stem for path in (Path(conf_dir) / group).glob("*.yaml")) if group else []
         if group and options:
+            near = did_you_mean(option, options)
+            # Run from a subfolder, a user's own option was unknown with no word of where
+            # options come from (bad-input review 2026-12-04).
+            elsewhere = ("" if near or user_conf_dir() else
+                         f"; there is no conf/ folder in {Path.cwd()}: your own config files "
+                         f"are read from conf/{group}/ of the folder you run from")
             return (f"unknown option '{option}' for config group '{group}'; valid: "
-                    f"{', '.join(options)}{did_you_mean(option, options)}")
+                    f"{', '.join(options)}{near}{elsewhere}")
         return _first_line(str(error))
     if isinstance(error, OverrideParseException):
         override = getattr(error, "override", None)
@@ -346,18 +352,6 @@ def validated_config(cfg: DictConfig, conf_dir: Path) -> AuditConfig:
     except ConfigValueError:  # a value out of its range: the entry point's one line and exit 2
         _discard_job_directory()
         raise
-
-
-def check_grid_is_swept(hydra: DictConfig) -> None:
-    """Refuse a grid (hydra.sweeper.params, from a sweep file) in a single run, which ignores
-    it: a user's sweep file without `mode: MULTIRUN` ran its base config once, and said nothing
-    (bad-input review 2026-12-04)."""
-    grid = hydra.sweeper.get("params") if hydra.get("sweeper") else None
-    if hydra.mode == RunMode.RUN and grid:
-        raise ConfigValueError(
-            f"the config sets a sweep's grid (hydra.sweeper.params: {', '.join(map(str, grid))}) "
-            f"but runs once, which ignores it: add `mode: MULTIRUN` under `hydra:` in the sweep "
-            f"file, as src/audit/conf/sweep/models.yaml has, or run with -m")
 
 
 def _discard_job_directory() -> None:

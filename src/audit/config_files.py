@@ -1,4 +1,5 @@
-"""What composition hides about the chosen config files: two model files that share a name.
+"""What composition hides about the chosen config files: two model files that share a name, a
+sweep file's grid in a single run.
 
 A model file's settings sit under the model's name (`my_vllm:` then its keys), and the chosen
 files merge into one `model` mapping, so two files that name the same model (a file copied and
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from hydra.types import RunMode
+from omegaconf import DictConfig
 
 from audit.config_ranges import ConfigValueError
 
@@ -65,3 +68,15 @@ def check_model_names(overrides: Iterable[str], sources: Iterable[Mapping[str, A
             f"{' and '.join(names)} both define the model '{model}', so the run would audit one "
             f"model where {len(chosen)} were chosen: a model file's first line is the model's "
             f"name; make it `{Path(misnamed).stem}:` in conf/{misnamed}")
+
+
+def check_grid_is_swept(hydra: DictConfig) -> None:
+    """Refuse a grid (hydra.sweeper.params, from a sweep file) in a single run, which ignores
+    it: a user's sweep file without `mode: MULTIRUN` ran its base config once, and said nothing
+    (bad-input review 2026-12-04)."""
+    grid = hydra.sweeper.get("params") if hydra.get("sweeper") else None
+    if hydra.mode == RunMode.RUN and grid:
+        raise ConfigValueError(
+            f"the config sets a sweep's grid (hydra.sweeper.params: {', '.join(map(str, grid))}) "
+            f"but runs once, which ignores it: add `mode: MULTIRUN` under `hydra:` in the sweep "
+            f"file, as src/audit/conf/sweep/models.yaml has, or run with -m")

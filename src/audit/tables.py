@@ -83,6 +83,8 @@ def not_csv_text(path: Path) -> str | None:
     a UTF-16 file (PowerShell's `>`, Excel's 'Unicode Text') of plain ASCII as columns with NUL
     bytes, and one with quotes as "found more fields than defined in 'Schema'"; a workbook read
     as CSV lacked every column."""
+    if Path(path).suffix.lower() in (".jsonl", ".ndjson", ".json"):  # read as CSV: one column
+        return f"it is JSON, and this file is read as CSV or parquet; {SAVE_AS_CSV_UTF8}"
     with Path(path).open("rb") as raw:
         head = raw.read(4096)
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):

@@ -412,3 +412,17 @@ def test_a_users_sweep_file_missing_a_part_says_which(tmp_path: Path, content: s
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if "ERROR" in line or "error:" in line]
     assert len(errors) == 1 and expected in errors[0], done.stderr[-3000:]
+
+
+def test_an_unknown_option_run_where_there_is_no_conf_folder_says_where_options_come_from(
+        tmp_path: Path):
+    """Bug caught (bad-input review 2026-12-04): run from a subfolder of the project, the
+    user's own `model=mine` was an unknown option, with no word that ./conf is read from the
+    folder the command runs in. A near miss of a shipped option gets its hint instead."""
+    done = _audit("model=mine", "tracking=none", cwd=tmp_path)
+    assert done.returncode == 2
+    assert (f"; there is no conf/ folder in {tmp_path}: your own config files are read from "
+            f"conf/model/ of the folder you run from") in done.stderr, done.stderr
+    (tmp_path / "conf").mkdir()
+    done = _audit("model=mine", "tracking=none", cwd=tmp_path)
+    assert done.returncode == 2 and "no conf/ folder" not in done.stderr, done.stderr

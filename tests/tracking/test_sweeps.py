@@ -184,6 +184,25 @@ def test_a_sweep_file_makes_the_run_a_multirun_by_itself(preset: str):
     assert composed.hydra.mode != single.hydra.mode
 
 
+@pytest.mark.parametrize(("failed", "said"), [
+    (2, "all 2 sweep jobs failed (each said why above). Fix the cause"),
+    (1, "1 of 2 sweep jobs failed (each said why above); the others finished. Fix the cause"),
+])
+def test_the_sweeps_last_line_counts_its_failed_jobs(monkeypatch, caplog, failed: int,
+                                                     said: str):
+    """Bug caught (bad-input review 2026-12-04): a sweep none of whose jobs finished ended
+    "2 sweep job(s) failed ...; the others finished"."""
+    import audit.__main__ as entry
+    from audit.tracking import sweeps
+
+    monkeypatch.setattr(entry, "app", lambda: None)  # the jobs ran; what is left is the end
+    monkeypatch.setattr(sweeps, "failed_jobs", [f"{job}: a line" for job in range(failed)])
+    monkeypatch.setattr(sweeps, "jobs_run", 2)
+    with pytest.raises(SystemExit) as ended:
+        entry.main()
+    assert ended.value.code == 2 and said in caplog.text
+
+
 @pytest.mark.slow
 @pytest.mark.integration
 def test_a_hand_written_grid_gets_a_parent_run_and_a_failed_job_fails_the_sweep(tmp_path):
@@ -198,7 +217,7 @@ def test_a_hand_written_grid_gets_a_parent_run_and_a_failed_job_fails_the_sweep(
                           env=env)
     assert done.returncode == 2, done.stderr[-3000:]
     said = done.stdout + done.stderr  # after the jobs, Hydra's own log config prints to stdout
-    assert "1 sweep job(s) failed" in said
+    assert "1 of 2 sweep jobs failed (each said why above); the others finished" in said
     assert "sweep job 1: design.replicates=0 must lie in [1, inf)" in said
     assert "raised ValueError" not in said
 

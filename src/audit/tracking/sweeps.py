@@ -38,8 +38,10 @@ SWEPT_KEYS_ENV = "AUDIT_SWEPT_KEYS"  # comma-separated: the keys whose values di
 # run in other processes (joblib, submitit, SLURM), so the launching process reads the files.
 FAILED_JOB_FILE = "job_failed.txt"
 FAILED_JOBS_ARTIFACT = "failed_jobs.txt"  # the parent run's copy of the failed jobs' lines
-# The failed jobs' lines of the last multirun this process launched (python -m audit exits 2).
+# The failed jobs' lines of the last multirun this process launched (python -m audit exits 2),
+# and how many jobs it ran (each job's folder holds Hydra's .hydra/config.yaml).
 failed_jobs: list[str] = []
+jobs_run = 0
 
 
 @dataclass
@@ -329,7 +331,10 @@ class MlflowSweepCallback(Callback):
         settings = _tracking_config(config)
         run_id = os.environ.pop(PARENT_RUN_ENV, None)
         os.environ.pop(SWEPT_KEYS_ENV, None)
-        failed_jobs[:] = read_failed_jobs(Path(str(config.hydra.sweep.dir)))
+        global jobs_run
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        failed_jobs[:] = read_failed_jobs(sweep_dir)
+        jobs_run = sum(1 for _ in sweep_dir.glob("**/.hydra/config.yaml"))
         for line in failed_jobs:
             log.error("sweep job %s", line)
         if settings is None or run_id is None:
