@@ -42,6 +42,7 @@ OVERRIDE_GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 # What Hydra's composition error says about a value that does not fit the schema.
 _FULL_KEY = re.compile(r"full_key: (?P<key>[\w.]+)")
 _SOURCE = re.compile(r"In '(?P<source>[^']+)'")
+_UNREAD_GROUP = re.compile(r"Could not override '(?P<group>\w+)'\. No match in the defaults list")
 
 
 def config_folders(conf_dir: Path) -> list[Path]:
@@ -244,6 +245,13 @@ def describe(error: BaseException, conf_dir: Path) -> str:
             return (f"unknown option '{option}' for config group '{group}'; valid: "
                     f"{', '.join(options)}{near}{elsewhere}")
         return _first_line(str(error))
+    unread = _UNREAD_GROUP.match(str(error))
+    if unread and unread["group"] in (valid_keys([]) or []):
+        # A group `python -m audit` reads, given to a command that does not (audit.judge_eval
+        # has no items): Hydra's "use +items=smoke" added one the command then ignored.
+        group = unread["group"]
+        return (f"this command does not read '{group}' (its config chooses no {group}): leave "
+                f"the {group}= override out; with +{group}= it would be added and ignored")
     if isinstance(error, OverrideParseException):
         override = getattr(error, "override", None)
         if override and "=" not in override:  # a bare path or word: Hydra's "missing EQUAL"

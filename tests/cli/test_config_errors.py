@@ -426,3 +426,16 @@ def test_an_unknown_option_run_where_there_is_no_conf_folder_says_where_options_
     (tmp_path / "conf").mkdir()
     done = _audit("model=mine", "tracking=none", cwd=tmp_path)
     assert done.returncode == 2 and "no conf/ folder" not in done.stderr, done.stderr
+
+
+def test_a_group_the_command_does_not_read_is_not_to_be_added_with_a_plus():
+    """Bug caught (bad-input review 2026-12-04): `audit.judge_eval items=smoke` said "To append
+    to your default list use +items=smoke", and with the + the command ran, ignoring it. A
+    group no command reads by default (`sweep`) keeps Hydra's advice: + is its fix."""
+    with pytest.raises(HYDRA_ERRORS) as caught:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            compose("judge_eval", overrides=["items=smoke"])
+    assert describe(caught.value, Path(CONF_DIR)) == (
+        "this command does not read 'items' (its config chooses no items): leave the items= "
+        "override out; with +items= it would be added and ignored")
+    assert "use +sweep=models" in _error_for("sweep=models")
