@@ -140,3 +140,7 @@ def test_a_bank_breaking_its_documented_rules_is_refused() -> None:
     asked = hiring.with_columns(pl.col("question") + " Consider {persona}.")
     with pytest.raises(AuditError, match=r"\{persona\} in its question\)"):
         select_items(asked, ItemsConfig())
+    # Review 2026-12-04: JSON asked for in a question is no slot.
+    json_answer = hiring.with_columns(
+        pl.col("question") + ' Reply only with JSON: {"decision": "HIRE" or "REJECT"}')
+    assert select_items(json_answer, ItemsConfig()).height == 2

@@ -178,8 +178,9 @@ def test_a_json_file_where_a_csv_goes_says_so(tmp_path: Path):
 
 def test_rows_a_spreadsheet_left_empty_are_not_read_from_a_users_file(tmp_path: Path):
     """Bug caught (bad-input review 2026-12-04): Excel saves formatted empty rows as `,,,`, and
-    a persona file ending in one was refused as "column 'persona_id' holds None", naming no
-    row. A row with any value is kept, to be checked by the file's schema."""
+    a persona file ending in them was refused as "column 'persona_id' holds None", naming no
+    row. Only trailing ones go: a row with any value, or an empty one before it, is kept (so
+    rows keep their numbers in the file), to be checked by the file's schema."""
     path = tmp_path / "personas.csv"
     path.write_text(PERSONAS_CSV + ",,,,\n,,,,\n")
     frame = read_table(path, PersonaSchema, "personas", as_text=True)
@@ -187,6 +188,24 @@ def test_rows_a_spreadsheet_left_empty_are_not_read_from_a_users_file(tmp_path: 
     path.write_text(PERSONAS_CSV + ",,,woman,\n,,,,\n")
     with pytest.raises(AuditError, match="persona_id"):
         read_table(path, PersonaSchema, "personas", as_text=True)
+    path.write_text(PERSONAS_CSV.replace("\nm1", "\n,,,,\nm1") + ",,,,\n")
+    assert read_frame(path, "personas", as_text=True)["persona_id"].to_list() == ["w1", None, "m1"]
+
+
+def test_a_parquet_file_reads_by_any_of_its_suffixes_and_is_named_when_called_csv(
+        tmp_path: Path):
+    """Review 2026-12-04: `.pq` and `.PARQUET` (ingest's names for parquet) were read as CSV,
+    and said to hold NUL bytes; a parquet file named .csv is said to be parquet. A file named
+    .json read as CSV because the user chose CSV is taken at their word."""
+    table = pl.DataFrame({"respondent": ["a"], "item": ["i"], "y": [1]})
+    for name in ("long.pq", "LONG.PARQUET"):
+        table.write_parquet(tmp_path / name)
+        assert read_frame(tmp_path / name, "labels").equals(table)
+    table.write_parquet(tmp_path / "long.csv")
+    with pytest.raises(AuditError, match=r"it is a parquet file, not CSV: name it \.parquet"):
+        read_frame(tmp_path / "long.csv", "labels")
+    (tmp_path / "answers.json").write_text("respondent,item,y\na,i,1\n")
+    assert read_frame(tmp_path / "answers.json", "answers", parquet=False).height == 1
 
 
 @pytest.mark.parametrize("separator", [",", ";", "\t"])

@@ -76,12 +76,14 @@ def main() -> None:
     sweeps.end_unfinished_sweep(None)
     if sweeps.failed_jobs:  # a multirun whose jobs failed must not pass a CI step
         failed, run = len(sweeps.failed_jobs), sweeps.jobs_run
-        # "the others finished" was said of a sweep none of whose jobs had (review 2026-12-04).
-        outcome = (f"all {run} sweep jobs failed" if failed >= run
-                   else f"{failed} of {run} sweep jobs failed")
+        # "the others finished" was said of a sweep none of whose jobs had (review 2026-12-04);
+        # without a count of the jobs (no .hydra folders written), neither is said.
+        outcome = (f"{failed} sweep job(s) failed" if run < failed or not run else
+                   f"all {run} sweep jobs failed" if failed == run else
+                   f"{failed} of {run} sweep jobs failed")
         log.error("%s (each said why above)%s. Fix the cause and rerun: finished answers are "
                   "served from the response store", outcome,
-                  "" if failed >= run else "; the others finished")
+                  "; the others finished" if 0 < failed < run else "")
         raise SystemExit(2)
 
 

@@ -137,8 +137,7 @@ def _sweep_file_problem(error: BaseException, conf_dir: Path) -> str:
     """A sweep file without the `# @package _global_` line puts its keys under `sweep`, which
     no config has (an empty one puts nothing there): it read "unknown key 'sweep' ... (did you
     mean 'sweep'?)" (bad-input review 2026-12-04)."""
-    source = _SOURCE.search(str(error))
-    name = source["source"] if source else "sweep/NAME"
+    name = _SOURCE.search(str(error))["source"]
     path = next((folder / f"{name}.yaml" for folder in config_folders(conf_dir)
                  if (folder / f"{name}.yaml").is_file()), None)
     lines = [line for line in (path.read_text(encoding="utf-8").splitlines() if path else [])
@@ -246,9 +245,11 @@ def describe(error: BaseException, conf_dir: Path) -> str:
                     f"{', '.join(options)}{near}{elsewhere}")
         return _first_line(str(error))
     unread = _UNREAD_GROUP.match(str(error))
-    if unread and unread["group"] in (valid_keys([]) or []):
-        # A group `python -m audit` reads, given to a command that does not (audit.judge_eval
-        # has no items): Hydra's "use +items=smoke" added one the command then ignored.
+    if (unread and unread["group"] in (valid_keys([]) or [])
+            and unread["group"] in config_groups(conf_dir)):
+        # A shipped group `python -m audit` reads (its config.yaml chooses every one), given to
+        # a command that does not (audit.judge_eval has no items): Hydra's "use +items=smoke"
+        # added one the command then ignored. A group only the user's ./conf has keeps + .
         group = unread["group"]
         return (f"this command does not read '{group}' (its config chooses no {group}): leave "
                 f"the {group}= override out; with +{group}= it would be added and ignored")
@@ -263,7 +264,8 @@ def describe(error: BaseException, conf_dir: Path) -> str:
         return flat
     cause, where = _composition_cause(error), _in_file(error)
     if (isinstance(cause, (ConfigAttributeError, ConfigKeyError))
-            and str(getattr(cause, "full_key", "")).split(".")[0] == "sweep"):
+            and str(getattr(cause, "full_key", "")).split(".")[0] == "sweep"
+            and _SOURCE.search(str(error))):  # a sweep file's keys; not `+sweep.x=1` typed
         return _sweep_file_problem(error, conf_dir)
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and getattr(cause, "full_key",
                                                                              None):

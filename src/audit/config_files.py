@@ -78,5 +78,5 @@ def check_grid_is_swept(hydra: DictConfig) -> None:
     if hydra.mode == RunMode.RUN and grid:
         raise ConfigValueError(
             f"the config sets a sweep's grid (hydra.sweeper.params: {', '.join(map(str, grid))}) "
-            f"but runs once, which ignores it: add `mode: MULTIRUN` under `hydra:` in the sweep "
-            f"file, as src/audit/conf/sweep/models.yaml has, or run with -m")
+            f"but runs once (hydra.mode RUN), which ignores it: run with -m, or give the sweep "
+            f"file `mode: MULTIRUN` under `hydra:`, as src/audit/conf/sweep/models.yaml has")

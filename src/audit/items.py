@@ -12,6 +12,11 @@ from audit.personas import FILLED_SLOT
 from audit.schemas import ItemSchema, validate
 
 
+# A word in braces, as a template's slot is written; JSON in a question (`{"decision": ...}`)
+# is not one.
+SLOT_LIKE = r"\{\s*\w+\s*\}"
+
+
 def check_bank(bank: pl.DataFrame, where: str) -> None:
     """Refuse items that would be asked wrongly: a second `{persona}` slot put the persona
     sentence into the prompt twice, and an item whose two options are the same word could never
@@ -26,10 +31,10 @@ def check_bank(bank: pl.DataFrame, where: str) -> None:
     # lives in {city}" (bad-input review 2026-12-04), as did a {persona} in the question.
     text = pl.col("scenario").str.replace_all(r"\{persona\}", "") + " " + pl.col("question")
     unfilled = bank.filter(~pl.col("scenario").str.contains(FILLED_SLOT, literal=True)
-                           & text.str.contains(r"\{[^{}]*\}"))
+                           & text.str.contains(SLOT_LIKE))
     if unfilled.height:
         first = unfilled.row(0, named=True)
-        slot = re.search(r"\{[^{}]*\}", f"{first['scenario'].replace('{persona}', '')} "
+        slot = re.search(SLOT_LIKE, f"{first['scenario'].replace('{persona}', '')} "
                                          f"{first['question']}")
         where_slot = ("its question" if slot and slot.group(0) == "{persona}" else
                       "its scenario or question")

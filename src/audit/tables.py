@@ -49,9 +49,9 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
     if not path.is_file():
         raise AuditError(missing_file(path, what, fix))
     try:
-        if path.suffix == ".parquet" if parquet is None else parquet:
+        if path.suffix.lower() in PARQUET_SUFFIXES if parquet is None else parquet:
             return pl.read_parquet(path)
-        not_text = not_csv_text(path)
+        not_text = not_csv_text(path, by_name=parquet is None)
         if not_text:
             raise AuditError(f"cannot read {what} at {path}: {not_text}")
         separator = csv_separator(path)
@@ -68,28 +68,37 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
         name, count = repeated
         raise AuditError(f"cannot read {what} at {path}: column {name!r} appears {count} times "
                          f"in the header; keep one; {fix}")
-    if as_text:
-        # A user's file: rows with no value at all (Excel saves formatted empty rows as `,,,`)
-        # hold nothing to read, and were a "persona_id holds None" naming no row.
-        frame = frame.filter(~pl.all_horizontal(pl.all().is_null()))
+    if as_text and frame.height:
+        # A user's file: trailing rows with no value at all (Excel saves formatted empty rows as
+        # `,,,`) hold nothing to read, and were a "persona_id holds None" naming no row. Only
+        # trailing ones, so the rows before keep the numbers the file gives them (ingest's
+        # messages name rows by them).
+        filled = frame.select(~pl.all_horizontal(pl.all().is_null())).to_series()
+        frame = frame.head(int(filled.arg_true().max()) + 1 if filled.any() else 0)
     return frame
 
 
 SAVE_AS_CSV_UTF8 = "save it as CSV UTF-8 (Excel: File, Save As, 'CSV UTF-8')"
 
 
-def not_csv_text(path: Path) -> str | None:
+PARQUET_SUFFIXES = (".parquet", ".pq")  # as audit.ingest names them, in any case
+
+
+def not_csv_text(path: Path, by_name: bool = True) -> str | None:
     """Why a file read as CSV is not UTF-8 text, with the fix; None when it may be. polars read
     a UTF-16 file (PowerShell's `>`, Excel's 'Unicode Text') of plain ASCII as columns with NUL
     bytes, and one with quotes as "found more fields than defined in 'Schema'"; a workbook read
-    as CSV lacked every column."""
-    if Path(path).suffix.lower() in (".jsonl", ".ndjson", ".json"):  # read as CSV: one column
+    as CSV lacked every column. `by_name`: the file's name chose CSV (a user who chose CSV for a
+    file named .json is taken at their word)."""
+    if by_name and Path(path).suffix.lower() in (".jsonl", ".ndjson", ".json"):
         return f"it is JSON, and this file is read as CSV or parquet; {SAVE_AS_CSV_UTF8}"
     with Path(path).open("rb") as raw:
         head = raw.read(4096)
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return f"it is UTF-16 text, as PowerShell's `>` and Excel's 'Unicode Text' write; " \
                f"{SAVE_AS_CSV_UTF8}"
+    if head.startswith(b"PAR1"):
+        return "it is a parquet file, not CSV: name it .parquet (or choose the parquet format)"
     if head.startswith(b"PK\x03\x04"):
         return f"it is a spreadsheet workbook or another zip file, not CSV; {SAVE_AS_CSV_UTF8}"
     if b"\x00" in head:

@@ -392,8 +392,9 @@ GRID = "hydra:\n  sweeper:\n    params:\n      items.item_ids: '[hiring_01],[len
 
 @pytest.mark.parametrize(("content", "expected"), [
     ("# @package _global_\n" + GRID,
-     "the config sets a sweep's grid (hydra.sweeper.params: items.item_ids) but runs once, which "
-     "ignores it: add `mode: MULTIRUN` under `hydra:` in the sweep file"),
+     "the config sets a sweep's grid (hydra.sweeper.params: items.item_ids) but runs once "
+     "(hydra.mode RUN), which ignores it: run with -m, or give the sweep file `mode: MULTIRUN` "
+     "under `hydra:`"),
     (GRID.replace("hydra:\n", "hydra:\n  mode: MULTIRUN\n"),
      "conf/sweep/mine.yaml lacks its first line, `# @package _global_`, so its keys went under "
      "'sweep': a sweep file starts with the line `# @package _global_` and sets "
@@ -439,3 +440,19 @@ def test_a_group_the_command_does_not_read_is_not_to_be_added_with_a_plus():
         "this command does not read 'items' (its config chooses no items): leave the items= "
         "override out; with +items= it would be added and ignored")
     assert "use +sweep=models" in _error_for("sweep=models")
+
+
+def test_a_group_only_the_users_conf_has_keeps_hydras_plus_advice(tmp_path: Path):
+    """Review 2026-12-04: `python -m audit design=three` with the user's conf/design/three.yaml
+    was told the command does not read 'design'; `+design=three` is what works."""
+    (tmp_path / "design").mkdir()
+    (tmp_path / "design" / "three.yaml").write_text("replicates: 3\n")
+    message = _error_for_searching(tmp_path, "design=three")
+    assert "use +design=three" in message and "does not read" not in message, message
+
+
+def _error_for_searching(folder: Path, override: str) -> str:
+    with pytest.raises(HYDRA_ERRORS) as caught:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            compose("config", overrides=[f"hydra.searchpath=[file://{folder}]", override])
+    return describe(caught.value, Path(CONF_DIR))

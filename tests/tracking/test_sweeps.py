@@ -184,12 +184,14 @@ def test_a_sweep_file_makes_the_run_a_multirun_by_itself(preset: str):
     assert composed.hydra.mode != single.hydra.mode
 
 
-@pytest.mark.parametrize(("failed", "said"), [
-    (2, "all 2 sweep jobs failed (each said why above). Fix the cause"),
-    (1, "1 of 2 sweep jobs failed (each said why above); the others finished. Fix the cause"),
+@pytest.mark.parametrize(("failed", "jobs", "said"), [
+    (2, 2, "all 2 sweep jobs failed (each said why above). Fix the cause"),
+    (1, 2, "1 of 2 sweep jobs failed (each said why above); the others finished. Fix the cause"),
+    # No count of the jobs (no .hydra folder written): neither "all" nor "the others".
+    (2, 0, "2 sweep job(s) failed (each said why above). Fix the cause"),
 ])
 def test_the_sweeps_last_line_counts_its_failed_jobs(monkeypatch, caplog, failed: int,
-                                                     said: str):
+                                                     jobs: int, said: str):
     """Bug caught (bad-input review 2026-12-04): a sweep none of whose jobs finished ended
     "2 sweep job(s) failed ...; the others finished"."""
     import audit.__main__ as entry
@@ -197,7 +199,7 @@ def test_the_sweeps_last_line_counts_its_failed_jobs(monkeypatch, caplog, failed
 
     monkeypatch.setattr(entry, "app", lambda: None)  # the jobs ran; what is left is the end
     monkeypatch.setattr(sweeps, "failed_jobs", [f"{job}: a line" for job in range(failed)])
-    monkeypatch.setattr(sweeps, "jobs_run", 2)
+    monkeypatch.setattr(sweeps, "jobs_run", jobs)
     with pytest.raises(SystemExit) as ended:
         entry.main()
     assert ended.value.code == 2 and said in caplog.text

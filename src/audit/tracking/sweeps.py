@@ -14,6 +14,7 @@ import logging
 import os
 import shlex
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +40,11 @@ SWEPT_KEYS_ENV = "AUDIT_SWEPT_KEYS"  # comma-separated: the keys whose values di
 FAILED_JOB_FILE = "job_failed.txt"
 FAILED_JOBS_ARTIFACT = "failed_jobs.txt"  # the parent run's copy of the failed jobs' lines
 # The failed jobs' lines of the last multirun this process launched (python -m audit exits 2),
-# and how many jobs it ran (each job's folder holds Hydra's .hydra/config.yaml).
+# and how many jobs it ran: the job folders whose Hydra config (.hydra/config.yaml) was written
+# since it started (a sweep folder used again keeps the last sweep's); 0 when unknown.
 failed_jobs: list[str] = []
 jobs_run = 0
+_multirun_started = 0.0
 
 
 @dataclass
@@ -285,8 +288,9 @@ class MlflowSweepCallback(Callback):
     """Configured in conf/config.yaml under hydra.callbacks; does nothing for single runs."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        global open_parent
+        global open_parent, _multirun_started
         failed_jobs.clear()
+        _multirun_started = time.time()
         # A rerun into the same sweep folder (a fixed hydra.sweep.dir) must not count the last
         # run's failures, of jobs this grid may no longer have.
         for mark in Path(str(config.hydra.sweep.dir)).glob(f"**/{FAILED_JOB_FILE}"):
@@ -334,7 +338,8 @@ class MlflowSweepCallback(Callback):
         global jobs_run
         sweep_dir = Path(str(config.hydra.sweep.dir))
         failed_jobs[:] = read_failed_jobs(sweep_dir)
-        jobs_run = sum(1 for _ in sweep_dir.glob("**/.hydra/config.yaml"))
+        jobs_run = sum(1 for path in sweep_dir.glob("**/.hydra/config.yaml")
+                       if path.stat().st_mtime >= _multirun_started - 1.0)
         for line in failed_jobs:
             log.error("sweep job %s", line)
         if settings is None or run_id is None:
