@@ -69,8 +69,9 @@ def answering_forecast(planned: list[Planned], store: ResponseStore,
     model on local cores, whose rate does not grow with slots (the embedded model answered 1.08
     prompts a second at 1 slot and 1.14 at 4, benchmarks/RESULTS.md; 126 prompts at 4 slots
     took 127 s where this estimate from 1-slot answers said 132 s and their latency over 4 said
-    32 s, 2026-12-04); a server with idle slots answers faster than that at more slots. Answers stored before the store kept their concurrency
-    count as asked at the concurrency now."""
+    32 s, 2026-12-04); a server with idle slots answers faster than that at more slots. Answers
+    stored before the store kept their concurrency count, as asked at the concurrency now, only
+    when no answer of the model has one."""
     seconds, elsewhere = 0.0, False
     identities = {item.model_name: item.identity for item in planned}
     for name, identity in identities.items():
