@@ -63,7 +63,8 @@ def test_rules_file_with_command_line_overrides(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("alpha: [1,\n", r"is not readable: it is not valid YAML \(line 2\): expected the node content"),
+    ("alpha: [1,\n", r"is not readable: it is not valid YAML \(line 2\): expected the node "
+                    r"content"),
     ("- 1\n- 2\n", "holds a list, not a mapping of rules"),
     ("alpha: often\n", r"\(rule alpha\): Value 'often'"),
     ("unknown_rule: 3\n", "Key 'unknown_rule' not in"),
