@@ -33,7 +33,8 @@ from audit.config_files import check_grid_is_swept, check_model_names
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
-from audit.yaml_files import unreadable_config_file, unreadable_config_line, yaml_file_problem
+from audit.yaml_files import (frame_in, unreadable_config_file, unreadable_config_line,
+                              yaml_file_problem)
 from hydra_plugins.audit_configs import user_conf_dir
 
 HYDRA_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException,
@@ -160,11 +161,7 @@ def _loaded_by_hydra(traceback: TracebackType | None) -> bool:
     raises the parser's error unwrapped, so its module name is the only mark; a Hydra that
     renames the module, or wraps the error in a ConfigCompositionException, leaves this False
     and the error keeps its traceback (or is caught as a Hydra error), never a wrong line."""
-    while traceback is not None:
-        if traceback.tb_frame.f_globals.get("__name__") == "hydra._internal.config_repository":
-            return True
-        traceback = traceback.tb_next
-    return False
+    return frame_in(traceback, "hydra._internal.config_repository") is not None
 
 
 # Hydra runs one of --run, --multirun, --cfg, --info at a time; `-m +sweep=NAME --cfg job`, the
@@ -178,13 +175,8 @@ def _conflicting_hydra_modes(error: ValueError) -> bool:
     """Whether Hydra refused two of its run modes on one command line (hydra/_internal/utils.py
     raises a plain ValueError for it; a Hydra that rewords or moves it leaves this False, and the
     traceback shows as before)."""
-    traceback = error.__traceback__
-    while traceback is not None:
-        if (traceback.tb_frame.f_globals.get("__name__") == "hydra._internal.utils"
-                and str(error).startswith("Only one of --run, --multirun")):
-            return True
-        traceback = traceback.tb_next
-    return False
+    return (str(error).startswith("Only one of --run, --multirun")
+            and frame_in(error.__traceback__, "hydra._internal.utils") is not None)
 
 
 def _null_generator_hint(cause: OmegaConfBaseException) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 
 from omegaconf import OmegaConf
 from yaml import YAMLError  # PyYAML: what omegaconf and Hydra parse YAML with
@@ -109,20 +109,25 @@ def yaml_file_problem(error: YAMLError) -> str:
             f"{mark.column + 1}: {text}): fix the file")
 
 
+def frame_in(traceback: TracebackType | None, module: str) -> FrameType | None:
+    """The first frame of `traceback` running code of `module`: where an error a dependency
+    raised unwrapped came from (Hydra's file loading, its run-mode check), None when none is."""
+    while traceback is not None:
+        if traceback.tb_frame.f_globals.get("__name__") == module:
+            return traceback.tb_frame
+        traceback = traceback.tb_next
+    return None
+
+
 def _file_hydra_was_reading(traceback: TracebackType | None) -> Path | None:
     """The config file Hydra was reading when the error of `traceback` was raised: the local
     `full_path` of its file config source's load_config (Hydra 1.3's private
     hydra/_internal/core_plugins/file_config_source.py, which opens the file there). A Hydra
     that renames either leaves None, and the file is searched for instead; this retires when
     Hydra's load errors name their file."""
-    while traceback is not None:
-        frame = traceback.tb_frame
-        if frame.f_globals.get("__name__") == "hydra._internal.core_plugins.file_config_source":
-            path = frame.f_locals.get("full_path")
-            if isinstance(path, str):
-                return Path(path)
-        traceback = traceback.tb_next
-    return None
+    frame = frame_in(traceback, "hydra._internal.core_plugins.file_config_source")
+    path = frame.f_locals.get("full_path") if frame is not None else None
+    return Path(path) if isinstance(path, str) else None
 
 
 def unreadable_config_file(error: UnicodeDecodeError | RecursionError, folders: Iterable[Path]
