@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
 from audit.errors import AuditError, unknown_ids
@@ -30,18 +28,17 @@ def check_bank(bank: pl.DataFrame, where: str) -> None:
     # audit.personas.fill_template); any other braces reached the model as written, "The {role}
     # lives in {city}" (bad-input review 2026-12-04), as did a {persona} in the question.
     text = pl.col("scenario").str.replace_all(r"\{persona\}", "") + " " + pl.col("question")
-    unfilled = bank.filter(~pl.col("scenario").str.contains(FILLED_SLOT, literal=True)
-                           & text.str.contains(SLOT_LIKE))
+    unfilled = (bank.filter(~pl.col("scenario").str.contains(FILLED_SLOT, literal=True))
+                .with_columns(slot=text.str.extract(f"({SLOT_LIKE})"))
+                .filter(pl.col("slot").is_not_null()))
     if unfilled.height:
         first = unfilled.row(0, named=True)
-        slot = re.search(SLOT_LIKE, f"{first['scenario'].replace('{persona}', '')} "
-                                         f"{first['question']}")
-        where_slot = ("its question" if slot and slot.group(0) == "{persona}" else
+        where_slot = ("its question" if first["slot"] == "{persona}" else
                       "its scenario or question")
         raise AuditError(f"{where}: {unfilled.height} item(s) have a slot nothing fills (first: "
-                         f"{first['item_id']}, {slot.group(0) if slot else '{...}'} in "
-                         f"{where_slot}): only the scenario's {{persona}} slot is filled, with "
-                         f"the persona sentence; write the text out, or remove the braces")
+                         f"{first['item_id']}, {first['slot']} in {where_slot}): only the "
+                         f"scenario's {{persona}} slot is filled, with the persona sentence; "
+                         f"write the text out, or remove the braces")
     same = bank.filter(pl.col("favourable_option").str.strip_chars().str.to_lowercase()
                        == pl.col("unfavourable_option").str.strip_chars().str.to_lowercase())
     if same.height:
