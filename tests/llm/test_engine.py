@@ -15,7 +15,7 @@ from audit.llm.backends import create_backend
 from audit.config import DesignConfig, EngineConfig
 from audit.design import expand_design
 from audit.llm.engine import collect_responses, summarise_responses
-from audit.llm.store import ResponseStore
+from audit.llm.store import _SCHEMA, ResponseStore
 
 
 NO_WAIT = EngineConfig(max_attempts=3, backoff_initial_s=0.0, backoff_max_s=0.0)
@@ -325,21 +325,10 @@ def test_a_store_from_before_concurrency_was_recorded_opens_and_keeps_its_answer
         assert store.get("k3").concurrency is None
 
 
-OLD_STORE_SCHEMA = """
-CREATE TABLE responses (
-    request_key TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('ok', 'error')),
-    identity_json TEXT NOT NULL,
-    request_json TEXT NOT NULL,
-    response_text TEXT,
-    completion_tokens INTEGER,
-    latency_s REAL,
-    error_kind TEXT,
-    error_message TEXT,
-    created_at REAL NOT NULL
-);
-CREATE UNIQUE INDEX ok_by_key ON responses (request_key) WHERE status = 'ok';
-"""
+# The schema of a release before answers recorded their concurrency: this one without it.
+OLD_STORE_SCHEMA = _SCHEMA.replace("created_at REAL NOT NULL,\n    concurrency INTEGER",
+                                   "created_at REAL NOT NULL")
+assert "concurrency" not in OLD_STORE_SCHEMA
 
 
 def test_too_many_failures_stop_with_the_kinds_and_how_to_resume():
