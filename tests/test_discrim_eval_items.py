@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from hydra import compose, initialize_config_dir
 
-from audit.config import CONF_DIR, DesignConfig, ModelConfig, PersonasConfig
+from audit.config import CONF_DIR, DesignConfig, ItemsConfig, ModelConfig, PersonasConfig
 from audit.design import expand_design
 from audit.errors import AuditError
 from audit.items import select_items
@@ -98,6 +98,25 @@ def test_name_personas_and_a_missing_baseline_text_are_one_line_errors():
         fill_template(template, "name", "named Emily Walsh", "woman", None)
     with pytest.raises(AuditError, match="baseline_scenario"):
         fill_template(template, "baseline", "", None, None)
+
+
+def test_a_slot_a_filled_item_would_send_as_written_is_refused(bank):
+    """Noticed 2026-12-04: a misspelt pronoun slot ({Subj}) in a filled item was read as a verb
+    and sent to the model as "Subj"; a slot in its question or baseline text was sent as written
+    too. Every shipped item passes (select_items selects the whole bank)."""
+    first = bank.head(2)
+    misspelt = first.with_columns(pl.col("scenario").str.replace("{Sub}", "{Subj}",
+                                                                 literal=True))
+    with pytest.raises(AuditError, match=r"2 filled item\(s\) have a slot that is neither a "
+                                         r"pronoun nor a verb \(first: .*, \{Subj\}\)"):
+        select_items(misspelt, ItemsConfig(bank="discrim_eval", per_domain=None))
+    capital_verb = first.with_columns(pl.col("scenario") + " {Has} {race}")
+    with pytest.raises(AuditError, match=r"2 filled item.*\{Has\}"):
+        select_items(capital_verb, ItemsConfig(bank="discrim_eval", per_domain=None))
+    in_question = first.with_columns(pl.col("question") + " Ask {obj}.")
+    with pytest.raises(AuditError, match=r"\{obj\} in its baseline_scenario or question"):
+        select_items(in_question, ItemsConfig(bank="discrim_eval", per_domain=None))
+    assert select_items(bank, ItemsConfig(bank="discrim_eval", per_domain=None)).height == 65
 
 
 @pytest.mark.parametrize(("answer", "label"), [

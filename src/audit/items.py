@@ -6,13 +6,8 @@ import polars as pl
 
 from audit.errors import AuditError, unknown_ids
 from audit.config import ItemsConfig
-from audit.personas import FILLED_SLOT
+from audit.personas import FILLED_SLOT, SLOT_LIKE, unfillable_template_slots
 from audit.schemas import ItemSchema, validate
-
-
-# A word in braces, as a template's slot is written; JSON in a question (`{"decision": ...}`)
-# is not one.
-SLOT_LIKE = r"\{\s*\w+\s*\}"
 
 
 def check_bank(bank: pl.DataFrame, where: str) -> None:
@@ -24,21 +19,36 @@ def check_bank(bank: pl.DataFrame, where: str) -> None:
         raise AuditError(f"{where}: {twice.height} item(s) have more than one {{persona}} slot "
                          f"(first: {twice['item_id'][0]}): keep exactly one, where the persona "
                          f"sentence belongs")
-    # Only the scenario's {persona} slot is filled (a filled item's slots are its own: see
+    # Only the scenario's {persona} slot is filled, or a filled item's scenario (see
     # audit.personas.fill_template); any other braces reached the model as written, "The {role}
-    # lives in {city}" (bad-input review 2026-12-04), as did a {persona} in the question.
-    text = pl.col("scenario").str.replace_all(r"\{persona\}", "") + " " + pl.col("question")
-    unfilled = (bank.filter(~pl.col("scenario").str.contains(FILLED_SLOT, literal=True))
-                .with_columns(slot=text.str.extract(f"({SLOT_LIKE})"))
+    # lives in {city}" (bad-input review 2026-12-04), as did a {persona} in the question and any
+    # slot in a filled item's question or baseline_scenario.
+    is_filled = pl.col("scenario").str.contains(FILLED_SLOT, literal=True)
+    baseline = (pl.col("baseline_scenario").fill_null("") if "baseline_scenario" in bank.columns
+                else pl.lit(""))
+    text = (pl.when(is_filled).then(baseline)
+            .otherwise(pl.col("scenario").str.replace_all(r"\{persona\}", ""))
+            + " " + pl.col("question"))
+    unfilled = (bank.with_columns(slot=text.str.extract(f"({SLOT_LIKE})"))
                 .filter(pl.col("slot").is_not_null()))
     if unfilled.height:
         first = unfilled.row(0, named=True)
         where_slot = ("its question" if first["slot"] == "{persona}" else
-                      "its scenario or question")
+                      "its baseline_scenario or question" if FILLED_SLOT in first["scenario"]
+                      else "its scenario or question")
         raise AuditError(f"{where}: {unfilled.height} item(s) have a slot nothing fills (first: "
                          f"{first['item_id']}, {first['slot']} in {where_slot}): only the "
-                         f"scenario's {{persona}} slot is filled, with the persona sentence; "
-                         f"write the text out, or remove the braces")
+                         f"scenario's {{persona}} slot is filled, with the persona sentence (or a "
+                         f"filled item's scenario); write the text out, or remove the braces")
+    misspelt = [(item_id, slots[0]) for item_id, scenario in
+                bank.filter(is_filled).select("item_id", "scenario").iter_rows()
+                if (slots := unfillable_template_slots(scenario))]
+    if misspelt:
+        raise AuditError(f"{where}: {len(misspelt)} filled item(s) have a slot that is neither a "
+                         f"pronoun nor a verb (first: {misspelt[0][0]}, {misspelt[0][1]}), so it "
+                         f"would be sent as written: besides {FILLED_SLOT}, a filled item's "
+                         f"slots are {{sub}} {{Sub}} {{pos}} {{Pos}} {{obj}} {{reflex}} and "
+                         f"verbs in their he/she form, in lower case ({{has}}, {{lives}})")
     same = bank.filter(pl.col("favourable_option").str.strip_chars().str.to_lowercase()
                        == pl.col("unfavourable_option").str.strip_chars().str.to_lowercase())
     if same.height:

@@ -205,10 +205,25 @@ _PRONOUNS = {
     "they": {"Sub": "They", "sub": "they", "pos": "their", "Pos": "Their", "obj": "them",
              "reflex": "themselves"},
 }
+# A word in braces, as a template's slot is written; JSON in a question (`{"decision": ...}`)
+# is not one.
+SLOT_LIKE = r"\{\s*\w+\s*\}"
 # The persona's `gender` picks the pronouns; any other value (and none: null personas) is "they".
 _PRONOUN_OF_GENDER = {"woman": "she", "female": "she", "man": "he", "male": "he"}
-# Verb slots are named by their third-person singular form; "they" takes the plural one.
+# Verb slots are named by their third-person singular form, in lower case ("{has}", "{lives}");
+# "they" takes the plural one.
+_VERB_SLOT = re.compile(r"[a-z]+s")
 _PLURAL_VERBS = {"has": "have", "is": "are", "was": "were", "does": "do"}
+
+
+def unfillable_template_slots(template: str) -> list[str]:
+    """The slots of a filled item that fill_template would send to the model as written: neither
+    a pronoun ({sub}, {Pos}, ...) nor a verb in its third-person singular form ({has}). A
+    misspelt "{Subj}" reached the model as "Subj" (noticed 2026-12-04)."""
+    rest = template.replace(FILLED_SLOT, "")
+    return [slot for slot in re.findall(SLOT_LIKE, rest)
+            if not (match := _SLOT.fullmatch(slot))
+            or not (match.group(1) in _PRONOUNS["they"] or _VERB_SLOT.fullmatch(match.group(1)))]
 
 
 def fill_template(template: str, kind: str, descriptor: str, gender: str | None,
