@@ -29,7 +29,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from audit.config_files import check_grid_is_swept, check_model_names
+from audit.config_files import (check_chosen_files_hold_settings, check_grid_is_swept,
+                                check_model_names)
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
@@ -341,6 +342,8 @@ def validated_config(cfg: DictConfig, conf_dir: Path) -> AuditConfig:
     one line and exit 2 too, not Hydra's `Error executing job` line and then this one. A config
     refused here, by key or by value, takes the directory Hydra made for the job with it."""
     try:
+        if HydraConfig.initialized():
+            check_chosen_files_hold_settings(HydraConfig.get())
         audit_cfg = to_audit_config(cfg)
         if HydraConfig.initialized():
             hydra = HydraConfig.get()

@@ -1,5 +1,5 @@
-"""What composition hides about the chosen config files: two model files that share a name, a
-sweep file's grid in a single run.
+"""What composition hides about the chosen config files: a file that holds no settings, two
+model files that share a name, a sweep file's grid in a single run.
 
 A model file's settings sit under the model's name (`my_vllm:` then its keys), and the chosen
 files merge into one `model` mapping, so two files that name the same model (a file copied and
@@ -44,6 +44,25 @@ def option_file(sources: Iterable[Mapping[str, Any]], group: str, name: str) -> 
             if path.is_file():
                 return path
     return None
+
+
+def check_chosen_files_hold_settings(hydra: DictConfig) -> None:
+    """Refuse a chosen group file that holds no settings (empty, or only comments): Hydra reads
+    it as an empty mapping, so `items=mine` with an empty conf/items/mine.yaml audited the
+    shipped bank, and a run whose file was saved before it was written said nothing (noticed
+    2026-12-04). An empty sweep file is refused earlier, while Hydra composes it."""
+    chosen = [(group, name) for group, name in hydra.runtime.choices.items()
+              if isinstance(name, str) and not str(group).startswith("hydra")]
+    chosen += [(GROUP, name) for name in chosen_options(hydra.overrides.task)]
+    sources = list(hydra.runtime.config_sources)
+    for group, name in chosen:
+        path = option_file(sources, group, name)
+        if path is not None and yaml.safe_load(path.read_text(encoding="utf-8")) is None:
+            shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+            raise ConfigValueError(
+                f"{shown} holds no settings, so choosing it ({group}={name}) would set "
+                f"nothing: write its settings (the files in src/audit/conf/{group}/ show them), "
+                f"or leave {group}={name} out")
 
 
 def check_model_names(overrides: Iterable[str], sources: Iterable[Mapping[str, Any]],

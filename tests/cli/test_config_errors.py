@@ -249,6 +249,28 @@ def test_two_chosen_model_files_that_name_one_model_are_refused(tmp_path, files,
     assert not list(tmp_path.glob("outputs/*/*/prompts.parquet"))
 
 
+@pytest.mark.parametrize(("group", "content", "chosen", "module"), [
+    ("items", "", "items=mine", "audit"),
+    ("judge", "# the judge I will use\n", "judge=mine", "audit.plan"),
+    ("model", "", "model=[qwen_coder_0_5b,mine]", "audit"),
+])
+def test_a_chosen_config_file_with_no_settings_is_one_line_naming_it(tmp_path, group, content,
+                                                                     chosen, module):
+    """Bug caught (noticed 2026-12-04): Hydra reads an empty group file as an empty mapping, so
+    `items=mine` with an empty conf/items/mine.yaml audited the shipped bank without a word, and
+    an empty model file in a list of two audited the other model alone."""
+    (tmp_path / "conf" / group).mkdir(parents=True)
+    (tmp_path / "conf" / group / "mine.yaml").write_text(content)
+    done = _audit(chosen, "tracking=none", module=module, cwd=tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].endswith(f"conf/{group}/mine.yaml holds no settings, so choosing it "
+                             f"({group}=mine) would set nothing: write its settings (the files "
+                             f"in src/audit/conf/{group}/ show them), or leave {group}=mine out")
+    assert [path.name for path in tmp_path.iterdir()] == ["conf"]
+
+
 def test_a_model_file_written_flat_is_one_line_showing_the_nested_shape(tmp_path):
     """A model file must nest its settings under the model's name; written flat it failed with
     `Invalid type assigned: str is not a subclass of ModelConfig ... full_key: model.backend`."""
