@@ -217,3 +217,29 @@ def test_a_params_file_of_another_name_keeps_its_own_overrides_record(tmp_path: 
     errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
     assert len(errors) == 1 and "overrides" in errors[0] and ".yaml" in errors[0], errors
     assert (project / OVERRIDES_FILE).read_text() == before
+
+
+@pytest.mark.parametrize(("overrides", "sweep", "job"), [
+    (["items=smoke", "+sweep=fits"], "+sweep=fits", "KEY=VALUE"),
+    (["fit=rasch,rasch_seed"], "fit=rasch,rasch_seed", "fit=rasch"),
+    (["model=glob(smol*)"], "model=glob(smol*)", "model=VALUE"),
+])
+def test_a_sweep_is_refused_and_the_params_file_kept(tmp_path: Path, caplog, overrides, sweep,
+                                                     job):
+    """Bug caught (noticed 2026-12-02): `audit.params +sweep=fits` wrote the sweep's base config
+    as params.yaml, one run without its grid, and said nothing; `fit=rasch,rasch_seed` got
+    Hydra's advice to add -m, which this command does not take. Either is one line, exit 2, and
+    the params file written before stays as it was."""
+    from audit.cli.params import main as params_main
+
+    params = tmp_path / "params.yaml"
+    assert params_main(["items=smoke", "--output", str(params)]) == 0
+    before = params.read_text(), (tmp_path / OVERRIDES_FILE).read_text()
+    caplog.clear()
+    assert params_main([*overrides, "--output", str(params)]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert errors == [f"{sweep} is a sweep, and params.yaml holds the config of one run: write "
+                      f"it for one job at a time (python -m audit.params {job}, then dvc exp "
+                      f"run), or run the sweep with python -m audit and write any of its jobs' "
+                      f"params.yaml with python -m audit.runs params RUN_ID"]
+    assert (params.read_text(), (tmp_path / OVERRIDES_FILE).read_text()) == before

@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from audit.cli import OneLineParser
 from audit.config import CONF_DIR
+from audit.config_files import chosen_options
 
 from audit.methods.configs import AuditConfig, to_audit_config, with_dvc_params
 from audit.config_errors import one_line_config_errors
@@ -76,8 +79,37 @@ def check_params_output(output: Path) -> None:
     check_output(overrides_file(output), "--output ")
 
 
+def _first_value(sweep: Override) -> str:
+    """A sweep's first value, or VALUE where only composing can list them (a glob of options)."""
+    try:
+        return next(sweep.sweep_string_iterator())
+    except HydraException:
+        return "VALUE"
+
+
+def check_one_run(overrides: list[str]) -> None:
+    """Refuse a sweep: params.yaml is the config of one run. `+sweep=models` wrote the sweep's
+    base config without its grid, and said nothing (noticed 2026-12-02); `model=a,b` got the
+    advice to add -m, which this command does not take."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException:
+        return  # composing reports the malformed override, with its one line
+    swept = [(f"+sweep={name}", "KEY=VALUE") for name in chosen_options(overrides, "sweep")]
+    swept += [(override.input_line, f"{override.key_or_group}={_first_value(override)}")
+              for override in parsed if override.is_sweep_override()]
+    if swept:
+        sweep, job = swept[0]
+        raise AuditError(
+            f"{sweep} is a sweep, and params.yaml holds the config of one run: write it for "
+            f"one job at a time (python -m audit.params {job}, then dvc exp run), or run "
+            f"the sweep with python -m audit and write any of its jobs' params.yaml with "
+            f"python -m audit.runs params RUN_ID")
+
+
 def write_params(overrides: list[str], output: Path) -> Path:
     """params.yaml from conf/pipeline.yaml and the overrides, and the record of the overrides."""
+    check_one_run(overrides)
     with one_line_config_errors(Path(CONF_DIR)):
         config = compose_params(overrides)
     output.parent.mkdir(parents=True, exist_ok=True)  # as every other output's folder is made
