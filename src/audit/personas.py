@@ -165,6 +165,25 @@ PERSONA_GENERATORS: dict[str, PersonaGenerator] = {
 }
 
 
+# The settings only one generator reads, so that one set for a generator the design does not
+# run can be named: `explicit_file: mine.csv` with `generators: [baseline, name]` audited the
+# shipped names and never read mine.csv (noticed 2026-12-04).
+_SETTINGS_OF_GENERATOR = {"explicit": ("explicit_file", "explicit_ids"),
+                          "name": ("names_file", "name_ids")}
+
+
+def unread_settings(config: PersonasConfig) -> list[str]:
+    """A line for each setting changed from its default whose generator does not run."""
+    default = PersonasConfig()
+    return [f"personas.{setting}={getattr(config, setting)} is read by the {generator} "
+            f"generator, which personas.generators={list(config.generators)} does not run, so "
+            f"the design has none of its personas: add {generator} to personas.generators, or "
+            f"leave {setting} out"
+            for generator, settings in _SETTINGS_OF_GENERATOR.items()
+            if generator not in config.generators
+            for setting in settings if getattr(config, setting) != getattr(default, setting)]
+
+
 def generate_personas(config: PersonasConfig, sources: PersonaSources, seed: int) -> pl.DataFrame:
     frames = []
     for name in config.generators:

@@ -164,6 +164,32 @@ def test_a_design_with_no_two_levels_of_an_attribute_is_refused_at_design(tmp_pa
     assert "makes no" not in caplog.text  # the default design contrasts both
 
 
+def test_a_persona_setting_no_chosen_generator_reads_is_warned_of_at_design(tmp_path, caplog):
+    """Bug caught (noticed 2026-12-04): `personas.explicit_file=mine.csv` with
+    `personas.generators=[baseline,name]` audited the shipped names and never read mine.csv, and
+    nothing said so. A setting left at its default, or read by a chosen generator, is not named
+    (the shipped personas=names sets explicit_file to its default; the personas sweep's name job
+    runs with it)."""
+    mine = tmp_path / "mine.csv"
+    mine.write_text("persona_id,descriptor,gender,race\nw,a woman,woman,\nm,a man,man,\n")
+    with caplog.at_level("WARNING", logger="audit.methods.rasch.design"):
+        prompts = design_stage(_compose([f"personas.explicit_file={mine}",
+                                         "personas.explicit_ids=[w]",
+                                         "personas.generators=[baseline,name]"]))
+    warnings = [record.getMessage() for record in caplog.records]
+    assert warnings == [
+        f"personas.{setting} is read by the explicit generator, which "
+        f"personas.generators=['baseline', 'name'] does not run, so the design has none of its "
+        f"personas: add explicit to personas.generators, or leave {setting.split('=')[0]} out"
+        for setting in (f"explicit_file={mine}", "explicit_ids=['w']")]
+    assert set(prompts["persona_kind"].unique()) == {"baseline", "name"}
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="audit.methods.rasch.design"):
+        design_stage(_compose(["personas=names"]))
+        design_stage(_compose([f"personas.explicit_file={mine}"]))
+    assert caplog.records == []
+
+
 def test_imported_answers_at_one_level_are_refused_at_design(tmp_path, monkeypatch):
     """Finding 5 for ingest: answers from White women only ran design, respond and score (and
     the judge) before the fit found no contrast. The refused prompts table is not left behind

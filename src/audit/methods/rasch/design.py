@@ -3,6 +3,8 @@ replicate (audit.design.expand_design), and the models a prompts table names."""
 
 from __future__ import annotations
 
+import logging
+
 import pandera.polars as pa
 import polars as pl
 
@@ -13,9 +15,11 @@ from audit.errors import AuditError
 from audit.items import select_items
 from audit.llm.backends import Backend, create_backend
 from audit.methods.configs import AuditConfig
-from audit.personas import PersonaSources, generate_personas
+from audit.personas import PersonaSources, generate_personas, unread_settings
 from audit.schemas import ItemSchema, PersonaFileSchema
 from audit.tables import read_table
+
+log = logging.getLogger(__name__)
 
 # The design stage's table (the whole fixed design) and the respond stage's (the answers asked).
 PROMPTS, RESPONSES = "prompts.parquet", "responses.parquet"
@@ -45,6 +49,8 @@ def design_stage(cfg: AuditConfig) -> pl.DataFrame:
     names = (read_users_table(cfg.personas.names_file, PersonaFileSchema, "name personas",
                               "personas.names_file")
              if "name" in cfg.personas.generators else PersonaSources().name_profiles)
+    for line in unread_settings(cfg.personas):
+        log.warning("%s", line)
     personas = generate_personas(cfg.personas,
                                  PersonaSources(explicit_profiles=explicit, name_profiles=names),
                                  cfg.design.seed)
