@@ -243,7 +243,38 @@ def test_a_rerun_into_the_same_sweep_folder_forgets_the_last_runs_failures(tmp_p
     old.mkdir()
     (old / FAILED_JOB_FILE).write_text("design.replicates=0 must lie in [1, inf)\n")
     assert read_failed_jobs(tmp_path) == ["3: design.replicates=0 must lie in [1, inf)"]
-    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}},
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}, "sweeper": {},
+                                         "overrides": {"task": []}},
                                "tracking": {"enabled": False}})
     MlflowSweepCallback().on_multirun_start(config)
     assert read_failed_jobs(tmp_path) == []
+
+
+def test_a_command_line_value_for_a_swept_key_is_named_before_the_jobs(tmp_path, caplog):
+    """Bug caught (noticed 2026-12-04): Hydra's sweeper lets a command-line value replace a sweep
+    file's grid for its key, so `+sweep=fits fit=rasch` ran one job instead of two and nothing
+    said so. The sweep's start names the override and how to sweep other values; a command-line
+    grid for the key (`fit=a,b`) is the user's own sweep and is not named."""
+    from audit.tracking.sweeps import MlflowSweepCallback
+
+    overrides = ["+sweep=fits", "fit=rasch", "tracking=none", f"hydra.sweep.dir={tmp_path}"]
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        config = compose("config", overrides=overrides, return_hydra_config=True)
+    params = OmegaConf.to_container(config.hydra.sweeper.params)
+    jobs = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(
+        [f"{key}={value}" for key, value in params.items()] + overrides), None)
+    # Hydra's own expansion: the command line replaced the grid, one job, fit=rasch.
+    assert [[override for override in job if override.startswith("fit=")]
+            for batch in jobs for job in batch] == [["fit=rasch"]]
+    with caplog.at_level("WARNING", logger="audit.tracking.sweeps"):
+        MlflowSweepCallback().on_multirun_start(config)
+    assert [record.getMessage() for record in caplog.records] == [
+        "fit=rasch on the command line replaces the sweep's values of fit (rasch,rasch_seed), so "
+        "every job runs it; to sweep other values, set hydra.sweeper.params.fit='A,B'"]
+    caplog.clear()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        config = compose("config", overrides=["+sweep=fits", "tracking=none",
+                                              f"hydra.sweep.dir={tmp_path}"],
+                         return_hydra_config=True)
+    MlflowSweepCallback().on_multirun_start(config)
+    assert caplog.records == []

@@ -95,6 +95,20 @@ def swept_values(task_overrides: list[str], sweeper_params: dict[str, Any]) -> d
     return values
 
 
+def replaced_grid(task_overrides: list[str], sweeper_params: dict[str, Any]) -> list[str]:
+    """A line for each key of a sweep file's grid that a single value on the command line also
+    sets: Hydra's sweeper lets the command line win, so `+sweep=fits fit=rasch` ran one job, not
+    the grid's two, without a word (noticed 2026-12-04)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return [f"{override.input_line} on the command line replaces the sweep's values of "
+            f"{override.get_key_element()} ({sweeper_params[override.get_key_element()]}), so "
+            f"every job runs it; to sweep other values, set "
+            f"hydra.sweeper.params.{override.get_key_element()}='A,B'"
+            for override in OverridesParser.create().parse_overrides(task_overrides)
+            if not override.is_sweep_override() and override.get_key_element() in sweeper_params]
+
+
 def _tracking_config(config: DictConfig) -> TrackingConfig | None:
     section = config.get("tracking")
     if section is None or not section.get("enabled", False):
@@ -295,16 +309,18 @@ class MlflowSweepCallback(Callback):
         # run's failures, of jobs this grid may no longer have.
         for mark in Path(str(config.hydra.sweep.dir)).glob(f"**/{FAILED_JOB_FILE}"):
             mark.unlink(missing_ok=True)
-        settings = _tracking_config(config)
-        if settings is None:
-            return
-        if not jobs_compose(config):
-            return
         overrides = list(config.hydra.overrides.task)
         # A hand-written grid (`-m model=a,b`) has no sweeper params: to_container refuses a
         # plain dict, and the ValueError cost the sweep its parent run.
         params = config.hydra.sweeper.get("params")
         preset = dict(OmegaConf.to_container(params, resolve=True) if params else {})
+        for line in replaced_grid(overrides, preset):
+            log.warning("%s", line)
+        settings = _tracking_config(config)
+        if settings is None:
+            return
+        if not jobs_compose(config):
+            return
         swept = swept_values(overrides, preset)
         tags = {**tracking.provenance(Path(str(config.paths.root_dir))),
                 "sweep.dir": str(config.hydra.sweep.dir),
