@@ -31,6 +31,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 
 from audit.config_files import (check_chosen_files_hold_settings, check_grid_is_swept,
                                 check_model_names)
+from audit.config_keys import entry_schema, valid_keys
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
@@ -56,45 +57,6 @@ def config_groups(conf_dir: Path) -> list[str]:
     return sorted(path.name for path in Path(conf_dir).iterdir()
                   if path.is_dir() and path.name != "hydra"
                   and not path.name.startswith((".", "_")))
-
-
-def valid_keys(path: list[str], schema: type = AuditConfig) -> list[str] | None:
-    """The keys the schema allows under a dotted path; None when the path leaves the schema.
-
-    A dict-valued field (``model: dict[str, ModelConfig]``) takes any name, so one path segment
-    is skipped there: ``model.smollm2.sampling`` lists the fields of SamplingConfig."""
-    current: object = schema
-    segments = list(path)
-    while segments:
-        segment = segments.pop(0)
-        if not dataclasses.is_dataclass(current):
-            return None
-        hints = typing.get_type_hints(current)
-        if segment not in hints:
-            return None
-        current = hints[segment]
-        if typing.get_origin(current) is dict:
-            if not segments:
-                return None  # any name is valid directly under a dict field
-            segments.pop(0)
-            current = typing.get_args(current)[1]
-    if not dataclasses.is_dataclass(current):
-        return None
-    return [field.name for field in dataclasses.fields(current)]
-
-
-def entry_schema(path: list[str], schema: type = AuditConfig) -> type | None:
-    """The dataclass of the entries of the dict field at `path` (`model` -> ModelConfig,
-    `judge.models` -> ModelConfig); None when `path` is not such a field."""
-    current: object = schema
-    for segment in path:
-        if not dataclasses.is_dataclass(current):
-            return None
-        current = typing.get_type_hints(current).get(segment)
-    if typing.get_origin(current) is not dict:
-        return None
-    entry = typing.get_args(current)[1]
-    return entry if dataclasses.is_dataclass(entry) else None
 
 
 def flat_entry(text: str) -> str | None:

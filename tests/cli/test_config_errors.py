@@ -13,7 +13,8 @@ from hydra import compose, initialize_config_dir
 
 from audit.__main__ import CONF_DIR
 from audit.methods.configs import register_configs
-from audit.config_errors import HYDRA_ERRORS, describe, valid_keys
+from audit.config_errors import HYDRA_ERRORS, describe
+from audit.config_keys import valid_keys
 
 register_configs()
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

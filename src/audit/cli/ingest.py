@@ -21,7 +21,8 @@ from omegaconf import DictConfig
 
 from audit.__main__ import run_composed
 from audit.config import CONF_DIR
-from audit.config_errors import one_line_config_errors, valid_keys
+from audit.config_errors import one_line_config_errors
+from audit.config_keys import valid_keys
 from audit.errors import AuditError, did_you_mean
 from audit.methods.configs import AuditConfig, register_configs
 from audit.methods.rasch.ingest.stages import with_imported_models
