@@ -134,7 +134,8 @@ def test_a_csv_that_is_not_utf8_says_to_save_it_as_utf8(tmp_path: Path):
     path = tmp_path / "answers.csv"
     path.write_bytes("respondent,item,y\nJos\u00e9,i1,1\n".encode("latin-1"))
     with pytest.raises(AuditError, match=r"^cannot read answers at .*: invalid utf-8 sequence "
-                                         r"\(save the file as UTF-8; Excel: 'CSV UTF-8'\); fix it$"):
+                                         r"\(save it as CSV UTF-8 \(Excel: File, Save As, "
+                                         r"'CSV UTF-8'\)\); fix it$"):
         read_frame(path, "answers", "fix it", as_text=True)
 
 

@@ -61,7 +61,7 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
         first_line = str(error).strip().splitlines()[0] if str(error).strip() \
             else type(error).__name__
         if "utf-8" in first_line.lower() or isinstance(error, UnicodeDecodeError):
-            first_line += " (save the file as UTF-8; Excel: 'CSV UTF-8')"
+            first_line += f" ({SAVE_AS_CSV_UTF8})"
         raise AuditError(f"cannot read {what} at {path}: {first_line}; {fix}") from error
     repeated = repeated_header(path, separator)
     if repeated:

@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.errors import AuditError
-from audit.tables import named_as, read_frame, read_json_lines
+from audit.tables import SAVE_AS_CSV_UTF8, named_as, read_frame, read_json_lines
 
 FORMATS = ("auto", "csv", "parquet", "jsonl", "lm_eval")
 COLUMNS = ("model", "persona_id", "persona_kind", "gender", "race", "item", "answer", "decision",
@@ -58,8 +58,8 @@ def file_format(path: Path, chosen: str) -> str:
     if suffix in (".csv", ".txt"):
         return "csv"
     if suffix in (".xlsx", ".xls", ".xlsm", ".ods"):  # format=csv would read the workbook's bytes
-        raise AuditError(f"{path} is a spreadsheet: save it as CSV UTF-8 (Excel: File, Save As, "
-                         "'CSV UTF-8') and pass that file as ingest.input")
+        raise AuditError(f"{path} is a spreadsheet: {SAVE_AS_CSV_UTF8} and pass that file as "
+                         f"ingest.input")
     raise AuditError(f"cannot tell the format of {path} from its name: set ingest.format= one of "
                      f"{', '.join(FORMATS[1:])}")
 
