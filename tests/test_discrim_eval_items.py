@@ -69,6 +69,10 @@ def test_null_personas_take_they_and_plural_verbs():
             == "The patient is a Qzvbxmtrwa. They have quit and live alone with their dog.")
     assert fill_template(template, "explicit", "Asian female", "woman", None).startswith(
         "The patient is an Asian female. She has quit and lives alone with her dog.")
+    # Review 2026-12-04: "they" took the he/she form less its "s", "goe", "trie", "watche".
+    verbs = "{Sub} {goes}, {tries}, {watches}, {passes}, {fixes}, {dies} and {flies}."
+    assert fill_template(f"A {{race}} {{gender}}. {verbs}", "null", "Q", None, None) == (
+        "A Q. They go, try, watch, pass, fix, die and fly.")
 
 
 def test_the_design_asks_each_cell_and_the_baseline_in_discrim_evals_words(bank, profiles):
@@ -116,6 +120,9 @@ def test_a_slot_a_filled_item_would_send_as_written_is_refused(bank):
     in_question = first.with_columns(pl.col("question") + " Ask {obj}.")
     with pytest.raises(AuditError, match=r"\{obj\} in its baseline_scenario or question"):
         select_items(in_question, ItemsConfig(bank="discrim_eval", per_domain=None))
+    in_baseline = first.with_columns(pl.col("baseline_scenario") + " Tell {persona}.")
+    with pytest.raises(AuditError, match=r"\{persona\} in its baseline_scenario or question"):
+        select_items(in_baseline, ItemsConfig(bank="discrim_eval", per_domain=None))
     assert select_items(bank, ItemsConfig(bank="discrim_eval", per_domain=None)).height == 65
 
 

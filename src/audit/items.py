@@ -33,8 +33,8 @@ def check_bank(bank: pl.DataFrame, where: str) -> None:
                 .filter(pl.col("slot").is_not_null()))
     if unfilled.height:
         first = unfilled.row(0, named=True)
-        where_slot = ("its question" if first["slot"] == "{persona}" else
-                      "its baseline_scenario or question" if FILLED_SLOT in first["scenario"]
+        where_slot = ("its baseline_scenario or question" if FILLED_SLOT in first["scenario"]
+                      else "its question" if first["slot"] == "{persona}"
                       else "its scenario or question")
         raise AuditError(f"{where}: {unfilled.height} item(s) have a slot nothing fills (first: "
                          f"{first['item_id']}, {first['slot']} in {where_slot}): only the "

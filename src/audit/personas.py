@@ -235,6 +235,20 @@ _VERB_SLOT = re.compile(r"[a-z]+s")
 _PLURAL_VERBS = {"has": "have", "is": "are", "was": "were", "does": "do"}
 
 
+def _plural_verb(verb: str) -> str:
+    """The form "they" takes of a verb slot's he/she form: "tries" -> "try", "watches" ->
+    "watch", "goes" -> "go", "lives" -> "live" (only "s" was dropped: "they trie", review
+    2026-12-04). A verb in -ses other than -sses cannot be told by its spelling: it loses its
+    "s", right for "uses", wrong for "focuses" (data/README.md says so)."""
+    if verb in _PLURAL_VERBS:
+        return _PLURAL_VERBS[verb]
+    if verb.endswith("ies") and len(verb) > 4:
+        return verb[:-3] + "y"
+    if verb.endswith(("sses", "shes", "ches", "xes", "zes", "oes")):
+        return verb[:-2]
+    return verb[:-1] if verb.endswith("s") else verb
+
+
 def unfillable_template_slots(template: str) -> list[str]:
     """The slots of a filled item that fill_template would send to the model as written: neither
     a pronoun ({sub}, {Pos}, ...) nor a verb in its third-person singular form ({has}). A
@@ -279,7 +293,7 @@ def fill_template(template: str, kind: str, descriptor: str, gender: str | None,
         if name in pronoun:
             return pronoun[name]
         if pronoun is _PRONOUNS["they"]:
-            return _PLURAL_VERBS.get(name, name[:-1] if name.endswith("s") else name)
+            return _plural_verb(name)
         return name
     text = _ARTICLE_BEFORE_SLOT.sub(article, template).replace(FILLED_SLOT, descriptor)
     return _SLOT.sub(slot, text)
