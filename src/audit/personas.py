@@ -11,8 +11,9 @@ from __future__ import annotations
 import random
 import re
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -172,8 +173,11 @@ _SETTINGS_OF_GENERATOR = {"explicit": ("explicit_file", "explicit_ids"),
                           "name": ("names_file", "name_ids")}
 
 
-def unread_settings(config: PersonasConfig) -> list[str]:
-    """A line for each setting changed from its default whose generator does not run."""
+def unread_settings(config: PersonasConfig, preset: Mapping[str, Any]) -> list[str]:
+    """A line for each setting whose generator does not run, set to other than its default and
+    than `preset`'s, the shipped personas file of config.name ({} for none): a shipped preset's
+    own file, such as personas=smoke's explicit_ids in the name job of +sweep=personas, is no
+    setting the user made (review 2026-12-04)."""
     default = PersonasConfig()
     return [f"personas.{setting}={getattr(config, setting)} is read by the {generator} "
             f"generator, which personas.generators={list(config.generators)} does not run, so "
@@ -181,7 +185,9 @@ def unread_settings(config: PersonasConfig) -> list[str]:
             f"leave {setting} out"
             for generator, settings in _SETTINGS_OF_GENERATOR.items()
             if generator not in config.generators
-            for setting in settings if getattr(config, setting) != getattr(default, setting)]
+            for setting in settings
+            if getattr(config, setting) not in (getattr(default, setting),
+                                                preset.get(setting, getattr(default, setting)))]
 
 
 def generate_personas(config: PersonasConfig, sources: PersonaSources, seed: int) -> pl.DataFrame:

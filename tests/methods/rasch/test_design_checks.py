@@ -187,7 +187,16 @@ def test_a_persona_setting_no_chosen_generator_reads_is_warned_of_at_design(tmp_
     with caplog.at_level("WARNING", logger="audit.methods.rasch.design"):
         design_stage(_compose(["personas=names"]))
         design_stage(_compose([f"personas.explicit_file={mine}"]))
+        # Review 2026-12-04: a shipped preset's own settings, in the jobs of +sweep=personas
+        # that drop its generator, were named as if the user had set them.
+        design_stage(_compose(["personas=smoke", "personas.generators=[baseline,name]"]))
+        design_stage(_compose(["personas=discrim_eval", 'personas.generators=[baseline,"null"]']))
     assert caplog.records == []
+    with caplog.at_level("WARNING", logger="audit.methods.rasch.design"):
+        design_stage(_compose(["personas=smoke", "personas.generators=[baseline,name]",
+                               "personas.explicit_ids=[white_man]"]))
+    assert [record.getMessage()[:52] for record in caplog.records] == [
+        "personas.explicit_ids=['white_man'] is read by the e"]
 
 
 def test_imported_answers_at_one_level_are_refused_at_design(tmp_path, monkeypatch):

@@ -4,11 +4,13 @@ replicate (audit.design.expand_design), and the models a prompts table names."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pandera.polars as pa
 import polars as pl
+import yaml
 
-from audit.config import ModelConfig
+from audit.config import CONF_DIR, ModelConfig
 from audit.data_files import data_file
 from audit.design import expand_design
 from audit.errors import AuditError
@@ -49,7 +51,9 @@ def design_stage(cfg: AuditConfig) -> pl.DataFrame:
     names = (read_users_table(cfg.personas.names_file, PersonaFileSchema, "name personas",
                               "personas.names_file")
              if "name" in cfg.personas.generators else PersonaSources().name_profiles)
-    for line in unread_settings(cfg.personas):
+    shipped = Path(CONF_DIR) / "personas" / f"{cfg.personas.name}.yaml"
+    preset = (yaml.safe_load(shipped.read_text(encoding="utf-8")) if shipped.is_file() else None)
+    for line in unread_settings(cfg.personas, preset or {}):
         log.warning("%s", line)
     personas = generate_personas(cfg.personas,
                                  PersonaSources(explicit_profiles=explicit, name_profiles=names),
