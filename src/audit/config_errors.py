@@ -142,6 +142,20 @@ def _conflicting_hydra_modes(error: ValueError) -> bool:
             and frame_in(error.__traceback__, "hydra._internal.utils") is not None)
 
 
+def _null_group_choice(error: ValueError, conf_dir: Path) -> str | None:
+    """One line for `items=null` (a config group given null), which Hydra's defaults list
+    refuses with a plain ValueError: a traceback until 2026-12-04. None for any other error."""
+    if not (str(error).startswith("Config group override must be a string or a list")
+            and frame_in(error.__traceback__, "hydra._internal.defaults_list") is not None):
+        return None
+    groups = config_groups(conf_dir)
+    given = [argument for argument in sys.argv[1:]
+             if (match := re.fullmatch(r"\+*(\w+)=null", argument)) and match[1] in groups]
+    return (f"{given[0] if given else 'a config group given null'} chooses no option: a group "
+            f"takes the name of one of its options (the files of conf/GROUP/); leave the "
+            f"override out for the default")
+
+
 def _null_generator_hint(cause: OmegaConfBaseException) -> str:
     """Unquoted, the null persona generator's name is YAML's null (no value): the natural way to
     type personas.generators=[baseline,explicit,null] fails on a None the user never wrote."""
@@ -284,11 +298,11 @@ def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
             raise  # no config file recurses: a bug (in a structured config, say) keeps it too
         exit_on_config_error(error, conf_dir)
     except ValueError as error:
-        if not _conflicting_hydra_modes(error):
+        line = HYDRA_MODES if _conflicting_hydra_modes(error) else _null_group_choice(error,
+                                                                                      conf_dir)
+        if line is None or _user_wants_traceback:
             raise  # any other ValueError is a bug: it keeps its traceback
-        if _user_wants_traceback:
-            raise
-        _stderr_logger().error("%s", HYDRA_MODES)
+        _stderr_logger().error("%s", line)
         raise SystemExit(2) from None
     finally:
         _user_wants_traceback = wanted

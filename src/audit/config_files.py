@@ -25,13 +25,14 @@ GROUP = "model"
 
 def chosen_options(overrides: Iterable[str], group: str = GROUP) -> list[str]:
     """The options a `group=a` or `group=[a,b]` override chose (with +, ++ or no prefix); empty
-    when none did (the defaults list chose one, which cannot collide)."""
+    when none did (the defaults list chose one, which cannot collide) or `group=null` chose
+    none."""
     chosen: list[str] = []
     for override in overrides:
         key, _, value = override.lstrip("+").partition("=")
         if key == group and value:
             chosen = [name.strip().strip("'\"") for name in value.strip("[]").split(",")
-                      if name.strip()]
+                      if name.strip() and name.strip() != "null"]
     return chosen
 
 
@@ -50,19 +51,34 @@ def check_chosen_files_hold_settings(hydra: DictConfig) -> None:
     """Refuse a chosen group file that holds no settings (empty, or only comments): Hydra reads
     it as an empty mapping, so `items=mine` with an empty conf/items/mine.yaml audited the
     shipped bank, and a run whose file was saved before it was written said nothing (noticed
-    2026-12-04). An empty sweep file is refused earlier, while Hydra composes it."""
-    chosen = [(group, name) for group, name in hydra.runtime.choices.items()
-              if isinstance(name, str) and not str(group).startswith("hydra")]
-    chosen += [(GROUP, name) for name in chosen_options(hydra.overrides.task)]
+    2026-12-04). `hydra`: a job's Hydra config, or compose()'s with return_hydra_config. An
+    empty sweep file is refused earlier, while Hydra composes it."""
     sources = list(hydra.runtime.config_sources)
-    for group, name in chosen:
-        path = option_file(sources, group, name)
-        if path is not None and yaml.safe_load(path.read_text(encoding="utf-8")) is None:
-            shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+    # Hydra records no choice for a list (`items=[mine]`, `model=[a,b]`): the command line's
+    # are read from its overrides, each key that names a group (a file of that name is there).
+    overrides = list(hydra.overrides.task)
+    on_command_line = {(group, name)
+                       for group in dict.fromkeys(o.lstrip("+").partition("=")[0]
+                                                  for o in overrides)
+                       if not group.startswith("hydra")
+                       for name in chosen_options(overrides, group)}
+    by_default = {(str(group), name) for group, name in hydra.runtime.choices.items()
+                  if isinstance(name, str) and not str(group).startswith("hydra")}
+    for group, name in sorted(on_command_line | by_default):
+        path = option_file(sources, group, name) if "/" not in name else None
+        if path is None or yaml.safe_load(path.read_text(encoding="utf-8")) is not None:
+            continue
+        shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+        if (group, name) in on_command_line:
             raise ConfigValueError(
                 f"{shown} holds no settings, so choosing it ({group}={name}) would set "
                 f"nothing: write its settings (the files in src/audit/conf/{group}/ show them), "
                 f"or leave {group}={name} out")
+        # A file of the user's named as the default option replaces it, unchosen.
+        raise ConfigValueError(
+            f"{shown} holds no settings, and it takes the place of the shipped {group}={name} "
+            f"that every run uses by default, so the run would set nothing for {group}: write "
+            f"its settings (src/audit/conf/{group}/{name}.yaml shows them), or delete it")
 
 
 def check_model_names(overrides: Iterable[str], sources: Iterable[Mapping[str, Any]],

@@ -254,6 +254,10 @@ def test_two_chosen_model_files_that_name_one_model_are_refused(tmp_path, files,
     ("items", "", "items=mine", "audit"),
     ("judge", "# the judge I will use\n", "judge=mine", "audit.plan"),
     ("model", "", "model=[qwen_coder_0_5b,mine]", "audit"),
+    # Review 2026-12-04: audit.params wrote the whole bank's params.yaml for an empty file, and
+    # a list choice, which Hydra records no choice for, passed.
+    ("items", "", "items=mine", "audit.params"),
+    ("items", "", "items=[mine]", "audit.params"),
 ])
 def test_a_chosen_config_file_with_no_settings_is_one_line_naming_it(tmp_path, group, content,
                                                                      chosen, module):
@@ -270,6 +274,28 @@ def test_a_chosen_config_file_with_no_settings_is_one_line_naming_it(tmp_path, g
                              f"({group}=mine) would set nothing: write its settings (the files "
                              f"in src/audit/conf/{group}/ show them), or leave {group}=mine out")
     assert [path.name for path in tmp_path.iterdir()] == ["conf"]
+
+
+def test_an_empty_file_in_place_of_a_default_and_a_group_given_null_are_one_line(tmp_path):
+    """Review 2026-12-04: an empty conf/items/default.yaml, which replaces the shipped default
+    without being chosen, was told to "leave items=default out", an override nobody wrote; and
+    `items=null` was Hydra's ValueError traceback."""
+    (tmp_path / "conf" / "items").mkdir(parents=True)
+    (tmp_path / "conf" / "items" / "default.yaml").write_text("# mine, later\n")
+    done = _audit("tracking=none", "fit.draws=100", module="audit.plan", cwd=tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].endswith("conf/items/default.yaml holds no settings, and it takes the place "
+                             "of the shipped items=default that every run uses by default, so "
+                             "the run would set nothing for items: write its settings "
+                             "(src/audit/conf/items/default.yaml shows them), or delete it")
+    done = _audit("items=null", "tracking=none", cwd=tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert lines == ["config error: items=null chooses no option: a group takes the name of one "
+                     "of its options (the files of conf/GROUP/); leave the override out for the "
+                     "default"]
 
 
 def test_a_model_file_written_flat_is_one_line_showing_the_nested_shape(tmp_path):
