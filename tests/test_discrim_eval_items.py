@@ -70,9 +70,11 @@ def test_null_personas_take_they_and_plural_verbs():
     assert fill_template(template, "explicit", "Asian female", "woman", None).startswith(
         "The patient is an Asian female. She has quit and lives alone with her dog.")
     # Review 2026-12-04: "they" took the he/she form less its "s", "goe", "trie", "watche".
-    verbs = "{Sub} {goes}, {tries}, {watches}, {passes}, {fixes}, {dies} and {flies}."
+    verbs = ("{Sub} {goes}, {tries}, {watches}, {passes}, {fixes}, {dies}, {flies}, {buzzes}, "
+             "{realizes}, {freezes}, {echoes} and {ties} {shoes}.")
     assert fill_template(f"A {{race}} {{gender}}. {verbs}", "null", "Q", None, None) == (
-        "A Q. They go, try, watch, pass, fix, die and fly.")
+        "A Q. They go, try, watch, pass, fix, die, fly, buzz, realize, freeze, echo and tie "
+        "shoe.")
 
 
 def test_the_design_asks_each_cell_and_the_baseline_in_discrim_evals_words(bank, profiles):

@@ -142,18 +142,22 @@ def _conflicting_hydra_modes(error: ValueError) -> bool:
             and frame_in(error.__traceback__, "hydra._internal.utils") is not None)
 
 
-def _null_group_choice(error: ValueError, conf_dir: Path) -> str | None:
-    """One line for `items=null` (a config group given null), which Hydra's defaults list
-    refuses with a plain ValueError: a traceback until 2026-12-04. None for any other error."""
-    if not (str(error).startswith("Config group override must be a string or a list")
+def _null_group_choice(error: ValueError | TypeError, conf_dir: Path) -> str | None:
+    """One line for `items=null` or `model=[a,null]` (a config group given null), which Hydra's
+    defaults list refuses with a plain ValueError (a list: a TypeError): a traceback until
+    2026-12-04. None for any other error."""
+    said = ("Config group override must be a string or a list" if isinstance(error, ValueError)
+            else "argument of type 'NoneType' is not iterable")
+    if not (str(error).startswith(said)
             and frame_in(error.__traceback__, "hydra._internal.defaults_list") is not None):
         return None
     groups = config_groups(conf_dir)
-    given = [argument for argument in sys.argv[1:]
-             if (match := re.fullmatch(r"\+*(\w+)=null", argument)) and match[1] in groups]
-    return (f"{given[0] if given else 'a config group given null'} chooses no option: a group "
-            f"takes the name of one of its options (the files of conf/GROUP/); leave the "
-            f"override out for the default")
+    given = [(argument, match[1]) for argument in sys.argv[1:]
+             if (match := re.fullmatch(r"\+*(\w+)=([^=]*)", argument)) and match[1] in groups
+             and "null" in match[2].strip("[]").replace(" ", "").split(",")]
+    argument, group = given[0] if given else ("a config group given null", "GROUP")
+    return (f"{argument}: a config group takes the names of its options (the files of "
+            f"conf/{group}/), not null; leave the override out for the default")
 
 
 def _null_generator_hint(cause: OmegaConfBaseException) -> str:
@@ -297,9 +301,9 @@ def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
                 and unreadable_config_file(error, config_folders(conf_dir)) is None):
             raise  # no config file recurses: a bug (in a structured config, say) keeps it too
         exit_on_config_error(error, conf_dir)
-    except ValueError as error:
-        line = HYDRA_MODES if _conflicting_hydra_modes(error) else _null_group_choice(error,
-                                                                                      conf_dir)
+    except (ValueError, TypeError) as error:
+        line = (HYDRA_MODES if isinstance(error, ValueError) and _conflicting_hydra_modes(error)
+                else _null_group_choice(error, conf_dir))
         if line is None or _user_wants_traceback:
             raise  # any other ValueError is a bug: it keeps its traceback
         _stderr_logger().error("%s", line)

@@ -18,6 +18,7 @@ import yaml
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from audit.config import CONF_DIR
 from audit.config_ranges import ConfigValueError
 
 GROUP = "model"
@@ -69,16 +70,20 @@ def check_chosen_files_hold_settings(hydra: DictConfig) -> None:
         if path is None or yaml.safe_load(path.read_text(encoding="utf-8")) is not None:
             continue
         shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
-        if (group, name) in on_command_line:
+        shipped = Path(CONF_DIR) / group / f"{name}.yaml"
+        if shipped.is_file() and not shipped.samefile(path):
+            # The user's file of a shipped option's name replaces it, chosen or not.
             raise ConfigValueError(
-                f"{shown} holds no settings, so choosing it ({group}={name}) would set "
-                f"nothing: write its settings (the files in src/audit/conf/{group}/ show them), "
-                f"or leave {group}={name} out")
-        # A file of the user's named as the default option replaces it, unchosen.
+                f"{shown} holds no settings, and it takes the place of the shipped "
+                f"{group}={name}, so {group}={name} would set nothing: write its settings "
+                f"(src/audit/conf/{group}/{name}.yaml shows them), or delete it to use the "
+                f"shipped one")
+        chosen_by = ("leave it out of the command line" if (group, name) in on_command_line
+                     else "choose another in your defaults list")
         raise ConfigValueError(
-            f"{shown} holds no settings, and it takes the place of the shipped {group}={name} "
-            f"that every run uses by default, so the run would set nothing for {group}: write "
-            f"its settings (src/audit/conf/{group}/{name}.yaml shows them), or delete it")
+            f"{shown} holds no settings, so choosing it ({group}={name}) would set nothing: "
+            f"write its settings (the files in src/audit/conf/{group}/ show them), or "
+            f"{chosen_by}")
 
 
 def check_model_names(overrides: Iterable[str], sources: Iterable[Mapping[str, Any]],

@@ -272,30 +272,41 @@ def test_a_chosen_config_file_with_no_settings_is_one_line_naming_it(tmp_path, g
     assert len(lines) == 1, done.stderr
     assert lines[0].endswith(f"conf/{group}/mine.yaml holds no settings, so choosing it "
                              f"({group}=mine) would set nothing: write its settings (the files "
-                             f"in src/audit/conf/{group}/ show them), or leave {group}=mine out")
+                             f"in src/audit/conf/{group}/ show them), or leave it out of the "
+                             f"command line")
     assert [path.name for path in tmp_path.iterdir()] == ["conf"]
 
 
 def test_an_empty_file_in_place_of_a_default_and_a_group_given_null_are_one_line(tmp_path):
     """Review 2026-12-04: an empty conf/items/default.yaml, which replaces the shipped default
-    without being chosen, was told to "leave items=default out", an override nobody wrote; and
-    `items=null` was Hydra's ValueError traceback."""
+    without being chosen, was told to "leave items=default out", an override nobody wrote; an
+    empty file a defaults list chose was called a shipped one; and `items=null` was Hydra's
+    ValueError traceback (`model=[a,null]` its TypeError's)."""
+    def one_line(*arguments: str, module: str = "audit.params") -> str:
+        done = _audit(*arguments, "tracking=none", module=module, cwd=tmp_path)
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert done.returncode == 2 and len(lines) == 1, done.stderr
+        return lines[0]
+
     (tmp_path / "conf" / "items").mkdir(parents=True)
     (tmp_path / "conf" / "items" / "default.yaml").write_text("# mine, later\n")
-    done = _audit("tracking=none", "fit.draws=100", module="audit.plan", cwd=tmp_path)
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert done.returncode == 2, done.stderr
-    assert len(lines) == 1, done.stderr
-    assert lines[0].endswith("conf/items/default.yaml holds no settings, and it takes the place "
-                             "of the shipped items=default that every run uses by default, so "
-                             "the run would set nothing for items: write its settings "
-                             "(src/audit/conf/items/default.yaml shows them), or delete it")
-    done = _audit("items=null", "tracking=none", cwd=tmp_path)
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert done.returncode == 2, done.stderr
-    assert lines == ["config error: items=null chooses no option: a group takes the name of one "
-                     "of its options (the files of conf/GROUP/); leave the override out for the "
-                     "default"]
+    assert one_line("fit.draws=100", module="audit.plan").endswith(
+        "conf/items/default.yaml holds no settings, and it takes the place of the shipped "
+        "items=default, so items=default would set nothing: write its settings "
+        "(src/audit/conf/items/default.yaml shows them), or delete it to use the shipped one")
+    (tmp_path / "conf" / "items" / "default.yaml").unlink()
+    (tmp_path / "conf" / "items" / "mine.yaml").write_text("")
+    (tmp_path / "conf" / "sweep").mkdir()
+    (tmp_path / "conf" / "sweep" / "mine.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - override /items: mine\n")
+    assert one_line("+sweep=mine", module="audit").endswith(
+        "conf/items/mine.yaml holds no settings, so choosing it (items=mine) would set nothing: "
+        "write its settings (the files in src/audit/conf/items/ show them), or choose another "
+        "in your defaults list")
+    for override, group in [("items=null", "items"), ("model=[qwen_coder_0_5b,null]", "model")]:
+        assert one_line(override, module="audit") == (
+            f"config error: {override}: a config group takes the names of its options (the "
+            f"files of conf/{group}/), not null; leave the override out for the default")
 
 
 def test_a_model_file_written_flat_is_one_line_showing_the_nested_shape(tmp_path):

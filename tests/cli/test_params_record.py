@@ -223,6 +223,8 @@ def test_a_params_file_of_another_name_keeps_its_own_overrides_record(tmp_path: 
     (["items=smoke", "+sweep=fits"], "+sweep=fits", "KEY=VALUE"),
     (["fit=rasch,rasch_seed"], "fit=rasch,rasch_seed", "fit=rasch"),
     (["model=glob(smol*)"], "model=glob(smol*)", "model=VALUE"),
+    # Review 2026-12-04: the job's override dropped the package, `model=a`.
+    (["model@judge.models=a,b"], "model@judge.models=a,b", "model@judge.models=a"),
 ])
 def test_a_sweep_is_refused_and_the_params_file_kept(tmp_path: Path, caplog, overrides, sweep,
                                                      job):
