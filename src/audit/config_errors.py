@@ -305,7 +305,7 @@ def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
         line = (HYDRA_MODES if isinstance(error, ValueError) and _conflicting_hydra_modes(error)
                 else _null_group_choice(error, conf_dir))
         if line is None or _user_wants_traceback:
-            raise  # any other ValueError is a bug: it keeps its traceback
+            raise  # any other ValueError or TypeError is a bug: it keeps its traceback
         _stderr_logger().error("%s", line)
         raise SystemExit(2) from None
     finally:

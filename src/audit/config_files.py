@@ -20,21 +20,28 @@ from omegaconf import DictConfig
 
 from audit.config import CONF_DIR
 from audit.config_ranges import ConfigValueError
+from audit.yaml_files import shown_path
 
 GROUP = "model"
 
 
-def chosen_options(overrides: Iterable[str], group: str = GROUP) -> list[str]:
-    """The options a `group=a` or `group=[a,b]` override chose (with +, ++ or no prefix); empty
-    when none did (the defaults list chose one, which cannot collide) or `group=null` chose
-    none."""
-    chosen: list[str] = []
+def command_line_choices(overrides: Iterable[str]) -> dict[str, list[str]]:
+    """Each key that a `key=a` or `key=[a,b]` override sets (with +, ++ or no prefix), with the
+    names it gives: a later override of a key replaces an earlier one, as in Hydra, and `null`
+    names no option."""
+    chosen: dict[str, list[str]] = {}
     for override in overrides:
         key, _, value = override.lstrip("+").partition("=")
-        if key == group and value:
-            chosen = [name.strip().strip("'\"") for name in value.strip("[]").split(",")
-                      if name.strip() and name.strip() != "null"]
+        if value:
+            chosen[key] = [name.strip().strip("'\"") for name in value.strip("[]").split(",")
+                           if name.strip() and name.strip() != "null"]
     return chosen
+
+
+def chosen_options(overrides: Iterable[str], group: str = GROUP) -> list[str]:
+    """The options a `group=a` or `group=[a,b]` override chose; empty when none did (the
+    defaults list chose one, which cannot collide) or `group=null` chose none."""
+    return command_line_choices(overrides).get(group, [])
 
 
 def option_file(sources: Iterable[Mapping[str, Any]], group: str, name: str) -> Path | None:
@@ -57,19 +64,18 @@ def check_chosen_files_hold_settings(hydra: DictConfig) -> None:
     sources = list(hydra.runtime.config_sources)
     # Hydra records no choice for a list (`items=[mine]`, `model=[a,b]`): the command line's
     # are read from its overrides, each key that names a group (a file of that name is there).
-    overrides = list(hydra.overrides.task)
     on_command_line = {(group, name)
-                       for group in dict.fromkeys(o.lstrip("+").partition("=")[0]
-                                                  for o in overrides)
-                       if not group.startswith("hydra")
-                       for name in chosen_options(overrides, group)}
+                       for group, names in command_line_choices(hydra.overrides.task).items()
+                       if not group.startswith("hydra") for name in names}
     by_default = {(str(group), name) for group, name in hydra.runtime.choices.items()
                   if isinstance(name, str) and not str(group).startswith("hydra")}
     for group, name in sorted(on_command_line | by_default):
+        # A value with a slash is a path, not an option (`paths.root_dir=/srv`): joined to a
+        # config folder, an absolute one would name a file outside it.
         path = option_file(sources, group, name) if "/" not in name else None
         if path is None or yaml.safe_load(path.read_text(encoding="utf-8")) is not None:
             continue
-        shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+        shown = shown_path(str(path))
         shipped = Path(CONF_DIR) / group / f"{name}.yaml"
         if shipped.is_file() and not shipped.samefile(path):
             # The user's file of a shipped option's name replaces it, chosen or not.

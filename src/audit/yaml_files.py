@@ -79,7 +79,7 @@ def _first_line(error: BaseException) -> str:
 
 # --- config files Hydra composes ----------------------------------------------------------------
 
-def _shown_path(name: str) -> str:
+def shown_path(name: str) -> str:
     """A config file's path as the user knows it: from the folder they ran in when it lies there
     (`conf/model/broken.yaml`), else as YAML named it."""
     try:
@@ -105,7 +105,7 @@ def yaml_file_problem(error: YAMLError) -> str:
         text += f" at line {end.line + 1}, column {end.column + 1}"
     if "'\\t'" in problem:
         text += "; YAML indents with spaces, not tabs"
-    return (f"{_shown_path(mark.name)} is not valid YAML (line {mark.line + 1}, column "
+    return (f"{shown_path(mark.name)} is not valid YAML (line {mark.line + 1}, column "
             f"{mark.column + 1}: {text}): fix the file")
 
 
@@ -146,5 +146,5 @@ def unreadable_config_line(error: UnicodeDecodeError | RecursionError, folders: 
     """A config file Hydra could not load as one line: which file, what is wrong, the fix."""
     path, problem = unreadable_config_file(error, folders) or (None, error)
     fix = SAVE_AS_UTF8 if isinstance(problem, UnicodeDecodeError) else "fix the file"
-    shown = "a config file" if path is None else _shown_path(str(path))
+    shown = "a config file" if path is None else shown_path(str(path))
     return f"{shown} cannot be read: {yaml_load_problem(problem)}; {fix}"
