@@ -255,7 +255,7 @@ def test_a_command_line_value_for_a_swept_key_is_named_before_the_jobs(tmp_path,
     file's grid for its key, so `+sweep=fits fit=rasch` ran one job instead of two and nothing
     said so. The sweep's start names the override and how to sweep other values; a command-line
     grid for the key (`fit=a,b`) is the user's own sweep and is not named."""
-    from audit.tracking.sweeps import MlflowSweepCallback
+    from audit.tracking.sweeps import MlflowSweepCallback, replaced_grid
 
     overrides = ["+sweep=fits", "fit=rasch", "tracking=none", f"hydra.sweep.dir={tmp_path}"]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
@@ -278,3 +278,4 @@ def test_a_command_line_value_for_a_swept_key_is_named_before_the_jobs(tmp_path,
                          return_hydra_config=True)
     MlflowSweepCallback().on_multirun_start(config)
     assert caplog.records == []
+    assert replaced_grid(["+sweep=fits", "fit=rasch,rasch_seed"], {"fit": "rasch,mine"}) == []
