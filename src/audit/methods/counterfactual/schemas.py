@@ -123,7 +123,8 @@ class DesignTestSchema(_PairDecision):
     truncated_share_a: float = pa.Field(ge=0, le=1, nullable=True)
     truncated_share_b: float = pa.Field(ge=0, le=1, nullable=True)
     p_value: float = pa.Field(ge=0, le=1, nullable=True)
-    # Bootstrap interval over the units; empty when a single template gives nothing to resample.
+    # Student's t interval over the units (templates, or names within strata); empty when a
+    # single template has no spread.
     difference_ci_low: float = pa.Field(nullable=True)
     difference_ci_high: float = pa.Field(nullable=True)
     min_p: float = pa.Field(ge=0, le=1)

@@ -2,11 +2,12 @@
 
 Two kinds of check, both read from the method's own statistics (none is recomputed here):
 
-- per real persona (`dif_personas.csv`), against the no-persona baseline on the items both
-  answered: the paired accuracy gap (n_gained - n_lost) / n_compared fails when the persona's
-  BH-adjusted exact McNemar p is below `alpha`, |gap| reaches `dif_min_accuracy_gap`, and |gap|
-  stands out from the null (random-string) personas of the same model and dataset. That last
-  condition is the placebo arm: any change of system prompt moves accuracy, so significance and
+- per real persona (`dif_personas.csv`), against the no-persona baseline on the items both answered:
+  the paired accuracy gap (n_gained - n_lost) / n_compared fails when the persona's exact McNemar p
+  (BH-adjusted over the real personas only without the null-persona check, whose Holm-adjusted rank
+  p then carries the family-wise control) is below `alpha`, |gap| reaches `dif_min_accuracy_gap`,
+  and |gap| stands out from the null (random-string) personas of the same model and dataset. That
+  last condition is the placebo arm: any change of system prompt moves accuracy, so significance and
   size alone fail most runs with no demographic effect at all (a reviewer's simulation: 31 of 40).
   "Stands out" is a test with family-wise control: the rank p-value of |gap| among the null
   |gaps|, (1 + #{null |gap| >= |gap|}) / (n_null + 1), exact when real and null personas are
