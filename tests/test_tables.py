@@ -139,6 +139,19 @@ def test_a_csv_that_is_not_utf8_says_to_save_it_as_utf8(tmp_path: Path):
         read_frame(path, "answers", "fix it", as_text=True)
 
 
+@pytest.mark.parametrize("as_text", [True, False])
+def test_a_header_that_is_not_utf8_is_the_same_line_not_a_traceback(tmp_path: Path,
+                                                                   as_text: bool):
+    """Bug caught (bad-input review 2026-12-04): polars reads a Latin-1 byte in the header line
+    without a word, and the repeated-column check that reads the header after it raised
+    UnicodeDecodeError as a traceback in audit.fit, audit.ingest, the persona and gold files."""
+    path = tmp_path / "answers.csv"
+    path.write_bytes("respondent,item,y,not\u00e9\na,i1,1,x\nb,i1,0,y\n".encode("latin-1"))
+    with pytest.raises(AuditError, match=r"^cannot read answers at .*: invalid utf-8 sequence "
+                                         r"in its header line \(save it as CSV UTF-8 .*; fix it$"):
+        read_frame(path, "answers", "fix it", as_text=as_text)
+
+
 PERSONAS_CSV = ("persona_id,descriptor,kind,gender,race\n"
                 "w1,a woman named Jos\u00e9,explicit,woman,\nm1,\"a man, 40\",explicit,man,\n")
 

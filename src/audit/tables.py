@@ -51,19 +51,25 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES if parquet is None else parquet:
             return pl.read_parquet(path)
-        not_text = not_csv_text(path, by_name=parquet is None)
+        header, head = file_head(path)
+        not_text = not_csv_text(path, header + head, by_name=parquet is None)
         if not_text:
             raise AuditError(f"cannot read {what} at {path}: {not_text}")
-        separator = csv_separator(path)
+        separator = csv_separator(header)
+        # Strict UTF-8 here too: polars reads a bad byte in the header line without a word (in a
+        # data row it stops), and the header's own check raised UnicodeDecodeError as a
+        # traceback (bad-input review 2026-12-04).
+        repeated = repeated_header(header.decode("utf-8-sig"), separator)
         frame = pl.read_csv(path, separator=separator, infer_schema=False) if as_text \
             else pl.read_csv(path, separator=separator, infer_schema_length=None)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() \
             else type(error).__name__
-        if "utf-8" in first_line.lower() or isinstance(error, UnicodeDecodeError):
+        if isinstance(error, UnicodeDecodeError):  # only the header's decoding raises it here
+            first_line = "invalid utf-8 sequence in its header line"
+        if "utf-8" in first_line.lower():
             first_line += f" ({SAVE_AS_CSV_UTF8})"
         raise AuditError(f"cannot read {what} at {path}: {first_line}; {fix}") from error
-    repeated = repeated_header(path, separator)
     if repeated:
         name, count = repeated
         raise AuditError(f"cannot read {what} at {path}: column {name!r} appears {count} times "
@@ -84,7 +90,15 @@ SAVE_AS_CSV_UTF8 = "save it as CSV UTF-8 (Excel: File, Save As, 'CSV UTF-8')"
 PARQUET_SUFFIXES = (".parquet", ".pq")  # as audit.ingest names them, in any case
 
 
-def not_csv_text(path: Path, by_name: bool = True) -> str | None:
+def file_head(path: Path) -> tuple[bytes, bytes]:
+    """A file's first line and the 4 KiB after it, read once for every check of a CSV before
+    polars reads it (its text, separator and header were three reads of the file's head)."""
+    with Path(path).open("rb") as raw:
+        header = raw.readline()
+        return header, raw.read(4096)
+
+
+def not_csv_text(path: Path, head: bytes, by_name: bool = True) -> str | None:
     """Why a file read as CSV is not UTF-8 text, with the fix; None when it may be. polars read
     a UTF-16 file (PowerShell's `>`, Excel's 'Unicode Text') of plain ASCII as columns with NUL
     bytes, and one with quotes as "found more fields than defined in 'Schema'"; a workbook read
@@ -92,8 +106,6 @@ def not_csv_text(path: Path, by_name: bool = True) -> str | None:
     file named .json is taken at their word)."""
     if by_name and Path(path).suffix.lower() in (".jsonl", ".ndjson", ".json"):
         return f"it is JSON, and this file is read as CSV or parquet; {SAVE_AS_CSV_UTF8}"
-    with Path(path).open("rb") as raw:
-        head = raw.read(4096)
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return f"it is UTF-16 text, as PowerShell's `>` and Excel's 'Unicode Text' write; " \
                f"{SAVE_AS_CSV_UTF8}"
@@ -107,21 +119,18 @@ def not_csv_text(path: Path, by_name: bool = True) -> str | None:
     return None
 
 
-def repeated_header(path: Path, separator: str) -> tuple[str, int] | None:
-    """The first column a CSV's header names more than once, and how often. polars reads the
-    second as `NAME_duplicated_0`, and a reader of NAME silently took the first."""
-    with Path(path).open(encoding="utf-8-sig", newline="") as lines:
-        header = next(csv.reader(lines, delimiter=separator), [])
+def repeated_header(header_line: str, separator: str) -> tuple[str, int] | None:
+    """The first column a CSV's header line names more than once, and how often. polars reads
+    the second as `NAME_duplicated_0`, and a reader of NAME silently took the first."""
+    header = next(csv.reader([header_line.rstrip("\r\n")], delimiter=separator), [])
     counts = Counter(header)
     return next(((name, count) for name, count in counts.items() if count > 1), None)
 
 
-def csv_separator(path: Path) -> str:
+def csv_separator(header: bytes) -> str:
     """A comma, unless the header line has none and has a semicolon or a tab: Excel saves "CSV"
     with semicolons where the decimal mark is a comma (most of Europe), and such a file read
-    with commas is one column named 'respondent;item;y'."""
-    with Path(path).open("rb") as lines:
-        header = lines.readline()
+    with commas is one column named 'respondent;item;y'. `header`: the file's first line."""
     if b"," not in header:
         for candidate in (";", "\t"):
             if candidate.encode() in header:
