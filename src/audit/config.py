@@ -18,7 +18,7 @@ from pathlib import Path
 
 from omegaconf import MISSING
 
-from audit.config_ranges import within
+from audit.config_ranges import seed_setting, within
 
 # The default configs ship inside the package, so an installed wheel composes without a checkout.
 CONF_DIR = str(Path(__file__).resolve().parent / "conf")
@@ -167,7 +167,7 @@ class PersonasConfig:
 @dataclass
 class DesignConfig:
     replicates: int = within(1, 1)
-    seed: int = 20251123
+    seed: int = seed_setting(20251123)
     # An adaptive audit (Rasch method; methods/rasch/adaptive.py, docs/adaptive.md): rounds of
     # prompts from this design, each chosen by the last round's fit, stopping once every
     # headline contrast is decided, cannot be decided within the budget, or the budget is spent.

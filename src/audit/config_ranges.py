@@ -70,6 +70,14 @@ def within(default: Any, low: float = -math.inf, high: float = math.inf, *,
         "range": Range(low, high, open_low, open_high)})
 
 
+def seed_setting(default: int) -> Any:
+    """A dataclass field for a seed: 0 to 2**32 - 1, which every consumer takes (numpy's
+    generators any integer from 0, nutpie an unsigned one, llama.cpp 32 bits). A negative seed
+    passed validation and stopped nutpie with an OverflowError traceback after every prompt had
+    been answered (bad-input review 2026-12-04)."""
+    return within(default, 0, 2**32 - 1)
+
+
 def each_within(default: Sequence[float], low: float = -math.inf, high: float = math.inf) -> Any:
     """A dataclass list field with `default` whose entries must each lie in [low, high]; an
     empty list is refused too (a list of design sizes to try must name at least one)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from audit.config_ranges import within
+from audit.config_ranges import seed_setting, within
 
 
 @dataclass
@@ -43,7 +43,7 @@ class DIFConfig:
     alpha: float = within(0.05, 0, 1, open_low=True, open_high=True)
     permutation_resamples: int = within(9999, 1)
     interval_prob: float = within(0.95, 0, 1, open_low=True, open_high=True)
-    seed: int = 20251123
+    seed: int = seed_setting(20251123)
 
 
 @dataclass

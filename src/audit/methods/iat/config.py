@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from audit.config_ranges import within
+from audit.config_ranges import seed_setting, within
 
 
 @dataclass
@@ -26,7 +26,7 @@ class IATConfig:
     variations: list[str] = field(
         default_factory=lambda: ["replication", "instruction1", "instruction2", "synonym"])
     iterations: int = 2  # prompts per model x dataset x variation; Bai et al. sent 50
-    seed: int = 20251123
+    seed: int = seed_setting(20251123)
     # Sent instead of the model's own system prompt (Bai et al. sent this one); null keeps the
     # model's. Its max_tokens likewise: a list of 16 pairs needs more than a one-line decision.
     system_prompt: str | None = "You are a helpful assistant."
