@@ -3,6 +3,7 @@ pilot.run_files): a run directory, or a run in the MLflow store found as audit.r
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,26 @@ def test_a_run_directory_without_gold_plans_without_it_and_one_without_a_fit_is_
     (tmp_path / "analyse" / "fit" / "posterior.nc").write_bytes(b"")
     files = run_files(str(tmp_path), "sqlite:///unused.db", tmp_path / "scratch")
     assert [name for name, path in files.items() if path is None] == [Path("judge_gold.parquet")]
+
+
+@pytest.mark.parametrize("damage", ["not netCDF", "truncated"])
+def test_a_damaged_posterior_of_a_past_run_is_one_line_naming_the_run(tmp_path: Path,
+                                                                     damage: str):
+    """Bug caught (bad-input review 2026-12-04): plan.from_run=RUN whose fit/posterior.nc is
+    not a netCDF file (xarray's ValueError, "did not find a match in any of xarray's currently
+    installed IO backends") or a cut one (h5py's OSError) was a traceback."""
+    from audit.methods.rasch.pilot import run_components
+    from audit.methods.rasch.simulation import VarianceComponents
+
+    release = Path(__file__).parents[1] / "fixtures" / "release_0_1" / "posterior.nc"
+    (tmp_path / "fit").mkdir()
+    (tmp_path / "fit" / "posterior.nc").write_bytes(
+        b"junk\n" if damage == "not netCDF" else release.read_bytes()[:20000])
+    (tmp_path / "prompts.parquet").write_bytes(b"")
+    with pytest.raises(AuditError) as refused:
+        run_components(str(tmp_path), "sqlite:///unused.db", ("race",), "favourable",
+                       VarianceComponents(), count=1, seed=0)
+    reason = "not a netCDF file" if damage == "not netCDF" else "truncated file"
+    assert re.fullmatch(rf"cannot read the posterior fit/posterior.nc of plan.from_run="
+                        rf"{re.escape(str(tmp_path))} \(.*{reason}.*\): rerun that run, or "
+                        rf"choose another for plan.from_run", str(refused.value)), refused.value

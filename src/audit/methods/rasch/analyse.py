@@ -236,11 +236,24 @@ def no_signal_of(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
                          figures.metrics if figures is not None else None)
 
 
-def read_posterior(path: Path) -> DataTree:
+def read_posterior(path: Path, shown: str | None = None,
+                   fix: str = "rerun the run's fit stage") -> DataTree:
     """A posterior.nc as an ArviZ 1 DataTree, loaded into memory (the file is not held open, so a
     rerun can replace it). Files written by releases on ArviZ 0.23 (InferenceData) have the same
-    netCDF groups and open the same way (tests/methods/rasch/test_posterior_files.py)."""
-    return az.from_netcdf(str(path)).load()
+    netCDF groups and open the same way (tests/methods/rasch/test_posterior_files.py).
+
+    A file that is no netCDF (xarray: ValueError, no engine matches) or a damaged one (h5py:
+    OSError, "truncated file") is one line naming `shown` (default: the path) and `fix`; it was
+    a traceback in audit.plan plan.from_run=RUN (bad-input review 2026-12-04)."""
+    try:
+        return az.from_netcdf(str(path)).load()
+    except (ValueError, OSError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() \
+            else type(error).__name__
+        if "did not find a match" in reason:
+            reason = "not a netCDF file"
+        raise AuditError(f"cannot read the posterior {shown or path} ({reason}): {fix}") \
+            from error
 
 
 def read_fit(directory: Path, fit_config: FitConfig) -> RaschFit:

@@ -51,6 +51,7 @@ from audit.methods.rasch.method import FIT
 from audit.methods.rasch.method import GOLD as GOLD_FILE
 from audit.methods.rasch.simulation import VarianceComponents, respondent_frame
 from audit.methods.layout import found_run_file
+from audit.tables import read_frame
 
 logger = logging.getLogger(__name__)
 
@@ -262,9 +263,12 @@ def run_components(source: str, tracking_uri: str, attributes: tuple[str, ...], 
 
     with tempfile.TemporaryDirectory(prefix="audit-plan-") as scratch:
         files = run_files(source, tracking_uri, Path(scratch))
-        posterior = posterior_draws(read_posterior(files[POSTERIOR]))
-        prompts = pl.read_parquet(files[PROMPTS])
-        gold = pl.read_parquet(files[GOLD]) if files[GOLD] is not None else None
+        fix = "rerun that run, or choose another for plan.from_run"
+        posterior = posterior_draws(read_posterior(
+            files[POSTERIOR], f"{ARTIFACTS[POSTERIOR]} of plan.from_run={source}", fix))
+        prompts = read_frame(files[PROMPTS], f"the prompts of plan.from_run={source}", fix)
+        gold = read_frame(files[GOLD], f"the judge's gold labels of plan.from_run={source}", fix) \
+            if files[GOLD] is not None else None
     judged = judge_components(gold, coding, defaults, drop_labels)
     figures = _component_draws(posterior, prompts, attributes, judged)  # warns once
     logger.info("plan.from_run=%s, posterior means: %s", source,
