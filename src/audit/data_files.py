@@ -21,7 +21,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import pandera.polars as pa
+import polars as pl
+
 from audit.errors import AuditError
+from audit.tables import read_table
 
 log = logging.getLogger(__name__)
 
@@ -83,3 +87,20 @@ def data_file(path: str | Path, what: str, setting: str, *, cwd: Path | None = N
         f"{what} not found at {given} (looked in {(cwd or Path.cwd())} and in the data shipped "
         f"with audit, {candidate}): set {setting} to an existing file, or run from the folder "
         f"that holds {given}")
+
+
+def users_file_fix(setting: str) -> str:
+    """The fix for a data file a setting names (item bank, persona file, gold set) that cannot be
+    read: the user wrote it, so no earlier stage will (the default, "run the stage that writes
+    it first", sent a user with an empty gold file looking for a stage; review 2026-12-04)."""
+    return (f"save it as UTF-8 CSV with a header row, quote fields that contain commas (write it "
+            f"with a CSV library), or point {setting} at another file")
+
+
+def read_users_table(path: str, schema: type[pa.DataFrameModel], what: str,
+                     setting: str) -> pl.DataFrame:
+    """An item bank, persona file or gold set as written: every column read as text, so an id
+    "001" stays "001" (inferred as a number, it became "1", and items.item_ids=[001] was then
+    unknown)."""
+    return read_table(data_file(path, what, setting), schema, what, users_file_fix(setting),
+                      as_text=True)

@@ -24,7 +24,7 @@ from audit.config import CONF_DIR, JudgeConfig
 
 from audit.methods.configs import AuditConfig, register_configs
 from audit.config_errors import one_line_config_errors, validated_config
-from audit.data_files import data_file
+from audit.data_files import read_users_table
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
 from audit.llm.failures import check_failures
@@ -33,7 +33,7 @@ from audit.logs import quiet_noisy_loggers
 from audit.methods.rasch.judge.gold import gold_figures, label_gold, read_gold_set
 from audit.methods.rasch.score import judge_panel
 from audit.schemas import ItemSchema
-from audit.tables import read_table, write_frame, write_json
+from audit.tables import write_frame, write_json
 from audit.tracking import mlflow as tracking
 
 log = logging.getLogger("audit.judge_eval")
@@ -69,8 +69,8 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
     if gold.is_empty():  # it printed nan figures and logged them to MLflow as a measurement
         raise AuditError(f"judge.gold_file={cfg.judge.gold_file} has no rows: it needs one row "
                          "per hand-checked answer")
-    items = read_table(data_file(cfg.judge.gold_items, "gold-set item bank", "judge.gold_items"),
-                       ItemSchema, "gold-set item bank")
+    items = read_users_table(cfg.judge.gold_items, ItemSchema, "gold-set item bank",
+                             "judge.gold_items")
     check_reads_answers(cfg.judge)
     if cfg.tracking.enabled:  # before the judge's minutes on the gold set, not after them
         tracking.check_store(cfg.tracking)

@@ -6,12 +6,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import pandera.polars as pa
 import polars as pl
 import yaml
 
 from audit.config import CONF_DIR, ModelConfig
-from audit.data_files import data_file
+from audit.data_files import read_users_table
 from audit.design import expand_design
 from audit.errors import AuditError
 from audit.items import select_items
@@ -19,27 +18,11 @@ from audit.llm.backends import Backend, create_backend
 from audit.methods.configs import AuditConfig
 from audit.personas import PersonaSources, generate_personas, unread_settings
 from audit.schemas import ItemSchema, PersonaFileSchema
-from audit.tables import read_table
 
 log = logging.getLogger(__name__)
 
 # The design stage's table (the whole fixed design) and the respond stage's (the answers asked).
 PROMPTS, RESPONSES = "prompts.parquet", "responses.parquet"
-
-
-def users_file_fix(setting: str) -> str:
-    """The fix for an item bank or persona file that cannot be read: the user wrote it, so no
-    earlier stage will."""
-    return (f"save it as UTF-8 CSV with a header row, quote fields that contain commas (write it "
-            f"with a CSV library), or point {setting} at another file")
-
-
-def read_users_table(path: str, schema: type[pa.DataFrameModel], what: str,
-                     setting: str) -> pl.DataFrame:
-    """An item bank or persona file as written: every column read as text, so an id "001" stays
-    "001" (inferred as a number, it became "1", and items.item_ids=[001] was then unknown)."""
-    return read_table(data_file(path, what, setting), schema, what, users_file_fix(setting),
-                      as_text=True)
 
 
 def design_stage(cfg: AuditConfig) -> pl.DataFrame:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from audit.data_files import data_file
+from audit.data_files import read_users_table
 from audit.errors import AuditError
 from audit.llm.failures import check_failures
 from audit.llm.backends import (Backend, backend_class, can_score_options, create_backend,
@@ -33,7 +33,6 @@ from audit.methods.rasch.judge.gold import (GOLD_RESULT_COLUMNS, gold_sample, la
 from audit.methods.rasch.judge.llm import DECODINGS, SCORED_DECODINGS, check_token_budget
 from audit.methods.rasch.schemas import JUDGE_FAILED
 from audit.schemas import ItemSchema
-from audit.tables import read_table
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +212,7 @@ def label_gold_set(cfg: AuditConfig, judges: list[Judge], store: ResponseStore
     if not (cfg.judge.evaluate_on_gold and cfg.judge.method == "cascade"):
         return empty_gold(), no_asks()
     gold = gold_sample(read_gold_set(cfg.judge.gold_file), cfg.judge.gold_per_category)
-    items = read_table(data_file(cfg.judge.gold_items, "gold-set item bank", "judge.gold_items"),
-                       ItemSchema, "gold-set item bank")
+    items = read_users_table(cfg.judge.gold_items, ItemSchema, "gold-set item bank",
+                             "judge.gold_items")
     results, tables = label_gold(gold, items, cfg.judge, judges, store)
     return results, tables.asks

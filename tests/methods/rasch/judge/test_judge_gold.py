@@ -222,3 +222,18 @@ def test_a_gold_file_of_ones_own_that_does_not_match_names_the_fix(gold, tmp_pat
         read_gold_set(str(own))
     assert "\n" not in str(error.value)
     assert read_gold_set(str(DATA / "judge_gold.csv")).height == gold.height
+
+
+@pytest.mark.parametrize("content", ["", 'gold_id,item_id\n"unclosed,hiring_01\n'])
+def test_a_gold_file_that_cannot_be_read_says_how_to_write_one_not_which_stage_writes_it(
+        tmp_path, content: str):
+    """Bug caught (bad-input review 2026-12-04): an empty or badly quoted judge.gold_file ended
+    "run the stage that writes it first", but the user writes it: no stage does."""
+    from audit.methods.rasch.judge.gold import read_gold_set
+
+    own = tmp_path / "own_gold.csv"
+    own.write_text(content, encoding="utf-8")
+    with pytest.raises(AuditError) as error:
+        read_gold_set(str(own))
+    assert "stage" not in str(error.value) and "\n" not in str(error.value)
+    assert "point judge.gold_file at another file" in str(error.value)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from audit.data_files import data_file
+from audit.data_files import DataFileNotFound, read_users_table
 from audit.errors import AuditError
 from audit.config import JudgeConfig
 from audit.stats.intervals import jeffreys_interval
@@ -20,7 +20,6 @@ from audit.methods.rasch.judge.agreement import cohen_kappa, confusion_matrix
 from audit.logs import track
 from audit.methods.rasch.judge.cascade import Judge, JudgeTables, ProgressFn, label_answers
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE, GoldSchema
-from audit.tables import read_table
 from audit.llm.store import ResponseStore
 
 # The interval reported around gold-set accuracy (about +-0.1 at 80% with the 57 answers an
@@ -34,9 +33,10 @@ def read_gold_set(gold_file: str) -> pl.DataFrame:
     """judge.gold_file, validated; a file of one's own that does not match names the fix too (a
     category outside the 19 kinds was refused with the list of kinds and no word of what to do;
     judge review 2026-12-02)."""
-    path = data_file(gold_file, "judge gold set", "judge.gold_file")
     try:
-        return read_table(path, GoldSchema, "judge gold set")
+        return read_users_table(gold_file, GoldSchema, "judge gold set", "judge.gold_file")
+    except DataFileNotFound:
+        raise
     except AuditError as error:
         raise AuditError(f"{error}; a gold set of your own takes the columns of "
                          "data/judge_gold.csv, each answer's `category` one of its kinds of "

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.methods.configs import AuditConfig
-from audit.data_files import data_file
+from audit.data_files import read_users_table
 from audit.llm.backends import create_backend
 from audit.methods.rasch.adaptive_run import adaptive_report
 from audit.methods.rasch.analyse import read_fit
@@ -164,8 +164,7 @@ def publish(cfg: AuditConfig, prompts: pl.DataFrame, responses: pl.DataFrame,
     report_dir.mkdir(parents=True, exist_ok=True)
     respondents = prompts.select(RESPONDENT_COLUMNS).unique().sort("respondent_id")
     thetas = theta_table(fit.summary, respondents)
-    items = read_table(data_file(cfg.items.bank, "item bank", "items.bank"), ItemSchema,
-                       "item bank")
+    items = read_users_table(cfg.items.bank, ItemSchema, "item bank", "items.bank")
     votes = read_table(files.votes, VoteSchema, "judge votes")
     gold_results = read_table(files.gold, GoldResultSchema, "judge gold-set results")
     contrasts = read_contrasts(files.fit / "contrasts.csv")
