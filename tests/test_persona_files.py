@@ -143,6 +143,19 @@ def test_a_blank_descriptor_is_refused_and_adds_no_sentence() -> None:
     assert persona_sentence("applicant", "explicit", "  ") == ""
 
 
+def test_an_empty_descriptor_in_a_persona_file_names_its_row(tmp_path: Path) -> None:
+    """Bug caught (bad-input review 2026-12-04): an explicit persona without its sentence was
+    "column 'descriptor' holds None, which fails not_nullable", naming neither row nor fix."""
+    path = tmp_path / "people.csv"
+    path.write_text("persona_id,kind,descriptor,gender,race\n"
+                    "bw,explicit,a Black woman,woman,Black\nwm,explicit,,man,White\n"
+                    "bm,explicit,,man,Black\n", encoding="utf-8")
+    with pytest.raises(AuditError) as caught:
+        design_stage(_compose([f"personas.explicit_file={path}"]))
+    assert str(caught.value).endswith("column 'descriptor' is empty in row 2 (persona_id 'wm') "
+                                      "and 1 more: fill it in, or drop those rows"), caught.value
+
+
 def test_an_unreadable_persona_file_names_the_encoding_fix(tmp_path: Path) -> None:
     """Finding 11: a Latin-1 file was told to "run the stage that writes it first"."""
     path = tmp_path / "people.csv"

@@ -127,16 +127,39 @@ def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], what: str) ->
         return schema.validate(frame, lazy=False)
     except (pa.errors.SchemaError, pa.errors.SchemaErrors) as error:
         raise AuditError(f"{what} does not match {schema.__name__}: "
-                         f"{schema_problem(error)}") from error
+                         f"{schema_problem(error, frame)}") from error
 
 
-def schema_problem(error: Exception) -> str:
+def empty_cells(frame: pl.DataFrame, column: str) -> str:
+    """Where `column` is empty, as a user finds it: "row 2 (persona_id 'x') and 1 more", rows
+    counted from the first under a CSV's header, named by the table's first column when that is
+    another one and filled in. "holds None, which fails not_nullable" named no row (bad-input
+    review 2026-12-04)."""
+    rows = frame.with_row_index("row", offset=1).filter(pl.col(column).is_null())
+    if not rows.height:
+        return ""
+    first = rows.row(0, named=True)
+    named_by = frame.columns[0]
+    name = f" ({named_by} {first[named_by]!r})" \
+        if named_by != column and first[named_by] is not None else ""
+    more = f" and {rows.height - 1} more" if rows.height > 1 else ""
+    return f"row {first['row']}{name}{more}"
+
+
+def schema_problem(error: Exception, frame: pl.DataFrame | None = None) -> str:
     """pandera's failure in one phrase with the values that failed. Its own first line stopped
     at "column 'persona_id' not unique:" (the repeated id was in a table on the next lines) and
-    named a failed check as "validator number 0: <Check isin: ...>"."""
+    named a failed check as "validator number 0: <Check isin: ...>". `frame`: the table
+    validated, to name the rows where a required column is empty."""
     text = str(error).strip()
     first_line = text.splitlines()[0] if text else repr(error)
     column = getattr(error, "column_name", None)
+    reason = getattr(error, "reason_code", None)
+    if column and frame is not None and column in frame.columns \
+            and reason == pa.errors.SchemaErrorReason.SERIES_CONTAINS_NULLS:
+        where = empty_cells(frame, column)
+        if where:
+            return f"column '{column}' is empty in {where}: fill it in, or drop those rows"
     cases = getattr(error, "failure_cases", None)
     if not column or not isinstance(cases, pl.DataFrame) or not cases.width:
         return first_line
@@ -145,8 +168,7 @@ def schema_problem(error: Exception) -> str:
     shown = ", ".join(repr(value if not isinstance(value, str) or len(value) <= 60 else
                            f"{value[:57]}...") for value in values[:3]) \
         + (", ..." if len(values) > 3 else "")
-    duplicates = pa.errors.SchemaErrorReason.SERIES_CONTAINS_DUPLICATES
-    if getattr(error, "reason_code", None) == duplicates:
+    if reason == pa.errors.SchemaErrorReason.SERIES_CONTAINS_DUPLICATES:
         return f"column '{column}' repeats {shown}: give each row its own {column}"
     check = getattr(error, "check", None)
     rule = getattr(check, "error", None) or getattr(check, "name", None) or str(check)
