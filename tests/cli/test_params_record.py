@@ -105,7 +105,15 @@ def test_an_adaptive_respond_stage_tracks_the_judge_fit_and_design_params(tmp_pa
     ("method: rasch  # café\n".encode("latin-1"), r"is not readable: it is not UTF-8 text "
                                                   r"\(byte 0xe9"),
     ("method: rasch\nfit: &x [*x]\n", r"is not readable: an alias in it contains itself"),
-], ids=["stale-key", "key-typo", "bad-value", "bad-yaml", "utf16", "latin1", "recursive"])
+    # Bad-input review 2026-12-04: these three said "invalid value for 'judge.name': Structured
+    # config of type `JudgeConfig` has missing mandatory value" or "Cannot merge DictConfig
+    # with ListConfig".
+    ("# nothing yet\n", r"holds no settings: it should hold the whole composed config"),
+    ("fit:\n  draws: 5\n", r"does not set judge.name: it should hold the whole composed "
+                           r"config, not part of one"),
+    ("- method\n- rasch\n", r"holds a list: it should hold the whole composed config"),
+], ids=["stale-key", "key-typo", "bad-value", "bad-yaml", "utf16", "latin1", "recursive",
+        "empty", "partial", "list"])
 def test_a_stale_or_broken_params_file_is_one_line(tmp_path: Path, caplog, text: str | bytes,
                                                    message: str):
     """Bug caught: a params.yaml with a key the config no longer has (or a YAML syntax error)

@@ -19,8 +19,8 @@ import argparse
 import logging
 from pathlib import Path
 
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from audit.cli import OneLineParser
 from audit.cli.params import check_kept_overrides, composed_by_dvc, overrides_file, settings_beyond
@@ -50,11 +50,23 @@ def load_params(path: Path) -> AuditConfig:
         raise AuditError(f"params file not found: {path} (write it with `python -m audit.params`)")
     fix = "write it again with `python -m audit.params [OVERRIDES]` (or fix it by hand)"
     try:
-        return to_audit_config(OmegaConf.load(path))
+        loaded = OmegaConf.load(path)
+        # An empty or partial file was "invalid value for 'judge.name': Structured config of type
+        # `JudgeConfig` has missing mandatory value", a list "Cannot merge DictConfig with
+        # ListConfig" (bad-input review 2026-12-04): say what the file lacks.
+        if not isinstance(loaded, DictConfig) or not loaded:
+            held = "holds no settings" if not loaded else "holds a list"
+            raise AuditError(f"params file {path} {held}: it should hold the whole composed "
+                             f"config, by section; {fix}")
+        return to_audit_config(loaded)
     except YAML_LOAD_ERRORS as error:  # not UTF-8, or recursive: was a traceback
         utf8 = f"{SAVE_AS_UTF8}, or " if isinstance(error, UnicodeDecodeError) else ""
         raise AuditError(f"params file {path} is not readable: {yaml_load_problem(error)}; "
                          f"{utf8}{fix}") from None
+    except MissingMandatoryValue as error:
+        raise AuditError(f"params file {path} does not set {error.full_key or 'a required key'}:"
+                         f" it should hold the whole composed config, not part of one; {fix}")\
+            from None
     except OmegaConfBaseException as error:
         raise AuditError(f"params file {path}: {describe(error, Path(CONF_DIR))}; "
                          f"{fix}") from None
