@@ -4,7 +4,7 @@ them (its method's HEADLINE_METRICS) in a tag, so the table names no method."""
 from __future__ import annotations
 
 from audit.methods import headline_metrics
-from audit.tracking.runs_table import HEADLINE_TAG, metric_columns
+from audit.tracking.runs_table import HEADLINE_TAG, metric_columns, unmatched_patterns
 
 
 def _run(method: str, metrics: dict[str, float]) -> dict:
@@ -33,3 +33,15 @@ def test_a_run_logged_before_the_tag_gets_its_methods_columns_from_the_caller():
     del run["tags"][HEADLINE_TAG]
     assert metric_columns([run], []) == []
     assert metric_columns([run], [], headline_metrics) == ["iat/n_scored"]
+
+
+def test_a_metric_pattern_that_matches_nothing_is_named_with_the_closest_names():
+    """Bug caught (bad-input review 2026-12-04): `audit.runs --metric 'contrst/*'` added no
+    column and said nothing; a pattern that matches stays quiet."""
+    runs = [_run("rasch", {"n_prompts": 5.0, "contrast/m/race/a_vs_b/mean": 0.1})]
+    assert unmatched_patterns(runs, ["contrast/*", "n_prompts"]) == []
+    [line] = unmatched_patterns(runs, ["contrst*"])
+    assert line.startswith("--metric 'contrst*' matches no metric of these runs (closest: "
+                           "contrast/*);"), line
+    [line] = unmatched_patterns(runs, ["zzz"])
+    assert "(they have: contrast/*, n_prompts);" in line

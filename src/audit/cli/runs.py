@@ -33,7 +33,7 @@ from audit.methods import headline_metrics, registered_methods
 from audit.methods.configs import to_audit_config
 from audit.tracking import mlflow as tracking
 from audit.logs import configure_cli_logging
-from audit.tracking.runs_table import runs_frame, short_id, started_text
+from audit.tracking.runs_table import runs_frame, short_id, started_text, unmatched_patterns
 from audit.tables import check_output, write_frame
 from audit.tracking.store import TrackingError, reach_store, sqlite_path
 
@@ -343,6 +343,8 @@ def _list(arguments: argparse.Namespace, settings: TrackingConfig, console: Cons
                   settings.tracking_uri, f" under sweep {arguments.sweep}" if arguments.sweep
                   else ": run an audit first (python -m audit)")
         return 1
+    for line in unmatched_patterns(runs, arguments.metric):
+        log.warning("%s", line)
     frame = runs_frame(runs, arguments.metric, known_headline_metrics)
     if arguments.csv:
         write_frame(frame, arguments.csv)

@@ -3,6 +3,7 @@ the chosen metrics. `python -m audit.runs` prints it and a sweep's parent run lo
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -66,6 +67,31 @@ def metric_columns(runs: list[dict[str, Any]], patterns: list[str],
             if fnmatch.fnmatchcase(name, pattern) and name not in chosen:
                 chosen.append(name)
     return chosen
+
+
+def unmatched_patterns(runs: list[dict[str, Any]], patterns: list[str]) -> list[str]:
+    """A line for each `--metric` pattern that matches no metric of `runs`, naming the closest
+    families of names they have (`contrast/*`): a mistyped `--metric 'contrst/*'` added no
+    column and said nothing (bad-input review 2026-12-04)."""
+    present = sorted({name for run in runs for name in run["metrics"]})
+    families = sorted({name.split("/")[0] + ("/*" if "/" in name else "") for name in present})
+    lines = []
+    for pattern in patterns:
+        if any(fnmatch.fnmatchcase(name, pattern) for name in present):
+            continue
+        head = pattern.split("/")[0].strip("*?[]")
+        close = difflib.get_close_matches(head, [family.removesuffix("/*") for family in families],
+                                          n=3, cutoff=0.6)
+        if close:
+            hint = "closest: " + ", ".join(family for family in families
+                                           if family.removesuffix("/*") in close)
+        elif families:
+            hint = "they have: " + ", ".join(families[:4]) + (", ..." if len(families) > 4 else "")
+        else:
+            hint = "they logged none"
+        lines.append(f"--metric {pattern!r} matches no metric of these runs ({hint}); a pattern "
+                     f"is matched against whole names, case-sensitive")
+    return lines
 
 
 def runs_frame(runs: list[dict[str, Any]], metric_patterns: list[str] | None = None,
