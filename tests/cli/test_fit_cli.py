@@ -54,6 +54,14 @@ def test_arguments_are_typed_and_defaulted() -> None:
     (["input=a.csv", "output=o", "judge_imputations=-3"], r"judge_imputations=-3 must lie in"),
     # An OverflowError traceback from nutpie, after the table was read (review 2026-12-04).
     (["input=a.csv", "output=o", "seed=-1"], r"seed=-1 must lie in \[0, 4294967295\]"),
+    # Bad-input review 2026-12-04: both were "unknown option 'fit'", and an empty value was
+    # "Incompatible value 'None' for field of type 'str'".
+    (["input=a.csv", "output=o", "fit.model=twopl"],
+     r"^fit.model is not an audit.fit option: of the audit's fit.\* settings it takes draws, "
+     r".*prior=rasch\|seed chooses the model; usage"),
+    (["input=a.csv", "output=o", "fit.drows=5"],
+     r"^fit.drows is not an audit.fit option \(did you mean 'draws'\?\)"),
+    (["input=", "output=o"], r"^input= is empty: give it a value; usage"),
 ])
 def test_bad_arguments_are_named(arguments: list[str], message: str) -> None:
     with pytest.raises(FitInputError, match=message):

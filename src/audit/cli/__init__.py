@@ -43,7 +43,8 @@ def printed_help(arguments: Sequence[str], doc: str | None, usage: str) -> bool:
 
 
 def argument_problem(error: OmegaConfBaseException, command: type,
-                     nested: Mapping[str, Sequence[str]] | None = None) -> str:
+                     nested: Mapping[str, Sequence[str]] | None = None,
+                     arguments: Sequence[str] = ()) -> str:
     """One phrase for an argument a key=value command's structured config (the dataclass
     ``command``) refused, naming the option as it is typed (`draws`, not the `sampler.draws` it
     is stored under: ``nested`` maps such a section to the keys typed bare) and, for an unknown
@@ -61,6 +62,12 @@ def argument_problem(error: OmegaConfBaseException, command: type,
     if isinstance(error, ConfigKeyError) and key:
         return f"unknown option {key!r}{did_you_mean(key, options)}"
     if isinstance(error, ValidationError) and key:
+        # `input=` reads as null: "Incompatible value 'None' for field of type 'str'" did not say
+        # the value was left out (bad-input review 2026-12-04).
+        typed = {name.split(".")[-1]: value for name, _, value
+                 in (argument.partition("=") for argument in arguments)}
+        if typed.get(key) == "":
+            return f"{key}= is empty: give it a value"
         return f"invalid value for {key!r}: {first_line}"
     return first_line
 
@@ -96,4 +103,4 @@ def refused_arguments(arguments: Sequence[str], command: type, error: type[Excep
     except yaml.YAMLError as found:
         raise error(f"{unreadable_value(arguments, found)}; {usage}") from None
     except OmegaConfBaseException as found:
-        raise error(f"{argument_problem(found, command, nested)}; {usage}") from None
+        raise error(f"{argument_problem(found, command, nested, arguments)}; {usage}") from None

@@ -20,7 +20,7 @@ from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch, respondent_ranking
 from audit.logs import configure_cli_logging
 from audit.config_ranges import check_config
-from audit.errors import AuditError
+from audit.errors import AuditError, did_you_mean
 from audit.methods.rasch.analyse import FIT_FILES, write_fit
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
@@ -76,6 +76,17 @@ def parse_arguments(arguments: list[str]) -> FitCommand:
     malformed = [argument for argument in arguments if "=" not in argument]
     if malformed:
         raise FitInputError(f"argument {malformed[0]!r} is not key=value; {USAGE}")
+    # The audit's other fit.* settings were "unknown option 'fit'" (bad-input review
+    # 2026-12-04): name the setting, what audit.fit takes of fit.*, and what chooses the model.
+    audit_only = [argument.partition("=")[0] for argument in arguments
+                  if argument.startswith("fit.") and sampler_setting(argument) is None]
+    if audit_only:
+        key = audit_only[0]
+        raise FitInputError(
+            f"{key} is not an audit.fit option"
+            f"{did_you_mean(key.removeprefix('fit.'), SAMPLER_KEYS)}: of the audit's fit.* "
+            f"settings it takes {', '.join(SAMPLER_KEYS)}, and prior=rasch|seed chooses the "
+            f"model; {USAGE}")
     with refused_arguments(arguments, FitCommand, FitInputError, USAGE,
                            {"sampler": SAMPLER_KEYS}):
         # `draws=500` is short for `sampler.draws=500`; FitConfig's other fields are not options.
