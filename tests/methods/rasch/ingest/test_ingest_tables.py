@@ -198,6 +198,11 @@ def test_the_format_given_decides_how_a_file_is_read(tmp_path):
     assert read_answers(upper, "auto", None)["decision"].to_list() == ["DENY"]
     with pytest.raises(AuditError, match="cannot read answers file at .*ANSWERS.CSV"):
         read_answers(upper, "parquet", None)
+    # Bad-input review 2026-12-04: a CSV given format=jsonl ended "check ingest.input", where
+    # the slip was the format.
+    with pytest.raises(AuditError, match=r"line 1 is not JSON .*; check ingest.input, or the "
+                                         r"format it was read as \(ingest.format=jsonl;"):
+        read_answers(upper, "jsonl", None)
     # Bug caught (bad-input review 2026-12-04): a spreadsheet was told to set ingest.format=csv,
     # which then read the workbook's bytes as CSV ("invalid utf-8 sequence").
     with pytest.raises(AuditError, match=r"answers\.xlsx is a spreadsheet: save it as CSV UTF-8"):

@@ -71,6 +71,11 @@ def read_answers(path: Path, chosen_format: str, model: str | None,
     fmt = file_format(path, chosen_format)
     unread: dict[str, Iterable] = {}
     fix = "check ingest.input (docs/ingest.md lists the formats)"
+    if chosen_format != "auto":
+        # `format=jsonl` on a CSV ended "check ingest.input", where the slip was the format
+        # (bad-input review 2026-12-04).
+        fix = (f"check ingest.input, or the format it was read as (ingest.format={chosen_format};"
+               f" auto tells it from the file's name; docs/ingest.md lists the formats)")
     if fmt == "lm_eval":
         rows = lm_eval_rows(read_json_lines(path, "answers file", fix), path.stem)
         frame = pl.DataFrame(rows, infer_schema_length=None)
