@@ -142,6 +142,18 @@ def test_only_a_whole_percent_for_a_share_gets_the_share_it_meant():
     assert value_problem("fit.draws", 50, {"range": Range(1)}) is None
     assert value_problem("plan.gap", 200, {"range": Range(0, 100)}) == \
         "plan.gap=200 must lie in [0, 100]"
+    # Bad-input review 2026-12-04: an effect size in [0, 1] is no share, so 3 is not "0.03 for
+    # 3%"; the judge's rates lie in (0.5, 1], where 2 was told "0.02 for 2%" and [0, 1].
+    effect_size = _compose([]).counterfactual.__dataclass_fields__["min_rank_biserial"].metadata
+    assert value_problem("counterfactual.min_rank_biserial", 3.0, effect_size) == \
+        "counterfactual.min_rank_biserial=3.0 must lie in [0, 1]"
+    rate = _compose([]).plan.__dataclass_fields__["sensitivity"].metadata
+    assert value_problem("plan.sensitivity", 2.0, rate) == \
+        "plan.sensitivity=2.0 must lie in (0.5, 1]"
+    assert value_problem("plan.sensitivity", 0.3, rate) == \
+        "plan.sensitivity=0.3 must lie in (0.5, 1]"
+    assert value_problem("plan.sensitivity", 95, rate) == \
+        "plan.sensitivity=95 must lie in (0.5, 1]: a share, so plan.sensitivity=0.95 for 95%"
 
 
 def test_range_notation_and_membership():

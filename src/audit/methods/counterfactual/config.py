@@ -73,7 +73,7 @@ class CounterfactualConfig:
     alpha: float = within(0.05, 0, 1, open_low=True, open_high=True)
     # A pair is practically meaningful when |rank-biserial| reaches this (0.147: the lower bound
     # of a "small" Cliff's delta, Romano et al. 2006).
-    min_rank_biserial: float = within(0.147, 0, 1)
+    min_rank_biserial: float = within(0.147, 0, 1, share=False)
     bootstrap_resamples: int = within(999, 1)
     confidence_level: float = within(0.95, 0, 1, open_low=True, open_high=True)
 

@@ -101,8 +101,11 @@ class PlanConfig:
     text_sd: float = within(0.6, 0)  # spread of persona texts within one demographic cell, logits
     null_sd: float = within(1.0, 0)  # spread of null (random-string) personas, logits
     item_sd: float = within(2.0, 0)  # spread of item difficulties, logits
-    sensitivity: float = within(0.95, 0, 1)  # the judge's P(favourable | truly favourable)
-    specificity: float = within(0.95, 0, 1)  # the judge's P(unfavourable | truly unfavourable)
+    # The judge's P(favourable | truly favourable) and P(unfavourable | truly unfavourable);
+    # above 0.5, as the simulation requires: a judge no better than a coin cannot be corrected
+    # for (declared [0, 1], 0.3 passed here and was refused later by another range).
+    sensitivity: float = within(0.95, 0.5, 1, open_low=True)
+    specificity: float = within(0.95, 0.5, 1, open_low=True)
     # Gold answers per true class behind those rates; 0: labels as truth.
     gold_per_class: int = within(25, 0)
     replicates: list[int] = each_within([1, 2, 4], 1)
