@@ -15,7 +15,8 @@ from audit.config import PersonasConfig
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.methods.rasch.design import design_stage
-from audit.personas import PersonaSources, fill_template, generate_personas, persona_sentence
+from audit.personas import (PersonaSources, fill_template, generate_personas, near_spellings,
+                            one_edit_apart, persona_sentence)
 
 register_configs()
 EXPLICIT_ONLY = PersonasConfig(generators=["explicit"])
@@ -164,3 +165,45 @@ def test_an_unreadable_persona_file_names_the_encoding_fix(tmp_path: Path) -> No
     with pytest.raises(AuditError, match="save it as UTF-8 CSV") as caught:
         design_stage(_compose([f"personas.explicit_file={path}"]))
     assert "run the stage that writes it" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("first", "second", "apart"), [
+    ("Wite", "White", True), ("White", "Whtie", True), ("Asian", "Asain", True),
+    ("woman", "women", True), ("Black", "black", False), ("female", "male", False),
+    ("Black", "White", False), ("Hispanic", "Hispanics", True), ("Asian", "Asian", False),
+    ("ab", "ba", True), ("abc", "acb", True), ("abcd", "badc", False),
+])
+def test_one_edit_apart_is_one_letter_added_dropped_changed_or_two_swapped(first, second, apart):
+    assert one_edit_apart(first, second) is apart
+    assert one_edit_apart(second, first) is apart
+
+
+def test_a_level_one_letter_from_another_is_warned_about_before_any_prompt(tmp_path: Path,
+                                                                          caplog) -> None:
+    """Bug caught (bad-input review 2026-12-04): a race typed "Wite" in one row became a
+    one-text race level of its own, compared with the others without a word. The shipped
+    personas, whose levels are all distinct words, give no such warning."""
+    path = tmp_path / "people.csv"
+    _explicit([_row("bw", "a Black woman", "woman", "Black"),
+               _row("ww", "a White woman", "woman", "White"),
+               _row("wm", "a White man", "man", "White"),
+               _row("wm2", "a white man, 40", "man", "Wite")]).write_csv(path)
+    with caplog.at_level("WARNING", logger="audit.methods.rasch.design"):
+        design_stage(_compose([f"personas.explicit_file={path}"]))
+    assert [record.getMessage() for record in caplog.records if "one letter" in
+            record.getMessage()] == [
+        "race levels 'Wite' (1 persona(s)) and 'White' (2) are one letter apart, and the fit "
+        "counts them as two groups: if 'Wite' is a typo, spell it 'White' in the persona files"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="audit.methods.rasch.design"):
+        design_stage(_compose([]))
+    assert not [record for record in caplog.records if "one letter" in record.getMessage()]
+
+
+def test_levels_one_letter_apart_with_as_many_personas_each_name_no_typo() -> None:
+    """Neither of two equally used spellings is called the typo; short levels are left alone."""
+    personas = _explicit([_row("a", "x", "woman", "Asian"), _row("b", "y", "woman", "Asain"),
+                          _row("c", "z", "man", "Black"), _row("d", "w", "men", "Black")])
+    assert near_spellings(personas) == [
+        "race levels 'Asain' (1 persona(s)) and 'Asian' (1) are one letter apart, and the fit "
+        "counts them as two groups: if one is a typo, spell both alike in the persona files"]

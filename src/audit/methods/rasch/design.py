@@ -16,7 +16,7 @@ from audit.errors import AuditError
 from audit.items import select_items
 from audit.llm.backends import Backend, create_backend
 from audit.methods.configs import AuditConfig
-from audit.personas import PersonaSources, generate_personas, unread_settings
+from audit.personas import PersonaSources, generate_personas, near_spellings, unread_settings
 from audit.schemas import ItemSchema, PersonaFileSchema
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,8 @@ def design_stage(cfg: AuditConfig) -> pl.DataFrame:
     personas = generate_personas(cfg.personas,
                                  PersonaSources(explicit_profiles=explicit, name_profiles=names),
                                  cfg.design.seed)
+    for line in near_spellings(personas):
+        log.warning("%s", line)
     return expand_design(items, personas, cfg.model, cfg.design)
 
 

@@ -697,3 +697,18 @@ def test_a_persona_table_without_its_columns_is_one_line_naming_them(tmp_path, h
                                        f"(its columns: {header.replace(',', ', ')}): add the "
                                        f"missing columns")
     assert "ingest.personas_file" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_imported_levels_one_letter_apart_are_warned_about_once_per_persona(tmp_path, caplog):
+    """Bug caught (bad-input review 2026-12-04): a race typed "Wite" on some imported rows was
+    a group of its own without a word. Counted by persona, not by answer."""
+    rows = [{"model": "m", "race": race, "gender": gender, "item": item, "decision": "DENY"}
+            for race, gender in (("White", "man"), ("White", "woman"), ("Wite", "woman"),
+                                 ("Black", "man"))
+            for item in ("lending_01", "lending_02")]
+    with caplog.at_level("WARNING", logger="audit.methods.rasch.ingest.tables"):
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+    assert [record.getMessage() for record in caplog.records] == [
+        "race levels 'Wite' (1 persona(s)) and 'White' (2) are one letter apart, and the fit "
+        "counts them as two groups: if 'Wite' is a typo, spell it 'White' in the answers (or "
+        "ingest.personas_file)"]

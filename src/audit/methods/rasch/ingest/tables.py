@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 
 import polars as pl
 
 from audit.design import prompt_id
 from audit.errors import AuditError
-from audit.personas import check_level_spellings
+from audit.personas import check_level_spellings, near_spellings
 from audit.methods.rasch.schemas import LABELS
 from audit.schemas import PERSONA_KINDS, PromptSchema, ResponseSchema, validate
+
+log = logging.getLogger(__name__)
 
 IMPORTED_REQUEST = "imported"
 _LABEL_WORDS = {label: label for label in LABELS} | {
@@ -134,6 +137,9 @@ def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl
                          f"{', '.join(PERSONA_KINDS)}")
     check_one_persona_one_value(answers)
     check_level_spellings(answers, "the answers (or ingest.personas_file)")
+    for line in near_spellings(answers.unique(subset=["persona_id"]),
+                               "the answers (or ingest.personas_file)"):
+        log.warning("%s", line)
     return answers
 
 
