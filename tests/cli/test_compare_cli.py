@@ -332,6 +332,11 @@ def test_a_mistyped_run_directory_is_named_as_one(tmp_path, caplog):
     # Bug caught: it read "0 runs in experiment 'audit' ... start with '../runs/nonexist'".
     assert compare.main([str(tmp_path / "runs" / "nonexist"), str(tmp_path)]) == 2
     assert f"{tmp_path / 'runs' / 'nonexist'}: no such run directory" in caplog.text
+    # Bad-input review 2026-12-04: a file was "no such run directory" too.
+    (tmp_path / "a_file.csv").write_text("x\n")
+    caplog.clear()
+    assert compare.main([str(tmp_path / "a_file.csv"), str(tmp_path)]) == 2
+    assert f"{tmp_path / 'a_file.csv'}: is a file, not a run directory" in caplog.text
 
 
 def test_a_missing_run_names_the_source(tmp_path, caplog):

@@ -31,6 +31,10 @@ DIF_TABLE_FIX = ("rerun that job (python -m audit method=dif ...), or move its f
 
 
 def gather(directory: Path) -> pl.DataFrame:
+    if not directory.is_dir():  # was "no dif_models.csv under nope" (review 2026-12-04)
+        problem = "is a file, not a folder" if directory.exists() else "does not exist"
+        raise AuditError(f"{directory} {problem}: give the sweep's directory (multirun/DATE/TIME)"
+                         f" after its DIF jobs have finished")
     files = sorted(directory.rglob("dif_models.csv"))
     if not files:
         raise AuditError(f"no dif_models.csv under {directory}: give the sweep's directory "

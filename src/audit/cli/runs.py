@@ -175,8 +175,12 @@ def run_source(source: str, settings: TrackingConfig, option: str, what: str) ->
     if Path(source).is_dir():
         return Path(source)
     if not RUN_ID.fullmatch(source):  # a mistyped folder, not "0 runs ... start with 'runs/a'"
-        raise AuditError(f"{what}: no such run directory (nor an MLflow run id, which is "
-                         "hexadecimal: python -m audit.runs lists them)")
+        # A file was "no such run directory", sending a user to look for a path that exists
+        # (bad-input review 2026-12-04).
+        problem = "is a file, not a run directory" if Path(source).is_file() \
+            else "no such run directory"
+        raise AuditError(f"{what}: {problem} (nor an MLflow run id, which is hexadecimal: "
+                         "python -m audit.runs lists them)")
     try:
         check_store(settings, option)
         return _resolve_run_id(settings, source, option)

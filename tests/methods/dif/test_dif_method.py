@@ -219,3 +219,8 @@ def test_the_documented_compare_command_still_runs(tmp_path: Path):
     done = subprocess.run([sys.executable, "-m", "audit.methods.dif.compare", str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no dif_models.csv under" in done.stderr, done.stderr[-2000:]
+    # Bad-input review 2026-12-04: a mistyped folder was "no dif_models.csv under nope".
+    done = subprocess.run([sys.executable, "-m", "audit.methods.dif.compare",
+                           str(tmp_path / "nope")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and f"{tmp_path / 'nope'} does not exist: give the sweep's " \
+        "directory" in done.stderr, done.stderr[-2000:]
