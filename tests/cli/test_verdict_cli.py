@@ -41,6 +41,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
     (["run_dir=x", "alpha=often"], "alpha"),
     (["x"], "key=value"),
     (["run_dir=x", "rules_file=/no/such.yaml"], "not found"),
+    (["run_dir=x", "rules_file=/"], "rules_file / is a folder, not a file"),
     (["run_dir=x", "dif_min_accuracy_gap=1.5"], "dif_min_accuracy_gap=1.5 must lie in"),
     (["run_dir=x", "iat_min_abs_d=-0.1"], "iat_min_abs_d=-0.1 must lie in"),
     (["run_dir=x", "min_rank_biserial=2"], "min_rank_biserial=2.0 must lie in"),
@@ -66,8 +67,10 @@ def test_rules_file_with_command_line_overrides(tmp_path: Path) -> None:
     ("alpha: [1,\n", r"is not readable: it is not valid YAML \(line 2\): expected the node "
                     r"content"),
     ("- 1\n- 2\n", "holds a list, not a mapping of rules"),
-    ("alpha: often\n", r"\(rule alpha\): Value 'often'"),
-    ("unknown_rule: 3\n", "Key 'unknown_rule' not in"),
+    ("alpha: often\n", r": rule alpha: Value 'often'"),
+    # Bad-input review 2026-12-04: "Key 'unknown_rule' not in 'VerdictConfig'", a class name.
+    ("unknown_rule: 3\n", r": unknown rule 'unknown_rule'; write it as"),
+    ("alpa: 0.1\n", r": unknown rule 'alpa' \(did you mean 'alpha'\?\); write it as"),
 ])
 def test_an_unreadable_rules_file_is_bad_input_naming_the_file(tmp_path: Path, text: str,
                                                                message: str) -> None:

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 from rich.console import Console
 from rich.table import Table
 
 from audit.cli import printed_help, refused_arguments
 from audit.config import SharedVerdictRules
 from audit.config_ranges import check_config
-from audit.errors import AuditError
+from audit.errors import AuditError, did_you_mean
 from audit.logs import configure_cli_logging
 from audit.methods.checks import Check, VerdictError
 from audit.methods import method_module, registered_methods
@@ -91,7 +91,8 @@ def read_rules_file(path: Path) -> DictConfig:
     names an unknown rule is bad input (exit 2) named with the file, never a traceback read as
     FAIL."""
     if not path.is_file():
-        raise VerdictError(f"rules_file {path} not found; pass a YAML file of rules")
+        problem = "is a folder, not a file" if path.is_dir() else "not found"
+        raise VerdictError(f"rules_file {path} {problem}; pass a YAML file of rules")
     fix = f"write it as `rule: value` lines, rules among {', '.join(RULE_KEYS)}"
     try:
         loaded = OmegaConf.load(path)
@@ -105,8 +106,11 @@ def read_rules_file(path: Path) -> DictConfig:
         return OmegaConf.merge(OmegaConf.structured(VerdictConfig), loaded)
     except OmegaConfBaseException as error:
         key = getattr(error, "full_key", None)
-        raise VerdictError(f"rules_file {path}{f' (rule {key})' if key else ''}: "
-                           f"{str(error).splitlines()[0]}; {fix}") from None
+        # "Key 'foo' not in 'VerdictConfig'" named an internal class (review 2026-12-04).
+        problem = (f"unknown rule {key!r}{did_you_mean(str(key), RULE_KEYS)}"
+                   if isinstance(error, ConfigKeyError) and key
+                   else f"{f'rule {key}: ' if key else ''}{str(error).splitlines()[0]}")
+        raise VerdictError(f"rules_file {path}: {problem}; {fix}") from None
 
 
 def check_rules(rules: VerdictConfig) -> None:
