@@ -148,7 +148,11 @@ def test_a_store_that_is_down_stops_the_comparison_before_its_fit(runs, tmp_path
 @pytest.mark.parametrize(("content", "problem"), [
     ("fit: {}\n".encode("utf-16"), "it is UTF-16 text"),
     (b"fit: &x [*x]\n", "an alias in it contains itself"),
-], ids=["utf16", "recursive"])
+    # Bad-input review 2026-12-04: an empty config compared the run under the default fit
+    # settings without a word, and a broken one named no fix.
+    (b"# nothing\n", "it holds no settings; rerun the audit, or compare its MLflow run by id"),
+    (b"fit: [1,\n", r"it is not valid YAML .*; rerun the audit, or compare its MLflow run"),
+], ids=["utf16", "recursive", "empty", "broken"])
 def test_a_run_config_that_is_not_utf8_or_recurses_is_one_line(tmp_path: Path, content: bytes,
                                                                problem: str):
     """Bug caught: a side's config.yaml saved as UTF-16 was a UnicodeDecodeError traceback, and

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from audit.cli.runs import CONFIG_ARTIFACT, run_source
@@ -55,20 +55,27 @@ def fetch_run(source: str, tracking_uri: str, experiment: str, scratch: Path) ->
 
 
 def recorded_config(path: Path) -> RecordedConfig:
-    """The fit and tracking sections of a run's config.yaml: all a comparison reads from it."""
+    """The fit and tracking sections of a run's config.yaml: all a comparison reads from it.
+    One that is not YAML, or holds no settings, is refused with the fix: an empty one compared
+    the run under the default fit settings, whatever it ran with (review 2026-12-04)."""
+    fix = ("rerun the audit, or compare its MLflow run by id (its artifacts hold the config), "
+           "or restore the file")
     try:
         loaded = OmegaConf.load(path)
+        if not isinstance(loaded, DictConfig) or not loaded:
+            raise AuditError(f"{path} is not a run's config.yaml: it holds "
+                             f"{'no settings' if not loaded else 'a list'}; {fix}")
         sections = {name: OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(kind),
                                                               loaded.get(name, {})))
                     for name, kind in (("fit", FitConfig), ("tracking", TrackingConfig))}
         judge = loaded.get("judge", {}) or {}
         name = judge.get("name") if hasattr(judge, "get") else None
     except YAML_LOAD_ERRORS as error:  # not UTF-8, or recursive: was a traceback
-        raise AuditError(f"{path} is not a run's config.yaml: {yaml_load_problem(error)}") \
-            from None
+        raise AuditError(f"{path} is not a run's config.yaml: {yaml_load_problem(error)}; "
+                         f"{fix}") from None
     except OmegaConfBaseException as error:
-        raise AuditError(f"{path} is not a run's config.yaml ({str(error).splitlines()[0]})") \
-            from None
+        raise AuditError(f"{path} is not a run's config.yaml ({str(error).splitlines()[0]}); "
+                         f"{fix}") from None
     return RecordedConfig(**sections, judge=None if name is None else str(name))
 
 
