@@ -170,3 +170,14 @@ def test_a_store_file_that_is_not_a_database_is_one_line(tmp_path, content, reas
     assert str(failed.value).startswith(f"MLflow store {uri} {reason}"), failed.value
     assert "\n" not in str(failed.value)
     assert store.read_bytes() == content
+
+
+def test_a_store_uri_of_an_unknown_scheme_is_named_whole(tmp_path):
+    """Bug caught (bad-input review 2026-12-04): `foo://bar` gave MLflow's list of schemes cut
+    at 200 characters mid-word ("... 'http', 'http)")."""
+    with pytest.raises(TrackingError) as failed:
+        check_store(TrackingConfig(tracking_uri="foo://bar",
+                                   artifact_root=str(tmp_path / "art")))
+    assert str(failed.value).startswith("MLflow store foo://bar has a scheme MLflow does not "
+                                        "know (a store is sqlite:///FILE.db, http(s)://HOST:PORT"
+                                        ), failed.value

@@ -79,6 +79,11 @@ def _failure_reason(error: Exception) -> str:
                             "is a damaged database (restore it from a backup)")):
         if marker in text:
             return reason
+    # MLflow's message lists every scheme it knows and was cut mid-list at 200 characters
+    # (bad-input review 2026-12-04): name the kinds of URI instead.
+    if "unsupported URI" in text:
+        return ("has a scheme MLflow does not know (a store is sqlite:///FILE.db, "
+                "http(s)://HOST:PORT, or another database URI MLflow takes)")
     first_line = text.strip().splitlines()[0] if text.strip() else type(error).__name__
     return f"failed ({first_line[:200]})"
 
