@@ -461,3 +461,6 @@ def test_an_output_that_cannot_be_written_is_exit_2_before_the_fit(two_runs, tmp
             "default output": "compare is a file",
             "file in output": "output=out/report.html is a folder, not a file"}[option] \
         in caplog.text
+    # Bad-input review 2026-12-04: junit=FOLDER without max_worsening printed the warning
+    # that the gate cannot fail first; a refused command says one line.
+    assert len(caplog.records) == 1, [record.getMessage() for record in caplog.records]

@@ -184,6 +184,8 @@ def run(argv: list[str]) -> int:
     sources, options = parse_arguments(argv)
     limit, unit = worsening_limit(options.get("max_worsening"))
     sampling = sampling_options(options)
+    if "junit" in options:  # a bad path is the one line, not after this warning (review 12-04)
+        check_output(Path(options["junit"]), "junit=")
     if limit is None and "junit" in options:  # a CI gate that cannot fail on a worsening
         log.warning("junit= without max_worsening: no contrast can fail the gate, only a fit "
                     "that did not converge; pass max_worsening=DELTA (logits, or DELTApp)")
