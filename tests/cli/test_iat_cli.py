@@ -196,6 +196,10 @@ def test_model_names_may_hold_underscores():
     (["import_dir=x", "output=y", "iterations=5"], "'iterations' is not an option"),
     (["import_dir=x", "output=y", "colour=red"], "colour"),
     (["import_dir=x", "output=y", "alpha=high"], "alpha"),
+    # Bad-input review 2026-12-04: read as text, an empty path was the current folder ("no CSV
+    # file in .", or the tables written there).
+    (["import_dir=", "output=y"], "^import_dir= is empty: give it a value; usage"),
+    (["import_dir=x", "output="], "^output= is empty: give it a value; usage"),
 ])
 def test_bad_arguments_are_one_line(arguments, message):
     with pytest.raises(IATError, match=message):

@@ -43,6 +43,8 @@ ANALYSIS_KEYS = ("stimuli_file", "synonym_file", "aliases_file", "seed", "bootst
                  "scoring")
 STRING_KEYS = frozenset({"import_dir", "output", "response_column", "stimuli_file",
                          "synonym_file", "aliases_file", "ci_method", "scoring"})
+# Paths with no meaning when empty (an empty aliases_file means no aliases).
+NONEMPTY_KEYS = frozenset({"import_dir", "output", "stimuli_file", "synonym_file"})
 USAGE = ("usage: python -m audit.iat import_dir=DIR output=OUT [response_column=NAME "
          + " ".join(f"{key}=..." for key in ANALYSIS_KEYS) + "]")
 NAMING = "name each file <model>_<dataset>_<variation>.csv"
@@ -62,9 +64,13 @@ def parse_arguments(arguments: list[str]) -> ImportCommand:
         raise IATError(f"argument {malformed[0]!r} is not key=value; {USAGE}")
     design_keys = {f.name for f in fields(IATConfig)} - set(ANALYSIS_KEYS)
     for argument in arguments:
-        key = argument.split("=", 1)[0]
+        key, value = argument.split("=", 1)
         if key in design_keys or key.startswith("analysis."):
             raise IATError(f"{key!r} is not an option of the import (nothing is sent); {USAGE}")
+        # Read as text, an empty path was the current folder: `import_dir=` said "no CSV file
+        # in .", and `output=` wrote the tables there (bad-input review 2026-12-04).
+        if not value and key in NONEMPTY_KEYS:
+            raise IATError(f"{key}= is empty: give it a value; {USAGE}")
     overrides = OmegaConf.create({})
     with refused_arguments(arguments, ImportCommand, IATError, USAGE,
                            {"analysis": ANALYSIS_KEYS}):
