@@ -97,6 +97,9 @@ def parse_arguments(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     if unknown or not 1 <= len(sources) <= 2:
         problem = f"unknown option {unknown[0]}" if unknown else "give one or two runs"
         raise AuditError(f"{problem}; {USAGE}")
+    empty = sorted(key for key, value in options.items() if not value)
+    if empty:  # `output=` was the current folder, `draws=` "is not an integer" (review 12-04)
+        raise AuditError(f"{empty[0]}= is empty: give it a value; {USAGE}")
     if len(sources) == 1 and not ("model_a" in options and "model_b" in options):
         raise AuditError("one run needs model_a=NAME and model_b=NAME (two of its models); "
                          f"{USAGE}")
