@@ -88,12 +88,14 @@ def _compose(overrides: list[str]) -> AuditConfig:
     # Bad-input review 2026-12-04: a negative seed stopped nutpie with an OverflowError
     # traceback after every prompt was answered (fit.seed), numpy's generator while drawing the
     # null personas (design.seed) or the plan's simulations (plan.seed); so did one over 2**64.
-    (["fit.seed=-1"], "fit.seed=-1 must lie in [0, 4294967295]"),
-    (["design.seed=-1"], "design.seed=-1 must lie in [0, 4294967295]"),
+    (["fit.seed=-1"], "fit.seed=-1 must lie in [0, 4294967294]"),
+    (["design.seed=-1"], "design.seed=-1 must lie in [0, 4294967294]"),
     (["plan.seed=99999999999999999999"],
-     "plan.seed=99999999999999999999 must lie in [0, 4294967295]"),
-    (["method=iat", "iat.seed=-1"], "iat.seed=-1 must lie in [0, 4294967295]"),
-    (["method=dif", "dif.seed=-1"], "dif.seed=-1 must lie in [0, 4294967295]"),
+     "plan.seed=99999999999999999999 must lie in [0, 4294967294]"),
+    (["method=iat", "iat.seed=-1"], "iat.seed=-1 must lie in [0, 4294967294]"),
+    (["method=dif", "dif.seed=-1"], "dif.seed=-1 must lie in [0, 4294967294]"),
+    # 2**32 - 1 is llama.cpp's LLAMA_DEFAULT_SEED, "random": DIF sends its seed as the request's.
+    (["method=dif", "dif.seed=4294967295"], "dif.seed=4294967295 must lie in [0, 4294967294]"),
 ])
 def test_a_value_outside_its_range_is_one_line_naming_key_value_and_range(overrides, message):
     with pytest.raises(ConfigValueError) as raised:
@@ -106,7 +108,7 @@ def test_a_value_outside_its_range_is_one_line_naming_key_value_and_range(overri
     ["engine.max_failed_share=1"], ["personas.null_count=0"], ["fit.judge_imputations=1000"],
     ["fit.second_outcome=undetermined"], ["engine.backoff_initial_s=0"],
     ["plan.replicates=[1]"], ["plan.persona_multiples=[1,3]"], ["fit.seed=0"],
-    ["design.seed=4294967295"],
+    ["design.seed=4294967294"],
 ])
 def test_values_at_the_edges_of_their_ranges_and_nulls_are_accepted(overrides):
     _compose(overrides)  # the check must not refuse what the docs allow

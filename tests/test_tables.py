@@ -386,3 +386,46 @@ def test_metrics_with_no_value_are_null_on_disk_and_nan_for_mlflow(tmp_path: Pat
     assert math.isnan(metrics["accuracy"]) and math.isnan(metrics["worst"])
     assert metrics["gap"] == -0.25
     assert write_json({"n": 3}, tmp_path / "n.json").read_text() == '{\n  "n": 3\n}\n'
+
+
+
+def test_a_csv_whose_lines_end_in_cr_alone_is_one_line(tmp_path: Path):
+    """Review 2026-12-04: Excel for Mac's "Macintosh CSV" ends lines in CR alone; polars read
+    it as one header line ('y\ra', 'i1_duplicated_0', ...), and the header check raised
+    csv.Error as a traceback."""
+    path = tmp_path / "answers.csv"
+    path.write_bytes(b"respondent,item,y\ra,i1,1\rb,i1,0\r")
+    with pytest.raises(AuditError, match=r"^cannot read answers at .*: its lines end in a "
+                                         r"carriage return alone .*save it as CSV UTF-8"):
+        read_frame(path, "answers", "fix it", as_text=True)
+    path.write_bytes(b"respondent,item,y\r\na,i1,1\r\n")  # CRLF stays readable
+    assert read_frame(path, "answers", "fix it", as_text=True).columns == ["respondent", "item",
+                                                                           "y"]
+
+
+def test_a_repeated_column_after_a_quoted_name_over_two_lines_is_refused(tmp_path: Path):
+    """Review 2026-12-04: reading only the first physical line lost the header's second
+    record half, so `c` named twice passed and a reader of `c` took the first."""
+    path = tmp_path / "answers.csv"
+    path.write_bytes(b'"a\nb",c,c\n1,2,3\n')
+    with pytest.raises(AuditError, match="column 'c' appears 2 times in the header"):
+        read_frame(path, "answers", "fix it", as_text=True)
+
+
+def test_an_empty_required_cell_names_its_row_whatever_the_file_names_its_columns(
+        tmp_path: Path):
+    """Review 2026-12-04: the row index was a column named "row", so a file with its own `row`
+    column was "column with name 'row' has more than one occurrence"; and a run's own table
+    with an empty cell was told "fill it in", where the caller's fix (rerun) applies."""
+    from audit.schemas import PersonaFileSchema
+
+    path = tmp_path / "people.csv"
+    path.write_text("persona_id,kind,descriptor,gender,race,row\n"
+                    "a,explicit,a woman,woman,White,1\nb,explicit,,man,White,2\n")
+    with pytest.raises(AuditError) as refused:
+        read_table(path, PersonaFileSchema, "personas", "fix it", as_text=True)
+    assert str(refused.value).endswith("column 'descriptor' is empty in row 2 (persona_id 'b'): "
+                                       "fill it in, or drop those rows"), refused.value
+    with pytest.raises(AuditError) as refused:
+        read_table(path, PersonaFileSchema, "personas", "rerun the run")
+    assert str(refused.value).endswith("is empty in row 2 (persona_id 'b'): rerun the run")

@@ -74,11 +74,12 @@ def within(default: Any, low: float = -math.inf, high: float = math.inf, *,
 
 
 def seed_setting(default: int) -> Any:
-    """A dataclass field for a seed: 0 to 2**32 - 1, which every consumer takes (numpy's
-    generators any integer from 0, nutpie an unsigned one, llama.cpp 32 bits). A negative seed
-    passed validation and stopped nutpie with an OverflowError traceback after every prompt had
-    been answered (bad-input review 2026-12-04)."""
-    return within(default, 0, 2**32 - 1)
+    """A dataclass field for a seed: 0 to 2**32 - 2, which every consumer takes (numpy's
+    generators any integer from 0, nutpie an unsigned one, llama.cpp 32 bits, where 2**32 - 1
+    is LLAMA_DEFAULT_SEED, "a random seed": DIF sends its seed as the request's). A negative
+    seed passed validation and stopped nutpie with an OverflowError traceback after every
+    prompt had been answered (bad-input review 2026-12-04)."""
+    return within(default, 0, 2**32 - 2)
 
 
 def each_within(default: Sequence[float], low: float = -math.inf, high: float = math.inf) -> Any:

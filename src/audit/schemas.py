@@ -121,13 +121,16 @@ class ResponseSchema(pa.DataFrameModel):
         coerce = True
 
 
-def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], what: str) -> pl.DataFrame:
-    """Validate with a one-line error that names the table, so users know which file is bad."""
+def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], what: str,
+             empty_fix: str | None = None) -> pl.DataFrame:
+    """Validate with a one-line error that names the table, so users know which file is bad.
+    `empty_fix`: what to do about a required cell left empty (a user's file: fill it in; a
+    run's own table: rerun it)."""
     try:
         return schema.validate(frame, lazy=False)
     except (pa.errors.SchemaError, pa.errors.SchemaErrors) as error:
         raise AuditError(f"{what} does not match {schema.__name__}: "
-                         f"{schema_problem(error, frame)}") from error
+                         f"{schema_problem(error, frame, empty_fix)}") from error
 
 
 def empty_cells(frame: pl.DataFrame, column: str) -> str:
@@ -135,18 +138,18 @@ def empty_cells(frame: pl.DataFrame, column: str) -> str:
     counted from the first under a CSV's header, named by the table's first column when that is
     another one and filled in. "holds None, which fails not_nullable" named no row (bad-input
     review 2026-12-04)."""
-    rows = frame.with_row_index("row", offset=1).filter(pl.col(column).is_null())
-    if not rows.height:
+    empty = frame[column].is_null().arg_true()  # an index, not a column a file may also have
+    if not len(empty):
         return ""
-    first = rows.row(0, named=True)
-    named_by = frame.columns[0]
-    name = f" ({named_by} {first[named_by]!r})" \
-        if named_by != column and first[named_by] is not None else ""
-    more = f" and {rows.height - 1} more" if rows.height > 1 else ""
-    return f"row {first['row']}{name}{more}"
+    first, named_by = int(empty[0]), frame.columns[0]
+    value = frame[named_by][first]
+    name = f" ({named_by} {value!r})" if named_by != column and value is not None else ""
+    more = f" and {len(empty) - 1} more" if len(empty) > 1 else ""
+    return f"row {first + 1}{name}{more}"
 
 
-def schema_problem(error: Exception, frame: pl.DataFrame | None = None) -> str:
+def schema_problem(error: Exception, frame: pl.DataFrame | None = None,
+                   empty_fix: str | None = None) -> str:
     """pandera's failure in one phrase with the values that failed. Its own first line stopped
     at "column 'persona_id' not unique:" (the repeated id was in a table on the next lines) and
     named a failed check as "validator number 0: <Check isin: ...>". `frame`: the table
@@ -159,7 +162,8 @@ def schema_problem(error: Exception, frame: pl.DataFrame | None = None) -> str:
             and reason == pa.errors.SchemaErrorReason.SERIES_CONTAINS_NULLS:
         where = empty_cells(frame, column)
         if where:
-            return f"column '{column}' is empty in {where}: fill it in, or drop those rows"
+            return f"column '{column}' is empty in {where}" + (f": {empty_fix}" if empty_fix
+                                                                 else "")
     cases = getattr(error, "failure_cases", None)
     if not column or not isinstance(cases, pl.DataFrame) or not cases.width:
         return first_line

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import io
 import json
 import math
 import os
@@ -55,11 +56,17 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
         not_text = not_csv_text(path, header + head, by_name=parquet is None)
         if not_text:
             raise AuditError(f"cannot read {what} at {path}: {not_text}")
+        if b"\r" in header.rstrip(b"\r\n"):
+            # polars read such a file as one header line ('y\ra', 'i1_duplicated_0', ...).
+            raise AuditError(f"cannot read {what} at {path}: its lines end in a carriage return "
+                             f"alone (Excel for Mac's 'Macintosh CSV'); {SAVE_AS_CSV_UTF8}")
         separator = csv_separator(header)
         # Strict UTF-8 here too: polars reads a bad byte in the header line without a word (in a
         # data row it stops), and the header's own check raised UnicodeDecodeError as a
         # traceback (bad-input review 2026-12-04).
-        repeated = repeated_header(header.decode("utf-8-sig"), separator)
+        header.decode("utf-8-sig")
+        repeated = repeated_header((header + head).decode("utf-8-sig", errors="replace"),
+                                   separator)
         frame = pl.read_csv(path, separator=separator, infer_schema=False) if as_text \
             else pl.read_csv(path, separator=separator, infer_schema_length=None)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as error:
@@ -119,10 +126,11 @@ def not_csv_text(path: Path, head: bytes, by_name: bool = True) -> str | None:
     return None
 
 
-def repeated_header(header_line: str, separator: str) -> tuple[str, int] | None:
-    """The first column a CSV's header line names more than once, and how often. polars reads
-    the second as `NAME_duplicated_0`, and a reader of NAME silently took the first."""
-    header = next(csv.reader([header_line.rstrip("\r\n")], delimiter=separator), [])
+def repeated_header(head: str, separator: str) -> tuple[str, int] | None:
+    """The first column a CSV's header names more than once, and how often. polars reads the
+    second as `NAME_duplicated_0`, and a reader of NAME silently took the first. `head`: the
+    file's start, whose first record is the header (a quoted name may span lines)."""
+    header = next(csv.reader(io.StringIO(head, newline=""), delimiter=separator), [])
     counts = Counter(header)
     return next(((name, count) for name, count in counts.items() if count > 1), None)
 
@@ -232,7 +240,9 @@ def read_table(path: Path, schema: type[pa.DataFrameModel], what: str, fix: str 
     if nan_as_null:
         frame = frame.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))
     try:
-        return validate(frame, schema, f"{what} ({path})")
+        # A user's file (read as text) is filled in; a run's own table is rewritten by `fix`.
+        return validate(frame, schema, f"{what} ({path})",
+                        "fill it in, or drop those rows" if as_text else fix)
     except pl.exceptions.PolarsError as error:  # pandera's coercion: text where a number belongs
         first_line = str(error).strip().splitlines()[0] if str(error).strip() \
             else type(error).__name__

@@ -53,7 +53,7 @@ def test_arguments_are_typed_and_defaulted() -> None:
     (["input=a.csv", "output=o", "judge_imputations=0"], r"judge_imputations=0 must lie in"),
     (["input=a.csv", "output=o", "judge_imputations=-3"], r"judge_imputations=-3 must lie in"),
     # An OverflowError traceback from nutpie, after the table was read (review 2026-12-04).
-    (["input=a.csv", "output=o", "seed=-1"], r"seed=-1 must lie in \[0, 4294967295\]"),
+    (["input=a.csv", "output=o", "seed=-1"], r"seed=-1 must lie in \[0, 4294967294\]"),
     # Bad-input review 2026-12-04: both were "unknown option 'fit'", and an empty value was
     # "Incompatible value 'None' for field of type 'str'".
     (["input=a.csv", "output=o", "fit.model=twopl"],

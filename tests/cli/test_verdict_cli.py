@@ -45,6 +45,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
     (["run_dir=x", "dif_min_accuracy_gap=1.5"], "dif_min_accuracy_gap=1.5 must lie in"),
     (["run_dir=x", "iat_min_abs_d=-0.1"], "iat_min_abs_d=-0.1 must lie in"),
     (["run_dir=x", "min_rank_biserial=2"], "min_rank_biserial=2.0 must lie in"),
+    # Review 2026-12-04: an effect size, not a share: no "0.03 for 3%".
+    (["run_dir=x", "min_rank_biserial=3"], r"min_rank_biserial=3.0 must lie in \[0, 1\]$"),
     # Was "Merge error: str is not a subclass of VerdictConfig".
     (["run_dir=x", "rules=/tmp/rules.yaml"], "rules= is not an option: .* rules_file=PATH"),
 ])

@@ -85,7 +85,8 @@ class CounterfactualVerdictRules:
     (methods/counterfactual/verdict.py)."""
 
     # None: the threshold the run itself was made with (counterfactual.min_rank_biserial).
-    min_rank_biserial: float | None = field(default=None, metadata={"range": (0.0, 1.0)})
+    min_rank_biserial: float | None = field(default=None, metadata={"range": (0.0, 1.0),
+                                                                   "share": False})
 
 
 SECTIONS: dict[str, type] = {"counterfactual": CounterfactualConfig}

@@ -71,3 +71,19 @@ def test_columns_unlike_levels_do_not_stop_a_file_without_race(tmp_path):
     path = tmp_path / "answers.csv"
     pl.DataFrame(rows).write_csv(path)
     assert imported_answers(_config(path))["race"].null_count() == len(rows)
+
+
+def test_an_item_bank_whose_ids_look_like_numbers_joins_the_answers_as_written(tmp_path):
+    """Review 2026-12-04: audit.ingest read items.bank with types inferred, so a bank's "001"
+    became "1" and answers naming item "001" were refused as unknown items."""
+    shipped = pl.read_csv(ROOT / "data" / "items" / "decision_items.csv", infer_schema=False)
+    bank = shipped.filter(pl.col("item_id").is_in(["hiring_01", "hiring_02"])).with_columns(
+        item_id=pl.Series(["001", "002"]))
+    bank.write_csv(tmp_path / "bank.csv")
+    rows = [{**row, "race": row.pop("ethnicity"),
+             "item": {"hiring_01": "001", "hiring_02": "002"}[row["item"]]} for row in _rows()]
+    path = tmp_path / "answers.csv"
+    pl.DataFrame(rows).with_columns(pl.col("item").cast(pl.String)).write_csv(path)
+    config = _config(path)
+    config = replace(config, items=replace(config.items, bank=str(tmp_path / "bank.csv")))
+    assert sorted(imported_answers(config)["item_id"].unique().to_list()) == ["001", "002"]

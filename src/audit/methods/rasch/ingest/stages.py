@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.config import ModelConfig
-from audit.data_files import data_file
+from audit.data_files import read_users_table
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.ingest.formats import file_format, read_answers
@@ -80,8 +80,7 @@ def persona_table(path: Path) -> pl.DataFrame:
 
 def imported_answers(cfg: AuditConfig) -> pl.DataFrame:
     """The answers file with items, personas, replicates and prompt ids resolved."""
-    bank = read_table(data_file(cfg.items.bank, "item bank", "items.bank"), ItemSchema,
-                      "item bank")
+    bank = read_users_table(cfg.items.bank, ItemSchema, "item bank", "items.bank")
     # As text, as the answers are: an id such as "001" stays "001" on both sides of the join
     # (inferred as a number, the schema would make it "1" and refuse the answers' "001").
     personas = (persona_table(Path(cfg.ingest.personas_file))
@@ -162,8 +161,8 @@ def source_caveat(cfg: AuditConfig, prompts: pl.DataFrame, tags: dict[str, str])
 def design(cfg: AuditConfig, prompts_path: Path) -> None:
     digest = answers_digest(cfg)
     answers = imported_answers(cfg)
-    prompts = prompts_table(answers, read_table(data_file(cfg.items.bank, "item bank",
-                                                          "items.bank"), ItemSchema, "item bank"))
+    prompts = prompts_table(answers, read_users_table(cfg.items.bank, ItemSchema, "item bank",
+                                                      "items.bank"))
     check_judge_error_applies(cfg, answers, prompts)
     write_table(prompts, prompts_path, PromptSchema, "prompts", {ANSWERS_DIGEST: digest})
     log.info("ingest: %d answers from %s (%d respondents x %d items)", prompts.height,
