@@ -64,9 +64,8 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
         # Strict UTF-8 here too: polars reads a bad byte in the header line without a word (in a
         # data row it stops), and the header's own check raised UnicodeDecodeError as a
         # traceback (bad-input review 2026-12-04).
-        header.decode("utf-8-sig")
-        repeated = repeated_header((header + head).decode("utf-8-sig", errors="replace"),
-                                   separator)
+        repeated = repeated_header(header.decode("utf-8-sig")
+                                   + head.decode("utf-8", errors="replace"), separator)
         frame = pl.read_csv(path, separator=separator, infer_schema=False) if as_text \
             else pl.read_csv(path, separator=separator, infer_schema_length=None)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as error:
