@@ -78,11 +78,16 @@ def persona_table(path: Path) -> pl.DataFrame:
                     f"persona table ({path})")
 
 
-def imported_answers(cfg: AuditConfig) -> pl.DataFrame:
-    """The answers file with items, personas, replicates and prompt ids resolved."""
-    bank = read_users_table(cfg.items.bank, ItemSchema, "item bank", "items.bank")
-    # As text, as the answers are: an id such as "001" stays "001" on both sides of the join
-    # (inferred as a number, the schema would make it "1" and refuse the answers' "001").
+def item_bank(cfg: AuditConfig) -> pl.DataFrame:
+    """items.bank as text, as the answers are: an id such as "001" stays "001" on both sides of
+    the join (inferred as a number, the schema would make it "1" and refuse the answers' "001")."""
+    return read_users_table(cfg.items.bank, ItemSchema, "item bank", "items.bank")
+
+
+def imported_answers(cfg: AuditConfig, bank: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The answers file with items, personas, replicates and prompt ids resolved. `bank`: the
+    item bank when the caller has read it already."""
+    bank = item_bank(cfg) if bank is None else bank
     personas = (persona_table(Path(cfg.ingest.personas_file))
                 if cfg.ingest.personas_file else None)
     # With a persona table the attributes come from it, not from the answers' columns.
@@ -160,9 +165,9 @@ def source_caveat(cfg: AuditConfig, prompts: pl.DataFrame, tags: dict[str, str])
 
 def design(cfg: AuditConfig, prompts_path: Path) -> None:
     digest = answers_digest(cfg)
-    answers = imported_answers(cfg)
-    prompts = prompts_table(answers, read_users_table(cfg.items.bank, ItemSchema, "item bank",
-                                                      "items.bank"))
+    bank = item_bank(cfg)  # read once: the answers' items and the prompts both need it
+    answers = imported_answers(cfg, bank)
+    prompts = prompts_table(answers, bank)
     check_judge_error_applies(cfg, answers, prompts)
     write_table(prompts, prompts_path, PromptSchema, "prompts", {ANSWERS_DIGEST: digest})
     log.info("ingest: %d answers from %s (%d respondents x %d items)", prompts.height,
