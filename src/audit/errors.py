@@ -14,6 +14,13 @@ class AuditError(Exception):
     """A problem the user can fix; shown as one line naming the problem and the fix."""
 
 
+def first_line(error: BaseException) -> str:
+    """An exception's first non-empty line, else its type's name: the phrase a one-line message
+    quotes of a library's error, whose later lines are tables or tracebacks."""
+    return next((line.strip() for line in str(error).splitlines() if line.strip()),
+                type(error).__name__)
+
+
 def did_you_mean(word: str, options: Sequence[str]) -> str:
     """` (did you mean 'x'?)` for the option closest to a mistyped word, else empty: the hint
     every one-line refusal of an unknown key, option or name ends with."""

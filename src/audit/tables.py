@@ -22,7 +22,7 @@ from pathlib import Path
 import pandera.polars as pa
 import polars as pl
 
-from audit.errors import AuditError
+from audit.errors import AuditError, first_line
 from audit.schemas import validate
 
 NOT_WRITTEN = "run the stage that writes it first (or check the path in the config)"
@@ -69,13 +69,12 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
         frame = pl.read_csv(path, separator=separator, infer_schema=False) if as_text \
             else pl.read_csv(path, separator=separator, infer_schema_length=None)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() \
-            else type(error).__name__
+        reason = first_line(error)
         if isinstance(error, UnicodeDecodeError):  # only the header's decoding raises it here
-            first_line = "invalid utf-8 sequence in its header line"
-        if "utf-8" in first_line.lower():
-            first_line += f" ({SAVE_AS_CSV_UTF8})"
-        raise AuditError(f"cannot read {what} at {path}: {first_line}; {fix}") from error
+            reason = "invalid utf-8 sequence in its header line"
+        if "utf-8" in reason.lower():
+            reason += f" ({SAVE_AS_CSV_UTF8})"
+        raise AuditError(f"cannot read {what} at {path}: {reason}; {fix}") from error
     if repeated:
         name, count = repeated
         raise AuditError(f"cannot read {what} at {path}: column {name!r} appears {count} times "
@@ -243,9 +242,8 @@ def read_table(path: Path, schema: type[pa.DataFrameModel], what: str, fix: str 
         return validate(frame, schema, f"{what} ({path})",
                         "fill it in, or drop those rows" if as_text else fix)
     except pl.exceptions.PolarsError as error:  # pandera's coercion: text where a number belongs
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() \
-            else type(error).__name__
-        raise AuditError(f"cannot read {what} at {path}: {first_line}; {fix}") from error
+        reason = first_line(error)
+        raise AuditError(f"cannot read {what} at {path}: {reason}; {fix}") from error
 
 
 def write_frame(frame: pl.DataFrame, path: Path, metadata: dict[str, str] | None = None) -> Path:
@@ -279,9 +277,8 @@ def read_metadata(path: Path, what: str, fix: str = NOT_WRITTEN) -> dict[str, st
     try:
         return pl.read_parquet_metadata(path)
     except (pl.exceptions.PolarsError, OSError) as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() \
-            else type(error).__name__
-        raise AuditError(f"cannot read {what} at {path}: {first_line}; {fix}") from error
+        reason = first_line(error)
+        raise AuditError(f"cannot read {what} at {path}: {reason}; {fix}") from error
 
 
 def why_unwritable(path: Path, folder: bool = False) -> str | None:

@@ -16,6 +16,8 @@ from types import FrameType, TracebackType
 from omegaconf import OmegaConf
 from yaml import YAMLError  # PyYAML: what omegaconf and Hydra parse YAML with
 
+from audit.errors import first_line
+
 # What loading a YAML file can raise, besides OmegaConf's own errors: a file that cannot be
 # opened, a syntax error, bytes that are not UTF-8 (UTF-16, as PowerShell's `>` writes; a
 # Latin-1 byte) and an alias inside itself (`a: &x [*x]`), which the loader follows until
@@ -30,7 +32,7 @@ def yaml_problem(error: Exception) -> str:
     """A YAML file's syntax error as a phrase, `(line 2): expected the node content, but found
     '<stream end>'`: the parser's `problem` says what it expected, its first line
     (`while parsing a flow node`) does not."""
-    problem = getattr(error, "problem", None) or _first_line(error) or type(error).__name__
+    problem = getattr(error, "problem", None) or first_line(error)
     where = getattr(error, "problem_mark", None)
     return f"{f'(line {where.line + 1})' if where is not None else ''}: {problem}".lstrip()
 
@@ -73,10 +75,6 @@ def unreadable_yaml_file(folders: Iterable[Path], error: UnicodeDecodeError | Re
     return None
 
 
-def _first_line(error: BaseException) -> str:
-    return next((line.strip() for line in str(error).splitlines() if line.strip()), "")
-
-
 # --- config files Hydra composes ----------------------------------------------------------------
 
 def shown_path(name: str) -> str:
@@ -98,7 +96,7 @@ def yaml_file_problem(error: YAMLError) -> str:
     start, end = getattr(error, "context_mark", None), getattr(error, "problem_mark", None)
     mark = start or end
     if mark is None or not problem:
-        return f"a config file is not valid YAML: {_first_line(error)}; fix the file"
+        return f"a config file is not valid YAML: {first_line(error)}; fix the file"
     text = f"{context}, {problem}" if context and start is not None else problem
     if start is not None and end is not None and (end.line, end.column) != (start.line,
                                                                             start.column):

@@ -20,7 +20,7 @@ from urllib.request import url2pathname
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
 
 from audit.config import TrackingConfig
-from audit.errors import AuditError
+from audit.errors import AuditError, first_line
 from audit.tables import why_unwritable
 
 if TYPE_CHECKING:  # mlflow is imported when a store is reached, not with this module
@@ -84,8 +84,7 @@ def _failure_reason(error: Exception) -> str:
     if "unsupported URI" in text:
         return ("has a scheme MLflow does not know (a store is sqlite:///FILE.db, "
                 "http(s)://HOST:PORT, or another database URI MLflow takes)")
-    first_line = text.strip().splitlines()[0] if text.strip() else type(error).__name__
-    return f"failed ({first_line[:200]})"
+    return f"failed ({first_line(error)[:200]})"
 
 
 # How to run without a store, for entry points that take overrides; `python -m audit.stages`

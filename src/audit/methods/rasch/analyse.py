@@ -12,7 +12,7 @@ import arviz as az
 import polars as pl
 from xarray import DataTree
 
-from audit.errors import AuditError, did_you_mean
+from audit.errors import AuditError, did_you_mean, first_line
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive import pool_cells
 from audit.methods.rasch.config import OUTCOMES, FitConfig
@@ -248,8 +248,7 @@ def read_posterior(path: Path, shown: str | None = None,
     try:
         return az.from_netcdf(str(path)).load()
     except (ValueError, OSError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() \
-            else type(error).__name__
+        reason = first_line(error)
         if "did not find a match" in reason:
             reason = "not a netCDF file"
         raise AuditError(f"cannot read the posterior {shown or path} ({reason}): {fix}") \
