@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import FrameType, TracebackType
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from yaml import YAMLError  # PyYAML: what omegaconf and Hydra parse YAML with
 
 from audit.errors import first_line
@@ -73,6 +73,16 @@ def unreadable_yaml_file(folders: Iterable[Path], error: UnicodeDecodeError | Re
             except Exception:  # noqa: BLE001 - another problem of another file: not this one
                 continue
     return None
+
+
+def not_settings(loaded: object) -> str | None:
+    """What a loaded YAML file that should hold settings by section holds instead ("holds no
+    settings", "holds a list"), or None when it holds a mapping of them. Merged with a schema,
+    an empty file fell back to every default and a list was "Cannot merge DictConfig with
+    ListConfig"."""
+    if isinstance(loaded, DictConfig) and loaded:
+        return None
+    return "holds a list" if isinstance(loaded, ListConfig) and loaded else "holds no settings"
 
 
 # --- config files Hydra composes ----------------------------------------------------------------

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from audit.cli.runs import CONFIG_ARTIFACT, run_source
@@ -21,7 +21,7 @@ from audit.methods.verdict import recorded_config_file
 from audit.schemas import PromptSchema
 from audit.tables import read_table
 from audit.tracking import mlflow as tracking
-from audit.yaml_files import YAML_LOAD_ERRORS, yaml_load_problem
+from audit.yaml_files import YAML_LOAD_ERRORS, not_settings, yaml_load_problem
 
 STORE_OPTION = "tracking_uri=URI"  # how compare takes the store, for audit.runs' hints
 DATA_FILES = {"prompts": ("data/prompts.parquet", "prompts.parquet"),
@@ -62,9 +62,9 @@ def recorded_config(path: Path) -> RecordedConfig:
            "or restore the file")
     try:
         loaded = OmegaConf.load(path)
-        if not isinstance(loaded, DictConfig) or not loaded:
-            raise AuditError(f"{path} is not a run's config.yaml: it holds "
-                             f"{'no settings' if not loaded else 'a list'}; {fix}")
+        held = not_settings(loaded)
+        if held:
+            raise AuditError(f"{path} is not a run's config.yaml: it {held}; {fix}")
         sections = {name: OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(kind),
                                                               loaded.get(name, {})))
                     for name, kind in (("fit", FitConfig), ("tracking", TrackingConfig))}

@@ -19,7 +19,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from audit.cli import OneLineParser
@@ -37,7 +37,7 @@ from audit.methods.run import STAGE_NAMES, find_stage, run_one_stage
 from audit.methods.summary import state_summary
 from audit.tables import check_output
 from audit.tracking.mlflow import TrackingError
-from audit.yaml_files import SAVE_AS_UTF8, YAML_LOAD_ERRORS, yaml_load_problem
+from audit.yaml_files import SAVE_AS_UTF8, YAML_LOAD_ERRORS, not_settings, yaml_load_problem
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +54,8 @@ def load_params(path: Path) -> AuditConfig:
         # An empty or partial file was "invalid value for 'judge.name': Structured config of type
         # `JudgeConfig` has missing mandatory value", a list "Cannot merge DictConfig with
         # ListConfig" (bad-input review 2026-12-04): say what the file lacks.
-        if not isinstance(loaded, DictConfig) or not loaded:
-            held = "holds no settings" if not loaded else "holds a list"
+        held = not_settings(loaded)
+        if held:
             raise AuditError(f"params file {path} {held}: it should hold the whole composed "
                              f"config, by section; {fix}")
         return to_audit_config(loaded)
