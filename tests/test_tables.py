@@ -429,3 +429,27 @@ def test_an_empty_required_cell_names_its_row_whatever_the_file_names_its_column
     with pytest.raises(AuditError) as refused:
         read_table(path, PersonaFileSchema, "personas", "rerun the run")
     assert str(refused.value).endswith("is empty in row 2 (persona_id 'b'): rerun the run")
+
+
+def test_a_run_table_that_is_there_but_damaged_is_told_to_rerun_its_stage(tmp_path: Path):
+    """Bug caught (noted 2026-12-04): a run's labels.parquet cut short (a copy interrupted, a full
+    disk) was told to "run the stage that writes it first", the fix for a file that is not
+    there, so a user looked for a stage that had already run. A file that is missing keeps
+    that fix, and a caller's own fix stands for a damaged file too."""
+    damaged = tmp_path / "labels.parquet"
+    write_frame(pl.DataFrame({"label": ["favourable"] * 50}), damaged)
+    damaged.write_bytes(damaged.read_bytes()[:40])
+    rerun = r"; rerun the stage that writes it \(or check the path in the config\)$"
+    with pytest.raises(AuditError, match=rf"^cannot read labels at {damaged}: .*{rerun}"):
+        read_frame(damaged, "labels")
+    with pytest.raises(AuditError, match=rf"^cannot read labels at {damaged}: .*{rerun}"):
+        read_table(damaged, ItemSchema, "labels")
+    with pytest.raises(AuditError, match=r"; recopy the run$"):
+        read_frame(damaged, "labels", "recopy the run")
+    with pytest.raises(AuditError, match=r"^labels not found at .*: run the stage that writes "
+                                         r"it first \(or check the path in the config\)$"):
+        read_frame(tmp_path / "absent.parquet", "labels")
+    lines = tmp_path / "requests.jsonl"
+    lines.write_text('{"key": 1}\n{"key": \n')
+    with pytest.raises(AuditError, match=rf"line 2 is not JSON .*{rerun}"):
+        read_json_lines(lines, "requests")

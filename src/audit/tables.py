@@ -26,7 +26,16 @@ from audit.errors import AuditError, first_line
 from audit.schemas import validate
 
 NOT_WRITTEN = "run the stage that writes it first (or check the path in the config)"
+# The same default where the file is there but cannot be read: "first" sent a user whose run
+# table was damaged (a copy cut short, a disk filled) looking for a stage that had already run.
+REWRITE = "rerun the stage that writes it (or check the path in the config)"
 RUN_UNFINISHED = "the run did not finish (rerun it)"  # a run's table, read by its verdict or report
+
+
+def damaged_fix(fix: str) -> str:
+    """The fix for a file that is there but cannot be read: the default NOT_WRITTEN becomes
+    REWRITE; a caller's own fix stands."""
+    return REWRITE if fix == NOT_WRITTEN else fix
 
 
 def missing_file(path: Path, what: str, fix: str) -> str:
@@ -49,6 +58,7 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
     path = Path(path)
     if not path.is_file():
         raise AuditError(missing_file(path, what, fix))
+    fix = damaged_fix(fix)
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES if parquet is None else parquet:
             return pl.read_parquet(path)
@@ -150,6 +160,7 @@ def read_json_lines(path: Path, what: str, fix: str = NOT_WRITTEN) -> list[dict]
     path = Path(path)
     if not path.is_file():
         raise AuditError(missing_file(path, what, fix))
+    fix = damaged_fix(fix)
     records = []
     # Read as bytes and decoded line by line, so a byte that is not UTF-8 (a file saved as
     # cp1252 or latin-1) is named by its line instead of escaping as a UnicodeDecodeError.
@@ -231,6 +242,7 @@ def read_table(path: Path, schema: type[pa.DataFrameModel], what: str, fix: str 
     """
     path = Path(path)
     frame = read_frame(path, what, fix, as_text=as_text)
+    fix = damaged_fix(fix)  # read_frame found the file: what fails below is in it
     require_columns(frame, required_columns(schema), path, what, columns_fix or (
                     f"add the missing columns to the file (see {schema.__name__} in "
                     f"{schema.__module__} and data/README.md for what each holds), or point the "
@@ -274,6 +286,7 @@ def read_metadata(path: Path, what: str, fix: str = NOT_WRITTEN) -> dict[str, st
     path = Path(path)
     if not path.is_file():
         raise AuditError(missing_file(path, what, fix))
+    fix = damaged_fix(fix)
     try:
         return pl.read_parquet_metadata(path)
     except (pl.exceptions.PolarsError, OSError) as error:
