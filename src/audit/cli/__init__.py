@@ -42,6 +42,11 @@ def printed_help(arguments: Sequence[str], doc: str | None, usage: str) -> bool:
     return True
 
 
+def empty_value(key: str) -> str:
+    """The phrase for `KEY=` typed with no value (every key=value command says it alike)."""
+    return f"{key}= is empty: give it a value"
+
+
 def argument_problem(error: OmegaConfBaseException, command: type,
                      nested: Mapping[str, Sequence[str]] | None = None,
                      arguments: Sequence[str] = ()) -> str:
@@ -67,7 +72,7 @@ def argument_problem(error: OmegaConfBaseException, command: type,
         typed = {name.split(".")[-1]: value for name, _, value
                  in (argument.partition("=") for argument in arguments)}
         if typed.get(key) == "":
-            return f"{key}= is empty: give it a value"
+            return empty_value(key)
         return f"invalid value for {key!r}: {first_line}"
     return first_line
 

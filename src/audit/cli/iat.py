@@ -31,7 +31,7 @@ from audit.methods.iat.method import analyse, read_stimuli
 from audit.tables import check_output, read_frame
 from audit.methods.iat.report import print_iat_table
 from audit.methods.run import write_config
-from audit.cli import printed_help, refused_arguments
+from audit.cli import empty_value, printed_help, refused_arguments
 
 log = logging.getLogger("audit.iat")
 
@@ -70,7 +70,7 @@ def parse_arguments(arguments: list[str]) -> ImportCommand:
         # Read as text, an empty path was the current folder: `import_dir=` said "no CSV file
         # in .", and `output=` wrote the tables there (bad-input review 2026-12-04).
         if not value and key in NONEMPTY_KEYS:
-            raise IATError(f"{key}= is empty: give it a value; {USAGE}")
+            raise IATError(f"{empty_value(key)}; {USAGE}")
     overrides = OmegaConf.create({})
     with refused_arguments(arguments, ImportCommand, IATError, USAGE,
                            {"analysis": ANALYSIS_KEYS}):
