@@ -102,6 +102,13 @@ def first_tokens_decide(request: ChatRequest, tokenized: dict[str, Sequence[int]
         len({tokens[0] for tokens in tokenized.values()}) == len(tokenized)
 
 
+# What a backend that cannot score option words tells a user asked to score with it, by role; the
+# fix said `method=cascade`, a value no `method=` takes (review 2026-12-04). score.py's check,
+# made before any prompt, names the one that applies.
+NO_SCORING_FIX = ("judge.decoding=json judge.refusal_check=false for a judge model, "
+                  "judge.method=cascade judge.score_options=false for an audited one")
+
+
 # Failures that say the server is not there: the preflight stops on them, the engine asks the
 # server again mid-run after one, and a judge stops its stage.
 UNREACHABLE_KINDS = frozenset({"connection", "timeout"})

@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import log_softmax
 
 from audit.llm.backends.base import (
+    NO_SCORING_FIX,
     BackendError,
     ChatRequest,
     Completion,
@@ -130,7 +131,8 @@ def chat_prompt_tokens(llm: Any, messages: Sequence[Any]) -> list[int]:
     template = llm.metadata.get("tokenizer.chat_template")
     if not template:
         raise BackendError("unsupported", "the GGUF file has no chat template in its metadata, "
-                                          "so its answers cannot be scored; use method=cascade")
+                                          "so its answers cannot be scored; use "
+                                          f"{NO_SCORING_FIX}, or a GGUF file with a template")
     special_text = lambda token: llm.detokenize([token], special=True).decode("utf-8", "replace")  # noqa: E731
     formatter = Jinja2ChatFormatter(template=template, eos_token=special_text(llm.token_eos()),
                                     bos_token=special_text(llm.token_bos()),

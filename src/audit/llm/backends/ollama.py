@@ -11,7 +11,8 @@ import os
 import time
 from typing import Any
 
-from audit.llm.backends.base import UNREACHABLE_KINDS, BackendError, ChatRequest, Completion
+from audit.llm.backends.base import (NO_SCORING_FIX, UNREACHABLE_KINDS, BackendError,
+                                     ChatRequest, Completion)
 from audit.config import ModelConfig
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -73,7 +74,7 @@ class OllamaBackend:
     def complete(self, request: ChatRequest) -> Completion:
         if request.score_options:
             raise BackendError("unsupported", "the Ollama API gives no log-probabilities to "
-                                              "score option words; use method=cascade")
+                                              f"score option words; use {NO_SCORING_FIX}")
         options = {"temperature": request.temperature, "top_p": request.top_p,
                    "num_predict": request.max_tokens, "repeat_penalty": request.repeat_penalty,
                    "seed": request.seed, "num_ctx": self.config.n_ctx}

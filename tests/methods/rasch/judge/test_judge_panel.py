@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from audit.cli.params import compose_params
+from audit.config import ModelConfig
+from audit.llm.backends import BackendError, ChatRequest, Message, create_backend
 from audit.methods.configs import register_configs
 from audit.errors import AuditError
 from audit.methods.rasch.score import judge_panel
@@ -60,3 +63,20 @@ def test_the_audit_stops_at_design_before_sending_any_prompt(tmp_path):
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "prompts.parquet").exists()
     assert not (tmp_path / "responses.parquet").exists()
+
+
+def test_the_ollama_backends_own_refusal_names_settings_the_panel_accepts():
+    """Bug caught (review 2026-12-04): the backend's refusal to score, the backstop behind the
+    panel's check, said "use method=cascade", a value `method=` does not take, so the fix it
+    named stopped the next run as an unknown option. Each role's settings it names now compose
+    and pass the panel's check for that role."""
+    backend = create_backend(ModelConfig(backend="ollama", model="llama3.1:8b"))
+    with pytest.raises(BackendError) as refused:
+        backend.complete(ChatRequest((Message("user", "x"),), 0.0, 1.0, 8, 1.0, 0,
+                                     score_options=("APPROVE", "DENY")))
+    fixes = re.search(r"; use (.+) for a judge model, (.+) for an audited one$",
+                      str(refused.value))
+    assert fixes, str(refused.value)
+    judges = judge_panel(compose_params([*OLLAMA_JUDGE, *fixes[1].split()]))
+    assert [judge.name for judge in judges] == ["qwen_coder_1_5b"]
+    judge_panel(compose_params(["model=ollama_llama3", "judge=logprob", *fixes[2].split()]))
