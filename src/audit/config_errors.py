@@ -76,7 +76,7 @@ def flat_entry(text: str) -> str | None:
         return (f"{where} sets '{setting}' at the top of the file, but a model file nests its "
                 f"settings under the model's name: make the first line `{name}:` and indent "
                 f"every setting under it (`{name}:` / `  backend: openai_compatible` / "
-                f"`  model: ...`), as conf/model/vllm.yaml does")
+                f"`  model: ...`), as src/audit/conf/model/vllm.yaml does")
     return (f"{where} sets '{setting}' directly under '{'.'.join(parent)}', which holds "
             f"{entry.__name__} entries by name: put the settings under a name "
             f"(`{parent[-1]}:` / `  NAME:` / `    {setting}: ...`)")

@@ -109,6 +109,7 @@ def check_adaptive_settings(method: str, design: DesignConfig, ingest_input: str
     typed = [f"design.{key}" for key in ADAPTIVE_KEYS
              if getattr(design, key) != getattr(defaults, key)]
     if typed:
-        raise AuditError(f"{', '.join(typed)} apply to an adaptive Rasch audit only, and "
+        verb = "apply" if len(typed) > 1 else "applies"
+        raise AuditError(f"{', '.join(typed)} {verb} to an adaptive Rasch audit only, and "
                          f"{ignored}: add design.adaptive=true (with "
                          f"method={ADAPTIVE_METHOD}), or drop {'them' if len(typed) > 1 else 'it'}")

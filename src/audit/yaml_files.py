@@ -29,12 +29,13 @@ SAVE_AS_UTF8 = "save it as UTF-8 (PowerShell: `| Out-File -Encoding utf8`)"
 
 
 def yaml_problem(error: Exception) -> str:
-    """A YAML file's syntax error as a phrase, `(line 2): expected the node content, but found
-    '<stream end>'`: the parser's `problem` says what it expected, its first line
-    (`while parsing a flow node`) does not."""
+    """A YAML file's syntax error as the phrase that follows "it is not valid YAML", ` (line 2):
+    expected the node content, but found '<stream end>'`: the parser's `problem` says what it
+    expected, its first line (`while parsing a flow node`) does not. An error with no position
+    (a reader's bad character) is `: PROBLEM`; it was "YAML : PROBLEM"."""
     problem = getattr(error, "problem", None) or first_line(error)
     where = getattr(error, "problem_mark", None)
-    return f"{f'(line {where.line + 1})' if where is not None else ''}: {problem}".lstrip()
+    return f"{f' (line {where.line + 1})' if where is not None else ''}: {problem}"
 
 
 def yaml_load_problem(error: Exception) -> str:
@@ -52,7 +53,7 @@ def yaml_load_problem(error: Exception) -> str:
                 f"it holds no mapping of settings ({error})")
     if isinstance(error, RecursionError):
         return "an alias in it contains itself (like `a: &x [*x]`), or it nests too deep"
-    return f"it is not valid YAML {yaml_problem(error)}"
+    return f"it is not valid YAML{yaml_problem(error)}"
 
 
 def unreadable_yaml_file(folders: Iterable[Path], error: UnicodeDecodeError | RecursionError

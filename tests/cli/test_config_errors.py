@@ -321,7 +321,7 @@ def test_a_model_file_written_flat_is_one_line_showing_the_nested_shape(tmp_path
         "config error: conf/model/my_server.yaml sets 'backend' at the top of the file, but a "
         "model file nests its settings under the model's name: make the first line "
         "`my_server:` and indent every setting under it (`my_server:` / `  backend: "
-        "openai_compatible` / `  model: ...`), as conf/model/vllm.yaml does")
+        "openai_compatible` / `  model: ...`), as src/audit/conf/model/vllm.yaml does")
     # The shape the line shows composes.
     nested = "my_server:\n" + "".join(f"  {line}\n" for line in FLAT_MODEL.splitlines())
     (tmp_path / "model" / "my_server.yaml").write_text(nested)

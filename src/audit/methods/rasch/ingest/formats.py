@@ -23,6 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.errors import AuditError
+from audit.logs import counted
 from audit.tables import SAVE_AS_CSV_UTF8, named_as, read_frame, read_json_lines
 
 FORMATS = ("auto", "csv", "parquet", "jsonl", "lm_eval")
@@ -207,9 +208,9 @@ def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.
         frame = frame.with_columns(pl.lit(None, pl.Int64).alias("replicate"))
     frame = frame.with_columns(probability_column(frame, path))
     frame = frame.with_columns(pl.col("model").fill_null(default_model))
-    if frame["item"].null_count():
+    if empty := frame["item"].null_count():
         raise AuditError(f"answers file {path}: column 'item' is empty in "
-                         f"{frame['item'].null_count()} rows: every answer needs its item")
+                         f"{counted(empty, 'row')}: every answer needs its item")
     return frame.select(COLUMNS)
 
 

@@ -19,6 +19,7 @@ import polars as pl
 from audit.config import ModelConfig
 from audit.data_files import read_users_table
 from audit.errors import AuditError
+from audit.logs import counted
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.ingest.formats import file_format, read_answers
 from audit.methods.rasch.ingest.tables import (
@@ -216,8 +217,9 @@ def respond(cfg: AuditConfig, prompts_path: Path, responses_path: Path) -> None:
     responses = responses_table(imported_answers(cfg))
     failed = responses.filter(pl.col("status") == "error").height
     if failed:
-        log.warning("ingest: %d rows have no answer and no decision: they are kept as error rows "
-                    "and enter no fit", failed)
+        log.warning("ingest: %s no answer and no decision: %s kept as error rows and enter%s no "
+                    "fit", counted(failed, "row") + (" has" if failed == 1 else " have"),
+                    "it is" if failed == 1 else "they are", "s" if failed == 1 else "")
     write_table(responses, responses_path, ResponseSchema, "responses", {ANSWERS_DIGEST: digest})
 
 

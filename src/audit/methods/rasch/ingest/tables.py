@@ -20,6 +20,7 @@ import polars as pl
 
 from audit.design import prompt_id
 from audit.errors import AuditError
+from audit.logs import counted
 from audit.personas import check_level_spellings, near_spellings
 from audit.methods.rasch.schemas import LABELS
 from audit.schemas import PERSONA_KINDS, PromptSchema, ResponseSchema, validate
@@ -95,7 +96,7 @@ def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl
                              "the table's persona_id")
         if answers["persona_id"].null_count():
             raise AuditError("column 'persona_id' of the answers is empty in "
-                             f"{answers['persona_id'].null_count()} rows: with "
+                             f"{counted(answers['persona_id'].null_count(), 'row')}: with "
                              f"ingest.personas_file every row names its persona")
         personas = blank_as_null(personas, ("gender", "race"))
         check_table_described(personas)
