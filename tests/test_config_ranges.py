@@ -96,6 +96,15 @@ def _compose(overrides: list[str]) -> AuditConfig:
     (["method=dif", "dif.seed=-1"], "dif.seed=-1 must lie in [0, 4294967294]"),
     # 2**32 - 1 is llama.cpp's LLAMA_DEFAULT_SEED, "random": DIF sends its seed as the request's.
     (["method=dif", "dif.seed=4294967295"], "dif.seed=4294967295 must lie in [0, 4294967294]"),
+    # Bad-input review 2026-12-04: an infinite end passed as `<= inf`. fit.rope=inf made every
+    # contrast "inside the ROPE", a CI pass for any gap; requests_per_minute=inf divided by zero
+    # in the rate limiter at the respond stage.
+    (["fit.rope=inf"], "fit.rope=inf is not a finite number: give one in [0, inf)"),
+    (["engine.requests_per_minute=inf"],
+     "engine.requests_per_minute=inf is not a finite number: give one in (0, inf)"),
+    (["fit.rope=-inf"], "fit.rope=-inf is not a finite number: give one in [0, inf)"),
+    (["model=vllm", "model.vllm.timeout_s=inf"],
+     "model.vllm.timeout_s=inf is not a finite number: give one in (0, inf)"),
 ])
 def test_a_value_outside_its_range_is_one_line_naming_key_value_and_range(overrides, message):
     with pytest.raises(ConfigValueError) as raised:

@@ -39,7 +39,10 @@ class Range:
     def __contains__(self, value: object) -> bool:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return True  # not a number: the field's type is Hydra's check
-        if math.isnan(value):
+        if not math.isfinite(value):
+            # An infinite end is open (__str__): `fit.rope=inf` passed as `<= inf`, and every
+            # contrast read "inside the ROPE", a CI pass for any gap; `requests_per_minute=inf`
+            # divided by zero in the rate limiter (bad-input review 2026-12-04).
             return False
         above = value > self.low if self.open_low else value >= self.low
         below = value < self.high if self.open_high else value <= self.high
@@ -102,6 +105,8 @@ def value_problem(key: str, value: Any, metadata: Mapping[str, Any]) -> str | No
     if isinstance(value, float) and math.isnan(value):  # ranged or not: never a setting
         return f"{key}=nan is not a number: give one"
     declared = metadata.get("range")
+    if declared is not None and isinstance(value, float) and math.isinf(value):
+        return f"{key}={_number(value)} is not a finite number: give one in {as_range(declared)}"
     if declared is not None and value not in as_range(declared):
         hint = _percent_hint(key, value, declared) if metadata.get("share", True) else ""
         return f"{key}={value} must lie in {as_range(declared)}{hint}"
