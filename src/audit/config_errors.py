@@ -30,7 +30,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from audit.config_files import (check_chosen_files_hold_settings, check_grid_is_swept,
-                                check_model_names)
+                                check_model_names, check_one_option_groups)
 from audit.config_keys import entry_schema, valid_keys
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
@@ -324,6 +324,7 @@ def validated_config(cfg: DictConfig, conf_dir: Path) -> AuditConfig:
     try:
         if HydraConfig.initialized():
             check_chosen_files_hold_settings(HydraConfig.get())
+            check_one_option_groups(HydraConfig.get())
         audit_cfg = to_audit_config(cfg)
         if HydraConfig.initialized():
             hydra = HydraConfig.get()

@@ -1,5 +1,6 @@
 """What composition hides about the chosen config files: a file that holds no settings, two
-model files that share a name, a sweep file's grid in a single run.
+model files that share a name, a list of options for a group that takes one, a sweep file's grid
+in a single run.
 
 A model file's settings sit under the model's name (`my_vllm:` then its keys), and the chosen
 files merge into one `model` mapping, so two files that name the same model (a file copied and
@@ -90,6 +91,27 @@ def check_chosen_files_hold_settings(hydra: DictConfig) -> None:
             f"{shown} holds no settings, so choosing it ({group}={name}) would set nothing: "
             f"write its settings (the files in src/audit/conf/{group}/ show them), or "
             f"{chosen_by}")
+
+
+# The groups whose chosen options add up: the audited models (one mapping by name) and the sweep
+# presets (their grids join into one). Every other group takes one option, and Hydra merges a
+# list of them into one section, the last one's settings winning: `method=[rasch,iat]` ran the
+# IAT alone, `fit=[rasch,twopl]` was fit=twopl (bad-input review 2026-12-04).
+MANY_OPTION_GROUPS = frozenset({GROUP, "sweep"})
+
+
+def check_one_option_groups(hydra: DictConfig) -> None:
+    """Refuse a list of options for a group that takes one, naming it and how to run each."""
+    folders = [Path(source["path"]) for source in hydra.runtime.config_sources
+               if source.get("schema") == "file"]
+    for group, names in command_line_choices(hydra.overrides.task).items():
+        if len(names) < 2 or group in MANY_OPTION_GROUPS or group.startswith("hydra") \
+                or not any((folder / group).is_dir() for folder in folders):
+            continue
+        raise ConfigValueError(
+            f"{group}=[{','.join(names)}] chooses {len(names)} options of {group}, which takes "
+            f"one (Hydra would merge them into one, the last one's settings winning): choose "
+            f"one, or run each in a sweep, python -m audit -m {group}={','.join(names)}")
 
 
 def check_model_names(overrides: Iterable[str], sources: Iterable[Mapping[str, Any]],

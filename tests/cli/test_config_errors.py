@@ -12,6 +12,8 @@ import yaml
 from hydra import compose, initialize_config_dir
 
 from audit.__main__ import CONF_DIR
+from audit.cli.params import compose_params
+from audit.config_ranges import ConfigValueError
 from audit.methods.configs import register_configs
 from audit.config_errors import HYDRA_ERRORS, describe
 from audit.config_keys import valid_keys
@@ -516,3 +518,25 @@ def _error_for_searching(folder: Path, override: str) -> str:
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             compose("config", overrides=[f"hydra.searchpath=[file://{folder}]", override])
     return describe(caught.value, Path(CONF_DIR))
+
+
+@pytest.mark.parametrize("module", ["audit", "audit.plan"])
+def test_a_list_of_options_for_a_group_that_takes_one_is_refused_before_any_prompt(
+        module: str, tmp_path: Path):
+    """Bug caught (bad-input review 2026-12-04): Hydra merges a list of a group's options into
+    one section, the last one's settings winning, and nothing was said: `method=[rasch,iat]`
+    ran the IAT alone, `fit=[rasch,twopl]` fitted twopl, `items=[smoke,full]` asked all 48
+    items. The models and the sweep presets still add up."""
+    done = _audit("method=[rasch,iat]", "tracking=none", module=module, cwd=tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].endswith("method=[rasch,iat] chooses 2 options of method, which takes one "
+                             "(Hydra would merge them into one, the last one's settings "
+                             "winning): choose one, or run each in a sweep, python -m audit -m "
+                             "method=rasch,iat")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ConfigValueError, match=r"^items=\[smoke,full\] chooses 2 options"):
+        compose_params(["items=[smoke,full]"], check_files=True)
+    two = compose_params(["model=[qwen_coder_0_5b,smollm2]", "+sweep=[fits,domains]"],
+                         check_files=True)
+    assert sorted(two.model) == ["qwen_coder_0_5b", "smollm2"]
