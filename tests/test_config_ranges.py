@@ -100,6 +100,10 @@ def _compose(overrides: list[str]) -> AuditConfig:
     # contrast "inside the ROPE", a CI pass for any gap; requests_per_minute=inf divided by zero
     # in the rate limiter at the respond stage.
     (["fit.rope=inf"], "fit.rope=inf is not a finite number: give one in [0, inf)"),
+    # Checked in the score stage until then, after every answer was bought.
+    (["judge.method=foo"], "judge.method=foo is not one of cascade, logprob"),
+    (["judge.decoding=jsn"], "judge.decoding=jsn is not one of json, options, first_token, "
+                             "letters"),
     (["engine.requests_per_minute=inf"],
      "engine.requests_per_minute=inf is not a finite number: give one in (0, inf)"),
     (["fit.rope=-inf"], "fit.rope=-inf is not a finite number: give one in [0, inf)"),

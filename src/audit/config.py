@@ -18,7 +18,7 @@ from pathlib import Path
 
 from omegaconf import MISSING
 
-from audit.config_ranges import seed_setting, within
+from audit.config_ranges import one_of, seed_setting, within
 
 # The default configs ship inside the package, so an installed wheel composes without a checkout.
 CONF_DIR = str(Path(__file__).resolve().parent / "conf")
@@ -82,6 +82,13 @@ class ModelConfig:
     max_concurrency: int = within(1, 1)
 
 
+# Declared here, so a misspelt one is refused at composition: checked in the score stage, it
+# stopped the run after every answer had been bought (bad-input review 2026-12-04).
+JUDGE_METHODS = ("cascade", "logprob")
+# What each decoding does: JudgeConfig.decoding below; judge/llm.py carries them out.
+JUDGE_DECODINGS = ("json", "options", "first_token", "letters")
+
+
 @dataclass
 class JudgeConfig:
     """The judge labels free-text answers; it is configured apart from the audited models.
@@ -92,7 +99,7 @@ class JudgeConfig:
     name: str = MISSING
     # cascade: rules, then the judge panel | logprob: no judge; the audited model's probability of
     # opening its answer with the favourable rather than the unfavourable option word decides.
-    method: str = "cascade"
+    method: str = one_of("cascade", JUDGE_METHODS)
     use_rules: bool = True
     models: dict[str, ModelConfig] = field(default_factory=dict)
     # How a judge model gives its label. json: generates a JSON enum of the decision words under a
@@ -103,7 +110,7 @@ class JudgeConfig:
     # letters: the four outcomes described in full and answered by letter (A-D), the letters'
     # first tokens scored in one evaluation (the default judge; judge/llm.py says why).
     # Needs a backend that scores (the embedded ones).
-    decoding: str = "json"
+    decoding: str = one_of("json", JUDGE_DECODINGS)
     # Ask a judge that reads an answer as not deciding a second question, "did it refuse?", and
     # split needs_more_information from refusal by its answer (judge/llm.py, check_refusal). Needs
     # a backend that scores (the embedded ones). Costs one prompt evaluation more for each such

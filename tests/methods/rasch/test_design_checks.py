@@ -13,7 +13,7 @@ from audit.errors import AuditError
 from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.methods.rasch.analyse import check_fit_settings
 from audit.methods.rasch.design import design_stage
-from audit.methods.rasch.score import check_api_keys
+from audit.methods.rasch.score import check_api_keys, check_labeller
 
 register_configs()
 
@@ -230,3 +230,26 @@ def test_the_design_line_counts_the_prompts_it_wrote(tmp_path, caplog, replicate
     line = next(record.getMessage() for record in caplog.records
                 if record.getMessage().startswith("design: "))
     assert line.startswith(f"design: {prompts.height} prompts (") and line.endswith(counted), line
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["judge=smollm2", "judge.decoding=json", "judge.rationale_max_chars=40"],
+     r"^judge 'smollm2' may write 16 tokens, too few for a rationale of 40 characters: set "
+     r"judge.models.smollm2.sampling.max_tokens to at least \d+ or lower "
+     r"judge.rationale_max_chars$"),
+    (["judge=rules_only", "judge.use_rules=false"],
+     r"^judge.use_rules=false, and judge=rules_only has no models, so nothing would label the "
+     r"answers: set judge.use_rules=true, or choose a judge with a model"),
+])
+def test_a_judge_that_cannot_label_is_refused_at_design(overrides, message):
+    """Bad-input review 2026-12-04: a writing judge allowed too few tokens for its rationale,
+    and a cascade with neither rules nor a judge model, were refused only after every prompt
+    had been answered (the second as "every answer failed or was unparseable", of answers
+    that had not failed). The budget's fix names the key in full. Its own judge's rules, or a
+    logprob judge that needs none, pass."""
+    from audit.methods.rasch.method import _design
+
+    with pytest.raises(AuditError, match=message):
+        _design(_compose(overrides), None, None)  # type: ignore[arg-type]
+    check_labeller(_compose(["judge=rules_only"]))
+    check_labeller(_compose(["judge=logprob", "judge.use_rules=false"]))

@@ -30,14 +30,11 @@ from audit.methods.rasch.judge.cascade import (
 from audit.methods.rasch.judge.rule_check import rule_check_sample
 from audit.methods.rasch.judge.gold import (GOLD_RESULT_COLUMNS, gold_sample, label_gold,
                                          read_gold_set)
-from audit.methods.rasch.judge.llm import DECODINGS, SCORED_DECODINGS, check_token_budget
+from audit.methods.rasch.judge.llm import SCORED_DECODINGS, check_token_budget
 from audit.methods.rasch.schemas import JUDGE_FAILED
 from audit.schemas import ItemSchema
 
 log = logging.getLogger(__name__)
-
-JUDGE_METHODS = ("cascade", "logprob")
-
 
 @dataclass(frozen=True)
 class JudgeOutputs:
@@ -49,15 +46,6 @@ class JudgeOutputs:
 
 
 def judge_panel(cfg: AuditConfig) -> list[Judge]:
-    if cfg.judge.method not in JUDGE_METHODS:
-        raise AuditError(f"unknown judge.method '{cfg.judge.method}': use one of "
-                         f"{', '.join(JUDGE_METHODS)}")
-    if cfg.judge.decoding not in DECODINGS:
-        raise AuditError(f"unknown judge.decoding '{cfg.judge.decoding}': use one of "
-                         f"{', '.join(DECODINGS)}")
-    for name, model in cfg.judge.models.items():
-        if cfg.judge.decoding == "json":  # a scoring judge writes nothing, so needs no tokens
-            check_token_budget(name, model, cfg.judge.rationale_max_chars)
     check_judge_backends(cfg)
     return [Judge(name, create_backend(model), model, cfg.engine)
             for name, model in sorted(cfg.judge.models.items())]
@@ -65,8 +53,13 @@ def judge_panel(cfg: AuditConfig) -> list[Judge]:
 
 def check_judge_backends(cfg: AuditConfig) -> None:
     """Refuse a judge (or, for option scoring, an audited model) whose backend cannot score
-    options when the judge needs it to. Checked at design time too, so that a broken judge config
-    stops the run before any prompt is sent."""
+    options when the judge needs it to, and a writing judge allowed too few tokens for its
+    rationale. Checked at design time too, so that a broken judge config stops the run before
+    any prompt is sent (the token budget was checked only in the score stage, after every answer
+    had been bought: bad-input review 2026-12-04)."""
+    for name, model in cfg.judge.models.items():
+        if cfg.judge.decoding == "json":  # a scoring judge writes nothing, so needs no tokens
+            check_token_budget(name, model, cfg.judge.rationale_max_chars)
     scorers = {}
     if cfg.judge.decoding in SCORED_DECODINGS or cfg.judge.refusal_check:
         asked = (f"judge.decoding={cfg.judge.decoding}" if cfg.judge.decoding in SCORED_DECODINGS
@@ -85,6 +78,16 @@ def check_judge_backends(cfg: AuditConfig) -> None:
             raise AuditError(f"{role} '{name}' ({model.backend}) cannot score options, which "
                              f"{asked} needs: {fix} an embedded, llamacpp or "
                              f"openai_compatible model")
+
+
+def check_labeller(cfg: AuditConfig) -> None:
+    """Refuse a cascade with neither rules nor a judge model: nothing would label the answers,
+    and the fit stopped after every answer was in, saying "every answer failed or was
+    unparseable" of answers that had not failed (bad-input review 2026-12-04)."""
+    if cfg.judge.method == "cascade" and not cfg.judge.use_rules and not cfg.judge.models:
+        raise AuditError(f"judge.use_rules=false, and judge={cfg.judge.name} has no models, so "
+                         f"nothing would label the answers: set judge.use_rules=true, or choose a "
+                         f"judge with a model (judge=qwen_coder_1_5b)")
 
 
 def check_api_keys(cfg: AuditConfig) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from audit.errors import AuditError
 from audit.llm.backends import UNREACHABLE_KINDS, Backend, BackendError, ChatRequest
-from audit.config import EngineConfig, ModelConfig
+from audit.config import JUDGE_DECODINGS, EngineConfig, ModelConfig
 from audit.llm.engine import build_request, send
 from audit.methods.rasch.judge.logprob import parse_scores
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
@@ -116,7 +116,7 @@ UNDECIDED_LABELS = (LABELS[2], LABELS[3])
 # opening (whole-word log-probability) and take the most likely; no generation, no grammar |
 # first_token: the same from each word's first token, one prompt evaluation for all four |
 # letters: the first token of each outcome's letter, one prompt evaluation for all four.
-DECODINGS = ("json", "options", "first_token", "letters")
+DECODINGS = JUDGE_DECODINGS
 # Decodings that score words (decision words or letters) rather than generate.
 SCORED_DECODINGS = ("options", "first_token", "letters")
 FIRST_TOKEN_DECODINGS = ("first_token", "letters")
@@ -180,9 +180,9 @@ def check_token_budget(judge_name: str, model: ModelConfig, rationale_max_chars:
     needed = min_judge_tokens(rationale_max_chars)
     if model.sampling.max_tokens < needed:
         raise AuditError(f"judge '{judge_name}' may write {model.sampling.max_tokens} tokens, too "
-                         f"few for a rationale of {rationale_max_chars} characters: set its "
-                         f"sampling.max_tokens to at least {needed} or lower "
-                         "judge.rationale_max_chars")
+                         f"few for a rationale of {rationale_max_chars} characters: set "
+                         f"judge.models.{judge_name}.sampling.max_tokens to at least {needed} or "
+                         "lower judge.rationale_max_chars")
 
 
 @dataclass(frozen=True)
