@@ -13,7 +13,7 @@ from audit.errors import AuditError
 from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.methods.rasch.analyse import check_fit_settings
 from audit.methods.rasch.design import design_stage
-from audit.methods.rasch.score import check_api_keys, check_labeller
+from audit.methods.rasch.score import check_api_keys, check_labeller, gold_set_of
 
 register_configs()
 
@@ -253,3 +253,22 @@ def test_a_judge_that_cannot_label_is_refused_at_design(overrides, message):
         _design(_compose(overrides), None, None)  # type: ignore[arg-type]
     check_labeller(_compose(["judge=rules_only"]))
     check_labeller(_compose(["judge=logprob", "judge.use_rules=false"]))
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["judge.gold_file=no_such_gold.csv"], r"judge gold set not found at no_such_gold.csv"),
+    # an item bank where the gold set goes: its columns are not a gold set's
+    (["judge.gold_file=data/items/decision_items.csv"], r"lacks the column\(s\) 'gold_id'"),
+    (["judge.gold_items=data/items/discrim_eval.csv"],
+     r"^the gold set names items missing from the item bank: .*; point judge.gold_items at"),
+])
+def test_a_gold_set_that_cannot_measure_the_judge_is_refused_at_design(overrides, message):
+    """Bad-input review 2026-12-04: a missing or malformed judge.gold_file, or a
+    judge.gold_items bank that lacks its items, was refused in the score stage, after every
+    prompt had been answered. A run that measures no judge reads neither file."""
+    from audit.methods.rasch.method import _design
+
+    with pytest.raises(AuditError, match=message):
+        _design(_compose(["judge=rules_only", *overrides]), None, None)  # type: ignore[arg-type]
+    assert gold_set_of(_compose(["judge=rules_only", "judge.evaluate_on_gold=false",
+                                 *overrides])) is None

@@ -38,6 +38,7 @@ from audit.methods.rasch.score import (
     check_judge_backends,
     check_judge_failures,
     check_labeller,
+    gold_set_of,
     judge_stage,
     warn_unreachable_judges,
 )
@@ -105,6 +106,7 @@ def respond_stage(cfg: AuditConfig, prompts: pl.DataFrame) -> pl.DataFrame:
 def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     check_judge_backends(cfg)
     check_labeller(cfg)
+    gold_set_of(cfg)
     check_api_keys(cfg)
     warn_unreachable_judges(cfg)
     check_judge_error(cfg)

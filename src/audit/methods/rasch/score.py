@@ -28,8 +28,8 @@ from audit.methods.rasch.judge.cascade import (
     self_judged_shares,
 )
 from audit.methods.rasch.judge.rule_check import rule_check_sample
-from audit.methods.rasch.judge.gold import (GOLD_RESULT_COLUMNS, gold_sample, label_gold,
-                                         read_gold_set)
+from audit.methods.rasch.judge.gold import (GOLD_RESULT_COLUMNS, gold_answers, gold_sample,
+                                         label_gold, read_gold_set)
 from audit.methods.rasch.judge.llm import SCORED_DECODINGS, check_token_budget
 from audit.methods.rasch.schemas import JUDGE_FAILED
 from audit.schemas import ItemSchema
@@ -208,14 +208,26 @@ def empty_gold() -> pl.DataFrame:
     return pl.DataFrame(schema={column: pl.Utf8 for column in GOLD_RESULT_COLUMNS})
 
 
+def gold_set_of(cfg: AuditConfig) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """The gold answers the run's judge is measured on and the bank they answer, validated (a
+    gold answer of an item the bank lacks too); None when the run measures no judge. Called at
+    design as well: a missing or malformed gold file, or a bank that does not match it, stopped
+    the run in the score stage, after every answer was in (bad-input review 2026-12-04)."""
+    if not (cfg.judge.evaluate_on_gold and cfg.judge.method == "cascade"):
+        return None
+    gold = gold_sample(read_gold_set(cfg.judge.gold_file), cfg.judge.gold_per_category)
+    items = read_users_table(cfg.judge.gold_items, ItemSchema, "gold-set item bank",
+                             "judge.gold_items")
+    gold_answers(gold, items)
+    return gold, items
+
+
 def label_gold_set(cfg: AuditConfig, judges: list[Judge], store: ResponseStore
                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The judge on (a sample of) its gold set, and its asks; empty when not asked for or not
     applicable."""
-    if not (cfg.judge.evaluate_on_gold and cfg.judge.method == "cascade"):
+    gold_set = gold_set_of(cfg)
+    if gold_set is None:
         return empty_gold(), no_asks()
-    gold = gold_sample(read_gold_set(cfg.judge.gold_file), cfg.judge.gold_per_category)
-    items = read_users_table(cfg.judge.gold_items, ItemSchema, "gold-set item bank",
-                             "judge.gold_items")
-    results, tables = label_gold(gold, items, cfg.judge, judges, store)
+    results, tables = label_gold(*gold_set, cfg.judge, judges, store)
     return results, tables.asks
