@@ -104,6 +104,8 @@ def _compose(overrides: list[str]) -> AuditConfig:
     (["judge.method=foo"], "judge.method=foo is not one of cascade, logprob"),
     (["judge.decoding=jsn"], "judge.decoding=jsn is not one of json, options, first_token, "
                              "letters"),
+    (["model=vllm", "model.vllm.schema_format=json"],
+     "model.vllm.schema_format=json is not one of json_schema, json_object"),
     (["engine.requests_per_minute=inf"],
      "engine.requests_per_minute=inf is not a finite number: give one in (0, inf)"),
     (["fit.rope=-inf"], "fit.rope=-inf is not a finite number: give one in [0, inf)"),

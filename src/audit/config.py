@@ -24,6 +24,12 @@ from audit.config_ranges import one_of, seed_setting, within
 CONF_DIR = str(Path(__file__).resolve().parent / "conf")
 
 
+# How an openai_compatible backend sends a JSON schema (ModelConfig.schema_format). Declared
+# here, so a misspelt one is refused at composition, naming its key: the backend refused it
+# after the design stage as "schema_format 'foo'", naming no model (review 2026-12-04).
+SCHEMA_FORMATS = ("json_schema", "json_object")
+
+
 @dataclass
 class SamplingConfig:
     """Every sampling parameter is sent explicitly: servers differ in their defaults
@@ -74,7 +80,7 @@ class ModelConfig:
     keep_alive: str | None = None  # ollama: how long the server keeps the model loaded ("5m")
     # openai_compatible: how a JSON schema is sent. `json_schema` is the OpenAI standard (OpenAI,
     # vLLM); llama.cpp's Python server takes only `json_object` with a `schema` field.
-    schema_format: str = "json_schema"
+    schema_format: str = one_of("json_schema", SCHEMA_FORMATS)
     # Requests in flight at once to this model (a server's parallel slots; per host with
     # base_urls). embedded: its parallel slots; more than 1 is faster but not reproducible (batch
     # composition changes the logits; benchmarks/bench_embedded.py). llamacpp: always one at a

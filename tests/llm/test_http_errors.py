@@ -91,6 +91,12 @@ def test_a_base_url_without_its_scheme_is_named_at_once():
         create_backend(replace(openai_model("http://x"), base_url="127.0.0.1:18080/v1"))
     assert error.value.kind == "config"
     assert "write http://127.0.0.1:18080/v1 (or https://)" in str(error.value)
+    # Bad-input review 2026-12-04: another scheme was "no scheme: write http://ftp://...".
+    with pytest.raises(BackendError) as error:
+        create_backend(replace(openai_model("http://x"), base_url="ftp://127.0.0.1:1/v1"))
+    assert str(error.value) == ("base_url 'ftp://127.0.0.1:1/v1' has the scheme ftp://, which an "
+                                "OpenAI-compatible server does not speak: use http:// or "
+                                "https:// in conf/model/")
 
 
 def test_an_ollama_server_that_is_not_running_is_named_with_its_model_and_the_fix():

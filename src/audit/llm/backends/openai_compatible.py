@@ -18,13 +18,12 @@ from urllib.parse import urlsplit
 from scipy.special import logsumexp
 
 from audit.llm.backends.base import BackendError, ChatRequest, Completion
-from audit.config import ModelConfig
+from audit.config import SCHEMA_FORMATS, ModelConfig
 
 log = logging.getLogger(__name__)
 
 # Servers that need no key still need a non-empty string in the client.
 NO_KEY = "not-needed"
-SCHEMA_FORMATS = ("json_schema", "json_object")
 TOP_LOGPROBS = 20  # OpenAI's maximum
 # Log-probability given to a continuation that no top token opens: below every listed token.
 UNSEEN_LOGPROB = -100.0
@@ -91,6 +90,18 @@ def strict_schema(schema: Any, unsupported: frozenset[str] = STRICT_UNSUPPORTED)
     return strict
 
 
+def base_url_problem(base_url: str) -> str:
+    """Why a base_url that does not start with http:// or https:// cannot be sent to: one with
+    another scheme (`ftp://`) was told to "write http://ftp://..." (bad-input review
+    2026-12-04)."""
+    scheme, separator, _ = base_url.partition("://")
+    if separator and scheme and "/" not in scheme:
+        return (f"base_url '{base_url}' has the scheme {scheme}://, which an OpenAI-compatible "
+                f"server does not speak: use http:// or https:// in conf/model/")
+    return (f"base_url '{base_url}' has no scheme: write http://{base_url} (or https://) in "
+            f"conf/model/")
+
+
 class OpenAICompatibleBackend:
     reads_api_key = True  # from the variable api_key_env names (audit.llm.backends.missing_api_key)
 
@@ -100,11 +111,7 @@ class OpenAICompatibleBackend:
                                          "(for example http://127.0.0.1:8000/v1)")
         if not config.base_url.startswith(("http://", "https://")):
             # The client cannot send to it, and said only "cannot reach ...: APIConnectionError"
-            raise BackendError("config", f"base_url '{config.base_url}' has no scheme: write "
-                                         f"http://{config.base_url} (or https://) in conf/model/")
-        if config.schema_format not in SCHEMA_FORMATS:
-            raise BackendError("config", f"schema_format '{config.schema_format}' is not one of "
-                                         f"{', '.join(SCHEMA_FORMATS)}")
+            raise BackendError("config", base_url_problem(config.base_url))
         import openai  # imported here: only this backend needs the client
 
         api_key = NO_KEY
