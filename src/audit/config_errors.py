@@ -30,7 +30,8 @@ from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from audit.config_files import (check_chosen_files_hold_settings, check_grid_is_swept,
-                                check_model_names, check_one_option_groups)
+                                check_model_names, check_one_option_groups,
+                                check_working_folder)
 from audit.config_keys import entry_schema, valid_keys
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
@@ -331,6 +332,7 @@ def validated_config(cfg: DictConfig, conf_dir: Path) -> AuditConfig:
             check_model_names(hydra.overrides.task, hydra.runtime.config_sources,
                               len(audit_cfg.model))
             check_grid_is_swept(hydra)
+            check_working_folder(hydra)
         return audit_cfg
     except HYDRA_ERRORS as error:
         _discard_job_directory()

@@ -11,6 +11,7 @@ the chosen files are read from the command's override.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,20 @@ def check_model_names(overrides: Iterable[str], sources: Iterable[Mapping[str, A
             f"{' and '.join(names)} both define the model '{model}', so the run would audit one "
             f"model where {len(chosen)} were chosen: a model file's first line is the model's "
             f"name; make it `{Path(misnamed).stem}:` in conf/{misnamed}")
+
+
+def check_working_folder(hydra: DictConfig) -> None:
+    """Refuse hydra.job.chdir=true: a job run inside its output folder reads every relative path
+    from there, so the response store (.audit/responses.sqlite3) was a new, empty one in each
+    run, no run resumed, and ./data and ./conf fell back to the shipped copies without a word
+    (bad-input review 2026-12-04)."""
+    if hydra.job.get("chdir"):
+        # Back where the command ran, so the refused run's folder is removed like any other's.
+        os.chdir(hydra.runtime.cwd)
+        raise ConfigValueError(
+            "hydra.job.chdir=true would run the audit inside its output folder, where the "
+            "relative paths (the response store, ./data, ./conf) name other files, so no run "
+            "would resume: leave hydra.job.chdir out (the outputs go to the run folder anyway)")
 
 
 def check_grid_is_swept(hydra: DictConfig) -> None:

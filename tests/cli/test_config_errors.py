@@ -540,3 +540,17 @@ def test_a_list_of_options_for_a_group_that_takes_one_is_refused_before_any_prom
     two = compose_params(["model=[qwen_coder_0_5b,smollm2]", "+sweep=[fits,domains]"],
                          check_files=True)
     assert sorted(two.model) == ["qwen_coder_0_5b", "smollm2"]
+
+
+def test_running_inside_the_output_folder_is_refused_and_leaves_no_folder(tmp_path: Path):
+    """Bug caught (bad-input review 2026-12-04): with hydra.job.chdir=true every relative path
+    was read from the run's own folder, so each run opened a new, empty response store and no
+    run resumed; ./data and ./conf fell back to the shipped copies without a word."""
+    done = _audit("hydra.job.chdir=true", "tracking=none", cwd=tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].endswith("hydra.job.chdir=true would run the audit inside its output folder, "
+                             "where the relative paths (the response store, ./data, ./conf) "
+                             "name other files, so no run would resume: leave hydra.job.chdir "
+                             "out (the outputs go to the run folder anyway)")
+    assert list(tmp_path.iterdir()) == []
