@@ -203,3 +203,17 @@ def test_custom_items_from_a_csv():
 def test_bad_custom_csv_is_one_clear_error(frame: pl.DataFrame, message: str):
     with pytest.raises(AuditError, match=message):
         load_custom_items(frame, Path("mine.csv"))
+
+
+def test_a_value_no_cell_has_is_refused_from_the_shipped_bank_too():
+    """Bug caught (bad-input review 2026-12-04): cut from the shipped bank, a misspelt dataset or
+    form selected nothing and the rest ran without a word: dif.datasets=[math,logik] audited
+    the 12 math items of 24."""
+    bank = generate_items(5, per_cell=2)
+    with pytest.raises(AuditError, match=r"^unknown dif.datasets \['logik'\] \(did you mean "
+                                         r"'logic'\?\): choose from \['math', 'logic'\]$"):
+        select_items(bank, ["math", "logik"], ["free"], [1], None)
+    with pytest.raises(AuditError, match=r"^unknown dif.forms \['choise'\]"):
+        select_items(bank, ["math"], ["free", "choise"], [1], None)
+    with pytest.raises(AuditError, match=r"^unknown dif.difficulties \[4\]"):
+        select_items(bank, ["math"], ["free"], [1, 2, 4], None)

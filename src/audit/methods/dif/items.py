@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.errors import AuditError
+from audit.errors import AuditError, did_you_mean
 # The bank writes answers with the extractor's own number reading and writing, so they compare equal.
 from audit.methods.dif.schemas import FORMS
 from audit.methods.dif.score import number_text, parse_number
@@ -257,15 +257,22 @@ def _as_item(problem: Problem, item_id: str, dataset: str, form: str, difficulty
             "options": json.dumps(options), "candidates": "[]"}
 
 
-def generate_items(seed: int, per_cell: int, datasets: Sequence[str] = DATASETS,
-                   forms: Sequence[str] = FORMS,
-                   difficulties: Sequence[int] = DIFFICULTIES) -> pl.DataFrame:
-    """`per_cell` distinct problems for every (dataset, form, difficulty), sorted by item_id."""
+def check_selection(datasets: Sequence[str], forms: Sequence[str],
+                    difficulties: Sequence[int]) -> None:
+    """Refuse a dataset, form or difficulty that no cell of a DIF bank has, naming it."""
     for value, valid, what in ((datasets, DATASETS, "dif.datasets"), (forms, FORMS, "dif.forms"),
                                (difficulties, DIFFICULTIES, "dif.difficulties")):
         unknown = sorted(set(value) - set(valid), key=str)
         if unknown:
-            raise AuditError(f"unknown {what} {unknown}: choose from {list(valid)}")
+            near = did_you_mean(str(unknown[0]), [str(option) for option in valid])
+            raise AuditError(f"unknown {what} {unknown}{near}: choose from {list(valid)}")
+
+
+def generate_items(seed: int, per_cell: int, datasets: Sequence[str] = DATASETS,
+                   forms: Sequence[str] = FORMS,
+                   difficulties: Sequence[int] = DIFFICULTIES) -> pl.DataFrame:
+    """`per_cell` distinct problems for every (dataset, form, difficulty), sorted by item_id."""
+    check_selection(datasets, forms, difficulties)
     if per_cell < 1:
         raise AuditError(f"dif.per_cell must be at least 1, got {per_cell}")
     rows = []
@@ -300,6 +307,9 @@ def select_items(bank: pl.DataFrame, datasets: Sequence[str], forms: Sequence[st
     """The shipped bank cut to the configured cells, keeping the first `per_cell` of each."""
     if per_cell is not None and per_cell < 1:
         raise AuditError(f"dif.per_cell must be at least 1 (or null for all), got {per_cell}")
+    # A value no cell has selected nothing from the shipped bank, and the rest ran without a
+    # word: dif.datasets=[math,logik] audited half the items (bad-input review 2026-12-04).
+    check_selection(datasets, forms, difficulties)
     chosen = bank.filter(pl.col("dataset").is_in(list(datasets)) & pl.col("form").is_in(list(forms))
                          & pl.col("difficulty").is_in(list(difficulties))).sort("item_id")
     if per_cell is not None:
