@@ -88,10 +88,23 @@ def test_pronouns_follow_the_gender_of_the_name(names_file: Path) -> None:
 
 
 def test_intersections_add_a_crossed_factor(names_file: Path) -> None:
-    variants = expand_variants(config({"t": "About {name}."}, {"name": names_axis(names_file)},
+    """A template that uses no axis of one of an intersection's factors (the age axis here)
+    gets the others' crossings only."""
+    variants = expand_variants(config({"t": "About {name}."},
+                                      {"name": names_axis(names_file), "age": AGES},
                                       intersections=[["race", "gender"], ["race", "age_group"]]))
     groups = dict(next(v for v in variants if "Lakisha" in v.text).groups)
     assert groups == {"race": "Black", "gender": "female", "race:gender": "Black:female"}
+
+
+def test_an_intersection_naming_a_factor_no_axis_groups_by_is_refused(names_file: Path) -> None:
+    """Bug caught (bad-input review 2026-12-04): `[race, gendr]` crossed no variant and was left
+    out without a word, and with it the intersection's analysis."""
+    with pytest.raises(AuditError, match=r"^counterfactual.intersections \['race', 'gendr'\] "
+                                         r"names 'gendr' \(did you mean 'gender'\?\), which no "
+                                         r"axis groups by; the axes group by gender, race$"):
+        expand_variants(config({"t": "About {name}."}, {"name": names_axis(names_file)},
+                               intersections=[["race", "gendr"]]))
 
 
 def test_capitalised_slots_and_literal_braces() -> None:

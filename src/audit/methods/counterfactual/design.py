@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.errors import AuditError
+from audit.errors import AuditError, did_you_mean
 from audit.config import DesignConfig, ModelConfig
 from audit.methods.counterfactual.config import (
     CounterfactualAxisConfig,
@@ -183,6 +183,20 @@ def expand_template(template: CounterfactualTemplateConfig, axes: dict[str, list
     return variants
 
 
+def check_intersections(intersections: list[list[str]], axes: dict[str, list[Level]]) -> None:
+    """Refuse an intersection naming a factor no axis groups by: it crossed no variant and was
+    left out without a word, so `[race, gendr]` lost the intersection's analysis (bad-input
+    review 2026-12-04)."""
+    factors = sorted({factor for levels in axes.values() for level in levels
+                      for factor in level.group_map})
+    for intersection in intersections:
+        unknown = [factor for factor in intersection if factor not in factors]
+        if unknown:
+            raise AuditError(f"counterfactual.intersections {list(intersection)} names "
+                             f"{unknown[0]!r}{did_you_mean(unknown[0], factors)}, which no axis "
+                             f"groups by; the axes group by {', '.join(factors)}")
+
+
 def expand_variants(config: CounterfactualConfig, root: Path = Path(".")) -> list[Variant]:
     if not config.templates:
         raise AuditError("counterfactual.templates is empty: list at least one template "
@@ -191,6 +205,7 @@ def expand_variants(config: CounterfactualConfig, root: Path = Path(".")) -> lis
     if len(set(ids)) != len(ids):
         raise AuditError(f"counterfactual template ids repeat: {sorted(ids)}")
     axes = {name: load_axis(name, axis, root) for name, axis in sorted(config.axes.items())}
+    check_intersections(config.intersections, axes)
     follows = {name: axis.follows for name, axis in config.axes.items()}
     return [variant for template in sorted(config.templates, key=lambda t: t.id)
             for variant in expand_template(template, axes, follows, config.intersections)]
