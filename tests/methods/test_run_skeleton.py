@@ -275,3 +275,66 @@ def test_a_response_store_that_cannot_be_made_is_one_line_before_the_first_stage
     with pytest.raises(AuditError, match=message):
         run_one_stage(stages, "design", cfg, tmp_path / "pipeline")
     assert ran == []
+
+
+def _sqlite_with_table(path, table: str):
+    import sqlite3
+
+    with sqlite3.connect(path) as connection:
+        connection.execute(f"CREATE TABLE {table} (x INTEGER)")
+    return path
+
+
+@pytest.mark.parametrize("make, problem", [
+    (lambda path: path.write_text("a,b\n1,2\n"), r"is not an SQLite database"),
+    # MLflow's own store: the answers went into it
+    (lambda path: _sqlite_with_table(path, "experiments"),
+     r"is another program's SQLite database \(its tables: experiments\)"),
+])
+def test_a_file_that_is_not_a_response_store_is_one_line_before_the_first_stage(
+        tmp_path, make, problem):
+    """Bad-input review 2026-12-04: paths.response_store naming a text file was sqlite3's "file
+    is not a database" traceback after the design stage; naming MLflow's mlflow.db, the answers
+    were written into it. An empty file and a store of earlier runs are taken."""
+    from dataclasses import replace
+
+    from audit.config import PathsConfig
+    from audit.llm.store import ResponseStore
+    from audit.methods.run import Stage, check_settings, run_stages
+
+    ran: list[str] = []
+    stages = tuple(Stage(name, lambda cfg, files, clock, name=name: ran.append(name), ())
+                   for name in STAGE_NAMES)
+    store = tmp_path / "store.sqlite3"
+    make(store)
+    cfg = replace(dif_config(tmp_path, enabled=False), paths=PathsConfig(
+        root_dir=str(tmp_path), response_store=str(store), output_dir=str(tmp_path / "out")))
+    with pytest.raises(AuditError, match=rf"^paths.response_store=.*store.sqlite3 {problem}, "
+                                         r"not a response store: name a new file"):
+        run_stages(stages, cfg, tmp_path / "out")
+    assert ran == []
+    store.unlink()
+    store.touch()
+    check_settings(cfg)
+    ResponseStore(store).close()
+    check_settings(cfg)
+
+
+def test_an_output_folder_that_is_a_file_is_one_line_before_the_first_stage(tmp_path):
+    """Bad-input review 2026-12-04: paths.output_dir naming an existing file was a
+    FileExistsError traceback when the design stage wrote its first table."""
+    from dataclasses import replace
+
+    from audit.config import PathsConfig
+    from audit.methods.run import Stage, run_stages
+
+    ran: list[str] = []
+    stages = tuple(Stage(name, lambda cfg, files, clock, name=name: ran.append(name), ())
+                   for name in STAGE_NAMES)
+    (tmp_path / "afile").write_text("x")
+    cfg = replace(dif_config(tmp_path, enabled=False), paths=PathsConfig(
+        root_dir=str(tmp_path), response_store=str(tmp_path / "r.sqlite3"),
+        output_dir=str(tmp_path / "afile")))
+    with pytest.raises(AuditError, match=r"^paths.output_dir=.*afile is a file, not a folder"):
+        run_stages(stages, cfg, tmp_path / "afile")
+    assert ran == []

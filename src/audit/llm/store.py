@@ -82,6 +82,32 @@ def _add_concurrency_column(connection: sqlite3.Connection) -> None:
             raise
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def store_problem(path: str | Path) -> str | None:
+    """Why an existing file cannot be the response store, or None (a new file, an empty one or
+    a store). A text file was sqlite3's "file is not a database" traceback once the design was
+    written; another program's database (MLflow's mlflow.db) was taken as the store and the
+    answers were written into it (bad-input review 2026-12-04)."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    with path.open("rb") as file:
+        if file.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            return "is not an SQLite database"
+    try:
+        with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as connection:
+            tables = sorted(row[0] for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'"))
+    except sqlite3.DatabaseError as error:
+        return f"cannot be read as an SQLite database ({error})"
+    if tables and "responses" not in tables:
+        shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        return f"is another program's SQLite database (its tables: {shown})"
+    return None
+
+
 class ResponseStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

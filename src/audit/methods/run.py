@@ -40,7 +40,7 @@ from audit.errors import AuditError
 from audit.llm.backends import create_backend
 from audit.llm.engine import collect_responses, summarise_responses
 from audit.llm.failures import check_failures
-from audit.llm.store import ResponseStore
+from audit.llm.store import ResponseStore, store_problem
 from audit.methods.run_identity import (composed_from, flat_config, pipeline_overrides, run_name,
                                         run_tags)
 from audit.schemas import ResponseSchema
@@ -125,6 +125,11 @@ def check_settings(cfg: AuditConfig) -> None:
     # A store that cannot be made (a file in its path, /proc) was a sqlite3 traceback once the
     # design was written and the first answer was due.
     check_output(Path(cfg.paths.response_store), "paths.response_store=")
+    problem = store_problem(cfg.paths.response_store)
+    if problem:
+        raise AuditError(f"paths.response_store={cfg.paths.response_store} {problem}, not a "
+                         f"response store: name a new file (the default is "
+                         f".audit/responses.sqlite3), or the store of earlier runs")
 
 
 def check_tracking(cfg: AuditConfig, before: str,
@@ -145,6 +150,9 @@ def run_stages(stages: Sequence[Stage], cfg: AuditConfig, output_dir: Path) -> d
     clock = RunClock()  # the run spans the work from here, the store's check included
     check_stages(cfg.method, stages)
     check_settings(cfg)
+    # An existing file there (or a path under /proc) was a FileExistsError traceback when the
+    # design stage wrote its first table (bad-input review 2026-12-04).
+    check_output(Path(output_dir), "paths.output_dir=", folder=True)
     check_tracking(cfg, "before the first stage")
     files = RunFiles(Path(output_dir))
     keep_earlier_run(stages, files.directory)
