@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sqlite3
@@ -181,3 +182,20 @@ def test_a_store_uri_of_an_unknown_scheme_is_named_whole(tmp_path):
     assert str(failed.value).startswith("MLflow store foo://bar has a scheme MLflow does not "
                                         "know (a store is sqlite:///FILE.db, http(s)://HOST:PORT"
                                         ), failed.value
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"tracking_uri": ""}, r"^tracking.tracking_uri= is empty: give the MLflow store \(the "
+                           r"default is sqlite:///mlflow.db\), or pass tracking=none$"),
+    ({"experiment": " "}, r"^tracking.experiment= is empty: name the MLflow experiment"),
+])
+def test_an_empty_store_or_experiment_is_refused_before_any_work(tmp_path, monkeypatch, setting,
+                                                                 message):
+    """Bug caught (bad-input review 2026-12-04): `tracking.experiment=` passed the check and
+    stopped the run after all its work, as "Invalid experiment name: '' ... fix
+    tracking.tracking_uri"; `tracking.tracking_uri=` as "MLflow store  is a folder store"."""
+    monkeypatch.chdir(tmp_path)
+    config = TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+                            artifact_root=str(tmp_path / "art"))
+    with pytest.raises(TrackingError, match=message):
+        check_store(dataclasses.replace(config, **setting))

@@ -209,6 +209,13 @@ def reach_store(config: TrackingConfig,
 
 def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE) -> None:
     """Before a run's work: the store reached (reach_store), and the local folders the run will
-    write in."""
+    write in. An empty store or experiment name passed here and stopped the run after all its
+    work, the experiment's as "fix tracking.tracking_uri" (bad-input review 2026-12-04)."""
+    if not config.tracking_uri.strip():
+        raise TrackingError("tracking.tracking_uri= is empty: give the MLflow store (the "
+                            f"default is sqlite:///mlflow.db), or {without_store}")
+    if not config.experiment.strip():
+        raise TrackingError("tracking.experiment= is empty: name the MLflow experiment the run "
+                            "goes to (the default is audit)")
     _check_database(config, without_store)
     _check_artifacts(config, reach_store(config, without_store))
