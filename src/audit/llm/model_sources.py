@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Mapping
 from pathlib import Path
 
 from audit.config import HubFileConfig, ModelConfig
@@ -45,9 +45,10 @@ def _one_source(config: ModelConfig) -> None:
     sources = [name for name, value in (("model", config.model), ("path", config.path),
                                         ("hub", config.hub)) if value]
     if len(sources) != 1:
+        keep = ": keep the one you mean and set the others to ''" if sources else ""
         raise BackendError("config", f"an {config.backend} model names its GGUF file in exactly "
                                      f"one of `model` (a packaged model), `path` or `hub`; this "
-                                     f"one gives {' and '.join(sources) or 'none'}")
+                                     f"one gives {' and '.join(sources) or 'none'}{keep}")
 
 
 def check_model_file(config: ModelConfig) -> None:
@@ -64,13 +65,15 @@ def check_model_file(config: ModelConfig) -> None:
         check_installed(config.model)
 
 
-def check_model_files(models: Iterable[ModelConfig]) -> None:
-    """check_model_file for every model a run will use, as the one-line error users see."""
-    for config in models:
+def check_model_files(models: Mapping[str, ModelConfig]) -> None:
+    """check_model_file for every model a run will use (by its config key, `model.NAME` or
+    `judge.models.NAME`, which the line names: "this one gives model and path" named none), as
+    the one-line error users see."""
+    for key, config in models.items():
         try:
             check_model_file(config)
         except BackendError as error:
-            raise AuditError(str(error)) from None
+            raise AuditError(f"{key}: {error}") from None
 
 
 def model_file(config: ModelConfig) -> Path:
@@ -83,11 +86,20 @@ def model_file(config: ModelConfig) -> Path:
     return resolve_model_path(config.model)
 
 
+GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file (the format's own check)
+
+
 def _existing(path_text: str) -> Path:
     path = Path(path_text).expanduser()
     if not path.is_file():
         raise BackendError("model_not_found", f"model file not found: {path} (`path:` in the "
                                               "model file must name a GGUF file)")
+    with path.open("rb") as file:
+        if file.read(len(GGUF_MAGIC)) != GGUF_MAGIC:
+            # llama.cpp failed on it at every request, after the design stage, and the line
+            # offered engine.max_failed_share (bad-input review 2026-12-04).
+            raise BackendError("config", f"{path} is not a GGUF file (it does not begin with "
+                                         "GGUF): `path:` must name a model's .gguf file")
     return path
 
 

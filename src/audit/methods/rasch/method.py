@@ -113,7 +113,9 @@ def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     check_fit_settings(cfg)
     prompts = design_stage(cfg)
     check_design_attributes(prompts, cfg.fit.attributes)  # before model files are fetched
-    check_model_files([*cfg.model.values(), *cfg.judge.models.values()])
+    check_model_files({**{f"model.{name}": model for name, model in cfg.model.items()},
+                       **{f"judge.models.{name}": model
+                          for name, model in cfg.judge.models.items()}})
     write_table(prompts, files.prompts, PromptSchema, "prompts")
     log.info("design: %d prompts (%d respondents x %d items x %s)", prompts.height,
              prompts["respondent_id"].n_unique(), prompts["item_id"].n_unique(),
