@@ -81,3 +81,18 @@ def test_all_hosts_down_stops_before_sending(tmp_path, monkeypatch):
     assert error.value.kind == "connection"
     with ResponseStore(tmp_path / "s.db") as store:
         assert store.count_ok() == 0
+
+
+def test_a_host_listed_twice_is_refused_when_the_backend_is_built():
+    """Bug caught (bad-input review 2026-12-04): `base_urls: [X, X]` made two hosts of one
+    server, each with max_concurrency slots, so the run sent it twice the requests it serves
+    at once, and "none of the 2 hosts" named one."""
+    from audit.llm.backends import BackendError
+
+    url = "http://127.0.0.1:9/v1"
+    with pytest.raises(BackendError, match=rf"^base_urls of 'm' lists {url} more than once: "
+                                           r"list each host once$"):
+        create_backend(ModelConfig(backend="openai_compatible", model="m",
+                                   base_urls=[url, "http://127.0.0.1:10/v1", url]))
+    assert len(create_backend(ModelConfig(backend="openai_compatible", model="m",
+                                          base_urls=[url, "http://127.0.0.1:10/v1"])).hosts) == 2

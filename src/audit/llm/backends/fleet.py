@@ -32,6 +32,12 @@ class Host:
 class Fleet:
     def __init__(self, config: ModelConfig, make_backend) -> None:
         capacity = max(1, config.max_concurrency)
+        repeated = sorted({url for url in config.base_urls if config.base_urls.count(url) > 1})
+        if repeated:
+            # One server counted twice took twice its slots, and "none of the 2 hosts" named
+            # one (bad-input review 2026-12-04).
+            raise BackendError("config", f"base_urls of '{config.model}' lists {repeated[0]} "
+                                         "more than once: list each host once")
         self.config = config
         self.hosts = [Host(url, make_backend(replace(config, base_url=url, base_urls=[])),
                            capacity) for url in config.base_urls]
