@@ -242,6 +242,9 @@ class PathsConfig:
     """Every path in one place; relative paths resolve against the directory the audit starts in."""
 
     root_dir: str = "."
+    # Read by nothing: each data file has its own key (items.bank, personas.explicit_file, ...).
+    # Kept so that the params.yaml of earlier audits still composes; a value other than this
+    # default is warned of (methods/run.check_settings), since it moved no file.
     data_dir: str = "data"
     response_store: str = ".audit/responses.sqlite3"
     output_dir: str = "outputs/latest"

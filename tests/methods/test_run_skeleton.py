@@ -338,3 +338,25 @@ def test_an_output_folder_that_is_a_file_is_one_line_before_the_first_stage(tmp_
     with pytest.raises(AuditError, match=r"^paths.output_dir=.*afile is a file, not a folder"):
         run_stages(stages, cfg, tmp_path / "afile")
     assert ran == []
+
+
+def test_a_data_folder_setting_that_moves_no_file_is_warned_of(tmp_path, caplog):
+    """Bug caught (bad-input review 2026-12-04): paths.data_dir=/my/data was taken without a
+    word, and every data file was still read from its own key's path (./data or the shipped
+    copy). The default says nothing."""
+    from dataclasses import replace
+
+    from audit.config import PathsConfig
+    from audit.methods.run import check_settings
+
+    paths = PathsConfig(root_dir=str(tmp_path), response_store=str(tmp_path / "r.sqlite3"),
+                        output_dir=str(tmp_path / "out"))
+    cfg = replace(dif_config(tmp_path, enabled=False), paths=paths)
+    with caplog.at_level("WARNING"):
+        check_settings(cfg)
+        assert caplog.messages == []
+        check_settings(replace(cfg, paths=replace(paths, data_dir="/my/data")))
+    assert caplog.messages == ["paths.data_dir=/my/data is read by nothing: each data file has "
+                               "its own key (items.bank, personas.explicit_file, "
+                               "personas.names_file, judge.gold_file, ...); set those to read "
+                               "files from another folder"]

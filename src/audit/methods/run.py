@@ -29,7 +29,7 @@ from pathlib import Path
 import polars as pl
 from omegaconf import OmegaConf
 
-from audit.config import ModelConfig
+from audit.config import ModelConfig, PathsConfig
 from audit.design import ADAPTIVE_METHOD, check_adaptive_settings
 
 from audit.methods.configs import AuditConfig
@@ -122,6 +122,12 @@ def check_settings(cfg: AuditConfig) -> None:
                          + ("; for IAT answers collected elsewhere, python -m audit.iat "
                             "import_dir=FOLDER" if cfg.method == "iat" else ""))
     check_adaptive_settings(cfg.method, cfg.design, imported)
+    if cfg.paths.data_dir != PathsConfig().data_dir:
+        # It looked like the place data files are read from, and changed nothing (bad-input
+        # review 2026-12-04).
+        log.warning("paths.data_dir=%s is read by nothing: each data file has its own key "
+                    "(items.bank, personas.explicit_file, personas.names_file, judge.gold_file, "
+                    "...); set those to read files from another folder", cfg.paths.data_dir)
     # A store that cannot be made (a file in its path, /proc) was a sqlite3 traceback once the
     # design was written and the first answer was due.
     check_output(Path(cfg.paths.response_store), "paths.response_store=")
