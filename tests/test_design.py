@@ -64,6 +64,11 @@ def test_unknown_generator_and_ids_are_clear_errors(explicit_profiles):
     with pytest.raises(AuditError, match="unknown persona ids"):
         generate_personas(PersonasConfig(generators=["explicit"], explicit_ids=["martian"]),
                           sources, seed=1)
+    # Bad-input review 2026-12-04: "duplicate persona ids across generators", of one generator.
+    with pytest.raises(AuditError, match=r"^personas.generators lists baseline more than once: "
+                                         r"list each generator once$"):
+        generate_personas(PersonasConfig(generators=["baseline", "explicit", "baseline"]),
+                          sources, seed=1)
 
 
 def test_replicate_seeds_are_distinct_and_deterministic():

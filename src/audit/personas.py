@@ -230,6 +230,10 @@ def unread_settings(config: PersonasConfig, preset: Mapping[str, Any]) -> list[s
 
 
 def generate_personas(config: PersonasConfig, sources: PersonaSources, seed: int) -> pl.DataFrame:
+    repeated = sorted({name for name in config.generators if config.generators.count(name) > 1})
+    if repeated:  # it read "duplicate persona ids across generators" (review 2026-12-04)
+        raise AuditError(f"personas.generators lists {repeated[0]} more than once: list each "
+                         "generator once")
     frames = []
     for name in config.generators:
         if name not in PERSONA_GENERATORS:

@@ -64,13 +64,15 @@ METRICS = "iat_metrics.json"
 def read_stimuli(config: IATConfig) -> Stimuli:
     """The stimuli files from the user's path, else the copies shipped with audit (any folder)."""
     fix = "point stimuli_file, synonym_file and aliases_file (iat.* in an audit) at your CSV files"
-    original = read_frame(data_file(config.stimuli_file, "IAT stimuli", "stimuli_file (iat.*)"),
+    original = read_frame(data_file(config.stimuli_file, "IAT stimuli",
+                                    "stimuli_file (iat.stimuli_file in an audit)"),
                           "IAT stimuli", fix, as_text=True)
     synonym = read_frame(data_file(config.synonym_file, "IAT synonym stimuli",
-                                   "synonym_file (iat.*)"), "IAT synonym stimuli", fix, as_text=True)
+                                   "synonym_file (iat.synonym_file in an audit)"),
+                         "IAT synonym stimuli", fix, as_text=True)
     aliases = (read_frame(data_file(config.aliases_file, "IAT group aliases",
-                                    "aliases_file (iat.*; empty for none)"), "IAT group aliases",
-                          fix, as_text=True)
+                                    "aliases_file (iat.aliases_file in an audit; empty for "
+                                    "none)"), "IAT group aliases", fix, as_text=True)
                if config.aliases_file else None)
     return load_stimuli(original, synonym, aliases, (config.stimuli_file, config.synonym_file,
                                                      config.aliases_file or "aliases"))
