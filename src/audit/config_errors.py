@@ -32,7 +32,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 from audit.config_files import (check_chosen_files_hold_settings, check_grid_is_swept,
                                 check_model_names, check_one_option_groups,
                                 check_working_folder)
-from audit.config_keys import entry_schema, valid_keys
+from audit.config_keys import entry_schema, under_null_setting, valid_keys
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
@@ -302,6 +302,12 @@ def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
                 and unreadable_config_file(error, config_folders(conf_dir)) is None):
             raise  # no config file recurses: a bug (in a structured config, say) keeps it too
         exit_on_config_error(error, conf_dir)
+    except (AssertionError, AttributeError) as error:
+        line = under_null_setting(error, sys.argv[1:])
+        if line is None or _user_wants_traceback:
+            raise  # anywhere but OmegaConf under Hydra's loader: a bug keeps its traceback
+        _stderr_logger().error("%s", line)
+        raise SystemExit(2) from None
     except (ValueError, TypeError) as error:
         line = (HYDRA_MODES if isinstance(error, ValueError) and _conflicting_hydra_modes(error)
                 else _null_group_choice(error, conf_dir))

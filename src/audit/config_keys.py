@@ -1,6 +1,6 @@
 """The keys a config schema allows at a dotted path, for the one-line errors that name them
 (audit.config_errors) and for the commands that tell their own options from config overrides
-(audit.cli.ingest)."""
+(audit.cli.ingest); and the line for a key set inside a setting that is null."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import dataclasses
 import typing
 
 from audit.methods.configs import AuditConfig
+from audit.yaml_files import frame_in
 
 
 def valid_keys(path: list[str], schema: type = AuditConfig) -> list[str] | None:
@@ -47,3 +48,26 @@ def entry_schema(path: list[str], schema: type = AuditConfig) -> type | None:
         return None
     entry = typing.get_args(current)[1]
     return entry if dataclasses.is_dataclass(entry) else None
+
+
+def under_null_setting(error: BaseException, arguments: list[str]) -> str | None:
+    """One line for an override of a key inside a setting that is null by default (a model's
+    `hub`: `model.NAME.hub.repo=x/y`, or the whole `hub={repo: ...}`), which OmegaConf 2.3
+    cannot merge: an AssertionError ("Unexpected type for root: NoneType") or AttributeError
+    traceback from inside Hydra's composition (bad-input review 2026-12-04). None for any other
+    error: raised anywhere but in OmegaConf under Hydra's config loader, it is a bug and keeps
+    its traceback."""
+    innermost = error.__traceback__
+    while innermost is not None and innermost.tb_next is not None:
+        innermost = innermost.tb_next
+    if (innermost is None
+            or not innermost.tb_frame.f_globals.get("__name__", "").startswith("omegaconf.")
+            or frame_in(error.__traceback__, "hydra._internal.config_loader_impl") is None):
+        return None
+    keys = [argument.lstrip("+~").split("=", 1)[0] for argument in arguments if "=" in argument]
+    named = [key for key in keys if ".hub" in key] or [key for key in keys if key.count(".") > 1]
+    shown = ", ".join(f"'{key}'" for key in named) or "an override"
+    return (f"{shown}: sets a key inside a setting that is null by default (a model's `hub`), "
+            f"which cannot be filled from the command line: write the whole setting in a config "
+            f"file, as docs/models.md shows (`hub: {{repo: ..., file: ..., revision: ..., "
+            f"sha256: ...}}` under the model's name in conf/model/NAME.yaml)")

@@ -554,3 +554,28 @@ def test_running_inside_the_output_folder_is_refused_and_leaves_no_folder(tmp_pa
                              "name other files, so no run would resume: leave hydra.job.chdir "
                              "out (the outputs go to the run folder anyway)")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("override, key", [
+    ("model.qwen_coder_0_5b.hub.repo=x/y", "model.qwen_coder_0_5b.hub.repo"),
+    ("model.qwen_coder_0_5b.hub={repo:x/y,file:a.gguf,revision:main,sha256:abc}",
+     "model.qwen_coder_0_5b.hub"),
+])
+def test_a_key_inside_a_null_setting_is_one_line_naming_it(override: str, key: str,
+                                                             tmp_path: Path):
+    """Bug caught (bad-input review 2026-12-04): a model's `hub` is null by default, and
+    OmegaConf cannot merge into it: the dotted form was an AssertionError traceback ("Unexpected
+    type for root: NoneType"), the whole-mapping form an AttributeError one. The same errors
+    raised anywhere else are bugs and keep their tracebacks."""
+    from audit.config_keys import under_null_setting
+
+    done = _audit(override, "tracking=none", cwd=tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"config error: '{key}': sets a key inside a setting that is "
+                               "null by default (a model's `hub`), which cannot be filled from "
+                               "the command line: write the whole setting in a config file")
+    try:
+        raise AssertionError("Unexpected type for root: NoneType")
+    except AssertionError as ours:
+        assert under_null_setting(ours, [override]) is None
