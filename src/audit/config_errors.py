@@ -32,6 +32,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 from audit.config_files import (check_chosen_files_hold_settings, check_grid_is_swept,
                                 check_model_names, check_one_option_groups,
                                 check_working_folder)
+from audit.cli import split_overrides
 from audit.config_keys import entry_schema, under_null_setting, valid_keys
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
@@ -278,13 +279,18 @@ _user_wants_traceback = False
 
 
 @contextmanager
-def one_line_config_errors(conf_dir: Path) -> Iterator[None]:
+def one_line_config_errors(conf_dir: Path, hydra_arguments: bool = True) -> Iterator[None]:
     """Run a Hydra entry point so that a composition error ends it with one line and exit 2.
 
     Hydra reports errors itself unless HYDRA_FULL_ERROR is set; it is set here, for the entry
     point's time, so the error reaches this function. A user who set it already gets Hydra's
-    full traceback as before."""
+    full traceback as before. `hydra_arguments`: Hydra reads the command line (not so for
+    audit.params, which composes with its own parser's overrides)."""
     global _user_wants_traceback
+    split = split_overrides(sys.argv[1:]) if hydra_arguments else None
+    if split:
+        _stderr_logger().error("%s", split)
+        raise SystemExit(2)
     previous, wanted = os.environ.get("HYDRA_FULL_ERROR"), _user_wants_traceback
     _user_wants_traceback = previous == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"

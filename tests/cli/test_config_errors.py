@@ -579,3 +579,25 @@ def test_a_key_inside_a_null_setting_is_one_line_naming_it(override: str, key: s
         raise AssertionError("Unexpected type for root: NoneType")
     except AssertionError as ours:
         assert under_null_setting(ours, [override]) is None
+
+
+@pytest.mark.parametrize("arguments, flags", [
+    (["tracking=none", "-m", "items=smoke"], "-m"),
+    (["tracking=none", "--cfg", "job", "items=smoke"], "--cfg job"),
+])
+def test_overrides_on_both_sides_of_a_flag_are_one_line_saying_where_they_go(
+        arguments: list[str], flags: str, tmp_path: Path):
+    """Bug caught (bad-input review 2026-12-04): Hydra's argparse reads one run of overrides,
+    and `model=x -m items=smoke` was a 7-line usage block ending "unrecognized arguments:
+    items=smoke", of an override that was valid. Flags before or after one run still work."""
+    from audit.cli import split_overrides
+
+    done = _audit(*arguments, cwd=tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0] == (f"config error: overrides on both sides of {flags}: Hydra reads only the "
+                        f"first run of them, so put them all after the flags ({flags} "
+                        "KEY=VALUE ...)")
+    assert split_overrides(["-m", "a=1", "b=2"]) is None
+    assert split_overrides(["a=1", "b=2", "--cfg", "job"]) is None
+    assert split_overrides(["+sweep=x", "--cfg", "hydra", "-p", "hydra.sweeper.params"]) is None

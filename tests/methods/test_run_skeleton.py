@@ -162,8 +162,8 @@ def test_an_old_rasch_stage_name_still_runs_and_an_unknown_one_is_one_line():
     ("rasch", {"adaptive": True}, "answers.csv", "ingest.input=answers.csv imports answers"),
     ("rasch", {"max_prompts": 5, "max_tokens_budget": 100},
      None, "design.max_prompts, design.max_tokens_budget apply to an adaptive Rasch audit only"),
-    ("dif", {"max_answer_minutes": 1.0}, None, "design.max_answer_minutes apply to"),
-    ("rasch", {"round_prompts": 10}, None, "design.round_prompts apply to"),
+    ("dif", {"max_answer_minutes": 1.0}, None, "design.max_answer_minutes applies to"),
+    ("rasch", {"round_prompts": 10}, None, "design.round_prompts applies to"),
     ("rasch", {"futility": 0.1, "futility_from": 0.5}, None,
      "design.futility, design.futility_from apply to"),
     # Bad-input review 2026-12-02: another method ignored ingest.input and asked its model the

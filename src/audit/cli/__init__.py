@@ -109,3 +109,34 @@ def refused_arguments(arguments: Sequence[str], command: type, error: type[Excep
         raise error(f"{unreadable_value(arguments, found)}; {usage}") from None
     except OmegaConfBaseException as found:
         raise error(f"{argument_problem(found, command, nested, arguments)}; {usage}") from None
+
+
+# Hydra's flags that take the next argument as their value (hydra/_internal/utils.py,
+# get_args_parser); --info takes one only when it names what to show.
+_HYDRA_VALUE_FLAGS = frozenset({"-c", "--cfg", "-p", "--package", "-cp", "--config-path", "-cn",
+                                "--config-name", "-cd", "--config-dir", "--experimental-rerun"})
+_HYDRA_INFO = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
+
+
+def split_overrides(arguments: Sequence[str]) -> str | None:
+    """One line for overrides on both sides of a Hydra flag (`model=x -m items=smoke`), or None.
+    Hydra's argparse reads one run of overrides, and the later ones were a 7-line usage block
+    ending "unrecognized arguments: items=smoke", of an override that was valid (bad-input
+    review 2026-12-04)."""
+    runs, in_run, flags = 0, False, []
+    remaining = list(arguments)
+    while remaining:
+        argument = remaining.pop(0)
+        if argument.startswith("-"):
+            takes_value = argument in _HYDRA_VALUE_FLAGS or (
+                argument in ("-i", "--info") and remaining and remaining[0] in _HYDRA_INFO)
+            flags.append(" ".join([argument, remaining.pop(0)] if takes_value and remaining
+                                  else [argument]))
+            in_run = False
+        elif not in_run:
+            runs, in_run = runs + 1, True
+    if runs < 2:
+        return None
+    shown = " ".join(flags)
+    return (f"overrides on both sides of {shown}: Hydra reads only the first run of them, so "
+            f"put them all after the flags ({shown} KEY=VALUE ...)")

@@ -118,7 +118,7 @@ def check_one_run(overrides: list[str]) -> None:
 def write_params(overrides: list[str], output: Path) -> Path:
     """params.yaml from conf/pipeline.yaml and the overrides, and the record of the overrides."""
     check_one_run(overrides)
-    with one_line_config_errors(Path(CONF_DIR)):
+    with one_line_config_errors(Path(CONF_DIR), hydra_arguments=False):
         config = compose_params(overrides, check_files=True)
     output.parent.mkdir(parents=True, exist_ok=True)  # as every other output's folder is made
     output.write_text(params_yaml(config))

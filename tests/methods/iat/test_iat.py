@@ -332,7 +332,7 @@ def _stimuli_rows(**changes) -> pl.DataFrame:
 
 @pytest.mark.parametrize(("frame", "message"), [
     (_stimuli_rows().drop("B"), "has no column 'B'"),
-    (_stimuli_rows(C=["good", "nice", "bad", None]), "have no attribute"),
+    (_stimuli_rows(C=["good", "nice", "bad", None]), "1 row has no attribute"),
     (_stimuli_rows(category=["race", "race", "race", "age"]), "same category"),
     (_stimuli_rows(C=["good", "nice", "bad", "good"]), "appears twice"),
     (_stimuli_rows(C=["good", "nice", "bad", "white"]), "both an attribute and a group word"),
