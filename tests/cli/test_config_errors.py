@@ -100,6 +100,13 @@ def _audit(*arguments: str, module: str = "audit",
                           capture_output=True, text=True, timeout=120, env=env)
 
 
+def _only_line(done: subprocess.CompletedProcess) -> str:
+    """The one line a refused command printed, after checking that it printed one, exit 2."""
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    return lines[0]
+
+
 def test_the_command_line_prints_exactly_one_line_and_exits_2():
     done = _audit("model=smolm2", "tracking=none")
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -527,13 +534,11 @@ def test_a_list_of_options_for_a_group_that_takes_one_is_refused_before_any_prom
     one section, the last one's settings winning, and nothing was said: `method=[rasch,iat]`
     ran the IAT alone, `fit=[rasch,twopl]` fitted twopl, `items=[smoke,full]` asked all 48
     items. The models and the sweep presets still add up."""
-    done = _audit("method=[rasch,iat]", "tracking=none", module=module, cwd=tmp_path)
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert lines[0].endswith("method=[rasch,iat] chooses 2 options of method, which takes one "
-                             "(Hydra would merge them into one, the last one's settings "
-                             "winning): choose one, or run each in a sweep, python -m audit -m "
-                             "method=rasch,iat")
+    line = _only_line(_audit("method=[rasch,iat]", "tracking=none", module=module, cwd=tmp_path))
+    assert line.endswith("method=[rasch,iat] chooses 2 options of method, which takes one "
+                         "(Hydra would merge them into one, the last one's settings "
+                         "winning): choose one, or run each in a sweep, python -m audit -m "
+                         "method=rasch,iat")
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ConfigValueError, match=r"^items=\[smoke,full\] chooses 2 options"):
         compose_params(["items=[smoke,full]"], check_files=True)
@@ -546,13 +551,11 @@ def test_running_inside_the_output_folder_is_refused_and_leaves_no_folder(tmp_pa
     """Bug caught (bad-input review 2026-12-04): with hydra.job.chdir=true every relative path
     was read from the run's own folder, so each run opened a new, empty response store and no
     run resumed; ./data and ./conf fell back to the shipped copies without a word."""
-    done = _audit("hydra.job.chdir=true", "tracking=none", cwd=tmp_path)
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert lines[0].endswith("hydra.job.chdir=true would run the audit inside its output folder, "
-                             "where the relative paths (the response store, ./data, ./conf) "
-                             "name other files, so no run would resume: leave hydra.job.chdir "
-                             "out (the outputs go to the run folder anyway)")
+    line = _only_line(_audit("hydra.job.chdir=true", "tracking=none", cwd=tmp_path))
+    assert line.endswith("hydra.job.chdir=true would run the audit inside its output folder, "
+                         "where the relative paths (the response store, ./data, ./conf) "
+                         "name other files, so no run would resume: leave hydra.job.chdir "
+                         "out (the outputs go to the run folder anyway)")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -569,12 +572,10 @@ def test_a_key_inside_a_null_setting_is_one_line_naming_it(override: str, key: s
     raised anywhere else are bugs and keep their tracebacks."""
     from audit.config_keys import under_null_setting
 
-    done = _audit(override, "tracking=none", cwd=tmp_path)
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert lines[0].startswith(f"config error: '{key}': sets a key inside a setting that is "
-                               "null by default (a model's `hub`), which cannot be filled from "
-                               "the command line: write the whole setting in a config file")
+    line = _only_line(_audit(override, "tracking=none", cwd=tmp_path))
+    assert line.startswith(f"config error: '{key}': sets a key inside a setting that is "
+                           "null by default (a model's `hub`), which cannot be filled from "
+                           "the command line: write the whole setting in a config file")
     try:
         raise AssertionError("Unexpected type for root: NoneType")
     except AssertionError as ours:
@@ -592,12 +593,10 @@ def test_overrides_on_both_sides_of_a_flag_are_one_line_saying_where_they_go(
     items=smoke", of an override that was valid. Flags before or after one run still work."""
     from audit.cli import split_overrides
 
-    done = _audit(*arguments, cwd=tmp_path)
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert lines[0] == (f"config error: overrides on both sides of {flags}: Hydra reads only the "
-                        f"first run of them, so put them all after the flags ({flags} "
-                        "KEY=VALUE ...)")
+    line = _only_line(_audit(*arguments, cwd=tmp_path))
+    assert line == (f"config error: overrides on both sides of {flags}: Hydra reads only the "
+                    f"first run of them, so put them all after the flags ({flags} "
+                    "KEY=VALUE ...)")
     assert split_overrides(["-m", "a=1", "b=2"]) is None
     assert split_overrides(["a=1", "b=2", "--cfg", "job"]) is None
     assert split_overrides(["+sweep=x", "--cfg", "hydra", "-p", "hydra.sweeper.params"]) is None
