@@ -67,7 +67,11 @@ def under_null_setting(error: BaseException, arguments: list[str]) -> str | None
     keys = [argument.lstrip("+~").split("=", 1)[0] for argument in arguments if "=" in argument]
     named = [key for key in keys if ".hub" in key] or [key for key in keys if key.count(".") > 1]
     shown = ", ".join(f"'{key}'" for key in named) or "an override"
-    return (f"{shown}: sets a key inside a setting that is null by default (a model's `hub`), "
-            f"which cannot be filled from the command line: write the whole setting in a config "
-            f"file, as docs/models.md shows (`hub: {{repo: ..., file: ..., revision: ..., "
-            f"sha256: ...}}` under the model's name in conf/model/NAME.yaml)")
+    # A judge's models are written in its own file, under `models:`.
+    where = ("under the model's name in `models:` of conf/judge/NAME.yaml"
+             if named and all(key.startswith("judge.") for key in named)
+             else "under the model's name in conf/model/NAME.yaml")
+    return (f"{shown}: sets a setting that is null by default (a model's `hub`), or a key inside "
+            f"it, which cannot be done from the command line: write the whole setting in a "
+            f"config file, as docs/models.md shows (`hub: {{repo: ..., file: ..., revision: "
+            f"..., sha256: ...}}` {where})")

@@ -559,12 +559,15 @@ def test_running_inside_the_output_folder_is_refused_and_leaves_no_folder(tmp_pa
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("override, key", [
-    ("model.qwen_coder_0_5b.hub.repo=x/y", "model.qwen_coder_0_5b.hub.repo"),
+@pytest.mark.parametrize("override, key, where", [
+    ("model.qwen_coder_0_5b.hub.repo=x/y", "model.qwen_coder_0_5b.hub.repo",
+     "conf/model/NAME.yaml"),
     ("model.qwen_coder_0_5b.hub={repo:x/y,file:a.gguf,revision:main,sha256:abc}",
-     "model.qwen_coder_0_5b.hub"),
+     "model.qwen_coder_0_5b.hub", "conf/model/NAME.yaml"),
+    ("judge.models.qwen_coder_1_5b.hub.repo=x/y", "judge.models.qwen_coder_1_5b.hub.repo",
+     "`models:` of conf/judge/NAME.yaml"),
 ])
-def test_a_key_inside_a_null_setting_is_one_line_naming_it(override: str, key: str,
+def test_a_key_inside_a_null_setting_is_one_line_naming_it(override: str, key: str, where: str,
                                                              tmp_path: Path):
     """Bug caught (bad-input review 2026-12-04): a model's `hub` is null by default, and
     OmegaConf cannot merge into it: the dotted form was an AssertionError traceback ("Unexpected
@@ -573,9 +576,10 @@ def test_a_key_inside_a_null_setting_is_one_line_naming_it(override: str, key: s
     from audit.config_keys import under_null_setting
 
     line = _only_line(_audit(override, "tracking=none", cwd=tmp_path))
-    assert line.startswith(f"config error: '{key}': sets a key inside a setting that is "
-                           "null by default (a model's `hub`), which cannot be filled from "
-                           "the command line: write the whole setting in a config file")
+    assert line.startswith(f"config error: '{key}': sets a setting that is null by default (a "
+                           "model's `hub`), or a key inside it, which cannot be done from the "
+                           "command line: write the whole setting in a config file")
+    assert line.endswith(f"under the model's name in {where})")
     try:
         raise AssertionError("Unexpected type for root: NoneType")
     except AssertionError as ours:
@@ -599,4 +603,5 @@ def test_overrides_on_both_sides_of_a_flag_are_one_line_saying_where_they_go(
                     "KEY=VALUE ...)")
     assert split_overrides(["-m", "a=1", "b=2"]) is None
     assert split_overrides(["a=1", "b=2", "--cfg", "job"]) is None
+    assert split_overrides(["a=1", "--cf", "job"]) is None  # argparse takes a flag's prefix
     assert split_overrides(["+sweep=x", "--cfg", "hydra", "-p", "hydra.sweeper.params"]) is None

@@ -195,7 +195,14 @@ def test_an_empty_store_or_experiment_is_refused_before_any_work(tmp_path, monke
     stopped the run after all its work, as "Invalid experiment name: '' ... fix
     tracking.tracking_uri"; `tracking.tracking_uri=` as "MLflow store  is a folder store"."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     config = TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
                             artifact_root=str(tmp_path / "art"))
     with pytest.raises(TrackingError, match=message):
         check_store(dataclasses.replace(config, **setting))
+    if "tracking_uri" in setting:  # the value came from the environment, which is named
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", "")
+        with pytest.raises(TrackingError, match=r"^tracking.tracking_uri= is empty "
+                                                r"\(MLFLOW_TRACKING_URI, which it reads, is set "
+                                                r"but empty\): give the MLflow store"):
+            check_store(dataclasses.replace(config, **setting))

@@ -116,6 +116,21 @@ def refused_arguments(arguments: Sequence[str], command: type, error: type[Excep
 _HYDRA_VALUE_FLAGS = frozenset({"-c", "--cfg", "-p", "--package", "-cp", "--config-path", "-cn",
                                 "--config-name", "-cd", "--config-dir", "--experimental-rerun"})
 _HYDRA_INFO = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
+# Its long flags that take none: argparse accepts any unambiguous prefix of a long flag (`--cf
+# job`), so a prefix of a value flag alone takes a value.
+_HYDRA_BARE_FLAGS = ("--help", "--hydra-help", "--version", "--run", "--multirun",
+                     "--shell-completion", "--resolve", "--info")
+
+
+def _takes_value(flag: str, following: Sequence[str]) -> bool:
+    """Whether a Hydra flag reads the argument after it as its value."""
+    if flag in ("-i", "--info"):
+        return bool(following) and following[0] in _HYDRA_INFO
+    if flag in _HYDRA_VALUE_FLAGS:
+        return True
+    return (flag.startswith("--") and "=" not in flag
+            and any(name.startswith(flag) for name in _HYDRA_VALUE_FLAGS if name[1] == "-")
+            and not any(name.startswith(flag) for name in _HYDRA_BARE_FLAGS))
 
 
 def split_overrides(arguments: Sequence[str]) -> str | None:
@@ -128,9 +143,8 @@ def split_overrides(arguments: Sequence[str]) -> str | None:
     while remaining:
         argument = remaining.pop(0)
         if argument.startswith("-"):
-            takes_value = argument in _HYDRA_VALUE_FLAGS or (
-                argument in ("-i", "--info") and remaining and remaining[0] in _HYDRA_INFO)
-            flags.append(" ".join([argument, remaining.pop(0)] if takes_value and remaining
+            flags.append(" ".join([argument, remaining.pop(0)]
+                                  if _takes_value(argument, remaining) and remaining
                                   else [argument]))
             in_run = False
         elif not in_run:

@@ -94,12 +94,17 @@ def _existing(path_text: str) -> Path:
     if not path.is_file():
         raise BackendError("model_not_found", f"model file not found: {path} (`path:` in the "
                                               "model file must name a GGUF file)")
-    with path.open("rb") as file:
-        if file.read(len(GGUF_MAGIC)) != GGUF_MAGIC:
-            # llama.cpp failed on it at every request, after the design stage, and the line
-            # offered engine.max_failed_share (bad-input review 2026-12-04).
-            raise BackendError("config", f"{path} is not a GGUF file (it does not begin with "
-                                         "GGUF): `path:` must name a model's .gguf file")
+    try:
+        with path.open("rb") as file:
+            magic = file.read(len(GGUF_MAGIC))
+    except OSError as error:
+        raise BackendError("model_not_found", f"model file {path} cannot be read "
+                                              f"({error.strerror or error})") from error
+    if magic != GGUF_MAGIC:
+        # llama.cpp failed on it at every request, after the design stage, and the line
+        # offered engine.max_failed_share (bad-input review 2026-12-04).
+        raise BackendError("config", f"{path} is not a GGUF file (it does not begin with "
+                                     "GGUF): `path:` must name a model's .gguf file")
     return path
 
 

@@ -93,9 +93,13 @@ def store_problem(path: str | Path) -> str | None:
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0:
         return None
-    with path.open("rb") as file:
-        if file.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-            return "is not an SQLite database"
+    try:
+        with path.open("rb") as file:
+            header = file.read(len(SQLITE_HEADER))
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    if header != SQLITE_HEADER:
+        return "is not an SQLite database"
     try:
         with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as connection:
             tables = sorted(row[0] for row in connection.execute(

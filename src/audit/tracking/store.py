@@ -212,8 +212,12 @@ def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE) -> N
     write in. An empty store or experiment name passed here and stopped the run after all its
     work, the experiment's as "fix tracking.tracking_uri" (bad-input review 2026-12-04)."""
     if not config.tracking_uri.strip():
-        raise TrackingError("tracking.tracking_uri= is empty: give the MLflow store (the "
-                            f"default is sqlite:///mlflow.db), or {without_store}")
+        # The shipped configs read MLFLOW_TRACKING_URI first: a CI secret that is missing
+        # leaves it set and empty, and the user typed no tracking_uri at all.
+        source = (" (MLFLOW_TRACKING_URI, which it reads, is set but empty)"
+                  if os.environ.get("MLFLOW_TRACKING_URI") == "" else "")
+        raise TrackingError(f"tracking.tracking_uri= is empty{source}: give the MLflow store "
+                            f"(the default is sqlite:///mlflow.db), or {without_store}")
     if not config.experiment.strip():
         raise TrackingError("tracking.experiment= is empty: name the MLflow experiment the run "
                             "goes to (the default is audit)")

@@ -167,8 +167,11 @@ def test_select_items_takes_the_first_per_cell():
     chosen = select_items(bank, ["logic"], ["choice"], [1, 3], per_cell=2)
     assert chosen["item_id"].to_list() == ["logic_choice_d1_001", "logic_choice_d1_002",
                                            "logic_choice_d3_001", "logic_choice_d3_002"]
+    # every value is in some cell, but no cell has all three
+    two_cells = pl.concat([generate_items(5, 2, ["math"], ["free"], [1]),
+                           generate_items(5, 2, ["logic"], ["choice"], [1])])
     with pytest.raises(AuditError, match="no DIF items left"):
-        select_items(generate_items(5, 2, difficulties=[1]), ["math"], ["free"], [2], None)
+        select_items(two_cells, ["math"], ["choice"], [1], None)
     with pytest.raises(AuditError, match="dif.per_cell must be at least 1"):
         select_items(bank, ["math"], ["free"], [2], per_cell=0)
 
@@ -211,9 +214,14 @@ def test_a_value_no_cell_has_is_refused_from_the_shipped_bank_too():
     the 12 math items of 24."""
     bank = generate_items(5, per_cell=2)
     with pytest.raises(AuditError, match=r"^unknown dif.datasets \['logik'\] \(did you mean "
-                                         r"'logic'\?\): choose from \['math', 'logic'\]$"):
+                                         r"'logic'\?\): choose from \['logic', 'math'\]$"):
         select_items(bank, ["math", "logik"], ["free"], [1], None)
     with pytest.raises(AuditError, match=r"^unknown dif.forms \['choise'\]"):
         select_items(bank, ["math"], ["free", "choise"], [1], None)
     with pytest.raises(AuditError, match=r"^unknown dif.difficulties \[4\]"):
         select_items(bank, ["math"], ["free"], [1, 2, 4], None)
+    with pytest.raises(AuditError, match=r"^unknown dif.difficulties \[2\]: choose from \[1\]$"):
+        select_items(generate_items(5, 2, difficulties=[1]), ["math"], ["free"], [2], None)
+    # A user's bank of its own datasets is cut by them.
+    geometry = bank.with_columns(pl.lit("geometry").alias("dataset"))
+    assert select_items(geometry, ["geometry"], ["free"], [1], None).height == 4

@@ -257,11 +257,15 @@ def _as_item(problem: Problem, item_id: str, dataset: str, form: str, difficulty
             "options": json.dumps(options), "candidates": "[]"}
 
 
-def check_selection(datasets: Sequence[str], forms: Sequence[str],
-                    difficulties: Sequence[int]) -> None:
-    """Refuse a dataset, form or difficulty that no cell of a DIF bank has, naming it."""
-    for value, valid, what in ((datasets, DATASETS, "dif.datasets"), (forms, FORMS, "dif.forms"),
-                               (difficulties, DIFFICULTIES, "dif.difficulties")):
+def check_selection(datasets: Sequence[str], forms: Sequence[str], difficulties: Sequence[int],
+                    bank: pl.DataFrame | None = None) -> None:
+    """Refuse a dataset, form or difficulty that no cell has, naming it: of `bank` (a DIF item
+    bank, the shipped one or a user's, whose datasets may be others), else of the generator."""
+    cells = ((DATASETS, FORMS, DIFFICULTIES) if bank is None else
+             tuple(sorted(bank[column].unique().to_list())
+                   for column in ("dataset", "form", "difficulty")))
+    for value, valid, what in zip((datasets, forms, difficulties), cells,
+                                  ("dif.datasets", "dif.forms", "dif.difficulties")):
         unknown = sorted(set(value) - set(valid), key=str)
         if unknown:
             near = did_you_mean(str(unknown[0]), [str(option) for option in valid])
@@ -307,9 +311,9 @@ def select_items(bank: pl.DataFrame, datasets: Sequence[str], forms: Sequence[st
     """The shipped bank cut to the configured cells, keeping the first `per_cell` of each."""
     if per_cell is not None and per_cell < 1:
         raise AuditError(f"dif.per_cell must be at least 1 (or null for all), got {per_cell}")
-    # A value no cell has selected nothing from the shipped bank, and the rest ran without a
-    # word: dif.datasets=[math,logik] audited half the items (bad-input review 2026-12-04).
-    check_selection(datasets, forms, difficulties)
+    # A value no cell has selected nothing from the bank, and the rest ran without a word:
+    # dif.datasets=[math,logik] audited half the items (bad-input review 2026-12-04).
+    check_selection(datasets, forms, difficulties, bank)
     chosen = bank.filter(pl.col("dataset").is_in(list(datasets)) & pl.col("form").is_in(list(forms))
                          & pl.col("difficulty").is_in(list(difficulties))).sort("item_id")
     if per_cell is not None:

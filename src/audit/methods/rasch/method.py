@@ -37,6 +37,7 @@ from audit.methods.rasch.score import (
     check_api_keys,
     check_judge_backends,
     check_judge_failures,
+    check_judge_tokens,
     check_labeller,
     gold_set_of,
     judge_stage,
@@ -105,6 +106,7 @@ def respond_stage(cfg: AuditConfig, prompts: pl.DataFrame) -> pl.DataFrame:
 
 def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     check_judge_backends(cfg)
+    check_judge_tokens(cfg)
     check_labeller(cfg)
     gold_set_of(cfg)
     check_api_keys(cfg)

@@ -47,19 +47,15 @@ class JudgeOutputs:
 
 def judge_panel(cfg: AuditConfig) -> list[Judge]:
     check_judge_backends(cfg)
+    check_judge_tokens(cfg)
     return [Judge(name, create_backend(model), model, cfg.engine)
             for name, model in sorted(cfg.judge.models.items())]
 
 
 def check_judge_backends(cfg: AuditConfig) -> None:
     """Refuse a judge (or, for option scoring, an audited model) whose backend cannot score
-    options when the judge needs it to, and a writing judge allowed too few tokens for its
-    rationale. Checked at design time too, so that a broken judge config stops the run before
-    any prompt is sent (the token budget was checked only in the score stage, after every answer
-    had been bought: bad-input review 2026-12-04)."""
-    for name, model in cfg.judge.models.items():
-        if cfg.judge.decoding == "json":  # a scoring judge writes nothing, so needs no tokens
-            check_token_budget(name, model, cfg.judge.rationale_max_chars)
+    options when the judge needs it to. Checked at design time too, so that a broken judge
+    config stops the run before any prompt is sent."""
     scorers = {}
     if cfg.judge.decoding in SCORED_DECODINGS or cfg.judge.refusal_check:
         asked = (f"judge.decoding={cfg.judge.decoding}" if cfg.judge.decoding in SCORED_DECODINGS
@@ -78,6 +74,15 @@ def check_judge_backends(cfg: AuditConfig) -> None:
             raise AuditError(f"{role} '{name}' ({model.backend}) cannot score options, which "
                              f"{asked} needs: {fix} an embedded, llamacpp or "
                              f"openai_compatible model")
+
+
+def check_judge_tokens(cfg: AuditConfig) -> None:
+    """Refuse a writing judge allowed too few tokens for its rationale; at design too (it was
+    checked only in the score stage, after every answer had been bought: bad-input review
+    2026-12-04), though not for imported answers, which may need no judge."""
+    for name, model in cfg.judge.models.items():
+        if cfg.judge.decoding == "json":  # a scoring judge writes nothing, so needs no tokens
+            check_token_budget(name, model, cfg.judge.rationale_max_chars)
 
 
 def check_labeller(cfg: AuditConfig) -> None:
