@@ -179,7 +179,9 @@ def track(rows: Iterable, total: int, description: str) -> Iterable:
             progress.advance(task)
 
 
-def counted(count: int, noun: str) -> str:
+def counted(count: int, noun: str, verbs: tuple[str, str] | None = None) -> str:
     """"1 replicate", "2 replicates": for the lines that count what is often one (a design's
-    models and replicates, an adaptive audit's looks)."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+    models and replicates, an adaptive audit's looks). `verbs` (singular, plural) adds the one
+    that agrees: "1 row has", "2 rows have"."""
+    phrase = f"{count} {noun}{'' if count == 1 else 's'}"
+    return phrase if verbs is None else f"{phrase} {verbs[count != 1]}"

@@ -85,7 +85,7 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
             if failed := int(figures[mode].metrics["gold/judge_failed"]):
                 log.warning("%s: %s no label because a judge request failed after its "
                             "retries; %s left out of these figures: rerun to ask again", mode,
-                            counted(failed, "gold answer") + (" has" if failed == 1 else " have"),
+                            counted(failed, "gold answer", ("has", "have")),
                             "it is" if failed == 1 else "they are")
             for name, table in (("labels", results), ("confusion", figures[mode].confusion),
                                 ("by_category", figures[mode].by_category)):

@@ -111,11 +111,9 @@ def stimulus_sets(frame: pl.DataFrame, attribute_column: str,
             raise IATError(f"{where}: rows name {len(categories)} categories; give every row of "
                            "a dataset the same category")
         attributes = rows[attribute_column]
-        if attributes.null_count():
-            missing = attributes.null_count()
-            raise IATError(f"{where}: {counted(missing, 'row')} "
-                           f"{'has' if missing == 1 else 'have'} no attribute in column "
-                           f"{attribute_column}; every row carries one attribute")
+        if missing := attributes.null_count():
+            raise IATError(f"{where}: {counted(missing, 'row', ('has', 'have'))} no attribute in "
+                           f"column {attribute_column}; every row carries one attribute")
         attributes = _words(attributes)
         if len(attributes) < 2 or len(attributes) % 2:
             raise IATError(f"{where}: {len(attributes)} attributes; give an even number (first "

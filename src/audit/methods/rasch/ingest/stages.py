@@ -218,7 +218,7 @@ def respond(cfg: AuditConfig, prompts_path: Path, responses_path: Path) -> None:
     failed = responses.filter(pl.col("status") == "error").height
     if failed:
         log.warning("ingest: %s no answer and no decision: %s and %s no fit",
-                    counted(failed, "row") + (" has" if failed == 1 else " have"),
+                    counted(failed, "row", ("has", "have")),
                     "it is kept as an error row" if failed == 1 else "they are kept as error rows",
                     "enters" if failed == 1 else "enter")
     write_table(responses, responses_path, ResponseSchema, "responses", {ANSWERS_DIGEST: digest})
