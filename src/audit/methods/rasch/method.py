@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.errors import AuditError
-from audit.llm.model_sources import check_model_files
+from audit.llm.model_sources import audited_models, check_request_models
 from audit.logs import counted
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive_run import ROUNDS, look_alpha_of, respond_adaptively
@@ -34,7 +34,6 @@ from audit.methods.rasch.report.findings import findings
 from audit.methods.rasch.report.publish import publish_from_files
 from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema, VoteSchema
 from audit.methods.rasch.score import (
-    check_api_keys,
     check_judge_backends,
     check_judge_failures,
     check_judge_tokens,
@@ -109,15 +108,14 @@ def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     check_judge_tokens(cfg)
     check_labeller(cfg)
     gold_set_of(cfg)
-    check_api_keys(cfg)
+    check_request_models({**audited_models(cfg.model),
+                          **{f"judge.models.{name}": model
+                             for name, model in cfg.judge.models.items()}})
     warn_unreachable_judges(cfg)
     check_judge_error(cfg)
     check_fit_settings(cfg)
     prompts = design_stage(cfg)
-    check_design_attributes(prompts, cfg.fit.attributes)  # before model files are fetched
-    check_model_files({**{f"model.{name}": model for name, model in cfg.model.items()},
-                       **{f"judge.models.{name}": model
-                          for name, model in cfg.judge.models.items()}})
+    check_design_attributes(prompts, cfg.fit.attributes)
     write_table(prompts, files.prompts, PromptSchema, "prompts")
     log.info("design: %d prompts (%d respondents x %d items x %s)", prompts.height,
              prompts["respondent_id"].n_unique(), prompts["item_id"].n_unique(),

@@ -12,8 +12,7 @@ import polars as pl
 from audit.data_files import read_users_table
 from audit.errors import AuditError
 from audit.llm.failures import check_failures
-from audit.llm.backends import (Backend, backend_class, can_score_options, create_backend,
-                                missing_api_key)
+from audit.llm.backends import Backend, backend_class, can_score_options, create_backend
 from audit.llm.preflight import server_problem
 from audit.llm.store import ResponseStore
 from audit.methods.configs import AuditConfig
@@ -93,20 +92,6 @@ def check_labeller(cfg: AuditConfig) -> None:
         raise AuditError(f"judge.use_rules=false, and judge={cfg.judge.name} has no models, so "
                          f"nothing would label the answers: set judge.use_rules=true, or choose a "
                          f"judge with a model (judge=qwen_coder_1_5b)")
-
-
-def check_api_keys(cfg: AuditConfig) -> None:
-    """Refuse, at design time, a judge or audited model whose API key variable is not set: the
-    judge's backend is built only in the score stage, so its missing key would otherwise stop the
-    run after every answer had been bought."""
-    roles = [("judge model", cfg.judge.models), ("audited model", cfg.model)]
-    for role, models in roles:
-        for name, model in sorted(models.items()):
-            variable = missing_api_key(model)
-            if variable:
-                raise AuditError(f"{role} '{name}' ({model.backend}) reads its API key from the "
-                                 f"environment variable {variable} (api_key_env), which is not "
-                                 f"set: export it before the run")
 
 
 def warn_unreachable_judges(cfg: AuditConfig) -> None:
