@@ -38,6 +38,20 @@ def test_an_unreachable_store_is_one_line_naming_the_uri_and_the_fix(monkeypatch
     assert "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in os.environ
 
 
+def test_a_store_from_the_environment_is_blamed_on_the_environment(monkeypatch, no_retries):
+    """Bug caught: a dead server in MLFLOW_TRACKING_URI (which the shipped configs read first)
+    was told to "fix tracking.tracking_uri", a setting the user never typed."""
+    from audit.cli.params import compose_params
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", DEAD_STORE)
+    config = compose_params([]).tracking
+    assert config.tracking_uri == DEAD_STORE
+    with pytest.raises(TrackingError, match=r"start the server, fix MLFLOW_TRACKING_URI "
+                                            r"\(tracking.tracking_uri reads it\), or pass "
+                                            r"tracking=none$"):
+        check_store(config)
+
+
 def test_a_run_whose_store_fails_after_the_check_is_one_line_too(no_retries):
     """Opening the run itself (mlflow_run) raised MLflow's exception, not a user error."""
     with pytest.raises(TrackingError, match="unreachable"):
