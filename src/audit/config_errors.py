@@ -14,7 +14,6 @@ import dataclasses
 import logging
 import os
 import re
-import shutil
 import sys
 import typing
 from collections.abc import Iterator
@@ -25,13 +24,12 @@ from types import TracebackType
 import yaml
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
-from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from audit.config_files import (check_chosen_files_hold_settings, check_grid_is_swept,
                                 check_model_names, check_one_option_groups,
-                                check_working_folder)
+                                check_working_folder, discard_job_directory)
 from audit.cli import split_overrides
 from audit.config_keys import entry_schema, under_null_setting, valid_keys
 from audit.config_ranges import ConfigValueError
@@ -347,42 +345,11 @@ def validated_config(cfg: DictConfig, conf_dir: Path) -> AuditConfig:
             check_working_folder(hydra)
         return audit_cfg
     except HYDRA_ERRORS as error:
-        _discard_job_directory()
+        discard_job_directory()
         exit_on_config_error(error, conf_dir)
     except ConfigValueError:  # a value out of its range: the entry point's one line and exit 2
-        _discard_job_directory()
+        discard_job_directory()
         raise
-
-
-def _discard_job_directory() -> None:
-    """Remove the directory Hydra made for a run the schema refused, so that a typo leaves no
-    `outputs/DATE/TIME/` behind, when it holds only what Hydra wrote there (its config copies
-    and empty logs); then its parents up to the working directory while they are empty. A
-    directory with anything else in it (a run directory used again) is kept whole."""
-    try:
-        hydra = HydraConfig.get()
-        mode, output_dir, subdir = hydra.mode, hydra.runtime.output_dir, hydra.output_subdir
-    except (ValueError, OmegaConfBaseException):  # not in a Hydra job: a notebook's compose()
-        return
-    if mode != RunMode.RUN or not output_dir:
-        return
-    directory, working = Path(output_dir).resolve(), Path.cwd().resolve()
-    if directory == working or directory in working.parents:  # hydra.run.dir=. and the like
-        return
-    own = directory / subdir if subdir else None
-    for path in directory.rglob("*"):
-        written_by_hydra = (own is not None and own in path.parents) or path == own or (
-            path.is_file() and path.suffix == ".log" and path.stat().st_size == 0)
-        if not written_by_hydra:
-            return
-    shutil.rmtree(directory, ignore_errors=True)
-    for parent in directory.parents:
-        if working not in parent.parents:
-            break
-        try:
-            parent.rmdir()  # only while empty
-        except OSError:
-            break
 
 
 def exit_on_config_error(error: BaseException, conf_dir: Path) -> typing.NoReturn:

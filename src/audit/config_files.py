@@ -1,6 +1,6 @@
 """What composition hides about the chosen config files: a file that holds no settings, two
 model files that share a name, a list of options for a group that takes one, a sweep file's grid
-in a single run.
+in a single run; and the directory Hydra made for a job that one of these refused.
 
 A model file's settings sit under the model's name (`my_vllm:` then its keys), and the chosen
 files merge into one `model` mapping, so two files that name the same model (a file copied and
@@ -12,13 +12,16 @@ the chosen files are read from the command's override.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
+from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
 from audit.config import CONF_DIR
 from audit.config_ranges import ConfigValueError
@@ -163,3 +166,34 @@ def check_grid_is_swept(hydra: DictConfig) -> None:
             f"the config sets a sweep's grid (hydra.sweeper.params: {', '.join(map(str, grid))}) "
             f"but runs once (hydra.mode RUN), which ignores it: run with -m, or give the sweep "
             f"file `mode: MULTIRUN` under `hydra:`, as src/audit/conf/sweep/models.yaml has")
+
+
+def discard_job_directory() -> None:
+    """Remove the directory Hydra made for a run the schema refused, so that a typo leaves no
+    `outputs/DATE/TIME/` behind, when it holds only what Hydra wrote there (its config copies
+    and empty logs); then its parents up to the working directory while they are empty. A
+    directory with anything else in it (a run directory used again) is kept whole."""
+    try:
+        hydra = HydraConfig.get()
+        mode, output_dir, subdir = hydra.mode, hydra.runtime.output_dir, hydra.output_subdir
+    except (ValueError, OmegaConfBaseException):  # not in a Hydra job: a notebook's compose()
+        return
+    if mode != RunMode.RUN or not output_dir:
+        return
+    directory, working = Path(output_dir).resolve(), Path.cwd().resolve()
+    if directory == working or directory in working.parents:  # hydra.run.dir=. and the like
+        return
+    own = directory / subdir if subdir else None
+    for path in directory.rglob("*"):
+        written_by_hydra = (own is not None and own in path.parents) or path == own or (
+            path.is_file() and path.suffix == ".log" and path.stat().st_size == 0)
+        if not written_by_hydra:
+            return
+    shutil.rmtree(directory, ignore_errors=True)
+    for parent in directory.parents:
+        if working not in parent.parents:
+            break
+        try:
+            parent.rmdir()  # only while empty
+        except OSError:
+            break
