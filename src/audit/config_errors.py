@@ -46,6 +46,7 @@ OVERRIDE_GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 _FULL_KEY = re.compile(r"full_key: (?P<key>[\w.]+)")
 _SOURCE = re.compile(r"In '(?P<source>[^']+)'")
 _UNREAD_GROUP = re.compile(r"Could not override '(?P<group>\w+)'\. No match in the defaults list")
+_MERGED_OVERRIDE = re.compile(r"Error merging override (?P<override>\S+)")
 
 
 def config_folders(conf_dir: Path) -> list[Path]:
@@ -196,6 +197,33 @@ def _unknown_entry(parent: list[str], name: str, cause: OmegaConfBaseException, 
     return f"{line}{did_you_mean(name, present)}"
 
 
+def _entry_added_by_keys(error: BaseException, cause: BaseException | None,
+                         conf_dir: Path) -> str | None:
+    """`+model.extra.backend=ollama`: a new named entry cannot be built one key at a time
+    (OmegaConf makes `extra` an empty mapping, which the entry's schema refuses). It read
+    "invalid value for 'extra': Invalid type assigned: dict is not a subclass of ModelConfig"."""
+    merged = _MERGED_OVERRIDE.match(str(error))
+    if merged is None or "is not a subclass of" not in str(cause):
+        return None
+    path = merged["override"].lstrip("+~").partition("=")[0].split(".")
+    found = next(((path[:size], path[size]) for size in range(1, len(path))
+                  if entry_schema(path[:size]) is not None), None)
+    if found is None:
+        return None
+    parent, name = found
+    line = (f"'{merged['override']}' cannot add {'.'.join(parent)} '{name}' from the command "
+            "line")
+    if parent == ["model"]:
+        if any((folder / "model" / f"{name}.yaml").is_file()
+               for folder in config_folders(conf_dir)):
+            return (f"{line}: choose it with model={name} (model=[CURRENT,{name}] keeps the "
+                    f"others), then set its keys without the +")
+        return (f"{line}: write conf/model/{name}.yaml (docs/models.md) and choose it with "
+                f"model={name}")
+    return (f"{line}: a judge's models are written under `models:` in conf/judge/NAME.yaml "
+            f"(docs/judge.md) and chosen with judge=NAME")
+
+
 def describe(error: BaseException, conf_dir: Path) -> str:
     """One line: what was wrong, and what would have been valid."""
     if isinstance(error, yaml.YAMLError):
@@ -255,6 +283,9 @@ def describe(error: BaseException, conf_dir: Path) -> str:
                     f"+GROUP=OPTION){did_you_mean(key, options + groups)}")
         return (f"unknown key '{full_key}'{where}; valid keys under '{'.'.join(parent)}': "
                 f"{', '.join(options)}{did_you_mean(key, options)}")
+    added = _entry_added_by_keys(error, cause, conf_dir)
+    if added:
+        return added
     if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
         if "is not a ListConfig, list or tuple" in str(cause):  # read "AnyNode is not a ..."
             key, value = str(cause.full_key), getattr(cause, "value", None)

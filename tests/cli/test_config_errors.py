@@ -77,6 +77,17 @@ def _error_for(override: str) -> str:
     ("items.item_ids=hiring_01", "'items.item_ids' takes a list, not one value: write it in "
                                  "brackets, items.item_ids=[hiring_01] (in a config file "
                                  "`item_ids: [hiring_01]`)"),
+    # Bug caught: a model added key by key read "invalid value for 'extra': Invalid type
+    # assigned: dict is not a subclass of ModelConfig", naming no model file and no fix.
+    ("+model.extra.backend=ollama", "'+model.extra.backend=ollama' cannot add model 'extra' "
+                                    "from the command line: write conf/model/extra.yaml "
+                                    "(docs/models.md) and choose it with model=extra"),
+    ("+model.vllm.backend=ollama", "cannot add model 'vllm' from the command line: choose it "
+                                   "with model=vllm (model=[CURRENT,vllm] keeps the others), "
+                                   "then set its keys without the +"),
+    ("+judge.models.extra.backend=ollama", "cannot add judge.models 'extra' from the command "
+                                           "line: a judge's models are written under `models:` "
+                                           "in conf/judge/NAME.yaml"),
 ])
 def test_each_kind_of_typo_is_one_line_naming_the_valid_options(override: str, expected: str):
     message = _error_for(override)
