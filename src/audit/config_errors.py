@@ -10,7 +10,6 @@ file, and a file that is not YAML one line naming the file, the place and the pa
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import re
@@ -31,7 +30,9 @@ from audit.config_files import (check_chosen_files_hold_settings, check_grid_is_
                                 check_model_names, check_one_option_groups,
                                 check_working_folder, discard_job_directory)
 from audit.cli import split_overrides
-from audit.config_keys import entry_schema, under_null_setting, valid_keys
+from audit.config_entries import (SOURCE, config_file, config_folders, entry_added_by_keys,
+                                  flat_entry, unknown_entry)
+from audit.config_keys import under_null_setting, valid_keys
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
@@ -42,51 +43,13 @@ from hydra_plugins.audit_configs import user_conf_dir
 HYDRA_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException,
                 OmegaConfBaseException)
 OVERRIDE_GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
-# What Hydra's composition error says about a value that does not fit the schema.
-_FULL_KEY = re.compile(r"full_key: (?P<key>[\w.]+)")
-_SOURCE = re.compile(r"In '(?P<source>[^']+)'")
 _UNREAD_GROUP = re.compile(r"Could not override '(?P<group>\w+)'\. No match in the defaults list")
-_MERGED_OVERRIDE = re.compile(r"Error merging override (?P<override>\S+)")
-
-
-def config_folders(conf_dir: Path) -> list[Path]:
-    """Where Hydra reads config files from: the user's ./conf, then the shipped folder."""
-    return [*filter(None, [user_conf_dir()]), Path(conf_dir)]
 
 
 def config_groups(conf_dir: Path) -> list[str]:
     return sorted(path.name for path in Path(conf_dir).iterdir()
                   if path.is_dir() and path.name != "hydra"
                   and not path.name.startswith((".", "_")))
-
-
-def flat_entry(text: str) -> str | None:
-    """A file that sets an entry's settings (`backend: ...`) directly where named entries belong
-    (a model file written flat, not nested under the model's name): one line showing the shape
-    that works; None for any other error."""
-    key, source = _FULL_KEY.search(text), _SOURCE.search(text)
-    if key is None or "." not in key["key"]:
-        return None
-    *parent, setting = key["key"].split(".")
-    entry = entry_schema(parent)
-    if entry is None or setting not in {field.name for field in dataclasses.fields(entry)}:
-        return None
-    where = _config_file(source["source"]) if source else "a config file"
-    name = source["source"].rsplit("/", 1)[-1] if source else "NAME"
-    if parent == ["model"]:
-        return (f"{where} sets '{setting}' at the top of the file, but a model file nests its "
-                f"settings under the model's name: make the first line `{name}:` and indent "
-                f"every setting under it (`{name}:` / `  backend: openai_compatible` / "
-                f"`  model: ...`), as src/audit/conf/model/vllm.yaml does")
-    return (f"{where} sets '{setting}' directly under '{'.'.join(parent)}', which holds "
-            f"{entry.__name__} entries by name: put the settings under a name "
-            f"(`{parent[-1]}:` / `  NAME:` / `    {setting}: ...`)")
-
-
-def _config_file(source: str) -> str:
-    """The file of a config Hydra names by its path in the search path (`model/typo`), as the
-    user's folder holds it."""
-    return f"conf/{source}.yaml"
 
 
 def _composition_cause(error: BaseException) -> BaseException | None:
@@ -102,21 +65,21 @@ def _sweep_file_problem(error: BaseException, conf_dir: Path) -> str:
     """A sweep file without the `# @package _global_` line puts its keys under `sweep`, which
     no config has (an empty one puts nothing there): it read "unknown key 'sweep' ... (did you
     mean 'sweep'?)" (bad-input review 2026-12-04)."""
-    name = _SOURCE.search(str(error))["source"]
+    name = SOURCE.search(str(error))["source"]
     path = next((folder / f"{name}.yaml" for folder in config_folders(conf_dir)
                  if (folder / f"{name}.yaml").is_file()), None)
     lines = [line for line in (path.read_text(encoding="utf-8").splitlines() if path else [])
              if line.strip() and not line.lstrip().startswith("#")]
     problem = "holds no settings" if path and not lines else (
         "lacks its first line, `# @package _global_`, so its keys went under 'sweep'")
-    return (f"{_config_file(name)} {problem}: a sweep file starts with the line `# @package "
+    return (f"{config_file(name)} {problem}: a sweep file starts with the line `# @package "
             f"_global_` and sets hydra.sweeper.params, as src/audit/conf/sweep/models.yaml does")
 
 
 def _in_file(error: BaseException) -> str:
     """` in conf/model/typo.yaml` for an error Hydra found in a config file, else empty."""
-    source = _SOURCE.match(str(error)) if isinstance(error, ConfigCompositionException) else None
-    return f" in {_config_file(source['source'])}" if source else ""
+    source = SOURCE.match(str(error)) if isinstance(error, ConfigCompositionException) else None
+    return f" in {config_file(source['source'])}" if source else ""
 
 
 def _loaded_by_hydra(traceback: TracebackType | None) -> bool:
@@ -175,55 +138,6 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text)
 
 
-def _unknown_entry(parent: list[str], name: str, cause: OmegaConfBaseException, conf_dir: Path,
-                   where: str) -> str | None:
-    """A setting of a named entry (`model.vllm.base_url=...`) that this run did not compose:
-    the entries it has and, for a model with a file in conf/model/, how to add it. OmegaConf's
-    own line ("Key 'vllm' is not in struct") read as if `vllm` were no model at all."""
-    entries = getattr(cause, "parent_node", None)
-    if entry_schema(parent) is None or entries is None:
-        return None
-    present = [str(entry) for entry in entries.keys()]
-    dotted = ".".join(parent)
-    line = (f"unknown key '{dotted}.{name}'{where}: this run's {dotted} has "
-            f"{', '.join(present) or 'no entries'}")
-    if parent == ["model"]:
-        if any((folder / "model" / f"{name}.yaml").is_file()
-               for folder in config_folders(conf_dir)):
-            return (f"{line}; to audit {name}, choose it first: model={name} (or "
-                    f"model=[{','.join([*present, name])}] beside them), then set its keys")
-        return (f"{line}; no conf/model/{name}.yaml to choose it from (write one: "
-                f"docs/models.md){did_you_mean(name, present)}")
-    return f"{line}{did_you_mean(name, present)}"
-
-
-def _entry_added_by_keys(error: BaseException, cause: BaseException | None,
-                         conf_dir: Path) -> str | None:
-    """`+model.extra.backend=ollama`: a new named entry cannot be built one key at a time
-    (OmegaConf makes `extra` an empty mapping, which the entry's schema refuses). It read
-    "invalid value for 'extra': Invalid type assigned: dict is not a subclass of ModelConfig"."""
-    merged = _MERGED_OVERRIDE.match(str(error))
-    if merged is None or "is not a subclass of" not in str(cause):
-        return None
-    path = merged["override"].lstrip("+~").partition("=")[0].split(".")
-    found = next(((path[:size], path[size]) for size in range(1, len(path))
-                  if entry_schema(path[:size]) is not None), None)
-    if found is None:
-        return None
-    parent, name = found
-    line = (f"'{merged['override']}' cannot add {'.'.join(parent)} '{name}' from the command "
-            "line")
-    if parent == ["model"]:
-        if any((folder / "model" / f"{name}.yaml").is_file()
-               for folder in config_folders(conf_dir)):
-            return (f"{line}: choose it with model={name} (model=[CURRENT,{name}] keeps the "
-                    f"others), then set its keys without the +")
-        return (f"{line}: write conf/model/{name}.yaml (docs/models.md) and choose it with "
-                f"model={name}")
-    return (f"{line}: a judge's models are written under `models:` in conf/judge/NAME.yaml "
-            f"(docs/judge.md) and chosen with judge=NAME")
-
-
 def describe(error: BaseException, conf_dir: Path) -> str:
     """One line: what was wrong, and what would have been valid."""
     if isinstance(error, yaml.YAMLError):
@@ -266,7 +180,7 @@ def describe(error: BaseException, conf_dir: Path) -> str:
     cause, where = _composition_cause(error), _in_file(error)
     if (isinstance(cause, (ConfigAttributeError, ConfigKeyError))
             and str(getattr(cause, "full_key", "")).split(".")[0] == "sweep"
-            and _SOURCE.search(str(error))):  # a sweep file's keys; not `+sweep.x=1` typed
+            and SOURCE.search(str(error))):  # a sweep file's keys; not `+sweep.x=1` typed
         return _sweep_file_problem(error, conf_dir)
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and getattr(cause, "full_key",
                                                                              None):
@@ -274,7 +188,7 @@ def describe(error: BaseException, conf_dir: Path) -> str:
         *parent, key = full_key.split(".")
         options = valid_keys(parent)
         if options is None:
-            return (_unknown_entry(parent, key, cause, conf_dir, where)
+            return (unknown_entry(parent, key, cause, conf_dir, where)
                     or f"unknown key '{full_key}'{where}: {_first_line(str(cause))}")
         if not parent:
             groups = [name for name in config_groups(conf_dir) if name not in options]
@@ -283,7 +197,7 @@ def describe(error: BaseException, conf_dir: Path) -> str:
                     f"+GROUP=OPTION){did_you_mean(key, options + groups)}")
         return (f"unknown key '{full_key}'{where}; valid keys under '{'.'.join(parent)}': "
                 f"{', '.join(options)}{did_you_mean(key, options)}")
-    added = _entry_added_by_keys(error, cause, conf_dir)
+    added = entry_added_by_keys(error, cause, conf_dir)
     if added:
         return added
     if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
