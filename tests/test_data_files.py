@@ -57,6 +57,15 @@ def test_an_absolute_path_is_taken_as_it_is(shipped: Path, user: Path):
         data_file(absent, "item bank", "items.bank", cwd=user, shipped=shipped)
 
 
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_setting_is_named_as_empty(shipped: Path, user: Path, value: str):
+    """Bug caught: `items.bank=` read "item bank at . is a folder, not a file" (the empty path
+    is the working folder), naming neither the empty setting nor its default."""
+    with pytest.raises(DataFileNotFound, match=r"^items.bank is empty: name the item bank file, "
+                                               r"or leave items.bank out for the default$"):
+        data_file(value, "item bank", "items.bank", cwd=user, shipped=shipped)
+
+
 def test_a_file_in_neither_place_names_the_path_both_places_and_the_setting(shipped: Path,
                                                                              user: Path):
     with pytest.raises(DataFileNotFound) as raised:
