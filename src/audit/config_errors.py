@@ -27,7 +27,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from audit.config_files import (check_chosen_files_hold_settings, check_grid_is_swept,
-                                check_model_names, check_one_option_groups,
+                                check_model_names, check_group_choices,
                                 check_working_folder, discard_job_directory)
 from audit.cli import split_overrides
 from audit.config_entries import (SOURCE, config_file, config_folders, entry_added_by_keys,
@@ -206,6 +206,10 @@ def describe(error: BaseException, conf_dir: Path) -> str:
             shown = "VALUE" if value is None or isinstance(value, (dict, list)) else value
             return (f"'{key}'{where} takes a list, not one value: write it in brackets, "
                     f"{key}=[{shown}] (in a config file `{key.rsplit('.', 1)[-1]}: [{shown}]`)")
+        if "does not support deletion" in str(cause):  # `~design.seed`: a schema's setting
+            key = str(cause.full_key)
+            return (f"~{key} cannot remove a setting, which every run has: set it instead "
+                    f"({key}=VALUE), or leave the override out for its default")
         return (f"invalid value for '{cause.full_key}'{where}: {_first_line(str(cause))}"
                 f"{_null_generator_hint(cause)}")
     if str(error).startswith("Ambiguous value for argument"):
@@ -280,7 +284,7 @@ def validated_config(cfg: DictConfig, conf_dir: Path) -> AuditConfig:
     try:
         if HydraConfig.initialized():
             check_chosen_files_hold_settings(HydraConfig.get())
-            check_one_option_groups(HydraConfig.get())
+            check_group_choices(HydraConfig.get())
         audit_cfg = to_audit_config(cfg)
         if HydraConfig.initialized():
             hydra = HydraConfig.get()

@@ -104,10 +104,25 @@ def check_chosen_files_hold_settings(hydra: DictConfig) -> None:
 MANY_OPTION_GROUPS = frozenset({GROUP, "sweep"})
 
 
-def check_one_option_groups(hydra: DictConfig) -> None:
-    """Refuse a list of options for a group that takes one, naming it and how to run each."""
+def check_group_choices(hydra: DictConfig) -> None:
+    """Refuse a group the command line removes (`~items`) and a list of options for a group that
+    takes one, naming the group and what to type instead."""
     folders = [Path(source["path"]) for source in hydra.runtime.config_sources
                if source.get("schema") == "file"]
+    for override in hydra.overrides.task:
+        group = override.partition("=")[0]
+        if not group.startswith("~") or "." in group or "/" in group:
+            continue
+        group = group[1:]
+        options = sorted({path.stem for folder in folders
+                          for path in (folder / group).glob("*.yaml")})
+        if options:
+            # Hydra's delete left the run on the schema's defaults without a word: `~items`
+            # audited all 48 scenarios of the bank, not the default 12; `~judge` read "Missing
+            # mandatory value: name" (bad-input review 2026-12-04).
+            raise ConfigValueError(
+                f"~{group} removes the run's {group}, and every run needs one: choose another "
+                f"with {group}=OPTION ({', '.join(options)})")
     for group, names in command_line_choices(hydra.overrides.task).items():
         if len(names) < 2 or group in MANY_OPTION_GROUPS or group.startswith("hydra") \
                 or not any((folder / group).is_dir() for folder in folders):

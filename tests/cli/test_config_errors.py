@@ -558,6 +558,25 @@ def test_a_list_of_options_for_a_group_that_takes_one_is_refused_before_any_prom
     assert sorted(two.model) == ["qwen_coder_0_5b", "smollm2"]
 
 
+def test_a_group_removed_on_the_command_line_is_refused_naming_its_options(tmp_path: Path):
+    """Bugs caught (bad-input review 2026-12-04): Hydra's delete left the run on the schema's
+    defaults without a word: `~items` audited all 48 scenarios of the bank, not the default 12,
+    and `~judge` read "invalid value for 'judge.name': Missing mandatory value: name"."""
+    line = _only_line(_audit("~judge", "tracking=none", cwd=tmp_path))
+    assert line.endswith("~judge removes the run's judge, and every run needs one: choose "
+                         "another with judge=OPTION (logprob, openai_gpt4o_mini, "
+                         "qwen_coder_0_5b, qwen_coder_1_5b, rules_only, smollm2, smollm2_panel)")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ConfigValueError, match=r"^~items removes the run's items, .* "
+                                               r"items=OPTION \(default, discrim_eval, full, "
+                                               r"smoke\)$"):
+        compose_params(["~items"], check_files=True)
+    # a setting is not removable either; its line says to set it
+    assert _error_for("~design.seed") == ("~design.seed cannot remove a setting, which every run "
+                                          "has: set it instead (design.seed=VALUE), or leave "
+                                          "the override out for its default")
+
+
 def test_running_inside_the_output_folder_is_refused_and_leaves_no_folder(tmp_path: Path):
     """Bug caught (bad-input review 2026-12-04): with hydra.job.chdir=true every relative path
     was read from the run's own folder, so each run opened a new, empty response store and no

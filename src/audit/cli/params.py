@@ -27,7 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from audit.cli import OneLineParser
 from audit.config import CONF_DIR
-from audit.config_files import (check_chosen_files_hold_settings, check_one_option_groups,
+from audit.config_files import (check_chosen_files_hold_settings, check_group_choices,
                                 chosen_options)
 
 from audit.methods.configs import AuditConfig, to_audit_config, with_dvc_params
@@ -55,7 +55,7 @@ def compose_params(overrides: list[str], *, check_files: bool = False) -> AuditC
         composed = compose(DVC_CONFIG_NAME, overrides=overrides, return_hydra_config=check_files)
     if check_files:
         check_chosen_files_hold_settings(composed.hydra)
-        check_one_option_groups(composed.hydra)
+        check_group_choices(composed.hydra)
         with open_dict(composed):
             del composed["hydra"]
     return to_audit_config(composed)
