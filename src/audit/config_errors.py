@@ -26,8 +26,8 @@ from hydra.errors import ConfigCompositionException, MissingConfigException, Ove
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from audit.config_files import (check_chosen_files_hold_settings, check_grid_is_swept,
-                                check_model_names, check_group_choices,
+from audit.config_files import (MANY_OPTION_GROUPS, check_chosen_files_hold_settings,
+                                check_grid_is_swept, check_group_choices, check_model_names,
                                 check_working_folder, discard_job_directory)
 from audit.cli import split_overrides
 from audit.config_entries import (SOURCE, config_file, config_folders, entry_added_by_keys,
@@ -43,6 +43,8 @@ from hydra_plugins.audit_configs import user_conf_dir
 HYDRA_ERRORS = (ConfigCompositionException, MissingConfigException, OverrideParseException,
                 OmegaConfBaseException)
 OVERRIDE_GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
+_GROUP_TWICE = re.compile(r"Multiple values for (?P<group>\w+)\. To override|"
+                          r"(?P<again>\w+) appears more than once in the final defaults list")
 _UNREAD_GROUP = re.compile(r"Could not override '(?P<group>\w+)'\. No match in the defaults list")
 
 
@@ -168,6 +170,13 @@ def describe(error: BaseException, conf_dir: Path) -> str:
         group = unread["group"]
         return (f"this command does not read '{group}' (its config chooses no {group}): leave "
                 f"the {group}= override out; with +{group}= it would be added and ignored")
+    twice = _GROUP_TWICE.match(str(error))
+    if twice:  # Hydra's fix, "use 'override sweep: judges'", is for a defaults list
+        group = twice["group"] or twice["again"]
+        plus = "+" if group == "sweep" else ""  # the one group config.yaml does not choose
+        listed = (f"list them in one, {plus}{group}=[A,B]" if group in MANY_OPTION_GROUPS
+                  else f"it takes one (to run several, sweep them: -m {group}=A,B)")
+        return f"{group} is chosen more than once on the command line: {listed}"
     if isinstance(error, OverrideParseException):
         override = getattr(error, "override", None)
         if override and "=" not in override:  # a bare path or word: Hydra's "missing EQUAL"

@@ -95,6 +95,23 @@ def test_each_kind_of_typo_is_one_line_naming_the_valid_options(override: str, e
     assert expected in message
 
 
+@pytest.mark.parametrize(("overrides", "expected"), [
+    (["+sweep=models", "+sweep=judges"], "sweep is chosen more than once on the command line: "
+                                         "list them in one, +sweep=[A,B]"),
+    (["model=smollm2", "+model=vllm"], "model is chosen more than once on the command line: "
+                                       "list them in one, model=[A,B]"),
+    (["items=smoke", "+items=full"], "items is chosen more than once on the command line: it "
+                                     "takes one (to run several, sweep them: -m items=A,B)"),
+])
+def test_a_group_chosen_twice_is_one_line_saying_how_to_choose_several(overrides, expected):
+    """Bug caught: Hydra's line, "Multiple values for sweep. To override a value use 'override
+    sweep: judges'", gives the fix for a defaults list, which a command line has none of."""
+    with pytest.raises(HYDRA_ERRORS) as caught:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            compose("config", overrides=overrides)
+    assert describe(caught.value, Path(CONF_DIR)) == expected
+
+
 def test_valid_keys_follow_the_schema_through_dict_fields():
     assert valid_keys(["design"]) == ["replicates", "seed", "adaptive", "max_prompts",
                                       "max_tokens_budget", "max_answer_minutes",
