@@ -24,7 +24,8 @@ import yaml
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig
-from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+from omegaconf.errors import (ConfigAttributeError, ConfigKeyError, InterpolationKeyError,
+                              OmegaConfBaseException)
 
 from audit.config_files import (MANY_OPTION_GROUPS, check_chosen_files_hold_settings,
                                 check_grid_is_swept, check_group_choices, check_model_names,
@@ -206,6 +207,13 @@ def describe(error: BaseException, conf_dir: Path) -> str:
                     f"+GROUP=OPTION){did_you_mean(key, options + groups)}")
         return (f"unknown key '{full_key}'{where}; valid keys under '{'.'.join(parent)}': "
                 f"{', '.join(options)}{did_you_mean(key, options)}")
+    if isinstance(cause, InterpolationKeyError):  # `design.seed=${oops}`: Hydra's line alone
+        key = str(getattr(cause, "full_key", "") or "")
+        # Read from Hydra's record of the overrides the key is `task[0]`: no key of the user's.
+        named = f"'{key}': " if key and "[" not in key and not key.startswith("hydra") else ""
+        return (f"{named}{_first_line(str(cause))}{where}: a ${{...}} in a value names another "
+                f"key of the config (as in design.seed=${{fit.seed}}); name a key it has, or "
+                f"write the value itself")
     added = entry_added_by_keys(error, cause, conf_dir)
     if added:
         return added

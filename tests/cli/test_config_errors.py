@@ -112,6 +112,21 @@ def test_a_group_chosen_twice_is_one_line_saying_how_to_choose_several(overrides
     assert describe(caught.value, Path(CONF_DIR)) == expected
 
 
+def test_an_interpolation_of_no_key_says_what_a_dollar_brace_does(tmp_path: Path):
+    """Bug caught: `design.seed=${oops}` read only "Interpolation key 'oops' not found", and in
+    a model file it named neither the setting nor what ${...} means."""
+    line = _only_line(_audit("design.seed=${oops}", "tracking=none", cwd=tmp_path))
+    assert line == ("config error: Interpolation key 'oops' not found: a ${...} in a value names "
+                    "another key of the config (as in design.seed=${fit.seed}); name a key it "
+                    "has, or write the value itself")
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    (tmp_path / "conf" / "model" / "mine.yaml").write_text(
+        "mine:\n  backend: ollama\n  model: ${nothere}\n")
+    line = _only_line(_audit("model=mine", "judge=rules_only", "tracking=none", cwd=tmp_path))
+    assert line.startswith("config error: 'model.mine.model': Interpolation key 'nothere' not "
+                           "found: a ${...} in a value")
+
+
 def test_valid_keys_follow_the_schema_through_dict_fields():
     assert valid_keys(["design"]) == ["replicates", "seed", "adaptive", "max_prompts",
                                       "max_tokens_budget", "max_answer_minutes",
