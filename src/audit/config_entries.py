@@ -56,6 +56,12 @@ def config_file(source: str) -> str:
     return f"conf/{source}.yaml"
 
 
+def _model_file_exists(name: str, conf_dir: Path) -> bool:
+    """Whether `model=NAME` would find a file, in the user's ./conf or the shipped one."""
+    return any((folder / "model" / f"{name}.yaml").is_file()
+               for folder in config_folders(conf_dir))
+
+
 def unknown_entry(parent: list[str], name: str, cause: OmegaConfBaseException, conf_dir: Path,
                   where: str) -> str | None:
     """A setting of a named entry (`model.vllm.base_url=...`) that this run did not compose:
@@ -69,8 +75,7 @@ def unknown_entry(parent: list[str], name: str, cause: OmegaConfBaseException, c
     line = (f"unknown key '{dotted}.{name}'{where}: this run's {dotted} has "
             f"{', '.join(present) or 'no entries'}")
     if parent == ["model"]:
-        if any((folder / "model" / f"{name}.yaml").is_file()
-               for folder in config_folders(conf_dir)):
+        if _model_file_exists(name, conf_dir):
             return (f"{line}; to audit {name}, choose it first: model={name} (or "
                     f"model=[{','.join([*present, name])}] beside them), then set its keys")
         return (f"{line}; no conf/model/{name}.yaml to choose it from (write one: "
@@ -95,8 +100,7 @@ def entry_added_by_keys(error: BaseException, cause: BaseException | None,
     line = (f"'{merged['override']}' cannot add {'.'.join(parent)} '{name}' from the command "
             "line")
     if parent == ["model"]:
-        if any((folder / "model" / f"{name}.yaml").is_file()
-               for folder in config_folders(conf_dir)):
+        if _model_file_exists(name, conf_dir):
             return (f"{line}: choose it with model={name} (model=[CURRENT,{name}] keeps the "
                     f"others), then set its keys without the +")
         return (f"{line}: write conf/model/{name}.yaml (docs/models.md) and choose it with "
