@@ -147,7 +147,7 @@ def verdict_outcome(checks: list[Check]) -> str:
 
 def verdict_text(checks: list[Check]) -> str:
     """`FAIL (2 of 6 checks failed, 1 not testable)`, `PASS (0 of 8 checks failed; 7 of 7
-    comparisons undecided, ...)` or `NOT TESTED (0 of 6 checks could be judged, 6 not
+    comparisons undecided, ...)` or `NOT TESTED (0 of 6 comparisons could be judged, 6 not
     testable)`: what CI decides, in one phrase (the command's last line, and the
     summary a run ends with). Checks, not comparisons: a Rasch run's checks include its fit's
     convergence besides the contrasts its summary lists."""

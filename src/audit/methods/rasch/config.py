@@ -29,6 +29,7 @@ class FitConfig:
     name: str = "rasch"
     # rasch (identified, Binomial cells) | rasch_seed (original audit) | twopl | explanatory |
     # population (group contrasts: text spread within demographic cells; conf/fit/population.yaml)
+    # | hurdle (decide or abstain, then favourable if decided; conf/fit/hurdle.yaml)
     model: str = one_of("rasch", MODELS)
     outcome: str = one_of("favourable", OUTCOMES)
     # What the fit reads of each answer: `decision` (the label, coded by fit.outcome) or
@@ -55,8 +56,8 @@ class FitConfig:
     ess_min: float = within(400.0, 0)
     # Persona columns whose levels are contrasted (and, for fit.model=explanatory, modelled).
     attributes: list[str] = field(default_factory=lambda: ["gender", "race"])
-    # Attributes that also get a level x item interaction (explanatory model only): which
-    # scenarios carry the gap.
+    # Attributes that also get a level x item interaction (population and explanatory models
+    # only): which scenarios carry the gap.
     item_dif: list[str] = field(default_factory=list)
     # Half-width of the region of practical equivalence, in logits (default: Cohen's d = 0.1).
     # Negative, the decision rule would turn inside out (tight intervals at 0 called `different`).
