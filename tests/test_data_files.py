@@ -62,7 +62,7 @@ def test_an_empty_setting_is_named_as_empty(shipped: Path, user: Path, value: st
     """Bug caught: `items.bank=` read "item bank at . is a folder, not a file" (the empty path
     is the working folder), naming neither the empty setting nor its default."""
     with pytest.raises(DataFileNotFound, match=r"^items.bank is empty: name the item bank file, "
-                                               r"or leave items.bank out for the default$"):
+                                               r"or leave the setting out$"):
         data_file(value, "item bank", "items.bank", cwd=user, shipped=shipped)
 
 

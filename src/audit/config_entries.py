@@ -97,6 +97,10 @@ def entry_added_by_keys(error: BaseException, cause: BaseException | None,
     if found is None:
         return None
     parent, name = found
+    if str(getattr(cause, "full_key", "")) != name:
+        # A value of the wrong type inside an entry the run has (`model.NAME.sampling=3`): the
+        # error's key is the setting's, and OmegaConf's own line says what is wrong.
+        return None
     line = (f"'{merged['override']}' cannot add {'.'.join(parent)} '{name}' from the command "
             "line")
     if parent == ["model"]:

@@ -172,8 +172,11 @@ def describe(error: BaseException, conf_dir: Path) -> str:
         return (f"this command does not read '{group}' (its config chooses no {group}): leave "
                 f"the {group}= override out; with +{group}= it would be added and ignored")
     twice = _GROUP_TWICE.match(str(error))
-    if twice:  # Hydra's fix, "use 'override sweep: judges'", is for a defaults list
-        group = twice["group"] or twice["again"]
+    group = twice and (twice["group"] or twice["again"])
+    if group and sum(argument.lstrip("+").partition("=")[0] == group
+                     for argument in sys.argv[1:]) > 1:
+        # Hydra's fix, "use 'override sweep: judges'", is for a defaults list; it stays for a
+        # group a user's config file chooses again (a sweep file's `defaults: [/model: x]`).
         plus = "+" if group == "sweep" else ""  # the one group config.yaml does not choose
         listed = (f"list them in one, {plus}{group}=[A,B]" if group in MANY_OPTION_GROUPS
                   else f"it takes one (to run several, sweep them: -m {group}=A,B)")

@@ -111,18 +111,22 @@ def check_group_choices(hydra: DictConfig) -> None:
                if source.get("schema") == "file"]
     for override in hydra.overrides.task:
         group = override.partition("=")[0]
-        if not group.startswith("~") or "." in group or "/" in group:
-            continue
+        if not group.startswith("~") or "." in group or "/" in group or group == "~sweep":
+            continue  # a sweep is optional: `~sweep` undoes a `+sweep=` before it
         group = group[1:]
         options = sorted({path.stem for folder in folders
                           for path in (folder / group).glob("*.yaml")})
+        # Hydra's delete left the run on the schema's defaults without a word: `~items`
+        # audited all 48 scenarios of the bank, not the default 12; `~judge` read "Missing
+        # mandatory value: name"; `~design` dropped config.yaml's design settings (reviews
+        # 2026-12-04).
         if options:
-            # Hydra's delete left the run on the schema's defaults without a word: `~items`
-            # audited all 48 scenarios of the bank, not the default 12; `~judge` read "Missing
-            # mandatory value: name" (bad-input review 2026-12-04).
             raise ConfigValueError(
-                f"~{group} removes the run's {group}, and every run needs one: choose another "
-                f"with {group}=OPTION ({', '.join(options)})")
+                f"~{group} removes the run's {group}, and every run needs one: leave the "
+                f"override out, or choose one with {group}=OPTION ({', '.join(options)})")
+        raise ConfigValueError(
+            f"~{group} removes a section every run has (its settings would fall back to the "
+            f"schema's defaults): leave the override out, or set its keys ({group}.KEY=VALUE)")
     for group, names in command_line_choices(hydra.overrides.task).items():
         if len(names) < 2 or group in MANY_OPTION_GROUPS or group.startswith("hydra") \
                 or not any((folder / group).is_dir() for folder in folders):

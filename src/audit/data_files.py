@@ -64,8 +64,8 @@ def data_file(path: str | Path, what: str, setting: str, *, cwd: Path | None = N
     ("items.bank"); `cwd` and `shipped` default to the current folder and the shipped data.
     """
     if not str(path).strip():  # `items.bank=` read "item bank at . is a folder, not a file"
-        raise DataFileNotFound(f"{setting} is empty: name the {what} file, or leave {setting} "
-                               "out for the default")
+        raise DataFileNotFound(f"{setting} is empty: name the {what} file, or leave the "
+                               "setting out")
     given = Path(path)
     if given.is_absolute():
         if given.is_file():

@@ -88,6 +88,10 @@ def _error_for(override: str) -> str:
     ("+judge.models.extra.backend=ollama", "cannot add judge.models 'extra' from the command "
                                            "line: a judge's models are written under `models:` "
                                            "in conf/judge/NAME.yaml"),
+    # ...and only a new one: a wrong value in a chosen model keeps OmegaConf's line (review).
+    ("model.qwen_coder_0_5b.sampling=3", "invalid value for 'model.qwen_coder_0_5b.sampling': "
+                                         "Invalid type assigned: int is not a subclass of "
+                                         "SamplingConfig"),
 ])
 def test_each_kind_of_typo_is_one_line_naming_the_valid_options(override: str, expected: str):
     message = _error_for(override)
@@ -103,9 +107,12 @@ def test_each_kind_of_typo_is_one_line_naming_the_valid_options(override: str, e
     (["items=smoke", "+items=full"], "items is chosen more than once on the command line: it "
                                      "takes one (to run several, sweep them: -m items=A,B)"),
 ])
-def test_a_group_chosen_twice_is_one_line_saying_how_to_choose_several(overrides, expected):
+def test_a_group_chosen_twice_is_one_line_saying_how_to_choose_several(overrides, expected,
+                                                                       monkeypatch):
     """Bug caught: Hydra's line, "Multiple values for sweep. To override a value use 'override
-    sweep: judges'", gives the fix for a defaults list, which a command line has none of."""
+    sweep: judges'", gives the fix for a defaults list, which a command line has none of. The
+    line is read from the command line: a group a config file chooses again keeps Hydra's."""
+    monkeypatch.setattr(sys, "argv", ["audit", *overrides])
     with pytest.raises(HYDRA_ERRORS) as caught:
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             compose("config", overrides=overrides)
@@ -125,6 +132,17 @@ def test_an_interpolation_of_no_key_says_what_a_dollar_brace_does(tmp_path: Path
     line = _only_line(_audit("model=mine", "judge=rules_only", "tracking=none", cwd=tmp_path))
     assert line.startswith("config error: 'model.mine.model': Interpolation key 'nothere' not "
                            "found: a ${...} in a value")
+
+
+def test_a_group_a_sweep_file_chooses_again_keeps_hydras_advice(tmp_path: Path):
+    """Review finding: a user's sweep file whose defaults choose `/model: smollm2` (config.yaml
+    chooses a model too) read "model is chosen more than once on the command line", which it
+    was not; Hydra's "use 'override model: ...'" is the fix there."""
+    (tmp_path / "conf" / "sweep").mkdir(parents=True)
+    (tmp_path / "conf" / "sweep" / "mine.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - /model: smollm2\n")
+    line = _only_line(_audit("+sweep=mine", "tracking=none", cwd=tmp_path))
+    assert "on the command line" not in line and "override" in line, line
 
 
 def test_valid_keys_follow_the_schema_through_dict_fields():
@@ -211,6 +229,7 @@ def test_a_second_entry_point_in_one_process_still_gets_one_line(monkeypatch):
     as the user's wish and raised the traceback instead of the line."""
     from audit.config_errors import one_line_config_errors
 
+    monkeypatch.setattr(sys, "argv", ["audit"])  # not pytest's own command line
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     for _ in range(2):
         with pytest.raises(SystemExit) as ended, one_line_config_errors(Path(CONF_DIR)):
@@ -471,6 +490,8 @@ def test_a_yaml_error_raised_outside_hydras_config_loading_keeps_its_traceback(m
     from audit.config_errors import one_line_config_errors
 
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    # It reads the command line: pytest's own (`-m "not slow"`) is no audit command's.
+    monkeypatch.setattr(sys, "argv", ["audit"])
     with pytest.raises(yaml.YAMLError), one_line_config_errors(Path(CONF_DIR)):
         yaml.safe_load("a: {b: 1\n")
     with pytest.raises(UnicodeDecodeError), one_line_config_errors(Path(CONF_DIR)):
@@ -595,14 +616,19 @@ def test_a_group_removed_on_the_command_line_is_refused_naming_its_options(tmp_p
     defaults without a word: `~items` audited all 48 scenarios of the bank, not the default 12,
     and `~judge` read "invalid value for 'judge.name': Missing mandatory value: name"."""
     line = _only_line(_audit("~judge", "tracking=none", cwd=tmp_path))
-    assert line.endswith("~judge removes the run's judge, and every run needs one: choose "
-                         "another with judge=OPTION (logprob, openai_gpt4o_mini, "
-                         "qwen_coder_0_5b, qwen_coder_1_5b, rules_only, smollm2, smollm2_panel)")
+    assert line.endswith("~judge removes the run's judge, and every run needs one: leave the "
+                         "override out, or choose one with judge=OPTION (logprob, "
+                         "openai_gpt4o_mini, qwen_coder_0_5b, qwen_coder_1_5b, rules_only, "
+                         "smollm2, smollm2_panel)")
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ConfigValueError, match=r"^~items removes the run's items, .* "
                                                r"items=OPTION \(default, discrim_eval, full, "
                                                r"smoke\)$"):
         compose_params(["~items"], check_files=True)
+    with pytest.raises(ConfigValueError, match=r"^~design removes a section every run has "):
+        compose_params(["~design"], check_files=True)
+    # a sweep is optional: removing one is no mistake (review finding)
+    assert compose_params(["+sweep=fits", "~sweep"], check_files=True).items.name == "default"
     # a setting is not removable either; its line says to set it
     assert _error_for("~design.seed") == ("~design.seed cannot remove a setting, which every run "
                                           "has: set it instead (design.seed=VALUE), or leave "

@@ -47,7 +47,7 @@ def test_a_store_from_the_environment_is_blamed_on_the_environment(monkeypatch, 
     config = compose_params([]).tracking
     assert config.tracking_uri == DEAD_STORE
     with pytest.raises(TrackingError, match=r"start the server, fix MLFLOW_TRACKING_URI "
-                                            r"\(tracking.tracking_uri reads it\), or pass "
+                                            r"\(the default store comes from it\), or pass "
                                             r"tracking=none$"):
         check_store(config)
 

@@ -96,7 +96,7 @@ def store_fix(tracking_uri: str, without_store: str = WITHOUT_STORE) -> str:
     server = tracking_uri.startswith(("http://", "https://"))
     # The shipped configs read MLFLOW_TRACKING_URI first: a store the user set there, not in
     # any config, was blamed on tracking.tracking_uri, which they never typed.
-    setting = ("fix MLFLOW_TRACKING_URI (tracking.tracking_uri reads it)"
+    setting = ("fix MLFLOW_TRACKING_URI (the default store comes from it)"
                if os.environ.get("MLFLOW_TRACKING_URI") == tracking_uri
                else "fix tracking.tracking_uri")
     return f"{'start the server, ' if server else ''}{setting}, or {without_store}"

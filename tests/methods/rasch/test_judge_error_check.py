@@ -38,7 +38,7 @@ def test_possible_or_unset_requests_pass():
     check_judge_error(_compose(["judge=logprob"]))  # unset: labels as truth, no gold
 
 
-def test_the_design_stage_checks_it_before_fetching_models_or_writing_prompts(tmp_path):
+def test_the_design_stage_checks_it_before_writing_prompts(tmp_path):
     from audit.methods.rasch.method import _design
 
     cfg = _compose(["fit.judge_error=true", "judge=logprob"])

@@ -157,7 +157,7 @@ class RaschFit:
     # Gaps between persona attribute levels (contrasts.CONTRAST_COLUMNS); empty when the outcome
     # table carries no persona attributes (for example `python -m audit.fit` on a bare table).
     contrasts: pl.DataFrame = field(default_factory=pl.DataFrame)
-    # Per-item gaps for the attributes in fit.item_dif (explanatory model only).
+    # Per-item gaps for the attributes in fit.item_dif (population and explanatory models).
     item_gaps: pl.DataFrame = field(default_factory=pl.DataFrame)
     # The outcome coding this fit modelled, and fits of further codings (fit.second_outcome)
     # made on the same labels, so one fit stage carries e.g. favourability and abstention.
