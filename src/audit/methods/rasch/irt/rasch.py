@@ -37,7 +37,8 @@ from audit.methods.rasch.config import MODELS, FitConfig
 from audit.methods.rasch.irt.engines import sample_posterior
 from audit.methods.rasch.irt.contrasts import item_gaps, level_contrasts
 from audit.methods.rasch.irt.diagnostics import Diagnostics, diagnose
-from audit.methods.rasch.irt.explanatory import RespondentTable, build_explanatory_model, respondent_table
+from audit.methods.rasch.irt.explanatory import (RespondentTable, build_explanatory_model,
+                                                  respondent_table)
 from audit.methods.rasch.irt.hurdle import (
     ABSTAINED_OUTCOME,
     DECIDED_OUTCOME,
