@@ -229,7 +229,6 @@ def test_a_second_entry_point_in_one_process_still_gets_one_line(monkeypatch):
     as the user's wish and raised the traceback instead of the line."""
     from audit.config_errors import one_line_config_errors
 
-    monkeypatch.setattr(sys, "argv", ["audit"])  # not pytest's own command line
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     for _ in range(2):
         with pytest.raises(SystemExit) as ended, one_line_config_errors(Path(CONF_DIR)):
@@ -490,8 +489,6 @@ def test_a_yaml_error_raised_outside_hydras_config_loading_keeps_its_traceback(m
     from audit.config_errors import one_line_config_errors
 
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    # It reads the command line: pytest's own (`-m "not slow"`) is no audit command's.
-    monkeypatch.setattr(sys, "argv", ["audit"])
     with pytest.raises(yaml.YAMLError), one_line_config_errors(Path(CONF_DIR)):
         yaml.safe_load("a: {b: 1\n")
     with pytest.raises(UnicodeDecodeError), one_line_config_errors(Path(CONF_DIR)):
