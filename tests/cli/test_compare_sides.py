@@ -131,7 +131,8 @@ def test_a_store_that_is_down_stops_the_comparison_before_its_fit(runs, tmp_path
                                                                   monkeypatch):
     """Bug caught: the store was first reached when the comparison was logged, after the fit
     had written its files: the result and verdict lines were never printed, and the exit code
-    2 of the store's failure replaced the gate's 0 or 1."""
+    2 of the store's failure replaced the gate's 0 or 1. Then its fix named
+    tracking.tracking_uri, which audit.compare does not take (its option is tracking_uri=)."""
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     run_a, run_b = runs
     out = tmp_path / "out"
@@ -141,7 +142,7 @@ def test_a_store_that_is_down_stops_the_comparison_before_its_fit(runs, tmp_path
     errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
     assert code == 2
     assert errors == [f"MLflow store {dead} unreachable (connection refused): start the server, "
-                      "fix tracking.tracking_uri, or pass tracking=false"]
+                      "fix tracking_uri, or pass tracking=false"]
     assert not (out / "changes.csv").exists()
 
 

@@ -242,7 +242,8 @@ def run(argv: list[str]) -> int:
     left_out = (*comparable.left_out, *attributes_note(cfg.fit, cfg_b.fit))
     settings = replace(cfg.tracking, tracking_uri=uri, run_name=None)
     if tracked and settings.enabled:  # before the fit: failing after it replaced the gate's code
-        tracking.check_store(settings, without_store="pass tracking=false")
+        tracking.check_store(settings, without_store="pass tracking=false",
+                             setting="tracking_uri")
     idata, diagnostics = comparison.fit_joint(outcomes, fit, pairing.paired, confusion)
     changes = comparison.change_table(
         idata["posterior"].to_dataset(), comparable.levels, rope=fit.rope, hdi_prob=fit.hdi_prob,

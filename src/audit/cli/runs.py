@@ -134,7 +134,8 @@ def check_store(settings: TrackingConfig, option: str = STORE_OPTION) -> None:
                           f"{'is a folder' if path.is_dir() else 'does not exist'}); "
                           f"{elsewhere(option)}")
     try:
-        reach_store(settings, without_store=elsewhere(option))
+        # elsewhere() names the command's own option: no tracking.tracking_uri to fix here.
+        reach_store(settings, without_store=elsewhere(option), setting=None)
     except TrackingError as error:
         raise LookupError(str(error)) from None
 

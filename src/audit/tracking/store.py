@@ -92,18 +92,33 @@ def _failure_reason(error: Exception) -> str:
 WITHOUT_STORE = "pass tracking=none"
 
 
-def store_fix(tracking_uri: str, without_store: str = WITHOUT_STORE) -> str:
+# The setting that names the store, for entry points that take Hydra overrides.
+STORE_SETTING = "tracking.tracking_uri"
+
+
+def from_environment(tracking_uri: str) -> bool:
+    """Whether the store is MLFLOW_TRACKING_URI's, which the shipped configs read first: a
+    store the user set there, not in any config, was blamed on tracking.tracking_uri, which
+    they never typed."""
+    return os.environ.get("MLFLOW_TRACKING_URI") == tracking_uri
+
+
+def store_fix(tracking_uri: str, without_store: str = WITHOUT_STORE,
+              setting: str | None = STORE_SETTING) -> str:
+    """The fixes of a store that failed: start it (a server), correct the `setting` it came
+    from (None: `without_store` already says how to give another store), or `without_store`."""
     server = tracking_uri.startswith(("http://", "https://"))
-    # The shipped configs read MLFLOW_TRACKING_URI first: a store the user set there, not in
-    # any config, was blamed on tracking.tracking_uri, which they never typed.
-    setting = ("fix MLFLOW_TRACKING_URI (the default store comes from it)"
-               if os.environ.get("MLFLOW_TRACKING_URI") == tracking_uri
-               else "fix tracking.tracking_uri")
-    return f"{'start the server, ' if server else ''}{setting}, or {without_store}"
+    if from_environment(tracking_uri):
+        setting = "MLFLOW_TRACKING_URI (the default store comes from it)"
+    # audit.runs and audit.compare said "fix tracking.tracking_uri" beside their own
+    # --tracking-uri and tracking_uri= (review 2026-12-04).
+    fixes = [*(["start the server"] if server else []), *([f"fix {setting}"] if setting else [])]
+    return f"{', '.join(fixes)}, or {without_store}" if fixes else without_store
 
 
 @contextmanager
-def store_errors(tracking_uri: str, without_store: str = WITHOUT_STORE) -> Iterator[None]:
+def store_errors(tracking_uri: str, without_store: str = WITHOUT_STORE,
+                 setting: str | None = STORE_SETTING) -> Iterator[None]:
     """MLflow's and requests' failures as a TrackingError naming the store and the fix."""
     import requests
     from mlflow.exceptions import MlflowException
@@ -116,7 +131,7 @@ def store_errors(tracking_uri: str, without_store: str = WITHOUT_STORE) -> Itera
         yield
     except (MlflowException, requests.RequestException, DatabaseError) as error:
         raise TrackingError(f"MLflow store {tracking_uri} {_failure_reason(error)}: "
-                            f"{store_fix(tracking_uri, without_store)}") from error
+                            f"{store_fix(tracking_uri, without_store, setting)}") from error
 
 
 @contextmanager
@@ -153,7 +168,7 @@ def _local_path(location: str) -> Path | None:
     return Path(location) if not parsed.scheme else None
 
 
-def _check_database(config: TrackingConfig, without_store: str) -> None:
+def _check_database(config: TrackingConfig, without_store: str, setting: str | None) -> None:
     """A SQLite store that cannot be written, as one line before MLflow opens it: MLflow
     stopped on a FileExistsError traceback (a file where its folder should be) or retried a
     database it could not open for minutes."""
@@ -163,7 +178,7 @@ def _check_database(config: TrackingConfig, without_store: str) -> None:
     reason = why_unwritable(database)
     if reason:
         raise TrackingError(f"MLflow store {config.tracking_uri}: {reason}: "
-                            f"{store_fix(config.tracking_uri, without_store)}")
+                            f"{store_fix(config.tracking_uri, without_store, setting)}")
 
 
 def _check_artifacts(config: TrackingConfig, experiment) -> None:
@@ -185,8 +200,8 @@ def _check_artifacts(config: TrackingConfig, experiment) -> None:
             "tracking.artifact_root you can write)")
 
 
-def reach_store(config: TrackingConfig,
-                without_store: str = WITHOUT_STORE) -> Experiment | None:
+def reach_store(config: TrackingConfig, without_store: str = WITHOUT_STORE,
+                setting: str | None = STORE_SETTING) -> Experiment | None:
     """Reach the store once, with few retries and a short timeout (PROBE_SETTINGS unless the
     environment asks for less): a store that is down, or a URI MLflow refuses (a bare `mlruns`
     folder, whose file store MLflow 3 no longer opens by default), is a TrackingError in
@@ -204,26 +219,26 @@ def reach_store(config: TrackingConfig,
                 os.environ[name] = str(cap)
         retries_log.setLevel(logging.ERROR)
         try:
-            with store_errors(config.tracking_uri, without_store):
+            with store_errors(config.tracking_uri, without_store, setting):
                 return MlflowClient(config.tracking_uri).get_experiment_by_name(
                     config.experiment)
         finally:
             retries_log.setLevel(level)
 
 
-def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE) -> None:
+def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE,
+                setting: str | None = STORE_SETTING) -> None:
     """Before a run's work: the store reached (reach_store), and the local folders the run will
     write in. An empty store or experiment name passed here and stopped the run after all its
     work, the experiment's as "fix tracking.tracking_uri" (bad-input review 2026-12-04)."""
     if not config.tracking_uri.strip():
-        # The shipped configs read MLFLOW_TRACKING_URI first: a CI secret that is missing
-        # leaves it set and empty, and the user typed no tracking_uri at all.
+        # A CI secret that is missing leaves MLFLOW_TRACKING_URI set and empty.
         source = (" (MLFLOW_TRACKING_URI, which it reads, is set but empty)"
-                  if os.environ.get("MLFLOW_TRACKING_URI") == "" else "")
-        raise TrackingError(f"tracking.tracking_uri= is empty{source}: give the MLflow store "
-                            f"(the default is sqlite:///mlflow.db), or {without_store}")
+                  if from_environment(config.tracking_uri) else "")
+        raise TrackingError(f"{setting or STORE_SETTING}= is empty{source}: give the MLflow "
+                            f"store (the default is sqlite:///mlflow.db), or {without_store}")
     if not config.experiment.strip():
         raise TrackingError("tracking.experiment= is empty: name the MLflow experiment the run "
                             "goes to (the default is audit)")
-    _check_database(config, without_store)
-    _check_artifacts(config, reach_store(config, without_store))
+    _check_database(config, without_store, setting)
+    _check_artifacts(config, reach_store(config, without_store, setting))
