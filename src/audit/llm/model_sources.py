@@ -85,9 +85,11 @@ def check_request_models(models: Mapping[str, ModelConfig]) -> None:
             raise AuditError(f"{key}: {error}") from None
 
 
-def audited_models(models: Mapping[str, ModelConfig]) -> dict[str, ModelConfig]:
-    """A run's `model` group by config key, for check_request_models."""
-    return {f"model.{name}": model for name, model in models.items()}
+def models_by_key(models: Mapping[str, ModelConfig],
+                  section: str = "model") -> dict[str, ModelConfig]:
+    """Models by their config key (`model.NAME`, or `judge.models.NAME` for
+    section="judge.models"), for check_request_models."""
+    return {f"{section}.{name}": model for name, model in models.items()}
 
 
 def model_file(config: ModelConfig) -> Path:

@@ -10,7 +10,7 @@ from hydra import compose, initialize_config_dir
 
 from audit.__main__ import CONF_DIR
 from audit.errors import AuditError
-from audit.llm.model_sources import audited_models, check_request_models
+from audit.llm.model_sources import models_by_key, check_request_models
 from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.methods.rasch.analyse import check_fit_settings
 from audit.methods.rasch.design import design_stage
@@ -35,7 +35,7 @@ def test_a_judge_without_its_api_key_is_refused_at_design(monkeypatch):
                                          "OPENAI_API_KEY") as error:
         _design(cfg, None, None)  # type: ignore[arg-type]  # fails before it reads them
     assert "\n" not in str(error.value)
-    judges = {f"judge.models.{name}": model for name, model in cfg.judge.models.items()}
+    judges = models_by_key(cfg.judge.models, "judge.models")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     check_request_models(judges)  # set: accepted
     monkeypatch.setenv("OPENAI_API_KEY", "")
@@ -46,7 +46,7 @@ def test_a_judge_without_its_api_key_is_refused_at_design(monkeypatch):
 def test_a_key_variable_on_a_backend_that_reads_none_is_not_required(monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_VARIABLE", raising=False)
     cfg = _compose(["model=ollama_llama3", "model.ollama_llama3.api_key_env=NO_SUCH_KEY_VARIABLE"])
-    check_request_models(audited_models(cfg.model))
+    check_request_models(models_by_key(cfg.model))
 
 
 @pytest.mark.parametrize("method", ["iat", "dif", "counterfactual"])

@@ -19,7 +19,7 @@ import polars as pl
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
 from audit.data_files import data_file
-from audit.llm.model_sources import audited_models, check_request_models
+from audit.llm.model_sources import models_by_key, check_request_models
 from audit.methods.counterfactual.config import CounterfactualConfig
 from audit.methods.counterfactual.schemas import (
     CounterfactualGroupSchema,
@@ -102,7 +102,7 @@ def check_settings(config: CounterfactualConfig) -> list[str]:
 def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     config = cfg.counterfactual
     check_settings(config)
-    check_request_models(audited_models(cfg.model))
+    check_request_models(models_by_key(cfg.model))
     # a missing lexicon stops the run before any request
     load_lexicon(data_file(config.lexicon, "lexicon", "counterfactual.lexicon"))
     variants = expand_variants(config)

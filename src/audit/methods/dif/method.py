@@ -42,7 +42,7 @@ from audit.schemas import ResponseSchema
 from audit.tables import read_frame, read_table, save_figure, write_frame
 from audit.methods.configs import AuditConfig
 from audit.data_files import data_file
-from audit.llm.model_sources import audited_models, check_request_models
+from audit.llm.model_sources import models_by_key, check_request_models
 from audit.logs import counted
 from audit.methods.dif.analyse import DIFResults, analyse, metrics
 from audit.methods.dif.design import build_personas, build_prompts, greedy_models, load_items
@@ -69,7 +69,7 @@ def _read_input(path: str, what: str, setting: str) -> pl.DataFrame:
 
 def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     dif = cfg.dif
-    check_request_models(audited_models(cfg.model))
+    check_request_models(models_by_key(cfg.model))
     shipped = _read_input(dif.items_file, "DIF item bank", "dif.items_file") \
         if dif.items_file else None
     custom = _read_input(dif.custom_file, "DIF custom items", "dif.custom_file") \

@@ -42,7 +42,7 @@ from audit.data_files import data_file
 from audit.schemas import ResponseSchema
 from audit.tables import read_frame, read_table, save_figure, write_frame, write_table
 from audit.llm.engine import summarise_responses
-from audit.llm.model_sources import audited_models, check_request_models
+from audit.llm.model_sources import models_by_key, check_request_models
 from audit.logs import counted
 from audit.methods.run import (
     CONFIG_FILE,
@@ -130,7 +130,7 @@ def _iat_models(cfg: AuditConfig) -> dict[str, ModelConfig]:
 
 def _design(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> None:
     check_statistics_config(cfg.iat)
-    check_request_models(audited_models(cfg.model))
+    check_request_models(models_by_key(cfg.model))
     models = _iat_models(cfg)
     prompts = design_prompts(read_stimuli(cfg.iat), cfg.iat, models)
     write_table(prompts, files.path(PROMPTS), IATPromptSchema, "IAT prompts")

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.errors import AuditError
-from audit.llm.model_sources import audited_models, check_request_models
+from audit.llm.model_sources import models_by_key, check_request_models
 from audit.logs import counted
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive_run import ROUNDS, look_alpha_of, respond_adaptively
@@ -108,9 +108,8 @@ def _design(cfg: AuditConfig, files: StageFiles, clock: RunClock) -> None:
     check_judge_tokens(cfg)
     check_labeller(cfg)
     gold_set_of(cfg)
-    check_request_models({**audited_models(cfg.model),
-                          **{f"judge.models.{name}": model
-                             for name, model in cfg.judge.models.items()}})
+    check_request_models({**models_by_key(cfg.model),
+                          **models_by_key(cfg.judge.models, "judge.models")})
     warn_unreachable_judges(cfg)
     check_judge_error(cfg)
     check_fit_settings(cfg)
