@@ -10,7 +10,7 @@ from hydra import compose, initialize_config_dir
 
 from audit.__main__ import CONF_DIR
 from audit.errors import AuditError
-from audit.llm.model_sources import models_by_key, check_request_models
+from audit.llm.model_sources import check_request_models, models_by_key
 from audit.methods.configs import AuditConfig, register_configs, to_audit_config
 from audit.methods.rasch.analyse import check_fit_settings
 from audit.methods.rasch.design import design_stage

@@ -19,7 +19,7 @@ import polars as pl
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
 from audit.data_files import data_file
-from audit.llm.model_sources import models_by_key, check_request_models
+from audit.llm.model_sources import check_request_models, models_by_key
 from audit.methods.counterfactual.config import CounterfactualConfig
 from audit.methods.counterfactual.schemas import (
     CounterfactualGroupSchema,

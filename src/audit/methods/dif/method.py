@@ -42,7 +42,7 @@ from audit.schemas import ResponseSchema
 from audit.tables import read_frame, read_table, save_figure, write_frame
 from audit.methods.configs import AuditConfig
 from audit.data_files import data_file
-from audit.llm.model_sources import models_by_key, check_request_models
+from audit.llm.model_sources import check_request_models, models_by_key
 from audit.logs import counted
 from audit.methods.dif.analyse import DIFResults, analyse, metrics
 from audit.methods.dif.design import build_personas, build_prompts, greedy_models, load_items

@@ -42,7 +42,7 @@ from audit.data_files import data_file
 from audit.schemas import ResponseSchema
 from audit.tables import read_frame, read_table, save_figure, write_frame, write_table
 from audit.llm.engine import summarise_responses
-from audit.llm.model_sources import models_by_key, check_request_models
+from audit.llm.model_sources import check_request_models, models_by_key
 from audit.logs import counted
 from audit.methods.run import (
     CONFIG_FILE,

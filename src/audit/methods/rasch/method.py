@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.errors import AuditError
-from audit.llm.model_sources import models_by_key, check_request_models
+from audit.llm.model_sources import check_request_models, models_by_key
 from audit.logs import counted
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.adaptive_run import ROUNDS, look_alpha_of, respond_adaptively
