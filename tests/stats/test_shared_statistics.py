@@ -108,3 +108,18 @@ def test_the_design_tests_intervals_keep_their_level_over_few_units():
     assert min(templates, names, strata) / runs >= floor, (templates, names, strata)
     assert mean_t_interval(np.array([0.3]), 0.95) is None
     assert stratified_difference_t_interval((np.array([1.0]),), (np.array([0.0]),), 0.95) is None
+
+
+@pytest.mark.parametrize("level", [0.9, 0.95])
+def test_the_one_stratum_difference_interval_is_the_pooled_two_sample_t_interval(level: float):
+    """Bug caught (test review 2026-12-05): the coverage test above bounds coverage from below
+    only, so an interval at a hard-coded 0.99 level, or any wider one, passed. With one stratum
+    the stratified interval must be scipy's pooled two-sample t interval at the asked level."""
+    from scipy import stats as scipy_stats
+
+    a = np.array([0.61, 0.72, 0.55, 0.80])
+    b = np.array([0.40, 0.52, 0.47])
+    expected = scipy_stats.ttest_ind(a, b, equal_var=True).confidence_interval(level)
+    low, high = stratified_difference_t_interval([a], [b], level)
+    assert low == pytest.approx(expected.low, rel=1e-9)
+    assert high == pytest.approx(expected.high, rel=1e-9)
