@@ -105,6 +105,11 @@ def test_persona_table_on_a_hand_made_audit():
     assert (n["n_answered"], n["n_compared"], n["bias_score"], n["dif_score"]) == (5, 5, 0.0, 1.0)
     for row in rows.values():
         assert row["accuracy_low"] <= row["accuracy"] <= row["accuracy_high"]
+    # The Jeffreys interval at the asked level, from scipy's beta quantiles: "p" answered 3 of 6
+    # right. Bug caught (test review 2026-12-05): persona_table at any other level (0.5) passed
+    # the bracketing check above.
+    assert (p["accuracy_low"], p["accuracy_high"]) == pytest.approx(
+        (stats.beta.ppf(0.025, 3.5, 3.5), stats.beta.ppf(0.975, 3.5, 3.5)), rel=1e-9)
 
 
 def simulate(rng: np.random.Generator, flip_real: float, flip_null: float = 0.1,
