@@ -138,14 +138,14 @@ def check_settings(cfg: AuditConfig) -> None:
                          f".audit/responses.sqlite3), or the store of earlier runs")
 
 
-def check_tracking(cfg: AuditConfig, before: str, without_store: str = tracking.WITHOUT_STORE,
-                   setting: str = tracking.STORE_SETTING) -> None:
+def check_tracking(cfg: AuditConfig, before: str,
+                   without_store: str = tracking.WITHOUT_STORE) -> None:
     """A store that is down (or a wrong tracking_uri) is one line before any work, not a
     traceback after the model's time is spent."""
     if not cfg.tracking.enabled:
         return
     try:
-        tracking.check_store(cfg.tracking, without_store, setting)
+        tracking.check_store(cfg.tracking, without_store)
     except tracking.TrackingError as error:
         raise tracking.TrackingError(f"{error} (checked {before}: nothing was run)") from error
 
@@ -221,8 +221,7 @@ def run_one_stage(stages: Sequence[Stage], name: str, cfg: AuditConfig, director
     check_settings(cfg)
     stage = find_stage(stages, name)
     check_tracking(cfg, f"before stage {stage.name}",
-                   "write params.yaml again with `python -m audit.params OVERRIDES tracking=none`",
-                   f"{tracking.STORE_SETTING} in params.yaml")
+                   "write params.yaml again with `python -m audit.params OVERRIDES tracking=none`")
     files = stage_files(stages, directory)
     (Path(directory) / stage.name).mkdir(parents=True, exist_ok=True)
     clock = RunClock()

@@ -24,7 +24,6 @@ from typing import Any
 from audit.config import TrackingConfig
 # Callers reach the store's failures through this module (tracking.TrackingError, ...).
 from audit.tracking.store import (  # noqa: F401
-    STORE_SETTING,
     WITHOUT_STORE,
     TrackingError,
     check_store,
