@@ -216,6 +216,27 @@ def test_holm_and_the_claim_statement():
         "real personas move answers more than random strings"] * 2
 
 
+def test_holm_over_three_models_with_exact_permutation_p_values():
+    # Four real against four null personas: C(8, 4) = 70 arrangements, all enumerated. Real
+    # scores all below the null ones: only the observed arrangement reaches its mean difference,
+    # p = 1/70. Model b: swapping 0.35 and 0.3 also reaches it (2/70); model c: swapping 0.45
+    # with 0.3 or with 0.4 (3/70). Welch's p is below each, so p_claim is the permutation p.
+    scores = {"a": ([0, .1, .2, .3], [1, 1.1, 1.2, 1.3]),
+              "b": ([0, .1, .2, .35], [.3, 1, 1.1, 1.2]),
+              "c": ([0, .01, .02, .45], [.3, .4, 1.1, 1.2])}
+    personas = pl.DataFrame([
+        {"model_name": model, "dataset": "all", "persona_kind": kind, "dif_score": score,
+         "small_intersection": False}
+        for model, arms in scores.items()
+        for kind, arm in zip(("real", "null"), arms) for score in arm])
+    tests = null_tests(personas, ALPHA, 999, seed=1)
+    assert tests["p_claim"].to_numpy() * 70 == pytest.approx([1, 2, 3])
+    # Holm: 3 x 1/70, max(3/70, 2 x 2/70), max(4/70, 1 x 3/70). Bonferroni would give 3/70,
+    # 6/70, 9/70 and Benjamini-Hochberg 3/70 for all three.
+    assert tests["p_claim_holm"].to_numpy() * 70 == pytest.approx([3, 4, 4])
+    assert tests["claim"].to_list() == [True, False, False]  # 3/70 < 0.05 < 4/70
+
+
 def test_accuracy_against_bias_across_models():
     rng = np.random.default_rng(11)
     frames = []
