@@ -110,6 +110,18 @@ def test_the_design_tests_intervals_keep_their_level_over_few_units():
     assert stratified_difference_t_interval((np.array([1.0]),), (np.array([0.0]),), 0.95) is None
 
 
+@pytest.mark.parametrize(("level", "t_quantile"), [(0.9, 2.919986), (0.95, 4.302653)])
+def test_the_mean_interval_is_students_t_at_the_asked_level(level: float, t_quantile: float):
+    """Bug caught (test review 2026-12-05): the coverage test above bounds the template
+    interval's coverage from below only, so a wider interval (a hard-coded 0.99) passed. By hand:
+    1, 2, 3 have mean 2 and standard error 1/sqrt(3); the t quantiles with 2 degrees of freedom
+    are from printed tables."""
+    low, high = mean_t_interval(np.array([1.0, 2.0, 3.0]), level)
+    half_width = t_quantile / math.sqrt(3)
+    assert (low, high) == pytest.approx((2 - half_width, 2 + half_width), rel=1e-6)
+    assert mean_t_interval(np.array([0.4, 0.4]), level) == (0.4, 0.4)
+
+
 @pytest.mark.parametrize("level", [0.9, 0.95])
 def test_the_one_stratum_difference_interval_is_the_pooled_two_sample_t_interval(level: float):
     """Bug caught (test review 2026-12-05): the coverage test above bounds coverage from below
