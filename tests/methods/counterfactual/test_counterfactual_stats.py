@@ -194,6 +194,30 @@ def test_group_summary_intervals() -> None:
     assert (refusal["sd"] == 0).all() and (refusal["ci_low"] == refusal["ci_high"]).all()
 
 
+@pytest.mark.parametrize(("level", "bounds_a", "bounds_b"),
+                         [(0.95, (6, 14), (1, 8)), (0.8, (7, 13), (2, 6))])
+def test_group_summary_interval_of_a_zero_one_group_is_the_binomial_one(
+        level: float, bounds_a: tuple[int, int], bounds_b: tuple[int, int]) -> None:
+    """Bug caught (test review 2026-12-05): the interval was checked only for bracketing the
+    mean, so one at the wrong level, or the wrong group's, passed. Resampling n values of which
+    k are 1 makes the bootstrap mean Binomial(n, k/n) / n, so the percentile interval is that
+    distribution's quantiles: for 10 of 20 and 4 of 20 the bounds above (in twentieths, from
+    binomial tables; each quantile's cdf is 0.007 or more from the cut, over four Monte Carlo
+    standard errors at 9,999 resamples)."""
+    values = {"A": [1.0] * 10 + [0.0] * 10, "B": [1.0] * 4 + [0.0] * 16}
+    long = pl.DataFrame([{"model_name": "m", "template_id": "t1", "metric": "refusal",
+                          "factor": "race", "group": group, "value": value}
+                         for group, part in values.items() for value in part])
+    summary = group_summary(long, StatsSettings(bootstrap_resamples=9_999,
+                                                confidence_level=level, seed=5))
+    for group, bounds in (("A", bounds_a), ("B", bounds_b)):
+        rows = summary.filter(pl.col("group") == group)
+        assert rows["scope"].n_unique() == 2  # the template and the pooled scope
+        for row in rows.iter_rows(named=True):
+            assert (row["ci_low"] * 20, row["ci_high"] * 20) == pytest.approx(bounds)
+            assert row["mean"] == sum(values[group]) / 20 and row["n"] == 20
+
+
 def test_truncated_shares_are_reported() -> None:
     metrics, groups = simulated(0.0)
     metrics = metrics.with_columns(truncated=pl.col("prompt_id").str.contains("-B-"))
