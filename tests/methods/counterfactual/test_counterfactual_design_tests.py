@@ -22,7 +22,11 @@ from audit.methods.counterfactual.analyse import (
     pairwise_tests,
 )
 from audit.methods.configs import VerdictConfig
-from audit.methods.counterfactual.analyse_units import design_tests, group_units
+from audit.methods.counterfactual.analyse_units import (
+    design_tests,
+    group_units,
+    within_block_rank_biserial,
+)
 from audit.methods.counterfactual.config import CounterfactualConfig
 from audit.methods.counterfactual.report import headlines, pair_decision
 from audit.methods.counterfactual.verdict import judge_counterfactual
@@ -271,3 +275,24 @@ def test_a_pronoun_gap_every_template_shares_is_found():
     around it, is found in most data sets over 8 templates (smallest p 2 / 2**8)."""
     _, nested = _pronoun_rejections(template_pronoun_sd=0.2, pronoun_gap=0.8, runs=30)
     assert nested > 0.7, nested
+
+
+def test_the_rank_biserial_compares_answers_only_within_their_block():
+    """Bug caught (test review 2026-12-05): nothing checked this statistic directly; a sign flip,
+    or pairs taken across prompts and seeds, passed every test. By hand, a's answers against b's:
+    block (t1, 0): 3 > 2, 1 < 2, balance 0 over 2 pairs; (t1, 1): 5 against 1, 2, 7, balance +1
+    over 3; (t2, 0): 4 ties 4 twice, 0 over 2. In all +1 of 7 pairs. Pooled across blocks the
+    same answers give +1/25 (a: 3, 1, 5, 4, 4 against b: 2, 2, 1, 7, 4)."""
+    answers = {("t1", 0): {"a": [3, 1], "b": [2], "c": [2]},
+               ("t1", 1): {"a": [5], "b": [1, 2, 7]},
+               ("t2", 0): {"a": [4, 4], "b": [4], "c": [5]}}
+    centred = pl.DataFrame([
+        {"template_id": template, "replicate": replicate, "group": group, "value": float(value)}
+        for (template, replicate), groups in answers.items()
+        for group, values in groups.items() for value in values])
+    assert within_block_rank_biserial(centred, "a", "b") == pytest.approx(1 / 7)
+    assert within_block_rank_biserial(centred, "b", "a") == pytest.approx(-1 / 7)
+    # c, absent from (t1, 1), against a: 2 loses to 3 and beats 1, 5 beats 4 twice: 2 of 4
+    # (pooled: 1/10); against b: 2 ties 2, 5 beats 4: 1 of 2.
+    assert within_block_rank_biserial(centred, "c", "a") == pytest.approx(0.5)
+    assert within_block_rank_biserial(centred, "c", "b") == pytest.approx(0.5)
