@@ -256,8 +256,7 @@ def one_line_config_errors(conf_dir: Path, hydra_arguments: bool = True) -> Iter
     global _user_wants_traceback
     split = split_overrides(sys.argv[1:]) if hydra_arguments else None
     if split:
-        _stderr_logger().error("%s", split)
-        raise SystemExit(2)
+        exit_with_config_line(split)
     previous, wanted = os.environ.get("HYDRA_FULL_ERROR"), _user_wants_traceback
     _user_wants_traceback = previous == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"
@@ -279,15 +278,13 @@ def one_line_config_errors(conf_dir: Path, hydra_arguments: bool = True) -> Iter
         line = under_null_setting(error, sys.argv[1:])
         if line is None or _user_wants_traceback:
             raise  # anywhere but OmegaConf under Hydra's loader: a bug keeps its traceback
-        _stderr_logger().error("%s", line)
-        raise SystemExit(2) from None
+        exit_with_config_line(line)
     except (ValueError, TypeError) as error:
         line = (HYDRA_MODES if isinstance(error, ValueError) and _conflicting_hydra_modes(error)
                 else _null_group_choice(error, conf_dir))
         if line is None or _user_wants_traceback:
             raise  # any other ValueError or TypeError is a bug: it keeps its traceback
-        _stderr_logger().error("%s", line)
-        raise SystemExit(2) from None
+        exit_with_config_line(line)
     finally:
         _user_wants_traceback = wanted
         if previous is None:
@@ -326,7 +323,12 @@ def exit_on_config_error(error: BaseException, conf_dir: Path) -> typing.NoRetur
     HYDRA_FULL_ERROR=1)."""
     if _user_wants_traceback:
         raise error
-    _stderr_logger().error("%s", describe(error, conf_dir))
+    exit_with_config_line(describe(error, conf_dir))
+
+
+def exit_with_config_line(line: str) -> typing.NoReturn:
+    """A config problem found outside composition: its one line on stderr and exit 2."""
+    _stderr_logger().error("%s", line)
     raise SystemExit(2) from None
 
 

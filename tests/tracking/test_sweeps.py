@@ -108,6 +108,41 @@ def test_every_launcher_composes():
             assert composed.hydra.launcher.timeout_min == 120
 
 
+@pytest.mark.parametrize(("setting", "said"), [
+    ("n_jobs=0", "hydra.launcher.n_jobs=0 is refused by joblib (n_jobs == 0 in Parallel has no "
+                 "meaning); it takes the number of jobs run at once (2; -1 for one per CPU)"),
+    ("prefer=proc", "hydra.launcher.prefer=proc is refused by joblib"),
+    ("batch_size=0", "hydra.launcher.batch_size=0 is refused by joblib"),
+    ("n_jobs=2", None), ("batch_size='4'", None)])
+def test_a_joblib_setting_joblib_refuses_ends_the_sweep_before_its_parent_run(
+        setting: str, said: str | None, tmp_path: Path):
+    """Bug caught (noticed 2026-12-05): `-m ... hydra/launcher=joblib hydra.launcher.n_jobs=0`
+    made the sweep's parent run, then ended on joblib's 30-line traceback at launch, the parent
+    FAILED. The callback now names the setting and exits 2 before making the parent. A quoted
+    batch size is one the launcher reads as an integer, so it passes."""
+    from audit.launcher_settings import launcher_problem
+    from audit.tracking.sweeps import MlflowSweepCallback
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        config = compose("config", overrides=[
+            "hydra/launcher=joblib", f"hydra.launcher.{setting}", f"tracking.tracking_uri={uri}",
+            f"hydra.sweep.dir={tmp_path / 'multirun'}"], return_hydra_config=True)
+        problem = launcher_problem(config.hydra.launcher)
+        if said is None:
+            assert problem is None
+            return
+        assert problem is not None and problem.startswith(said)
+        with pytest.raises(SystemExit) as ended:
+            MlflowSweepCallback().on_multirun_start(config)  # with Hydra's loader, as in a sweep
+    assert ended.value.code == 2
+    assert not (tmp_path / "mlflow.db").exists()  # no parent run was made
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        other = compose("config", overrides=["hydra/launcher=submitit_local"],
+                        return_hydra_config=True)
+    assert launcher_problem(other.hydra.launcher) is None
+
+
 def test_sweep_names_and_swept_keys():
     assert sweep_name(["+sweep=models", "fit.draws=10"]) == "sweep:models"
     assert sweep_name(["model=a,b"]) == "sweep:model"

@@ -303,6 +303,12 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global open_parent, _multirun_started
+        from audit.config_errors import exit_with_config_line
+        from audit.launcher_settings import launcher_problem
+
+        problem = launcher_problem(config.hydra.get("launcher"))
+        if problem:  # before the parent run: a sweep that cannot launch has none
+            exit_with_config_line(problem)
         failed_jobs.clear()
         _multirun_started = time.time()
         # A rerun into the same sweep folder (a fixed hydra.sweep.dir) must not count the last
