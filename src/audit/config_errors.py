@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -109,7 +109,8 @@ def _conflicting_hydra_modes(error: ValueError) -> bool:
             and frame_in(error.__traceback__, "hydra._internal.utils") is not None)
 
 
-def _null_group_choice(error: ValueError | TypeError, conf_dir: Path) -> str | None:
+def _null_group_choice(error: ValueError | TypeError, conf_dir: Path,
+                       arguments: Sequence[str]) -> str | None:
     """One line for `items=null` or `model=[a,null]` (a config group given null), which Hydra's
     defaults list refuses with a plain ValueError (a list: a TypeError): a traceback until
     2026-12-04. None for any other error."""
@@ -119,7 +120,7 @@ def _null_group_choice(error: ValueError | TypeError, conf_dir: Path) -> str | N
             and frame_in(error.__traceback__, "hydra._internal.defaults_list") is not None):
         return None
     groups = config_groups(conf_dir)
-    given = [(argument, match[1]) for argument in sys.argv[1:]
+    given = [(argument, match[1]) for argument in arguments
              if (match := re.fullmatch(r"\+*(\w+)=([^=]*)", argument)) and match[1] in groups
              and "null" in match[2].strip("[]").replace(" ", "").split(",")]
     argument, group = given[0] if given else ("a config group given null", "GROUP")
@@ -141,8 +142,9 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text)
 
 
-def describe(error: BaseException, conf_dir: Path) -> str:
-    """One line: what was wrong, and what would have been valid."""
+def describe(error: BaseException, conf_dir: Path, arguments: Sequence[str] = ()) -> str:
+    """One line: what was wrong, and what would have been valid. `arguments`: the command line's
+    overrides, when the error came from composing them (a config read from a file has none)."""
     if isinstance(error, yaml.YAMLError):
         return yaml_file_problem(error)
     if isinstance(error, (UnicodeDecodeError, RecursionError)):
@@ -174,7 +176,7 @@ def describe(error: BaseException, conf_dir: Path) -> str:
     twice = _GROUP_TWICE.match(str(error))
     group = twice and (twice["group"] or twice["again"])
     if group and sum(argument.lstrip("+").partition("=")[0] == group
-                     for argument in sys.argv[1:]) > 1:
+                     for argument in arguments) > 1:
         # Hydra's fix, "use 'override sweep: judges'", is for a defaults list; it stays for a
         # group a user's config file chooses again (a sweep file's `defaults: [/model: x]`).
         plus = "+" if group == "sweep" else ""  # the one group config.yaml does not choose
@@ -281,7 +283,7 @@ def one_line_config_errors(conf_dir: Path, hydra_arguments: bool = True) -> Iter
         exit_with_config_line(line)
     except (ValueError, TypeError) as error:
         line = (HYDRA_MODES if isinstance(error, ValueError) and _conflicting_hydra_modes(error)
-                else _null_group_choice(error, conf_dir))
+                else _null_group_choice(error, conf_dir, sys.argv[1:]))
         if line is None or _user_wants_traceback:
             raise  # any other ValueError or TypeError is a bug: it keeps its traceback
         exit_with_config_line(line)
@@ -323,7 +325,7 @@ def exit_on_config_error(error: BaseException, conf_dir: Path) -> typing.NoRetur
     HYDRA_FULL_ERROR=1)."""
     if _user_wants_traceback:
         raise error
-    exit_with_config_line(describe(error, conf_dir))
+    exit_with_config_line(describe(error, conf_dir, sys.argv[1:]))
 
 
 def exit_with_config_line(line: str) -> typing.NoReturn:

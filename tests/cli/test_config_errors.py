@@ -107,16 +107,14 @@ def test_each_kind_of_typo_is_one_line_naming_the_valid_options(override: str, e
     (["items=smoke", "+items=full"], "items is chosen more than once on the command line: it "
                                      "takes one (to run several, sweep them: -m items=A,B)"),
 ])
-def test_a_group_chosen_twice_is_one_line_saying_how_to_choose_several(overrides, expected,
-                                                                       monkeypatch):
+def test_a_group_chosen_twice_is_one_line_saying_how_to_choose_several(overrides, expected):
     """Bug caught: Hydra's line, "Multiple values for sweep. To override a value use 'override
     sweep: judges'", gives the fix for a defaults list, which a command line has none of. The
     line is read from the command line: a group a config file chooses again keeps Hydra's."""
-    monkeypatch.setattr(sys, "argv", ["audit", *overrides])
     with pytest.raises(HYDRA_ERRORS) as caught:
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             compose("config", overrides=overrides)
-    assert describe(caught.value, Path(CONF_DIR)) == expected
+    assert describe(caught.value, Path(CONF_DIR), overrides) == expected
 
 
 def test_an_interpolation_of_no_key_says_what_a_dollar_brace_does(tmp_path: Path):
