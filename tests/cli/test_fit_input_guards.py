@@ -151,3 +151,28 @@ def test_a_table_with_no_rows_is_one_line_before_any_warning(tmp_path: Path, mon
     records = [record for record in caplog.records if record.levelno >= 30]
     assert [record.levelname for record in records] == ["ERROR"], caplog.text
     assert "has no rows" in records[0].getMessage() and "\n" not in records[0].getMessage()
+
+
+def test_ids_keep_their_digits_and_outcomes_read_as_numbers(tmp_path: Path) -> None:
+    """Bug caught (bad-input review 2026-12-05): the CSV's types were inferred, so respondents
+    "001" and "1" became one respondent 1, and items "1E2" and "100" one item 100.0, with no
+    word: the fit ran on merged data. Read as text, the ids stay four; the outcome still reads
+    1, 1.0, " 1" and TRUE as 1."""
+    path = tmp_path / "answers.csv"
+    path.write_text("respondent,item,y\n001,1E2,1\n1,100,1\n001,100,0\n1,1E2,1\n")
+    long = read_long_table(path, "respondent", "item", "y")
+    assert long["respondent"].to_list() == ["001", "1", "001", "1"]
+    assert long["item"].to_list() == ["1E2", "100", "100", "1E2"]
+    path.write_text("respondent,item,y\na,i,1\nb,i,1.0\na,j, 1\nb,j,TRUE\nc,j,false\n")
+    assert read_long_table(path, "respondent", "item", "y")["y"].to_list() == [1, 1, 1, 1, 0]
+
+
+def test_a_gold_files_path_names_match_the_inputs_as_written(tmp_path: Path) -> None:
+    """Bug caught with the one above: the gold file's labelling paths must be read as text like
+    the input's source column, or a path named "01" in both would be "1" in one and "01" in the
+    other, and the correction would find no gold for it."""
+    from audit.cli.fit_correction import gold_correction
+
+    gold = tmp_path / "gold.csv"
+    gold.write_text("truth,judged,label_source\n1,1,01\n1,0,01\n0,0,01\n0,1,01\n1,1,2\n0,0,2\n")
+    assert sorted(gold_correction(gold).by_path) == ["01", "2"]

@@ -24,7 +24,7 @@ from audit.errors import AuditError, did_you_mean
 from audit.methods.rasch.analyse import FIT_FILES, write_fit
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
-from audit.cli.fit_correction import not_whole, read_correction, whole_numbers
+from audit.cli.fit_correction import as_numbers, not_whole, read_correction, whole_numbers
 from audit.tables import check_output, column_key, named_as, read_frame, require_columns
 from audit.cli import printed_help, refused_arguments
 
@@ -184,8 +184,11 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str,
                             "table; answers in JSON Lines import with python -m audit.ingest "
                             f"input={path}")
     try:
+        # As text: ids keep their digits ("007" and "7" are two respondents; inferred as
+        # integers they became one, and items "1E2" and "100" one float, without a word:
+        # bad-input review 2026-12-05). The outcome's numbers are read from the text below.
         table = read_frame(path, "input table", "pass input=PATH to a CSV or parquet long table "
-                           "with a row per answer")
+                           "with a row per answer", as_text=True)
     except AuditError as error:
         raise FitInputError(str(error)) from None
     wanted = {"respondent": respondent, "item": item, "outcome": outcome,
@@ -223,7 +226,7 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str,
         bad = not_whole(outcomes)
         if not bad.any():  # whole, yet no Int64 (beyond its range): show the column's values
             bad = pl.Series([True] * outcomes.len())
-        raise _offending(outcomes, bad, outcome, "0 or 1 (or true/false)")
+        raise _offending(as_numbers(outcomes), bad, outcome, "0 or 1 (or true/false)")
     if not y.is_in([0, 1]).all():
         raise _offending(y, ~y.is_in([0, 1]), outcome, "only 0 or 1")
     return long.with_columns(y=y)

@@ -35,12 +35,37 @@ GOLD_COLUMNS = ("truth", "judged")
 CODING = "imported"  # the input's own 0/1, whatever it codes
 
 
+def _text_numbers(values: pl.Series) -> pl.Series:
+    """A text column's values as floats: true/false in any case as 1/0, surrounding spaces
+    ignored; null where the text is no number. Other columns as they are."""
+    if values.dtype != pl.String:
+        return values
+    text = values.str.strip_chars()
+    lowered = text.str.to_lowercase()
+    text = pl.select(pl.when(lowered == "true").then(pl.lit("1"))
+                     .when(lowered == "false").then(pl.lit("0"))
+                     .otherwise(text)).to_series()
+    return text.cast(pl.Float64, strict=False)
+
+
+def as_numbers(values: pl.Series) -> pl.Series:
+    """The values as numbers where every one reads as a number (so a column's offending values
+    show as 2.5, not '2.5'); otherwise as they are."""
+    numbers = _text_numbers(values)
+    return values if (numbers.is_null() & values.is_not_null()).any() else numbers
+
+
 def not_whole(values: pl.Series) -> pl.Series:
     """Where a value is not a whole number (an empty cell is not counted): a fraction, NaN or
-    infinity among floats; text that does not read as an integer ("yes", "0.5")."""
-    if values.dtype.is_float():
-        return (~values.is_finite() | (values != values.floor())).fill_null(False)
-    return values.cast(pl.Int64, strict=False).is_null() & values.is_not_null()
+    infinity; text that is no number ("yes"). CSV files are read as text, so that ids keep
+    their digits ("007"): their numbers are read here."""
+    numbers = _text_numbers(values)
+    if not (numbers.dtype.is_float() or numbers.dtype.is_integer() or numbers.dtype == pl.Boolean):
+        return numbers.is_not_null()  # a column of another type (dates, lists): no numbers
+    unreadable = numbers.is_null() & values.is_not_null()
+    if numbers.dtype.is_float():
+        return unreadable | (~numbers.is_finite() | (numbers != numbers.floor())).fill_null(False)
+    return unreadable
 
 
 def whole_numbers(values: pl.Series) -> pl.Series | None:
@@ -49,7 +74,7 @@ def whole_numbers(values: pl.Series) -> pl.Series | None:
     if not_whole(values).any():
         return None
     try:
-        return values.cast(pl.Int64, strict=True)
+        return _text_numbers(values).cast(pl.Int64, strict=True)
     except pl.exceptions.PolarsError:
         return None
 
@@ -76,7 +101,8 @@ def _paths(frame: pl.DataFrame, described: str) -> list[tuple[str, pl.DataFrame]
 
 def gold_correction(path: Path) -> JudgeCorrection:
     """Counts per path from hand-checked 0/1 pairs."""
-    frame = named_as(read_frame(path, "gold file", "pass gold=PATH to a CSV or parquet file"),
+    frame = named_as(read_frame(path, "gold file", "pass gold=PATH to a CSV or parquet file",
+                                as_text=True),
                      [*GOLD_COLUMNS, PATH_COLUMN], path, "gold file")
     require_columns(frame, list(GOLD_COLUMNS), path, "gold file",
                     "it needs truth and judged (0/1 each), one row per hand-checked answer")
@@ -95,7 +121,7 @@ def gold_correction(path: Path) -> JudgeCorrection:
 def confusion_correction(path: Path) -> JudgeCorrection:
     """Counts per path as given."""
     frame = named_as(read_frame(path, "confusion file",
-                                "pass confusion=PATH to a CSV or parquet file"),
+                                "pass confusion=PATH to a CSV or parquet file", as_text=True),
                      [*COUNT_COLUMNS, PATH_COLUMN], path, "confusion file")
     require_columns(frame, list(COUNT_COLUMNS), path, "confusion file",
                     "it needs the four counts " + ", ".join(COUNT_COLUMNS))
@@ -113,9 +139,10 @@ def confusion_correction(path: Path) -> JudgeCorrection:
             bad = next(column for column, count in zip(COUNT_COLUMNS, counts) if count < 0)
             where = "" if name == ANY_PATH else f" of labelling path {name!r}"
             raise AuditError(f"confusion file {path}: {bad}{where} is "
-                             f"{rows.get_column(bad).item()!r}, and the file takes counts (whole "
-                             "numbers >= 0 of hand-checked answers), not rates; for a judge "
-                             "measured only as rates, count its gold answers, or pass gold=")
+                             f"{as_numbers(rows.get_column(bad)).item()!r}, and the file takes "
+                             "counts (whole numbers >= 0 of hand-checked answers), not rates; "
+                             "for a judge measured only as rates, count its gold answers, or "
+                             "pass gold=")
         if not sum(counts):
             raise AuditError(f"confusion file {path}: the counts of labelling path {name!r} are "
                              "all 0, which measures nothing; give the hand-checked counts (or "
