@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
-from audit.cli import runs
+from audit.cli import OneLineParser, runs
 
 
 class StoreRead(Exception):
@@ -57,6 +58,51 @@ def test_a_limit_that_is_not_a_positive_integer_is_refused(no_store, capsys, lim
     assert capsys.readouterr().err.splitlines() == [
         "python -m audit.runs show: error: the following arguments are required: run_id "
         "(see python -m audit.runs show --help)"]
+
+
+@pytest.mark.parametrize(("arguments", "said"), [
+    (["--tracking_uri", "sqlite:///m.db"],
+     "unknown option --tracking_uri (did you mean '--tracking-uri'?)"),
+    (["--limt", "3"], "unknown option --limt (did you mean '--limit'?)"),
+    (["show", "--experment", "audit", "abc"],
+     "unknown option --experment (did you mean '--experiment'?)"),
+    (["tracking_uri=sqlite:///m.db"],
+     "tracking_uri=sqlite:///m.db is not an option here: write --tracking-uri VALUE"),
+    (["tracking.tracking_uri=sqlite:///m.db", "show", "abc"],
+     "tracking.tracking_uri=sqlite:///m.db is not an option here: write --tracking-uri VALUE"),
+])
+def test_a_mistyped_option_is_named_not_read_as_a_subcommand(no_store, capsys, arguments, said):
+    """Bug caught (bad-input review 2026-12-05): argparse set an unknown option aside and read
+    its value as the subcommand, so `--tracking_uri sqlite:///m.db` (or audit.compare's
+    `tracking_uri=` spelling) said "argument command: invalid choice: 'sqlite:///m.db' (choose
+    from 'show', 'params')"."""
+    with pytest.raises(SystemExit) as exited:
+        runs.main(arguments)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"python -m audit.runs: error: {said} (see python -m audit.runs --help)"]
+
+
+def test_options_argparse_takes_are_not_refused_by_the_option_check(capsys):
+    """What the check must leave to argparse: an abbreviation, `--option=value`, a negative
+    number as a value, an option after its subcommand, and everything after `--`."""
+    parser = OneLineParser(prog="p")
+    parser.add_argument("--tracking-uri")
+    parser.add_argument("--offset", type=int)
+    store = OneLineParser(add_help=False)
+    store.add_argument("--experiment")
+    show = parser.add_subparsers(dest="command").add_parser("show", parents=[store])
+    show.add_argument("run_id")
+    parsed = parser.parse_args(["--track=u", "--offset", "-3", "show", "--experiment", "e",
+                                "--", "--not-an-option"])
+    assert (parsed.tracking_uri, parsed.offset, parsed.experiment, parsed.run_id) == (
+        "u", -3, "e", "--not-an-option")
+    plain = OneLineParser(prog="q", parents=[argparse.ArgumentParser(add_help=False)])
+    plain.add_argument("--known")
+    # A parent of another class: its options are unknown here, so argparse's own line stands.
+    with pytest.raises(SystemExit):
+        plain.parse_args(["--unknwn", "x"])
+    assert "unrecognized arguments: --unknwn x" in capsys.readouterr().err
 
 
 def test_a_params_output_that_is_a_folder_is_one_line(no_store, tmp_path, caplog):

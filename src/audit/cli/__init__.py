@@ -27,8 +27,80 @@ class OneLineParser(argparse.ArgumentParser):
     that says what to fix. Subcommands' parsers are made of this class too (argparse's
     default)."""
 
+    def __init__(self, *args, **kwargs) -> None:
+        # Each option this parser takes, recorded as it is added (argparse keeps them only in
+        # private attributes), with those of its parents; a parent of another class leaves the
+        # list incomplete, and then unknown_option says nothing.
+        self.options: set[str] = set()
+        self.complete = all(isinstance(parent, OneLineParser)
+                            for parent in kwargs.get("parents", ()))
+        for parent in kwargs.get("parents", ()):
+            self.options |= getattr(parent, "options", set())
+        self.subcommands: list[argparse.Action] = []
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.options.update(action.option_strings)
+        return action
+
+    def add_subparsers(self, **kwargs) -> argparse.Action:
+        action = super().add_subparsers(**kwargs)
+        self.subcommands.append(action)
+        return action
+
+    def all_options(self) -> set[str] | None:
+        """Every option of this parser and its subcommands; None when one's list is incomplete."""
+        options, parsers = set(self.options), list(self.subcommands)
+        complete = self.complete
+        for action in parsers:
+            for parser in (action.choices or {}).values():
+                found = parser.all_options() if isinstance(parser, OneLineParser) else None
+                complete = complete and found is not None
+                options |= found or set()
+        return options if complete else None
+
+    def unknown_option(self, arguments: Sequence[str]) -> str | None:
+        """An option none of the parsers takes (`--tracking_uri`), or one typed key=value, as
+        audit.compare and audit.fit take theirs (`tracking_uri=URI`): argparse read the word
+        after an unknown option as the subcommand, "invalid choice: 'sqlite:///m.db'" (bad-input
+        review 2026-12-05)."""
+        options = self.all_options()
+        if not options:
+            return None
+        for argument in arguments:
+            if argument == "--":
+                return None
+            name, equals, _ = argument.partition("=")
+            if argument.startswith("-") and not _is_number(argument):
+                if name in options or any(option.startswith(name) for option in options
+                                          if name.startswith("--")):
+                    continue  # argparse's own abbreviations (`--track`) stay its to judge
+                return f"unknown option {name}{did_you_mean(name, sorted(options))}"
+            if equals and not argument.startswith("-"):
+                typed = f"--{name.rsplit('.', 1)[-1].replace('_', '-')}"
+                if typed in options:
+                    return f"{argument} is not an option here: write {typed} VALUE"
+        return None
+
+    def parse_args(self, args: Sequence[str] | None = None,
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        arguments = list(sys.argv[1:] if args is None else args)
+        problem = self.unknown_option(arguments)
+        if problem:
+            self.error(problem)
+        return super().parse_args(arguments, namespace)
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _is_number(argument: str) -> bool:
+    try:
+        float(argument)
+    except ValueError:
+        return False
+    return True
 
 
 def printed_help(arguments: Sequence[str], doc: str | None, usage: str) -> bool:

@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv", type=Path, help="also write the table to this CSV file")
     # The store's options after a subcommand too (`show ID --tracking-uri URI`, as the
     # not-found message suggests), without overriding those given before it.
-    store = argparse.ArgumentParser(add_help=False)
+    store = OneLineParser(add_help=False)
     store.add_argument("--tracking-uri", default=argparse.SUPPRESS)
     store.add_argument("--experiment", default=argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command")
