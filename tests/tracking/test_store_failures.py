@@ -148,6 +148,40 @@ def test_the_runs_command_names_a_store_it_cannot_read_in_one_line(command, tmp_
         assert time.perf_counter() - started < 60
 
 
+def other_programs_database(path) -> bytes:
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE answers (text TEXT)")
+    connection.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (lambda path: b"", "is an empty file, not an MLflow store"),
+    (other_programs_database, "is a SQLite database without MLflow's tables, not an MLflow "
+                              "store"),
+    (lambda path: b"respondent,item,y\n1,a,0\n", "is not a database file"),
+])
+def test_the_runs_command_leaves_a_file_that_holds_no_store_as_it_was(tmp_path, caplog,
+                                                                       content, reason):
+    """Bug caught (bad-input review 2026-12-05): MLflow opens any SQLite file as a store and
+    creates its tables there, so `audit.runs --tracking-uri sqlite:///empty.csv` turned an
+    empty file (or another program's database) into a 1 MB MLflow store, then said "run an
+    audit first". A command that only reads runs names the file and writes nothing."""
+    from audit.cli.runs import main as runs_main
+
+    store = tmp_path / "store.db"
+    store.write_bytes(content(store))
+    before = store.read_bytes()
+    with caplog.at_level(logging.ERROR):
+        assert runs_main(["--tracking-uri", f"sqlite:///{store}"]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+    assert errors == [f"no MLflow store at sqlite:///{store} ({store} {reason}); pass "
+                      f"--tracking-uri with the store the run was logged to (the audit's "
+                      f"tracking.tracking_uri; default sqlite:///mlflow.db, relative to the "
+                      f"directory the audit ran in)"]
+    assert store.read_bytes() == before
+
+
 def test_a_plan_from_a_run_id_in_a_dead_store_is_one_line(monkeypatch):
     """`audit.plan plan.from_run=ID` with the store down: MlflowException after the retries."""
     from audit.cli.runs import run_source

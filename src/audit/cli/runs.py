@@ -35,7 +35,7 @@ from audit.tracking import mlflow as tracking
 from audit.logs import configure_cli_logging
 from audit.tracking.runs_table import runs_frame, short_id, started_text, unmatched_patterns
 from audit.tables import check_output, write_frame
-from audit.tracking.store import TrackingError, reach_store, sqlite_path
+from audit.tracking.store import TrackingError, not_a_store_file, reach_store, sqlite_path
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +132,10 @@ def check_store(settings: TrackingConfig, option: str = STORE_OPTION) -> None:
     if path is not None and not path.is_file():
         raise LookupError(f"no MLflow store at {settings.tracking_uri} ({path} "
                           f"{'is a folder' if path.is_dir() else 'does not exist'}); "
+                          f"{elsewhere(option)}")
+    problem = not_a_store_file(path) if path is not None else None
+    if problem:
+        raise LookupError(f"no MLflow store at {settings.tracking_uri} ({path} {problem}); "
                           f"{elsewhere(option)}")
     try:
         # elsewhere() names the command's own option: no tracking.tracking_uri to fix here.

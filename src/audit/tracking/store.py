@@ -160,6 +160,41 @@ def sqlite_path(tracking_uri: str) -> Path | None:
     return Path(tracking_uri.removeprefix(SQLITE_PREFIX))
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def not_a_store_file(database: Path) -> str | None:
+    """Why an existing file cannot be a SQLite MLflow store, for commands that only read one:
+    MLflow opens any such file as a store and creates its tables there, so `audit.runs` pointed
+    at an empty file (or another program's database) wrote a 1 MB store into it and then said
+    "run an audit first" (bad-input review 2026-12-05). None when the file holds MLflow's
+    tables (or cannot be read here: MLflow's own error says more)."""
+    import sqlite3
+
+    try:
+        with database.open("rb") as file:
+            header = file.read(len(SQLITE_HEADER))
+    except OSError:
+        return None
+    if not header:
+        return "is an empty file, not an MLflow store"
+    if header != SQLITE_HEADER:
+        return "is not a database file"
+    try:
+        connection = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {name for (name,) in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return None
+    # Two tables every MLflow SQL store has had since its first schema.
+    if not {"experiments", "runs"} <= tables:
+        return "is a SQLite database without MLflow's tables, not an MLflow store"
+    return None
+
+
 def _local_path(location: str) -> Path | None:
     """The folder of a local artifact location (a path or a file: URI); None for a remote one."""
     parsed = urlparse(location)
