@@ -224,3 +224,31 @@ def test_an_empty_or_folder_store_uri_is_named_and_nothing_is_made(monkeypatch, 
     assert runs.main(["--tracking-uri", uri]) == 2
     assert said in caplog.text
     assert sorted(path.name for path in tmp_path.iterdir()) == ["adir"]
+
+
+def test_a_sweep_option_naming_a_run_that_is_no_sweep_says_which_run_is(tmp_path, caplog,
+                                                                         capsys):
+    """Bug caught (bad-input review 2026-12-05): `--sweep ID` of an ordinary run, or of one of a
+    sweep's jobs, said "no runs in experiment 'audit' ... under sweep ID" and exited 1, as if the
+    sweep had no jobs. One line and exit 2 now, naming the parent for a job."""
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("audit", artifact_location=str(tmp_path / "art"))
+    sweep = client.create_run(experiment, tags={"audit.role": "sweep"},
+                              run_name="sweep:models").info.run_id
+    job = client.create_run(experiment, tags={"mlflow.parentRunId": sweep},
+                            run_name="rasch a").info.run_id
+    alone = client.create_run(experiment, run_name="rasch b").info.run_id
+    for run_id, fix in ((job, f"it is a job of sweep {sweep[:8]}: pass --sweep {sweep[:8]}"),
+                        (alone, "pass a sweep's parent run (the runs named sweep:NAME)")):
+        caplog.clear()
+        assert runs.main(["--tracking-uri", uri, "--sweep", run_id[:8]]) == 2
+        errors = [record.getMessage() for record in caplog.records
+                  if record.levelname == "ERROR"]
+        assert errors == [f"--sweep {run_id[:8]}: run {run_id[:8]} is not a sweep's parent "
+                          f"run; {fix}"]
+    capsys.readouterr()
+    assert runs.main(["--tracking-uri", uri, "--sweep", sweep[:8]]) == 0  # the parent: its job
+    assert f"1 runs in sweep {sweep[:8]}" in capsys.readouterr().out

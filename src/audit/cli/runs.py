@@ -334,10 +334,30 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _not_a_sweep(settings: TrackingConfig, run_id: str, typed: str) -> str | None:
+    """Why --sweep's run is no sweep's parent run, naming the parent when it is one of its jobs;
+    None for a parent. It was "no runs ... under sweep ID", exit 1, whatever the run was
+    (bad-input review 2026-12-05)."""
+    tags = tracking.get_run(settings.tracking_uri, run_id)["tags"]
+    if tags.get("audit.role") == "sweep":
+        return None
+    parent = tags.get(tracking.PARENT_RUN_TAG)
+    if parent and tracking.get_run(settings.tracking_uri, parent)["tags"].get(
+            "audit.role") == "sweep":
+        fix = f"it is a job of sweep {parent[:8]}: pass --sweep {parent[:8]}"
+    else:
+        fix = "pass a sweep's parent run (the runs named sweep:NAME)"
+    return f"--sweep {typed}: run {run_id[:8]} is not a sweep's parent run; {fix}"
+
+
 def _list(arguments: argparse.Namespace, settings: TrackingConfig, console: Console) -> int:
     query = ""
     if arguments.sweep:
         parent = _resolve_run_id(settings, arguments.sweep)
+        problem = _not_a_sweep(settings, parent, arguments.sweep)
+        if problem:
+            log.error("%s", problem)
+            return 2
         query = f"tags.`{tracking.PARENT_RUN_TAG}` = '{parent}'"
     runs = tracking.find_runs(settings.tracking_uri, settings.experiment, query, arguments.limit)
     # Experiments of audit's (MLflow makes `Default` in every store, where no audit logs).
