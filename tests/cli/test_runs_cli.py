@@ -203,7 +203,8 @@ def test_params_of_a_run_from_another_version_is_one_line_naming_its_version(
     monkeypatch.setattr(runs, "check_store", lambda *args, **kwargs: None)
     monkeypatch.setattr(runs.tracking, "download_artifact", download_artifact)
     monkeypatch.setattr(runs.tracking, "get_run", lambda uri, wanted: {
-        "run_id": wanted, "tags": {"audit.version": "0.1.0", "audit.commit": "fedcba9876543210"}})
+        "run_id": wanted, "tags": {"audit.version": "0.1.0", "audit.commit": "fedcba9876543210"},
+        "artifact_uri": str(tmp_path)})
     assert runs.main(["params", run_id]) == 2
     errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
     assert len(errors) == 1 and "\n" not in errors[0], errors

@@ -258,3 +258,41 @@ def test_an_empty_store_or_experiment_is_refused_before_any_work(tmp_path, monke
                                                 r"\(MLFLOW_TRACKING_URI, which it reads, is set "
                                                 r"but empty\): give the MLflow store"):
             check_store(dataclasses.replace(config, **setting))
+
+
+def test_a_run_whose_artifact_folder_is_gone_is_named_not_blamed(tmp_path, caplog):
+    """Bug caught (bad-input review 2026-12-05): with the store copied or the project moved
+    without the artifact folder, audit.compare said the run "has no prompts table", audit.runs
+    params that it "was not logged by audit's report stage" and audit.plan that it lacked an
+    artifact: each blamed the run. Each now names the folder MLflow recorded."""
+    import shutil
+
+    from mlflow.tracking import MlflowClient
+
+    from audit.cli.compare_sources import fetch_run
+    from audit.cli.runs import main as runs_main
+    from audit.errors import AuditError
+    from audit.methods.rasch.pilot import run_files
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    artifacts = tmp_path / "art"
+    experiment = client.create_experiment("audit", artifact_location=str(artifacts))
+    run_id = client.create_run(experiment, tags={"method": "rasch"}).info.run_id
+    (tmp_path / "config.yaml").write_text("method: rasch\n")
+    client.log_artifact(run_id, str(tmp_path / "config.yaml"))
+    shutil.rmtree(artifacts)
+    said = (f"run {run_id[:8]}'s files are missing: MLflow recorded them in {artifacts / run_id}"
+            f"/artifacts, which does not exist (the store was copied or moved without its "
+            f"artifact folder): restore that folder, or run this where the audit ran")
+    with pytest.raises(TrackingError) as failed:
+        fetch_run(run_id, uri, "audit", tmp_path / "scratch")
+    assert str(failed.value) == said
+    with caplog.at_level(logging.ERROR):
+        assert runs_main(["--tracking-uri", uri, "params", run_id[:8], "--output",
+                          str(tmp_path / "params.yaml")]) == 2
+    assert [record.getMessage() for record in caplog.records
+            if record.levelno >= logging.ERROR] == [said]
+    with pytest.raises(AuditError) as failed:
+        run_files(run_id, uri, tmp_path / "scratch")
+    assert str(failed.value) == f"plan.from_run={run_id}: {said}"

@@ -44,6 +44,7 @@ def fetch_run(source: str, tracking_uri: str, experiment: str, scratch: Path) ->
     if isinstance(found, Path):
         return found, str(found.resolve())
     run_id = found
+    tracking.check_artifacts(tracking_uri, run_id)
     folder = scratch / run_id
     for artifact, name in [*DATA_FILES.values(), (CONFIG_ARTIFACT, CONFIG_ARTIFACT)]:
         try:

@@ -217,6 +217,7 @@ def show_run(run: dict[str, Any], console: Console,
 def write_params(settings: TrackingConfig, run_id: str, output: Path,
                  pipeline_dir: str = "pipeline") -> Path:
     """The run's composed config, validated, as the params.yaml that `dvc repro` reads."""
+    tracking.check_artifacts(settings.tracking_uri, run_id)
     with tempfile.TemporaryDirectory() as scratch:
         try:
             path = tracking.download_artifact(settings.tracking_uri, run_id, CONFIG_ARTIFACT,

@@ -28,6 +28,7 @@ from audit.tracking.store import (  # noqa: F401
     TrackingError,
     check_store,
     environment_kept,
+    missing_artifacts,
     retried_on_write_race,
     store_errors,
 )
@@ -349,7 +350,8 @@ def experiment_names(tracking_uri: str) -> list[str]:
 def _as_dict(run: Any) -> dict[str, Any]:
     return {"run_id": run.info.run_id, "name": run.info.run_name, "status": run.info.status,
             "start_time": run.info.start_time, "params": dict(run.data.params),
-            "metrics": dict(run.data.metrics), "tags": dict(run.data.tags)}
+            "metrics": dict(run.data.metrics), "tags": dict(run.data.tags),
+            "artifact_uri": run.info.artifact_uri}
 
 
 def get_run(tracking_uri: str, run_id: str) -> dict[str, Any]:
@@ -361,6 +363,14 @@ def get_run(tracking_uri: str, run_id: str) -> dict[str, Any]:
     except MlflowException as error:
         raise LookupError(f"run {run_id} not found in {tracking_uri}") from error
     return _as_dict(run)
+
+
+def check_artifacts(tracking_uri: str, run_id: str) -> None:
+    """A TrackingError when the run's artifact folder is local and gone (store.missing_artifacts),
+    before a command reads the run's files."""
+    problem = missing_artifacts(run_id, get_run(tracking_uri, run_id)["artifact_uri"])
+    if problem:
+        raise TrackingError(problem)
 
 
 # MLflow draws a tqdm bar on stderr for every download unless this is off: a command that reads

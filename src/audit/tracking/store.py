@@ -195,6 +195,19 @@ def not_a_store_file(database: Path) -> str | None:
     return None
 
 
+def missing_artifacts(run_id: str, artifact_uri: str) -> str | None:
+    """One line when a run's artifacts are recorded in a local folder that does not exist (a
+    store copied, or a project moved, without it); None when it exists or is remote. Commands
+    that read a run's files said the run lacked them ("has no prompts table", "was not logged
+    by audit's report stage"), blaming the run (bad-input review 2026-12-05)."""
+    folder = _local_path(artifact_uri)
+    if folder is None or folder.is_dir():
+        return None
+    return (f"run {run_id[:8]}'s files are missing: MLflow recorded them in {folder}, which does "
+            "not exist (the store was copied or moved without its artifact folder): restore "
+            "that folder, or run this where the audit ran")
+
+
 def _local_path(location: str) -> Path | None:
     """The folder of a local artifact location (a path or a file: URI); None for a remote one."""
     parsed = urlparse(location)

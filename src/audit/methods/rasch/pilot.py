@@ -240,6 +240,9 @@ def run_files(source: str, tracking_uri: str, scratch: Path) -> dict[Path, Path 
     if method != "rasch":
         raise AuditError(f"plan.from_run={source}: MLflow run {run['run_id']} is a run of "
                          f"method={method}, not a Rasch run; plan from a finished Rasch run")
+    problem = tracking.missing_artifacts(run["run_id"], run["artifact_uri"])
+    if problem:
+        raise AuditError(f"plan.from_run={source}: {problem}")
     files: dict[Path, Path | None] = {}
     for name, artifact in ARTIFACTS.items():
         try:
