@@ -273,6 +273,7 @@ def test_a_run_whose_artifact_folder_is_gone_is_named_not_blamed(tmp_path, caplo
     from audit.cli.runs import main as runs_main
     from audit.errors import AuditError
     from audit.methods.rasch.pilot import run_files
+    from audit.tracking import mlflow as tracking
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri)
@@ -281,6 +282,8 @@ def test_a_run_whose_artifact_folder_is_gone_is_named_not_blamed(tmp_path, caplo
     run_id = client.create_run(experiment, tags={"method": "rasch"}).info.run_id
     (tmp_path / "config.yaml").write_text("method: rasch\n")
     client.log_artifact(run_id, str(tmp_path / "config.yaml"))
+    # A run that logged no file has no folder of its own: not a moved store.
+    tracking.check_artifacts(uri, client.create_run(experiment).info.run_id)
     shutil.rmtree(artifacts)
     said = (f"run {run_id[:8]}'s files are missing: MLflow recorded them in {artifacts / run_id}"
             f"/artifacts, which does not exist (the store was copied or moved without its "

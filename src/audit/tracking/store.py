@@ -201,7 +201,9 @@ def missing_artifacts(run_id: str, artifact_uri: str) -> str | None:
     that read a run's files said the run lacked them ("has no prompts table", "was not logged
     by audit's report stage"), blaming the run (bad-input review 2026-12-05)."""
     folder = _local_path(artifact_uri)
-    if folder is None or folder.is_dir():
+    # A run's folder is ROOT/RUN_ID/artifacts under its experiment's ROOT: a run that logged
+    # no file has none, while the experiment's folder is there. Only a missing ROOT is missing.
+    if folder is None or folder.parent.parent.is_dir():
         return None
     return (f"run {run_id[:8]}'s files are missing: MLflow recorded them in {folder}, which does "
             "not exist (the store was copied or moved without its artifact folder): restore "
