@@ -165,3 +165,17 @@ def test_a_run_config_that_is_not_utf8_or_recurses_is_one_line(tmp_path: Path, c
     config.write_bytes(content)
     with pytest.raises(AuditError, match=f"{config} is not a run's config.yaml: {problem}"):
         recorded_config(config)
+
+
+def test_a_day_folder_of_runs_is_named_with_its_latest_run(runs, tmp_path, caplog):
+    """Bug caught (bad-input review 2026-12-05): `compare outputs/DATE B` said the day's folder
+    "has no prompts table", as if a run had lost it; it holds runs, and the line names one."""
+    import shutil
+
+    run_a, run_b = runs
+    day = tmp_path / "outputs" / "2026-12-05"
+    shutil.copytree(run_a, day / "07-28-05")
+    shutil.copytree(run_a, day / "07-33-56")
+    assert compare.main([str(day), str(run_b), "tracking=false"]) == 2
+    assert (f"{day} is not one run: it holds 2 runs (folders of finished runs inside it): pass "
+            f"one, e.g. the latest, {day / '07-33-56'}") in caplog.text

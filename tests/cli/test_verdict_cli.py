@@ -119,11 +119,20 @@ def test_a_folder_without_a_config_is_named_for_what_it_is(tmp_path: Path) -> No
     cancelled before its report stage all got "no config.yaml ...: pass the output directory of
     a run finished by python -m audit", which names none of their fixes."""
     sweep = tmp_path / "multirun"
-    for job in ("0", "1"):
+    for job in ("0", "1", "10", "2"):
         rasch_run(sweep / job, ["undecided"])
-    with pytest.raises(VerdictError, match=rf"it is a sweep's folder: judge each job's run, "
-                                           rf"run_dir={sweep / '0'} \(jobs: 0, 1\)"):
+    with pytest.raises(VerdictError, match=rf"it is a sweep's folder: pass one job's run, e\.g\. "
+                                           rf"{sweep / '0'} \(jobs: 0, 1, 2, 10\)"):
         judge_run(sweep, VerdictConfig())
+    # Hydra's day folder (bad-input review 2026-12-05): it named the day's first run, not the
+    # latest one a user most likely means, and called the day "a sweep's folder".
+    day = tmp_path / "outputs" / "2026-12-05"
+    for time_of_day in ("07-33-56", "07-28-05"):
+        rasch_run(day / time_of_day, ["undecided"])
+    with pytest.raises(VerdictError, match=rf"it holds 2 runs \(folders of finished runs inside "
+                                           rf"it\): pass one, e\.g\. the latest, "
+                                           rf"{day / '07-33-56'}$"):
+        judge_run(day, VerdictConfig())
     compared = tmp_path / "compare"
     compared.mkdir()
     (compared / "changes.csv").write_text("attribute\n")

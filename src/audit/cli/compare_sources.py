@@ -13,7 +13,7 @@ from omegaconf.errors import OmegaConfBaseException
 from audit.cli.runs import CONFIG_ARTIFACT, run_source
 from audit.config import TrackingConfig
 from audit.errors import AuditError
-from audit.methods.layout import found_run_file
+from audit.methods.layout import found_run_file, runs_inside
 from audit.methods.rasch import comparison
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.schemas import GoldResultSchema, LabelSchema
@@ -83,6 +83,9 @@ def recorded_config(path: Path) -> RecordedConfig:
 def read_side(label: str, source: str, run_dir: Path, model: str | None
               ) -> tuple[comparison.Side, RecordedConfig, pl.DataFrame | None]:
     paths = {key: found_run_file(run_dir, name) for key, (_, name) in DATA_FILES.items()}
+    holds_runs = runs_inside(run_dir) if run_dir.is_dir() else None
+    if holds_runs and paths["prompts"] is None:
+        raise AuditError(f"{source} is not one run: {holds_runs}")
     for key in ("prompts", "labels"):
         if paths[key] is None:
             inside = (f" (a folder inside a run: pass the run's own folder, "

@@ -44,3 +44,23 @@ def found_run_file(run_dir: Path, name: str | Path) -> Path | None:
     """`run_file` when the run has that file, else None: for tables a reader can do without."""
     path = run_file(run_dir, name)
     return path if path.is_file() else None
+
+
+def runs_inside(folder: Path) -> str | None:
+    """What to pass instead of a folder that holds runs rather than being one: a sweep's folder
+    (jobs 0, 1, ...: its first job) or Hydra's day folder (outputs/DATE holds HH-MM-SS runs:
+    the latest, which the first sorted was not; bad-input review 2026-12-05). None when no
+    folder inside is a finished run (a dot-folder never is: Hydra's .hydra/ holds a config.yaml
+    from the moment a run starts)."""
+    runs = sorted((child.name for child in folder.iterdir()
+                   if child.is_dir() and not child.name.startswith(".")
+                   and found_run_file(child, CONFIG_FILE) is not None),
+                  key=lambda name: (len(name), name) if name.isdigit() else (0, name))
+    if not runs:
+        return None
+    if all(name.isdigit() for name in runs):
+        listed = f"{', '.join(runs[:10])}{', ...' if len(runs) > 10 else ''}"
+        return (f"it is a sweep's folder: pass one job's run, e.g. {folder / runs[0]} "
+                f"(jobs: {listed})")
+    return (f"it holds {len(runs)} run{'s' if len(runs) > 1 else ''} (folders of finished runs "
+            f"inside it): pass one, e.g. the latest, {folder / runs[-1]}")

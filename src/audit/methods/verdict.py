@@ -17,7 +17,7 @@ from omegaconf.errors import OmegaConfBaseException
 from audit.methods import method_module, registered_methods
 from audit.methods.checks import Check, VerdictError
 from audit.methods.configs import VerdictConfig
-from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, found_run_file
+from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, found_run_file, runs_inside
 from audit.yaml_files import YAML_LOAD_ERRORS, yaml_load_problem
 
 HYDRA_DIR = ".hydra"  # what Hydra writes into a run's folder as the run starts
@@ -94,14 +94,9 @@ def not_a_run(folder: Path) -> str:
     """What a folder without a recorded config is, and what to pass instead: a sweep's folder, an
     `audit.compare` output, a run that stopped before its report stage, or none of these (one
     message said "pass the output directory of a run" of all four; CI review 2026-12-02)."""
-    # Not a dot-folder: Hydra's .hydra/ holds a config.yaml from the moment a run starts, so a
-    # run killed before its report stage was "a sweep's folder ... (jobs: .hydra)".
-    jobs = sorted(child.name for child in folder.iterdir()
-                  if child.is_dir() and not child.name.startswith(".")
-                  and recorded_config_file(child) is not None)
-    if jobs:
-        return (f"it is a sweep's folder: judge each job's run, run_dir={folder / jobs[0]} "
-                f"(jobs: {', '.join(jobs[:10])}{', ...' if len(jobs) > 10 else ''})")
+    inside = runs_inside(folder)
+    if inside:
+        return inside
     if (folder / "changes.csv").is_file():
         return ("it holds an `audit.compare` output, whose gate is that command's exit status "
                 "and its compare_junit.xml: pass the folder of one audit run")

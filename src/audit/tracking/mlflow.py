@@ -290,7 +290,7 @@ def log_artifacts(files: Iterable[tuple[str, Path]]) -> None:
 
 
 
-# --- sweeps and reading runs back (audit.tracking.sweeps, audit.cli.runs) -----------------------------------
+# --- sweeps and reading runs back (audit.tracking.sweeps, audit.cli.runs) ---------------------
 
 def start_parent_run(config: TrackingConfig, run_name: str, tags: Mapping[str, str]) -> str:
     """Create a sweep's parent run without making it the active run: its jobs may run in other

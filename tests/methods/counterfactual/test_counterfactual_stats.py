@@ -83,7 +83,8 @@ def test_zero_variance_gives_numbers_not_nan() -> None:
 
 def test_corrections_match_statsmodels() -> None:
     p_values = [0.01, 0.04, 0.03, 0.2]
-    assert adjust_p_values(p_values, "fdr_bh") == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.2])
+    assert adjust_p_values(p_values, "fdr_bh") == pytest.approx(
+        [0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.2])
     assert adjust_p_values(p_values, "bonferroni") == pytest.approx([0.04, 0.16, 0.12, 0.8])
     assert adjust_p_values(p_values, "fdr_bh") == pytest.approx(
         list(multipletests(p_values, method="fdr_bh")[1]))
