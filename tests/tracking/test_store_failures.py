@@ -299,3 +299,23 @@ def test_a_run_whose_artifact_folder_is_gone_is_named_not_blamed(tmp_path, caplo
     with pytest.raises(AuditError) as failed:
         run_files(run_id, uri, tmp_path / "scratch")
     assert str(failed.value) == f"plan.from_run={run_id}: {said}"
+
+
+@pytest.mark.parametrize(("uri", "said"), [
+    ("sqlite//x.db", "is not a store URI (did you mean sqlite:///x.db?)"),
+    ("sqlite:/x.db", "is not a store URI (did you mean sqlite:///x.db?)"),  # was a traceback
+    ("http//localhost:5000", "is not a store URI (did you mean http://localhost:5000?)"),
+    ("mlflow.db", "is a file's path, not a store URI (a SQLite store is sqlite:///mlflow.db)"),
+])
+def test_a_store_uri_with_a_mistyped_scheme_names_the_uri_meant(tmp_path, monkeypatch, uri,
+                                                                 said):
+    """Bug caught (bad-input review 2026-12-05): `sqlite//x.db` and a bare `mlflow.db` were
+    called folder stores that MLflow opens only with MLFLOW_ALLOW_FILE_STORE=true, and
+    `sqlite:/x.db` ended in sqlalchemy's ArgumentError traceback."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    with pytest.raises(TrackingError) as failed:
+        check_store(TrackingConfig(tracking_uri=uri, artifact_root=str(tmp_path / "art")))
+    assert str(failed.value) == f"MLflow store {uri} {said}: fix tracking.tracking_uri, or pass " \
+                                "tracking=none"
+    assert list(tmp_path.iterdir()) == []  # nothing made where the typo points

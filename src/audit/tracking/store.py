@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -250,6 +251,27 @@ def _check_artifacts(config: TrackingConfig, experiment) -> None:
             "tracking.artifact_root you can write)")
 
 
+# A scheme typed with its colon or slashes wrong: MLflow read `sqlite//x.db` as a folder store
+# and `sqlite:/x.db` reached sqlalchemy's ArgumentError traceback (bad-input review 2026-12-05).
+_MISTYPED_SCHEME = re.compile(r"^(?P<scheme>sqlite|https?)[:/]+(?P<rest>.+)$", re.IGNORECASE)
+_DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+def mistyped_uri(tracking_uri: str) -> str | None:
+    """Why a store URI is no URI at all, with the one likely meant; None when it may be one."""
+    if tracking_uri.startswith((SQLITE_PREFIX, "http://", "https://")):
+        return None
+    match = _MISTYPED_SCHEME.match(tracking_uri)
+    if match:
+        scheme, rest = match["scheme"].lower(), match["rest"]
+        meant = f"{SQLITE_PREFIX}{rest}" if scheme == "sqlite" else f"{scheme}://{rest}"
+        return f"is not a store URI (did you mean {meant}?)"
+    if "://" not in tracking_uri and tracking_uri.lower().endswith(_DATABASE_SUFFIXES):
+        return (f"is a file's path, not a store URI (a SQLite store is "
+                f"{SQLITE_PREFIX}{tracking_uri})")
+    return None
+
+
 def reach_store(config: TrackingConfig, without_store: str = WITHOUT_STORE,
                 setting: str | None = STORE_SETTING) -> Experiment | None:
     """Reach the store once, with few retries and a short timeout (PROBE_SETTINGS unless the
@@ -258,6 +280,10 @@ def reach_store(config: TrackingConfig, without_store: str = WITHOUT_STORE,
     seconds. Returns the config's experiment (None when the store has none of that name)."""
     from mlflow.tracking import MlflowClient
 
+    typo = mistyped_uri(config.tracking_uri)
+    if typo:
+        raise TrackingError(f"MLflow store {config.tracking_uri} {typo}: "
+                            f"{store_fix(config.tracking_uri, without_store, setting)}")
     # urllib3 warns of each retry; the TrackingError's one line says it all.
     retries_log = logging.getLogger("urllib3.connectionpool")
     level = retries_log.level
