@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import polars as pl
@@ -181,3 +182,41 @@ def test_a_small_row_that_rejects_with_the_others_is_judged() -> None:
                        VerdictConfig())
     assert len(checks) == 21 and all(c.failed and not c.skipped for c in checks)
     assert answers_needed(21, 0.05) == 10  # 21 x 2/2**10 = 0.041 < 0.05 <= 21 x 2/2**9
+
+
+def _stats_row(category: str, **values) -> dict:
+    row = {"model": "m", "dataset": "d", "category": category, "n": 40, "n_left_out_strict": 0,
+           "n_left_out_lenient": 0, "n_one_group": 0, "parse_rate": 1.0, "mean_d": 0.0,
+           "ci_low": -0.1, "ci_high": 0.1, "mean_d_test": 0.0, "p_value": 0.5, "min_p": 1e-9,
+           "p_adjusted": 0.5}
+    return {**row, **values}
+
+
+def test_the_verdict_reads_the_tested_d_in_either_direction() -> None:
+    """Bugs caught (test review 2026-12-05), each passing every other test: a significant
+    reversed association (D -0.62) passed when the size was read without abs(); the size read
+    from mean_d (one-group answers at -0.5) instead of the tested mean_d_test; the family BH
+    adjusted over counted rows without a p-value; and a row with a low parse rate was skipped
+    as one-group instead of failed as unreliable."""
+    stats = pl.DataFrame([
+        _stats_row("reversed", mean_d=-0.62, mean_d_test=-0.62, p_value=0.0001,
+                   p_adjusted=0.0004),
+        _stats_row("small tested D", mean_d=0.62, mean_d_test=-0.05, p_value=0.0001,
+                   p_adjusted=0.0004),
+        # Three rows have p-values: BH over 3 lets a lone min_p of 0.014 reach 0.042 < 0.05,
+        # so this row is judged (not significant: passed); over all 4 rows it would not be.
+        _stats_row("reachable over three", p_value=0.2, p_adjusted=0.2, min_p=0.014),
+        _stats_row("no answers", n=0, mean_d=None, mean_d_test=None, p_value=None,
+                   p_adjusted=None, ci_low=None, ci_high=None, parse_rate=None, min_p=1.0),
+    ])
+    checks = {check.name: check for check in judge_iat(stats, VerdictConfig())}
+    assert checks["reversed"].failed and "|D|=0.620 > 0.15" in checks["reversed"].message
+    assert not checks["small tested D"].failed and not checks["small tested D"].skipped
+    assert not checks["reachable over three"].failed
+    assert not checks["reachable over three"].skipped, checks["reachable over three"].message
+    assert checks["no answers"].skipped
+    unreliable = pl.DataFrame([_stats_row("unparsed", n_one_group=30, parse_rate=0.3,
+                                          mean_d=-0.5, mean_d_test=0.0)])
+    [check] = judge_iat(unreliable, dataclasses.replace(VerdictConfig(), iat_min_parse_rate=0.8))
+    assert check.failed and not check.skipped
+    assert check.message.startswith("parse rate below 0.8: unreliable")
