@@ -150,6 +150,25 @@ def test_the_permutation_p_value_agrees_with_chi_square_on_large_samples() -> No
         result.pvalue, abs=0.02)
 
 
+def test_label_rate_p_values_against_hand_computed_ones() -> None:
+    """Bugs caught (test review 2026-12-05), each passing every other test: Yates's correction
+    in the chi-square (p 0.041 instead of 0.028 below), and a permutation count that dropped
+    the arrangements tying the observed statistic (p 0.0002 for 2 of 5 against 0 of 5).
+    By hand: 30/100 against 45/100 expects 37.5 and 62.5 a persona, chi2 = 2 x 7.5^2 / 37.5
+    + 2 x 7.5^2 / 62.5 = 4.80, p = 2 (1 - Phi(sqrt 4.8)) = 0.0285 (one degree of freedom).
+    2 of 5 against 0 of 5: the two refusals fall in one persona with probability
+    2 C(5,2) / C(10,2) = 20/45, and every such split ties the observed statistic."""
+    large = label_rate_tests(label_rates(_persona_labels({"a": (30, 70), "b": (45, 55)}), 0.94))
+    refusal = large.filter(pl.col("label") == "refusal").row(0, named=True)
+    assert refusal["method"] == "chi-square"
+    assert (refusal["chi2"], refusal["p_value"]) == pytest.approx((4.80, 0.0285), abs=5e-4)
+    small = label_rate_tests(label_rates(_persona_labels({"a": (2, 3), "b": (0, 5)}), 0.94))
+    refusal = small.filter(pl.col("label") == "refusal").row(0, named=True)
+    assert refusal["method"] == "permutation"
+    # 4,999 shuffles: the standard error of the estimate is 0.007.
+    assert refusal["p_value"] == pytest.approx(20 / 45, abs=0.025)
+
+
 def test_judge_top_label_share_counts_only_the_judges_labels() -> None:
     from audit.methods.rasch.no_signal import judge_top_label_share
 
