@@ -48,6 +48,29 @@ def test_bootstrap_interval_is_the_bca_interval_computed_independently():
     assert np.abs(percentile - expected).min() > 0.005  # the check can tell them apart
 
 
+@pytest.mark.parametrize("level", [0.8, 0.95])
+def test_a_groups_interval_takes_the_configured_level_and_method_on_the_scored_d(level: float):
+    """Bugs caught (test review 2026-12-05), each passing every other test: the group's interval
+    at a hard-coded 0.95 whatever iat.confidence_level says, at BCa whatever iat.ci_method says,
+    and over the tested values (one-group answers scored 0) instead of the reported mean_d's.
+    The oracle is a percentile bootstrap written here in numpy (200,000 resamples); at 0.95 it
+    lies more than 0.005 from BCa (test above)."""
+    from audit.methods.iat.analyse import mean_with_interval
+
+    values = np.clip(np.random.default_rng(3).exponential(0.3, size=40) - 0.2, -1, 1)
+    one_group = np.zeros(40, bool)
+    one_group[:10] = True
+    values[:10] = -0.5  # how Bai et al. score an answer giving every word to one group
+    config = IATConfig(ci_method="percentile", confidence_level=level,
+                       bootstrap_resamples=50_000)
+    result = mean_with_interval(values, config, "m", "d", one_group=one_group)
+    tail = (1 - level) / 2
+    expected = np.quantile(values[np.random.default_rng(7).integers(0, 40, (200_000, 40))]
+                           .mean(axis=1), [tail, 1 - tail])
+    assert (result.ci_low, result.ci_high) == pytest.approx(tuple(expected), abs=0.0025)
+    assert result.mean_d == pytest.approx(values.mean())
+
+
 def test_bootstrap_interval_edge_cases():
     assert np.isnan(bootstrap_interval(np.array([0.5]), 100, 0.95, "BCa", 1)).all()
     constant = np.full(200, 2 * 8 / 8.01 - 1)
