@@ -287,6 +287,8 @@ def test_a_gate_of_zero_fails_a_worsening_contrast_with_exit_1(two_runs, tmp_pat
 @pytest.mark.parametrize("arguments, message", [
     (["only_one"], "model_a=NAME and model_b=NAME"),
     (["a", "b", "colour=red"], "unknown option colour"),
+    # Bad-input review 2026-12-05: no hint, where fit and verdict give one.
+    (["a", "b", "maxworsening=1"], "unknown option maxworsening (did you mean 'max_worsening'?)"),
     (["a", "b", "max_worsening=lots"], "max_worsening=lots is not a number"),
     (["a", "b", "draws=many"], "draws=many is not an integer"),
     (["a", "b", "judge_error=no"], "judge_error=no must be true or false"),

@@ -5,6 +5,7 @@ The real `dvc exp run -S` is in tests/cli/test_dvc_methods.py (slow)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,22 @@ def test_a_stale_or_broken_params_file_is_one_line(tmp_path: Path, caplog, text:
                         str(tmp_path / "pipeline")]) == 2
     assert not (tmp_path / "pipeline").exists()
     assert len([record for record in caplog.records if record.levelname == "ERROR"]) == 1
+
+
+def test_a_params_option_naming_a_folder_or_a_mistyped_method_names_the_file(tmp_path: Path):
+    """Bugs caught (bad-input review 2026-12-05): `--params /tmp` said "params file not found",
+    and `method: rasc` in params.yaml "unknown method 'rasc'", naming no file and no fix."""
+    with pytest.raises(AuditError, match=re.escape(
+            f"--params {tmp_path} is a folder: pass the params file, such as "
+            f"{tmp_path / 'params.yaml'}")):
+        load_params(tmp_path)
+    params = tmp_path / "params.yaml"
+    write_params(["items=smoke"], params)
+    params.write_text(params.read_text().replace("\nmethod: rasch\n", "\nmethod: rasc\n"))
+    with pytest.raises(AuditError, match=re.escape(
+            f"params file {params}: method: rasc is unknown (one of counterfactual, dif, iat, "
+            f"rasch) (did you mean 'rasch'?); write it again with `python -m audit.params")):
+        load_params(params)
 
 
 def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path: Path, caplog, monkeypatch):

@@ -30,7 +30,7 @@ from audit.cli.compare_sources import fetch_run, read_side
 from audit.cli.verdict import junit_xml, write_junit
 from audit.methods.verdict import verdict_text
 from audit.config import TrackingConfig
-from audit.errors import AuditError
+from audit.errors import AuditError, did_you_mean
 from audit.logs import configure_cli_logging
 from audit.methods.configs import VerdictConfig
 from audit.methods.rasch.config import FitConfig
@@ -95,7 +95,8 @@ def parse_arguments(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     options = dict(argument.split("=", 1) for argument in argv if "=" in argument)
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown or not 1 <= len(sources) <= 2:
-        problem = f"unknown option {unknown[0]}" if unknown else "give one or two runs"
+        problem = (f"unknown option {unknown[0]}{did_you_mean(unknown[0], list(OPTIONS))}"
+                   if unknown else "give one or two runs")
         raise AuditError(f"{problem}; {USAGE}")
     empty = sorted(key for key, value in options.items() if not value)
     if empty:  # `output=` was the current folder, `draws=` "is not an integer" (review 12-04)

@@ -28,10 +28,10 @@ from audit.config import CONF_DIR
 from audit.config_errors import describe
 from audit.config_ranges import ConfigValueError
 from audit.methods.configs import AuditConfig, to_audit_config
-from audit.errors import AuditError
+from audit.errors import AuditError, did_you_mean
 from audit.llm.backends import BackendError
 from audit.logs import configure_cli_logging
-from audit.methods import AuditMethod, create_method
+from audit.methods import AuditMethod, create_method, registered_methods
 from audit.methods.layout import stage_name
 from audit.methods.run import STAGE_NAMES, find_stage, run_one_stage
 from audit.methods.summary import state_summary
@@ -46,6 +46,9 @@ def load_params(path: Path) -> AuditConfig:
     """params.yaml as the config; a file that is not YAML, or holds a key the config lacks (a
     stale file from an older version, a typo) or a bad value, is one line naming the file, the
     key and the fix (exit 2), not a traceback."""
+    if path.is_dir():  # was "params file not found: /tmp" (bad-input review 2026-12-05)
+        raise AuditError(f"--params {path} is a folder: pass the params file, such as "
+                         f"{path / 'params.yaml'} (write it with `python -m audit.params`)")
     if not path.is_file():
         raise AuditError(f"params file not found: {path} (write it with `python -m audit.params`)")
     fix = "write it again with `python -m audit.params [OVERRIDES]` (or fix it by hand)"
@@ -58,7 +61,12 @@ def load_params(path: Path) -> AuditConfig:
         if held:
             raise AuditError(f"params file {path} {held}: it should hold the whole composed "
                              f"config, by section; {fix}")
-        return to_audit_config(loaded)
+        config = to_audit_config(loaded)
+        if config.method not in registered_methods():  # named the method, not the file
+            raise AuditError(f"params file {path}: method: {config.method} is unknown (one of "
+                             f"{', '.join(sorted(registered_methods()))})"
+                             f"{did_you_mean(config.method, list(registered_methods()))}; {fix}")
+        return config
     except YAML_LOAD_ERRORS as error:  # not UTF-8, or recursive: was a traceback
         utf8 = f"{SAVE_AS_UTF8}, or " if isinstance(error, UnicodeDecodeError) else ""
         raise AuditError(f"params file {path} is not readable: {yaml_load_problem(error)}; "

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
-from audit.errors import AuditError
+from audit.errors import AuditError, did_you_mean
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -83,7 +83,8 @@ def _target(name: str) -> str:
     methods = registered_methods()
     if name not in methods:
         valid = ", ".join(sorted(methods))
-        raise AuditError(f"unknown method '{name}': choose method= one of {valid}")
+        raise AuditError(f"unknown method '{name}': choose method= one of {valid}"
+                         f"{did_you_mean(name, list(methods))}")
     return methods[name]
 
 
