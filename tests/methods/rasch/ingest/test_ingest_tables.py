@@ -71,6 +71,16 @@ def test_lm_eval_samples_give_items_personas_and_option_probabilities():
     assert responses["response_text"][0] in ("yes", "Yes", "no", "No")
 
 
+def test_a_file_that_is_no_lm_eval_log_is_named_with_its_suffix(tmp_path):
+    """Bug caught (bad-input review 2026-12-05): the line named the file by its stem, `answers
+    file s: record 1 has no 'doc'`, a file the user does not have; it names s.jsonl's path."""
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({"item": "q1", "answer": "yes"}) + "\n")
+    with pytest.raises(AuditError, match=f"^answers file {path}: record 1 has no 'doc' or no "
+                                         "'filtered_resps'"):
+        read_answers(path, "lm_eval", None)
+
+
 def test_a_generated_lm_eval_answer_is_text_for_the_judge(tmp_path):
     record = {"doc_id": 0, "doc": {"decision_question_id": 9, "race": "Black", "gender": "female",
                                    "age": 30},

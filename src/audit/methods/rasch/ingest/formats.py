@@ -78,7 +78,7 @@ def read_answers(path: Path, chosen_format: str, model: str | None,
         fix = (f"check ingest.input, or the format it was read as (ingest.format={chosen_format};"
                f" auto tells it from the file's name; docs/ingest.md lists the formats)")
     if fmt == "lm_eval":
-        rows = lm_eval_rows(read_json_lines(path, "answers file", fix), path.stem)
+        rows = lm_eval_rows(read_json_lines(path, "answers file", fix), str(path))
         frame = pl.DataFrame(rows, infer_schema_length=None)
         default_model = model or path.parent.name or "imported"
     elif fmt == "jsonl":
