@@ -42,6 +42,10 @@ def no_simulation(monkeypatch):
                        r"at most 10 logits"),
     (["plan.gap=-60", "plan.gap_unit=pp"], r"a gap of -60 percentage points .* leaves the "
                                            r"0-100% range \(at most \d+ points down\)"),
+    # Bad-input review 2026-12-05: no hint for a mistyped level.
+    (["plan.levels=[Blak,White]"], r"plan.levels=\['Blak', 'White'\] must name two different "
+                                   r"levels of race present in the personas: Asian, Black, "
+                                   r"Hispanic, White \(did you mean 'Black'\?\)$"),
 ])
 def test_settings_no_plan_can_honour_are_refused_before_any_simulation(
         tmp_path, no_simulation, overrides, message):

@@ -174,8 +174,10 @@ def planted_levels(prompts: pl.DataFrame, plan: PlanConfig) -> tuple[str, str]:
                          "or plan another plan.attribute")
     chosen = list(plan.levels) or levels[:2]
     if len(chosen) != 2 or len(set(chosen)) != 2 or not set(chosen) <= set(levels):
+        unknown = next((level for level in chosen if level not in levels), "")
         raise AuditError(f"plan.levels={list(plan.levels)} must name two different levels of "
-                         f"{plan.attribute} present in the personas: {', '.join(levels)}")
+                         f"{plan.attribute} present in the personas: {', '.join(levels)}"
+                         f"{did_you_mean(unknown, levels) if unknown else ''}")
     return chosen[0], chosen[1]
 
 
