@@ -8,9 +8,14 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from audit.stats.differences import mean_difference_p_value, stratified_permutation_p_value
-from audit.stats.intervals import mean_t_interval, stratified_difference_t_interval
+from audit.stats.intervals import (
+    jeffreys_interval,
+    mean_t_interval,
+    stratified_difference_t_interval,
+)
 from audit.stats.multiple_testing import adjust_p_values
 
 
@@ -135,3 +140,14 @@ def test_the_one_stratum_difference_interval_is_the_pooled_two_sample_t_interval
     low, high = stratified_difference_t_interval([a], [b], level)
     assert low == pytest.approx(expected.low, rel=1e-9)
     assert high == pytest.approx(expected.high, rel=1e-9)
+
+
+def test_the_jeffreys_interval_reaches_the_boundary_at_zero_and_all():
+    """Brown, Cai & DasGupta's convention: at s = 0 the lower end is 0 and at s = n the upper is
+    1; the Beta(s + 1/2, n - s + 1/2) quantile alone stops short (0.9996 at 5 of 5 and 90%), which
+    no other test noticed. Elsewhere the ends are the Beta posterior's equal-tailed quantiles."""
+    low, high = jeffreys_interval(np.array([0, 5, 2]), np.array([5, 5, 5]), 0.9)
+    assert low[0] == 0.0 and high[1] == 1.0
+    assert high[0] == pytest.approx(stats.beta.ppf(0.95, 0.5, 5.5))
+    assert low[1] == pytest.approx(stats.beta.ppf(0.05, 5.5, 0.5))
+    assert (low[2], high[2]) == pytest.approx(tuple(stats.beta.ppf([0.05, 0.95], 2.5, 3.5)))

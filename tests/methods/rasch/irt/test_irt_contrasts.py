@@ -311,3 +311,27 @@ def test_the_pooled_floor_is_the_root_mean_square_of_the_models_null_spreads():
     rms = np.sqrt((sigma.reshape(-1, 2) ** 2).mean(axis=1))
     assert pooled["noise_floor"].item() == pytest.approx(
         rms.mean() * math.sqrt(1 / 4 + 1 / 4), rel=1e-9)
+
+
+def test_unequal_levels_report_each_levels_own_count():
+    """Every other test has as many personas at each level, so n_a and n_b swapped (or both
+    taken from one level) passed them: the floor and the null rank use 1/n_a + 1/n_b, which a
+    swap leaves alone, and only the counts a reviewer reads were wrong."""
+    frame = pl.DataFrame({
+        "respondent": ["m1__a1", "m1__a2", "m1__a3", "m1__b1", "m1__n1", "m1__n2", "m1__n3"],
+        "model_name": ["m1"] * 7,
+        "persona_kind": ["explicit"] * 4 + ["null"] * 3,
+        "race": ["A", "A", "A", "B", None, None, None],
+    })
+    table = RespondentTable(frame=frame, attributes=("race",))
+    names = frame.get_column("respondent").to_list()
+    values = np.array([1.0, 1.0, 1.0, 0.0, -1.0, 0.0, 1.0])
+    rasch = level_contrasts(theta_posterior(values, names), table, rope=0.2).row(0, named=True)
+    assert (rasch["level_a"], rasch["level_b"], rasch["n_a"], rasch["n_b"]) == ("A", "B", 3, 1)
+    assert rasch["noise_floor"] == pytest.approx(math.sqrt(1 / 3 + 1))
+
+    posterior = explanatory_posterior(frame, np.full((2, DRAWS, 1), 0.5))
+    explanatory = level_contrasts(posterior, table, rope=0.2).filter(
+        pl.col("model_name") == "m1").row(0, named=True)
+    assert (explanatory["n_a"], explanatory["n_b"]) == (3, 1)
+    assert explanatory["mean"] == pytest.approx(0.8)
