@@ -87,3 +87,22 @@ def test_an_item_bank_whose_ids_look_like_numbers_joins_the_answers_as_written(t
     config = _config(path)
     config = replace(config, items=replace(config.items, bank=str(tmp_path / "bank.csv")))
     assert sorted(imported_answers(config)["item_id"].unique().to_list()) == ["001", "002"]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_column_named_one_letter_off_an_attribute_is_refused_on_a_short_file(tmp_path, suffix):
+    """Bug caught (bad-input review 2026-12-05): `gendr` was refused on an 8-row file but on a
+    2-row one its values repeat on no row, so they looked like no levels and the run went on
+    without gender behind one warning."""
+    rows = [{"model": "m", "gendr": gender, "race": "Black", "item": "hiring_01",
+             "decision": "HIRE", "request_id": f"r{index}"}
+            for index, gender in enumerate(("woman", "man"))]
+    path = tmp_path / f"answers{suffix}"
+    if suffix == ".csv":
+        pl.DataFrame(rows).write_csv(path)
+    else:
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(AuditError, match=r"gives no 'gender', which fit.attributes contrasts, "
+                                         r"and does not read its column\(s\) 'gendr' \(man, "
+                                         r"woman\): name the column that holds it 'gender'"):
+        imported_answers(_config(path))

@@ -24,6 +24,7 @@ import polars as pl
 
 from audit.errors import AuditError
 from audit.logs import counted
+from audit.personas import one_edit_apart
 from audit.tables import SAVE_AS_CSV_UTF8, named_as, read_frame, read_json_lines
 
 FORMATS = ("auto", "csv", "parquet", "jsonl", "lm_eval")
@@ -129,6 +130,12 @@ def level_like(values: Iterable) -> list[str] | None:
     return sorted(counts)
 
 
+def distinct_texts(values: Iterable) -> list[str]:
+    """A column's distinct non-empty values as text, sorted."""
+    return sorted({str(value).strip() for value in values if value is not None
+                   and str(value).strip()})
+
+
 def check_unread_levels(answers: pl.DataFrame, unread: dict[str, Iterable],
                         attributes: tuple[str, ...], path: Path) -> None:
     """Refuse a file that gives none of an attribute the fit contrasts while a column it does not
@@ -141,11 +148,17 @@ def check_unread_levels(answers: pl.DataFrame, unread: dict[str, Iterable],
                and answers[attribute].null_count() == answers.height]
     if not missing:  # the usual file: no unread column is looked at
         return
+    # A column named one letter off an attribute (`gendr`) is that attribute whatever its values
+    # look like: on a file of two rows no value repeats, so level_like passed it by and the run
+    # went on without gender behind one warning (bad-input review 2026-12-05).
+    misspelt = {column: attribute for column in unread for attribute in missing
+                if one_edit_apart(str(column).strip(), attribute)}
     candidates = {column: levels for column, values in unread.items()
-                  if (levels := level_like(values))}
+                  if (levels := level_like(values) or (column in misspelt
+                                                       and distinct_texts(values)))}
     if not candidates:
         return
-    attribute = missing[0]
+    attribute = next((misspelt[column] for column in candidates if column in misspelt), missing[0])
     named = "; ".join(f"'{column}' ({', '.join(levels[:4])}{', ...' if len(levels) > 4 else ''})"
                       for column, levels in sorted(candidates.items()))
     others = [other for other in asked if other != attribute]
