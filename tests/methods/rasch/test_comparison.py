@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -308,3 +309,35 @@ def test_planted_change_is_covered_and_no_change_passes_the_gate():
                                       paired=True, max_worsening=0.5)["worsens"]
                         for _ in range(3))
     assert covered >= 2 and gate_failures == 0
+
+
+def test_a_gate_in_percentage_points_reads_the_rate_of_the_real_personas():
+    """In a fit with null personas model_effect is the null arm's level and real_effect lifts the
+    real personas from it: the pp gaps must sit at the real personas' rate. Bug it catches: the
+    real_effect term dropped (no other test's posterior has one), which reads the gaps at the
+    random strings' rate. Here the real personas sit at logit 0 (model -1, real +1): 0 -> 1 logit
+    there is 100 (1/(1+e^-0.5) - 1/(1+e^0.5)) = 24.49 pp; at the null arm's logit -1 it would be
+    100 (1/(1+e^0.5) - 1/(1+e^1.5)) = 19.51 pp, under a 20 pp gate."""
+    data = posterior(np.zeros(400), np.ones(400), base=-1.0)
+    data["real_effect"] = (("chain", "draw", "model"), np.ones(data["model_effect"].shape))
+    row = comparison.change_table(data, GENDER, rope=ROPE, hdi_prob=0.94, familywise_alpha=0.05,
+                                  max_worsening=20.0, unit="pp").row(0, named=True)
+    expected = 100 * (1 / (1 + math.exp(-0.5)) - 1 / (1 + math.exp(0.5)))
+    assert row["gap_A_pp"] == pytest.approx(0.0, abs=1e-9)
+    assert row["gap_B_pp"] == pytest.approx(expected, abs=1e-6) == pytest.approx(24.49, abs=0.01)
+    assert row["worsens"]
+
+
+def test_every_contrast_of_an_attribute_counts_in_the_familywise_level():
+    """Four race levels give six contrasts, decided on 1 - 0.05/6 HDIs. Bug it catches: the
+    family counted attributes (or levels) instead of contrasts; every other table here has one
+    contrast, where those agree."""
+    levels = ["A", "B", "C", "D"]
+    effect = np.zeros((1, 200, 2, 4))
+    effect[..., :] = [0.3, 0.1, -0.1, -0.3]
+    data = xr.Dataset({"effect_race": (("chain", "draw", "model", "level_race"), effect)},
+                      coords={"model": ["A", "B"], "level_race": levels})
+    changes = comparison.change_table(data, {"race": tuple(levels)}, rope=ROPE, hdi_prob=0.94,
+                                      familywise_alpha=0.05)
+    assert changes.height == 6
+    assert changes["decision_prob"].to_list() == pytest.approx([1 - 0.05 / 6] * 6)

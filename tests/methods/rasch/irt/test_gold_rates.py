@@ -122,3 +122,17 @@ def test_a_simulated_judge_is_drawn_from_the_distribution_the_fit_corrects_with(
     for _ in range(50):
         assert judge_rates(informative, ours) == (float(theirs.beta(25, 2)),
                                                   float(theirs.beta(24, 3)))
+
+
+def test_the_specificity_row_is_its_own_gold_posterior():
+    """The report's judge-rate table reads each path's specificity from rate_summary. With 200
+    truly-0 gold answers all judged right its gold posterior is Beta(201, 1) (conditioning on
+    sens + spec > 1 moves it by less than 1e-6 here): mean 201/202, sd sqrt(201 / (202^2 203)),
+    and as its density rises to 1 the 94% HDI is [0.06^(1/201), 1]. Bug it catches: the
+    sensitivity and specificity Betas swapped for the specificity's row (the only other test
+    reads the sensitivity's row), which reports 0.80 for a judge that never erred on a 0."""
+    summary = _rates(JudgeConfusion("imported", 7, 1, 200, 0)).rate_summary(0.94)
+    mean, sd, low, high = summary["judge_specificity[judge]"]
+    assert mean == pytest.approx(201 / 202, abs=1e-5)
+    assert sd == pytest.approx(np.sqrt(201 / (202 ** 2 * 203)), abs=1e-5)
+    assert low == pytest.approx(0.06 ** (1 / 201), abs=1e-4) and high == pytest.approx(1.0)

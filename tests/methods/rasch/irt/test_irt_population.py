@@ -122,6 +122,18 @@ def test_null_percentile_averages_over_the_draws_of_an_uncertain_null_spread():
     plug_in = 100 * (2 * stats.norm.cdf(1 / np.sqrt(0.16 + 0.6 ** 2)) - 1)
     assert abs(value - plug_in) > 2.0
 
+def test_null_percentile_scales_both_spreads_by_the_groups_sizes():
+    """Groups of 4 and 4, as a race contrast of the default design has (k = 1/4 + 1/4 = 0.5; every
+    test above has k = 1). The text spread's draws 0.1 and 0.5 carry k E[sd^2] = 0.5 x 0.13 of
+    the contrast's variance 0.25, so its own error variance is 0.185; a null-vs-null gap of four
+    and four new null texts (sigma_null 0.6) has variance 0.185 + 0.5 x 0.36 = 0.365. Bugs it
+    catches: k left off either spread (0.30 or 0.545 in place of 0.365), or the text spread's
+    mean squared in place of its mean square (0.385)."""
+    value = percentile_among_estimated_nulls(1.0, 0.5, 4, 4, np.full(2, 0.6), np.array([0.1, 0.5]))
+    assert value == pytest.approx(100 * (2 * stats.norm.cdf(1 / np.sqrt(0.365)) - 1), abs=1e-9)
+    assert value == pytest.approx(90.21, abs=0.01)
+
+
 def _no_gap_posterior(rng: np.random.Generator, texts: int, nulls: int) -> xr.Dataset:
     """A plain fit's posterior where persona texts spread as the null personas do (sd 0.6), each
     measured with error sd 0.7 and 200 posterior draws around its estimate: no group gap."""
