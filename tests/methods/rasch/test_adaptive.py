@@ -324,6 +324,21 @@ def test_selection_takes_items_that_split_answers_for_open_cells():
     assert set(chosen["respondent_id"]) == {"m/Black_man_0", "m/White_man_0"}
 
 
+def test_selection_reads_information_at_theta_minus_difficulty():
+    """Every respondent at theta 2: item_00 (b 2) splits answers evenly, p(1 - p) = 0.25, where
+    item_01 (b 0) gives 0.105 and item_02 (b -2) 0.018. Bug it catches: theta + b in place of
+    theta - b, which the test above (theta 0, difficulties symmetric about it) cannot see: it
+    would pick item_02, whose answers are all but settled."""
+    pool = default_shaped_prompts(items=3, replicates=2, null_count=1, texts_per_cell=1,
+                                  genders=("man",), races=("Black", "White"))
+    fit = fake_fit({name: 2.0 for name in sorted(pool["respondent_id"].unique())},
+                   {"item_00": 2.0, "item_01": 0.0, "item_02": -2.0})
+    states = contrast_states(pl.DataFrame([contrast(1.5, 0.6)]), 6, 24, 0.05)
+    chosen = choose_next(pool, pool.head(0), fit, states, 0.25, 2)
+    assert set(chosen["item_id"]) == {"item_00"}
+    assert set(chosen["respondent_id"]) == {"m/Black_man_0", "m/White_man_0"}
+
+
 @pytest.mark.parametrize(("budget", "trajectory"), [(100, [38, 78, 100]),
                                                      (120, [38, 78, 120]),
                                                      (152, [38, 78, 118, 152])])
@@ -421,6 +436,33 @@ def test_a_time_budget_ends_the_run_at_its_last_look_with_the_last_looks_alpha()
     assert faster.rounds["prompts"].to_list() == [38, 75]
     assert faster.stop == "budget"
     assert faster.rounds["look_alpha"][-1] == pytest.approx(0.05 - alphas[0])
+
+
+def test_futility_under_a_time_budget_predicts_at_what_the_time_can_still_buy(monkeypatch):
+    """At 2 s a prompt and 150 s, round 0 asks 38 and the 74 s left buy 37 more: both looks
+    judge whether a contrast can still be decided with 75 prompts, not the 152 the prompt budget
+    would allow. Bug it catches: contrast_states given the prompt budget, which the test above
+    (futility 0, nothing ever dies) cannot see. It matters: a contrast of mean 0.8, sd 0.6 after
+    38 prompts is decidable with P 0.13 at 75 (dead under the 0.2 default) and 0.38 at 152."""
+    import audit.methods.rasch.adaptive as adaptive
+
+    pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
+    labels = pool.select(pl.col("respondent_id").alias("respondent"),
+                         pl.col("item_id").alias("item"), "replicate", "model_name",
+                         "persona_kind", "gender", "race", pl.lit(1).alias("y"))
+    reachable: list[int] = []
+    real_states = adaptive.contrast_states
+
+    def recording_states(*args, **kwargs):
+        reachable.append(args[2])
+        return real_states(*args, **kwargs)
+
+    monkeypatch.setattr(adaptive, "contrast_states", recording_states)
+    rule = AdaptiveRule(round_prompts=40, max_prompts=pool.height, futility=0.0,
+                        max_answer_seconds=150.0)
+    run_adaptive(pool, answers_from(labels), FitConfig(model="population", seed=1), rule,
+                 sample=prior_sampler, answer_seconds=lambda asked: 2.0 * asked.height)
+    assert reachable == [75, 75]
     assert design_rule(DesignConfig(adaptive=True, max_answer_minutes=2.5), 0.05,
                        pool_size=100).max_answer_seconds == 150.0
     with pytest.raises(AuditError, match="design.max_answer_minutes"):
