@@ -401,9 +401,7 @@ def test_a_time_budget_ends_the_run_at_its_last_look_with_the_last_looks_alpha()
     look an interim one, at 0.05 * 1% / 3 (defect 1 of the adaptive review); it is the last,
     at all of the alpha."""
     pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
-    labels = pool.select(pl.col("respondent_id").alias("respondent"),
-                         pl.col("item_id").alias("item"), "replicate", "model_name",
-                         "persona_kind", "gender", "race", pl.lit(1).alias("y"))
+    labels = simulated_labels(pool)
     rule = AdaptiveRule(round_prompts=40, max_prompts=pool.height, futility=0.0,
                         max_answer_seconds=150.0)
     answer = answers_from(labels)
@@ -447,9 +445,7 @@ def test_futility_under_a_time_budget_predicts_at_what_the_time_can_still_buy(mo
     import audit.methods.rasch.adaptive as adaptive
 
     pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
-    labels = pool.select(pl.col("respondent_id").alias("respondent"),
-                         pl.col("item_id").alias("item"), "replicate", "model_name",
-                         "persona_kind", "gender", "race", pl.lit(1).alias("y"))
+    labels = simulated_labels(pool)
     reachable: list[int] = []
     real_states = adaptive.contrast_states
 
@@ -479,13 +475,12 @@ def test_the_prompts_a_time_budget_affords_are_rounded_down():
     assert prompts_affordable(rule, 120.0, 4) == 0  # overspent: nothing more, never negative
     assert prompts_affordable(rule, None, 4) is None
 
+
 def test_a_budget_below_one_prompt_a_persona_is_refused():
     # Bug caught: round 0 asks every persona once whatever the budget, so max_prompts=10 with
     # 19 personas asked 19 prompts.
     pool = default_shaped_prompts(items=4, replicates=1, null_count=2)
-    labels = pool.select(pl.col("respondent_id").alias("respondent"),
-                         pl.col("item_id").alias("item"), "replicate", "model_name",
-                         "persona_kind", "gender", "race", pl.lit(1).alias("y"))
+    labels = simulated_labels(pool)
     rule = AdaptiveRule(round_prompts=10, max_prompts=10)
     with pytest.raises(AuditError, match="cannot ask each of the design's 19 personas once"):
         run_adaptive(pool, answers_from(labels), FitConfig(model="population"), rule,
