@@ -24,6 +24,7 @@ from xarray import DataTree
 
 from audit.config import DesignConfig
 from audit.errors import AuditError
+from audit.methods.rasch import adaptive
 from audit.methods.rasch.adaptive import (
     AdaptiveRule,
     answers_from,
@@ -434,6 +435,10 @@ def test_a_time_budget_ends_the_run_at_its_last_look_with_the_last_looks_alpha()
     assert faster.rounds["prompts"].to_list() == [38, 75]
     assert faster.stop == "budget"
     assert faster.rounds["look_alpha"][-1] == pytest.approx(0.05 - alphas[0])
+    assert design_rule(DesignConfig(adaptive=True, max_answer_minutes=2.5), 0.05,
+                       pool_size=100).max_answer_seconds == 150.0
+    with pytest.raises(AuditError, match="design.max_answer_minutes"):
+        design_rule(DesignConfig(adaptive=True, max_answer_minutes=0.0), 0.05, pool_size=100)
 
 
 def test_futility_under_a_time_budget_predicts_at_what_the_time_can_still_buy(monkeypatch):
@@ -442,8 +447,6 @@ def test_futility_under_a_time_budget_predicts_at_what_the_time_can_still_buy(mo
     would allow. Bug it catches: contrast_states given the prompt budget, which the test above
     (futility 0, nothing ever dies) cannot see. It matters: a contrast of mean 0.8, sd 0.6 after
     38 prompts is decidable with P 0.13 at 75 (dead under the 0.2 default) and 0.38 at 152."""
-    import audit.methods.rasch.adaptive as adaptive
-
     pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
     labels = simulated_labels(pool)
     reachable: list[int] = []
@@ -459,10 +462,6 @@ def test_futility_under_a_time_budget_predicts_at_what_the_time_can_still_buy(mo
     run_adaptive(pool, answers_from(labels), FitConfig(model="population", seed=1), rule,
                  sample=prior_sampler, answer_seconds=lambda asked: 2.0 * asked.height)
     assert reachable == [75, 75]
-    assert design_rule(DesignConfig(adaptive=True, max_answer_minutes=2.5), 0.05,
-                       pool_size=100).max_answer_seconds == 150.0
-    with pytest.raises(AuditError, match="design.max_answer_minutes"):
-        design_rule(DesignConfig(adaptive=True, max_answer_minutes=0.0), 0.05, pool_size=100)
 
 
 
