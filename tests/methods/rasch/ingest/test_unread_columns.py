@@ -106,3 +106,38 @@ def test_a_column_named_one_letter_off_an_attribute_is_refused_on_a_short_file(t
                                          r"and does not read its column\(s\) 'gendr' \(man, "
                                          r"woman\): name the column that holds it 'gender'"):
         imported_answers(_config(path))
+
+
+def test_a_column_of_numbers_one_letter_off_an_attribute_does_not_stop_the_file(tmp_path):
+    """Bug caught: `rate` is one edit from `race`, so a file of rates without race was refused
+    as if its rates were race levels ("'rate' (0.25, 0.5, ...)"); such a file goes on without
+    race, as a file without the column does."""
+    rows = [{key: value for key, value in row.items() if key != "ethnicity"}
+            | {"rate": 0.25 * (index % 3 + 1)} for index, row in enumerate(_rows())]
+    path = tmp_path / "answers.csv"
+    pl.DataFrame(rows).write_csv(path)
+    assert imported_answers(_config(path))["race"].null_count() == len(rows)
+
+
+@pytest.mark.parametrize("model", ["", "  "])
+def test_an_empty_model_setting_is_refused_not_replaced_by_the_default(tmp_path, model):
+    """Bug caught: `ingest.model=` (Hydra reads it as "") named the rows 'imported' without a
+    word, as if the setting were left out."""
+    rows = [{key: value for key, value in row.items() if key not in ("model", "ethnicity")}
+            | {"race": row["ethnicity"]} for row in _rows()]
+    path = tmp_path / "answers.csv"
+    pl.DataFrame(rows).write_csv(path)
+    config = _config(path)
+    config = replace(config, ingest=replace(config.ingest, model=model))
+    with pytest.raises(AuditError, match=r"^ingest.model is empty: write ingest.model=NAME"):
+        imported_answers(config)
+
+
+def test_a_csv_column_of_repeated_numbers_is_not_read_as_levels(tmp_path):
+    """Bug caught: a CSV is read as text, so a 0/1 `score` column arrived as the strings "0" and
+    "1", each on several rows, and a file without race was refused as if 'score' held race."""
+    rows = [{key: value for key, value in row.items() if key != "ethnicity"}
+            | {"score": index % 2} for index, row in enumerate(_rows())]
+    path = tmp_path / "answers.csv"
+    pl.DataFrame(rows).write_csv(path)
+    assert imported_answers(_config(path))["race"].null_count() == len(rows)

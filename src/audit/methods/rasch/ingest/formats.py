@@ -70,6 +70,11 @@ def read_answers(path: Path, chosen_format: str, model: str | None,
                  attributes: tuple[str, ...] = ()) -> pl.DataFrame:
     """The answers file as the table above (every column present; absent ones null).
     `attributes`: those the fit will contrast, to be read from the file (check_unread_levels)."""
+    if model is not None and not str(model).strip():
+        # `ingest.model=` read as "" and fell back to the default name without a word.
+        raise AuditError("ingest.model is empty: write ingest.model=NAME to name the rows' "
+                         "model, or leave it out: rows without a model are then named 'imported' "
+                         "(lm-evaluation-harness samples: their folder's name)")
     fmt = file_format(path, chosen_format)
     unread: dict[str, Iterable] = {}
     fix = "check ingest.input (docs/ingest.md lists the formats)"
@@ -118,11 +123,23 @@ def read_answers(path: Path, chosen_format: str, model: str | None,
     return answers
 
 
+def is_number(text: str) -> bool:
+    """Whether `text` reads as a number (an int, a float, nan or inf)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def level_like(values: Iterable) -> list[str] | None:
     """A column's distinct values if they look like a persona attribute's levels (text, 2 to 20
     of them, each on at least two rows: not ids, timestamps or free text), else None."""
     present = [value for value in values if value is not None and value != ""]
     if not present or not all(isinstance(value, str) for value in present):
+        return None
+    # A CSV is read as text, so its numbers arrive as strings: a 0/1 score is no level.
+    if all(is_number(value) for value in present):
         return None
     counts = Counter(value.strip() for value in present)
     if not 2 <= len(counts) <= 20 or min(counts.values()) < 2:
@@ -150,9 +167,11 @@ def check_unread_levels(answers: pl.DataFrame, unread: dict[str, Iterable],
         return
     # A column named one letter off an attribute (`gendr`) is that attribute whatever its values
     # look like: on a file of two rows no value repeats, so level_like passed it by and the run
-    # went on without gender behind one warning (bad-input review 2026-12-05).
-    misspelt = {column: attribute for column in unread for attribute in missing
-                if one_edit_apart(str(column).strip(), attribute)}
+    # went on without gender behind one warning (bad-input review 2026-12-05). Unless every
+    # value is a number: `rate` is one edit from `race`, and a column of rates is no race.
+    misspelt = {column: attribute for column, values in unread.items() for attribute in missing
+                if one_edit_apart(str(column).strip(), attribute)
+                and not all(is_number(text) for text in distinct_texts(values))}
     candidates = {column: levels for column, values in unread.items()
                   if (levels := level_like(values) or (column in misspelt
                                                        and distinct_texts(values)))}
