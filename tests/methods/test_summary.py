@@ -24,7 +24,7 @@ from audit.methods.dif.config import DIFConfig
 from audit.methods.run import STAGE_NAMES, stage_files
 from audit.methods.rasch.report.findings import decision_words
 from audit.methods.findings import Findings, Headline
-from audit.methods.summary import MAX_HEADLINES, run_method, summary_text
+from audit.methods.summary import MAX_HEADLINES, findings_lines, run_method, summary_text
 from audit.methods.verdict import judge_run, verdict_text
 from audit.tracking.mlflow import RunInfo
 from audit.tracking.ui import RUN_DESCRIPTION_TAG
@@ -63,6 +63,14 @@ def test_the_summary_puts_notes_first_and_counts_what_it_does_not_list(tmp_path)
                          "workflowType=machine_learning&viewStateShareKey=audit-iat")
     assert lines[-1] == ("  (serve it first: mlflow ui --backend-store-uri sqlite:///mlflow.db "
                          "--host 127.0.0.1 --port 5000)")
+
+
+def test_a_summary_with_exactly_the_headlines_it_lists_counts_none_more():
+    """Bug caught: a run with exactly MAX_HEADLINES comparisons ended its list with "... and 0
+    more in pairs.csv", as if some were left out. By hand: 12 listed, 12 - 12 = 0 hidden."""
+    rows = [Headline(f"pair {index}", "no difference shown") for index in range(MAX_HEADLINES)]
+    lines = findings_lines(Findings(rows, source=Path("pairs.csv")))
+    assert lines == [f"  pair {index}: no difference shown" for index in range(MAX_HEADLINES)]
 
 
 def _stated(method: str, run_dir: Path, cfg: AuditConfig | None = None) -> str:
@@ -112,6 +120,23 @@ def test_a_fit_that_did_not_converge_is_named_so_in_the_summary(tmp_path):
     assert "FAIL (1 of 2 checks failed): fit did not converge (R-hat max 1.080, 0 " \
            "divergences)" in verdict, verdict
     assert "converged" not in verdict
+
+
+def test_a_rasch_summary_says_first_that_two_attributes_are_one_comparison(tmp_path):
+    """Bug caught (fast; the smoke audit's slow test caught it too): the summary dropped the note
+    that the design aliases gender with race, so its two contrasts read as two findings. By
+    hand: the real personas are a Black woman and a White man (the null persona has neither),
+    so each gender level goes with one race level."""
+    run_dir = rasch_run(tmp_path / "run", ["equivalent"])
+    pl.DataFrame({"respondent_id": ["m/a", "m/b", "m/null_x"],
+                  "persona_kind": ["explicit", "explicit", "null"],
+                  "gender": ["woman", "man", None], "race": ["Black", "White", None]}
+                 ).write_parquet(run_dir / "prompts.parquet")
+    assert _stated("rasch", run_dir).splitlines()[1] == (
+        "  among the real personas every gender level goes with one race level (man: White, "
+        "woman: Black), so the race contrasts cannot be told apart from gender contrasts: a gap "
+        "in one is a gap in the other, whichever fit reads it (add personas that cross the two "
+        "attributes to separate them)")
 
 
 def test_a_different_gap_is_a_finding_ranked_among_null_gaps():

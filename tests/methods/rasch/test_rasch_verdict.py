@@ -14,7 +14,7 @@ from audit.cli.verdict import main
 from audit.methods.verdict import judge_run
 from audit.methods.checks import VerdictError
 from audit.methods.configs import VerdictConfig
-from audit.methods.rasch.verdict import read_diagnostics
+from audit.methods.rasch.verdict import read_diagnostics, showable_words
 from audit.methods.summary import verdict_line
 
 
@@ -76,6 +76,17 @@ def test_the_verdict_decides_on_the_familywise_interval(tmp_path: Path) -> None:
         checks["Black vs level2"].message
 
 
+def test_the_showable_gap_on_a_lopsided_rope_gives_the_odds_ratio_of_the_farther_bound():
+    """Bug caught: on a ROPE wider below zero the odds ratio was that of the nearer bound (+2.1,
+    8.2), understating the gap the run could have shown. By hand: the interval [-3.0, +1.0] is
+    4.0 wide, half of it 2.0; beyond the ROPE [-0.5, +0.1] that is below -2.5 or above +2.1;
+    the farther bound is 2.5 logits, exp(2.5) = 12.18, said to no decimals above 10."""
+    row = {"decision_prob": 0.99, "decision_low": -3.0, "decision_high": 1.0,
+           "rope_low": -0.5, "rope_high": 0.1}
+    assert showable_words(row) == ("an interval this wide clears the ROPE only for a gap below "
+                                   "-2.5 or above +2.1 in log-odds, an odds ratio of 12")
+
+
 def test_rasch_equivalent_and_converged_passes(tmp_path: Path) -> None:
     assert main([f"run_dir={rasch_run(tmp_path / 'r', ['equivalent', 'undecided'])}"]) == 0
 
@@ -133,6 +144,22 @@ def test_a_second_outcome_is_judged_too(tmp_path: Path) -> None:
     assert main([f"run_dir={run}"]) == 1
 
 
+def test_the_summary_names_which_outcomes_fit_did_not_converge(tmp_path: Path) -> None:
+    """Bug caught: a second outcome's unconverged fit was named "fit did not converge" in the
+    run's summary, which reads as the main fit. By hand: the main fit converged, the
+    `undetermined` fit did not (R-hat 1.08); with one contrast that is 1 of 3 checks failed."""
+    run = rasch_run(tmp_path / "r", ["equivalent"])
+    diagnostics = json.loads((run / "fit" / "diagnostics.json").read_text())
+    diagnostics["outcomes"] = ["favourable", "undetermined"]
+    (run / "fit" / "diagnostics.json").write_text(json.dumps(diagnostics))
+    (run / "fit" / "undetermined").mkdir()
+    (run / "fit" / "undetermined" / "diagnostics.json").write_text(json.dumps(
+        {**diagnostics, "converged": False, "rhat_max": 1.08}))
+    assert verdict_line(run).startswith(
+        "CI verdict: FAIL (1 of 3 checks failed): the undetermined fit did not converge (R-hat "
+        "max 1.080, 0 divergences) (default rules;")
+
+
 NO_SIGNAL = ["smollm2's 'favourable' outcome is 0 in 15 of its 15 labelled answers, so it "
              "barely varies between personas"]
 
@@ -181,6 +208,18 @@ def test_the_runs_summary_says_the_verdict_not_tested(tmp_path: Path) -> None:
     assert equivalent.startswith("CI verdict: PASS (0 of 3 checks failed) (no check found a gap; "
                                  "not by itself evidence that groups are treated alike)")
     assert "not by itself evidence" not in verdict_line(rasch_run(tmp_path / "f", ["different"]))
+
+
+def test_the_summary_names_up_to_three_failed_checks_and_marks_only_more(tmp_path: Path) -> None:
+    """Bugs caught: the verdict line named only the first of three failed contrasts, as if one
+    had failed, or ended three named ones with "; ...", as if more had. By hand: three
+    `different` contrasts fail 3 of 4 checks (with convergence), all three named; a fourth
+    fails 4 of 5, three named and "; ..." for the fourth."""
+    named = "; ".join(f"smollm2.race Black vs level{index}" for index in range(3))
+    three = verdict_line(rasch_run(tmp_path / "three", ["different"] * 3))
+    assert three.startswith(f"CI verdict: FAIL (3 of 4 checks failed): {named} (default rules;")
+    four = verdict_line(rasch_run(tmp_path / "four", ["different"] * 4))
+    assert four.startswith(f"CI verdict: FAIL (4 of 5 checks failed): {named}; ... (default")
 
 
 def test_a_pass_on_undecided_contrasts_counts_them_where_ci_reads_it(tmp_path: Path,

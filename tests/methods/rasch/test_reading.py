@@ -133,6 +133,33 @@ def test_the_reading_and_the_summary_say_which_interval_decided():
     assert "the 94% HDI lies wholly outside" in contrast_sentence(plain, 0.94)
 
 
+def test_a_headline_names_the_model_and_the_outcome_of_its_contrast():
+    """Bug caught: a summary line named the model only among three or more models, or the outcome
+    only among three or more outcomes, so two models' (or two outcomes') opposite findings read
+    as one comparison found twice. Each line also reads its gap in its own outcome's terms."""
+    rows = pl.DataFrame({
+        "model_name": ["m", "n"], "outcome": ["favourable", "undetermined"],
+        "attribute": ["race", "race"], "level_a": ["Black", "Black"],
+        "level_b": ["White", "White"], "mean": [-0.6, 0.5], "hdi_low": [-0.9, 0.2],
+        "hdi_high": [-0.3, 0.8], "rope_low": [-0.1, -0.1], "rope_high": [0.1, 0.1],
+        "decision": ["different", "different"]})
+    lines = [headline.line() for headline in headlines(rows, "favourable", 0.94)]
+    assert lines == [
+        "race Black vs White (m, outcome favourable): different: Black personas were treated "
+        "less favourably than White personas, -0.60 (94% HDI -0.90 to -0.30)",
+        "race Black vs White (n, outcome undetermined): different: the model abstained (asked "
+        "for more information or would not decide) more often for Black personas than for "
+        "White personas, +0.50 (94% HDI +0.20 to +0.80)"]
+
+
+def test_a_headline_names_the_runs_own_hdi_mass():
+    """Bug caught: the summary line called the interval a "94% HDI" whatever fit.hdi_prob was, so
+    a run at 0.90 printed its 90% bounds under the wrong mass."""
+    line = headlines(CONTRASTS.head(1), "favourable", 0.90)[0].line()
+    assert line == ("race Black vs White: different: Black personas were treated less favourably "
+                    "than White personas, -0.60 (90% HDI -0.90 to -0.30)")
+
+
 def test_a_different_contrast_is_read_with_its_null_rank_not_forgiven():
     """The headline shows the floor and the rank among null-vs-null gaps as a diagnostic; on
     8ce5156 a `different` gap within the floor was read as "not a demographic finding"."""

@@ -48,6 +48,18 @@ def test_the_printed_ranking_lists_every_respondent_in_order() -> None:
     assert "+0.40" in text and "+0.20" in text and "+0.60" in text
 
 
+def test_the_printed_ranking_puts_each_bound_under_its_own_heading() -> None:
+    """Bug caught: the HDI's bounds swapped columns, so "HDI low" read +0.60 and "HDI high"
+    +0.20 for m/a. By hand: theta[m/a] has mean 0.4 and HDI [0.2, 0.6]."""
+    buffer = io.StringIO()
+    print_ranking(theta_table(SUMMARY, RESPONDENTS), 0.94, Console(file=buffer, width=120))
+    lines = buffer.getvalue().splitlines()
+    header = next(line for line in lines if "HDI low" in line)
+    assert header.index("theta") < header.index("HDI low") < header.index("HDI high")
+    row = next(line for line in lines if " m/a " in line)
+    assert [cell.strip() for cell in row.split("│")][-4:-1] == ["+0.40", "+0.20", "+0.60"]
+
+
 def test_an_interval_mass_is_written_as_the_report_writes_it() -> None:
     """Bug caught: the terminal ranking and the figures formatted fit.hdi_prob with ":.0%", so a
     99.5% HDI read "100% HDI" there and "99.5% HDI" in the report."""
@@ -118,6 +130,17 @@ def test_label_rates_are_per_persona_with_every_label_and_a_jeffreys_interval() 
     assert refusal_b.select("rate", "rate_low").row(0) == (0.0, 0.0)
 
 
+def test_label_rate_intervals_have_the_mass_asked_for() -> None:
+    """Bug caught: the Jeffreys interval kept a 94% mass whatever mass the report asked for. By
+    hand: 1 refusal in 3 answers is Beta(1.5, 2.5) under the Jeffreys prior; its central 80%
+    interval runs from the 10th to the 90th percentile."""
+    rates = label_rates(_persona_labels({"a": (1, 2), "b": (0, 3)}), 0.80)
+    refusal_a = rates.filter((pl.col("persona_id") == "a") & (pl.col("label") == "refusal")).row(
+        0, named=True)
+    assert refusal_a["rate_low"] == pytest.approx(stats.beta.ppf(0.10, 1.5, 2.5))
+    assert refusal_a["rate_high"] == pytest.approx(stats.beta.ppf(0.90, 1.5, 2.5))
+
+
 def test_answers_whose_judge_failed_are_in_no_label_rate() -> None:
     """A judge request that failed for half of one persona's answers lowered every one of its
     label rates (the failures stayed in the denominator), so equal rates read as unequal."""
@@ -167,6 +190,36 @@ def test_label_rate_p_values_against_hand_computed_ones() -> None:
     assert refusal["method"] == "permutation"
     # 4,999 shuffles: the standard error of the estimate is 0.007.
     assert refusal["p_value"] == pytest.approx(20 / 45, abs=0.025)
+
+
+def test_a_label_every_answer_has_is_a_constant_rate_not_a_test() -> None:
+    """Bug caught: a label every answer of every persona carried (all favourable: a rate of 1
+    for both personas, no answer without it) was sent to the chi-square test, whose table has a
+    column of zeros, instead of being reported as a constant rate with no p-value."""
+    tests = label_rate_tests(label_rates(_persona_labels({"a": (0, 4), "b": (0, 6)}), 0.94))
+    favourable = tests.filter(pl.col("label") == "favourable").row(0, named=True)
+    assert (favourable["chi2"], favourable["p_value"], favourable["method"]) == (
+        None, None, "undefined (rate constant)")
+
+
+def test_one_personas_rate_is_compared_with_nothing() -> None:
+    """Bug caught: a model with one persona got a chi-square p-value of 1 for each label, a test
+    of homogeneity across a single row that compares nothing."""
+    tests = label_rate_tests(label_rates(_persona_labels({"a": (2, 3)}), 0.94))
+    refusal = tests.filter(pl.col("label") == "refusal").row(0, named=True)
+    assert (refusal["n_personas"], refusal["p_value"], refusal["method"]) == (
+        1, None, "undefined (rate constant)")
+
+
+def test_a_permutation_p_value_is_never_zero() -> None:
+    """Bug caught: a permutation count that left out the observed arrangement said p = 0 when no
+    shuffle reached the observed statistic; the least a test of B shuffles can say is
+    1 / (B + 1). By hand: 4 of 4 answers against 0 of 30 is a perfect association, chi2 = N =
+    34; a shuffle reaches it only by putting all 4 hits in the first persona, probability
+    1 / C(34, 4) = 1 / 46,376, so 99 shuffles almost surely never do: p = 1 / 100."""
+    from audit.methods.rasch.report.summary import _permutation_p
+
+    assert _permutation_p(np.array([4, 0]), np.array([0, 30]), 34.0, resamples=99) == 0.01
 
 
 def test_judge_top_label_share_counts_only_the_judges_labels() -> None:
