@@ -109,3 +109,29 @@ def test_a_damaged_posterior_of_a_past_run_is_one_line_naming_the_run(tmp_path: 
     assert re.fullmatch(rf"cannot read the posterior fit/posterior.nc of plan.from_run="
                         rf"{re.escape(str(tmp_path))} \(.*{reason}.*\): rerun that run, or "
                         rf"choose another for plan.from_run", str(refused.value)), refused.value
+
+
+def test_an_mlflow_run_without_gold_plans_without_it_and_one_without_prompts_is_refused(
+        tmp_path: Path):
+    """Bug caught: of a run in the MLflow store, a missing judge/judge_gold.parquet (a run with
+    judge.evaluate_on_gold=false) must plan without the gold results, and a missing
+    data/prompts.parquet must be refused: the two were swapped, so a run without gold results
+    was refused and one without prompts planned. By hand: the Rasch run logs fit/posterior.nc
+    and data/prompts.parquet only, so the gold file alone is None."""
+    from mlflow import MlflowClient
+
+    settings, runs = store_with_runs(tmp_path)
+    client = MlflowClient(settings.tracking_uri)
+    for folder, name in (("fit", "posterior.nc"), ("data", "prompts.parquet")):
+        local = tmp_path / "logged" / folder / name
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(b"")
+        client.log_artifact(runs["rasch"], str(local), folder)
+    files = run_files(runs["rasch"], settings.tracking_uri, tmp_path / "scratch")
+    assert [name for name, path in files.items() if path is None] == [Path("judge_gold.parquet")]
+    assert files[Path("prompts.parquet")].name == "prompts.parquet"
+    bare = client.create_run(client.get_run(runs["rasch"]).info.experiment_id,
+                              tags={"method": "rasch"}).info.run_id
+    client.log_artifact(bare, str(tmp_path / "logged" / "fit" / "posterior.nc"), "fit")
+    with pytest.raises(AuditError, match="has no artifact data/prompts.parquet"):
+        run_files(bare, settings.tracking_uri, tmp_path / "scratch2")

@@ -151,3 +151,29 @@ def test_the_jeffreys_interval_reaches_the_boundary_at_zero_and_all():
     assert high[0] == pytest.approx(stats.beta.ppf(0.95, 0.5, 5.5))
     assert low[1] == pytest.approx(stats.beta.ppf(0.05, 5.5, 0.5))
     assert (low[2], high[2]) == pytest.approx(tuple(stats.beta.ppf([0.05, 0.95], 2.5, 3.5)))
+
+
+def test_a_drawn_stratified_p_value_is_never_below_its_smallest_p():
+    """Bug caught: with the arrangements too many to enumerate, p counted the draws as count /
+    resamples instead of (1 + count) / (1 + resamples), so the most extreme data gave p = 0, a
+    certainty 99 draws cannot give. By hand: every a value is above every b value, so the
+    observed split is the single largest of C(20, 10) = 184,756; the 99 draws (seeded) miss it,
+    a side counts 0, and p = 2 (1 + 0) / (1 + 99) = 0.02, the smallest p it can give."""
+    a, b = np.arange(10.0, 20.0), np.arange(0.0, 10.0)
+    p_value, min_p = stratified_permutation_p_value((a,), (b,), 99, seed=1)
+    assert min_p == pytest.approx(2 / 100)
+    assert p_value == pytest.approx(2 / 100)
+
+
+def test_a_drawn_stratified_p_value_estimates_the_enumerated_one():
+    """Bug caught: a random relabelling that put one unit too many in group a (`<=` for `<`)
+    gave a null centred away from 0, so the p-value of drawn arrangements was not the exact
+    one's estimate. 7 + 7 units have C(14, 7) = 3,432 splits, more than the 2,000 draws, so they
+    are drawn; the enumerated p (the helper above, by hand) is 0.055, and 2,000 draws estimate
+    it with a standard error of 2 sqrt(0.027 * 0.973 / 2000) = 0.007: within 0.025."""
+    rng = np.random.default_rng(11)
+    a, b = rng.normal(5.9, 1, 7), rng.normal(5.0, 1, 7)
+    expected = enumerated_p(a, b, "two-sided")
+    assert 0.03 < expected < 0.08
+    p_value, _ = stratified_permutation_p_value((a,), (b,), 2000, seed=3)
+    assert p_value == pytest.approx(expected, abs=0.025)

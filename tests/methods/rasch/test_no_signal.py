@@ -12,6 +12,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import polars as pl
+import pytest
 from rich.console import Console
 
 from verdict_fixtures import rasch_run
@@ -228,3 +229,73 @@ def test_a_judge_that_labelled_no_gold_answer_is_no_signal() -> None:
     assert no_signal_reasons(_outcomes(["favourable", "unfavourable"] * 10), ["m"],
                              "favourable", judge) == [
         "the judge labelled none of the gold answers, so its labels were never checked"]
+
+
+def test_a_judge_right_on_exactly_80_percent_of_its_gold_answers_is_trusted() -> None:
+    """Bug caught: a judge right on exactly the 80% needed was headlined NO SIGNAL (`<=` in place
+    of `<`). By hand: 8 of 10 labelled gold answers right is 0.8, not below 0.8, so no reason."""
+    metrics = gold_figures(_gold_results(right=8, wrong=2, unlabelled=0)).metrics
+    assert metrics["gold/labelled_accuracy"] == 0.8
+    judge = judge_quality(RULE_LABELLED, metrics)
+    assert no_signal_reasons(_outcomes(["favourable", "unfavourable"] * 10), ["m"],
+                             "favourable", judge) == []
+    # One answer less right (7 of 10, 70%) is below the threshold.
+    weaker = judge_quality(RULE_LABELLED, gold_figures(_gold_results(7, 3, 0)).metrics)
+    assert no_signal_reasons(_outcomes(["favourable", "unfavourable"] * 10), ["m"],
+                             "favourable", weaker) != []
+
+
+def test_failed_judge_requests_are_not_the_judges_top_label() -> None:
+    """Bug caught: answers whose judge request failed counted as labels in the judge's top-label
+    share, so a wave of failures read as "the judge gave 'judge_failed' to 62%" (or diluted a
+    real collapse). By hand: the judge labelled 3 answers (2 unfavourable, 1 favourable); the 5
+    failed requests and the rule's label are not its labels: share 2/3 of 3."""
+    from audit.methods.rasch.no_signal import judge_top_label_share
+    from audit.methods.rasch.schemas import JUDGE_FAILED
+
+    labels = pl.DataFrame({
+        "label": ["unfavourable", "unfavourable", "favourable"] + [JUDGE_FAILED] * 5
+        + ["favourable"],
+        "label_source": ["judge"] * 8 + ["rule"]})
+    share, top, judged = judge_top_label_share(labels)
+    assert (top, judged) == ("unfavourable", 3)
+    assert share == pytest.approx(2 / 3)
+
+
+def _run_tables(labels: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A run's labels (judge-labelled) and prompts: one model m, two personas, answer i to
+    item i // 2."""
+    ids = [f"p{index:02d}" for index in range(len(labels))]
+    return (pl.DataFrame({"prompt_id": ids, "label": labels,
+                          "label_source": ["judge"] * len(labels)}),
+            pl.DataFrame({"prompt_id": ids,
+                          "respondent_id": [f"m/{'ab'[index % 2]}" for index in range(len(ids))],
+                          "item_id": [f"i{index // 2}" for index in range(len(ids))],
+                          "model_name": ["m"] * len(ids)}))
+
+
+def test_a_runs_no_signal_reads_the_outcome_after_its_dropped_labels() -> None:
+    """Bug caught: run_no_signal coded the labels without fit.drop_labels, so refusals the fit
+    leaves out counted as unfavourable answers and a varied outcome was headlined NO SIGNAL. By
+    hand: 2 favourable, 18 unfavourable and 60 refusals; with refusals dropped 2 of 20 (10%)
+    are favourable, at least 5%; counted as 0s, 2 of 80 (2.5%), below it."""
+    from audit.methods.rasch.config import FitConfig
+    from audit.methods.rasch.no_signal import run_no_signal
+
+    labels, prompts = _run_tables(["favourable"] * 2 + ["unfavourable"] * 18 + ["refusal"] * 60)
+    assert run_no_signal(labels, prompts, ["m"], FitConfig(drop_labels=["refusal"]), None) == []
+    assert run_no_signal(labels, prompts, ["m"], FitConfig(), None) == [
+        "m's 'favourable' outcome is 0 in 78 of its 80 labelled answers, so it barely varies "
+        "between personas"]
+
+
+def test_a_runs_no_signal_knows_a_probability_fit_needs_no_varied_decisions() -> None:
+    """Bug caught: run_no_signal did not pass fit.response on, so a probability fit of a model
+    that answers "no" every time (what P(yes) is fitted for) was headlined NO SIGNAL. By hand:
+    20 unfavourable answers are constant decisions, a reason only for fit.response=decision."""
+    from audit.methods.rasch.config import FitConfig
+    from audit.methods.rasch.no_signal import run_no_signal
+
+    labels, prompts = _run_tables(["unfavourable"] * 20)
+    assert run_no_signal(labels, prompts, ["m"], FitConfig(response="probability"), None) == []
+    assert len(run_no_signal(labels, prompts, ["m"], FitConfig(), None)) == 1

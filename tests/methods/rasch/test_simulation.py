@@ -327,3 +327,78 @@ def test_a_simulated_audit_reads_the_same_contrasts_without_r_hat_or_ess(monkeyp
     simulated = power.one_simulation(prompts, components, EFFECTS, fit, sampler,
                                      np.random.default_rng(4), ("race", "Black", "White"))
     assert simulated.filter(pl.col("planted")).height == 1
+
+
+def test_the_planned_specificity_is_the_beta_mean_of_the_gold_counts():
+    """Bug caught: the specificity was the raw share right among true-0 gold answers, not the
+    Beta(1, 1) posterior mean the sensitivity is, so a judge right on all of a few such answers
+    was planned as never wrong. By hand: 19 of 20 true-unfavourable answers judged
+    unfavourable give (1 + 19) / (2 + 20) = 10/11 (not 19/20); 5 of 5 give 6/7 (not 1)."""
+    gold = gold_table([("favourable", "favourable", 14), ("favourable", "unfavourable", 6),
+                       ("unfavourable", "unfavourable", 19), ("unfavourable", "favourable", 1)])
+    assert judge_components(gold, "favourable", VarianceComponents()).specificity == \
+        pytest.approx(10 / 11)
+    perfect = gold_table([("favourable", "favourable", 4), ("favourable", "unfavourable", 1),
+                          ("unfavourable", "unfavourable", 5)])
+    assert judge_components(perfect, "favourable", VarianceComponents()).specificity == \
+        pytest.approx(6 / 7)
+
+
+def test_the_planned_judge_leaves_out_the_gold_answers_of_dropped_labels():
+    """Bug caught: fit.drop_labels was not passed on to the gold counts, so a plan counted the
+    gold answers the judge called a refusal as judged unfavourable, though the fit drops them.
+    By hand: true favourable 14 judged favourable, 6 unfavourable, 4 refusal; with refusal
+    dropped, true_1_judged_0 = 6 and the sensitivity (1 + 14) / (2 + 20) = 15/22, where
+    counting the refusals gives 10 and 15/26."""
+    gold = gold_table([("favourable", "favourable", 14), ("favourable", "unfavourable", 6),
+                       ("favourable", "refusal", 4), ("unfavourable", "unfavourable", 19),
+                       ("unfavourable", "favourable", 1)])
+    found = judge_components(gold, "favourable", VarianceComponents(), drop_labels=("refusal",))
+    assert found.gold_counts("favourable").true_1_judged_0 == 6
+    assert found.sensitivity == pytest.approx(15 / 22)
+
+
+def test_an_explanatory_posterior_of_several_models_gives_their_average_spreads():
+    """Bug caught: a run of two audited models planned with the first model's spreads alone.
+    By hand: text sd 0.6 and 1.0 average 0.8, null sd 0.9 and 1.3 average 1.1, base logits
+    log(3) - 1 and log(3) + 1 average log(3) (a rate of 0.75), shifts -0.4 and 0 average -0.2."""
+    ones = np.ones((2, 50, 1))
+
+    def per_model(first: float, second: float) -> tuple[tuple[str, ...], np.ndarray]:
+        return ("chain", "draw", "model"), np.concatenate([first * ones, second * ones], axis=2)
+
+    posterior = xr.Dataset({
+        "b": (("chain", "draw", "item"), np.tile([-1.5, 0.0, 1.5], (2, 50, 1))),
+        "sigma_residual": per_model(0.6, 1.0), "sigma_null": per_model(0.9, 1.3),
+        "model_effect": per_model(math.log(3) - 1, math.log(3) + 1),
+        "real_effect": per_model(-0.4, 0.0)})
+    found = posterior_components(posterior, default_shaped_prompts(), ("gender", "race"),
+                                 VarianceComponents())
+    assert (found.text_sd, found.null_sd) == pytest.approx((0.8, 1.1))
+    assert found.base_rate == pytest.approx(0.75)
+    assert found.real_shift == pytest.approx(-0.2)
+
+
+def test_a_persona_without_levels_is_not_a_demographic_text():
+    """Bug caught: the baseline persona (no gender, no race) counted among the personas with
+    levels, so its theta moved the real personas' shift (and took a level of its own in the
+    text sd's additive fit). By hand: the 16 demographic texts sit at 1.0, the null personas at
+    -0.5, 0 and 0.5 (mean 0, sd 0.5), the baseline at 5.0 and the items at 0 on average, so
+    the shift is 1.0 - 0 = 1.0 (with the baseline, 21/17 = 1.24), the text sd 0, the null sd
+    0.5 and the base rate logistic(0) = 0.5."""
+    prompts = default_shaped_prompts(texts_per_cell=2, null_count=3, items=4, replicates=1)
+    frame = prompts.unique("respondent_id").sort("respondent_id")
+    respondents = frame.get_column("respondent_id").to_list()
+    kinds = frame.get_column("persona_kind").to_list()
+    nulls = iter([-0.5, 0.0, 0.5])
+    values = np.array([next(nulls) if kind == "null" else 5.0 if kind == "baseline" else 1.0
+                       for kind in kinds])
+    assert kinds.count("baseline") == 1 and kinds.count("explicit") == 16
+    theta = np.broadcast_to(values, (2, 10, values.size)).copy()
+    b = np.broadcast_to(np.array([-1.0, 0.0, 1.0, 0.0]), (2, 10, 4)).copy()
+    found = posterior_components(posterior_of(theta, b, respondents), prompts,
+                                 ("gender", "race"), VarianceComponents())
+    assert found.real_shift == pytest.approx(1.0)
+    assert found.text_sd == pytest.approx(0.0, abs=1e-9)
+    assert found.null_sd == pytest.approx(0.5)
+    assert found.base_rate == pytest.approx(0.5)

@@ -225,3 +225,53 @@ def test_fit_rasch_reads_no_gender_gap_from_a_missing_cell():
     gender = fit.contrasts.filter(pl.col("attribute") == "gender").row(0, named=True)
     assert gender["decision"] != "different"
     assert abs(gender["mean"]) < 0.5  # the plain mean put it near -1.4
+
+
+def test_a_models_contrasts_read_only_its_own_personas():
+    """Bug caught: without the filter on model_name, one model's cells took in the other
+    audited models' personas, so its level means mixed models and its counts grew. By hand:
+    model m has 2 texts in each of the 4 crossed cells, so female vs male has 2 cells of 2 on
+    each side (n_a = n_b = 4), every one an m/ respondent; model k has no male White persona,
+    so its gender contrast has only the Black cell (2 against 2)."""
+    other = design(MISSING_MALE_WHITE).with_columns(
+        respondent=pl.col("respondent").str.replace("^m/", "k/"), model_name=pl.lit("k"))
+    frame = pl.concat([design(CROSSED), other])
+    pairs, left_out = balanced_contrasts(frame, ("gender", "race"), "m")
+    assert left_out == []
+    gender = next(pair for pair in pairs if pair.attribute == "gender")
+    assert (gender.n_a, gender.n_b) == (4, 4)
+    names = [name for cell in (*gender.cells_a, *gender.cells_b) for name in cell]
+    assert all(name.startswith("m/") for name in names)
+    k_pairs, _ = balanced_contrasts(frame, ("gender", "race"), "k")
+    k_gender = next(pair for pair in k_pairs if pair.attribute == "gender")
+    assert (k_gender.n_a, k_gender.n_b) == (2, 2)
+
+
+def test_a_persona_missing_a_level_neither_hides_nor_makes_an_aliasing():
+    """Bug caught: rows with a missing level counted as a level of their own in aliased_pairs,
+    so a persona without a gender hid a real aliasing (missed warning) or made one (false
+    warning). By hand: among the rows with both levels, f goes only with A and m only with B,
+    an aliasing the two partial personas (race A, no gender; gender m, no race) do not change;
+    and when every row with both levels is race A, race does not vary with gender at all."""
+    aliased = pl.DataFrame({"gender": ["f", "f", "m", "m", None, "m"],
+                            "race": ["A", "A", "B", "B", "A", None]})
+    assert aliased_pairs(aliased, ("gender", "race")) == [
+        "every gender level goes with one race level (f: A, m: B), so the race contrasts cannot "
+        "be told apart from gender contrasts"]
+    one_race = pl.DataFrame({"gender": ["f", "m", None], "race": ["A", "A", "B"]})
+    assert aliased_pairs(one_race, ("gender", "race")) == []
+
+
+def test_a_cell_is_every_other_attribute_not_only_the_first():
+    """Bug caught: with three attributes, a cell keyed by the first other attribute alone let
+    age into the gender contrast. By hand: female personas are Black young and Black old, male
+    ones only Black young, so the only common cell of (race, age) is (Black, young): 2 against
+    2; keyed by race alone it would be 4 female against 2 male."""
+    rows = [{"respondent": f"m/{gender}_{age}_{text}", "model_name": "m", "gender": gender,
+             "race": "Black", "age": age}
+            for gender, age in [("female", "young"), ("female", "old"), ("male", "young")]
+            for text in range(2)]
+    pairs, _ = balanced_contrasts(pl.DataFrame(rows), ("gender", "race", "age"), "m")
+    gender = next(pair for pair in pairs if pair.attribute == "gender")
+    assert gender.cells_a == (("m/female_young_0", "m/female_young_1"),)
+    assert (gender.n_a, gender.n_b) == (2, 2)

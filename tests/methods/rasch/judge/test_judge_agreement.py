@@ -116,3 +116,16 @@ def test_failed_judges_do_not_abstain_and_show_in_agreement():
     # One failure among agreeing judges still fails the answer: a rerun, which asks the failed
     # judge again, must give the label a run without the failure gives.
     assert majority({"a": FAV, "b": FAV, "c": JUDGE_FAILED}).label == JUDGE_FAILED
+
+
+def test_alpha_is_undefined_without_two_valid_votes_on_one_answer():
+    """Bug caught: answers that only one judge labelled validly counted as pairable, so a panel
+    whose other judge abstained on each answer crashed the report (krippendorff: "at least one
+    unit with values assigned by at least two coders"), and one label on the paired answers
+    beside another on an unpaired one gave NaN in place of None. By hand: in the first table
+    no answer has two valid votes; in the second the only paired answer is FAV/FAV, a single
+    category, so alpha is 0/0."""
+    unpaired = _votes((FAV, UNPARSEABLE), (UNPARSEABLE, UNF))
+    assert krippendorff_alpha(unpaired) is None
+    one_paired_category = _votes((FAV, FAV), (UNF, UNPARSEABLE))
+    assert krippendorff_alpha(one_paired_category) is None

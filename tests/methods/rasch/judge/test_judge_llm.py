@@ -14,7 +14,12 @@ from audit.llm.backends import Completion, create_backend
 from audit.config import DesignConfig, EngineConfig, JudgeConfig, ModelConfig, SamplingConfig
 from audit.design import expand_design
 from audit.llm.engine import collect_responses
-from audit.methods.rasch.judge.cascade import Judge, label_answers, label_responses
+from audit.methods.rasch.judge.cascade import (
+    Judge,
+    check_rule_labels,
+    label_answers,
+    label_responses,
+)
 from audit.methods.rasch.judge.llm import decision_schema, decision_words, judge_answer, parse_verdict
 from audit.methods.rasch.schemas import JUDGE_FAILED, LABELS, UNPARSEABLE
 from audit.llm.store import ResponseStore
@@ -116,6 +121,21 @@ def test_a_tied_panel_gives_unparseable_never_a_guess(tmp_path):
         tables = label_answers(_answers("Hmm."), config, _panel("APPROVE", "DENY"), store, **quiet)
     assert tables.labels["label"].to_list() == [UNPARSEABLE]
     assert "no label has more than half of the 2 valid votes" in tables.labels["rationale"][0]
+
+
+def test_the_rule_check_hears_every_judge_of_the_panel(tmp_path):
+    """Bug caught: the re-reading of rule labels asked only the panel's first judge, so the
+    other judges' votes (and their failed requests) were missing from the rule check. By hand:
+    two answers, three judges: 2 x 3 = 6 votes and asks, each judge's own word, no labels."""
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        tables = check_rule_labels(_answers("DENY. Income is too low.", "APPROVE."),
+                                   JudgeConfig(name="x"), _panel("DENY", "APPROVE", "DENY"),
+                                   store, **quiet)
+    assert tables.labels.height == 0
+    assert sorted(tables.votes.select("answer_id", "judge", "label").rows()) == [
+        ("a0", "j0", "unfavourable"), ("a0", "j1", "favourable"), ("a0", "j2", "unfavourable"),
+        ("a1", "j0", "unfavourable"), ("a1", "j1", "favourable"), ("a1", "j2", "unfavourable")]
+    assert tables.asks.height == 6 and set(tables.asks["status"]) == {"ok"}
 
 
 def test_rules_label_plain_answers_and_the_panel_is_not_asked(tmp_path):

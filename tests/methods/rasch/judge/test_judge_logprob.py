@@ -91,6 +91,33 @@ def test_logprob_method_labels_from_the_audited_models_own_scores(items, persona
     assert labels.equals(again)  # scores come from the store the second time
 
 
+def test_logprob_labels_below_the_minimum_decision_mass_carry_no_decision(
+        items, personas, fake_models, tmp_path):
+    """Bug caught: judge.min_decision_mass was not applied to the logprob method's labels, so
+    an answer whose option words held almost none of the model's probability still got a
+    decision. The threshold here is the median of the scored answers' decision masses, so some
+    fall below it: by the rule (OptionScore.label), those are unparseable and the rest
+    favourable when p_favourable >= 0.5, else unfavourable."""
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
+    backends = {name: create_backend(config) for name, config in fake_models.items()}
+    audited = {name: (backends[name], fake_models[name]) for name in fake_models}
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        responses = collect_responses(prompts, backends, fake_models, store,
+                                      show_progress=False)
+        scored = label_responses(prompts, responses, JudgeConfig(
+            name="logprob", method="logprob", use_rules=False, min_decision_mass=0.0), [],
+            store, audited, **quiet).labels
+        threshold = float(scored["decision_mass"].median())
+        labels = label_responses(prompts, responses, JudgeConfig(
+            name="logprob", method="logprob", use_rules=False, min_decision_mass=threshold), [],
+            store, audited, **quiet).labels
+    expected = (pl.when(pl.col("decision_mass") < threshold).then(pl.lit(UNPARSEABLE))
+                .when(pl.col("p_favourable") >= 0.5).then(pl.lit("favourable"))
+                .otherwise(pl.lit("unfavourable")))
+    assert (labels["label"] == labels.select(expected).to_series()).all()
+    assert 0 < (labels["label"] == UNPARSEABLE).sum() < labels.height
+
+
 def test_scores_can_accompany_cascade_labels(items, personas, fake_models, tmp_path):
     prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
     backends = {name: create_backend(config) for name, config in fake_models.items()}

@@ -119,3 +119,98 @@ def test_the_warning_is_one_line_of_the_runs_summary(tmp_path):
     (run_dir / "report" / "judge_rule_agreement.csv").unlink()
     quiet = summary_text(cfg, create_method("rasch").findings(cfg, run_dir, {}), run_dir, {})
     assert "the judge agrees with the rules" not in quiet
+
+
+def test_the_warning_names_the_level_the_rules_misread():
+    """Bug caught: both levels of a two-level attribute have the same p (one table), and the
+    level the warning named was picked by the wrong order of agreement, so it blamed the group
+    the rules read well. By hand: women 5 of 19 agree (26%), men 19 of 19 (100%)."""
+    prompts, labels = _audit(per_level=20)
+    table = rule_agreement(labels, _votes({"man": 19, "woman": 5}, 20), prompts, ["gender"])
+    (warning,) = agreement_warnings(table)
+    assert "on 26% of gender=woman answers against man 100% for the other levels" in warning
+
+
+def _three_levels(agreeing: dict[str, tuple[int, int]]) -> pl.DataFrame:
+    """The agreement table of one attribute `race`: level -> (re-read, agreeing) rule labels."""
+    prompts, labels, votes = [], [], []
+    for race, (n, agree) in agreeing.items():
+        for k in range(n):
+            answer = f"{race}{k:02d}"
+            prompts.append({"prompt_id": answer, "model_name": "m", "race": race})
+            labels.append({"prompt_id": answer, "label": "favourable", "label_source": "rule"})
+            votes.append({"answer_id": answer, "judge": "j", "rationale": "",
+                          "label": "favourable" if k < agree else "unfavourable"})
+    return rule_agreement(pl.DataFrame(labels), pl.DataFrame(votes), pl.DataFrame(prompts),
+                          ["race"])
+
+
+def test_three_levels_are_three_tests_bonferroni_adjusted():
+    """Bug caught: an attribute of three or more levels was adjusted as one test, so each
+    level's Fisher p went unmultiplied and chance differences warned. By hand: each level
+    against the other two is one of three tests, p_adjusted = min(1, 3 p) with p scipy's
+    two-sided Fisher test of [[agree, n - agree], [rest agree, rest n - rest agree]]."""
+    from scipy import stats
+
+    table = _three_levels({"A": (10, 9), "B": (10, 9), "C": (10, 5)})
+    expected = [min(1.0, 3 * stats.fisher_exact(table_)[1]) for table_ in (
+        [[9, 1], [14, 6]], [[9, 1], [14, 6]], [[5, 5], [18, 2]])]
+    assert table["p_adjusted"].to_list() == pytest.approx(expected, rel=1e-9)
+
+
+def test_one_small_level_does_not_blind_the_check_to_the_others():
+    """Bug caught: the check called an attribute blind when any level (not every level) was too
+    small to be flagged, so one level of a single re-read answer silenced a planted difference.
+    By hand: level A's most extreme table [[0, 1], [20, 0]] has p 1/21, x3 = 0.14, above 0.05;
+    level C (2 of 10 agreeing against 11 of 11) has p_min 1/C(21, 10) x3, far below it, and
+    its Fisher p x3 is below 0.05 too, so C is flagged."""
+    from scipy import stats
+
+    table = _three_levels({"A": (1, 1), "B": (10, 10), "C": (10, 2)})
+    assert table["p_min_adjusted"][0] == pytest.approx(3 / 21)
+    assert 3 * stats.fisher_exact([[2, 8], [11, 0]])[1] < 0.05
+    (warning,) = agreement_warnings(table)
+    assert "on 20% of race=C answers" in warning
+
+
+def test_the_sample_takes_per_group_answers_of_each_model():
+    """Bug caught: the cells were the levels alone, not model x levels, so a run of two models
+    re-read per_group answers of a group across both models instead of per_group of each. By
+    hand: 2 models x 2 genders x 3 = 12 answers, 3 of each (model, gender)."""
+    prompts, labels = _audit(per_level=10)
+    other = prompts.with_columns(prompt_id="k" + pl.col("prompt_id"), model_name=pl.lit("k"))
+    both = pl.concat([prompts, other])
+    both_labels = pl.concat([labels, labels.with_columns(prompt_id="k" + pl.col("prompt_id"))])
+    chosen = rule_check_sample(both_labels, both, ["gender"], per_group=3, seed=1)
+    assert len(chosen) == 12
+    for prefix in ("man", "woman", "kman", "kwoman"):
+        assert sum(answer.startswith(prefix) for answer in chosen) == 3, prefix
+
+
+def test_the_agreement_interval_is_the_jeffreys_interval_of_the_agreeing_answers():
+    """Bug caught: the interval was computed from the disagreeing count, so the table gave men,
+    19 of 19 in agreement, an interval near 0. By hand (Jeffreys, Beta(agree + 1/2, n - agree +
+    1/2), 94%, the upper end 1 at agree = n): men (19, 19) from the Beta(19.5, 0.5) 3% quantile
+    to 1; women (5 of 19) the Beta(5.5, 14.5) 3% and 97% quantiles, from scipy."""
+    from scipy import stats
+
+    prompts, labels = _audit(per_level=20)
+    table = rule_agreement(labels, _votes({"man": 19, "woman": 5}, 20), prompts, ["gender"])
+    assert table.select("agreement_low", "agreement_high").rows() == [
+        (pytest.approx(stats.beta.ppf(0.03, 19.5, 0.5)), 1.0),
+        tuple(pytest.approx(value) for value in stats.beta.ppf([0.03, 0.97], 5.5, 14.5))]
+
+
+def test_a_panels_re_read_is_its_majority_not_its_first_judge():
+    """Bug caught: the re-read label was the first judge's vote, not the panel's majority, so
+    one dissenting judge counted as the panel disagreeing with the rules. By hand: on each of
+    the 9 re-read answers of each gender, judge a says unfavourable and b and c favourable (the
+    rules' label): the majority agrees on 9 of 9."""
+    prompts, labels = _audit(per_level=10)
+    votes = pl.DataFrame([{"answer_id": f"{gender}{k:02d}", "judge": judge, "rationale": "",
+                           "label": "unfavourable" if judge == "a" else "favourable"}
+                          for gender in ("man", "woman") for k in range(1, 10)
+                          for judge in ("a", "b", "c")])
+    table = rule_agreement(labels, votes, prompts, ["gender"])
+    assert table.select("level", "n", "agree").rows() == [("man", 9.0, 9.0),
+                                                          ("woman", 9.0, 9.0)]
