@@ -71,15 +71,20 @@ def test_a_scoring_reply_must_score_every_variant_with_a_log_probability():
         assert parse_scores(reply, expected) is None, reply
 
 
-def test_logprob_method_labels_from_the_audited_models_own_scores(items, personas, fake_models,
-                                                                  tmp_path):
+def _answered(items, personas, fake_models, store):
+    """The fake models' answers to the design: prompts, responses and the audited backends a
+    logprob judge scores with."""
     prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
     backends = {name: create_backend(config) for name, config in fake_models.items()}
-    audited = {name: (backends[name], fake_models[name]) for name in fake_models}
+    responses = collect_responses(prompts, backends, fake_models, store, show_progress=False)
+    return prompts, responses, {name: (backends[name], fake_models[name]) for name in fake_models}
+
+
+def test_logprob_method_labels_from_the_audited_models_own_scores(items, personas, fake_models,
+                                                                  tmp_path):
     config = JudgeConfig(name="logprob", method="logprob", use_rules=False, min_decision_mass=0.0)
     with ResponseStore(tmp_path / "s.sqlite3") as store:
-        responses = collect_responses(prompts, backends, fake_models, store,
-                                      show_progress=False)
+        prompts, responses, audited = _answered(items, personas, fake_models, store)
         labels = label_responses(prompts, responses, config, [], store, audited, **quiet).labels
         again = label_responses(prompts, responses, config, [], store, audited, **quiet).labels
     assert labels.height == prompts.height and set(labels["label_source"]) == {"logprob"}
@@ -98,12 +103,8 @@ def test_logprob_labels_below_the_minimum_decision_mass_carry_no_decision(
     decision. The threshold here is the median of the scored answers' decision masses, so some
     fall below it: by the rule (OptionScore.label), those are unparseable and the rest
     favourable when p_favourable >= 0.5, else unfavourable."""
-    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
-    backends = {name: create_backend(config) for name, config in fake_models.items()}
-    audited = {name: (backends[name], fake_models[name]) for name in fake_models}
     with ResponseStore(tmp_path / "s.sqlite3") as store:
-        responses = collect_responses(prompts, backends, fake_models, store,
-                                      show_progress=False)
+        prompts, responses, audited = _answered(items, personas, fake_models, store)
         scored = label_responses(prompts, responses, JudgeConfig(
             name="logprob", method="logprob", use_rules=False, min_decision_mass=0.0), [],
             store, audited, **quiet).labels
@@ -119,12 +120,8 @@ def test_logprob_labels_below_the_minimum_decision_mass_carry_no_decision(
 
 
 def test_scores_can_accompany_cascade_labels(items, personas, fake_models, tmp_path):
-    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
-    backends = {name: create_backend(config) for name, config in fake_models.items()}
-    audited = {name: (backends[name], fake_models[name]) for name in fake_models}
     with ResponseStore(tmp_path / "s.sqlite3") as store:
-        responses = collect_responses(prompts, backends, fake_models, store,
-                                      show_progress=False)
+        prompts, responses, audited = _answered(items, personas, fake_models, store)
         labels = label_responses(prompts, responses, JudgeConfig(name="x", score_options=True),
                                  [], store, audited, **quiet).labels
     assert set(labels["label_source"]) == {"rule"}

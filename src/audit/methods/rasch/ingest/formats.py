@@ -123,13 +123,10 @@ def read_answers(path: Path, chosen_format: str, model: str | None,
     return answers
 
 
-def is_number(text: str) -> bool:
-    """Whether `text` reads as a number (an int, a float, nan or inf)."""
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+def numbers_only(texts: list[str]) -> bool:
+    """Whether every one of `texts` reads as a number (an int or a float, spaces around)."""
+    numbers = pl.Series(texts, dtype=pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    return numbers.null_count() == 0
 
 
 def level_like(values: Iterable) -> list[str] | None:
@@ -139,7 +136,7 @@ def level_like(values: Iterable) -> list[str] | None:
     if not present or not all(isinstance(value, str) for value in present):
         return None
     # A CSV is read as text, so its numbers arrive as strings: a 0/1 score is no level.
-    if all(is_number(value) for value in present):
+    if numbers_only(present):
         return None
     counts = Counter(value.strip() for value in present)
     if not 2 <= len(counts) <= 20 or min(counts.values()) < 2:
@@ -171,7 +168,7 @@ def check_unread_levels(answers: pl.DataFrame, unread: dict[str, Iterable],
     # value is a number: `rate` is one edit from `race`, and a column of rates is no race.
     misspelt = {column: attribute for column, values in unread.items() for attribute in missing
                 if one_edit_apart(str(column).strip(), attribute)
-                and not all(is_number(text) for text in distinct_texts(values))}
+                and not numbers_only(distinct_texts(values))}
     candidates = {column: levels for column, values in unread.items()
                   if (levels := level_like(values) or (column in misspelt
                                                        and distinct_texts(values)))}
