@@ -468,3 +468,122 @@ def test_an_output_that_cannot_be_written_is_exit_2_before_the_fit(two_runs, tmp
     # Bad-input review 2026-12-04: junit=FOLDER without max_worsening printed the warning
     # that the gate cannot fail first; a refused command says one line.
     assert len(caplog.records) == 1, [record.getMessage() for record in caplog.records]
+
+
+def test_runs_that_recorded_different_judges_are_refused_even_with_equal_gold_labels():
+    """Bug caught: two runs whose configs name different judges were fitted through one judge's
+    errors whenever the judges' gold labels happened to agree (the judge-name check inverted)."""
+    from audit.errors import AuditError
+    from audit.methods.rasch.comparison_sides import check_one_judge
+
+    gold = gold_results(1)
+    with pytest.raises(AuditError, match="judge=gpt and judge=claude"):
+        check_one_judge(gold, gold, ("gpt", "claude"))
+    check_one_judge(gold, gold, ("gpt", "gpt"))  # one judge, same labels: allowed
+
+
+def test_one_judges_gold_labels_in_another_row_order_are_one_judge():
+    """Bug caught: the gold labels were compared row by row as stored, so one judge's labels of
+    the same answers written in another order were refused as a different judge."""
+    from audit.methods.rasch.comparison_sides import check_one_judge
+
+    gold = gold_results(1)
+    check_one_judge(gold, gold.reverse(), ("gpt", "gpt"))
+
+
+def test_two_judges_read_as_truth_are_named_and_one_judge_is_not():
+    """Bug caught: with judge_error=false the note that A and B had different judges was left
+    out where they differed and printed where they were the same judge."""
+    from audit.methods.rasch.comparison_sides import judges_note
+
+    note = judges_note(("gpt", "claude"))
+    assert note is not None and "judge=gpt" in note and "judge=claude" in note
+    assert judges_note(("gpt", "gpt")) is None
+    assert judges_note((None, "gpt")) is None
+
+
+def test_run_bs_other_fit_settings_are_named_hdi_mass_included():
+    """Bugs caught: run B's settings named where they equal A's and not where they differ, and
+    a different hdi_prob (the intervals' mass) of run B dropped without a word."""
+    from audit.methods.rasch.comparison_sides import settings_note
+    from audit.methods.rasch.config import FitConfig
+
+    fit_a = FitConfig()
+    assert settings_note(fit_a, FitConfig()) is None
+    note = settings_note(fit_a, FitConfig(rope=0.3, hdi_prob=0.9))
+    assert note is not None
+    assert f"rope 0.3 against A's {fit_a.rope}" in note
+    assert f"hdi_prob 0.9 against A's {fit_a.hdi_prob}" in note
+    assert "outcome" not in note and "attributes" not in note
+
+
+def items_side(label: str, items: list[str]) -> comparison.Side:
+    prompts = pl.DataFrame({"prompt_id": [f"{label}{item}" for item in items], "item_id": items})
+    return comparison.Side(label, f"runs/{label}", "qwen", prompts, pl.DataFrame())
+
+
+def test_sides_that_asked_different_items_are_compared_on_the_shared_ones_by_default():
+    """Bugs caught: the default (items=shared) fitted every item, so a gap carried by items one
+    side alone asked read as a change; items=all cut to the shared items; the shared items
+    taken as the union; and sides with no item in common cut to no prompts at all (the pairing
+    names that case)."""
+    from audit.methods.rasch.comparison_sides import shared_items
+
+    side_a, side_b = items_side("A", ["i1", "i2", "i3"]), items_side("B", ["i2", "i3", "i4"])
+    kept_a, kept_b, note = shared_items(side_a, side_b, "shared")
+    assert sorted(kept_a.prompts["item_id"]) == sorted(kept_b.prompts["item_id"]) == ["i2", "i3"]
+    assert note == "items: compared on the 2 items both runs asked (A asked 3, B asked 3); " \
+        "items=all fits every item"
+    kept_a, kept_b, note = shared_items(side_a, side_b, "all")
+    assert kept_a is side_a and kept_b is side_b
+    assert note is not None and note.startswith("items: fitted on all 4 items")
+    apart = items_side("B", ["i7", "i8"])
+    kept_a, kept_b, note = shared_items(side_a, apart, "shared")
+    assert (kept_a.prompts.height, kept_b.prompts.height, note) == (3, 2, None)
+
+
+def test_attributes_only_run_b_contrasted_are_named():
+    """Bug caught: the note named A's attributes missing from B (which the comparison does
+    compare) instead of B's attributes missing from A (which it does not)."""
+    from audit.methods.rasch.comparison_sides import attributes_note
+    from audit.methods.rasch.config import FitConfig
+
+    fit_a, fit_b = FitConfig(attributes=["gender"]), FitConfig(attributes=["gender", "age"])
+    assert attributes_note(fit_a, fit_b) == [
+        "age: in run B's fit.attributes only (the comparison reads run A's)"]
+    assert attributes_note(fit_b, fit_a) == []
+
+
+def test_the_change_figure_names_each_contrast_in_the_tables_level_order():
+    """Bug caught: the figure's rows named the levels the other way round ("White vs Asian"),
+    so the change's sign read against the table's "Asian vs White" looked flipped."""
+    import matplotlib.pyplot as plt
+
+    from audit.methods.rasch.report.changes import change_figure
+
+    changes = pl.DataFrame({
+        "attribute": ["race"], "level_a": ["Asian"], "level_b": ["White"], "change": [1.1],
+        "hdi_low": [0.3], "hdi_high": [1.9], "decision_prob": [0.975], "decision_low": [-0.1],
+        "decision_high": [2.3], "decision": ["undecided"], "rope": [0.18]})
+    figure = change_figure(changes, 0.94)
+    assert [label.get_text() for label in figure.axes[0].get_yticklabels()] \
+        == ["race: Asian vs White"]
+    plt.close(figure)
+
+
+def test_the_comparison_page_states_the_intervals_mass(tmp_path):
+    """Bug caught: the page's table headed its intervals " HDI" with no mass, so a reader of a
+    comparison fitted at hdi_prob 0.9 could not tell its intervals from the run report's 94%."""
+    from audit.methods.rasch.report.changes import change_report
+
+    changes = pl.DataFrame({
+        "attribute": ["race"], "level_a": ["Asian"], "level_b": ["White"], "gap_A": [0.2],
+        "gap_B": [0.5], "change": [0.3], "hdi_low": [-0.1], "hdi_high": [0.7], "p_worse": [0.8],
+        "decision": ["undecided"], "max_worsening": [None], "hdi_prob": [0.9]})
+    figure = tmp_path / "changes_forest.png"
+    figure.write_bytes(b"\x89PNG")
+    sides = [comparison.Side(label, f"runs/{label}", "qwen", pl.DataFrame(), pl.DataFrame())
+             for label in "AB"]
+    page = change_report(changes, sides, pairing="paired", verdict="no gate", failed=False,
+                         converged=True, figure=figure, lines=["race: Asian vs White"])
+    assert "<th>90% HDI</th>" in page and "90% highest-density intervals" in page

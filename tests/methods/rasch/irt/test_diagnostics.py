@@ -73,3 +73,32 @@ def test_one_chain_is_told_r_hat_needs_two_not_that_chains_disagree():
                         "converged)"]
     assert Diagnostics(1.05, 900.0, 800.0, 0, 1.01, 400.0).problems()[0].startswith(
         "R-hat max 1.050 > 1.01: chains disagree")
+
+
+def test_the_limits_are_inclusive_and_a_tail_ess_that_is_not_a_number_fails():
+    """Bugs caught: an R-hat exactly at fit.rhat_max, or an ESS exactly at fit.ess_min, failed
+    the check (its limits are inclusive: FitConfig's "R-hat <= 1.01, ESS >= 100"); a tail ESS
+    that could not be computed passed it."""
+    from audit.methods.rasch.irt.diagnostics import Diagnostics
+
+    at_limits = Diagnostics(rhat_max=1.01, ess_bulk_min=100.0, ess_tail_min=100.0,
+                            divergences=0, rhat_limit=1.01, ess_limit=100.0)
+    assert at_limits.converged and at_limits.problems() == []
+    no_tail = Diagnostics(rhat_max=1.0, ess_bulk_min=400.0, ess_tail_min=math.nan,
+                          divergences=0, rhat_limit=1.01, ess_limit=100.0)
+    assert [problem.split(" min")[0] for problem in no_tail.problems()] == ["tail ESS"]
+
+
+def test_diagnose_reads_each_columns_worst_value_and_counts_every_divergence():
+    """Bugs caught: the tail ESS read from the bulk ESS column, the smallest ESS taken as the
+    largest (a fit with one parameter at ESS 80 passed), and the divergent transitions counted
+    as one however many there were. The summary's rows: R-hat 1.0 and 1.2 (worst 1.2), bulk ESS
+    500 and 80 (worst 80), tail ESS 90 and 400 (worst 90); 3 of 8 transitions diverged."""
+    summary = pl.DataFrame({"parameter": ["theta[a]", "b[i1]"], "r_hat": [1.0, 1.2],
+                            "ess_bulk": [500.0, 80.0], "ess_tail": [90.0, 400.0]})
+    diverging = np.array([[True, False, True, False], [False, False, True, False]])
+    idata = az.from_dict({"posterior": {"x": np.zeros((2, 4))},
+                          "sample_stats": {"diverging": diverging}})
+    found = diagnose(idata, summary, FitConfig())
+    assert (found.rhat_max, found.ess_bulk_min, found.ess_tail_min, found.divergences) \
+        == (1.2, 80.0, 90.0, 3)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import jinja2
 import numpy as np
+import pytest
 import xarray as xr
 
 from audit.methods.rasch.irt.noise_floor import noise_floor_plot, noise_floor_table
@@ -79,3 +80,54 @@ def test_the_rule_check_table_shows_the_smallest_p_its_sizes_allow():
         judge_rates=None, hdi_label="94%", fit={"judge_imputations": 3}, rule_agreement=[row],
         judge={"rule_check_per_group": 2})
     assert "smallest p" in page and "<td class=\"num\">0.333</td>" in page
+
+
+def test_the_floor_counts_as_estimated_only_below_half_the_prior_width_at_hdi_prob():
+    """Bugs caught: the HDI taken at a fixed 94% whatever fit.hdi_prob, and a floor whose HDI
+    is 0.65 of its prior's width (barely narrowed) called estimated (a threshold above 0.5).
+    sigma_null's prior here is HalfNormal(0.5) (the explanatory model's); its central 50% runs
+    from 0.5 z(0.625) to 0.5 z(0.875) (scipy). The posterior: 4000 evenly spaced draws on
+    [0, w], whose every 50% interval is 0.5 w wide; w = 1.3 x prior width makes the ratio 0.65."""
+    from scipy import stats
+
+    prior_low, prior_high = stats.halfnorm.ppf([0.25, 0.75], scale=0.5)
+    width = 1.3 * (prior_high - prior_low)
+    draws = np.linspace(0.0, width, 2 * DRAWS).reshape(2, DRAWS, 1)
+    posterior = xr.Dataset({"sigma_null": (("chain", "draw", "model"), draws)},
+                           coords={"model": ["m"]})
+    row = noise_floor_table(posterior, hdi_prob=0.5).row(0, named=True)
+    assert row["prior_low"] == pytest.approx(prior_low, abs=0.002)
+    assert row["prior_high"] == pytest.approx(prior_high, abs=0.002)
+    assert row["hdi_high"] - row["hdi_low"] == pytest.approx(0.5 * width, abs=0.002)
+    assert row["width_ratio"] == pytest.approx(0.65, abs=0.005)
+    assert row["estimated"] is False
+
+
+def test_only_sigma_null_read_off_its_prior_flags_a_model():
+    """Bug caught: a model whose sigma_null was estimated was flagged as ranked against a prior
+    because its sigma_residual (not the noise floor) was not estimated."""
+    import polars as pl
+
+    from audit.methods.rasch.irt.noise_floor import floor_from_prior
+
+    table = pl.DataFrame({"model_name": ["a", "a", "b", "b"],
+                          "parameter": ["sigma_null", "sigma_residual"] * 2,
+                          "estimated": [True, False, False, True]})
+    assert floor_from_prior(table) == frozenset({"b"})
+
+
+def test_a_population_fit_is_compared_with_the_population_models_prior():
+    """Bug caught: a population fit's spreads compared with the explanatory model's priors
+    (HalfNormal(0.5) for sigma_residual) instead of its own (HalfNormal(1.0), the text spread's
+    prior), so the prior interval, the width ratio and the "estimated" flag were another
+    model's. The population posterior is told by its sigma_null_log_ratio; at 94% the prior's
+    central interval runs from 1.0 z(0.515) to 1.0 z(0.985) (scipy)."""
+    from scipy import stats
+
+    draws = np.linspace(0.1, 0.3, 2 * DRAWS).reshape(2, DRAWS, 1)
+    posterior = xr.Dataset({"sigma_residual": (("chain", "draw", "model"), draws),
+                            "sigma_null_log_ratio": (("chain", "draw"), np.zeros((2, DRAWS)))},
+                           coords={"model": ["m"]})
+    row = noise_floor_table(posterior, hdi_prob=0.94).row(0, named=True)
+    low, high = stats.halfnorm.ppf([0.03, 0.97], scale=1.0)
+    assert (row["prior_low"], row["prior_high"]) == pytest.approx((low, high), abs=0.003)

@@ -68,3 +68,26 @@ def test_draws_that_are_not_numbers_stop_the_summary_naming_their_parameter():
             as raised:
         summarise(idata, hdi_prob=0.9)
     assert "theta" not in str(raised.value) and "[m1" not in str(raised.value)
+
+
+def test_the_summary_interval_has_the_mass_asked_for():
+    """Bug caught: the summary's HDI taken at ArviZ's fixed 94% whatever fit.hdi_prob, so a
+    run at hdi_prob 0.5 reported (and decided on) intervals of another mass. The draws: 2 x 500
+    evenly spaced on [0, 1], whose every 50% interval is 0.5 wide (0.94 wide at 94%)."""
+    theta = np.linspace(0.0, 1.0, 1000).reshape(2, 500, 1)
+    idata = az.from_dict({"posterior": {"theta": theta, "b": np.zeros((2, 500, 1))}},
+                         dims={"theta": ["respondent"], "b": ["item"]})
+    row = summarise(idata, 0.5, diagnostics=False).row(0, named=True)
+    assert row["parameter"] == "theta[0]"
+    assert row["hdi_high"] - row["hdi_low"] == pytest.approx(0.5, abs=0.002)
+
+
+def test_standardised_and_transformed_helpers_are_not_summarised():
+    """Bug caught: a model's non-centred helper (effect_race_z) and transformed variables
+    (sigma_null_log__) summarised and checked for convergence beside the parameters they
+    only serve, and shown in the report's tables."""
+    from audit.methods.rasch.irt.summary import summarised_variables
+
+    names = ("theta", "b", "effect_race", "effect_race_z", "sigma_null_log__", "other")
+    idata = az.from_dict({"posterior": {name: np.zeros((1, 2)) for name in names}})
+    assert summarised_variables(idata) == ["theta", "b", "effect_race"]
