@@ -111,6 +111,35 @@ def test_only_transient_failures_are_retried(items, personas, tmp_path):
         assert backend.sends == 8 * sends_per_prompt
 
 
+def test_a_refusal_after_a_timeout_is_not_retried(items, personas, tmp_path):
+    """Bug caught: once a request had been retried, any later failure was retried too, so a
+    request refused with an HTTP 400 after a timeout was sent again until max_attempts."""
+    import threading
+
+    from audit.llm.backends import BackendError
+
+    class _TimeoutThenRefused(_Failing):
+        def __init__(self) -> None:
+            super().__init__(BackendError("timeout", "no reply within 60 s"))
+            self._guard, self.seen = threading.Lock(), set()
+
+        def complete(self, request):
+            with self._guard:
+                self.sends += 1
+                prompt = request.messages[-1].content
+                first = prompt not in self.seen
+                self.seen.add(prompt)
+            if first:
+                raise self.failure
+            raise BackendError("http_status", "HTTP 400 from the server", status=400)
+
+    backend = _TimeoutThenRefused()
+    responses, _ = _timed_run(items, personas, tmp_path, backend)
+    assert responses["error_kind"].to_list() == ["http_status"] * 8
+    # Each of the 8 prompts: the timeout, then the refusal, and no third send (max_attempts 3).
+    assert backend.sends == 8 * 2
+
+
 class _Timed:
     """A backend that takes a fixed time per request and records how many run at once."""
 
@@ -190,6 +219,36 @@ def test_the_embedded_runtime_gets_as_many_requests_as_it_has_slots():
     assert backends["embedded"].slots == 4
 
 
+def test_a_model_on_several_hosts_gets_its_concurrency_on_each():
+    """Bug caught: a model served by two hosts at max_concurrency 4 got 4 requests in flight in
+    all instead of 4 on each, halving a fleet's throughput."""
+    from audit.config import ModelConfig
+    from audit.llm.engine import concurrency_limits
+
+    models = {"m": ModelConfig(backend="openai", model="m", max_concurrency=4,
+                               base_urls=["http://a:1/v1", "http://b:2/v1"])}
+    # 4 slots on each of the 2 hosts: 8.
+    assert concurrency_limits({"m": object()}, models) == {"m": 8}
+
+
+def test_a_probe_refused_for_another_reason_does_not_stop_the_run():
+    """Bug caught: ServerWatch stopped a run mid-way when the probe after a failed request got
+    any error (a server without /v1/models answers 404), not only when the server was gone."""
+    import asyncio
+
+    from audit.llm.backends import BackendError
+    from audit.llm.preflight import ServerWatch
+
+    class _NoModelList:
+        def health_check(self):
+            raise BackendError("http_status", "HTTP 404 from /v1/models", status=404)
+
+    watch = ServerWatch("m", _NoModelList())
+    asyncio.run(watch.confirm_up())
+    watch.check()
+    assert watch.stopped is None
+
+
 def test_retry_after_is_honoured(items, personas, tmp_path):
     backend = _Timed(latency_s=0.0, rate_limited_first=0.5)
     responses, _ = _timed_run(items, personas, tmp_path, backend)
@@ -267,6 +326,20 @@ def test_answering_time_is_the_stores_record_not_the_clock(items, personas, fake
         store.put_ok("k2", {"model": "b"}, {}, "APPROVE", 1, 4.0, concurrency=None)
         # Unknown to the store, or stored before it kept concurrency: at the model's now.
         assert answering_seconds(answers, names, {"a": 1, "b": 2}, store) == 3.0 + 4.0 / 2
+
+
+def test_an_answer_asked_at_more_slots_counts_its_share_when_the_model_has_fewer_now(tmp_path):
+    """Bug caught: answering_seconds divided a stored answer's latency by the model's
+    concurrency now instead of the one it was asked at, so a rerun at 1 slot counted an answer
+    asked at 4 slots at its whole latency and an adaptive budget ran out 4x too early."""
+    from audit.llm.preflight import answering_seconds
+
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        store.put_ok("k1", {"model": "m"}, {}, "APPROVE", 1, 8.0, concurrency=4)
+        answers = pl.DataFrame({"prompt_id": ["p1"], "latency_s": [8.0], "request_key": ["k1"]})
+        names = pl.DataFrame({"prompt_id": ["p1"], "model_name": ["m"]})
+        # 8 s asked at 4 slots is a quarter of the run's time: 8 / 4 = 2 s, at 1 slot now.
+        assert answering_seconds(answers, names, {"m": 1}, store) == 2.0
 
 
 def test_the_estimate_reads_answers_asked_at_the_concurrency_it_times(tmp_path):

@@ -4,7 +4,8 @@ them (its method's HEADLINE_METRICS) in a tag, so the table names no method."""
 from __future__ import annotations
 
 from audit.methods import headline_metrics
-from audit.tracking.runs_table import HEADLINE_TAG, metric_columns, unmatched_patterns
+from audit.tracking.runs_table import (HEADLINE_TAG, metric_columns, runs_frame,
+                                       unmatched_patterns)
 
 
 def _run(method: str, metrics: dict[str, float]) -> dict:
@@ -45,3 +46,17 @@ def test_a_metric_pattern_that_matches_nothing_is_named_with_the_closest_names()
                            "contrast/*);"), line
     [line] = unmatched_patterns(runs, ["zzz"])
     assert "(they have: contrast/*, n_prompts);" in line
+
+
+def test_only_a_run_from_changed_code_is_marked_dirty():
+    """Bug caught: a run whose code was clean (audit.dirty "false") or unknown was shown as
+    "+dirty", so the table called every run's code changed."""
+    runs = []
+    for dirty in ("true", "false"):
+        run = _run("iat", {})
+        run["tags"].update({"audit.commit": "0123456789abcdef", "audit.dirty": dirty})
+        runs.append(run)
+    run = _run("iat", {})
+    runs.append(run)  # no commit recorded: code_state gives ("", "unknown")
+    # The first 10 characters of the commit, "+dirty" only for "true".
+    assert runs_frame(runs)["commit"].to_list() == ["0123456789+dirty", "0123456789", ""]
