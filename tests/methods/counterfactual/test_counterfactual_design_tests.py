@@ -296,3 +296,36 @@ def test_the_rank_biserial_compares_answers_only_within_their_block():
     # (pooled: 1/10); against b: 2 ties 2, 5 beats 4: 1 of 2.
     assert within_block_rank_biserial(centred, "c", "a") == pytest.approx(0.5)
     assert within_block_rank_biserial(centred, "c", "b") == pytest.approx(0.5)
+
+
+def test_a_template_level_difference_is_group_a_minus_group_b():
+    """Bug caught: the per-template differences were b minus a, so a pair tested over templates
+    reported its mean difference (and interval) with the wrong sign; the two-sided p hid it."""
+    rng = np.random.default_rng(11)
+    metrics, groups = simulated_names(0.0, 0.0, rng, templates=6)
+    pronouns = by_pronoun(groups)
+    he = pronouns.filter(pl.col("group") == "he")["prompt_id"]
+    metrics = metrics.with_columns(pl.when(pl.col("prompt_id").is_in(he.implode()))
+                                   .then(pl.col("sentiment") + 1.0)
+                                   .otherwise(pl.col("sentiment")).alias("sentiment"))
+    row = design_tests(metrics, pronouns, ["sentiment"], SETTINGS).row(0, named=True)
+    assert (row["group_a"], row["group_b"], row["unit"]) == ("he", "she", "template")
+    # By hand: he minus she per template x replicate, averaged per template, then over the 6.
+    blocks = (pronouns.join(metrics, on="prompt_id")
+              .group_by("template_id", "replicate", "group").agg(pl.col("sentiment").mean())
+              .pivot(on="group", index=["template_id", "replicate"], values="sentiment")
+              .group_by("template_id").agg((pl.col("he") - pl.col("she")).mean()))
+    expected = float(blocks["he"].mean())
+    assert row["mean_difference"] == pytest.approx(expected)
+    assert row["difference_ci_low"] < expected < row["difference_ci_high"]
+
+
+def test_the_smallest_p_of_a_sampled_name_test_is_that_of_its_resamples():
+    """Bug caught: min_p counted every arrangement of the names even when the test draws only
+    resamples of them, claiming a p the test cannot give (and testability it lacks)."""
+    rng = np.random.default_rng(5)
+    metrics, groups = simulated_names(0.5, 0.0, rng, names=7)
+    row = design_tests(metrics, groups, ["sentiment"], SETTINGS).row(0, named=True)
+    # 7 names vs 7: C(14, 7) = 3432 arrangements > 99 * 10 = 990 drawn, so 2 / (990 + 1).
+    assert (row["unit"], row["n_units_a"], row["n_units_b"]) == ("name", 7, 7)
+    assert row["min_p"] == pytest.approx(2 / 991)

@@ -19,6 +19,7 @@ from audit.methods.counterfactual.score import (
     check_metrics,
     is_refusal,
     load_lexicon,
+    metric_table,
     score_texts,
     words,
 )
@@ -146,3 +147,22 @@ def test_transformer_scorer_fails_in_one_line_without_weights_or_package(tmp_pat
     else:  # pragma: no cover - only where transformers is installed
         with pytest.raises(Exception):
             TransformerSentiment(str(tmp_path))  # an empty directory holds no model
+
+
+def test_an_answer_that_used_every_allowed_token_counts_as_truncated() -> None:
+    """Bug caught: only answers over max_tokens counted as cut off, but a server stops at
+    max_tokens exactly, so no truncated answer was ever reported."""
+    ids = ["p1", "p2", "p3"]
+    prompts = pl.DataFrame({"prompt_id": ids, "model_name": ["m"] * 3, "item_id": ["t1"] * 3,
+                            "persona_id": ["v1", "v2", "v3"], "replicate": [0, 0, 0]})
+    responses = pl.DataFrame({"prompt_id": ids, "status": ["ok"] * 3,
+                              "completion_tokens": [99, 100, None],
+                              "response_text": ["a", "b", "c"]},
+                             schema_overrides={"completion_tokens": pl.Int64})
+    groups = pl.DataFrame({"prompt_id": ids, "factor": ["race"] * 3, "group": ["A", "B", "A"]})
+    scores = pl.DataFrame({"sentiment": [0.0] * 3, "word_count": [1.0] * 3,
+                           "competence_rate": [0.0] * 3, "warmth_rate": [0.0] * 3,
+                           "refusal": [0.0] * 3})
+    table = metric_table(prompts, responses, groups, scores, {"m": 100})
+    # 99 of 100 tokens: finished; 100 of 100: stopped at the cap; no count: not known cut off.
+    assert table.sort("prompt_id")["truncated"].to_list() == [False, True, False]

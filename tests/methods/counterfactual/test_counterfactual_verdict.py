@@ -116,3 +116,34 @@ def test_the_end_of_run_line_says_when_no_pair_could_be_tested(capsys) -> None:
     # did not say it counts each answer as independent (39% false rejections simulated).
     assert "describes the answers, counting each as independent; group claims are the design " \
            "tests below" in out
+
+
+def _design_row(group_b: str, p_value: float, min_p: float, p_bh: float) -> dict:
+    return {"model_name": "m", "metric": "sentiment", "factor": "race", "group_a": "A",
+            "group_b": group_b, "unit": "name", "n_units_a": 6, "n_units_b": 6,
+            "n_templates": 3, "mean_difference": 0.5, "difference_ci_low": None,
+            "difference_ci_high": None, "rank_biserial": 0.5, "truncated_share_a": 0.0,
+            "truncated_share_b": 0.0, "p_value": p_value, "min_p": min_p, "p_bh": p_bh,
+            "practical_threshold": 0.147}
+
+
+def test_the_verdict_readjusts_bh_over_the_pairs_testable_at_its_own_alpha() -> None:
+    """Bug caught: the verdict read the table's p_bh, adjusted at the run's alpha over a pair
+    untestable at the verdict's alpha, and passed a pair its own BH family rejects."""
+    # Run alpha 0.05: both pairs testable, BH over p = (0.02, 0.006) gives (0.02, 0.012).
+    tests = pl.DataFrame([_design_row("B", 0.02, 0.02, 0.02),
+                          _design_row("C", 0.006, 0.001, 0.012)])
+    checks = {check.name: check for check in judge_counterfactual(tests, VerdictConfig(alpha=0.01))}
+    # At alpha 0.01 A vs B (min_p 0.02) is untestable; A vs C is a family of one: p_bh = 0.006.
+    assert checks["A vs B"].skipped and not checks["A vs B"].failed
+    assert checks["A vs C"].failed and "p_bh=0.006 <" in checks["A vs C"].message
+
+
+def test_a_pair_whose_smallest_p_equals_alpha_is_untestable() -> None:
+    """Bug caught: a design whose smallest attainable p equals alpha (3 names vs 3: 2 / C(6, 3)
+    = 0.1, at alpha 0.1) was judged as testable, though p < alpha is out of its reach."""
+    tests = pl.DataFrame([_design_row("B", 0.1, 0.1, None)]).with_columns(
+        n_units_a=pl.lit(3), n_units_b=pl.lit(3), p_bh=pl.lit(None, dtype=pl.Float64))
+    (check,) = judge_counterfactual(tests, VerdictConfig(alpha=0.1))
+    assert check.skipped and not check.failed
+    assert "3 names vs 3 names the smallest attainable p is 0.1 >= alpha=0.1" in check.message

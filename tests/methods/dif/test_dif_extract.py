@@ -157,3 +157,10 @@ def test_extractors_never_crash(text: str):
     extract_letter(text, OPTIONS)
     extract_word(text, NAMES)
     parse_number(text)
+
+
+def test_a_text_stating_two_numbers_parses_to_none():
+    """Bug caught: a text with several numbers parsed to its first, so an ambiguous answer key
+    ("3 or 4") graded a reply of 3 correct and one of 4 wrong."""
+    assert parse_number("3 or 4") is None and parse_number("twelve or thirteen") is None
+    assert not is_correct("3", "3 or 4", "number")
