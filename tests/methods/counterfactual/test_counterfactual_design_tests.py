@@ -329,3 +329,18 @@ def test_the_smallest_p_of_a_sampled_name_test_is_that_of_its_resamples():
     # 7 names vs 7: C(14, 7) = 3432 arrangements > 99 * 10 = 990 drawn, so 2 / (990 + 1).
     assert (row["unit"], row["n_units_a"], row["n_units_b"]) == ("name", 7, 7)
     assert row["min_p"] == pytest.approx(2 / 991)
+
+
+def test_a_pair_significant_only_before_bh_is_not_flagged():
+    """Bug caught: `flagged` read the raw p in place of the Benjamini-Hochberg one, so the report
+    flagged a pair the family-wise correction had cleared. By hand: race A against B is tested on
+    two metrics; word_count is 50 on every answer, so its p is 1, and BH over the two testable
+    rows gives sentiment min(2 p, 1): raw p 28/924 = 0.030 < 0.05, adjusted 0.061 >= 0.05, so
+    the pair is not flagged though its effect is meaningful."""
+    metrics, groups = simulated_names(0.3, 0.0, np.random.default_rng(1), names=6)
+    table = design_tests(metrics, groups, ["sentiment", "word_count"], SETTINGS)
+    sentiment = table.filter(pl.col("metric") == "sentiment").row(0, named=True)
+    assert table.filter(pl.col("metric") == "word_count")["p_value"].to_list() == [1.0]
+    assert sentiment["p_value"] == pytest.approx(28 / 924) and sentiment["meaningful"]
+    assert sentiment["p_bh"] == pytest.approx(2 * 28 / 924)
+    assert not sentiment["flagged"]
