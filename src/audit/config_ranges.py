@@ -3,8 +3,9 @@ for every section once the config is composed.
 
 Hydra checks that a value has the field's type; whether it makes sense (a probability above 1, no
 draws, a negative ROPE that turns the decision rule inside out) is declared here, as field
-metadata: ``"range"`` (a Range, or a (low, high) tuple: the closed interval) and ``"choices"``
-(the valid strings). `check_config` walks a config instance (dataclass fields, dict entries of
+metadata: ``"range"`` (a Range, or a (low, high) tuple: the closed interval), ``"choices"``
+(the valid strings) and ``"blank_fix"`` (a text that may be null but not empty: the fix to
+name). `check_config` walks a config instance (dataclass fields, dict entries of
 dataclasses) and refuses the first value outside its declaration with one line naming the key, the
 value and what is allowed, before any stage runs: `python -m audit`, audit.ingest, audit.plan,
 audit.stages and audit.params compose through audit.methods.configs.to_audit_config, which calls
@@ -98,6 +99,13 @@ def one_of(default: str | None, choices: Sequence[str]) -> Any:
     return dataclasses.field(default=default, metadata={"choices": tuple(choices)})
 
 
+def not_blank(default: str | None, fix: str) -> Any:
+    """A dataclass text field with `default` that may be left out (null) but not given empty:
+    `key=` reads as "", which a name setting would otherwise take for "use the default" without
+    a word. `fix` says what to write instead."""
+    return dataclasses.field(default=default, metadata={"blank_fix": fix})
+
+
 def value_problem(key: str, value: Any, metadata: Mapping[str, Any]) -> str | None:
     """What is wrong with `key`'s `value` under its field's metadata, in one line; None if fine."""
     if value is None:
@@ -110,6 +118,9 @@ def value_problem(key: str, value: Any, metadata: Mapping[str, Any]) -> str | No
     if declared is not None and value not in as_range(declared):
         hint = _percent_hint(key, value, declared) if metadata.get("share", True) else ""
         return f"{key}={value} must lie in {as_range(declared)}{hint}"
+    blank_fix = metadata.get("blank_fix")
+    if blank_fix is not None and isinstance(value, str) and not value.strip():
+        return f"{key} is empty: {blank_fix}"
     choices = metadata.get("choices")
     if choices is not None and value not in choices:
         return f"{key}={value} is not one of {', '.join(choices)}"

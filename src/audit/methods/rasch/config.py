@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from audit.config_ranges import each_within, one_of, seed_setting, within
+from audit.config_ranges import each_within, not_blank, one_of, seed_setting, within
 
 # The valid values of FitConfig's named choices; the fit code reads them from here (irt/rasch.py
 # MODELS, irt/outcome.py OUTCOME_CODINGS, irt/probability.py RESPONSES, irt/engines.py ENGINES),
@@ -135,7 +135,10 @@ class IngestConfig:
     personas_file: str | None = None
     # The model's name for rows without a `model` column; None: the name of the file's folder
     # for lm-evaluation-harness samples (it writes them under the model's name), else "imported".
-    model: str | None = None
+    # `ingest.model=` (empty) fell back to that default without a word.
+    model: str | None = not_blank(None, "write ingest.model=NAME to name the rows' model, or "
+                                  "leave it out: rows without a model are then named 'imported' "
+                                  "(lm-evaluation-harness samples: their folder's name)")
 
 
 @dataclass

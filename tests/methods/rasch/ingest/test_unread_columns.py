@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from audit.config_ranges import check_config
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.ingest.stages import imported_answers
@@ -122,7 +123,8 @@ def test_a_column_of_numbers_one_letter_off_an_attribute_does_not_stop_the_file(
 @pytest.mark.parametrize("model", ["", "  "])
 def test_an_empty_model_setting_is_refused_not_replaced_by_the_default(tmp_path, model):
     """Bug caught: `ingest.model=` (Hydra reads it as "") named the rows 'imported' without a
-    word, as if the setting were left out."""
+    word, as if the setting were left out. Refused with the config's other values, before any
+    stage (audit.config_ranges)."""
     rows = [{key: value for key, value in row.items() if key not in ("model", "ethnicity")}
             | {"race": row["ethnicity"]} for row in _rows()]
     path = tmp_path / "answers.csv"
@@ -130,7 +132,7 @@ def test_an_empty_model_setting_is_refused_not_replaced_by_the_default(tmp_path,
     config = _config(path)
     config = replace(config, ingest=replace(config.ingest, model=model))
     with pytest.raises(AuditError, match=r"^ingest.model is empty: write ingest.model=NAME"):
-        imported_answers(config)
+        check_config(config)
 
 
 def test_a_csv_column_of_repeated_numbers_is_not_read_as_levels(tmp_path):

@@ -70,11 +70,6 @@ def read_answers(path: Path, chosen_format: str, model: str | None,
                  attributes: tuple[str, ...] = ()) -> pl.DataFrame:
     """The answers file as the table above (every column present; absent ones null).
     `attributes`: those the fit will contrast, to be read from the file (check_unread_levels)."""
-    if model is not None and not str(model).strip():
-        # `ingest.model=` read as "" and fell back to the default name without a word.
-        raise AuditError("ingest.model is empty: write ingest.model=NAME to name the rows' "
-                         "model, or leave it out: rows without a model are then named 'imported' "
-                         "(lm-evaluation-harness samples: their folder's name)")
     fmt = file_format(path, chosen_format)
     unread: dict[str, Iterable] = {}
     fix = "check ingest.input (docs/ingest.md lists the formats)"
