@@ -147,3 +147,23 @@ def test_a_pair_whose_smallest_p_equals_alpha_is_untestable() -> None:
     (check,) = judge_counterfactual(tests, VerdictConfig(alpha=0.1))
     assert check.skipped and not check.failed
     assert "3 names vs 3 names the smallest attainable p is 0.1 >= alpha=0.1" in check.message
+
+
+def test_a_pair_whose_adjusted_p_equals_alpha_passes() -> None:
+    """Bug caught: `p_bh <= alpha` in place of `<` failed a pair whose adjusted p is exactly
+    alpha (a family of one: p_bh is its p, 0.05), though the rule is p below alpha."""
+    tests = pl.DataFrame([_design_row("B", 0.05, 0.001, 0.05)])
+    (check,) = judge_counterfactual(tests, VerdictConfig(alpha=0.05))
+    assert not check.failed and not check.skipped
+    assert "p_bh=0.05 >= alpha=0.05" in check.message
+
+
+def test_an_effect_exactly_at_the_practical_threshold_fails() -> None:
+    """Bug caught: `effect > threshold` in place of `>=` passed a significant pair whose
+    |rank-biserial| is exactly the threshold the docs say it must reach (0.5 of 0.5), and a
+    pair just under it must still pass."""
+    tests = pl.DataFrame([_design_row("B", 0.001, 0.0001, 0.001)])
+    (at,) = judge_counterfactual(tests, VerdictConfig(min_rank_biserial=0.5))
+    (above,) = judge_counterfactual(tests, VerdictConfig(min_rank_biserial=0.501))
+    assert at.failed and "|rank-biserial|=0.500 >= 0.500" in at.message
+    assert not above.failed and "|rank-biserial|=0.500 < 0.501" in above.message

@@ -179,6 +179,21 @@ def test_the_real_vs_null_claim_needs_significance_and_size() -> None:
         False, False, False, False]
 
 
+def test_the_real_vs_null_claim_at_exactly_alpha_and_exactly_the_gap() -> None:
+    """Bug caught: `p_claim_holm <= alpha` failed a claim whose Holm p is exactly alpha (the
+    rule is p below alpha), and `difference > dif_min_score_gap` passed a significant gap
+    exactly at the minimum it must reach. 0.25 and 0.5 are exact in binary, so the edges are."""
+    tests = pl.DataFrame({
+        "model_name": ["m"] * 2, "dataset": ["a", "b"], "n_real": [5] * 2, "n_null": [8] * 2,
+        "mean_dif_real": [0.5, 0.5], "mean_dif_null": [0.75, 0.75],
+        "difference": [0.25, 0.25], "p_claim_holm": [0.05, 0.001]})
+    checks = {c.group: c for c in judge_tests(tests, VerdictConfig(alpha=0.05,
+                                                                   dif_min_score_gap=0.25))}
+    assert not checks["dif.m.a"].failed and "p_claim_holm=0.05 >= alpha=0.05" in \
+        checks["dif.m.a"].message
+    assert checks["dif.m.b"].failed and "+0.250 >= 0.25" in checks["dif.m.b"].message
+
+
 def test_a_malformed_dif_table_is_bad_input(tmp_path: Path) -> None:
     run = dif_run(tmp_path / "run", {}, seed=7)
     personas = pl.read_csv(run / "dif_personas.csv")
@@ -308,3 +323,17 @@ def test_a_persona_with_nothing_compared_is_not_counted_in_the_holm_family() -> 
     # 3 ranked checks over 39 nulls: 3/40 = 0.075 >= 0.05; 3/60 = 0.05 is not below 0.05, 3/61 is.
     assert ("is 0.075 >= alpha=0.05 after Holm's correction over this model's 3 real persona x "
             "dataset checks; dif.null_count=60 would" in checks["race: race_a"].message)
+
+
+def test_a_persona_at_exactly_alpha_passes_and_at_exactly_the_gap_fails() -> None:
+    """Bug caught: `p_mcnemar <= alpha` failed a persona whose McNemar p is exactly alpha (the
+    rule is p below alpha), and `|gap| > dif_min_accuracy_gap` passed race_a, whose |gap| of
+    30 lost of 100 is exactly the minimum it must reach."""
+    at_alpha = persona_table(99).with_columns(p_mcnemar=pl.lit(0.05))
+    checks = {c.name: c for c in judge_personas(at_alpha, VerdictConfig(alpha=0.05))}
+    assert not checks["race: race_a"].failed and "p_mcnemar=0.05 >= alpha=0.05" in (
+        checks["race: race_a"].message)
+    checks = {c.name: c for c in judge_personas(persona_table(99),
+                                                VerdictConfig(dif_min_accuracy_gap=0.3))}
+    assert checks["race: race_a"].failed and "|gap| >= 0.3" in checks["race: race_a"].message
+    assert not checks["race: race_b"].failed and "|gap| < 0.3" in checks["race: race_b"].message

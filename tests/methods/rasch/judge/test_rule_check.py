@@ -214,3 +214,24 @@ def test_a_panels_re_read_is_its_majority_not_its_first_judge():
     table = rule_agreement(labels, votes, prompts, ["gender"])
     assert table.select("level", "n", "agree").rows() == [("man", 9.0, 9.0),
                                                           ("woman", 9.0, 9.0)]
+
+
+def _agreement_table(p_adjusted: float, p_min_adjusted: float) -> pl.DataFrame:
+    """Two gender levels, 20 re-read answers each, agreeing on 20 and 14."""
+    return pl.DataFrame({
+        "attribute": ["gender", "gender"], "level": ["man", "woman"], "n": [20.0, 20.0],
+        "agree": [20.0, 14.0], "agreement": [1.0, 0.7], "agreement_low": [0.9, 0.5],
+        "agreement_high": [1.0, 0.85], "p_adjusted": [p_adjusted, p_adjusted],
+        "p_min_adjusted": [p_min_adjusted, p_min_adjusted]})
+
+
+def test_the_warning_needs_p_below_alpha_and_a_smallest_p_at_alpha_is_blind():
+    """Bug caught: `p_adjusted <= alpha` warned on a level whose adjusted p is exactly alpha
+    (the rule is p below alpha); `p_min_adjusted > alpha` in the blindness check reported a
+    sample whose smallest reachable p is exactly alpha as able to flag a level, which it is
+    not."""
+    assert agreement_warnings(_agreement_table(0.05, 1e-6), alpha=0.05) == []
+    (warning,) = agreement_warnings(_agreement_table(0.0499, 1e-6), alpha=0.05)
+    assert "gender=woman" in warning
+    (blind,) = agreement_warnings(_agreement_table(0.05, 0.05), alpha=0.05)
+    assert "cannot flag any gender level" in blind
