@@ -29,7 +29,8 @@ from omegaconf.errors import (ConfigAttributeError, ConfigKeyError, Interpolatio
 
 from audit.config_files import (MANY_OPTION_GROUPS, check_chosen_files_hold_settings,
                                 check_grid_is_swept, check_group_choices, check_model_names,
-                                check_working_folder, discard_job_directory)
+                                check_working_folder, checked_after_composing,
+                                discard_job_directory)
 from audit.cli import split_overrides
 from audit.config_entries import (SOURCE, config_file, config_folders, entry_added_by_keys,
                                   flat_entry, unknown_entry)
@@ -263,7 +264,8 @@ def one_line_config_errors(conf_dir: Path, hydra_arguments: bool = True) -> Iter
     _user_wants_traceback = previous == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
-        yield
+        with checked_after_composing():  # validated_config says how an empty file was chosen
+            yield
     except HYDRA_ERRORS as error:
         exit_on_config_error(error, conf_dir)
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as error:

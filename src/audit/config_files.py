@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,10 @@ from audit.config_ranges import ConfigValueError
 from audit.yaml_files import shown_path
 
 GROUP = "model"
+USER_SCHEME = "audit-user"  # the user's ./conf (hydra_plugins.audit_configs.UserConfSource)
+# The config sources that read a folder of YAML files: the shipped one (Hydra's file://) and the
+# user's ./conf (audit's own, hydra_plugins.audit_configs).
+FILE_SCHEMES = ("file", USER_SCHEME)
 
 
 def command_line_choices(overrides: Iterable[str]) -> dict[str, list[str]]:
@@ -53,11 +59,47 @@ def option_file(sources: Iterable[Mapping[str, Any]], group: str, name: str) -> 
     """The file Hydra reads for `group=name`: the first file source that holds it (the user's
     ./conf comes before the shipped configs)."""
     for source in sources:
-        if source.get("schema") == "file":
+        if source.get("schema") in FILE_SCHEMES:
             path = Path(source["path"]) / group / f"{name}.yaml"
             if path.is_file():
                 return path
     return None
+
+
+# True while an audit command composes (audit.config_errors.one_line_config_errors): it checks
+# the chosen files itself once composed (check_chosen_files_hold_settings), and says whether the
+# command line or a defaults list chose the empty one. Kept here, not in the Hydra plugin that
+# reads it: Hydra 1.3 executes plugin modules afresh when it scans for plugins, which would give
+# the plugin a second variable.
+_checked_after_composing: ContextVar[bool] = ContextVar("checked_after_composing", default=False)
+
+
+@contextmanager
+def checked_after_composing() -> Iterator[None]:
+    """Compose with the empty-file check left to the command (see _checked_after_composing)."""
+    token = _checked_after_composing.set(True)
+    try:
+        yield
+    finally:
+        _checked_after_composing.reset(token)
+
+
+def empty_file_problem(config_path: str) -> str:
+    """The line for a file of the user's conf that holds no settings (`items/mine.yaml`)."""
+    group, _, file_name = config_path.rpartition("/")
+    name = file_name.removesuffix(".yaml")
+    shown = f"conf/{config_path}"
+    choice = f"{group}={name}" if group else f"the {name} config"
+    if (Path(CONF_DIR) / config_path).is_file():
+        return (f"{shown} holds no settings, and it takes the place of the shipped {choice}, so "
+                f"{choice} would set nothing: write its settings (src/audit/conf/{config_path} "
+                f"shows them), or delete it to use the shipped one")
+    return (f"{shown} holds no settings, so choosing it ({choice}) would set nothing: write its "
+            f"settings (the files in src/audit/conf/{group}/ show them), or choose another")
+
+
+def chosen_files_checked_after_composing() -> bool:
+    return _checked_after_composing.get()
 
 
 def check_chosen_files_hold_settings(hydra: DictConfig) -> None:
@@ -108,7 +150,7 @@ def check_group_choices(hydra: DictConfig) -> None:
     """Refuse a group the command line removes (`~items`) and a list of options for a group that
     takes one, naming the group and what to type instead."""
     folders = [Path(source["path"]) for source in hydra.runtime.config_sources
-               if source.get("schema") == "file"]
+               if source.get("schema") in FILE_SCHEMES]
     for override in hydra.overrides.task:
         group = override.partition("=")[0]
         if not group.startswith("~") or "." in group or "/" in group or group == "~sweep":

@@ -130,11 +130,12 @@ def frame_in(traceback: TracebackType | None, module: str) -> FrameType | None:
 
 def _file_hydra_was_reading(traceback: TracebackType | None) -> Path | None:
     """The config file Hydra was reading when the error of `traceback` was raised: the local
-    `full_path` of its file config source's load_config (Hydra 1.3's private
-    hydra/_internal/core_plugins/file_config_source.py, which opens the file there). A Hydra
-    that renames either leaves None, and the file is searched for instead; this retires when
-    Hydra's load errors name their file."""
-    frame = frame_in(traceback, "hydra._internal.core_plugins.file_config_source")
+    `full_path` of its file config source's load_config (audit's UserConfSource for the user's
+    ./conf; Hydra 1.3's private hydra/_internal/core_plugins/file_config_source.py, which opens
+    the file there, for the shipped folder). A Hydra that renames either leaves None, and the
+    file is searched for instead; this retires when Hydra's load errors name their file."""
+    frame = (frame_in(traceback, "hydra_plugins.audit_configs")  # the user's ./conf
+             or frame_in(traceback, "hydra._internal.core_plugins.file_config_source"))
     path = frame.f_locals.get("full_path") if frame is not None else None
     return Path(path) if isinstance(path, str) else None
 

@@ -179,6 +179,15 @@ def test_dvc_exp_run_keeps_the_overrides_of_params_yaml_or_refuses(project: Path
     assert "without the overrides that produced the last one" in message
     assert "-S 'method=iat'" in message and "-S 'iat.datasets=[power]'" in message
     assert not _ran(refused) - {"design"}, refused.stdout  # stopped at the first stage
+    # An empty item file chosen with -S: DVC composes it in its own process, where it gave the
+    # shipped item bank without a word (2026-12-05); refused while composing, before any stage.
+    (project / "conf" / "items").mkdir(parents=True, exist_ok=True)
+    (project / "conf" / "items" / "mine.yaml").write_text("# later\n")
+    empty = _dvc("exp", "run", *[part for override in overrides for part in ("-S", override)],
+                 "-S", "items=mine", cwd=project, check=False)
+    assert empty.returncode != 0 and not _ran(empty), empty.stdout
+    assert "conf/items/mine.yaml holds no settings" in empty.stdout + empty.stderr
+    (project / "conf" / "items" / "mine.yaml").unlink()
 
     arguments = [argument for override in [*overrides, "iat.bootstrap_resamples=300"]
                  for argument in ("-S", override)]

@@ -9,6 +9,7 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
 import yaml
 from omegaconf import OmegaConf
 
@@ -149,6 +150,43 @@ def test_dvc_composes_the_dvc_params_as_audit_params_does(tmp_path: Path):
         compose_params(["method=iat", "iat.max_tokens=64"])).dvc_params)
     assert dumped == ours
 
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("mine", "conf/items/mine.yaml holds no settings, so choosing it (items=mine) would set "
+             "nothing: write its settings (the files in src/audit/conf/items/ show them), or "
+             "choose another"),
+    ("smoke", "conf/items/smoke.yaml holds no settings, and it takes the place of the shipped "
+              "items=smoke, so items=smoke would set nothing: write its settings "
+              "(src/audit/conf/items/smoke.yaml shows them), or delete it to use the shipped "
+              "one"),
+])
+def test_dvc_refuses_a_chosen_user_file_that_holds_no_settings(tmp_path: Path, monkeypatch,
+                                                               name: str, expected: str):
+    """Bug caught (2026-12-05): `dvc exp run -S items=mine` with an empty conf/items/mine.yaml
+    composed the shipped item bank (items.name default) without a word, since DVC composes in
+    its own process and audit's check after composing never ran there. An empty file in place
+    of a shipped option is named as such, and nothing is written."""
+    from dvc.utils.hydra import compose_and_dump
+
+    from audit.config import CONF_DIR
+    from audit.config_ranges import ConfigValueError
+
+    (tmp_path / "conf" / "items").mkdir(parents=True)
+    (tmp_path / "conf" / "items" / f"{name}.yaml").write_text("# my scenarios, later\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigValueError) as refused:
+        compose_and_dump(tmp_path / "params.yaml", CONF_DIR, None, "pipeline",
+                         str(PROJECT_ROOT / "src"), [f"items={name}"])
+    assert str(refused.value) == expected
+    assert not (tmp_path / "params.yaml").exists()
+    # A file with settings is read from the same folder: the refusal is for emptiness alone.
+    (tmp_path / "conf" / "items" / f"{name}.yaml").write_text(
+        f"name: {name}\nitem_ids: [hiring_01]\n")
+    compose_and_dump(tmp_path / "params.yaml", CONF_DIR, None, "pipeline",
+                     str(PROJECT_ROOT / "src"), [f"items={name}"])
+    assert yaml.safe_load((tmp_path / "params.yaml").read_text())["items"]["item_ids"] == [
+        "hiring_01"]
 
 def test_a_params_yaml_from_a_past_runs_config_carries_the_dvc_params():
     """`python -m audit.runs params` writes params.yaml from a run's config.yaml, which has no
