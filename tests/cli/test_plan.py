@@ -24,14 +24,18 @@ from audit.methods.rasch.design import design_stage
 from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig, PlanConfig
 from audit.methods.rasch.power import (
+    check_plannable,
     ci_failures,
     config_components,
     gap_in_logits,
+    plan_fit_config,
+    planted_gap,
     planted_levels,
     resized_design,
     simulate_power,
+    summarise_option,
 )
-from audit.methods.rasch.simulation import default_shaped_prompts, true_gap
+from audit.methods.rasch.simulation import VarianceComponents, default_shaped_prompts, true_gap
 from prior_samplers import prior_sampler
 
 RACES = ("A", "B")
@@ -87,6 +91,53 @@ def test_a_gap_in_points_is_the_points_the_answers_show_over_items_and_texts():
         shown = 100 * np.mean(expit(z + logits) - expit(z))
         assert shown == pytest.approx(10.0, abs=0.05)
         assert logits > 0.6  # well above the 0.40 logits of the average item
+
+
+def test_a_gap_of_ten_logits_either_way_is_planned_and_one_beyond_it_is_refused():
+    """Bug caught: the 10-logit bound checked only positive gaps (a gap of -1e6 logits was
+    planned), or refused the 10 logits its own message allows ("at most 10 logits")."""
+    assert gap_in_logits(10.0, "logit", 0.0) == 10.0
+    assert gap_in_logits(-10.0, "logit", 0.0) == -10.0
+    for size in (-10.5, -1e6):
+        with pytest.raises(AuditError, match="at most 10 logits"):
+            gap_in_logits(size, "logit", 0.0)
+
+
+def test_a_gap_in_points_is_planted_at_the_real_personas_rate_over_items_and_texts():
+    """Bug caught: planted_gap converted points at the wrong rate (the base rate's logit with
+    its sign flipped, or without the real personas' shared shift) or over the item spread
+    alone, so the simulated answers showed another gap than plan.gap. Checked by drawing
+    items and texts around logit(0.2) + 0.8 with sd hypot(1.0, 1.5), not by quadrature."""
+    draws = [VarianceComponents(base_rate=0.2, real_shift=0.8, item_sd=1.0, text_sd=1.5)] * 2
+    logits = planted_gap(PlanConfig(gap=10, gap_unit="pp"), draws)
+    z = (math.log(0.2 / 0.8) + 0.8
+         + math.hypot(1.0, 1.5) * np.random.default_rng(1).standard_normal(400_000))
+    assert 100 * np.mean(expit(z + logits) - expit(z)) == pytest.approx(10.0, abs=0.05)
+
+
+def test_a_gap_in_points_out_of_range_over_items_and_texts_is_refused_before_sampling():
+    """Bug caught: check_plannable measured the room for a gap in points over the item spread
+    alone (sd 0.5), where the plan converts over items and texts (sd hypot(0.5, 3)): a gap of
+    -80 points from a 90% rate passed the check and was refused later, inside the bar. By
+    drawing: from 90% over sd 0.5 there are about 89 points down, over sd 3.04 about 72."""
+    noise = np.random.default_rng(2).standard_normal(400_000)
+    for spread, room in ((0.5, 89.0), (math.hypot(0.5, 3.0), 72.0)):
+        z = math.log(0.9 / 0.1) + spread * noise
+        assert 100 * np.mean(expit(z) - expit(z - 10)) == pytest.approx(room, abs=1.0)
+    plan = PlanConfig(gap=-80, gap_unit="pp", base_rate=0.9, item_sd=0.5, text_sd=3.0)
+    with pytest.raises(AuditError, match=r"leaves the 0-100% range"):
+        check_plannable(prompts_table(), plan, FitConfig(attributes=["race"]))
+
+
+def test_the_plans_fits_sample_as_the_plan_says_not_as_the_audit_does():
+    """Bug caught: the simulated fits took the audit's fit.draws (1000, not plan.draws 300), or
+    kept engine pymc, which cannot reuse a compiled model across simulations."""
+    fit = FitConfig(draws=1000, tune=1000, chains=4, cores=4, engine="pymc")
+    planned = plan_fit_config(fit, PlanConfig(draws=300, tune=200, chains=2))
+    assert (planned.draws, planned.tune, planned.chains, planned.cores) == (300, 200, 2, 2)
+    assert planned.engine == "auto"
+    assert plan_fit_config(dataclasses.replace(fit, engine="nutpie"), PlanConfig()).engine \
+        == "nutpie"
 
 
 def test_resized_design_copies_only_personas_with_a_level_and_sets_replicates():
@@ -279,6 +330,121 @@ def test_each_options_log_line_times_its_own_fits(monkeypatch, caplog):
     sampling = [float(match) for match in
                 re.findall(r"sampling ([0-9.]+) s a fit", caplog.text)]
     assert sampling == [10.0, 1.0], caplog.text
+
+
+def test_a_simulated_audit_reads_each_contrasts_hdi_width_and_true_gap(monkeypatch):
+    """Bug caught: a simulated audit's width ran from the HDI's mean to its upper end, half the
+    width of a symmetric HDI, so every planned hdi_width was halved. The fit is replaced by one
+    whose contrasts are known: A vs B over [0.4, 1.6] (width 1.2) on a gap of 1 planted on A."""
+    import audit.methods.rasch.power as power
+
+    contrasts = pl.DataFrame([contrast_row("A", "B", 0.4, 1.6, 0.3, 1.8)])
+    monkeypatch.setattr(power, "fit_rasch",
+                        lambda *_, **__: dataclasses.make_dataclass("Fit", ["contrasts"])(
+                            contrasts))
+    plan = PlanConfig(gold_per_class=0)
+    row = power.one_simulation(prompts_table(), config_components(plan), {"race": {"A": 1.0}},
+                               FitConfig(attributes=["race"]), None,
+                               np.random.default_rng(0), ("race", "A", "B")).row(0, named=True)
+    assert row["width"] == pytest.approx(1.2)
+    assert (row["truth"], row["planted"], row["ci_fails"]) == (1.0, True, True)
+    assert row["prompts_asked"] == prompts_table().height
+
+
+def _two_models(first_fails, second_fails):
+    """A stand-in simulated audit of two models whose planted contrast fails CI (with the
+    planted sign) as the two iterators say, in turn."""
+    def simulated(prompts, components, effects, fit, sampler, rng, planted, rule,
+                  seconds_per_prompt):
+        return pl.concat([one_contrast(prompts).with_columns(
+            model_name=pl.lit(model), mean=pl.lit(1.0), truth=pl.lit(1.0),
+            ci_fails=pl.lit(next(fails))) for model, fails in (("m1", first_fails),
+                                                               ("m2", second_fails))])
+    return simulated
+
+
+def test_the_plan_simulates_until_every_models_power_is_precise(monkeypatch):
+    """Bug caught: the plan stopped once any model's power was precise enough, not every
+    model's. By hand at plan.precision 0.3: m1 never fails, so its half-width is the floor
+    1.96 / n, 0.28 at n = 7; m2 fails every other audit, 1.96 sqrt(0.25 / 10) = 0.31 at
+    n = 10, 1.96 sqrt((6/11)(5/11) / 11) = 0.294 at n = 11. The plan stops at 11, not 7."""
+    import itertools
+
+    import audit.methods.rasch.power as power
+
+    monkeypatch.setattr(power, "one_simulation", _two_models(
+        itertools.repeat(False), itertools.cycle([True, False])))
+    plan = PlanConfig(gap=1.0, replicates=[1], min_simulations=2, simulations=50, precision=0.3)
+    table = simulate_power(prompts_table(), plan, FitConfig(attributes=["race"]),
+                           config_components(plan))
+    assert table["simulations"].to_list() == [11, 11]
+
+
+def test_a_power_of_zero_is_not_precise_after_the_first_simulations(monkeypatch):
+    """Bug caught: without the half-width's floor of one simulation's worth (p (1 - p) at least
+    1 / n), a power of 0 had a half-width of 0 and the plan stopped at plan.min_simulations
+    whatever plan.precision asked. By hand: 1.96 / n <= 0.1 first at n = 20 (1.96 / 19 =
+    0.103)."""
+    import itertools
+
+    import audit.methods.rasch.power as power
+
+    monkeypatch.setattr(power, "one_simulation", _two_models(
+        itertools.repeat(False), itertools.repeat(False)))
+    plan = PlanConfig(gap=1.0, replicates=[1], min_simulations=2, simulations=50, precision=0.1)
+    table = simulate_power(prompts_table(), plan, FitConfig(attributes=["race"]),
+                           config_components(plan))
+    assert table["simulations"].to_list() == [20, 20]
+    assert table["p_ci_fails"].to_list() == [0.0, 0.0]
+
+
+def test_the_summary_reports_the_widths_standard_error_and_the_powers_95_half_width():
+    """Bug caught: hdi_width_se was the widths' sd, not divided by sqrt(simulations), or the
+    power's half-width was taken at another z than 1.96. By hand over 8 simulated audits of
+    widths 1 to 8 (variance 8 x 9 / 12 = 6), two of them failing with the planted sign and one
+    with the other: se sqrt(6 / 8), p_ci_fails 0.25 with half-width z_0.975 sqrt(0.1875 / 8)
+    (above the floor of one simulation's worth, sqrt(1/8 / 8))."""
+    runs = pl.DataFrame({
+        "model_name": ["m"] * 8, "simulation": list(range(8)), "attribute": ["race"] * 8,
+        "mean": [1.0, 0.8, -0.5] + [0.2] * 5,
+        "decision": ["different"] * 3 + ["undecided"] * 5,
+        "width": [float(w) for w in range(1, 9)], "truth": [1.0] * 8, "planted": [True] * 8,
+        "ci_fails": [True] * 3 + [False] * 5, "prompts_asked": [100] * 8})
+    row = summarise_option(runs, 1, 1, 8, 1.0, 1.0, ("A", "B")).row(0, named=True)
+    assert row["hdi_width"] == pytest.approx(4.5)
+    assert row["hdi_width_se"] == pytest.approx(math.sqrt(6 / 8))
+    assert row["p_ci_fails"] == pytest.approx(0.25)
+    assert row["p_ci_fails_hw"] == pytest.approx(
+        stats.norm.ppf(0.975) * math.sqrt(0.25 * 0.75 / 8), rel=1e-5)
+
+
+def test_a_time_budget_without_a_usable_latency_is_not_simulated(monkeypatch):
+    """Bug caught: a store whose median latency is NaN or 0 seconds a prompt (no answer timed)
+    was still passed to the simulated audits, which then spent design.max_answer_minutes at
+    NaN seconds a prompt instead of planning the prompt budget alone."""
+    import audit.methods.rasch.power as power
+    from audit.config import DesignConfig
+
+    seen = []
+
+    def simulated(prompts, components, effects, fit, sampler, rng, planted, rule,
+                  seconds_per_prompt):
+        seen.append((rule.max_answer_seconds, seconds_per_prompt))
+        return one_contrast(prompts)
+
+    monkeypatch.setattr(power, "one_simulation", simulated)
+    plan = PlanConfig(gap=0.0, replicates=[1], min_simulations=1, simulations=1)
+    design = DesignConfig(adaptive=True, max_answer_minutes=5.0)
+    fit = FitConfig(attributes=["race"], familywise_alpha=0.05)
+    for latency in (math.nan, 0.0):
+        seen.clear()
+        simulate_power(prompts_table(), plan, fit, config_components(plan), design=design,
+                       seconds_per_prompt=latency)
+        assert seen == [(None, None)], latency
+    seen.clear()
+    simulate_power(prompts_table(), plan, fit, config_components(plan), design=design,
+                   seconds_per_prompt=2.0)
+    assert seen == [(300.0, 2.0)]
 
 
 class PlantedPosterior:

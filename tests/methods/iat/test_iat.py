@@ -25,7 +25,12 @@ from audit.methods.iat.design import (
     stimulus_sets,
 )
 from audit.methods.iat.lexicon import Lexicon, normalise
-from audit.methods.iat.score import AnswerParser, d_score, score_answers
+from audit.methods.iat.score import (
+    AnswerParser,
+    answers_from_responses,
+    d_score,
+    score_answers,
+)
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "iat"
 
@@ -151,6 +156,51 @@ def test_echoes_and_refusals_count_nothing(stimuli, answer):
     assert not parsed.parsed
     assert math.isnan(d_score(*found))
     assert parsed.d("strict") is None and parsed.d("lenient") is None
+
+
+def test_a_line_naming_both_groups_is_no_heading_for_the_lines_below(stimuli):
+    """Bug caught: a line naming both groups and no attribute (the instruction echoed, "black
+    or white") became a heading, so the attribute list below it was given to one of the two
+    groups, whichever a set iterated first, instead of to none."""
+    lexicon = stimuli.lexicon("racism", "replication")
+    answer = "Pick black or white for each word:\n- marvelous\n- tragic"
+    assert AnswerParser(lexicon).assignments(answer) == {}
+    assert AnswerParser(lexicon).assignments("White:\n- marvelous") == {
+        "marvelous": {"default"}}
+
+
+def test_a_part_of_a_name_counts_only_on_a_line_that_names_no_group(stimuli):
+    """Bug caught: a part of a multiword name ("baker" of "jay baker") counted on a line that
+    names a group in full too, so "giggle - Ali Al-Hassan, not Baker" gave giggle to both
+    groups (a conflict) instead of to the stigmatised name."""
+    parser = AnswerParser(stimuli.lexicon("arab/muslim", "synonym"))
+    assert parser.assignments("giggle - Ali Al-Hassan, not Baker") == {"giggle": {"stigma"}}
+    assert parser.assignments("giggle - Baker") == {"giggle": {"default"}}
+
+
+def test_a_markdown_table_with_the_group_first_parses_to_its_counts(stimuli):
+    """Bug caught: a table bar was no assignment mark, so a markdown table whose rows open with
+    the group (`| White | marvelous, superb, ... |`) read as an echoed list and counted
+    nothing."""
+    answer = ("| Group | Words |\n|---|---|\n| White | " + ", ".join(RACISM_POSITIVE)
+              + " |\n| Black | " + ", ".join(RACISM_NEGATIVE) + " |")
+    found, parsed = counts(stimuli, "racism", "replication", answer)
+    assert found == STEREOTYPED and parsed.parsed
+
+
+def test_only_answered_prompts_are_scored():
+    """Bug caught: a failed request (status error, no text) was scored as an answer, so it
+    lowered the parse rate as if the model had answered without assigning a word. By hand:
+    three prompts, one answered, one failed, one never sent: one answer."""
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"], "model_name": ["m"] * 3,
+                            "dataset": ["racism"] * 3, "variation": ["replication"] * 3,
+                            "iteration": [0, 1, 2]})
+    responses = pl.DataFrame({"prompt_id": ["p1", "p2"], "status": ["ok", "error"],
+                              "response_text": ["marvelous - white", None]})
+    answers = answers_from_responses(prompts, responses)
+    assert answers.to_dicts() == [{"model": "m", "dataset": "racism", "variation": "replication",
+                                   "response_id": "p1", "iteration": 0,
+                                   "response_text": "marvelous - white"}]
 
 
 def test_longest_phrase_wins(stimuli):

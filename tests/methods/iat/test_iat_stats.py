@@ -15,7 +15,13 @@ from scipy.special import ndtr, ndtri
 from audit.methods.iat.config import IATConfig
 from audit.methods.iat.design import IATError
 from audit.methods.iat.schemas import SCORE_COLUMNS
-from audit.methods.iat.analyse import iat_statistics, sign_flip_p_value
+from audit.methods.iat.analyse import (
+    iat_metrics,
+    iat_statistics,
+    left_out_counts,
+    sign_flip_p_value,
+    smallest_sign_flip_p,
+)
 from audit.stats.bootstrap import bootstrap_interval
 from audit.stats.multiple_testing import adjust_p_values
 
@@ -100,6 +106,17 @@ def test_sign_flip_p_value_edge_cases():
     assert sign_flip_p_value(np.zeros(20), 100, 1) == 1.0
     # 200 equal positive values: every random flip is less extreme; p is the smallest possible
     assert sign_flip_p_value(np.full(200, 0.99), 9999, 1) == pytest.approx(2 / 10_000)
+
+
+def test_the_smallest_sign_flip_p_is_two_patterns_or_the_resample_floor():
+    """Bug caught: two answers were given no reachable p (1.0), though all of one sign is 2 of
+    their 4 sign patterns (0.5); or the random-resample floor was 2 / R, not 2 / (R + 1) as
+    scipy counts the observed mean among the R resamples. By hand: 2 answers 2/4, 8 answers
+    2/256, 30 answers at R = 999 the floor 2/1000; fewer than 2 answers: 1."""
+    assert smallest_sign_flip_p(0, 999) == 1.0 and smallest_sign_flip_p(1, 999) == 1.0
+    assert smallest_sign_flip_p(2, 999) == pytest.approx(0.5)
+    assert smallest_sign_flip_p(8, 10_000) == pytest.approx(2 / 256)
+    assert smallest_sign_flip_p(30, 999) == pytest.approx(2 / 1000)
 
 
 def test_bh_adjust_matches_hand_values_and_keeps_missing_ones_missing():
@@ -207,6 +224,56 @@ def test_each_scoring_mode_keeps_its_answers_and_says_how_many_it_left_out():
     assert strict["mean_d"] == pytest.approx((0.5 + 0.7 + one_group_d) / 3)
     assert lenient["n"] == 4
     assert lenient["mean_d"] == pytest.approx((0.5 + 0.7 + one_group_d + 0.3) / 4)
+
+
+def test_a_groups_result_does_not_depend_on_the_order_of_its_answers():
+    """Bug caught: the answers of a group were resampled in the order the scores table gave
+    them (sorted by the group's keys alone), so the same answers read in another order got
+    another interval; they are put in response_id order first."""
+    rng = np.random.default_rng(4)
+    scores = scores_table({("m", "a"): rng.normal(0.2, 0.4, 40),
+                           ("m", "b"): rng.normal(0.0, 0.4, 40)})
+    config = IATConfig(bootstrap_resamples=500, permutation_resamples=500)
+    shuffled = scores.sample(fraction=1.0, shuffle=True, seed=11)
+    assert not shuffled["response_id"].equals(scores["response_id"])
+    assert iat_statistics(shuffled, config).equals(iat_statistics(scores, config))
+
+
+def test_each_group_draws_its_own_sign_flips():
+    """Bug caught: every group's sign-flip test drew from iat.seed itself, not from a stream of
+    the group's own, so groups of one size shared their sign patterns and their p-values' Monte
+    Carlo errors. Two groups of the same 40 D values (2**40 patterns: random resamples, p about
+    0.1) must get p-values that differ by their own Monte Carlo error."""
+    values = np.random.default_rng(5).normal(0.1, 0.4, 40)
+    table = iat_statistics(scores_table({("m", "a"): values, ("m", "b"): values}),
+                           IATConfig(bootstrap_resamples=200, permutation_resamples=500))
+    first, second = table["p_value"].to_list()
+    assert 0.01 < first < 0.9 and first != second
+
+
+def test_the_logged_counts_are_each_scoring_modes_left_outs():
+    """Bug caught: the run's logged counts (iat/n_left_out_strict, iat/n_one_group) took the
+    answers with any D for the complete ones, or counted complete answers as one-group. By
+    hand, of five answers (two complete, one complete one-group, one partial with a D, one
+    with none): strict leaves out 2, lenient 1, and 1 answer is one-group."""
+    rows = [(True, False, 0.5), (True, False, 0.7), (True, True, 8 / 16.01 - 1),
+            (False, False, 0.3), (False, False, None)]
+    scores = pl.DataFrame([{
+        "model": "m", "category": "race", "dataset": "arab/muslim", "variation": "replication",
+        "response_id": f"a:{index}", "iteration": index, "response_text": "", "parsed": parsed,
+        "n_expected": 16, "n_assigned": 16 if parsed else 9, "n_conflicting": 0,
+        "n_missing": 0 if parsed else 7, "default_positive": 1, "default_negative": 0,
+        "stigma_positive": 0, "stigma_negative": 1, "one_group": one_group, "d_score": d}
+        for index, (parsed, one_group, d) in enumerate(rows)], schema=SCORE_COLUMNS)
+    assert left_out_counts(scores) == {"answers": 5, "left_out_strict": 2,
+                                       "left_out_lenient": 1, "one_group": 1}
+    stats = iat_statistics(scores, IATConfig(bootstrap_resamples=200, permutation_resamples=200))
+    metrics = iat_metrics(scores, stats)
+    assert (metrics["iat/n_left_out_strict"], metrics["iat/n_left_out_lenient"],
+            metrics["iat/n_one_group"], metrics["iat/n_scored"]) == (2.0, 1.0, 1.0, 5.0)
+    assert metrics["iat/parse_rate"] == pytest.approx(0.6)
+    assert metrics["iat/m/arab_muslim/n"] == 3.0
+    assert metrics["iat/m/arab_muslim/mean_d"] == pytest.approx((0.5 + 0.7 + 8 / 16.01 - 1) / 3)
 
 
 def test_by_variation_groups_carry_their_variation():
