@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import polars as pl
 from scipy import optimize
-from scipy.special import expit
+from scipy.special import expit, logit
 
 from audit.config import DesignConfig
 from audit.errors import AuditError, did_you_mean
@@ -70,10 +70,6 @@ POWER_COLUMNS = (
 # sign: a claim of the opposite gap is the worst an audit can make, not evidence that the design
 # detects the gap. At a true gap of 0 there is no sign to get right and every failure counts.
 RIGHT_SIGN = (pl.col("truth") == 0) | (pl.col("mean") * pl.col("truth") > 0)
-
-
-def logit(p: float) -> float:
-    return math.log(p / (1.0 - p))
 
 
 # Gauss-Hermite nodes for the average of a rate over normally spread items and texts.

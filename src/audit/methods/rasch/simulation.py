@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -37,6 +36,7 @@ import polars as pl
 import pymc as pm
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.variable import TensorConstant
+from scipy.special import logit
 
 from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
@@ -46,10 +46,6 @@ from audit.methods.rasch.irt.judge_error import PATH_DIM, JudgeConfusion
 from audit.methods.rasch.irt.raw_trace import sample_draws
 
 logger = logging.getLogger(__name__)
-
-
-def logit(p: float) -> float:
-    return math.log(p / (1.0 - p))
 
 
 @dataclass(frozen=True)
