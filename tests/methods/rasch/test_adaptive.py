@@ -49,6 +49,7 @@ from audit.methods.rasch.selection import (
     first_round,
     next_candidates,
     respondent_weights,
+    window_start,
 )
 from audit.methods.rasch.simulation import default_shaped_prompts
 
@@ -655,3 +656,205 @@ def test_the_trajectory_plots_decided_and_alive_contrasts_on_whole_number_ticks(
     assert low < 0 and high >= 2
     ticks = [tick for tick in count_axis.get_yticks() if low <= tick <= high]
     assert ticks == [0, 1, 2]
+
+
+def test_a_final_share_of_one_keeps_the_whole_alpha_for_the_last_look():
+    """Bug caught: final_share=1.0 (the bench's --final-share 1: interim looks decide nothing)
+    refused, though its documented range is (0, 1]."""
+    rule = AdaptiveRule(round_prompts=10, max_prompts=40, final_share=1.0)
+    assert look_alphas(rule, 3) == pytest.approx([0.0, 0.0, 0.05])
+
+
+def test_the_design_rule_caps_the_budget_at_the_pool():
+    """Bug caught: design.max_prompts above the design's size kept as the rule's budget, so
+    audit.plan and the rounds were sized for prompts the design does not have (a quarter of 500,
+    not of the 100 there are)."""
+    rule = design_rule(DesignConfig(adaptive=True, max_prompts=500), 0.05, pool_size=100)
+    assert (rule.max_prompts, rule.round_prompts) == (100, 25)
+
+
+def test_a_default_round_is_a_quarter_of_the_budget_rounded_up():
+    """Bug caught: the default round (a quarter of the budget) rounded down, so a budget of 30
+    made rounds of 7 (ceil(30 / 4) = 8) and a fifth look for a few prompts."""
+    rule = design_rule(DesignConfig(adaptive=True, max_prompts=30), 0.05, pool_size=100)
+    assert rule.round_prompts == 8
+
+
+def test_a_round_0_that_spends_the_budget_is_the_only_planned_look():
+    """Bug caught: a budget no larger than round 0 planned a second look that is never made,
+    so the planned last look's alpha (what futility and the trace read) was 0.0495, not 0.05."""
+    rule = AdaptiveRule(round_prompts=40, max_prompts=40)
+    assert planned_looks(rule, pool_size=100) == 1
+    assert planned_looks(rule, pool_size=100, first_round_size=40) == 1
+    assert planned_looks(rule, pool_size=100, first_round_size=39) == 2
+
+
+def test_a_pool_that_repeats_a_prompt_is_refused():
+    """Bug caught: a prompts table holding one respondent x item x replicate twice accepted, so
+    one prompt could be asked and counted twice."""
+    pool = default_shaped_prompts(items=2, replicates=1, null_count=0)
+    with pytest.raises(AuditError, match="repeats a respondent x item x replicate"):
+        adaptive.check_pool(pl.concat([pool, pool.head(1)]))
+
+
+def test_a_look_at_the_budget_stops_whatever_the_pool_has_left():
+    """Bug caught: a look that has asked exactly the budget (of a larger pool) not stopped as
+    `budget`, so a run with contrasts alive asked past design.max_prompts."""
+    alive = pl.DataFrame({"open": [True, True], "alive": [True, False]})
+    assert stop_reason(alive, 504, 504, 100, futility_from=0.0) == "budget"
+    assert stop_reason(alive, 503, 504, 101, futility_from=0.0) is None
+
+
+def test_a_run_that_decides_every_contrast_at_its_budget_stops_decided():
+    """Bug caught: the budget checked before the decisions, so a run whose last look decided
+    every contrast said `budget` (its budget spent) instead of `decided`."""
+    decided = pl.DataFrame({"open": [False, False], "alive": [False, False]})
+    assert stop_reason(decided, 504, 504, 0, futility_from=0.0) == "decided"
+
+
+def test_no_answering_time_recorded_yet_buys_no_estimate():
+    """Bug caught: answers recorded at 0 s (none timed yet) divided by zero in place of
+    leaving the time budget unestimated."""
+    rule = AdaptiveRule(round_prompts=10, max_prompts=40, max_answer_seconds=100.0)
+    assert prompts_affordable(rule, 0.0, 4) is None
+
+
+def test_a_time_budget_larger_than_the_prompt_budget_leaves_the_prompts_in_charge():
+    """Bug caught: the prompts the time left buys not capped at design.max_prompts, so a time
+    budget that is not binding (1000 s buys 500 prompts at 2 s each) ran past a budget of 100.
+    By hand, as in the loop test: 38, a round of 40 to 78, then the 22 left."""
+    pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
+    rule = AdaptiveRule(round_prompts=40, max_prompts=100, futility=0.0,
+                        max_answer_seconds=1000.0)
+    run = run_adaptive(pool, answers_from(simulated_labels(pool)),
+                       FitConfig(model="population", seed=1), rule, sample=prior_sampler,
+                       answer_seconds=lambda asked: 2.0 * asked.height)
+    assert run.rounds["prompts"].to_list() == [38, 78, 100]
+    assert run.stop == "budget"
+
+
+def test_the_loop_weighs_other_respondents_by_the_rules_other_weight(monkeypatch):
+    """Bug caught: run_adaptive choosing later rounds with a weight other than
+    rule.other_weight for the respondents of no open contrast (null personas, baseline)."""
+    pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
+    weights: list[float] = []
+    real_choose = adaptive.choose_next
+
+    def recording_choose(pool, asked, fit, states, other_weight, size):
+        weights.append(other_weight)
+        return real_choose(pool, asked, fit, states, other_weight, size)
+
+    monkeypatch.setattr(adaptive, "choose_next", recording_choose)
+    rule = AdaptiveRule(round_prompts=40, max_prompts=100, futility=0.0, other_weight=0.6)
+    run_adaptive(pool, answers_from(simulated_labels(pool)), FitConfig(model="population", seed=1),
+                 rule, sample=prior_sampler)
+    assert weights == [0.6, 0.6]  # three looks: two later rounds chosen
+
+
+def test_a_budget_of_one_prompt_a_persona_is_one_look():
+    """Bug caught: a budget exactly one prompt a persona (19 here) refused as too small,
+    though round 0 asks each persona once and spends it."""
+    pool = default_shaped_prompts(items=4, replicates=1, null_count=2)
+    run = run_adaptive(pool, answers_from(simulated_labels(pool)),
+                       FitConfig(model="population", seed=1),
+                       AdaptiveRule(round_prompts=10, max_prompts=19), sample=prior_sampler)
+    assert run.rounds.select("prompts", "look_alpha", "stop").rows() == [
+        (19, pytest.approx(0.05), "budget")]
+
+
+def test_a_round_larger_than_the_budget_makes_round_0_no_larger_than_the_budget():
+    """Bug caught: round 0 sized by design.round_prompts alone, so rounds of 200 with a budget
+    of 100 asked the whole pool of 152 at once. By hand: 100 // 19 = 5 prompts a persona (95),
+    then the 5 left."""
+    pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
+    rule = AdaptiveRule(round_prompts=200, max_prompts=100, futility=0.0)
+    run = run_adaptive(pool, answers_from(simulated_labels(pool)),
+                       FitConfig(model="population", seed=1), rule, sample=prior_sampler)
+    assert run.rounds["prompts"].to_list() == [95, 100]
+
+
+def test_futility_from_is_a_share_of_what_the_time_budget_can_still_buy():
+    """Bug caught: futility_from read against the prompt budget (152) and not against what the
+    time budget buys (75 at 2 s a prompt of 150 s), so a time-limited run with nothing alive
+    went on to its last look. By hand: 38 asked >= 0.4 x 75 = 30, but < 0.4 x 152 = 60.8."""
+    pool = default_shaped_prompts(items=4, replicates=2, null_count=2)
+    rule = AdaptiveRule(round_prompts=40, max_prompts=pool.height, futility=0.99,
+                        futility_from=0.4, max_answer_seconds=150.0)
+    run = run_adaptive(pool, answers_from(simulated_labels(pool)),
+                       FitConfig(model="population", seed=1), rule, sample=prior_sampler,
+                       answer_seconds=lambda asked: 2.0 * asked.height)
+    assert run.rounds.select("prompts", "alive", "stop").rows() == [(38, 0, "futile")]
+
+
+def test_round_0_starts_on_the_least_asked_items_before_the_levels_least_asked():
+    """Bug caught: window_start ranking a start by this respondent's levels before by how often
+    its items were asked, so round 0 piled onto item 0 (asked once) to spare the level's items.
+    By hand: items asked [1, 0, 0], the level's [0, 1, 1]; items 1 and 2 tie on the first key,
+    the level ties them too, and the lowest start, 1, wins."""
+    assert window_start(np.array([1.0, 0.0, 0.0]), [np.array([0.0, 1.0, 1.0])], 1) == 1
+
+
+def test_selection_prefers_the_personas_of_alive_contrasts_at_equal_information():
+    """Bug caught: the information score not multiplied by the respondent's weight, so on equal
+    information the pool order chose Asian personas, who are in no alive contrast, over the
+    Black and White ones of the alive Black-White contrast."""
+    pool = default_shaped_prompts(items=3, replicates=2, null_count=1, texts_per_cell=1,
+                                  genders=("man",), races=("Asian", "Black", "White"))
+    fit = fake_fit({name: 0.0 for name in sorted(pool["respondent_id"].unique())},
+                   {"item_00": 4.0, "item_01": 0.0, "item_02": -4.0})
+    states = contrast_states(pl.DataFrame([contrast(1.5, 0.6)]), 6, 24, 0.05)
+    assert states["alive"].to_list() == [True]
+    chosen = choose_next(pool, pool.head(0), fit, states, 0.25, 2)
+    assert set(chosen["respondent_id"]) == {"m/Black_man_0", "m/White_man_0"}
+    assert set(chosen["item_id"]) == {"item_01"}
+
+
+def text_sd_fit(sigma: float) -> SimpleNamespace:
+    """A fit whose one model "m" has text sd ``sigma`` in every draw."""
+    posterior = xr.Dataset({"sigma_residual": (("chain", "draw", "model"),
+                                               np.full((1, 4, 1), sigma))},
+                           coords={"model": ["m"]})
+    return SimpleNamespace(idata=DataTree.from_dict({"posterior": posterior}))
+
+
+def test_text_floors_use_each_levels_own_text_count():
+    """Bug caught: the floor sigma^2 (1/n_a + 1/n_b) read with one level's count twice, which
+    the equal counts of the test above cannot see. By hand: 2 Black texts and 1 White, text sd
+    0.5: 0.25 x (1/2 + 1/1) = 0.375 (0.25 with 1/n_a twice)."""
+    pool = pl.concat([
+        default_shaped_prompts(items=2, texts_per_cell=2, null_count=0, genders=("man",),
+                               races=("Black",)),
+        default_shaped_prompts(items=2, texts_per_cell=1, null_count=0, genders=("man",),
+                               races=("White",))])
+    floors = text_floors(text_sd_fit(0.5), pl.DataFrame([contrast(0.0, 1.0)]), pool)
+    assert floors[0].tolist() == pytest.approx([0.375] * 4)
+
+
+def test_a_level_without_texts_has_no_floor():
+    """Bug caught: a contrast one of whose levels has no persona text for its model (only the
+    other's texts counted) divided by zero in place of taking no floor."""
+    pool = default_shaped_prompts(items=2, texts_per_cell=2, null_count=0, genders=("man",),
+                                  races=("Black",))
+    floors = text_floors(text_sd_fit(0.5), pl.DataFrame([contrast(0.0, 1.0)]), pool)
+    assert floors[0].tolist() == [0.0] * 4
+
+
+def test_null_personas_are_not_counted_as_texts_of_a_level():
+    """Bug caught: a null or baseline persona that carries a level's value counted as one of
+    that level's texts, which shrinks the floor. By hand: 2 Black and 2 White texts, the
+    baseline and a null persona marked Black too: 0.25 x (1/2 + 1/2) = 0.25, not 0.25 x
+    (1/4 + 1/2)."""
+    pool = default_shaped_prompts(items=2, texts_per_cell=2, null_count=1, genders=("man",),
+                                  races=("Black", "White"))
+    marked = pool.with_columns(race=pl.col("race").fill_null("Black"))
+    floors = text_floors(text_sd_fit(0.5), pl.DataFrame([contrast(0.0, 1.0)]), marked)
+    assert floors[0].tolist() == pytest.approx([0.25] * 4)
+
+
+def test_a_futility_of_zero_never_gives_up_on_an_open_contrast():
+    """Bug caught: alive read as P(decidable) > futility, not >=, so design.futility=0 (never
+    stop for futility) still killed a contrast whose interval the texts alone keep from the
+    ROPE (P = 0: a floor of the whole variance, 0.36 of sd 0.6)."""
+    table = pl.DataFrame([contrast(1.0, 0.6)])
+    states = contrast_states(table, 126, 504, 0.0, np.full((1, 10), 0.36))
+    assert states.select("p_decidable", "open", "alive").rows() == [(0.0, True, True)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import polars as pl
@@ -105,3 +106,46 @@ def test_failures_are_counted_over_every_request_so_far_as_a_fixed_run_counts_th
         assert "1 of 30 Rasch requests (to round 1) failed" in str(error)
     else:
         raise AssertionError("a failure beyond the share did not stop the run")
+
+
+def test_round_0_alone_labels_the_gold_set_and_every_look_reads_it(tmp_path, monkeypatch):
+    """Bug caught: the judge's gold set labelled again after round 0, or a later round's empty
+    gold kept in place of round 0's, so the looks after round 0 fitted without the judge's
+    error rates."""
+    cfg = adaptive_smoke_config(tmp_path, "design.round_prompts=20")
+    monkeypatch.setattr(score, "create_backend", FakeBackend)
+    prompts = design_stage(cfg)
+    real_judge = adaptive_run.judge_stage
+    with_gold: list[bool] = []
+    read: list[object] = []
+
+    def answered(cfg, asked, models, name):
+        ids = asked["prompt_id"].to_list()
+        return pl.DataFrame({
+            "prompt_id": ids, "request_key": ids, "status": ["ok"] * len(ids),
+            "response_text": ["Yes, approve it." if index % 2 else "No, deny it."
+                              for index in range(len(ids))],
+            "error_kind": [None] * len(ids), "error_message": [None] * len(ids),
+            "completion_tokens": [5] * len(ids), "latency_s": [0.1] * len(ids),
+            "from_cache": [False] * len(ids)},
+            schema_overrides={"error_kind": pl.String, "error_message": pl.String})
+
+    def judging(cfg, asked, responses, **kwargs):  # a gold result that names its round
+        judged = real_judge(cfg, asked, responses, **kwargs)
+        with_gold.append(kwargs["with_gold"])
+        if not kwargs["with_gold"]:
+            return judged
+        return dataclasses.replace(judged, gold=pl.DataFrame({"round": [len(with_gold) - 1]}))
+
+    def resolving(*args):  # (judge_error, model, outcome, gold or None, drop_labels)
+        read.append(None if args[3] is None else args[3]["round"].to_list())
+
+    monkeypatch.setattr(adaptive_run, "answer_prompts", answered)
+    monkeypatch.setattr(adaptive_run, "models_for", lambda cfg, prompts: dict(cfg.model))
+    monkeypatch.setattr(adaptive_run, "judge_stage", judging)
+    monkeypatch.setattr(adaptive_run, "resolve_confusion", resolving)
+    adaptive_run.respond_adaptively(cfg, prompts, tmp_path / "responses.parquet",
+                                    tmp_path / "rounds.csv")
+    assert len(with_gold) >= 2, with_gold
+    assert with_gold == [True] + [False] * (len(with_gold) - 1)
+    assert read == [[0]] * len(with_gold)  # every look's fit reads round 0's gold results

@@ -16,6 +16,7 @@ import pytest
 
 from audit.methods.rasch import adaptive
 from audit.methods.rasch.adaptive import AdaptiveRule, look_alphas, planned_looks, run_adaptive
+from audit.methods.rasch.adaptive_run import adaptive_report, look_alpha_of
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.simulation import default_shaped_prompts
 from prior_samplers import prior_sampler
@@ -175,3 +176,47 @@ def test_futility_predicts_every_look_at_the_last_looks_alpha(monkeypatch):
     assert len(alphas) == 3 and alphas[0] < alphas[-1]
     assert run.rounds.height == 3
     assert recorded == [alphas[-1]] * 3
+
+
+def rounds_file(folder: Path, stop: str = "futile") -> Path:
+    """Three looks of 63 prompts each over a design of 252, stopped by ``stop``."""
+    path = folder / "adaptive_rounds.csv"
+    pl.DataFrame({"round": [0, 1, 2], "prompts": [63, 126, 189],
+                  "answer_seconds": [30.0, 60.0, 90.0], "look_alpha": [0.0002, 0.0002, 0.0496],
+                  "contrasts": [7] * 3, "decided": [0, 1, 2], "open": [7, 6, 5],
+                  "alive": [3, 2, 0], "mean_open_width": [13.5, 10.9, 10.2],
+                  "stop": [None, None, stop]}).write_csv(path)
+    return path
+
+
+def test_the_analyse_stage_decides_at_the_last_looks_alpha(tmp_path: Path):
+    """Bug caught: look_alpha_of reading the first look's alpha (an interim look's sliver), so
+    the analyse stage decided a run's contrasts at 0.0002 where its last look had 0.0496."""
+    assert look_alpha_of(rounds_file(tmp_path)) == pytest.approx(0.0496)
+    assert look_alpha_of(tmp_path / "absent.csv") is None
+
+
+def test_the_reports_adaptive_section_reads_the_last_look(tmp_path: Path):
+    """Bug caught: the report's adaptive section reading a look other than the last for the
+    prompts, the stop or the answering time, or giving that time in seconds as minutes."""
+    report = adaptive_report(rounds_file(tmp_path), 252)
+    summary = report.summary
+    assert (summary["asked"], summary["design"], summary["looks"]) == (189, 252, 3)
+    assert (summary["stop"], summary["answer_minutes"]) == ("futile", pytest.approx(1.5))
+    assert [step for step, _ in report.steps] == [0, 1, 2]
+
+
+def test_the_reports_interim_caveat_is_for_a_futile_stop_alone(tmp_path: Path):
+    """Bug caught: the interim-look caveat (intervals at an interim look's small alpha) left off
+    a futile stop, or put on a run its budget stopped at its last planned look."""
+    futile = adaptive_report(rounds_file(tmp_path, "futile"), 252).summary
+    assert futile["interim"] is not None and "interim" in futile["interim"]
+    assert adaptive_report(rounds_file(tmp_path, "budget"), 252).summary["interim"] is None
+
+
+def test_the_share_of_the_design_is_the_asked_over_the_designs_prompts(tmp_path: Path):
+    """Bug caught: the share logged to MLflow inverted (design over asked: 1.33 for 189 of
+    252 prompts, which reads as more than the fixed design)."""
+    metrics = adaptive_report(rounds_file(tmp_path), 252).metrics
+    assert metrics == {"adaptive/prompts_asked": 189.0, "adaptive/design_prompts": 252.0,
+                       "adaptive/share_of_design": pytest.approx(0.75), "adaptive/looks": 3.0}
