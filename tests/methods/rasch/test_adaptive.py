@@ -731,6 +731,8 @@ def test_a_time_budget_larger_than_the_prompt_budget_leaves_the_prompts_in_charg
                        answer_seconds=lambda asked: 2.0 * asked.height)
     assert run.rounds["prompts"].to_list() == [38, 78, 100]
     assert run.stop == "budget"
+    # Only the look at the budget decided at the alpha left (what the report's caveat reads).
+    assert run.rounds["final_look"].to_list() == [False, False, True]
 
 
 def test_the_loop_weighs_other_respondents_by_the_rules_other_weight(monkeypatch):

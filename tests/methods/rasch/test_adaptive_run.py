@@ -16,7 +16,12 @@ import pytest
 
 from audit.methods.rasch import adaptive
 from audit.methods.rasch.adaptive import AdaptiveRule, look_alphas, planned_looks, run_adaptive
-from audit.methods.rasch.adaptive_run import adaptive_report, look_alpha_of
+from audit.methods.rasch.adaptive_run import (
+    INTERIM_INTERVALS,
+    adaptive_note,
+    adaptive_report,
+    look_alpha_of,
+)
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.simulation import default_shaped_prompts
 from prior_samplers import prior_sampler
@@ -220,3 +225,20 @@ def test_the_share_of_the_design_is_the_asked_over_the_designs_prompts(tmp_path:
     metrics = adaptive_report(rounds_file(tmp_path), 252).metrics
     assert metrics == {"adaptive/prompts_asked": 189.0, "adaptive/design_prompts": 252.0,
                        "adaptive/share_of_design": pytest.approx(0.75), "adaptive/looks": 3.0}
+
+
+def test_a_run_decided_before_its_last_look_says_its_intervals_are_an_interim_looks(
+        tmp_path: Path):
+    """Bug caught (review 2026-12-05): the interim-look caveat was tied to a futile stop, so a
+    run that decided every contrast at an interim look (at 0.0002 of alpha: 99.98% intervals)
+    showed them without it; one decided at its last look gets none."""
+    path = rounds_file(tmp_path, "decided")
+    rounds = pl.read_csv(path)
+    rounds.with_columns(final_look=pl.Series([False, False, False])).write_csv(path)
+    assert adaptive_report(path, 252).summary["interim"] == INTERIM_INTERVALS
+    assert adaptive_note(path, tmp_path / "absent.parquet").endswith(INTERIM_INTERVALS)
+    rounds.with_columns(final_look=pl.Series([False, False, True])).write_csv(path)
+    assert adaptive_report(path, 252).summary["interim"] is None
+    assert adaptive_note(path, tmp_path / "absent.parquet") == (
+        "adaptive audit: 189 prompts asked in 3 looks, stopped (decided): every headline "
+        "contrast was decided at its last look")

@@ -67,8 +67,8 @@ look_logger = logging.getLogger(f"{__name__}.looks")
 STOPS = ("decided", "futile", "budget")
 # Models with Binomial cells, where a cell not asked yet can enter with zero trials.
 CELL_MODELS = ("rasch", "twopl", "explanatory", "population")
-ROUND_COLUMNS = ("round", "prompts", "answer_seconds", "look_alpha", "contrasts", "decided",
-                 "open", "alive", "mean_open_width", "stop")
+ROUND_COLUMNS = ("round", "prompts", "answer_seconds", "look_alpha", "final_look", "contrasts",
+                 "decided", "open", "alive", "mean_open_width", "stop")
 
 
 @dataclass(frozen=True)
@@ -265,15 +265,17 @@ class AdaptiveRun:
         return self.asked.height
 
 
-def round_row(index: int, prompts: int, seconds: float | None, alpha: float,
+def round_row(index: int, prompts: int, seconds: float | None, alpha: float, final: bool,
               states: pl.DataFrame, stop: str | None) -> dict[str, object]:
+    """One look's row of ROUND_COLUMNS; `final`: the look decided at the alpha left (the last
+    planned look, or one the budget made the last), not at an interim look's share."""
     open_rows = states.filter("open")
     widths = (open_rows.get_column("decision_high") - open_rows.get_column("decision_low"))
     return {"round": index, "prompts": prompts, "answer_seconds": seconds, "look_alpha": alpha,
-            "contrasts": states.height, "decided": states.height - open_rows.height,
-            "open": open_rows.height, "alive": int(states.get_column("alive").sum()),
-            "mean_open_width": float(widths.mean()) if open_rows.height else None,
-            "stop": stop}
+            "final_look": final, "contrasts": states.height,
+            "decided": states.height - open_rows.height, "open": open_rows.height,
+            "alive": int(states.get_column("alive").sum()),
+            "mean_open_width": float(widths.mean()) if open_rows.height else None, "stop": stop}
 
 
 def stop_reason(states: pl.DataFrame, prompts: int, budget: int, pool_left: int, *,
@@ -384,7 +386,7 @@ def run_adaptive(pool: pl.DataFrame, answer: Answer, fit_config: FitConfig, rule
             # `futile` (a time budget re-estimated at the mean time a prompt so far can leave a
             # few prompts affordable after the round meant to be the last).
             stop = "budget"
-        row = round_row(index, asked.height, seconds, alpha, states, stop)
+        row = round_row(index, asked.height, seconds, alpha, final, states, stop)
         rows.append(row)
         look_logger.info("adaptive round %d: %d prompts, %d of %d contrasts decided, %d alive%s%s",
                          index, asked.height, row["decided"], row["contrasts"], row["alive"],

@@ -128,12 +128,20 @@ STOP_READINGS = {
                "evidence of fair treatment"),
     "budget": "its budget was spent",
 }
-# A futile stop is always at an interim look (run_adaptive stops the last planned look on its
-# budget), which decides at its small share of alpha (99.998% HDIs for the default's seven
-# contrasts and four looks): without this, a futile run's "decided on the 99.998% HDI" reads as a
-# mistake for a fixed run's 99.29%.
+# A run that stops at an interim look (always a futile stop: run_adaptive stops the last look on
+# its budget; a decided one when every contrast is decided early) decides at that look's small
+# share of alpha (99.998% HDIs for the default's seven contrasts and four looks): without this,
+# its "decided on the 99.998% HDI" reads as a mistake for a fixed run's 99.29%.
 INTERIM_INTERVALS = ("the intervals decided on are from the look it stopped at, an interim one, "
                      "at its small share of alpha, so wider than at the last planned look")
+
+
+def stopped_at_interim_look(rounds: pl.DataFrame) -> bool:
+    """Whether the look a run stopped at was an interim one (see INTERIM_INTERVALS). Files
+    written before `final_look` was recorded (2026-12-05) say it for a futile stop alone."""
+    if "final_look" in rounds.columns:
+        return not rounds.get_column("final_look")[-1]
+    return str(rounds.get_column("stop")[-1]) == "futile"
 
 
 def adaptive_note(rounds_path: Path, design_path: Path) -> str | None:
@@ -150,7 +158,7 @@ def adaptive_note(rounds_path: Path, design_path: Path) -> str | None:
     of_design = (f"{asked} of {design_prompts} prompts asked ({asked / design_prompts:.0%} of the "
                  f"fixed design)" if design_prompts else f"{asked} prompts asked")
     looks = counted(rounds.height, "look")
-    interim = f"; {INTERIM_INTERVALS}" if stop == "futile" else ""
+    interim = f"; {INTERIM_INTERVALS}" if stopped_at_interim_look(rounds) else ""
     return (f"adaptive audit: {of_design} in {looks}, stopped ({stop}): "
             f"{STOP_READINGS.get(stop, stop)}{interim}")
 
@@ -201,6 +209,7 @@ class AdaptiveReport:
     design: int  # prompts of the fixed design
     looks: int
     stop: str
+    interim: bool  # stopped at an interim look (stopped_at_interim_look)
     answer_seconds: float | None  # the recorded answering time (None: a run before it was kept)
     steps: list[tuple[int, dict[str, float]]]  # per look, for MLflow's step charts
     figure: object
@@ -221,7 +230,7 @@ class AdaptiveReport:
         """What the HTML report's adaptive section reads."""
         return {"asked": self.asked, "design": self.design, "looks": self.looks,
                 "stop": self.stop, "reading": STOP_READINGS.get(self.stop, self.stop),
-                "interim": INTERIM_INTERVALS if self.stop == "futile" else None,
+                "interim": INTERIM_INTERVALS if self.interim else None,
                 "answer_minutes": (None if self.answer_seconds is None
                                    else self.answer_seconds / 60)}
 
@@ -243,5 +252,6 @@ def adaptive_report(rounds_path: Path, design_prompts: int) -> AdaptiveReport | 
                else None)
     return AdaptiveReport(asked=int(rounds.get_column("prompts")[-1]), design=design_prompts,
                           looks=rounds.height, stop=str(rounds.get_column("stop")[-1]),
+                          interim=stopped_at_interim_look(rounds),
                           answer_seconds=None if seconds is None else float(seconds),
                           steps=steps, figure=trajectory_figure(rounds, design_prompts))
