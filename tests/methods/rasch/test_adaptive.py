@@ -658,6 +658,14 @@ def test_the_trajectory_plots_decided_and_alive_contrasts_on_whole_number_ticks(
     assert ticks == [0, 1, 2]
 
 
+def test_a_final_share_outside_its_range_is_named_not_blamed_on_the_alpha():
+    """Bug caught: a final_share of 0 or above 1 (bench_adaptive's --final-share) was refused
+    as "fit.familywise_alpha must lie in (0, 1)", naming a setting that was fine."""
+    for share in (0.0, 1.5):
+        with pytest.raises(AuditError, match=rf"final_share={share} must lie in \(0, 1\]"):
+            AdaptiveRule(round_prompts=10, max_prompts=40, final_share=share)
+
+
 def test_a_final_share_of_one_keeps_the_whole_alpha_for_the_last_look():
     """Bug caught: final_share=1.0 (the bench's --final-share 1: interim looks decide nothing)
     refused, though its documented range is (0, 1]."""

@@ -102,9 +102,12 @@ class AdaptiveRule:
         if self.round_prompts < 1 or self.max_prompts < 1:
             raise AuditError("an adaptive design needs design.round_prompts and "
                              "design.max_prompts of at least 1")
-        if not 0.0 < self.familywise_alpha < 1.0 or not 0.0 < self.final_share <= 1.0:
+        if not 0.0 < self.familywise_alpha < 1.0:
             raise AuditError("fit.familywise_alpha must lie in (0, 1) for an adaptive design "
                              "(its looks split it)")
+        if not 0.0 < self.final_share <= 1.0:  # a benchmark's --final-share, not a setting
+            raise AuditError(f"final_share={self.final_share} must lie in (0, 1]: the share of "
+                             "fit.familywise_alpha kept for the last look")
         if not 0.0 <= self.futility < 1.0:
             raise AuditError(f"design.futility={self.futility} must lie in [0, 1)")
         if not 0.0 <= self.futility_from <= 1.0:
