@@ -199,21 +199,30 @@ def test_a_groups_result_does_not_depend_on_the_other_groups():
         iat_statistics(scores_table(together), FAST))
 
 
-def test_each_scoring_mode_keeps_its_answers_and_says_how_many_it_left_out():
-    """Five answers: two complete (D 0.5, 0.7), one complete giving every word to one group
-    (D = 8/16.01 - 1, flagged), one partial with a word on each side (D 0.3) and one with
-    nothing readable (no D). Strict: the three complete ones; lenient: those and the partial
-    one. Before the fix an answer with nothing counted scored 0 and stayed in the mean."""
-    one_group_d = 8 / 16.01 - 1
-    rows = [(True, False, 0.5), (True, False, 0.7), (True, True, one_group_d),
+ONE_GROUP_D = 8 / 16.01 - 1  # every word given to one group: the D of a one-group answer
+
+
+def five_answers(dataset: str) -> pl.DataFrame:
+    """Scores of five answers: two complete (D 0.5, 0.7), one complete giving every word to one
+    group (ONE_GROUP_D, flagged), one partial with a word on each side (D 0.3) and one with
+    nothing readable (no D)."""
+    rows = [(True, False, 0.5), (True, False, 0.7), (True, True, ONE_GROUP_D),
             (False, False, 0.3), (False, False, None)]
-    scores = pl.DataFrame([{
-        "model": "m", "category": "race", "dataset": "a", "variation": "replication",
+    return pl.DataFrame([{
+        "model": "m", "category": "race", "dataset": dataset, "variation": "replication",
         "response_id": f"a:{index}", "iteration": index, "response_text": "", "parsed": parsed,
         "n_expected": 16, "n_assigned": 16 if parsed else 9, "n_conflicting": 0,
         "n_missing": 0 if parsed else 7, "default_positive": 1, "default_negative": 0,
         "stigma_positive": 0, "stigma_negative": 1, "one_group": one_group, "d_score": d}
         for index, (parsed, one_group, d) in enumerate(rows)], schema=SCORE_COLUMNS)
+
+
+def test_each_scoring_mode_keeps_its_answers_and_says_how_many_it_left_out():
+    """Five answers: two complete (D 0.5, 0.7), one complete giving every word to one group
+    (D = 8/16.01 - 1, flagged), one partial with a word on each side (D 0.3) and one with
+    nothing readable (no D). Strict: the three complete ones; lenient: those and the partial
+    one. Before the fix an answer with nothing counted scored 0 and stayed in the mean."""
+    scores = five_answers("a")
     config = {"bootstrap_resamples": 500, "permutation_resamples": 500}
     strict = iat_statistics(scores, IATConfig(**config)).row(0, named=True)
     lenient = iat_statistics(scores, IATConfig(scoring="lenient", **config)).row(0, named=True)
@@ -221,9 +230,9 @@ def test_each_scoring_mode_keeps_its_answers_and_says_how_many_it_left_out():
         assert (row["n_left_out_strict"], row["n_left_out_lenient"]) == (2, 1)
         assert row["n_one_group"] == 1 and row["parse_rate"] == pytest.approx(0.6)
     assert strict["n"] == 3
-    assert strict["mean_d"] == pytest.approx((0.5 + 0.7 + one_group_d) / 3)
+    assert strict["mean_d"] == pytest.approx((0.5 + 0.7 + ONE_GROUP_D) / 3)
     assert lenient["n"] == 4
-    assert lenient["mean_d"] == pytest.approx((0.5 + 0.7 + one_group_d + 0.3) / 4)
+    assert lenient["mean_d"] == pytest.approx((0.5 + 0.7 + ONE_GROUP_D + 0.3) / 4)
 
 
 def test_a_groups_result_does_not_depend_on_the_order_of_its_answers():
@@ -256,15 +265,7 @@ def test_the_logged_counts_are_each_scoring_modes_left_outs():
     answers with any D for the complete ones, or counted complete answers as one-group. By
     hand, of five answers (two complete, one complete one-group, one partial with a D, one
     with none): strict leaves out 2, lenient 1, and 1 answer is one-group."""
-    rows = [(True, False, 0.5), (True, False, 0.7), (True, True, 8 / 16.01 - 1),
-            (False, False, 0.3), (False, False, None)]
-    scores = pl.DataFrame([{
-        "model": "m", "category": "race", "dataset": "arab/muslim", "variation": "replication",
-        "response_id": f"a:{index}", "iteration": index, "response_text": "", "parsed": parsed,
-        "n_expected": 16, "n_assigned": 16 if parsed else 9, "n_conflicting": 0,
-        "n_missing": 0 if parsed else 7, "default_positive": 1, "default_negative": 0,
-        "stigma_positive": 0, "stigma_negative": 1, "one_group": one_group, "d_score": d}
-        for index, (parsed, one_group, d) in enumerate(rows)], schema=SCORE_COLUMNS)
+    scores = five_answers("arab/muslim")
     assert left_out_counts(scores) == {"answers": 5, "left_out_strict": 2,
                                        "left_out_lenient": 1, "one_group": 1}
     stats = iat_statistics(scores, IATConfig(bootstrap_resamples=200, permutation_resamples=200))
@@ -273,7 +274,7 @@ def test_the_logged_counts_are_each_scoring_modes_left_outs():
             metrics["iat/n_one_group"], metrics["iat/n_scored"]) == (2.0, 1.0, 1.0, 5.0)
     assert metrics["iat/parse_rate"] == pytest.approx(0.6)
     assert metrics["iat/m/arab_muslim/n"] == 3.0
-    assert metrics["iat/m/arab_muslim/mean_d"] == pytest.approx((0.5 + 0.7 + 8 / 16.01 - 1) / 3)
+    assert metrics["iat/m/arab_muslim/mean_d"] == pytest.approx((0.5 + 0.7 + ONE_GROUP_D) / 3)
 
 
 def test_by_variation_groups_carry_their_variation():
