@@ -84,18 +84,19 @@ def checked_after_composing() -> Iterator[None]:
         _checked_after_composing.reset(token)
 
 
-def empty_file_problem(config_path: str) -> str:
-    """The line for a file of the user's conf that holds no settings (`items/mine.yaml`)."""
-    group, _, file_name = config_path.rpartition("/")
-    name = file_name.removesuffix(".yaml")
-    shown = f"conf/{config_path}"
+def empty_file_problem(shown: str, group: str, name: str, *, replaces_shipped: bool,
+                       instead: str = "choose another") -> str:
+    """The line for a chosen config file (`group=name`, its path `shown`) that holds no
+    settings: `replaces_shipped` when it takes the place of a shipped option of its name,
+    `instead` the other fix (how the file was chosen, where that is known)."""
     choice = f"{group}={name}" if group else f"the {name} config"
-    if (Path(CONF_DIR) / config_path).is_file():
+    folder = f"src/audit/conf/{group}/" if group else "src/audit/conf/"
+    if replaces_shipped:
         return (f"{shown} holds no settings, and it takes the place of the shipped {choice}, so "
-                f"{choice} would set nothing: write its settings (src/audit/conf/{config_path} "
-                f"shows them), or delete it to use the shipped one")
+                f"{choice} would set nothing: write its settings ({folder}{name}.yaml shows "
+                f"them), or delete it to use the shipped one")
     return (f"{shown} holds no settings, so choosing it ({choice}) would set nothing: write its "
-            f"settings (the files in src/audit/conf/{group}/ show them), or choose another")
+            f"settings (the files in {folder} show them), or {instead}")
 
 
 def chosen_files_checked_after_composing() -> bool:
@@ -122,21 +123,13 @@ def check_chosen_files_hold_settings(hydra: DictConfig) -> None:
         path = option_file(sources, group, name) if "/" not in name else None
         if path is None or yaml.safe_load(path.read_text(encoding="utf-8")) is not None:
             continue
-        shown = shown_path(str(path))
+        # The user's file of a shipped option's name replaces it, chosen or not.
         shipped = Path(CONF_DIR) / group / f"{name}.yaml"
-        if shipped.is_file() and not shipped.samefile(path):
-            # The user's file of a shipped option's name replaces it, chosen or not.
-            raise ConfigValueError(
-                f"{shown} holds no settings, and it takes the place of the shipped "
-                f"{group}={name}, so {group}={name} would set nothing: write its settings "
-                f"(src/audit/conf/{group}/{name}.yaml shows them), or delete it to use the "
-                f"shipped one")
         chosen_by = ("leave it out of the command line" if (group, name) in on_command_line
                      else "choose another in your defaults list")
-        raise ConfigValueError(
-            f"{shown} holds no settings, so choosing it ({group}={name}) would set nothing: "
-            f"write its settings (the files in src/audit/conf/{group}/ show them), or "
-            f"{chosen_by}")
+        raise ConfigValueError(empty_file_problem(
+            shown_path(str(path)), group, name,
+            replaces_shipped=shipped.is_file() and not shipped.samefile(path), instead=chosen_by))
 
 
 # The groups whose chosen options add up: the audited models (one mapping by name) and the sweep

@@ -91,7 +91,10 @@ class UserConfSource(ConfigSource):
             handle.seek(0)
             empty = not config and yaml.safe_load(handle) is None  # `{}` is a choice made
         if empty and not chosen_files_checked_after_composing():
-            raise ConfigValueError(empty_file_problem(name))
+            group, _, file_name = name.rpartition("/")
+            raise ConfigValueError(empty_file_problem(
+                f"{USER_CONF}/{name}", group, file_name.removesuffix(".yaml"),
+                replaces_shipped=(Path(CONF_DIR) / name).is_file()))
         return ConfigResult(config=config, path=f"{self.scheme()}://{self.path}",
                             provider=self.provider, header=header)
 
