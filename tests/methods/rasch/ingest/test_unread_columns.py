@@ -125,11 +125,7 @@ def test_an_empty_model_setting_is_refused_not_replaced_by_the_default(tmp_path,
     """Bug caught: `ingest.model=` (Hydra reads it as "") named the rows 'imported' without a
     word, as if the setting were left out. Refused with the config's other values, before any
     stage (audit.config_ranges)."""
-    rows = [{key: value for key, value in row.items() if key not in ("model", "ethnicity")}
-            | {"race": row["ethnicity"]} for row in _rows()]
-    path = tmp_path / "answers.csv"
-    pl.DataFrame(rows).write_csv(path)
-    config = _config(path)
+    config = _config(tmp_path / "answers.csv")  # refused before the file is read
     config = replace(config, ingest=replace(config.ingest, model=model))
     with pytest.raises(AuditError, match=r"^ingest.model is empty: write ingest.model=NAME"):
         check_config(config)
