@@ -164,15 +164,6 @@ def test_equal_rates_are_not_flagged_and_very_unequal_ones_are() -> None:
     assert never["p_value"] is None
 
 
-def test_the_permutation_p_value_agrees_with_chi_square_on_large_samples() -> None:
-    from audit.methods.rasch.report.summary import _permutation_p
-
-    hits, misses = np.array([30, 45, 38]), np.array([70, 55, 62])
-    result = stats.chi2_contingency(np.stack([hits, misses], axis=1), correction=False)
-    assert _permutation_p(hits, misses, float(result.statistic)) == pytest.approx(
-        result.pvalue, abs=0.02)
-
-
 def test_label_rate_p_values_against_hand_computed_ones() -> None:
     """Bugs caught (test review 2026-12-05), each passing every other test: Yates's correction
     in the chi-square (p 0.041 instead of 0.028 below), and a permutation count that dropped
@@ -211,15 +202,16 @@ def test_one_personas_rate_is_compared_with_nothing() -> None:
         1, None, "undefined (rate constant)")
 
 
-def test_a_permutation_p_value_is_never_zero() -> None:
-    """Bug caught: a permutation count that left out the observed arrangement said p = 0 when no
-    shuffle reached the observed statistic; the least a test of B shuffles can say is
-    1 / (B + 1). By hand: 4 of 4 answers against 0 of 30 is a perfect association, chi2 = N =
-    34; a shuffle reaches it only by putting all 4 hits in the first persona, probability
-    1 / C(34, 4) = 1 / 46,376, so 99 shuffles almost surely never do: p = 1 / 100."""
-    from audit.methods.rasch.report.summary import _permutation_p
-
-    assert _permutation_p(np.array([4, 0]), np.array([0, 30]), 34.0, resamples=99) == 0.01
+def test_a_permutation_p_value_is_never_zero_and_is_drawn_4999_times() -> None:
+    """Bugs caught: a count that left out the observed arrangement said p = 0 when no draw
+    reached the observed statistic, and fewer draws than the documented 4,999 made the least
+    reportable p larger. By hand: one persona's 10 answers all favourable against another's 30
+    all refusals is a perfect association, which a draw reaches with probability
+    1 / C(40, 10), about 1e-9: no draw reaches it, and p = 1 / (4,999 + 1)."""
+    tests = label_rate_tests(label_rates(_persona_labels({"a": (0, 10), "b": (30, 0)}), 0.94))
+    refusal = tests.filter(pl.col("label") == "refusal").row(0, named=True)
+    assert refusal["method"] == "permutation"
+    assert refusal["p_value"] == pytest.approx(1 / 5000)
 
 
 def test_judge_top_label_share_counts_only_the_judges_labels() -> None:

@@ -92,48 +92,37 @@ def label_rates(labels: pl.DataFrame, interval_prob: float) -> pl.DataFrame:
             .sort(["model_name", "label", "persona_id"]))
 
 
+LABEL_RATE_RESAMPLES = 4999
+LABEL_RATE_SEED = 20251123
+
+
 def label_rate_tests(rates: pl.DataFrame) -> pl.DataFrame:
     """Does a label's rate differ between one model's personas? A chi-square test of homogeneity
     on the personas x (label, not label) table, per model (models differ for reasons of their
     own). With few answers per persona the chi-square approximation is rough, so the p-value
-    comes from a permutation of the same statistic when any expected count is below 5."""
+    comes from the statistic's permutation distribution when any expected count is below 5:
+    SciPy's Monte Carlo draws of tables with the observed margins, which is shuffling the
+    answers' labels between personas while each keeps its number of answers."""
     rows = []
     for (model_name, label), subset in rates.group_by(["model_name", "label"], maintain_order=True):
         subset = subset.sort("persona_id")
         hits = subset["count"].to_numpy()
-        misses = subset["n"].to_numpy() - hits
+        table = np.stack([hits, subset["n"].to_numpy() - hits], axis=1)
         row = {"model_name": model_name, "label": label, "n_personas": subset.height,
                "chi2": None, "p_value": None, "method": "undefined (rate constant)"}
-        if subset.height >= 2 and hits.sum() > 0 and misses.sum() > 0:
-            result = stats.chi2_contingency(np.stack([hits, misses], axis=1), correction=False)
+        if subset.height >= 2 and (table.sum(axis=0) > 0).all():
+            result = stats.chi2_contingency(table, correction=False)
             row.update(chi2=float(result.statistic), p_value=float(result.pvalue),
                        method="chi-square")
             if (result.expected_freq < 5).any():
-                row.update(p_value=_permutation_p(hits, misses, float(result.statistic)),
-                           method="permutation")
+                drawn = stats.MonteCarloMethod(n_resamples=LABEL_RATE_RESAMPLES,
+                                               rng=np.random.default_rng(LABEL_RATE_SEED))
+                result = stats.chi2_contingency(table, correction=False, method=drawn)
+                row.update(p_value=float(result.pvalue), method="permutation")
         rows.append(row)
     return pl.DataFrame(rows, schema={"model_name": pl.Utf8, "label": pl.Utf8,
                                       "n_personas": pl.Int64, "chi2": pl.Float64,
                                       "p_value": pl.Float64, "method": pl.Utf8})
-
-
-def _permutation_p(hits: np.ndarray, misses: np.ndarray, observed: float,
-                   resamples: int = 4999, seed: int = 20251123) -> float:
-    """Shuffle outcomes between personas keeping each persona's size: the exact null of equal
-    rates, without the large-sample approximation."""
-    outcomes = np.repeat([1, 0], [hits.sum(), misses.sum()])
-    group = np.repeat(np.arange(hits.size), hits + misses)
-    sizes = hits + misses
-    expected_rate = hits.sum() / sizes.sum()
-    rng = np.random.default_rng(seed)
-    exceed = 0
-    for _ in range(resamples):
-        shuffled = np.bincount(group, weights=rng.permutation(outcomes), minlength=hits.size)
-        expected = sizes * expected_rate
-        statistic = (((shuffled - expected) ** 2 / expected)
-                     + (((sizes - shuffled) - (sizes - expected)) ** 2 / (sizes - expected))).sum()
-        exceed += statistic >= observed - 1e-9
-    return (exceed + 1) / (resamples + 1)
 
 
 def print_ranking(thetas: pl.DataFrame, hdi_prob: float, console: Console | None = None) -> None:
