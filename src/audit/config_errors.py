@@ -16,7 +16,7 @@ import re
 import sys
 import typing
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from types import TracebackType
 
@@ -31,7 +31,7 @@ from audit.config_files import (MANY_OPTION_GROUPS, check_chosen_files_hold_sett
                                 check_grid_is_swept, check_group_choices, check_model_names,
                                 check_working_folder, checked_after_composing,
                                 discard_job_directory)
-from audit.cli import split_overrides
+from audit.cli import shows_instead_of_running, split_overrides
 from audit.config_entries import (SOURCE, config_file, config_folders, entry_added_by_keys,
                                   flat_entry, unknown_entry)
 from audit.config_keys import under_null_setting, valid_keys
@@ -264,10 +264,15 @@ def one_line_config_errors(conf_dir: Path, hydra_arguments: bool = True) -> Iter
     _user_wants_traceback = previous == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
-        with checked_after_composing():  # validated_config says how an empty file was chosen
+        # The command checks an empty chosen file once composed and says how it was chosen; a
+        # preview (--cfg job) runs no command, so the file's source refuses it while loading.
+        shown_only = hydra_arguments and shows_instead_of_running(sys.argv[1:])
+        with nullcontext() if shown_only else checked_after_composing():
             yield
     except HYDRA_ERRORS as error:
         exit_on_config_error(error, conf_dir)
+    except ConfigValueError as error:  # the user conf's source refused a file while loading
+        exit_with_config_line(str(error))
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as error:
         # A config file that is not YAML, not UTF-8 (PowerShell's `>` writes UTF-16) or holds an
         # alias inside itself, raised by Hydra unwrapped: a traceback, thousands of lines long

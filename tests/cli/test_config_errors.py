@@ -345,6 +345,33 @@ def test_a_chosen_config_file_with_no_settings_is_one_line_naming_it(tmp_path, g
     assert [path.name for path in tmp_path.iterdir()] == ["conf"]
 
 
+@pytest.mark.parametrize("preview", [["--cfg", "job"], ["--info", "config"]])
+def test_a_preview_of_an_empty_chosen_file_is_refused_too(tmp_path, preview):
+    """Bug caught (noted 2026-12-05): `items=mine --cfg job` with an empty conf/items/mine.yaml
+    printed the shipped bank's settings without a word, since the empty-file check runs in the
+    command, which a preview never starts; the run itself was refused."""
+    (tmp_path / "conf" / "items").mkdir(parents=True)
+    (tmp_path / "conf" / "items" / "mine.yaml").write_text("")
+    done = _audit("items=mine", *preview, cwd=tmp_path)
+    assert done.returncode == 2 and "default" not in done.stdout, done.stdout
+    assert done.stderr.strip().splitlines()[-1] == (
+        "config error: conf/items/mine.yaml holds no settings, so choosing it (items=mine) would "
+        "set nothing: write its settings (the files in src/audit/conf/items/ show them), or "
+        "choose another")
+
+
+def test_which_command_lines_only_show_a_config():
+    """Hydra's previews in every form argparse takes, and flags that run the command."""
+    from audit.cli import shows_instead_of_running
+
+    for arguments in (["--cfg", "job"], ["-c", "all"], ["--cfg=job"], ["a=1", "--cf", "job"],
+                      ["--info"], ["-i", "defaults"], ["--help"], ["-h"], ["--hydra-help"]):
+        assert shows_instead_of_running(arguments), arguments
+    for arguments in ([], ["a=1"], ["-m", "+sweep=fits"], ["-cp", "dir"], ["-cn", "name"],
+                      ["--config-name", "x"], ["-p", "items"], ["--multirun"], ["--run"]):
+        assert not shows_instead_of_running(arguments), arguments
+
+
 def test_an_empty_file_in_place_of_a_default_and_a_group_given_null_are_one_line(tmp_path):
     """Review 2026-12-04: an empty conf/items/default.yaml, which replaces the shipped default
     without being chosen, was told to "leave items=default out", an override nobody wrote; an

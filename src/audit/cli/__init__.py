@@ -205,6 +205,23 @@ def _takes_value(flag: str, following: Sequence[str]) -> bool:
             and not any(name.startswith(flag) for name in _HYDRA_BARE_FLAGS))
 
 
+# Hydra's flags that show the composed config, help or info instead of running the command.
+_HYDRA_PREVIEW_FLAGS = ("--cfg", "--info", "--help", "--hydra-help")
+
+
+def shows_instead_of_running(arguments: Sequence[str]) -> bool:
+    """Whether Hydra only shows something (`--cfg job`, `--info`, `--help`), so that no command
+    runs its checks of the composed config. A prefix argparse would take as ambiguous (`--c`)
+    counts too: argparse then refuses the command line before anything is composed."""
+    for argument in arguments:
+        flag = argument.split("=", 1)[0]
+        if flag in ("-c", "-i", "-h") or (
+                flag.startswith("--") and len(flag) > 2
+                and any(name.startswith(flag) for name in _HYDRA_PREVIEW_FLAGS)):
+            return True
+    return False
+
+
 def split_overrides(arguments: Sequence[str]) -> str | None:
     """One line for overrides on both sides of a Hydra flag (`model=x -m items=smoke`), or None.
     Hydra's argparse reads one run of overrides, and the later ones were a 7-line usage block
