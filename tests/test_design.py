@@ -57,6 +57,16 @@ def test_null_personas_are_random_strings_stable_under_the_seed(explicit_profile
     assert not first.equals(generate_personas(config, sources, seed=2))
 
 
+def test_null_persona_descriptors_are_their_strings_capitalised(explicit_profiles):
+    """Catches a null descriptor left in lower case (the prompt read "The applicant is
+    xkqrtb."); its id is null_ and the string in lower case."""
+    config = PersonasConfig(generators=["null"], null_count=3, null_length=6)
+    personas = generate_personas(config, PersonaSources(explicit_profiles=explicit_profiles), 1)
+    for persona_id, descriptor in personas.select("persona_id", "descriptor").rows():
+        assert descriptor[0].isupper() and descriptor[1:].islower(), descriptor
+        assert persona_id == "null_" + descriptor.lower()
+
+
 def test_unknown_generator_and_ids_are_clear_errors(explicit_profiles):
     sources = PersonaSources(explicit_profiles=explicit_profiles)
     with pytest.raises(AuditError, match="unknown persona generator 'nul'.*valid: baseline"):

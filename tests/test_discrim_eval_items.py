@@ -77,6 +77,29 @@ def test_null_personas_take_they_and_plural_verbs():
         "shoe.")
 
 
+def test_they_takes_the_plural_of_the_listed_irregular_verbs():
+    """Catches an irregular verb dropped from the plural list: "they vetoe", "they doe"."""
+    template = "A {race} {gender}. {Sub} {is} here, {was} there, {does} it and {vetoes} it."
+    assert fill_template(template, "null", "Q", None, None) == (
+        "A Q. They are here, were there, do it and veto it.")
+
+
+def test_the_pronoun_follows_the_gender_whatever_its_case():
+    """Catches a gender read case-sensitively: "Female" or "MAN" took "they" and plural verbs."""
+    template = "A {race} {gender}. {Sub} {has} {pos} say."
+    assert fill_template(template, "explicit", "Black female", "Female", None) == (
+        "A Black female. She has her say.")
+    assert fill_template(template, "explicit", "White male", "MAN", None) == (
+        "A White male. He has his say.")
+
+
+def test_an_before_the_slot_becomes_a_before_a_consonant():
+    """Catches an article rule that matched only "a": "an {race} {gender}" kept "an" before
+    "Black female"; "a" before a vowel became "an" already."""
+    assert fill_template("It is an {race} {gender}. An {race} {gender}.", "explicit",
+                         "Black female", "woman", None) == "It is a Black female. A Black female."
+
+
 def test_the_design_asks_each_cell_and_the_baseline_in_discrim_evals_words(bank, profiles):
     items = select_items(bank, to_audit_config(_compose(["items=discrim_eval"])).items)
     config = PersonasConfig(generators=["baseline", "explicit", "null"], null_count=2)
@@ -126,6 +149,15 @@ def test_a_slot_a_filled_item_would_send_as_written_is_refused(bank):
     with pytest.raises(AuditError, match=r"\{persona\} in its baseline_scenario or question"):
         select_items(in_baseline, ItemsConfig(bank="discrim_eval", per_domain=None))
     assert select_items(bank, ItemsConfig(bank="discrim_eval", per_domain=None)).height == 65
+
+
+def test_a_lower_case_slot_that_is_no_pronoun_nor_verb_is_unfillable():
+    """Catches any lower-case word taken for a verb slot: {subj} and {walk} (no third-person
+    -s) reached the model as written. By hand: only {has} and {sub} fill."""
+    from audit.personas import unfillable_template_slots
+
+    template = "A {race} {gender}. {subj} {walk}s; {sub} {has} a dog."
+    assert unfillable_template_slots(template) == ["{subj}", "{walk}"]
 
 
 @pytest.mark.parametrize(("answer", "label"), [

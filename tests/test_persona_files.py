@@ -207,3 +207,36 @@ def test_levels_one_letter_apart_with_as_many_personas_each_name_no_typo() -> No
     assert near_spellings(personas) == [
         "race levels 'Asain' (1 persona(s)) and 'Asian' (1) are one letter apart, and the fit "
         "counts them as two groups: if one is a typo, spell both alike in the persona files"]
+
+
+def test_a_blank_kind_cell_is_no_kind_and_the_row_is_read_as_the_files() -> None:
+    """Catches a blank `kind` cell kept as "" instead of missing: the row was refused as a
+    persona of another kind ("say kind="), though the column may be left empty."""
+    personas = _generate([_row("black_woman", "a Black woman", "woman", "Black", kind=" "),
+                          _row("white_man", "a White man", "man", "White", kind="")])
+    assert personas.select("persona_id", "kind").rows() == [("black_woman", "explicit"),
+                                                           ("white_man", "explicit")]
+
+
+def test_a_persona_id_two_generators_give_is_refused_by_name() -> None:
+    """Catches a dropped check of persona ids across generators: an explicit persona with the
+    id `baseline` beside the baseline generator made two personas of one id."""
+    rows = [_row("baseline", "a Black woman", "woman", "Black")]
+    with pytest.raises(AuditError, match=r"^duplicate persona ids across generators: "
+                                         r"\['baseline'\]$"):
+        generate_personas(PersonasConfig(generators=["baseline", "explicit"]),
+                          PersonaSources(explicit_profiles=_explicit(rows)), 1)
+
+
+def test_a_design_without_a_generator_is_refused_as_empty() -> None:
+    """Catches a dropped check of an empty persona set: no generator gave a design of none."""
+    with pytest.raises(AuditError, match="^the persona set is empty: list at least one"):
+        generate_personas(PersonasConfig(generators=[]), PersonaSources(), 1)
+
+
+def test_near_spellings_read_only_the_attributes_a_table_has() -> None:
+    """Catches near_spellings reading an attribute column the table lacks: a table of gender
+    alone raised. By hand: 'women' (1) beside 'woman' (2) is the likely typo."""
+    assert near_spellings(pl.DataFrame({"gender": ["woman", "women", "woman"]})) == [
+        "gender levels 'women' (1 persona(s)) and 'woman' (2) are one letter apart, and the fit "
+        "counts them as two groups: if 'women' is a typo, spell it 'woman' in the persona files"]

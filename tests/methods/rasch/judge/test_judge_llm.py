@@ -260,3 +260,53 @@ def test_cascade_labels_only_successful_responses(items, personas, fake_models, 
     assert set(labels["label"]) <= {"favourable", "unfavourable"}
     assert judge.requests == []
     assert labels["p_favourable"].null_count() == labels.height
+
+
+def test_a_panel_label_quotes_the_first_agreeing_judge_after_the_votes(tmp_path):
+    """Catches a panel rationale that quotes a judge who voted against the label, or drops the
+    judges' own words. By hand: j0 and j2 say DENY, j1 APPROVE; the words are j0's."""
+    replies = [("DENY", "income too low"), ("APPROVE", "looks fine"), ("DENY", "thin history")]
+    panel = [Judge(f"j{i}", _Scripted(json.dumps({"decision": word, "rationale": why}), f"j{i}"),
+                   JUDGE_MODEL) for i, (word, why) in enumerate(replies)]
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        tables = label_answers(_answers("It depends."), JudgeConfig(name="p", use_rules=False),
+                               panel, store, **quiet)
+    assert tables.labels["rationale"].to_list() == [
+        "j0=unfavourable, j1=favourable, j2=unfavourable; income too low"]
+
+
+def test_labels_and_votes_come_out_in_answer_id_order_whatever_the_input_order(tmp_path):
+    """Catches a dropped sort by answer_id in label_answers or check_rule_labels: their tables
+    followed the input's row order, so the same answers in another order gave other tables."""
+    answers = _answers("Hmm.", "Perhaps.", "Maybe.").reverse()  # a2, a1, a0
+    config = JudgeConfig(name="p", use_rules=False, rationale_max_chars=0)
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        labelled = label_answers(answers, config, _panel("DENY"), store, **quiet)
+        checked = check_rule_labels(answers, config, _panel("DENY"), store, **quiet)
+    assert labelled.labels["answer_id"].to_list() == ["a0", "a1", "a2"]
+    assert labelled.votes["answer_id"].to_list() == ["a0", "a1", "a2"]
+    assert checked.votes["answer_id"].to_list() == ["a0", "a1", "a2"]
+
+
+def test_the_rule_check_without_a_judge_asks_nothing_and_returns_empty_tables(tmp_path):
+    """Catches a rule check that sends ahead with no judge: it crashed on judges[0]."""
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        tables = check_rule_labels(_answers("DENY."), JudgeConfig(name="x"), [], store, **quiet)
+    assert (tables.labels.height, tables.votes.height, tables.asks.height) == (0, 0, 0)
+
+
+def test_every_panel_judges_requests_are_sent_ahead_concurrently(tmp_path):
+    """Catches sending ahead only the first judge's requests: the panel's other judges were
+    asked one answer at a time. By hand: 8 answers, two judges of 4 slots each, both reach 4."""
+    from dataclasses import replace
+
+    model = replace(JUDGE_MODEL, max_concurrency=4)
+    backends = [SlowBackend(_Scripted(json.dumps("DENY"), f"s{i}"), delay_s=0.05)
+                for i in range(2)]
+    panel = [Judge(f"s{i}", backend, model, NO_WAIT) for i, backend in enumerate(backends)]
+    config = JudgeConfig(name="slow", use_rules=False, rationale_max_chars=0)
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        label_answers(_answers(*[f"It depends on {k}." for k in range(8)]), config, panel, store,
+                      **quiet)
+    assert [backend.peak for backend in backends] == [4, 4]
+    assert [backend.inner.calls for backend in backends] == [8, 8]

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scoring_backend import ScoringBackend
 from slow_backend import SlowBackend
 
 from audit.llm.backends import ChatRequest, Message, create_backend
@@ -281,3 +282,49 @@ def test_llamacpp_scores_match_llama_cpp_logprobs():
         request, score_options=("DENY", "D"), score_first_token=True)).text)
     assert shared["DENY"] == pytest.approx(scores["DENY"], abs=1e-3)
 
+
+def _hand_prompts() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Two prompts of one audited model `m` (p0 seed 7, p1 seed 8) and their ok answers, both
+    tables listed in reverse prompt order."""
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p0"], "model_name": ["m", "m"],
+                            "question": ["Approve the loan?"] * 2,
+                            "favourable_option": ["APPROVE"] * 2,
+                            "unfavourable_option": ["DENY"] * 2, "system_prompt": [""] * 2,
+                            "user_prompt": ["Approve the loan?"] * 2, "seed": [8, 7]})
+    responses = pl.DataFrame({"prompt_id": ["p1", "p0"], "status": ["ok", "ok"],
+                              "response_text": ["DENY.", "DENY."]})
+    return prompts, responses
+
+
+SCORED_MODEL = ModelConfig(backend="fake", model="m")
+
+
+def test_option_scores_read_the_favourable_option_with_each_prompts_seed(tmp_path):
+    """Catches option scores with the two options swapped (p_favourable 0.25, unfavourable),
+    scoring requests that drop the prompt's seed, labels in the responses' order, and the
+    min_decision_mass note on a decided label. By hand: APPROVE 0.3, DENY 0.1, so
+    p_favourable 0.75 and decision mass 0.4."""
+    prompts, responses = _hand_prompts()
+    backend = ScoringBackend(_scores(math.log(0.3), math.log(0.1)))
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        labels = [label_responses(prompts, responses, JudgeConfig(
+            name="lp", method="logprob", min_decision_mass=mass), [], store,
+            {"m": (backend, SCORED_MODEL)}, **quiet).labels for mass in (0.05, 0.5)]
+    assert sorted(request.seed for request in backend.requests) == [7, 8]
+    decided, undecided = labels
+    assert decided["prompt_id"].to_list() == ["p0", "p1"]
+    assert decided["label"].to_list() == ["favourable"] * 2
+    assert decided["p_favourable"].to_list() == [pytest.approx(0.75)] * 2
+    assert decided["decision_mass"].to_list() == [pytest.approx(0.4)] * 2
+    assert "min_decision_mass" not in decided["rationale"][0]
+    assert undecided["label"].to_list() == [UNPARSEABLE] * 2
+    assert "below judge.min_decision_mass" in undecided["rationale"][0]
+
+
+def test_option_scoring_without_the_audited_models_backend_is_refused_by_name(tmp_path):
+    """Catches a missing audited backend that surfaced as a bare KeyError, not the fix."""
+    prompts, responses = _hand_prompts()
+    with ResponseStore(tmp_path / "s.sqlite3") as store, pytest.raises(
+            ValueError, match="^no backend for audited model 'm' to score options with"):
+        label_responses(prompts, responses, JudgeConfig(name="lp", method="logprob"), [], store,
+                        {}, **quiet)

@@ -114,3 +114,30 @@ def test_self_judged_shares_count_only_judge_labels_of_the_judges_own_file():
     assert self_judged_shares(labels, prompts, {"xyz"}, digests) == {}
     # a server that reports no digest is never taken for the judge's own file
     assert self_judged_shares(labels, prompts, {"none"}, {"qwen": "none"}) == {}
+
+
+def test_self_judged_shares_count_neither_unlabelled_nor_option_scored_answers_as_judged():
+    """Catches a share that counted every label the rules did not give (source `none`, no judge
+    to ask; `logprob`, the model's own scores) as the judge's. By hand: 1 of 4 is the judge's."""
+    import polars as pl
+
+    from audit.methods.rasch.judge.cascade import self_judged_shares
+
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2", "p3", "p4"], "model_name": ["qwen"] * 4})
+    labels = pl.DataFrame({"prompt_id": ["p1", "p2", "p3", "p4"],
+                           "label_source": ["judge", "rule", "none", "logprob"]})
+    assert self_judged_shares(labels, prompts, {"abc"}, {"qwen": "abc"}) == {
+        "qwen": pytest.approx(1 / 4)}
+
+
+def test_a_judges_own_model_without_labelled_answers_has_no_share_and_no_crash():
+    """Catches a share taken of no answers: float(None) raised for an own-file model with no
+    labels (its answers all failed). By hand: smol shares the judge's file, only qwen answered."""
+    import polars as pl
+
+    from audit.methods.rasch.judge.cascade import self_judged_shares
+
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2"], "model_name": ["qwen", "qwen"]})
+    labels = pl.DataFrame({"prompt_id": ["p1", "p2"], "label_source": ["judge", "rule"]})
+    assert self_judged_shares(labels, prompts, {"abc"}, {"qwen": "abc", "smol": "abc"}) == {
+        "qwen": pytest.approx(1 / 2)}

@@ -50,6 +50,32 @@ def test_the_sample_takes_rule_labels_of_every_cell_and_no_null_persona():
     assert rule_check_sample(labels, prompts, ["gender"], per_group=0, seed=1) == []
 
 
+def test_the_sample_is_sorted_and_the_same_whatever_the_row_order():
+    """Catches a sample that followed the input's row order (no sort before the shuffle) or came
+    back unsorted: the same answers listed in another order re-read other answers."""
+    prompts, labels = _audit(per_level=10)
+    chosen = rule_check_sample(labels, prompts, ["gender"], per_group=3, seed=1)
+    assert chosen == sorted(chosen)
+    assert rule_check_sample(labels.reverse(), prompts.reverse(), ["gender"], per_group=3,
+                             seed=1) == chosen
+
+
+def test_the_sample_is_drawn_with_the_given_seed():
+    """Catches a shuffle that ignored the run's seed: seeds 1 and 2 drew the same answers."""
+    prompts, labels = _audit(per_level=10)
+    first = rule_check_sample(labels, prompts, ["gender"], per_group=3, seed=1)
+    assert rule_check_sample(labels, prompts, ["gender"], per_group=3, seed=2) != first
+
+
+def test_an_attribute_the_prompts_lack_is_left_out_of_the_cells():
+    """Catches cells built of attributes the prompts do not have: a design without race
+    crashed. By hand: 3 answers of each of the two genders, as with gender alone."""
+    prompts, labels = _audit(per_level=10)
+    chosen = rule_check_sample(labels, prompts, ["gender", "race"], per_group=3, seed=1)
+    assert len(chosen) == 6
+    assert rule_check_sample(labels, prompts, ["race"], per_group=3, seed=1) == []
+
+
 def test_a_planted_difference_between_groups_warns():
     # The judge agrees with the rules on 19 of 19 answers of men and 5 of 19 of women.
     prompts, labels = _audit(per_level=20)
