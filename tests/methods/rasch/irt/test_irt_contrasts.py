@@ -10,12 +10,16 @@ import pytest
 import xarray as xr
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy import stats
 
+from audit.errors import AuditError
 from audit.methods.rasch.irt.contrasts import (
     POOLED_MODEL,
     ROPE_HALF_WIDTH_LOGIT,
     decide,
+    decision_hdi_prob,
     direction_probability,
+    item_gaps,
     level_contrasts,
     null_spread_draws,
 )
@@ -335,3 +339,217 @@ def test_unequal_levels_report_each_levels_own_count():
         pl.col("model_name") == "m1").row(0, named=True)
     assert (explanatory["n_a"], explanatory["n_b"]) == (3, 1)
     assert explanatory["mean"] == pytest.approx(0.8)
+    # Bug caught: the explanatory floor from one level's count twice (sqrt(1/3 + 1/3)).
+    assert explanatory["noise_floor"] == pytest.approx(0.5 * math.sqrt(1 / 3 + 1))
+
+
+def test_an_hdi_ending_exactly_on_the_rope_bound_touches_the_rope():
+    """The ROPE is closed: an HDI that ends on -rope (or starts on +rope) is not outside it, and
+    one that starts on -rope (or ends on +rope) is inside it. Bugs caught: `hdi_high <= -rope`
+    called `different`, `hdi_low > -rope` left such an HDI `undecided` (hypothesis above never
+    draws a bound exactly)."""
+    assert decide(-0.5, -0.2, 0.2) == "undecided"
+    assert decide(0.2, 0.5, 0.2) == "undecided"
+    assert decide(-0.2, 0.1, 0.2) == "equivalent"
+    assert decide(-0.1, 0.2, 0.2) == "equivalent"
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_a_familywise_alpha_of_zero_or_one_is_refused(alpha: float):
+    """alpha 0 would decide on a 100% interval (never `different`), alpha 1 on an empty one.
+    Bugs caught: the open bounds of (0, 1) taken as closed."""
+    with pytest.raises(AuditError, match="familywise_alpha"):
+        decision_hdi_prob(alpha, 7, 0.94)
+
+
+def test_a_run_of_no_outcomes_is_refused():
+    """Bug caught: outcomes=0 accepted, which made the family empty (K = 0, read as 1)."""
+    table = respondents()
+    posterior = theta_posterior(np.zeros(8), table.frame.get_column("respondent").to_list())
+    with pytest.raises(ValueError, match="at least one outcome"):
+        level_contrasts(posterior, table, familywise_alpha=0.05, outcomes=0)
+
+
+def test_the_reported_hdi_is_94_percent_unless_told_otherwise():
+    """fit.hdi_prob's default is 0.94 (docs/methods/rasch.md). Bug caught: another default mass
+    (0.95) for hdi_low/hdi_high and the decision of a call that does not pass hdi_prob."""
+    table = respondents()
+    names = table.frame.get_column("respondent").to_list()
+    values = np.array([0.15, 0.15, -0.15, -0.15, 0.0, -1.0, 0.0, 1.0])
+    posterior = noisy_theta_posterior(values, np.full(8, 0.15), names)
+    row = level_contrasts(posterior, table).row(0, named=True)
+    gap, _ = gap_and_floor_by_hand(posterior)
+    assert row["decision_prob"] == 0.94
+    assert (row["hdi_low"], row["hdi_high"]) == pytest.approx(hdi_bounds(gap, 0.94), rel=1e-9)
+    assert hdi_bounds(gap, 0.94) != pytest.approx(hdi_bounds(gap, 0.95), rel=1e-6)
+
+
+def test_a_level_without_personas_in_one_model_has_no_noise_floor_there():
+    """The level effects cover every level in every model, but m2 has no B persona: its A - B
+    row reads n_b 0 and no floor, while the pooled row counts 4 and 2. Bug caught: a floor
+    for a row with one group (`n_a or n_b`), which divided by zero."""
+    m2 = respondents().frame.filter(pl.col("race").is_null() | (pl.col("race") != "B"))
+    frame = pl.concat([respondents().frame, m2.with_columns(
+        pl.col("respondent").str.replace("m1", "m2"), pl.lit("m2").alias("model_name"))])
+    table = RespondentTable(frame=frame, attributes=("race",))
+    contrasts = level_contrasts(explanatory_posterior(frame, np.full((2, DRAWS, 2), 0.5)), table)
+    rows = {row["model_name"]: row for row in contrasts.iter_rows(named=True)}
+    assert (rows["m2"]["n_a"], rows["m2"]["n_b"], rows["m2"]["noise_floor"]) == (2, 0, None)
+    assert rows["m2"]["mean"] == pytest.approx(0.8)
+    assert (rows[POOLED_MODEL]["n_a"], rows[POOLED_MODEL]["n_b"]) == (4, 2)
+    assert rows[POOLED_MODEL]["noise_floor"] == pytest.approx(0.5 * math.sqrt(1 / 4 + 1 / 2))
+
+
+def test_levels_are_contrasted_in_sorted_order_whatever_the_fits_level_order():
+    """level_a is the first level in sorted order, as in the plain fits (balance.py). Bug
+    caught: pairs taken in the posterior's coordinate order (B - A here: every sign flipped)."""
+    frame = respondents().frame
+    posterior = explanatory_posterior(frame, np.full((2, DRAWS, 1), 0.5)).isel(level_race=[1, 0])
+    assert posterior["level_race"].values.tolist() == ["B", "A"]
+    row = level_contrasts(posterior, RespondentTable(frame, ("race",))).row(0, named=True)
+    assert (row["level_a"], row["level_b"]) == ("A", "B")
+    assert row["mean"] == pytest.approx(0.8)
+
+
+def test_a_plain_fits_floor_and_null_rank_read_its_own_models_null_personas():
+    """Two audited models, plain fit: m1's nulls at -1, 0, 1 (sd 1), m2's at -3, 0, 3 (sd 3).
+    m1's gap of 1.5 has the floor 1 x sqrt(1/2 + 1/2) and ranks at 2 F_t2(1.5) - 1. Bugs
+    caught: the floor or the null rank read every model's null personas together (sd 2)."""
+    m1 = respondents().frame
+    frame = pl.concat([m1, m1.with_columns(pl.col("respondent").str.replace("m1", "m2"),
+                                           pl.lit("m2").alias("model_name"))])
+    table = RespondentTable(frame=frame, attributes=("race",))
+    values = np.array([0.75, 0.75, -0.75, -0.75, 0.0, -1.0, 0.0, 1.0,
+                       0.0, 0.0, 0.0, 0.0, 0.0, -3.0, 0.0, 3.0])
+    posterior = theta_posterior(values, frame.get_column("respondent").to_list())
+    rows = {row["model_name"]: row for row in level_contrasts(posterior, table).iter_rows(
+        named=True)}
+    assert rows["m1"]["noise_floor"] == pytest.approx(1.0)
+    assert rows["m2"]["noise_floor"] == pytest.approx(3.0)
+    assert rows["m1"]["null_percentile"] == pytest.approx(
+        100 * (2 * stats.t.cdf(1.5, 2) - 1), abs=1e-9)
+
+
+def test_an_explanatory_rows_floor_and_null_rank_read_its_own_models_spreads():
+    """sigma_null 0.2 in m1 and 0.6 in m2, sigma_residual 0.1 and 0.3. m2's gap (0.8, draws
+    +-0.3: sd^2 0.09 x 800/799) has the floor 0.6 and, k = 1, its own error variance
+    0.09 x 800/799 - 0.09, so it ranks at 2 Phi(0.8 / sqrt(0.09/799 + 0.36)) - 1. Bugs caught:
+    the first model's sigma_null (floor 0.2) or sigma_residual (rank 2 Phi(0.8 / 0.66) - 1)
+    read for every model."""
+    m1 = respondents().frame
+    frame = pl.concat([m1, m1.with_columns(pl.col("respondent").str.replace("m1", "m2"),
+                                           pl.lit("m2").alias("model_name"))])
+    table = RespondentTable(frame=frame, attributes=("race",))
+    posterior = explanatory_posterior(frame, np.broadcast_to([0.2, 0.6], (2, DRAWS, 2)).copy())
+    posterior["effect_race"][:, :, 1, 0] += np.tile([0.3, -0.3], DRAWS // 2)
+    posterior["sigma_residual"] = (("chain", "draw", "model"),
+                                   np.broadcast_to([0.1, 0.3], (2, DRAWS, 2)).copy())
+    row = level_contrasts(posterior, table).filter(pl.col("model_name") == "m2").row(
+        0, named=True)
+    assert row["noise_floor"] == pytest.approx(0.6)
+    assert row["sd"] ** 2 == pytest.approx(0.09 * 800 / 799, rel=1e-9)
+    reference = math.sqrt(0.09 * 800 / 799 - 0.09 + 0.36)
+    assert row["null_percentile"] == pytest.approx(
+        100 * (2 * stats.norm.cdf(0.8 / reference) - 1), abs=1e-6)
+
+
+def test_a_gap_whose_mean_is_zero_states_its_larger_share_and_zero_draws_take_no_side():
+    """Bugs caught: the smaller of the two shares where the mean is exactly 0 (1/3 here), and
+    draws of exactly 0 counted as having the mean's sign (1.0 in place of 0.6)."""
+    assert direction_probability(np.array([-2.0, 1.0, 1.0])) == pytest.approx(2 / 3)
+    assert direction_probability(np.array([0.0, 0.0, 1.0, 1.0, 1.0])) == pytest.approx(0.6)
+
+
+def test_a_negative_gap_has_a_positive_ratio_to_noise_and_a_symmetric_rope():
+    """A - B = -1.5 against a floor of 1: ratio_to_noise 1.5 (a size, like the floor). Bugs
+    caught: the signed ratio (-1.5), and the ROPE written as [+rope, +rope]."""
+    table = respondents()
+    names = table.frame.get_column("respondent").to_list()
+    values = np.array([-0.75, -0.75, 0.75, 0.75, 0.0, -1.0, 0.0, 1.0])
+    row = level_contrasts(theta_posterior(values, names), table, rope=0.2).row(0, named=True)
+    assert row["mean"] == pytest.approx(-1.5)
+    assert row["ratio_to_noise"] == pytest.approx(1.5)
+    assert (row["rope_low"], row["rope_high"]) == (-0.2, 0.2)
+
+
+def test_the_contrasts_sd_is_the_sample_sd_of_its_draws():
+    """A gap of 0.8 whose 800 draws alternate +-0.1: sd 0.1 x sqrt(800/799). Bug caught: the
+    population sd (ddof 0, 0.1), which the null rank and the reader take for the posterior sd."""
+    frame = respondents().frame
+    posterior = explanatory_posterior(frame, np.full((2, DRAWS, 1), 0.5))
+    posterior["effect_race"][:, :, 0, 0] += np.tile([0.1, -0.1], DRAWS // 2)
+    row = level_contrasts(posterior, RespondentTable(frame, ("race",))).row(0, named=True)
+    assert row["sd"] == pytest.approx(0.1 * math.sqrt(800 / 799), rel=1e-9)
+
+
+def test_a_gap_of_exactly_twice_the_floor_is_not_beyond_the_noise():
+    """A gap of 2 against a floor of 1 (nulls at -1, 0, 1; two personas a side): P(|gap| > 2
+    floor) is 0, exactly on the bound. Bug caught: `>=`, which counts it beyond (1.0)."""
+    table = respondents()
+    names = table.frame.get_column("respondent").to_list()
+    values = np.array([1.0, 1.0, -1.0, -1.0, 0.0, -1.0, 0.0, 1.0])
+    row = level_contrasts(theta_posterior(values, names), table).row(0, named=True)
+    assert (row["mean"], row["noise_floor"]) == (2.0, 1.0)
+    assert row["p_beyond_noise"] == 0.0
+
+
+def test_a_twopl_contrast_ranks_among_null_means_on_the_log_odds_scale():
+    """2PL, mean discrimination 2.5: the theta gap 0.1 is 0.25 in log-odds, and the null
+    personas' means (theta -0.2, 0, 0.2) are -0.5, 0, 0.5 (sd 0.5), so it ranks at
+    2 F_t2(0.5) - 1. Bug caught: null means left in theta units (sd 0.2: 2 F_t2(1.25) - 1)."""
+    table = respondents()
+    names = table.frame.get_column("respondent").to_list()
+    values = np.array([0.1, 0.1, 0.0, 0.0, 0.0, -0.2, 0.0, 0.2])
+    posterior = theta_posterior(values, names)
+    posterior["a"] = (("chain", "draw", "item"), np.broadcast_to([1.0, 4.0], (2, DRAWS, 2)))
+    row = level_contrasts(posterior, table).row(0, named=True)
+    assert row["null_percentile"] == pytest.approx(100 * (2 * stats.t.cdf(0.5, 2) - 1), abs=1e-9)
+
+
+def test_a_twopl_contrast_with_estimated_spreads_ranks_on_the_log_odds_scale():
+    """2PL with sigma_null 0.4 and sigma_residual 0.2 (theta units): times the mean
+    discrimination 2.5 they are 1.0 and 0.5 in log-odds. The gap (0.25, draws +-0.5: sd^2
+    200/799) keeps 200/799 - 0.25 of own error, so it ranks at 2 Phi(0.25 / sqrt(0.25/799 + 1))
+    - 1. Bug caught: sigma_residual left in theta units (own error 200/799 - 0.04)."""
+    table = respondents()
+    names = table.frame.get_column("respondent").to_list()
+    draws = np.zeros((2, DRAWS, 8))
+    draws[..., 5:8] = [-0.2, 0.0, 0.2]
+    draws[..., 0:2] = (0.1 + np.tile([0.2, -0.2], DRAWS // 2))[None, :, None]
+    posterior = xr.Dataset({"theta": (("chain", "draw", "respondent"), draws),
+                            "a": (("chain", "draw", "item"),
+                                  np.broadcast_to([1.0, 4.0], (2, DRAWS, 2))),
+                            "sigma_null": (("chain", "draw"), np.full((2, DRAWS), 0.4)),
+                            "sigma_residual": (("chain", "draw"), np.full((2, DRAWS), 0.2))},
+                           coords={"respondent": names})
+    row = level_contrasts(posterior, table).row(0, named=True)
+    assert row["mean"] == pytest.approx(0.25) and row["sd"] ** 2 == pytest.approx(200 / 799)
+    reference = math.sqrt(200 / 799 - 0.25 + 1.0)
+    assert row["null_percentile"] == pytest.approx(
+        100 * (2 * stats.norm.cdf(0.25 / reference) - 1), abs=1e-6)
+
+
+def test_item_gaps_add_each_items_interaction_to_the_pooled_gap():
+    """Pooled A - B = 0.8; item i1's interactions (A +0.3, B -0.1) make its gap 1.2, item i2's
+    (A 0, B +0.2) 0.6, with draw noise on A's. Bugs caught: the pooled gap or the interactions
+    taken B - A, and an interval at another mass than hdi_prob's default 0.94."""
+    rng = np.random.default_rng(17)
+    pooled = np.broadcast_to([0.4, -0.4], (2, DRAWS, 2)).copy()
+    dif = np.zeros((2, DRAWS, 2, 2))  # chain, draw, level, item
+    dif[..., 0, :] = [0.3, 0.0] + 0.1 * rng.standard_normal((2, DRAWS, 2))
+    dif[..., 1, :] = [-0.1, 0.2]
+    posterior = xr.Dataset({"effect_race_pooled": (("chain", "draw", "level_race"), pooled),
+                            "dif_race": (("chain", "draw", "level_race", "item"), dif)},
+                           coords={"level_race": ["A", "B"], "item": ["i1", "i2"]})
+    gaps = item_gaps(posterior, "race")
+    assert gaps["item"].to_list() == ["i1", "i2"]
+    for row, item in zip(gaps.iter_rows(named=True), (0, 1), strict=True):
+        gap = (0.8 + dif[..., 0, item] - dif[..., 1, item]).ravel()
+        assert (row["level_a"], row["level_b"]) == ("A", "B")
+        assert row["overall_mean"] == pytest.approx(0.8)
+        assert row["mean"] == pytest.approx(gap.mean(), rel=1e-9)
+        assert (row["hdi_low"], row["hdi_high"]) == pytest.approx(hdi_bounds(gap, 0.94),
+                                                                  rel=1e-9)
+    assert gaps["mean"].to_list() == pytest.approx([1.2, 0.6], abs=0.02)
+    with pytest.raises(AuditError, match="no item interaction"):
+        item_gaps(posterior.drop_vars("dif_race"), "race")

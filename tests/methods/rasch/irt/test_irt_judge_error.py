@@ -3,6 +3,7 @@ config switch, and (slow) coverage of true gaps under a known noisy judge."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -20,9 +21,12 @@ from audit.methods.rasch.irt import build_rasch_model, fit_rasch, index_design
 from audit.methods.rasch.irt.judge_error import (
     JudgeConfusion,
     JudgeCorrection,
+    as_correction,
+    check_better_than_coin,
     judge_confusion,
     path_correction,
     resolve_confusion,
+    unmeasured_lines,
 )
 from audit.methods.rasch.irt.likelihood import misclassified_binomial_cells
 
@@ -278,3 +282,102 @@ def test_chains_sampled_in_one_run_are_one_imputation():
     assert [chains.tolist() for chains in imputation_chains(posterior)] == [[0, 1, 2, 3]]
     posterior.attrs["judge_imputations"] = 3
     assert [chains.tolist() for chains in imputation_chains(posterior)] == [[0, 1, 2, 3]]
+
+
+def test_weak_gold_names_a_true_class_without_a_gold_answer():
+    """No gold answer is truly 1, one truly-0 answer was judged 1. Bug caught: the truly-1
+    count read from the judged-1 column (t11 + t01 = 1), so the path was not called barely
+    measured."""
+    assert JudgeConfusion("favourable", 0, 0, 9, 1).weak_gold()[0] == "no gold answer is truly 1"
+
+
+def test_any_path_counts_read_every_path_and_an_unmeasured_path_is_read_as_truth(caplog):
+    """Gold without label_source gives `any` counts, which read the audit's named paths; a path
+    no gold answer reached keeps its labels (rates 1, recorded and warned). Bugs caught: `any`
+    counts ignored for named paths, the unmeasured paths inverted or dropped from the record,
+    an unmeasured path's rates other than 1, and paths with no weak-gold reason recorded."""
+    counts = JudgeConfusion("favourable", 98, 0, 98, 0)  # Beta(99, 1) rates: mean ~0.99
+    pooled = JudgeCorrection("favourable", {"any": counts}).for_cells(
+        np.array(["rule", "judge", "rule"]))
+    assert pooled.paths == ("judge", "rule") and pooled.correction.unmeasured == ()
+    for means in pooled.rate_means():
+        assert means == pytest.approx([0.99, 0.99], abs=1e-4)
+    with caplog.at_level(logging.WARNING):
+        rates = JudgeCorrection("favourable", {"judge": counts}).for_cells(
+            np.array(["judge", "rule"]))
+    assert "the labels of rule were read as truth" in caplog.text
+    record = rates.correction.as_dict()
+    assert record["labels_as_truth"] == ["rule"] and record["weak_gold"] == {}
+    sensitivity, specificity = rates.rate_means()
+    assert (sensitivity[1], specificity[1]) == (1.0, 1.0)
+    assert sensitivity[0] == pytest.approx(0.99, abs=1e-4)
+    for draws in rates.rate_draws(5, 0):
+        assert draws[:, 1].tolist() == [1.0] * 5
+
+
+def test_unmeasured_paths_are_told_apart_by_what_would_measure_them():
+    """A judged path without gold is measured by more gold; imported decisions are not; the
+    model's own logprob decisions have no judge error. Bugs caught: the unjudged sources taken
+    for the judged ones, and the imported line keyed on the judged paths."""
+    judged = unmeasured_lines(("judge",))
+    assert len(judged) == 1 and judged[0].startswith("the labels of judge were read as truth")
+    assert "judge.gold_per_category" in judged[0]
+    imported = unmeasured_lines(("imported", "logprob"))
+    assert len(imported) == 1
+    assert imported[0].startswith("the imported decisions were read as given")
+    assert unmeasured_lines(("logprob",)) == []
+
+
+def test_rate_draws_pair_the_two_rates_strata_in_independent_random_orders():
+    """Latin hypercube: each rate's strata in its own random order. Bugs caught: strata left
+    in order (imputation k always the k-th of both rates: perfectly correlated rates) and one
+    shuffle shared by both rates (rank correlation 1)."""
+    correction = JudgeCorrection("favourable", {"judge": JudgeConfusion("favourable", 16, 4, 9, 1)})
+    sensitivities, specificities = correction.for_cells(np.array(["judge"])).rate_draws(20, 3)
+    sensitivity = np.floor(stats.beta.cdf(sensitivities[:, 0], 17, 5) * 20).astype(int)
+    specificity = np.floor(stats.beta.cdf(specificities[:, 0], 10, 2) * 20).astype(int)
+    assert sensitivity.tolist() != list(range(20))
+    assert abs(stats.spearmanr(sensitivity, specificity).statistic) < 0.5
+
+
+def test_a_flat_specificity_is_conditioned_on_the_sensitivitys_gold():
+    """No truly-0 gold answer: the specificity's gold is flat, and conditioned on sens + spec > 1
+    with sensitivity ~ Beta(10, 2) its mean is E[1 - (1 - s)^2] / (2 E[s]) = (25/52) / (10/12)
+    = 15/26. Bug caught: the specificity conditioned on its own Beta instead of the
+    sensitivity's (the triangle's 2/3)."""
+    rates = JudgeCorrection("favourable", {"judge": JudgeConfusion("favourable", 9, 1, 0, 0)})
+    cells = rates.for_cells(np.array(["judge"]))
+    assert cells.rate_summary(0.94)["judge_specificity[judge]"][0] == pytest.approx(
+        15 / 26, abs=1e-4)
+    assert cells.rate_means()[1][0] == pytest.approx(15 / 26, abs=1e-4)
+
+
+def test_per_path_gold_with_no_parsed_label_is_no_correction():
+    """Bug caught: gold with label_source whose every answer is unparseable gave an empty
+    correction instead of None, so fit.judge_error=true went on without any gold rate."""
+    gold = pl.DataFrame({"true_label": ["favourable", "refusal"], "label": ["unparseable"] * 2,
+                         "label_source": ["judge", "rule"]})
+    assert path_correction(gold, "favourable") is None
+    with pytest.raises(AuditError, match="judge.evaluate_on_gold"):
+        resolve_confusion(True, "rasch", "favourable", gold)
+
+
+def test_a_labeller_as_likely_better_as_not_is_kept_and_a_refusal_counts_right_answers():
+    """Symmetric gold (one of two right in each class): P(sens + spec <= 1) is exactly 0.5, not
+    "more likely than not" a coin. Bugs caught: `>=` refused it; the refusal's count of right
+    answers read the false 1s (t11 + t01 = 21) instead of t11 + t00 = 3."""
+    check_better_than_coin(
+        JudgeCorrection("favourable", {"judge": JudgeConfusion("favourable", 1, 1, 1, 1)}), "x")
+    with pytest.raises(AuditError, match=r"\(3 of 40 right under the 'favourable' coding"):
+        check_better_than_coin(JudgeCorrection(
+            "favourable", {"judge": JudgeConfusion("favourable", 2, 18, 1, 19)}), "x")
+
+
+def test_a_single_matrix_reads_every_label_whatever_its_path():
+    """Bug caught: a lone JudgeConfusion keyed by another path than `any`, so a table without
+    label_source (cell_path None) could not be read through it."""
+    counts = JudgeConfusion("favourable", 16, 4, 9, 1)
+    correction = as_correction(counts)
+    assert dict(correction.by_path) == {"any": counts}
+    assert correction.for_cells(None).paths == ("any",)
+    assert as_correction(None) is None and as_correction(correction) is correction
