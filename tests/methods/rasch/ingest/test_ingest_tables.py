@@ -16,7 +16,7 @@ import pytest
 
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
-from audit.methods.rasch.ingest.formats import read_answers
+from audit.methods.rasch.ingest.formats import file_format, lm_eval_rows, read_answers
 from audit.methods.rasch.ingest.stages import with_imported_models
 from audit.methods.rasch.ingest.tables import (
     decided_labels,
@@ -360,6 +360,8 @@ def test_option_logprobs_as_json_objects_read_as_json_text_does(tmp_path):
     ("yes:-0.1", "not JSON"), ('["HIRE", -0.2]', "not a JSON object"),
     ('{"HIRE": "high"}', "a value is not a log-probability"),
     ('{"HIRE": 0.7}', "a value is not a log-probability"),
+    ('{"HIRE": false, "REJECT": -1.0}', "a value is not a log-probability"),  # a bool is no number
+    ('{"HIRE": -Infinity}', "a value is not a log-probability"),  # not finite
 ])
 def test_a_malformed_option_logprobs_is_one_line_naming_the_row(tmp_path, value, problem):
     """Bug caught: `yes:-0.1` (or any text that is not a JSON object of numbers) ended in a
@@ -733,3 +735,438 @@ def test_one_answer_without_its_item_is_counted_as_one_row(tmp_path: Path):
         read_answers(_csv(tmp_path, rows), "auto", None)
     with pytest.raises(AuditError, match=r"column 'item' is empty in 2 rows: every answer"):
         read_answers(_csv(tmp_path, [*rows, {**rows[0], "item": None}]), "auto", None)
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("a.json", "jsonl"), ("a.ndjson", "jsonl"), ("samples_task_2026.json", "lm_eval"),
+    ("a.txt", "csv"), ("a.CSV", "csv"), ("a.PQ", "parquet"), ("samples.jsonl", "jsonl"),
+])
+def test_format_auto_tells_each_format_by_its_suffix(name, expected):
+    """Catches a suffix dropped from file_format's lists (.json, .ndjson, .txt): such a file was
+    refused as one whose format cannot be told."""
+    assert file_format(Path(name), "auto") == expected
+
+
+@pytest.mark.parametrize("name", ["answers.xls", "answers.xlsm", "answers.ods"])
+def test_every_spreadsheet_suffix_is_told_to_be_saved_as_csv(name):
+    """Catches a spreadsheet suffix dropped: an .xls or .ods file was told to set
+    ingest.format=csv, which reads the workbook's bytes."""
+    with pytest.raises(AuditError, match=rf"{name} is a spreadsheet: save it as CSV UTF-8"):
+        file_format(Path(name), "auto")
+
+
+def test_an_unknown_format_setting_is_refused_naming_the_formats(tmp_path):
+    """Catches the check on ingest.format dropped: `format=xml` read the file as some table."""
+    path = _csv(tmp_path, [{"model": "m", "race": "Black", "item": "lending_01",
+                            "decision": "DENY"}])
+    with pytest.raises(AuditError, match=r"^unknown ingest.format 'xml': use one of auto, csv, "
+                                         r"parquet, jsonl, lm_eval$"):
+        read_answers(path, "xml", None)
+
+
+def test_a_damaged_file_read_with_format_auto_names_only_ingest_input(tmp_path):
+    """Catches the fix for a format set by hand (`or the format it was read as`) given where
+    format=auto told the format from the name, which no setting of the user's chose."""
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text("not json\n")
+    with pytest.raises(AuditError, match=r"line 1 is not JSON .*; check ingest.input "
+                                         r"\(docs/ingest.md lists the formats\)$"):
+        read_answers(bad, "auto", None)
+
+
+def _lm_eval_file(tmp_path: Path, doc: dict, name: str = "samples_t_2026.jsonl") -> Path:
+    """One generated lm-evaluation-harness sample of `doc` in the folder `run_folder`."""
+    folder = tmp_path / "run_folder"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.write_text(json.dumps({"doc": doc, "arguments": {"gen_args_0": {"arg_0": "Human: ..."}},
+                                "filtered_resps": ["Yes."]}) + "\n")
+    return path
+
+
+def test_an_lm_eval_persona_id_has_no_underscores_from_stray_spaces(tmp_path):
+    """Catches slug's strip("_") dropped: " Black" and "female " made '_black_female_'."""
+    path = _lm_eval_file(tmp_path, {"decision_question_id": 0, "race": " Black",
+                                    "gender": "female "})
+    assert read_answers(path, "auto", None)["persona_id"].to_list() == ["black_female"]
+
+
+def test_the_model_setting_names_lm_eval_rows_before_their_folder(tmp_path):
+    """Catches the folder's name taking precedence over ingest.model for an lm_eval log."""
+    path = _lm_eval_file(tmp_path, {"decision_question_id": 0, "race": "Black"})
+    assert read_answers(path, "auto", "chosen")["model"].to_list() == ["chosen"]
+    assert read_answers(path, "auto", None)["model"].to_list() == ["run_folder"]
+
+
+def test_jsonl_field_names_are_read_in_any_case_and_spacing(tmp_path):
+    """Catches known_column's strip dropped: a JSONL " Item" or "Race " field was left out."""
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps({"Model ": "m", "Race ": "Black", " Item": "lending_01",
+                                "DECISION": "DENY"}) + "\n")
+    answers = read_answers(path, "auto", None)
+    assert answers.select("model", "race", "item", "decision").row(0) == (
+        "m", "Black", "lending_01", "DENY")
+
+
+@pytest.mark.parametrize(("value", "expected"), [("0", 0.0), ("1", 1.0), (" 0.25 ", 0.25),
+                                                 ("", None)])
+def test_a_probability_of_exactly_zero_or_one_is_read(tmp_path, value, expected):
+    """Catches the bounds of p_favourable made strict: a certain answer (0 or 1) was refused."""
+    rows = [{"model": "m", "race": "Black", "item": "0", "p_favourable": value,
+             "answer": "yes"}]
+    assert read_answers(_csv(tmp_path, rows), "auto", None)["p_favourable"].to_list() == [
+        expected]
+
+
+def test_a_blank_option_logprobs_is_no_scores(tmp_path):
+    """Catches a cell of spaces read as JSON: it was refused as "not JSON" where an empty cell
+    means the row has no scores."""
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps({"model": "m", "race": "Black", "item": "hiring_01",
+                                "decision": "HIRE", "option_logprobs": "  "}) + "\n")
+    assert read_answers(path, "auto", None)["option_logprobs"].to_list() == [None]
+
+
+def test_a_probability_refused_names_the_item_of_its_own_row(tmp_path):
+    """Catches the refusal naming the first row's item, not the item of the bad value."""
+    rows = [{"model": "m", "race": "Black", "item": "0", "p_favourable": "0.5"},
+            {"model": "m", "race": "White", "item": "1", "p_favourable": "73"}]
+    with pytest.raises(AuditError, match=r"column 'p_favourable' holds '73' for item 1: each "
+                                         r"value is the probability"):
+        read_answers(_csv(tmp_path, rows), "auto", None)
+
+
+def test_option_logprobs_of_only_nulls_are_no_scores(tmp_path):
+    """Catches an object whose every score is null kept as "{}": a row with no scores then
+    stopped the score stage as scoring neither option."""
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps({"model": "m", "race": "Black", "item": "hiring_01",
+                                "answer": "HIRE.",
+                                "option_logprobs": {"HIRE": None, "REJECT": None}}) + "\n")
+    assert read_answers(path, "auto", None)["option_logprobs"].to_list() == [None]
+
+
+def test_a_log_probability_of_zero_is_read(tmp_path):
+    """Catches a score of 0 (log 1, a certain option) refused as no log-probability."""
+    rows = [{"model": "m", "race": "Black", "item": "hiring_01",
+             "option_logprobs": json.dumps({"HIRE": 0, "REJECT": -3.0})}]
+    assert read_answers(_csv(tmp_path, rows), "auto", None)["option_logprobs"].to_list() == [
+        '{"HIRE": 0, "REJECT": -3.0}']
+
+
+def _lm_eval_sample(doc: dict, **fields) -> dict:
+    return {"doc": doc, "filtered_resps": ["Yes."], **fields}
+
+
+def test_an_lm_eval_item_field_that_is_null_gives_way_to_the_next():
+    """Catches _doc_value taking a field that is present but null: a doc with
+    decision_question_id null and item_id set was refused as naming no item."""
+    rows = lm_eval_rows([_lm_eval_sample({"decision_question_id": None, "item_id": "hiring_01",
+                                          "race": "Black"})], "s.jsonl")
+    assert rows[0]["item"] == "hiring_01"
+
+
+def test_an_lm_eval_record_without_an_item_or_responses_is_one_line():
+    """Catches the checks on a record dropped: a doc without an item field became the item
+    "None", and a record without filtered_resps a KeyError."""
+    with pytest.raises(AuditError, match=r"^answers file s.jsonl: record 2's doc has none of "
+                                         r"decision_question_id, item_id, item: the item cannot"):
+        lm_eval_rows([_lm_eval_sample({"item": 0}), _lm_eval_sample({"race": "Black"})],
+                     "s.jsonl")
+    with pytest.raises(AuditError, match=r"^answers file s.jsonl: record 1 has no 'doc' or no "
+                                         r"'filtered_resps'"):
+        lm_eval_rows([{"doc": {"item": 0}}], "s.jsonl")
+
+
+def test_an_lm_eval_persona_with_a_gender_alone_is_explicit():
+    """Catches persona_kind read from race alone: a doc giving only a gender was a baseline."""
+    rows = lm_eval_rows([_lm_eval_sample({"item": 0, "gender": "female"})], "s.jsonl")
+    assert (rows[0]["persona_id"], rows[0]["persona_kind"]) == ("female", "explicit")
+
+
+def test_lm_eval_requests_as_pairs_give_each_continuation_its_score():
+    """Catches the continuation taken from the wrong place of a (context, continuation) pair,
+    and one scored option, or scores not one per request, read as a choice between options."""
+    pairs = [["Human: ...", " yes"], ["Human: ...", " no"]]
+    rows = lm_eval_rows([_lm_eval_sample({"item": 0}, arguments=pairs,
+                                         filtered_resps=[["-0.1", "True"], ["-2.5", "False"]])],
+                        "s.jsonl")
+    assert json.loads(rows[0]["option_logprobs"]) == {" yes": -0.1, " no": -2.5}
+    assert rows[0]["answer"] is None and rows[0]["prompt"] is None
+    one = [["-0.1", "True"]]
+    three = [["-0.1", "True"], ["-2.5", "False"], ["-3.0", "False"]]
+    for arguments, resps in ((pairs[:1], one), (pairs, three)):
+        odd = lm_eval_rows([_lm_eval_sample({"item": 0}, arguments=arguments,
+                                            filtered_resps=resps)], "s.jsonl")
+        assert odd[0]["option_logprobs"] is None, resps
+
+
+def test_unknown_items_are_counted_and_the_first_in_order_named(tmp_path):
+    """Catches the refusal naming another than the first unknown value in sorted order."""
+    rows = [{"model": "m", "race": "Black", "item": item, "decision": "DENY"}
+            for item in ("zz_9", "lending_01", "aa_1", "zz_9")]
+    with pytest.raises(AuditError, match=r"column 'item' of the answers has 2 value\(s\) not in "
+                                         r"the item bank bank \(first: 'aa_1'\)"):
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+
+
+def test_an_item_named_none_is_no_item_whose_source_id_is_empty():
+    """Catches a bank row without a source_id entered as the source id "None": an answer whose
+    item is the text "None" (a null exported as text) was given that row's item."""
+    bank = pl.DataFrame({"item_id": ["a", "b"], "source_id": ["7", None]})
+    answers = pl.DataFrame({"item": ["7", "b"]})
+    assert resolve_items(answers, bank, "bank")["item_id"].to_list() == ["a", "b"]
+    with pytest.raises(AuditError, match=r"has 1 value\(s\) not in the item bank bank \(first: "
+                                         r"'None'\)"):
+        resolve_items(pl.DataFrame({"item": ["None"]}), bank, "bank")
+
+
+def test_answers_stating_a_gender_against_the_persona_table_are_refused(tmp_path):
+    """Catches the agreement check made on race alone: a gender clash took the table's."""
+    personas = _persona_table([("bw", "explicit", "a Black woman", "woman", "Black")])
+    rows = [{"model": "m", "persona_id": "bw", "gender": "man", "item": "hiring_01",
+             "decision": "HIRE"}]
+    with pytest.raises(AuditError, match=r"column 'gender' of the answers says 'man' for persona "
+                                         r"'bw' where ingest.personas_file says 'woman' \(1 rows"):
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"), personas)
+
+
+def test_an_answer_without_its_persona_id_beside_a_persona_table_is_refused(tmp_path):
+    """Catches the count of rows without a persona_id dropped when some rows have one."""
+    personas = _persona_table([("bw", "explicit", "a Black woman", "woman", "Black")])
+    rows = [{"model": "m", "persona_id": persona, "item": "hiring_01", "decision": "HIRE"}
+            for persona in ("bw", None, "bw")]
+    with pytest.raises(AuditError, match=r"^column 'persona_id' of the answers is empty in 1 "
+                                         r"row: with ingest.personas_file every row names"):
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"), personas)
+
+
+def test_a_name_persona_in_the_table_without_attributes_is_refused(tmp_path):
+    """Catches the check on undescribed table rows made for explicit personas alone."""
+    personas = _persona_table([("anna", "name", "Anna", None, None)])
+    rows = [{"model": "m", "persona_id": "anna", "item": "hiring_01", "decision": "HIRE"}]
+    with pytest.raises(AuditError, match=r"ingest.personas_file has 1 explicit or name "
+                                         r"persona\(s\) that state neither gender nor race "
+                                         r"\(first: 'anna'\)"):
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"), personas)
+
+
+def test_a_persona_id_made_from_one_attribute_has_no_trailing_underscore(tmp_path):
+    """Catches the made persona id left unstripped: race alone gave 'black_'."""
+    rows = [{"model": "m", "race": race, "gender": gender, "item": "hiring_01",
+             "decision": "HIRE"} for race, gender in (("Black", None), (None, "woman"))]
+    _, prompts, _, _ = _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+    assert prompts["persona_id"].to_list() == ["black", "woman"]
+    assert prompts["respondent_id"].to_list() == ["m/black", "m/woman"]
+    assert set(prompts["seed"]) == {0}
+
+
+def test_a_persona_id_without_attributes_is_counted_by_persona_and_row(tmp_path):
+    """Catches the count of personas given as the count of rows."""
+    rows = [{"model": "m", "persona_id": "bw", "item": item, "decision": "HIRE"}
+            for item in ("hiring_01", "hiring_02")]
+    with pytest.raises(AuditError, match=r"names 1 persona\(s\) with no attributes in 2 rows"):
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+
+
+def test_each_model_numbers_its_own_replicates(tmp_path):
+    """Catches replicates numbered across models: two models' single answers to one item as one
+    persona were replicates 0 and 1, where each answered once."""
+    rows = [{"model": model, "race": "Black", "item": "hiring_01", "decision": "HIRE"}
+            for model in ("a", "b", "a")]
+    _, prompts, _, _ = _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+    assert prompts.select("model_name", "replicate").rows() == [("a", 0), ("b", 0), ("a", 1)]
+
+
+def test_a_row_with_answer_text_and_a_decision_shows_the_text(tmp_path):
+    """Catches the decision's word put in response_text over the answer the model gave."""
+    rows = [{"model": "m", "race": "Black", "item": "hiring_01", "decision": "HIRE",
+             "answer": "HIRE. Solid references."}]
+    _, _, responses, labels = _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+    assert responses["response_text"].to_list() == ["HIRE. Solid references."]
+    assert labels["label"].to_list() == ["favourable"]
+
+
+def test_a_row_without_any_outcome_is_an_error_row_named_missing_answer(tmp_path):
+    """Catches the error kind of a row with no answer, decision or scores."""
+    rows = [{"model": "m", "race": "Black", "item": "hiring_01", "decision": "HIRE"},
+            {"model": "m", "race": "White", "item": "hiring_01", "decision": None}]
+    _, _, responses, _ = _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+    assert responses.select("status", "error_kind", "error_message").rows() == [
+        ("ok", None, None), ("error", "missing_answer", "the row has no answer or decision")]
+
+
+def _scored(tmp_path: Path, scores: dict, **row) -> pl.DataFrame:
+    """decided_labels of one hiring_01 answer with these option log-probabilities."""
+    rows = [{"model": "m", "race": "Black", "item": "hiring_01",
+             "option_logprobs": json.dumps(scores), **row}]
+    return _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))[3]
+
+
+def test_option_log_probabilities_read_quoted_spellings_and_cap_the_mass_at_one(tmp_path):
+    """Catches quoted options ('"HIRE"', curly quotes) left unmatched, and a decision_mass
+    above 1 where two spellings' probabilities sum past it."""
+    labels = _scored(tmp_path, {'"HIRE"': math.log(0.6), "\u201cREJECT\u201d": math.log(0.2)})
+    assert labels.row(0, named=True)["p_favourable"] == pytest.approx(0.75)
+    assert labels.row(0, named=True)["decision_mass"] == pytest.approx(0.8)
+    spelled = _scored(tmp_path, {"HIRE": math.log(0.7), "hire": math.log(0.5),
+                                 "REJECT": math.log(0.3)})
+    assert spelled.row(0, named=True)["p_favourable"] == pytest.approx(1.2 / 1.5)
+    assert spelled.row(0, named=True)["decision_mass"] == 1.0
+
+
+def test_option_log_probabilities_of_neither_option_are_one_line(tmp_path):
+    """Catches a zero mass on the item's options divided by (ZeroDivisionError)."""
+    with pytest.raises(AuditError, match=r"column 'option_logprobs' of the answers scores "
+                                         r"neither option of item hiring_01 \(HIRE/REJECT\)"):
+        _scored(tmp_path, {"maybe": -0.1})
+
+
+def test_an_even_probability_is_labelled_unfavourable(tmp_path):
+    """Catches the tie at P = 0.5 labelled favourable, from log-probabilities or a p_favourable."""
+    assert _scored(tmp_path, {"HIRE": -0.7, "REJECT": -0.7})["label"].to_list() == [
+        "unfavourable"]
+    rows = [{"model": "m", "race": "Black", "item": "hiring_01", "p_favourable": "0.5"}]
+    labels = _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))[3]
+    assert labels.select("label", "p_favourable").rows() == [("unfavourable", 0.5)]
+
+
+def test_a_decision_beside_option_log_probabilities_is_the_label(tmp_path):
+    """Catches the scores overriding the decision stated beside them."""
+    labels = _scored(tmp_path, {"HIRE": -0.1, "REJECT": -3.0}, decision="REJECT")
+    assert labels.select("label", "label_source", "decision_mass").rows() == [
+        ("unfavourable", "imported", None)]
+
+
+def test_decisions_match_bank_options_written_with_stray_spaces(tmp_path):
+    """Catches the bank's options compared untrimmed: "HIRE, REJECT" after a comma in a bank
+    CSV made the decision "hire" unreadable."""
+    bank = _bank("decision_items.csv").with_columns(favourable_option=pl.lit(" HIRE"),
+                                                    unfavourable_option=pl.lit("REJECT "))
+    rows = [{"model": "m", "race": race, "item": "hiring_01", "decision": decision}
+            for race, decision in (("Black", "hire"), ("White", "Reject"))]
+    labels = _tables(_csv(tmp_path, rows), bank)[3]
+    assert labels["label"].to_list() == ["favourable", "unfavourable"]
+
+
+def test_judge_error_is_refused_when_the_only_rows_without_a_decision_are_errors(tmp_path):
+    """Catches an error row (no answer, no decision) counted as text for the judge: a file of
+    decisions and one empty row passed fit.judge_error=true at the design stage."""
+    from audit.methods.rasch.ingest import stages
+
+    rows = _decided_rows()
+    rows[0] = {**rows[0], "decision": None}
+    cfg = _config(_csv(tmp_path, rows))
+    cfg = replace(cfg, fit=replace(cfg.fit, judge_error=True))
+    with pytest.raises(AuditError, match=r"fit.judge_error=true .* no answer in .* is text for "
+                                         r"a judge"):
+        stages.design(cfg, tmp_path / "prompts.parquet")
+
+
+@pytest.mark.parametrize(("empty", "said"), [
+    (1, "ingest: 1 row has no answer and no decision: it is kept as an error row and enters "
+        "no fit"),
+    (2, "ingest: 2 rows have no answer and no decision: they are kept as error rows and enter "
+        "no fit"),
+])
+def test_the_respond_stage_counts_the_rows_without_an_outcome(tmp_path, caplog, empty, said):
+    """Catches the warning's grammar for one row and for several."""
+    from audit.methods.rasch.ingest import stages
+
+    rows = [{**row, "decision": None} if index < empty else row
+            for index, row in enumerate(_decided_rows())]
+    cfg = _config(_csv(tmp_path, rows))
+    stages.design(cfg, tmp_path / "prompts.parquet")
+    with caplog.at_level("WARNING", logger="audit.methods.rasch.ingest.stages"):
+        stages.respond(cfg, tmp_path / "prompts.parquet", tmp_path / "responses.parquet")
+    assert [record.getMessage() for record in caplog.records] == [said]
+
+
+def test_the_source_tags_name_the_format_the_file_was_read_as(tmp_path):
+    """Catches answers.format recorded as the setting ("auto") rather than the format read."""
+    from audit.methods.rasch.ingest import stages
+
+    cfg = _config(_csv(tmp_path, _decided_rows()))
+    stages.design(cfg, tmp_path / "prompts.parquet")
+    stages.respond(cfg, tmp_path / "prompts.parquet", tmp_path / "responses.parquet")
+    tags = stages.source_tags(cfg, tmp_path / "prompts.parquet", tmp_path / "responses.parquet")
+    assert tags["answers.format"] == "csv" and tags["answers.source"] == str(cfg.ingest.input)
+    assert stages.source_tags(AuditConfig(), tmp_path / "x", tmp_path / "y") == {}
+
+
+def test_a_table_that_records_no_answers_file_is_refused(tmp_path):
+    """Catches a prompts table written without ingest.input (no recorded digest) let through."""
+    from audit.methods.rasch.ingest import stages
+
+    cfg = _config(_csv(tmp_path, _decided_rows()))
+    plain = tmp_path / "prompts.parquet"
+    pl.DataFrame({"prompt_id": ["p"]}).write_parquet(plain)
+    with pytest.raises(AuditError, match=rf"^the prompts table at {plain} records no answers "
+                                         rf"file \(written without ingest.input"):
+        stages.check_read_by(cfg, plain, "prompts", "design", "0" * 64)
+
+
+def test_the_source_caveat_says_when_each_item_was_answered_once(tmp_path):
+    """Catches the caveat about single answers given (or dropped) whatever the replicates, and
+    a caveat written for a run that imported nothing."""
+    from audit.methods.rasch.ingest.stages import source_caveat
+
+    cfg = _config(tmp_path / "answers.csv")
+    tags = {"answers.sha256": "abcdef0123456789"}
+    once = source_caveat(cfg, pl.DataFrame({"replicate": [0, 0]}), tags)
+    twice = source_caveat(cfg, pl.DataFrame({"replicate": [0, 1]}), tags)
+    assert len(once) == 1 and once[0].endswith("so the fit cannot tell a respondent's "
+                                               "consistency from chance.")
+    assert "(sha256 abcdef012345)" in once[0]
+    assert twice[0].endswith("are unknown to this report.")
+    assert source_caveat(AuditConfig(), pl.DataFrame({"replicate": [0]}), tags) == []
+
+
+def test_every_model_the_answers_name_is_an_audited_model(tmp_path):
+    """Catches with_imported_models keeping fewer models than the answers name."""
+    rows = [{**row, "model": model} for model in ("b", "a") for row in _decided_rows()]
+    cfg = with_imported_models(_config(_csv(tmp_path, rows)))
+    assert sorted(cfg.model) == ["a", "b"]
+    assert {name: (model.backend, model.model) for name, model in cfg.model.items()} == {
+        "a": ("imported", "a"), "b": ("imported", "b")}
+
+
+def test_of_several_personas_with_two_values_the_first_by_id_is_named(tmp_path):
+    """Catches the persona named left to group_by's order (unsorted): a rerun could name
+    another persona of the same file."""
+    rows = [{"model": "m", "persona_id": f"p{number:02d}", "gender": gender, "race": "Black",
+             "item": item, "decision": "HIRE"}
+            for number in range(30, 0, -1)
+            for gender, item in (("woman", "hiring_01"), ("man", "hiring_02"))]
+    with pytest.raises(AuditError, match=r"column 'gender' of the answers gives persona 'p01' 2 "
+                                         r"values \('woman', 'man'; first at row 59, item "
+                                         r"hiring_01, then row 60, item hiring_02\)"):
+        _tables(_csv(tmp_path, rows), _bank("decision_items.csv"))
+
+
+def test_the_score_stage_sends_no_error_row_to_the_judge(tmp_path):
+    """Catches a row without an answer (an error row) sent to the judge: the score stage of a
+    file of decisions judged its empty row and gave it a label."""
+    from audit.methods.rasch.ingest import stages
+
+    rows = _decided_rows()
+    rows[0] = {**rows[0], "decision": None}
+    cfg = _config(_csv(tmp_path, rows))
+    run = {name: tmp_path / f"{name}.parquet" for name in
+           ("prompts", "responses", "labels", "votes", "gold")}
+    stages.design(cfg, run["prompts"])
+    stages.respond(cfg, run["prompts"], run["responses"])
+    stages.score(cfg, *run.values())
+    assert pl.read_parquet(run["labels"]).height == 11
+    assert pl.read_parquet(run["votes"]).is_empty() and pl.read_parquet(run["gold"]).is_empty()
+
+
+def test_jsonl_option_logprobs_may_mix_objects_and_json_text(tmp_path):
+    """Catches a JSONL object left for polars to read: beside a row giving the same scores as
+    JSON text, the column held two types and the file was refused."""
+    rows = _logprob_rows()
+    rows[1]["option_logprobs"] = json.dumps(rows[1]["option_logprobs"])
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert [json.loads(text) for text in read_answers(path, "auto", None)["option_logprobs"]] == [
+        {"HIRE": -0.2, "REJECT": -1.7}, {"hire": -1.6, "reject": -0.25}]

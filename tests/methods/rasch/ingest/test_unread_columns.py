@@ -13,6 +13,7 @@ import pytest
 from audit.config_ranges import check_config
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
+from audit.methods.rasch.ingest.formats import level_like, numbers_only
 from audit.methods.rasch.ingest.stages import imported_answers
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -139,3 +140,79 @@ def test_a_csv_column_of_repeated_numbers_is_not_read_as_levels(tmp_path):
     path = tmp_path / "answers.csv"
     pl.DataFrame(rows).write_csv(path)
     assert imported_answers(_config(path))["race"].null_count() == len(rows)
+
+
+def test_numbers_only_needs_every_value_to_be_a_number():
+    """Catches numbers_only true when any one value is a number: a column of levels with one
+    stray "1" was let through as a column of numbers."""
+    assert numbers_only(["0", " 1 ", "2.5"])
+    assert not numbers_only(["Black", "1"])
+    assert not numbers_only(["Black", "White"])
+
+
+@pytest.mark.parametrize(("values", "levels"), [
+    (["Black", "White", "Black", "White", "", None], ["Black", "White"]),  # blanks are no level
+    (["x", "x", "x"], None),  # one value: a constant, no attribute
+    ([f"v{n:02d}" for n in range(21)] * 2, None),  # 21 values: ids, not levels
+    ([f"v{n:02d}" for n in range(20)] * 2, [f"v{n:02d}" for n in range(20)]),
+    (["Black", "White", "White"], None),  # a value on one row only
+])
+def test_a_column_looks_like_levels_with_2_to_20_repeated_texts(values, levels):
+    """Catches level_like's bounds moved (one value, more than 20) and a blank cell counted as
+    a level of its own (which, on one row, hid the column's real levels)."""
+    assert level_like(values) == levels
+
+
+def test_a_race_given_on_some_rows_is_no_missing_race(tmp_path):
+    """Catches an attribute empty on some rows (the baseline's) read as absent from the file:
+    a column of batch labels beside it was then taken for the race."""
+    rows = [{**row, "race": row.pop("ethnicity") if index % 4 else None,
+             "batch": "A" if index % 2 else "B"} for index, row in enumerate(_rows())]
+    path = tmp_path / "answers.csv"
+    pl.DataFrame(rows).write_csv(path)
+    assert imported_answers(_config(path))["race"].null_count() == 2
+
+
+def test_a_file_without_either_attribute_names_the_first_and_its_columns_sorted(tmp_path):
+    """Catches the refusal naming the last attribute missing rather than the first, and the
+    unread columns listed in the file's order rather than sorted."""
+    rows = [{"sex": row["gender"], **row} for row in _rows()]
+    for row in rows:
+        del row["gender"]
+    path = tmp_path / "answers.csv"
+    pl.DataFrame(rows).write_csv(path)
+    with pytest.raises(AuditError, match=r"gives no 'gender', which fit.attributes contrasts, "
+                                         r"and does not read its column\(s\) 'ethnicity' "
+                                         r"\(Black, White\); 'sex' \(man, woman\): name the "
+                                         r"column that holds it 'gender' \(any case\), or set "
+                                         r"fit.attributes=\[race\] to compare without it$"):
+        imported_answers(_config(path))
+
+
+def test_an_unread_column_of_many_levels_is_named_by_its_first_four(tmp_path):
+    """Catches the levels shown cut at another count than four, or "..." for four levels."""
+    races = ("Asian", "Black", "Hispanic", "Native", "White")
+    rows = [{**row, "ethnicity": races[index % 5]} for index, row in enumerate(_rows() * 2)]
+    path = tmp_path / "answers.csv"
+    pl.DataFrame(rows[:10]).write_csv(path)
+    with pytest.raises(AuditError, match=r"'ethnicity' \(Asian, Black, Hispanic, Native, \.\.\.\)"):
+        imported_answers(_config(path))
+    pl.DataFrame([row for row in rows if row["ethnicity"] != "White"]).write_csv(path)
+    with pytest.raises(AuditError, match=r"'ethnicity' \(Asian, Black, Hispanic, Native\):"):
+        imported_answers(_config(path))
+
+
+def test_with_a_persona_table_unread_columns_are_not_taken_for_attributes(tmp_path):
+    """Catches the answers' own attribute columns required beside ingest.personas_file, which
+    gives the attributes: a column of batch labels was refused as the missing race."""
+    table = tmp_path / "personas.csv"
+    table.write_text("persona_id,kind,descriptor,gender,race\nbw,explicit,a Black woman,woman,"
+                     "Black\nwm,explicit,a White man,man,White\n")
+    path = tmp_path / "answers.csv"
+    pl.DataFrame([{"model": "m", "persona_id": persona, "item": item, "decision": "HIRE",
+                   "batch": batch}
+                  for persona, batch in (("bw", "A"), ("wm", "B"))
+                  for item in ("hiring_01", "hiring_02")]).write_csv(path)
+    config = _config(path)
+    config = replace(config, ingest=replace(config.ingest, personas_file=str(table)))
+    assert imported_answers(config)["race"].to_list() == ["Black", "Black", "White", "White"]
