@@ -1049,6 +1049,18 @@ def test_decisions_match_bank_options_written_with_stray_spaces(tmp_path):
     assert labels["label"].to_list() == ["favourable", "unfavourable"]
 
 
+def test_option_log_probabilities_match_bank_options_written_with_stray_spaces(tmp_path):
+    """Bug caught (mutation review 2026-12-06): the log-probabilities' options were compared
+    with the bank's untrimmed, so " REJECT" never matched "REJECT": its mass was 0, and a row
+    giving REJECT 0.8 and HIRE 0.2 was labelled favourable with P = 1, without a word."""
+    bank = _bank("decision_items.csv").with_columns(unfavourable_option=pl.lit(" REJECT"))
+    rows = [{"model": "m", "race": "Black", "item": "hiring_01",
+             "option_logprobs": json.dumps({"HIRE": math.log(0.2), "REJECT": math.log(0.8)})}]
+    labels = _tables(_csv(tmp_path, rows), bank)[3]
+    assert labels["p_favourable"].to_list() == pytest.approx([0.2])
+    assert labels["label"].to_list() == ["unfavourable"]
+
+
 def test_judge_error_is_refused_when_the_only_rows_without_a_decision_are_errors(tmp_path):
     """Catches an error row (no answer, no decision) counted as text for the judge: a file of
     decisions and one empty row passed fit.judge_error=true at the design stage."""

@@ -303,8 +303,10 @@ def _option_probability(logprobs: dict[str, float], favourable: str,
     mass = {"favourable": 0.0, "unfavourable": 0.0}
     for option, logprob in logprobs.items():
         word = option.strip().strip("\"'\u201c\u201d").lower()
-        side = ("favourable" if word == favourable.lower()
-                else "unfavourable" if word == unfavourable.lower() else None)
+        # The bank's cells are read as written ("HIRE, REJECT" keeps " REJECT"), so its options
+        # are trimmed here as _decided_label trims them.
+        side = ("favourable" if word == favourable.strip().lower()
+                else "unfavourable" if word == unfavourable.strip().lower() else None)
         if side:
             mass[side] += math.exp(logprob)
     total = mass["favourable"] + mass["unfavourable"]
