@@ -130,3 +130,14 @@ def test_a_fastapi_error_body_and_a_short_backend_name_read_plainly():
                                  "(check `model`")
     with pytest.raises(AuditError, match=r"\(did you mean 'openai_compatible'\?\)$"):
         create_backend(replace(openai_model("http://x"), backend="openai"))
+
+
+@pytest.mark.parametrize(("value", "expected"), [("inf", None), ("Infinity", None), ("1e300", None),
+                                                 (" 30 ", 30.0), ("0", 0.0), ("-5", None)])
+def test_a_retry_after_that_is_no_http_delay_is_not_a_wait(value, expected):
+    """Bug caught (mutation review 2026-12-06): the header was read with float(), so "inf"
+    (HTTP's delay-seconds are digits) became an endless wait: the engine's backoff takes the
+    larger of its own delay and the hint, and the run slept for good on a proxy's 429."""
+    from audit.llm.backends.openai_compatible import retry_after
+
+    assert retry_after({"retry-after": value}) == expected

@@ -319,3 +319,15 @@ def test_a_store_uri_with_a_mistyped_scheme_names_the_uri_meant(tmp_path, monkey
     assert str(failed.value) == f"MLflow store {uri} {said}: fix tracking.tracking_uri, or pass " \
                                 "tracking=none"
     assert list(tmp_path.iterdir()) == []  # nothing made where the typo points
+
+
+@pytest.mark.parametrize("timeout", ["inf", "1e999"])
+def test_an_infinite_timeout_in_the_environment_is_capped_not_a_traceback(tmp_path, monkeypatch,
+                                                                          timeout):
+    """Bug: reach_store caps MLFLOW_HTTP_REQUEST_TIMEOUT with int(float(value)), which raises
+    OverflowError (not the ValueError it catches) for an infinite value: the check before every
+    run ended in a traceback instead of using its own cap, as it does for "soon"."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", timeout)
+    check_store(TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+                               artifact_root=str(tmp_path / "art")))
+    assert os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == timeout

@@ -291,7 +291,7 @@ def reach_store(config: TrackingConfig, without_store: str = WITHOUT_STORE,
         for name, cap in PROBE_SETTINGS.items():
             try:
                 os.environ[name] = str(min(int(float(os.environ.get(name) or cap)), cap))
-            except ValueError:  # MLflow itself refuses the value; the probe uses its own cap
+            except (ValueError, OverflowError):  # not a number, or inf: the probe's own cap
                 os.environ[name] = str(cap)
         retries_log.setLevel(logging.ERROR)
         try:

@@ -47,15 +47,14 @@ def retry_after(headers) -> float | None:
     value = headers.get("retry-after") if headers is not None else None
     if not value:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        from email.utils import parsedate_to_datetime
+    if value.strip().isdigit():  # HTTP's delay-seconds are digits: float() took "inf" too
+        return float(value)
+    from email.utils import parsedate_to_datetime
 
-        try:
-            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-        except (TypeError, ValueError):
-            return None
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
 
 
 def _wrap_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
