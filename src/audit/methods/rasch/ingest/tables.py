@@ -301,12 +301,13 @@ def _option_probability(logprobs: dict[str, float], favourable: str,
     """P(favourable) among the two options and the probability mass on them, summed over the
     options' spellings ("yes", "Yes"), as discrim-eval's own analysis does."""
     mass = {"favourable": 0.0, "unfavourable": 0.0}
+    # The bank's cells are read as written ("HIRE, REJECT" keeps " REJECT"), so its options are
+    # trimmed here as _decided_label trims them.
+    favourable, unfavourable = favourable.strip().lower(), unfavourable.strip().lower()
     for option, logprob in logprobs.items():
         word = option.strip().strip("\"'\u201c\u201d").lower()
-        # The bank's cells are read as written ("HIRE, REJECT" keeps " REJECT"), so its options
-        # are trimmed here as _decided_label trims them.
-        side = ("favourable" if word == favourable.strip().lower()
-                else "unfavourable" if word == unfavourable.strip().lower() else None)
+        side = ("favourable" if word == favourable
+                else "unfavourable" if word == unfavourable else None)
         if side:
             mass[side] += math.exp(logprob)
     total = mass["favourable"] + mass["unfavourable"]
