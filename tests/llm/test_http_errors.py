@@ -141,3 +141,165 @@ def test_a_retry_after_that_is_no_http_delay_is_not_a_wait(value, expected):
     from audit.llm.backends.openai_compatible import retry_after
 
     assert retry_after({"retry-after": value}) == expected
+
+
+def test_retry_after_reads_seconds_and_dates_never_a_negative_wait():
+    """Catches a past HTTP date passed on as a negative wait, a date read as seconds since 1970
+    (or not at all) and the header looked up under another name. A negative delay is no HTTP
+    delay-seconds at all, so it gives no hint (see the test above)."""
+    from datetime import datetime, timedelta, timezone
+    from email.utils import format_datetime
+
+    from audit.llm.backends.openai_compatible import retry_after
+
+    assert retry_after({"retry-after": "7"}) == 7.0
+    assert retry_after({"retry-after": "-3"}) is None
+    later = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=60), usegmt=True)
+    assert 50 < retry_after({"retry-after": later}) <= 60
+    earlier = format_datetime(datetime.now(timezone.utc) - timedelta(seconds=60), usegmt=True)
+    assert retry_after({"retry-after": earlier}) == 0.0
+    assert retry_after({"retry-after": "soon"}) is None
+    assert retry_after({}) is None and retry_after(None) is None
+
+
+class _Replying(ScriptedOpenAI):
+    """A server whose chat replies are a status, raw bytes and extra headers."""
+
+    def __init__(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        self.reply = (status, data, headers or {})
+        super().__init__(lambda body: None)
+
+    def _handler(self):
+        server = self
+
+        class Handler(super()._handler()):
+            def do_POST(self) -> None:
+                server.bodies.append(self._body())
+                status, data, headers = server.reply
+                self.send_response(status)
+                for name, value in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+@pytest.mark.parametrize("status, kind", [(429, "rate_limit"), (500, "server_error"),
+                                          (503, "server_error"), (400, "http_status"),
+                                          (499, "http_status")])
+def test_each_http_status_is_one_request_of_its_kind_with_the_servers_retry_after(status, kind):
+    """Catches the client's own retries switched on (retrying is the engine's job), a 500 or a
+    429 given the kind of an error not worth retrying, and the server's Retry-After dropped."""
+    with _Replying(status, b'{"error": {"message": "busy"}}', {"Retry-After": "7"}) as server:
+        error = _error_of(openai_model(server.url))
+    assert (error.kind, error.status, error.retry_after_s) == (kind, status, 7.0)
+    assert len(server.bodies) == 1
+
+
+def test_a_reply_that_is_not_json_is_a_malformed_reply():
+    """Catches the client's JSONDecodeError escaping as a crash instead of a BackendError."""
+    with _Replying(200, b"<html>proxy login</html>") as server:
+        error = _error_of(openai_model(server.url))
+    assert error.kind == "malformed_reply"
+
+
+def test_a_server_that_does_not_answer_in_time_is_a_timeout():
+    """Catches the configured timeout_s not given to the client (its default is 10 minutes)
+    and a timeout labelled as a connection failure."""
+    import threading
+
+    release = threading.Event()
+
+    def late(body):
+        release.wait(3)
+        return 200, chat_reply(ANSWER)
+
+    with ScriptedOpenAI(late) as server:
+        try:
+            error = _error_of(replace(openai_model(server.url), timeout_s=0.2))
+        finally:
+            release.set()
+    assert (error.kind, str(error)) == ("timeout", "no reply within 0.2 s")
+
+
+@pytest.mark.parametrize("api_key_env, hint", [
+    (None, " (the server wants an API key: name its variable in api_key_env)"),
+    ("AUDIT_TEST_API_KEY", " (check the key in $AUDIT_TEST_API_KEY)")])
+def test_a_403_names_the_key_to_check_as_a_401_does(api_key_env, hint, monkeypatch):
+    monkeypatch.setenv("AUDIT_TEST_API_KEY", SECRET)
+    with ScriptedOpenAI(lambda body: (403, {"error": {"message": "Forbidden."}})) as server:
+        error = _error_of(openai_model(server.url, api_key_env=api_key_env))
+    assert str(error) == f"HTTP 403 from {server.url}/chat/completions: Forbidden.{hint}"
+
+
+def test_an_api_key_variable_that_is_unset_or_empty_stops_at_once(monkeypatch):
+    """Catches an empty key (or none) sent to a server that wants one: every request a 401."""
+    monkeypatch.delenv("AUDIT_TEST_API_KEY", raising=False)
+    model = openai_model("http://127.0.0.1:9/v1", api_key_env="AUDIT_TEST_API_KEY")
+    with pytest.raises(BackendError, match=r"AUDIT_TEST_API_KEY \(named by api_key_env\) is "
+                                           r"not set") as unset:
+        create_backend(model)
+    monkeypatch.setenv("AUDIT_TEST_API_KEY", "")
+    with pytest.raises(BackendError, match="AUDIT_TEST_API_KEY") as empty:
+        create_backend(model)
+    assert unset.value.kind == empty.value.kind == "config"
+
+
+def test_an_https_base_url_is_taken_and_a_path_with_a_url_in_it_has_no_scheme():
+    """Catches https:// refused as a scheme the server cannot speak, and `host/path/http://x`
+    read as the scheme `host/path/http://`."""
+    from audit.llm.backends.openai_compatible import base_url_problem
+
+    create_backend(openai_model("https://api.example.org/v1"))  # no error
+    assert base_url_problem("127.0.0.1:8000/proxy/http://up/v1") == (
+        "base_url '127.0.0.1:8000/proxy/http://up/v1' has no scheme: write "
+        "http://127.0.0.1:8000/proxy/http://up/v1 (or https://) in conf/model/")
+
+
+def test_the_server_message_is_one_line_cut_only_past_200_characters():
+    """Catches a message of exactly 200 characters given "...", a multi-line message kept on
+    several lines, and an error object without a message quoted as "None"."""
+    messages = ["x" * 200, "first\n  second", None]
+    with ScriptedOpenAI(lambda body: (500, {"error": {"message": messages.pop(0)}})) as server:
+        backend = create_backend(openai_model(server.url))
+        errors = []
+        for _ in range(3):
+            with pytest.raises(BackendError) as error:
+                backend.complete(ChatRequest((Message("user", "x"),), 0.0, 1.0, 8, 1.0, 0))
+            errors.append(str(error.value).removeprefix(f"HTTP 500 from {server.url}"))
+    assert errors == ["/chat/completions: " + "x" * 200, "/chat/completions: first second",
+                      '/chat/completions: {"error": {"message": null}}']
+
+
+def _listing(models: list) -> type[ScriptedOpenAI]:
+    class Listing(ScriptedOpenAI):
+        def _handler(self):
+            class Handler(super()._handler()):
+                def do_GET(self) -> None:
+                    self._send(200, {"object": "list", "data": models})
+            return Handler
+    return Listing
+
+
+def test_the_health_check_names_ten_served_models_and_passes_a_list_without_models():
+    """Catches a server that lists no models (nothing to judge by) failing the check, and a
+    long model list shown whole."""
+    with _listing([])(lambda body: (200, chat_reply(ANSWER))) as server:
+        create_backend(openai_model(server.url)).health_check()  # no error
+    served = [{"id": f"m{index}"} for index in range(1, 12)]
+    with _listing(served)(lambda body: (200, chat_reply(ANSWER))) as server:
+        with pytest.raises(BackendError) as error:
+            create_backend(openai_model(server.url)).health_check()
+    assert str(error.value) == (f"{server.url} does not serve 'm' (it serves: m1, m2, m3, m4, "
+                                "m5, m6, m7, m8, m9, m10, ...); set `model:` to one of them")
+
+
+def test_served_models_skips_entries_without_an_id_and_bodies_that_are_no_list():
+    """Catches an entry without an id (or not an object) ending the whole list with an error."""
+    from audit.llm.backends.openai_compatible import served_models
+
+    assert served_models(b'{"data": [{"id": "a"}, "b", {"name": "c"}, {"id": 5}]}') == ["a", "5"]
+    assert served_models(b'{"data": null}') == served_models(b"not json") == []
+    assert served_models(b"[1, 2]") == []

@@ -155,3 +155,126 @@ def test_a_400_about_something_else_is_not_resent():
         with pytest.raises(BackendError, match="HTTP 400"):
             backend.complete(request)
     assert len(server.bodies) == 1
+
+
+def test_a_strict_schema_closes_every_object_and_requires_every_property():
+    """Catches an object without `type` left open, an optional property left out of `required`
+    and an unsupported keyword kept inside a list (anyOf) or `items`."""
+    from audit.llm.backends.openai_compatible import STRICT_UNSUPPORTED, strict_schema
+
+    schema = {"properties": {"a": {"type": "string", "maxLength": 9},
+                             "b": {"anyOf": [{"type": "string", "minLength": 1},
+                                             {"type": "array", "items": {"properties": {}}}]}},
+              "required": ["a"], "minProperties": 1}
+    assert strict_schema(schema, STRICT_UNSUPPORTED) == {
+        "properties": {"a": {"type": "string"},
+                       "b": {"anyOf": [{"type": "string"},
+                                       {"type": "array", "items": {
+                                           "properties": {}, "additionalProperties": False,
+                                           "required": []}}]}},
+        "required": ["a", "b"], "additionalProperties": False}
+
+
+def test_only_openai_hosts_and_azure_resources_count_as_openai():
+    """Catches any host that ends in api.openai.com (another company's name) taken for OpenAI's
+    own API: only a name with a leading dot matches as an ending."""
+    from audit.llm.backends.openai_compatible import is_openai
+
+    assert not is_openai("https://notapi.openai.com/v1")
+    assert not is_openai("https://myopenai.azure.com/v1")
+    assert is_openai("https://x.openai.azure.com/v1")
+    assert not is_openai(None)
+
+
+def test_the_identity_is_the_model_name_alone_so_replicas_share_answers():
+    """Catches the base_url (or anything else) in the identity, and so in every request key."""
+    backend = create_backend(openai_model("http://127.0.0.1:9/v1"))
+    assert backend.identity() == {"backend": "openai_compatible", "model": "m",
+                                  "digest": "none"}
+
+
+def test_the_schema_format_enters_the_key_only_of_a_request_with_a_schema():
+    """Catches json_object recorded for every request (all keys change) or for none."""
+    from dataclasses import replace
+
+    plain = ChatRequest((Message("user", "x"),), 0.0, 1.0, 8, 1.0, 0)
+    schema = replace(plain, json_schema={"type": "string", "enum": ["A", "B"]})
+    json_object = create_backend(openai_model("http://127.0.0.1:9/v1",
+                                              schema_format="json_object"))
+    default = create_backend(openai_model("http://127.0.0.1:9/v1"))
+    assert json_object.reply_settings(plain) == {}
+    assert json_object.reply_settings(schema) == {"schema_format": "json_object"}
+    assert default.reply_settings(schema) == {}
+
+
+def test_a_repeat_penalty_below_neutral_is_sent_too():
+    """Catches only penalties above 1.0 being sent (a 0.9 silently dropped)."""
+    with ScriptedOpenAI(lambda body: (200, chat_reply(ANSWER))) as server:
+        create_backend(openai_model(server.url)).complete(
+            ChatRequest((Message("user", "Decide."),), 0.0, 1.0, 8, 0.9, 0))
+    assert server.bodies[0]["repeat_penalty"] == 0.9
+
+
+def test_json_object_format_sends_the_wrapped_schema_as_it_was_built():
+    """Catches llama.cpp's json_object format sent as OpenAI's json_schema: its server takes
+    only {"type": "json_object", "schema": ...}."""
+    schema = {"type": "string", "enum": ["A", "B"], "maxLength": 1}
+    request = ChatRequest((Message("user", "x"),), 0.0, 1.0, 8, 1.0, 0, json_schema=schema)
+    with ScriptedOpenAI(lambda body: (200, chat_reply('{"value": "A"}'))) as server:
+        create_backend(openai_model(server.url, schema_format="json_object")).complete(request)
+    assert server.bodies[0]["response_format"] == {
+        "type": "json_object", "schema": {"type": "object", "properties": {"value": schema},
+                                          "required": ["value"],
+                                          "additionalProperties": False}}
+
+
+def test_a_wrapped_reply_is_unwrapped_and_its_token_count_kept():
+    """Catches the judge's bare label left as {"value": ...} and completion_tokens dropped."""
+    reply = chat_reply('{"value": "favourable"}')
+    reply["usage"]["completion_tokens"] = 7
+    request = ChatRequest((Message("user", "x"),), 0.0, 1.0, 8, 1.0, 0,
+                          json_schema={"type": "string", "enum": ["favourable", "unfavourable"]})
+    with ScriptedOpenAI(lambda body: (200, reply)) as server:
+        completion = create_backend(openai_model(server.url)).complete(request)
+    assert (completion.text, completion.completion_tokens) == ('"favourable"', 7)
+
+
+def _top_logprobs(pairs: list[tuple[str, float]]) -> dict:
+    reply = chat_reply("D")
+    reply["choices"][0]["logprobs"] = {"content": [{
+        "token": pairs[0][0], "logprob": pairs[0][1], "bytes": None,
+        "top_logprobs": [{"token": token, "logprob": logprob, "bytes": None}
+                         for token, logprob in pairs]}]}
+    return reply
+
+
+def test_first_token_scores_count_each_top_token_once_for_the_first_option_it_opens():
+    """Catches a token counted for a later option, an empty token opening every option, the
+    probabilities of one option's tokens not summed (max instead of logsumexp), another
+    log-probability for an option no token opens, and the body asking for fewer top tokens
+    or more than one token."""
+    reply = _top_logprobs([("D", -1.0), ("", -0.5), ("De", -2.0), ("A", -1.5), ("AP", -2.5)])
+    request = ChatRequest((Message("user", "Decide."),), 0.0, 1.0, 1, 1.0, 0,
+                          score_options=("DENY", "Deny", "APPROVE", "zzzz"))
+    with ScriptedOpenAI(lambda body: (200, reply)) as server:
+        completion = create_backend(openai_model(server.url)).complete(request)
+    scores = json.loads(completion.text)
+    assert list(scores) == ["APPROVE", "DENY", "Deny", "zzzz"]  # sorted, as stored
+    assert scores["DENY"] == -1.0 and scores["Deny"] == -2.0 and scores["zzzz"] == -100.0
+    assert scores["APPROVE"] == pytest.approx(-1.5 + 0.31326169, abs=1e-7)  # log(e^-1.5+e^-2.5)
+    assert (completion.finish_reason, completion.completion_tokens) == ("scored", 0)
+    body = server.bodies[0]
+    assert (body["max_tokens"], body["logprobs"], body["top_logprobs"]) == (1, True, 20)
+
+
+def test_a_400_naming_a_keyword_the_schema_does_not_use_or_another_status_is_not_resent():
+    """Catches a resend for any 4xx or 5xx that names a keyword, or for a 400 naming a
+    keyword the body never sent (minLength here, where the schema has maxLength)."""
+    schema = {"type": "object", "properties": {"rationale": {"type": "string", "maxLength": 9}}}
+    request = ChatRequest((Message("user", "Decide."),), 0.0, 1.0, 64, 1.0, 0, json_schema=schema)
+    for status, message in ((400, "'minLength' is not permitted."),
+                            (422, "'maxLength' is not permitted.")):
+        with ScriptedOpenAI(lambda body: (status, {"error": {"message": message}})) as server:
+            with pytest.raises(BackendError, match=f"HTTP {status}"):
+                create_backend(openai_model(server.url)).complete(request)
+        assert len(server.bodies) == 1, status

@@ -9,6 +9,7 @@ import os
 import re
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,10 @@ from audit.cli.params import write_params
 from audit.cli.stages import main as stages_main
 from audit.config import TrackingConfig
 from audit.tracking.mlflow import TrackingError, check_store, mlflow_run
+from audit.tracking.store import (PROBE_SETTINGS, SQLITE_HEADER, _failure_reason,
+                                  environment_kept, lost_a_write_race, missing_artifacts,
+                                  mistyped_uri, not_a_store_file, reach_store,
+                                  retried_on_write_race, sqlite_path, store_fix)
 
 DEAD_STORE = "http://127.0.0.1:9"  # nothing listens on the discard port
 
@@ -239,6 +244,7 @@ def test_a_store_uri_of_an_unknown_scheme_is_named_whole(tmp_path):
 @pytest.mark.parametrize("setting, message", [
     ({"tracking_uri": ""}, r"^tracking.tracking_uri= is empty: give the MLflow store \(the "
                            r"default is sqlite:///mlflow.db\), or pass tracking=none$"),
+    ({"tracking_uri": " "}, r"^tracking.tracking_uri= is empty: give the MLflow store"),
     ({"experiment": " "}, r"^tracking.experiment= is empty: name the MLflow experiment"),
 ])
 def test_an_empty_store_or_experiment_is_refused_before_any_work(tmp_path, monkeypatch, setting,
@@ -253,7 +259,7 @@ def test_an_empty_store_or_experiment_is_refused_before_any_work(tmp_path, monke
     with pytest.raises(TrackingError, match=message):
         check_store(dataclasses.replace(config, **setting))
     if "tracking_uri" in setting:  # the value came from the environment, which is named
-        monkeypatch.setenv("MLFLOW_TRACKING_URI", "")
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", setting["tracking_uri"])
         with pytest.raises(TrackingError, match=r"^tracking.tracking_uri= is empty "
                                                 r"\(MLFLOW_TRACKING_URI, which it reads, is set "
                                                 r"but empty\): give the MLflow store"):
@@ -331,3 +337,160 @@ def test_an_infinite_timeout_in_the_environment_is_capped_not_a_traceback(tmp_pa
     check_store(TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
                                artifact_root=str(tmp_path / "art")))
     assert os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == timeout
+
+
+@pytest.mark.parametrize(("message", "raced"), [
+    ("(sqlite3.IntegrityError) UNIQUE constraint failed: experiment_tags.key", True),
+    ('duplicate key value violates unique constraint "experiment_tag_pk"', True),
+    ("(1062, \"Duplicate entry '1-x' for key 'PRIMARY'\")", True),
+    ("(sqlite3.OperationalError) database is locked", False),
+])
+def test_a_lost_write_race_is_known_by_each_databases_words(message, raced):
+    """PostgreSQL's or MySQL's words for a row inserted first were not known as a race."""
+    assert lost_a_write_race(RuntimeError(message)) is raced
+
+
+def test_a_lost_write_race_is_retried_twice_and_any_other_failure_is_raised_at_once():
+    """Bugs caught: a race not retried, retried past its attempts, or another failure retried."""
+    calls = []
+
+    def write(fails: int, error: Exception):
+        def attempt() -> str:
+            calls.append(error)
+            if len(calls) <= fails:
+                raise error
+            return "written"
+        return attempt
+
+    assert retried_on_write_race(write(2, RuntimeError("UNIQUE constraint failed"))) == "written"
+    assert len(calls) == 3
+    calls.clear()
+    with pytest.raises(RuntimeError, match="UNIQUE constraint failed"):
+        retried_on_write_race(write(3, RuntimeError("UNIQUE constraint failed")))
+    assert len(calls) == 3
+    calls.clear()
+    with pytest.raises(ValueError, match="no such table"):
+        retried_on_write_race(write(1, ValueError("no such table")))
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize(("error", "reason"), [
+    ("HTTPConnectionPool: Read timed out. (read timeout=10)", "unreachable (timed out)"),
+    ("Max retries exceeded with url: /api/2.0/mlflow", "unreachable"),
+    ("(sqlite3.DatabaseError) file is not a database",
+     "is not a database (the file there is something else)"),
+    ("(sqlite3.DatabaseError) database disk image is malformed",
+     "is a damaged database (restore it from a backup)"),
+    ("\nboom\nsecond line", "failed (boom)"),
+    ("x" * 201, f"failed ({'x' * 200})"),
+])
+def test_a_store_failure_is_named_by_what_its_error_says(error, reason):
+    assert _failure_reason(RuntimeError(error)) == reason
+
+
+def test_the_fix_of_a_store_names_the_server_the_setting_it_came_from_or_neither(monkeypatch):
+    """Bugs caught: an https server not told to be started; a store not from the environment
+    blamed on MLFLOW_TRACKING_URI."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert store_fix("https://h:1") == ("start the server, fix tracking.tracking_uri, or pass "
+                                        "tracking=none")
+    assert store_fix("sqlite:///x.db", "pass --tracking-uri X", None) == "pass --tracking-uri X"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///x.db")
+    assert store_fix("sqlite:///x.db") == ("fix MLFLOW_TRACKING_URI (the default store comes "
+                                           "from it), or pass tracking=none")
+
+
+def test_environment_kept_removes_what_the_block_set_and_restores_what_it_changed(monkeypatch):
+    monkeypatch.delenv("AUDIT_TEST_UNSET", raising=False)
+    monkeypatch.setenv("AUDIT_TEST_SET", "before")
+    with environment_kept("AUDIT_TEST_UNSET", "AUDIT_TEST_SET"):
+        os.environ["AUDIT_TEST_UNSET"] = "set"
+        os.environ["AUDIT_TEST_SET"] = "changed"
+    assert "AUDIT_TEST_UNSET" not in os.environ
+    assert os.environ["AUDIT_TEST_SET"] == "before"
+
+
+def test_a_sqlite_store_uri_names_its_file_relative_or_absolute():
+    assert sqlite_path("sqlite:///store/m.db") == Path("store/m.db")
+    assert sqlite_path("sqlite:////data/m.db") == Path("/data/m.db")
+    assert sqlite_path("http://h:1") is None
+
+
+def _database(path, *tables: str) -> None:
+    with sqlite3.connect(path) as connection:
+        for table in tables:
+            connection.execute(f"CREATE TABLE {table} (x)")
+    connection.close()
+
+
+def test_only_a_sqlite_file_with_mlflows_tables_or_one_that_cannot_be_read_is_a_store(tmp_path):
+    """Bugs caught: a text file starting with "SQLite", or a database with an experiments
+    table alone, taken for a store (MLflow would write its tables into it)."""
+    notes = tmp_path / "notes.db"
+    notes.write_text("SQLite format notes\n")
+    assert not_a_store_file(notes) == "is not a database file"
+    _database(tmp_path / "half.db", "experiments")
+    assert not_a_store_file(tmp_path / "half.db") == ("is a SQLite database without MLflow's "
+                                                      "tables, not an MLflow store")
+    _database(tmp_path / "store.db", "experiments", "runs", "params")
+    assert not_a_store_file(tmp_path / "store.db") is None
+    (tmp_path / "garbled.db").write_bytes(SQLITE_HEADER + b"\xff" * 200)  # sqlite's own error
+    assert not_a_store_file(tmp_path / "garbled.db") is None
+    assert not_a_store_file(tmp_path / "absent.db") is None
+
+
+def test_a_runs_files_are_missing_only_when_the_experiments_folder_is_gone(tmp_path):
+    """Bugs caught: a run that logged no file (no folder of its own) called moved; a remote
+    store's files called missing."""
+    run_id = "0123456789abcdef" * 2
+    folder = tmp_path / "art" / run_id / "artifacts"
+    assert missing_artifacts(run_id, folder.as_uri()) == (
+        f"run 01234567's files are missing: MLflow recorded them in {folder}, which does not "
+        "exist (the store was copied or moved without its artifact folder): restore that "
+        "folder, or run this where the audit ran")
+    assert missing_artifacts(run_id, str(folder)) is not None
+    (tmp_path / "art").mkdir()
+    assert missing_artifacts(run_id, folder.as_uri()) is None
+    assert missing_artifacts(run_id, f"s3://bucket/1/{run_id}/artifacts") is None
+
+
+@pytest.mark.parametrize(("uri", "said"), [
+    ("SQLITE:/x.db", "is not a store URI (did you mean sqlite:///x.db?)"),
+    ("answers.SQLITE3", "is a file's path, not a store URI (a SQLite store is "
+                        "sqlite:///answers.SQLITE3)"),
+    ("https://h:1", None),
+    ("sqlite:///x.db", None),
+    ("postgresql://u@h/x.db", None),
+])
+def test_a_mistyped_store_uri_is_known_whatever_its_case(uri, said):
+    assert mistyped_uri(uri) == said
+
+
+def test_the_store_check_caps_mlflows_retries_and_timeout_and_puts_them_back(monkeypatch,
+                                                                              tmp_path):
+    """Bugs caught: the environment's longer timeout or missing retry setting used by the check
+    (minutes for a dead server), or urllib3's log level left at ERROR after it."""
+    from mlflow.tracking import MlflowClient
+
+    seen = []
+    urllib3_log = logging.getLogger("urllib3.connectionpool")
+    monkeypatch.setattr(urllib3_log, "level", logging.WARNING)
+
+    def probe(client, name):
+        seen.append(({setting: os.environ.get(setting) for setting in PROBE_SETTINGS},
+                     urllib3_log.level))
+
+    monkeypatch.setattr(MlflowClient, "get_experiment_by_name", probe)
+    config = TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}")
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "120")
+    assert reach_store(config) is None
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "soon")
+    reach_store(config)
+    assert seen == [({"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"},
+                     logging.ERROR),
+                    ({"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"},
+                     logging.ERROR)]
+    assert os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "soon"
+    assert urllib3_log.level == logging.WARNING
