@@ -216,3 +216,19 @@ def test_with_a_persona_table_unread_columns_are_not_taken_for_attributes(tmp_pa
     config = _config(path)
     config = replace(config, ingest=replace(config.ingest, personas_file=str(table)))
     assert imported_answers(config)["race"].to_list() == ["Black", "Black", "White", "White"]
+
+
+def test_model_and_item_cells_are_read_trimmed_and_a_blank_model_is_the_default(tmp_path):
+    """Bug caught (bad-input review 2026-12-06): the model and item cells were read as written,
+    so "m " beside "m" was a second model, an all-space model cell a model named " ", and
+    " hiring_01" an item "not in the bank" that sent the user to choose another bank."""
+    rows = [{("race" if key == "ethnicity" else key): value for key, value in row.items()}
+            for row in _rows()]
+    rows[0] |= {"model": "m "}
+    rows[1] |= {"model": "   ", "item": " hiring_02 "}
+    path = tmp_path / "answers.csv"
+    pl.DataFrame(rows).write_csv(path)
+    config = _config(path)
+    answers = imported_answers(replace(config, ingest=replace(config.ingest, model="m")))
+    assert answers["model"].unique().to_list() == ["m"]
+    assert sorted(set(answers["item_id"].to_list())) == ["hiring_01", "hiring_02"]

@@ -231,6 +231,10 @@ def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.
     else:
         frame = frame.with_columns(pl.lit(None, pl.Int64).alias("replicate"))
     frame = frame.with_columns(probability_column(frame, path))
+    # Names trimmed, blank as missing: "gpt-4o " after a comma was a second model of its own,
+    # and " hiring_01" an item "not in the bank" (bad-input review 2026-12-06).
+    frame = frame.with_columns([pl.col(c).str.strip_chars().replace("", None)
+                                for c in ("model", "item")])
     frame = frame.with_columns(pl.col("model").fill_null(default_model))
     if empty := frame["item"].null_count():
         raise AuditError(f"answers file {path}: column 'item' is empty in "
