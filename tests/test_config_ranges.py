@@ -237,3 +237,29 @@ def test_nan_is_refused_for_every_float_setting():
         assert len(problems) == 1 and problems[0].startswith(f"{key}=nan"), (key, problems)
         keys.append(key)
     assert "plan.gap" in keys and "fit.rope" in keys, keys
+
+
+@pytest.mark.parametrize("url", ["http://user:sk-123@127.0.0.1:8000/v1",
+                                 "https://proxy/v1?api_key=sk-123", "https://proxy/v1?token=x"])
+def test_a_server_url_with_a_credential_is_refused_without_repeating_it(url):
+    """Catches a key written into base_url or base_urls reaching MLflow's params, the logs and
+    error messages in clear (they log URLs as written), and a refusal that repeats it."""
+    from audit.config import ModelConfig
+
+    for model in (ModelConfig(backend="openai_compatible", base_url=url),
+                  ModelConfig(backend="openai_compatible", base_urls=["http://a/v1", url])):
+        problems = list(config_problems(model, "model.m."))
+        assert len(problems) == 1 and "sk-123" not in problems[0]
+        assert problems[0].startswith("model.m.base_url")
+        assert problems[0].endswith("name the environment variable that holds the key in "
+                                    "api_key_env")
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "http://user@host/v1",
+                                 "https://proxy/v1?max_tokens=5&tokenizer=x", "http://[::1/v1"])
+def test_a_server_url_without_a_credential_passes(url):
+    """Catches a refusal of ordinary URLs: a user name alone, parameters whose names only
+    contain 'token', and a malformed URL, which its backend names."""
+    from audit.config import ModelConfig
+
+    assert list(config_problems(ModelConfig(base_url=url, base_urls=[url]), "m.")) == []

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from omegaconf import MISSING
 
-from audit.config_ranges import one_of, seed_setting, within
+from audit.config_ranges import one_of, seed_setting, server_url, within
 
 # The default configs ship inside the package, so an installed wheel composes without a checkout.
 CONF_DIR = str(Path(__file__).resolve().parent / "conf")
@@ -71,10 +71,11 @@ class ModelConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     # Servers (ollama, openai_compatible): where, how long to wait, and which environment
     # variable holds the API key. The key itself never enters a config, a log or a run.
-    base_url: str | None = None  # ollama: host (default $OLLAMA_HOST); openai_compatible: .../v1
+    # ollama: host (default $OLLAMA_HOST); openai_compatible: .../v1. No credential in it.
+    base_url: str | None = server_url(None)
     # Several hosts serving the same model (instead of base_url): requests are spread over them
     # by free slots (max_concurrency each), and a failing host is set aside until it recovers.
-    base_urls: list[str] = field(default_factory=list)
+    base_urls: list[str] = server_url([], many=True)
     api_key_env: str | None = None
     timeout_s: float = within(120.0, 0, open_low=True)
     keep_alive: str | None = None  # ollama: how long the server keeps the model loaded ("5m")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.errors import AuditError
+from audit.redaction import holds_credential
 
 
 class ConfigValueError(AuditError):
@@ -106,6 +107,16 @@ def not_blank(default: str | None, fix: str) -> Any:
     return dataclasses.field(default=default, metadata={"blank_fix": fix})
 
 
+def server_url(default: Any, *, many: bool = False) -> Any:
+    """A dataclass field for a server's URL (a list of them with `many`): refused when it holds
+    a credential, which would reach MLflow's params, the logs and error messages in clear. The
+    key belongs in the environment variable `api_key_env` names."""
+    if many:
+        return dataclasses.field(default_factory=lambda: list(default),
+                                 metadata={"server_url": True})
+    return dataclasses.field(default=default, metadata={"server_url": True})
+
+
 def value_problem(key: str, value: Any, metadata: Mapping[str, Any]) -> str | None:
     """What is wrong with `key`'s `value` under its field's metadata, in one line; None if fine."""
     if value is None:
@@ -121,6 +132,13 @@ def value_problem(key: str, value: Any, metadata: Mapping[str, Any]) -> str | No
     blank_fix = metadata.get("blank_fix")
     if blank_fix is not None and isinstance(value, str) and not value.strip():
         return f"{key} is empty: {blank_fix}"
+    if metadata.get("server_url"):
+        urls = [value] if isinstance(value, str) else list(value)
+        if any(isinstance(url, str) and holds_credential(url) for url in urls):
+            # The value is not repeated: the line would carry the key into the terminal's log.
+            return (f"{key} holds a credential (a password or key in the URL), which would be "
+                    f"logged in clear: remove it and name the environment variable that holds "
+                    f"the key in api_key_env")
     choices = metadata.get("choices")
     if choices is not None and value not in choices:
         return f"{key}={value} is not one of {', '.join(choices)}"

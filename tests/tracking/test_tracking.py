@@ -28,6 +28,19 @@ def test_flatten_dots_nested_keys_and_redacts_secrets():
                     "tracking.token": "***redacted***", "items.name": "smoke"}
 
 
+def test_flatten_redacts_secret_sections_and_secrets_inside_lists_but_keeps_variable_names():
+    """Catches a secret logged in clear where it is not the last key (a `secrets:` section was
+    flattened to `secrets.db`, a list of mappings logged as its text, keys and all), and the
+    name of the key's variable (api_key_env, needed to re-create the run) redacted."""
+    flat = flatten({"secrets": {"db": "pw1"},
+                    "dvc_params": {"hosts": [{"url": "http://h", "password": "pw2"}, "x"]},
+                    "model": {"m": {"api_key_env": "OPENAI_API_KEY", "attributes": ("a", "b")}}})
+    assert flat == {"secrets": "***redacted***",
+                    "dvc_params.hosts": "[{'url': 'http://h', 'password': '***redacted***'}, 'x']",
+                    "model.m.api_key_env": "OPENAI_API_KEY",
+                    "model.m.attributes": "('a', 'b')"}
+
+
 def test_config_hash_ignores_order_and_sees_values():
     assert config_hash({"a": "1", "b": "2"}) == config_hash({"b": "2", "a": "1"})
     assert config_hash({"a": "1"}) != config_hash({"a": "2"})

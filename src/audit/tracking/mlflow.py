@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.config import TrackingConfig
+from audit.redaction import REDACTED, is_secret_name, redacted
 # Callers reach the store's failures through this module (tracking.TrackingError, ...).
 from audit.tracking.store import (  # noqa: F401
     WITHOUT_STORE,
@@ -35,8 +36,6 @@ from audit.tracking.store import (  # noqa: F401
 
 log = logging.getLogger(__name__)
 
-# A key ending in "token" (token, hf_token, auth_token) is a secret; "max_tokens" is a count.
-_SECRET_KEY = re.compile(r"(api[_-]?key|token$|secret|password|authorization)", re.IGNORECASE)
 _METRIC_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /:]")
 # MLflow accepts at most 100 params per batch and 6000 characters per value.
 _PARAM_BATCH = 100
@@ -57,16 +56,17 @@ class RunInfo:
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """Nested config -> dotted keys, with any secret-looking key's value redacted."""
+    """Nested config -> dotted keys, with the value of any secret-named key redacted (a whole
+    section when the section's name is one: `secrets.db` was logged in clear)."""
     flat: dict[str, str] = {}
     for key, value in config.items():
         dotted = f"{prefix}{key}"
-        if isinstance(value, Mapping):
+        if is_secret_name(key):
+            flat[dotted] = REDACTED
+        elif isinstance(value, Mapping):
             flat.update(flatten(value, f"{dotted}."))
-        elif _SECRET_KEY.search(str(key)):
-            flat[dotted] = "***redacted***"
         else:
-            flat[dotted] = str(value)[:_PARAM_VALUE_MAX]
+            flat[dotted] = str(redacted(value))[:_PARAM_VALUE_MAX]
     return flat
 
 

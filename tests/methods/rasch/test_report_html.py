@@ -44,7 +44,7 @@ def _audit_config(tmp: Path):
                  f"tracking.artifact_root={tmp / 'artifacts'}"]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = to_audit_config(compose("config", overrides=overrides))
-    # A key name that looks secret must be redacted from the params.
+    # api_key_env names the key's variable: kept in the params (the key never enters a config).
     cfg.model = {"fake": ModelConfig(backend="fake", model="fake-a", api_key_env="AUDIT_TEST_KEY")}
     for section, field in (("items", "bank"), ("personas", "explicit_file"),
                            ("personas", "names_file"), ("judge", "gold_file"),
@@ -74,7 +74,7 @@ def test_the_run_carries_provenance_tags_params_and_stable_metrics(audit_run):
     assert tags["package.pymc"] and tags["package.mlflow"] == mlflow.__version__
     assert tags["model.fake"] == "backend=fake model=fake-a digest=none"
     assert tags["converged"] == "false"  # 2 chains x 100 draws cannot reach an ESS of 400
-    assert params["model.fake.api_key_env"] == "***redacted***"
+    assert params["model.fake.api_key_env"] == "AUDIT_TEST_KEY"
     assert params["items.name"] == "smoke" and params["fit.draws"] == "100"
     for name in ("rhat_max", "ess_bulk_min", "judge/kappa", "judge/accuracy", "n_prompts",
                  "theta_mean/fake/white_man", "theta_mean/fake/baseline"):
