@@ -227,6 +227,9 @@ class EngineConfig:
     max_attempts: int = within(4, 1)
     backoff_initial_s: float = within(1.0, 0)
     backoff_max_s: float = within(30.0, 0)
+    # A server's Retry-After longer than this is not waited for: the request fails at once,
+    # saying so (an exhausted daily quota answers 429 with hours, and each request slept them).
+    max_retry_after_s: float = within(600.0, 0)
 
 
 @dataclass

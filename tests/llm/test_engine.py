@@ -259,6 +259,55 @@ def test_retry_after_is_honoured(items, personas, tmp_path):
     assert all(second_try[prompt] - first_try[prompt] >= 0.5 for prompt in first_try)
 
 
+def test_a_retry_after_longer_than_the_setting_fails_the_request_at_once(items, personas,
+                                                                        tmp_path):
+    """Bug caught: a server's Retry-After was always obeyed, so an exhausted daily quota (429
+    with hours to wait) left every request asleep that long without a word. Longer than
+    engine.max_retry_after_s, the request fails at once and says so; shorter, it is waited."""
+    from dataclasses import replace
+
+    patient = replace(NO_WAIT, max_retry_after_s=0.3)
+    backend = _Timed(latency_s=0.0, rate_limited_first=0.5)
+    responses, _ = _timed_run(items, personas, tmp_path / "long", backend, engine=patient)
+    assert responses["error_kind"].to_list() == ["rate_limit"] * 8 and len(backend.calls) == 8
+    assert all(message.startswith("HTTP 429; the server asks to wait 0.5 s (Retry-After), more "
+                                  "than engine.max_retry_after_s=0.3: run again later")
+               for message in responses["error_message"].to_list())
+    backend = _Timed(latency_s=0.0, rate_limited_first=0.2)
+    responses, _ = _timed_run(items, personas, tmp_path / "short", backend, engine=patient)
+    assert responses["status"].to_list() == ["ok"] * 8 and len(backend.calls) == 16
+
+
+def test_a_long_retry_after_on_a_retry_stops_the_retries(items, personas, tmp_path):
+    """Catches the wait refused only on a request's first failure: a server that first says
+    "try again now" and then "in an hour" had the request wait the hour (here 5 s against a
+    limit of 1 s)."""
+    import threading
+    from dataclasses import replace
+
+    from audit.llm.backends import BackendError
+
+    class _SoonThenLate(_Failing):
+        def __init__(self) -> None:
+            super().__init__(BackendError("rate_limit", "HTTP 429"))
+            self._guard, self.seen = threading.Lock(), set()
+
+        def complete(self, request):
+            with self._guard:
+                self.sends += 1
+                prompt = request.messages[-1].content
+                first = prompt not in self.seen
+                self.seen.add(prompt)
+            raise BackendError("rate_limit", "HTTP 429", 0.0 if first else 5.0)
+
+    backend = _SoonThenLate()
+    responses, _ = _timed_run(items, personas, tmp_path, backend,
+                              engine=replace(NO_WAIT, max_retry_after_s=1.0))
+    assert responses["error_kind"].to_list() == ["rate_limit"] * 8 and backend.sends == 8 * 2
+    assert all("wait 5 s (Retry-After), more than engine.max_retry_after_s=1: " in message
+               for message in responses["error_message"].to_list())
+
+
 def test_requests_per_minute_spaces_the_requests(items, personas, tmp_path):
     backend = _Timed(latency_s=0.0)
     engine = EngineConfig(max_attempts=1, requests_per_minute=600)  # one every 0.1 s

@@ -60,6 +60,18 @@ def _is_transient(error: BaseException) -> bool:
     return isinstance(error, BackendError) and error.kind in TRANSIENT_KINDS
 
 
+def _asks_too_long_a_wait(error: BackendError, engine: EngineConfig) -> bool:
+    return (error.retry_after_s or 0.0) > engine.max_retry_after_s
+
+
+def _wait_refused(error: BackendError, engine: EngineConfig) -> BackendError:
+    """The failure of a request whose server asks for a longer wait than the run takes."""
+    return BackendError(error.kind, f"{error}; the server asks to wait {error.retry_after_s:g} s "
+                        f"(Retry-After), more than engine.max_retry_after_s="
+                        f"{engine.max_retry_after_s:g}: run again later (answers so far are "
+                        f"kept) or raise it", status=error.status)
+
+
 def _backoff(engine: EngineConfig):
     """Exponential backoff with jitter, but never shorter than the server's Retry-After."""
     exponential = wait_exponential_jitter(initial=engine.backoff_initial_s,
@@ -108,6 +120,8 @@ async def _attempt(backend: Backend, request: ChatRequest, engine: EngineConfig,
     except BackendError as error:
         if not _is_transient(error) or engine.max_attempts <= 1:
             raise
+        if _asks_too_long_a_wait(error, engine):
+            raise _wait_refused(error, engine) from error
         first_failure = error
     replayed = False
 
@@ -120,9 +134,17 @@ async def _attempt(backend: Backend, request: ChatRequest, engine: EngineConfig,
             raise first_failure
         return await _send_once(backend, request, limiter)
 
-    return await AsyncRetrying(retry=retry_if_exception(_is_transient),
-                               stop=stop_after_attempt(engine.max_attempts),
-                               wait=_backoff(engine), reraise=True)(retry)
+    def worth_retrying(error: BaseException) -> bool:
+        return _is_transient(error) and not _asks_too_long_a_wait(error, engine)
+
+    try:
+        return await AsyncRetrying(retry=retry_if_exception(worth_retrying),
+                                   stop=stop_after_attempt(engine.max_attempts),
+                                   wait=_backoff(engine), reraise=True)(retry)
+    except BackendError as error:
+        if _is_transient(error) and _asks_too_long_a_wait(error, engine):
+            raise _wait_refused(error, engine) from error
+        raise
 
 
 async def _send_missing(backend: Backend, identity: dict[str, str], key: str,
