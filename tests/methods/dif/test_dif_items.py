@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 from audit.errors import AuditError
 from audit.methods.dif.items import (
+    GENERATORS,
     LETTERS,
     WEEKDAYS,
+    Problem,
     generate_items,
     load_custom_items,
     select_items,
@@ -225,3 +227,51 @@ def test_a_value_no_cell_has_is_refused_from_the_shipped_bank_too():
     # A user's bank of its own datasets is cut by them.
     geometry = bank.with_columns(pl.lit("geometry").alias("dataset"))
     assert select_items(geometry, ["geometry"], ["free"], [1], None).height == 4
+
+
+def test_per_cell_below_one_is_refused_by_the_generator_too():
+    """Catches `per_cell < 1` weakened to `< 0` in generate_items: per_cell 0 returned an empty
+    bank and the run went on with no items from the generator."""
+    with pytest.raises(AuditError, match="dif.per_cell must be at least 1, got 0"):
+        generate_items(1, 0)
+
+
+def test_a_template_that_runs_out_of_problems_is_one_clear_error(monkeypatch):
+    """Catches the "cannot generate" guard being skipped (a `break`): a cell whose template
+    repeats itself then held fewer items than dif.per_cell, without a word."""
+    same = Problem("math_add", "What is 1 + 1?", "2", "number", ("3", "4", "1"))
+    monkeypatch.setitem(GENERATORS, ("math", 1), lambda rng: same)
+    with pytest.raises(AuditError, match="cannot generate 2 distinct math items of difficulty 1"):
+        generate_items(1, 2, ["math"], ["free"], [1])
+    assert generate_items(1, 1, ["math"], ["free"], [1]).height == 1
+
+
+def test_did_you_mean_is_about_the_first_unknown_value():
+    """Catches the suggestion being made for another unknown value than the first one named."""
+    with pytest.raises(AuditError, match=r"^unknown dif.datasets \['logik', 'mathz'\] \(did you "
+                                         r"mean 'logic'\?\)"):
+        generate_items(1, 2, datasets=["mathz", "logik"])
+
+
+def test_custom_items_are_read_as_people_write_them():
+    """Catches dropping the `.strip()` of question or answer, the `.upper()` of an answer letter,
+    the cast of every column to text (an integer answer 0 read as empty), the default
+    difficulty 0 and the sort by item_id."""
+    frame = pl.DataFrame({
+        "item_id": ["q3", "q1", "q2", "q4"],
+        "question": ["Pick the prime.", "What is 0 x 7?", "Capital of France?", "2 + 2?"],
+        "answer": ["b", "0", " Paris ", "4"],
+        "options": ["4|7|9", None, None, None],
+    })
+    items = load_custom_items(frame, Path("mine.csv"))
+    assert items["item_id"].to_list() == ["q1", "q2", "q3", "q4"]
+    rows = {row["item_id"]: row for row in items.iter_rows(named=True)}
+    assert rows["q3"]["answer"] == "B" and rows["q3"]["answer_text"] == "7"
+    assert rows["q2"]["answer"] == "Paris"
+    assert set(items["difficulty"].to_list()) == {0}  # never mistaken for a generated cell
+    numbers = load_custom_items(pl.DataFrame({"question": ["0 x 7?", "6 x 7?"], "answer": [0, 42]}),
+                                Path("mine.csv"))
+    assert numbers["answer"].to_list() == ["0", "42"]
+    with pytest.raises(AuditError, match="row 2 has an empty question or answer"):
+        load_custom_items(pl.DataFrame({"question": ["x", "   "], "answer": ["1", "2"]}),
+                          Path("mine.csv"))
