@@ -315,3 +315,31 @@ def test_check_installed_refuses_what_resolve_would(parts_root, cache, tmp_path,
     for index in range(1, PART_COUNT + 1):  # the parts are gone: the verified file still serves
         (root / f"{PREFIX}{index}" / "data" / f"part{index:02d}.bin").unlink()
     check_installed(MODEL)
+
+
+_STALE_MODEL, _STALE_PREFIX = "fake-stale-model", "fake_stale_part"
+
+
+def test_a_valid_assembly_without_a_current_marker_passes_the_check(tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    """Bug caught (mutation review 2026-12-06): check_installed said "not installed: install the
+    `embedded` extra" of an assembled model that resolve_model_path accepts, when its marker no
+    longer matched (a cache copied without its mtimes, or a crash between rename and marker) and
+    the parts were not installed: the run stopped at design with the model file there."""
+    root = tmp_path / "site"
+    for index in (1, 2):
+        (root / f"{_STALE_PREFIX}{index}" / "data").mkdir(parents=True)
+        part = root / f"{_STALE_PREFIX}{index}" / "data" / f"part{index:02d}.bin"
+        part.write_bytes(b"x" * index)
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setitem(PACKAGED_MODELS, _STALE_MODEL, PartedFile(
+        parts=numbered_parts(_STALE_PREFIX, 2), file_name="bug.gguf",
+        sha256=hashlib.sha256(b"xxx").hexdigest(), size=3))
+    path = resolve_model_path(_STALE_MODEL)
+    shutil.rmtree(root)  # a slim install that uses a copied cache
+    importlib.invalidate_caches()
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # `cp` without -p
+    check_installed(_STALE_MODEL)  # what resolve_model_path does next: hash the file, accept it
+    assert resolve_model_path(_STALE_MODEL) == path

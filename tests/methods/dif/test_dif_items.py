@@ -275,3 +275,33 @@ def test_custom_items_are_read_as_people_write_them():
     with pytest.raises(AuditError, match="row 2 has an empty question or answer"):
         load_custom_items(pl.DataFrame({"question": ["x", "   "], "answer": ["1", "2"]}),
                           Path("mine.csv"))
+
+
+@pytest.mark.parametrize(("difficulty", "read"), [("2", 2), (" 1.0 ", 1), ("", 0)])
+def test_a_custom_difficulty_is_a_whole_number_as_spreadsheets_write_it(difficulty, read):
+    """Bug caught (mutation review 2026-12-06): int() of the cell gave a traceback on "1.0",
+    which a spreadsheet or pandas writes for a column with blanks."""
+    frame = pl.DataFrame({"question": ["q"], "answer": ["1"], "difficulty": [difficulty]})
+    assert load_custom_items(frame, Path("mine.csv"))["difficulty"].to_list() == [read]
+
+
+@pytest.mark.parametrize("difficulty", ["hard", "1.5", "inf"])
+def test_a_custom_difficulty_that_is_no_whole_number_is_one_line(difficulty):
+    """Bug caught (mutation review 2026-12-06): a difficulty such as "hard" ended the DIF
+    design stage in a ValueError traceback."""
+    frame = pl.DataFrame({"question": ["q"], "answer": ["1"], "difficulty": [difficulty]})
+    with pytest.raises(AuditError, match=rf"^mine.csv: row 1: difficulty '{difficulty}' is not "
+                                         r"a whole number: give one \(1, 2, 3\), or leave it "
+                                         r"empty$"):
+        load_custom_items(frame, Path("mine.csv"))
+
+
+def test_more_options_than_letters_is_one_line():
+    """Bug caught (mutation review 2026-12-06): a row with nine options (the letters go A to H)
+    ended in an IndexError traceback from choice_question; eight still pass."""
+    eight = pl.DataFrame({"question": ["q"], "answer": ["H"], "options": ["1|2|3|4|5|6|7|8"]})
+    assert load_custom_items(eight, Path("mine.csv"))["answer_text"].to_list() == ["8"]
+    nine = eight.with_columns(options=pl.lit("1|2|3|4|5|6|7|8|9"))
+    with pytest.raises(AuditError, match=r"^mine.csv: row 1 has 9 options, more than the 8 a "
+                                         r"choice question letters \(A to H\)"):
+        load_custom_items(nine, Path("mine.csv"))

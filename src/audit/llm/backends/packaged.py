@@ -113,7 +113,12 @@ def check_installed(model: str) -> None:
     assembling or hashing anything: a design can stop before the first prompt."""
     entry = PACKAGED_MODELS.get(model)
     if isinstance(entry, PartedFile):
-        if not _marker_matches(cache_dir() / entry.file_name, entry.sha256, entry.size):
+        target = cache_dir() / entry.file_name
+        # An assembled file of the pinned size without a current marker (a cache copied without
+        # its mtimes) is hashed by resolve_model_path and kept if it matches: the parts it was
+        # built from are not needed, so their absence is no reason to stop here.
+        if not (_marker_matches(target, entry.sha256, entry.size)
+                or (target.is_file() and target.stat().st_size == entry.size)):
             _part_paths(model, entry)
     elif entry is not None or not Path(model).expanduser().is_file():
         resolve_model_path(model)

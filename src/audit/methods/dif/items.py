@@ -13,6 +13,7 @@ letter). Answer types: `number` (compared numerically), `word` (one of a closed 
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -327,6 +328,20 @@ def select_items(bank: pl.DataFrame, datasets: Sequence[str], forms: Sequence[st
 
 # --- user items ----------------------------------------------------------------------------------
 
+def _difficulty(value: object, index: int, source: Path) -> int:
+    """A custom item's difficulty: a whole number, `1.0` as a spreadsheet or pandas writes it
+    too, 0 when empty. int() of the cell gave a traceback on "1.0" and "hard"."""
+    text = str(value or "").strip()
+    try:
+        number = float(text) if text else 0.0
+    except ValueError:
+        number = math.nan
+    if not number.is_integer():
+        raise AuditError(f"{source}: row {index + 1}: difficulty '{text}' is not a whole number: "
+                         f"give one (1, 2, 3), or leave it empty")
+    return int(number)
+
+
 def _custom_row(index: int, row: dict[str, object], source: Path) -> dict[str, object]:
     question = str(row.get("question") or "").strip()
     answer = str(row.get("answer") or "").strip()
@@ -334,9 +349,13 @@ def _custom_row(index: int, row: dict[str, object], source: Path) -> dict[str, o
         raise AuditError(f"{source}: row {index + 1} has an empty question or answer; every row "
                          f"needs both")
     options = [part.strip() for part in str(row.get("options") or "").split("|") if part.strip()]
+    if len(options) > len(LETTERS):  # choice_question letters them A to H
+        raise AuditError(f"{source}: row {index + 1} has {len(options)} options, more than the "
+                         f"{len(LETTERS)} a choice question letters (A to {LETTERS[-1]}): drop "
+                         f"some, or the options column for a free answer")
     base = {"item_id": str(row.get("item_id") or f"custom_{index + 1:04d}"),
             "dataset": str(row.get("dataset") or "custom"),
-            "difficulty": int(row.get("difficulty") or 0), "template": "custom"}
+            "difficulty": _difficulty(row.get("difficulty"), index, source), "template": "custom"}
     if options:
         letter = answer.upper()
         if letter not in LETTERS[:len(options)]:
