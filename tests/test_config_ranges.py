@@ -240,7 +240,8 @@ def test_nan_is_refused_for_every_float_setting():
 
 
 @pytest.mark.parametrize("url", ["http://user:sk-123@127.0.0.1:8000/v1",
-                                 "https://proxy/v1?api_key=sk-123", "https://proxy/v1?token=x"])
+                                 "https://proxy/v1?api_key=sk-123", "https://proxy/v1?token=x",
+                                 "https://proxy/v1?KEY=sk-123"])
 def test_a_server_url_with_a_credential_is_refused_without_repeating_it(url):
     """Catches a key written into base_url or base_urls reaching MLflow's params, the logs and
     error messages in clear (they log URLs as written), and a refusal that repeats it."""
@@ -256,7 +257,8 @@ def test_a_server_url_with_a_credential_is_refused_without_repeating_it(url):
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "http://user@host/v1",
-                                 "https://proxy/v1?max_tokens=5&tokenizer=x", "http://[::1/v1"])
+                                 "https://proxy/v1?max_tokens=5&tokenizer=x&keys=2",
+                                 "http://[::1/v1"])
 def test_a_server_url_without_a_credential_passes(url):
     """Catches a refusal of ordinary URLs: a user name alone, parameters whose names only
     contain 'token', and a malformed URL, which its backend names."""

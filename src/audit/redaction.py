@@ -17,6 +17,8 @@ from urllib.parse import parse_qsl, urlsplit
 # hf_token) is one; "max_tokens" is a count.
 SECRET_NAME = re.compile(r"(api[_-]?key|token$|secret|password|authorization)", re.IGNORECASE)
 REDACTED = "***redacted***"
+# Query parameters that carry a key under a bare name (Google's APIs take `?key=`).
+URL_KEY_NAMES = frozenset({"key", "sig", "signature"})
 
 
 def is_secret_name(key: object) -> bool:
@@ -45,5 +47,5 @@ def holds_credential(url: str) -> bool:
         password = parts.password
     except ValueError:  # a malformed URL: its backend names what is wrong with it
         return False
-    return bool(password) or any(SECRET_NAME.search(name)
+    return bool(password) or any(SECRET_NAME.search(name) or name.lower() in URL_KEY_NAMES
                                  for name, _ in parse_qsl(parts.query, keep_blank_values=True))
