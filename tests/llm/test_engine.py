@@ -111,29 +111,32 @@ def test_only_transient_failures_are_retried(items, personas, tmp_path):
         assert backend.sends == 8 * sends_per_prompt
 
 
+class _FirstThenLater(_Failing):
+    """A backend that fails each prompt's first send with `first` and every later one with
+    `later`."""
+
+    def __init__(self, first: Exception, later: Exception) -> None:
+        import threading
+
+        super().__init__(first)
+        self.later, self._guard, self.seen = later, threading.Lock(), set()
+
+    def complete(self, request):
+        with self._guard:
+            self.sends += 1
+            prompt = request.messages[-1].content
+            first = prompt not in self.seen
+            self.seen.add(prompt)
+        raise self.failure if first else self.later
+
+
 def test_a_refusal_after_a_timeout_is_not_retried(items, personas, tmp_path):
     """Bug caught: once a request had been retried, any later failure was retried too, so a
     request refused with an HTTP 400 after a timeout was sent again until max_attempts."""
-    import threading
-
     from audit.llm.backends import BackendError
 
-    class _TimeoutThenRefused(_Failing):
-        def __init__(self) -> None:
-            super().__init__(BackendError("timeout", "no reply within 60 s"))
-            self._guard, self.seen = threading.Lock(), set()
-
-        def complete(self, request):
-            with self._guard:
-                self.sends += 1
-                prompt = request.messages[-1].content
-                first = prompt not in self.seen
-                self.seen.add(prompt)
-            if first:
-                raise self.failure
-            raise BackendError("http_status", "HTTP 400 from the server", status=400)
-
-    backend = _TimeoutThenRefused()
+    backend = _FirstThenLater(BackendError("timeout", "no reply within 60 s"),
+                              BackendError("http_status", "HTTP 400 from the server", status=400))
     responses, _ = _timed_run(items, personas, tmp_path, backend)
     assert responses["error_kind"].to_list() == ["http_status"] * 8
     # Each of the 8 prompts: the timeout, then the refusal, and no third send (max_attempts 3).
@@ -282,25 +285,12 @@ def test_a_long_retry_after_on_a_retry_stops_the_retries(items, personas, tmp_pa
     """Catches the wait refused only on a request's first failure: a server that first says
     "try again now" and then "in an hour" had the request wait the hour (here 5 s against a
     limit of 1 s)."""
-    import threading
     from dataclasses import replace
 
     from audit.llm.backends import BackendError
 
-    class _SoonThenLate(_Failing):
-        def __init__(self) -> None:
-            super().__init__(BackendError("rate_limit", "HTTP 429"))
-            self._guard, self.seen = threading.Lock(), set()
-
-        def complete(self, request):
-            with self._guard:
-                self.sends += 1
-                prompt = request.messages[-1].content
-                first = prompt not in self.seen
-                self.seen.add(prompt)
-            raise BackendError("rate_limit", "HTTP 429", 0.0 if first else 5.0)
-
-    backend = _SoonThenLate()
+    backend = _FirstThenLater(BackendError("rate_limit", "HTTP 429", 0.0),
+                              BackendError("rate_limit", "HTTP 429", 5.0))
     responses, _ = _timed_run(items, personas, tmp_path, backend,
                               engine=replace(NO_WAIT, max_retry_after_s=1.0))
     assert responses["error_kind"].to_list() == ["rate_limit"] * 8 and backend.sends == 8 * 2
