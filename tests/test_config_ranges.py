@@ -129,6 +129,49 @@ def test_values_at_the_edges_of_their_ranges_and_nulls_are_accepted(overrides):
     _compose(overrides)  # the check must not refuse what the docs allow
 
 
+
+# The shared sections' bounds that no case above reaches (mutation review 2026-12-06).
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["model=vllm", "model.vllm.sampling.top_p=1.5"],
+     "model.vllm.sampling.top_p=1.5 must lie in (0, 1]"),
+    (["model=vllm", "model.vllm.sampling.max_tokens=0"],
+     "model.vllm.sampling.max_tokens=0 must lie in [1, inf)"),
+    (["model=vllm", "model.vllm.sampling.repeat_penalty=0"],
+     "model.vllm.sampling.repeat_penalty=0.0 must lie in (0, inf)"),
+    (["model=vllm", "model.vllm.n_ctx=0"], "model.vllm.n_ctx=0 must lie in [1, inf)"),
+    (["model=vllm", "model.vllm.n_threads=0"], "model.vllm.n_threads=0 must lie in [1, inf)"),
+    (["judge.rationale_max_chars=-1"], "judge.rationale_max_chars=-1 must lie in [0, inf)"),
+    (["judge.min_decision_mass=1.5"], "judge.min_decision_mass=1.5 must lie in [0, 1]"),
+    (["judge.rule_check_per_group=-1"], "judge.rule_check_per_group=-1 must lie in [0, inf)"),
+    (["items.per_domain=0"], "items.per_domain=0 must lie in [1, inf)"),
+    (["personas.null_length=0"], "personas.null_length=0 must lie in [1, inf)"),
+    (["design.max_prompts=0"], "design.max_prompts=0 must lie in [1, inf)"),
+    (["design.max_tokens_budget=0"], "design.max_tokens_budget=0 must lie in [1, inf)"),
+    (["design.futility_from=1.5"], "design.futility_from=1.5 must lie in [0, 1]"),
+    (["engine.backoff_max_s=-1"], "engine.backoff_max_s=-1.0 must lie in [0, inf)"),
+])
+def test_each_shared_sections_bound_refuses_the_value_past_it(overrides, message):
+    """Catches a bound dropped or loosened in audit/config.py's shared sections (a lower bound
+    moved from 1 to 0, an open end closed, an upper end of a share removed): each such value
+    ran until its consumer failed or silently misbehaved (n_ctx=0, max_tokens=0, a decision
+    mass or a futility share above 1)."""
+    with pytest.raises(ConfigValueError) as raised:
+        _compose(overrides)
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("overrides", [
+    ["model=vllm", "model.vllm.sampling.temperature=0"],
+    ["model=vllm", "model.vllm.sampling.top_p=1"],
+    ["judge.rationale_max_chars=0"], ["judge.rule_check_per_group=0"],
+    ["judge.min_decision_mass=1"], ["design.futility_from=1"],
+])
+def test_greedy_sampling_and_the_other_documented_edges_are_accepted(overrides):
+    """Catches temperature's closed lower end made open (temperature=0, greedy decoding, the
+    usual reproducible setting, refused) and the other documented edges (0 to turn a count
+    off, 1 for a share) refused."""
+    _compose(overrides)
+
 def _declared(schema: type, prefix: str = ""):
     for config_field in dataclasses.fields(schema):
         if "range" in config_field.metadata or "choices" in config_field.metadata:
