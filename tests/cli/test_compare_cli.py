@@ -302,11 +302,54 @@ def test_a_gate_of_zero_fails_a_worsening_contrast_with_exit_1(two_runs, tmp_pat
     (["a", "b", "--max_worsening", "0.5"],
      "--max_worsening is not an option: options are key=value (write max_worsening=VALUE)"),
     (["a", "b", "--verbose"], "--verbose is not an option: options are key=value;"),
+    # Bug caught (mutation review 2026-12-06): a pp gap grows by less than 100pp, so 100pp or
+    # more was a gate that could not fail, accepted without a word.
+    (["a", "b", "max_worsening=100pp"], "max_worsening=100pp can never be exceeded, so it gates "
+                                        "nothing: a gap in percentage points grows by less than "
+                                        "100pp; give less"),
 ])
 def test_bad_input_is_one_line_and_exit_2(arguments, message, caplog):
     assert compare.main(arguments) == 2
     assert message in caplog.text
 
+
+@pytest.mark.parametrize("arguments, message", [
+    (["a", "b", "c"], "give one or two runs"),
+    (["tracking=false"], "give one or two runs"),
+    (["only_one", "model_a=x"], "one run needs model_a=NAME and model_b=NAME"),
+    (["a", "b", "tune=0"], "tune=0 must be at least 1"),
+    (["a", "b", "target_accept=1"], "target_accept=1.0 must lie between 0 and 1"),
+    (["a", "b", "target_accept=0"], "target_accept=0.0 must lie between 0 and 1"),
+    (["a", "b", "max_worsening=-0.5"], "max_worsening=-0.5 must be >= 0"),
+    (["a", "b", "worsening_prob=1"], "worsening_prob=1.0 must lie between 0 and 1"),
+    (["a", "b", "worsening_prob=0"], "worsening_prob=0.0 must lie between 0 and 1"),
+])
+def test_a_run_count_or_an_option_at_the_edge_of_its_range_is_exit_2(arguments, message, caplog):
+    """Catches the checks loosened at their edges: three runs, or none (an IndexError
+    traceback), taken (`1 <= len(sources) <= 2` widened); one run with model_a= alone accepted
+    (`and` read as `or`); tune=0 accepted (tune left out of the at-least-1 check);
+    target_accept or worsening_prob of exactly 0 or 1 accepted (`<` read as `<=`); a negative
+    max_worsening accepted (the `value < 0` check dropped or moved)."""
+    assert compare.main(arguments) == 2
+    assert message in caplog.text
+
+
+def test_one_runs_two_models_are_compared_by_model_a_and_model_b(two_runs, tmp_path, capsys):
+    """Catches model_b= read for side A or model_a= for side B (`RUN model_a=X model_b=Y`
+    compared a model with itself, or refused as the same run and model)."""
+    run_a, run_b = two_runs
+    both = tmp_path / "both"
+    both.mkdir()
+    pl.concat([pl.read_parquet(run_a / "prompts.parquet"),
+               pl.read_parquet(run_b / "prompts.parquet").with_columns(
+                   pl.lit("llama").alias("model_name"))]).write_parquet(both / "prompts.parquet")
+    pl.concat([pl.read_parquet(run / "labels.parquet") for run in (run_a, run_b)]).write_parquet(
+        both / "labels.parquet")
+    (both / "config.yaml").write_text((run_a / "config.yaml").read_text())
+    assert compare.main([str(both), "model_a=qwen", "model_b=llama", f"output={tmp_path / 'o'}",
+                         "tracking=false"]) == 0
+    assert f"Result: compare qwen ({both.resolve()}) -> llama ({both.resolve()})" \
+        in capsys.readouterr().out
 
 def test_without_max_worsening_the_output_says_no_contrast_was_gated(two_runs, tmp_path, capsys,
                                                                       caplog):
@@ -419,6 +462,10 @@ def test_the_comparisons_mlflow_run_records_its_gate_and_provenance(two_runs, tm
     assert params["items"] == "shared"  # re-created by audit.runs show with items=shared
     assert tags["converged"] == "true" and "audit.version" in tags
     assert "package.pymc" in tags
+    # Catches compare.run_b tagged with run A's source (only the slow test read the tags).
+    assert (tags["compare.run_a"], tags["compare.run_b"]) == \
+        (str(run_a.resolve()), str(run_b.resolve()))
+    assert (tags["compare.model_a"], tags["compare.model_b"]) == ("qwen", "qwen")
     assert run.info.run_name == "compare qwen: a vs b"  # one model, two system prompts
 
 
@@ -587,3 +634,47 @@ def test_the_comparison_page_states_the_intervals_mass(tmp_path):
     page = change_report(changes, sides, pairing="paired", verdict="no gate", failed=False,
                          converged=True, figure=figure, lines=["race: Asian vs White"])
     assert "<th>90% HDI</th>" in page and "90% highest-density intervals" in page
+
+
+def test_the_same_answers_twice_are_warned_of_and_a_relabelled_copy_is_not(two_runs, tmp_path,
+                                                                           monkeypatch, caplog):
+    """Catches the warning "A and B hold the same prompts and labels" given for the same
+    prompts labelled otherwise (`and` read as `or`): a rescored run, the case a comparison of
+    the same prompts is for, was told it can only find no change."""
+    import shutil
+
+    def fitted(*args, **kwargs):
+        raise Fitted
+
+    monkeypatch.setattr(comparison, "fit_joint", fitted)
+    run_a, _ = two_runs
+    same, relabelled = tmp_path / "same", tmp_path / "relabelled"
+    shutil.copytree(run_a, same)
+    shutil.copytree(run_a, relabelled)
+    pl.read_parquet(run_a / "labels.parquet").with_columns(pl.col("label").replace_strict(
+        {"favourable": "unfavourable", "unfavourable": "favourable"})).write_parquet(
+        relabelled / "labels.parquet")
+    warning = "A and B hold the same prompts and labels"
+    with pytest.raises(Fitted):
+        compare.main([str(run_a), str(same), f"output={tmp_path / 'o1'}", "tracking=false"])
+    assert warning in caplog.text
+    caplog.clear()
+    with pytest.raises(Fitted):
+        compare.main([str(run_a), str(relabelled), f"output={tmp_path / 'o2'}",
+                      "tracking=false"])
+    assert warning not in caplog.text
+
+
+def test_a_run_that_turned_tracking_off_logs_no_comparison(two_runs, tmp_path, capsys):
+    """Catches the comparison logged to MLflow although run A's config has tracking.enabled=
+    false (the `settings.enabled` half of the logging condition dropped): the link line said
+    tracking was off while a store was created and written."""
+    run_a, run_b = two_runs
+    config = OmegaConf.load(run_a / "config.yaml")
+    config.tracking.enabled = False
+    (run_a / "config.yaml").write_text(OmegaConf.to_yaml(config))
+    store = tmp_path / "mlflow.db"
+    assert compare.main([str(run_a), str(run_b), f"output={tmp_path / 'out'}",
+                         f"tracking_uri=sqlite:///{store}"]) == 0
+    assert "MLflow: off (tracking.enabled=false in run A's config)" in capsys.readouterr().out
+    assert not store.exists()

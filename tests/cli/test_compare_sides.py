@@ -179,3 +179,28 @@ def test_a_day_folder_of_runs_is_named_with_its_latest_run(runs, tmp_path, caplo
     assert compare.main([str(day), str(run_b), "tracking=false"]) == 2
     assert (f"{day} is not one run: it holds 2 runs (folders of finished runs inside it): pass "
             f"one, e.g. the latest, {day / '07-33-56'}") in caplog.text
+
+
+def test_the_default_folder_is_named_by_the_runs_eight_character_prefixes():
+    """Catches the default folder named by the sources' whole names (`name[:8]` dropped): a
+    full MLflow run id is 32 characters, and `python -m audit.runs` shows its first 8."""
+    ids = ["0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"]
+    out, junit = compare.output_paths({}, ids)
+    assert out == Path("compare") / "01234567_vs_fedcba98"
+    assert junit == out / "compare_junit.xml"
+
+
+def test_a_run_directory_whose_path_holds_an_equals_sign_is_a_run_not_an_option(tmp_path: Path):
+    """Bug caught (mutation review 2026-12-06): every argument with `=` was read as key=value,
+    so a run written to paths.output_dir=runs/temperature=0.7 was refused as "unknown option
+    .../temperature", with no way to pass the folder. A known option still wins, and a
+    misspelt one that names no path is still refused."""
+    run_a, run_b = tmp_path / "runs" / "temperature=0.2", tmp_path / "runs" / "temperature=0.7"
+    run_b.mkdir(parents=True)
+    run_a.mkdir()
+    sources, options = compare.parse_arguments([str(run_a), str(run_b), "tracking=false"])
+    assert sources == [str(run_a), str(run_b)] and options == {"tracking": "false"}
+    from audit.errors import AuditError
+
+    with pytest.raises(AuditError, match=r"^unknown option trackin \(did you mean 'tracking'"):
+        compare.parse_arguments([str(run_a), str(run_b), "trackin=false"])

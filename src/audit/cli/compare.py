@@ -85,14 +85,21 @@ def items_option(options: dict[str, str]) -> str:
     return choice
 
 
+def _is_option(argument: str) -> bool:
+    """key=value, unless the key is no option and the whole names a path: a run written to
+    paths.output_dir=runs/temperature=0.7 was refused as "unknown option runs/temperature"."""
+    key, separator, _ = argument.partition("=")
+    return bool(separator) and (key in OPTIONS or not Path(argument).exists())
+
+
 def parse_arguments(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     flag = next((argument for argument in argv if argument.startswith("--")), None)
     if flag is not None:  # it counted as a third run: "give one or two runs"
         key = flag[2:].split("=", 1)[0].replace("-", "_")
         hint = f" (write {key}=VALUE)" if key in OPTIONS else ""
         raise AuditError(f"{flag} is not an option: options are key=value{hint}; {USAGE}")
-    sources = [argument for argument in argv if "=" not in argument]
-    options = dict(argument.split("=", 1) for argument in argv if "=" in argument)
+    sources = [argument for argument in argv if not _is_option(argument)]
+    options = dict(argument.split("=", 1) for argument in argv if _is_option(argument))
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown or not 1 <= len(sources) <= 2:
         problem = (f"unknown option {unknown[0]}{did_you_mean(unknown[0], list(OPTIONS))}"
@@ -143,6 +150,9 @@ def worsening_limit(text: str | None) -> tuple[float | None, str]:
                          "percentage points (5pp)")
     if value < 0:
         raise AuditError(f"max_worsening={text} must be >= 0")
+    if unit == "pp" and value >= 100:  # |gap_B| - |gap_A| of two probabilities is below 100pp
+        raise AuditError(f"max_worsening={text} can never be exceeded, so it gates nothing: a "
+                         "gap in percentage points grows by less than 100pp; give less")
     return value, unit
 
 
