@@ -283,3 +283,80 @@ def test_a_run_id_prefix_is_found_in_any_experiment_of_the_store(tmp_path):
         pass
     default = TrackingConfig(tracking_uri=uri)  # experiment "audit", as compare looks
     assert run_source(run_info.run_id[:8], default, "tracking_uri=URI", "A") == run_info.run_id
+
+
+@pytest.mark.parametrize("multirun", [True, False])
+def test_only_a_sweeps_job_leaves_its_failure_for_the_sweeps_end(hydra_job, tmp_path, multirun):
+    """Catches job_failed writing its mark for a single run too: a single run's output folder
+    then held a sweep job's mark that no sweep's end reads."""
+    from omegaconf import read_write
+
+    hydra_job(["items=smoke"], multirun=multirun)
+    config = HydraConfig.instance().cfg
+    with read_write(config.hydra):
+        config.hydra.runtime.output_dir = str(tmp_path)
+    sweeps.job_failed("refused")
+    assert [path.name for path in tmp_path.iterdir()] == (
+        [sweeps.FAILED_JOB_FILE] if multirun else [])
+
+
+def test_a_sweeps_job_and_a_single_run_are_tagged_and_nested_as_they_ran(hydra_job,
+                                                                        monkeypatch):
+    """Catches job_tags giving a single run a sweep's job number and folder, or an empty
+    `hydra.overrides` tag for a run without overrides; and parent_run_id nesting a single run
+    under a parent id left in the environment, or a sweep's job under an empty id."""
+    monkeypatch.setenv(sweeps.PARENT_RUN_ENV, "rid")
+    hydra_job([])
+    assert sweeps.job_tags() == {"hydra.overrides": "(none)"}
+    assert sweeps.parent_run_id() is None
+    hydra_job(["fit=hurdle"], multirun=True)
+    tags = sweeps.job_tags()
+    assert (tags["hydra.overrides"], tags["sweep.job_num"]) == ("fit=hurdle", "3")
+    assert sweeps.parent_run_id() == "rid"
+    monkeypatch.setenv(sweeps.PARENT_RUN_ENV, "")
+    assert sweeps.parent_run_id() is None
+
+
+def test_a_long_value_is_cut_to_its_limit_with_an_ellipsis_and_a_name_to_its_limit(hydra_job):
+    """Catches a value of more than MAX_VALUE_CHARS cut one character longer than the limit, and
+    a run's name (single run or sweep job) left longer than MAX_NAME_CHARS."""
+    limit = sweeps.MAX_VALUE_CHARS
+    assert sweeps.named_run("rasch", ["a=" + "x" * limit]) == "rasch a=" + "x" * limit
+    assert sweeps.named_run("rasch", ["a=" + "x" * (limit + 1)]) == (
+        "rasch a=" + "x" * (limit - 1) + "…")
+    overrides = [f"k{number}=" + "v" * limit for number in range(6)]
+    assert len(sweeps.named_run("rasch", overrides)) == sweeps.MAX_NAME_CHARS
+    hydra_job(overrides, multirun=True, swept=",".join(f"k{number}" for number in range(6)))
+    assert len(sweeps.job_run_name("rasch qwen")) == sweeps.MAX_NAME_CHARS
+
+
+def test_a_run_that_saved_no_hydra_files_has_none_to_log(hydra_job):
+    """Catches hydra_files joining a missing output subfolder (hydra.output_subdir=null) to the
+    run's folder: a TypeError ended the run."""
+    from omegaconf import read_write
+
+    hydra_job([])
+    config = HydraConfig.instance().cfg
+    with read_write(config.hydra):
+        config.hydra.output_subdir = None
+    assert sweeps.hydra_files() == []
+
+
+@pytest.mark.parametrize("prefix", ["+", "++"])
+def test_a_sweep_of_an_added_key_names_its_jobs_by_their_values(monkeypatch, prefix):
+    """Bug caught (mutation review 2026-12-06): swept_keys kept Hydra's prefix
+    (`++design.seed`) while job_run_name compares keys without it, so every job of
+    `-m ++design.seed=1,2` was named `job N · rasch qwen`, and the parent `sweep:++design.seed`."""
+    grid = f"{prefix}design.seed=1,2"
+    monkeypatch.setenv(sweeps.SWEPT_KEYS_ENV, ",".join(sweeps.swept_keys([grid], {})))
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        job = compose("config", overrides=["hydra.mode=MULTIRUN", "hydra.job.num=3"],
+                      return_hydra_config=True)
+    job.hydra.overrides.task = [f"{prefix}design.seed=1"]
+    HydraConfig.instance().set_config(job)
+    try:
+        assert sweeps.job_run_name("rasch qwen") == f"{prefix}design.seed=1 · rasch qwen"
+    finally:
+        HydraConfig.instance().cfg = None
+    assert sweeps.sweep_name([grid]) == "sweep:design.seed"
+    assert sweeps.swept_values([grid], {}) == {"design.seed": "1,2"}

@@ -83,6 +83,12 @@ def sweep_name(task_overrides: list[str]) -> str:
     return f"sweep:{','.join(keys)}" if keys else "sweep"
 
 
+def _swept_key(override: Any) -> str:
+    """A sweep override's key without Hydra's `+`/`++` (an added key): `++design.seed=1,2`
+    kept it, so its jobs matched no swept key and were named `job N`."""
+    return override.get_key_element().lstrip("+")
+
+
 def swept_values(task_overrides: list[str], sweeper_params: dict[str, Any]) -> dict[str, str]:
     """Each swept key with its values as written: a preset's params, then the command line's
     sweep overrides (`fit.draws=0,300` -> {"fit.draws": "0,300"}), which Hydra adds to them."""
@@ -91,7 +97,7 @@ def swept_values(task_overrides: list[str], sweeper_params: dict[str, Any]) -> d
     values = {str(key): str(value) for key, value in sweeper_params.items()}
     for override in OverridesParser.create().parse_overrides(task_overrides):
         if override.is_sweep_override():
-            values[override.get_key_element()] = override.input_line.split("=", 1)[1]
+            values[_swept_key(override)] = override.input_line.split("=", 1)[1]
     return values
 
 
@@ -140,7 +146,7 @@ def swept_keys(task_overrides: list[str], sweeper_params: dict[str, Any]) -> lis
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parsed = OverridesParser.create().parse_overrides(task_overrides)
-    keys = {override.get_key_element() for override in parsed if override.is_sweep_override()}
+    keys = {_swept_key(override) for override in parsed if override.is_sweep_override()}
     return sorted(keys | set(sweeper_params))
 
 
