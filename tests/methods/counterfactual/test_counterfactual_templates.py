@@ -190,3 +190,169 @@ def test_shipped_names_and_default_config() -> None:
     assert counts == {"reference_letter": 36, "tenant_reference": 36, "professional_summary": 9}
     letter = next(v for v in variants if v.variant_id.startswith("name=Jamal|"))
     assert "Describe his strengths" in letter.text
+
+
+def test_a_level_that_fills_no_slot_is_refused() -> None:
+    """Catches dropping `_level`'s check of an empty `fill`: a level with group labels and no
+    slot text would be a variant with the same prompt as its siblings."""
+    with pytest.raises(AuditError, match=r"^a level of counterfactual axis 'age' fills no slot"):
+        load_axis("age", CounterfactualAxisConfig(levels=[level({"age_group": "older"})]))
+
+
+def test_a_level_of_several_slots_is_named_by_its_texts_joined_by_slashes() -> None:
+    """Catches a level id joined by another separator than `/` and levels left in the config's
+    order instead of sorted by id (variant ids are what the tables and reports show)."""
+    axis = CounterfactualAxisConfig(levels=[
+        level({"gender": "male"}, subject="he", possessive="his"),
+        level({"gender": "female"}, subject="she", possessive="her")])
+    assert [lv.level_id for lv in load_axis("pronoun", axis)] == ["he/his", "she/her"]
+    axis.levels.reverse()
+    assert [lv.level_id for lv in load_axis("pronoun", axis)] == ["he/his", "she/her"]
+
+
+def test_a_capitalised_fill_slot_fills_the_lowercase_template_slot() -> None:
+    """Catches a level's fill slots kept as written: `fill: {Name: Ann}` then filled no template
+    slot (`{name}` and `{Name}` both use slot `name`)."""
+    axis = CounterfactualAxisConfig(levels=[level({"g": "a"}, Name="ann")])
+    variants = expand_variants(config({"t": "{Name} and {name}."}, {"name": axis}))
+    assert [v.text for v in variants] == ["Ann and ann."]
+
+
+def test_a_file_axis_without_groups_names_the_columns_it_needs(names_file: Path) -> None:
+    """Catches dropping the check that a file axis names its `fill` and `groups` columns: the
+    user then got a level's advice (`groups: {FACTOR: GROUP}`) that does not fit a file."""
+    for axis in (CounterfactualAxisConfig(file=str(names_file), fill={"name": "first_name"}),
+                 CounterfactualAxisConfig(file=str(names_file), groups=["race"])):
+        with pytest.raises(AuditError, match=r"needs `fill` \(slot: column\) and `groups`"):
+            load_axis("name", axis)
+
+
+def test_an_axis_without_levels_is_refused(tmp_path: Path) -> None:
+    """Catches dropping load_axis's check for no levels: an empty axis (or a file with a header
+    only) was taken, and a template using its slot was said to have a slot no axis fills."""
+    with pytest.raises(AuditError, match=r"^counterfactual axis 'age' has no levels"):
+        load_axis("age", CounterfactualAxisConfig())
+    path = tmp_path / "empty.csv"
+    path.write_text("first_name,race\n", encoding="utf-8")
+    with pytest.raises(AuditError, match=r"^counterfactual axis 'name' has no levels"):
+        load_axis("name", CounterfactualAxisConfig(file=str(path), fill={"name": "first_name"},
+                                                   groups=["race"]))
+
+
+def test_a_following_axis_must_agree_with_every_other_axis_of_its_factor() -> None:
+    """Catches `_agrees` keeping a level that matches one of the other axes' groups but not all
+    (`Mr Ann: she`: the pronoun agreed with the name, not with the title)."""
+    people = CounterfactualAxisConfig(levels=[level({"gender": "female"}, name="Ann"),
+                                              level({"gender": "male"}, name="Bob")])
+    titles = CounterfactualAxisConfig(levels=[level({"gender": "female"}, title="Ms"),
+                                              level({"gender": "male"}, title="Mr")])
+    pronouns = CounterfactualAxisConfig(follows="gender", levels=[
+        level({"gender": "female"}, subject="she"), level({"gender": "male"}, subject="he")])
+    variants = expand_variants(config({"t": "{title} {name}: {subject}"},
+                                      {"name": people, "title": titles, "pronoun": pronouns}))
+    assert sorted(v.text for v in variants) == ["Mr Bob: he", "Ms Ann: she"]
+
+
+def test_a_level_that_leaves_a_slot_of_its_axis_empty_is_named() -> None:
+    """Catches dropping the check that every combination fills every slot: a level without a
+    slot its siblings fill ended the expansion on a KeyError."""
+    pronouns = CounterfactualAxisConfig(levels=[
+        level({"gender": "female"}, subject="she", possessive="her"),
+        level({"gender": "male"}, subject="he")])
+    with pytest.raises(AuditError, match=r"^template 't': level he leaves slots \['possessive'\] "
+                                         r"empty; give every level of an axis the same slots$"):
+        expand_variants(config({"t": "{subject} and {possessive}"}, {"pronoun": pronouns}))
+
+
+def test_a_template_whose_levels_never_agree_is_named() -> None:
+    """Catches dropping the check for a template no combination of levels agrees for: it sent
+    no prompt at all, without a word."""
+    names = CounterfactualAxisConfig(levels=[level({"gender": "female"}, name="Ann")])
+    pronouns = CounterfactualAxisConfig(follows="gender",
+                                        levels=[level({"gender": "male"}, subject="he")])
+    with pytest.raises(AuditError, match=r"^template 't': no combination of levels agrees"):
+        expand_variants(config({"t": "{name}: {subject}"}, {"name": names, "pronoun": pronouns}))
+
+
+def test_templates_are_expanded_by_id_and_an_id_may_not_repeat() -> None:
+    """Catches expand_variants walking the templates in the config's order, not by id, and
+    taking two templates of one id (their prompts and results would mix)."""
+    ages = {"age": AGES}
+    variants = expand_variants(config({"b": "Aged {age}.", "a": "{age} years."}, ages))
+    assert [v.template_id for v in variants] == ["a", "a", "b", "b"]
+    twice = CounterfactualConfig(axes=ages, templates=[
+        CounterfactualTemplateConfig(id="a", text="Aged {age}."),
+        CounterfactualTemplateConfig(id="a", text="{age} years.")])
+    with pytest.raises(AuditError, match=r"^counterfactual template ids repeat: \['a', 'a'\]$"):
+        expand_variants(twice)
+
+
+def test_an_intersection_may_name_a_factor_only_some_levels_carry() -> None:
+    """Catches check_intersections collecting the factors of one level per axis only: a factor
+    the first level does not carry was refused as one no axis groups by."""
+    people = CounterfactualAxisConfig(levels=[level({"gender": "female"}, name="Ann"),
+                                              level({"gender": "male", "race": "Black"},
+                                                    name="Jamal")])
+    variants = expand_variants(config({"t": "{name}"}, {"name": people},
+                                      intersections=[["race", "gender"]]))
+    assert dict(variants[1].groups)["race:gender"] == "Black:male"
+
+
+def _one_design(replicates: int = 1, text: str = "Write for {name}.",
+                system_prompt: str = "Decide."):
+    people = CounterfactualAxisConfig(levels=[level({"gender": "female"}, name="Ann")])
+    models = {"fake": ModelConfig(backend="fake", model="m", system_prompt=system_prompt)}
+    return build_design(expand_variants(config({"t": text}, {"name": people})), models,
+                        DesignConfig(replicates=replicates, seed=3))
+
+
+def test_a_design_without_replicates_is_refused() -> None:
+    """Catches design.replicates=0 taken: the design had no prompt and the run nothing to ask."""
+    with pytest.raises(AuditError, match=r"^design.replicates must be at least 1, got 0$"):
+        _one_design(replicates=0)
+
+
+def test_a_capitalised_name_slot_makes_a_name_persona() -> None:
+    """Catches persona_kind looking for `{name}` case-sensitively: a template opening with
+    `{Name}` was counted as an explicit persona."""
+    assert _one_design(text="{Name} applied.").prompts["persona_kind"].to_list() == ["name"]
+
+
+def test_a_prompts_id_changes_with_its_system_prompt() -> None:
+    """Catches a prompt id made without the system prompt: a rerun with another system prompt
+    would take the answers stored for the old one as its own."""
+    ids = {_one_design(system_prompt=prompt).prompts["prompt_id"][0]
+           for prompt in ("Decide.", "Be brief.", "Answer.")}
+    assert len(ids) == 3
+
+
+def test_a_prompt_carries_its_variants_gender_and_race(names_file: Path) -> None:
+    """Catches a prompt's race column filled from another factor's group (its gender)."""
+    cf = config({"letter": "Write a letter for {name}."}, {"name": names_axis(names_file)})
+    design = build_design(expand_variants(cf), {"fake": ModelConfig(backend="fake", model="m")},
+                          DesignConfig(replicates=1, seed=3))
+    row = design.prompts.filter(pl.col("user_prompt").str.contains("Lakisha")).row(0, named=True)
+    assert (row["gender"], row["race"]) == ("female", "Black")
+
+
+@pytest.mark.parametrize(("row", "blank"), [(",Black,male", "name"), ("Jamal,,male", "race"),
+                                            ("Jamal,Black,  ", "gender")])
+def test_a_blank_cell_of_an_axis_file_is_refused_naming_its_row(tmp_path: Path, row, blank):
+    """Bug caught (mutation review 2026-12-06): an empty cell was read as the text "None", so a
+    prompt "Hi None" went to every model, or Jamal's variants formed a race group "None" that
+    the analysis compared with White and Black, without a word."""
+    path = tmp_path / "names.csv"
+    path.write_text(f"first_name,race,gender\nEmily,White,female\n{row}\n", encoding="utf-8")
+    with pytest.raises(AuditError, match=rf"^counterfactual axis 'name': {path} row 3 leaves "
+                                         rf"'{blank}' empty: every level needs"):
+        load_axis("name", names_axis(path))
+
+
+def test_an_inline_level_with_a_null_group_is_refused_naming_the_level() -> None:
+    """Bug caught (mutation review 2026-12-06): `groups: {gender: null}` became the group
+    "None"."""
+    axis = CounterfactualAxisConfig(levels=[level({"gender": "female"}, subject="she"),
+                                            level({"gender": None}, subject="they")])
+    with pytest.raises(AuditError, match=r"^counterfactual axis 'pronoun': level 2 leaves "
+                                         r"'gender' empty"):
+        load_axis("pronoun", axis)

@@ -58,13 +58,20 @@ class Variant:
     groups: tuple[tuple[str, str], ...]
 
 
-def _level(axis: str, groups: dict[str, str], fill: dict[str, str]) -> Level:
+def _level(axis: str, groups: dict[str, str], fill: dict[str, str], where: str) -> Level:
     if not fill:
         raise AuditError(f"a level of counterfactual axis '{axis}' fills no slot: give it "
                          f"`fill: {{SLOT: TEXT}}`")
     if not groups:
         raise AuditError(f"a level of counterfactual axis '{axis}' has no group label: give it "
                          f"`groups: {{FACTOR: GROUP}}` so the analysis can compare it")
+    # An empty cell was the text "None": a prompt "Hi None" sent to every model, or a race group
+    # "None" compared with the others (mutation review 2026-12-06).
+    blank = next((key for key, value in [*fill.items(), *groups.items()]
+                  if value is None or not str(value).strip()), None)
+    if blank is not None:
+        raise AuditError(f"counterfactual axis '{axis}': {where} leaves '{blank}' empty: every "
+                         f"level needs its fill text and its groups; fill it, or drop the level")
     level_id = "/".join(str(text) for text in fill.values())  # in the config's order
     return Level(axis, level_id, tuple(sorted((k, str(v)) for k, v in groups.items())),
                  tuple(sorted((k.lower(), str(v)) for k, v in fill.items())))
@@ -85,11 +92,14 @@ def load_axis(name: str, config: CounterfactualAxisConfig, root: Path = Path("."
             raise AuditError(f"counterfactual axis '{name}': {path} needs `fill` (slot: column) "
                              f"and `groups` (columns) naming its columns {table.columns}; "
                              f"missing {missing}")
+        # Row numbers as a spreadsheet shows them: the header is row 1.
         levels = [_level(name, {column: row[column] for column in config.groups},
-                         {slot: row[column] for slot, column in config.fill.items()})
-                  for row in table.iter_rows(named=True)]
+                         {slot: row[column] for slot, column in config.fill.items()},
+                         f"{path} row {number}")
+                  for number, row in enumerate(table.iter_rows(named=True), start=2)]
     else:
-        levels = [_level(name, dict(level.groups), dict(level.fill)) for level in config.levels]
+        levels = [_level(name, dict(level.groups), dict(level.fill), f"level {number}")
+                  for number, level in enumerate(config.levels, start=1)]
     if not levels:
         raise AuditError(f"counterfactual axis '{name}' has no levels: list `levels` or a `file`")
     ids = [level.level_id for level in levels]
