@@ -222,6 +222,66 @@ def test_the_embedded_runtime_gets_as_many_requests_as_it_has_slots():
     assert backends["embedded"].slots == 4
 
 
+
+def test_the_embedded_runtime_gets_every_request_parameter_and_the_pinned_samplers(monkeypatch):
+    """Catches a request parameter not passed on to the embedded runtime, the pinned samplers or
+    the prompt-cache switch (prefix reuse changes logits) left out, or a schema not sent as
+    llama.cpp's `json_schema`."""
+    from llama_fakes import REQUEST, embedded_backend
+    from servers.scripted import chat_reply
+
+    from audit.llm.backends.embedded import PINNED_SAMPLING
+
+    backend, runtime = embedded_backend(monkeypatch, lambda payload: chat_reply("ok"))
+    schema = {"type": "object"}
+    assert backend.complete(dataclasses.replace(REQUEST, json_schema=schema)).text == "ok"
+    backend.complete(REQUEST)
+    assert runtime.payloads[0] == {**PINNED_SAMPLING,
+                                   "messages": [{"role": "user", "content": "Hi"}],
+                                   "temperature": 0.7, "top_p": 0.9, "max_tokens": 16,
+                                   "repeat_penalty": 1.1, "seed": 42, "json_schema": schema}
+    assert runtime.payloads[0]["cache_prompt"] is False and "json_schema" not in runtime.payloads[1]
+
+
+def test_llamacpp_answers_each_request_in_a_fresh_context_with_its_schema(monkeypatch):
+    """Catches llama-cpp-python's context not reset before a request (the previous prompt's KV
+    cache reused), or a schema sent in another shape or with a request that has none."""
+    from llama_fakes import REQUEST, FakeLlama, llamacpp_backend
+
+    llm = FakeLlama()
+    backend, _ = llamacpp_backend(monkeypatch, llm)
+    schema = {"type": "object"}
+    backend.complete(dataclasses.replace(REQUEST, json_schema=schema))
+    backend.complete(REQUEST)
+    assert [call if call == "reset" else "chat" for call in llm.calls] == ["reset", "chat"] * 2
+    assert llm.calls[1]["response_format"] == {"type": "json_object", "schema": schema}
+    assert "response_format" not in llm.calls[3]
+
+
+def test_the_in_process_backends_name_themselves_and_free_their_models(monkeypatch):
+    """Catches an embedded or llamacpp model identified as the other backend's (their answers
+    differ, so a store must not mix them), or close_models leaving closed models loaded."""
+    import threading
+
+    from audit.config import ModelConfig
+    from audit.llm.backends import embedded, llamacpp
+
+    for module in (embedded, llamacpp):
+        monkeypatch.setattr(module, "file_digest", lambda path: "sha256:x")
+    for name, backend in (("embedded", embedded.EmbeddedBackend),
+                          ("llamacpp", llamacpp.LlamaCppBackend)):
+        model = backend(ModelConfig(backend=name, model="smollm2-135m-instruct"))
+        assert model.identity() == {"backend": name, "model": model.path.name,
+                                    "digest": "sha256:x"}
+    closed = []
+
+    class Model:
+        def close(self) -> None:
+            closed.append(self)
+    monkeypatch.setitem(llamacpp._LOADED, ("m.gguf", 1, 1), (Model(), threading.Lock()))
+    llamacpp.close_models()
+    assert len(closed) == 1 and llamacpp._LOADED == {}
+
 def test_a_model_on_several_hosts_gets_its_concurrency_on_each():
     """Bug caught: a model served by two hosts at max_concurrency 4 got 4 requests in flight in
     all instead of 4 on each, halving a fleet's throughput."""

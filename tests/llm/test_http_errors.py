@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from llama_fakes import REQUEST, FakeLlama, embedded_backend, llamacpp_backend
 from servers.scripted import ANSWER, ScriptedOpenAI, chat_reply, openai_model
 
 from audit.config import ModelConfig
@@ -303,3 +304,45 @@ def test_served_models_skips_entries_without_an_id_and_bodies_that_are_no_list()
     assert served_models(b'{"data": [{"id": "a"}, "b", {"name": "c"}, {"id": 5}]}') == ["a", "5"]
     assert served_models(b'{"data": null}') == served_models(b"not json") == []
     assert served_models(b"[1, 2]") == []
+
+
+@pytest.mark.parametrize(("reply", "kind"), [
+    ({"error": {"type": "exceed_context_size_error", "code": 400, "message": "too long"}},
+     "context_length"),
+    ({"error": {"type": "invalid_request_error", "code": 400, "message": "bad"}},
+     "malformed_request"),
+    ({"error": {"type": "server_error", "code": 500, "message": "boom"}}, "server_error"),
+    ({"choices": []}, "malformed_reply"),
+    ("not a dict", "malformed_reply"),
+])
+def test_an_embedded_runtime_error_or_empty_reply_is_read_as_its_kind(monkeypatch, reply, kind):
+    """Catches an overlong prompt, a bad request or a runtime failure of the embedded llama.cpp
+    read as another kind (the engine retries some kinds and not others), or a reply without
+    choices taken for an answer."""
+    backend, _ = embedded_backend(monkeypatch, lambda payload: reply)
+    with pytest.raises(BackendError) as error:
+        backend.complete(REQUEST)
+    assert error.value.kind == kind
+
+
+def test_a_model_file_llama_cpp_cannot_load_is_model_not_found(monkeypatch, tmp_path):
+    """Catches a file the embedded runtime cannot load reported as another kind, or without
+    llama.cpp's reason."""
+    from audit.llm.backends import embedded
+
+    def refuse(params):
+        raise RuntimeError("bad magic")
+    monkeypatch.setattr(embedded.xllamacpp, "Server", refuse)
+    embedded.close_runtimes()
+    with pytest.raises(BackendError, match="could not load .*broken.gguf: bad magic") as error:
+        embedded.load_runtime(tmp_path / "broken.gguf", 512, 2, 1)
+    assert error.value.kind == "model_not_found"
+
+
+def test_an_overlong_prompt_to_llama_cpp_python_is_context_length(monkeypatch):
+    """Catches llama-cpp-python's ValueError for a prompt longer than the context not read as
+    context_length."""
+    backend, _ = llamacpp_backend(monkeypatch, FakeLlama(overflow=True))
+    with pytest.raises(BackendError, match="exceed context window") as error:
+        backend.complete(REQUEST)
+    assert error.value.kind == "context_length"

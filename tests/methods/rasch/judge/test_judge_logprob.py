@@ -7,15 +7,18 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 import polars as pl
 import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from llama_fakes import REQUEST, embedded_backend, scoring_runtime
 from scoring_backend import ScoringBackend
 from slow_backend import SlowBackend
 
-from audit.llm.backends import ChatRequest, Message, create_backend
+from audit.llm.backends import BackendError, ChatRequest, Message, create_backend, embedded
+from audit.llm.backends import llamacpp
 from audit.llm.backends.packaged import resolve_model_path
 from audit.config import DesignConfig, JudgeConfig, ModelConfig
 from audit.design import expand_design
@@ -328,3 +331,120 @@ def test_option_scoring_without_the_audited_models_backend_is_refused_by_name(tm
             ValueError, match="^no backend for audited model 'm' to score options with"):
         label_responses(prompts, responses, JudgeConfig(name="lp", method="logprob"), [], store,
                         {}, **quiet)
+
+
+def _scored(backend, options, first_token=False):
+    completion = backend.complete(dataclasses.replace(REQUEST, score_options=options,
+                                                      score_first_token=first_token))
+    assert completion.finish_reason == "scored"
+    return json.loads(completion.text)
+
+
+def test_embedded_scores_read_listed_single_tokens_and_force_the_rest(monkeypatch):
+    """Catches a multi-token option read from its first step, a forced evaluation summed over
+    its first token only, or the two evaluations asked for other settings (sampled, more than
+    one step, fewer top entries, or not as many steps as forced tokens)."""
+    backend, runtime = embedded_backend(
+        monkeypatch, scoring_runtime({1: -0.5, 2: -1.5, 3: -2.0}, {3: -2.0, 4: -3.0}),
+        {"yes": (1,), "no": (2,), "maybe": (3, 4)})
+    assert _scored(backend, ("yes", "no", "maybe")) == {"yes": -0.5, "no": -1.5, "maybe": -5.0}
+    first, forced = runtime.payloads
+    assert (first["temperature"], first["max_tokens"], first["top_logprobs"]) == (0.0, 1, 200)
+    assert (forced["temperature"], forced["max_tokens"]) == (0.0, 2)
+
+
+def test_embedded_first_token_scores_take_one_evaluation(monkeypatch):
+    """Catches score_first_token ignored, or applied when not asked: options that part at their
+    first tokens are scored from one evaluation when asked."""
+    backend, runtime = embedded_backend(monkeypatch, scoring_runtime({1: -0.5, 3: -2.0}),
+                                        {"yes": (1,), "maybe": (3, 4)})
+    assert _scored(backend, ("yes", "maybe"), first_token=True) == {"yes": -0.5, "maybe": -2.0}
+    assert len(runtime.payloads) == 1
+
+
+def test_an_unlisted_option_with_a_negligible_bound_is_read_at_the_lowest_entry(monkeypatch):
+    """Catches an unlisted option forced although its bound is negligible, or read at the
+    highest listed entry instead of the lowest."""
+    backend, runtime = embedded_backend(
+        monkeypatch, scoring_runtime({1: -0.1, 2: -3.0, 9: -20.0}), {"yes": (1,), "Yes": (7,)})
+    assert _scored(backend, ("yes", "Yes")) == {"yes": -0.1, "Yes": -20.0}
+    assert len(runtime.payloads) == 1
+
+
+def test_unlisted_options_are_forced_when_their_bounds_together_are_not_negligible(monkeypatch):
+    """Catches unlisted options read at the bound when their bounds together exceed
+    NEGLIGIBLE_SHARE of the listed mass (here each alone is under it, the two are over it), or a
+    larger share."""
+    backend, _ = embedded_backend(
+        monkeypatch, scoring_runtime({1: -0.1, 9: -9.7}, {7: -11.0, 8: -12.0}),
+        {"yes": (1,), "Yes": (7,), " yes": (8,)})
+    assert _scored(backend, ("yes", "Yes", " yes")) == {"yes": -0.1, "Yes": -11.0, " yes": -12.0}
+
+
+def test_a_forced_evaluation_that_decoded_other_tokens_is_refused(monkeypatch):
+    """Catches the log-probabilities of other tokens than the forced ones taken as a score."""
+    backend, _ = embedded_backend(
+        monkeypatch, scoring_runtime({1: -0.5}, {3: -2.0, 4: -3.0}, decoded={4: 5}),
+        {"yes": (1,), "maybe": (3, 4)})
+    with pytest.raises(BackendError, match=r"decoded \[3, 5\], not the forced tokens") as error:
+        _scored(backend, ("yes", "maybe"))
+    assert error.value.kind == "malformed_reply"
+
+
+def test_embedded_options_are_tokenized_as_text_without_bos(monkeypatch):
+    """Catches the runtime's tokenizer asked to add BOS or to read special tokens in an option,
+    or an HTTP error from it read as tokens."""
+    bodies = []
+
+    def post(url, json, timeout):
+        bodies.append((url, json))
+        return httpx.Response(500 if json["content"] == "fails" else 200,
+                              json={"tokens": [5, 6]}, request=httpx.Request("POST", url))
+    monkeypatch.setattr(embedded.httpx, "post", post)
+    embedded._tokenize.cache_clear()
+    try:
+        assert embedded._tokenize("http://loopback", "<|im_end|> yes") == (5, 6)
+        with pytest.raises(httpx.HTTPStatusError):
+            embedded._tokenize("http://loopback", "fails")
+    finally:
+        embedded._tokenize.cache_clear()
+    assert bodies[0] == ("http://loopback/tokenize", {"content": "<|im_end|> yes",
+                                                      "add_special": False,
+                                                      "parse_special": False})
+
+
+class _Context:
+    """A llama.cpp context without a model: after n tokens, token j has the log-probability
+    -(j + 1) - n / 10, so a continuation read after the wrong tokens scores otherwise."""
+
+    def __init__(self, vocabulary: dict[str, tuple[int, ...]]) -> None:
+        self.vocabulary = vocabulary
+        self.sequence: list[int] = []
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.sequence)
+
+    @n_tokens.setter
+    def n_tokens(self, value: int) -> None:
+        del self.sequence[value:]
+
+    def reset(self) -> None:
+        self.sequence = []
+
+    def eval(self, tokens) -> None:
+        self.sequence.extend(tokens)
+
+    def tokenize(self, text: bytes, add_bos: bool, special: bool) -> list[int]:
+        return list(self.vocabulary[text.decode()])
+
+
+def test_llamacpp_scores_whole_continuations_from_the_end_of_the_prompt(monkeypatch):
+    """Catches llamacpp continuations scored by their first tokens, by their last token first,
+    with their tokens paired out of order, or read without rewinding to the end of the prompt."""
+    monkeypatch.setattr(llamacpp, "chat_prompt_tokens", lambda llm, messages: [7, 8])
+    monkeypatch.setattr(llamacpp, "_last_log_softmax",
+                        lambda llm: -np.arange(1.0, 11.0) - llm.n_tokens / 10)
+    scores = llamacpp.score_continuations(_Context({"ab": (2, 5), "c": (3, 4, 1)}),
+                                          dataclasses.replace(REQUEST, score_options=("ab", "c")))
+    assert scores == pytest.approx({"ab": -3.2 - 6.3, "c": -4.2 - 5.3 - 2.4})
