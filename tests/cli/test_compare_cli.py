@@ -307,13 +307,10 @@ def test_a_gate_of_zero_fails_a_worsening_contrast_with_exit_1(two_runs, tmp_pat
     (["a", "b", "max_worsening=100pp"], "max_worsening=100pp can never be exceeded, so it gates "
                                         "nothing: a gap in percentage points grows by less than "
                                         "100pp; give less"),
-])
-def test_bad_input_is_one_line_and_exit_2(arguments, message, caplog):
-    assert compare.main(arguments) == 2
-    assert message in caplog.text
-
-
-@pytest.mark.parametrize("arguments, message", [
+    # Checks loosened at their edges (mutation review 2026-12-06): three runs, or none (an
+    # IndexError traceback), taken; one run with model_a= alone accepted (`and` read as `or`);
+    # tune=0 accepted; target_accept or worsening_prob of exactly 0 or 1 accepted (`<` read as
+    # `<=`); a negative max_worsening accepted.
     (["a", "b", "c"], "give one or two runs"),
     (["tracking=false"], "give one or two runs"),
     (["only_one", "model_a=x"], "one run needs model_a=NAME and model_b=NAME"),
@@ -324,12 +321,7 @@ def test_bad_input_is_one_line_and_exit_2(arguments, message, caplog):
     (["a", "b", "worsening_prob=1"], "worsening_prob=1.0 must lie between 0 and 1"),
     (["a", "b", "worsening_prob=0"], "worsening_prob=0.0 must lie between 0 and 1"),
 ])
-def test_a_run_count_or_an_option_at_the_edge_of_its_range_is_exit_2(arguments, message, caplog):
-    """Catches the checks loosened at their edges: three runs, or none (an IndexError
-    traceback), taken (`1 <= len(sources) <= 2` widened); one run with model_a= alone accepted
-    (`and` read as `or`); tune=0 accepted (tune left out of the at-least-1 check);
-    target_accept or worsening_prob of exactly 0 or 1 accepted (`<` read as `<=`); a negative
-    max_worsening accepted (the `value < 0` check dropped or moved)."""
+def test_bad_input_is_one_line_and_exit_2(arguments, message, caplog):
     assert compare.main(arguments) == 2
     assert message in caplog.text
 
