@@ -47,6 +47,9 @@ def test_hurdle_fits_both_steps_and_reads_them_back(tables, tmp_path):
     assert [step.outcome for step in fit.all_fits()] == [DECIDED_OUTCOME, ABSTAINED_OUTCOME]
     assert fit.judge_confusion is None
     assert {"theta", "theta_abstain"} <= set(fit.idata.posterior.data_vars)
+    # Catches the abstention step's contrasts being read from the decision step's posterior.
+    decided, abstained = (step.contrasts.get_column("mean") for step in fit.all_fits())
+    assert decided.len() == abstained.len() > 0 and not decided.equals(abstained)
     write_fit(fit, tmp_path)
     contrasts = pl.read_csv(tmp_path / "contrasts.csv")
     assert set(contrasts["outcome"]) == {DECIDED_OUTCOME, ABSTAINED_OUTCOME}

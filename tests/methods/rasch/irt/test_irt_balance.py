@@ -16,12 +16,21 @@ import numpy as np
 import polars as pl
 import pytest
 import xarray as xr
+from scipy import stats
 
+from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
 from audit.methods.rasch.irt import fit_rasch, index_design
 from audit.methods.rasch.irt.balance import aliased_pairs, balanced_contrasts
 from audit.methods.rasch.irt.contrasts import level_contrasts
-from audit.methods.rasch.irt.explanatory import RespondentTable, respondent_table
+from audit.methods.rasch.irt.explanatory import (
+    NO_LEVEL,
+    RespondentTable,
+    build_explanatory_model,
+    respondent_table,
+    spread_prior_draws,
+    two_level_attributes,
+)
 
 sys.path.insert(0, str(Path(__file__).parent))
 from irt_simulation import simulate_audit  # noqa: E402
@@ -275,3 +284,104 @@ def test_a_cell_is_every_other_attribute_not_only_the_first():
     gender = next(pair for pair in pairs if pair.attribute == "gender")
     assert gender.cells_a == (("m/female_young_0", "m/female_young_1"),)
     assert (gender.n_a, gender.n_b) == (2, 2)
+
+
+def test_respondent_table_names_the_missing_persona_columns():
+    """Catches respondent_table failing with a polars ColumnNotFoundError instead of naming the
+    attribute the outcome table lacks."""
+    outcomes = outcome_table(design(CROSSED))
+    with pytest.raises(AuditError, match="needs column\\(s\\) age in the outcome table"):
+        respondent_table(outcomes, index_design(outcomes), ("gender", "age"))
+
+
+def test_a_respondent_with_two_levels_is_refused():
+    """Catches respondent_table accepting a respondent id shared by two personas, whose rows
+    would then be read with the wrong levels."""
+    outcomes = outcome_table(design(CROSSED)).with_columns(
+        race=pl.when((pl.col("respondent") == "m/male_Black_0") & (pl.col("item") == "i2"))
+        .then(pl.lit("White")).otherwise(pl.col("race")))
+    with pytest.raises(AuditError, match="more than one model, persona kind or attribute level"):
+        respondent_table(outcomes, index_design(outcomes), ("gender", "race"))
+
+
+def test_a_blank_attribute_value_is_missing_not_a_level():
+    """Catches level_names treating a whitespace-only value as a level of its own."""
+    frame = design(CROSSED)
+    outcomes = outcome_table(frame).with_columns(
+        race=pl.when(pl.col("respondent") == "m/male_Black_0").then(pl.lit("  "))
+        .otherwise(pl.col("race")))
+    table = respondent_table(outcomes, index_design(outcomes), ("gender", "race"))
+    assert table.levels("race") == ("Black", "White")
+    assert two_level_attributes(pl.DataFrame({"race": ["A", " ", None]}), ["race"]) == []
+
+
+def test_levels_are_sorted_and_respondents_without_one_get_none():
+    """Catches levels coming out in the table's order (level indices then follow row order) and
+    a respondent without a level indexed as the first level."""
+    outcomes = outcome_table(design([("male", "White"), ("female", "Black")], texts=1, nulls=1))
+    table = respondent_table(outcomes, index_design(outcomes), ("gender", "race"))
+    assert table.levels("race") == ("Black", "White")
+    by_respondent = dict(zip(table.frame["respondent"], table.level_index("race")))
+    assert by_respondent == {"m/female_Black_0": 0, "m/male_White_0": 1, "m/null_0": NO_LEVEL}
+
+
+def test_null_count_is_per_audited_model():
+    """Catches null_count counting the null personas of every audited model."""
+    other = design(CROSSED, nulls=1).with_columns(model_name=pl.lit("n"),
+                                                  respondent="n" + pl.col("respondent"))
+    frame = pl.concat([design(CROSSED, nulls=3), other])
+    table = RespondentTable(frame=frame, attributes=("gender", "race"))
+    assert (table.null_count("m"), table.null_count("n")) == (3, 1)
+
+
+def test_two_level_attributes_counts_named_levels_only():
+    """Catches two_level_attributes counting a missing value as a second level."""
+    prompts = pl.DataFrame({"gender": ["f", None, "f"], "race": ["A", "B", None]})
+    assert two_level_attributes(prompts, ["gender", "race", "age"]) == ["race"]
+
+
+def test_spread_prior_draws_use_each_models_prior():
+    """Catches spread_prior_draws using the wrong half-normal scale or giving the population
+    model's text spread the null ratio that only sigma_null carries."""
+    rng = np.random.default_rng(0)
+    size = 4000
+    median = stats.halfnorm.ppf(0.5)
+    residual = spread_prior_draws("sigma_residual", False, size, rng)
+    text = spread_prior_draws("sigma_residual", True, size, rng)
+    null = spread_prior_draws("sigma_null", True, size, rng)
+    assert np.median(residual) == pytest.approx(0.5 * median, rel=1e-3)
+    assert np.median(text) == pytest.approx(median, rel=1e-3)
+    assert np.sort(text) == pytest.approx(stats.halfnorm.ppf((np.arange(size) + 0.5) / size))
+    assert not np.allclose(np.sort(null), np.sort(text))
+    assert np.array_equal(np.sort(spread_prior_draws("sigma_null", False, size, rng)),
+                          np.sort(residual))
+
+
+def test_item_dif_must_name_a_fitted_attribute():
+    """Catches build_explanatory_model accepting fit.item_dif names that are no attribute."""
+    outcomes = outcome_table(design(CROSSED))
+    data = index_design(outcomes)
+    with pytest.raises(AuditError, match="fit.item_dif names \\['age'\\]"):
+        build_explanatory_model(data, respondent_table(outcomes, data, ("gender", "race")),
+                                item_dif=("age",))
+
+
+def test_null_personas_take_the_null_spread_and_real_ones_the_real_effect():
+    """Catches theta scaling null personas by sigma_residual (and real ones by sigma_null), and
+    a real_effect term added to a design without null personas, where it is not identified."""
+    outcomes = outcome_table(design(CROSSED, texts=1, nulls=1))
+    data = index_design(outcomes)
+    table = respondent_table(outcomes, data, ("gender", "race"))
+    model = build_explanatory_model(data, table)
+    point = model.initial_point()
+    point.update(respondent_z=np.ones(len(data.respondents)), sigma_residual_log__=np.log([2.0]),
+                 sigma_null_log__=np.log([5.0]))
+    (theta,) = model.replace_rvs_by_values([model["theta"]])
+    theta = model.compile_fn(theta, inputs=model.value_vars, on_unused_input="ignore",
+                             mode="FAST_COMPILE")(point)
+    nulls = table.is_null
+    assert theta[nulls] == pytest.approx([5.0]) and theta[~nulls] == pytest.approx([2.0] * 4)
+    real_only = outcome_table(design(CROSSED, nulls=0))
+    data = index_design(real_only)
+    model = build_explanatory_model(data, respondent_table(real_only, data, ("gender", "race")))
+    assert "real_effect" not in model.named_vars and model["model_effect"] in model.free_RVs

@@ -8,6 +8,8 @@ puts each theta under its own name.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import polars as pl
 import pymc as pm
@@ -19,7 +21,16 @@ from hypothesis import strategies as st
 from audit.errors import AuditError
 from audit.methods.rasch.config import FitConfig
 from prior_samplers import prior_sampler
-from audit.methods.rasch.irt import build_rasch_model, fit_rasch, index_design, respondent_ranking
+from audit.methods.rasch.irt import (
+    Diagnostics,
+    RaschFit,
+    build_rasch_model,
+    fit_rasch,
+    index_design,
+    respondent_ranking,
+)
+from audit.methods.rasch.irt.judge_error import JudgeConfusion
+from audit.methods.rasch.irt.rasch import judged_outcomes
 
 
 def signature_table(n_respondents: int, n_items: int, replicates: int, seed: int) -> pl.DataFrame:
@@ -98,3 +109,126 @@ def test_a_fit_reports_each_theta_under_its_own_name(model: str) -> None:
     assert ranking["mean"].to_list() == pytest.approx([float(i) for i in reversed(range(6))])
     assert set(fit.summary.columns) >= {"parameter", "mean", "sd", "hdi_low", "hdi_high", "r_hat",
                                         "ess_bulk", "ess_tail"}
+
+
+@pytest.mark.parametrize("model", ["rasch", "twopl"])
+def test_only_the_twopl_model_has_discriminations(model: str) -> None:
+    """Catches the 2PL built without its discrimination ``a`` or the Rasch model built with one."""
+    built = build_rasch_model(index_design(signature_table(3, 2, 1, seed=0)), model)
+    assert ("a" in built.named_vars) == (model == "twopl")
+
+
+@pytest.mark.parametrize(("model", "needs"), [("hurdle", "label column"),
+                                              ("explanatory", "persona attributes"),
+                                              ("population", "persona attributes")])
+def test_models_that_need_more_than_responses_are_refused_by_name(model: str, needs: str) -> None:
+    """Catches build_rasch_model losing the hurdle or attribute models' own message and falling
+    through to 'unknown model' for a model that is in MODELS."""
+    with pytest.raises(ValueError, match=needs):
+        build_rasch_model(index_design(signature_table(2, 2, 1, seed=0)), model)
+
+
+def test_the_seed_model_refuses_a_judge_correction() -> None:
+    """Catches rasch_seed silently ignoring the judge's confusion rates it cannot read."""
+    with pytest.raises(AuditError, match="fit.judge_error=false"):
+        build_rasch_model(index_design(signature_table(2, 2, 1, seed=0)), "rasch_seed",
+                          confusion=object())
+
+
+def test_tied_respondents_are_ranked_by_name() -> None:
+    """Catches respondent_ranking breaking ties in mean theta by reversed (or no) name order."""
+    summary = pl.DataFrame({"parameter": ["theta[c]", "theta[a]", "b[i]", "theta[b]"],
+                            "mean": [1.0, 1.0, 9.0, 2.0]})
+    ranking = respondent_ranking(summary)
+    assert ranking["respondent"].to_list() == ["b", "a", "c"]
+    assert ranking.columns == ["respondent", "mean"]
+
+
+def test_judged_outcomes_counts_the_second_coding_and_the_hurdles_abstention() -> None:
+    """Catches judged_outcomes forgetting the hurdle's abstention step or a second_outcome."""
+    assert judged_outcomes(FitConfig()) == 1
+    assert judged_outcomes(FitConfig(model="hurdle")) == 2
+    assert judged_outcomes(FitConfig(second_outcome="undetermined")) == 2
+
+
+def test_a_fit_without_diagnostics_names_itself_when_asked_for_convergence() -> None:
+    """Catches RaschFit.converged and problems() reading a companion fit made with
+    diagnostics=False (an AttributeError on None) or refusing a fully diagnosed one."""
+    healthy = Diagnostics(rhat_max=1.0, ess_bulk_min=900, ess_tail_min=900, divergences=0,
+                          rhat_limit=1.01, ess_limit=400)
+    unchecked = RaschFit(idata=None, summary=pl.DataFrame(), diagnostics=None,
+                         outcome="undetermined")
+    fit = RaschFit(idata=None, summary=pl.DataFrame(), diagnostics=healthy,
+                   companions=(unchecked,))
+    with pytest.raises(ValueError, match="the undetermined fit was made with diagnostics=False"):
+        _ = fit.converged
+    with pytest.raises(ValueError, match="undetermined fit"):
+        fit.problems()
+    checked = RaschFit(idata=None, summary=pl.DataFrame(), diagnostics=healthy)
+    assert checked.converged and checked.problems() == []
+
+
+def test_all_contrasts_skips_fits_without_contrasts() -> None:
+    """Catches all_contrasts stacking an empty companion's table (a schema error) or losing
+    the outcome column."""
+    contrasts = pl.DataFrame({"attribute": ["race"], "mean": [0.5]})
+    companion = RaschFit(idata=None, summary=pl.DataFrame(), diagnostics=None,
+                         outcome="undetermined")
+    fit = RaschFit(idata=None, summary=pl.DataFrame(), diagnostics=None, contrasts=contrasts,
+                   companions=(companion,))
+    assert fit.all_contrasts().to_dicts() == [{"outcome": "favourable", "attribute": "race",
+                                               "mean": 0.5}]
+    assert companion.all_contrasts().is_empty()
+
+
+# Prior draws have no converged chains to compare: R-hat's division by zero is expected here.
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_a_table_without_persona_kinds_is_fitted_without_contrasts() -> None:
+    """Catches fit_rasch reading persona attributes (and demanding persona_kind) from a table
+    that has model_name and the attribute columns but no persona_kind."""
+    table = signature_table(4, 3, 1, seed=0).with_columns(
+        model_name=pl.lit("m"), gender=pl.lit("f"), race=pl.lit("A"))
+    fit = fit_rasch(table, FitConfig(chains=1, item_dif=["race"]), sample=prior_sampler)
+    assert fit.contrasts.is_empty() and fit.item_gaps.is_empty()
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_diagnostics_false_leaves_the_fit_undiagnosed() -> None:
+    """Catches fit_rasch computing (and attaching) diagnostics the caller turned off."""
+    fit = fit_rasch(signature_table(3, 2, 1, seed=0), FitConfig(chains=1), sample=prior_sampler,
+                    diagnostics=False)
+    assert fit.diagnostics is None and fit.summary["r_hat"].null_count() == fit.summary.height
+
+
+def test_a_probability_fit_refuses_an_adaptive_pool() -> None:
+    """Catches fit.response=probability fitting an adaptive pool's unanswered cells."""
+    table = signature_table(2, 2, 1, seed=0).with_columns(p_favourable=pl.lit(0.5))
+    with pytest.raises(AuditError, match="design.adaptive=false"):
+        fit_rasch(table, FitConfig(response="probability"), sample=prior_sampler, pool=table)
+
+
+@pytest.mark.parametrize("model", ["explanatory", "population"])
+def test_an_attribute_model_without_persona_columns_is_one_line(model: str) -> None:
+    """Catches fit_rasch handing an attribute model no respondent table (an AttributeError on
+    None) instead of naming the persona columns the outcome table lacks."""
+    with pytest.raises(AuditError, match=f"fit.model={model} needs model_name, persona_kind"):
+        fit_rasch(signature_table(2, 2, 1, seed=0), FitConfig(model=model), sample=prior_sampler)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_a_probability_fit_drops_the_judge_correction(caplog) -> None:
+    """Catches fit.response=probability reading P(favourable) through the judge's label error
+    rates, which describe labels, not probabilities."""
+    table = signature_table(3, 2, 1, seed=0).with_columns(p_favourable=pl.lit(0.6))
+    with caplog.at_level(logging.WARNING, logger="audit"):
+        fit = fit_rasch(table, FitConfig(response="probability", chains=1), sample=prior_sampler,
+                        confusion=JudgeConfusion("favourable", 98, 0, 98, 0))
+    assert fit.judge_confusion is None
+    assert any("fitted without it" in record.getMessage() for record in caplog.records)
+
+
+def test_the_hurdle_refuses_a_judge_correction() -> None:
+    """Catches fit.model=hurdle silently reading labels as truth when given judge error rates."""
+    with pytest.raises(AuditError, match="fit.model=hurdle reads labels as truth"):
+        fit_rasch(signature_table(2, 2, 1, seed=0), FitConfig(model="hurdle"),
+                  sample=prior_sampler, confusion=JudgeConfusion("favourable", 98, 0, 98, 0))

@@ -218,3 +218,21 @@ def test_population_model_recovers_a_planted_text_spread_and_group_gap():
     row = gap.row(0, named=True)
     assert row["hdi_low"] <= -1.0 <= row["hdi_high"], row
     assert row["family_size"] == 7 and row["decision_prob"] == pytest.approx(1 - 0.05 / 7)
+
+
+class _Built(Exception):
+    """Stops fit_rasch at its model builder, carrying the population flag it was given."""
+
+
+@pytest.mark.parametrize(("name", "population"), [("population", True), ("explanatory", False)])
+def test_fit_model_population_builds_the_population_model(monkeypatch, name, population):
+    """Catches fit.model=population being built as the explanatory model (two free spreads, no
+    null ratio), or the other way round."""
+    def builder(*args, population, **kwargs):
+        raise _Built(population)
+
+    monkeypatch.setattr(rasch, "build_explanatory_model", builder)
+    outcomes = simulate_audit({}, items=2, replicates=1, null_count=2, seed=5)
+    with pytest.raises(_Built) as built:
+        fit_rasch(outcomes, FitConfig(model=name, chains=1), sample=prior_sampler)
+    assert built.value.args == (population,)
