@@ -106,3 +106,25 @@ def test_the_backends_start_their_runtimes_with_usable_threads(monkeypatch):
     llamacpp, loads = llamacpp_backend(monkeypatch, FakeLlama())
     llamacpp.complete(ChatRequest((Message("user", "Hi"),), 0.0, 1.0, 1, 1.0, 0))
     assert loads == [(llamacpp.path, 2048, 103)]
+
+
+def test_closing_the_runtimes_forgets_their_tokens(monkeypatch):
+    """Catches tokens cached by a closed runtime's loopback address served to the next runtime
+    given that address (another model, another vocabulary)."""
+    replies = iter([[1, 2], [7]])
+
+    class _Reply:
+        def __init__(self) -> None:
+            self.tokens = next(replies)
+
+        def raise_for_status(self) -> None:
+            pass
+
+        def json(self) -> dict:
+            return {"tokens": self.tokens}
+
+    monkeypatch.setattr(embedded.httpx, "post", lambda *args, **kwargs: _Reply())
+    embedded.close_runtimes()
+    assert embedded._tokenize("http://127.0.0.1:5000", "yes") == (1, 2)
+    embedded.close_runtimes()
+    assert embedded._tokenize("http://127.0.0.1:5000", "yes") == (7,)

@@ -108,6 +108,9 @@ def close_runtimes() -> None:
     with _RUNTIMES_GUARD:
         runtimes = list(_RUNTIMES.values())
         _RUNTIMES.clear()
+        # Tokens are cached by the runtime's loopback address, which a later runtime (another
+        # model) may be given again.
+        _tokenize.cache_clear()
     del runtimes
 
 
