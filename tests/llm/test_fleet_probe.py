@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from audit.config import ModelConfig
 from audit.llm.backends import BackendError, ChatRequest, Completion, Message
 from audit.llm.backends.fleet import Fleet
@@ -56,3 +58,31 @@ def test_a_hung_host_under_probe_does_not_hold_up_requests_to_the_live_one():
     second.join()
     assert done_during_probe and answered == ["APPROVE."]
     assert hung.probes == 1 and fleet.hosts[1].down_since is not None
+
+
+class Busy(Host):
+    """A host that answers every request with HTTP 503 and an hour's Retry-After."""
+
+    def complete(self, request):
+        raise BackendError("server_error", "HTTP 503", retry_after_s=3600.0, status=503)
+
+
+def test_a_hosts_long_retry_after_is_not_the_fleets_wait_while_another_host_answers():
+    """Catches a host's Retry-After passed on while another host is usable: the request slept
+    an hour before its next try went to the other host, or, past engine.max_retry_after_s,
+    failed outright. The last usable host's hint is passed on, as a lone server's is."""
+    backends = iter([Busy(), Host()])
+    fleet = Fleet(ModelConfig(backend="openai_compatible", model="m",
+                              base_urls=["http://busy/v1", "http://live/v1"]),
+                  lambda config: next(backends))
+    with pytest.raises(BackendError) as failed:  # the first host: both have free slots
+        fleet.complete(REQUEST)
+    assert (failed.value.kind, str(failed.value), failed.value.status) == ("server_error",
+                                                                           "HTTP 503", 503)
+    assert failed.value.retry_after_s is None and fleet.hosts[0].down_since is not None
+    assert fleet.complete(REQUEST).text == "APPROVE."  # the next try: the other host
+    alone = Fleet(ModelConfig(backend="openai_compatible", model="m",
+                              base_urls=["http://busy/v1"]), lambda config: Busy())
+    with pytest.raises(BackendError) as failed:
+        alone.complete(REQUEST)
+    assert failed.value.retry_after_s == 3600.0

@@ -122,9 +122,15 @@ class Fleet:
         try:
             return host.backend.complete(request)
         except BackendError as error:
-            if error.kind in HOST_FAILURES:
-                with self._lock:
-                    host.down_since = time.monotonic()
+            if error.kind not in HOST_FAILURES:
+                raise
+            with self._lock:
+                host.down_since = time.monotonic()
+                elsewhere = any(other.down_since is None for other in self.hosts)
+            if elsewhere and error.retry_after_s is not None:
+                # The wait is this host's: the next try goes to another, so it need not sleep
+                # it (nor fail for it, beyond engine.max_retry_after_s).
+                raise BackendError(error.kind, str(error), status=error.status) from error
             raise
         finally:
             with self._lock:
