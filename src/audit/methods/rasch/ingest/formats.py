@@ -24,6 +24,7 @@ import polars as pl
 
 from audit.errors import AuditError
 from audit.logs import counted
+from audit.methods.rasch.ingest.tables import blank_as_null
 from audit.personas import one_edit_apart
 from audit.tables import SAVE_AS_CSV_UTF8, named_as, read_frame, read_json_lines
 
@@ -233,8 +234,7 @@ def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.
     frame = frame.with_columns(probability_column(frame, path))
     # Names trimmed, blank as missing: "gpt-4o " after a comma was a second model of its own,
     # and " hiring_01" an item "not in the bank" (bad-input review 2026-12-06).
-    frame = frame.with_columns([pl.col(c).str.strip_chars().replace("", None)
-                                for c in ("model", "item")])
+    frame = blank_as_null(frame, ("model", "item"))
     frame = frame.with_columns(pl.col("model").fill_null(default_model))
     if empty := frame["item"].null_count():
         raise AuditError(f"answers file {path}: column 'item' is empty in "
