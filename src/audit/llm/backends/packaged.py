@@ -114,14 +114,18 @@ def check_installed(model: str) -> None:
     entry = PACKAGED_MODELS.get(model)
     if isinstance(entry, PartedFile):
         target = cache_dir() / entry.file_name
-        # An assembled file of the pinned size without a current marker (a cache copied without
-        # its mtimes) is hashed by resolve_model_path and kept if it matches: the parts it was
-        # built from are not needed, so their absence is no reason to stop here.
-        if not (_marker_matches(target, entry.sha256, entry.size)
-                or (target.is_file() and target.stat().st_size == entry.size)):
+        # An assembled file of the pinned size, with a current marker or without one (a cache
+        # copied without its mtimes), is kept by resolve_model_path if it hashes right: the parts
+        # it was built from are not needed, so their absence is no reason to stop here.
+        if not _has_pinned_size(target, entry):
             _part_paths(model, entry)
     elif entry is not None or not Path(model).expanduser().is_file():
         resolve_model_path(model)
+
+
+def _has_pinned_size(target: Path, entry: PartedFile) -> bool:
+    """An assembled file of the pinned size: worth hashing before assembling it again."""
+    return target.is_file() and target.stat().st_size == entry.size
 
 
 def resolve_model_path(model: str) -> Path:
@@ -244,7 +248,7 @@ def assemble(model: str, entry: PartedFile, directory: Path) -> Path:
     if _marker_matches(target, entry.sha256, entry.size):
         _KNOWN_DIGESTS[_stat_key(target)] = entry.sha256
         return target
-    if target.is_file() and target.stat().st_size == entry.size:
+    if _has_pinned_size(target, entry):
         if has_digest(target, entry.sha256):
             return target
         log.warning("%s does not match its pinned digest; assembling it again", target)
