@@ -120,8 +120,6 @@ async def _attempt(backend: Backend, request: ChatRequest, engine: EngineConfig,
     except BackendError as error:
         if not _is_transient(error) or engine.max_attempts <= 1:
             raise
-        if _asks_too_long_a_wait(error, engine):
-            raise _wait_refused(error, engine) from error
         first_failure = error
     replayed = False
 
