@@ -381,3 +381,137 @@ def test_a_single_matrix_reads_every_label_whatever_its_path():
     assert dict(correction.by_path) == {"any": counts}
     assert correction.for_cells(None).paths == ("any",)
     assert as_correction(None) is None and as_correction(correction) is correction
+
+
+def _rate_slots_model(paths: tuple[str, ...]) -> pm.Model:
+    """Only the two data slots sample_cut sets (judge_error.label_cells makes them)."""
+    from audit.methods.rasch.irt.judge_error import (
+        FIXED_SENSITIVITY,
+        FIXED_SPECIFICITY,
+        PATH_DIM,
+    )
+
+    with pm.Model(coords={PATH_DIM: list(paths)}) as model:
+        pm.Data(FIXED_SENSITIVITY, np.ones(len(paths)), dims=PATH_DIM)
+        pm.Data(FIXED_SPECIFICITY, np.ones(len(paths)), dims=PATH_DIM)
+    return model
+
+
+def _recording_sampler(calls: list, centres=None):
+    """A ``sample`` for sample_cut that records the rates the model holds when it is called
+    and returns 2 chains x 50 draws of one theta (centred per call when ``centres`` is given)
+    and one b."""
+    def sample(model, settings):
+        sensitivity = model["judge_sensitivity_fixed"].get_value().copy()
+        specificity = model["judge_specificity_fixed"].get_value().copy()
+        calls.append((sensitivity, specificity, settings.seed, settings.draws))
+        centre = 0.0 if centres is None else centres[len(calls) - 1]
+        theta, b = np.random.default_rng(len(calls)).normal(size=(2, 2, 50, 1))
+        posterior = xr.Dataset({"theta": (("chain", "draw", "respondent"), centre + theta),
+                                "b": (("chain", "draw", "item"), b)},
+                               coords={"chain": [0, 1], "draw": np.arange(50),
+                                       "respondent": ["r"], "item": ["i"]})
+        return DataTree.from_dict({"posterior": posterior})
+    return sample
+
+
+def test_each_imputation_samples_with_its_own_rates_and_seed_and_records_them():
+    """Catches the model sampled without the imputation's rates set (every imputation at the
+    gold means), one draw reused for every imputation, the sensitivities and specificities
+    swapped (in the model or in the posterior), the posterior's rates under the wrong paths,
+    and every imputation sampled with the fit's own seed (identical chains M times over).
+    Asymmetric gold per path, since swapped rates of a symmetric matrix look alike."""
+    from audit.methods.rasch.irt.judge_cut import sample_cut
+
+    rates = JudgeCorrection("favourable", {
+        "judge": JudgeConfusion("favourable", 16, 4, 40, 2),
+        "rule": JudgeConfusion("favourable", 60, 1, 9, 3)}).for_cells(np.array(["judge", "rule"]))
+    fit = FitConfig(judge_imputations=3, seed=5, draws=300)
+    sensitivities, specificities = rates.rate_draws(3, 5)
+    calls = []
+    fits = sample_cut(_rate_slots_model(rates.paths), fit, rates, _recording_sampler(calls))
+    assert len(fits) == len(calls) == 3
+    for imputation, (sensitivity, specificity, seed, draws) in enumerate(calls):
+        np.testing.assert_array_equal(sensitivity, sensitivities[imputation])
+        np.testing.assert_array_equal(specificity, specificities[imputation])
+        assert (seed, draws) == (5 + imputation, 300)
+        posterior = fits[imputation]["posterior"]
+        for name, expected in (("judge_sensitivity", sensitivity),
+                               ("judge_specificity", specificity)):
+            recorded = posterior[name]
+            assert recorded.dims == ("chain", "draw", "label_path")
+            assert recorded["label_path"].values.tolist() == ["judge", "rule"]
+            np.testing.assert_array_equal(recorded.values, np.broadcast_to(expected, (2, 50, 2)))
+    assert not np.allclose(sensitivities, specificities)
+
+
+def test_an_imputation_share_rounds_up_so_the_pool_holds_every_draw_asked_for():
+    """Catches the share rounded down, so 4 imputations of 9001 draws pooled 9000."""
+    from audit.methods.rasch.irt.judge_cut import _imputation_fit
+
+    assert _imputation_fit(FitConfig(draws=9001, judge_imputations=4), 0).draws == 2251
+
+
+def test_pooled_imputations_keep_shared_attributes_and_drop_the_warmup():
+    """Catches the first imputation's own attributes (its sampling time, its seed) kept as if
+    they described the pool, and a warmup group of the first imputation copied in as if it
+    were the pool's warmup; groups that are not pooled (observed data) still come from it."""
+    from audit.methods.rasch.irt.judge_cut import pool_imputations
+
+    def imputation(seed: int) -> DataTree:
+        draws = xr.Dataset({"gap": (("chain", "draw"), np.full((2, 3), float(seed)))},
+                           coords={"chain": [0, 1], "draw": [0, 1, 2]},
+                           attrs={"inference_library": "nutpie", "random_seed": seed})
+        observed = xr.Dataset({"y": ("cell", np.arange(4))})
+        return DataTree.from_dict({"posterior": draws, "warmup_posterior": draws.copy(),
+                                   "observed_data": observed})
+
+    pooled = pool_imputations([imputation(1), imputation(2)])
+    attrs = pooled["posterior"].attrs
+    assert attrs["inference_library"] == "nutpie" and "random_seed" not in attrs
+    assert set(pooled.children) == {"posterior", "observed_data"}
+
+
+def test_the_cut_summary_reads_r_hat_within_imputations_at_the_fits_hdi_prob():
+    """Catches fit_cut's diagnostics read off the pooled posterior, computed when
+    diagnostics=False (or skipped when asked for), and the HDI of the draws or of the gold
+    rates at 94% instead of fit.hdi_prob. Three imputations whose theta settles at 0, 10 and
+    20 (as rates held apart would move it): R-hat over the pooled chains is far above 1,
+    within each about 1."""
+    from audit.methods.rasch.irt.judge_cut import fit_cut
+    from audit.methods.rasch.irt.summary import summarise
+
+    rates = JudgeCorrection("favourable", {"any": JudgeConfusion("favourable", 16, 4, 40, 2)}
+                            ).for_cells(None)
+    fit = FitConfig(judge_imputations=3, seed=5, hdi_prob=0.5)
+    model = _rate_slots_model(rates.paths)
+    pooled, summary = fit_cut(model, fit, rates, _recording_sampler([], centres=[0, 10, 20]))
+    theta = summary.row(by_predicate=pl.col("parameter") == "theta[r]", named=True)
+    assert theta["r_hat"] < 1.1 and theta["ess_bulk"] > 150
+    expected = summarise(pooled, 0.5, diagnostics=False).filter(pl.col("parameter") == "theta[r]")
+    assert (theta["hdi_low"], theta["hdi_high"]) == (expected["hdi_low"][0],
+                                                     expected["hdi_high"][0])
+    gold = rates.rate_summary(0.5)["judge_sensitivity[any]"]
+    sensitivity = summary.row(by_predicate=pl.col("parameter") == "judge_sensitivity[any]")
+    assert sensitivity[1:5] == pytest.approx(gold) and sensitivity[5:] == (None, None, None)
+    _, bare = fit_cut(model, fit, rates, _recording_sampler([], centres=[0, 10, 20]),
+                      diagnostics=False)
+    assert bare["r_hat"].null_count() == bare.height
+
+
+def test_cut_diagnostics_leave_the_specificities_without_r_hat_or_ess_too():
+    """Catches only the sensitivities' rows nulled, so each specificity (constant within an
+    imputation) reported the imputations' R-hat of 0/0 and an ESS summed from them."""
+    from audit.methods.rasch.irt.judge_cut import cut_diagnostics
+
+    parameters = ["b[i1]", "judge_specificity[judge]", "judge_sensitivity[judge]"]
+    pooled = pl.DataFrame({"parameter": parameters, "mean": [0.1, 0.9, 0.8],
+                           "r_hat": [1.2, 1.5, 1.5], "ess_bulk": [10.0, 5.0, 5.0],
+                           "ess_tail": [10.0, 5.0, 5.0]})
+    imputation = pl.DataFrame({"parameter": parameters, "mean": [0.1, 0.9, 0.8],
+                               "r_hat": [1.0, float("nan"), float("nan")],
+                               "ess_bulk": [300.0, 4.0, 4.0], "ess_tail": [200.0, 4.0, 4.0]})
+    diagnostics = cut_diagnostics(pooled, [imputation, imputation])
+    assert diagnostics.row(0) == ("b[i1]", 0.1, 1.0, 600.0, 400.0)
+    for row in diagnostics.rows()[1:]:
+        assert row[2:] == (None, None, None), row

@@ -13,14 +13,17 @@ from scipy.special import expit
 
 from audit.methods.rasch.irt.logit_kernel import (
     binomial_logit_terms,
+    exp_minus_abs,
     log_positive,
     misclassified_logit_terms,
 )
 
 # Measured against x87 extended precision: at most 4.3e-16 (softplus) and 3.2e-16 (sigmoid),
 # about two units in the last place; numpy's logaddexp and scipy's expit reach 2.2e-16 and
-# 2.4e-16. Dropping any term of the exp polynomial, of the log1p or log series, or the low part
-# of ln 2, moves some result by more than 1e-15.
+# 2.4e-16. Dropping the low part of ln 2 or a low term of the exp polynomial or the log
+# series moves some result by more than 1e-15; the top terms matter less (exp's degree-13 term
+# moves exp by 3.5e-16: test_exp_is_within_one_unit_in_the_last_place) or, for the log's
+# atanh series, not at all at double precision (mutation review 2026-12-06).
 RELATIVE_TOLERANCE = 5e-16
 pytestmark = pytest.mark.skipif(np.finfo(np.longdouble).eps > 1e-18,
                                 reason="the reference needs extended-precision long double")
@@ -158,3 +161,42 @@ def test_cells_of_different_lengths_are_refused(kernel):
     rates = (0.9, 0.8) if kernel is misclassified_logit_terms else ()
     with pytest.raises(ValueError, match="same length"):
         kernel(np.zeros(3), np.ones(3), np.zeros(4), *rates)
+
+
+@pytest.mark.parametrize("kernel", [binomial_logit_terms, misclassified_logit_terms])
+@pytest.mark.parametrize("short", ["successes", "trials"])
+def test_cells_with_one_array_of_another_length_are_refused(kernel, short):
+    """Catches the length check reading only one of successes and trials: the kernels index
+    both by logit_p's length without bounds checks, so the other one read past its end."""
+    rates = (0.9, 0.8) if kernel is misclassified_logit_terms else ()
+    arrays = {"successes": np.zeros(4), "trials": np.ones(4)}
+    arrays[short] = arrays[short][:3]
+    with pytest.raises(ValueError, match="same length"):
+        kernel(arrays["successes"], arrays["trials"], np.zeros(4), *rates)
+
+
+def test_logits_past_the_clamp_give_the_limits_and_nan_gives_one():
+    """Catches the clamp at |x| = 708 (LARGEST_EXPONENT) dropped: exp(-750)'s exponent no
+    longer fits the bits it is written to, so a far-out logit (a diverging proposal's) gets a
+    garbage softplus and sigmoid; and the NaN reset dropped (exp_minus_abs says a NaN gives 1;
+    a NaN's exponent bits are undefined)."""
+    e = exp_minus_abs(np.array([np.nan, 750.0, -1e4, 708.0, 0.0]))
+    assert e[0] == 1.0 and e[4] == 1.0
+    assert e[1] == e[2] == e[3] == pytest.approx(np.exp(-708.0), rel=1e-15)
+    logit_p = np.array([-750.0, 750.0, -1e4, 1e4, -1e300, 1e300])
+    softplus, sigmoid = binomial_logit_terms(np.zeros(6), -np.ones(6), logit_p)
+    assert np.all((softplus[0::2] >= 0) & (softplus[0::2] < 1e-300))
+    assert softplus[1::2].tolist() == logit_p[1::2].tolist()
+    assert np.all((sigmoid[0::2] >= 0) & (sigmoid[0::2] < 1e-300))
+    assert sigmoid[1::2].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_exp_is_within_one_unit_in_the_last_place():
+    """Catches the Taylor polynomial cut at degree 12: exp(-|x|) then errs by up to 3.5e-16
+    on this grid (1.4e-16 as written), which softplus and sigmoid partly hide (their grid
+    above still passed it). Each reduction interval's worst point, ln 2 (k + 1/2), is in."""
+    x = np.concatenate([np.linspace(0.0, 700.0, 200_001),
+                        np.log(2.0) * (np.arange(0, 1001) + 0.5)])
+    reference = np.exp(-x.astype(np.longdouble))
+    assert worst_relative_error(exp_minus_abs(x), reference) <= 2.5e-16
+    assert worst_relative_error(exp_minus_abs(-x), reference) <= 2.5e-16
