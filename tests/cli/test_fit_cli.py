@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import arviz as az
 import numpy as np
@@ -320,3 +321,45 @@ def test_an_output_that_cannot_be_created_is_refused_before_sampling(tmp_path: P
     write_responses(tmp_path / "good.csv")
     assert fit_cli.main(["input=good.csv", f"output={output}"]) == 2
     assert f"output={output}" in caplog.text and "pass output=DIR" in caplog.text
+
+
+def test_the_fit_is_named_after_the_column_and_the_ranking_shows_30(tmp_path: Path, monkeypatch,
+                                                                    capsys) -> None:
+    """Catches the fit written under the audit's outcome name ("favourable") rather than the
+    input's column (outcome=approved), and the printed ranking cut short of its 30 rows."""
+    import audit.cli.fit as fit_cli
+    from audit.methods.rasch.irt.rasch import RaschFit
+
+    count = 40
+    summary = pl.DataFrame({"parameter": [f"theta[r{i:02d}]" for i in range(count)],
+                            "mean": [-i / 10 for i in range(count)], "sd": [0.1] * count,
+                            "hdi_low": [-i / 10 - 0.2 for i in range(count)],
+                            "hdi_high": [-i / 10 + 0.2 for i in range(count)]})
+    fitted = RaschFit(idata=None, summary=summary,  # type: ignore[arg-type]
+                      diagnostics=SimpleNamespace(problems=list))  # type: ignore[arg-type]
+    written: dict = {}
+    monkeypatch.setattr(fit_cli, "fit_rasch", lambda *args, **kwargs: fitted)
+    monkeypatch.setattr(fit_cli, "write_fit", lambda fit, output: written.update(fit=fit))
+    path = write_responses(tmp_path / "r.csv", columns=("respondent", "item", "approved"))
+    fit_cli.run(parse_arguments([f"input={path}", f"output={tmp_path / 'o'}",
+                                 "outcome=approved"]))
+    assert written["fit"].outcome == "approved"
+    shown = capsys.readouterr().out
+    assert "r00" in shown and "r29" in shown and "r30" not in shown, shown
+
+
+def test_a_refusal_from_the_model_is_logged_as_its_first_line(tmp_path: Path, monkeypatch,
+                                                              caplog) -> None:
+    """Catches main logging an AuditError whole: a refusal from the model with detail on later
+    lines must still be the one line the command's errors are."""
+    import audit.cli.fit as fit_cli
+    from audit.errors import AuditError
+
+    def refuse(*args, **kwargs):
+        raise AuditError("the model refuses this table\nwith detail on a second line")
+
+    monkeypatch.setattr(fit_cli, "fit_rasch", refuse)
+    path = write_responses(tmp_path / "r.csv")
+    assert main([f"input={path}", f"output={tmp_path / 'o'}"]) == 2
+    (error,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert error == "the model refuses this table"

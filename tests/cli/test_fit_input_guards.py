@@ -5,6 +5,7 @@ offending values, empty cells and empty table named as they are."""
 from __future__ import annotations
 
 import inspect
+import os
 import re
 from pathlib import Path
 
@@ -14,6 +15,8 @@ import pytest
 import audit.cli.fit as fit_cli
 from audit.cli.fit import FitInputError, parse_arguments, read_long_table
 from audit.methods.rasch.analyse import FIT_FILES, write_fit
+from audit.methods.rasch.irt.indexing import PATH_COLUMN
+from audit.methods.rasch.irt.judge_error import ANY_PATH
 
 
 class Sampled(Exception):
@@ -176,3 +179,124 @@ def test_a_gold_files_path_names_match_the_inputs_as_written(tmp_path: Path) -> 
     gold = tmp_path / "gold.csv"
     gold.write_text("truth,judged,label_source\n1,1,01\n1,0,01\n0,0,01\n0,1,01\n1,1,2\n0,0,2\n")
     assert sorted(gold_correction(gold).by_path) == ["01", "2"]
+
+
+def test_an_input_hard_linked_to_a_file_the_fit_writes_is_refused(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """Catches _same_file asking for equal resolved paths *and* one file (`or` made `and`): a
+    hard link has a path of its own, so only the file system says the fit's summary.csv would
+    be written into the input."""
+    monkeypatch.chdir(tmp_path)
+    Path("ow").mkdir()
+    table = write_table(Path("answers.csv"), **ANSWERS)
+    try:
+        os.link(table, Path("ow") / "summary.csv")
+    except OSError:
+        pytest.skip("no hard links on this file system")
+    with pytest.raises(FitInputError, match="would overwrite the input answers.csv"):
+        parse_arguments(["input=answers.csv", "output=ow"])
+
+
+def test_exactly_the_shown_number_of_offending_values_says_no_more(tmp_path: Path) -> None:
+    """Catches `and 0 more` after exactly SHOWN_VALUES offending values (`>` made `>=`)."""
+    y = [0, 2, 3, 4, 5, 6][: fit_cli.SHOWN_VALUES + 1]
+    path = write_table(tmp_path / "r.csv", respondent=[f"p{i}" for i in range(len(y))],
+                       item=["q"] * len(y), y=y)
+    with pytest.raises(FitInputError) as refused:
+        read_long_table(path, "respondent", "item", "y")
+    assert "found [2, 3, 4, 5, 6] (first at row 2)" in str(refused.value), str(refused.value)
+
+
+def test_whole_outcomes_beyond_int64_are_one_line(tmp_path: Path) -> None:
+    """Catches dropping the fallback for whole numbers no Int64 holds (1e20): no value is
+    `not_whole`, so the first offending row was an IndexError traceback."""
+    path = tmp_path / "r.csv"
+    path.write_text("respondent,item,y\na,q,0\nb,q,1\nc,q,99999999999999999999\n")
+    with pytest.raises(FitInputError, match=r"found \[0.0, 1.0, 1e\+20\] \(first at row 1\)"):
+        read_long_table(path, "respondent", "item", "y")
+
+
+def test_an_upper_case_json_suffix_is_refused_as_json(tmp_path: Path, caplog) -> None:
+    """Catches the JSON check comparing the suffix as typed (`.lower()` dropped): answers.JSONL
+    was read as CSV, its braces and quotes named as the table's columns."""
+    path = tmp_path / "answers.JSONL"
+    path.write_text('{"item": "hiring_01", "decision": "HIRE"}\n')
+    assert fit_cli.main([f"input={path}", f"output={tmp_path / 'out'}"]) == 2
+    (error,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert "is JSON: audit.fit reads a CSV or parquet long table" in error, error
+
+
+def capture_fit(monkeypatch) -> dict:
+    """What fit_rasch is given, then Sampled: the table and settings the fit would run on."""
+    seen: dict = {}
+
+    def fake_fit(outcomes, config, confusion=None):
+        seen.update(outcomes=outcomes, config=config, confusion=confusion)
+        raise Sampled
+
+    monkeypatch.setattr(fit_cli, "fit_rasch", fake_fit)
+    return seen
+
+
+def test_each_prior_fits_its_own_model(tmp_path: Path, monkeypatch) -> None:
+    """Catches prior=seed fitting the identified model (PRIORS mapping both to rasch): the
+    original audit's N(0, 1) model is what prior=seed promises."""
+    seen = capture_fit(monkeypatch)
+    table = write_table(tmp_path / "r.csv", **ANSWERS)
+    for prior, model in [("seed", "rasch_seed"), ("rasch", "rasch")]:
+        with pytest.raises(Sampled):
+            fit_cli.main([f"input={table}", f"output={tmp_path / 'o'}", f"prior={prior}"])
+        assert seen["config"].model == model, prior
+
+
+def gold_and_answers(tmp_path: Path, answer_paths: list[str]) -> list[str]:
+    """A gold file with the labelling paths rule and judge, and answers labelled along
+    ``answer_paths`` (column `labeller`): audit.fit's arguments for them."""
+    gold = write_table(tmp_path / "gold.csv", truth=[1, 0, 1, 0], judged=[1, 0, 1, 0],
+                       label_source=["rule", "rule", "judge", "judge"])
+    table = write_table(tmp_path / "r.csv", **ANSWERS, labeller=answer_paths)
+    return [f"input={table}", f"output={tmp_path / 'o'}", f"gold={gold}", "source=labeller"]
+
+
+def test_the_source_column_reaches_the_fit_and_a_subset_of_the_gold_paths_is_enough(
+        tmp_path: Path, monkeypatch) -> None:
+    """Catches source= dropped from the long table (then every run with it was refused as
+    having no source column) and the missing paths taken the wrong way round (the gold's paths
+    the input lacks: answers labelled by one of the gold's two paths were refused)."""
+    seen = capture_fit(monkeypatch)
+    with pytest.raises(Sampled):
+        fit_cli.main(gold_and_answers(tmp_path, ["rule", "judge", "rule", "judge"]))
+    assert seen["outcomes"][PATH_COLUMN].to_list() == ["rule", "judge", "rule", "judge"]
+    with pytest.raises(Sampled):
+        fit_cli.main(gold_and_answers(tmp_path, ["rule"] * 4))
+    assert sorted(seen["confusion"].by_path) == ["judge", "rule"]
+
+
+def test_a_labelling_path_without_counts_is_named(tmp_path: Path, monkeypatch, caplog) -> None:
+    """Catches the missing paths taken the wrong way round (gold minus input): the input's
+    path `other` went unnamed, the message naming the gold's own `judge` instead."""
+    capture_fit(monkeypatch)
+    assert fit_cli.main(gold_and_answers(tmp_path, ["rule", "other", "rule", "rule"])) == 2
+    (error,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert "labelling path(s) other of the input have no counts" in error, error
+
+
+def test_counts_for_any_path_need_no_source_column(tmp_path: Path, monkeypatch) -> None:
+    """Catches the ANY_PATH shortcut dropped: a confusion file without label_source counts for
+    every answer, and was refused as counts per path asking for source=COLUMN."""
+    seen = capture_fit(monkeypatch)
+    counts = write_table(tmp_path / "counts.csv", **COUNTS)
+    table = write_table(tmp_path / "r.csv", **ANSWERS)
+    with pytest.raises(Sampled):
+        fit_cli.main([f"input={table}", f"output={tmp_path / 'o'}", f"confusion={counts}"])
+    assert list(seen["confusion"].by_path) == [ANY_PATH]
+
+
+def test_prior_seed_with_a_correction_is_refused(tmp_path: Path, monkeypatch, caplog) -> None:
+    """Catches the prior=seed refusal dropped: the original audit's model reads labels as
+    truth, so gold= was silently not applied to it."""
+    capture_fit(monkeypatch)
+    arguments = gold_and_answers(tmp_path, ["rule", "judge", "rule", "judge"])
+    assert fit_cli.main([*arguments, "prior=seed"]) == 2
+    (error,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert error.startswith("prior=seed reads labels as truth"), error

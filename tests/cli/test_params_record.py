@@ -270,3 +270,85 @@ def test_a_sweep_is_refused_and_the_params_file_kept(tmp_path: Path, caplog, ove
                       f"run), or run the sweep with python -m audit and write any of its jobs' "
                       f"params.yaml with python -m audit.runs params RUN_ID"]
     assert (params.read_text(), (tmp_path / OVERRIDES_FILE).read_text()) == before
+
+
+def test_a_dvc_composed_params_yaml_without_a_record_is_not_checked(tmp_path: Path):
+    """Catches `or` made `and` in check_kept_overrides' early return: a params.yaml DVC composed
+    with no params.overrides beside it (never written by audit.params) read the missing record,
+    a FileNotFoundError traceback."""
+    params = dvc_composed(tmp_path / "params.yaml", ["tracking.run_name=x"])
+    check_kept_overrides(params, load_params(params))
+
+
+def test_blank_lines_in_the_record_are_no_overrides(tmp_path: Path):
+    """Catches the record's blank lines kept as overrides: an empty override did not compose,
+    and a params.yaml that kept every setting was refused."""
+    write_params(SMOKE, tmp_path / "params.yaml")
+    (tmp_path / OVERRIDES_FILE).write_text("\nitems=smoke\n\n  personas=smoke \nfit.draws=300\n\n")
+    params = dvc_composed(tmp_path / "params.yaml", [*SMOKE, "tracking.run_name=x"])
+    check_kept_overrides(params, load_params(params))
+
+
+def test_the_record_ends_each_override_with_a_newline(tmp_path: Path):
+    """Catches the record written without its last newline: `echo KEY=VALUE >> params.overrides`
+    then glued the new override onto the last one."""
+    write_params(SMOKE, tmp_path / "params.yaml")
+    assert (tmp_path / OVERRIDES_FILE).read_text() == "".join(f"{o}\n" for o in SMOKE)
+
+
+def test_the_refusal_shows_four_dropped_settings_and_counts_the_rest(tmp_path: Path):
+    """Catches the refusal showing other than the first four dropped settings, or not saying
+    how many more fell back (SMOKE drops seven)."""
+    write_params(SMOKE, tmp_path / "params.yaml")
+    params = dvc_composed(tmp_path / "params.yaml", ["tracking.run_name=x"])
+    dropped = dropped_settings(load_params(params), SMOKE)
+    assert len(dropped) == 7
+    shown = ", ".join(f"{key}={value}" for key, value in list(dropped.items())[:4])
+    with pytest.raises(AuditError, match=re.escape(f"): {shown} and 3 more fell back to the "
+                                                   "defaults.")):
+        check_kept_overrides(params, load_params(params))
+
+
+@pytest.mark.parametrize("record", ["+fit.x=1", "fit.attributes=[1,{a:2}]"])
+def test_a_record_that_composes_to_a_bad_config_is_one_line(tmp_path: Path, record: str):
+    """Catches the record's OmegaConf errors left out of the refusal (only Hydra's caught): a
+    key the config lacks or a value of the wrong type was a ConfigKeyError (ValidationError)
+    traceback."""
+    params = dvc_composed(tmp_path / "params.yaml", ["tracking.run_name=x"])
+    (tmp_path / OVERRIDES_FILE).write_text(f"{record}\n")
+    with pytest.raises(AuditError, match=r"params.overrides do not compose \(.*\): rewrite"):
+        check_kept_overrides(params, load_params(params))
+
+
+def test_an_overrides_record_that_is_a_folder_is_one_line_before_writing(tmp_path: Path, caplog):
+    """Catches the record's own path left unchecked: --output proj/params.yaml beside a folder
+    proj/params.overrides wrote params.yaml, then an IsADirectoryError traceback."""
+    from audit.cli.params import main as params_main
+
+    (tmp_path / OVERRIDES_FILE).mkdir()
+    assert params_main(["items=smoke", "--output", str(tmp_path / "params.yaml")]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and str(tmp_path / OVERRIDES_FILE) in errors[0], errors
+    assert not (tmp_path / "params.yaml").exists()
+
+
+def test_a_chosen_user_file_that_holds_no_settings_is_refused(tmp_path: Path, monkeypatch):
+    """Catches write_params composing without check_files: an empty conf/items/mine.yaml
+    wrote params.yaml with the shipped item bank, as `python -m audit` refuses to."""
+    (tmp_path / "conf" / "items").mkdir(parents=True)
+    (tmp_path / "conf" / "items" / "mine.yaml").write_text("# my scenarios, later\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as refused:
+        write_params(["items=mine"], tmp_path / "params.yaml")
+    assert refused.value.code == 2 and not (tmp_path / "params.yaml").exists()
+
+
+def test_settings_beyond_says_null_and_skips_what_the_overrides_never_composed():
+    """Catches a setting -S made null named `=None` (which Hydra reads as the text 'None'), and
+    another model's section (keys the recorded overrides never compose) listed key by key as
+    overrides that cannot be applied without `+`."""
+    from audit.cli.params import settings_beyond
+
+    assert settings_beyond(compose_params(["design.max_prompts=null"]),
+                           ["design.max_prompts=100"]) == ["design.max_prompts=null"]
+    assert settings_beyond(compose_params(["model=smollm2"]), []) == []

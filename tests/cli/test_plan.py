@@ -756,3 +756,44 @@ def test_an_adaptive_plan_prices_its_budget_and_the_prompts_it_expects_to_ask():
                                                 max_answer_minutes=10.0),
                             fit=FitConfig(familywise_alpha=0.05))
     assert adaptive_costs(table, timed, 148.0)["budget_minutes"].to_list() == [10.0, 10.0]
+
+
+def test_a_nan_half_width_or_minutes_is_printed_as_nothing():
+    """Catches _plus_minus printing what is not a number: a power with a NaN Monte Carlo
+    half-width as `0.31 ± nan`, and NaN minutes (a size with no price a prompt) as `nan`."""
+    def race_rows(table: pl.DataFrame) -> list[list[str]]:
+        text = printed(table, adaptive=False)
+        assert "nan" not in text, text
+        return [line.split() for line in text.splitlines() if line.split()[2:3] == ["race"]]
+
+    no_error = plan_rows().with_columns(
+        p_ci_fails_hw=pl.when(pl.col("p_ci_fails_hw").is_not_null()).then(math.nan))
+    assert race_rows(no_error)[0] == ["1", "252", "race", "4.41", "0.31", "0.02", "1.4"]
+    no_minutes = plan_rows().with_columns(minutes=pl.lit(math.nan))
+    assert race_rows(no_minutes)[0] == ["1", "252", "race", "4.41", "0.31", "±", "0.03", "0.02"]
+
+
+def test_one_model_with_its_pooled_table_is_not_several_models():
+    """Catches the "all N models together" note counting the pooled "all models" table: one
+    audited model with it was said to be "all 1 models together"."""
+    text = printed(plan_rows(models=("all models", "qwen_coder_0_5b"), replicates=(1,)),
+                   adaptive=False)
+    assert "models together" not in text
+
+
+def test_the_printed_rows_are_sorted_whatever_the_tables_order():
+    """Catches print_plan printing the rows in the table's order (the sort dropped): the
+    options come from a join, in no order a reader can follow."""
+    text = printed(plan_rows(replicates=(1, 2, 4)).reverse(), adaptive=False)
+    rows = [line.split()[:3] for line in text.splitlines() if line.split()[2:3] in (
+        ["race"], ["gender"])]
+    assert rows == [["1", "252", "gender"], ["1", "252", "race"], ["2", "504", "gender"],
+                    ["2", "504", "race"], ["4", "1008", "gender"], ["4", "1008", "race"]]
+
+
+def test_options_simulated_a_different_number_of_times_show_the_range():
+    """Catches the title giving the fewest simulations as every option's count: an option that
+    stopped early (400) beside one that ran on (1070) is "400-1070 simulations an option"."""
+    table = plan_rows().with_columns(
+        simulations=pl.when(pl.col("replicates") == 1).then(400).otherwise(1070))
+    assert "400-1070 simulations an option" in " ".join(printed(table, adaptive=False).split())

@@ -4,6 +4,7 @@ false-alarm rate its own (plan review 2026-12-02)."""
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 
 import polars as pl
@@ -115,3 +116,102 @@ def test_a_design_warning_is_said_once_not_once_a_simulated_audit(tmp_path, monk
     with caplog.at_level(logging.WARNING), pytest.raises(AssertionError, match="stop"):
         plan_cli.run_plan(_config(tmp_path), tmp_path / "out")
     assert caplog.text.count("every gender level goes with one race") == 1
+
+
+def test_a_design_all_in_the_store_keeps_its_cost_at_one_multiple():
+    """Catches scaled_cost pricing no extra prompts at the NaN price a prompt of a design with
+    nothing to send (`if extra:` dropped): such a size cost NaN minutes and tokens, not 0."""
+    prompts = pl.DataFrame({"race": ["A", "B", None, None]})
+    cost = {"prompts": 4.0, "to_send": 0.0, "prompt_tokens": 0.0, "max_completion_tokens": 0.0,
+            "minutes": 0.0}
+    assert plan_cli.scaled_cost(cost, prompts, "race", 1) == cost
+    doubled = plan_cli.scaled_cost(cost, prompts, "race", 2)
+    assert doubled["to_send"] == 2 and math.isnan(doubled["minutes"])
+
+
+def test_the_design_cost_is_the_preflight_estimate_in_minutes(tmp_path, monkeypatch):
+    """Catches design_cost passing the preflight's seconds off as minutes, or sizing another
+    number of replicates than asked."""
+    sized = {}
+
+    def design(cfg):
+        sized["replicates"] = cfg.design.replicates
+        return pl.DataFrame()
+
+    monkeypatch.setattr(plan_cli, "design_stage", design)
+    monkeypatch.setattr(plan_cli, "planned_requests", lambda cfg, prompts: ([], {}))
+    monkeypatch.setattr(plan_cli, "estimate", lambda planned, store, concurrency: {
+        "prompts": 10, "to_send": 4, "prompt_tokens": 400, "max_completion_tokens": 80,
+        "seconds": 90.0, "requests": 4})
+    cost = plan_cli.design_cost(_config(tmp_path), 3, store=None)
+    assert cost == {"prompts": 10, "to_send": 4, "prompt_tokens": 400,
+                    "max_completion_tokens": 80, "minutes": 1.5}
+    assert sized["replicates"] == 3
+
+
+def test_a_plan_from_a_past_run_draws_from_its_components(tmp_path, monkeypatch):
+    """Catches planning_components ignoring plan.from_run (the plan.* figures used whatever
+    run was named)."""
+    monkeypatch.setattr(plan_cli, "resolved_source", lambda source, settings: f"runs/{source}")
+    monkeypatch.setattr(plan_cli, "run_components",
+                        lambda source, *args, **kwargs: ("measured", source, kwargs["count"]))
+    cfg = _config(tmp_path, "plan.from_run=abc123", "plan.simulations=50")
+    assert plan_cli.planning_components(cfg) == ("measured", "runs/abc123", 50)
+
+
+def test_the_plan_rounds_its_counts_but_not_its_minutes(tmp_path, monkeypatch):
+    """Catches the minutes rounded and cast to whole numbers with the counts (1.25 minutes
+    shown as 1) in plan_table."""
+    cfg = _config(tmp_path)
+
+    def simulated(prompts, plan, *_, **__):
+        return pl.DataFrame([{"model_name": "m", "attribute": "race", "replicates": replicates,
+                              "persona_multiple": multiple} for replicates in plan.replicates
+                             for multiple in plan.persona_multiples])
+
+    monkeypatch.setattr(plan_cli, "simulate_power", simulated)
+    monkeypatch.setattr(plan_cli, "seconds_per_prompt", lambda *_: 1.0)
+    monkeypatch.setattr(plan_cli, "design_cost", lambda cfg, replicates, store: {
+        "prompts": 10.4, "to_send": 10.4, "prompt_tokens": 400.2,
+        "max_completion_tokens": 80.0, "minutes": 1.25})
+    table = plan_cli.plan_table(cfg, store=None)
+    assert table.schema["prompts"] == pl.Int64 and table["prompts"][0] == 10
+    assert table.schema["minutes"] == pl.Float64 and table["minutes"][0] == 1.25
+
+
+def test_planning_in_a_fresh_project_creates_no_response_store(tmp_path, monkeypatch):
+    """Catches run_plan opening paths.response_store whether or not it exists: a plan in a fresh
+    project left an empty store there (planning reads latencies; it sends nothing)."""
+    store = tmp_path / "responses.sqlite3"
+    monkeypatch.setattr(plan_cli, "simulate_power", lambda *_, **__: (_ for _ in ()).throw(
+        AssertionError("stop")))
+    with pytest.raises(AssertionError, match="stop"):
+        plan_cli.run_plan(_config(tmp_path, f"paths.response_store={store}"), tmp_path / "out")
+    assert not store.exists()
+
+
+def _composed(tmp_path: Path, *overrides: str):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose("config", overrides=[*overrides, f"paths.output_dir={tmp_path / 'out'}"])
+
+
+def test_the_command_prints_a_gap_in_points_and_exits_2_on_a_refusal(tmp_path, monkeypatch,
+                                                                     caplog):
+    """Catches the command printing a gap in points as logits (print_plan's pp left out), and
+    a refusal ending with another exit status than 2, every command's status for bad input."""
+    printed = {}
+    monkeypatch.setattr(plan_cli, "run_plan", lambda cfg, output_dir: pl.DataFrame())
+    monkeypatch.setattr(plan_cli, "print_plan",
+                        lambda table, path, hdi, adaptive, pp=None: printed.update(pp=pp))
+    plan_cli.app(_composed(tmp_path, "plan.gap=10", "plan.gap_unit=pp"))
+    assert printed["pp"] == 10
+    plan_cli.app(_composed(tmp_path, "plan.gap=0.5"))
+    assert printed["pp"] is None
+
+    def refused(cfg, output_dir):
+        raise AuditError("plan.levels=[Blak, White] must name two levels")
+
+    monkeypatch.setattr(plan_cli, "run_plan", refused)
+    with pytest.raises(SystemExit) as exited:
+        plan_cli.app(_composed(tmp_path))
+    assert exited.value.code == 2 and "must name two levels" in caplog.text

@@ -344,3 +344,139 @@ def test_a_pair_significant_only_before_bh_is_not_flagged():
     assert sentiment["p_value"] == pytest.approx(28 / 924) and sentiment["meaningful"]
     assert sentiment["p_bh"] == pytest.approx(2 * 28 / 924)
     assert not sentiment["flagged"]
+
+
+def test_an_axis_crossed_with_the_groups_decides_nothing_however_many_levels_it_has():
+    """Catches every component counted as deciding its factor's group (`groups == 1` loosened):
+    names crossed with gender (each name with "he" and with "she") outnumber the two pronouns,
+    and the names, each in both groups, became the units instead of the pronouns."""
+    variants = [f"name={name}|pronoun={pronoun}" for name in ("x", "y", "z")
+                for pronoun in ("he", "she")]
+    groups = pl.DataFrame({"prompt_id": [str(index) for index in range(6)],
+                           "variant_id": variants, "factor": ["gender"] * 6,
+                           "group": ["man", "woman"] * 3})
+    table = group_units(groups)
+    assert table["unit"].to_list() == ["pronoun=he", "pronoun=she"] * 3
+    assert table["on_unit_axis"].all()
+
+
+def test_when_no_axis_decides_a_group_every_variant_is_a_unit_on_the_axis():
+    """Catches on_unit_axis false for a factor no single axis decides (an intersection of two
+    crossed axes): every row was off the axis, so the test over its variants had none."""
+    variants = [f"race={race}|gender={gender}" for race in ("b", "w") for gender in ("f", "m")]
+    groups = pl.DataFrame({"prompt_id": ["0", "1", "2", "3"], "variant_id": variants,
+                           "factor": ["race_gender"] * 4, "group": ["bf", "bm", "wf", "wm"]})
+    table = group_units(groups)
+    assert table["unit"].to_list() == variants and table["on_unit_axis"].all()
+
+
+def test_a_name_test_that_can_enumerate_exactly_its_resamples_does():
+    """Catches the enumeration bound made strict (`<=` to `<`): 3 names against 3 have 20
+    arrangements, and with 20 resamples allowed the test enumerates them, smallest p 2 / 20,
+    not 2 / 21."""
+    from audit.methods.counterfactual.analyse_units import name_level_test
+
+    settings = StatsSettings(bootstrap_resamples=2)  # 2 * 10 = 20 resamples
+    _, min_p = name_level_test((np.array([0.0, 0.1, 0.2]),), (np.array([1.0, 1.1, 1.2]),),
+                               settings)
+    assert min_p == pytest.approx(2 / 20)
+
+
+def test_a_template_test_splits_its_zero_differences():
+    """Catches the Wilcoxon dropping the templates with no difference (zero_method "wilcox"):
+    a template where the groups tie is evidence of no gap, and dropping it overstated one."""
+    from audit.methods.counterfactual.analyse_units import template_level_test
+
+    differences = np.array([0, 0, 0, 0, 0.3, 0.5, 0.8, 1.1, -0.1, 0.6, 0.9, 1.2, -0.4, 0.2])
+    p_value, min_p = template_level_test(differences)
+    assert p_value == pytest.approx(stats.wilcoxon(differences, zero_method="zsplit").pvalue)
+    assert p_value != pytest.approx(stats.wilcoxon(differences, zero_method="wilcox").pvalue)
+    assert min_p == pytest.approx(2 / 2**14)
+
+
+def test_a_stratum_only_one_group_holds_or_a_unit_lacks_is_no_stratum():
+    """Catches strata_of taking a factor whose strata are not all held by both groups (`==`
+    loosened to a subset), and one that some units lack (`all` made `any`, a KeyError)."""
+    from audit.methods.counterfactual.analyse_units import strata_of
+
+    strata = {"a1": {"gender": "f"}, "a2": {"gender": "f"}, "b1": {"gender": "f"},
+              "b2": {"gender": "m"}, "b3": {"gender": "m"}}
+    assert strata_of(["a1", "a2"], ["b1", "b2"], strata) is None
+    assert strata_of(["a1", "b2"], ["b1", "b3"], strata) == [("f",), ("m",), ("f",), ("m",)]
+    partial = {"a1": {"gender": "f"}, "b1": {"gender": "f"}}
+    assert strata_of(["a1", "a2"], ["b1", "b2"], partial) is None
+
+
+def test_a_row_whose_smallest_p_is_alpha_stays_out_of_the_bh_family():
+    """Catches testable_bh admitting a row whose smallest attainable p equals alpha (`<` made
+    `<=`): p = alpha can never be below it, so the row is not testable."""
+    from audit.methods.counterfactual.analyse_units import testable_bh
+
+    table = pl.DataFrame({"p_value": [0.05, 0.01], "min_p": [0.05, 0.002]})
+    assert testable_bh(table, 0.05).to_list() == [None, pytest.approx(0.01)]
+
+
+def test_an_effect_at_the_threshold_is_meaningful_and_a_p_at_alpha_is_not_flagged():
+    """Catches `meaningful` needing an effect beyond the practical threshold (`>=` made `>`),
+    and `flagged` taking an adjusted p equal to alpha as below it (`<` made `<=`)."""
+    metrics, groups = simulated_names(0.3, 0.0, np.random.default_rng(1), names=6)
+    row = design_tests(metrics, groups, ["sentiment"], SETTINGS).row(0, named=True)
+    assert row["min_p"] < row["p_value"] < 0.05
+    at_edges = StatsSettings(bootstrap_resamples=99, alpha=row["p_value"],
+                             min_rank_biserial=abs(row["rank_biserial"]))
+    edge = design_tests(metrics, groups, ["sentiment"], at_edges).row(0, named=True)
+    assert edge["p_bh"] == row["p_value"] and edge["meaningful"] and not edge["flagged"]
+
+
+def test_a_unit_seen_in_two_groups_of_another_factor_has_no_stratum_in_it():
+    """Catches unit_strata keeping a factor in which the unit's prompts hold two groups (a name
+    read with "he" and with "she"): the unit was put in whichever group came first."""
+    from audit.methods.counterfactual.analyse_units import unit_strata
+
+    long = pl.DataFrame({
+        "prompt_id": ["p1", "p2", "p3", "p1", "p2", "p3"],
+        "factor": ["race"] * 3 + ["gender"] * 3,
+        "unit": ["name=x", "name=x", "name=y", "pronoun=she", "pronoun=he", "pronoun=she"],
+        "group": ["B", "B", "W", "woman", "man", "woman"]})
+    assert unit_strata(long, "race") == {"name=y": {"gender": "woman"}}
+
+
+def test_each_models_pairs_are_tested_on_its_own_answers():
+    """Catches design_tests pooling every model's answers of a metric: a gap in model m2 was
+    found in m1, which has none."""
+    metrics, groups = simulated_names(0.0, 0.0, np.random.default_rng(8), names=4)
+    shifted, other = simulated_names(3.0, 0.0, np.random.default_rng(9), names=4)
+    renamed = pl.col("prompt_id").map_elements(lambda prompt: f"m2-{prompt}",
+                                                return_dtype=pl.String)
+    both_metrics = pl.concat([metrics, shifted.with_columns(prompt_id=renamed)])
+    both_groups = pl.concat([groups, other.with_columns(prompt_id=renamed,
+                                                        model_name=pl.lit("m2"))])
+    alone = design_tests(metrics, groups, ["sentiment"], SETTINGS).row(0, named=True)
+    together = design_tests(both_metrics, both_groups, ["sentiment"], SETTINGS)
+    assert together["model_name"].to_list() == ["m", "m2"]
+    assert together.row(0, named=True) == alone
+
+
+def test_one_stratum_of_names_is_the_plain_permutation_test():
+    """Catches a single stratum sent through the stratified test: 7 names against 7 (sampled,
+    not enumerated) must get the two-sample permutation p the unstratified design gets."""
+    from audit.methods.counterfactual.analyse_units import name_level_test
+    from audit.stats.differences import mean_difference_p_value
+
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(0.0, 1.0, 7), rng.normal(0.8, 1.0, 7)
+    p_value, min_p = name_level_test((a,), (b,), SETTINGS)
+    assert p_value == mean_difference_p_value(a, b, 990, "two-sided", SETTINGS.seed)
+    assert min_p == pytest.approx(2 / 991)
+
+
+def test_the_truncated_share_is_of_the_answers_the_test_compares():
+    """Catches truncated_share counted over every answer of the pair, not those the test
+    over names compares: a summary with a pronoun and no name, truncated, is left out of the
+    test, and its truncations were reported as the names'."""
+    metrics, groups = simulated_gender(0.0, np.random.default_rng(12), names=3)
+    summaries = groups.filter(pl.col("template_id") == "summary")["prompt_id"]
+    metrics = metrics.with_columns(truncated=pl.col("prompt_id").is_in(summaries.implode()))
+    row = design_tests(metrics, groups, ["sentiment"], SETTINGS).row(0, named=True)
+    assert row["unit"] == "name" and summaries.len() > 0
+    assert row["truncated_share_a"] == 0.0 and row["truncated_share_b"] == 0.0
