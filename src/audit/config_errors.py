@@ -110,7 +110,7 @@ def _conflicting_hydra_modes(error: ValueError) -> bool:
             and frame_in(error.__traceback__, "hydra._internal.utils") is not None)
 
 
-def _null_group_choice(error: ValueError | TypeError, conf_dir: Path,
+def null_group_choice(error: ValueError | TypeError, conf_dir: Path,
                        arguments: Sequence[str]) -> str | None:
     """One line for `items=null` or `model=[a,null]` (a config group given null), which Hydra's
     defaults list refuses with a plain ValueError (a list: a TypeError): a traceback until
@@ -290,7 +290,7 @@ def one_line_config_errors(conf_dir: Path, hydra_arguments: bool = True) -> Iter
         exit_with_config_line(line)
     except (ValueError, TypeError) as error:
         line = (HYDRA_MODES if isinstance(error, ValueError) and _conflicting_hydra_modes(error)
-                else _null_group_choice(error, conf_dir, sys.argv[1:]))
+                else null_group_choice(error, conf_dir, sys.argv[1:]))
         if line is None or _user_wants_traceback:
             raise  # any other ValueError or TypeError is a bug: it keeps its traceback
         exit_with_config_line(line)

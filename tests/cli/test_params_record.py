@@ -352,3 +352,20 @@ def test_settings_beyond_says_null_and_skips_what_the_overrides_never_composed()
     assert settings_beyond(compose_params(["design.max_prompts=null"]),
                            ["design.max_prompts=100"]) == ["design.max_prompts=null"]
     assert settings_beyond(compose_params(["model=smollm2"]), []) == []
+
+
+@pytest.mark.parametrize("record", ["items=null", "fit=null", "model=[qwen_coder_0_5b,null]"])
+def test_a_record_giving_a_group_null_is_one_line(tmp_path: Path, caplog, record: str):
+    """Bug caught (mutation review 2026-12-06): a params.overrides holding a config group set to
+    null (a hand-edited record) was a ValueError traceback from `python -m audit.stages` ("Config
+    group override must be a string or a list. Got NoneType"; in a list, a TypeError), not the
+    "do not compose" line its other bad overrides get; `python -m audit.params items=null` itself
+    refuses it in one line."""
+    write_params(SMOKE, tmp_path / "params.yaml")
+    params = dvc_composed(tmp_path / "params.yaml", ["tracking.run_name=x"])
+    (tmp_path / OVERRIDES_FILE).write_text(f"{record}\n")
+    assert stages_main(["design", "--params", str(params), "--dir",
+                        str(tmp_path / "pipeline")]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and "do not compose" in errors[0], errors
+    assert f"{record.partition('=')[0]}=" in errors[0] and "not null" in errors[0], errors

@@ -31,7 +31,7 @@ from audit.config_files import (check_chosen_files_hold_settings, check_group_ch
                                 chosen_options)
 
 from audit.methods.configs import AuditConfig, to_audit_config, with_dvc_params
-from audit.config_errors import one_line_config_errors
+from audit.config_errors import null_group_choice, one_line_config_errors
 from audit.tables import check_output
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
@@ -174,10 +174,17 @@ def check_kept_overrides(params_file: Path, params: AuditConfig) -> None:
     overrides = [line.strip() for line in record.read_text().splitlines() if line.strip()]
     try:
         dropped = dropped_settings(params, overrides) if overrides else {}
-    except (HydraException, OmegaConfBaseException) as error:
-        raise AuditError(f"the overrides recorded in {record} do not compose "
-                         f"({str(error).splitlines()[0]}): rewrite params.yaml and the record "
-                         f"with `python -m audit.params OVERRIDES`") from None
+    except (HydraException, OmegaConfBaseException, ValueError, TypeError) as error:
+        # A group given null (`items=null`, written in by hand) is a plain ValueError (a list
+        # holding null: a TypeError) from Hydra's defaults list; any other is a bug's traceback.
+        reason = (str(error).splitlines()[0]
+                  if isinstance(error, (HydraException, OmegaConfBaseException))
+                  else null_group_choice(error, CONF_DIR, overrides))
+        if reason is None:
+            raise
+        raise AuditError(f"the overrides recorded in {record} do not compose ({reason}): "
+                         f"rewrite params.yaml and the record with `python -m audit.params "
+                         f"OVERRIDES`") from None
     if dropped:
         shown = ", ".join(f"{key}={value}" for key, value in list(dropped.items())[:4])
         more = f" and {len(dropped) - 4} more" if len(dropped) > 4 else ""
