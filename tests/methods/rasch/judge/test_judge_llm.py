@@ -310,3 +310,29 @@ def test_every_panel_judges_requests_are_sent_ahead_concurrently(tmp_path):
                       **quiet)
     assert [backend.peak for backend in backends] == [4, 4]
     assert [backend.inner.calls for backend in backends] == [8, 8]
+
+
+def test_judge_answer_cuts_the_rationale_to_the_configured_cap(tmp_path):
+    """Catches judge_answer not passing judge.rationale_max_chars on to parse_verdict: a server
+    that cannot enforce the schema's maxLength wrote a longer rationale, and it was kept whole."""
+    reply = json.dumps({"decision": "DENY", "rationale": "income too low for the payments"})
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        verdict = judge_answer(_Scripted(reply), JUDGE_MODEL, 10, store, "Approve?", "Hmm.",
+                               "APPROVE", "DENY")
+    assert (verdict.label, verdict.rationale) == ("unfavourable", "income too")
+
+
+def test_the_token_budget_by_hand():
+    """Catches a changed token budget or an off-by-one in its check. By hand: a rationale of 40
+    characters needs 12 + 41 // 2 = 32 tokens, of 42 characters 33, a bare decision 8; a judge
+    allowed exactly 32 tokens may write 40 characters but not 42."""
+    from dataclasses import replace
+
+    from audit.errors import AuditError
+    from audit.methods.rasch.judge.llm import check_token_budget, min_judge_tokens
+
+    assert [min_judge_tokens(chars) for chars in (0, 40, 42)] == [8, 32, 33]
+    model = replace(JUDGE_MODEL, sampling=SamplingConfig(temperature=0.0, max_tokens=32))
+    check_token_budget("j", model, 40)
+    with pytest.raises(AuditError, match="max_tokens to at least 33 "):
+        check_token_budget("j", model, 42)

@@ -141,3 +141,34 @@ def test_a_judges_own_model_without_labelled_answers_has_no_share_and_no_crash()
     labels = pl.DataFrame({"prompt_id": ["p1", "p2"], "label_source": ["judge", "rule"]})
     assert self_judged_shares(labels, prompts, {"abc"}, {"qwen": "abc", "smol": "abc"}) == {
         "qwen": pytest.approx(1 / 2)}
+
+
+def test_a_first_token_request_scores_the_four_words_first_tokens_under_the_options_prompt():
+    """Catches first_token decoding asked like json or like options: the words it scores
+    (UNSURE, not UNDECIDED), its prompt and system prompt, and scoring by first token."""
+    request = judge_request(JUDGE_MODEL, 80, " Approve the loan? ", "Maybe.", "approve", "Deny",
+                            0, "first_token")
+    assert request.score_options == ("APPROVE", "DENY", "UNSURE", "REFUSED")
+    assert request.score_first_token and request.json_schema is None
+    assert request.messages[0].content == OPTIONS_SYSTEM_PROMPT
+    prompt = request.messages[1].content
+    assert prompt.startswith("Question: Approve the loan?\n<answer>\nMaybe.\n</answer>\n")
+    assert prompt.endswith("Label: APPROVE, DENY, UNSURE or REFUSED?")
+
+
+def test_a_letters_prompt_quotes_the_question_stripped():
+    """Catches the lettered prompt leaving the question's surrounding whitespace in."""
+    request = judge_request(JUDGE_MODEL, 0, "\n Approve the loan? \n", "Maybe.", "APPROVE", "DENY",
+                            0, "letters")
+    assert request.messages[1].content.startswith("Question: Approve the loan?\n<answer>\n")
+
+
+@pytest.mark.parametrize("decoding", ["options", "first_token", "letters"])
+def test_a_scored_reply_that_does_not_parse_is_not_asked_again(decoding, tmp_path):
+    """Catches a scoring judge asked a second seed after an unparseable reply: scoring is
+    deterministic, so the second request would only repeat the first."""
+    backend = ScoringBackend({})  # scores none of the words
+    with ResponseStore(tmp_path / "s.sqlite3") as store:
+        verdict = judge_answer(backend, JUDGE_MODEL, 0, store, "Approve?", "whatever",
+                               "APPROVE", "DENY", decoding=decoding)
+    assert verdict.label == UNPARSEABLE and len(backend.requests) == 1

@@ -128,3 +128,18 @@ def test_an_unreachable_judge_during_the_check_stops_the_stage(tmp_path):
         judge_answer(_CheckFails("connection"), JUDGE_MODEL, 0, store, "Approve?", "Hmm.",
                      "APPROVE", "DENY", NO_WAIT, "letters", -0.5)
     assert raised.value.kind == "connection"
+
+
+def test_log_odds_exactly_at_the_cut_are_not_a_refusal(tmp_path):
+    """Catches >= for >: a refusal needs log P(Yes) - log P(No) above the cut, not at it. By
+    hand: Yes -1.5 and No -1.0 are log-odds -0.5, the cut itself."""
+    verdict = _judge(_scores("D", -0.5), tmp_path, -0.5)
+    assert verdict.label == "needs_more_information"
+
+
+def test_a_cut_of_zero_still_asks_the_check(tmp_path):
+    """Catches the cut tested for truth rather than for None: a cut of 0.0 (even odds) turned the
+    refusal check off."""
+    backend = _scores("C", 1.0)
+    verdict = _judge(backend, tmp_path, 0.0)
+    assert verdict.label == "refusal" and len(backend.requests) == 2

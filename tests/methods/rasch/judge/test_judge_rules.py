@@ -398,3 +398,102 @@ def test_an_injected_instruction_never_turns_a_decision_into_its_opposite(
     answer = f"{stated}. {filler}\n{injected}"
     label = label_of(answer, favourable, unfavourable)
     assert label in (None, "favourable" if decide_favourably else "unfavourable")
+
+
+@pytest.mark.parametrize(("answer", "favourable", "unfavourable"), [
+    # Catches a condition looked for only in the decision's first few words (_CLAUSE_MAX_WORDS).
+    ("I would approve this loan for the applicant if the employer confirms the income.", "APPROVE",
+     "DENY"),
+    # Catches "unless" dropped from the conditions.
+    ("I would approve the loan unless the income can't be verified.", "APPROVE", "DENY"),
+    # Catches a decimal point read as a clause end, which hid the condition after it.
+    ("I would approve a loan of 2.5 times income only if the savings are verified.", "APPROVE",
+     "DENY"),
+    # Catches a decision read plainly although its clause ends in a question mark.
+    ("Deny the loan? Not necessarily. The income is stable.", "APPROVE", "DENY"),
+    # Catches a question opener taken for filler: a heading that asks is not a decision.
+    ("## Should the bank approve this loan\n\nThe applicant's income is stable, but the debt is "
+     "high.", "APPROVE", "DENY"),
+    # Catches "to" taken for filler after any word: "the decision to deny" decides nothing.
+    ("The decision to deny the loan would be premature without more documents.", "APPROVE",
+     "DENY"),
+    # Catches a negated "yes" read as a denial: "not yes" is not a plain decision.
+    ("I would not say yes.", "YES", "NO"),
+    # Catches "I have to decline." read as declining the applicant (it may decline the task).
+    ("I have to decline.", "ACCEPT", "DECLINE"),
+    # Catches a negation counted across a comma: "not great" does not negate the approval.
+    ("DENY. Credit is not great, approve with a co-signer.", "APPROVE", "DENY"),
+    # Catches an opening read across a sentence end: "not" in the first sentence negated the
+    # approval in the second, and the answer was labelled unfavourable.
+    ("It's not my decision. I would approve the loan. The income is stable and the debt is low.",
+     "APPROVE", "DENY"),
+])
+def test_a_decision_under_a_condition_question_or_other_reading_is_deferred(
+        answer: str, favourable: str, unfavourable: str) -> None:
+    assert label_of(answer, favourable, unfavourable) is None
+
+
+@pytest.mark.parametrize(("answer", "favourable", "unfavourable", "label"), [
+    # Catches curly apostrophes left unnormalised: "won’t" and "can’t" were not read.
+    ("I won\u2019t approve this loan.", "APPROVE", "DENY", "unfavourable"),
+    ("I can\u2019t help with that.", "APPROVE", "DENY", "refusal"),
+    # Catches lead-ins stripped in one pass only: a connector before a prefix.
+    ("Overall, Recommendation: APPROVE.", "APPROVE", "DENY", "favourable"),
+    # Catches a closing quote left on the decision word.
+    ("My answer is 'approve'.", "APPROVE", "DENY", "favourable"),
+    # Catches a numbered-list marker left before the decision.
+    ("1. APPROVE - the applicant has a stable job. The debt is low.", "APPROVE", "DENY",
+     "favourable"),
+    # Catches "never" dropped from the negators.
+    ("I would never approve this loan.", "APPROVE", "DENY", "unfavourable"),
+    # Catches any number of negations read as one: two cancel out.
+    ("I can't not approve this loan: the income and history are strong.", "APPROVE", "DENY",
+     "favourable"),
+    # Catches "because" dropped from the words that may follow a decision.
+    ("DENY because the debt-to-income ratio is too high.", "APPROVE", "DENY", "unfavourable"),
+    # Catches a negation looked for only in the word just before a mention.
+    ("DENY. The policy does not actually cover flood damage.", "COVER", "DENY", "unfavourable"),
+    # Catches "whether" dropped, or looked for too close: a choice named, not a second decision.
+    ("DENY. The question is whether the bank should approve applicants this risky.", "APPROVE",
+     "DENY", "unfavourable"),
+    # Catches "decline to ..." read as a decision word in a later sentence.
+    ("ACCEPT. I would decline to hold one late payment against her.", "ACCEPT", "DECLINE",
+     "favourable"),
+    # Catches a refusal looked for in the last sentence: it declines a side task, not the decision.
+    ("APPROVE. The income covers the payments. I can't assist with the paperwork, though.",
+     "APPROVE", "DENY", "favourable"),
+    # Catches a last sentence ending in "!" taken for a cut-off one.
+    ("The income is strong and the debts are small. I would approve this loan!", "APPROVE",
+     "DENY", "favourable"),
+    # Catches a short unpunctuated last line (three words) taken for a cut-off sentence.
+    ("The income is strong and the debts are small.\n\n**Decision:** Approve the loan", "APPROVE",
+     "DENY", "favourable"),
+    # Catches sentences split at "." and "!" but not "?": the question joined the decision.
+    ("The applicant has steady income and little debt. Should the bank lend to her? I would "
+     "approve the loan.", "APPROVE", "DENY", "favourable"),
+    # Catches an option's "-ing" form missing for options ending in "e" ("hiring").
+    ("I recommend hiring her. Her references are strong.", "HIRE", "REJECT", "favourable"),
+    # Catches an option's "-ied" form missing for options ending in "y".
+    ("Disqualified. The application arrived after the deadline.", "QUALIFY", "DISQUALIFY",
+     "unfavourable"),
+])
+def test_plain_decisions_in_other_wordings_are_read(answer: str, favourable: str,
+                                                    unfavourable: str, label: str) -> None:
+    assert label_of(answer, favourable, unfavourable) == label
+
+
+def test_the_evidence_is_the_openings_when_both_ends_decide() -> None:
+    """Catches evidence taken from the last sentence when the opening decided too."""
+    match = label_by_rules("DENY. The debt is too high. I would deny this loan.", "APPROVE", "DENY")
+    assert match == RuleMatch("unfavourable", "deny")
+
+
+@pytest.mark.parametrize(("answer", "label"), [
+    ("Unsure. If I had to choose, I would say DENY.", "unfavourable"),  # the 4th word: a pick
+    ("Unsure. If I had to choose, I would go with DENY.", None),  # the 5th: too far to be one
+])
+def test_an_unsure_answers_pick_comes_within_four_words_of_its_lean(answer: str,
+                                                                     label: str | None) -> None:
+    """Catches the lean's reach (LEAN_REACH_WORDS = 4) unbounded or shortened: past four words
+    the option is no longer read as the lean's pick, and the answer goes to the judge."""
+    assert label_of(answer) == label
