@@ -369,3 +369,17 @@ def test_a_record_giving_a_group_null_is_one_line(tmp_path: Path, caplog, record
     errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
     assert len(errors) == 1 and "do not compose" in errors[0], errors
     assert f"{record.partition('=')[0]}=" in errors[0] and "not null" in errors[0], errors
+
+
+def test_a_recorded_value_out_of_its_range_names_the_record(tmp_path: Path, caplog):
+    """Bug caught (2026-12-06): `fit.draws=-5` in a hand-edited params.overrides was refused as
+    "fit.draws=-5 must lie in [1, inf)" alone, so a user looked for it in params.yaml, which does
+    not hold it; the line now names the record and how to rewrite it."""
+    write_params(SMOKE, tmp_path / "params.yaml")
+    params = dvc_composed(tmp_path / "params.yaml", ["tracking.run_name=x"])
+    (tmp_path / OVERRIDES_FILE).write_text("fit.draws=-5\n")
+    assert stages_main(["design", "--params", str(params), "--dir",
+                        str(tmp_path / "pipeline")]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and OVERRIDES_FILE in errors[0], errors
+    assert "fit.draws=-5 must lie in" in errors[0] and "audit.params" in errors[0], errors

@@ -27,6 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from audit.cli import OneLineParser
 from audit.config import CONF_DIR
+from audit.config_ranges import ConfigValueError
 from audit.config_files import (check_chosen_files_hold_settings, check_group_choices,
                                 chosen_options)
 
@@ -174,11 +175,14 @@ def check_kept_overrides(params_file: Path, params: AuditConfig) -> None:
     overrides = [line.strip() for line in record.read_text().splitlines() if line.strip()]
     try:
         dropped = dropped_settings(params, overrides) if overrides else {}
-    except (HydraException, OmegaConfBaseException, ValueError, TypeError) as error:
-        # A group given null (`items=null`, written in by hand) is a plain ValueError (a list
-        # holding null: a TypeError) from Hydra's defaults list; any other is a bug's traceback.
+    except (HydraException, OmegaConfBaseException, ConfigValueError, ValueError,
+            TypeError) as error:
+        # A value out of its range (`fit.draws=-5`) was its own line without the record's name,
+        # so a user looked for it in params.yaml. A group given null (`items=null`, written in by
+        # hand) is a plain ValueError (a list holding null: a TypeError) from Hydra's defaults
+        # list; any other is a bug's traceback.
         reason = (str(error).splitlines()[0]
-                  if isinstance(error, (HydraException, OmegaConfBaseException))
+                  if isinstance(error, (HydraException, OmegaConfBaseException, ConfigValueError))
                   else null_group_choice(error, CONF_DIR, overrides))
         if reason is None:
             raise
