@@ -167,6 +167,12 @@ def settings_beyond(params: AuditConfig, overrides: list[str]) -> list[str]:
             if key in wanted and wanted[key] != value and not key.startswith("dvc_params.")]
 
 
+def _not_composed(record: Path, reason: str) -> AuditError:
+    return AuditError(f"the overrides recorded in {record} do not compose ({reason}): "
+                      f"rewrite params.yaml and the record with `python -m audit.params "
+                      f"OVERRIDES`")
+
+
 def check_kept_overrides(params_file: Path, params: AuditConfig) -> None:
     """Refuse a params.yaml that `dvc exp run -S` composed without the recorded overrides."""
     record = overrides_file(params_file)
@@ -175,20 +181,17 @@ def check_kept_overrides(params_file: Path, params: AuditConfig) -> None:
     overrides = [line.strip() for line in record.read_text().splitlines() if line.strip()]
     try:
         dropped = dropped_settings(params, overrides) if overrides else {}
-    except (HydraException, OmegaConfBaseException, ConfigValueError, ValueError,
-            TypeError) as error:
-        # A value out of its range (`fit.draws=-5`) was its own line without the record's name,
-        # so a user looked for it in params.yaml. A group given null (`items=null`, written in by
-        # hand) is a plain ValueError (a list holding null: a TypeError) from Hydra's defaults
-        # list; any other is a bug's traceback.
-        reason = (str(error).splitlines()[0]
-                  if isinstance(error, (HydraException, OmegaConfBaseException, ConfigValueError))
-                  else null_group_choice(error, CONF_DIR, overrides))
+    # A value out of its range (`fit.draws=-5`) was its own line without the record's name, so
+    # a user looked for it in params.yaml.
+    except (HydraException, OmegaConfBaseException, ConfigValueError) as error:
+        raise _not_composed(record, str(error).splitlines()[0]) from None
+    # A group given null (`items=null`, written in by hand) is a plain ValueError (a list
+    # holding null: a TypeError) from Hydra's defaults list; any other is a bug's traceback.
+    except (ValueError, TypeError) as error:
+        reason = null_group_choice(error, CONF_DIR, overrides)
         if reason is None:
             raise
-        raise AuditError(f"the overrides recorded in {record} do not compose ({reason}): "
-                         f"rewrite params.yaml and the record with `python -m audit.params "
-                         f"OVERRIDES`") from None
+        raise _not_composed(record, reason) from None
     if dropped:
         shown = ", ".join(f"{key}={value}" for key, value in list(dropped.items())[:4])
         more = f" and {len(dropped) - 4} more" if len(dropped) > 4 else ""
