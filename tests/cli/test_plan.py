@@ -797,3 +797,13 @@ def test_options_simulated_a_different_number_of_times_show_the_range():
     table = plan_rows().with_columns(
         simulations=pl.when(pl.col("replicates") == 1).then(400).otherwise(1070))
     assert "400-1070 simulations an option" in " ".join(printed(table, adaptive=False).split())
+
+
+def test_a_title_too_long_for_the_screen_breaks_after_the_gap():
+    """Catches rich wrapping an 84-character title at 80 columns mid-phrase ("... an" /
+    "option"): the simulation counts go to a line of their own."""
+    table = plan_rows().with_columns(
+        simulations=pl.when(pl.col("replicates") == 1).then(400).otherwise(1070))
+    lines = printed(table, adaptive=False).splitlines()
+    assert lines[:2] == ["Plan: race gap of 1.00 logit, Asian - Black planted,",
+                         "400-1070 simulations an option"]

@@ -248,9 +248,12 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
     for model in models:
         who = f"{model}: " if len(models) > 1 else "Plan: "
         # The title on a line of its own: as the table's title it wrapped at the table's width,
-        # narrower than the screen ("... an" / "option").
-        console.print(f"{who}{gap}, {counts} simulations an option", highlight=False,
-                      markup=False)
+        # narrower than the screen ("... an" / "option"). Too long for the screen (a range of
+        # simulation counts, long level names), it breaks after the gap, not mid-phrase.
+        title = f"{who}{gap}, {counts} simulations an option"
+        if len(title) > console.width:
+            title = f"{who}{gap},\n{counts} simulations an option"
+        console.print(title, highlight=False, markup=False)
         grid = Table(box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False,
                      show_edge=False)
         for column in columns:  # numbers never wrap: 80 columns hold them all
