@@ -10,11 +10,14 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import polars as pl
 import pytest
 from rich.console import Console
+from rich.progress import TextColumn, TimeRemainingColumn
 
 from audit import logs
 from audit.config import EngineConfig
@@ -146,3 +149,148 @@ def test_a_run_prints_no_library_info_line_unless_verbose(tmp_path):
     # The lines are there to hide: the verbose run shows them, matplotlib's font cache first.
     assert "generated new fontManager" in loud.stderr
     assert _info_loggers(loud.stderr) - {"audit", "hydra"}, loud.stderr[-3000:]
+
+
+@pytest.mark.parametrize(("value", "on"), [("", False), ("0", False), ("false", False),
+                                           ("FALSE", False), (" No ", False), ("1", True),
+                                           ("yes", True), ("TRUE", True)])
+def test_audit_verbose_is_off_for_empty_zero_false_and_no_in_any_case(monkeypatch, value, on):
+    """Catches AUDIT_VERBOSE=0 or AUDIT_VERBOSE=FALSE read as on (a value left out of the list,
+    or the value compared before lower-casing)."""
+    monkeypatch.setenv(logs.VERBOSE_ENV, value)
+    assert logs.verbose() is on
+
+
+@pytest.mark.parametrize("name", ["audit.methods.run", "hydra.core.utils", "__main__"])
+def test_info_lines_of_the_tool_and_of_hydra_reach_the_terminal(recorded, name):
+    """Catches a sweep's "Launching 2 jobs locally" (Hydra's INFO line) dropped with the
+    libraries' INFO lines (hydra left out of OWN_LOGGERS)."""
+    _log(name, logging.INFO, f"an INFO line of {name}")
+    assert f"an INFO line of {name}" in recorded.export_text()
+
+
+def test_a_log_line_is_printed_as_written_on_one_line(recorded):
+    """Catches a message read as rich markup (`[red]` swallowed, brackets in a path lost) or a
+    long line wrapped at the console's width."""
+    message = "column [red]x[/red] in [data/items.csv] " + "y" * 300
+    _log("audit.tables", logging.WARNING, message)
+    assert f"audit.tables WARNING {message}" in recorded.export_text().splitlines()
+
+
+@pytest.fixture
+def library_levels() -> Iterator[None]:
+    """The quieted libraries' levels (and MLflow's variable) at NOTSET for the test, then back."""
+    loggers = [logging.getLogger(name) for name in logs.QUIET_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    mlflow_level = os.environ.pop("MLFLOW_LOGGING_LEVEL", None)
+    for logger in loggers:
+        logger.setLevel(logging.NOTSET)
+    yield
+    for logger, level in zip(loggers, levels):
+        logger.setLevel(level)
+    os.environ.pop("MLFLOW_LOGGING_LEVEL", None)
+    if mlflow_level is not None:
+        os.environ["MLFLOW_LOGGING_LEVEL"] = mlflow_level
+
+
+def test_every_noisy_library_is_set_to_warning_and_mlflow_told_so(library_levels, monkeypatch):
+    """Catches a library of QUIET_LOGGERS left at its level (MLflow's and alembic's table
+    creation lines are printed by their own handlers) or MLFLOW_LOGGING_LEVEL left unset (MLflow
+    sets its level again from it when imported)."""
+    monkeypatch.delenv(logs.VERBOSE_ENV, raising=False)
+    logs.quiet_noisy_loggers()
+    assert {name: logging.getLogger(name).level for name in logs.QUIET_LOGGERS} == dict.fromkeys(
+        logs.QUIET_LOGGERS, logging.WARNING)
+    assert os.environ["MLFLOW_LOGGING_LEVEL"] == "WARNING"
+
+
+def test_quiet_noisy_loggers_changes_nothing_when_verbose(library_levels, monkeypatch):
+    """Catches AUDIT_VERBOSE=1 still silencing the libraries' INFO lines it promises."""
+    monkeypatch.setenv(logs.VERBOSE_ENV, "1")
+    logs.quiet_noisy_loggers()
+    assert all(logging.getLogger(name).level == logging.NOTSET for name in logs.QUIET_LOGGERS)
+    assert "MLFLOW_LOGGING_LEVEL" not in os.environ
+
+
+def test_configure_cli_logging_prints_info_on_the_console_and_quiets_libraries(
+        library_levels, monkeypatch):
+    """Catches the entry points Hydra does not configure (`audit.stages`, `audit.fit`) set to
+    WARNING (their own progress lines lost) or left with the libraries' INFO chatter."""
+    monkeypatch.delenv(logs.VERBOSE_ENV, raising=False)
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers.clear()  # basicConfig acts only on a root logger without handlers
+    try:
+        logs.configure_cli_logging()
+        assert root.level == logging.INFO
+        assert [type(handler) for handler in root.handlers] == [logs.ConsoleLogHandler]
+        assert logging.getLogger("httpx").level == logging.WARNING
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+def test_quieted_gives_each_logger_back_its_own_level():
+    """Catches the loggers reset to NOTSET after the block, instead of the level they had (a
+    logger set to ERROR by the user then printed warnings)."""
+    logger = logging.getLogger("audit.test_quieted_level")
+    logger.setLevel(logging.ERROR)
+    with logs.quieted("audit.test_quieted_level"):
+        assert logger.level == logging.WARNING
+    assert logger.level == logging.ERROR
+
+
+def _record(name: str, message: str, *args: object) -> logging.LogRecord:
+    return logging.LogRecord(name, logging.WARNING, __file__, 1, message, args, None)
+
+
+def test_said_once_passes_each_distinct_message_once_inside_the_block_only():
+    """Catches two messages of one format with different values (two designs' aliased
+    attributes) taken for one, a message repeated inside the block, or the filter left on the
+    logger after the block (a later run's warnings never shown)."""
+    logger = logging.getLogger("audit.test_said_once")
+    with logs.said_once("audit.test_said_once"):
+        assert logger.filter(_record(logger.name, "%s is aliased", "race"))
+        assert logger.filter(_record(logger.name, "%s is aliased", "gender"))
+        assert not logger.filter(_record(logger.name, "%s is aliased", "race"))
+    assert logger.filters == []
+    assert logger.filter(_record(logger.name, "%s is aliased", "race"))
+
+
+def test_the_rate_column_shows_requests_a_second_or_a_dash():
+    """Catches the rate column blank, or drawn as `-/s` while requests are being sent."""
+    assert logs.RateColumn().render(SimpleNamespace(speed=2.5)).plain == "2.50/s"
+    assert logs.RateColumn().render(SimpleNamespace(speed=None)).plain == "-/s"
+
+
+def test_a_bar_shows_its_rate_and_errors_only_when_asked(recorded):
+    """Catches the rate and time left missing from the engine's bar (progress_bar's default), or
+    shown on a bar over the store, or an errors column on a bar without requests."""
+    def kinds(progress) -> list[type]:
+        return [type(column) for column in progress.columns]
+
+    default = kinds(progress_bar())
+    assert logs.RateColumn in default and TimeRemainingColumn in default
+    assert any("errors" in str(column.text_format) for column in progress_bar().columns
+               if isinstance(column, TextColumn))
+    bare = progress_bar(rate=False, errors=False)
+    assert logs.RateColumn not in kinds(bare) and TimeRemainingColumn not in kinds(bare)
+    assert not any("errors" in str(column.text_format) for column in bare.columns
+                   if isinstance(column, TextColumn))
+
+
+def test_track_yields_every_row_and_draws_the_bar_to_its_total(recorded):
+    """Catches a bar over labelled answers that never advances (0/3 at the end), that loses its
+    total, or that is erased when the loop ends."""
+    assert list(logs.track(iter("abc"), 3, "labelled answers")) == ["a", "b", "c"]
+    lines = recorded.export_text().splitlines()
+    assert any(line.startswith("labelled answers") and "3/3" in line for line in lines), lines
+
+
+@pytest.mark.parametrize(("count", "verbs", "phrase"), [
+    (0, None, "0 rows"), (1, None, "1 row"), (2, None, "2 rows"),
+    (0, ("has", "have"), "0 rows have"), (1, ("has", "have"), "1 row has"),
+    (3, ("has", "have"), "3 rows have")])
+def test_counted_agrees_the_noun_and_verb_with_the_count(count, verbs, phrase):
+    """Catches "0 row" (none counted as one) or "1 row have" (the verbs swapped)."""
+    assert logs.counted(count, "row", verbs) == phrase

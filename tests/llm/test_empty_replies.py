@@ -4,12 +4,15 @@ an error naming its finish reason, counted by check_failures, never an answer.""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from servers.scripted import (ANSWER, NO_WAIT, ScriptedOllama, ScriptedOpenAI, chat_reply,
                               collect, openai_model)
 
 from audit.config import ModelConfig
-from audit.llm.backends import ChatRequest, Message, create_backend, request_key
+from audit.llm.backends import (BackendError, ChatRequest, Completion, Message,
+                                check_reply_text, create_backend, request_key)
 from audit.llm.engine import send
 from audit.llm.failures import TooManyFailures, check_failures
 from audit.llm.store import ResponseStore
@@ -69,3 +72,31 @@ def test_an_empty_answer_stored_by_an_earlier_release_is_asked_again(tmp_path):
             kinds = store._connection.execute(
                 "SELECT status, error_kind FROM responses ORDER BY created_at").fetchall()
     assert kinds == [("error", "empty_reply"), ("ok", None)]  # the old row kept as an error
+
+
+DECIDE = ChatRequest((Message("user", "Decide."),), 0.0, 1.0, 80, 1.0, 0)
+
+
+def test_an_in_process_reply_with_null_fields_is_an_empty_first_choice_not_a_crash():
+    """Catches a null content or finish reason in a llama.cpp runtime's reply read as None or
+    "None" (the empty-reply check then crashed or named finish_reason=None), a reply without
+    usage refused, or a later choice read instead of the first."""
+    reply = {"choices": [{"message": {"content": None}, "finish_reason": None},
+                         {"message": {"content": "second"}, "finish_reason": "stop"}]}
+    completion = Completion.from_chat_reply(reply, 0.25)
+    assert completion == Completion("", 0, "", 0.25)
+    with pytest.raises(BackendError, match=r"^empty reply \(finish_reason=none\)$") as empty:
+        check_reply_text(DECIDE, completion)
+    assert empty.value.kind == "empty_reply"
+    counted = Completion.from_chat_reply(
+        {"choices": [{"message": {"content": "Yes."}, "finish_reason": "stop"}],
+         "usage": {"completion_tokens": 3}}, 0.5)
+    assert counted == Completion("Yes.", 3, "stop", 0.5)
+
+
+def test_a_scoring_reply_is_never_an_empty_reply():
+    """Catches a scoring request's reply held to the empty-reply check meant for generated text
+    (its scores are read by the scoring parser, which names what is wrong with them)."""
+    scoring = dataclasses.replace(DECIDE, score_options=("yes", "no"))
+    reply = Completion("", 0, "", 0.1)
+    assert check_reply_text(scoring, reply) is reply

@@ -346,3 +346,19 @@ def test_an_overlong_prompt_to_llama_cpp_python_is_context_length(monkeypatch):
     with pytest.raises(BackendError, match="exceed context window") as error:
         backend.complete(REQUEST)
     assert error.value.kind == "context_length"
+
+
+@pytest.mark.parametrize("kind", ["connection", "timeout"])
+def test_a_server_that_cannot_be_reached_or_answers_too_late_stops_before_any_request(kind):
+    """Catches a health check that timed out taken for a server that is there (timeout left out
+    of UNREACHABLE_KINDS): the run warned, then sent every prompt through its retries."""
+    from audit.llm.preflight import preflight
+
+    class Unreachable:
+        def health_check(self) -> None:
+            raise BackendError(kind, "no reply from http://127.0.0.1:9/v1")
+
+    with pytest.raises(BackendError, match=r"^model 'down': no reply from http://127.0.0.1:9/v1"
+                                           r"\. Nothing was sent: start the server") as stopped:
+        preflight({"down": Unreachable()}, ["down"])
+    assert stopped.value.kind == kind

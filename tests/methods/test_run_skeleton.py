@@ -360,3 +360,258 @@ def test_a_data_folder_setting_that_moves_no_file_is_warned_of(tmp_path, caplog)
                                "its own key (items.bank, personas.explicit_file, "
                                "personas.names_file, judge.gold_file, ...); set those to read "
                                "files from another folder"]
+
+
+def _silent_stages(ran: list[str], results: bool = False) -> tuple:
+    """One stage a slot, recording that it ran (and returning {its name: its index})."""
+    from audit.methods.run import Stage
+
+    def stage(name: str, index: int):
+        def run(cfg, files, clock):
+            ran.append(name)
+            return {name: index} if results else None
+        return Stage(name, run, ())
+    return tuple(stage(name, index) for index, name in enumerate(STAGE_NAMES))
+
+
+def test_a_file_of_a_stage_is_in_its_folder_and_a_folder_named_like_its_stage_is_not_nested(
+        tmp_path: Path):
+    """Catches Rasch's `report` folder written to pipeline/report/report/ under `dvc repro`, or a
+    path inside a stage's folder (fit/summary.csv) looked up by its last part."""
+    from audit.methods.run import RunFiles
+
+    files = RunFiles(tmp_path, {"report": "report", "fit": "analyse", "prompts.csv": "design"})
+    assert files.path("report/report.html") == tmp_path / "report" / "report.html"
+    assert files.path("fit/summary.csv") == tmp_path / "analyse" / "fit" / "summary.csv"
+    assert files.path("prompts.csv") == tmp_path / "design" / "prompts.csv"
+    assert files.path("other.csv") == tmp_path / "other.csv"
+    assert RunFiles(tmp_path).path("fit/summary.csv") == tmp_path / "fit" / "summary.csv"
+
+
+def test_stages_declared_out_of_order_are_refused():
+    """Catches check_stages comparing the names without their order: a method whose respond
+    stage came before its design stage would run it first."""
+    from audit.methods.run import Stage
+
+    stages = [Stage(name, lambda cfg, files, clock: None, ()) for name in STAGE_NAMES]
+    stages[0], stages[1] = stages[1], stages[0]
+    with pytest.raises(TypeError, match=r"method m declares stages \('respond', 'design'"):
+        check_stages("m", stages)
+
+
+@pytest.mark.parametrize(("method", "ending"), [
+    ("iat", "use method=rasch; for IAT answers collected elsewhere, python -m audit.iat "
+            "import_dir=FOLDER"),
+    ("dif", "use method=rasch")])
+def test_imported_answers_for_another_method_name_the_iat_import_for_iat_only(
+        tmp_path: Path, method: str, ending: str):
+    """Catches the IAT's own import command offered to a DIF run (or not to an IAT run)."""
+    from dataclasses import replace
+
+    from audit.methods.rasch.config import IngestConfig
+    from audit.methods.run import check_settings
+
+    cfg = replace(dif_config(tmp_path, enabled=False), method=method,
+                  ingest=IngestConfig(input="answers.csv"))
+    with pytest.raises(AuditError) as refused:
+        check_settings(cfg)
+    assert str(refused.value).endswith(ending)
+
+
+def test_run_stages_returns_what_every_stage_returned(tmp_path: Path):
+    """Catches the results of earlier stages dropped, each stage's replacing the last."""
+    from audit.methods.run import run_stages
+
+    ran: list[str] = []
+    result = run_stages(_silent_stages(ran, results=True), dif_config(tmp_path, enabled=False),
+                        tmp_path / "out")
+    assert result == {name: index for index, name in enumerate(STAGE_NAMES)}
+
+
+@pytest.mark.parametrize("run", ["whole", "one stage"])
+def test_a_bad_mlflow_store_is_one_line_before_any_stage_unless_tracking_is_off(
+        tmp_path: Path, run: str):
+    """Catches the MLflow store checked with tracking off (a run refused for a store it never
+    writes), or its line without "nothing was run" and, for a DVC stage, the fix that applies
+    there (params.yaml written again)."""
+    from dataclasses import replace
+
+    from audit.methods.run import run_stages
+
+    ran: list[str] = []
+    cfg = dif_config(tmp_path)
+    cfg = replace(cfg, tracking=replace(cfg.tracking, tracking_uri=" "))
+    stages = _silent_stages(ran)
+    if run == "whole":
+        message = r"or pass tracking=none \(checked before the first stage: nothing was run\)$"
+        with pytest.raises(tracking.TrackingError, match=message):
+            run_stages(stages, cfg, tmp_path / "out")
+    else:
+        message = (r"or write params.yaml again with `python -m audit.params OVERRIDES "
+                   r"tracking=none` \(checked before stage design: nothing was run\)$")
+        with pytest.raises(tracking.TrackingError, match=message):
+            run_one_stage(stages, "design", cfg, tmp_path / "pipeline")
+    assert ran == []
+    off = replace(cfg, tracking=replace(cfg.tracking, enabled=False))
+    if run == "whole":
+        run_stages(stages, off, tmp_path / "out")
+    else:
+        run_one_stage(stages, "design", off, tmp_path / "pipeline")
+    assert ran == (list(STAGE_NAMES) if run == "whole" else ["design"])
+
+
+def _earlier_run(directory: Path, when: float) -> None:
+    """An earlier run's prompts and report, last written at `when` (epoch seconds)."""
+    import os
+
+    (directory / "report").mkdir(parents=True)
+    for path in (directory / "prompts.txt", directory / "report" / "report.txt"):
+        path.write_text("earlier")
+    os.utime(directory / "prompts.txt", (when - 3600, when - 3600))
+    os.utime(directory / "report", (when, when))  # a folder's time is the one compared
+
+
+def _stamp(when: float) -> str:
+    return time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(when))
+
+
+def test_earlier_files_move_to_the_time_they_were_last_written_never_onto_a_move_before(
+        tmp_path: Path, monkeypatch):
+    """Catches the folder named after the first file written instead of the last, or a third
+    move in the same second written into the second's folder (`if` for `while`)."""
+    from audit.methods.run import EARLIER_FOLDER, Stage, keep_earlier_run
+
+    stages = [Stage("design", None, ("prompts.txt",)), Stage("report", None, ("report",))]
+    monkeypatch.chdir(tmp_path)
+    out, when = tmp_path / "out", 1_780_000_000.0
+    _earlier_run(out, when)
+    (out / EARLIER_FOLDER / _stamp(when)).mkdir(parents=True)
+    (out / EARLIER_FOLDER / f"{_stamp(when)}_2").mkdir()
+    moved = keep_earlier_run(stages, out)
+    assert moved == out / EARLIER_FOLDER / f"{_stamp(when)}_3"
+    assert (moved / "report" / "report.txt").read_text() == "earlier"
+
+
+def test_a_run_into_a_folder_above_the_working_directory_moves_nothing(tmp_path: Path,
+                                                                      monkeypatch):
+    """Catches a run whose output folder holds the working directory (hydra.run.dir=..) moving
+    files named like its tables, which may be the user's own."""
+    from audit.methods.run import Stage, keep_earlier_run
+
+    out = tmp_path / "out"
+    _earlier_run(out, 1_780_000_000.0)
+    (out / "work").mkdir()
+    monkeypatch.chdir(out / "work")
+    assert keep_earlier_run([Stage("design", None, ("prompts.txt",))], out) is None
+    assert (out / "prompts.txt").read_text() == "earlier"
+
+
+def test_the_wall_times_of_stages_that_wrote_none_are_left_out_not_an_error(tmp_path: Path):
+    """Catches a pipeline whose earlier stages ran before their wall times were written (or in
+    another folder) failing its report stage on the missing timing files."""
+    from audit.methods.run import read_stage_timings, write_stage_timing
+
+    write_stage_timing(2.5, tmp_path, "respond")
+    assert read_stage_timings(tmp_path, STAGE_NAMES[:-1]) == {"respond": 2.5}
+
+
+def test_the_metrics_files_list_their_figures_in_name_order(tmp_path: Path):
+    """Catches metrics.json (the analyse stage's, or the headline figures DVC compares) written
+    in the order the figures were made, so the same figures in another order read as a change."""
+    from audit.methods.run import write_headline_metrics, write_metrics
+
+    figures = {"z_gap": 1.0, "duration_s/fit": 9.0, "a_count": 2}
+    headline = write_headline_metrics(figures, tmp_path / DVC_METRICS_FILE)
+    assert headline.read_text() == '{\n  "a_count": 2,\n  "z_gap": 1.0\n}\n'
+    written = write_metrics(figures, tmp_path / "analyse.json")
+    assert list(json.loads(written.read_text())) == ["a_count", "duration_s/fit", "z_gap"]
+
+
+def test_a_report_stage_without_its_metrics_file_says_to_run_the_analyse_stage(tmp_path: Path):
+    """Catches a missing metrics.json reported as a FileNotFoundError traceback."""
+    from audit.methods.run import read_metrics
+
+    with pytest.raises(AuditError, match=r"^metrics not found at .*metrics.json: run the "
+                                         r"analyse stage first$"):
+        read_metrics(tmp_path / "metrics.json")
+
+
+@pytest.mark.parametrize("directory", [None, "out"])
+def test_a_store_failing_mid_run_names_the_runs_folder_when_known(
+        tmp_path: Path, monkeypatch, directory):
+    """Catches the store's error raised without where the run's tables are, or with a
+    folder `None` when no folder was given."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def failing_run(*args, **kwargs):
+        raise tracking.TrackingError("the store is down")
+        yield
+
+    monkeypatch.setattr(tracking, "mlflow_run", failing_run)
+    cfg = dif_config(tmp_path)
+    folder = None if directory is None else tmp_path / directory
+    with pytest.raises(tracking.TrackingError) as failed:
+        log_run(cfg, {}, [], write_config(cfg, tmp_path / "out"), directory=folder)
+    assert str(failed.value) == ("the store is down" if folder is None else
+                                 f"the store is down; the run's tables and report are in {folder}")
+
+
+def test_answered_prompts_log_the_sent_and_stored_counts_in_their_places(tmp_path: Path,
+                                                                          fake_models, caplog):
+    """Catches the counts of the respond line swapped (answers from the store logged as sent)."""
+    from audit.methods.run import answer_prompts
+
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2", "p3"], "model_name": ["fake_a"] * 3,
+                            "system_prompt": [""] * 3, "user_prompt": ["one", "two", "three"],
+                            "seed": [1, 2, 3]})
+    cfg = dif_config(tmp_path, enabled=False)
+    models = {"fake_a": fake_models["fake_a"]}
+    with caplog.at_level("INFO", logger="audit.methods.run"):
+        answer_prompts(cfg, prompts.head(1), models, "DIF")
+        answer_prompts(cfg, prompts, models, "DIF")
+    assert [message for message in caplog.messages if "respond" in message] == [
+        "DIF respond: 1 sent, 0 from the store, 0 failed",
+        "DIF respond: 2 sent, 1 from the store, 0 failed"]
+
+
+def test_answers_are_written_before_too_many_failures_stop_the_stage(tmp_path: Path,
+                                                                      fake_models):
+    """Catches the failure check made before the table is written: the answers that did come
+    back were lost with the stage (send_prompts promises they are kept)."""
+    from dataclasses import replace
+
+    from audit.config import EngineConfig
+    from audit.llm.failures import TooManyFailures
+    from audit.methods.run import send_prompts
+
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2"], "model_name": ["fake_a"] * 2,
+                            "system_prompt": [""] * 2, "user_prompt": ["one", "two FAIL"],
+                            "seed": [1, 2]})
+    cfg = replace(dif_config(tmp_path, enabled=False), engine=EngineConfig(max_attempts=1))
+    path = tmp_path / "responses.parquet"
+    with pytest.raises(TooManyFailures, match="1 of 2 DIF requests failed"):
+        send_prompts(cfg, prompts, {"fake_a": fake_models["fake_a"]}, path, "DIF")
+    assert pl.read_parquet(path)["status"].to_list() == ["ok", "error"]
+
+
+def test_the_report_logs_the_figures_timings_and_the_artifacts_that_exist(tmp_path: Path):
+    """Catches a listed artifact the run did not make (a plot left out) stopping the report
+    stage with a FileNotFoundError, or the stages' wall times left out of the logged figures."""
+    from audit.methods.run import RunClock, RunFiles, logged_report, write_metrics
+
+    cfg = dif_config(tmp_path)
+    files = RunFiles(tmp_path / "out")
+    write_metrics({"n_prompts": 3.0}, files.path("metrics.json"))
+    files.path("tests.csv").write_text("a\n1\n")
+    clock = RunClock(timings={"design": 1.5})
+    result = logged_report(cfg, files, clock, "metrics.json",
+                           [("tables", "tests.csv"), ("plots", "absent.png")])
+    assert result["metrics"] == {"n_prompts": 3.0, "duration_s/design": 1.5}
+    run_id = result["run"].run_id
+    mlflow.set_tracking_uri(cfg.tracking.tracking_uri)
+    client = mlflow.MlflowClient()
+    assert {item.path for item in client.list_artifacts(run_id)} >= {"tables", "config.yaml"}
+    assert "plots" not in {item.path for item in client.list_artifacts(run_id)}
+    assert [item.path for item in client.list_artifacts(run_id, "tables")] == ["tables/tests.csv"]
+    assert client.get_run(run_id).data.metrics["duration_s/design"] == 1.5

@@ -19,6 +19,7 @@ from slow_backend import SlowBackend
 
 from audit.llm.backends import BackendError, ChatRequest, Message, create_backend, embedded
 from audit.llm.backends import llamacpp
+from audit.llm.backends.base import first_tokens_decide
 from audit.llm.backends.packaged import resolve_model_path
 from audit.config import DesignConfig, JudgeConfig, ModelConfig
 from audit.design import expand_design
@@ -448,3 +449,26 @@ def test_llamacpp_scores_whole_continuations_from_the_end_of_the_prompt(monkeypa
     scores = llamacpp.score_continuations(_Context({"ab": (2, 5), "c": (3, 4, 1)}),
                                           dataclasses.replace(REQUEST, score_options=("ab", "c")))
     assert scores == pytest.approx({"ab": -3.2 - 6.3, "c": -4.2 - 5.3 - 2.4})
+
+
+FIRST_TOKEN = ChatRequest((Message("user", "Decide."),), 0.0, 1.0, 1, 1.0, 0,
+                          score_options=("yes", "yeah", "no"), score_first_token=True)
+
+
+def test_first_tokens_decide_only_when_asked_and_the_options_part_at_their_first_token():
+    """Catches score_first_token ignored, the options' last tokens compared instead of their
+    first, or options sharing a first token scored by it (both would get one score)."""
+    parting = {"yes": (5, 1), "no": (7, 1)}
+    sharing = {"yes": (5, 1), "yeah": (5, 2)}
+    assert first_tokens_decide(FIRST_TOKEN, parting)
+    assert not first_tokens_decide(FIRST_TOKEN, sharing)
+    assert not first_tokens_decide(dataclasses.replace(FIRST_TOKEN, score_first_token=False),
+                                   parting)
+
+
+def test_an_option_without_tokens_is_a_malformed_request():
+    """Catches an option that tokenizes to nothing (an empty string) scored or failing with an
+    IndexError, instead of one malformed_request error naming it."""
+    with pytest.raises(BackendError, match=r"^empty continuation ''$") as malformed:
+        first_tokens_decide(FIRST_TOKEN, {"yes": (5,), "": ()})
+    assert malformed.value.kind == "malformed_request"
