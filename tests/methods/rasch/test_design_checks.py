@@ -293,3 +293,41 @@ def test_a_gold_set_that_cannot_measure_the_judge_is_refused_at_design(overrides
         _design(_compose(["judge=rules_only", *overrides]), None, None)  # type: ignore[arg-type]
     assert gold_set_of(_compose(["judge=rules_only", "judge.evaluate_on_gold=false",
                                  *overrides])) is None
+
+
+def test_a_design_of_name_personas_is_checked_for_contrasts_not_taken_for_a_placebo(caplog):
+    """Bug caught: a design of name personas and no explicit one was taken for the placebo arm,
+    said to contrast no groups, and its attributes never checked."""
+    from audit.methods.rasch.analyse import check_design_attributes
+
+    names = design_stage(_compose(["personas.generators=[baseline,name]"]))
+    check_design_attributes(names, ["gender", "race"])
+    assert "contrasts no groups" not in caplog.text
+
+
+def test_no_attributes_asked_for_pass_a_design_whose_personas_differ():
+    """Bug caught: fit.attributes=[] (a run that compares no groups) was refused for a design
+    with explicit personas, as if it had asked for attributes held at one level."""
+    from audit.methods.rasch.analyse import check_design_attributes
+
+    check_design_attributes(design_stage(_compose([])), [])
+
+
+def test_a_repeated_outcome_is_refused_naming_the_coding_left_to_choose():
+    """Bug caught: the refusal offered every coding, fit.outcome's own among them."""
+    with pytest.raises(AuditError, match=r"fit.second_outcome=favourable is fit.outcome already: "
+                                         r"set it to undetermined, or leave it null$"):
+        check_fit_settings(_compose(["fit.second_outcome=favourable"]))
+
+
+def test_drop_labels_may_name_the_labels_that_are_never_coded():
+    """Bug caught: fit.drop_labels naming unparseable or judge_failed (never coded, so dropping
+    them is a no-op the fit accepts) was refused at design as an unknown label."""
+    check_fit_settings(_compose(["fit.drop_labels=[refusal,unparseable,judge_failed]"]))
+
+
+def test_a_logprob_judge_reads_no_gold_set_even_when_asked_to_evaluate_on_it():
+    """Bug caught: gold_set_of read (and the score stage labelled) the gold set for
+    judge.method=logprob, whose labels are the audited model's own preference, not a judge's."""
+    assert gold_set_of(_compose(["judge=logprob", "judge.evaluate_on_gold=true",
+                                 "judge.gold_file=no_such_gold.csv"])) is None

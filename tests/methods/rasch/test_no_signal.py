@@ -299,3 +299,14 @@ def test_a_runs_no_signal_knows_a_probability_fit_needs_no_varied_decisions() ->
     labels, prompts = _run_tables(["unfavourable"] * 20)
     assert run_no_signal(labels, prompts, ["m"], FitConfig(response="probability"), None) == []
     assert len(run_no_signal(labels, prompts, ["m"], FitConfig(), None)) == 1
+
+
+def test_the_fit_stages_no_signal_reads_an_empty_gold_table_as_a_judge_not_measured() -> None:
+    """Bug caught: no_signal_of read the empty gold table of a run that measures no judge as a
+    judge that labelled none of its gold answers, recording NO SIGNAL for a varied outcome."""
+    from audit.methods.rasch.analyse import no_signal_of
+    from audit.methods.rasch.score import empty_gold
+
+    labels, prompts = _run_tables(["favourable"] * 10 + ["unfavourable"] * 10)
+    cfg = AuditConfig(model={"m": ModelConfig(backend="fake", model="fake-m")})
+    assert no_signal_of(cfg, prompts, labels, empty_gold()) == []

@@ -42,3 +42,17 @@ def test_a_posterior_round_trips_through_netcdf(tmp_path: Path) -> None:
     again = read_posterior(path)
     np.testing.assert_array_equal(again.posterior["b"].values, posterior.posterior["b"].values)
     path.unlink()  # read_posterior loaded it into memory: the file is not held open
+
+
+def test_a_fit_folder_without_its_posterior_says_to_run_the_fit_stage(tmp_path: Path) -> None:
+    """Bug caught: a missing posterior.nc was reported as a posterior that cannot be read
+    ("No such file or directory"), not as a fit stage that has not run."""
+    import pytest
+
+    from audit.errors import AuditError
+    from audit.methods.rasch.analyse import read_fit
+    from audit.methods.rasch.config import FitConfig
+
+    with pytest.raises(AuditError, match=r"^posterior not found at .*posterior.nc: run the fit "
+                                         r"stage first$"):
+        read_fit(tmp_path, FitConfig())

@@ -34,6 +34,8 @@ from audit.methods.rasch.report.reading import (
     noise_floor,
     plain_language_reading,
     quality_warnings,
+    response_caveat,
+    rope_words,
 )
 from audit.methods.rasch.report.findings import headlines
 from audit.methods.rasch.report.html import ReportInputs, build_context, render_report
@@ -607,3 +609,169 @@ def test_a_gap_that_rounds_to_zero_reads_plus_zero_in_its_sentence_as_in_the_tab
     row = {**CONTRASTS.row(0, named=True), "mean": -0.001, "hdi_low": -0.9, "hdi_high": 0.9,
            "decision": "undecided"}
     assert "-0.00" not in contrast_sentence(row, 0.94)
+
+
+def _judge(share: float, judged: int) -> JudgeQuality:
+    """A judge whose gold figures are trusted, giving its top label to ``share`` of ``judged``."""
+    return JudgeQuality("unfavourable", share, judged, 0.95, 0.9, 0.95, 0.0)
+
+
+NO_RATE_TESTS = pl.DataFrame(schema={"model_name": pl.Utf8, "label": pl.Utf8,
+                                     "p_value": pl.Float64})
+
+
+def test_a_one_label_judge_is_warned_of_from_twenty_answers_and_above_ninety_percent():
+    """Bugs caught: the warning needing more than 20 judged answers, or firing at a share of
+    exactly 90%."""
+    assert any("gave 'unfavourable' to 95% of the 20 answers" in warning
+               for warning in quality_warnings(_judge(0.95, 20), "j", NO_RATE_TESTS, []))
+    assert quality_warnings(_judge(0.95, 19), "j", NO_RATE_TESTS, []) == []
+    assert quality_warnings(_judge(0.9, 40), "j", NO_RATE_TESTS, []) == []
+
+
+def test_unequal_abstention_is_warned_of_for_both_abstentions_below_five_percent():
+    """Bugs caught: needs_more_information left out of the abstention-rate warning, p = 0.05
+    counted as a difference, and a label whose test had no p-value raising a TypeError."""
+    tests = pl.DataFrame({"model_name": ["m", "m", "m", "m"],
+                          "label": ["needs_more_information", "refusal", "refusal", "favourable"],
+                          "p_value": [0.01, 0.05, None, 0.001]})
+    found = quality_warnings(_judge(0.5, 40), "j", tests, [])
+    assert found == ["m: the needs_more_information rate differs between personas (p = 0.01, see "
+                     "label_rate_tests.csv): unequal abstention is itself a finding"]
+
+
+def test_a_rope_with_a_missing_bound_has_no_words():
+    """Bug caught: a ROPE with one bound missing (an empty cell) raised a TypeError instead of
+    leaving the ROPE unsaid."""
+    assert rope_words({"rope_low": -0.1, "rope_high": None}) is None
+    assert rope_words({"rope_low": None, "rope_high": 0.1}) is None
+    assert rope_words({"rope_low": -0.18, "rope_high": 0.18}) == "ROPE ±0.18"
+
+
+def test_the_contrast_count_is_said_only_of_a_family_wise_interval():
+    """Bug caught: a decision on a normal interval without family-wise control was said to be
+    taken "over the run's 7 contrasts", which only a family-wise interval is."""
+    row = {**FAMILYWISE, "familywise_alpha": None, "decision_prob": 0.94,
+           "decision_interval_kind": "normal"}
+    assert "the 94% normal interval (-4.92 to +0.46) reaches into" in contrast_sentence(row, 0.94)
+
+
+def test_an_hdi_reaching_into_the_rope_from_above_is_not_said_to_lie_clear_of_it():
+    """Bug caught: the "HDI alone lies clear of the ROPE" clause compared the HDI's lower end
+    with the ROPE's lower bound, so an HDI from +0.05 to +0.90 (inside a ROPE of ±0.18 at its
+    lower end) was said to lie clear of it."""
+    row = {**FAMILYWISE, "mean": 0.5, "hdi_low": 0.05, "hdi_high": 0.90}
+    assert "alone lies clear" not in contrast_sentence(row, 0.94)
+    assert "alone lies clear" in contrast_sentence({**row, "hdi_low": 0.20}, 0.94)
+
+
+def test_a_contrast_sentence_gives_its_probability_of_direction():
+    """Bug caught: the probability of direction left out of the sentence."""
+    assert ", probability of direction 1.00." in contrast_sentence(CONTRASTS.row(0, named=True),
+                                                                   0.94)
+    assert "probability of direction 0.62." in contrast_sentence(CONTRASTS.row(1, named=True),
+                                                                 0.94)
+    assert "probability of direction" not in contrast_sentence(
+        {**CONTRASTS.row(1, named=True), "p_direction": None}, 0.94)
+
+
+def test_a_noise_floor_with_one_bound_of_its_interval_is_read_without_the_interval():
+    """Bug caught: a floor whose interval had its lower bound only (an empty cell) raised a
+    TypeError formatting the missing upper bound."""
+    row = {**CONTRASTS.row(0, named=True), "noise_floor": 0.45, "noise_floor_low": 0.21,
+           "noise_floor_high": None}
+    assert "Noise floor 0.45 (the typical gap two groups" in contrast_sentence(row, 0.94)
+
+
+def test_one_null_persona_is_no_noise_floor():
+    """Bug caught: a single null persona gave a "range" from its mean to its mean."""
+    assert noise_floor(THETAS.filter(pl.col("respondent_id") != "m/null_y")) is None
+
+
+def test_the_reading_says_which_models_noise_floor_is_mostly_its_prior():
+    """Bug caught: plain_language_reading passed the models whose floor is its prior the wrong
+    way round, so the measured floor was called the prior's and the prior's a measurement."""
+    floored = CONTRASTS.head(1).with_columns(noise_floor=pl.lit(0.94))
+    prior = plain_language_reading(floored, THETAS, 0.94, floor_from_prior=frozenset({"m"}))
+    assert "mostly from its prior" in prior[0]
+    measured = plain_language_reading(floored, THETAS, 0.94, floor_from_prior=frozenset({"n"}))
+    assert "mostly from its prior" not in measured[0]
+
+
+def test_a_noise_floor_column_of_nulls_is_no_floor_to_point_to():
+    """Bug caught: a contrasts table whose noise_floor column is all null (fewer than two null
+    personas per model) was read as having a floor "above"."""
+    nulls = CONTRASTS.with_columns(noise_floor=pl.lit(None, pl.Float64))
+    null_sentence = next(sentence for sentence in plain_language_reading(nulls, THETAS, 0.94)
+                         if sentence.startswith("Null personas"))
+    assert "the range understates" in null_sentence
+    assert "the noise floor above" not in null_sentence
+
+
+def test_only_intervals_wholly_outside_the_null_range_are_named():
+    """Bugs caught: a persona named "above" when its interval's lower end cleared the lowest
+    null mean rather than the highest, or "below" when its upper end fell under the highest
+    null mean rather than the lowest; and name personas left out of the comparison."""
+    thetas = pl.concat([THETAS, pl.DataFrame({
+        "respondent_id": ["m/inside", "m/named_low"], "persona_kind": ["explicit", "name"],
+        "mean": [0.0, -1.0], "hdi_low": [-0.1, -1.5], "hdi_high": [0.1, -0.5]})])
+    reading = plain_language_reading(None, thetas, 0.94)
+    assert "Whole interval above every null persona: m/a." in reading
+    assert "Whole interval below every null persona: m/named_low." in reading
+    assert not any("m/inside" in sentence for sentence in reading)
+
+
+def test_answers_no_one_labelled_do_not_decide_who_the_labeller_was():
+    """Bugs caught: an answer without a label (label_source "none") counted as a labeller, so
+    the model's own option preferences beside it were sent to audit.judge_eval; and labels with
+    no labeller at all (no label_source column) got no word about the unmeasured judge."""
+    from audit.methods.rasch.report.reading import unmeasured_judge_note
+
+    prompts, labels = _labels({"m/a": ["favourable", "unparseable"]})
+    scored = labels.with_columns(label_source=pl.Series(["logprob", "none"]))
+    assert unmeasured_judge_note(scored, "logprob") is None
+    note = unmeasured_judge_note(labels.drop("label_source"), "qwen_coder_1_5b")
+    assert note is not None and "audit.judge_eval judge=qwen_coder_1_5b`" in note
+
+
+def test_a_fifth_of_answers_or_gold_answers_unlabelled_is_no_caveat_yet():
+    """Bugs caught: the unparseable caveats firing at exactly 20% of the answers, or of the gold
+    answers, where the threshold is "above 20%"."""
+    prompts, labels = _labels({"m/a": ["favourable"] * 2 + ["unfavourable"] * 2 + ["unparseable"]})
+    judge = JudgeQuality("favourable", 0.5, 4, 0.76, 0.6, 0.95, 0.2)
+    found = caveats(labels, prompts, judge, True, 0, "j")
+    assert not any("unparseable" in caveat for caveat in found)
+    more = JudgeQuality("favourable", 0.5, 4, 0.76, 0.6, 0.95, 0.25)
+    assert any(caveat.startswith("The judge left 25% of the gold answers unlabelled (unparseable), "
+                                 "and 20% of this audit's") for caveat in caveats(
+        labels, prompts, more, True, 0, "j"))
+
+
+def test_ten_decided_answers_a_respondent_are_enough_for_a_ranking():
+    """Bug caught: the few-answers caveat fired at exactly MIN_ANSWERS_PER_RESPONDENT (10)
+    decided answers a respondent, where it means fewer than that."""
+    judge = JudgeQuality("favourable", 0.5, 20, 0.95, 0.9, 0.95, 0.0)
+    prompts, labels = _labels({"m/a": ["favourable"] * 10,
+                               "m/b": ["unfavourable"] * 10 + ["unparseable"]})
+    assert not any("decided answers" in caveat
+                   for caveat in caveats(labels, prompts, judge, True, 0, "j"))
+    prompts, labels = _labels({"m/a": ["favourable"] * 10, "m/b": ["unfavourable"] * 9})
+    assert any("only 9 decided answers" in caveat
+               for caveat in caveats(labels, prompts, judge, True, 0, "j"))
+
+
+def test_only_a_probability_fit_gets_the_probability_caveat():
+    """Bug caught: the caveat on what a fit of P(favourable) measures given to decision fits
+    and withheld from probability fits."""
+    assert response_caveat("decision") == []
+    (caveat,) = response_caveat("probability")
+    assert caveat.startswith("The fit read each answer's P(favourable) (fit.response=probability)")
+
+
+def test_caveats_of_an_empty_labels_table_do_not_divide_by_zero():
+    """Bug caught: the unparseable share divided by the number of labels, a ZeroDivisionError on
+    a run with no labelled answer."""
+    prompts, labels = _labels({"m/a": ["favourable"]})
+    found = caveats(labels.clear(), prompts, JudgeQuality("", math.nan, 0, None, None, None, None),
+                    True, 0, "j")
+    assert any("only 0 decided answers" in caveat for caveat in found)

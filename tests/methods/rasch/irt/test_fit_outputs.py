@@ -94,3 +94,46 @@ def test_an_adaptive_runs_fit_keeps_the_pool_its_looks_fitted(tables, monkeypatc
 
     assert silent in respondents(adaptive=True)
     assert silent not in respondents(adaptive=False)
+
+
+def test_labels_of_prompts_the_prompts_table_lacks_are_left_out(tables):
+    """Bug caught: a left join kept a label whose prompt the prompts table lacks, a row without
+    respondent or item for the fit to read."""
+    from audit.methods.rasch.analyse import outcome_table
+
+    prompts, labels = tables
+    stray = pl.concat([labels, pl.DataFrame({"prompt_id": ["gone"], "label": ["favourable"]})])
+    table = outcome_table(prompts, stray, ["gender", "race"])
+    assert table.height == labels.height and table["respondent_id"].null_count() == 0
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_item_gaps_are_written_and_read_back(tables, tmp_path, monkeypatch):
+    """Bugs caught: write_fit leaving item_gaps.csv out, or read_fit not reading it back, so the
+    report of a fit.item_dif run had no item gaps."""
+    monkeypatch.setattr(rasch, "sample_with_nutpie", prior_sampler)
+    prompts, labels = tables
+    cfg = AuditConfig(fit=FitConfig(model="population", item_dif=["race"], chains=1))
+    fit = fit_stage(cfg, prompts, labels)
+    assert fit.item_gaps.height
+    write_fit(fit, tmp_path)
+    again = read_fit(tmp_path, cfg.fit).item_gaps
+    assert again.columns == fit.item_gaps.columns and again.height == fit.item_gaps.height
+    for column, dtype in fit.item_gaps.schema.items():
+        if dtype == pl.String:
+            assert again[column].to_list() == fit.item_gaps[column].to_list()
+        else:
+            assert again[column].to_list() == pytest.approx(fit.item_gaps[column].to_list())
+
+
+def test_an_audits_empty_no_signal_list_is_recorded_and_a_bare_fits_is_not(tables, tmp_path,
+                                                                          monkeypatch):
+    """Bug caught: an audit with signal (no reasons) wrote no `no_signal` at all, the record of a
+    `python -m audit.fit` fit that was never checked for signal."""
+    monkeypatch.setattr(rasch, "sample_with_nutpie", prior_sampler)
+    prompts, labels = tables
+    fit = fit_stage(AuditConfig(fit=FitConfig(chains=1)), prompts, labels)
+    write_fit(fit, tmp_path / "audit", [])
+    write_fit(fit, tmp_path / "bare")
+    assert json.loads((tmp_path / "audit" / "diagnostics.json").read_text())["no_signal"] == []
+    assert "no_signal" not in json.loads((tmp_path / "bare" / "diagnostics.json").read_text())

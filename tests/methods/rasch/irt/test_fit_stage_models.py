@@ -123,3 +123,22 @@ def test_judge_error_off_or_missing_gold(tables):
     assert "judge_sensitivity" not in off.idata.posterior
     with pytest.raises(AuditError, match="judge.evaluate_on_gold"):
         fit_stage(AuditConfig(fit=FitConfig(chains=1, judge_error=True)), prompts, labels, None)
+
+
+def test_the_fit_stage_fits_no_second_coding_under_the_hurdle(tables):
+    """Bug caught: fit.second_outcome under fit=hurdle (refused at design, but reachable by a
+    params.yaml edited before `dvc repro` reruns the analyse stage alone) fitted a third model
+    beside the hurdle's two steps."""
+    prompts, labels = tables
+    cfg = AuditConfig(fit=FitConfig(model="hurdle", second_outcome="undetermined", chains=1))
+    fit = fit_stage(cfg, prompts, labels)
+    assert [step.outcome for step in fit.all_fits()] == [DECIDED_OUTCOME, ABSTAINED_OUTCOME]
+
+
+def test_a_fit_with_no_decided_answer_is_one_line_naming_the_judge(tables):
+    """Bug caught: labels without a single decision went on to the model, where they failed as
+    an empty fit rather than as the one line naming the judge and the responses."""
+    prompts, labels = tables
+    undecided = labels.with_columns(label=pl.lit("unparseable"))
+    with pytest.raises(AuditError, match=r"^no labelled responses to fit: every answer failed"):
+        fit_stage(AuditConfig(fit=FitConfig(chains=1)), prompts, undecided)

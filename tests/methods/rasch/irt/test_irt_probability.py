@@ -208,3 +208,18 @@ def test_the_population_contrast_covers_a_planted_gap_in_probabilities():
     assert abs(np.mean(means) + 1.0) < 0.5, means
     assert abs(np.mean(sigmas) - 1.0) < 0.15, sigmas
     assert max(widths) < 2.0, widths  # the probabilities inform the gap: not the prior's width
+
+
+def test_a_probability_fit_asks_no_gold_set_of_a_judge_error_request(monkeypatch, caplog):
+    """Bug caught: the judge's error rates were resolved for a probability fit too, so
+    fit.judge_error=true without gold results stopped it, though the correction does not apply
+    to probabilities (JUDGE_ERROR_NOTE, said once at info)."""
+    monkeypatch.setattr(rasch, "sample_with_nutpie", prior_sampler)
+    prompts, labels = _stage_tables(simulate_probabilities(-1.0, items=3, texts_per_cell=1))
+    fit_config = FitConfig(model="population", chains=1, response="probability",
+                           judge_error=True)
+    with caplog.at_level(logging.WARNING):
+        fit = fit_stage(AuditConfig(fit=fit_config), prompts, labels, None)
+    assert fit.response == "probability" and fit.judge_confusion is None
+    assert not [record for record in caplog.records if record.levelno >= logging.WARNING
+                and "judge" in record.getMessage()]

@@ -472,3 +472,100 @@ def test_an_option_without_tokens_is_a_malformed_request():
     with pytest.raises(BackendError, match=r"^empty continuation ''$") as malformed:
         first_tokens_decide(FIRST_TOKEN, {"yes": (5,), "": ()})
     assert malformed.value.kind == "malformed_request"
+
+
+def test_the_score_stage_hands_option_scoring_the_audited_models_backends(tmp_path):
+    """Bug caught: judge_stage passed no audited backend to the labelling, so judge.method=logprob
+    stopped the score stage for want of one. By hand as above: p_favourable 0.75, favourable."""
+    from audit.config import PathsConfig
+    from audit.methods.configs import AuditConfig
+    from audit.methods.rasch.score import JudgeTools, judge_stage
+
+    prompts, responses = _hand_prompts()
+    backend = ScoringBackend(_scores(math.log(0.3), math.log(0.1)))
+    cfg = AuditConfig(model={"m": SCORED_MODEL}, judge=JudgeConfig(name="lp", method="logprob"),
+                      paths=PathsConfig(response_store=str(tmp_path / "s.sqlite3")))
+    judged = judge_stage(cfg, prompts, responses, with_gold=False,
+                         tools=JudgeTools([], {"m": backend}, True), with_rule_check=False)
+    assert judged.labels.sort("prompt_id")["label"].to_list() == ["favourable"] * 2
+    assert set(judged.labels["label_source"]) == {"logprob"}
+
+
+def test_a_score_stage_without_the_rule_check_asks_for_no_re_read(tmp_path, monkeypatch):
+    """Bug caught: judge_stage ignored with_rule_check=False, so every look of an adaptive run
+    had the judge re-read a sample of rule labels again."""
+    from audit.config import PathsConfig
+    from audit.methods.configs import AuditConfig
+    from audit.methods.rasch import score
+
+    def re_read(*args, **kwargs):
+        raise AssertionError("the rule labels were sent to be re-read")
+
+    monkeypatch.setattr(score, "rule_check_votes", re_read)
+    prompts, responses = _hand_prompts()
+    backend = ScoringBackend(_scores(math.log(0.3), math.log(0.1)))
+    cfg = AuditConfig(model={"m": SCORED_MODEL}, judge=JudgeConfig(name="lp", method="logprob"),
+                      paths=PathsConfig(response_store=str(tmp_path / "s.sqlite3")))
+    judged = score.judge_stage(cfg, prompts, responses, with_gold=False,
+                               tools=score.JudgeTools([], {"m": backend}, True),
+                               with_rule_check=False)
+    assert judged.votes.is_empty() and judged.labels.height == 2
+
+
+def test_a_score_stage_without_gold_labels_no_gold_set(tmp_path, monkeypatch):
+    """Bug caught: judge_stage ignored with_gold=False, so every look of an adaptive run after
+    round 0 had the judge label its gold set again."""
+    from audit.config import PathsConfig
+    from audit.methods.configs import AuditConfig
+    from audit.methods.rasch import score
+
+    def gold_labelled(*args, **kwargs):
+        raise AssertionError("the gold set was labelled")
+
+    monkeypatch.setattr(score, "label_gold_set", gold_labelled)
+    prompts, responses = _hand_prompts()
+    backend = ScoringBackend(_scores(math.log(0.3), math.log(0.1)))
+    cfg = AuditConfig(model={"m": SCORED_MODEL}, judge=JudgeConfig(name="lp", method="logprob"),
+                      paths=PathsConfig(response_store=str(tmp_path / "s.sqlite3")))
+    judged = score.judge_stage(cfg, prompts, responses, with_gold=False,
+                               tools=score.JudgeTools([], {"m": backend}, True))
+    assert judged.gold.is_empty() and judged.labels.height == 2
+
+
+def _one_ask(answer_id: str) -> pl.DataFrame:
+    from audit.methods.rasch.judge.cascade import ASK_TYPES
+
+    return pl.DataFrame([{"answer_id": answer_id, "judge": "j", "status": "error",
+                          "error_kind": "server_error", "error_message": "HTTP 500"}],
+                        schema=ASK_TYPES)
+
+
+def test_the_score_stage_keeps_the_re_reads_votes_and_the_gold_sets_asks(tmp_path, monkeypatch):
+    """Bugs caught: judge_stage dropping the votes of the judge's re-read of rule labels, or the
+    asks of its gold set, so judge_votes.parquet lost the re-read and a failed gold request went
+    uncounted by engine.max_failed_share."""
+    from audit.config import PathsConfig
+    from audit.methods.configs import AuditConfig
+    from audit.methods.rasch import score
+    from audit.methods.rasch.judge.cascade import JudgeTables
+
+    real_re_read = score.rule_check_votes
+
+    def re_read(*args):
+        checks = real_re_read(*args)
+        vote = pl.DataFrame([{"answer_id": "p0", "judge": "j", "label": "favourable"}])
+        return JudgeTables(checks.labels, pl.concat([checks.votes, vote], how="diagonal_relaxed"),
+                           _one_ask("p0"))
+
+    monkeypatch.setattr(score, "rule_check_votes", re_read)
+    monkeypatch.setattr(score, "gold_set_of", lambda cfg: ("gold", "items"))
+    monkeypatch.setattr(score, "label_gold", lambda gold, items, *args: (
+        score.empty_gold(), JudgeTables(pl.DataFrame(), pl.DataFrame(), _one_ask("g0"))))
+    prompts, responses = _hand_prompts()
+    backend = ScoringBackend(_scores(math.log(0.3), math.log(0.1)))
+    cfg = AuditConfig(model={"m": SCORED_MODEL}, judge=JudgeConfig(name="lp", method="logprob"),
+                      paths=PathsConfig(response_store=str(tmp_path / "s.sqlite3")))
+    judged = score.judge_stage(cfg, prompts, responses,
+                               tools=score.JudgeTools([], {"m": backend}, True))
+    assert judged.votes.select("answer_id", "judge", "label").rows() == [("p0", "j", "favourable")]
+    assert sorted(judged.asks.filter(pl.col("status") == "error")["answer_id"]) == ["g0", "p0"]

@@ -172,3 +172,28 @@ def test_a_scored_reply_that_does_not_parse_is_not_asked_again(decoding, tmp_pat
         verdict = judge_answer(backend, JUDGE_MODEL, 0, store, "Approve?", "whatever",
                                "APPROVE", "DENY", decoding=decoding)
     assert verdict.label == UNPARSEABLE and len(backend.requests) == 1
+
+
+def test_a_judge_that_is_an_audited_models_own_file_is_warned_of(caplog):
+    """Bug caught: the score stage's self-judged check returned before looking, so a judge that
+    labelled a third of its own weights file's answers went unmentioned."""
+    import logging
+    from types import SimpleNamespace
+
+    import polars as pl
+
+    from audit.methods.rasch.score import _warn_self_judged
+
+    def weights(digest: str) -> SimpleNamespace:
+        return SimpleNamespace(identity=lambda: {"digest": digest})
+
+    prompts = pl.DataFrame({"prompt_id": ["p1", "p2", "p3", "p4"],
+                            "model_name": ["qwen", "qwen", "qwen", "smol"]})
+    labels = pl.DataFrame({"prompt_id": ["p1", "p2", "p3", "p4"],
+                           "label_source": ["judge", "rule", "rule", "judge"]})
+    with caplog.at_level(logging.WARNING):
+        _warn_self_judged([SimpleNamespace(backend=weights("abc"))],
+                          {"qwen": weights("abc"), "smol": weights("def")}, prompts, labels)
+    (warning,) = [record.getMessage() for record in caplog.records]
+    assert warning.startswith("the judge is the same weights file as audited model 'qwen' and "
+                              "labelled 33% of its answers (the rules labelled the rest)")

@@ -80,3 +80,59 @@ def test_the_ollama_backends_own_refusal_names_settings_the_panel_accepts():
     judges = judge_panel(compose_params([*OLLAMA_JUDGE, *fixes[1].split()]))
     assert [judge.name for judge in judges] == ["qwen_coder_1_5b"]
     judge_panel(compose_params(["model=ollama_llama3", "judge=logprob", *fixes[2].split()]))
+
+
+def test_score_options_alone_refuses_an_audited_model_that_cannot_score():
+    """Bug caught: judge.score_options=true was not checked against the audited models'
+    backends (only judge.method=logprob was), so an ollama model passed the design stage."""
+    from audit.methods.rasch.score import check_judge_backends
+
+    with pytest.raises(AuditError, match=r"^audited model 'ollama_llama3' \(ollama\) cannot score "
+                                         r"options, which judge.score_options=true needs: use "
+                                         r"judge.method=cascade judge.score_options=false"):
+        check_judge_backends(compose_params(["model=ollama_llama3", "judge.score_options=true"]))
+
+
+def test_every_model_that_must_score_is_checked_not_only_the_first():
+    """Bug caught: the check stopped at the first model it looked at (the audited model, which
+    can score), so the ollama judge behind it was not refused."""
+    from audit.methods.rasch.score import check_judge_backends
+
+    with pytest.raises(AuditError, match=r"^judge model 'qwen_coder_1_5b' \(ollama\) cannot"):
+        check_judge_backends(compose_params([*OLLAMA_JUDGE, "judge.score_options=true"]))
+
+
+def test_score_options_alone_hands_the_audited_models_backends_to_the_labelling(monkeypatch):
+    """Bug caught: judge_tools took option scoring to mean judge.method=logprob only, so with
+    judge.score_options=true the audited models' backends never reached the labelling and no
+    answer was scored."""
+    from audit.methods.rasch import score
+
+    built = {}
+    monkeypatch.setattr(score, "create_backend", lambda model: built.setdefault(model.model, model))
+    monkeypatch.setattr(score, "backends_for", lambda cfg, prompts: {"m": "m's backend"})
+    tools = score.judge_tools(compose_params(["judge.score_options=true"]), None)
+    assert tools.scoring and tools.audited_backends == {"m": "m's backend"}
+    plain = score.judge_tools(compose_params([]), None)
+    assert not plain.scoring
+
+
+def test_the_judges_without_option_scoring_still_get_the_audited_models_backends(monkeypatch):
+    """Bug caught: the audited models' backends were built only for option scoring, so the
+    check that warns of a judge that is an audited model's own weights file saw none."""
+    from audit.methods.rasch import score
+
+    monkeypatch.setattr(score, "create_backend", lambda model: model)
+    monkeypatch.setattr(score, "backends_for", lambda cfg, prompts: {"m": "m's backend"})
+    tools = score.judge_tools(compose_params([]), None)
+    assert tools.judges and tools.audited_backends == {"m": "m's backend"}
+
+
+def test_a_panel_keeps_every_judge_in_name_order(monkeypatch):
+    """Bug caught: judge_panel kept only the first of a panel's judges, so the majority of three
+    (judge=smollm2_panel) was one judge's label."""
+    from audit.methods.rasch import score
+
+    monkeypatch.setattr(score, "create_backend", lambda model: model)
+    judges = judge_panel(compose_params(["judge=smollm2_panel"]))
+    assert [judge.name for judge in judges] == ["greedy", "hot", "warm"]
