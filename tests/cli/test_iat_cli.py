@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -341,3 +342,160 @@ def test_an_output_that_is_the_import_dir_is_refused(answers_dir, caplog):
     message = error_of([f"import_dir={answers_dir}", f"output={answers_dir}/."], caplog)
     assert "output=" in message and "import_dir" in message
     assert sorted(path.name for path in answers_dir.iterdir()) == sorted(FILES)
+
+
+# --- what method=iat and the import hand on (mutation review) ------------------------------------
+
+def _tiny_iat(tmp_path: Path, **iat) -> AuditConfig:
+    """One fake model, one dataset, one variation, one iteration: a single prompt."""
+    return AuditConfig(
+        model={"fake_a": ModelConfig(backend="fake", model="a")},
+        iat=IATConfig(datasets=["age"], iterations=1, variations=["replication"],
+                      bootstrap_resamples=200, permutation_resamples=200, **iat),
+        engine=EngineConfig(max_attempts=1),
+        paths=PathsConfig(response_store=str(tmp_path / "store.sqlite3")),
+        tracking=TrackingConfig(enabled=False), method="iat")
+
+
+class _Sent(Exception):
+    """Raised by the recording send_prompts: the run stops before any request."""
+
+
+@pytest.mark.parametrize("max_tokens", [64, None])
+def test_the_respond_stage_sends_with_the_iat_token_budget(tmp_path, monkeypatch, max_tokens):
+    """Bugs caught: iat.max_tokens not applied (or applied only when null), or the respond stage
+    sending with the model's own budget (48 tokens cut a list of 16 pairs short)."""
+    import audit.methods.iat.method as iat_method
+
+    seen = {}
+
+    def record(cfg, prompts, models, path, label):
+        seen.update(models)
+        raise _Sent
+
+    monkeypatch.setattr(iat_method, "send_prompts", record)
+    cfg = _tiny_iat(tmp_path, max_tokens=max_tokens)
+    with pytest.raises(_Sent):
+        create_method("iat").run(cfg, tmp_path / "run")
+    own = cfg.model["fake_a"].sampling.max_tokens
+    assert own != 64
+    assert seen["fake_a"].sampling.max_tokens == (own if max_tokens is None else 64)
+
+
+def test_statistics_settings_are_refused_before_any_prompt_is_written(tmp_path):
+    """Bug caught: without the design stage's check, iat.alpha=1.5 was refused only in the
+    analyse stage, after every prompt had been designed and sent."""
+    with pytest.raises(IATError, match="iat.alpha=1.5 must lie strictly between 0 and 1"):
+        create_method("iat").run(_tiny_iat(tmp_path, alpha=1.5), tmp_path / "run")
+    assert not (tmp_path / "run" / "iat_prompts.parquet").exists()
+
+
+def test_a_rerun_counts_its_answers_from_the_store_not_as_failed(tmp_path):
+    """Bug caught: n_failed and n_from_store swapped in the metrics: a rerun served from the
+    response store reported its answer as failed."""
+    cfg = _tiny_iat(tmp_path)
+    first = create_method("iat").run(cfg, tmp_path / "run")["metrics"]
+    again = create_method("iat").run(cfg, tmp_path / "run2")["metrics"]
+    assert (first["n_prompts"], first["n_failed"], first["n_from_store"]) == (1, 0, 0)
+    assert (again["n_prompts"], again["n_failed"], again["n_from_store"]) == (1, 0, 1)
+
+
+def test_the_analyse_stage_hands_its_settings_to_the_plots_and_the_table(tmp_path, monkeypatch):
+    """Bugs caught: the D-by-dataset plot drawn at a fixed 95% level, the by-variation plot
+    drawn from the table without a variation column, or the printed table marked at a fixed
+    alpha, whatever iat.confidence_level and iat.alpha say."""
+    import audit.methods.iat.method as iat_method
+
+    calls = {}
+
+    def recorder(name, real):
+        def record(table, *settings):
+            calls[name] = (table.columns, settings)
+            return real(table, *settings) if real else None
+        return record
+
+    monkeypatch.setattr(iat_method, "d_by_dataset_plot",
+                        recorder("dataset", iat_method.d_by_dataset_plot))
+    monkeypatch.setattr(iat_method, "d_by_variation_plot",
+                        recorder("variation", iat_method.d_by_variation_plot))
+    monkeypatch.setattr(iat_method, "print_iat_table", recorder("table", None))
+    create_method("iat").run(_tiny_iat(tmp_path, confidence_level=0.9, alpha=0.01),
+                             tmp_path / "run")
+    assert calls["dataset"][1] == (0.9, 0.01) and calls["table"][1] == (0.9, 0.01)
+    assert "variation" in calls["variation"][0] and calls["variation"][1] == (0.9,)
+    assert "variation" not in calls["dataset"][0]
+
+
+def test_the_by_variation_table_holds_one_row_per_dataset_and_variation(answers_dir, tmp_path):
+    """Bug caught: iat_stats_by_variation.csv grouped without the variation (or written from the
+    per-dataset table): no variation column, so the per-variation file said nothing more."""
+    output = tmp_path / "out"
+    assert main([f"import_dir={answers_dir}", f"output={output}", *FAST]) == 0
+    table = pl.read_csv(output / "iat_stats_by_variation.csv")
+    assert set(table.select("dataset", "variation").iter_rows()) == {
+        ("racism", "replication"), ("sexuality", "synonym"),
+        ("mental illness", "instruction2"), ("arab/muslim", "synonym")}
+
+
+def test_the_import_logs_what_it_left_out_and_every_file_it_wrote(answers_dir, tmp_path, caplog):
+    """Bugs caught: the left-out counts not logged, or the scores file missing from the list of
+    files the import wrote. Strict scoring leaves out 3 of the 200 answers (2 mental illness, 1
+    sexuality; see test_import_writes_scores_and_statistics)."""
+    output = tmp_path / "out"
+    with caplog.at_level("INFO"):
+        assert main([f"import_dir={answers_dir}", f"output={output}", *FAST]) == 0
+    assert "strict scoring leaves out 3 of 200 answers" in caplog.text
+    assert str(output / "iat_scores.parquet") in caplog.text
+
+
+def test_read_stimuli_reads_the_aliases_and_names_the_file_at_fault(tmp_path):
+    """Bugs caught: the aliases file never read, or an error in the synonym or aliases file
+    naming another file (the stimuli file, or a bare "aliases")."""
+    from audit.methods.iat.method import read_stimuli
+
+    assert "Caucasian" in read_stimuli(IATConfig()).aliases["racism"]["White"]
+    synonym = pl.read_csv(PROJECT_ROOT / "data" / "iat" / "iat_stimuli_synonym.csv",
+                          infer_schema=False)
+    odd = tmp_path / "odd_synonym.csv"
+    synonym.head(synonym.height - 1).write_csv(odd)  # the last dataset loses an attribute
+    with pytest.raises(IATError, match=f"^{re.escape(str(odd))}, dataset "):
+        read_stimuli(IATConfig(synonym_file=str(odd)))
+    aliases = tmp_path / "my_aliases.csv"
+    pl.DataFrame({"dataset": ["racism"], "group_word": ["Whyte"], "alias": ["x"]}).write_csv(
+        aliases)
+    with pytest.raises(IATError, match=f"^{re.escape(str(aliases))}: 'Whyte' is not"):
+        read_stimuli(IATConfig(aliases_file=str(aliases)))
+
+
+def test_stages_run_one_at_a_time_put_each_iat_file_in_its_stage_folder(tmp_path):
+    """Bug caught: a stage that did not declare a file it writes (the score stage without
+    iat_scores.parquet) wrote it at the pipeline's top, outside the folder dvc.yaml tracks."""
+    from audit.methods.run import STAGE_NAMES, run_one_stage
+
+    method, pipeline = create_method("iat"), tmp_path / "pipeline"
+    for stage in STAGE_NAMES:
+        run_one_stage(method.stages, stage, _tiny_iat(tmp_path), pipeline)
+    for stage, name in (("design", "iat_prompts.parquet"), ("respond", "iat_responses.parquet"),
+                        ("score", "iat_scores.parquet"), ("analyse", "iat_stats.csv"),
+                        ("analyse", "iat_metrics.json")):
+        assert (pipeline / stage / name).is_file(), name
+    assert not list(pipeline.glob("iat_*"))
+
+
+def test_the_run_logs_its_tables_plots_and_data_to_mlflow(tmp_path):
+    """Bug caught: the report stage's artifact list without iat_scores.parquet: the MLflow run
+    kept the prompts and responses but not the scores every statistic is computed from."""
+    import mlflow
+
+    cfg = replace(_tiny_iat(tmp_path), tracking=TrackingConfig(
+        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        artifact_root=str(tmp_path / "artifacts"), experiment="iat_test"))
+    result = create_method("iat").run(cfg, tmp_path / "run")
+    mlflow.set_tracking_uri(cfg.tracking.tracking_uri)
+    client = mlflow.MlflowClient()
+    logged = {artifact.path for folder in ("tables", "plots", "data")
+              for artifact in client.list_artifacts(result["run"].run_id, folder)}
+    assert logged == {"tables/iat_stats.csv", "tables/iat_stats_by_variation.csv",
+                      "plots/iat_d_by_dataset.png", "plots/iat_d_by_variation.png",
+                      "data/iat_scores.parquet", "data/iat_prompts.parquet",
+                      "data/iat_responses.parquet"}

@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from audit.methods.dif.analyse import (
+    DIFResults,
     across_models,
     bias_score,
     mcnemar_p,
+    metrics,
     model_table,
     null_tests,
     persona_table,
@@ -265,3 +267,152 @@ def test_accuracy_against_bias_across_models():
                           "mean_dif_real": [0.4, 0.6, 0.8]})
     assert across_models(exact)["r_squared"][0] == pytest.approx(1.0)
     assert across_models(exact.head(2))["slope"][0] is None  # two points: no line
+
+
+# --- items either side did not answer, unparsed answers, empty personas (mutation review) ---------
+
+def _audit_with_failures() -> pl.DataFrame:
+    """Four items. The baseline's request for q002 failed; persona p solved it and left q003
+    unparsed; every request of persona "dead" failed."""
+    correct = {"baseline": np.array([1, 1, 0, 0]), "p": np.array([1, 1, 1, 0]),
+               "n": np.array([1, 0, 0, 0]), "dead": np.array([1, 1, 1, 1])}
+    kinds = {"baseline": "baseline", "p": "real", "n": "null", "dead": "real"}
+    answers = _answers(correct, kinds, errors={"baseline": {2}, "dead": {0, 1, 2, 3}})
+    unparsed = (pl.col("persona_id") == "p") & (pl.col("item_id") == "q003")
+    return answers.with_columns(extracted=pl.when(unparsed).then(None)
+                                .otherwise(pl.col("extracted")))
+
+
+def test_an_item_the_baseline_failed_is_not_compared_for_any_persona():
+    """Bug caught: comparing every item the persona answered (or its every correct item) counted
+    q002, which the baseline's failed request never answered, as gained by persona p."""
+    rows = {row["persona_id"]: row for row in
+            persona_table(_audit_with_failures(), 1, 0.95).iter_rows(named=True)}
+    p = rows["p"]
+    assert (p["n_answered"], p["n_compared"], p["n_gained"], p["n_lost"]) == (4, 3, 0, 0)
+    assert (p["bias_score"], p["dif_score"]) == (0.0, 1.0)
+
+
+def test_unparsed_answers_are_counted_per_persona_and_over_answered_prompts_only():
+    """Bug caught: n_unparsed always 0, n_failed always 0, or an unparsed share that counted
+    the failed requests (no text, so no extracted answer) as unparsed answers."""
+    answers = _audit_with_failures()
+    personas = persona_table(answers, 1, 0.95)
+    assert dict(personas.select("persona_id", "n_unparsed").iter_rows()) == {
+        "baseline": 0, "dead": 0, "n": 0, "p": 1}
+    model = model_table(answers, personas, 0.95).row(0, named=True)
+    # 16 prompts, 5 failed (the baseline's q002 and the dead persona's four), 1 of 11 unparsed
+    assert (model["n_answered"], model["n_failed"]) == (11, 5)
+    assert model["unparsed_share"] == pytest.approx(1 / 11)
+
+
+def test_a_persona_whose_every_request_failed_has_no_accuracy_or_interval():
+    """Bug caught: a persona with nothing answered got the Jeffreys interval of 0 of 1 answers
+    (about [0.0, 0.85]) beside its empty accuracy."""
+    rows = {row["persona_id"]: row for row in
+            persona_table(_audit_with_failures(), 1, 0.95).iter_rows(named=True)}
+    dead = rows["dead"]
+    assert dead["n_answered"] == 0
+    assert (dead["accuracy"], dead["accuracy_low"], dead["accuracy_high"]) == (None, None, None)
+
+
+def test_persona_and_model_intervals_take_the_asked_level():
+    """Bug caught: an interval at a fixed 95% whatever interval_prob asks: the other tests all
+    ask for 0.95. Jeffreys at 80% from scipy's beta quantiles: the baseline answered 2 of 3
+    right, the model 6 of its 11 answered prompts."""
+    answers = _audit_with_failures()
+    personas = persona_table(answers, 1, 0.8)
+    baseline = personas.filter(pl.col("persona_id") == "baseline").row(0, named=True)
+    assert (baseline["accuracy_low"], baseline["accuracy_high"]) == pytest.approx(
+        (stats.beta.ppf(0.1, 2.5, 1.5), stats.beta.ppf(0.9, 2.5, 1.5)), rel=1e-9)
+    model = model_table(answers, personas, 0.8).row(0, named=True)
+    assert (model["n_correct"], model["n_answered"]) == (6, 11)
+    assert (model["accuracy_low"], model["accuracy_high"]) == pytest.approx(
+        (stats.beta.ppf(0.1, 6.5, 5.5), stats.beta.ppf(0.9, 6.5, 5.5)), rel=1e-9)
+
+
+def test_the_model_means_keep_flagged_personas_out_of_the_bias_and_arms_apart():
+    """Bug caught: mean_bias_score_real averaged in a persona flagged for a small intersection,
+    or mean_dif_null was the real personas' mean. By hand, baseline right on q0-q3: r1 keeps
+    three (bias 1/3, DIF 3/4); r2 keeps one, below min_intersection 2 (bias 3, DIF 1/4); the
+    null persona keeps all four (DIF 1)."""
+    correct = {"baseline": np.array([1, 1, 1, 1, 0, 0]), "r1": np.array([1, 1, 1, 0, 0, 0]),
+               "r2": np.array([1, 0, 0, 0, 0, 0]), "n1": np.array([1, 1, 1, 1, 0, 0])}
+    kinds = {"baseline": "baseline", "r1": "real", "r2": "real", "n1": "null"}
+    answers = _answers(correct, kinds)
+    model = model_table(answers, persona_table(answers, 2, 0.95), 0.95).row(0, named=True)
+    assert model["n_real_scored"] == 1
+    assert model["mean_bias_score_real"] == pytest.approx(1 / 3)
+    assert model["mean_dif_real"] == pytest.approx(0.5)
+    assert model["mean_dif_null"] == pytest.approx(1.0)
+
+
+def test_no_claim_when_the_adjusted_p_value_equals_alpha():
+    """Bug caught: a claim made at p_claim_holm == alpha (<= for <). Four real against four
+    null personas, real all lower: the exact permutation p is 1/70 (Welch's is smaller), and
+    Holm over one test leaves it there; alpha set to exactly 1/70."""
+    tests = null_tests(_persona_scores([0.0, .1, .2, .3], [1.0, 1.1, 1.2, 1.3]), 1 / 70, 999,
+                       seed=1)
+    assert tests["p_claim_holm"][0] == 1 / 70
+    assert not tests["claim"][0]
+
+
+def test_small_intersections_are_counted_in_their_own_arm():
+    """Bug caught: n_real_small_intersection counted the null arm's flagged personas."""
+    personas = _persona_scores([0.5, 0.6, 0.7], [0.9, 1.0]).with_columns(
+        small_intersection=pl.Series([True, False, False, True, True]))
+    row = null_tests(personas, ALPHA, 999, seed=1).row(0, named=True)
+    assert (row["n_real_small_intersection"], row["n_null_small_intersection"]) == (1, 2)
+
+
+def test_the_line_across_models_skips_undefined_scores_and_constant_accuracy():
+    """Bugs caught: a model whose mean DIF score is NaN entered the fit (every number NaN), a
+    fit through models of one accuracy raised scipy's error, and a one-sided p-value. By hand,
+    (0.2, 0.4), (0.5, 0.7), (0.8, 0.7) give r^2 = 0.75 on 1 degree of freedom: t = sqrt(3), and
+    the two-sided p of a t of sqrt(3) on 1 df (Cauchy) is 1 - 2 atan(sqrt(3)) / pi = 1/3."""
+    hand = pl.DataFrame({"dataset": ["all"] * 4, "accuracy": [0.2, 0.5, 0.8, 0.9],
+                         "mean_dif_real": [0.4, 0.7, 0.7, float("nan")]})
+    line = across_models(hand).row(0, named=True)
+    assert line["n_models"] == 3
+    assert (line["slope"], line["r_squared"], line["p_value"]) == pytest.approx((0.5, 0.75, 1 / 3))
+    flat = pl.DataFrame({"dataset": ["all"] * 3, "accuracy": [0.5] * 3,
+                         "mean_dif_real": [0.4, 0.7, 0.7]})
+    assert across_models(flat).row(0, named=True)["slope"] is None
+
+
+def test_the_persona_tables_mcnemar_p_is_on_the_discordant_items_and_bh_adjusted():
+    """Bugs caught: p_mcnemar computed from another count (the intersection in place of the items
+    the persona lost), or adjusted by Holm's method, not Benjamini-Hochberg's. Each of two real
+    personas keeps 2 of the baseline's 8 right answers and gains none: the exact two-sided
+    binomial p of 0 of 6 discordant items is 2 / 2**6. BH leaves two equal p-values as they
+    are; Holm would double the smaller one."""
+    correct = {"baseline": np.ones(8), "r1": np.array([1, 1, 0, 0, 0, 0, 0, 0]),
+               "r2": np.array([0, 0, 0, 0, 0, 0, 1, 1])}
+    answers = _answers(correct, {"baseline": "baseline", "r1": "real", "r2": "real"})
+    real = persona_table(answers, 1, 0.95).filter(pl.col("persona_kind") == "real")
+    assert real.select("n_gained", "n_lost").rows() == [(0, 6), (0, 6)]
+    assert real["p_mcnemar"].to_list() == pytest.approx([2 / 2 ** 6] * 2)
+    assert real["p_mcnemar_bh"].to_list() == pytest.approx([2 / 2 ** 6] * 2)
+
+
+def test_the_metrics_count_failures_and_stored_answers_and_skip_missing_values():
+    """Bugs caught: n_failed always 0, n_from_store counting the answers sent (not those from the
+    store), or the across-models line left out of the metrics. Hand-made tables: one prompt of
+    three failed and one came from the store; missing values (None) are not logged."""
+    models = pl.DataFrame({"model_name": ["m"], "dataset": ["all"], "accuracy": [0.5],
+                           "baseline_accuracy": [None], "mean_dif_real": [0.9],
+                           "mean_dif_null": [1.0], "mean_bias_score_real": [0.1],
+                           "unparsed_share": [0.0]})
+    tests = pl.DataFrame({"model_name": ["m"], "dataset": ["all"], "p_welch": [0.01],
+                          "p_permutation": [None], "p_claim_holm": [None], "claim": [False]})
+    across = pl.DataFrame({"dataset": ["all"], "slope": [0.5], "r_squared": [0.75],
+                           "p_value": [None]})
+    answers = pl.DataFrame({"status": ["ok", "error", "ok"], "from_cache": [True, False, False],
+                            "item_id": ["q1", "q1", "q2"], "persona_id": ["baseline", "p", "p"]})
+    logged = metrics(DIFResults(pl.DataFrame(), tests, models, across), answers)
+    assert logged == {
+        "n_prompts": 3, "n_failed": 1, "n_from_store": 1, "n_items": 2, "n_personas": 2,
+        "accuracy/m/all": 0.5, "mean_dif_real/m/all": 0.9, "mean_dif_null/m/all": 1.0,
+        "mean_bias_score_real/m/all": 0.1, "unparsed_share/m/all": 0.0,
+        "p_welch/m/all": 0.01, "claim/m/all": 0.0,
+        "across_models_slope/all": 0.5, "across_models_r_squared/all": 0.75}
