@@ -373,6 +373,15 @@ def test_loose_dataset_names_resolve(stimuli, token, name):
     assert resolve_dataset(token, stimuli.original) == name
 
 
+def test_a_three_letter_prefix_resolves_and_an_exact_name_beats_a_longer_one():
+    """Bugs caught: a prefix of exactly three letters refused, an ambiguous prefix resolved to
+    the first match, and an exact name ("age") lost to a prefix match when another name
+    ("ageism") starts with it."""
+    assert resolve_dataset("rac", ["racism", "weapon"]) == "racism"
+    assert resolve_dataset("care", ["career", "caregivers"]) is None
+    assert resolve_dataset("age", ["age", "ageism"]) == "age"
+
+
 def _stimuli_rows(**changes) -> pl.DataFrame:
     rows = {"category": ["race"] * 4, "dataset": ["toy"] * 4, "A": ["white", None, None, None],
             "B": ["black", None, None, None], "C": ["good", "nice", "bad", "awful"]}
@@ -394,6 +403,46 @@ def test_bad_stimuli_fail_with_one_line_naming_the_dataset(frame, message):
     with pytest.raises(IATError, match=message) as error:
         stimulus_sets(frame, "C", "toy.csv")
     assert "\n" not in str(error.value) and "toy.csv" in str(error.value)
+
+
+@pytest.mark.parametrize(("frame", "message"), [
+    (_stimuli_rows().drop("A", "B"), "has no column 'A'"),
+    (_stimuli_rows(dataset=["toy", "toy", "toy", None]), "a row without a dataset name"),
+    (_stimuli_rows(category=[None] * 4), "rows name 0 categories"),
+    (_stimuli_rows(C=[" "] * 4), "0 attributes; give an even number"),
+], ids=["first-missing-column", "no-dataset-name", "no-category", "blank-attributes"])
+def test_incomplete_stimuli_rows_fail_with_one_line(frame, message):
+    """Bugs caught (mutation review): the message named the last missing column, not the first;
+    a row with no dataset name, a dataset with no category (IndexError) or with only blank
+    attributes (an empty word list) was accepted instead of refused."""
+    with pytest.raises(IATError, match=message) as error:
+        stimulus_sets(frame, "C", "toy.csv")
+    assert "\n" not in str(error.value) and "toy.csv" in str(error.value)
+
+
+def test_a_dataset_missing_from_the_synonym_file_is_named_with_the_fix():
+    """Bug caught: for_variation without its check raised a bare KeyError for a dataset the
+    original stimuli have and the synonym file lacks."""
+    stimuli = load_stimuli(_stimuli_rows(), _stimuli_rows(dataset=["other"] * 4).rename(
+        {"C": "D"}), None)
+    assert stimuli.for_variation("toy", "replication").positive == ("good", "nice")
+    with pytest.raises(IATError, match="dataset 'toy' has no synonym stimuli: add its rows"):
+        stimuli.for_variation("toy", "synonym")
+
+
+@pytest.mark.parametrize(("aliases", "message"), [
+    (pl.DataFrame({"dataset": ["toy"], "group_word": ["white"]}), "missing alias"),
+    (pl.DataFrame({"dataset": ["toy"], "group_word": ["white"], "alias": [None]},
+                  schema_overrides={"alias": pl.String}),
+     "aliases: the alias of 'white' in dataset 'toy' is empty"),
+], ids=["no-alias-column", "empty-alias"])
+def test_an_incomplete_aliases_table_is_one_line(aliases, message):
+    """Bugs caught: an aliases file without its alias column raised polars'
+    ColumnNotFoundError, and a row with an empty alias was not refused as an IATError."""
+    synonym = _stimuli_rows().rename({"C": "D"})
+    with pytest.raises(IATError, match=message) as error:
+        load_stimuli(_stimuli_rows(), synonym, aliases)
+    assert "\n" not in str(error.value)
 
 
 def test_an_alias_for_an_unknown_group_word_is_an_error(stimuli):
@@ -480,6 +529,48 @@ def test_bad_design_settings_name_the_fix(stimuli, config, message):
         design_prompts(stimuli, config, MODELS)
 
 
+def test_a_dataset_named_twice_is_designed_once(stimuli):
+    """Bug caught: select_datasets without its dedupe designed "racism" and "RACISM" twice,
+    every prompt in two rows with one prompt_id."""
+    config = IATConfig(datasets=["racism", "RACISM"], iterations=1, variations=["replication"])
+    prompts = design_prompts(stimuli, config, MODELS)
+    assert prompts.height == 2 and prompts["prompt_id"].n_unique() == 2
+
+
+@pytest.mark.parametrize(("models", "variations", "message"), [
+    ({}, ["replication"], "no model to audit"),
+    (MODELS, [], "iat.variations is empty"),
+], ids=["no-model", "no-variation"])
+def test_a_design_with_nothing_to_cross_names_the_fix(stimuli, models, variations, message):
+    """Bug caught: without these checks an empty design raised polars' ColumnNotFoundError
+    (an empty table has no prompt_id to sort by)."""
+    config = IATConfig(datasets=["age"], iterations=1, variations=variations)
+    with pytest.raises(IATError, match=message):
+        design_prompts(stimuli, config, models)
+
+
+def test_each_variation_and_iteration_draws_its_own_order_and_request_seed(stimuli):
+    """Bugs caught: the request seed left out the iteration (every iteration of a prompt sent
+    with one seed), or the shuffle left out the variation (the instructions shown the same
+    group pair and attribute order, confounding wording with order)."""
+    config = IATConfig(datasets=["racism"], iterations=4,
+                       variations=["instruction1", "instruction2"])
+    prompts = design_prompts(stimuli, config, {"fake_a": MODELS["fake_a"]})
+    assert prompts["seed"].n_unique() == 2 * 4
+    shown = {(row["variation"], row["iteration"]): row["attributes"]
+             for row in prompts.iter_rows(named=True)}
+    assert all(shown["instruction1", i] != shown["instruction2", i] for i in range(4))
+
+
+def test_the_prompt_id_changes_with_the_system_prompt(stimuli):
+    """Bug caught: a prompt_id without the system prompt named two different requests alike."""
+    designs = [design_prompts(stimuli, IATConfig(datasets=["age"], iterations=1,
+                                                 system_prompt=text), MODELS)
+               for text in ("You are a helpful assistant.", "Answer tersely.")]
+    assert set(designs[0]["user_prompt"]) == set(designs[1]["user_prompt"])
+    assert not set(designs[0]["prompt_id"]) & set(designs[1]["prompt_id"])
+
+
 def test_the_plot_and_table_show_the_tested_mean_beside_mean_d():
     """Bug caught (statistics review 2026-12-02): the significance marker was drawn at mean D,
     which scores one-group answers -0.5, while the test reads them at 0: 40 one-group answers
@@ -502,3 +593,18 @@ def test_the_plot_and_table_show_the_tested_mean_beside_mean_d():
     print_iat_table(stats, 0.95, 0.05, console)
     printed = console.export_text()
     assert "tested D" in printed and "+0.10" in printed and "-0.09" in printed
+
+
+@pytest.mark.parametrize("alias", [None, "  "])
+def test_an_aliases_row_with_an_empty_alias_is_not_called_an_unknown_group_word(alias):
+    """Bug caught (mutation review 2026-12-06): an aliases row with an empty alias cell was
+    refused as "'White' is not a group word of dataset 'racism'; name a word from its A or B
+    column", which is false (White is racism's A word) and sent the user to the wrong column;
+    a blank alias was kept as an alias of spaces."""
+    aliases = pl.DataFrame({"dataset": ["racism"], "group_word": ["White"], "alias": [alias]},
+                           schema_overrides={"alias": pl.String})
+    with pytest.raises(IATError, match=r": the alias of 'White' in dataset 'racism' is empty; "
+                                       r"write the word a model may answer with instead, or "
+                                       r"delete the row$"):
+        load_stimuli(pl.read_csv(DATA / "iat_stimuli.csv", infer_schema=False),
+                     pl.read_csv(DATA / "iat_stimuli_synonym.csv", infer_schema=False), aliases)

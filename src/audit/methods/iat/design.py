@@ -169,9 +169,13 @@ def load_stimuli(original: pl.DataFrame, synonym: pl.DataFrame, aliases: pl.Data
         for dataset, word, alias in aliases.select("dataset", "group_word", "alias").iter_rows():
             known = {w.lower() for sets in (stimuli.original, stimuli.synonym) if dataset in sets
                      for w in sets[dataset].default_words + sets[dataset].stigma_words}
-            if word is None or alias is None or word.lower() not in known:
+            if word is None or word.lower() not in known:
                 raise IATError(f"{sources[2]}: {word!r} is not a group word of dataset "
                                f"{dataset!r}; name a word from its A or B column")
+            if alias is None or not alias.strip():
+                raise IATError(f"{sources[2]}: the alias of {word!r} in dataset {dataset!r} is "
+                               "empty; write the word a model may answer with instead, or "
+                               "delete the row")
             table.setdefault(dataset, {}).setdefault(word, []).append(alias)
     for sets in (stimuli.original, stimuli.synonym):  # an alias must not clash with a word
         for dataset, stimulus in sets.items():
