@@ -316,6 +316,21 @@ def test_a_persona_whose_every_request_failed_has_no_accuracy_or_interval():
     assert (dead["accuracy"], dead["accuracy_low"], dead["accuracy_high"]) == (None, None, None)
 
 
+def test_a_persona_with_no_item_answered_under_both_is_no_member_of_the_bh_family():
+    """Bug caught: a real persona whose every request failed got p_mcnemar = 1 and counted in
+    the Benjamini-Hochberg family, doubling the other real persona's adjusted p. Persona "p"
+    gained 0 and lost 6 items: exact McNemar p = 2 x 0.5^6 = 1/32, alone in its family."""
+    correct = {"baseline": np.ones(8, dtype=int), "p": np.array([0, 0, 0, 0, 0, 0, 1, 1]),
+               "dead": np.ones(8, dtype=int)}
+    kinds = {"baseline": "baseline", "p": "real", "dead": "real"}
+    table = persona_table(_answers(correct, kinds, errors={"dead": set(range(8))}), 1, 0.95)
+    rows = {row["persona_id"]: row for row in table.iter_rows(named=True)}
+    assert (rows["dead"]["n_compared"], rows["dead"]["p_mcnemar"]) == (0, None)
+    assert rows["dead"]["p_mcnemar_bh"] is None
+    assert rows["p"]["p_mcnemar"] == pytest.approx(1 / 32, rel=1e-12)
+    assert rows["p"]["p_mcnemar_bh"] == pytest.approx(1 / 32, rel=1e-12)
+
+
 def test_persona_and_model_intervals_take_the_asked_level():
     """Bug caught: an interval at a fixed 95% whatever interval_prob asks: the other tests all
     ask for 0.95. Jeffreys at 80% from scipy's beta quantiles: the baseline answered 2 of 3

@@ -105,7 +105,9 @@ def persona_table(answers: pl.DataFrame, min_intersection: int,
                                n_union=score.union, n_gained=score.gained, n_lost=score.lost,
                                bias_score=score.bias, dif_score=score.dif,
                                small_intersection=score.small_intersection,
-                               p_mcnemar=mcnemar_p(score.gained, score.lost))
+                               # No item answered under both is no test: a p of 1 counted
+                               # in Benjamini-Hochberg's family and raised the others' p.
+                               p_mcnemar=mcnemar_p(score.gained, score.lost) if shared else None)
                 rows.append(row)
     table = pl.DataFrame(rows, infer_schema_length=None, schema_overrides=PERSONA_NUMBERS)
     for column, dtype in PERSONA_NUMBERS.items():
