@@ -474,19 +474,28 @@ def test_an_option_without_tokens_is_a_malformed_request():
     assert malformed.value.kind == "malformed_request"
 
 
-def test_the_score_stage_hands_option_scoring_the_audited_models_backends(tmp_path):
-    """Bug caught: judge_stage passed no audited backend to the labelling, so judge.method=logprob
-    stopped the score stage for want of one. By hand as above: p_favourable 0.75, favourable."""
+def _logprob_stage(tmp_path):
+    """The hand prompts and answers, a logprob judge's config, and the audited model's scoring
+    backend as the score stage's tools (p_favourable 0.75 for either answer)."""
     from audit.config import PathsConfig
     from audit.methods.configs import AuditConfig
-    from audit.methods.rasch.score import JudgeTools, judge_stage
+    from audit.methods.rasch.score import JudgeTools
 
     prompts, responses = _hand_prompts()
     backend = ScoringBackend(_scores(math.log(0.3), math.log(0.1)))
     cfg = AuditConfig(model={"m": SCORED_MODEL}, judge=JudgeConfig(name="lp", method="logprob"),
                       paths=PathsConfig(response_store=str(tmp_path / "s.sqlite3")))
-    judged = judge_stage(cfg, prompts, responses, with_gold=False,
-                         tools=JudgeTools([], {"m": backend}, True), with_rule_check=False)
+    return cfg, prompts, responses, JudgeTools([], {"m": backend}, True)
+
+
+def test_the_score_stage_hands_option_scoring_the_audited_models_backends(tmp_path):
+    """Bug caught: judge_stage passed no audited backend to the labelling, so judge.method=logprob
+    stopped the score stage for want of one. By hand as above: p_favourable 0.75, favourable."""
+    from audit.methods.rasch.score import judge_stage
+
+    cfg, prompts, responses, tools = _logprob_stage(tmp_path)
+    judged = judge_stage(cfg, prompts, responses, with_gold=False, tools=tools,
+                         with_rule_check=False)
     assert judged.labels.sort("prompt_id")["label"].to_list() == ["favourable"] * 2
     assert set(judged.labels["label_source"]) == {"logprob"}
 
@@ -494,20 +503,14 @@ def test_the_score_stage_hands_option_scoring_the_audited_models_backends(tmp_pa
 def test_a_score_stage_without_the_rule_check_asks_for_no_re_read(tmp_path, monkeypatch):
     """Bug caught: judge_stage ignored with_rule_check=False, so every look of an adaptive run
     had the judge re-read a sample of rule labels again."""
-    from audit.config import PathsConfig
-    from audit.methods.configs import AuditConfig
     from audit.methods.rasch import score
 
     def re_read(*args, **kwargs):
         raise AssertionError("the rule labels were sent to be re-read")
 
     monkeypatch.setattr(score, "rule_check_votes", re_read)
-    prompts, responses = _hand_prompts()
-    backend = ScoringBackend(_scores(math.log(0.3), math.log(0.1)))
-    cfg = AuditConfig(model={"m": SCORED_MODEL}, judge=JudgeConfig(name="lp", method="logprob"),
-                      paths=PathsConfig(response_store=str(tmp_path / "s.sqlite3")))
-    judged = score.judge_stage(cfg, prompts, responses, with_gold=False,
-                               tools=score.JudgeTools([], {"m": backend}, True),
+    cfg, prompts, responses, tools = _logprob_stage(tmp_path)
+    judged = score.judge_stage(cfg, prompts, responses, with_gold=False, tools=tools,
                                with_rule_check=False)
     assert judged.votes.is_empty() and judged.labels.height == 2
 
@@ -515,20 +518,14 @@ def test_a_score_stage_without_the_rule_check_asks_for_no_re_read(tmp_path, monk
 def test_a_score_stage_without_gold_labels_no_gold_set(tmp_path, monkeypatch):
     """Bug caught: judge_stage ignored with_gold=False, so every look of an adaptive run after
     round 0 had the judge label its gold set again."""
-    from audit.config import PathsConfig
-    from audit.methods.configs import AuditConfig
     from audit.methods.rasch import score
 
     def gold_labelled(*args, **kwargs):
         raise AssertionError("the gold set was labelled")
 
     monkeypatch.setattr(score, "label_gold_set", gold_labelled)
-    prompts, responses = _hand_prompts()
-    backend = ScoringBackend(_scores(math.log(0.3), math.log(0.1)))
-    cfg = AuditConfig(model={"m": SCORED_MODEL}, judge=JudgeConfig(name="lp", method="logprob"),
-                      paths=PathsConfig(response_store=str(tmp_path / "s.sqlite3")))
-    judged = score.judge_stage(cfg, prompts, responses, with_gold=False,
-                               tools=score.JudgeTools([], {"m": backend}, True))
+    cfg, prompts, responses, tools = _logprob_stage(tmp_path)
+    judged = score.judge_stage(cfg, prompts, responses, with_gold=False, tools=tools)
     assert judged.gold.is_empty() and judged.labels.height == 2
 
 
@@ -544,8 +541,6 @@ def test_the_score_stage_keeps_the_re_reads_votes_and_the_gold_sets_asks(tmp_pat
     """Bugs caught: judge_stage dropping the votes of the judge's re-read of rule labels, or the
     asks of its gold set, so judge_votes.parquet lost the re-read and a failed gold request went
     uncounted by engine.max_failed_share."""
-    from audit.config import PathsConfig
-    from audit.methods.configs import AuditConfig
     from audit.methods.rasch import score
     from audit.methods.rasch.judge.cascade import JudgeTables
 
@@ -561,11 +556,7 @@ def test_the_score_stage_keeps_the_re_reads_votes_and_the_gold_sets_asks(tmp_pat
     monkeypatch.setattr(score, "gold_set_of", lambda cfg: ("gold", "items"))
     monkeypatch.setattr(score, "label_gold", lambda gold, items, *args: (
         score.empty_gold(), JudgeTables(pl.DataFrame(), pl.DataFrame(), _one_ask("g0"))))
-    prompts, responses = _hand_prompts()
-    backend = ScoringBackend(_scores(math.log(0.3), math.log(0.1)))
-    cfg = AuditConfig(model={"m": SCORED_MODEL}, judge=JudgeConfig(name="lp", method="logprob"),
-                      paths=PathsConfig(response_store=str(tmp_path / "s.sqlite3")))
-    judged = score.judge_stage(cfg, prompts, responses,
-                               tools=score.JudgeTools([], {"m": backend}, True))
+    cfg, prompts, responses, tools = _logprob_stage(tmp_path)
+    judged = score.judge_stage(cfg, prompts, responses, tools=tools)
     assert judged.votes.select("answer_id", "judge", "label").rows() == [("p0", "j", "favourable")]
     assert sorted(judged.asks.filter(pl.col("status") == "error")["answer_id"]) == ["g0", "p0"]
