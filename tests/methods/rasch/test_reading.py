@@ -775,3 +775,99 @@ def test_caveats_of_an_empty_labels_table_do_not_divide_by_zero():
     found = caveats(labels.clear(), prompts, JudgeQuality("", math.nan, 0, None, None, None, None),
                     True, 0, "j")
     assert any("only 0 decided answers" in caveat for caveat in found)
+
+
+def test_diagnostic_checks_pass_at_their_limits_and_fail_just_past_them():
+    """Catches a strict comparison at a limit, or the tail ESS checked with the bulk ESS."""
+    from audit.methods.rasch.report.html import diagnostic_checks
+
+    at_limits = diagnostic_checks(Diagnostics(1.01, 400.0, 400.0, 0, 1.01, 400.0))
+    assert [check["ok"] for check in at_limits] == [True] * 4
+    assert [check["limit"] for check in at_limits] == ["<= 1.01", ">= 400", ">= 400", "0"]
+    past = diagnostic_checks(Diagnostics(1.011, 900.0, 399.0, 1, 1.01, 400.0))
+    assert [check["ok"] for check in past] == [False, True, False, False]
+
+
+def test_the_page_context_counts_answers_and_reads_nan_as_n_a(tmp_path):
+    """Catches a NaN statistic printed as "nan", answers from the store miscounted, or the
+    judge's failed requests dropped from the label counts when there are some."""
+    from audit.methods.rasch.report.html import diagnostic_checks
+
+    inputs = dataclasses.replace(
+        _inputs(tmp_path, CONVERGED, None),
+        responses=pl.DataFrame({"prompt_id": ["p1", "p2"], "status": ["ok", "error"],
+                                "from_cache": [True, True]}),
+        labels=pl.DataFrame({"prompt_id": ["p1", "p2"], "label": ["favourable", "judge_failed"],
+                             "label_source": ["rule", "judge"]}))
+    context = build_context(inputs, None)
+    assert context["counts"] == {"prompts": 2, "ok": 1, "failed": 1, "from_store": 2,
+                                 "labelled": 2}
+    assert dict(context["label_counts"])["judge_failed"] == 1
+    plain = build_context(_inputs(tmp_path, CONVERGED, None), None)["label_counts"]
+    assert plain == [("favourable", 1), ("unfavourable", 0), ("needs_more_information", 0),
+                     ("refusal", 1), ("unparseable", 0)]
+    nan_rhat = diagnostic_checks(Diagnostics(math.nan, 900.0, 800.0, 0, 1.01, 400.0))
+    assert nan_rhat[0]["value"] == "n/a"
+
+
+def test_the_page_context_takes_the_fleiss_kappa_the_identity_and_the_gold_figures(tmp_path):
+    """Catches the panel's kappa read from alpha, the backend taken from the config over the
+    identity the run recorded, and the labelled-only gold accuracy dropped."""
+    gold = {"gold/n": 50.0, "gold/accuracy": 0.8, "gold/accuracy_low": 0.7,
+            "gold/accuracy_high": 0.9, "gold/labelled_accuracy": 0.85,
+            "gold/cohen_kappa": 0.6, "gold/rules_coverage": 0.5, "gold/rules_accuracy": 1.0,
+            "gold/judge_coverage": 0.5, "gold/judge_accuracy": 0.6}
+    inputs = dataclasses.replace(
+        _inputs(tmp_path, CONVERGED, CONTRASTS.head(0)), gold_metrics=gold,
+        gold_confusion=pl.DataFrame({"truth": []}, schema={"truth": pl.Utf8}),
+        panel_metrics={"judge/n_judges": 2.0, "judge/krippendorff_alpha": 0.1,
+                       "judge/fleiss_kappa": 0.2},
+        model_identities={"m": {"backend": "recorded", "model": "fake-m"}})
+    context = build_context(inputs, None)
+    assert context["panel"] == {"alpha": 0.1, "kappa": 0.2, "n_judges": 2.0}
+    assert context["models"][0]["backend"] == "recorded"
+    assert context["gold"]["labelled_accuracy"] == 0.85
+    assert context["contrasts"] is None and context["confusion"] is None
+
+
+def test_the_page_context_titles_the_method_and_sorts_domains(tmp_path):
+    """Catches the method left out of the title, an unknown version shown blank, and the
+    domains listed in hash order."""
+    domains = ["lending", "hiring", "housing", "health", "education", "credit"]
+    prompts = pl.DataFrame({"prompt_id": [f"p{index}" for index in range(6)],
+                            "respondent_id": ["m/a"] * 6, "persona_id": ["a"] * 6,
+                            "persona_kind": ["explicit"] * 6,
+                            "item_id": [f"i{index}" for index in range(6)], "domain": domains})
+    inputs = dataclasses.replace(_inputs(tmp_path, CONVERGED, None), prompts=prompts)
+    context = build_context(inputs, None)
+    assert context["title"] == "Audit report: m (rasch)"
+    assert context["version"] == "unknown"
+    assert context["items"]["domains"] == sorted(domains)
+
+
+def test_the_page_shows_forty_theta_rows(tmp_path):
+    """Catches a smaller cap on the ranking's rows shown in the page."""
+    thetas = pl.DataFrame({"respondent_id": [f"m/p{index:02d}" for index in range(41)],
+                           "persona_kind": ["explicit"] * 41, "mean": [0.0] * 41,
+                           "hdi_low": [-1.0] * 41, "hdi_high": [1.0] * 41})
+    inputs = dataclasses.replace(_inputs(tmp_path, CONVERGED, None), thetas=thetas)
+    assert len(build_context(inputs, None)["thetas"]) == 40
+
+
+def test_the_page_filters_print_two_decimals_and_three_figure_percentiles():
+    """Catches the num filter's default digits or the percentile filter's format changed."""
+    from audit.methods.rasch.report.html import template_environment
+
+    filters = template_environment().filters
+    assert filters["num"](1.23456) == "1.23" and filters["num"](math.nan) == "n/a"
+    assert filters["percentile"](12.345) == "12.3%" and filters["percentile"](None) == "n/a"
+
+
+def test_the_page_lists_the_personas_and_embeds_figures_as_png_data(tmp_path):
+    """Catches the persona list left empty or a figure embedded under the wrong media type."""
+    import base64
+
+    page = render_report(build_context(_inputs(tmp_path, CONVERGED, None), None))
+    assert "<p>Personas: a, b</p>" in page
+    png = base64.b64encode((tmp_path / "forest_theta.png").read_bytes()).decode("ascii")
+    assert f'src="data:image/png;base64,{png}"' in page

@@ -243,3 +243,157 @@ def test_panel_metrics_need_two_judges_and_report_agreement_per_item() -> None:
     assert metrics["judge/n_judges"] == 2 and metrics["judge/agreement/i1"] == 0.75
     assert "judge/krippendorff_alpha" in metrics and "judge/fleiss_kappa" in metrics
     assert judge_metrics(votes.filter(pl.col("judge") == "a"), by_item) == {}
+
+
+def test_audit_metrics_count_answers_labels_and_parameters_by_hand() -> None:
+    """Catches audit_metrics counting the wrong source, skipping the judge share or b means."""
+    from types import SimpleNamespace
+
+    from audit.methods.rasch.irt import Diagnostics
+    from audit.methods.rasch.report.metrics import audit_metrics
+
+    prompts = pl.DataFrame({"respondent_id": ["m/a", "m/a", "m/b", "m/b"],
+                            "item_id": ["i1", "i2", "i1", "i2"]})
+    responses = pl.DataFrame({"status": ["ok", "ok", "ok", "error"],
+                              "from_cache": [True, False, False, False]})
+    labels = pl.DataFrame({"label": ["favourable", "refusal", "refusal"],
+                           "label_source": ["rule", "judge", "judge"],
+                           "decision_mass": [None, 0.9, 0.5],
+                           "p_favourable": [None, 0.2, 0.4]})
+    fit = SimpleNamespace(summary=SUMMARY, converged=True,
+                          diagnostics=Diagnostics(1.003, 900.0, 800.0, 0, 1.01, 400.0))
+    metrics = audit_metrics(prompts, responses, labels, fit, {"fit": 12.5})
+    assert (metrics["n_prompts"], metrics["n_respondents"], metrics["n_items"]) == (4, 2, 2)
+    assert (metrics["n_responses_ok"], metrics["n_failed"], metrics["n_from_store"]) == (3, 1, 1)
+    assert metrics["rule_share"] == pytest.approx(1 / 3)
+    assert metrics["judge_top_label_share"] == 1.0
+    assert metrics["label_count/refusal"] == 2
+    assert metrics["label_rate/refusal"] == pytest.approx(2 / 3)
+    assert metrics["label_rate/favourable"] == pytest.approx(1 / 3)
+    assert metrics["decision_mass_mean"] == pytest.approx(0.7)
+    assert metrics["p_favourable_mean"] == pytest.approx(0.3)
+    assert metrics["duration_s/fit"] == 12.5 and metrics["converged"] == 1.0
+    assert metrics["theta_mean/m/a"] == 0.4 and metrics["b_mean/lending_01"] == -2.0
+
+
+def test_audit_metrics_log_no_judge_share_when_rules_labelled_everything() -> None:
+    """Catches the judge's top-label share logged (as NaN) for a run the judge never read."""
+    from types import SimpleNamespace
+
+    from audit.methods.rasch.irt import Diagnostics
+    from audit.methods.rasch.report.metrics import audit_metrics
+
+    prompts = pl.DataFrame({"respondent_id": ["m/a"], "item_id": ["i1"]})
+    responses = pl.DataFrame({"status": ["ok"], "from_cache": [False]})
+    labels = pl.DataFrame({"label": ["favourable"], "label_source": ["rule"],
+                           "decision_mass": [None], "p_favourable": [None]},
+                          schema_overrides={"decision_mass": pl.Float64,
+                                            "p_favourable": pl.Float64})
+    fit = SimpleNamespace(summary=SUMMARY, converged=True,
+                          diagnostics=Diagnostics(1.003, 900.0, 800.0, 0, 1.01, 400.0))
+    metrics = audit_metrics(prompts, responses, labels, fit, {})
+    assert "judge_top_label_share" not in metrics and "decision_mass_mean" not in metrics
+    assert metrics["rule_share"] == 1.0 and metrics["label_rate/favourable"] == 1.0
+
+
+def test_panel_kappa_and_alpha_against_hand_computed_values() -> None:
+    """Catches judge_metrics logging Krippendorff's alpha under the Fleiss kappa name. By hand:
+    two judges agree on one answer and split on the other; Fleiss: P = 0.5, Pe = 0.625,
+    kappa = -1/3; Krippendorff (nominal): Do = De = 0.5, alpha = 0."""
+    from audit.methods.rasch.report.metrics import judge_metrics
+
+    votes = pl.DataFrame({"answer_id": ["p1", "p1", "p2", "p2"], "judge": ["a", "b", "a", "b"],
+                          "label": ["favourable", "favourable", "favourable", "unfavourable"],
+                          "rationale": [""] * 4})
+    by_item = pl.DataFrame({"item_id": ["i1"], "n_judged": [2], "mean_agreement": [0.75]})
+    metrics = judge_metrics(votes, by_item)
+    assert metrics["judge/fleiss_kappa"] == pytest.approx(-1 / 3)
+    assert metrics["judge/krippendorff_alpha"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_agreement_by_item_is_a_mean_sorted_by_item() -> None:
+    """Catches per-item agreement taken as a median, or rows left in join order."""
+    from audit.methods.rasch.report.metrics import agreement_by_item
+
+    items = ["i9", "i8", "i7", "i6", "i5", "i4", "i3", "i2", "i1", "i1", "i1"]
+    prompts = pl.DataFrame({"prompt_id": [f"p{index}" for index in range(11)], "item_id": items})
+    labels = pl.DataFrame({"prompt_id": [f"p{index}" for index in range(11)],
+                           "label": ["favourable"] * 11, "label_source": ["judge"] * 11,
+                           "agreement": [1.0] * 8 + [0.5, 0.5, 1.0]})
+    by_item = agreement_by_item(labels, prompts)
+    assert by_item["item_id"].to_list() == [f"i{index}" for index in range(1, 10)]
+    assert by_item.row(0) == ("i1", 3, pytest.approx(2 / 3))
+
+
+def test_rate_metrics_log_abstention_and_refusal_rates_and_only_defined_p_values() -> None:
+    """Catches rate_metrics logging the wrong labels' rates or a p-value that is undefined."""
+    from audit.methods.rasch.report.metrics import rate_metrics
+
+    rates = pl.DataFrame({"model_name": ["m"] * 4, "persona_id": ["a"] * 4,
+                          "label": ["favourable", "unfavourable", "needs_more_information",
+                                    "refusal"], "rate": [0.4, 0.3, 0.2, 0.1]})
+    tests = pl.DataFrame({"model_name": ["m", "m"], "label": ["refusal", "favourable"],
+                          "p_value": [0.04, None]})
+    assert rate_metrics(rates, tests) == {"label_rate/needs_more_information/m/a": 0.2,
+                                          "label_rate/refusal/m/a": 0.1,
+                                          "label_rate_p_value/refusal/m": 0.04}
+
+
+def test_a_second_outcomes_contrasts_are_named_after_it_and_the_first_keeps_its_names() -> None:
+    """Catches the outcome prefix put on the configured outcome or after the contrast."""
+    from audit.methods.rasch.report.metrics import contrast_metric_names
+
+    contrasts = pl.DataFrame({"model_name": ["m", "m"], "outcome": ["favourable", "abstention"],
+                              "attribute": ["race", "race"], "level_a": ["Black", "Black"],
+                              "level_b": ["White", "White"]})
+    assert contrast_metric_names(contrasts) == ["contrast/race/Black_vs_White",
+                                                "contrast/abstention/race/Black_vs_White"]
+    two_models = pl.concat([contrasts, contrasts.with_columns(model_name=pl.lit("n"))])
+    assert contrast_metric_names(two_models)[1] == "contrast/abstention/m/race/Black_vs_White"
+
+
+def test_gold_metrics_are_aliased_under_the_judge_names() -> None:
+    """Catches judge/accuracy logged from the kappa (or the other way round)."""
+    from audit.methods.rasch.report.metrics import gold_alias_metrics
+
+    assert gold_alias_metrics({"gold/cohen_kappa": 0.6, "gold/accuracy": 0.8, "gold/n": 50}) == {
+        "judge/kappa": 0.6, "judge/accuracy": 0.8}
+
+
+def test_the_printed_ranking_counts_ranks_from_one_and_shows_each_kind() -> None:
+    """Catches ranks printed from 0 and the kind column left blank."""
+    buffer = io.StringIO()
+    print_ranking(theta_table(SUMMARY, RESPONDENTS), 0.94, Console(file=buffer, width=120))
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]]
+            for line in buffer.getvalue().splitlines() if " m/" in line]
+    assert [(row[0], row[1], row[2]) for row in rows] == [
+        ("1", "m/a", "explicit"), ("2", "m/null_x", "null"), ("3", "m/b", "explicit")]
+
+
+def test_theta_table_keeps_a_respondent_missing_from_the_respondents_table() -> None:
+    """Catches an inner join that drops a respondent whose kind is unknown."""
+    thetas = theta_table(SUMMARY, RESPONDENTS.filter(pl.col("respondent_id") != "m/b"))
+    assert thetas["respondent_id"].to_list() == ["m/a", "m/null_x", "m/b"]
+    assert thetas["persona_kind"].to_list() == ["explicit", "null", None]
+
+
+def test_the_difficulty_plot_groups_items_by_domain_then_difficulty() -> None:
+    """Catches items sorted by difficulty alone, which scatters a domain's items."""
+    summary = pl.DataFrame({"parameter": ["b[h1]", "b[l1]", "b[h2]", "b[l2]"],
+                            "mean": [0.0, 1.0, 2.0, -1.0], "sd": [0.1] * 4,
+                            "hdi_low": [-0.2, 0.8, 1.8, -1.2], "hdi_high": [0.2, 1.2, 2.2, -0.8]})
+    items = pl.DataFrame({"item_id": ["h1", "h2", "l1", "l2"],
+                          "domain": ["hiring", "hiring", "lending", "lending"]})
+    figure = item_difficulty_plot(summary, items, 0.94)
+    ticks = [tick.get_text() for tick in figure.axes[0].get_yticklabels()]
+    plt.close(figure)
+    assert ticks == ["h1", "h2", "l2", "l1"]
+
+
+def test_label_rates_come_ordered_by_model_label_and_persona() -> None:
+    """Catches label_rates returning rows in group-by order rather than sorted."""
+    labels = _persona_labels({f"p{index}": (index % 2, 1) for index in range(9, 0, -1)})
+    rates = label_rates(labels, 0.94)
+    assert rates.select("model_name", "label", "persona_id").rows() == sorted(
+        rates.select("model_name", "label", "persona_id").rows())
+    assert rates["persona_id"].to_list()[:9] == [f"p{index}" for index in range(1, 10)]
