@@ -608,3 +608,26 @@ def test_an_aliases_row_with_an_empty_alias_is_not_called_an_unknown_group_word(
                                        r"delete the row$"):
         load_stimuli(pl.read_csv(DATA / "iat_stimuli.csv", infer_schema=False),
                      pl.read_csv(DATA / "iat_stimuli_synonym.csv", infer_schema=False), aliases)
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"A": ["---", None, None, None]}, "group word '---' has no letters or digits"),
+    ({"C": ["good", "...", "bad", "awful"]}, "attribute '...' has no letters or digits"),
+], ids=["group-word", "attribute"])
+def test_a_stimulus_word_without_letters_is_refused_with_its_fix(changes, message):
+    """Bug caught (review 2026-12-06): a group word of punctuation only normalised to the empty
+    phrase and was kept; the parser's pattern then matched it between any two non-word
+    characters, so a lone "s" ("the U.S.") named the group."""
+    with pytest.raises(IATError, match=rf"^toy.csv, dataset 'toy': {message}; write the word "
+                                       r"a model may answer with$"):
+        stimulus_sets(_stimuli_rows(**changes), "C", "toy.csv")
+
+
+def test_an_alias_without_letters_is_refused_with_its_fix():
+    """Bug caught (review 2026-12-06): an alias "---" normalised to the empty phrase and was
+    kept, and answers mentioning "U.S." gave the attribute before it to that alias's group."""
+    aliases = pl.DataFrame({"dataset": ["toy"], "group_word": ["black"], "alias": ["---"]})
+    with pytest.raises(IATError, match=r"^aliases, dataset 'toy': alias '---' of 'black' has no "
+                                       r"letters or digits; write the word a model may answer "
+                                       r"with$"):
+        load_stimuli(_stimuli_rows(), _stimuli_rows().rename({"C": "D"}), aliases)

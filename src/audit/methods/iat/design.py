@@ -128,7 +128,7 @@ def stimulus_sets(frame: pl.DataFrame, attribute_column: str,
             Lexicon.build(stimulus.positive, stimulus.negative, stimulus.default_words,
                           stimulus.stigma_words)
         except AuditError as error:
-            raise IATError(f"{where}: {error}; make every word distinct") from None
+            raise IATError(f"{where}: {error}") from None
         sets[name] = stimulus
     return sets
 

@@ -54,22 +54,30 @@ class Lexicon:
             for word in words:
                 key = normalise(word)
                 if not key:
-                    raise AuditError(f"attribute {word!r} has no letters or digits")
+                    raise AuditError(f"attribute {word!r} has no letters or digits; write the "
+                                     "word a model may answer with")
                 if key in attributes and attributes[key] != (word, valence):
-                    raise AuditError(f"attribute {word!r} appears twice in one dataset")
+                    raise AuditError(f"attribute {word!r} appears twice in one dataset; keep one")
                 attributes[key] = (word, valence)
         groups: dict[str, str] = {}
         aliases = {normalise(word): list(names) for word, names in (aliases or {}).items()}
         for side, words in ((DEFAULT, default_words), (STIGMA, stigma_words)):
             for word in words:
-                for name in (word, *aliases.get(normalise(word), ())):
+                for position, name in enumerate((word, *aliases.get(normalise(word), ()))):
                     key = normalise(name)
+                    if not key:  # an empty phrase matches between any two non-word characters
+                        what = f"alias {name!r} of {word!r}" if position else \
+                            f"group word {name!r}"
+                        raise AuditError(f"{what} has no letters or digits; write the word a "
+                                         "model may answer with")
                     if groups.get(key, side) != side:
-                        raise AuditError(f"group word {name!r} names both groups of one dataset")
+                        raise AuditError(f"group word {name!r} names both groups of one "
+                                         "dataset; give each group its own words")
                     groups[key] = side
         clash = sorted(set(attributes) & set(groups))
         if clash:
-            raise AuditError(f"{clash[0]!r} is both an attribute and a group word")
+            raise AuditError(f"{clash[0]!r} is both an attribute and a group word; make "
+                             "every word distinct")
         return cls(attributes, groups, _partial_names(groups, attributes))
 
 
