@@ -25,6 +25,7 @@ HYDRA_CONFIG = f"{HYDRA_DIR}/config.yaml"
 
 log = logging.getLogger("audit.verdict")
 
+
 def recorded_config_file(run_dir: Path) -> Path | None:
     """The config.yaml a finished run recorded (its report stage writes it: flat, or in report/);
     None when it has none."""
