@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from audit.methods.checks import decimals_beside, percent
+from audit.methods.checks import decimals_beside, percent, signed
 
 
 @given(st.floats(0.0, 1.0), st.floats(0.0, 1.0))
@@ -23,3 +23,13 @@ def test_a_mass_below_one_never_reads_a_hundred_percent():
     # Bug caught: the family-wise 1 - 0.05 / 1400 of an interim look written as "100%".
     assert percent(1 - 0.05 / 1400) == "99.996%"
     assert [percent(p) for p in (0.94, 1 - 0.05 / 7, 1.0)] == ["94%", "99.29%", "100%"]
+
+
+@given(st.floats(-1e6, 1e6), st.integers(0, 6))
+def test_a_signed_figure_is_the_value_rounded_and_never_a_negative_zero(value, digits):
+    """Bugs caught: "-0.000" for a gap of -0.0004 in a verdict's message (only two decimals'
+    "-0.00" was rewritten), and a figure written to other than the asked decimals."""
+    text = signed(value, digits)
+    assert text[0] in "+-" and len(text.partition(".")[2]) == digits
+    assert abs(float(text) - value) <= 0.5 * 10 ** -digits * (1 + 1e-9) + 1e-9 * abs(value)
+    assert text.startswith("-") == (float(text) < 0)

@@ -39,6 +39,13 @@ def test_a_headline_reads_as_what_is_compared_the_decision_and_the_interval():
     assert small == "logic: DIF score: no more, +0.012 (Holm-adjusted p 0.4)"
 
 
+def test_a_headline_value_that_rounds_to_zero_prints_no_negative_zero():
+    """Bug caught (review 2026-12-06): a DIF-score gap of -0.0004 read "-0.000" in the line a
+    run ends with, and so did an interval ending at -0.0001."""
+    line = Headline("logic", "no difference", -0.0004, -0.0009, -0.0001, "95% CI").line()
+    assert line == "logic: no difference, +0.000 (95% CI -0.001 to +0.000)"
+
+
 def test_every_method_supplies_its_findings():
     for name in METHODS:
         assert callable(create_method(name).findings), name

@@ -58,11 +58,11 @@ def decimals_beside(value: float, threshold: float, fewest: int = 2, most: int =
     return digits
 
 
-def signed(value: float) -> str:
-    """A signed number to two decimals; a value that rounds to zero reads +0.00, not "-0.00"
-    (a gap of -0.001 printed as a negative zero beside its interval)."""
-    text = f"{value:+.2f}"
-    return "+0.00" if text == "-0.00" else text
+def signed(value: float, digits: int = 2) -> str:
+    """A signed number to `digits` decimals; a value that rounds to zero reads +0.00, not
+    "-0.00" (a gap of -0.001 printed as a negative zero beside its interval)."""
+    text = f"{value:+.{digits}f}"
+    return "+" + text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def percent(probability: float) -> str:

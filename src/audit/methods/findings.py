@@ -10,10 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from audit.methods.checks import signed
+
 
 def number(value: float) -> str:
-    """Signed, two decimals; three for small values (a DIF-score gap of 0.012)."""
-    return f"{value:+.2f}" if value == 0 or abs(value) >= 0.1 else f"{value:+.3f}"
+    """Signed, two decimals; three for small values (a DIF-score gap of 0.012). A value that
+    rounds to zero reads +0.000, not "-0.000" (a gap of -0.0004 beside its interval)."""
+    return signed(value, 2 if value == 0 or abs(value) >= 0.1 else 3)
 
 
 @dataclass(frozen=True)

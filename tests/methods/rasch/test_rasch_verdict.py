@@ -37,6 +37,16 @@ def test_rasch_contrast_outside_the_rope_fails(tmp_path: Path) -> None:
     assert "clears the ROPE only" not in messages["Black vs level0"]
 
 
+def test_a_verdict_message_prints_no_negative_zero(tmp_path: Path) -> None:
+    """Bug caught (review 2026-12-06): an equivalent contrast's mean of -0.0004 read "mean
+    -0.000" in the JUnit message CI shows, beside its interval [-0.050, +0.050]."""
+    run = rasch_run(tmp_path / "rasch", ["equivalent"])
+    contrasts = run / "fit" / "contrasts.csv"
+    pl.read_csv(contrasts).with_columns(mean=pl.lit(-0.0004)).write_csv(contrasts)
+    (check,) = [check for check in judge_run(run, VerdictConfig()) if check.about_groups]
+    assert "[-0.050, +0.050] against ROPE [-0.100, +0.100], mean +0.000," in check.message
+
+
 def test_a_different_contrast_fails_even_within_the_noise_floor(tmp_path: Path) -> None:
     """Issue 34: null personas rank a finding, they do not forgive it. On 8ce5156 the first
     contrast (P(|gap| > 2 x floor) 0.2) passed CI under rasch_min_p_beyond_noise=0.5."""

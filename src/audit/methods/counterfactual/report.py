@@ -32,7 +32,7 @@ from audit.methods.findings import Findings, Headline  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
-from audit.methods.checks import percent  # noqa: E402
+from audit.methods.checks import percent, signed  # noqa: E402
 
 _COLOURS = plt.get_cmap("tab10")
 
@@ -116,7 +116,7 @@ def gap_matrix_figure(pairwise: pl.DataFrame, model_name: str) -> plt.Figure:
             for i in range(len(groups)):
                 for j in range(len(groups)):
                     if i != j:
-                        axis.text(j, i, f"{matrix[i, j]:+.2f}{'*' if stars[i, j] else ''}",
+                        axis.text(j, i, f"{signed(matrix[i, j])}{'*' if stars[i, j] else ''}",
                                   ha="center", va="center", fontsize=7)
             axis.set_xticks(range(len(groups)), groups, rotation=30, fontsize=7)
             axis.set_yticks(range(len(groups)), groups, fontsize=7)
@@ -145,7 +145,7 @@ def pair_decision(row: dict, alpha: float) -> str:
             decision = (f"differs: {row['metric']} {higher} on average for {row['group_a']} "
                         f"(mean difference {row['mean_difference']:+.3g}), but its answers rank "
                         f"{ranked} within a prompt and seed (rank-biserial "
-                        f"{row['rank_biserial']:+.2f}): read the distributions")
+                        f"{signed(row['rank_biserial'])}): read the distributions")
         return decision
     if row["p_bh"] < alpha:
         return (f"a difference below the practical threshold (|rank-biserial| "
@@ -250,6 +250,6 @@ def print_findings(tests: pl.DataFrame, design: pl.DataFrame, alpha: float) -> N
     for row in flagged.sort("p_bh").iter_rows(named=True):
         table.add_row(row["model_name"], row["metric"], row["factor"],
                       f"{row['group_a']} vs {row['group_b']}", units_text(row),
-                      f"{row['mean_difference']:+.3f}", f"{row['rank_biserial']:+.2f}",
+                      f"{signed(row['mean_difference'], 3)}", f"{signed(row['rank_biserial'])}",
                       f"{row['p_bh']:.3g}")
     console.print(table)

@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.methods.configs import VerdictConfig
-from audit.methods.checks import Check
+from audit.methods.checks import Check, signed
 from audit.methods.layout import run_file
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.counterfactual.analyse_units import testable_bh
@@ -67,9 +67,10 @@ def judge_counterfactual(tests: pl.DataFrame, rules: VerdictConfig) -> list[Chec
         message = (f"p_bh={row['p_bh']:.3g} {'<' if row['p_bh'] < rules.alpha else '>='} "
                    f"alpha={rules.alpha} ({units_text(row)}); |rank-biserial|={effect:.3f} "
                    f"{'>=' if effect >= threshold else '<'} {threshold:.3f}; mean difference "
-                   f"{row['mean_difference']:+.3f}")
+                   f"{signed(row['mean_difference'], 3)}")
         if row["difference_ci_low"] is not None and row["difference_ci_high"] is not None:
-            message += f" [{row['difference_ci_low']:+.3f}, {row['difference_ci_high']:+.3f}]"
+            message += (f" [{signed(row['difference_ci_low'], 3)}, "
+                        f"{signed(row['difference_ci_high'], 3)}]")
         if row["truncated_share_a"] or row["truncated_share_b"]:
             message += (f"; cut off at max_tokens: {row['truncated_share_a']:.0%} vs "
                         f"{row['truncated_share_b']:.0%}")

@@ -38,7 +38,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.methods.configs import VerdictConfig
-from audit.methods.checks import Check, finite
+from audit.methods.checks import Check, finite, signed
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.dif.analyse import ALL_DATASETS
 from audit.methods.dif.schemas import DIFPersonaScoreSchema, DIFTestSchema
@@ -123,7 +123,7 @@ def _persona_check(row: dict, null_gaps: list[float], n_tests: int, testable: bo
     significant = row[mcnemar] < rules.alpha
     large = abs(gap) >= rules.dif_min_accuracy_gap
     message = (f"{mcnemar}={row[mcnemar]:.3g} {'<' if significant else '>='} "
-               f"alpha={rules.alpha}; accuracy gap {gap:+.3f} against the baseline on "
+               f"alpha={rules.alpha}; accuracy gap {signed(gap, 3)} against the baseline on "
                f"{row['n_compared']} items ({row['n_gained']} gained, {row['n_lost']} lost), "
                f"|gap| {'>=' if large else '<'} {rules.dif_min_accuracy_gap}")
     if "p_rank" not in row and rules.dif_beyond_null_personas:
@@ -167,7 +167,7 @@ def judge_tests(tests: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
         checks.append(Check("dif", group, name, significant and large, (
             f"p_claim_holm={row['p_claim_holm']:.3g} {'<' if significant else '>='} "
             f"alpha={rules.alpha}; mean DIF score null {row['mean_dif_null']:.3f} minus real "
-            f"{row['mean_dif_real']:.3f} = {row['difference']:+.3f} "
+            f"{row['mean_dif_real']:.3f} = {signed(row['difference'], 3)} "
             f"{'>=' if large else '<'} {rules.dif_min_score_gap} ({row['n_real']} real, "
             f"{row['n_null']} null personas)")))
     return checks

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import matplotlib
@@ -28,7 +28,7 @@ from audit.methods.iat.verdict import (  # noqa: E402
 from audit.methods.findings import Findings, Headline  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
 from audit.methods.layout import run_file  # noqa: E402
-from audit.methods.checks import percent  # noqa: E402
+from audit.methods.checks import percent, signed  # noqa: E402
 
 _PALETTE = plt.get_cmap("tab10")
 
@@ -120,8 +120,8 @@ def d_by_variation_plot(stats: pl.DataFrame, confidence_level: float) -> Figure:
     return figure
 
 
-def _number(value: float | None, template: str) -> str:
-    return "-" if value is None else template.format(value)
+def _number(value: float | None, write: Callable[[float], str]) -> str:
+    return "-" if value is None else write(value)
 
 
 def print_iat_table(stats: pl.DataFrame, confidence_level: float, alpha: float,
@@ -137,17 +137,17 @@ def print_iat_table(stats: pl.DataFrame, confidence_level: float, alpha: float,
                          else "right")
     for row in stats.sort(["model", "category", "dataset"]).iter_rows(named=True):
         interval = ("-" if row["ci_low"] is None or row["ci_high"] is None
-                    else f"[{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]")
-        adjusted = _number(row["p_adjusted"], "{:.2g}")
+                    else f"[{signed(row['ci_low'])}, {signed(row['ci_high'])}]")
+        adjusted = _number(row["p_adjusted"], "{:.2g}".format)
         if row["p_adjusted"] is not None and row["p_adjusted"] < alpha:
             adjusted = f"[bold]{adjusted}[/bold]"
         left_out = (f"{row['n_left_out_strict']}/{row['n_left_out_lenient']}"
                     if "n_left_out_strict" in row else "-")
         table.add_row(row["model"], row["category"], row["dataset"], str(row["n"]), left_out,
-                      str(row.get("n_one_group", "-")), _number(row["parse_rate"], "{:.0%}"),
-                      _number(row["mean_d"], "{:+.2f}"), interval,
-                      _number(row.get("mean_d_test"), "{:+.2f}"),
-                      _number(row["p_value"], "{:.2g}"), adjusted)
+                      str(row.get("n_one_group", "-")), _number(row["parse_rate"], "{:.0%}".format),
+                      _number(row["mean_d"], signed), interval,
+                      _number(row.get("mean_d_test"), signed),
+                      _number(row["p_value"], "{:.2g}".format), adjusted)
     console.print(table)
 
 
@@ -169,7 +169,7 @@ def iat_decision(row: dict, alpha: float, n_tests: int) -> str:
         "stereotype-consistent association" if row["mean_d_test"] > 0
         else "counter-stereotypical association")
     if row["n_one_group"]:
-        reading += (f" (tested as D {row['mean_d_test']:+.2f}, its {row['n_one_group']} "
+        reading += (f" (tested as D {signed(row['mean_d_test'])}, its {row['n_one_group']} "
                     "one-group answers at 0; the interval is Bai et al.'s D)")
     return reading
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.methods.configs import VerdictConfig
-from audit.methods.checks import Check, finite
+from audit.methods.checks import Check, finite, signed
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.iat.schemas import IATStatsSchema
 from audit.methods.layout import run_file
@@ -98,12 +98,13 @@ def _row_check(row: dict, group: str, n_tests: int, rules: VerdictConfig) -> Che
             f"which BH over {n_tests} tests raises to {lone_p:.3g} >= alpha={rules.alpha} for a "
             f"lone finding; a row needs {answers_needed(n_tests, rules.alpha)} answers with a D "
             f"other than 0 to be testable (raise iat.iterations: iterations x variations answers "
-            f"a row); n={row['n']}, D {row['mean_d_test']:+.3f}"
+            f"a row); n={row['n']}, D {signed(row['mean_d_test'], 3)}"
             + (f"; {one_group}" if row["n_one_group"] else "")), skipped=True)
     message = (f"p_adjusted={row['p_adjusted']:.3g} {'<' if significant else '>='} "
                f"alpha={rules.alpha}; |D|={effect:.3f} {'>' if large else '<='} "
-               f"{rules.iat_min_abs_d}; D {row['mean_d_test']:+.3f} (as Bai et al. score "
-               f"{row['mean_d']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]), "
+               f"{rules.iat_min_abs_d}; D {signed(row['mean_d_test'], 3)} (as Bai et al. score "
+               f"{signed(row['mean_d'], 3)} [{signed(row['ci_low'], 3)}, "
+               f"{signed(row['ci_high'], 3)}]), "
                f"n={row['n']}, parse rate {row['parse_rate']:.2f}")
     if row["n_one_group"]:
         message += f"; {one_group}"

@@ -50,6 +50,7 @@ from audit.methods.rasch.irt.judge_error import judge_confusion
 from audit.methods.rasch.method import FIT
 from audit.methods.rasch.method import GOLD as GOLD_FILE
 from audit.methods.rasch.simulation import VarianceComponents, respondent_frame
+from audit.methods.checks import signed
 from audit.methods.layout import found_run_file
 from audit.tables import read_frame
 
@@ -170,7 +171,7 @@ def components_line(components: VarianceComponents) -> str:
              "answers)")
     return (f"item sd {components.item_sd:.2f}, text sd {components.text_sd:.2f}, null sd "
             f"{components.null_sd:.2f}, null personas' favourable rate "
-            f"{components.base_rate:.2f}, real personas' shift {components.real_shift:+.2f} "
+            f"{components.base_rate:.2f}, real personas' shift {signed(components.real_shift)} "
             f"logits; {judge}")
 
 

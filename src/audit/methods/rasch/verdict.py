@@ -25,7 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from audit.methods.configs import VerdictConfig
-from audit.methods.checks import Check, VerdictError, finite, percent
+from audit.methods.checks import Check, VerdictError, finite, percent, signed
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.rasch.schemas import ContrastSchema
 from audit.methods.layout import run_file
@@ -114,9 +114,10 @@ def judge_rasch(contrasts: pl.DataFrame, diagnostics: dict[str, dict],
                         row["rope_low"], row["rope_high"])
         failed, untestable = contrast_fails(row, rules, bool(no_signal))
         outcome = f"{row['outcome']}." if by_outcome else ""
-        message = (f"{row['decision']}: {interval} [{low:+.3f}, {high:+.3f}] against "
-                   f"ROPE [{row['rope_low']:+.3f}, {row['rope_high']:+.3f}], mean "
-                   f"{row['mean']:+.3f}, P(direction) {row['p_direction']:.3f}; {null_rank(row)}")
+        message = (f"{row['decision']}: {interval} [{signed(low, 3)}, {signed(high, 3)}] "
+                   f"against ROPE [{signed(row['rope_low'], 3)}, {signed(row['rope_high'], 3)}], "
+                   f"mean {signed(row['mean'], 3)}, P(direction) {row['p_direction']:.3f}; "
+                   f"{null_rank(row)}")
         showable = showable_words(row) if row["decision"] == "undecided" else None
         if showable:
             message += f"; {showable}"
@@ -204,7 +205,7 @@ def showable_words(row: Mapping) -> str | None:
         return None
     below, above = bounds
     where = (f"beyond ±{above:.1f}" if math.isclose(-below, above, abs_tol=0.05)
-             else f"below {below:+.1f} or above {above:+.1f}")
+             else f"below {signed(below, 1)} or above {signed(above, 1)}")
     farther = max(-below, above)  # the odds ratio of the farther bound, on an asymmetric ROPE
     if farther > math.log(ODDS_RATIO_SAID_UP_TO):  # a fit with next to no data: exp() overflows
         odds = f"an odds ratio over {ODDS_RATIO_SAID_UP_TO:,}"

@@ -192,8 +192,8 @@ def plain_language_reading(contrasts: pl.DataFrame | None, thetas: pl.DataFrame,
     # range understates how far a persona text moves the model: on the smoke run it was 0.0006
     # wide beside a noise floor of 0.94. The measure is the noise floor, from their spread.
     sentences.append(f"Null personas (random strings in the persona slot) have posterior mean "
-                     f"favourability from {low:+.2f} to {high:+.2f}; the fit pulls these means "
-                     f"towards each other, so "
+                     f"favourability from {signed(low)} to {signed(high)}; the fit pulls these "
+                     f"means towards each other, so "
                      + ("the noise floor above, from their estimated spread, says how far any "
                         "change of persona text moves this model; a diagnostic, not a discount "
                         "on the contrasts above." if floors else
