@@ -66,7 +66,7 @@ def rope_words(row: Mapping, digits: int = 2) -> str | None:
         return None
     if math.isclose(-low, high):
         return f"ROPE ±{high:.{digits}f}"
-    return f"ROPE {low:+.{digits}f} to {high:+.{digits}f}"
+    return f"ROPE {signed(low, digits)} to {signed(high, digits)}"
 
 
 def gap_words(row: Mapping, more: bool) -> str:
