@@ -14,6 +14,7 @@ from statsmodels.stats.multitest import multipletests
 
 from audit.methods.counterfactual.schemas import GroupTestSchema, PairwiseSchema
 from audit.methods.counterfactual.analyse import (
+    Comparison,
     StatsSettings,
     comparisons,
     group_summary,
@@ -227,3 +228,96 @@ def test_truncated_shares_are_reported() -> None:
     row = table.filter((pl.col("scope") == "all") & (pl.col("group_a") == "A")
                        & (pl.col("group_b") == "B")).row(0, named=True)
     assert (row["truncated_share_a"], row["truncated_share_b"]) == (0.0, 1.0)
+
+
+def test_a_length_ratio_over_an_empty_group_b_is_infinite():
+    """Mutation review 2026-12-06: words in a only is inf, none in either is 1."""
+    assert length_ratio(np.array([40.0, 20.0]), np.array([0.0, 0.0])) == float("inf")
+    assert length_ratio(np.zeros(2), np.zeros(3)) == 1.0
+
+
+def test_observations_keep_answered_prompts_sorted_and_untruncated_by_default():
+    """Mutation review 2026-12-06: a prompt without metrics (a failed request) is left out, a
+    metrics table without `truncated` reads as never cut off, and rows come sorted by group,
+    template and prompt whatever order the inputs were in (the bootstrap reads them in order)."""
+    metrics = pl.DataFrame({"prompt_id": ["p1", "p2", "p4"], "word_count": [10, 20, 40],
+                            "sentiment": [0.1, 0.2, 0.4]})
+    groups = pl.DataFrame({"prompt_id": ["p4", "p3", "p2", "p1"], "model_name": ["m"] * 4,
+                           "template_id": ["t0", "t0", "t0", "t1"], "factor": ["race"] * 4,
+                           "group": ["B", "B", "A", "A"]})
+    long = observations(metrics, groups, ["sentiment"])
+    assert long.select("prompt_id", "group", "template_id", "length", "truncated",
+                       "value").rows() == [("p2", "A", "t0", 20, False, 0.2),
+                                           ("p1", "A", "t1", 10, False, 0.1),
+                                           ("p4", "B", "t0", 40, False, 0.4)]
+
+
+def test_kruskal_wallis_needs_two_groups_in_a_template_and_a_factor():
+    """Mutation review 2026-12-06: a template holding one group of the factor, and a factor
+    with a single group, give no Kruskal-Wallis comparison (and no pair)."""
+    rows = [("race", group, template) for group in "AB" for template in ("t1", "t2")]
+    rows += [("race", "A", "t3"), ("solo", "X", "t1"), ("solo", "X", "t2")]
+    long = pl.DataFrame([{"model_name": "m", "metric": "sentiment", "factor": factor,
+                          "group": group, "template_id": template, "value": float(index),
+                          "length": 10, "truncated": False}
+                         for index, (factor, group, template) in enumerate(rows)])
+    overall, pairs = comparisons(long, by_template=True)
+    assert sorted((c.factor, c.scope, tuple(sorted(c.samples))) for c in overall) == [
+        ("race", "all", ("A", "B")), ("race", "t1", ("A", "B")), ("race", "t2", ("A", "B"))]
+    assert all(c.factor == "race" for c in pairs)
+
+
+def test_kruskal_wallis_rows_are_bh_adjusted_over_the_run():
+    """Mutation review 2026-12-06: the group tests' p_bh is Benjamini-Hochberg by hand, not
+    Bonferroni (which it would equal if the two were swapped)."""
+    tests, _, _ = analyse(effect=0.6)
+    p_values = tests["p_value"].to_numpy()
+    assert tests["p_bh"].to_numpy() == pytest.approx(_step_up_bh(p_values))
+    assert tests["p_bonferroni"].to_numpy() == pytest.approx(
+        np.minimum(1.0, p_values * tests.height))
+    assert not np.allclose(tests["p_bh"].to_numpy(), tests["p_bonferroni"].to_numpy())
+
+
+def test_hand_made_comparison_gives_sizes_length_ratio_and_constant_groups():
+    """Mutation review 2026-12-06: n_a and n_b are each group's own size, the length ratio is
+    a over b, and a group whose values are all equal counts as constant."""
+    comparison = Comparison(
+        "m", "t1", ("t1",), "word_count", "race",
+        samples={"A": np.array([1.0, 2.0, 3.0]), "B": np.array([5.0, 5.0])},
+        lengths={"A": np.array([10.0, 10.0, 10.0]), "B": np.array([20.0, 20.0])},
+        truncated={"A": np.zeros(3, dtype=bool), "B": np.array([True, False])})
+    row = pairwise_tests([comparison], StatsSettings(bootstrap_resamples=50)).row(0, named=True)
+    assert (row["n_a"], row["n_b"], row["length_ratio"]) == (3, 2, 0.5)
+    assert (row["truncated_share_a"], row["truncated_share_b"]) == (0.0, 0.5)
+    tests = group_tests([comparison]).row(0, named=True)
+    assert (tests["n_groups"], tests["n"], tests["constant_groups"]) == (2, 5, 1)
+
+
+def test_a_pair_is_flagged_at_the_threshold_effect_and_below_alpha_only():
+    """Mutation review 2026-12-06: |rank-biserial| equal to the threshold is meaningful, a
+    significant pair below the threshold is not flagged, and a p_bh equal to alpha is not."""
+    a, b = np.arange(1.0, 9.0), np.arange(11.0, 19.0)
+    comparison = Comparison("m", "t1", ("t1",), "sentiment", "race", {"A": a, "B": b},
+                            {"A": a, "B": b}, {"A": np.zeros(8, bool), "B": np.zeros(8, bool)})
+    p_value = stats.mannwhitneyu(a, b, alternative="two-sided").pvalue
+    assert p_value < 0.01
+    at = pairwise_tests([comparison], StatsSettings(min_rank_biserial=1.0, bootstrap_resamples=20))
+    assert at["meaningful"].to_list() == [True] and at["flagged"].to_list() == [True]
+    assert at["practical_threshold"].to_list() == [1.0]
+    above = pairwise_tests([comparison], StatsSettings(min_rank_biserial=1.01,
+                                                       bootstrap_resamples=20))
+    assert above["meaningful"].to_list() == [False] and above["flagged"].to_list() == [False]
+    at_alpha = pairwise_tests([comparison], StatsSettings(alpha=p_value, bootstrap_resamples=20))
+    assert at_alpha["p_bh"].to_list() == [p_value] and at_alpha["flagged"].to_list() == [False]
+
+
+def test_group_summary_gives_the_sample_sd_and_median_per_template_and_pooled():
+    """Mutation review 2026-12-06: by hand, [1, 2, 9] has mean 4, sample sd sqrt(19) and median
+    2; a single answer has sd 0; rows are sorted with the pooled scope named "all"."""
+    long = pl.DataFrame({"model_name": "m", "template_id": "t1", "metric": "sentiment",
+                         "factor": "race", "group": ["B", "A", "A", "A"],
+                         "value": [4.0, 9.0, 1.0, 2.0]})
+    summary = group_summary(long, StatsSettings(bootstrap_resamples=20))
+    assert summary.select("scope", "group", "n", "mean", "sd", "median").rows() == [
+        ("all", "A", 3, 4.0, pytest.approx(19 ** 0.5), 2.0), ("all", "B", 1, 4.0, 0.0, 4.0),
+        ("t1", "A", 3, 4.0, pytest.approx(19 ** 0.5), 2.0), ("t1", "B", 1, 4.0, 0.0, 4.0)]

@@ -129,6 +129,25 @@ def test_grading_keeps_errors_as_rows():
         "answer_phrase", "none", None]
 
 
+
+def test_grading_keeps_a_prompt_without_a_response_as_an_error_row_in_prompt_order():
+    """Mutation review 2026-12-06: a prompt the responses lack is an error row (not dropped, not
+    "ok"), an ok reply with no text is graded as unread, and rows come sorted by prompt_id."""
+    items = generate_items(3, per_cell=1, datasets=["math"], forms=["free"], difficulties=[1])
+    personas = build_personas(DIFConfig(persona_ids=["white"], null_count=1), PERSONAS)
+    prompts = build_prompts(items, personas, {"m": ModelConfig(backend="fake", model="f")},
+                            DIFConfig())
+    ids = sorted(prompts["prompt_id"])
+    responses = pl.DataFrame({"prompt_id": ids[:2], "status": ["ok", "ok"],
+                              "response_text": [None, f"It is {items['answer'][0]}."],
+                              "from_cache": [False, False]},
+                             schema_overrides={"response_text": pl.Utf8})
+    answers = grade_answers(prompts.reverse(), responses, items)
+    assert answers["prompt_id"].to_list() == ids
+    assert answers["status"].to_list() == ["ok", "ok", "error"]
+    assert answers["extract_method"].to_list() == ["none", "single_number", None]
+    assert answers["correct"].to_list() == [False, True, None]
+
 def test_dif_and_the_model_sweep_compose():
     cfg = _compose("method=dif")
     assert cfg.method == "dif" and cfg.dif.per_cell == 2 and cfg.dif.null_count == 20
