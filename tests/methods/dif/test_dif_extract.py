@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from audit.errors import AuditError
 from audit.methods.dif.score import (
+    extract,
     extract_letter,
     extract_number,
     extract_word,
@@ -113,6 +115,30 @@ def test_open_word_answers():
     assert is_correct(extract_word("Paris\nIt is the capital.", []).value, "paris", "word")
 
 
+@pytest.mark.parametrize(("reply", "correct"), [
+    ("The answer is not Paris.", False), ("Lyon, not Paris.", False), ("Paris or Lyon", False),
+    ("Either Lyon or Paris.", False), ("Paris isn\u2019t it.", False),
+    ("Paris is not the answer.", False),
+    ("It's not Lyon, it's Paris.", True), ("Paris, not Lyon.", True),
+    ("The answer is Paris, France.", True), ("No doubt: Paris.", True),
+])
+def test_an_open_answer_that_denies_the_key_or_sets_another_beside_it_is_wrong(reply, correct):
+    """Bug caught (mutation review 2026-12-06): an open answer (a custom item's word answer, no
+    candidates) was correct whenever the key appeared in it as a whole word, so a reply that
+    rejected the key or named two answers was graded correct."""
+    assert is_correct(extract_word(reply, []).value, "Paris", "word") is correct
+
+
+@given(st.lists(st.from_regex(r"[a-z]{2,8}", fullmatch=True), min_size=1, max_size=3))
+def test_an_open_key_stated_alone_is_correct_and_denied_or_hedged_is_not(key_words):
+    assume("answer" not in key_words)  # "answer is" would open an answer phrase
+    key = " ".join(key_words)
+    assert is_correct(extract_word(f"{key.title()}.", []).value, key, "word")
+    assert is_correct(extract_word(f"The answer is {key}, I think.", []).value, key, "word")
+    assert not is_correct(extract_word(f"Not {key}.", []).value, key, "word")
+    assert not is_correct(extract_word(f"{key} or maybe something else", []).value, key, "word")
+
+
 def test_is_correct():
     assert is_correct("19.0", "19", "number")
     assert is_correct("0.75", "0.75", "number")
@@ -164,3 +190,69 @@ def test_a_text_stating_two_numbers_parses_to_none():
     ("3 or 4") graded a reply of 3 correct and one of 4 wrong."""
     assert parse_number("3 or 4") is None and parse_number("twelve or thirteen") is None
     assert not is_correct("3", "3 or 4", "number")
+
+
+@pytest.mark.parametrize(("reply", "value", "method"), [
+    ("The answer is 12. No wait, the final answer is 14.", "14", "answer_phrase"),
+    ("$\\boxed{12}$, no: 3 x 4 + 2 is $\\boxed{14}$", "14", "boxed"),
+    ("First two, then three", "3", "number_words"),
+    ("1/0 is undefined, so 7", "7", "single_number"),
+    ("The answer is 0.125", "0.125", "answer_phrase"),
+    ("The answer is not obvious, so think about it carefully: one plus two makes three",
+     "3", "number_words"),
+])
+def test_a_number_reply_reads_the_last_phrase_box_or_word_and_skips_a_zero_denominator(
+        reply: str, value: str, method: str):
+    """Mutation review 2026-12-06: the later of two answer phrases or boxes, the last number
+    word, a /0 that is no number, six decimals kept, and words far after "answer is" are not
+    the phrase's answer."""
+    extraction = extract_number(reply)
+    assert (extraction.value, extraction.method) == (value, method)
+
+
+def test_a_number_in_words_counts_thousands():
+    """Mutation review 2026-12-06: "thousand" multiplies by 1000."""
+    assert parse_number("two thousand and five") == 2005
+
+
+@pytest.mark.parametrize(("reply", "options", "value", "method"), [
+    ("About 19.4 apples", OPTIONS, None, "none"),
+    ("The 2 blue ones.", ["2 red", "2 blue"], "B", "option_text"),
+    ("B which is Priya", ["Quinn", "Priya"], "B", "leading_letter"),
+    ("I pick (C) since it is largest.", OPTIONS, "C", "named_letter"),
+    ("B", [], None, "none"),
+])
+def test_a_letter_reply_matches_options_exactly_and_reads_a_bracketed_letter(
+        reply: str, options: list[str], value: str | None, method: str):
+    """Mutation review 2026-12-06: a number near an option is not that option, an option with
+    words is matched as text, the stated option may follow the letter by a few words, "(C)"
+    names a letter, and no options means no letter."""
+    extraction = extract_letter(reply, options)
+    assert (extraction.value, extraction.method) == (value, method)
+
+
+@pytest.mark.parametrize(("reply", "candidates", "value", "method"), [
+    ("The answer is Ben, not Cal.", NAMES, "ben", "answer_phrase"),
+    ("The shortest is Cal; yes, Cal.", NAMES, "cal", "single_candidate"),
+    ("Paris\nIt is the capital.", [], "paris", "first_line"),
+])
+def test_a_word_reply_reads_the_first_word_after_the_phrase_and_names_its_rule(
+        reply: str, candidates: list[str], value: str, method: str):
+    """Mutation review 2026-12-06: the word right after "answer is", one candidate named twice
+    is a single candidate, and an open answer without a phrase is read from its first line."""
+    extraction = extract_word(reply, candidates)
+    assert (extraction.value, extraction.method) == (value, method)
+
+
+def test_an_unknown_answer_type_is_an_error():
+    """Mutation review 2026-12-06."""
+    with pytest.raises(AuditError, match="unknown answer_type 'essay'"):
+        extract("42", "essay")
+
+
+def test_is_correct_is_strict_about_numbers_and_whole_words():
+    """Mutation review 2026-12-06: 19.01 is not 19, an answer key with no word matches nothing,
+    and a word matches only as a whole word."""
+    assert not is_correct("19.01", "19", "number")
+    assert not is_correct("It is Paris.", "123", "word")
+    assert not is_correct("calvin", "cal", "word")

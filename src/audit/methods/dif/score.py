@@ -33,6 +33,7 @@ _ANSWER_PHRASE = re.compile(
     r"should\s+be|[:=])\s*:?\s*", re.IGNORECASE)
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+_NEGATORS = frozenset({"not", "no", "never", "neither", "nor", "none"})
 _SMALL_NUMBERS = {word: value for value, word in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
     "fifteen sixteen seventeen eighteen nineteen".split())}
@@ -181,7 +182,7 @@ def extract_word(text: str, candidates: Sequence[str]) -> Extraction:
     if not candidates:  # an open answer: the phrase after "answer is", else the first line
         tail = _after_answer_phrase(text)
         segment = tail if tail is not None else (text.strip().splitlines() or [""])[0]
-        cleaned = " ".join(_WORD.findall(segment)).lower()
+        cleaned = " ".join(_words(segment))
         return Extraction(cleaned, "answer_phrase" if tail is not None else "first_line") \
             if cleaned else NONE
     tail = _after_answer_phrase(text)
@@ -222,9 +223,34 @@ def is_correct(extracted: str | None, answer: str, answer_type: str) -> bool:
                 and math.isclose(value, expected, rel_tol=1e-9, abs_tol=1e-9))
     if answer_type == "letter":
         return extracted.upper() == answer.upper()
-    expected = " ".join(_WORD.findall(answer)).lower()
-    return bool(expected) and re.search(rf"(?<!\w){re.escape(expected)}(?!\w)",
-                                        extracted.lower()) is not None
+    return _asserts(_words(extracted), _words(answer))
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.replace("\u2019", "'").lower())
+
+
+def _asserts(words: Sequence[str], key: Sequence[str]) -> bool:
+    """Whether an open answer's words name the key without denying it or setting another answer
+    beside it: "Lyon, not Paris", "Paris isn't it" and "Paris or Lyon" named Paris and were
+    graded correct against it. Negation and "or" are read next to the key only, so "It's not
+    Lyon, it's Paris" and "Paris, not Lyon" still name Paris."""
+    size = len(key)
+    for start in range(len(words) - size + 1) if size else ():
+        if list(words[start:start + size]) != list(key):
+            continue
+        before = words[start - 1] if start else ""
+        after, then = (list(words[start + size:start + size + 2]) + ["", ""])[:2]
+        denied = _negates(before) or after.endswith("n't") or (after in ("is", "was")
+                                                               and _negates(then))
+        beside = before in ("or", "either") or after == "or"
+        if not (denied or beside):
+            return True
+    return False
+
+
+def _negates(word: str) -> bool:
+    return word in _NEGATORS or word.endswith("n't")
 
 
 def grade(text: str, item: dict[str, object]) -> tuple[Extraction, bool]:
