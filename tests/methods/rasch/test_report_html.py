@@ -305,3 +305,103 @@ def test_contrasts_and_advice_the_fit_writes_reach_the_run_and_the_page(audit_ru
     assert '<td class="num">0.498%</td>' in page
     assert "97.5% HDI [+0.01, +0.85]" in page and "97.5% normal interval [-1.30, -0.15]" in page
     assert (files.report / "contrasts_forest.png").is_file()
+
+
+def test_the_no_signal_metric_is_one_exactly_when_the_run_ends_with_the_no_signal_headline(
+        audit_run):
+    """Mutation review 2026-12-06: the metric was unchecked."""
+    import json
+
+    metrics = json.loads((audit_run["tmp"] / "run" / "report" / "metrics.json").read_text())
+    expected = 1.0 if audit_run["result"]["no_signal"] else 0.0
+    assert metrics["no_signal"] == expected
+    assert get_run(audit_run["uri"], audit_run["run_id"])["metrics"]["no_signal"] == expected
+
+
+def test_the_page_gives_the_digest_the_audited_models_backend_reports(audit_run):
+    """Mutation review 2026-12-06: the page's model table dropped to the config's fields
+    unnoticed."""
+    page = (audit_run["tmp"] / "run" / "report" / "report.html").read_text()
+    assert '<td>fake-a</td><td><code title="none">none</code></td>' in page
+
+
+def _republished(audit_run, tmp_path: Path, change) -> dict:
+    """publish_from_files on a copy of the run, changed by `change(run_dir)`, not tracked."""
+    from audit.methods.rasch.method import StageFiles
+    from audit.methods.rasch.report.publish import publish_from_files
+
+    run_dir = shutil.copytree(audit_run["tmp"] / "run", tmp_path / "run")
+    change(run_dir)
+    cfg = copy.deepcopy(audit_run["cfg"])
+    cfg.tracking.enabled = False
+    return publish_from_files(cfg, StageFiles(run_dir))
+
+
+def test_a_panels_votes_on_answers_the_rules_labelled_are_no_panel_agreement(audit_run, tmp_path):
+    """Mutation review 2026-12-06: the panel's re-reads of rule labels are checked against the
+    rules (judge_rule_agreement.csv), not counted as agreement; untested with one judge."""
+    def two_judges(run_dir: Path) -> None:
+        labels = pl.read_parquet(run_dir / "labels.parquet")
+        assert set(labels["label_source"]) == {"rule"}
+        pl.concat([labels.select(answer_id="prompt_id", judge=pl.lit(judge), label="label",
+                                 rationale=pl.lit("")) for judge in ("a", "b")]
+                  ).write_parquet(run_dir / "judge_votes.parquet")
+
+    result = _republished(audit_run, tmp_path, two_judges)
+    assert (result["report"].parent / "judge_rule_agreement.csv").is_file()  # the votes were read
+    panel = {"judge/n_judges", "judge/krippendorff_alpha", "judge/fleiss_kappa"}
+    assert not panel & set(result["metrics"])
+    assert not any(name.startswith("judge/agreement") for name in result["metrics"])
+
+
+def test_the_judge_rate_table_leaves_out_the_paths_read_as_truth(audit_run, tmp_path):
+    """Mutation review 2026-12-06: a path read as truth has rates of 1 by construction, shown
+    as measured perfect (judge review 2026-12-02); untested with a rules-only judge."""
+    def rates(run_dir: Path) -> None:
+        summary = run_dir / "fit" / "summary.csv"
+        table = pl.read_csv(summary).filter(~pl.col("parameter").str.starts_with("judge_"))
+        extra = pl.concat([table.head(1).with_columns(parameter=pl.lit(name), mean=pl.lit(mean))
+                           for name, mean in (("judge_sensitivity[rule]", 1.0),
+                                              ("judge_sensitivity[judge:x]", 0.87))])
+        pl.concat([table, extra]).write_csv(summary)
+        (run_dir / "fit" / "diagnostics.json").write_text(
+            '{"judge_error": {"favourable": {"labels_as_truth": ["rule"], "weak_gold": {}}}}')
+
+    page = _republished(audit_run, tmp_path, rates)["report"].read_text()
+    assert "<td>judge_sensitivity[judge:x]</td>" in page
+    assert "<td>judge_sensitivity[rule]</td>" not in page
+
+
+def test_the_ranking_table_has_one_row_per_respondent(audit_run):
+    """Mutation review 2026-12-06: respondents taken from the prompts without dropping their
+    repeats (one row a prompt) went unnoticed."""
+    ranking = pl.read_csv(audit_run["tmp"] / "run" / "report" / "theta_ranking.csv")
+    prompts = pl.read_parquet(audit_run["tmp"] / "run" / "prompts.parquet")
+    assert prompts.height > prompts["respondent_id"].n_unique()
+    assert sorted(ranking["respondent_id"]) == sorted(prompts["respondent_id"].unique())
+
+
+def test_a_run_whose_labels_carry_no_signal_returns_the_headline_and_logs_it(audit_run,
+                                                                            tmp_path):
+    """Mutation review 2026-12-06: the smoke run has a signal, so the no-signal headline the
+    stage returns for the run's closing summary was untested."""
+    def one_label(run_dir: Path) -> None:
+        labels = pl.read_parquet(run_dir / "labels.parquet")
+        labels.with_columns(label=pl.lit("favourable")).write_parquet(run_dir / "labels.parquet")
+
+    result = _republished(audit_run, tmp_path, one_label)
+    assert result["no_signal"] and result["metrics"]["no_signal"] == 1.0
+
+
+def test_the_page_counts_the_requests_that_failed(audit_run, tmp_path):
+    """Mutation review 2026-12-06: the smoke run has no failed request, so the caveat that
+    counts them was untested at the stage that passes the count on."""
+    def one_failure(run_dir: Path) -> None:
+        responses = pl.read_parquet(run_dir / "responses.parquet")
+        failed = pl.int_range(pl.len()) == 0
+        responses.with_columns(status=pl.when(failed).then(pl.lit("error"))
+                               .otherwise(pl.col("status"))).write_parquet(
+            run_dir / "responses.parquet")
+
+    page = _republished(audit_run, tmp_path, one_failure)["report"].read_text()
+    assert "1 requests failed after retries and are missing from the design." in page
