@@ -19,6 +19,7 @@ from audit.methods.iat.analyse import (
     iat_metrics,
     iat_statistics,
     left_out_counts,
+    log_left_out,
     sign_flip_p_value,
     smallest_sign_flip_p,
 )
@@ -300,3 +301,84 @@ def test_the_interval_brackets_the_mean(values):
     values = np.array(values)
     low, high = bootstrap_interval(values, 500, 0.95, "percentile", 3)
     assert low - 1e-9 <= values.mean() <= high + 1e-9 or np.ptp(values) == 0
+
+
+def test_the_tested_mean_and_smallest_p_score_one_group_answers_0():
+    """Mutation review 2026-12-06: of the three complete answers (D 0.5, 0.7 and one-group),
+    the tested mean is (0.5 + 0.7 + 0) / 3 and the smallest p counts the two answers whose
+    tested D is not 0 (2 of 4 sign patterns: 0.5), not all three (0.25)."""
+    row = iat_statistics(five_answers("a"), IATConfig(bootstrap_resamples=200,
+                                                      permutation_resamples=200)).row(0, named=True)
+    assert row["mean_d_test"] == pytest.approx(0.4)
+    assert row["min_p"] == pytest.approx(0.5)
+
+
+def test_a_group_with_nothing_parsed_has_no_mean_and_logs_only_its_counts():
+    """Mutation review 2026-12-06: a group none of whose answers has a D gets n 0, no mean, no
+    interval, no p and a smallest p of 1; its logged metrics are the counts, never a 0 D."""
+    scores = five_answers("a").with_columns(d_score=None, parsed=False)
+    stats = iat_statistics(scores, IATConfig(bootstrap_resamples=200, permutation_resamples=200))
+    row = stats.row(0, named=True)
+    assert (row["n"], row["mean_d"], row["ci_low"], row["p_value"], row["min_p"]) == (
+        0, None, None, None, 1.0)
+    metrics = iat_metrics(scores, stats)
+    assert metrics["iat/m/a/n"] == 0.0 and metrics["iat/m/a/min_p"] == 1.0
+    assert "iat/m/a/mean_d" not in metrics and "iat/m/a/p_adjusted" not in metrics
+
+
+def test_a_group_of_one_answer_has_its_mean_but_no_interval_or_p():
+    """Mutation review 2026-12-06: one scored answer is a mean of 0.5 with n 1; it has no
+    interval and no p-value (one answer cannot reject anything)."""
+    stats = iat_statistics(scores_table({("m", "a"): np.array([0.5])}), FAST)
+    row = stats.row(0, named=True)
+    assert (row["n"], row["mean_d"], row["mean_d_test"]) == (1, 0.5, 0.5)
+    assert (row["ci_low"], row["ci_high"], row["p_value"], row["min_p"]) == (None, None, None,
+                                                                             1.0)
+
+
+def test_the_adjusted_p_is_benjamini_hochberg_over_the_groups():
+    """Mutation review 2026-12-06: with two groups, BH gives the larger p unchanged and the
+    smaller min(2p, larger); Bonferroni would double both."""
+    rng = np.random.default_rng(9)
+    stats = iat_statistics(scores_table({("m", "a"): rng.normal(0.2, 0.4, 40),
+                                         ("m", "b"): rng.normal(0.15, 0.4, 40)}), FAST)
+    small, large = sorted(stats["p_value"].to_list())
+    assert large < 0.5  # doubled it would differ
+    assert sorted(stats["p_adjusted"].to_list()) == pytest.approx([min(2 * small, large), large])
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"alpha": 1.5}, "alpha=1.5 must lie strictly between 0 and 1"),
+    ({"alpha": 0.0}, "alpha=0 must lie strictly between 0 and 1"),
+    ({"confidence_level": 1.0}, "confidence_level=1 must lie strictly between 0 and 1"),
+    ({"bootstrap_resamples": 0}, "bootstrap_resamples=0 must be at least 1"),
+    ({"permutation_resamples": 0}, "permutation_resamples=0 must be at least 1"),
+])
+def test_a_level_or_resample_count_out_of_range_is_refused(change, message):
+    """Mutation review 2026-12-06: the bounds themselves are refused, and alpha is checked."""
+    with pytest.raises(IATError, match=message):
+        iat_statistics(scores_table({("m", "a"): np.ones(3)}), IATConfig(**change))
+
+
+def test_the_logged_metrics_name_each_models_parse_rate_and_each_groups_smallest_p(caplog):
+    """Mutation review 2026-12-06: a parse rate per model, min_p per group, no count of all
+    answers under a left-out name; the log line gives strict's and lenient's left-outs in
+    their places."""
+    scores = pl.concat([five_answers("a"), five_answers("a").with_columns(
+        model=pl.lit("n"), parsed=pl.lit(True))])
+    stats = iat_statistics(scores, IATConfig(bootstrap_resamples=200, permutation_resamples=200))
+    metrics = iat_metrics(scores, stats)
+    assert metrics["iat/m/parse_rate"] == pytest.approx(0.6)
+    assert metrics["iat/n/parse_rate"] == 1.0
+    assert metrics["iat/m/a/min_p"] == pytest.approx(0.5)
+    assert "iat/n_answers" not in metrics
+    with caplog.at_level("INFO", logger="audit.methods.iat.analyse"):
+        log_left_out(five_answers("a"), "strict")
+    assert "strict scoring leaves out 2 of 5 answers, lenient 1; 1 complete" in caplog.text
+
+
+def test_the_logged_parse_rate_of_a_run_without_answers_is_0():
+    """Mutation review 2026-12-06: no answer parsed when there is none (not 1.0)."""
+    scores = five_answers("a").clear()
+    stats = iat_statistics(scores, FAST)
+    assert stats.height == 0 and iat_metrics(scores, stats)["iat/parse_rate"] == 0.0
