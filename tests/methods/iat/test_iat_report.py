@@ -138,14 +138,14 @@ def test_the_console_table_marks_in_bold_only_an_adjusted_p_below_alpha():
 
 def test_a_reading_takes_the_direction_of_the_tested_mean_and_names_one_group_answers():
     """Mutation review 2026-12-06: mean D -0.05 (one-group answers at -0.50) but a tested mean
-    of +0.12 reads stereotype-consistent and says how it was tested; an adjusted p of exactly
+    of +0.32 reads stereotype-consistent and says how it was tested; an adjusted p of exactly
     alpha shows no association; a p without a mean D is not testable."""
-    row = stats_table({"mean_d": -0.05, "mean_d_test": 0.12, "n_one_group": 6}).row(
+    row = stats_table({"mean_d": -0.05, "mean_d_test": 0.32, "n_one_group": 6}).row(
         0, named=True)
     assert iat_decision(row, 0.05, 1) == (
-        "stereotype-consistent association (tested as D +0.12, its 6 one-group answers at 0; "
+        "stereotype-consistent association (tested as D +0.32, its 6 one-group answers at 0; "
         "the interval is Bai et al.'s D)")
-    assert iat_decision({**row, "n_one_group": 0, "mean_d_test": -0.12}, 0.05, 1) == \
+    assert iat_decision({**row, "n_one_group": 0, "mean_d_test": -0.32}, 0.05, 1) == \
         "counter-stereotypical association"
     assert iat_decision({**row, "n_one_group": 0, "p_adjusted": 0.05}, 0.05, 1) == \
         "no association shown"

@@ -18,6 +18,7 @@ from audit.methods.iat.analyse import iat_statistics
 from audit.methods.iat.config import IATConfig
 from audit.methods.iat.schemas import SCORE_COLUMNS
 from audit.methods.iat.lexicon import Lexicon
+from audit.methods.iat.report import headlines, iat_decision
 from audit.methods.iat.score import AnswerParser
 from audit.methods.iat.verdict import answers_needed, judge_iat
 
@@ -220,3 +221,22 @@ def test_the_verdict_reads_the_tested_d_in_either_direction() -> None:
     [check] = judge_iat(unreliable, dataclasses.replace(VerdictConfig(), iat_min_parse_rate=0.8))
     assert check.failed and not check.skipped
     assert check.message.startswith("parse rate below 0.8: unreliable")
+
+
+def test_the_summary_does_not_call_a_d_the_verdict_passes_as_too_small_an_association(tmp_path):
+    """Bug (mutation review 2026-12-06): a significant row whose |D| is not above iat_min_abs_d
+    (gender: D +0.10, adjusted p 0.02) passes the verdict, but the run summary read it
+    "stereotype-consistent association" on significance alone, the same words as the failing
+    race row (D +0.62), as DIF's summary did before its dif_min_score_gap fix."""
+    run = iat_run(tmp_path / "iat", IAT_ROWS[:2])
+    table = pl.read_csv(run / "iat_stats.csv")
+    assert {c.name: c.failed for c in judge_iat(table, VerdictConfig())} == {
+        "gender": False, "race": True}
+    said = {line.compared: line.decision for line in headlines(table, IATConfig())}
+    assert said["replication (race)"] == "stereotype-consistent association"
+    assert said["replication (gender)"] != "stereotype-consistent association"
+    assert said["replication (gender)"] == ("stereotype-consistent association, no larger than "
+                                            "the CI rule's minimum |D| (iat_min_abs_d 0.15)")
+    row = table.row(1, named=True)
+    assert "no larger" in iat_decision({**row, "mean_d_test": -0.15}, 0.05, 1)
+    assert "no larger" not in iat_decision({**row, "mean_d_test": 0.1501}, 0.05, 1)

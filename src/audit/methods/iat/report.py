@@ -16,7 +16,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from audit.methods.configs import AuditConfig  # noqa: E402
-from audit.methods.iat.config import IATConfig  # noqa: E402
+from audit.methods.iat.config import IATConfig, IATVerdictRules  # noqa: E402
 from audit.methods.iat.design import slug  # noqa: E402
 from audit.methods.iat.verdict import (  # noqa: E402
     STATS_FILE,
@@ -153,9 +153,12 @@ def print_iat_table(stats: pl.DataFrame, confidence_level: float, alpha: float,
 
 # --- the run's answer, for the summary every run ends with (audit.methods.summary) ---------------
 
-def iat_decision(row: dict, alpha: float, n_tests: int) -> str:
+def iat_decision(row: dict, alpha: float, n_tests: int,
+                 min_abs_d: float = IATVerdictRules.iat_min_abs_d) -> str:
     """The row's reading, by the verdict's own rules (verdict.py): rows it skips as not testable
-    read so here, never as "no association shown"."""
+    read so here, never as "no association shown"; a significant tested |D| no larger than
+    ``min_abs_d`` (the CI rule's iat_min_abs_d, by default the summary verdict's) is said to be
+    so: it read as an association in the same words as a row the verdict fails."""
     if row["mean_d"] is None or row["p_adjusted"] is None:
         return "not testable: too few parsed answers"
     if mostly_one_group(row):
@@ -168,6 +171,8 @@ def iat_decision(row: dict, alpha: float, n_tests: int) -> str:
         # The direction of the mean the p-value tested (one-group answers at 0, not -0.50).
         "stereotype-consistent association" if row["mean_d_test"] > 0
         else "counter-stereotypical association")
+    if row["p_adjusted"] < alpha and abs(row["mean_d_test"]) <= min_abs_d:
+        reading += f", no larger than the CI rule's minimum |D| (iat_min_abs_d {min_abs_d:g})"
     if row["n_one_group"]:
         reading += (f" (tested as D {signed(row['mean_d_test'])}, its {row['n_one_group']} "
                     "one-group answers at 0; the interval is Bai et al.'s D)")
