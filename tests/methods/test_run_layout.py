@@ -68,12 +68,12 @@ def test_a_sweep_of_more_than_ten_jobs_lists_the_first_ten_in_job_order(tmp_path
 
 def test_runs_with_names_besides_job_numbers_are_not_a_sweep(tmp_path: Path):
     """Mutation review 2026-12-06: a folder holding runs `0` and `best` is not a sweep's
-    folder: it holds two runs."""
+    folder: it holds two runs. Bug caught: it called `0` "the latest", which no name says; only
+    Hydra's time-named runs (outputs/DATE/HH-MM-SS) are."""
     for name in ("0", "best"):
         _finished(tmp_path / name)
-    said = runs_inside(tmp_path)
-    assert said.startswith("it holds 2 runs (folders of finished runs inside it): pass one, "
-                           "e.g. the latest, ") and "sweep" not in said
+    assert runs_inside(tmp_path) == ("it holds 2 runs (folders of finished runs inside it): pass "
+                                     f"one, e.g. {tmp_path / 'best'}")
 
 
 def test_a_folder_holding_one_run_says_one_run(tmp_path: Path):

@@ -5,6 +5,7 @@ engine, the backends and MLflow, so a reader of finished runs does not load them
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from audit.errors import AuditError, did_you_mean
@@ -13,6 +14,7 @@ CONFIG_FILE = "config.yaml"
 # What `python -m audit.verdict` writes into a run's folder unless told junit=PATH: a file of the
 # run, moved aside with its tables when the folder is run into again (methods/run.py).
 VERDICT_JUNIT_FILE = "verdict_junit.xml"
+_HYDRA_TIME = re.compile(r"\d{2}-\d{2}-\d{2}")  # a run's folder in outputs/DATE/
 # The slots every method fills, in order; dvc.yaml declares one stage (and out folder) for each.
 STAGE_NAMES = ("design", "respond", "score", "analyse", "report")
 # Older names `python -m audit.stages` still accepts (dvc.yaml files written before the slots had
@@ -62,5 +64,9 @@ def runs_inside(folder: Path) -> str | None:
         listed = f"{', '.join(runs[:10])}{', ...' if len(runs) > 10 else ''}"
         return (f"it is a sweep's folder: pass one job's run, e.g. {folder / runs[0]} "
                 f"(jobs: {listed})")
+    # Hydra names a day's runs by their start time, so the last name is the latest run; of other
+    # names ("best", "0") none is known to be the latest, and the line said so of "0".
+    timed = all(_HYDRA_TIME.fullmatch(name) for name in runs)
     return (f"it holds {len(runs)} run{'s' if len(runs) > 1 else ''} (folders of finished runs "
-            f"inside it): pass one, e.g. the latest, {folder / runs[-1]}")
+            f"inside it): pass one, e.g. "
+            f"{f'the latest, {folder / runs[-1]}' if timed else folder / runs[0]}")
