@@ -67,6 +67,6 @@ def runs_inside(folder: Path) -> str | None:
     # Hydra names a day's runs by their start time, so the last name is the latest run; of other
     # names ("best", "0") none is known to be the latest, and the line said so of "0".
     timed = all(_HYDRA_TIME.fullmatch(name) for name in runs)
+    example = f"the latest, {folder / runs[-1]}" if timed else str(folder / runs[0])
     return (f"it holds {len(runs)} run{'s' if len(runs) > 1 else ''} (folders of finished runs "
-            f"inside it): pass one, e.g. "
-            f"{f'the latest, {folder / runs[-1]}' if timed else folder / runs[0]}")
+            f"inside it): pass one, e.g. {example}")

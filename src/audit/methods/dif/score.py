@@ -230,17 +230,19 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.replace("\u2019", "'").lower())
 
 
-def _asserts(words: Sequence[str], key: Sequence[str]) -> bool:
+def _asserts(words: list[str], key: list[str]) -> bool:
     """Whether an open answer's words name the key without denying it or setting another answer
     beside it: "Lyon, not Paris", "Paris isn't it" and "Paris or Lyon" named Paris and were
     graded correct against it. Negation and "or" are read next to the key only, so "It's not
     Lyon, it's Paris" and "Paris, not Lyon" still name Paris."""
+    if not key:
+        return False
     size = len(key)
-    for start in range(len(words) - size + 1) if size else ():
-        if list(words[start:start + size]) != list(key):
+    for start in range(len(words) - size + 1):
+        if words[start:start + size] != key:
             continue
         before = words[start - 1] if start else ""
-        after, then = (list(words[start + size:start + size + 2]) + ["", ""])[:2]
+        after, then = (words[start + size:start + size + 2] + ["", ""])[:2]
         denied = _negates(before) or after.endswith("n't") or (after in ("is", "was")
                                                                and _negates(then))
         beside = before in ("or", "either") or after == "or"
