@@ -14,9 +14,10 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from audit.methods.configs import AuditConfig, VerdictConfig  # noqa: E402
+from audit.methods.configs import AuditConfig  # noqa: E402
 from audit.tables import RUN_UNFINISHED, read_table  # noqa: E402
 from audit.methods.dif.analyse import ALL_DATASETS, DIFResults  # noqa: E402
+from audit.methods.dif.config import DIFVerdictRules  # noqa: E402
 from audit.methods.dif.schemas import DIFTestSchema  # noqa: E402
 from audit.methods.dif.verdict import TESTS_FILE  # noqa: E402
 from audit.methods.findings import Findings, Headline  # noqa: E402
@@ -168,15 +169,13 @@ def print_summary(results: DIFResults, console: Console | None = None) -> None:
 
 # --- the run's answer, for the summary every run ends with (audit.methods.summary) ---------------
 
-def headlines(tests: pl.DataFrame, min_score_gap: float | None = None) -> list[Headline]:
+def headlines(tests: pl.DataFrame,
+              min_score_gap: float = DIFVerdictRules.dif_min_score_gap) -> list[Headline]:
     """Per model x dataset: do real personas change answers more than random strings do? The
     estimate is the mean DIF score of null minus real personas (positive: real personas keep
     fewer of the baseline's answers). A significant difference below ``min_score_gap`` (the CI
-    rule's dif_min_score_gap; default: VerdictConfig's, which the summary's verdict applies) is
-    said to be below it: the headline claimed it on significance alone, beside a verdict that
-    passed it as too small to matter."""
-    if min_score_gap is None:
-        min_score_gap = VerdictConfig().dif_min_score_gap
+    rule's dif_min_score_gap; by default the summary verdict's) is said to be below it: the
+    headline claimed it on significance alone, beside a verdict that passed it as too small."""
     several = tests["model_name"].n_unique() > 1
     found = []
     for row in tests.sort(["p_claim_holm", "model_name", "dataset"], nulls_last=True).iter_rows(
