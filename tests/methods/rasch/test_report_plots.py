@@ -17,9 +17,7 @@ from audit.methods.rasch.report.plots import (
     favourable_heatmap,
     label_distribution_plot,
     sampling_plots,
-    spread_labels,
     worst_parameters,
-    wright_map,
 )
 
 CONTRAST = {"model_name": "m", "attribute": "race", "level_a": "Black", "level_b": "White",
@@ -28,15 +26,6 @@ CONTRAST = {"model_name": "m", "attribute": "race", "level_a": "Black", "level_b
 FAMILYWISE = {**CONTRAST, "familywise_alpha": 0.05, "family_size": 7.0,
               "decision_prob": 1 - 0.05 / 7, "decision_low": -1.1, "decision_high": 0.05,
               "decision": "undecided"}
-
-
-def _summary(thetas: dict[str, float], items: dict[str, float]) -> pl.DataFrame:
-    names = [f"theta[{name}]" for name in thetas] + [f"b[{name}]" for name in items]
-    means = list(thetas.values()) + list(items.values())
-    return pl.DataFrame({"parameter": names, "mean": means, "sd": [0.3] * len(names),
-                         "hdi_low": [m - 0.5 for m in means], "hdi_high": [m + 0.5 for m in means],
-                         "r_hat": [1.0] * len(names), "ess_bulk": [500.0] * len(names)},
-                        schema_overrides={"mean": pl.Float64})
 
 
 def _legend_texts(figure) -> list[str]:
@@ -89,65 +78,6 @@ def test_the_legend_names_the_mass_of_the_interval_decided_on():
     assert not any(text.startswith("decided on") for text in _legend_texts(plain))
     plt.close(figure)
     plt.close(plain)
-
-
-def test_spread_labels_stay_inside_both_bounds_when_they_crowd_an_end():
-    top = spread_labels(np.full(10, 5.0), 0.5, -6.0, 6.0)
-    assert np.isclose(top[-1], 6.0) and np.allclose(np.diff(top), 0.5)
-    bottom = spread_labels(np.full(10, -5.0), 0.5, -6.0, 6.0)
-    assert np.isclose(bottom[0], -6.0) and np.allclose(np.diff(bottom), 0.5)
-
-
-def test_names_that_cannot_fit_start_at_the_lower_bound():
-    assert np.allclose(spread_labels(np.zeros(5), 1.0, 0.0, 2.0), [0, 1, 2, 3, 4])
-
-
-def test_no_values_give_no_heights():
-    assert spread_labels(np.array([]), 1.0, 0.0, 2.0).size == 0
-
-
-def test_a_wright_map_places_names_in_the_order_of_their_means():
-    figure = wright_map(_summary({"m/a": 1.0, "m/b": -1.0, "m/c": 0.0}, {"i1": 0.5}))
-    heights = {text.get_text(): text.xy[1] for text in figure.axes[0].texts}
-    assert heights["b"] < heights["c"] < heights["a"]
-    plt.close(figure)
-
-
-def test_respondents_without_a_model_prefix_keep_their_names():
-    figure = wright_map(_summary({"a": 0.0, "b": 0.5}, {"i1": 1.0}))
-    assert {text.get_text() for text in figure.axes[0].texts} == {"a", "b"}
-    assert figure.axes[0].get_xlabel() == "respondents (posterior mean theta)"
-    plt.close(figure)
-
-
-def test_the_wright_maps_scale_has_a_margin_of_five_percent_of_at_least_one_logit():
-    figure = wright_map(_summary({"m/a": 0.0}, {"i1": 0.5}))
-    assert figure.axes[0].get_ylim() == pytest.approx((-0.05, 0.55))
-    wide = wright_map(_summary({"m/a": -2.0}, {"i1": 2.0}))
-    assert wide.axes[0].get_ylim() == pytest.approx((-2.2, 2.2))
-    plt.close(figure)
-    plt.close(wide)
-
-
-def test_a_wright_map_with_no_items_or_respondents_is_drawn_on_a_unit_scale():
-    figure = wright_map(_summary({}, {"i1": 1.0}).filter(pl.col("parameter") == "sigma"))
-    assert figure.axes[0].get_ylim() == (-1.0, 1.0)
-    assert not figure.axes[0].texts and not figure.axes[1].texts
-    plt.close(figure)
-
-
-def test_forty_respondents_and_items_are_named_and_forty_one_are_a_histogram():
-    names = {f"m/p{index}": index / 10 for index in range(40)}
-    items = {f"i{index}": index / 10 for index in range(40)}
-    named = wright_map(_summary(names, items))
-    assert [len(axis.texts) for axis in named.axes] == [40, 40]
-    names["m/p40"], items["i40"] = 4.0, 4.0
-    counted = wright_map(_summary(names, items))
-    assert [len(axis.texts) for axis in counted.axes] == [0, 0]
-    low, high = counted.axes[0].get_xlim()
-    assert low > high  # the respondents' histogram grows to the left, towards its axis
-    plt.close(named)
-    plt.close(counted)
 
 
 def test_the_heatmap_shows_each_rate_in_its_sorted_row_and_column_on_a_zero_to_one_scale():
