@@ -34,7 +34,7 @@ from audit.config_files import (MANY_OPTION_GROUPS, check_chosen_files_hold_sett
 from audit.cli import shows_instead_of_running, split_overrides
 from audit.config_entries import (SOURCE, config_file, config_folders, entry_added_by_keys,
                                   flat_entry, unknown_entry)
-from audit.config_keys import under_null_setting, valid_keys
+from audit.config_keys import paths_ending_in, under_null_setting, valid_keys
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
@@ -143,6 +143,18 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text)
 
 
+def _near_or_elsewhere(key: str, options: list[str]) -> str:
+    """The hint for an unknown key: the full paths where a key of its exact name lives
+    (`replicates=2` -> design.replicates), else the option of its level it is closest to. The
+    exact name goes first: `seed=3` was closest to the group `sweep`."""
+    paths = paths_ending_in(key)
+    if len(paths) == 1:
+        return f" (did you mean '{paths[0]}'?)"
+    if paths:
+        return f" (did you mean one of {', '.join(paths)}?)"
+    return did_you_mean(key, options)
+
+
 def describe(error: BaseException, conf_dir: Path, arguments: Sequence[str] = ()) -> str:
     """One line: what was wrong, and what would have been valid. `arguments`: the command line's
     overrides, when the error came from composing them (a config read from a file has none)."""
@@ -210,9 +222,9 @@ def describe(error: BaseException, conf_dir: Path, arguments: Sequence[str] = ()
             groups = [name for name in config_groups(conf_dir) if name not in options]
             return (f"unknown key '{full_key}'{where}; valid top-level keys: "
                     f"{', '.join(options)}; config groups: {', '.join(groups)} (add them with "
-                    f"+GROUP=OPTION){did_you_mean(key, options + groups)}")
+                    f"+GROUP=OPTION){_near_or_elsewhere(key, options + groups)}")
         return (f"unknown key '{full_key}'{where}; valid keys under '{'.'.join(parent)}': "
-                f"{', '.join(options)}{did_you_mean(key, options)}")
+                f"{', '.join(options)}{_near_or_elsewhere(key, options)}")
     if isinstance(cause, InterpolationKeyError):  # `design.seed=${oops}`: Hydra's line alone
         key = str(getattr(cause, "full_key", "") or "")
         # Read from Hydra's record of the overrides the key is `task[0]`: no key of the user's.

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 
 from audit.methods.configs import AuditConfig
@@ -34,6 +35,29 @@ def valid_keys(path: list[str], schema: type = AuditConfig) -> list[str] | None:
     if not dataclasses.is_dataclass(current):
         return None
     return [field.name for field in dataclasses.fields(current)]
+
+
+def paths_ending_in(key: str, schema: type = AuditConfig, within: tuple[str, ...] = ()
+                    ) -> list[str]:
+    """Every dotted path of the schema whose last key is `key`, shortest first (`replicates` ->
+    ['design.replicates']): the hint for a right key written in the wrong place, as
+    `python -m audit replicates=2` or `python -m audit.plan from_run=RUN`, whose names are too
+    far from any key of that level for did_you_mean. Paths through a dict or list field
+    (`model`, `judge.models`) are left out: their middle segment is a name or an index that only
+    the chosen config knows."""
+    found: list[str] = []
+    for field in dataclasses.fields(schema):
+        path = (*within, field.name)
+        if field.name == key:
+            found.append(".".join(path))
+        hint = typing.get_type_hints(schema)[field.name]
+        # A section, or an optional one (`AdaptiveConfig | None`); not a list's or dict's items.
+        optional = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        nested = [option for option in (hint, *(typing.get_args(hint) if optional else ()))
+                  if dataclasses.is_dataclass(option)]
+        if nested:
+            found += paths_ending_in(key, nested[0], path)
+    return sorted(found, key=lambda path: (path.count("."), path))
 
 
 def entry_schema(path: list[str], schema: type = AuditConfig) -> type | None:

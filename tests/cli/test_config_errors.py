@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from audit.cli.params import compose_params
 from audit.config_ranges import ConfigValueError
 from audit.methods.configs import register_configs
 from audit.config_errors import HYDRA_ERRORS, describe
-from audit.config_keys import valid_keys
+from audit.config_keys import paths_ending_in, valid_keys
 
 register_configs()
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +48,12 @@ def _error_for(override: str) -> str:
      "'model.qwen_coder_0_5b.sampling': temperature, top_p, max_tokens, repeat_penalty "
      "(did you mean 'temperature'?)"),
     ("modle=smollm2", "did you mean 'model'?"),
+    # Bug caught: a right key in the wrong place got no hint (`python -m audit.plan
+    # from_run=RUN`, as issue 34 writes it, is plan.from_run), and `seed=3` was offered the
+    # group `sweep`, the closest name of its level.
+    ("from_run=x", "(add them with +GROUP=OPTION) (did you mean 'plan.from_run'?)"),
+    ("seed=3", "(did you mean one of design.seed, dif.seed, fit.seed, iat.seed, plan.seed?)"),
+    ("fit.replicates=2", "(did you mean one of design.replicates, plan.replicates?)"),
     # Bug caught: a name that begins one option's was too short for difflib's similarity cut
     # (only the backend registry had matched prefixes).
     ("judge=openai", "smollm2_panel (did you mean 'openai_gpt4o_mini'?)"),
@@ -150,6 +157,30 @@ def test_valid_keys_follow_the_schema_through_dict_fields():
     assert "temperature" in valid_keys(["model", "any_name", "sampling"])
     assert valid_keys(["model"]) is None  # any model name is valid there
     assert valid_keys(["nope"]) is None
+
+
+@dataclasses.dataclass
+class _Inner:
+    x: int = 0
+
+
+@dataclasses.dataclass
+class _Outer:
+    """Each way a section can hold another: a section, an optional one, a list and a dict."""
+
+    section: _Inner = dataclasses.field(default_factory=_Inner)
+    optional: _Inner | None = None
+    listed: list[_Inner] = dataclasses.field(default_factory=list)
+    named: dict[str, _Inner] = dataclasses.field(default_factory=dict)
+    x: int = 0
+
+
+def test_the_paths_of_a_key_run_through_sections_and_optional_sections_only():
+    """Bug it guards: a path through a list or dict field (`listed.x`, `named.x`) is no key a
+    user can write, as the name or index in its middle is missing; an optional section's keys
+    (`optional.x`) are. Shortest paths come first."""
+    assert paths_ending_in("x", _Outer) == ["x", "optional.x", "section.x"]
+    assert paths_ending_in("nothing", _Outer) == []
 
 
 def _audit(*arguments: str, module: str = "audit",
