@@ -172,7 +172,8 @@ def test_missing_columns_are_one_line_naming_the_file_each_column_and_the_option
     (error,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
     assert "\n" not in error and str(path) in error
     assert "'item', 'y'" in error and "respondent, question, approved" in error
-    assert "pass item=COLUMN and pass outcome=COLUMN" in error
+    # Was "pass item=COLUMN and pass outcome=COLUMN to name the column that holds it".
+    assert "pass item=COLUMN outcome=COLUMN to name the columns that hold them" in error
     assert not (tmp_path / "out").exists()
 
 

@@ -200,8 +200,9 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str,
     missing = [key for key, column in wanted.items() if column not in table.columns]
     try:
         require_columns(table, list(wanted.values()), path, "input table",
-                        " and ".join(f"pass {key}=COLUMN" for key in missing)
-                        + " to name the column that holds it")
+                        "pass " + " ".join(f"{key}=COLUMN" for key in missing) + " to name "
+                        + ("the column that holds it" if len(missing) == 1
+                           else "the columns that hold them"))
     except AuditError as error:
         raise FitInputError(str(error)) from None
     if table.height == 0:  # before the fit's warnings, which would count its 0 respondents
