@@ -270,6 +270,34 @@ def test_show_prints_the_sweep_command_for_a_sweep_parent_run():
     assert command.startswith("python -m audit -m items=smoke 'personas.generators=[a,\"null\"]'")
 
 
+def test_the_printed_steps_read_the_run_from_the_store_it_was_shown_from(store, tmp_path,
+                                                                          monkeypatch, caplog):
+    """Bug caught: `audit.runs show ID --tracking-uri URI` printed `audit.runs params ID` and
+    `audit.runs --sweep ...` without the store, so run as printed they looked in ./mlflow.db
+    ("no MLflow store at sqlite:///mlflow.db"). Each step is run here, from another folder."""
+    import shlex
+
+    client = MlflowClient(store)
+    (logged,) = client.search_runs([client.get_experiment_by_name("audit").experiment_id])
+    run_id = logged.info.run_id
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    run = {"run_id": run_id, "params": {}, "tags": {"git.commit": "f" * 40, "method": "iat"}}
+    (params_step,) = [step for step in reproduction_steps(run, store) if "runs params" in step]
+    assert runs_main(shlex.split(params_step)[3:]) == 2
+    # Found in its store (whose run holds no files), not looked for in ./mlflow.db.
+    assert f"run {run_id[:8]}" in caplog.text and "no MLflow store" not in caplog.text
+    parent = {**run, "tags": {**run["tags"], "audit.role": "sweep", "sweep.command": "x"}}
+    listing = reproduction_steps(parent, store)[-1]
+    old_jobs = listing.split("(the old ones: ")[1].rstrip(")")
+    caplog.clear()
+    runs_main(shlex.split(old_jobs)[3:])
+    assert f"run {run_id[:8]} is not a sweep's parent run" in caplog.text  # found in its store
+    assert "--tracking-uri" in listing.split("#")[0]
+    assert "--tracking-uri" not in " ".join(reproduction_steps(run))  # the default store
+
+
 def test_a_run_id_prefix_is_found_in_any_experiment_of_the_store(tmp_path):
     """Compare review 2026-12-02: a run logged under tracking.experiment=myaudits was found by
     its full id, but its 8-character prefix was "0 runs in experiment 'audit' ... pass

@@ -23,12 +23,13 @@ def reproduction_steps(run: dict[str, Any], tracking_uri: str = TrackingConfig.t
     method = tags.get("method", "rasch")
     source, dirty = source_steps(tags)
     if tags.get("audit.role") == "sweep":
-        steps = [*source, *sweep_steps(run)]
+        steps = [*source, *sweep_steps(run, tracking_uri)]
     elif method == "compare":
         steps = [*source, *compare_steps(run, tracking_uri)]
     else:
         steps = [*source,
-                 f"python -m audit.runs params {run['run_id']} --output params.yaml",
+                 f"python -m audit.runs params {run['run_id']} --output params.yaml"
+                 f"{store_option(tracking_uri)}",
                  f"dvc repro  # the {method} stages (design, respond, score, analyse, report): "
                  f"tables in pipeline/STAGE/, figures in pipeline/report/metrics.json"]
     if "answers.sha256" in tags:
@@ -67,7 +68,17 @@ def source_steps(tags: dict[str, str]) -> tuple[list[str], str | None]:
             ["# made by a version of audit the run did not record, outside a git checkout"]), None
 
 
-def sweep_steps(run: dict[str, Any]) -> list[str]:
+def store_option(tracking_uri: str) -> str:
+    """audit.runs' option for the store the run was read from, unless it is the default: the
+    steps of a run read with `--tracking-uri sqlite:////data/mlflow.db` said `audit.runs params
+    ID`, which looked for the run in ./mlflow.db."""
+    if tracking_uri == TrackingConfig.tracking_uri:
+        return ""
+    return f" --tracking-uri {shell_word(tracking_uri)}"
+
+
+def sweep_steps(run: dict[str, Any], tracking_uri: str = TrackingConfig.tracking_uri
+                ) -> list[str]:
     """The sweep's command (its `sweep.command` tag; a sweep logged before that tag existed is
     rebuilt from its task overrides, without Hydra's own), then how to list its new jobs."""
     tags = run["tags"]
@@ -77,8 +88,9 @@ def sweep_steps(run: dict[str, Any]) -> list[str]:
         words = [] if overrides == "(none)" else overrides.split(" ")
         command = (" ".join(shell_word(word) for word in ["python", "-m", "audit", "-m", *words])
                    + "  # add the hydra.* overrides it ran with: this run did not record them")
-    return [command, "python -m audit.runs --sweep NEW_PARENT_ID  # the new sweep's jobs (the "
-                     f"old ones: python -m audit.runs --sweep {run['run_id']})"]
+    store = store_option(tracking_uri)
+    return [command, f"python -m audit.runs --sweep NEW_PARENT_ID{store}  # the new sweep's jobs "
+                     f"(the old ones: python -m audit.runs --sweep {run['run_id']}{store})"]
 
 
 # audit.compare's options and the MLflow params its run records them as (cli/compare.py's
