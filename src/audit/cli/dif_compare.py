@@ -35,7 +35,11 @@ def gather(directory: Path) -> pl.DataFrame:
         problem = "is a file, not a folder" if directory.exists() else "does not exist"
         raise AuditError(f"{directory} {problem}: give the sweep's directory (multirun/DATE/TIME)"
                          f" after its DIF jobs have finished")
-    files = sorted(directory.rglob("dif_models.csv"))
+    # In job order: Hydra numbers a sweep's jobs 0, 1, ..., 10, and by name job 10 came before
+    # job 2, so "the last job" of a model in jobs 2 and 10 was job 2.
+    files = sorted(directory.rglob("dif_models.csv"), key=lambda file: [
+        (0, int(part), "") if part.isdigit() else (1, 0, part)
+        for part in file.relative_to(directory).parts])
     if not files:
         raise AuditError(f"no dif_models.csv under {directory}: give the sweep's directory "
                          f"(multirun/DATE/TIME) after its DIF jobs have finished")
@@ -45,10 +49,10 @@ def gather(directory: Path) -> pl.DataFrame:
                   job=pl.lit(str(file.parent.relative_to(directory)))) for file in files]
     table = pl.concat(frames, how="diagonal_relaxed")
     repeated = table.group_by("model_name", "dataset").len().filter(pl.col("len") > 1)
-    if repeated.height:  # the same model in several jobs: keep its latest (largest) job name
+    if repeated.height:  # the same model in several jobs: keep its latest (highest) job's
         log.warning("models %s appear in several jobs; keeping the last job of each",
                     sorted(repeated["model_name"].unique().to_list()))
-        table = table.sort("job").unique(["model_name", "dataset"], keep="last")
+        table = table.unique(["model_name", "dataset"], keep="last", maintain_order=True)
     return table.sort(["model_name", "dataset"])
 
 

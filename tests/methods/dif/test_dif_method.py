@@ -212,6 +212,20 @@ def test_compare_gathers_a_sweep_and_fits_across_models(tmp_path: Path):
     assert main([str(tmp_path / "0" / "nothing")]) == 2
 
 
+def test_a_model_in_several_jobs_keeps_its_highest_numbered_job(tmp_path: Path):
+    """Bug caught: "the last job" was the last by name, and Hydra's job 10 sorts before job 2,
+    so a model answered in jobs 2 and 10 of a sweep kept job 2's accuracy."""
+    from audit.cli.dif_compare import gather
+
+    for job, accuracy in ((2, 0.3), (10, 0.6), (1, 0.1)):
+        (tmp_path / str(job)).mkdir()
+        pl.DataFrame({"model_name": ["a"], "dataset": ["all"], "accuracy": [accuracy],
+                      "accuracy_low": [0.0], "accuracy_high": [1.0], "mean_dif_real": [0.5]}
+                     ).write_csv(tmp_path / str(job) / "dif_models.csv")
+    table = gather(tmp_path)
+    assert table["job"].to_list() == ["10"] and table["accuracy"].to_list() == [0.6]
+
+
 @pytest.mark.parametrize("table, message", [
     ({"model": ["a"], "dataset": ["all"], "acc": [0.2]}, "lacks the column(s) 'model_name'"),
     ({"model_name": ["a"], "dataset": ["all"], "accuracy": ["high"], "accuracy_low": [0.1],
