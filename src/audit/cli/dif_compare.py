@@ -23,6 +23,7 @@ from audit.methods.dif.analyse import across_models
 from audit.methods.dif import report as dif_plots
 from audit.methods.dif.schemas import DIFModelSchema
 from audit.tables import read_table, save_figure, write_frame
+from audit.tracking.sweeps import in_job_order
 
 log = logging.getLogger(__name__)
 # What to do about a job's table that does not read: each is the DIF method's own output.
@@ -35,11 +36,9 @@ def gather(directory: Path) -> pl.DataFrame:
         problem = "is a file, not a folder" if directory.exists() else "does not exist"
         raise AuditError(f"{directory} {problem}: give the sweep's directory (multirun/DATE/TIME)"
                          f" after its DIF jobs have finished")
-    # In job order: Hydra numbers a sweep's jobs 0, 1, ..., 10, and by name job 10 came before
-    # job 2, so "the last job" of a model in jobs 2 and 10 was job 2.
-    files = sorted(directory.rglob("dif_models.csv"), key=lambda file: [
-        (0, int(part), "") if part.isdigit() else (1, 0, part)
-        for part in file.relative_to(directory).parts])
+    # In job order: by name, "the last job" of a model in jobs 2 and 10 was job 2.
+    files = sorted(directory.rglob("dif_models.csv"),
+                   key=lambda file: in_job_order(directory, file))
     if not files:
         raise AuditError(f"no dif_models.csv under {directory}: give the sweep's directory "
                          f"(multirun/DATE/TIME) after its DIF jobs have finished")

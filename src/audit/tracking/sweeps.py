@@ -67,10 +67,18 @@ def job_failed(message: str) -> None:
         (folder / FAILED_JOB_FILE).write_text(message + "\n", encoding="utf-8")
 
 
+def in_job_order(sweep_dir: Path, file: Path) -> list[tuple[int, int, str]]:
+    """The sort key of a file under a sweep folder that puts Hydra's numbered job folders in
+    number order (0, 1, 2, ..., 10), where a sort by name put job 10 before job 2."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part)
+            for part in file.relative_to(sweep_dir).parts]
+
+
 def read_failed_jobs(sweep_dir: Path) -> list[str]:
-    """`<job folder>: <its line>` for every job of the sweep folder that failed, sorted."""
+    """`<job folder>: <its line>` for every job of the sweep folder that failed, in job order."""
     return [f"{path.parent.relative_to(sweep_dir)}: {path.read_text(encoding='utf-8').strip()}"
-            for path in sorted(sweep_dir.glob(f"**/{FAILED_JOB_FILE}"))]
+            for path in sorted(sweep_dir.glob(f"**/{FAILED_JOB_FILE}"),
+                               key=lambda path: in_job_order(sweep_dir, path))]
 
 
 def sweep_name(task_overrides: list[str]) -> str:
