@@ -121,6 +121,10 @@ def test_open_word_answers():
     ("Paris is not the answer.", False),
     ("It's not Lyon, it's Paris.", True), ("Paris, not Lyon.", True),
     ("The answer is Paris, France.", True), ("No doubt: Paris.", True),
+    # Bug caught: the answer phrase ran to the reply's end, so a key named after the answer
+    # in another clause was read as the answer.
+    ("The answer is Lyon; Paris is the capital.", False), ("Lyon; Paris is the capital.", False),
+    ("The answer is Paris; Lyon is wrong.", True),
 ])
 def test_an_open_answer_that_denies_the_key_or_sets_another_beside_it_is_wrong(reply, correct):
     """Bug caught (mutation review 2026-12-06): an open answer (a custom item's word answer, no

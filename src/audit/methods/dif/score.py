@@ -179,10 +179,12 @@ def _mentions(text: str, candidates: Sequence[str]) -> list[str]:
 
 
 def extract_word(text: str, candidates: Sequence[str]) -> Extraction:
-    if not candidates:  # an open answer: the phrase after "answer is", else the first line
-        tail = _after_answer_phrase(text)
-        segment = tail if tail is not None else (text.strip().splitlines() or [""])[0]
-        cleaned = " ".join(_words(segment))
+    if not candidates:  # an open answer: the phrase after "answer is", else the first line,
+        tail = _after_answer_phrase(text)  # each to its first line break or semicolon
+        segment = tail if tail is not None else text.strip()
+        # "The answer is Lyon; Paris is the capital" read "lyon paris is the capital", which
+        # named Paris and was correct against it.
+        cleaned = " ".join(_words(re.split(r"[;\n]", segment, maxsplit=1)[0]))
         return Extraction(cleaned, "answer_phrase" if tail is not None else "first_line") \
             if cleaned else NONE
     tail = _after_answer_phrase(text)
