@@ -247,7 +247,13 @@ def test_gold_and_confusion_files_become_per_path_counts(tmp_path: Path) -> None
     # label_source cell was a TypeError traceback.
     ({"gold.csv": {"truth": [], "judged": []}}, [], "has no rows"),
     ({"confusion.csv": {"true_1_judged_1": [0], "true_1_judged_0": [0],
-                        "true_0_judged_0": [0], "true_0_judged_1": [0]}}, [], "are all 0"),
+                        "true_0_judged_0": [0], "true_0_judged_1": [0]}}, [],
+     "confusion.csv: the counts are all 0, which measures nothing"),
+    # Bug caught: a file without label_source was said to hold the labelling path 'any', a name
+    # the user never wrote, and two rows of it were told "one row of counts per path".
+    ({"confusion.csv": {"true_1_judged_1": [3, 4], "true_1_judged_0": [1, 1],
+                        "true_0_judged_0": [3, 4], "true_0_judged_1": [1, 1]}}, [],
+     "has 2 rows: give one row of counts (or a label_source column naming each row's"),
     ({"gold.csv": {"truth": [1.0, 0.0], "judged": [1.0, 0.5]}}, [], "only 0 or 1"),
     ({"confusion.csv": {"true_1_judged_1": [1.5], "true_1_judged_0": [1],
                         "true_0_judged_0": [3], "true_0_judged_1": [0]}}, [], "whole numbers"),

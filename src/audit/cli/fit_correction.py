@@ -127,9 +127,13 @@ def confusion_correction(path: Path) -> JudgeCorrection:
                     "it needs the four counts " + ", ".join(COUNT_COLUMNS))
     by_path = {}
     for name, rows in _paths(frame, f"confusion file {path}"):
+        # A file without label_source has one matrix, of no path the user named ('any').
+        where = "" if name == ANY_PATH else f" of labelling path {name!r}"
         if rows.height != 1:
-            raise AuditError(f"confusion file {path} has {rows.height} rows for labelling path "
-                             f"{name!r}: give one row of counts per path")
+            raise AuditError(f"confusion file {path} has {rows.height} rows"
+                             + (f" for labelling path {name!r}: give one row of counts per path"
+                                if where else ": give one row of counts (or a label_source "
+                                "column naming each row's labelling path)"))
         columns = [whole_numbers(rows.get_column(column)) for column in COUNT_COLUMNS]
         counts = [-1 if column is None or column.null_count() else int(column.item())
                   for column in columns]
@@ -137,16 +141,15 @@ def confusion_correction(path: Path) -> JudgeCorrection:
             # Named: "the counts must be whole numbers" named no column, and a file of rates
             # (0.9, 0.95) read as a typo (judge review 2026-12-02).
             bad = next(column for column, count in zip(COUNT_COLUMNS, counts) if count < 0)
-            where = "" if name == ANY_PATH else f" of labelling path {name!r}"
             raise AuditError(f"confusion file {path}: {bad}{where} is "
                              f"{as_numbers(rows.get_column(bad)).item()!r}, and the file takes "
                              "counts (whole numbers >= 0 of hand-checked answers), not rates; "
                              "for a judge measured only as rates, count its gold answers, or "
                              "pass gold=")
         if not sum(counts):
-            raise AuditError(f"confusion file {path}: the counts of labelling path {name!r} are "
-                             "all 0, which measures nothing; give the hand-checked counts (or "
-                             "leave out the file to read the labels as truth)")
+            raise AuditError(f"confusion file {path}: the counts{where} are all 0, which "
+                             "measures nothing; give the hand-checked counts (or leave out the "
+                             "file to read the labels as truth)")
         by_path[name] = JudgeConfusion(CODING, *counts)
     return JudgeCorrection(CODING, by_path)
 
