@@ -274,7 +274,7 @@ def test_gold_and_confusion_files_become_per_path_counts(tmp_path: Path) -> None
     # round-off on the coin line (kept mass -2e-8), the gaps meaningless.
     ({"confusion.csv": {"true_1_judged_1": [1], "true_1_judged_0": [25],
                         "true_0_judged_0": [1], "true_0_judged_1": [25]}}, [],
-     "no better than a coin"),
+     "the gold answers say the labeller is no better than a coin"),  # not "the 'any' labeller"
 ])
 def test_a_wrong_gold_or_confusion_file_is_one_line(tmp_path: Path, caplog, files, extra,
                                                     message) -> None:

@@ -340,8 +340,9 @@ def check_better_than_coin(correction: JudgeCorrection | None, way_out: str) -> 
         mass = coin_or_worse_mass(*counts.rate_betas())
         if mass > COIN_MASS_REFUSAL:
             right = counts.true_1_judged_1 + counts.true_0_judged_0
+            labeller = "labeller" if path == ANY_PATH else f"{path!r} labeller"
             raise AuditError(
-                f"the gold answers say the {path!r} labeller is no better than a coin ({right} "
+                f"the gold answers say the {labeller} is no better than a coin ({right} "
                 f"of {counts.n} right under the {counts.coding!r} coding; P(sensitivity + "
                 f"specificity <= 1) = {mass:.2f}), so its labels cannot be corrected: look for an "
                 f"inverted label mapping or a judge that does not do the task, or {way_out}")
