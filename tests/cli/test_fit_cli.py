@@ -195,7 +195,7 @@ def test_the_command_writes_summary_and_posterior(tmp_path: Path, prior: str) ->
     idata = az.from_netcdf(output / "posterior.nc")
     assert idata.posterior["theta"].sizes == {"chain": 2, "draw": 300, "respondent": 4}
     # The respondent with the highest true rate must rank first: the mapping survived the CLI.
-    assert "p3" in result.stdout.splitlines()[3]
+    assert "p3" in result.stdout.splitlines()[4]  # after the title, the border and the header
     # Bug caught: the fit was named after the audit's label coding ("favourable") whatever
     # the input's column meant, in diagnostics.json and in its advice.
     diagnostics = json.loads((output / "diagnostics.json").read_text())
@@ -339,7 +339,7 @@ def test_the_fit_is_named_after_the_column_and_the_ranking_shows_30(tmp_path: Pa
 
     count = 40
     summary = pl.DataFrame({"parameter": [f"theta[r{i:02d}]" for i in range(count)],
-                            "mean": [-i / 10 for i in range(count)], "sd": [0.1] * count,
+                            "mean": [-i / 10 - 0.001 for i in range(count)], "sd": [0.1] * count,
                             "hdi_low": [-i / 10 - 0.2 for i in range(count)],
                             "hdi_high": [-i / 10 + 0.2 for i in range(count)]})
     fitted = RaschFit(idata=None, summary=summary,  # type: ignore[arg-type]
@@ -349,10 +349,15 @@ def test_the_fit_is_named_after_the_column_and_the_ranking_shows_30(tmp_path: Pa
     monkeypatch.setattr(fit_cli, "write_fit", lambda fit, output: written.update(fit=fit))
     path = write_responses(tmp_path / "r.csv", columns=("respondent", "item", "approved"))
     fit_cli.run(parse_arguments([f"input={path}", f"output={tmp_path / 'o'}",
-                                 "outcome=approved"]))
+                                 "outcome=approved", "hdi_prob=0.9"]))
     assert written["fit"].outcome == "approved"
     shown = capsys.readouterr().out
     assert "r00" in shown and "r29" in shown and "r30" not in shown, shown
+    # Bugs caught: bare mean/hdi_low/hdi_high with six decimals, no word of the interval's
+    # level or of the cut at 30, and -0.001 printed as "-0.00".
+    assert ("log-odds scale of approved=1 (0 is the average respondent): posterior mean and "
+            "90% HDI, highest first; the first 30 of 40, all in summary.csv") in shown, shown
+    assert "-0.00" not in shown and "-0.20" in shown and "-0.201" not in shown, shown
 
 
 def test_a_refusal_from_the_model_is_logged_as_its_first_line(tmp_path: Path, monkeypatch,

@@ -21,6 +21,7 @@ from audit.methods.rasch.irt import fit_rasch, respondent_ranking
 from audit.logs import configure_cli_logging
 from audit.config_ranges import check_config
 from audit.errors import AuditError, did_you_mean
+from audit.methods.checks import percent
 from audit.methods.rasch.analyse import FIT_FILES, write_fit
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
@@ -251,11 +252,30 @@ def run(command: FitCommand) -> pl.DataFrame:
     write_fit(fit, output)
     for problem in fit.diagnostics.problems():
         log.warning("fit did not converge: %s", problem)
-    ranking = respondent_ranking(fit.summary)
-    with pl.Config(tbl_rows=30, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
-        print(ranking.select("respondent", "mean", "hdi_low", "hdi_high").head(30))
+    print(ranking_text(respondent_ranking(fit.summary), command))
     log.info("wrote %s and %s", output / "summary.csv", output / "posterior.nc")
     return fit.summary
+
+
+def ranking_text(ranking: pl.DataFrame, command: FitCommand, shown: int = 30) -> str:
+    """The respondents a user reads first, highest theta first: a title that says what theta
+    and the interval are, and two decimals (the table printed 1.14102 and 0.59402 under bare
+    `mean`, `hdi_low`, `hdi_high`, and cut at 30 rows without a word)."""
+    level = percent(command.sampler.hdi_prob)
+    rest = (f"; the first {shown} of {ranking.height}, all in summary.csv"
+            if ranking.height > shown else "")
+    # prior=rasch centres the thetas (zero-sum); prior=seed fixes their location by its priors
+    # alone, so only their differences mean anything (docs/methods/rasch.md).
+    origin = ("0 is the average respondent" if command.prior == "rasch"
+              else "compare them as differences")
+    title = (f"Respondents by theta, the log-odds scale of {command.outcome}=1 ({origin}): "
+             f"posterior mean and {level} HDI, highest first{rest}")
+    rounded = pl.col("mean", "hdi_low", "hdi_high").round(2)
+    table = ranking.head(shown).select(  # -0.001 rounds to -0.0, which prints "-0.00"
+        "respondent", pl.when(rounded == 0).then(0.0).otherwise(rounded).name.keep())
+    with pl.Config(tbl_rows=shown, tbl_hide_dataframe_shape=True,
+                   tbl_hide_column_data_types=True, float_precision=2):
+        return f"{title}\n{table}"
 
 
 def _warn_degenerate(outcomes: pl.DataFrame) -> None:
