@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 from audit.methods.configs import AuditConfig
 from audit.errors import AuditError
 from audit.methods.iat.config import IATConfig
-from audit.logs import configure_cli_logging
+from audit.logs import configure_cli_logging, counted
 from audit.methods.iat.design import VARIATIONS, IATError, Stimuli, resolve_dataset
 from audit.methods.iat.score import score_answers
 from audit.methods.iat.analyse import check_statistics_config
@@ -138,8 +138,8 @@ def read_answers(directory: Path, stimuli: Stimuli, response_column: str | None)
                    "response_id": pl.String, "iteration": pl.Int64, "response_text": pl.String}))
     if not frames:
         raise IATError(f"the CSV files in {directory} hold no answers")
-    log.info("read %d answers from %d files in %s", sum(f.height for f in frames), len(frames),
-             directory)
+    log.info("read %s from %s in %s", counted(sum(f.height for f in frames), "answer"),
+             counted(len(frames), "file"), directory)
     return pl.concat(frames)
 
 

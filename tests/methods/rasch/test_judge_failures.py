@@ -173,6 +173,13 @@ def test_the_report_gives_judge_failures_their_own_sentence():
     assert not any("carried no decision" in caveat for caveat in found)
     # A failed answer is not a decided one.
     assert any("only 4 decided answers" in caveat for caveat in found)
+    # It read "1 answers have no label ...: they are left out".
+    one = labels.with_columns(label=pl.when(pl.int_range(pl.len()) < 9).then(pl.lit("favourable"))
+                              .otherwise(pl.lit(JUDGE_FAILED)))
+    found = caveats(one, prompts, unmeasured, converged=True, failed=1, judge_name="rules_only")
+    assert any(caveat.startswith("1 answer has no label because") and ": it is left out" in caveat
+               for caveat in found), found
+    assert "1 request failed after retries and is missing from the design." in found, found
 
 
 def test_an_option_score_that_fails_is_a_judge_failure(tmp_path):

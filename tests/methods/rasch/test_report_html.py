@@ -404,4 +404,5 @@ def test_the_page_counts_the_requests_that_failed(audit_run, tmp_path):
             run_dir / "responses.parquet")
 
     page = _republished(audit_run, tmp_path, one_failure)["report"].read_text()
-    assert "1 requests failed after retries and are missing from the design." in page
+    # It read "1 requests failed after retries and are missing".
+    assert "1 request failed after retries and is missing from the design." in page

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from audit.logs import counted
 from audit.methods.checks import finite, percent, signed
 from audit.methods.rasch.irt.hurdle import ABSTAINED_OUTCOME, DECIDED_OUTCOME
 from audit.methods.rasch.no_signal import (JudgeQuality, no_signal_headline, untrusted_judge,
@@ -258,12 +259,14 @@ def caveats(labels: pl.DataFrame, prompts: pl.DataFrame, judge: JudgeQuality, co
         found.append(f"{unparseable:.0%} of the answers carried no decision (unparseable) and are "
                      f"left out of the fit: the rest may not be a random subset.")
     if failed:
-        found.append(f"{failed} requests failed after retries and are missing from the design.")
+        found.append(f"{counted(failed, 'request')} failed after retries and "
+                     f"{'is' if failed == 1 else 'are'} missing from the design.")
     judge_failed = labels.filter(pl.col("label") == JUDGE_FAILED).height
     if judge_failed:  # infrastructure, not the answers: its own sentence, never "no decision"
-        found.append(f"{judge_failed} answers have no label because a judge request failed "
-                     f"after its retries (engine.max_failed_share accepted the gap): they are "
-                     f"left out of the fit, and rerunning asks the judge again.")
+        found.append(f"{counted(judge_failed, 'answer', ('has', 'have'))} no label because a "
+                     f"judge request failed after its retries (engine.max_failed_share accepted "
+                     f"the gap): {'it is' if judge_failed == 1 else 'they are'} left out of the "
+                     f"fit, and rerunning asks the judge again.")
     per_respondent = (labels.filter(pl.col("label").is_in(LABELS))
                       .join(prompts.select("prompt_id", "respondent_id"), on="prompt_id")
                       .group_by("respondent_id").len()["len"])
