@@ -105,7 +105,7 @@ def _stated(method: str, run_dir: Path, cfg: AuditConfig | None = None) -> str:
      ["math: DIF score, null minus real personas: real personas change answers more than "
       "random strings do"], "FAIL"),
     ("counterfactual", lambda d: counterfactual_run(d, effect=2.0),
-     ["sentiment by race: A vs B: differs: sentiment lower for A, -2.25 (95% bootstrap CI "],
+     ["sentiment by race: A vs B: differs: sentiment lower for A, -2.25 (95% Student-t CI "],
      "FAIL"),
 ])
 def test_each_method_states_its_headline_comparisons_and_the_verdict_ci_gives(

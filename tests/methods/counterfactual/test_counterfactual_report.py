@@ -79,7 +79,8 @@ def test_headlines_put_flagged_pairs_first_then_by_adjusted_p_and_untestable_las
     found = headlines(design, CounterfactualConfig(confidence_level=0.9))
     assert [headline.compared for headline in found] == [
         f"sentiment by race: A vs {group}" for group in "DCBE"]
-    assert (found[0].low, found[0].high, found[0].interval) == (0.5, 2.0, "90% bootstrap CI")
+    # Bug caught: the interval, Student's t over the test's units, was called a bootstrap CI.
+    assert (found[0].low, found[0].high, found[0].interval) == (0.5, 2.0, "90% Student-t CI")
     two_models = pl.concat([design, pl.DataFrame([_design("B", False, 0.5, 0.001, model="n")])])
     assert headlines(two_models, CounterfactualConfig())[0].compared.endswith(" (m)")
 

@@ -167,7 +167,9 @@ def headlines(tests: pl.DataFrame, config: CounterfactualConfig) -> list[Headlin
             f"{row['metric']} by {row['factor']}: {row['group_a']} vs {row['group_b']}"
             + (f" ({row['model_name']})" if several else ""),
             pair_decision(row, config.alpha), row["mean_difference"], row["difference_ci_low"],
-            row["difference_ci_high"], f"{percent(config.confidence_level)} bootstrap CI",
+            # Student's t over the test's units, which the detail names (analyse_units.py): it
+            # was called a bootstrap CI, the interval found to undercover over so few units.
+            row["difference_ci_high"], f"{percent(config.confidence_level)} Student-t CI",
             f"{adjusted} over {units_text(row)}"))
     return found
 
