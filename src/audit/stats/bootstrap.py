@@ -1,9 +1,10 @@
 """Bootstrap intervals of means and of differences in means (scipy's `stats.bootstrap`).
 
-`bootstrap_interval` is the IAT's (BCa by default, undefined below two values, falling back to the
-percentile interval where BCa is undefined); `mean_interval` and `difference_interval` are the
-counterfactual method's percentile intervals, which collapse to the point when the data cannot
-vary. Both give the point interval on constant data, where resampling has nothing to say.
+`bootstrap_interval` is the IAT's (BCa by default, falling back to the percentile interval where
+BCa is undefined); `mean_interval` and `difference_interval` are the counterfactual method's
+percentile intervals. All are undefined (nan, nan) below two values in a sample, which say
+nothing of its spread, and give the point interval on constant data, where resampling has
+nothing to say.
 """
 
 from __future__ import annotations
@@ -61,8 +62,11 @@ def _bounds(result) -> tuple[float, float]:
 
 def mean_interval(values: np.ndarray, resamples: int, confidence_level: float,
                   seed: int) -> tuple[float, float]:
-    """Percentile bootstrap interval of a mean; a point when the data cannot vary."""
-    if values.size < 2 or constant(values):
+    """Percentile bootstrap interval of a mean; (nan, nan) below two values (one value gave
+    the point interval, as if it were certain); a point when the data cannot vary."""
+    if values.size < 2:
+        return float("nan"), float("nan")
+    if constant(values):
         return float(values.mean()), float(values.mean())
     result = stats.bootstrap((values,), np.mean, n_resamples=resamples,
                              confidence_level=confidence_level, method="percentile",
@@ -72,9 +76,12 @@ def mean_interval(values: np.ndarray, resamples: int, confidence_level: float,
 
 def difference_interval(a: np.ndarray, b: np.ndarray, resamples: int, confidence_level: float,
                         seed: int) -> tuple[float, float]:
-    """Percentile bootstrap interval of mean(a) - mean(b), resampling each group on its own."""
+    """Percentile bootstrap interval of mean(a) - mean(b), resampling each group on its own;
+    (nan, nan) when a group has fewer than two values."""
+    if a.size < 2 or b.size < 2:
+        return float("nan"), float("nan")
     point = float(a.mean() - b.mean())
-    if a.size < 2 or b.size < 2 or (constant(a) and constant(b)):
+    if constant(a) and constant(b):
         return point, point
     result = stats.bootstrap((a, b), mean_difference, n_resamples=resamples,
                              confidence_level=confidence_level, method="percentile",

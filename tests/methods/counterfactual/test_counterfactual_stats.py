@@ -27,7 +27,7 @@ from audit.methods.counterfactual.analyse import (
     rank_biserial,
 )
 from audit.schemas import validate
-from audit.stats.bootstrap import difference_interval
+from audit.stats.bootstrap import difference_interval, mean_interval
 from audit.stats.multiple_testing import adjust_p_values
 from counterfactual_fixtures import simulated
 
@@ -313,11 +313,31 @@ def test_a_pair_is_flagged_at_the_threshold_effect_and_below_alpha_only():
 
 def test_group_summary_gives_the_sample_sd_and_median_per_template_and_pooled():
     """Mutation review 2026-12-06: by hand, [1, 2, 9] has mean 4, sample sd sqrt(19) and median
-    2; a single answer has sd 0; rows are sorted with the pooled scope named "all"."""
+    2; rows are sorted with the pooled scope named "all". Bug caught: a single answer had sd 0
+    and the point interval (4, 4), as if it could not vary; both are now empty."""
     long = pl.DataFrame({"model_name": "m", "template_id": "t1", "metric": "sentiment",
                          "factor": "race", "group": ["B", "A", "A", "A"],
                          "value": [4.0, 9.0, 1.0, 2.0]})
     summary = group_summary(long, StatsSettings(bootstrap_resamples=20))
     assert summary.select("scope", "group", "n", "mean", "sd", "median").rows() == [
-        ("all", "A", 3, 4.0, pytest.approx(19 ** 0.5), 2.0), ("all", "B", 1, 4.0, 0.0, 4.0),
-        ("t1", "A", 3, 4.0, pytest.approx(19 ** 0.5), 2.0), ("t1", "B", 1, 4.0, 0.0, 4.0)]
+        ("all", "A", 3, 4.0, pytest.approx(19 ** 0.5), 2.0), ("all", "B", 1, 4.0, None, 4.0),
+        ("t1", "A", 3, 4.0, pytest.approx(19 ** 0.5), 2.0), ("t1", "B", 1, 4.0, None, 4.0)]
+    single = summary.filter(pl.col("group") == "B")
+    assert single["ci_low"].null_count() == single["ci_high"].null_count() == 2
+    assert summary.filter(pl.col("group") == "A")["ci_low"].null_count() == 0
+
+
+def test_a_group_of_one_answer_has_no_interval_of_its_mean_or_of_a_difference():
+    """Bug caught: one value gave the point interval of its mean, and of its difference from
+    another group, a width of 0 for a sample that says nothing of its spread."""
+    assert all(np.isnan(mean_interval(np.array([3.0]), 99, 0.95, 0)))
+    assert all(np.isnan(difference_interval(np.array([3.0]), np.arange(5.0), 99, 0.95, 0)))
+    assert all(np.isnan(difference_interval(np.arange(5.0), np.array([3.0]), 99, 0.95, 0)))
+    assert mean_interval(np.full(3, 2.0), 99, 0.95, 0) == (2.0, 2.0)  # constant: nothing varies
+    a, b = np.array([3.0]), np.arange(4.0)
+    comparison = Comparison("m", "t1", ("t1",), "sentiment", "race", {"A": a, "B": b},
+                            {"A": a, "B": b}, {"A": np.zeros(1, bool), "B": np.zeros(4, bool)})
+    row = PairwiseSchema.validate(pairwise_tests([comparison], StatsSettings(
+        bootstrap_resamples=20))).row(0, named=True)
+    assert (row["difference_ci_low"], row["difference_ci_high"]) == (None, None)  # not NaN
+    assert row["mean_difference"] == 1.5

@@ -206,8 +206,8 @@ def pairwise_tests(pairs: list[Comparison], settings: StatsSettings) -> pl.DataF
         group_a, group_b = sorted(comparison.samples)
         a, b = comparison.samples[group_a], comparison.samples[group_b]
         u_statistic, p_value = mann_whitney(a, b)
-        low, high = difference_interval(a, b, settings.bootstrap_resamples,
-                                        settings.confidence_level, settings.seed)
+        low, high = _defined(difference_interval(a, b, settings.bootstrap_resamples,
+                                                 settings.confidence_level, settings.seed))
         rows.append({"model_name": comparison.model_name, "scope": comparison.scope,
                      "templates": ",".join(comparison.templates), "metric": comparison.metric,
                      "factor": comparison.factor, "group_a": group_a, "group_b": group_b,
@@ -232,6 +232,12 @@ def pairwise_tests(pairs: list[Comparison], settings: StatsSettings) -> pl.DataF
         flagged=(pl.col("p_bh") < settings.alpha) & pl.col("meaningful")).select(PAIRWISE_COLUMNS)
 
 
+def _defined(interval: tuple[float, float]) -> tuple[float | None, float | None]:
+    """An interval as the tables hold it: empty where it is undefined (one value in a group)."""
+    low, high = interval
+    return (low, high) if np.isfinite(low) and np.isfinite(high) else (None, None)
+
+
 def group_summary(long: pl.DataFrame, settings: StatsSettings) -> pl.DataFrame:
     """Mean (with a bootstrap interval), sd and median of each group, per template and pooled."""
     rows = []
@@ -239,12 +245,13 @@ def group_summary(long: pl.DataFrame, settings: StatsSettings) -> pl.DataFrame:
     for (model_name, template, metric, factor, group), frame in pl.concat([long, pooled]).group_by(
             ["model_name", "template_id", "metric", "factor", "group"]):
         values = frame["value"].to_numpy()
-        low, high = mean_interval(values, settings.bootstrap_resamples,
-                                  settings.confidence_level, settings.seed)
+        low, high = _defined(mean_interval(values, settings.bootstrap_resamples,
+                                           settings.confidence_level, settings.seed))
         rows.append({"model_name": model_name, "scope": template, "metric": metric,
                      "factor": factor, "group": group, "n": values.size,
                      "mean": float(values.mean()), "ci_low": low, "ci_high": high,
-                     "sd": float(values.std(ddof=1)) if values.size > 1 else 0.0,
+                     # One value has no sd (it was written 0.0, as if it could not vary).
+                     "sd": float(values.std(ddof=1)) if values.size > 1 else None,
                      "median": float(np.median(values))})
     schema = {"model_name": pl.Utf8, "scope": pl.Utf8, "metric": pl.Utf8, "factor": pl.Utf8,
               "group": pl.Utf8, "n": pl.Int64, "mean": pl.Float64, "ci_low": pl.Float64,

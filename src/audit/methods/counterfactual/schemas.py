@@ -95,8 +95,9 @@ class PairwiseSchema(_PairDecision):
     mean_a: float
     mean_b: float
     mean_difference: float
-    difference_ci_low: float
-    difference_ci_high: float
+    # Empty where a group has a single answer, which says nothing of its spread.
+    difference_ci_low: float = pa.Field(nullable=True)
+    difference_ci_high: float = pa.Field(nullable=True)
     length_ratio: float = pa.Field(ge=0)
     u_statistic: float = pa.Field(ge=0)
     p_bonferroni: float = pa.Field(ge=0, le=1)
