@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -208,6 +209,10 @@ def test_the_printed_url_opens_the_runs_table_with_the_shared_view(store):
     assert ui.runs_page_url("http://mlflow.example:8080/", "7").startswith(
         "http://mlflow.example:8080/#/experiments/7/runs?workflowType=machine_learning")
     assert ui.ui_command("http://mlflow.example:8080") is None
+    # Bug caught: a store path with a space split into two shell words.
+    spaced = "sqlite:////home/a/My Audits/mlflow.db"
+    assert shlex.split(ui.ui_command(spaced))[:4] == ["mlflow", "ui", "--backend-store-uri",
+                                                      spaced]
     ui.set_runs_view(store, experiment, "audit-rasch", ["contrast/race/a_vs_b/mean"])
     ui.set_runs_view(store, experiment, "audit-rasch", ["contrast/gender/w_vs_m/mean"])
     view = json.loads(client.get_experiment(experiment).tags[
@@ -221,7 +226,6 @@ def test_show_prints_the_audit_compare_command_that_made_a_comparison_run():
     """Bug #8 (tracking review): for a compare run `audit.runs show` printed `audit.runs params`
     and `dvc repro # the compare stages`, which do not exist; the recipe is now the
     audit.compare command, read back by audit.compare's own parser to the settings recorded."""
-    import shlex
     from dataclasses import replace
 
     from audit.cli.compare import gate_params, parse_arguments
@@ -275,8 +279,6 @@ def test_the_printed_steps_read_the_run_from_the_store_it_was_shown_from(store, 
     """Bug caught: `audit.runs show ID --tracking-uri URI` printed `audit.runs params ID` and
     `audit.runs --sweep ...` without the store, so run as printed they looked in ./mlflow.db
     ("no MLflow store at sqlite:///mlflow.db"). Each step is run here, from another folder."""
-    import shlex
-
     client = MlflowClient(store)
     (logged,) = client.search_runs([client.get_experiment_by_name("audit").experiment_id])
     run_id = logged.info.run_id

@@ -11,6 +11,7 @@ UI reads: `mlflow.sharedViewState.KEY`) that shows the method's headline metrics
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterable
 
 from audit.tracking.mlflow import metric_name
@@ -86,4 +87,7 @@ def ui_command(tracking_uri: str) -> str | None:
     """The command that serves the UI for a local store; None for a tracking server."""
     if tracking_uri.startswith(("http://", "https://")):
         return None
-    return f"mlflow ui --backend-store-uri {tracking_uri} --host 127.0.0.1 --port 5000"
+    # Quoted: a store in a folder with a space ("sqlite:///My Audits/mlflow.db") gave the shell
+    # two words, and `mlflow ui` refused the second.
+    return (f"mlflow ui --backend-store-uri {shlex.quote(tracking_uri)} --host 127.0.0.1 "
+            "--port 5000")
