@@ -118,6 +118,21 @@ def test_each_method_states_its_headline_comparisons_and_the_verdict_ci_gives(
     assert f"CI verdict: {verdict_text(checks)}" in text and verdict in text
 
 
+def test_the_verdict_command_the_summary_prints_runs_in_a_folder_with_a_space(tmp_path):
+    """Bug caught: `python -m audit.verdict run_dir=My Audits/run` was two arguments to a shell,
+    and audit.verdict refused the second as not key=value."""
+    import shlex
+
+    from audit.cli.verdict import main as verdict_main
+
+    run_dir = counterfactual_run(tmp_path / "My Audits" / "run", effect=2.0)
+    (line,) = [line for line in _stated("counterfactual", run_dir).splitlines()
+               if line.startswith("CI verdict:")]
+    words = shlex.split(line[line.index("python -m"):].removesuffix(")"))
+    assert words[:3] == ["python", "-m", "audit.verdict"]
+    assert verdict_main(words[3:]) == 1  # the planted gap fails, read from that folder
+
+
 def test_a_fit_that_did_not_converge_is_named_so_in_the_summary(tmp_path):
     """Bug caught (CI review 2026-12-02): the failed convergence check was listed by its group
     and name, "CI verdict: FAIL (1 of 3 checks failed): fit converged", the opposite of what

@@ -17,6 +17,7 @@ The frame names no method: each method supplies its findings from its own tables
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,7 +41,8 @@ MAX_FLAGGED_NAMED = 3
 
 def verdict_line(run_dir: Path) -> str:
     """What CI would say, by `python -m audit.verdict`'s own code and default rules."""
-    command = f"python -m audit.verdict run_dir={run_dir}"
+    # Quoted as a shell reads it: a run under "My Audits/" split into two arguments.
+    command = f"python -m audit.verdict {shlex.quote(f'run_dir={run_dir}')}"
     try:
         checks = judge_run(run_dir, VerdictConfig())
     except AuditError as error:  # VerdictError, or a run table that cannot be read
