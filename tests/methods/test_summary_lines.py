@@ -121,3 +121,18 @@ def test_a_summary_lists_twelve_comparisons_and_counts_the_thirteenth():
     assert len(summary.findings_lines(Findings(twelve))) == 12
     thirteen = [*twelve, Headline("pair 12", "no difference shown")]
     assert summary.findings_lines(Findings(thirteen))[-1] == "  ... and 1 more"
+
+
+def test_a_headline_shows_an_interval_only_with_both_ends_and_no_stray_space():
+    """Catches: bounds shown with only the low end set (number(None) fails), the interval's
+    text left unstripped ("( +0.20 ..." when no interval name is given), and a default
+    interval name other than none."""
+    assert Headline("pair", "different", 0.5, low=0.2, high=0.8).line() == \
+        "pair: different, +0.50 (+0.20 to +0.80)"
+    assert Headline("pair", "different", 0.5, low=0.2).line() == "pair: different, +0.50"
+
+
+def test_a_run_without_headlines_says_it_has_no_comparison_to_report():
+    """Catches: Findings.empty's default emptied, so a run with nothing to compare ended on a
+    blank line."""
+    assert summary.findings_lines(Findings([])) == ["  no comparison to report"]

@@ -8,6 +8,7 @@ must give the NO SIGNAL headline in the reading, the page's banner and the conso
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -310,3 +311,77 @@ def test_the_fit_stages_no_signal_reads_an_empty_gold_table_as_a_judge_not_measu
     labels, prompts = _run_tables(["favourable"] * 10 + ["unfavourable"] * 10)
     cfg = AuditConfig(model={"m": ModelConfig(backend="fake", model="fake-m")})
     assert no_signal_of(cfg, prompts, labels, empty_gold()) == []
+
+
+def test_one_answer_in_twenty_two_is_still_no_signal() -> None:
+    """Catches: NO_SIGNAL_MINORITY_SHARE 0.05 made 0.04. By hand: 1 favourable answer in 22 is
+    4.5%, below 5% but not below 4%."""
+    almost = _outcomes(["favourable"] + ["unfavourable"] * 21)
+    assert no_signal_reasons(almost, ["m"], "favourable", GOOD_JUDGE) == [
+        "m's 'favourable' outcome is 0 in 21 of its 22 labelled answers, so it barely varies "
+        "between personas"]
+
+
+def test_every_silent_model_is_named_and_constant_models_come_in_name_order() -> None:
+    """Catches: only the first model without labels named, and the reasons left in the order
+    the models' answers came in (zeta's first) rather than by name."""
+    outcomes = pl.concat([_outcomes(["favourable"] * 20, "zeta"),
+                          _outcomes(["unfavourable"] * 20, "alpha")])
+    reasons = no_signal_reasons(outcomes, ["alpha", "quiet", "silent", "zeta"], "favourable",
+                                GOOD_JUDGE)
+    assert [reason.split("'")[0] for reason in reasons[:2]] == ["alpha", "zeta"]
+    assert reasons[2:] == ["quiet has no labelled answers", "silent has no labelled answers"]
+
+
+def test_the_judges_quality_keeps_its_overall_and_its_labelled_accuracy_apart() -> None:
+    """Catches: gold_accuracy filled with the labelled accuracy. By hand: 6 right of 10 gold
+    answers, 4 of them unlabelled: 0.6 overall, 1.0 among the labelled, 40% unlabelled."""
+    judge = judge_quality(RULE_LABELLED, gold_figures(_gold_results(6, 0, 4)).metrics)
+    assert (judge.gold_accuracy, judge.gold_labelled_accuracy, judge.gold_unlabelled_share) == \
+        (0.6, 1.0, 0.4)
+
+
+def test_a_tie_for_the_judges_top_label_goes_to_the_first_by_name() -> None:
+    """Catches: ties broken to the last label by name, and a judge that labelled nothing given a
+    top-label share of 0 (a measured 0%) rather than NaN (not measured)."""
+    from audit.methods.rasch.no_signal import judge_top_label_share
+
+    labels = pl.DataFrame({"label": ["unfavourable", "favourable"] * 2,
+                           "label_source": ["judge"] * 4})
+    assert judge_top_label_share(labels) == (0.5, "favourable", 4)
+    share, top, judged = judge_top_label_share(labels.with_columns(label_source=pl.lit("rule")))
+    assert math.isnan(share) and (top, judged) == ("", 0)
+
+
+def test_a_runs_no_signal_names_the_outcome_it_fitted() -> None:
+    """Catches: run_no_signal naming the favourable coding whatever fit.outcome is. By hand: 20
+    answers none of which asks for more information are 0 in 20 of the undetermined coding."""
+    from audit.methods.rasch.config import FitConfig
+    from audit.methods.rasch.no_signal import run_no_signal
+
+    labels, prompts = _run_tables(["favourable"] * 10 + ["unfavourable"] * 10)
+    assert run_no_signal(labels, prompts, ["m"], FitConfig(outcome="undetermined"), None) == [
+        "m's 'undetermined' outcome is 0 in 20 of its 20 labelled answers, so it barely varies "
+        "between personas"]
+
+
+def test_the_no_signal_headline_says_every_reason_and_both_fixes() -> None:
+    """Catches: the reasons joined by ", " (which a reason may hold) rather than "; ", and the
+    fix's setting names (model=..., judge=...) dropped."""
+    assert no_signal_headline(["m has no labelled answers", "k has no labelled answers"]) == (
+        "NO SIGNAL: this run can neither show nor rule out a demographic difference, because m "
+        "has no labelled answers; k has no labelled answers. Use a model that states decisions "
+        "(model=...) or a stronger judge (judge=...) before reading any interval below as a "
+        "finding.")
+
+
+def test_a_runs_no_signal_reads_only_the_labels_of_its_prompts() -> None:
+    """Catches: labels joined to the prompts with a left join, so a label whose prompt is not in
+    the run (x1, x2) reached the coding without a respondent and failed the run."""
+    from audit.methods.rasch.config import FitConfig
+    from audit.methods.rasch.no_signal import run_no_signal
+
+    labels, prompts = _run_tables(["favourable", "unfavourable"] * 10)
+    orphans = pl.DataFrame({"prompt_id": ["x1", "x2"], "label": ["favourable"] * 2,
+                            "label_source": ["judge"] * 2})
+    assert run_no_signal(pl.concat([labels, orphans]), prompts, ["m"], FitConfig(), None) == []

@@ -377,3 +377,39 @@ def test_null_personas_take_the_null_spread_and_real_ones_the_real_effect():
     data = index_design(real_only)
     model = build_explanatory_model(data, respondent_table(real_only, data, ("gender", "race")))
     assert "real_effect" not in model.named_vars and model["model_effect"] in model.free_RVs
+
+
+def test_every_pair_of_three_levels_is_contrasted():
+    """Catches: combinations of levels made neighbouring pairs (Asian vs White dropped)."""
+    frame = design([(gender, race) for gender in ("female", "male")
+                    for race in ("Asian", "Black", "White")], texts=1)
+    pairs, _ = balanced_contrasts(frame, ("gender", "race"), "m")
+    assert [(pair.level_a, pair.level_b) for pair in pairs if pair.attribute == "race"] == [
+        ("Asian", "Black"), ("Asian", "White"), ("Black", "White")]
+
+
+def test_a_left_out_contrast_lists_its_cells_sorted_and_a_missing_value_as_none():
+    """Catches: a missing value shown as "None" in place of "none", and the cells listed in the
+    frame's order rather than sorted. By hand: female personas are White young then Black
+    without an age, the male one Asian young; no cell is shared."""
+    rows = [("female", "White", "young"), ("female", "Black", None), ("male", "Asian", "young")]
+    frame = pl.DataFrame([{"respondent": f"m/p{index}", "model_name": "m", "gender": gender,
+                           "race": race, "age": age}
+                          for index, (gender, race, age) in enumerate(rows)])
+    _, left_out = balanced_contrasts(frame, ("gender", "race", "age"), "m")
+    assert left_out[0] == ("m gender female vs male (female: race Black, age none; race White, "
+                           "age young; male: race Asian, age young)")
+
+
+def test_left_out_contrasts_are_warned_together_and_a_crossed_design_warns_nothing(caplog):
+    """Catches: the warning logged with nothing left out, and the left-out pairs joined by
+    "; " (which the cell lists use too) rather than " | "."""
+    from audit.methods.rasch.irt.balance import warn_left_out
+
+    with caplog.at_level(logging.WARNING, logger="audit"):
+        warn_left_out([])
+        assert caplog.records == []
+        warn_left_out(balanced_contrasts(design(CONFOUNDED), ("gender", "race"), "m")[1])
+    (warning,) = [record.getMessage() for record in caplog.records]
+    assert ("m gender female vs male (female: race Black; male: race White) | m race Black vs "
+            "White (Black: gender female; White: gender male)") in warning

@@ -131,3 +131,78 @@ def test_a_population_fit_is_compared_with_the_population_models_prior():
     row = noise_floor_table(posterior, hdi_prob=0.94).row(0, named=True)
     low, high = stats.halfnorm.ppf([0.03, 0.97], scale=1.0)
     assert (row["prior_low"], row["prior_high"]) == pytest.approx((low, high), abs=0.003)
+
+
+def _even_floor(width_ratio: float) -> dict:
+    """noise_floor_table's sigma_null row (50% HDI) for evenly spaced posterior draws whose 50%
+    HDI is ``width_ratio`` times the HalfNormal(0.5) prior's central 50% interval."""
+    from scipy import stats
+
+    prior_low, prior_high = stats.halfnorm.ppf([0.25, 0.75], scale=0.5)
+    width = 2.0 * width_ratio * (prior_high - prior_low)
+    draws = np.linspace(0.0, width, 2 * DRAWS).reshape(2, DRAWS, 1)
+    posterior = xr.Dataset({"sigma_null": (("chain", "draw", "model"), draws)},
+                           coords={"model": ["m"]})
+    return noise_floor_table(posterior, hdi_prob=0.5).row(0, named=True)
+
+
+def test_a_floor_just_under_half_the_prior_width_is_estimated_and_just_over_is_not():
+    """Catches: ESTIMATED_WIDTH_RATIO 0.5 made 0.4 or 0.6 (ratios 0.45 and 0.55 by hand)."""
+    narrower, wider = _even_floor(0.45), _even_floor(0.55)
+    assert narrower["width_ratio"] == pytest.approx(0.45, abs=0.005)
+    assert wider["width_ratio"] == pytest.approx(0.55, abs=0.005)
+    assert narrower["estimated"] is True and wider["estimated"] is False
+
+
+def test_a_spread_without_a_model_dimension_gets_no_row():
+    """Catches: the `"model" not in dims` condition dropped (a floor shared by every model has
+    no per-model row to show)."""
+    shared = xr.Dataset({"sigma_null": (("chain", "draw"), np.full((2, DRAWS), 0.3))})
+    assert noise_floor_table(shared, 0.94).height == 0
+
+
+def test_the_table_mean_is_the_posterior_mean():
+    """Catches: the mean column filled with the draws' median. Draws u^2, u evenly spaced on
+    [0, 1]: mean 1/3, median 1/4."""
+    draws = (np.linspace(0.0, 1.0, 2 * DRAWS) ** 2).reshape(2, DRAWS, 1)
+    posterior = xr.Dataset({"sigma_null": (("chain", "draw", "model"), draws)},
+                           coords={"model": ["m"]})
+    assert noise_floor_table(posterior, 0.94)["mean"].item() == pytest.approx(1 / 3, abs=1e-3)
+
+
+def _bars(axis) -> list:
+    from matplotlib.patches import Rectangle
+
+    return [patch for patch in axis.patches if isinstance(patch, Rectangle)]
+
+
+def test_each_panel_shows_its_own_models_posterior_over_the_priors_99_percent_range():
+    """Catches: every panel drawn from the first model's draws, the range cut at the prior's
+    median instead of its 99% quantile (HalfNormal(0.5): 0.5 z(0.995) = 1.288), and the
+    legend's "prior" label. m_data's draws sit near 0.2, m_prior's pile up at 0."""
+    figure = noise_floor_plot(_posterior())
+    peaks = []
+    for axis in figure.axes:
+        bars = _bars(axis)
+        assert bars[-1].get_x() + bars[-1].get_width() == pytest.approx(1.288, abs=0.003)
+        tallest = max(bars, key=lambda bar: bar.get_height())
+        peaks.append(tallest.get_x() + tallest.get_width() / 2)
+        assert [text.get_text() for text in axis.get_legend().get_texts()] == ["posterior",
+                                                                              "prior"]
+    assert peaks[0] == pytest.approx(0.2, abs=0.05) and peaks[1] < 0.1
+
+
+def test_a_population_fits_plot_uses_its_sigma_null_prior():
+    """Catches: the plot's prior drawn for sigma_residual. The population model's sigma_null is
+    HalfNormal(1.0) times LogNormal(0, 0.5), whose 99% quantile (about 4.3, by simulation here)
+    is well past the text spread's own 2.576."""
+    rng = np.random.default_rng(11)
+    size = 400_000
+    draws = np.abs(rng.normal(0.0, 1.0, size)) * np.exp(rng.normal(0.0, 0.5, size))
+    expected = np.quantile(draws, 0.99)
+    posterior = xr.Dataset({"sigma_null": (("chain", "draw", "model"),
+                                           np.full((2, DRAWS, 1), 0.3)),
+                            "sigma_null_log_ratio": (("chain", "draw"), np.zeros((2, DRAWS)))},
+                           coords={"model": ["m"]})
+    bars = _bars(noise_floor_plot(posterior).axes[0])
+    assert bars[-1].get_x() + bars[-1].get_width() == pytest.approx(expected, abs=0.1)

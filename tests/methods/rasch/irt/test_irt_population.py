@@ -134,6 +134,49 @@ def test_null_percentile_scales_both_spreads_by_the_groups_sizes():
     assert value == pytest.approx(90.21, abs=0.01)
 
 
+def test_estimated_null_rank_of_unequal_groups_reads_both_sizes_and_the_gaps_size():
+    """Catches: the group factor 1/n_a + 1/n_b made 1/n_a + 1/n_a, a group of one persona
+    refused (`< 1` made `<= 1` on either size), and the gap's sign kept (abs dropped). Groups of
+    1 and 3 (k = 4/3), no text spread and no own error: a gap of -1.0 against sigma_null 0.6
+    ranks at 2 Phi(1 / (0.6 sqrt(4/3))) - 1 = 85.1, whichever group comes first."""
+    expected = 100 * (2 * stats.norm.cdf(1 / (0.6 * np.sqrt(4 / 3))) - 1)
+    null_sd, text_sd = np.full(3, 0.6), np.zeros(3)
+    assert percentile_among_estimated_nulls(-1.0, 0.0, 1, 3, null_sd, text_sd) == \
+        pytest.approx(expected, abs=1e-9)
+    assert percentile_among_estimated_nulls(-1.0, 0.0, 3, 1, null_sd, text_sd) == \
+        pytest.approx(expected, abs=1e-9)
+    assert expected == pytest.approx(85.1, abs=0.05)
+
+
+def test_estimated_null_rank_uses_the_group_factor_it_is_given():
+    """Catches: the `k` of a cell-balanced mean ignored for 1/n_a + 1/n_b. Groups of 2 and 2
+    (k would be 1) given k = 2: a gap of 1.0 against sigma_null 0.6 has sd 0.6 sqrt(2)."""
+    value = percentile_among_estimated_nulls(1.0, 0.0, 2, 2, np.full(2, 0.6), np.zeros(2), k=2.0)
+    assert value == pytest.approx(100 * (2 * stats.norm.cdf(1 / (0.6 * np.sqrt(2))) - 1),
+                                  abs=1e-9)
+
+
+def test_estimated_null_rank_is_the_mean_over_the_draws_not_their_median():
+    """Catches: the draws' ranks summarised by their median. Three sigma_null draws 0.2, 0.2 and
+    1.0 (no own error): the median is the rank at 0.2 (99.9999), the mean
+    (99.9999 + 99.9999 + 68.27) / 3 = 89.4."""
+    by_draw = [100 * (2 * stats.norm.cdf(1 / sd) - 1) for sd in (0.2, 0.2, 1.0)]
+    value = percentile_among_estimated_nulls(1.0, 0.0, 2, 2, np.array([0.2, 0.2, 1.0]),
+                                             np.zeros(3))
+    assert value == pytest.approx(np.mean(by_draw), abs=1e-9)
+    assert value < 90.0
+
+
+@pytest.mark.parametrize("n_a, n_b", [(0, 2), (2, 0)])
+def test_no_null_rank_for_a_contrast_with_an_empty_group(n_a: int, n_b: int):
+    """Catches: either `n_a < 1` or `n_b < 1` dropped from the guards (a contrast with no
+    persona at one level ranks nothing)."""
+    nulls = np.array([-1.0, 0.0, 1.0])
+    assert percentile_among_null_estimates(1.0, nulls, n_a, n_b) is None
+    assert percentile_among_estimated_nulls(1.0, 0.5, n_a, n_b, np.full(2, 0.6),
+                                            np.full(2, 0.3)) is None
+
+
 def _no_gap_posterior(rng: np.random.Generator, texts: int, nulls: int) -> xr.Dataset:
     """A plain fit's posterior where persona texts spread as the null personas do (sd 0.6), each
     measured with error sd 0.7 and 200 posterior draws around its estimate: no group gap."""
