@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 from servers.scripted import (ANSWER, NO_WAIT, ScriptedOllama, ScriptedOpenAI, chat_reply,
-                              collect, openai_model)
+                              collect, ollama_reply, openai_model)
 
 from audit.config import ModelConfig
 from audit.llm.backends import (BackendError, ChatRequest, Completion, Message,
@@ -48,10 +48,10 @@ def test_an_empty_reply_cut_off_by_max_tokens_is_not_retried(tmp_path):
 
 @pytest.mark.parametrize("content", ["", None], ids=["empty", "null"])
 def test_an_empty_ollama_reply_is_an_error_too(content, tmp_path):
-    with ScriptedOllama(content) as server:
+    with ScriptedOllama(lambda body: (200, ollama_reply(content))) as server:
         model = ModelConfig(backend="ollama", model="m:1b", base_url=server.url, timeout_s=5)
         responses = collect(model, tmp_path / "store.sqlite3", count=1)
-        assert server.chats == 1  # cut off by max_tokens (done_reason length): not retried
+        assert len(server.bodies) == 1  # cut off by max_tokens (done_reason length): not retried
     assert responses.select("status", "error_kind").row(0) == ("error", "empty_reply_length")
     assert "finish_reason=length" in responses["error_message"][0]
 

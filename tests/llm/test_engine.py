@@ -312,6 +312,30 @@ def test_a_probe_refused_for_another_reason_does_not_stop_the_run():
     assert watch.stopped is None
 
 
+def test_a_server_found_gone_is_not_probed_again_by_the_next_request():
+    """Catches confirm_up probing before it checks whether the server was already found gone:
+    each later request that gave up probed the dead server again (another timeout each)."""
+    import asyncio
+
+    from audit.llm.backends import BackendError
+    from audit.llm.preflight import ServerStopped, ServerWatch
+
+    class _Gone:
+        probes = 0
+
+        def health_check(self):
+            self.probes += 1
+            raise BackendError("connection", "cannot reach http://127.0.0.1:9/v1")
+
+    gone = _Gone()
+    watch = ServerWatch("m", gone)
+    for _ in range(2):
+        with pytest.raises(ServerStopped, match="cannot reach") as stopped:
+            asyncio.run(watch.confirm_up())
+        assert stopped.value.model_name == "m" and stopped.value is watch.stopped
+    assert gone.probes == 1
+
+
 def test_retry_after_is_honoured(items, personas, tmp_path):
     backend = _Timed(latency_s=0.0, rate_limited_first=0.5)
     responses, _ = _timed_run(items, personas, tmp_path, backend)
@@ -397,6 +421,31 @@ def test_the_estimate_counts_what_is_missing_and_times_it_from_stored_latencies(
     assert after["seconds"] == 2.0 * after["to_send"]  # concurrency 1 each
 
 
+def test_the_estimate_counts_tokens_of_the_requests_still_to_send_only(tmp_path):
+    """Catches CHARS_PER_TOKEN changed from 4, and the prompt tokens or max completion tokens
+    summed over every planned request instead of the ones the store lacks (a rerun of a
+    nearly finished run announced the whole run's tokens)."""
+    from audit.llm.backends import ChatRequest, Message
+    from audit.llm.preflight import Planned, estimate
+
+    identity = {"backend": "fake", "model": "m"}
+
+    def planned(key: str, text: str, max_tokens: int) -> Planned:
+        request = ChatRequest(messages=(Message("system", "Be brief."), Message("user", text)),
+                              temperature=0.0, top_p=1.0, max_tokens=max_tokens,
+                              repeat_penalty=1.0, seed=1)
+        return Planned(key, "m", identity, key, request)
+
+    # 9 + 31 characters to send: 10 tokens at 4 characters a token (13 at 3).
+    items = [planned("stored", "x" * 400, 100), planned("new", "y" * 31, 7)]
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        store.put_ok("stored", identity, {}, "APPROVE", 1, 2.0, concurrency=1)
+        figures = estimate(items, store, {"m": 1})
+    assert (figures["prompts"], figures["stored"], figures["to_send"]) == (2, 1, 1)
+    assert figures["prompt_tokens"] == 10 and figures["max_completion_tokens"] == 7
+    assert figures["seconds"] == 2.0
+
+
 def test_a_run_of_seconds_is_not_announced_as_zero_minutes():
     """Bug caught (own-model review 2026-12-02): a run whose earlier answers took a fraction of
     a second each was announced as "about 0.0 min"."""
@@ -406,6 +455,14 @@ def test_a_run_of_seconds_is_not_announced_as_zero_minutes():
                                            "answers")
     assert answering_time_text(600.0, 3).startswith(", about 10.0 min")
     assert answering_time_text(float("nan"), 3) == answering_time_text(600.0, 0) == ""
+
+
+def test_a_run_of_six_seconds_reads_about_a_tenth_of_a_minute():
+    """Catches the "under 0.1 min" cut moved from 0.05 min (3 s): 6 s is "about 0.1 min"."""
+    from audit.llm.preflight import answering_time_text
+
+    assert answering_time_text(2.9, 1).startswith(", under 0.1 min at")
+    assert answering_time_text(6.0, 1).startswith(", about 0.1 min at")
 
 
 def test_answering_time_is_the_stores_record_not_the_clock(items, personas, fake_models,

@@ -362,3 +362,51 @@ def test_a_server_that_cannot_be_reached_or_answers_too_late_stops_before_any_re
                                            r"\. Nothing was sent: start the server") as stopped:
         preflight({"down": Unreachable()}, ["down"])
     assert stopped.value.kind == kind
+
+
+class _Probed:
+    """A backend whose health check raises `error` (none: it answers); counts its probes."""
+
+    def __init__(self, error: BackendError | None = None) -> None:
+        self.error, self.probes = error, 0
+
+    def health_check(self) -> None:
+        self.probes += 1
+        if self.error is not None:
+            raise self.error
+
+
+def test_a_key_refused_with_403_stops_a_judge_run_naming_its_config_folder():
+    """Catches 403 left out of REFUSED_STATUSES (a key the API forbids only warned), the fix
+    for a refused key reading "start the server", the refusal's status dropped from the error,
+    and the fix naming conf/model/ for a judge."""
+    from audit.llm.preflight import preflight
+
+    forbidden = _Probed(BackendError("http_status", "HTTP 403 from http://h/v1/models",
+                                     status=403))
+    with pytest.raises(BackendError) as stopped:
+        preflight({"j": forbidden}, ["j"], role="judge")
+    assert str(stopped.value) == ("judge 'j': HTTP 403 from http://h/v1/models. Nothing was "
+                                  "sent: fix it in conf/judge/ and rerun")
+    assert (stopped.value.kind, stopped.value.status) == ("http_status", 403)
+    down = _Probed(BackendError("connection", "cannot reach http://h/v1"))
+    with pytest.raises(BackendError, match=r"start the server \(or fix base_url in "
+                                           r"conf/judge/\) and rerun$"):
+        preflight({"j": down}, ["j"], role="judge")
+
+
+def test_a_health_check_refused_for_another_reason_warns_and_every_server_is_asked(caplog):
+    """Catches a server without a model list (HTTP 404 on /models) stopping the run, and only
+    the first of the models being checked (a later model's server down went unseen)."""
+    from audit.llm.preflight import preflight
+
+    no_list = _Probed(BackendError("http_status", "HTTP 404 from http://a/v1/models",
+                                   status=404))
+    up, down = _Probed(), _Probed(BackendError("connection", "cannot reach http://c/v1"))
+    with caplog.at_level("WARNING", logger="audit.llm.preflight"):
+        preflight({"a": no_list, "b": up}, ["b", "a", "b"])
+    assert (no_list.probes, up.probes) == (1, 1)
+    assert "model 'a': the health check failed (HTTP 404 from http://a/v1/models); sending " \
+           "anyway" in caplog.text
+    with pytest.raises(BackendError, match="^model 'c': cannot reach"):
+        preflight({"a": no_list, "b": up, "c": down}, ["a", "b", "c"])

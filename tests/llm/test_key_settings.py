@@ -4,7 +4,7 @@ key holds."""
 
 from __future__ import annotations
 
-from servers.scripted import ANSWER, ScriptedOllama, collect, openai_model
+from servers.scripted import ANSWER, ScriptedOllama, collect, ollama_reply, openai_model
 
 from audit.config import ModelConfig
 from audit.llm.backends import (ChatRequest, Message, backend_request_key, create_backend,
@@ -46,7 +46,7 @@ def test_the_schema_format_is_in_the_key_of_schema_requests_only():
 
 def test_the_engine_keys_requests_with_the_backend_settings(tmp_path):
     """The key the engine stores under is the one with the settings (not only the helper's)."""
-    with ScriptedOllama(ANSWER) as server:
+    with ScriptedOllama(lambda body: (200, ollama_reply(ANSWER))) as server:
         model = ModelConfig(backend="ollama", model="m:1b", base_url=server.url, timeout_s=5,
                             n_ctx=4096)
         backend = create_backend(model)

@@ -174,3 +174,68 @@ def test_the_design_check_names_the_model_and_refuses_a_file_that_is_not_gguf(tm
     gguf = tmp_path / "mine.gguf"
     gguf.write_bytes(CONTENT)
     check_request_models({"model.mine": ModelConfig(path=str(gguf))})
+
+
+def test_the_design_check_reads_llamacpp_models_and_hub_pins_without_downloading(tmp_path):
+    """Catches the design check skipping llamacpp models (a missing file failed at the first
+    request instead) or a hub pin's form (a branch name given as sha256 was found only at
+    download), and a model with no file at all told to keep one of none."""
+    from audit.errors import AuditError
+    from audit.llm.model_sources import check_request_models
+
+    absent = tmp_path / "absent.gguf"
+    with pytest.raises(AuditError, match=rf"^model.local: model file not found: {absent} "):
+        check_request_models({"model.local": ModelConfig(backend="llamacpp", path=str(absent))})
+    with pytest.raises(AuditError, match=r"^model.hub: hub.sha256 must be the file's "
+                                         r"64-hex-digit sha256 .*; got 'main'$"):
+        check_request_models({"model.hub": ModelConfig(hub=_hub(sha256="main"))})
+    with pytest.raises(AuditError, match=r"this one gives none$"):
+        check_request_models({"model.bare": ModelConfig(model="")})
+
+
+@pytest.mark.parametrize("pin", ["a" * 65, "AB" * 32, "g" + "a" * 63],
+                         ids=["65-digits", "upper-case", "one-non-hex"])
+def test_a_pin_that_is_no_lowercase_sha256_is_refused_before_any_download(hub, pin) -> None:
+    """Catches the pin check accepting a pin too long, in upper case (it never equals the
+    file's lowercase digest, so the download was deleted as a mismatch) or with one digit that
+    is not hex."""
+    with pytest.raises(BackendError, match="hub.sha256 must be the file's 64-hex-digit sha256") \
+            as error:
+        hub_file(_hub(sha256=pin))
+    assert error.value.kind == "config" and hub.downloads() == 0
+
+
+def test_a_hub_file_that_cannot_be_downloaded_is_a_missing_model(hub) -> None:
+    """Catches a failed download read as another kind than model_not_found (which stops a run
+    at once instead of retrying each request)."""
+    with pytest.raises(BackendError) as error:
+        hub_file(_hub(file="other.gguf"))
+    assert error.value.kind == "model_not_found"
+
+
+def test_a_path_is_read_from_the_home_folder_and_must_be_a_readable_gguf_file(tmp_path,
+                                                                             monkeypatch) -> None:
+    """Catches `~` in `path:` not expanded, a folder taken for a file (it read as "cannot be
+    read"), a file whose first bytes only resemble GGUF's accepted, and a file that cannot be
+    read reported as another kind than a missing model."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    gguf = tmp_path / "mine.gguf"
+    gguf.write_bytes(CONTENT)
+    assert model_file(ModelConfig(path="~/mine.gguf")) == gguf
+    with pytest.raises(BackendError, match=f"^model file not found: {tmp_path} ") as error:
+        model_file(ModelConfig(path=str(tmp_path)))
+    assert error.value.kind == "model_not_found"
+    almost = tmp_path / "almost.gguf"
+    almost.write_bytes(b"GGUX" + CONTENT[4:])
+    with pytest.raises(BackendError, match="is not a GGUF file") as error:
+        model_file(ModelConfig(path=str(almost)))
+    assert error.value.kind == "config"
+
+    def refused(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(type(gguf), "open", refused)
+    with pytest.raises(BackendError, match=f"^model file {gguf} cannot be read \\(Permission "
+                                           "denied\\)$") as error:
+        model_file(ModelConfig(path=str(gguf)))
+    assert error.value.kind == "model_not_found"

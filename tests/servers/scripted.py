@@ -1,6 +1,6 @@
 """Scripted servers on loopback for tests of the server backends without a model: an
-OpenAI-compatible one whose every reply (status and JSON) a test scripts, and an Ollama one whose
-every chat reply has the same content; with the model configs and prompts that use them."""
+OpenAI-compatible one and an Ollama one, each of whose replies (status and JSON) a test scripts;
+with the model configs and prompts that use them."""
 
 from __future__ import annotations
 
@@ -53,11 +53,27 @@ class ScriptedOpenAI(LoopbackServer):
         return Handler
 
 
-class ScriptedOllama(LoopbackServer):
-    """An Ollama server with one model whose every chat reply has `content`."""
+OLLAMA_DIGEST = "sha256:" + "ab" * 32
 
-    def __init__(self, content: str | None) -> None:
-        self.content, self.chats = content, 0
+
+def ollama_reply(content: str | None, done_reason: str = "length", eval_count: int = 0) -> dict:
+    """An Ollama chat reply of model m:1b."""
+    return {"model": "m:1b", "created_at": "2026-11-01T00:00:00Z",
+            "message": {"role": "assistant", "content": content}, "done": True,
+            "done_reason": done_reason, "eval_count": eval_count}
+
+
+class ScriptedOllama(LoopbackServer):
+    """An Ollama server listing `tags` (name -> digest; m:1b by default) whose chat replies
+    `chat(body)` gives as (status, JSON), after `delay_s`; it keeps every chat body and counts
+    the model lists it was asked for."""
+
+    def __init__(self, chat=lambda body: (200, ollama_reply("")),
+                 tags: dict[str, str] | None = None, delay_s: float = 0.0) -> None:
+        self.chat, self.delay_s = chat, delay_s
+        self.tags = {"m:1b": OLLAMA_DIGEST} if tags is None else tags
+        self.bodies: list[dict] = []
+        self.lists = 0
         super().__init__()
 
     def _handler(self):
@@ -65,16 +81,17 @@ class ScriptedOllama(LoopbackServer):
 
         class Handler(JsonHandler):
             def do_GET(self) -> None:
-                self._send(200, {"models": [{"name": "m:1b", "model": "m:1b", "size": 1,
-                                             "modified_at": "2026-11-01T00:00:00Z",
-                                             "digest": "sha256:" + "ab" * 32}]})
+                server.lists += 1
+                self._send(200, {"models": [
+                    {"name": name, "model": name, "size": 1, "digest": digest,
+                     "modified_at": "2026-11-01T00:00:00Z"}
+                    for name, digest in server.tags.items()]})
 
             def do_POST(self) -> None:
-                self._body()
-                server.chats += 1
-                self._send(200, {"model": "m:1b", "created_at": "2026-11-01T00:00:00Z",
-                                 "message": {"role": "assistant", "content": server.content},
-                                 "done": True, "done_reason": "length", "eval_count": 0})
+                body = self._body()
+                server.bodies.append(body)
+                time.sleep(server.delay_s)
+                self._send(*server.chat(body))
 
         return Handler
 

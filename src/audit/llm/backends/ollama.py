@@ -14,6 +14,7 @@ from typing import Any
 from audit.llm.backends.base import (NO_SCORING_FIX, UNREACHABLE_KINDS, BackendError,
                                      ChatRequest, Completion)
 from audit.config import ModelConfig
+from audit.errors import first_line
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
@@ -114,4 +115,16 @@ class OllamaBackend:
                                              f"{type(error).__name__}") from error
         except (ValueError, TypeError) as error:  # a reply that is not the JSON Ollama sends
             raise BackendError("malformed_reply", f"unreadable reply from {self.host}: "
-                                                  f"{error}") from error
+                                                  f"{_reply_problem(error)}") from error
+
+
+def _reply_problem(error: ValueError | TypeError) -> str:
+    """One line for a reply the client could not read. The client checks replies with pydantic,
+    whose error is several lines ("1 validation error for ChatResponse", then the field): a 200
+    reply without `message` (a proxy's own error JSON) broke the one-line failure summary."""
+    errors = getattr(error, "errors", None)
+    if callable(errors):  # pydantic's ValidationError: name the fields
+        problems = [f"{'.'.join(map(str, item['loc'])) or 'reply'}: {item['msg']}"
+                    for item in errors()[:3]]
+        return f"{first_line(error)} ({'; '.join(problems)})"[:200]
+    return first_line(error)[:200]
