@@ -670,3 +670,79 @@ def test_a_run_that_turned_tracking_off_logs_no_comparison(two_runs, tmp_path, c
                          f"tracking_uri=sqlite:///{store}"]) == 0
     assert "MLflow: off (tracking.enabled=false in run A's config)" in capsys.readouterr().out
     assert not store.exists()
+
+
+def test_each_setting_a_comparison_takes_from_run_a_is_named_where_run_b_differs():
+    """Catches: attributes, outcome, drop_labels or familywise_alpha dropped from the settings
+    read from run A, so run B's other value of it was left out of the summary."""
+    from audit.methods.rasch.comparison_sides import settings_note
+    from audit.methods.rasch.config import FitConfig
+
+    fit_a = FitConfig()
+    fit_b = FitConfig(attributes=["age"], outcome="undetermined", drop_labels=["refusal"],
+                      familywise_alpha=0.1)
+    note = settings_note(fit_a, fit_b)
+    assert note is not None
+    for said in ("attributes ['age'] against A's ['gender', 'race']",
+                 "outcome undetermined against A's favourable",
+                 "drop_labels ['refusal'] against A's []",
+                 "familywise_alpha 0.1 against A's 0.05"):
+        assert said in note, said
+
+
+@pytest.mark.parametrize("column", ["true_label", "label_source"])
+def test_gold_sets_that_differ_in_their_truth_or_labelling_path_are_two_judges(column):
+    """Catches: true_label or label_source left out of the gold key, so gold sets whose answers
+    were read against other truths, or labelled by the rules on one side and the LLM on the
+    other, passed as one judge's."""
+    from audit.errors import AuditError
+    from audit.methods.rasch.comparison_sides import check_one_judge
+
+    gold = gold_results(1)
+    other = gold.with_columns(pl.when(pl.col("gold_id") == "gold_04")
+                              .then(pl.lit("llm" if column == "label_source" else "unfavourable"))
+                              .otherwise(pl.col(column)).alias(column))
+    with pytest.raises(AuditError, match="their labels of the gold set differ"):
+        check_one_judge(gold, other, ("gpt", "gpt"))
+
+
+def test_a_run_that_recorded_no_judge_name_is_checked_by_its_gold_labels_alone():
+    """Catches: the judge-name check run when one run recorded no judge name (None), which
+    refused the pair as "judge=None and judge=gpt" whatever their gold labels said."""
+    from audit.methods.rasch.comparison_sides import check_one_judge
+
+    gold = gold_results(1)
+    check_one_judge(gold, gold, (None, "gpt"))
+    check_one_judge(gold, gold, ("gpt", None))
+
+
+def test_a_run_a_without_gold_results_is_the_one_named_to_rerun():
+    """Catches: the runs named the wrong way round when run A, not run B, lacks gold results."""
+    from audit.errors import AuditError
+    from audit.methods.rasch.comparison_sides import check_one_judge
+
+    with pytest.raises(AuditError) as refused:
+        check_one_judge(None, gold_results(1))
+    assert str(refused.value).startswith("run A has no judge gold-set results and run B has: ")
+    assert "rerun run A with judge.evaluate_on_gold=true" in str(refused.value)
+
+
+def test_the_two_judges_note_says_which_run_each_judge_labelled():
+    """Catches: the judges named the other way round in the judge_error=false note."""
+    from audit.methods.rasch.comparison_sides import judges_note
+
+    assert judges_note(("gpt", "claude")).startswith(
+        "judges: run A was labelled by judge=gpt, run B by judge=claude, both read as truth")
+
+
+def test_the_items_note_counts_each_sides_items_and_the_shared_ones():
+    """Catches: A's and B's item counts swapped in the items note, or the shared count of
+    items=all replaced by one side's count."""
+    from audit.methods.rasch.comparison_sides import shared_items
+
+    side_a, side_b = items_side("A", ["i1", "i2", "i3"]), items_side("B", ["i2", "i3", "i4", "i5"])
+    assert shared_items(side_a, side_b, "shared")[2] == (
+        "items: compared on the 2 items both runs asked (A asked 3, B asked 4); items=all fits "
+        "every item")
+    assert shared_items(side_a, side_b, "all")[2].startswith(
+        "items: fitted on all 5 items (A asked 3, B asked 4, 2 shared; items=all): ")

@@ -204,3 +204,130 @@ def test_a_run_directory_whose_path_holds_an_equals_sign_is_a_run_not_an_option(
 
     with pytest.raises(AuditError, match=r"^unknown option trackin \(did you mean 'tracking'"):
         compare.parse_arguments([str(run_a), str(run_b), "trackin=false"])
+
+
+def test_a_side_is_read_as_the_source_named_it_and_its_missing_tables_are_named(runs):
+    """Catches: the side named by its folder instead of the source given; the labels table's
+    check dropped; a missing config.yaml not named."""
+    from audit.cli.compare_sources import read_side
+    from audit.errors import AuditError
+
+    run_a, _ = runs
+    side, cfg, gold = read_side("A", "run-a", run_a, None)
+    assert (side.source, side.model, gold) == ("run-a", "qwen", None)
+    (run_a / "config.yaml").unlink()
+    with pytest.raises(AuditError, match="^run-a has no config.yaml: pass a run made by python"):
+        read_side("A", "run-a", run_a, None)
+    (run_a / "labels.parquet").unlink()
+    with pytest.raises(AuditError, match="^run-a has no labels table: pass a finished Rasch"):
+        read_side("A", "run-a", run_a, None)
+
+
+@pytest.mark.parametrize("folder", ["judge", "data"])
+def test_a_folder_inside_a_run_names_the_run_to_pass(runs, folder):
+    """Catches: a run's judge/ or data/ folder not named as a folder inside a run, or the
+    folder itself given as the one to pass instead of its run."""
+    from audit.cli.compare_sources import read_side
+    from audit.errors import AuditError
+
+    run_a, _ = runs
+    (run_a / folder).mkdir()
+    with pytest.raises(AuditError) as refused:
+        read_side("A", "inside", run_a / folder, None)
+    assert str(refused.value).startswith(
+        f"inside has no prompts table (a folder inside a run: pass the run's own folder, "
+        f"{run_a}): ")
+
+
+def test_a_run_of_two_models_names_them_and_the_option_to_choose(runs):
+    """Catches: the models left out of the message, model_A= for model_a=, and a model_b= that
+    the run did not audit taken (or named as model_a=)."""
+    from audit.cli.compare_sources import read_side
+    from audit.errors import AuditError
+
+    run_a, _ = runs
+    prompts = pl.read_parquet(run_a / "prompts.parquet")
+    llama = prompts.with_columns(pl.lit("llama").alias("model_name"),
+                                 pl.col("prompt_id") + "-llama")
+    pl.concat([prompts, llama]).write_parquet(run_a / "prompts.parquet")
+    with pytest.raises(AuditError, match=r"^both audited 2 models \(llama, qwen\): name one with "
+                                         r"model_b=NAME$"):
+        read_side("B", "both", run_a, None)
+    with pytest.raises(AuditError, match=r"^model_b=mistral is not in both; it audited llama, "
+                                         r"qwen$"):
+        read_side("B", "both", run_a, "mistral")
+    assert read_side("B", "both", run_a, "llama")[0].prompts["model_name"].unique().to_list() \
+        == ["llama"]
+
+
+def test_a_config_without_a_judge_name_records_none_and_a_bad_value_is_one_line(tmp_path):
+    """Catches: a missing judge.name read as the judge "None", and a config error's
+    several-line message printed whole. Bug caught: its first line alone named no setting (the
+    key, fit.rope, was on a later line)."""
+    from audit.cli.compare_sources import recorded_config
+    from audit.errors import AuditError
+
+    config = tmp_path / "config.yaml"
+    config.write_text("fit:\n  rope: 0.2\n")
+    assert recorded_config(config).judge is None
+    config.write_text("fit:\n  rope: wide\n")
+    with pytest.raises(AuditError) as refused:
+        recorded_config(config)
+    assert "\n" not in str(refused.value)
+    assert "(fit.rope: Value 'wide' of type 'str' could not be converted to Float); rerun" \
+        in str(refused.value)
+
+
+def test_a_run_whose_prompts_table_holds_no_rows_is_refused_in_one_line(runs):
+    """Bug caught: read_side took models[0] of a prompts table with no rows, so `python -m
+    audit.compare` ended in an IndexError traceback with exit 1 (a failed gate to CI) instead
+    of a one-line refusal with exit 2."""
+    from audit.cli.compare_sources import read_side
+    from audit.errors import AuditError
+
+    run_a, _ = runs
+    pl.read_parquet(run_a / "prompts.parquet").clear().write_parquet(run_a / "prompts.parquet")
+    with pytest.raises(AuditError, match="^run-a has no prompts"):
+        read_side("A", "run-a", run_a, None)
+
+
+def test_a_run_directory_given_relative_is_named_by_its_full_path(runs, tmp_path):
+    """Catches: a run directory named as typed ("a"), so the summary and the comparison's
+    provenance could not tell which run it was."""
+    from audit.cli.compare_sources import fetch_run
+
+    run_a, _ = runs
+    found, name = fetch_run("a", f"sqlite:///{tmp_path / 'mlflow.db'}", "audit",
+                            tmp_path / "scratch")
+    assert found.resolve() == run_a.resolve() and name == str(run_a.resolve())
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+@pytest.mark.parametrize("gold", [True, False], ids=["gold", "no gold"])
+def test_an_mlflow_run_is_read_from_its_artifacts_gold_results_included(runs, tmp_path,
+                                                                        monkeypatch, gold):
+    """Catches: the gold-set results looked for at the wrong artifact path (a run that measured
+    its judge read as one that did not), or a missing artifact stopping the download."""
+    import shutil
+
+    from audit.cli import compare_sources
+
+    run_a, _ = runs
+    gold_results(1).write_parquet(run_a / "judge_gold.parquet")
+    logged = {"config.yaml": "config.yaml", "data/prompts.parquet": "prompts.parquet",
+              "data/labels.parquet": "labels.parquet",
+              **({"judge/judge_gold.parquet": "judge_gold.parquet"} if gold else {})}
+
+    def download(uri, run_id, artifact, folder):  # as MLflow: the file under its own name
+        if artifact not in logged:
+            raise OSError(f"no artifact {artifact}")
+        folder.mkdir(parents=True, exist_ok=True)
+        return shutil.copy(run_a / logged[artifact], folder / Path(artifact).name)
+
+    monkeypatch.setattr(compare_sources, "run_source", lambda *args: "0123abcd")
+    monkeypatch.setattr(compare_sources.tracking, "check_artifacts", lambda *args: None)
+    monkeypatch.setattr(compare_sources.tracking, "download_artifact", download)
+    found, name = compare_sources.fetch_run("0123", "sqlite:///x.db", "audit", tmp_path / "s")
+    side, _, read = compare_sources.read_side("A", "0123", found, None)
+    assert (found, name, side.prompts.height) == (tmp_path / "s" / "0123abcd", "0123abcd", 40)
+    assert (read is not None and read.equals(gold_results(1))) if gold else read is None

@@ -12,7 +12,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from audit.cli.runs import CONFIG_ARTIFACT, run_source
 from audit.config import TrackingConfig
-from audit.errors import AuditError
+from audit.errors import AuditError, first_line
 from audit.methods.layout import found_run_file, runs_inside
 from audit.methods.rasch import comparison
 from audit.methods.rasch.config import FitConfig
@@ -66,16 +66,25 @@ def recorded_config(path: Path) -> RecordedConfig:
         held = not_settings(loaded)
         if held:
             raise AuditError(f"{path} is not a run's config.yaml: it {held}; {fix}")
-        sections = {name: OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(kind),
-                                                              loaded.get(name, {})))
-                    for name, kind in (("fit", FitConfig), ("tracking", TrackingConfig))}
+        sections = {}
+        for section, kind in (("fit", FitConfig), ("tracking", TrackingConfig)):
+            try:
+                sections[section] = OmegaConf.to_object(OmegaConf.merge(
+                    OmegaConf.structured(kind), loaded.get(section, {})))
+            except OmegaConfBaseException as error:
+                # The setting is named on a later line of OmegaConf's error, relative to the
+                # section: "fit: {rope: wide}" read only "Value 'wide' ... Float".
+                key = getattr(error, "full_key", None)
+                where = f"{section}.{key}: " if key else ""
+                raise AuditError(f"{path} is not a run's config.yaml ({where}"
+                                 f"{first_line(error)}); {fix}") from None
         judge = loaded.get("judge", {}) or {}
         name = judge.get("name") if hasattr(judge, "get") else None
     except YAML_LOAD_ERRORS as error:  # not UTF-8, or recursive: was a traceback
         raise AuditError(f"{path} is not a run's config.yaml: {yaml_load_problem(error)}; "
                          f"{fix}") from None
     except OmegaConfBaseException as error:
-        raise AuditError(f"{path} is not a run's config.yaml ({str(error).splitlines()[0]}); "
+        raise AuditError(f"{path} is not a run's config.yaml ({first_line(error)}); "
                          f"{fix}") from None
     return RecordedConfig(**sections, judge=None if name is None else str(name))
 
@@ -98,6 +107,9 @@ def read_side(label: str, source: str, run_dir: Path, model: str | None
         raise AuditError(f"{source} has no config.yaml: pass a run made by python -m audit")
     cfg = recorded_config(config)
     prompts = read_table(paths["prompts"], PromptSchema, "prompts")
+    if prompts.is_empty():  # models[0] of none was an IndexError traceback, exit 1
+        raise AuditError(f"{source} has no prompts (its prompts table holds no rows): pass a "
+                         "finished Rasch audit's run directory or MLflow run id")
     models = sorted(set(prompts.get_column("model_name").to_list()))
     if model is None:
         if len(models) > 1:

@@ -342,3 +342,238 @@ def test_every_contrast_of_an_attribute_counts_in_the_familywise_level():
                                       familywise_alpha=0.05)
     assert changes.height == 6
     assert changes["decision_prob"].to_list() == pytest.approx([1 - 0.05 / 6] * 6)
+
+
+def test_pairing_names_personas_that_differ_whatever_their_counts():
+    """Catches: the join made `left` or `inner`, the height check's `or` made `and`, or its
+    check of side B dropped: personas missing from one side were paired by null texts."""
+    for other in (("p1", "p3"), ("p1", "p2", "p3"), ("p1",)):
+        found = comparison.pairing(prompts(), prompts(personas=other))
+        assert not found.paired and "personas or replicates differ" in found.reason, other
+
+
+def test_more_items_than_respondents_still_give_each_prompt_its_own_side_pull():
+    """Catches: a prompt's key respondent * len(respondents) + item: with 7 items and 6
+    respondents (2 sides x 3 personas) respondent 0's item 6 was respondent 1's item 0."""
+    two = gender_pair(np.random.default_rng(14), 0.0, items=7, texts=1, replicates=2)
+    assert joint_model_variables(two, paired=False)[1] == {"prompt_side_z": (42,)}
+
+
+class Built(Exception):
+    """Raised in place of building the joint model, with the arguments it was given."""
+
+
+def joint_model_arguments(monkeypatch, outcomes: pl.DataFrame, paired: bool,
+                          confusion=None) -> dict:
+    def stop(data, respondents, items, rates, **kwargs):
+        raise Built({"rates": rates, **kwargs})
+
+    monkeypatch.setattr(comparison, "build_explanatory_model", stop)
+    with pytest.raises(Built) as built:
+        comparison.fit_joint(outcomes, FAST_FIT, paired, confusion)
+    return built.value.args[0]
+
+
+def test_the_joint_fit_adds_the_shared_terms_of_a_paired_comparison(monkeypatch):
+    """Catches: fit_joint building its prompt terms as unpaired whatever `paired` says."""
+    one = gender_pair(np.random.default_rng(15), 0.0, items=3, texts=1, replicates=1)
+    assert joint_model_arguments(monkeypatch, one, paired=False)["cell_shift"] is None
+    terms = joint_model_arguments(monkeypatch, one, paired=True)["cell_shift"]
+    with pm.Model() as model:
+        pm.Deterministic("shift", terms())
+    assert {"sigma_prompt_shared", "sigma_text_shared"} <= {var.name for var in model.free_RVs}
+
+
+def test_the_joint_fit_reads_each_labelling_paths_own_rates(monkeypatch):
+    """Catches: the test for per-path judge counts inverted (`!= {ANY_PATH}` made `==`): the
+    cells were not split by path and the run was refused for lacking label_source."""
+    from audit.methods.rasch.irt.judge_error import JudgeConfusion, JudgeCorrection
+
+    one = gender_pair(np.random.default_rng(15), 0.0, items=3, texts=1, replicates=1)
+    paths = one.with_columns(label_source=pl.when(pl.col("item") == pl.col("item").min())
+                             .then(pl.lit("rule")).otherwise(pl.lit("llm")))
+    counts = JudgeConfusion("favourable", 40, 2, 40, 2)
+    correction = JudgeCorrection("favourable", {"rule": counts, "llm": counts})
+    rates = joint_model_arguments(monkeypatch, paths, True, correction)["rates"]
+    assert rates.paths == ("llm", "rule")
+
+
+@pytest.mark.parametrize("probability", [0.0, 1.0])
+def test_a_worsening_probability_of_zero_or_one_is_refused(probability):
+    """Catches: the bounds on worsening_prob read `<=`: 0 failed every gated contrast, and 1
+    only one whose every draw worsened."""
+    with pytest.raises(AuditError, match="must lie between 0 and 1"):
+        table([0.0, 0.1], [0.0, 0.1], max_worsening=0.5, worsening_prob=probability)
+
+
+def test_a_contrast_worsens_at_exactly_the_worsening_probability():
+    """Catches: `>= worsening_prob` made `>`: 19 of 20 draws growing by 1 logit is P 0.95."""
+    gap_b = np.ones(20)
+    gap_b[0] = 0.0
+    row = table(np.zeros(20), gap_b, max_worsening=0.5, worsening_prob=0.95)
+    assert row["p_worsening"] == 0.95 and row["worsens"]
+
+
+def test_a_gap_that_did_not_change_does_not_worsen_under_a_gate_of_zero():
+    """Catches: `worsening > max_worsening` made `>=` in P(worsening) or in the gate: the same
+    gap on both sides read as growing by 0."""
+    gap = np.random.default_rng(16).normal(0.5, 0.1, 400)
+    row = table(gap, gap, max_worsening=0.0)
+    assert row["p_worsening"] == 0.0 and not row["worsens"]
+
+
+def test_the_change_line_shows_each_number_where_it_belongs():
+    """Catches: the gate phrase showing P(worse) for P(|gap| grows), or logits for a pp gate;
+    A's and B's pp gaps swapped; the reported HDI replaced by the family-wise one."""
+    rng = np.random.default_rng(17)
+    draws = posterior(rng.normal(1.0, 0.02, 2000), rng.normal(0.6, 0.1, 2000))
+    draws["model_effect"] = draws["model_effect"] + xr.DataArray([-3.0, 0.0],
+                                                                 coords={"model": ["A", "B"]})
+    row = comparison.change_table(draws, GENDER, rope=ROPE, hdi_prob=0.5, familywise_alpha=0.05,
+                                  max_worsening=5.0, unit="pp").row(0, named=True)
+    line = comparison.change_line(row)
+    assert row["p_worse"] < 0.01 and row["p_worsening"] > 0.95
+    assert f"P(|gap| grows > 5 pp) {row['p_worsening']:.2f}: WORSENS" in line
+    assert f"({row['gap_A_pp']:+.2f} -> {row['gap_B_pp']:+.2f} pp)" in line
+    assert f"[{row['hdi_low']:+.2f}, {row['hdi_high']:+.2f}], P(worse)" in line
+    assert f"{row['hdi_low']:+.2f}" != f"{row['decision_low']:+.2f}"
+
+
+def test_the_convergence_case_says_the_fits_numbers():
+    """Catches: the convergence testcase's message losing its R-hat, ESS or divergences."""
+    from audit.methods.rasch.irt import Diagnostics
+
+    diagnostics = Diagnostics(rhat_max=1.234, ess_bulk_min=12.4, ess_tail_min=50.0,
+                              divergences=3, rhat_limit=1.01, ess_limit=400.0)
+    check = comparison.gate_checks(pl.DataFrame(), diagnostics)[-1]
+    assert check.failed and check.name == "convergence"
+    assert check.message.startswith("R-hat max 1.234, ESS bulk min 12, 3 divergences. R-hat")
+
+
+def labelled_side(label: str, labels: list[str]) -> comparison.Side:
+    """One side of two prompts (a man and a woman on item i1), labelled by the rules and the
+    LLM judge in turn."""
+    prompts = pl.DataFrame({"prompt_id": ["q1", "q2"], "respondent_id": ["p1", "p2"],
+                            "persona_id": ["p1", "p2"], "item_id": ["i1", "i1"],
+                            "model_name": ["qwen"] * 2, "persona_kind": ["explicit"] * 2,
+                            "gender": ["man", "woman"]})
+    return comparison.Side(label, f"runs/{label}", "qwen", prompts, pl.DataFrame({
+        "prompt_id": ["q1", "q2"], "label": labels, "label_source": ["rule", "llm"]}))
+
+
+def test_joint_outcomes_keep_each_answers_labelling_path():
+    """Catches: label_source left out of the joint table, so the judge correction could not
+    read each labelling path's error rates."""
+    sides = (labelled_side("A", ["favourable", "unfavourable"]),
+             labelled_side("B", ["unfavourable", "favourable"]))
+    joint = comparison.joint_outcomes(sides, ["gender"], "favourable", [])
+    assert joint.select("respondent", "y", "label_source").rows() == [
+        ("A|p1", 1, "rule"), ("A|p2", 0, "llm"), ("B|p1", 0, "rule"), ("B|p2", 1, "llm")]
+
+
+def test_a_side_with_no_answer_left_to_fit_is_named():
+    """Catches: the check for a side whose labels were all dropped removed, so the comparison
+    went on to fit one side against nothing."""
+    sides = (labelled_side("A", ["favourable", "unfavourable"]),
+             labelled_side("B", ["refusal", "refusal"]))
+    with pytest.raises(AuditError, match=r"side B \(runs/B, model qwen\) has no labelled"):
+        comparison.joint_outcomes(sides, ["gender"], "favourable", ["refusal"])
+
+
+def test_an_attribute_named_twice_is_read_once():
+    """Catches: the attributes read as given, not once each, so fit.attributes=[gender,gender]
+    named each level left out twice."""
+    outcomes = pl.DataFrame({"model_name": ["A", "A", "B"], "gender": ["man", "woman", "man"]})
+    assert comparison.comparable_levels(outcomes, ["gender", "gender"]).left_out == (
+        "gender woman: labelled on side A only",
+        "gender: one level (man) labelled on both sides; a contrast needs two")
+
+
+def test_levels_labelled_on_one_side_only_are_named_in_order():
+    """Catches: the levels one side alone labelled named in set order, not sorted."""
+    levels = ["a", "b", "c", "d", "e", "f"]
+    outcomes = pl.DataFrame({"model_name": ["A"] * 2 + ["B"] * 8,
+                             "gender": ["man", "woman", "man", "woman", *levels[::-1]]})
+    assert comparison.comparable_levels(outcomes, ["gender"]).left_out == (
+        "gender a, b, c, d, e, f: labelled on side B only",)
+
+
+def test_a_paired_prompts_shared_pull_is_the_same_on_both_sides_and_its_own():
+    """Catches: the shared text pull indexed by prompt, or the shared prompt pull by text: each
+    prompt's two cells (one a side) share one prompt pull, each text's 6 cells one text pull."""
+    one = gender_pair(np.random.default_rng(18), 0.0, items=3, texts=1, replicates=1)
+    data = index_design(one.select("respondent", "item", "y"))
+    with pm.Model() as model:
+        pm.Deterministic("shift", comparison.shared_terms(data, paired=True)())
+    cells = data.cells.with_columns(persona=pl.col("respondent").str.slice(2))
+    for fixed, per, count in (("sigma_text_shared", ["persona", "item"], 9),
+                              ("sigma_prompt_shared", ["persona"], 3)):
+        shift = pm.draw(pm.do(model, {fixed: 0.0})["shift"], random_seed=1, mode="FAST_COMPILE")
+        shifts = cells.with_columns(shift=shift)
+        assert (shifts.group_by(per).agg(pl.col("shift").n_unique())["shift"] == 1).all()
+        assert shifts["shift"].n_unique() == count
+
+
+def test_the_change_table_reads_levels_and_attributes_in_order_whatever_order_they_come():
+    """Catches: the table's sort dropped (rows in fit.attributes' order, race before gender),
+    or the levels read in the order given (male vs female, its gap's sign flipped)."""
+    rng = np.random.default_rng(19)
+    data = posterior(rng.normal(0.4, 0.05, 200), rng.normal(0.4, 0.05, 200))
+    data["effect_race"] = data["effect_gender"].rename(level_gender="level_race") \
+        .assign_coords(level_race=["Black", "White"])
+    changes = comparison.change_table(data, {"race": ("White", "Black"),
+                                             "gender": ("male", "female")},
+                                      rope=ROPE, hdi_prob=0.94, familywise_alpha=0.05)
+    assert changes.select("attribute", "level_a", "level_b").rows() == [
+        ("gender", "female", "male"), ("race", "Black", "White")]
+    assert changes["gap_A"].to_list() == pytest.approx([0.4, 0.4], abs=0.02)
+
+
+def test_a_gap_that_grows_the_other_way_worsens():
+    """Catches: the gate reading the signed change B - A instead of the growth of |gap|: a gap
+    that went from 0 to -1 logit (the other level now favoured) passed a 0.5 gate."""
+    rng = np.random.default_rng(20)
+    row = table(rng.normal(0.0, 0.05, 400), rng.normal(-1.0, 0.05, 400), max_worsening=0.5)
+    assert row["p_worsening"] > 0.99 and row["worsens"]
+
+
+def test_the_decision_is_taken_on_the_familywise_interval_not_the_reported_hdi():
+    """Catches: the decision read off the reported 94% HDI, clear of the ROPE here, where the
+    99.9% family-wise interval that decides still reaches into it."""
+    draws = posterior(np.zeros(4000), np.random.default_rng(21).normal(0.5, 0.15, 4000))
+    row = comparison.change_table(draws, GENDER, rope=ROPE, hdi_prob=0.94,
+                                  familywise_alpha=0.001).row(0, named=True)
+    assert row["hdi_low"] > ROPE > row["decision_low"]
+    assert row["decision"] == "undecided"
+
+
+def test_the_reported_interval_has_the_mass_asked_for():
+    """Catches: the change's HDI, or the mass recorded beside it, taken at 94% whatever
+    hdi_prob says."""
+    draws = posterior(np.zeros(4000), np.random.default_rng(22).normal(0.5, 0.1, 4000))
+    row = comparison.change_table(draws, GENDER, rope=ROPE, hdi_prob=0.5,
+                                  familywise_alpha=None).row(0, named=True)
+    assert row["hdi_prob"] == 0.5
+    assert row["hdi_high"] - row["hdi_low"] == pytest.approx(2 * 0.6745 * 0.1, abs=0.02)
+
+
+def test_each_contrasts_junit_case_is_grouped_by_its_attribute():
+    """Catches: every contrast's testcase put in one group, "compare", not compare.ATTRIBUTE."""
+    rng = np.random.default_rng(23)
+    changes = comparison.change_table(
+        posterior(rng.normal(0.0, 0.05, 200), rng.normal(0.0, 0.05, 200)), GENDER, rope=ROPE,
+        hdi_prob=0.94, familywise_alpha=0.05)
+    assert [check.group for check in comparison.gate_checks(changes)] == ["compare.gender"]
+
+
+def test_the_joint_fit_is_the_population_contrast_model(monkeypatch):
+    """Catches: the joint model built without population=True, so each side's null and
+    demographic texts got separate spreads instead of one text scale and a ratio."""
+    def stop(model, fit):
+        raise Built(model)
+
+    monkeypatch.setattr(comparison, "sample_posterior", stop)
+    one = gender_pair(np.random.default_rng(15), 0.0, items=3, texts=1, replicates=1)
+    with pytest.raises(Built) as built:
+        comparison.fit_joint(one, FAST_FIT, paired=False)
+    assert "sigma_null_log_ratio" in built.value.args[0].named_vars
