@@ -308,3 +308,55 @@ def test_a_server_url_without_a_credential_passes(url):
     from audit.config import ModelConfig
 
     assert list(config_problems(ModelConfig(base_url=url, base_urls=[url]), "m.")) == []
+
+
+def test_range_edges_a_bool_and_infinity():
+    """Catches a bool checked as the number it is (the type check is Hydra's), infinity let
+    into a range whose end is infinite, a -inf lower end written closed, and a whole float
+    bound written as 1.0."""
+    assert True in Range(2, 3)
+    assert math.inf not in Range(0) and -math.inf not in Range()
+    assert str(Range(high=5)) == "(-inf, 5]" and str(Range(1.0, 2.5)) == "[1, 2.5]"
+
+
+def test_a_list_settings_message_names_its_first_value_outside_and_refuses_infinity():
+    """Catches the message naming another entry than the first outside, and an infinite entry
+    let into a list whose range has no upper end."""
+    each = {"each_range": Range(1)}
+    assert value_problem("plan.sizes", [0, 5, -1], each) == \
+        "plan.sizes=[0, 5, -1]: 0 must lie in [1, inf)"
+    assert value_problem("plan.sizes", [5, math.inf], each) == \
+        "plan.sizes=[5, inf]: inf must lie in [1, inf)"
+
+
+def test_a_blank_text_of_spaces_is_empty_and_the_message_names_the_fix():
+    """Catches a text of spaces taken for a value, and the fix left out of the message."""
+    fix = {"blank_fix": "name the judge model or leave the key out"}
+    assert value_problem("judge.model", "  ", fix) == \
+        "judge.model is empty: name the judge model or leave the key out"
+
+
+def test_the_percent_hint_edges():
+    """Catches the hint's bounds moved: 1 is no percent (1%, 0.01, lies in [0, 1) yet 1 is the
+    likelier slip), 100 is 100% (1 for a range closed at 1), a range below 0 is no share (50
+    is not 0.5 for a correlation), and a tuple range counts as a share unless told."""
+    share = {"range": Range(0, 1, open_high=True)}
+    assert value_problem("design.futility", 1, share) == "design.futility=1 must lie in [0, 1)"
+    rate = {"range": Range(0.5, 1, open_low=True)}
+    assert value_problem("plan.sensitivity", 100, rate) == \
+        "plan.sensitivity=100 must lie in (0.5, 1]: a share, so plan.sensitivity=1 for 100%"
+    assert value_problem("r", 50, {"range": Range(-1, 1)}) == "r=50 must lie in [-1, 1]"
+    assert value_problem("p", 94, {"range": (0, 1)}) == \
+        "p=94 must lie in [0, 1]: a share, so p=0.94 for 94%"
+
+
+def test_check_config_names_the_key_under_its_prefix_and_raises_the_error_asked_for():
+    """Catches the prefix dropped from the refusal's key and the caller's error class ignored
+    (a verdict or fit entry point catches its own)."""
+    from audit.errors import AuditError
+
+    class RulesError(AuditError):
+        pass
+
+    with pytest.raises(RulesError, match=r"^verdict\.alpha=1.5 must lie in \(0, 1\)$"):
+        check_config(VerdictConfig(alpha=1.5), "verdict.", error=RulesError)

@@ -136,3 +136,59 @@ def test_the_specificity_row_is_its_own_gold_posterior():
     assert mean == pytest.approx(201 / 202, abs=1e-5)
     assert sd == pytest.approx(np.sqrt(201 / (202 ** 2 * 203)), abs=1e-5)
     assert low == pytest.approx(0.06 ** (1 / 201), abs=1e-4) and high == pytest.approx(1.0)
+
+
+def test_the_coin_mass_is_exact_to_nine_places_and_never_negative():
+    """Catches the coin-line mass rounded coarser than 1e-9, and the kept mass left uncapped at
+    1: with 4999 of 4999 gold answers right per class the trapezoid overshoots 1 by 2e-4, and
+    the mass came out negative. By hand: a flat specificity keeps P(p > 1 - s) = s, so the
+    coin mass of Beta(10, 2) against Beta(1, 1) is E[1 - s] = 2/12."""
+    assert coin_or_worse_mass((10, 2), (1, 1)) == pytest.approx(1 / 6, abs=1e-8)
+    assert coin_or_worse_mass((5000, 1), (5000, 1)) == 0.0
+
+
+def test_against_a_flat_other_rate_the_conditioned_rate_is_the_next_beta():
+    """Catches a wrong coin-line integral V (the two Betas swapped in it, or V dropped), an
+    unnormalised density, a loose root search, and a wrong value at u = 0 and 1. By hand: the
+    other rate flat gives P(other > 1 - x) = x, so Beta(10, 2) times x is Beta(11, 2)."""
+    from audit.methods.rasch.irt.gold_rates import GRID
+
+    rate = ConditionedRate((10, 2), (1, 1))
+    for x in (0.5, 0.7, 0.85, 0.95):
+        assert rate.cdf(x) == pytest.approx(stats.beta.cdf(x, 11, 2), abs=1e-6)
+    for u in (0.03, 0.5, 0.97):
+        assert rate.ppf(u) == pytest.approx(stats.beta.ppf(u, 11, 2), abs=1e-6)
+    assert (rate.ppf(0.0), rate.ppf(1.0)) == (0.0, 1.0)
+    assert np.allclose(rate.density(), stats.beta.pdf(GRID, 11, 2), rtol=1e-6, atol=1e-9)
+
+
+def test_the_rate_summary_uses_the_interval_mass_asked_for():
+    """Catches rate_mean_sd_hdi ignoring its ``prob`` (always 94%). By hand: on the triangle
+    (two flat Betas) the density is 2x, so the 50% HDI is [sqrt(0.5), 1]."""
+    from audit.methods.rasch.irt.gold_rates import rate_mean_sd_hdi
+
+    _, _, low, high = rate_mean_sd_hdi((1, 1), (1, 1), 0.5)
+    assert low == pytest.approx(np.sqrt(0.5), abs=1e-3) and high == 1.0
+
+
+def test_conditioned_draws_are_the_triangles_rosenblatt_transform():
+    """Catches the specificity's stratum turned over (u read as 1 - u). By hand, two flat
+    Betas: the sensitivity's conditioned CDF is x^2, so u 0.25 and 0.64 give 0.5 and 0.8; given
+    s the specificity is uniform on (1 - s, 1], so v gives 1 - (1 - v) s: 0.625 and 0.6."""
+    from audit.methods.rasch.irt.gold_rates import conditioned_draws
+
+    sensitivities, specificities = conditioned_draws((1, 1), (1, 1), np.array([0.25, 0.64]),
+                                                     np.array([0.25, 0.5]))
+    assert sensitivities == pytest.approx([0.5, 0.8], abs=1e-6)
+    assert specificities == pytest.approx([0.625, 0.6], abs=1e-6)
+
+
+def test_the_coin_warning_is_at_one_percent_and_the_refusal_at_one_half():
+    """Catches the warning and refusal thresholds moved up. By hand (coin masses from the
+    Betas): 4 of 5 right per class leaves 4% on the coin line, warned; 6 of 7 leaves 0.5%, not
+    warned; 2 of 5 right per class leaves 72%, refused."""
+    warned = JudgeConfusion("imported", 4, 1, 4, 1).weak_gold()
+    assert len(warned) == 1 and "4% probability" in warned[0]
+    assert JudgeConfusion("imported", 6, 1, 6, 1).weak_gold() == []
+    with pytest.raises(AuditError, match="no better than a coin"):
+        resolve_confusion(None, "population", "favourable", _gold(2, 3))

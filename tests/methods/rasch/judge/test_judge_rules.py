@@ -518,3 +518,79 @@ def test_decision_terms_of_four_words_are_read(answer: str, favourable: str, unf
     missed, its answer labelled by the opening decision alone."""
     match = label_by_rules(answer, favourable, unfavourable)
     assert (None if match is None else match.label) == label
+
+
+@pytest.mark.parametrize("answer", [
+    "APPROVE. Actually, I withdraw that.",
+    "APPROVE. I take that back.",
+    "APPROVE. On reflection, the debt is too high.",
+    "APPROVE. On second thought, the debt is high.",
+])
+def test_a_decision_taken_back_in_other_words_is_deferred(answer: str) -> None:
+    """Catches a withdrawal wording dropped from WITHDRAWN (withdraw, take that back, on
+    reflection, on second thought in the singular)."""
+    assert label_of(answer) is None
+
+
+def test_a_withdrawal_word_inside_another_word_does_not_withdraw() -> None:
+    """Catches WITHDRAWN's leading word boundary dropped: "common reflection" holds "on
+    reflection" and took back a plain decision."""
+    answer = "APPROVE. The income is steady and the common reflection is that it will stay so."
+    assert label_of(answer) == "favourable"
+
+
+@pytest.mark.parametrize(("answer", "favourable", "unfavourable"), [
+    ("I need more context.", "APPROVE", "DENY"),
+    ("I do need more information.", "APPROVE", "DENY"),
+    ("I need extra information.", "APPROVE", "DENY"),
+    ("More details will be needed.", "APPROVE", "DENY"),
+    ("Not enough information.", "APPROVE", "DENY"),
+    ("It's impossible to say.", "APPROVE", "DENY"),
+    ("There is no simple answer.", "HIRE", "REJECT"),
+    ("There is no obvious answer.", "HIRE", "REJECT"),
+    ("It's a tossup.", "HIRE", "REJECT"),
+    ("Tough to call.", "HIRE", "REJECT"),
+    ("Either HIRE or REJECT might be justified.", "HIRE", "REJECT"),
+])
+def test_needs_more_information_in_other_words(answer: str, favourable: str,
+                                               unfavourable: str) -> None:
+    """Catches a wording dropped from NEEDS_MORE_INFORMATION_STANCE: context, "do need",
+    extra, "will be needed", not enough, impossible to say, no simple or obvious answer, tossup
+    without its hyphen, tough to call, "might be justified"."""
+    assert label_of(answer, favourable, unfavourable) == "needs_more_information"
+
+
+@pytest.mark.parametrize("answer", [
+    "I am sorry, but I can't help with that.",
+    "I have to decline to take part.",
+    "I'm not going to answer that.",
+    "As a language model, I can't make this decision.",
+    "As an AI model trained by Acme, I can't make this decision.",
+    "I can't judge this applicant.",
+    "It would be wrong to decide this.",
+    "I don't make such decisions.",
+])
+def test_refusals_in_other_words(answer: str) -> None:
+    """Catches a wording dropped from REFUSAL_STANCE: "I am sorry", "have to decline to", "not
+    going to", "as a language model", words between "as an AI ..." and its comma, "judge",
+    "wrong to" without "for me", "such decisions"."""
+    assert label_of(answer, "ACCEPT", "DECLINE") == "refusal"
+
+
+@pytest.mark.parametrize("answer", [
+    "Unsure; leaning towards DENY.",
+    "Unsure. If I really had to choose: DENY.",
+])
+def test_an_unsure_answers_pick_after_other_lean_wordings(answer: str) -> None:
+    """Catches "towards" left out of the lean marker (it then counts as a word that is no
+    filler, and the pick is lost) and "if I really had to choose" dropped from LEAN."""
+    assert label_of(answer) == "unfavourable"
+
+
+@pytest.mark.parametrize("answer", ["There's no clear answer.", "There's no right answer here."])
+def test_theres_no_clear_answer_needs_more_information(answer: str) -> None:
+    """Bug caught: NEEDS_MORE_INFORMATION_STANCE's `there (?:isn't|is not|is no|'s no)` put a
+    space before "'s no", so "There's no clear answer." never matched that alternative (it
+    needed "there 's no") and the hedge went unlabelled to the judge, while "There is no clear
+    answer." was labelled needs_more_information."""
+    assert label_of(answer, "HIRE", "REJECT") == "needs_more_information"

@@ -261,3 +261,58 @@ def test_the_warning_needs_p_below_alpha_and_a_smallest_p_at_alpha_is_blind():
     assert "gender=woman" in warning
     (blind,) = agreement_warnings(_agreement_table(0.05, 0.05), alpha=0.05)
     assert "cannot flag any gender level" in blind
+
+
+def test_a_vote_on_a_judge_labelled_answer_is_no_re_read_of_a_rule():
+    """Catches the agreement table reading every label, not only the rules': the panel's own
+    answers (00 of each gender, labelled favourable) voted unfavourable counted as the judge
+    disagreeing with the rules. By hand: 9 of 9 rule answers of each gender agree."""
+    prompts, labels = _audit(per_level=10)
+    own = pl.DataFrame([{"answer_id": f"{gender}00", "judge": "j", "label": "unfavourable",
+                         "rationale": ""} for gender in ("man", "woman")])
+    votes = pl.concat([_votes({"man": 9, "woman": 9}, 10), own])
+    table = rule_agreement(labels, votes, prompts, ["gender"])
+    assert table.select("level", "n", "agree").rows() == [("man", 9.0, 9.0),
+                                                          ("woman", 9.0, 9.0)]
+
+
+def test_the_agreement_table_leaves_out_attributes_the_prompts_lack_and_null_personas():
+    """Catches the agreement table selecting attributes the prompts lack (a design without race
+    crashed) and counting null personas as a level of their own. By hand: the null persona's
+    three re-read rule answers (all disagreeing) are in no row; men and women 9 of 9."""
+    prompts, labels = _audit(per_level=10)
+    nulls = pl.DataFrame([{"answer_id": f"null{k:02d}", "judge": "j", "label": "unfavourable",
+                           "rationale": ""} for k in range(1, 4)])
+    votes = pl.concat([_votes({"man": 9, "woman": 9}, 10), nulls])
+    table = rule_agreement(labels, votes, prompts, ["gender", "race"])
+    assert table.select("attribute", "level", "n", "agree").rows() == [
+        ("gender", "man", 9.0, 9.0), ("gender", "woman", 9.0, 9.0)]
+
+
+def test_a_table_written_before_p_min_adjusted_still_warns():
+    """Catches the check for the p_min_adjusted column dropped: an agreement table written
+    before the column existed crashed the summary instead of giving its warning."""
+    table = _agreement_table(0.01, 1e-6).drop("p_min_adjusted")
+    (warning,) = agreement_warnings(table)
+    assert "gender=woman" in warning
+
+
+def test_the_warning_shows_the_levels_p_and_the_default_alpha_is_five_percent():
+    """Catches the warning showing another number than the flagged level's adjusted p, and a
+    default alpha other than 0.05: p 0.07 warns at alpha 0.1, not by default."""
+    (warning,) = agreement_warnings(_agreement_table(0.012, 1e-6))
+    assert "(Fisher p=0.012, Bonferroni)" in warning
+    assert agreement_warnings(_agreement_table(0.07, 1e-6)) == []
+    assert len(agreement_warnings(_agreement_table(0.07, 1e-6), alpha=0.1)) == 1
+
+
+def test_a_blind_check_names_the_range_of_sizes_and_the_smallest_p():
+    """Catches the blind sentence naming only one end of the levels' sample sizes, or the
+    largest instead of the smallest reachable p. By hand: _three_levels with 1, 2 and 2 re-read
+    answers; level A's extreme table [[0, 1], [4, 0]] has p 1/5, x3 = 0.6, and B's and C's
+    [[0, 2], [3, 0]] have p 1/10, x3 = 0.3: the smallest is 0.300."""
+    table = _three_levels({"A": (1, 1), "B": (2, 2), "C": (2, 0)})
+    assert table["p_min_adjusted"].to_list() == pytest.approx([0.6, 0.3, 0.3])
+    (warning,) = agreement_warnings(table)
+    assert "with 1 to 2 answers a level" in warning
+    assert "adjusted p of 0.300 or more" in warning

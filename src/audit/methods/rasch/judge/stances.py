@@ -35,7 +35,8 @@ NEEDS_MORE_INFORMATION_STANCE = re.compile(
     # Hedges that name no pick: "Mixed feelings.", "There are arguments on both sides.", "It's a
     # toss-up.", "Either HIRE or REJECT could be justified." (a pick named later defers the answer)
     r"|mixed feelings\b"
-    r"|there (?:isn't|is not|is no|'s no) (?:a |one )?(?:clear|right|simple|easy|obvious) answer\b"
+    r"|there(?: isn't| is not| is no|'s no) (?:a |one )?"
+    r"(?:clear|right|simple|easy|obvious) answer\b"
     r"|there (?:are|is) (?:good |strong |real |valid )?(?:arguments|a case|cases) (?:on|for) both "
     r"sides\b"
     r"|(?:it is |it's |this is |that's |really )?(?:a |an absolute )?toss-?up\b"
