@@ -285,16 +285,6 @@ def test_a_rerun_into_the_same_sweep_folder_forgets_the_last_runs_failures(tmp_p
     assert read_failed_jobs(tmp_path) == []
 
 
-def test_failed_jobs_are_listed_in_job_number_order(tmp_path):
-    """Bug caught: sorted by name, a sweep's failed jobs read 1, 10, 2."""
-    from audit.tracking.sweeps import FAILED_JOB_FILE, read_failed_jobs
-
-    for job in (10, 2, 1):
-        (tmp_path / str(job)).mkdir()
-        (tmp_path / str(job) / FAILED_JOB_FILE).write_text(f"job {job}\n")
-    assert read_failed_jobs(tmp_path) == ["1: job 1", "2: job 2", "10: job 10"]
-
-
 def test_a_command_line_value_for_a_swept_key_is_named_before_the_jobs(tmp_path, caplog):
     """Bug caught (noticed 2026-12-04): Hydra's sweeper lets a command-line value replace a sweep
     file's grid for its key, so `+sweep=fits fit=rasch` ran one job instead of two and nothing
