@@ -22,8 +22,8 @@ from audit.logs import configure_cli_logging
 from audit.methods.dif.analyse import across_models
 from audit.methods.dif import report as dif_plots
 from audit.methods.dif.schemas import DIFModelSchema
+from audit.tracking.jobs import in_job_order
 from audit.tables import read_table, save_figure, write_frame
-from audit.tracking.sweeps import in_job_order
 
 log = logging.getLogger(__name__)
 # What to do about a job's table that does not read: each is the DIF method's own output.

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from audit.errors import AuditError, did_you_mean
+from audit.tracking.jobs import job_order
 
 CONFIG_FILE = "config.yaml"
 # What `python -m audit.verdict` writes into a run's folder unless told junit=PATH: a file of the
@@ -56,8 +57,7 @@ def runs_inside(folder: Path) -> str | None:
     from the moment a run starts)."""
     runs = sorted((child.name for child in folder.iterdir()
                    if child.is_dir() and not child.name.startswith(".")
-                   and found_run_file(child, CONFIG_FILE) is not None),
-                  key=lambda name: (len(name), name) if name.isdigit() else (0, name))
+                   and found_run_file(child, CONFIG_FILE) is not None), key=job_order)
     if not runs:
         return None
     if all(name.isdigit() for name in runs):

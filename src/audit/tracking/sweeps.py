@@ -29,6 +29,7 @@ from audit.tracking import mlflow as tracking
 from audit.tracking import ui
 from audit.tracking.runs_table import runs_frame
 from audit.config import TrackingConfig
+from audit.tracking.jobs import in_job_order
 from audit.tables import write_frame
 
 log = logging.getLogger(__name__)
@@ -65,13 +66,6 @@ def job_failed(message: str) -> None:
         folder = Path(HydraConfig.get().runtime.output_dir)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / FAILED_JOB_FILE).write_text(message + "\n", encoding="utf-8")
-
-
-def in_job_order(sweep_dir: Path, file: Path) -> list[tuple[int, int, str]]:
-    """The sort key of a file under a sweep folder that puts Hydra's numbered job folders in
-    number order (0, 1, 2, ..., 10), where a sort by name put job 10 before job 2."""
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part)
-            for part in file.relative_to(sweep_dir).parts]
 
 
 def read_failed_jobs(sweep_dir: Path) -> list[str]:
