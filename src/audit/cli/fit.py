@@ -21,7 +21,7 @@ from audit.methods.rasch.irt import fit_rasch, respondent_ranking
 from audit.logs import configure_cli_logging
 from audit.config_ranges import check_config
 from audit.errors import AuditError, did_you_mean
-from audit.methods.checks import percent
+from audit.methods.checks import percent, signed
 from audit.methods.rasch.analyse import FIT_FILES, write_fit
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
@@ -270,11 +270,13 @@ def ranking_text(ranking: pl.DataFrame, command: FitCommand, shown: int = 30) ->
               else "compare them as differences")
     title = (f"Respondents by theta, the log-odds scale of {command.outcome}=1 ({origin}): "
              f"posterior mean and {level} HDI, highest first{rest}")
-    rounded = pl.col("mean", "hdi_low", "hdi_high").round(2)
-    table = ranking.head(shown).select(  # -0.001 rounds to -0.0, which prints "-0.00"
-        "respondent", pl.when(rounded == 0).then(0.0).otherwise(rounded).name.keep())
+    head = ranking.head(shown)
+    # Written by signed(), as every signed figure a user reads (no "-0.00").
+    table = head.select("respondent").with_columns(
+        pl.Series(column, [signed(value) for value in head[column]], dtype=pl.String)
+        for column in ("mean", "hdi_low", "hdi_high"))
     with pl.Config(tbl_rows=shown, tbl_hide_dataframe_shape=True,
-                   tbl_hide_column_data_types=True, float_precision=2):
+                   tbl_hide_column_data_types=True):
         return f"{title}\n{table}"
 
 
