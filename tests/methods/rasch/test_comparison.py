@@ -130,16 +130,23 @@ def test_gate_in_percentage_points_uses_the_sides_rate():
         table([0.0, 0.1], [0.0, 0.1], unit="percent")
 
 
+def pp_gated_row(seed: int, spread_b: float, hdi_prob: float) -> dict:
+    """A gap that shrank from 1.0 to 0.6 logits while A sits near 5% favourable and B near 50%
+    (so its pp gap grew), gated at 5 pp: the change table's one row."""
+    rng = np.random.default_rng(seed)
+    draws = posterior(rng.normal(1.0, 0.02, 2000), rng.normal(0.6, spread_b, 2000))
+    draws["model_effect"] = draws["model_effect"] + xr.DataArray([-3.0, 0.0],
+                                                                 coords={"model": ["A", "B"]})
+    return comparison.change_table(draws, GENDER, rope=ROPE, hdi_prob=hdi_prob,
+                                   familywise_alpha=0.05, max_worsening=5.0,
+                                   unit="pp").row(0, named=True)
+
+
 def test_p_worse_reads_logits_beside_a_gate_in_percentage_points():
     """Compare review 2026-12-02: with the gate in pp, P(worse) read the pp gaps, which grow as
     a side's rate nears 50%: a gap that shrank from 1.0 to 0.6 logits (A near 5% favourable, B
     near 50%) was printed "gap +1.00 -> +0.60 logits, ..., P(worse) 1.00"."""
-    rng = np.random.default_rng(5)
-    draws = posterior(rng.normal(1.0, 0.02, 2000), rng.normal(0.6, 0.02, 2000))
-    draws["model_effect"] = draws["model_effect"] + xr.DataArray([-3.0, 0.0],
-                                                                 coords={"model": ["A", "B"]})
-    row = comparison.change_table(draws, GENDER, rope=ROPE, hdi_prob=0.94, familywise_alpha=0.05,
-                                  max_worsening=5.0, unit="pp").row(0, named=True)
+    row = pp_gated_row(seed=5, spread_b=0.02, hdi_prob=0.94)
     assert row["p_worse"] < 0.01  # the logit gap shrank
     assert row["worsens"]  # the pp gap grew by more than 5: the gate reads pp as asked
     assert row["gap_A_pp"] < 5.0 < 10.0 < row["gap_B_pp"]
@@ -425,12 +432,7 @@ def test_a_gap_that_did_not_change_does_not_worsen_under_a_gate_of_zero():
 def test_the_change_line_shows_each_number_where_it_belongs():
     """Catches: the gate phrase showing P(worse) for P(|gap| grows), or logits for a pp gate;
     A's and B's pp gaps swapped; the reported HDI replaced by the family-wise one."""
-    rng = np.random.default_rng(17)
-    draws = posterior(rng.normal(1.0, 0.02, 2000), rng.normal(0.6, 0.1, 2000))
-    draws["model_effect"] = draws["model_effect"] + xr.DataArray([-3.0, 0.0],
-                                                                 coords={"model": ["A", "B"]})
-    row = comparison.change_table(draws, GENDER, rope=ROPE, hdi_prob=0.5, familywise_alpha=0.05,
-                                  max_worsening=5.0, unit="pp").row(0, named=True)
+    row = pp_gated_row(seed=17, spread_b=0.1, hdi_prob=0.5)
     line = comparison.change_line(row)
     assert row["p_worse"] < 0.01 and row["p_worsening"] > 0.95
     assert f"P(|gap| grows > 5 pp) {row['p_worsening']:.2f}: WORSENS" in line
