@@ -252,4 +252,4 @@ def test_a_sweep_option_naming_a_run_that_is_no_sweep_says_which_run_is(tmp_path
                           f"run; {fix}"]
     capsys.readouterr()
     assert runs.main(["--tracking-uri", uri, "--sweep", sweep[:8]]) == 0  # the parent: its job
-    assert f"1 runs in sweep {sweep[:8]}" in capsys.readouterr().out
+    assert f"1 run in sweep {sweep[:8]}" in capsys.readouterr().out

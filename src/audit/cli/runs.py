@@ -32,7 +32,7 @@ from audit.errors import AuditError
 from audit.methods import headline_metrics, registered_methods
 from audit.methods.configs import to_audit_config
 from audit.tracking import mlflow as tracking
-from audit.logs import configure_cli_logging
+from audit.logs import configure_cli_logging, counted
 from audit.tracking.runs_table import runs_frame, short_id, started_text, unmatched_patterns
 from audit.tables import check_output, write_frame
 from audit.tracking.store import TrackingError, not_a_store_file, reach_store, sqlite_path
@@ -379,7 +379,7 @@ def _list(arguments: argparse.Namespace, settings: TrackingConfig, console: Cons
     if arguments.csv:
         write_frame(frame, arguments.csv)
     where = f"sweep {arguments.sweep}" if arguments.sweep else f"experiment '{settings.experiment}'"
-    print_runs(frame, f"{len(runs)} runs in {where} (newest first)", console)
+    print_runs(frame, f"{counted(len(runs), 'run')} in {where} (newest first)", console)
     return 0
 
 

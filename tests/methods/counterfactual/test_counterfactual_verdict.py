@@ -111,7 +111,10 @@ def test_the_end_of_run_line_says_when_no_pair_could_be_tested(capsys) -> None:
     assert "No pair flagged" not in out
     print_findings(tests, design.with_columns(p_bh=pl.Series([0.4, None])), 0.05)
     out = " ".join(capsys.readouterr().out.split())
-    assert "of 1 testable design tests" in out and "1 more could not be tested" in out
+    assert "of 1 testable design test (groups" in out and "1 more could not be tested" in out
+    print_findings(tests, design.head(1), 0.05)  # Bug: "each of the 1 design tests has"
+    out = " ".join(capsys.readouterr().out.split())
+    assert "No pair could be tested: the one design test has too few names or templates" in out
     # Statistics review 2026-12-02: the per-answer table, printed first with its own BH p,
     # did not say it counts each answer as independent (39% false rejections simulated).
     assert "describes the answers, counting each as independent; group claims are the design " \
@@ -147,6 +150,17 @@ def test_a_pair_whose_smallest_p_equals_alpha_is_untestable() -> None:
     (check,) = judge_counterfactual(tests, VerdictConfig(alpha=0.1))
     assert check.skipped and not check.failed
     assert "3 names vs 3 names the smallest attainable p is 0.1 >= alpha=0.1" in check.message
+
+
+def test_a_pair_over_one_template_or_one_name_is_counted_in_the_singular() -> None:
+    """Bug (2026-12-06): its untestable line read "with 1 templates" and "1 names vs 2 names"."""
+    tests = pl.DataFrame([_design_row("B", 1.0, 1.0, None)]).with_columns(
+        unit=pl.lit("template"), n_templates=pl.lit(1), p_bh=pl.lit(None, dtype=pl.Float64))
+    (check,) = judge_counterfactual(tests, VerdictConfig())
+    assert check.skipped and "with 1 template the smallest attainable p is 1 >=" in check.message
+    (check,) = judge_counterfactual(tests.with_columns(
+        unit=pl.lit("name"), n_units_a=pl.lit(1), n_units_b=pl.lit(2)), VerdictConfig())
+    assert check.skipped and "with 1 name vs 2 names the smallest" in check.message
 
 
 def test_a_pair_whose_adjusted_p_equals_alpha_passes() -> None:

@@ -120,6 +120,21 @@ def test_the_null_personas_the_verdict_asks_for_do_not_hide_a_planted_gap() -> N
     assert many["p_mcnemar_bh"] == few["p_mcnemar_bh"] < 0.001  # BH over the 3 real personas
 
 
+def test_one_real_persona_and_one_null_persona_are_counted_in_the_singular() -> None:
+    """Bug (2026-12-06): a one-persona design read "among 1 null personas" and "Holm over 1
+    checks" in its persona check."""
+    def race_a(nulls: int) -> str:
+        answers = dif_answers({"race_a": 0.5}, seed=9, null_personas=nulls).filter(
+            ~pl.col("persona_id").is_in(["race_b", "religion_a"]))
+        personas = analyse(answers, DIFConfig(permutation_resamples=99)).personas
+        [check] = judge_personas(personas, VerdictConfig())
+        return check.message
+    assert ("the smallest rank p among 1 null persona, 1/2, is 0.5 >= alpha=0.05 after Holm's "
+            "correction over this model's 1 real persona x dataset check;") in race_a(1)
+    assert f"among {TESTABLE_NULLS} null personas, Holm over 1 check 0.0125 <" in race_a(
+        TESTABLE_NULLS)
+
+
 def test_rank_p_counts_ties_against_the_real_persona_and_the_null_count_needed() -> None:
     assert rank_p(-0.2, [0.1, 0.2, 0.3]) == 3 / 4  # the tie at 0.2 and 0.3 count
     assert rank_p(0.4, [0.1, 0.2, 0.3]) == 1 / 4

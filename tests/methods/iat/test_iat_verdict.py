@@ -240,3 +240,16 @@ def test_the_summary_does_not_call_a_d_the_verdict_passes_as_too_small_an_associ
     row = table.row(1, named=True)
     assert "no larger" in iat_decision({**row, "mean_d_test": -0.15}, 0.05, 1)
     assert "no larger" not in iat_decision({**row, "mean_d_test": 0.1501}, 0.05, 1)
+
+
+def test_a_lone_untestable_row_does_not_say_bh_raised_its_p() -> None:
+    """Bug (2026-12-06): with one tested row the not-testable line read "which BH over 1 tests
+    raises to 0.25", though BH over one test leaves a p as it is, and the run's summary "over
+    1 tests"."""
+    [check] = judge_iat(pl.DataFrame([_stats_row("lone", min_p=0.25)]), VerdictConfig())
+    assert check.skipped and not check.failed
+    assert ("smallest attainable p of these answers is 0.25 >= alpha=0.05 (the only test, so BH "
+            "leaves it as it is); a row needs 6 answers") in check.message
+    assert "BH over 1 tests" not in check.message
+    assert iat_decision(_stats_row("lone", min_p=0.25), 0.05, 1) == (
+        "not testable: 40 answers cannot reach p < 0.05 over 1 test (raise iat.iterations)")

@@ -33,6 +33,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
 from audit.methods.checks import percent, signed  # noqa: E402
+from audit.logs import counted  # noqa: E402
 
 _COLOURS = plt.get_cmap("tab10")
 
@@ -236,11 +237,14 @@ def print_findings(tests: pl.DataFrame, design: pl.DataFrame, alpha: float) -> N
     if flagged.is_empty():
         untestable = design.filter(pl.col("p_bh").is_null()).height
         if untestable == design.height:
-            console.print(f"No pair could be tested: each of the {design.height} design tests "
-                          f"has too few names or templates a group to reach p < {alpha} (more "
-                          f"names or templates make them testable).")
+            every = ("the one design test has" if design.height == 1 else
+                     f"each of the {design.height} design tests has")
+            console.print(f"No pair could be tested: {every} too few names or templates a group "
+                          f"to reach p < {alpha} (more names or templates make "
+                          f"{'it' if design.height == 1 else 'them'} testable).")
             return
-        console.print(f"No pair flagged: of {design.height - untestable} testable design tests "
+        testable = counted(design.height - untestable, "testable design test")
+        console.print(f"No pair flagged: of {testable} "
                       f"(groups compared over their names or templates) none has a BH-adjusted "
                       f"p below {alpha} with |rank-biserial| at or above the practical threshold"
                       + (f"; {untestable} more could not be tested" if untestable else "") + ".")

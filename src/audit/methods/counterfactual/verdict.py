@@ -21,6 +21,7 @@ import polars as pl
 from audit.methods.configs import VerdictConfig
 from audit.methods.checks import Check, signed
 from audit.methods.layout import run_file
+from audit.logs import counted
 from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.counterfactual.analyse_units import testable_bh
 from audit.methods.counterfactual.schemas import DesignTestSchema
@@ -33,8 +34,8 @@ UNIT_WORDS = {"name": "names", "template": "templates"}
 def units_text(row: dict) -> str:
     """`9 names vs 9 names` or `3 templates`: what the test counted as independent."""
     if row["unit"] == "name":
-        return f"{row['n_units_a']} names vs {row['n_units_b']} names"
-    return f"{row['n_templates']} templates"
+        return f"{counted(row['n_units_a'], 'name')} vs {counted(row['n_units_b'], 'name')}"
+    return counted(row["n_templates"], "template")
 
 
 def untestable_reason(row: dict, alpha: float) -> str:

@@ -43,6 +43,7 @@ from audit.tables import RUN_UNFINISHED, read_table
 from audit.methods.dif.analyse import ALL_DATASETS
 from audit.methods.dif.schemas import DIFPersonaScoreSchema, DIFTestSchema
 from audit.methods.layout import run_file
+from audit.logs import counted
 from audit.stats.multiple_testing import adjust_p_values
 
 # Written by the run (methods/dif/method.py TABLES).
@@ -140,16 +141,17 @@ def _persona_check(row: dict, null_gaps: list[float], n_tests: int, testable: bo
     n_null = len(null_gaps)
     if not testable:
         return Check("dif", group, name, False, (
-            f"not testable: the smallest rank p among {n_null} null personas, 1/{n_null + 1}, "
-            f"is {n_tests / (n_null + 1):.3g} >= alpha={rules.alpha} after Holm's correction "
-            f"over this model's {n_tests} real persona x dataset checks; "
+            f"not testable: the smallest rank p among {counted(n_null, 'null persona')}, "
+            f"1/{n_null + 1}, is {n_tests / (n_null + 1):.3g} >= alpha={rules.alpha} after "
+            f"Holm's correction "
+            f"over this model's {counted(n_tests, 'real persona x dataset check')}; "
             f"dif.null_count={nulls_needed(n_tests, rules.alpha)} would make it testable "
             f"(the real-vs-null test decides meanwhile); {message}"), skipped=True)
     beyond = row["p_rank_holm"] < rules.alpha
     within = "" if beyond else " (within the null personas: not a demographic finding)"
     return Check("dif", group, name, significant and large and beyond, (
-        f"{message}; |gap| rank p={row['p_rank']:.3g} among {n_null} null personas, "
-        f"Holm over {n_tests} checks {row['p_rank_holm']:.3g} {'<' if beyond else '>='} "
+        f"{message}; |gap| rank p={row['p_rank']:.3g} among {counted(n_null, 'null persona')}, "
+        f"Holm over {counted(n_tests, 'check')} {row['p_rank_holm']:.3g} {'<' if beyond else '>='} "
         f"alpha={rules.alpha}{within}"))
 
 

@@ -29,6 +29,7 @@ from audit.methods.findings import Findings, Headline  # noqa: E402
 from audit.tracking.mlflow import metric_name  # noqa: E402
 from audit.methods.layout import run_file  # noqa: E402
 from audit.methods.checks import percent, signed  # noqa: E402
+from audit.logs import counted  # noqa: E402
 
 _PALETTE = plt.get_cmap("tab10")
 
@@ -165,8 +166,8 @@ def iat_decision(row: dict, alpha: float, n_tests: int,
         return (f"not testable: {row['n_one_group']} of {row['n']} answers give every word to "
                 "one group")
     if cannot_reach(row, n_tests, alpha):
-        return (f"not testable: {row['n']} answers cannot reach p < {alpha:g} over {n_tests} "
-                f"tests (raise iat.iterations)")
+        return (f"not testable: {row['n']} answers cannot reach p < {alpha:g} over "
+                f"{counted(n_tests, 'test')} (raise iat.iterations)")
     reading = "no association shown" if row["p_adjusted"] >= alpha else (
         # The direction of the mean the p-value tested (one-group answers at 0, not -0.50).
         "stereotype-consistent association" if row["mean_d_test"] > 0

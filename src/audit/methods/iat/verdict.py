@@ -65,6 +65,15 @@ def cannot_reach(row: dict, n_tests: int, alpha: float) -> bool:
     return row["p_adjusted"] >= alpha and min(1.0, n_tests * row["min_p"]) >= alpha
 
 
+def _after_bh(n_tests: int, lone_p: float, alpha: float) -> str:
+    """How BH leaves a lone finding's smallest p against alpha; with one test it leaves it as
+    it is (not "BH over 1 tests raises to" the same p)."""
+    if n_tests == 1:
+        return f" >= alpha={alpha} (the only test, so BH leaves it as it is)"
+    return (f", which BH over {n_tests} tests raises to {lone_p:.3g} >= alpha={alpha} for a "
+            f"lone finding")
+
+
 def judge_iat(stats: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
     checks = []
     n_tests = tested_rows(stats)
@@ -94,9 +103,9 @@ def _row_check(row: dict, group: str, n_tests: int, rules: VerdictConfig) -> Che
     lone_p = min(1.0, n_tests * row["min_p"])
     if not unreliable and cannot_reach(row, n_tests, rules.alpha):
         return Check("iat", group, row["category"], False, (
-            f"not testable: the smallest attainable p of these answers is {row['min_p']:.3g}, "
-            f"which BH over {n_tests} tests raises to {lone_p:.3g} >= alpha={rules.alpha} for a "
-            f"lone finding; a row needs {answers_needed(n_tests, rules.alpha)} answers with a D "
+            f"not testable: the smallest attainable p of these answers is {row['min_p']:.3g}"
+            f"{_after_bh(n_tests, lone_p, rules.alpha)}; a row needs "
+            f"{answers_needed(n_tests, rules.alpha)} answers with a D "
             f"other than 0 to be testable (raise iat.iterations: iterations x variations answers "
             f"a row); n={row['n']}, D {signed(row['mean_d_test'], 3)}"
             + (f"; {one_group}" if row["n_one_group"] else "")), skipped=True)
