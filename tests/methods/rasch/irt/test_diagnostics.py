@@ -102,3 +102,58 @@ def test_diagnose_reads_each_columns_worst_value_and_counts_every_divergence():
     found = diagnose(idata, summary, FitConfig())
     assert (found.rhat_max, found.ess_bulk_min, found.ess_tail_min, found.divergences) \
         == (1.2, 80.0, 90.0, 3)
+
+
+def test_each_problem_names_its_own_worst_value_and_a_single_divergence_fails():
+    """Bugs caught: the bulk ESS sentence quoting the tail ESS's value, and one divergent
+    transition passing the check (only two or more counted)."""
+    from audit.methods.rasch.irt.diagnostics import Diagnostics
+
+    problems = Diagnostics(rhat_max=1.0, ess_bulk_min=50.0, ess_tail_min=70.0, divergences=1,
+                           rhat_limit=1.01, ess_limit=100.0).problems()
+    assert problems == ["bulk ESS min 50 < 100: raise fit.draws",
+                        "tail ESS min 70 < 100: HDIs are unreliable; raise fit.draws",
+                        "1 divergent transitions: raise fit.target_accept (for example 0.95)"]
+
+
+def test_a_bulk_ess_that_is_not_a_number_fails():
+    """Bug caught: a bulk ESS that could not be computed (NaN) passed the check, as `ess < limit`
+    is false for NaN."""
+    from audit.methods.rasch.irt.diagnostics import Diagnostics
+
+    no_bulk = Diagnostics(rhat_max=1.0, ess_bulk_min=math.nan, ess_tail_min=400.0,
+                          divergences=0, rhat_limit=1.01, ess_limit=100.0)
+    assert not no_bulk.converged
+    assert [problem.split(" min")[0] for problem in no_bulk.problems()] == ["bulk ESS"]
+
+
+def test_a_summary_with_no_r_hat_to_read_is_not_converged():
+    """One chain: ArviZ's R-hat is NaN for every parameter, so the check has none to read. Bug
+    caught: diagnose reading that as an R-hat that passes (a fit no one can check converged)."""
+    summary = pl.DataFrame({"parameter": ["theta[a]", "b[i1]"], "r_hat": [math.nan, math.nan],
+                            "ess_bulk": [500.0, 600.0], "ess_tail": [500.0, 600.0]})
+    found = diagnose(NO_SAMPLE_STATS, summary, FitConfig())
+    assert math.isnan(found.rhat_max) and not found.converged
+    assert found.problems()[0].startswith("R-hat could not be computed")
+
+
+def test_diagnose_checks_against_the_fits_own_limits():
+    """Bug caught: the check using the default limits (R-hat 1.01, ESS 400) instead of the
+    fit.rhat_max and fit.ess_min a user set."""
+    summary = pl.DataFrame({"parameter": ["theta[a]"], "r_hat": [1.03],
+                            "ess_bulk": [150.0], "ess_tail": [150.0]})
+    found = diagnose(NO_SAMPLE_STATS, summary, FitConfig(rhat_max=1.05, ess_min=100.0))
+    assert (found.rhat_limit, found.ess_limit) == (1.05, 100.0)
+    assert found.converged, found.problems()
+    strict = diagnose(NO_SAMPLE_STATS, summary, FitConfig(rhat_max=1.02, ess_min=200.0))
+    assert len(strict.problems()) == 3
+
+
+def test_sample_stats_without_divergence_flags_count_no_divergences():
+    """A posterior file whose sample_stats has no `diverging` (another sampler's statistics).
+    Bug caught: diagnose stopping with a KeyError instead of counting none."""
+    idata = az.from_dict({"posterior": {"x": np.zeros((2, 4))},
+                          "sample_stats": {"tree_depth": np.ones((2, 4))}})
+    summary = pl.DataFrame({"parameter": ["x"], "r_hat": [1.0], "ess_bulk": [500.0],
+                            "ess_tail": [500.0]})
+    assert diagnose(idata, summary, FitConfig()).divergences == 0
