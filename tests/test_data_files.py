@@ -105,3 +105,34 @@ def test_every_shipped_path_the_code_and_configs_name_resolves_from_another_fold
     for path in named:
         found = data_file(path, "shipped file", "-", cwd=user)
         assert found.is_file() and found.is_relative_to(PROJECT_ROOT / "data"), path
+
+
+def test_an_installed_data_folder_wins_inside_a_folder_that_looks_like_a_checkout(tmp_path: Path):
+    """Bugs it would catch: the checkout's data/ taken over the wheel's own `audit/data` when
+    the package sat two levels under a folder with a pyproject.toml and a data/ folder; a
+    checkout with no data/ named as where the data should be."""
+    project = tmp_path / "project"
+    installed = project / "venv" / "audit"
+    (installed / "data").mkdir(parents=True)
+    (project / "data").mkdir()
+    (project / "pyproject.toml").write_text("")
+    assert shipped_data_dir(installed) == installed / "data"
+    # a checkout without data/ is no source of data: an error names the wheel's folder
+    (installed / "data").rmdir()
+    (project / "data").rmdir()
+    assert shipped_data_dir(installed) == installed / "data"
+
+
+def test_a_shipped_folder_of_the_configured_name_is_not_taken_for_the_file(shipped: Path,
+                                                                           user: Path):
+    """Bug it would catch: a path naming a shipped folder (`data/items`) returned as the file,
+    to fail later as an unreadable table instead of here, naming the setting."""
+    with pytest.raises(DataFileNotFound, match=r"^item bank .*data/items.*set items\.bank "):
+        data_file("data/items", "item bank", "items.bank", cwd=user, shipped=shipped)
+
+
+def test_a_missing_file_names_the_folder_a_relative_path_is_read_from(shipped: Path, user: Path):
+    """Bug it would catch: the line named the missing file's own folder (`project/data/items`)
+    as where it looked, not the folder relative paths are read from."""
+    with pytest.raises(DataFileNotFound, match=re.escape(f"(looked in {user} and in the data")):
+        data_file("data/items/mine.csv", "item bank", "items.bank", cwd=user, shipped=shipped)

@@ -314,3 +314,29 @@ def test_a_command_line_value_for_a_swept_key_is_named_before_the_jobs(tmp_path,
     MlflowSweepCallback().on_multirun_start(config)
     assert caplog.records == []
     assert replaced_grid(["+sweep=fits", "fit=rasch,rasch_seed"], {"fit": "rasch,mine"}) == []
+
+
+def test_a_joblib_launcher_refusal_names_the_settings_own_choices():
+    """Bug it would catch: every refused setting given the hint of n_jobs (or none), so
+    `prefer=proc` was not told it takes processes or threads."""
+    from audit.launcher_settings import JOBLIB_LAUNCHER, launcher_problem
+
+    launcher = OmegaConf.create({"_target_": JOBLIB_LAUNCHER, "n_jobs": 2, "prefer": "proc"})
+    problem = launcher_problem(launcher)
+    assert problem is not None
+    assert problem.startswith("hydra.launcher.prefer=proc is refused by joblib ("), problem
+    # joblib's own words (between the brackets) change with its version; the hint is ours
+    assert problem.endswith("; it takes processes or threads: set it again, or leave the "
+                            "override out for its default"), problem
+
+
+def test_only_settings_the_joblib_launcher_passes_on_are_checked():
+    """Bugs it would catch: a `backend` the launcher replaces with loky, or another launcher's
+    settings, refused as if joblib would read them."""
+    from audit.launcher_settings import JOBLIB_LAUNCHER, launcher_problem
+
+    ignored = OmegaConf.create({"_target_": JOBLIB_LAUNCHER, "n_jobs": 2, "backend": "nope"})
+    assert launcher_problem(ignored) is None
+    other = OmegaConf.create({"_target_": "hydra_plugins.hydra_submitit_launcher."
+                                           "submitit_launcher.LocalLauncher", "n_jobs": 0})
+    assert launcher_problem(other) is None and launcher_problem(None) is None
