@@ -135,7 +135,8 @@ def test_a_table_wider_than_the_terminal_continues_in_tables_that_fit(monkeypatc
     frame = pl.DataFrame({
         "run_id": ["f137d8d0" + "0" * 24, "adf676c2" + "0" * 24],
         "name": ["rasch their-model ingest.input=answers_bias.csv", "rasch m"],
-        "started": ["2026-12-02 12:55", "2026-12-02 12:54"], "status": ["FINISHED"] * 2,
+        "started": ["2026-12-02 12:55 +00:00", "2026-12-02 12:54 +00:00"],
+        "status": ["FINISHED"] * 2,
         "models": ["their-model", "m"], "param:fit.draws": ["200000", "300"],
         "metric:n_prompts": [144.0, 8.0], "metric:rhat_max": [1.019, 1.012], **metrics})
     buffer = io.StringIO()

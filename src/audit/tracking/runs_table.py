@@ -28,10 +28,12 @@ def short_id(run_id: str) -> str:
 
 
 def started_text(milliseconds: int | None) -> str:
+    """A run's start in the local time of the machine that prints it, with its UTC offset: a
+    sweep_runs.csv written on one machine and read on another names the same moment."""
     if not milliseconds:
         return ""
     moment = datetime.fromtimestamp(milliseconds / 1000, tz=timezone.utc).astimezone()
-    return moment.strftime("%Y-%m-%d %H:%M")
+    return moment.strftime("%Y-%m-%d %H:%M %:z")
 
 
 def varying_params(runs: list[dict[str, Any]]) -> list[str]:
@@ -103,8 +105,8 @@ def runs_frame(runs: list[dict[str, Any]], metric_patterns: list[str] | None = N
     for run in runs:
         tags = run["tags"]
         row: dict[str, Any] = {
-            "run_id": run["run_id"], "name": run["name"], "started": started_text(run["start_time"]),
-            "status": run["status"],
+            "run_id": run["run_id"], "name": run["name"],
+            "started": started_text(run["start_time"]), "status": run["status"],
             "parent": short_id(tags.get(tracking.PARENT_RUN_TAG, "")),
             "models": tags.get("models", ""),
             "converged": tags.get("converged", ""),
