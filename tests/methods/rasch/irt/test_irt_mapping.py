@@ -67,6 +67,73 @@ def test_indices_do_not_depend_on_row_order() -> None:
     assert first.cells.equals(second.cells)
 
 
+def test_respondents_and_items_are_indexed_in_sorted_order() -> None:
+    """Catches label tuples in reverse or first-seen order: the same labels would get other
+    indices (and other coordinate orders in the fit) from one audit to the next."""
+    table = signature_table(3, 12, 1, seed=4)  # item_10 and item_11 sort before item_02 as text
+    data = index_design(table)
+    assert data.respondents == ("person_00", "person_01", "person_02")
+    assert data.items == tuple(sorted(f"item_{j:02d}" for j in range(12)))
+
+
+def test_an_empty_outcome_table_is_one_line() -> None:
+    """Catches an empty table reaching the model (a crash deep in PyMC on zero cells)."""
+    with pytest.raises(AuditError, match="outcome table is empty"):
+        index_design(signature_table(2, 2, 1, seed=0).clear())
+
+
+def test_by_path_without_a_label_source_column_indexes_the_plain_cells() -> None:
+    """Catches by_path=True demanding a label_source column the table does not have (a polars
+    ColumnNotFoundError) instead of pooling the answers as one path."""
+    table = signature_table(3, 2, 2, seed=0)
+    data = index_design(table, by_path=True)
+    assert data.cell_path is None and data.cells.equals(index_design(table).cells)
+
+
+def pool_outcomes(paths: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Three answers in two cells of a 3 x 2 pool, each cell with one of its pool rows twice."""
+    answers = pl.DataFrame({"respondent": ["r1", "r1", "r2"], "item": ["i1", "i1", "i2"],
+                            "y": [1, 0, 1]})
+    if paths:
+        answers = answers.with_columns(label_source=pl.Series(["rule", "rule", "judge"]))
+    pool = pl.DataFrame({"respondent": ["r3", "r1", "r2", "r2", "r1", "r3", "r1"],
+                         "item": ["i2", "i2", "i1", "i2", "i1", "i1", "i2"]})
+    return answers, pool
+
+
+@pytest.mark.parametrize("paths", [False, True])
+def test_unanswered_pool_cells_join_the_design_with_zero_trials(paths: bool) -> None:
+    """Catches an adaptive pool's unanswered cells left out (the model's shape would change from
+    round to round), given a trial, or answered cells counted again as empty ones."""
+    answers, pool = pool_outcomes(paths)
+    data = index_design(answers, by_path=paths, cells=pool)
+    assert data.respondents == ("r1", "r2", "r3") and data.items == ("i1", "i2")
+    assert data.cells.rows() == [("r1", "i1", 1, 2), ("r1", "i2", 0, 0), ("r2", "i1", 0, 0),
+                                 ("r2", "i2", 1, 1), ("r3", "i1", 0, 0), ("r3", "i2", 0, 0)]
+    assert data.row_y.tolist() == [1, 0, 1]
+    if paths:  # an unanswered cell reads through any of the answers' paths: its density is 0
+        assert data.cell_path[[0, 3]].tolist() == ["rule", "judge"]
+        assert set(data.cell_path) == {"rule", "judge"}
+
+
+def test_answers_outside_the_pool_keep_their_own_cells() -> None:
+    """Catches the labels taken from the pool alone: an answer to a cell the pool lacks would get
+    no index (a null respondent or item) instead of its own cell."""
+    answers = pl.DataFrame({"respondent": ["r1", "r9"], "item": ["i1", "i1"], "y": [1, 1]})
+    data = index_design(answers, cells=pl.DataFrame({"respondent": ["r1"], "item": ["i2"]}))
+    assert data.cells.rows() == [("r1", "i1", 1, 1), ("r1", "i2", 0, 0), ("r9", "i1", 1, 1)]
+
+
+def test_pool_ids_are_matched_to_the_answers_as_text() -> None:
+    """Catches a pool with integer ids (the outcome table's are coerced to text) failing to stack
+    with the answers' labels, or adding its cells under other labels."""
+    answers = pl.DataFrame({"respondent": [1, 2], "item": [10, 10], "y": [1, 0]})
+    pool = pl.DataFrame({"respondent": [1, 1, 2, 2], "item": [10, 11, 10, 11]})
+    data = index_design(answers, cells=pool)
+    assert data.respondents == ("1", "2") and data.items == ("10", "11")
+    assert data.trials.tolist() == [1, 0, 1, 0]
+
+
 @pytest.mark.parametrize("model", ["rasch", "rasch_seed"])
 def test_model_coords_name_respondents_and_items(model: str) -> None:
     data = index_design(signature_table(5, 3, 1, seed=0))

@@ -14,7 +14,9 @@ from scipy.special import expit, gammaln
 
 from audit.methods.rasch.irt.likelihood import binomial_cells, misclassified_binomial_cells
 from audit.methods.rasch.irt.logit_ops import (
+    binomial_logit_logp,
     binomial_logit_terms_op,
+    misclassified_logit_logp,
     misclassified_logit_terms_op,
 )
 
@@ -128,3 +130,55 @@ def test_judge_error_model_density_and_gradient_match_pytensors_own_functions(mo
             for compiled_logp, compiled_dlogp in functions]
         np.testing.assert_allclose(logp, reference_logp, rtol=1e-12)
         np.testing.assert_allclose(dlogp, reference_dlogp, rtol=1e-9, atol=1e-9)
+
+
+def test_the_ops_refuse_anything_but_vector_cells_and_scalar_rates():
+    """Catches an Op reading a matrix of cells as flat vectors, or per-cell rates as one rate."""
+    with pytest.raises(TypeError, match="take vectors"):
+        binomial_logit_terms_op(np.ones((2, 2)), np.full((2, 2), 3.0), np.zeros((2, 2)))
+    with pytest.raises(TypeError, match="one sensitivity and one specificity"):
+        misclassified_logit_terms_op(np.ones(2), np.full(2, 3.0), np.zeros(2),
+                                     np.array([0.9, 0.7]), 0.8)
+
+
+def test_cell_densities_broadcast_their_inputs_and_keep_the_cells_shape():
+    """Catches the densities coming back flattened, or a scalar trial count not broadcast to every
+    cell (the kernel refuses counts and logits of different lengths)."""
+    successes = np.array([[0, 1, 2], [3, 1, 0]])
+    logit_p = np.array([[-1.0, 0.0, 2.0], [0.5, -2.0, 1.0]])
+    binomial = binomial_logit_logp(successes, 3, logit_p).eval(mode="FAST_COMPILE")
+    assert binomial.shape == (2, 3)
+    np.testing.assert_allclose(binomial, successes * logit_p - 3 * np.logaddexp(0.0, logit_p),
+                               rtol=1e-12)
+    judged = misclassified_logit_logp(successes, 3, logit_p, 0.9, 0.8).eval(
+        mode="FAST_COMPILE")
+    says_one = 0.9 * expit(logit_p) + 0.2 * expit(-logit_p)
+    assert judged.shape == (2, 3)
+    np.testing.assert_allclose(judged, successes * np.log(says_one)
+                               + (3 - successes) * np.log1p(-says_one), rtol=1e-12)
+
+
+def test_random_draws_follow_the_true_rate_and_each_paths_judge_rates():
+    """Catches prior-predictive draws with the logit's sign flipped, the false-positive rate
+    applied to true ones, or a path's sensitivity and specificity swapped."""
+    logit_p = np.array([-40.0, 40.0, -40.0, 40.0])  # true decisions 0, 1, 0, 1, all but surely
+    with pm.Model():
+        truth = binomial_cells("truth", np.full(4, 5), logit_p, observed=None, dims=None)
+        # Path 0 calls every answer 1 (sensitivity 1, specificity 0); path 1 is never wrong.
+        judged = misclassified_binomial_cells("judged", np.full(4, 5), logit_p,
+                                              np.array([1.0, 1.0]), np.array([0.0, 1.0]),
+                                              observed=None, dims=None,
+                                              cell_path=np.array([0, 0, 1, 1]))
+    assert pm.draw(truth, random_seed=1, mode="FAST_COMPILE").tolist() == [0, 5, 0, 5]
+    assert pm.draw(judged, random_seed=1, mode="FAST_COMPILE").tolist() == [5, 5, 0, 5]
+
+
+def test_observed_cells_carry_their_dimension():
+    """Catches binomial_cells or misclassified_binomial_cells dropping ``dims``: the fit's
+    observed data and log-likelihood would lose their cell coordinate."""
+    with pm.Model(coords={"cell": ["a", "b"]}) as model:
+        binomial_cells("y", np.array([2, 3]), np.zeros(2), observed=np.array([1, 2]), dims="cell")
+        misclassified_binomial_cells("z", np.array([2, 3]), np.zeros(2), 0.9, 0.8,
+                                     observed=np.array([1, 2]), dims="cell")
+    assert model.named_vars_to_dims["y"] == ("cell",)
+    assert model.named_vars_to_dims["z"] == ("cell",)
