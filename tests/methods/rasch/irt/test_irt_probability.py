@@ -15,20 +15,23 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pymc as pm
 import pytest
+from scipy import stats
 
 import audit.methods.rasch.irt.rasch as rasch
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
 from audit.methods.rasch.analyse import fit_stage, read_fit, write_fit
 from audit.methods.rasch.config import FitConfig
-from audit.methods.rasch.irt import fit_rasch
+from audit.methods.rasch.irt import build_rasch_model, fit_rasch, index_design
 from audit.methods.rasch.irt.probability import (
     PROBABILITY_CLIP,
     RESIDUAL_SD_NAME,
     check_response,
     clipped_logit,
     index_probabilities,
+    observe_cells,
     probability_outcomes,
 )
 
@@ -107,6 +110,19 @@ def test_settings_a_probability_fit_cannot_honour_are_refused(response, model, o
         check_response(response, model, outcome)
 
 
+@pytest.mark.parametrize("model", ["rasch", "twopl", "explanatory", "population"])
+def test_every_model_with_a_normal_likelihood_takes_probabilities(model):
+    # Catches a model that can fit logit P (PROBABILITY_MODELS) refused for fit.response.
+    check_response("probability", model, "favourable")
+
+
+def test_the_clip_keeps_logits_within_the_documented_bound():
+    # Catches another clip than P = 0.001 (logit -6.9): a shallower or steeper floor moves every
+    # fit of a model that rounds its probabilities to 0 or 1.
+    np.testing.assert_allclose(clipped_logit(np.array([0.0, 1.0])),
+                               [-6.906754778648554, 6.906754778648554], rtol=1e-12)
+
+
 def test_an_adaptive_pool_is_refused_for_probabilities():
     # Catches zero-trial pool cells (adaptive rounds) fitted as observed logits of 0 (P = 0.5).
     outcomes = simulate_probabilities(0.0, items=2, texts_per_cell=1)
@@ -133,6 +149,42 @@ def test_each_logit_stays_with_its_own_respondent_and_item():
     expected = outcomes.select("respondent", "item",
                                logit=pl.Series(clipped_logit(outcomes["p_favourable"].to_numpy())))
     assert rebuilt.sort("respondent", "item").equals(expected.sort("respondent", "item"))
+
+
+def test_observed_logits_are_normal_around_the_predictor_with_a_half_normal_two_sd():
+    # Catches the residual sd's prior (HalfNormal(2)) lost or rescaled, sigma used as a variance,
+    # and unclipped or label-read outcomes reaching the likelihood.
+    outcomes = simulate_probabilities(0.0, items=2, texts_per_cell=1)
+    data = index_probabilities(outcomes.with_columns(p_favourable=pl.Series(
+        [0.0, 1.0] + outcomes["p_favourable"].to_list()[2:])))
+    model = build_rasch_model(data, "rasch")
+    point = {**model.initial_point(), "b": np.array([0.5, -1.0]),
+             f"{RESIDUAL_SD_NAME}_log__": np.log(1.5)}  # theta is 0 at the initial point
+    observed, sigma = model.compile_logp(vars=[model["y"], model[RESIDUAL_SD_NAME]], sum=False,
+                                         jacobian=False, mode="FAST_COMPILE")(point)
+    np.testing.assert_allclose(observed, stats.norm.logpdf(data.cell_logit,
+                                                           -point["b"][data.cell_item], 1.5))
+    assert np.isclose(sigma, stats.halfnorm.logpdf(1.5, scale=2.0))
+    assert np.all(np.isfinite(data.cell_logit))
+
+
+def test_a_probability_outcome_read_through_judge_rates_is_refused():
+    # Catches observe_cells quietly dropping judge rates handed to a probability fit (a caller's
+    # bug that would otherwise fit without the correction it asked for).
+    data = index_probabilities(simulate_probabilities(0.0, items=2, texts_per_cell=1))
+    with pm.Model(), pytest.raises(ValueError, match="no labels to read through judge rates"):
+        observe_cells("y", data, data.trials, data.successes, np.zeros(data.trials.size),
+                      dims=None, confusion=object())
+
+
+def test_each_decision_stays_with_its_own_logit():
+    # Catches the decisions (successes) taken from the cell-grain design, sorted by label, while
+    # the indices and logits follow the rows: each y would sit on another persona's cell.
+    outcomes = simulate_probabilities(0.0, items=3, texts_per_cell=1, rate=0.0).sample(
+        fraction=1.0, shuffle=True, seed=3)
+    data = index_probabilities(outcomes)
+    assert 0 < outcomes["y"].sum() < outcomes.height
+    assert data.successes.tolist() == outcomes["y"].to_list()
 
 
 # --- the fit stage's wiring (prior draws, no sampling) ------------------------------------------
@@ -223,3 +275,17 @@ def test_a_probability_fit_asks_no_gold_set_of_a_judge_error_request(monkeypatch
     assert fit.response == "probability" and fit.judge_confusion is None
     assert not [record for record in caplog.records if record.levelno >= logging.WARNING
                 and "judge" in record.getMessage()]
+
+
+def test_integer_ids_are_indexed_for_probabilities_as_for_decisions():
+    """Bug (mutation review 2026-12-06): index_design coerces ids to text (OutcomeSchema), but
+    index_probabilities looked the raw column's values up in its text-keyed tables, so integer
+    respondent or item ids, which a decision fit of the same table takes, stopped a probability
+    fit through the Python API with a bare KeyError."""
+    table = pl.DataFrame({"respondent": [2, 1, 2, 1], "item": [10, 10, 11, 11],
+                          "y": [1, 0, 1, 1], "p_favourable": [0.7, 0.2, 0.9, 0.6]})
+    assert index_design(table).respondents == ("1", "2")
+    data = index_probabilities(table)
+    assert data.respondents == ("1", "2") and data.items == ("10", "11")
+    assert data.cell_respondent.tolist() == [1, 0, 1, 0]
+    assert data.cell_item.tolist() == [0, 0, 1, 1]

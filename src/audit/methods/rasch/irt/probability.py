@@ -103,9 +103,12 @@ def index_probabilities(outcomes: pl.DataFrame) -> RaschData:
     data = index_design(outcomes)
     respondent = {name: index for index, name in enumerate(data.respondents)}
     item = {name: index for index, name in enumerate(data.items)}
-    cell_respondent = np.array([respondent[name] for name in outcomes["respondent"].to_list()],
-                               dtype=np.int64)
-    cell_item = np.array([item[name] for name in outcomes["item"].to_list()], dtype=np.int64)
+    # As text, as index_design keyed them (OutcomeSchema coerces): integer ids of a table that
+    # fits with response=decision stopped this one with a KeyError (mutation review 2026-12-06).
+    def indices(column: str, index: dict[str, int]) -> np.ndarray:
+        names = outcomes[column].cast(pl.String).to_list()
+        return np.array([index[name] for name in names], dtype=np.int64)
+    cell_respondent, cell_item = indices("respondent", respondent), indices("item", item)
     return replace(data, cell_respondent=cell_respondent, cell_item=cell_item,
                    successes=outcomes["y"].to_numpy().astype(np.int64),
                    trials=np.ones(outcomes.height, dtype=np.int64), cell_path=None,
