@@ -10,9 +10,12 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from pytensor.gradient import NullTypeGradError, verify_grad
+from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key
 from scipy.special import expit, gammaln
 
+from audit.methods.rasch.irt import logit_ops
 from audit.methods.rasch.irt.likelihood import binomial_cells, misclassified_binomial_cells
+from audit.methods.rasch.irt.logit_kernel import binomial_logit_terms, misclassified_logit_terms
 from audit.methods.rasch.irt.logit_ops import (
     binomial_logit_logp,
     binomial_logit_terms_op,
@@ -182,3 +185,23 @@ def test_observed_cells_carry_their_dimension():
                                      observed=np.array([1, 2]), dims="cell")
     assert model.named_vars_to_dims["y"] == ("cell",)
     assert model.named_vars_to_dims["z"] == ("cell",)
+
+
+def test_each_op_compiles_its_own_kernel_under_a_key_the_kernels_source_sets(monkeypatch):
+    """Bugs caught: an Op pointed at the other kernel (the judge-error arithmetic for plain
+    cells), which passed every test on a machine whose ~/.pytensor cache held the right function
+    under the hand-bumped KERNEL_VERSION; and a cache key that stays put when logit_kernel.py
+    changes, so a cached model function keeps the old arithmetic."""
+    ops = {binomial_logit_terms_op: binomial_logit_terms,
+           misclassified_logit_terms_op: misclassified_logit_terms}
+    keys = {}
+    for op, kernel in ops.items():
+        function, keys[op] = numba_funcify_and_cache_key(op)
+        assert function is kernel
+    assert len(set(keys.values())) == 2
+    edited = logit_ops.KERNEL_SOURCE.replace(b"LARGEST_EXPONENT = 708.0",
+                                             b"LARGEST_EXPONENT = 700.0")
+    assert edited != logit_ops.KERNEL_SOURCE
+    monkeypatch.setattr(logit_ops, "KERNEL_SOURCE", edited)
+    for op in ops:
+        assert numba_funcify_and_cache_key(op)[1] != keys[op]

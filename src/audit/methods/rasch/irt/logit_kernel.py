@@ -25,8 +25,8 @@ Every function uses ``error_model="numpy"`` (numba's ZeroDivisionError check alo
 vectorising a division) and the ``contract`` fast-math flag only (FMA, nothing that could reorder
 the exact steps of a range reduction). The kernels and the functions they call share this file on
 purpose: numba's on-disk cache checks only the file of the function it compiled, so a helper in
-another file could change under a stale cached kernel. PyTensor's cache key of the Ops
-(logit_ops.KERNEL_VERSION) must be bumped with any change here.
+another file could change under a stale cached kernel. PyTensor's cache key of the Ops hashes
+this file (logit_ops.kernel_cache_key), so any change here compiles the model functions afresh.
 """
 
 from __future__ import annotations

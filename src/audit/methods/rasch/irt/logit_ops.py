@@ -12,6 +12,9 @@ would have slowed every fit on those linkers; with the kernel it takes 62 µs
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, grad_not_implemented
 from pytensor.graph.basic import Apply
@@ -19,11 +22,23 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.tensor.type import discrete_dtypes
 
+from audit.methods.rasch.irt import logit_kernel
 from audit.methods.rasch.irt.logit_kernel import binomial_logit_terms, misclassified_logit_terms
 
-# Part of PyTensor's cache key of both Ops: bump it with any change to logit_kernel.py, or a
-# cached model function keeps the old arithmetic.
-KERNEL_VERSION = 4
+# What PyTensor's cache key of the Ops is made from: the kernels' file, whole (its helpers live
+# there too, for numba's own cache).
+KERNEL_SOURCE = Path(logit_kernel.__file__).read_bytes()
+
+
+def kernel_cache_key(kernel) -> int:
+    """The integer PyTensor adds to the cache key of the Op that runs ``kernel``: a hash of the
+    kernels' source and the kernel's name. A change to the arithmetic, or an Op pointed at the
+    other kernel, compiles the model function afresh; with a hand-bumped version number (this was
+    KERNEL_VERSION = 4) a change that forgot the bump passed every test on a machine whose
+    ~/.pytensor cache held the old function, and gave users the old arithmetic (mutation review
+    2026-12-06)."""
+    digest = hashlib.sha256(KERNEL_SOURCE + b"\0" + kernel.__name__.encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # a non-negative int64
 
 
 def _counts_and_logits(successes, trials, logit_p) -> list[pt.TensorVariable]:
@@ -120,12 +135,12 @@ misclassified_logit_terms_op = MisclassifiedLogitTerms()
 
 @register_funcify_default_op_cache_key(BinomialLogitTerms)
 def _numba_binomial_logit_terms(op, node=None, **kwargs):
-    return binomial_logit_terms, KERNEL_VERSION
+    return binomial_logit_terms, kernel_cache_key(binomial_logit_terms)
 
 
 @register_funcify_default_op_cache_key(MisclassifiedLogitTerms)
 def _numba_misclassified_logit_terms(op, node=None, **kwargs):
-    return misclassified_logit_terms, KERNEL_VERSION
+    return misclassified_logit_terms, kernel_cache_key(misclassified_logit_terms)
 
 
 def binomial_logit_logp(successes, trials, logit_p) -> pt.TensorVariable:
