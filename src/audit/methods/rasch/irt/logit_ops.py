@@ -13,6 +13,7 @@ would have slowed every fit on those linkers; with the kernel it takes 62 µs
 from __future__ import annotations
 
 import hashlib
+import inspect
 from pathlib import Path
 
 import pytensor.tensor as pt
@@ -22,12 +23,11 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.tensor.type import discrete_dtypes
 
-from audit.methods.rasch.irt import logit_kernel
 from audit.methods.rasch.irt.logit_kernel import binomial_logit_terms, misclassified_logit_terms
 
 # What PyTensor's cache key of the Ops is made from: the kernels' file, whole (its helpers live
 # there too, for numba's own cache).
-KERNEL_SOURCE = Path(logit_kernel.__file__).read_bytes()
+KERNEL_SOURCE = Path(inspect.getfile(binomial_logit_terms.py_func)).read_bytes()
 
 
 def kernel_cache_key(kernel) -> int:
