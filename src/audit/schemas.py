@@ -165,6 +165,10 @@ def schema_problem(error: Exception, frame: pl.DataFrame | None = None,
             return f"column '{column}' is empty in {where}" + (f": {empty_fix}" if empty_fix
                                                                  else "")
     cases = getattr(error, "failure_cases", None)
+    if reason == pa.errors.SchemaErrorReason.DUPLICATES and isinstance(cases, pl.DataFrame):
+        repeated = _repeated_key(error, cases)
+        if repeated:
+            return repeated
     if not column or not isinstance(cases, pl.DataFrame) or not cases.width:
         return first_line
     values = cases.get_column(cases.columns[0]).unique(maintain_order=True).to_list()
@@ -179,3 +183,16 @@ def schema_problem(error: Exception, frame: pl.DataFrame | None = None,
     return f"column '{column}' holds {shown}, which fails {rule}"
 
 
+def _repeated_key(error: Exception, cases: pl.DataFrame) -> str | None:
+    """A key of several columns (a schema's `unique`) repeated, with the repeated values: pandera
+    names no column for it and its first line ended "columns '(...)' not unique:", the rows in a
+    table on the lines after (mutation review 2026-12-06)."""
+    key = [name for name in getattr(getattr(error, "schema", None), "unique", None) or []
+           if name in cases.columns]
+    if not key or not cases.height:
+        return None
+    values = cases.select(key).unique(maintain_order=True).rows()
+    shown = "; ".join(", ".join(map(repr, row)) for row in values[:3]) + (
+        "; ..." if len(values) > 3 else "")
+    return (f"columns {', '.join(map(repr, key))} repeat ({shown}): give each row its own "
+            f"combination of them")
