@@ -31,7 +31,7 @@ from audit.llm.failures import check_failures
 from audit.llm.store import ResponseStore
 from audit.logs import counted, quiet_noisy_loggers
 from audit.methods.rasch.judge.gold import gold_figures, label_gold, read_gold_set
-from audit.methods.rasch.score import judge_panel
+from audit.methods.rasch.score import check_labeller, judge_panel
 from audit.schemas import ItemSchema
 from audit.tables import write_frame, write_json
 from audit.tracking import mlflow as tracking
@@ -72,6 +72,7 @@ def evaluate(cfg: AuditConfig, output_dir: Path) -> dict[str, dict[str, float]]:
     items = read_users_table(cfg.judge.gold_items, ItemSchema, "gold-set item bank",
                              "judge.gold_items")
     check_reads_answers(cfg.judge)
+    check_labeller(cfg)  # no rules and no judge model: an audit refuses it, so measure nothing
     if cfg.tracking.enabled:  # before the judge's minutes on the gold set, not after them
         tracking.check_store(cfg.tracking)
     modes = labelling_modes(cfg.judge, judge_panel(cfg))

@@ -158,7 +158,8 @@ def test_judge_eval_reports_and_logs_rules_judge_and_cascade(gold, tmp_path):
     subset.write_csv(tmp_path / "gold.csv")
     done = _judge_eval(tmp_path, "judge=smollm2", f"judge.gold_file={tmp_path / 'gold.csv'}")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"on the gold set ({len(GOLD_CATEGORIES)} answers)" in done.stdout and "true label (rows)" in done.stdout
+    assert f"on the gold set ({len(GOLD_CATEGORIES)} answers)" in done.stdout
+    assert "true label (rows)" in done.stdout
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert set(metrics) == {"rules", "judge", "cascade"}
     assert metrics["judge"]["gold/rules_coverage"] == 0.0
@@ -201,12 +202,55 @@ def test_judge_eval_measures_the_judge_an_audit_would_use_or_refuses(tmp_path):
     assert list(labelling_modes(JudgeConfig(), panel)) == ["rules", "judge", "cascade"]
     alone = labelling_modes(JudgeConfig(use_rules=False), panel)
     assert list(alone) == ["rules", "judge"] and not alone["judge"][0].use_rules
+    # The rules row runs the rules alone whatever judge.use_rules says, with no judge model.
+    assert alone["rules"][0].use_rules and alone["rules"][1] == [] and alone["judge"][1] == panel
+    assert labelling_modes(JudgeConfig(), panel)["cascade"][0].use_rules
     assert list(labelling_modes(JudgeConfig(), [])) == ["rules"]
     done = _judge_eval(tmp_path, "judge=logprob")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "judge=logprob reads no answer text" in done.stderr
     assert not (tmp_path / "mlflow.db").exists() or "judge_eval-logprob" not in \
         (tmp_path / "mlflow.db").read_bytes().decode("latin-1")
+
+
+def test_judge_eval_refuses_a_judge_with_neither_rules_nor_a_model(tmp_path):
+    """Bug (mutation review 2026-12-06): judge=rules_only judge.use_rules=false, where nothing
+    labels the answers and an audit refuses to run (score.check_labeller), printed and logged the
+    rules' figures as this judge's, though the last row is meant to be what an audit uses."""
+    done = _judge_eval(tmp_path, "judge=rules_only", "judge.use_rules=false")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert ("judge.use_rules=false, and judge=rules_only has no models, so nothing would label "
+            "the answers") in done.stderr
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_judge_eval_prints_each_mode_a_dash_for_no_figure_and_the_last_modes_tables(capsys):
+    """Catches print_figures showing nan for a figure over no answer, or the first mode's
+    confusion and categories where the last (the one an audit uses) belongs."""
+    from audit.cli.judge_eval import print_figures
+
+    results = pl.DataFrame({
+        "gold_id": ["g1", "g2", "g3", "g4"], "category": ["plain", "plain", "hedge", "refusal"],
+        "domain": ["lending"] * 4,
+        "true_label": ["favourable", "unfavourable", "needs_more_information", "refusal"],
+        "label": ["favourable", "unfavourable", "unfavourable", "unparseable"],
+        "label_source": ["rule", "judge", "judge", "judge"], "rationale": [""] * 4})
+    by_rules = pl.col("label_source") == "rule"
+    rules = results.with_columns(
+        label=pl.when(by_rules).then(pl.col("label")).otherwise(pl.lit(UNPARSEABLE)),
+        label_source=pl.when(by_rules).then(pl.lit("rule")).otherwise(pl.lit("none")))
+    print_figures({"rules": gold_figures(rules), "cascade": gold_figures(results)}, "j", 4)
+    out = capsys.readouterr().out
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines()
+            if line.startswith("│")]
+    assert "Judge 'j' on the gold set (4 answers)" in out
+    assert rows[:2] == [
+        ["rules", "0.250", "1.000", "0.200", "0.250", "1.000", "0.000", "-", "0.750"],
+        ["cascade", "0.500", "0.667", "0.385", "0.250", "1.000", "0.750", "0.333", "0.250"]]
+    assert "cascade: true label (rows) x label given (columns)" in out
+    assert ["needs_more_information", "0", "1", "0", "0", "0"] in rows  # the cascade's miss
+    assert "cascade: accuracy by kind of answer" in out
+    assert ["plain", "2", "1.000", "0.500"] in rows
 
 
 def test_a_gold_file_of_ones_own_that_does_not_match_names_the_fix(gold, tmp_path):
