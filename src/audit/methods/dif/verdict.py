@@ -143,8 +143,8 @@ def _persona_check(row: dict, null_gaps: list[float], n_tests: int, testable: bo
         return Check("dif", group, name, False, (
             f"not testable: the smallest rank p among {counted(n_null, 'null persona')}, "
             f"1/{n_null + 1}, is {n_tests / (n_null + 1):.3g} >= alpha={rules.alpha} after "
-            f"Holm's correction "
-            f"over this model's {counted(n_tests, 'real persona x dataset check')}; "
+            f"Holm's correction over this model's "
+            f"{counted(n_tests, 'real persona x dataset check')}; "
             f"dif.null_count={nulls_needed(n_tests, rules.alpha)} would make it testable "
             f"(the real-vs-null test decides meanwhile); {message}"), skipped=True)
     beyond = row["p_rank_holm"] < rules.alpha
