@@ -68,13 +68,17 @@ def test_the_rules_are_never_wrong_on_the_gold_set_and_cover_a_third(gold, bank,
     assert injections.height >= 10 and (injections["label"] == injections["true_label"]).all()
 
 
+# Four gold answers: the rules label one rightly, the judge one rightly, one wrongly and one not.
+HAND_LABELLED = pl.DataFrame({
+    "gold_id": ["g1", "g2", "g3", "g4"], "category": ["plain", "plain", "hedge", "refusal"],
+    "domain": ["lending"] * 4,
+    "true_label": ["favourable", "unfavourable", "needs_more_information", "refusal"],
+    "label": ["favourable", "unfavourable", "unfavourable", "unparseable"],
+    "label_source": ["rule", "judge", "judge", "judge"], "rationale": [""] * 4})
+
+
 def test_gold_figures_by_hand():
-    results = pl.DataFrame({
-        "gold_id": ["g1", "g2", "g3", "g4"], "category": ["plain", "plain", "hedge", "refusal"],
-        "domain": ["lending"] * 4,
-        "true_label": ["favourable", "unfavourable", "needs_more_information", "refusal"],
-        "label": ["favourable", "unfavourable", "unfavourable", "unparseable"],
-        "label_source": ["rule", "judge", "judge", "judge"], "rationale": [""] * 4})
+    results = HAND_LABELLED
     figures = gold_figures(results)
     assert figures.metrics["gold/accuracy"] == 0.5
     assert figures.metrics["gold/rules_coverage"] == 0.25
@@ -229,12 +233,7 @@ def test_judge_eval_prints_each_mode_a_dash_for_no_figure_and_the_last_modes_tab
     confusion and categories where the last (the one an audit uses) belongs."""
     from audit.cli.judge_eval import print_figures
 
-    results = pl.DataFrame({
-        "gold_id": ["g1", "g2", "g3", "g4"], "category": ["plain", "plain", "hedge", "refusal"],
-        "domain": ["lending"] * 4,
-        "true_label": ["favourable", "unfavourable", "needs_more_information", "refusal"],
-        "label": ["favourable", "unfavourable", "unfavourable", "unparseable"],
-        "label_source": ["rule", "judge", "judge", "judge"], "rationale": [""] * 4})
+    results = HAND_LABELLED
     by_rules = pl.col("label_source") == "rule"
     rules = results.with_columns(
         label=pl.when(by_rules).then(pl.col("label")).otherwise(pl.lit(UNPARSEABLE)),
