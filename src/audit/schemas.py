@@ -173,9 +173,8 @@ def schema_problem(error: Exception, frame: pl.DataFrame | None = None,
         return first_line
     values = cases.get_column(cases.columns[0]).unique(maintain_order=True).to_list()
     # A scenario runs to hundreds of characters: its start finds the row.
-    shown = ", ".join(repr(value if not isinstance(value, str) or len(value) <= 60 else
-                           f"{value[:57]}...") for value in values[:3]) \
-        + (", ..." if len(values) > 3 else "")
+    shown = _first_three([repr(value if not isinstance(value, str) or len(value) <= 60 else
+                               f"{value[:57]}...") for value in values], ", ")
     if reason == pa.errors.SchemaErrorReason.SERIES_CONTAINS_DUPLICATES:
         return f"column '{column}' repeats {shown}: give each row its own {column}"
     check = getattr(error, "check", None)
@@ -192,7 +191,11 @@ def _repeated_key(error: Exception, cases: pl.DataFrame) -> str | None:
     if not key or not cases.height:
         return None
     values = cases.select(key).unique(maintain_order=True).rows()
-    shown = "; ".join(", ".join(map(repr, row)) for row in values[:3]) + (
-        "; ..." if len(values) > 3 else "")
+    shown = _first_three([", ".join(map(repr, row)) for row in values], "; ")
     return (f"columns {', '.join(map(repr, key))} repeat ({shown}): give each row its own "
             f"combination of them")
+
+
+def _first_three(shown: list[str], separator: str) -> str:
+    """The first three of the values a refusal names, and "..." when there are more."""
+    return separator.join(shown[:3]) + (f"{separator}..." if len(shown) > 3 else "")
