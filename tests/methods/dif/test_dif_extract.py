@@ -115,6 +115,15 @@ def test_open_word_answers():
     assert is_correct(extract_word("Paris\nIt is the capital.", []).value, "paris", "word")
 
 
+@pytest.mark.parametrize(("reply", "key"), [
+    ("The answer is St. Louis.", "St. Louis"), ("Mr. Smith. Nobody else fits.", "Mr. Smith"),
+    ("It is Mrs. Dalloway.", "Mrs. Dalloway"), ("Washington, D.C. Nowhere else.", "Washington D.C."),
+])
+def test_an_abbreviation_does_not_end_an_open_answer(reply: str, key: str):
+    """Would fail if every full stop ended the answer: "St. Louis" would be read as "st"."""
+    assert is_correct(extract_word(reply, []).value, key, "word")
+
+
 @pytest.mark.parametrize(("reply", "correct"), [
     ("The answer is not Paris.", False), ("Lyon, not Paris.", False), ("Paris or Lyon", False),
     ("Either Lyon or Paris.", False), ("Paris isn\u2019t it.", False),
@@ -125,6 +134,10 @@ def test_open_word_answers():
     # in another clause was read as the answer.
     ("The answer is Lyon; Paris is the capital.", False), ("Lyon; Paris is the capital.", False),
     ("The answer is Paris; Lyon is wrong.", True),
+    # Bug caught: a full stop did not end the answer, so "Lyon. Paris is the capital." named
+    # Paris; an abbreviation still does not end it.
+    ("The answer is Lyon. Paris is the capital.", False), ("Lyon! Paris is wrong.", False),
+    ("The answer is Paris. Lyon is wrong.", True), ("Paris. Not Lyon.", True),
 ])
 def test_an_open_answer_that_denies_the_key_or_sets_another_beside_it_is_wrong(reply, correct):
     """Bug caught (mutation review 2026-12-06): an open answer (a custom item's word answer, no

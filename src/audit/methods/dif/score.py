@@ -33,6 +33,10 @@ _ANSWER_PHRASE = re.compile(
     r"should\s+be|[:=])\s*:?\s*", re.IGNORECASE)
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+# Where an open answer ends: a line break, a semicolon, or a sentence end (., ! or ? after a
+# word of three or more letters whose last three are lower case, then a capital), so "St. Louis",
+# "Mr. Smith", "Mrs. Dalloway", "Washington, D.C. It" and "3.5" do not end it.
+_CLAUSE_END = re.compile(r"[;\n]|(?<=[a-z]{3}[.!?])\s+(?=[A-Z])")
 _NEGATORS = frozenset({"not", "no", "never", "neither", "nor", "none"})
 _SMALL_NUMBERS = {word: value for value, word in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
@@ -182,9 +186,9 @@ def extract_word(text: str, candidates: Sequence[str]) -> Extraction:
     if not candidates:  # an open answer: the phrase after "answer is", else the first line,
         tail = _after_answer_phrase(text)  # each to its first line break or semicolon
         segment = tail if tail is not None else text.strip()
-        # "The answer is Lyon; Paris is the capital" read "lyon paris is the capital", which
-        # named Paris and was correct against it.
-        cleaned = " ".join(_words(re.split(r"[;\n]", segment, maxsplit=1)[0]))
+        # "The answer is Lyon; Paris is the capital" (or "Lyon. Paris is ...") read "lyon paris
+        # is the capital", which named Paris and was correct against it.
+        cleaned = " ".join(_words(_CLAUSE_END.split(segment, maxsplit=1)[0]))
         return Extraction(cleaned, "answer_phrase" if tail is not None else "first_line") \
             if cleaned else NONE
     tail = _after_answer_phrase(text)
