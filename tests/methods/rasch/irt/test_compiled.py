@@ -16,10 +16,12 @@ import pymc as pm
 import pytensor
 import pytest
 
+from audit.methods.rasch.irt import compiled as compiled_module
 from audit.methods.rasch.irt.compiled import (
     NONFINITE_GRADIENT,
     WRONG_DIMENSION,
     CachedPyMCModel,
+    callback_cache_key,
     compile_model,
 )
 
@@ -135,3 +137,16 @@ def test_a_second_process_loads_the_rasch_callbacks_instead_of_compiling_them(tm
 
     assert cache_hits() == ["CachedPyMCModel", 0, 0]
     assert cache_hits() == ["CachedPyMCModel", 1, 1]
+
+
+def test_an_edit_to_the_callback_module_changes_the_callbacks_cache_key(monkeypatch) -> None:
+    """Fails if the key forgets this module's code (as the hand-bumped CALLBACK_VERSION did): an
+    edited signature or environment would then load the old callbacks from ~/.pytensor."""
+    key = callback_cache_key("graph", "def f(): pass")
+    assert key != callback_cache_key("other graph", "def f(): pass")
+    assert key != callback_cache_key("graph", "def g(): pass")
+    edited = compiled_module.CALLBACK_MODULE_SOURCE.replace(b"numba.types.int64(",
+                                                            b"numba.types.int32(")
+    assert edited != compiled_module.CALLBACK_MODULE_SOURCE
+    monkeypatch.setattr(compiled_module, "CALLBACK_MODULE_SOURCE", edited)
+    assert callback_cache_key("graph", "def f(): pass") != key

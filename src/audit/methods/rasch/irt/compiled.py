@@ -32,6 +32,7 @@ import dataclasses
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -44,8 +45,11 @@ from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS, compile_numba_functi
 
 logger = logging.getLogger(__name__)
 
-# Bump when the generated source below changes meaning without changing its text.
-CALLBACK_VERSION = "2"
+# This module's own source, in the callbacks' cache key: a change here (a signature, the
+# environment the generated source runs in, the code that writes it) compiles them afresh. It
+# replaces a hand-bumped CALLBACK_VERSION, which a change that forgot the bump left serving the
+# old callbacks from ~/.pytensor (as logit_ops.kernel_cache_key did for the kernels).
+CALLBACK_MODULE_SOURCE = Path(__file__).read_bytes()
 # nutpie releases whose internals this module was written against and tested on
 # (tests/methods/rasch/irt/test_compiled.py). Another version takes the public path under
 # fit.engine=auto: its private helpers may have moved even where the names below still exist.
@@ -162,19 +166,25 @@ def expand_source(n_words: int, arrays: Sequence[tuple[int, np.ndarray]]) -> str
         ])
 
 
+def callback_cache_key(inner_key: str, source: str) -> str:
+    """The key of one callback: this module's source, the library versions, PyTensor's key of
+    the inner function (its graph) and the generated source (the data layout)."""
+    digest = hashlib.sha256(CALLBACK_MODULE_SOURCE)
+    digest.update("\n".join([numba.__version__, nutpie.__version__, pytensor.__version__,
+                             inner_key, source]).encode())
+    return digest.hexdigest()
+
+
 def cached_callback(source: str, name: str, inner_name: str, inner: Callable,
                     signature: numba.core.typing.templates.Signature):
     """The callback compiled or loaded from PyTensor's numba cache; None if ``inner`` has no key.
 
-    The key covers everything the compiled code depends on: PyTensor's key of the inner
-    function (its graph), the generated source (the data layout) and the library versions.
+    The key (callback_cache_key) covers everything the compiled code depends on.
     """
     inner_key = CACHED_SRC_FUNCTIONS.get(getattr(inner, "py_func", None))
     if inner_key is None or not pytensor.config.numba__cache:
         return None
-    key = hashlib.sha256("\n".join([
-        CALLBACK_VERSION, numba.__version__, nutpie.__version__, pytensor.__version__, inner_key,
-        source]).encode()).hexdigest()
+    key = callback_cache_key(inner_key, source)
     environment = {"__name__": __name__, "numba": numba, "np": np, inner_name: inner,
                    "as_pointer": nutpie_pymc.address_as_void_pointer}
     function = compile_numba_function_src(source, name, environment, cache_key=key)
