@@ -117,7 +117,8 @@ def test_open_word_answers():
 
 @pytest.mark.parametrize(("reply", "key"), [
     ("The answer is St. Louis.", "St. Louis"), ("Mr. Smith. Nobody else fits.", "Mr. Smith"),
-    ("It is Mrs. Dalloway.", "Mrs. Dalloway"), ("Washington, D.C. Nowhere else.", "Washington D.C."),
+    ("It is Mrs. Dalloway.", "Mrs. Dalloway"),
+    ("Washington, D.C. Nowhere else.", "Washington D.C."),
 ])
 def test_an_abbreviation_does_not_end_an_open_answer(reply: str, key: str):
     """Would fail if every full stop ended the answer: "St. Louis" would be read as "st"."""

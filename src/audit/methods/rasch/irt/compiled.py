@@ -208,7 +208,8 @@ class CachedPyMCModel(nutpie_pymc.CompiledPyMCModel):
             old = shared[name]
             new = np.array(value, dtype=old.dtype, order="C", copy=True)
             if new.ndim != old.ndim:
-                raise ValueError(f"data variable {name!r} must have rank {old.ndim}, got {new.ndim}")
+                raise ValueError(
+                    f"data variable {name!r} must have rank {old.ndim}, got {new.ndim}")
             new.flags.writeable = False
             shared[name] = new
         table = pointer_table(self.n_dim, self.n_expanded, list(shared.values()))
