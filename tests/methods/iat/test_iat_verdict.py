@@ -20,7 +20,7 @@ from audit.methods.iat.schemas import SCORE_COLUMNS
 from audit.methods.iat.lexicon import Lexicon
 from audit.methods.iat.report import headlines, iat_decision
 from audit.methods.iat.score import AnswerParser
-from audit.methods.iat.verdict import answers_needed, judge_iat
+from audit.methods.iat.verdict import answers_needed, judge_iat, resamples_needed
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
@@ -183,6 +183,32 @@ def test_a_small_row_that_rejects_with_the_others_is_judged() -> None:
                        VerdictConfig())
     assert len(checks) == 21 and all(c.failed and not c.skipped for c in checks)
     assert answers_needed(21, 0.05) == 10  # 21 x 2/2**10 = 0.041 < 0.05 <= 21 x 2/2**9
+
+
+def test_a_family_too_large_for_the_resamples_names_the_resamples_too() -> None:
+    """Bug caught (review 2026-12-06): from 251 tests at alpha 0.05 the resampled sign-flip p's
+    floor, 2/(10,000 + 1), stays at or above alpha after BH, so no number of answers makes a row
+    testable; the message named 14 answers alone."""
+    assert resamples_needed(252, 0.05) == 10080  # 252 x 2/10081 < 0.05 <= 252 x 2/10080
+    assert resamples_needed(21, 0.05) == 840
+    rows = [_stats_row(f"c{index:03d}", min_p=2 / 10001, p_value=0.5, p_adjusted=0.9)
+            for index in range(252)]
+    check = judge_iat(pl.DataFrame(rows), VerdictConfig())[0]
+    assert check.skipped and "needs 14 answers" in check.message
+    assert "iat.permutation_resamples of at least 10080" in check.message
+
+
+def test_a_row_of_one_answer_is_skipped_as_one_answer_not_as_no_d_score() -> None:
+    """Bug caught (review 2026-12-06): a row with one answer has a D but no p, and was skipped
+    as "no D score to test"."""
+    stats = pl.DataFrame([
+        _stats_row("one", n=1, mean_d=0.8, mean_d_test=0.8, p_value=None, p_adjusted=None,
+                   ci_low=None, ci_high=None, min_p=1.0),
+        _stats_row("none", n=0, mean_d=None, mean_d_test=None, p_value=None, p_adjusted=None,
+                   ci_low=None, ci_high=None, parse_rate=None, min_p=1.0)])
+    checks = {check.name: check for check in judge_iat(stats, VerdictConfig())}
+    assert checks["one"].skipped and checks["one"].message.startswith("one answer")
+    assert checks["none"].skipped and checks["none"].message.startswith("no D score")
 
 
 def _stats_row(category: str, **values) -> dict:

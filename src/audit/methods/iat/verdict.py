@@ -13,7 +13,7 @@ that could not fail:
 - its answers cannot reach significance: a lone finding's BH-adjusted p is at least
   (number of tests) x `min_p`, the smallest p its answers allow (8 answers: 2/256; over 21
   datasets 0.164). Such a row is judged when its adjusted p is below `alpha` anyway (other rows
-  rejected too); otherwise the message names the answers that would make it testable.
+  rejected too); otherwise the message names the answers and resamples that would make it testable.
 """
 
 from __future__ import annotations
@@ -49,6 +49,14 @@ def answers_needed(n_tests: int, alpha: float) -> int:
     return math.floor(math.log2(2 * n_tests / alpha)) + 1
 
 
+def resamples_needed(n_tests: int, alpha: float) -> int:
+    """The fewest random sign-flip resamples R whose floor on a p, 2 / (R + 1), stays below alpha
+    after BH over n_tests (answers_needed's condition for a p that is resampled, not enumerated).
+    Without it the message named answers alone, and from 251 tests (alpha 0.05) no number of
+    answers could make a row testable under the default 10,000 resamples (review 2026-12-06)."""
+    return math.floor(2 * n_tests / alpha)
+
+
 def tested_rows(stats: pl.DataFrame) -> int:
     """The family BH adjusted over: the rows with a p-value."""
     return sum(finite(p) for p in stats["p_value"])
@@ -80,9 +88,13 @@ def judge_iat(stats: pl.DataFrame, rules: VerdictConfig) -> list[Check]:
     for row in stats.sort("model", "dataset", "category").iter_rows(named=True):
         group = f"iat.{row['model']}.{row['dataset']}"
         if not (finite(row["p_adjusted"]) and finite(row["mean_d"])):
+            # One answer has a D but no p-value: "no D score" was said of it (review
+            # 2026-12-06).
+            reason = ("one answer, which a sign-flip test cannot test" if row["n"] == 1
+                      else "no D score to test")
             checks.append(Check("iat", group, row["category"], False,
-                                f"no D score to test (n={row['n']}, parse rate "
-                                f"{row['parse_rate']})", skipped=True))
+                                f"{reason} (n={row['n']}, parse rate {row['parse_rate']})",
+                                skipped=True))
             continue
         checks.append(_row_check(row, group, n_tests, rules))
     return checks
@@ -106,8 +118,9 @@ def _row_check(row: dict, group: str, n_tests: int, rules: VerdictConfig) -> Che
             f"not testable: the smallest attainable p of these answers is {row['min_p']:.3g}"
             f"{_after_bh(n_tests, lone_p, rules.alpha)}; a row needs "
             f"{answers_needed(n_tests, rules.alpha)} answers with a D "
-            f"other than 0 to be testable (raise iat.iterations: iterations x variations answers "
-            f"a row); n={row['n']}, D {signed(row['mean_d_test'], 3)}"
+            f"other than 0 (raise iat.iterations: iterations x variations answers a row) and "
+            f"iat.permutation_resamples of at least {resamples_needed(n_tests, rules.alpha)} to "
+            f"be testable; n={row['n']}, D {signed(row['mean_d_test'], 3)}"
             + (f"; {one_group}" if row["n_one_group"] else "")), skipped=True)
     message = (f"p_adjusted={row['p_adjusted']:.3g} {'<' if significant else '>='} "
                f"alpha={rules.alpha}; |D|={effect:.3f} {'>' if large else '<='} "
