@@ -185,9 +185,17 @@ def test_welch_is_undefined_when_neither_arm_varies():
     result = real_vs_null(np.full(4, 0.5), np.ones(4), 999, 0)
     assert math.isnan(result["welch_t"]) and math.isnan(result["p_welch"])
     assert result["p_permutation"] == pytest.approx(1 / 70)  # exact: 1 of C(8, 4) splits
+    # Bug caught (review 2026-12-06): with Welch's t undefined the row was "not tested", though
+    # the exact permutation p (1/70 here) is valid whatever the arms' spread; it now decides.
     tests = null_tests(_persona_scores([0.5] * 4, [1.0] * 4), ALPHA, 999, seed=1)
-    assert tests["p_welch"][0] is None and not tests["claim"][0]
-    assert "undefined" in tests["statement"][0]
+    assert tests["p_welch"][0] is None and tests["claim"][0]
+    assert tests["p_claim"][0] == pytest.approx(1 / 70)
+    assert tests["statement"][0] == "real personas move answers more than random strings"
+    same = null_tests(_persona_scores([1.0] * 4, [1.0] * 4), ALPHA, 999, seed=1)
+    assert same["p_claim"][0] == 1.0 and not same["claim"][0]
+    assert same["statement"][0].startswith("no evidence")
+    lone = null_tests(_persona_scores([0.5], [1.0] * 4), ALPHA, 999, seed=1)
+    assert lone["p_claim"][0] is None and lone["statement"][0].startswith("not tested")
     varied = real_vs_null(np.array([0.5, 0.6, 0.5]), np.ones(3), 999, 0)  # one arm varies
     assert varied["p_welch"] == pytest.approx(
         stats.t.cdf(-(1 - 0.5333333) / math.sqrt(np.var([0.5, 0.6, 0.5], ddof=1) / 3), df=2))
