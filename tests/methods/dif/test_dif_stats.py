@@ -439,3 +439,21 @@ def test_the_metrics_count_failures_and_stored_answers_and_skip_missing_values()
         "mean_bias_score_real/m/all": 0.1, "unparsed_share/m/all": 0.0,
         "p_welch/m/all": 0.01, "claim/m/all": 0.0,
         "across_models_slope/all": 0.5, "across_models_r_squared/all": 0.75}
+
+
+def test_the_dif_score_rises_with_accuracy_at_a_fixed_flip_rate():
+    """The figures docs/methods/dif.md quotes for its warning about the across-model slope:
+    personas that flip each of 120 items' correctness with probability 0.1 score a mean DIF of
+    about 0.64 at accuracy 0.2 and 0.88 at 0.8. Fails if the score's definition changes so that
+    the warning no longer holds (or holds with other figures)."""
+    rng = np.random.default_rng(0)
+    means = {}
+    for accuracy in (0.2, 0.8):
+        scores = []
+        for _ in range(25):
+            baseline = {item for item in range(120) if rng.random() < accuracy}
+            persona = {item for item in range(120) if (item in baseline) != (rng.random() < 0.1)}
+            scores.append(bias_score(persona, baseline, 5).dif)
+        means[accuracy] = float(np.mean(scores))
+    assert means[0.2] == pytest.approx(0.64, abs=0.02)
+    assert means[0.8] == pytest.approx(0.88, abs=0.02)
