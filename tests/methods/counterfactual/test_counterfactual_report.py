@@ -18,37 +18,37 @@ from audit.methods.counterfactual.report import (
     pair_decision,
     print_findings,
     run_metrics,
-    widest_rows,
 )
 
 
-def _pair(model: str, group_b: str, scope: str, rank_biserial: float, flagged: bool) -> dict:
-    return {"model_name": model, "metric": "sentiment", "factor": "race", "group_a": "A",
-            "group_b": group_b, "scope": scope, "rank_biserial": rank_biserial,
-            "flagged": flagged}
-
-
-def test_the_widest_row_of_a_pair_is_its_pooled_one_else_its_only_template():
-    """Mutation review 2026-12-06: pooled rows first, then templates in order, first kept."""
-    pairwise = pl.DataFrame([_pair("m", "B", "t1", 0.1, False), _pair("m", "B", "all", 0.2, True),
-                             _pair("m", "B", "t0", 0.3, False), _pair("m", "C", "t2", 0.4, True)])
-    widest = widest_rows(pairwise).sort("group_b")
-    assert widest.select("group_b", "scope").rows() == [("B", "all"), ("C", "t2")]
-    assert "pooled" not in widest.columns
+def _pair(model: str, group_b: str, rank_biserial: float | None, flagged: bool) -> dict:
+    """A design-test row; one with no rank-biserial is a pair no template holds."""
+    row = _design(group_b, flagged, 0.01 if flagged else 0.5, 0.001, model=model,
+                  rank_biserial=rank_biserial)
+    if rank_biserial is None:
+        row |= {"n_units_a": 0, "n_units_b": 0, "n_templates": 0, "mean_difference": None,
+                "difference_ci_low": None, "difference_ci_high": None, "p_value": None,
+                "p_bh": None, "min_p": 1.0}
+    return row | {"truncated_share_a": None if rank_biserial is None else 0.0,
+                  "truncated_share_b": None if rank_biserial is None else 0.0,
+                  "meaningful": flagged}
 
 
 def test_the_gap_matrix_is_antisymmetric_starred_and_of_its_own_model_only():
     """Mutation review 2026-12-06: the column-vs-row cell is the negated effect, a flagged pair
     is starred in both cells, another model's pair stays out, and the colour scale reaches the
-    largest effect shown."""
-    pairwise = pl.DataFrame([_pair("m", "B", "all", 0.5, True), _pair("m", "B", "t0", 0.1, False),
-                             _pair("n", "B", "all", -0.9, False)])
-    figure = gap_matrix_figure(pairwise, "m")
+    largest effect shown. Bug caught (review 2026-12-06): the figure drew the per-answer pairwise
+    table, so its stars marked pairs the design tests (and the verdict) did not flag; it now
+    draws the design tests, and a pair no template holds reads "n/a", not 0."""
+    design = pl.DataFrame([_pair("m", "B", 0.5, True), _pair("m", "C", None, False),
+                           _pair("n", "B", -0.9, False)], infer_schema_length=None)
+    figure = gap_matrix_figure(design, "m")
     axis = figure.axes[0]
     cells = sorted((text.get_position(), text.get_text()) for text in axis.texts)
-    assert cells == [((0, 1), "-0.50*"), ((1, 0), "+0.50*")]
+    assert cells == [((0, 1), "-0.50*"), ((0, 2), "n/a"), ((1, 0), "+0.50*"), ((1, 2), "n/a"),
+                     ((2, 0), "n/a"), ((2, 1), "n/a")]
     assert axis.images[0].get_clim() == pytest.approx((-0.5, 0.5))
-    assert [label.get_text() for label in axis.get_yticklabels()] == ["A", "B"]
+    assert [label.get_text() for label in axis.get_yticklabels()] == ["A", "B", "C"]
 
 
 def test_the_distribution_figure_draws_only_its_models_groups():

@@ -167,7 +167,7 @@ def _analyse(cfg: AuditConfig, files: RunFiles, clock: RunClock) -> dict[str, ob
     for model_name in sorted(prompts["model_name"].unique().to_list()):
         save_figure(distribution_figure(long, model_name),
                     files.path(f"{PLOTS}/counterfactual_distributions_{model_name}.png"))
-        save_figure(gap_matrix_figure(pairwise, model_name),
+        save_figure(gap_matrix_figure(design, model_name),
                     files.path(f"{PLOTS}/counterfactual_gaps_{model_name}.png"))
     values = run_metrics(prompts, responses, metrics, tests, pairwise, summary, design, {},
                          config.alpha)

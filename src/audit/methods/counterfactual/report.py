@@ -20,14 +20,15 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
 from audit.methods.configs import AuditConfig  # noqa: E402
-from audit.methods.counterfactual.analyse import POOLED_SCOPE  # noqa: E402
 from audit.methods.counterfactual.config import CounterfactualConfig  # noqa: E402
 from audit.methods.counterfactual.verdict import (  # noqa: E402
     DESIGN_TESTS_FILE,
     read_design_tests,
     units_text,
 )
+from audit.methods.counterfactual.schemas import DesignTestSchema  # noqa: E402
 from audit.methods.layout import run_file  # noqa: E402
+from audit.schemas import validate  # noqa: E402
 from audit.methods.findings import Findings, Headline  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -84,18 +85,13 @@ def distribution_figure(long: pl.DataFrame, model_name: str) -> plt.Figure:
     return figure
 
 
-def widest_rows(pairwise: pl.DataFrame) -> pl.DataFrame:
-    """For each pair, its pooled row when there is one, else its single template's row."""
-    ranked = pairwise.with_columns(pooled=pl.col("scope") == POOLED_SCOPE).sort(
-        "pooled", "scope", descending=[True, False])
-    return ranked.unique(["model_name", "metric", "factor", "group_a", "group_b"],
-                         keep="first", maintain_order=True).drop("pooled")
-
-
-def gap_matrix_figure(pairwise: pl.DataFrame, model_name: str) -> plt.Figure:
-    """Rank-biserial of row group vs column group (positive: the row group scores higher);
-    a star marks a flagged pair (BH-adjusted p below alpha and a practically meaningful effect)."""
-    data = widest_rows(pairwise.filter(pl.col("model_name") == model_name))
+def gap_matrix_figure(design: pl.DataFrame, model_name: str) -> plt.Figure:
+    """The design tests' rank-biserial of row group vs column group (positive: the row group
+    scores higher); a star marks a pair the verdict flags, "n/a" one no template holds. It drew
+    the per-answer pairwise table, whose stars (39% false positives in null designs) marked pairs
+    the design tests and the verdict did not flag (review 2026-12-06)."""
+    data = validate(design, DesignTestSchema, "counterfactual design tests").filter(
+        pl.col("model_name") == model_name)
     metrics = sorted(data["metric"].unique().to_list())
     factors = sorted(data["factor"].unique().to_list())
     figure, axes = _grid(len(metrics), len(factors), 3.6, 3.2)
@@ -107,24 +103,28 @@ def gap_matrix_figure(pairwise: pl.DataFrame, model_name: str) -> plt.Figure:
             panel = data.filter((pl.col("metric") == metric) & (pl.col("factor") == factor))
             groups = sorted(set(panel["group_a"]) | set(panel["group_b"]))
             index = {group: position for position, group in enumerate(groups)}
-            matrix = np.zeros((len(groups), len(groups)))
+            matrix = np.full((len(groups), len(groups)), np.nan)
+            np.fill_diagonal(matrix, 0.0)
             stars = np.zeros_like(matrix, dtype=bool)
             for pair in panel.iter_rows(named=True):
                 i, j = index[pair["group_a"]], index[pair["group_b"]]
-                matrix[i, j], matrix[j, i] = pair["rank_biserial"], -pair["rank_biserial"]
+                effect = np.nan if pair["rank_biserial"] is None else pair["rank_biserial"]
+                matrix[i, j], matrix[j, i] = effect, -effect
                 stars[i, j] = stars[j, i] = pair["flagged"]
-            image = axis.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
+            image = axis.imshow(np.ma.masked_invalid(matrix), cmap="RdBu_r", vmin=-limit,
+                                vmax=limit)
             for i in range(len(groups)):
                 for j in range(len(groups)):
                     if i != j:
-                        axis.text(j, i, f"{signed(matrix[i, j])}{'*' if stars[i, j] else ''}",
-                                  ha="center", va="center", fontsize=7)
+                        text = ("n/a" if np.isnan(matrix[i, j]) else
+                                f"{signed(matrix[i, j])}{'*' if stars[i, j] else ''}")
+                        axis.text(j, i, text, ha="center", va="center", fontsize=7)
             axis.set_xticks(range(len(groups)), groups, rotation=30, fontsize=7)
             axis.set_yticks(range(len(groups)), groups, fontsize=7)
             axis.set_title(f"{metric} by {factor}", fontsize=9)
     if image is not None:
         figure.colorbar(image, ax=axes, shrink=0.6, label="rank-biserial (row vs column)")
-    figure.suptitle(f"{model_name}: pairwise gaps (* flagged)")
+    figure.suptitle(f"{model_name}: design-test gaps (* flagged)")
     return figure
 
 
