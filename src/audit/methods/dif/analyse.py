@@ -217,10 +217,36 @@ def _statement(row: dict, made: bool) -> str:
 
 # --- across models -------------------------------------------------------------------------------
 
+def item_clustered_interval(ok: pl.DataFrame, interval_prob: float
+                            ) -> tuple[float | None, float | None]:
+    """An interval of accuracy (correct over answered prompts) with the items as the sampled
+    units: the cluster-robust standard error of a ratio, items the clusters, and Student's t
+    with items - 1 degrees of freedom, within [0, 1]; when every item's accuracy is the same (no
+    spread to measure), Jeffreys with one trial an item. Every persona answers the same items,
+    so answers cluster by item: a Jeffreys interval over the prompts read 46 personas x 120
+    items as 5,520 independent answers, about 6 times too narrow (an item-cluster bootstrap:
+    width 0.159 against 0.026; review 2026-12-06)."""
+    items = ok.group_by("item_id").agg(correct=pl.col("correct").cast(pl.Float64).sum(),
+                                       answered=pl.len())
+    if items.is_empty():
+        return None, None
+    correct, answered = items["correct"].to_numpy(), items["answered"].to_numpy().astype(float)
+    accuracy, k = correct.sum() / answered.sum(), len(correct)
+    residuals = correct - accuracy * answered
+    if k < 2 or not np.any(residuals):
+        low, high = jeffreys_interval(np.array([correct.sum() / answered.sum() * k]),
+                                      np.array([k]), interval_prob)
+        return float(low[0]), float(high[0])
+    error = math.sqrt(k / (k - 1) * float(np.sum(residuals ** 2))) / answered.sum()
+    half = float(stats.t.ppf(0.5 + interval_prob / 2, k - 1)) * error
+    return max(0.0, accuracy - half), min(1.0, accuracy + half)
+
+
 def model_table(answers: pl.DataFrame, personas: pl.DataFrame,
                 interval_prob: float) -> pl.DataFrame:
-    """Per model x dataset: accuracy over every prompt and under the baseline, and the mean bias
-    over real and null personas (bias_score only where the intersection is not flagged)."""
+    """Per model x dataset: accuracy over every prompt (its interval over the items) and under
+    the baseline, and the mean bias over real and null personas (bias_score only where the
+    intersection is not flagged)."""
     rows = []
     for model in sorted(answers["model_name"].unique().to_list()):
         for dataset, view in _dataset_views(answers.filter(pl.col("model_name") == model)):
@@ -229,6 +255,7 @@ def model_table(answers: pl.DataFrame, personas: pl.DataFrame,
             real = part.filter(pl.col("persona_kind") == "real")
             baseline = ok.filter(pl.col("persona_kind") == "baseline")
             trusted = real.filter(~pl.col("small_intersection") & pl.col("bias_score").is_finite())
+            low, high = item_clustered_interval(ok, interval_prob)
             rows.append({
                 "model_name": model, "dataset": dataset, "n_answered": ok.height,
                 "n_correct": int(ok["correct"].sum()), "n_failed": view.height - ok.height,
@@ -239,13 +266,13 @@ def model_table(answers: pl.DataFrame, personas: pl.DataFrame,
                 "mean_dif_real": real["dif_score"].drop_nans().mean(),
                 "mean_dif_null": part.filter(pl.col("persona_kind") == "null")[
                     "dif_score"].drop_nans().mean(),
+                "accuracy_low": low, "accuracy_high": high,
             })
-    table = pl.DataFrame(rows, infer_schema_length=None)
-    low, high = jeffreys_interval(table["n_correct"].to_numpy(),
-                                  np.maximum(table["n_answered"].to_numpy(), 1), interval_prob)
-    return table.with_columns(
-        accuracy=pl.col("n_correct") / pl.col("n_answered"),
-        accuracy_low=pl.Series(low), accuracy_high=pl.Series(high)).sort(["model_name", "dataset"])
+    table = pl.DataFrame(rows, infer_schema_length=None, schema_overrides={
+        "accuracy_low": pl.Float64, "accuracy_high": pl.Float64})
+    return table.with_columns(accuracy=pl.col("n_correct") / pl.col("n_answered")).select(
+        *[name for name in table.columns if not name.startswith("accuracy_")], "accuracy",
+        "accuracy_low", "accuracy_high").sort(["model_name", "dataset"])
 
 
 def across_models(models: pl.DataFrame) -> pl.DataFrame:

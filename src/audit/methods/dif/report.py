@@ -159,8 +159,8 @@ def print_summary(results: DIFResults, console: Console | None = None) -> None:
     for row in results.models.iter_rows(named=True):
         test = tests.get((row["model_name"], row["dataset"]), {})
         table.add_row(row["model_name"], row["dataset"],
-                      f"{row['accuracy']:.3f} [{row['accuracy_low']:.3f}, "
-                      f"{row['accuracy_high']:.3f}]", fmt(row["baseline_accuracy"]),
+                      f"{fmt(row['accuracy'])} [{fmt(row['accuracy_low'])}, "
+                      f"{fmt(row['accuracy_high'])}]", fmt(row["baseline_accuracy"]),
                       fmt(row["mean_dif_real"]), fmt(row["mean_dif_null"]),
                       fmt(test.get("p_welch")), fmt(test.get("p_permutation")),
                       "yes" if test.get("claim") else "no")
