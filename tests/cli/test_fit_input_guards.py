@@ -300,3 +300,38 @@ def test_prior_seed_with_a_correction_is_refused(tmp_path: Path, monkeypatch, ca
     assert fit_cli.main([*arguments, "prior=seed"]) == 2
     (error,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
     assert error.startswith("prior=seed reads labels as truth"), error
+
+
+def test_ids_lose_their_surrounding_spaces_and_a_blank_id_is_an_empty_cell(tmp_path: Path) -> None:
+    """Bugs caught (bad-input review 2026-12-06): "a " beside "a" fitted two respondents that
+    printed alike, and a quoted "" (or all-space) id was fitted as a respondent named "theta",
+    which the ranking left out."""
+    path = tmp_path / "answers.csv"
+    path.write_text('respondent,item,y\na ,i,1\na,j,0\n b,i,0\nb,j,1\n')
+    assert read_long_table(path, "respondent", "item", "y")["respondent"].to_list() == [
+        "a", "a", "b", "b"]
+    for blank in ('""', '"   "'):
+        path.write_text(f'respondent,item,y\na,i,1\n{blank},j,0\n')
+        with pytest.raises(FitInputError, match=r"empty cells in respondent \(first at row 2\)"):
+            read_long_table(path, "respondent", "item", "y")
+
+
+def test_a_column_of_lists_as_ids_is_one_line(tmp_path: Path) -> None:
+    """Bug caught (bad-input review 2026-12-06): a parquet list column as respondent was a polars
+    cast traceback."""
+    path = tmp_path / "answers.parquet"
+    pl.DataFrame({"respondent": [[1], [1], [2], [2]], "item": ["i", "j", "i", "j"],
+                  "y": [1, 0, 0, 1]}).write_parquet(path)
+    with pytest.raises(FitInputError, match="column 'respondent' of .* holds lists or objects"):
+        read_long_table(path, "respondent", "item", "y")
+
+
+@pytest.mark.parametrize("name", ["summary.csv", "posterior.nc"])
+def test_a_folder_named_like_a_fit_file_in_output_is_refused_before_sampling(
+        tmp_path: Path, name: str) -> None:
+    """Bug caught (bad-input review 2026-12-06): output=DIR holding a folder DIR/summary.csv (or
+    posterior.nc) failed with IsADirectoryError after sampling, the fit lost, or half written."""
+    write_table(tmp_path / "answers.csv", **ANSWERS)
+    (tmp_path / "out" / name).mkdir(parents=True)
+    with pytest.raises(FitInputError, match=f"holds a folder named {name}"):
+        parse_arguments([f"input={tmp_path / 'answers.csv'}", f"output={tmp_path / 'out'}"])

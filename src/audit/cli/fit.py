@@ -126,8 +126,15 @@ def _same_file(first: Path, second: Path) -> bool:
 
 def _check_not_overwritten(command: FitCommand) -> None:
     """An input that is a file the fit writes into output= would be replaced by it, the table
-    lost once the fit finishes: refused before anything is read."""
+    lost once the fit finishes: refused before anything is read. So is a folder in output= named
+    like a file the fit writes: it failed after sampling, the fit lost (bad-input review
+    2026-12-06)."""
     output = Path(command.output)
+    for name in FIT_FILES:
+        if (output / name).is_dir():
+            raise FitInputError(f"output={command.output} holds a folder named {name}, where the "
+                                "fit writes its file: move that folder or choose another output "
+                                "folder")
     for option in ("input", "gold", "confusion"):
         value = getattr(command, option)
         if not value:
@@ -171,6 +178,13 @@ def _offending(values: pl.Series, bad: pl.Series, outcome: str, rule: str) -> Fi
                          "column that is")
 
 
+def _ids(column: str, name: str) -> pl.Expr:
+    """A column of ids as text without surrounding spaces, one of only spaces empty: "a " beside
+    "a" fitted two respondents that printed alike, and a quoted "" one was named "theta", which
+    the ranking left out (bad-input review 2026-12-06)."""
+    return pl.col(column).cast(pl.String).str.strip_chars().replace("", None).alias(name)
+
+
 def read_long_table(path: Path, respondent: str, item: str, outcome: str,
                     source: str | None = None) -> pl.DataFrame:
     """Read CSV or parquet and rename the three columns to respondent, item, y (and the
@@ -209,11 +223,14 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str,
     if table.height == 0:  # before the fit's warnings, which would count its 0 respondents
         raise FitInputError(f"input table {path} has no rows: it needs one row per answer "
                             f"({respondent}, {item}, {outcome})")
+    for column in (respondent, item, *([source] if source else [])):
+        if table.schema[column].is_nested() or table.schema[column] == pl.Object:
+            # A parquet list column was a polars cast traceback (bad-input review 2026-12-06).
+            raise FitInputError(f"column {column!r} of {path} holds lists or objects, not ids: "
+                                "give each row one id")
     long = table.select(
-        pl.col(respondent).cast(pl.String).alias("respondent"),
-        pl.col(item).cast(pl.String).alias("item"),
-        pl.col(outcome).alias("y"),
-        *([pl.col(source).cast(pl.String).alias(PATH_COLUMN)] if source else []),
+        _ids(respondent, "respondent"), _ids(item, "item"), pl.col(outcome).alias("y"),
+        *([_ids(source, PATH_COLUMN)] if source else []),
     )
     # The user's names of long's columns, in its order: only those with empty cells are named.
     names = dict(zip(long.columns, wanted.values()))

@@ -196,6 +196,13 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
 FIT_FILES = ("summary.csv", "posterior.nc", "item_gaps.csv", "contrasts.csv", "diagnostics.json")
 
 
+def _write_or_remove(table: pl.DataFrame, path: Path) -> None:
+    if table.height:
+        write_frame(table, path)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def write_fit(fit: RaschFit, directory: Path, no_signal: list[str] | None = None) -> None:
     """Posterior, summary, contrasts and a diagnostics verdict; companions in sub-directories.
 
@@ -206,13 +213,13 @@ def write_fit(fit: RaschFit, directory: Path, no_signal: list[str] | None = None
     directory.mkdir(parents=True, exist_ok=True)
     write_frame(fit.summary, directory / "summary.csv")
     fit.idata.to_netcdf(str(directory / "posterior.nc"))
-    if fit.item_gaps.height:
-        write_frame(fit.item_gaps, directory / "item_gaps.csv")
+    # A table this fit has no rows for is removed, not left from an earlier fit into the same
+    # folder: `audit.fit output=` a folder that held another fit's contrasts.csv left them
+    # beside the new posterior, to be read as its own (bad-input review 2026-12-06).
+    _write_or_remove(fit.item_gaps, directory / "item_gaps.csv")
     for companion in fit.companions:
         write_fit(companion, directory / companion.outcome)
-    contrasts = fit.all_contrasts()
-    if contrasts.height:
-        write_frame(contrasts, directory / "contrasts.csv")
+    _write_or_remove(fit.all_contrasts(), directory / "contrasts.csv")
     diagnostics = fit.diagnostics
     write_json({
         "converged": fit.converged, "rhat_max": diagnostics.rhat_max,

@@ -137,3 +137,20 @@ def test_an_audits_empty_no_signal_list_is_recorded_and_a_bare_fits_is_not(table
     write_fit(fit, tmp_path / "bare")
     assert json.loads((tmp_path / "audit" / "diagnostics.json").read_text())["no_signal"] == []
     assert "no_signal" not in json.loads((tmp_path / "bare" / "diagnostics.json").read_text())
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_a_fit_written_where_another_was_leaves_none_of_the_earlier_tables(tables, tmp_path,
+                                                                          monkeypatch):
+    """Bug caught (bad-input review 2026-12-06): a fit with no item gaps written into a folder
+    that held another fit's item_gaps.csv left it beside the new posterior, to be read as its
+    own (`audit.fit output=` an earlier fit's folder)."""
+    monkeypatch.setattr(rasch, "sample_with_nutpie", prior_sampler)
+    prompts, labels = tables
+    cfg = AuditConfig(fit=FitConfig(model="population", item_dif=["race"], chains=1))
+    write_fit(fit_stage(cfg, prompts, labels), tmp_path)
+    assert (tmp_path / "item_gaps.csv").is_file()
+    plain = AuditConfig(fit=FitConfig(model="population", chains=1))
+    write_fit(fit_stage(plain, prompts, labels), tmp_path)
+    assert not (tmp_path / "item_gaps.csv").exists()
+    assert read_fit(tmp_path, plain.fit).item_gaps.is_empty()
