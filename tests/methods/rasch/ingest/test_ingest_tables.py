@@ -892,13 +892,33 @@ def test_lm_eval_requests_as_pairs_give_each_continuation_its_score():
                                          filtered_resps=[["-0.1", "True"], ["-2.5", "False"]])],
                         "s.jsonl")
     assert json.loads(rows[0]["option_logprobs"]) == {" yes": -0.1, " no": -2.5}
-    assert rows[0]["answer"] is None and rows[0]["prompt"] is None
+    assert rows[0]["answer"] is None and rows[0]["prompt"] == "Human: ..."
     one = [["-0.1", "True"]]
     three = [["-0.1", "True"], ["-2.5", "False"], ["-3.0", "False"]]
     for arguments, resps in ((pairs[:1], one), (pairs, three)):
         odd = lm_eval_rows([_lm_eval_sample({"item": 0}, arguments=arguments,
                                             filtered_resps=resps)], "s.jsonl")
         assert odd[0]["option_logprobs"] is None, resps
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"filtered_resps": "yes"}, "record 1's filtered_resps is \"yes\", not a list"),
+    ({"filtered_resps": 5}, "record 1's filtered_resps is 5, not a list"),
+    ({"arguments": {"0": "ctx"}}, "record 1's arguments hold \"ctx\", not requests"),
+    ({"arguments": [1, 2]}, "record 1's arguments hold 1, not requests"),
+    ({"arguments": "ctx"}, "record 1's arguments hold \"ctx\", not requests"),
+    ({"arguments": {"0": {"arg_0": "q", "arg_1": " yes"}, "1": {"arg_0": "q", "arg_1": " no"}},
+      "filtered_resps": [["abc", "False"], ["-2.0", "False"]]},
+     "record 1's log-likelihood of ' yes' is 'abc', not a number"),
+])
+def test_an_lm_eval_record_shaped_otherwise_is_one_line(fields: dict, message: str):
+    """Bugs caught (bad-input review 2026-12-06): a string of responses had its first letter
+    read as the answer ("y"), and a number where the responses belong, a string or a number
+    where a request belongs, or a log-likelihood that is no number were tracebacks."""
+    with pytest.raises(AuditError) as refused:
+        lm_eval_rows([_lm_eval_sample({"item": 0}) | fields], "s.jsonl")
+    assert str(refused.value).startswith("answers file s.jsonl: ")
+    assert message in str(refused.value) and "\n" not in str(refused.value)
 
 
 def test_unknown_items_are_counted_and_the_first_in_order_named(tmp_path):

@@ -308,22 +308,53 @@ def _doc_value(doc: dict, fields: tuple[str, ...]) -> object:
     return next((doc[field] for field in fields if doc.get(field) is not None), None)
 
 
-def _choices_and_logprobs(sample: dict) -> dict[str, float] | None:
+def _requests_and_responses(sample: dict, number: int, source: str
+                            ) -> tuple[list[tuple[object, object]], list]:
+    """A record's requests as (context, continuation) pairs and its filtered responses, refused
+    in one line when they are not shaped as lm-evaluation-harness writes them: a string of
+    responses had its first letter read as the answer, and a number, a string or a list where a
+    request belongs were tracebacks (bad-input review 2026-12-06)."""
+    where = f"answers file {source}: record {number}'s"
+    responses = sample["filtered_resps"]
+    if not isinstance(responses, list):
+        raise AuditError(f"{where} filtered_resps is {json.dumps(responses, default=str)[:60]}, "
+                         "not a list of responses as lm-evaluation-harness writes it: pass the "
+                         "samples_*.jsonl file of --log_samples as it was written")
+    arguments = sample.get("arguments") or {}
+    requests = (list(arguments.values()) if isinstance(arguments, dict)
+                else arguments if isinstance(arguments, list) else [arguments])
+    pairs = []
+    for request in requests:
+        if isinstance(request, dict):
+            pairs.append((request.get("arg_0"), request.get("arg_1")))
+        elif isinstance(request, list):
+            padded = [*request, None, None]
+            pairs.append((padded[0], padded[1]))
+        else:
+            raise AuditError(f"{where} arguments hold {json.dumps(request, default=str)[:60]}, "
+                             "not requests as lm-evaluation-harness writes them ({arg_0: "
+                             "context, arg_1: continuation}): pass the samples_*.jsonl file of "
+                             "--log_samples as it was written")
+    return pairs, responses
+
+
+def _choices_and_logprobs(requests: list[tuple[object, object]], responses: list, number: int,
+                          source: str) -> dict[str, float] | None:
     """A multiple-choice sample's options and log-likelihoods: `arguments` holds each request's
     (context, continuation), `filtered_resps` each one's [log-likelihood, is-greedy] (as strings
     in the saved file); None for a generated answer."""
-    arguments = sample.get("arguments") or {}
-    requests = list(arguments.values()) if isinstance(arguments, dict) else list(arguments)
-    responses = sample.get("filtered_resps") or []
     if len(requests) < 2 or len(requests) != len(responses):
         return None
     scores: dict[str, float] = {}
-    for request, response in zip(requests, responses):
-        continuation = (request.get("arg_1") if isinstance(request, dict)
-                        else (request[1] if len(request) > 1 else None))
+    for (_, continuation), response in zip(requests, responses):
         if not isinstance(continuation, str) or not isinstance(response, list) or not response:
             return None
-        scores[continuation] = float(response[0])
+        try:
+            scores[continuation] = float(response[0])
+        except (TypeError, ValueError):
+            raise AuditError(f"answers file {source}: record {number}'s log-likelihood of "
+                             f"{continuation!r} is {response[0]!r}, not a number: pass the "
+                             "samples_*.jsonl file of --log_samples as it was written") from None
     return scores
 
 
@@ -344,13 +375,10 @@ def lm_eval_rows(samples: list[dict], source: str) -> list[dict]:
             raise AuditError(f"answers file {source}: record {number}'s doc has none of "
                              f"{', '.join(LM_EVAL_ITEM_FIELDS)}: the item cannot be named")
         race, gender, age = (doc.get(field) for field in LM_EVAL_PERSONA_FIELDS)
-        scores = _choices_and_logprobs(sample)
-        responses = sample["filtered_resps"]
+        requests, responses = _requests_and_responses(sample, number, source)
+        scores = _choices_and_logprobs(requests, responses, number, source)
         first = responses[0] if responses else None
-        prompt = None
-        arguments = sample.get("arguments") or {}
-        if isinstance(arguments, dict) and arguments:
-            prompt = next(iter(arguments.values())).get("arg_0")
+        prompt = requests[0][0] if requests else None
         rows.append({
             "persona_id": slug(race, gender, age) or "baseline",
             "persona_kind": "explicit" if (race or gender) else "baseline",
