@@ -109,6 +109,14 @@ def _compose(overrides: list[str]) -> AuditConfig:
     (["engine.requests_per_minute=inf"],
      "engine.requests_per_minute=inf is not a finite number: give one in (0, inf)"),
     (["fit.rope=-inf"], "fit.rope=-inf is not a finite number: give one in [0, inf)"),
+    # Bad-input review 2026-12-06: no upper bound, so the model run started and numpy then
+    # asked for 35.7 TiB.
+    (["method=iat", "iat.bootstrap_resamples=99999999999"],
+     "iat.bootstrap_resamples=99999999999 must lie in [1, 1000000]"),
+    (["method=dif", "dif.permutation_resamples=1000001"],
+     "dif.permutation_resamples=1000001 must lie in [1, 1000000]"),
+    (["method=counterfactual", "counterfactual.bootstrap_resamples=2000000"],
+     "counterfactual.bootstrap_resamples=2000000 must lie in [1, 1000000]"),
     (["model=vllm", "model.vllm.timeout_s=inf"],
      "model.vllm.timeout_s=inf is not a finite number: give one in (0, inf)"),
 ])

@@ -68,6 +68,12 @@ def as_range(declared: Range | tuple[float, float]) -> Range:
     return declared if isinstance(declared, Range) else Range(*declared)
 
 
+# The most resamples a bootstrap or permutation test takes: far beyond any p-value's need, and
+# memory a laptop has; iat.bootstrap_resamples=99999999999 passed the range check, started the
+# model run, then asked numpy for 35.7 TiB (bad-input review 2026-12-06).
+MAX_RESAMPLES = 1_000_000
+
+
 def within(default: Any, low: float = -math.inf, high: float = math.inf, *,
            open_low: bool = False, open_high: bool = False, share: bool = True) -> Any:
     """A dataclass field with `default` whose value must lie between `low` and `high`.

@@ -190,6 +190,30 @@ def test_planning_in_a_fresh_project_creates_no_response_store(tmp_path, monkeyp
     assert not store.exists()
 
 
+def test_an_output_folder_or_store_that_cannot_be_used_is_refused_before_any_simulation(
+        tmp_path, no_simulation):
+    """Bugs caught (bad-input review 2026-12-06): paths.output_dir naming a file was a
+    FileExistsError traceback, and a store that is no database a sqlite3 one, each after the
+    minutes of simulation were spent; an empty file given as the store got the store's tables
+    written into it, though a plan sends nothing."""
+    (tmp_path / "afile.txt").write_text("x")
+    with pytest.raises(AuditError, match=r"^paths.output_dir=.*afile.txt is a file, not a "
+                                         r"folder"):
+        plan_cli.run_plan(_config(tmp_path), tmp_path / "afile.txt")
+    garbage = tmp_path / "garbage.sqlite3"
+    garbage.write_bytes(b"not a database at all, just bytes")
+    with pytest.raises(AuditError, match=r"garbage.sqlite3 is not an SQLite database, not a "
+                                         r"response store"):
+        plan_cli.run_plan(_config(tmp_path, f"paths.response_store={garbage}"), tmp_path / "o")
+    with pytest.raises(AuditError, match=r"is a folder, not a response store"):
+        plan_cli.run_plan(_config(tmp_path, f"paths.response_store={tmp_path}"), tmp_path / "o")
+    empty = tmp_path / "empty.sqlite3"
+    empty.touch()
+    with pytest.raises(AssertionError, match="simulated before"):
+        plan_cli.run_plan(_config(tmp_path, f"paths.response_store={empty}"), tmp_path / "o")
+    assert empty.stat().st_size == 0
+
+
 def _composed(tmp_path: Path, *overrides: str):
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         return compose("config", overrides=[*overrides, f"paths.output_dir={tmp_path / 'out'}"])

@@ -69,3 +69,24 @@ def test_a_runtime_exits_cleanly_with_the_model_loaded(tmp_path, backend):
     assert int(done.stdout.strip().splitlines()[-1]) > 0
     for noise in ("Traceback", "Exception ignored", "Error"):
         assert noise not in done.stderr, done.stderr[-2000:]
+
+
+def test_ctrl_c_in_judge_eval_is_the_engines_line_and_exit_130(tmp_path, monkeypatch, capfd):
+    """Bug caught (bad-input review 2026-12-06): Ctrl-C during `python -m audit.judge_eval` was a
+    40-line traceback ending in the engine's own line; python -m audit says that line alone."""
+    import audit.cli.judge_eval as judge_eval
+    from audit.llm.engine import Interrupted
+
+    def interrupted(*_, **__):
+        raise Interrupted("interrupted: 1 of 441 judge replies are saved in s.sqlite3; rerun the "
+                          "same command to resume")
+
+    monkeypatch.setattr(judge_eval, "evaluate", interrupted)
+    monkeypatch.setattr(sys, "argv", ["judge_eval", f"hydra.run.dir={tmp_path / 'run'}"])
+    with pytest.raises(SystemExit) as exited:
+        judge_eval.main()
+    assert exited.value.code == 130
+    said = capfd.readouterr().err.strip().splitlines()
+    assert said[-1].endswith("[ERROR] - interrupted: 1 of 441 judge replies are saved in "
+                             "s.sqlite3; rerun the same command to resume"), said
+    assert not any("Traceback" in line for line in said), said

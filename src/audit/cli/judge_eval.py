@@ -154,6 +154,12 @@ def app(cfg: DictConfig) -> None:
     try:
         audit_cfg = validated_config(cfg, Path(CONF_DIR))
         evaluate(audit_cfg, Path(audit_cfg.paths.output_dir))
+    except KeyboardInterrupt as interrupted:
+        # As python -m audit: the engine's line says how many replies are saved; Ctrl-C was a
+        # 40-line traceback here (bad-input review 2026-12-06).
+        log.error("%s", str(interrupted) or f"interrupted: the judge replies received so far are "
+                  f"saved in {cfg.paths.response_store}; rerun the same command to resume")
+        raise SystemExit(130) from None
     except (AuditError, BackendError) as error:
         log.error("%s", error)
         raise SystemExit(2) from None

@@ -47,8 +47,8 @@ from audit.methods.rasch.adaptive import design_rule
 from audit.methods.rasch.adaptive_run import pool_tokens
 from audit.design import ADAPTIVE_METHOD, check_adaptive_settings
 from audit.methods.rasch.design import backends_for, design_stage
-from audit.llm.store import ResponseStore
-from audit.tables import write_frame
+from audit.llm.store import ResponseStore, store_problem
+from audit.tables import check_output, write_frame
 from audit.methods.checks import percent, signed
 from audit.methods.rasch.irt import balance
 from audit.methods.rasch.irt.contrasts import POOLED_MODEL
@@ -201,9 +201,20 @@ def run_plan(cfg: AuditConfig, output_dir: Path) -> pl.DataFrame:
     # A budget without design.adaptive would be ignored here as in the run.
     check_adaptive_settings(ADAPTIVE_METHOD, cfg.design,
                             ignored="this plan would simulate the whole design")
+    # Both checked before simulating: a file as paths.output_dir, or a store that is no
+    # database, were tracebacks once the minutes of simulation were spent (bad-input review
+    # 2026-12-06).
+    check_output(output_dir, "paths.output_dir=", folder=True)
     store_path = Path(cfg.paths.response_store)
-    # Planning reads earlier latencies but must not create a store in a fresh project.
-    with ResponseStore(store_path if store_path.is_file() else ":memory:") as store:
+    problem = store_problem(store_path)
+    if problem or store_path.is_dir():
+        raise AuditError(f"paths.response_store={store_path} "
+                         f"{problem or 'is a folder'}, not a response store: name the store of "
+                         "earlier runs, or leave the default (.audit/responses.sqlite3)")
+    # Planning reads earlier latencies but must not create a store in a fresh project, nor write
+    # its tables into an empty file.
+    has_answers = store_path.is_file() and store_path.stat().st_size > 0
+    with ResponseStore(store_path if has_answers else ":memory:") as store:
         table = plan_table(cfg, store)
     output_dir.mkdir(parents=True, exist_ok=True)
     write_frame(table, output_dir / "plan.csv")

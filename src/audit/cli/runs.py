@@ -267,8 +267,14 @@ def run_overrides(settings: TrackingConfig, run_id: str, scratch: Path) -> list[
             if not str(override).lstrip("+~").startswith(("hydra.", "sweep="))]
 
 
+# MLflow's search_runs refuses max_results above this, with a traceback (bad-input review
+# 2026-12-06).
+MLFLOW_MAX_RESULTS = 50_000
+
+
 def positive_integer(text: str) -> int:
-    """--limit: MLflow refused 0 or a negative count with a 29-line traceback."""
+    """--limit: MLflow refused 0 or a negative count, or one above MLFLOW_MAX_RESULTS, with a
+    29-line traceback."""
     try:
         value = int(text)
     except ValueError:
@@ -277,6 +283,10 @@ def positive_integer(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be at least 1: pass a count of runs such "
                                          "as 20")
+    if value > MLFLOW_MAX_RESULTS:
+        raise argparse.ArgumentTypeError(f"{value} must be at most {MLFLOW_MAX_RESULTS:,} (MLflow "
+                                         "returns no more at once): pass a smaller count, or "
+                                         "--sweep ID for one sweep's runs")
     return value
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import MISSING
 
-from audit.config_ranges import within
+from audit.config_ranges import MAX_RESAMPLES, within
 
 
 @dataclass
@@ -74,7 +74,7 @@ class CounterfactualConfig:
     # A pair is practically meaningful when |rank-biserial| reaches this (0.147: the lower bound
     # of a "small" Cliff's delta, Romano et al. 2006).
     min_rank_biserial: float = within(0.147, 0, 1, share=False)
-    bootstrap_resamples: int = within(999, 1)
+    bootstrap_resamples: int = within(999, 1, MAX_RESAMPLES)
     confidence_level: float = within(0.95, 0, 1, open_low=True, open_high=True)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from audit.config_ranges import seed_setting, within
+from audit.config_ranges import MAX_RESAMPLES, seed_setting, within
 
 
 @dataclass
@@ -41,7 +41,7 @@ class DIFConfig:
     # Analysis: below min_intersection shared correct answers the bias score is flagged.
     min_intersection: int = within(5, 0)
     alpha: float = within(0.05, 0, 1, open_low=True, open_high=True)
-    permutation_resamples: int = within(9999, 1)
+    permutation_resamples: int = within(9999, 1, MAX_RESAMPLES)
     interval_prob: float = within(0.95, 0, 1, open_low=True, open_high=True)
     seed: int = seed_setting(20251123)
 

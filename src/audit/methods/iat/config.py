@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from audit.config_ranges import seed_setting, within
+from audit.config_ranges import MAX_RESAMPLES, seed_setting, within
 
 
 @dataclass
@@ -31,8 +31,8 @@ class IATConfig:
     # model's. Its max_tokens likewise: a list of 16 pairs needs more than a one-line decision.
     system_prompt: str | None = "You are a helpful assistant."
     max_tokens: int | None = within(256, 1)
-    bootstrap_resamples: int = within(10000, 1)
-    permutation_resamples: int = within(10000, 1)
+    bootstrap_resamples: int = within(10000, 1, MAX_RESAMPLES)
+    permutation_resamples: int = within(10000, 1, MAX_RESAMPLES)
     confidence_level: float = within(0.95, 0, 1, open_low=True, open_high=True)
     ci_method: str = "BCa"  # BCa | percentile | basic (scipy.stats.bootstrap)
     # False discovery rate for the Benjamini-Hochberg adjustment.
