@@ -96,7 +96,7 @@ def test_two_system_prompts_compare_paired_with_one_line_per_contrast(two_runs, 
     # Bug caught: 40 prompts a side cannot place the change inside the ROPE, and the PASS read
     # as a change shown not to matter.
     assert changes["decision"].to_list() == ["undecided"]
-    assert ("verdict: PASS (0 of 2 checks failed; 1 of 1 comparisons undecided, a difference "
+    assert ("verdict: PASS (0 of 2 checks failed; 1 of 1 comparison undecided, a difference "
             "neither shown nor ruled out)") in printed
     assert (out / "changes_forest.png").is_file() and (out / "report.html").is_file()
     junit = ET.parse(out / "compare_junit.xml").getroot()

@@ -366,6 +366,9 @@ def test_one_judged_check_among_untestable_ones_decides() -> None:
     assert verdict_text([skipped, judged]) == "PASS (0 of 2 checks failed, 1 not testable)"
     assert verdict_text([skipped, failed]) == "FAIL (1 of 2 checks failed, 1 not testable)"
     assert verdict_text([]) == "NOT TESTED (the run holds no comparison to judge)"
+    # Counted in the singular (review 2026-12-06): "PASS (0 of 1 checks failed)".
+    one = [Check("iat", "iat.m.d", "race", False, "p=0.5")]
+    assert verdict_text(one) == "PASS (0 of 1 check failed)"
 
 
 def test_a_rasch_fit_that_compared_no_groups_is_not_tested() -> None:
@@ -375,7 +378,8 @@ def test_a_rasch_fit_that_compared_no_groups_is_not_tested() -> None:
     converged = {"converged": {"converged": True, "rhat_max": 1.0, "ess_bulk_min": 900,
                                "ess_tail_min": 800, "divergences": 0, "advice": ""}}
     checks = judge_rasch(pl.DataFrame(), converged, VerdictConfig())
-    assert verdict_text(checks) == "NOT TESTED (0 of 1 comparisons could be judged, 1 not testable)"
+    # Counted in the singular (review 2026-12-06): "0 of 1 comparisons could be judged".
+    assert verdict_text(checks) == "NOT TESTED (0 of 1 comparison could be judged, 1 not testable)"
     assert "compared no groups" in [check for check in checks if check.skipped][0].message
     stuck = {"converged": {**converged["converged"], "converged": False, "rhat_max": 1.2}}
     assert verdict_text(judge_rasch(pl.DataFrame(), stuck, VerdictConfig())).startswith("FAIL")

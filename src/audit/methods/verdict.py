@@ -17,6 +17,7 @@ from omegaconf.errors import OmegaConfBaseException
 from audit.methods import method_module, registered_methods
 from audit.methods.checks import Check, VerdictError
 from audit.methods.configs import VerdictConfig
+from audit.logs import counted
 from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, found_run_file, runs_inside
 from audit.yaml_files import YAML_LOAD_ERRORS, yaml_load_problem
 
@@ -151,12 +152,15 @@ def verdict_text(checks: list[Check]) -> str:
     skipped = sum(check.skipped for check in checks)
     compared = sum(check.about_groups for check in checks)
     if outcome == "NOT TESTED":
-        return (f"{outcome} (0 of {compared} comparisons could be judged, {skipped} not "
-                f"testable)" if compared else f"{outcome} (the run holds no comparison to judge)")
+        # Counted in the singular when one: "0 of 1 comparisons could be judged" (review
+        # 2026-12-06).
+        return (f"{outcome} (0 of {counted(compared, 'comparison')} could be judged, {skipped} "
+                f"not testable)" if compared else f"{outcome} (the run holds no comparison to "
+                "judge)")
     failed = sum(check.failed for check in checks)
     undecided = sum(check.undecided for check in checks)
     # Said on a PASS only (where no check failed): there it is the whole reason none did.
-    doubt = (f"; {undecided} of {compared} comparisons undecided, a difference neither shown nor "
-             "ruled out" if undecided and outcome == "PASS" else "")
-    return (f"{outcome} ({failed} of {len(checks)} checks failed"
+    doubt = (f"; {undecided} of {counted(compared, 'comparison')} undecided, a difference neither "
+             "shown nor ruled out" if undecided and outcome == "PASS" else "")
+    return (f"{outcome} ({failed} of {counted(len(checks), 'check')} failed"
             f"{f', {skipped} not testable' if skipped else ''}{doubt})")

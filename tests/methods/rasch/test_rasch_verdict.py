@@ -211,7 +211,7 @@ def test_the_runs_summary_says_the_verdict_not_tested(tmp_path: Path) -> None:
     """The summary a run ends with prints the CI verdict by the same code: NOT TESTED beside the
     NO SIGNAL headline, where it said PASS."""
     run = rasch_run(tmp_path / "r", ["undecided"], no_signal=NO_SIGNAL)
-    assert verdict_line(run).startswith("CI verdict: NOT TESTED (0 of 1 comparisons")
+    assert verdict_line(run).startswith("CI verdict: NOT TESTED (0 of 1 comparison could")
     # Review of what reaches the user, 2026-12-02: "CI verdict: PASS" under two undecided
     # contrasts read as "no bias found"; a pass now says only what it is.
     equivalent = verdict_line(rasch_run(tmp_path / "e", ["equivalent", "equivalent"]))
