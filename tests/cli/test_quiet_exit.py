@@ -83,8 +83,16 @@ def test_ctrl_c_in_judge_eval_is_the_engines_line_and_exit_130(tmp_path, monkeyp
 
     monkeypatch.setattr(judge_eval, "evaluate", interrupted)
     monkeypatch.setattr(sys, "argv", ["judge_eval", f"hydra.run.dir={tmp_path / 'run'}"])
-    with pytest.raises(SystemExit) as exited:
-        judge_eval.main()
+    # Hydra configures logging for the whole process (root at INFO): left so, later tests in
+    # this worker captured INFO records they never asked for.
+    root = logging.getLogger()
+    level, handlers = root.level, root.handlers[:]
+    try:
+        with pytest.raises(SystemExit) as exited:
+            judge_eval.main()
+    finally:
+        root.setLevel(level)
+        root.handlers[:] = handlers
     assert exited.value.code == 130
     said = capfd.readouterr().err.strip().splitlines()
     assert said[-1].endswith("[ERROR] - interrupted: 1 of 441 judge replies are saved in "
