@@ -80,3 +80,14 @@ def test_a_folder_holding_one_run_says_one_run(tmp_path: Path):
     """Mutation review 2026-12-06: `1 run`, not `1 runs`."""
     _finished(tmp_path / "12-00-00")
     assert runs_inside(tmp_path).startswith("it holds 1 run (folders of finished runs")
+
+
+def test_a_stage_folder_of_a_run_is_no_run_inside_it(tmp_path: Path):
+    """Bug caught (bad-input review 2026-12-06): a `dvc repro` run keeps config.yaml in report/;
+    missing its prompts, it was "not one run: pass RUN/report", and RUN/report then "a folder
+    inside a run: pass RUN", a loop. A stage folder (or an older alias) is not a run."""
+    for stage in ("report", "fit"):
+        _finished(tmp_path / stage)
+    assert runs_inside(tmp_path) is None
+    _finished(tmp_path / "best")
+    assert runs_inside(tmp_path).startswith("it holds 1 run (folders of finished runs")

@@ -54,9 +54,14 @@ def runs_inside(folder: Path) -> str | None:
     (jobs 0, 1, ...: its first job) or Hydra's day folder (outputs/DATE holds HH-MM-SS runs:
     the latest, which the first sorted was not; bad-input review 2026-12-05). None when no
     folder inside is a finished run (a dot-folder never is: Hydra's .hydra/ holds a config.yaml
-    from the moment a run starts)."""
+    from the moment a run starts; nor is a stage's folder, such as the report/ that holds a
+    `dvc repro` run's config.yaml: counted, a run missing its prompts was "not one run: pass
+    RUN/report", and RUN/report then "a folder inside a run: pass RUN", a loop; bad-input review
+    2026-12-06)."""
+    stages = {*STAGE_NAMES, *STAGE_ALIASES}
     runs = sorted((child.name for child in folder.iterdir()
                    if child.is_dir() and not child.name.startswith(".")
+                   and child.name not in stages
                    and found_run_file(child, CONFIG_FILE) is not None), key=job_order)
     if not runs:
         return None
