@@ -234,8 +234,7 @@ def item_clustered_interval(ok: pl.DataFrame, interval_prob: float
     accuracy, k = correct.sum() / answered.sum(), len(correct)
     residuals = correct - accuracy * answered
     if k < 2 or not np.any(residuals):
-        low, high = jeffreys_interval(np.array([correct.sum() / answered.sum() * k]),
-                                      np.array([k]), interval_prob)
+        low, high = jeffreys_interval(np.array([accuracy * k]), np.array([k]), interval_prob)
         return float(low[0]), float(high[0])
     error = math.sqrt(k / (k - 1) * float(np.sum(residuals ** 2))) / answered.sum()
     half = float(stats.t.ppf(0.5 + interval_prob / 2, k - 1)) * error
