@@ -23,6 +23,7 @@ from audit.config_ranges import check_config
 from audit.errors import AuditError, did_you_mean
 from audit.methods.checks import percent, signed
 from audit.methods.rasch.analyse import FIT_FILES, write_fit
+from audit.methods.rasch.ingest.tables import blank_as_null
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH, JudgeCorrection
 from audit.cli.fit_correction import as_numbers, not_whole, read_correction, whole_numbers
@@ -178,13 +179,6 @@ def _offending(values: pl.Series, bad: pl.Series, outcome: str, rule: str) -> Fi
                          "column that is")
 
 
-def _ids(column: str, name: str) -> pl.Expr:
-    """A column of ids as text without surrounding spaces, one of only spaces empty: "a " beside
-    "a" fitted two respondents that printed alike, and a quoted "" one was named "theta", which
-    the ranking left out (bad-input review 2026-12-06)."""
-    return pl.col(column).cast(pl.String).str.strip_chars().replace("", None).alias(name)
-
-
 def read_long_table(path: Path, respondent: str, item: str, outcome: str,
                     source: str | None = None) -> pl.DataFrame:
     """Read CSV or parquet and rename the three columns to respondent, item, y (and the
@@ -229,9 +223,15 @@ def read_long_table(path: Path, respondent: str, item: str, outcome: str,
             raise FitInputError(f"column {column!r} of {path} holds lists or objects, not ids: "
                                 "give each row one id")
     long = table.select(
-        _ids(respondent, "respondent"), _ids(item, "item"), pl.col(outcome).alias("y"),
-        *([_ids(source, PATH_COLUMN)] if source else []),
+        pl.col(respondent).cast(pl.String).alias("respondent"),
+        pl.col(item).cast(pl.String).alias("item"),
+        pl.col(outcome).alias("y"),
+        *([pl.col(source).cast(pl.String).alias(PATH_COLUMN)] if source else []),
     )
+    # Ids as ingest reads them, without surrounding spaces, one of only spaces empty: "a "
+    # beside "a" fitted two respondents that printed alike, and a quoted "" one was named
+    # "theta", which the ranking left out (bad-input review 2026-12-06).
+    long = blank_as_null(long, tuple(column for column in long.columns if column != "y"))
     # The user's names of long's columns, in its order: only those with empty cells are named.
     names = dict(zip(long.columns, wanted.values()))
     empty = [column for column in long.columns if long.get_column(column).null_count()]
