@@ -85,7 +85,9 @@ def test_an_adaptive_audit_killed_in_its_second_round_resumes_and_replays(tmp_pa
     # design.futility=0: no futility stop, so the run goes on round by round to the budget
     # (this test is about resuming inside a round, not about when a run stops: with one persona
     # text a level, the smoke personas, the text floor ends the run as futile after round one).
-    adaptive = ["design.replicates=4", "design.adaptive=true", "design.round_prompts=12",
+    # Two replicates (a budget of 30 prompts, so three rounds): four made five rounds of fits in
+    # each of the resumed run and its replay, 240 s of the suite against about half that.
+    adaptive = ["design.replicates=2", "design.adaptive=true", "design.round_prompts=12",
                 "design.futility=0", "fit.judge_error=false"]
 
     def command(url: str, run_dir: str) -> list[str]:
