@@ -116,6 +116,22 @@ def test_every_module_imports_first():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+def test_a_mistyped_key_is_refused_without_loading_pandera_or_the_sampler(tmp_path: Path):
+    """A command that ends at its config (a typo, --help, --cfg) loads no table schemas and no
+    sampler: pandera and the pandas it brings took 1.0 s of the 2.3 s `python -m audit` spent
+    refusing a mistyped key (2026-12-07), paid again by every such test. Fails when a module on
+    that path imports pandera, pymc or mlflow at its top again (audit.tables did)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "audit",
+                           "design.replicatez=2"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=120)
+    assert done.returncode == 2 and "unknown key 'design.replicatez'" in done.stderr
+    loaded = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+              if line.startswith("import time:") and line.count("|") == 2}
+    assert "polars" in loaded  # the importtime lines were read
+    assert not loaded & {"pandera", "pandas", "pymc", "mlflow"}, loaded & {"pandera", "pandas",
+                                                                            "pymc", "mlflow"}
+
+
 # The foundation every method builds on: it must work for a method it has never heard of, so it
 # imports no method package and not the registry (audit.methods) that finds them.
 FOUNDATION = ("audit.config", "audit.errors", "audit.tables", "audit.schemas", "audit.stats",

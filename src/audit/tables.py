@@ -18,12 +18,14 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandera.polars as pa
 import polars as pl
 
 from audit.errors import AuditError, first_line
-from audit.schemas import validate
+
+if TYPE_CHECKING:
+    import pandera.polars as pa
 
 NOT_WRITTEN = "run the stage that writes it first (or check the path in the config)"
 # The same default where the file is there but cannot be read: "first" sent a user whose run
@@ -249,6 +251,7 @@ def read_table(path: Path, schema: type[pa.DataFrameModel], what: str, fix: str 
                     f"config at a file that has them"))
     if nan_as_null:
         frame = frame.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))
+    from audit.schemas import validate  # pandera: see write_table
     try:
         # A user's file (read as text) is filled in; a run's own table is rewritten by `fix`.
         return validate(frame, schema, f"{what} ({path})",
@@ -276,6 +279,10 @@ def write_table(frame: pl.DataFrame, path: Path, schema: type[pa.DataFrameModel]
                 what: str, metadata: dict[str, str] | None = None) -> Path:
     """A table checked against its schema, then written atomically (parquet or CSV by suffix),
     with `metadata` in a parquet file's footer (write_frame)."""
+    # Imported here, not with the module: pandera (and the pandas it loads) took 1.0 s of the
+    # 2.3 s that `python -m audit` spent refusing a mistyped key (`-X importtime`, 2026-12-07),
+    # and every command imports this module for its file checks before it reads a table.
+    from audit.schemas import validate
     validate(frame, schema, what)
     return write_frame(frame, path, metadata)
 
