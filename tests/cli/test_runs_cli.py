@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 
 import pytest
@@ -255,3 +256,28 @@ def test_a_sweep_option_naming_a_run_that_is_no_sweep_says_which_run_is(tmp_path
     capsys.readouterr()
     assert runs.main(["--tracking-uri", uri, "--sweep", sweep[:8]]) == 0  # the parent: its job
     assert f"1 run in sweep {sweep[:8]}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("module", "arguments", "said"), [
+    ("params", ["items=smoke", "--output", "d/"],
+     "argument --output: d/ ends in a slash, which names a folder: pass a file's path, such as "
+     "d/params.yaml"),
+    ("runs", ["params", "abcd1234", "--output", "d/"], "argument --output: d/ ends in a slash"),
+    ("runs", ["--csv", "d/"], "argument --csv: d/ ends in a slash"),
+    ("runs", ["--csv", ""], "argument --csv: is empty: give it a path"),
+    ("stages", ["design", "--dir", ""], "argument --dir: is empty: give it a path"),
+    ("stages", ["design", "--params", " "], "argument --params: is empty: give it a path"),
+    ("dif_compare", [""], "argument directory: is empty: give it a path"),
+])
+def test_an_empty_path_or_a_file_path_ending_in_a_slash_is_one_line(no_store, tmp_path, capsys,
+                                                                   module, arguments, said):
+    """Bugs caught (bad-input review 2026-12-06): argparse's type=Path dropped the slash, so
+    `audit.params --output d/` wrote a file named d, and read '' as the current folder, so
+    `audit.stages design --dir ''` wrote its stage folder there. Nothing is written."""
+    command = importlib.import_module(f"audit.cli.{module}")
+    with pytest.raises(SystemExit) as exited:
+        command.main(arguments)
+    assert exited.value.code == 2
+    (printed,) = capsys.readouterr().err.splitlines()
+    assert said in printed, printed
+    assert list(tmp_path.iterdir()) == []

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
+from pathlib import Path
 from typing import NoReturn
 
 import yaml
@@ -93,6 +95,25 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def path_argument(file_example: str | None = None) -> Callable[[str], Path]:
+    """argparse's type for a path option, where `type=Path` read an empty value as the current
+    folder (`audit.stages --dir ''` wrote the pipeline's stage folders there) and dropped a
+    trailing slash (`audit.params --output d/` wrote a file named d; bad-input review
+    2026-12-06). `file_example`: the option names a file the command writes (e.g.
+    params.yaml), so a path ending in a slash, which names a folder, is refused too."""
+
+    def parse(text: str) -> Path:
+        if not text.strip():
+            raise argparse.ArgumentTypeError("is empty: give it a path")
+        if file_example and text.endswith(("/", os.sep)):
+            raise argparse.ArgumentTypeError(
+                f"{text} ends in a slash, which names a folder: pass a file's path, such as "
+                f"{text}{file_example}")
+        return Path(text)
+
+    return parse
 
 
 def _is_number(argument: str) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.cli import OneLineParser
+from audit.cli import OneLineParser, path_argument
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 from audit.methods.dif.analyse import across_models
@@ -58,7 +58,7 @@ def gather(directory: Path) -> pl.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m audit.methods.dif.compare",
                            description=__doc__)
-    parser.add_argument("directory", type=Path)
+    parser.add_argument("directory", type=path_argument())
     arguments = parser.parse_args(argv)
     configure_cli_logging()
     try:

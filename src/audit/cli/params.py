@@ -25,7 +25,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from audit.cli import OneLineParser
+from audit.cli import OneLineParser, path_argument
 from audit.config import CONF_DIR
 from audit.config_ranges import ConfigValueError
 from audit.config_files import (check_chosen_files_hold_settings, check_group_choices,
@@ -208,7 +208,8 @@ def check_kept_overrides(params_file: Path, params: AuditConfig) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m audit.params", description=__doc__)
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. items=smoke")
-    parser.add_argument("--output", type=Path, default=Path("params.yaml"))
+    parser.add_argument("--output", type=path_argument("params.yaml"),
+                        default=Path("params.yaml"))
     arguments = parser.parse_args(argv)
     configure_cli_logging()
     try:

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from audit.cli import OneLineParser
+from audit.cli import OneLineParser, path_argument
 from audit.cli.params import HEADER, check_params_output, overrides_file, params_yaml
 from audit.cli.recreate import RUN_ID, reproduction_steps
 from audit.config import CONF_DIR, TrackingConfig
@@ -300,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="how many runs to list (newest first; default 20)")
     parser.add_argument("--metric", action="append", default=[],
                         help="metric name or pattern to add as a column (repeatable)")
-    parser.add_argument("--csv", type=Path, help="also write the table to this CSV file")
+    parser.add_argument("--csv", type=path_argument("runs.csv"),
+                        help="also write the table to this CSV file")
     # The store's options after a subcommand too (`show ID --tracking-uri URI`, as the
     # not-found message suggests), without overriding those given before it.
     store = OneLineParser(add_help=False)
@@ -313,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     params = commands.add_parser("params", parents=[store],
                                  help="write a run's params.yaml for dvc repro")
     params.add_argument("run_id")
-    params.add_argument("--output", type=Path, default=Path("params.yaml"))
+    params.add_argument("--output", type=path_argument("params.yaml"),
+                        default=Path("params.yaml"))
     arguments = parser.parse_args(argv)
     configure_cli_logging()
     settings = TrackingConfig(tracking_uri=arguments.tracking_uri,

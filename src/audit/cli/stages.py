@@ -22,7 +22,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
-from audit.cli import OneLineParser
+from audit.cli import OneLineParser, path_argument
 from audit.cli.params import check_kept_overrides, composed_by_dvc, overrides_file, settings_beyond
 from audit.config import CONF_DIR
 from audit.config_errors import describe
@@ -114,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m audit.stages", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stage", help="design, respond, score, analyse or report")
-    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
-    parser.add_argument("--dir", type=Path, default=Path("pipeline"))
+    parser.add_argument("--params", type=path_argument(), default=Path("params.yaml"))
+    parser.add_argument("--dir", type=path_argument(), default=Path("pipeline"))
     arguments = parser.parse_args(argv)
     configure_cli_logging()
     try:
