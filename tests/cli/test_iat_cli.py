@@ -207,6 +207,15 @@ def test_bad_arguments_are_one_line(arguments, message):
         parse_arguments(arguments)
 
 
+def test_an_empty_aliases_file_means_no_aliases_and_stays_allowed():
+    """The one option whose empty value means something (IATConfig: "" for none); fails when the
+    refusal of empty values takes it too."""
+    assert parse_arguments(["import_dir=x", "output=o", "aliases_file="]).analysis.aliases_file \
+        == ""
+    with pytest.raises(IATError, match="^stimuli_file= is empty"):
+        parse_arguments(["import_dir=x", "output=o", "stimuli_file="])
+
+
 def test_values_that_look_like_numbers_stay_text():
     command = parse_arguments(["import_dir=007", "output=o", "response_column=0", "seed=3"])
     assert (command.import_dir, command.response_column, command.analysis.seed) == ("007", "0", 3)

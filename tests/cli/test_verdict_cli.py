@@ -49,6 +49,11 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
     (["run_dir=x", "min_rank_biserial=3"], r"min_rank_biserial=3.0 must lie in \[0, 1\]$"),
     # Was "Merge error: str is not a subclass of VerdictConfig".
     (["run_dir=x", "rules=/tmp/rules.yaml"], "rules= is not an option: .* rules_file=PATH"),
+    # Bad-input review 2026-12-06: read as text, an empty rules_file or junit (a CI step's
+    # `rules_file=$RULES` whose variable was unset) fell back to the defaults without a word.
+    (["run_dir=x", "rules_file="], "^rules_file= is empty: give it a value; usage"),
+    (["run_dir=x", "junit= "], "^junit= is empty: give it a value; usage"),
+    (["run_dir=x", "alpha="], "^alpha= is empty: give it a value; usage"),
 ])
 def test_bad_arguments_are_named(arguments: list[str], message: str) -> None:
     with pytest.raises(VerdictError, match=message):

@@ -190,12 +190,20 @@ def unreadable_value(arguments: Sequence[str], error: yaml.YAMLError) -> str:
 
 @contextmanager
 def refused_arguments(arguments: Sequence[str], command: type, error: type[Exception],
-                      usage: str, nested: Mapping[str, Sequence[str]] | None = None
-                      ) -> Iterator[None]:
+                      usage: str, nested: Mapping[str, Sequence[str]] | None = None,
+                      may_be_empty: frozenset[str] = frozenset()) -> Iterator[None]:
     """Read a key=value command's arguments into its structured config (the dataclass
     ``command``) inside this block: a value YAML cannot read, or an option the config refuses,
     raises ``error`` with one phrase naming the argument, then the usage line. fit, iat and
-    verdict each had these two except clauses."""
+    verdict each had these two except clauses. A key given an empty value is refused first:
+    read as text, `rules_file=` and `junit=` fell back to their defaults without a word, so a
+    CI step whose `rules_file=$RULES` lost its variable gated on the shipped rules (bad-input
+    review 2026-12-06); read as a path, `import_dir=` was the current folder. `may_be_empty`:
+    the keys whose empty value means something (the IAT's `aliases_file=`: no aliases)."""
+    empty = [key for key, _, value in (argument.partition("=") for argument in arguments)
+             if not value.strip() and key.split(".")[-1] not in may_be_empty]
+    if empty:
+        raise error(f"{empty_value(empty[0])}; {usage}")
     try:
         yield
     except yaml.YAMLError as found:

@@ -31,7 +31,7 @@ from audit.methods.iat.method import analyse, read_stimuli
 from audit.tables import check_output, read_frame
 from audit.methods.iat.report import print_iat_table
 from audit.methods.run import write_config
-from audit.cli import empty_value, printed_help, refused_arguments
+from audit.cli import printed_help, refused_arguments
 
 log = logging.getLogger("audit.iat")
 
@@ -43,8 +43,8 @@ ANALYSIS_KEYS = ("stimuli_file", "synonym_file", "aliases_file", "seed", "bootst
                  "scoring")
 STRING_KEYS = frozenset({"import_dir", "output", "response_column", "stimuli_file",
                          "synonym_file", "aliases_file", "ci_method", "scoring"})
-# Paths with no meaning when empty (an empty aliases_file means no aliases).
-NONEMPTY_KEYS = frozenset({"import_dir", "output", "stimuli_file", "synonym_file"})
+# The one option whose empty value means something: no aliases.
+MAY_BE_EMPTY = frozenset({"aliases_file"})
 USAGE = ("usage: python -m audit.iat import_dir=DIR output=OUT [response_column=NAME "
          + " ".join(f"{key}=..." for key in ANALYSIS_KEYS) + "]")
 NAMING = "name each file <model>_<dataset>_<variation>.csv"
@@ -64,16 +64,12 @@ def parse_arguments(arguments: list[str]) -> ImportCommand:
         raise IATError(f"argument {malformed[0]!r} is not key=value; {USAGE}")
     design_keys = {f.name for f in fields(IATConfig)} - set(ANALYSIS_KEYS)
     for argument in arguments:
-        key, value = argument.split("=", 1)
+        key = argument.split("=", 1)[0]
         if key in design_keys or key.startswith("analysis."):
             raise IATError(f"{key!r} is not an option of the import (nothing is sent); {USAGE}")
-        # Read as text, an empty path was the current folder: `import_dir=` said "no CSV file
-        # in .", and `output=` wrote the tables there (bad-input review 2026-12-04).
-        if not value and key in NONEMPTY_KEYS:
-            raise IATError(f"{empty_value(key)}; {USAGE}")
     overrides = OmegaConf.create({})
     with refused_arguments(arguments, ImportCommand, IATError, USAGE,
-                           {"analysis": ANALYSIS_KEYS}):
+                           {"analysis": ANALYSIS_KEYS}, MAY_BE_EMPTY):
         for argument in arguments:
             key, value = argument.split("=", 1)
             # Paths and names stay the text typed (`response_column=0`, `output=007`).
