@@ -38,6 +38,7 @@ from audit.config_keys import paths_ending_in, under_null_setting, valid_keys
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
+from audit.tables import why_unwritable
 from audit.yaml_files import (frame_in, unreadable_config_file, unreadable_config_line,
                               yaml_file_problem)
 from hydra_plugins.audit_configs import user_conf_dir
@@ -108,6 +109,23 @@ def _conflicting_hydra_modes(error: ValueError) -> bool:
     traceback shows as before)."""
     return (str(error).startswith("Only one of --run, --multirun")
             and frame_in(error.__traceback__, "hydra._internal.utils") is not None)
+
+
+def run_folder_problem(error: OSError) -> str | None:
+    """One line for a run folder Hydra cannot make (hydra.run.dir naming a file, or a folder
+    nobody may write in): its mkdir raised the OSError unwrapped, a 25-line traceback in every
+    command (bad-input review 2026-12-06). None for an OSError raised anywhere else. Hydra makes
+    a sweep's folder in its basic sweeper and launcher, each job's in hydra.core.utils.run_job."""
+    sweep = any(frame_in(error.__traceback__, f"hydra._internal.core_plugins.basic_{part}")
+                for part in ("sweeper", "launcher"))
+    if error.filename is None or not (sweep or frame_in(error.__traceback__, "hydra.core.utils")):
+        return None
+    option, default = (("hydra.sweep.dir", "multirun") if sweep else ("hydra.run.dir", "outputs"))
+    path = Path(os.fsdecode(error.filename))
+    reason = why_unwritable(path, folder=True) or error.strerror or type(error).__name__
+    where = reason if reason.startswith(f"{path} ") else f"{path}: {reason}"
+    return (f"cannot make the run's folder: {where}; set {option}= to a folder you can write, "
+            f"or leave it out ({default}/DATE/TIME)")
 
 
 def null_group_choice(error: ValueError | TypeError, conf_dir: Path,
@@ -299,6 +317,11 @@ def one_line_config_errors(conf_dir: Path, hydra_arguments: bool = True) -> Iter
         line = under_null_setting(error, sys.argv[1:])
         if line is None or _user_wants_traceback:
             raise  # anywhere but OmegaConf under Hydra's loader: a bug keeps its traceback
+        exit_with_config_line(line)
+    except OSError as error:
+        line = run_folder_problem(error)
+        if line is None or _user_wants_traceback:
+            raise  # an OSError from anywhere but Hydra making the run's folder keeps it
         exit_with_config_line(line)
     except (ValueError, TypeError) as error:
         line = (HYDRA_MODES if isinstance(error, ValueError) and _conflicting_hydra_modes(error)

@@ -746,3 +746,21 @@ def test_overrides_on_both_sides_of_a_flag_are_one_line_saying_where_they_go(
     assert split_overrides(["a=1", "b=2", "--cfg", "job"]) is None
     assert split_overrides(["a=1", "--cf", "job"]) is None  # argparse takes a flag's prefix
     assert split_overrides(["+sweep=x", "--cfg", "hydra", "-p", "hydra.sweeper.params"]) is None
+
+
+@pytest.mark.parametrize(("arguments", "expected"), [
+    (["hydra.run.dir=taken"], "config error: cannot make the run's folder: taken is a file, not a "
+     "folder; set hydra.run.dir= to a folder you can write, or leave it out (outputs/DATE/TIME)"),
+    (["hydra.run.dir=taken/run"], "config error: cannot make the run's folder: taken/run: taken "
+     "is a file, not a folder; set hydra.run.dir="),
+    (["-m", "design.seed=1,2", "hydra.sweep.dir=taken"], "config error: cannot make the run's "
+     "folder: taken is a file, not a folder; set hydra.sweep.dir= to a folder you can write, or "
+     "leave it out (multirun/DATE/TIME)"),
+])
+def test_a_run_folder_hydra_cannot_make_is_one_line(tmp_path: Path, arguments, expected):
+    """Bug caught (bad-input review 2026-12-06): Hydra's mkdir of hydra.run.dir (or
+    hydra.sweep.dir) naming a file raised FileExistsError or NotADirectoryError unwrapped, a
+    25-line traceback and exit 1 in every command. The file is left as it was."""
+    (tmp_path / "taken").write_text("mine\n")
+    assert _only_line(_audit(*arguments, "tracking=none", cwd=tmp_path)).startswith(expected)
+    assert (tmp_path / "taken").read_text() == "mine\n"
