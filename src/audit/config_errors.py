@@ -34,7 +34,8 @@ from audit.config_files import (MANY_OPTION_GROUPS, check_chosen_files_hold_sett
 from audit.cli import shows_instead_of_running, split_overrides
 from audit.config_entries import (SOURCE, config_file, config_folders, entry_added_by_keys,
                                   flat_entry, unknown_entry)
-from audit.config_keys import paths_ending_in, under_null_setting, valid_keys
+from audit.config_keys import (paths_ending_in, removed_on_command_line, under_null_setting,
+                               valid_keys)
 from audit.config_ranges import ConfigValueError
 from audit.errors import did_you_mean
 from audit.methods.configs import AuditConfig, to_audit_config
@@ -232,6 +233,9 @@ def describe(error: BaseException, conf_dir: Path, arguments: Sequence[str] = ()
                                                                              None):
         full_key = str(cause.full_key)
         *parent, key = full_key.split(".")
+        removed = removed_on_command_line(full_key, arguments)
+        if removed:
+            return removed
         options = valid_keys(parent)
         if options is None:
             return (unknown_entry(parent, key, cause, conf_dir, where)

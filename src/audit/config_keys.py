@@ -99,3 +99,18 @@ def under_null_setting(error: BaseException, arguments: list[str]) -> str | None
             f"it, which cannot be done from the command line: write the whole setting in a "
             f"config file, as docs/models.md shows (`hub: {{repo: ..., file: ..., revision: "
             f"..., sha256: ...}}` {where})")
+
+
+def removed_on_command_line(full_key: str, arguments: typing.Sequence[str]) -> str | None:
+    """One line for a key set under a section the same command line deletes (`~plan
+    plan.gap=1`), which read "unknown key 'plan'; valid top-level keys: ..., plan, ... (did you
+    mean 'plan'?)" (bad-input review 2026-12-06). None when no `~KEY` removed the key."""
+    for argument in arguments:
+        deleted = argument.removeprefix("~").partition("=")[0]
+        if argument.startswith("~") and (full_key == deleted
+                                         or full_key.startswith(f"{deleted}.")):
+            setting = next((other for other in arguments if not other.startswith("~")
+                            and other.lstrip("+").startswith(f"{deleted}.")), None)
+            return (f"~{deleted} deletes '{deleted}' with every setting under it, so "
+                    f"{setting or 'a setting under it'} has nowhere to go: leave out ~{deleted}")
+    return None

@@ -764,3 +764,17 @@ def test_a_run_folder_hydra_cannot_make_is_one_line(tmp_path: Path, arguments, e
     (tmp_path / "taken").write_text("mine\n")
     assert _only_line(_audit(*arguments, "tracking=none", cwd=tmp_path)).startswith(expected)
     assert (tmp_path / "taken").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize(("module", "arguments"), [
+    ("audit", ["~design", "design.seed=1"]),
+    ("audit.plan", ["~plan", "plan.gap=1"]),
+])
+def test_a_key_set_under_a_section_the_line_deletes_names_the_deletion(tmp_path: Path, module,
+                                                                       arguments):
+    """Bug caught (bad-input review 2026-12-06): it read "unknown key 'plan'; valid top-level
+    keys: ..., plan, ... (did you mean 'plan'?)", sending the user to the key they typed."""
+    deleted, setting = arguments
+    line = _only_line(_audit(*arguments, "tracking=none", module=module, cwd=tmp_path))
+    assert line == (f"config error: {deleted} deletes '{deleted[1:]}' with every setting under "
+                    f"it, so {setting} has nowhere to go: leave out {deleted}")
