@@ -129,6 +129,18 @@ def run_folder_problem(error: OSError) -> str | None:
             f"or leave it out ({default}/DATE/TIME)")
 
 
+def overlong_number(error: ValueError | TypeError, arguments: Sequence[str]) -> str | None:
+    """One line for a value of more than 4,300 digits, which Hydra's override parser reads as an
+    integer past Python's limit: a ValueError traceback (bad-input review 2026-12-06)."""
+    if not ("integer string conversion" in str(error) and frame_in(
+            error.__traceback__, "hydra.core.override_parser.overrides_visitor")):
+        return None
+    key = next((argument.partition("=")[0] for argument in arguments
+                if re.search(r"\d{4301}", argument.partition("=")[2])), "an override")
+    return (f"{key}= has a number of more than 4,300 digits, which no setting takes: give a "
+            "shorter one")
+
+
 def null_group_choice(error: ValueError | TypeError, conf_dir: Path,
                        arguments: Sequence[str]) -> str | None:
     """One line for `items=null` or `model=[a,null]` (a config group given null), which Hydra's
@@ -329,7 +341,8 @@ def one_line_config_errors(conf_dir: Path, hydra_arguments: bool = True) -> Iter
         exit_with_config_line(line)
     except (ValueError, TypeError) as error:
         line = (HYDRA_MODES if isinstance(error, ValueError) and _conflicting_hydra_modes(error)
-                else null_group_choice(error, conf_dir, sys.argv[1:]))
+                else overlong_number(error, sys.argv[1:])
+                or null_group_choice(error, conf_dir, sys.argv[1:]))
         if line is None or _user_wants_traceback:
             raise  # any other ValueError or TypeError is a bug: it keeps its traceback
         exit_with_config_line(line)

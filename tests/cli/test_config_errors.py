@@ -778,3 +778,11 @@ def test_a_key_set_under_a_section_the_line_deletes_names_the_deletion(tmp_path:
     line = _only_line(_audit(*arguments, "tracking=none", module=module, cwd=tmp_path))
     assert line == (f"config error: {deleted} deletes '{deleted[1:]}' with every setting under "
                     f"it, so {setting} has nowhere to go: leave out {deleted}")
+
+
+def test_a_number_past_pythons_digit_limit_is_one_line(tmp_path: Path):
+    """Bug caught (bad-input review 2026-12-06): Hydra's parser read design.seed=<5,000 nines> as
+    an integer past Python's 4,300-digit limit: a ValueError traceback, exit 1."""
+    line = _only_line(_audit(f"design.seed={'9' * 5000}", "tracking=none", cwd=tmp_path))
+    assert line == ("config error: design.seed= has a number of more than 4,300 digits, which no "
+                    "setting takes: give a shorter one")
