@@ -117,9 +117,16 @@ def run_folder_problem(error: OSError) -> str | None:
     nobody may write in): its mkdir raised the OSError unwrapped, a 25-line traceback in every
     command (bad-input review 2026-12-06). None for an OSError raised anywhere else. Hydra makes
     a sweep's folder in its basic sweeper and launcher, each job's in hydra.core.utils.run_job."""
-    sweep = any(frame_in(error.__traceback__, f"hydra._internal.core_plugins.basic_{part}")
-                for part in ("sweeper", "launcher"))
-    if error.filename is None or not (sweep or frame_in(error.__traceback__, "hydra.core.utils")):
+    # The frame that called mkdir: run_job also calls the job itself, whose own OSErrors (a
+    # full disk, a bug) pass through it and keep their tracebacks.
+    frames, traceback = [], error.__traceback__
+    while traceback is not None:
+        frames.append(traceback.tb_frame.f_globals.get("__name__", ""))
+        traceback = traceback.tb_next
+    caller = next((name for name in reversed(frames)
+                   if name.split(".")[0] not in ("pathlib", "os")), "")  # 3.13: pathlib._local
+    sweep = caller.startswith("hydra._internal.core_plugins.basic_")
+    if error.filename is None or not (sweep or caller == "hydra.core.utils"):
         return None
     option, default = (("hydra.sweep.dir", "multirun") if sweep else ("hydra.run.dir", "outputs"))
     path = Path(os.fsdecode(error.filename))

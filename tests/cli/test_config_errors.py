@@ -16,7 +16,7 @@ from audit.__main__ import CONF_DIR
 from audit.cli.params import compose_params
 from audit.config_ranges import ConfigValueError
 from audit.methods.configs import register_configs
-from audit.config_errors import HYDRA_ERRORS, describe
+from audit.config_errors import HYDRA_ERRORS, describe, run_folder_problem
 from audit.config_keys import paths_ending_in, valid_keys
 
 register_configs()
@@ -786,3 +786,22 @@ def test_a_number_past_pythons_digit_limit_is_one_line(tmp_path: Path):
     line = _only_line(_audit(f"design.seed={'9' * 5000}", "tracking=none", cwd=tmp_path))
     assert line == ("config error: design.seed= has a number of more than 4,300 digits, which no "
                     "setting takes: give a shorter one")
+
+
+def test_an_os_error_of_the_job_itself_is_not_read_as_its_run_folder(tmp_path: Path):
+    """Hydra's run_job makes the run's folder and then calls the job: an OSError the job raises
+    (a full disk, a bug) passes through run_job too, and must keep its traceback, not read as
+    "cannot make the run's folder". Fails when any run_job frame on the traceback counts."""
+    job = {"__name__": "audit.methods.run"}
+    exec("def job():\n    raise FileExistsError(17, 'File exists', 'table.csv')\n", job)
+    hydra = {"__name__": "hydra.core.utils", "job": job["job"]}
+    exec("def run_job(folder=None):\n    import pathlib\n"
+         "    pathlib.Path(folder).mkdir() if folder else job()\n", hydra)
+    with pytest.raises(OSError) as raised:
+        hydra["run_job"]()
+    assert run_folder_problem(raised.value) is None
+    (tmp_path / "taken").write_text("mine\n")
+    with pytest.raises(OSError) as raised:
+        hydra["run_job"](tmp_path / "taken")
+    assert run_folder_problem(raised.value).startswith(
+        f"cannot make the run's folder: {tmp_path / 'taken'} is a file, not a folder")
