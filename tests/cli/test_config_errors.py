@@ -16,7 +16,8 @@ from audit.__main__ import CONF_DIR
 from audit.cli.params import compose_params
 from audit.config_ranges import ConfigValueError
 from audit.methods.configs import register_configs
-from audit.config_errors import HYDRA_ERRORS, describe, run_folder_problem
+from audit.config_errors import HYDRA_ERRORS, describe
+from audit.hydra_errors import run_folder_problem
 from audit.config_keys import paths_ending_in, valid_keys
 
 register_configs()
