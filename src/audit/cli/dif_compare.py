@@ -47,6 +47,10 @@ def gather(directory: Path) -> pl.DataFrame:
                          nan_as_null=True).with_columns(
                   job=pl.lit(str(file.parent.relative_to(directory)))) for file in files]
     table = pl.concat(frames, how="diagonal_relaxed")
+    if not table.height:  # was empty tables, an empty figure and matplotlib's legend warning
+        where = (f"{files[0]} holds" if len(files) == 1 else
+                 f"all {len(files)} dif_models.csv files under {directory} ({files[0]}, ...) hold")
+        raise AuditError(f"{where} a header and no model: {DIF_TABLE_FIX}")
     repeated = table.group_by("model_name", "dataset").len().filter(pl.col("len") > 1)
     if repeated.height:  # the same model in several jobs: keep its latest (highest) job's
         log.warning("models %s appear in several jobs; keeping the last job of each",

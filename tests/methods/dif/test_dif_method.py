@@ -228,6 +228,10 @@ def test_a_model_in_several_jobs_keeps_its_highest_numbered_job(tmp_path: Path):
 
 @pytest.mark.parametrize("table, message", [
     ({"model": ["a"], "dataset": ["all"], "acc": [0.2]}, "lacks the column(s) 'model_name'"),
+    # Bad-input review 2026-12-06: a header alone gave empty tables, an empty figure and
+    # matplotlib's "No artists with labels" warning, exit 0.
+    ({"model_name": [], "dataset": [], "accuracy": [], "accuracy_low": [], "accuracy_high": [],
+      "mean_dif_real": []}, "holds a header and no model: rerun that job"),
     ({"model_name": ["a"], "dataset": ["all"], "accuracy": ["high"], "accuracy_low": [0.1],
       "accuracy_high": [0.3], "mean_dif_real": [0.5]}, "accuracy"),
 ])
