@@ -99,6 +99,23 @@ def test_the_documented_table_is_what_the_import_gives(tmp_path):
         assert f"[{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]" == interval
 
 
+def test_an_import_into_an_earlier_ones_folder_moves_its_tables_aside(answers_dir, tmp_path,
+                                                                       caplog):
+    """Bug caught (bad-input review 2026-12-06): a second import with the same output= wrote
+    over the first's tables without a word. They move to earlier/TIME/, as a run's do."""
+    output = tmp_path / "out"
+    assert main([f"import_dir={answers_dir}", f"output={output}", *FAST]) == 0
+    first = (output / "iat_stats.csv").read_text()
+    assert main([f"import_dir={answers_dir}", f"output={output}", *FAST,
+                 "confidence_level=0.9"]) == 0
+    (kept,) = (output / "earlier").iterdir()
+    assert (kept / "iat_stats.csv").read_text() == first
+    assert {"iat_scores.parquet", "config.yaml", "iat_d_by_dataset.png"} <= {
+        path.name for path in kept.iterdir()}
+    assert (output / "iat_stats.csv").read_text() != first
+    assert "held an earlier run's files: moved them to" in caplog.text
+
+
 def test_import_is_deterministic(answers_dir, tmp_path):
     for name in ("a", "b"):
         assert main([f"import_dir={answers_dir}", f"output={tmp_path / name}", *FAST]) == 0

@@ -27,10 +27,10 @@ from audit.logs import configure_cli_logging, counted
 from audit.methods.iat.design import VARIATIONS, IATError, Stimuli, resolve_dataset
 from audit.methods.iat.score import score_answers
 from audit.methods.iat.analyse import check_statistics_config
-from audit.methods.iat.method import analyse, read_stimuli
+from audit.methods.iat.method import IATMethod, analyse, read_stimuli
 from audit.tables import check_output, read_frame
 from audit.methods.iat.report import print_iat_table
-from audit.methods.run import write_config
+from audit.methods.run import keep_earlier_run, write_config
 from audit.cli import printed_help, refused_arguments
 
 log = logging.getLogger("audit.iat")
@@ -158,6 +158,10 @@ def run(command: ImportCommand) -> pl.DataFrame:
                        "scored (no word given a group): check that response_column names the "
                        "column holding the model's answers, and that the files are the datasets "
                        "their names say")
+    # An import into a folder that holds an earlier one's tables moves them to earlier/TIME/,
+    # as a run does: overwritten, they were lost without a word, and an import whose statistics
+    # drew no plot left the earlier plots beside its tables.
+    keep_earlier_run(IATMethod.stages, Path(command.output))
     analysis = analyse(scores, command.analysis, Path(command.output))
     # Recorded like a run's, so `python -m audit.verdict run_dir=OUT` knows it judges an IAT.
     write_config(AuditConfig(method="iat", iat=command.analysis), Path(command.output))
