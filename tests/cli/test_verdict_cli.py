@@ -54,6 +54,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
     (["run_dir=x", "rules_file="], "^rules_file= is empty: give it a value; usage"),
     (["run_dir=x", "junit= "], "^junit= is empty: give it a value; usage"),
     (["run_dir=x", "alpha="], "^alpha= is empty: give it a value; usage"),
+    # The same review: the last of two values won without a word.
+    (["run_dir=x", "alpha=0.05", "alpha=0.01"],
+     r"^alpha is given more than once \(alpha=0.05 and alpha=0.01\): give it once; usage"),
 ])
 def test_bad_arguments_are_named(arguments: list[str], message: str) -> None:
     with pytest.raises(VerdictError, match=message):

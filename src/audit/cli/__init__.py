@@ -199,11 +199,18 @@ def refused_arguments(arguments: Sequence[str], command: type, error: type[Excep
     read as text, `rules_file=` and `junit=` fell back to their defaults without a word, so a
     CI step whose `rules_file=$RULES` lost its variable gated on the shipped rules (bad-input
     review 2026-12-06); read as a path, `import_dir=` was the current folder. `may_be_empty`:
-    the keys whose empty value means something (the IAT's `aliases_file=`: no aliases)."""
+    the keys whose empty value means something (the IAT's `aliases_file=`: no aliases). A key
+    given twice is refused too: the last value won without a word."""
     empty = [key for key, _, value in (argument.partition("=") for argument in arguments)
              if not value.strip() and key.split(".")[-1] not in may_be_empty]
     if empty:
         raise error(f"{empty_value(empty[0])}; {usage}")
+    keys = [argument.partition("=")[0] for argument in arguments]
+    twice = next((key for key in keys if keys.count(key) > 1), None)
+    if twice:
+        given = " and ".join(argument for argument in arguments
+                             if argument.partition("=")[0] == twice)
+        raise error(f"{twice} is given more than once ({given}): give it once; {usage}")
     try:
         yield
     except yaml.YAMLError as found:
