@@ -143,6 +143,30 @@ def _near_or_elsewhere(key: str, options: list[str]) -> str:
     return did_you_mean(key, options)
 
 
+def _unquoted_character(override: str) -> str | None:
+    """A letter Hydra's grammar takes only in quotes (é, ü, ß: its unquoted values are ASCII).
+
+    Hydra names the lexer ("LexerNoViableAltException: judge.name=é"), not the fix.
+    """
+    key, equals, value = override.partition("=")
+    odd = next((character for character in value if not character.isascii()), None)
+    if not equals or odd is None or not key.isascii():
+        return None  # a non-ASCII key is unknown whatever its quotes
+    def quoted(text: str) -> str:
+        if text.isascii():
+            return text
+        quote = '"' if "'" in text else "'"
+        return f"{quote}{text}{quote}"
+
+    if value.startswith("[") and value.endswith("]"):  # quoted whole, a list is one string
+        value = "[" + ",".join(quoted(element) for element in value[1:-1].split(",")) + "]"
+        what = "each element that holds it"
+    else:
+        value, what = quoted(value), "the value"
+    return (f"'{override}': '{odd}' is read only inside quotes: quote {what}, {key}={value} "
+            "(in a shell, put the whole argument in the other quotes)")
+
+
 def describe(error: BaseException, conf_dir: Path, arguments: Sequence[str] = ()) -> str:
     """One line: what was wrong, and what would have been valid. `arguments`: the command line's
     overrides, when the error came from composing them (a config read from a file has none)."""
@@ -189,6 +213,9 @@ def describe(error: BaseException, conf_dir: Path, arguments: Sequence[str] = ()
         if override and "=" not in override:  # a bare path or word: Hydra's "missing EQUAL"
             return (f"argument '{override}' is not key=value: each argument sets one "
                     "config entry, as in model=smollm2 or ingest.input=answers.csv")
+        unquoted = override and _unquoted_character(override)
+        if unquoted:
+            return unquoted
         return f"cannot parse an override: {_first_line(str(error))}; see {OVERRIDE_GRAMMAR_URL}"
     flat = flat_entry(str(error))
     if flat:

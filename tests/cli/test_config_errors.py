@@ -61,6 +61,12 @@ def _error_for(override: str) -> str:
     ("design.replicates=abc", "invalid value for 'design.replicates': Value 'abc' of type 'str' "
                               "could not be converted to Integer"),
     ("items=[a", "cannot parse an override"),
+    # Bug caught: a value with a letter outside ASCII read "cannot parse an override:
+    # LexerNoViableAltException: ...", naming the lexer and not the quotes that fix it.
+    ("judge.name=Zoë", "'judge.name=Zoë': 'ë' is read only inside quotes: quote the value, "
+                       "judge.name='Zoë'"),
+    ("items.item_ids=[hiring_01,é]", "quote each element that holds it, "
+                                     "items.item_ids=[hiring_01,'é']"),
     # Bug caught: a bare file name (`python -m audit.ingest answers.csv`) read as Hydra's
     # "extraneous input '/' expecting {EQUAL, ...}", a grammar message, not what to type.
     ("/tmp/answers.csv", "argument '/tmp/answers.csv' is not key=value: each argument sets one "
