@@ -63,6 +63,10 @@ def test_arguments_are_typed_and_defaulted() -> None:
     (["input=a.csv", "output=o", "fit.drows=5"],
      r"^fit.drows is not an audit.fit option \(did you mean 'draws'\?\)"),
     (["input=", "output=o"], r"^input= is empty: give it a value; usage"),
+    # Bug caught: one setting under its two names, the last one won without a word.
+    (["input=a.csv", "output=o", "draws=500", "fit.draws=300"],
+     r"^draws is given more than once \(draws=500 and fit.draws=300\): give it once; usage"),
+    (["input=a.csv", "output=o", "draws=500", "draws=300"], r"^draws is given more than once"),
 ])
 def test_bad_arguments_are_named(arguments: list[str], message: str) -> None:
     with pytest.raises(FitInputError, match=message):

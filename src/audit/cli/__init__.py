@@ -191,7 +191,8 @@ def unreadable_value(arguments: Sequence[str], error: yaml.YAMLError) -> str:
 @contextmanager
 def refused_arguments(arguments: Sequence[str], command: type, error: type[Exception],
                       usage: str, nested: Mapping[str, Sequence[str]] | None = None,
-                      may_be_empty: frozenset[str] = frozenset()) -> Iterator[None]:
+                      may_be_empty: frozenset[str] = frozenset(),
+                      setting_of: Callable[[str], str] = str) -> Iterator[None]:
     """Read a key=value command's arguments into its structured config (the dataclass
     ``command``) inside this block: a value YAML cannot read, or an option the config refuses,
     raises ``error`` with one phrase naming the argument, then the usage line. fit, iat and
@@ -200,16 +201,18 @@ def refused_arguments(arguments: Sequence[str], command: type, error: type[Excep
     CI step whose `rules_file=$RULES` lost its variable gated on the shipped rules (bad-input
     review 2026-12-06); read as a path, `import_dir=` was the current folder. `may_be_empty`:
     the keys whose empty value means something (the IAT's `aliases_file=`: no aliases). A key
-    given twice is refused too: the last value won without a word."""
+    given twice is refused too: the last value won without a word. `setting_of` maps a key to
+    the setting it makes, for a command with two keys for one (audit.fit's `draws` and
+    `fit.draws`)."""
     empty = [key for key, _, value in (argument.partition("=") for argument in arguments)
              if not value.strip() and key.split(".")[-1] not in may_be_empty]
     if empty:
         raise error(f"{empty_value(empty[0])}; {usage}")
-    keys = [argument.partition("=")[0] for argument in arguments]
-    twice = next((key for key in keys if keys.count(key) > 1), None)
+    settings = [setting_of(argument.partition("=")[0]) for argument in arguments]
+    twice = next((setting for setting in settings if settings.count(setting) > 1), None)
     if twice:
-        given = " and ".join(argument for argument in arguments
-                             if argument.partition("=")[0] == twice)
+        given = " and ".join(argument for argument, setting in zip(arguments, settings)
+                             if setting == twice)
         raise error(f"{twice} is given more than once ({given}): give it once; {usage}")
     try:
         yield

@@ -70,8 +70,14 @@ def sampler_setting(argument: str) -> str | None:
     """The sampler setting `argument` makes, as `key=value` (`fit.draws=500`: `draws=500`), or
     None when it sets something else."""
     key, _, value = argument.partition("=")
-    key = key.removeprefix("fit.")
-    return f"{key}={value}" if key in SAMPLER_KEYS else None
+    setting = _setting_of(key)
+    return f"{setting}={value}" if setting in SAMPLER_KEYS else None
+
+
+def _setting_of(key: str) -> str:
+    """`fit.draws` and `draws` set one thing (the last won without a word)."""
+    short = key.removeprefix("fit.")
+    return short if short in SAMPLER_KEYS else key
 
 
 def parse_arguments(arguments: list[str]) -> FitCommand:
@@ -90,7 +96,7 @@ def parse_arguments(arguments: list[str]) -> FitCommand:
             f"settings it takes {', '.join(SAMPLER_KEYS)}, and prior=rasch|seed chooses the "
             f"model; {USAGE}")
     with refused_arguments(arguments, FitCommand, FitInputError, USAGE,
-                           {"sampler": SAMPLER_KEYS}):
+                           {"sampler": SAMPLER_KEYS}, setting_of=_setting_of):
         # `draws=500` is short for `sampler.draws=500`; FitConfig's other fields are not options.
         # `fit.draws=500` too: the audit's name, which the fit's advice names ("raise fit.tune
         # and fit.draws") and a user of the audit types.
