@@ -294,6 +294,11 @@ def test_a_gate_of_zero_fails_a_worsening_contrast_with_exit_1(two_runs, tmp_pat
     (["a", "b", "judge_error=no"], "judge_error=no must be true or false"),
     # Bad-input review 2026-12-04: `output=` was the current folder.
     (["a", "b", "output="], "output= is empty: give it a value"),
+    # Bug caught: a key given twice, the last value won without a word (a CI gate's
+    # max_worsening=0.5 beside a later max_worsening=2 gated at 2).
+    (["a", "b", "max_worsening=0.5", "max_worsening=2"],
+     "max_worsening is given more than once (max_worsening=0.5 and max_worsening=2): give it "
+     "once; usage"),
     # Bug caught: draws=0 sampled 35 s, then raised ValueError (exit 1, read as a worsening).
     (["a", "b", "draws=0"], "draws=0 must be at least 1"),
     (["a", "b", "chains=-1"], "chains=-1 must be at least 1"),

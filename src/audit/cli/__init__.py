@@ -188,6 +188,23 @@ def unreadable_value(arguments: Sequence[str], error: yaml.YAMLError) -> str:
             "matched it; other text goes in quotes, \"key='value'\"")
 
 
+def check_given_once(arguments: Sequence[str], error: type[Exception], usage: str,
+                     may_be_empty: frozenset[str] = frozenset(),
+                     setting_of: Callable[[str], str] = str) -> None:
+    """Refuse a key=value argument with an empty value or one whose setting is given twice
+    (refused_arguments says why), in one line ending with `usage`."""
+    empty = [key for key, _, value in (argument.partition("=") for argument in arguments)
+             if not value.strip() and key.split(".")[-1] not in may_be_empty]
+    if empty:
+        raise error(f"{empty_value(empty[0])}; {usage}")
+    settings = [setting_of(argument.partition("=")[0]) for argument in arguments]
+    twice = next((setting for setting in settings if settings.count(setting) > 1), None)
+    if twice:
+        given = " and ".join(argument for argument, setting in zip(arguments, settings)
+                             if setting == twice)
+        raise error(f"{twice} is given more than once ({given}): give it once; {usage}")
+
+
 @contextmanager
 def refused_arguments(arguments: Sequence[str], command: type, error: type[Exception],
                       usage: str, nested: Mapping[str, Sequence[str]] | None = None,
@@ -204,16 +221,7 @@ def refused_arguments(arguments: Sequence[str], command: type, error: type[Excep
     given twice is refused too: the last value won without a word. `setting_of` maps a key to
     the setting it makes, for a command with two keys for one (audit.fit's `draws` and
     `fit.draws`)."""
-    empty = [key for key, _, value in (argument.partition("=") for argument in arguments)
-             if not value.strip() and key.split(".")[-1] not in may_be_empty]
-    if empty:
-        raise error(f"{empty_value(empty[0])}; {usage}")
-    settings = [setting_of(argument.partition("=")[0]) for argument in arguments]
-    twice = next((setting for setting in settings if settings.count(setting) > 1), None)
-    if twice:
-        given = " and ".join(argument for argument, setting in zip(arguments, settings)
-                             if setting == twice)
-        raise error(f"{twice} is given more than once ({given}): give it once; {usage}")
+    check_given_once(arguments, error, usage, may_be_empty, setting_of)
     try:
         yield
     except yaml.YAMLError as found:

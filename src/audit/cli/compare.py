@@ -49,7 +49,7 @@ from audit.methods.summary import mlflow_lines
 from audit.tables import check_output, write_frame
 from audit.tracking import mlflow as tracking
 from audit.tracking import ui
-from audit.cli import empty_value, printed_help
+from audit.cli import check_given_once, printed_help
 
 log = logging.getLogger("audit.compare")
 
@@ -105,9 +105,9 @@ def parse_arguments(argv: list[str]) -> tuple[list[str], dict[str, str]]:
         problem = (f"unknown option {unknown[0]}{did_you_mean(unknown[0], list(OPTIONS))}"
                    if unknown else "give one or two runs")
         raise AuditError(f"{problem}; {USAGE}")
-    empty = sorted(key for key, value in options.items() if not value)
-    if empty:  # `output=` was the current folder, `draws=` "is not an integer" (review 12-04)
-        raise AuditError(f"{empty_value(empty[0])}; {USAGE}")
+    # `output=` was the current folder, `draws=` "is not an integer" (review 12-04); a key given
+    # twice let the last value win without a word.
+    check_given_once([argument for argument in argv if _is_option(argument)], AuditError, USAGE)
     if len(sources) == 1 and not ("model_a" in options and "model_b" in options):
         raise AuditError("one run needs model_a=NAME and model_b=NAME (two of its models); "
                          f"{USAGE}")
