@@ -263,6 +263,13 @@ def test_exported_answer_files_read_as_their_columns_mean(tmp_path):
     pl.DataFrame({**{key: [value] for key, value in rows[0].items()},
                   "replicate": [1.0]}).write_parquet(whole)
     assert read_answers(whole, "auto", None)["replicate"].to_list() == [1]
+    # Bug caught: a negative replicate failed after the file was read, naming PromptSchema.
+    negative = tmp_path / "negative.csv"
+    negative.write_text("race,item,decision,replicate\nBlack,lending_01,favourable,0\n"
+                        "White,lending_01,favourable,-1\n")
+    with pytest.raises(AuditError, match=r"negative.csv: column 'replicate' holds -1: replicates "
+                                         r"are numbered from 0 \(or leave the column out"):
+        read_answers(negative, "auto", None)
 
 
 def _probability_rows() -> list[dict]:

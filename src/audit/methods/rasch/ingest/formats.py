@@ -226,9 +226,14 @@ def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.
             if fractional:
                 raise pl.exceptions.InvalidOperationError("a fraction")
             frame = frame.with_columns(pl.col("replicate").cast(pl.Int64))
+            negative = frame.filter(pl.col("replicate") < 0)["replicate"]
         except pl.exceptions.PolarsError as error:
             raise AuditError(f"answers file {path}: column 'replicate' must hold whole numbers "
                              f"from 0") from error
+        if len(negative):  # it failed later, naming PromptSchema, a table the user never wrote
+            raise AuditError(f"answers file {path}: column 'replicate' holds {negative[0]}: "
+                             "replicates are numbered from 0 (or leave the column out to number "
+                             "them in file order)")
     else:
         frame = frame.with_columns(pl.lit(None, pl.Int64).alias("replicate"))
     frame = frame.with_columns(probability_column(frame, path))
