@@ -23,7 +23,7 @@ from audit.config_errors import one_line_config_errors, validated_config
 from audit.errors import AuditError
 from audit.llm.backends import BackendError
 from audit.logs import quiet_noisy_loggers
-from audit.methods import create_method
+from audit.methods import create_method, hydra_record
 from audit.methods.summary import run_method
 from audit.tracking import sweeps
 
@@ -62,6 +62,10 @@ def run_composed(cfg: DictConfig,
             sweeps.job_failed(str(error))
             return None
         raise SystemExit(2) from None
+    finally:
+        # A run refused before it started leaves the folder's earlier run as it was, Hydra's
+        # record of it included (Hydra wrote the refused command's over it).
+        hydra_record.put_back_unstarted()
 
 
 def main() -> None:

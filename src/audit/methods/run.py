@@ -32,6 +32,7 @@ from omegaconf import OmegaConf
 from audit.config import ModelConfig, PathsConfig
 from audit.design import ADAPTIVE_METHOD, check_adaptive_settings
 
+from audit.methods import hydra_record
 from audit.methods.configs import AuditConfig
 # Re-exported: method plugins (docs/methods/writing.md before layout.py) import them from here.
 from audit.methods.layout import (CONFIG_FILE, STAGE_NAMES, VERDICT_JUNIT_FILE,  # noqa: F401
@@ -175,7 +176,9 @@ def keep_earlier_run(stages: Sequence[Stage], directory: Path) -> Path | None:
     place, a new run that failed halfway left its new prompts beside the old fit and report,
     which a verdict or `audit.compare` then read as one run; deleted, they would be finished work
     lost. Only the files the stages declare (and config.yaml) move: Hydra's own files are the new
-    run's, and a folder holding other files (hydra.run.dir=.) keeps them."""
+    run's, and a folder holding other files (hydra.run.dir=.) keeps them; Hydra's record of the
+    earlier run, which it replaced as this run started, moves with them (hydra_record)."""
+    record = hydra_record.take(directory)
     working = Path.cwd().resolve()
     if directory.resolve() == working or directory.resolve() in working.parents:
         return None  # hydra.run.dir=.: a file named like a table may be the user's own
@@ -195,6 +198,8 @@ def keep_earlier_run(stages: Sequence[Stage], directory: Path) -> Path | None:
     for name in found:
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         (directory / name).rename(target / name)
+    if record is not None:
+        hydra_record.write(target, *record)
     log.warning("%s held an earlier run's files: moved them to %s, so that this run's tables "
                 "do not mix with them", directory, target)
     return target
