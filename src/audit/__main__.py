@@ -20,7 +20,7 @@ from audit.config import CONF_DIR
 
 from audit.methods.configs import AuditConfig, register_configs
 from audit.config_errors import one_line_config_errors, validated_config
-from audit.errors import AuditError
+from audit.errors import AuditError, interrupted_line
 from audit.llm.backends import BackendError
 from audit.logs import quiet_noisy_loggers
 from audit.methods import create_method, hydra_record
@@ -49,10 +49,7 @@ def run_composed(cfg: DictConfig,
         return run_method(create_method(audit_cfg.method), audit_cfg,
                           Path(audit_cfg.paths.output_dir))
     except KeyboardInterrupt as interrupted:
-        # The engine's own line says how many answers are saved; elsewhere the store still holds
-        # every answer received (each is committed as it arrives).
-        log.error("%s", str(interrupted) or f"interrupted: the answers received so far are saved "
-                  f"in {cfg.paths.response_store}; rerun the same command to resume")
+        log.error("%s", interrupted_line(interrupted, "answers", cfg.paths.response_store))
         raise SystemExit(130) from None
     except (AuditError, BackendError) as error:
         log.error("%s", error)

@@ -71,18 +71,25 @@ def test_a_runtime_exits_cleanly_with_the_model_loaded(tmp_path, backend):
         assert noise not in done.stderr, done.stderr[-2000:]
 
 
-def test_ctrl_c_in_judge_eval_is_the_engines_line_and_exit_130(tmp_path, monkeypatch, capfd):
+ENGINE_LINE = ("interrupted: 1 of 441 judge replies are saved in s.sqlite3; rerun the same "
+               "command to resume")
+
+
+@pytest.mark.parametrize("engines", [True, False])
+def test_ctrl_c_in_judge_eval_is_the_engines_line_and_exit_130(tmp_path, monkeypatch, capfd,
+                                                                engines):
     """Bug caught (bad-input review 2026-12-06): Ctrl-C during `python -m audit.judge_eval` was a
-    40-line traceback ending in the engine's own line; python -m audit says that line alone."""
+    40-line traceback ending in the engine's own line; python -m audit says that line alone.
+    Ctrl-C outside the engine (a bare KeyboardInterrupt, no line of its own) names the store."""
     import audit.cli.judge_eval as judge_eval
     from audit.llm.engine import Interrupted
 
     def interrupted(*_, **__):
-        raise Interrupted("interrupted: 1 of 441 judge replies are saved in s.sqlite3; rerun the "
-                          "same command to resume")
+        raise Interrupted(ENGINE_LINE) if engines else KeyboardInterrupt()
 
     monkeypatch.setattr(judge_eval, "evaluate", interrupted)
-    monkeypatch.setattr(sys, "argv", ["judge_eval", f"hydra.run.dir={tmp_path / 'run'}"])
+    monkeypatch.setattr(sys, "argv", ["judge_eval", f"hydra.run.dir={tmp_path / 'run'}",
+                                      f"paths.response_store={tmp_path / 's.sqlite3'}"])
     # Hydra configures logging for the whole process (root at INFO): left so, later tests in
     # this worker captured INFO records they never asked for.
     root = logging.getLogger()
@@ -95,6 +102,8 @@ def test_ctrl_c_in_judge_eval_is_the_engines_line_and_exit_130(tmp_path, monkeyp
         root.handlers[:] = handlers
     assert exited.value.code == 130
     said = capfd.readouterr().err.strip().splitlines()
-    assert said[-1].endswith("[ERROR] - interrupted: 1 of 441 judge replies are saved in "
-                             "s.sqlite3; rerun the same command to resume"), said
+    line = ENGINE_LINE if engines else (
+        f"interrupted: the judge replies received so far are saved in {tmp_path / 's.sqlite3'}; "
+        "rerun the same command to resume")
+    assert said[-1].endswith(f"[ERROR] - {line}"), said
     assert not any("Traceback" in line for line in said), said

@@ -25,7 +25,7 @@ from audit.config import CONF_DIR, JudgeConfig
 from audit.methods.configs import AuditConfig, register_configs
 from audit.config_errors import one_line_config_errors, validated_config
 from audit.data_files import read_users_table
-from audit.errors import AuditError
+from audit.errors import AuditError, interrupted_line
 from audit.llm.backends import BackendError
 from audit.llm.failures import check_failures
 from audit.llm.store import ResponseStore
@@ -157,8 +157,8 @@ def app(cfg: DictConfig) -> None:
     except KeyboardInterrupt as interrupted:
         # As python -m audit: the engine's line says how many replies are saved; Ctrl-C was a
         # 40-line traceback here (bad-input review 2026-12-06).
-        log.error("%s", str(interrupted) or f"interrupted: the judge replies received so far are "
-                  f"saved in {cfg.paths.response_store}; rerun the same command to resume")
+        log.error("%s", interrupted_line(interrupted, "judge replies",
+                                         cfg.paths.response_store))
         raise SystemExit(130) from None
     except (AuditError, BackendError) as error:
         log.error("%s", error)

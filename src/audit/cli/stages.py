@@ -28,7 +28,7 @@ from audit.config import CONF_DIR
 from audit.config_errors import describe
 from audit.config_ranges import ConfigValueError
 from audit.methods.configs import AuditConfig, to_audit_config
-from audit.errors import AuditError, did_you_mean
+from audit.errors import AuditError, did_you_mean, interrupted_line
 from audit.llm.backends import BackendError
 from audit.logs import configure_cli_logging
 from audit.methods import AuditMethod, create_method, registered_methods
@@ -132,10 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("%s", error)
         return 2
     except KeyboardInterrupt as interrupted:  # Ctrl-C under `dvc repro`: as `python -m audit`
-        # The engine's own line says how many answers are saved; the store holds every answer
-        # received (each is committed as it arrives), so the same command resumes.
-        log.error("%s", str(interrupted) or "interrupted: the answers received so far are saved "
-                  "in the response store; rerun the same command to resume")
+        log.error("%s", interrupted_line(interrupted, "answers", "the response store"))
         return 130
     return 0
 
