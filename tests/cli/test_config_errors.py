@@ -250,13 +250,15 @@ def test_a_refused_config_keeps_a_run_directory_that_holds_work(tmp_path: Path):
                   cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert (run_dir / "responses.parquet").read_bytes() == b"finished work"
-    assert (run_dir / "fit").is_dir() and (run_dir / ".hydra").is_dir()
+    # ...and the refused command's .hydra/ is not left beside work it did not make (the folder
+    # had no record: a `dvc repro` or older run's).
+    assert (run_dir / "fit").is_dir() and not (run_dir / ".hydra").exists()
     # The working directory itself (hydra.run.dir=.), empty but the user's, is never removed.
     here = tmp_path / "here"
     here.mkdir()
     done = _audit("+judge.decodng=json", "tracking=none", "hydra.run.dir=.", cwd=here)
     assert done.returncode == 2, done.stderr
-    assert (here / ".hydra").is_dir()
+    assert here.is_dir() and not (here / ".hydra").exists()  # left as it was
 
 
 def test_a_second_entry_point_in_one_process_still_gets_one_line(monkeypatch):
