@@ -15,7 +15,9 @@ import pytest
 from scipy import stats
 
 from audit.methods.rasch.config import FitConfig
-from audit.cli.fit import FitInputError, main, parse_arguments, read_long_table
+import audit.cli.fit_run as fit_run
+from audit.cli.fit import FitInputError, main, parse_arguments
+from audit.cli.fit_run import read_long_table
 
 
 def write_responses(path: Path, columns=("respondent", "item", "y")) -> Path:
@@ -129,16 +131,14 @@ def test_degenerate_input_is_warned_of_before_sampling(tmp_path: Path, caplog, m
                                                        rows, warning) -> None:
     """Bug caught: one respondent, or an outcome that never varies, printed an ordinary ranking
     with no warning."""
-    import audit.cli.fit as fit_cli
-
-    monkeypatch.setattr(fit_cli, "fit_rasch", stop_at_sampling)
+    monkeypatch.setattr(fit_run, "fit_rasch", stop_at_sampling)
     path = tmp_path / "r.csv"
     if rows is None:
         write_responses(path)
     else:
         pl.DataFrame(rows).write_csv(path)
     with pytest.raises(Sampled):
-        fit_cli.run(parse_arguments([f"input={path}", f"output={tmp_path / 'o'}"]))
+        fit_run.run(parse_arguments([f"input={path}", f"output={tmp_path / 'o'}"]))
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert [warning in message for message in warnings] == ([True] if warning else [])
 
@@ -327,7 +327,7 @@ def test_an_output_that_cannot_be_created_is_refused_before_sampling(tmp_path: P
     whole fit, then write_fit raised NotADirectoryError (exit 1), the fit lost."""
     import audit.cli.fit as fit_cli
 
-    monkeypatch.setattr(fit_cli, "fit_rasch", stop_at_sampling)
+    monkeypatch.setattr(fit_run, "fit_rasch", stop_at_sampling)
     monkeypatch.chdir(tmp_path)
     write_responses(tmp_path / "good.csv")
     assert fit_cli.main(["input=good.csv", f"output={output}"]) == 2
@@ -338,7 +338,6 @@ def test_the_fit_is_named_after_the_column_and_the_ranking_shows_30(tmp_path: Pa
                                                                     capsys) -> None:
     """Catches the fit written under the audit's outcome name ("favourable") rather than the
     input's column (outcome=approved), and the printed ranking cut short of its 30 rows."""
-    import audit.cli.fit as fit_cli
     from audit.methods.rasch.irt.rasch import RaschFit
 
     count = 40
@@ -349,10 +348,10 @@ def test_the_fit_is_named_after_the_column_and_the_ranking_shows_30(tmp_path: Pa
     fitted = RaschFit(idata=None, summary=summary,  # type: ignore[arg-type]
                       diagnostics=SimpleNamespace(problems=list))  # type: ignore[arg-type]
     written: dict = {}
-    monkeypatch.setattr(fit_cli, "fit_rasch", lambda *args, **kwargs: fitted)
-    monkeypatch.setattr(fit_cli, "write_fit", lambda fit, output: written.update(fit=fit))
+    monkeypatch.setattr(fit_run, "fit_rasch", lambda *args, **kwargs: fitted)
+    monkeypatch.setattr(fit_run, "write_fit", lambda fit, output: written.update(fit=fit))
     path = write_responses(tmp_path / "r.csv", columns=("respondent", "item", "approved"))
-    fit_cli.run(parse_arguments([f"input={path}", f"output={tmp_path / 'o'}",
+    fit_run.run(parse_arguments([f"input={path}", f"output={tmp_path / 'o'}",
                                  "outcome=approved", "hdi_prob=0.9"]))
     assert written["fit"].outcome == "approved"
     shown = capsys.readouterr().out
@@ -368,13 +367,12 @@ def test_a_refusal_from_the_model_is_logged_as_its_first_line(tmp_path: Path, mo
                                                               caplog) -> None:
     """Catches main logging an AuditError whole: a refusal from the model with detail on later
     lines must still be the one line the command's errors are."""
-    import audit.cli.fit as fit_cli
     from audit.errors import AuditError
 
     def refuse(*args, **kwargs):
         raise AuditError("the model refuses this table\nwith detail on a second line")
 
-    monkeypatch.setattr(fit_cli, "fit_rasch", refuse)
+    monkeypatch.setattr(fit_run, "fit_rasch", refuse)
     path = write_responses(tmp_path / "r.csv")
     assert main([f"input={path}", f"output={tmp_path / 'o'}"]) == 2
     (error,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]

@@ -13,8 +13,11 @@ import polars as pl
 import pytest
 
 import audit.cli.fit as fit_cli
-from audit.cli.fit import FitInputError, parse_arguments, read_long_table
-from audit.methods.rasch.analyse import FIT_FILES, write_fit
+import audit.cli.fit_run as fit_run
+from audit.cli.fit import FitInputError, parse_arguments
+from audit.cli.fit_run import read_long_table
+from audit.methods.rasch.analyse import write_fit
+from audit.methods.rasch.config import FIT_FILES
 from audit.methods.rasch.irt.indexing import PATH_COLUMN
 from audit.methods.rasch.irt.judge_error import ANY_PATH
 
@@ -68,7 +71,7 @@ def test_the_overwrite_refusal_is_one_line_before_any_work_and_keeps_the_input(
         tmp_path: Path, monkeypatch, caplog) -> None:
     """Bug caught: the command ran to the end, exit 0, and the input table was gone (replaced by
     the fit's summary); a table beside the outputs, not named as one, is still accepted."""
-    monkeypatch.setattr(fit_cli, "fit_rasch", stop_at_sampling)
+    monkeypatch.setattr(fit_run, "fit_rasch", stop_at_sampling)
     (tmp_path / "ow").mkdir()
     table = write_table(tmp_path / "ow" / "summary.csv", **ANSWERS)
     before = table.read_bytes()
@@ -147,7 +150,7 @@ def test_a_table_with_no_rows_is_one_line_before_any_warning(tmp_path: Path, mon
                                                              caplog) -> None:
     """Bug caught: a header-only table first warned "the input has 0 respondent: a ranking needs
     at least 2" and went on towards the fit, instead of saying the table is empty."""
-    monkeypatch.setattr(fit_cli, "fit_rasch", stop_at_sampling)
+    monkeypatch.setattr(fit_run, "fit_rasch", stop_at_sampling)
     path = tmp_path / "header.csv"
     path.write_text("respondent,item,y\n")
     assert fit_cli.main([f"input={path}", f"output={tmp_path / 'out'}"]) == 2
@@ -199,7 +202,7 @@ def test_an_input_hard_linked_to_a_file_the_fit_writes_is_refused(tmp_path: Path
 
 def test_exactly_the_shown_number_of_offending_values_says_no_more(tmp_path: Path) -> None:
     """Catches `and 0 more` after exactly SHOWN_VALUES offending values (`>` made `>=`)."""
-    y = [0, 2, 3, 4, 5, 6][: fit_cli.SHOWN_VALUES + 1]
+    y = [0, 2, 3, 4, 5, 6][: fit_run.SHOWN_VALUES + 1]
     path = write_table(tmp_path / "r.csv", respondent=[f"p{i}" for i in range(len(y))],
                        item=["q"] * len(y), y=y)
     with pytest.raises(FitInputError) as refused:
@@ -234,7 +237,7 @@ def capture_fit(monkeypatch) -> dict:
         seen.update(outcomes=outcomes, config=config, confusion=confusion)
         raise Sampled
 
-    monkeypatch.setattr(fit_cli, "fit_rasch", fake_fit)
+    monkeypatch.setattr(fit_run, "fit_rasch", fake_fit)
     return seen
 
 

@@ -191,9 +191,6 @@ def fit_stage(cfg: AuditConfig, prompts: pl.DataFrame, labels: pl.DataFrame,
 
 # --- the fit's files -------------------------------------------------------------------------
 
-# What write_fit writes in its folder (some only when the fit has them), so a caller can keep an
-# input from being overwritten by them (audit.fit); a test keeps it in step with write_fit.
-FIT_FILES = ("summary.csv", "posterior.nc", "item_gaps.csv", "contrasts.csv", "diagnostics.json")
 
 
 def _write_or_remove(table: pl.DataFrame, path: Path) -> None:

@@ -20,6 +20,10 @@ OUTCOMES: tuple[str, ...] = ("favourable", "undetermined")
 RESPONSES: tuple[str, ...] = ("decision", "probability")
 ENGINES: tuple[str, ...] = ("auto", "cached", "nutpie", "pymc")
 GAP_UNITS: tuple[str, ...] = ("logit", "pp")  # plan.gap_unit (power.py)
+# What analyse.write_fit writes in its folder (some only when the fit has them), so audit.fit can
+# keep an input from being overwritten by them before it loads the sampler; a test keeps it in
+# step with write_fit.
+FIT_FILES = ("summary.csv", "posterior.nc", "item_gaps.csv", "contrasts.csv", "diagnostics.json")
 
 
 @dataclass
