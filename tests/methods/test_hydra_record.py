@@ -72,6 +72,20 @@ def test_a_run_that_started_keeps_its_own_record_when_nothing_moves(tmp_path, mo
     assert (out / ".hydra" / "overrides.yaml").read_text() == "- model=new\n"
 
 
+def test_a_run_whose_tables_go_elsewhere_keeps_its_own_record(tmp_path, monkeypatch):
+    """Catches a record held for hydra.run.dir put back after a run that started, when the run's
+    tables go to another folder (paths.output_dir set apart): the earlier command's overrides
+    replaced those of the run that had just finished."""
+    monkeypatch.chdir(tmp_path)
+    hydra_dir, tables = tmp_path / "hydra_dir", tmp_path / "tables"
+    _record(hydra_dir, overrides="- model=earlier\n")
+    hydra_record.hold(hydra_dir, ".hydra")
+    _record(hydra_dir, overrides="- model=new\n")
+    keep_earlier_run(STAGES, tables)
+    hydra_record.put_back_unstarted()
+    assert (hydra_dir / ".hydra" / "overrides.yaml").read_text() == "- model=new\n"
+
+
 def _refused_run(run_dir: Path) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
     return subprocess.run([sys.executable, "-m", "audit", f"hydra.run.dir={run_dir}",

@@ -35,8 +35,13 @@ class EarlierRecordCallback(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         subdir = config.hydra.get("output_subdir")
-        if subdir is not None:
+        if subdir is None:
+            return
+        try:
             hold(Path(str(config.hydra.run.dir)), str(subdir))
+        except OSError as error:  # unreadable: Hydra's own write then says what is wrong
+            log.warning("could not read the earlier run's %s/ in %s: %s", subdir,
+                        config.hydra.run.dir, error)
 
 
 def hold(run_dir: Path, subdir: str) -> None:
@@ -51,8 +56,12 @@ def hold(run_dir: Path, subdir: str) -> None:
 
 
 def take(run_dir: Path) -> tuple[str, dict[str, bytes]] | None:
-    """The earlier record held for `run_dir`, now the run's to file: it starts."""
-    return _held.pop(run_dir.resolve(), None)
+    """The earlier record held for `run_dir`, now the run's to file, as the run starts. Every
+    record held is let go: what Hydra wrote is now this run's, also where paths.output_dir is
+    not hydra.run.dir (put back at the end, the earlier one replaced the run's own)."""
+    record = _held.pop(run_dir.resolve(), None)
+    _held.clear()
+    return record
 
 
 def write(directory: Path, subdir: str, files: dict[str, bytes]) -> None:
