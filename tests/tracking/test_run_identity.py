@@ -228,7 +228,8 @@ def test_show_prints_the_audit_compare_command_that_made_a_comparison_run():
     audit.compare command, read back by audit.compare's own parser to the settings recorded."""
     from dataclasses import replace
 
-    from audit.cli.compare import gate_params, parse_arguments
+    from audit.cli.compare import parse_arguments
+    from audit.cli.compare_run import gate_params
     from audit.methods.rasch.config import FitConfig
 
     fit = replace(FitConfig(), draws=200, tune=300, chains=2, target_accept=0.9)

@@ -9,7 +9,7 @@ import os
 import mlflow
 from hydra import compose, initialize_config_dir
 
-from audit.cli.compare import COMPARE_VIEW, log_comparison
+from audit.cli.compare_run import COMPARE_VIEW, log_comparison
 from audit.cli.runs import main as runs_main
 from audit.config import CONF_DIR, TrackingConfig
 from audit.methods.configs import register_configs, to_audit_config
