@@ -127,15 +127,18 @@ HEAVY = {"pandera", "pandas", "pymc", "nutpie", "arviz", "mlflow"}
     (["audit.fit", "input=answers.csv", "output=out"], "answers.csv does not exist"),
     (["audit.compare", "a", "b", "colour=red"], "unknown option colour"),
     (["audit.compare", "a", "b", "max_worsening=lots"], "max_worsening=lots is not a number"),
+    (["audit.plan", "plan.gapp=1"], "unknown key 'plan.gapp'"),
+    (["audit.plan", "design.replicates=0"], "design.replicates=0 must lie in [1, inf)"),
 ])
 def test_a_mistyped_key_is_refused_without_loading_pandera_or_the_sampler(tmp_path: Path,
                                                                           command, refused):
     """A command that ends at its config (a typo, --help, --cfg) loads no table schemas and no
     sampler: pandera and the pandas it brings took 1.0 s of the 2.3 s `python -m audit` spent
     refusing a mistyped key (2026-12-07), paid again by every such test; `python -m audit.fit`
-    took 7.8 s to refuse an argument, 6 s of it the sampler's imports (0.85 s without them), and
-    `python -m audit.compare` 7.3 s. Fails when a module on that path imports one of them at its
-    top again (audit.tables did; audit.cli.fit and audit.cli.compare imported the fit)."""
+    took 7.8 s to refuse an argument, 6 s of it the sampler's imports (0.85 s without them),
+    `python -m audit.compare` 7.3 s and `python -m audit.plan` 8.9 s. Fails when a module on that
+    path imports one of them at its top again (audit.tables did; the fit, compare and plan
+    commands imported the sampler)."""
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", *command],
                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 2 and refused in done.stderr, done.stderr[-2000:]

@@ -12,6 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import audit.cli.plan as plan_cli
+import audit.plan as plan_entry
 from audit.config import CONF_DIR
 from audit.errors import AuditError
 from audit.methods.configs import to_audit_config
@@ -227,9 +228,9 @@ def test_the_command_prints_a_gap_in_points_and_exits_2_on_a_refusal(tmp_path, m
     monkeypatch.setattr(plan_cli, "run_plan", lambda cfg, output_dir: pl.DataFrame())
     monkeypatch.setattr(plan_cli, "print_plan",
                         lambda table, path, hdi, adaptive, pp=None: printed.update(pp=pp))
-    plan_cli.app(_composed(tmp_path, "plan.gap=10", "plan.gap_unit=pp"))
+    plan_entry.app(_composed(tmp_path, "plan.gap=10", "plan.gap_unit=pp"))
     assert printed["pp"] == 10
-    plan_cli.app(_composed(tmp_path, "plan.gap=0.5"))
+    plan_entry.app(_composed(tmp_path, "plan.gap=0.5"))
     assert printed["pp"] is None
 
     def refused(cfg, output_dir):
@@ -237,5 +238,5 @@ def test_the_command_prints_a_gap_in_points_and_exits_2_on_a_refusal(tmp_path, m
 
     monkeypatch.setattr(plan_cli, "run_plan", refused)
     with pytest.raises(SystemExit) as exited:
-        plan_cli.app(_composed(tmp_path))
+        plan_entry.app(_composed(tmp_path))
     assert exited.value.code == 2 and "must name two levels" in caplog.text

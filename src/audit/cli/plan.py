@@ -23,21 +23,17 @@ import logging
 import math
 from pathlib import Path
 
-import hydra
 import polars as pl
-from omegaconf import DictConfig
 from rich import box
 from rich.console import Console
 from rich.progress import TaskID
 from rich.table import Table
 
-from audit.llm.backends import BackendError
 from audit.cli.runs import run_source
-from audit.config import CONF_DIR, TrackingConfig
+from audit.config import TrackingConfig
 from audit.methods.configs import AuditConfig, register_configs
-from audit.config_errors import one_line_config_errors, validated_config
 from audit.llm.engine import concurrency_limits, plan_requests
-from audit.logs import progress_bar, quiet_noisy_loggers, quieted, said_once
+from audit.logs import progress_bar, quieted, said_once
 from audit.methods.rasch.pilot import run_components
 from audit.methods.rasch.power import check_plannable, config_components, simulate_power
 from audit.methods.rasch.simulation import VarianceComponents
@@ -303,27 +299,3 @@ def print_plan(table: pl.DataFrame, csv_path: Path, hdi_prob: float, adaptive: b
         f"{spent}at each model's median "
         f"latency there (empty while a model has no answers to time). {together}Every column, "
         f"with its Monte Carlo errors: {csv_path}", highlight=False, markup=False)
-
-
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-def app(cfg: DictConfig) -> None:
-    quiet_noisy_loggers()
-    try:
-        audit_cfg = validated_config(cfg, Path(CONF_DIR))
-        table = run_plan(audit_cfg, Path(audit_cfg.paths.output_dir))
-    except (AuditError, BackendError) as error:
-        log.error("%s", error)
-        raise SystemExit(2) from None
-    # The CLI's result on stdout (the log and the bars are on stderr).
-    plan = audit_cfg.plan
-    print_plan(table, Path(audit_cfg.paths.output_dir) / "plan.csv", audit_cfg.fit.hdi_prob,
-               audit_cfg.design.adaptive, pp=plan.gap if plan.gap_unit == "pp" else None)
-
-
-def main() -> None:
-    with one_line_config_errors(Path(CONF_DIR)):
-        app()
-
-
-if __name__ == "__main__":
-    main()
