@@ -13,8 +13,8 @@ from pathlib import Path
 
 from audit.cli import printed_help
 # What tests and callers import from here: the arguments' part (fit_arguments.py) is light.
-from audit.cli.fit_arguments import (FitCommand, FitInputError, check_input,  # noqa: F401
-                                     parse_arguments, USAGE)
+from audit.cli.fit_arguments import (FitInputError, USAGE, check_input,  # noqa: F401
+                                     parse_arguments)
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 
