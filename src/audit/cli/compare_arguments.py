@@ -54,8 +54,9 @@ def parse_arguments(argv: list[str]) -> tuple[list[str], dict[str, str]]:
         key = flag[2:].split("=", 1)[0].replace("-", "_")
         hint = f" (write {key}=VALUE)" if key in OPTIONS else ""
         raise AuditError(f"{flag} is not an option: options are key=value{hint}; {USAGE}")
-    sources = [argument for argument in argv if not _is_option(argument)]
-    options = dict(argument.split("=", 1) for argument in argv if _is_option(argument))
+    given = [argument for argument in argv if _is_option(argument)]  # one look at the disk each
+    sources = [argument for argument in argv if argument not in given]
+    options = dict(argument.split("=", 1) for argument in given)
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown or not 1 <= len(sources) <= 2:
         problem = (f"unknown option {unknown[0]}{did_you_mean(unknown[0], list(OPTIONS))}"
@@ -63,7 +64,7 @@ def parse_arguments(argv: list[str]) -> tuple[list[str], dict[str, str]]:
         raise AuditError(f"{problem}; {USAGE}")
     # `output=` was the current folder, `draws=` "is not an integer" (review 12-04); a key given
     # twice let the last value win without a word.
-    check_given_once([argument for argument in argv if _is_option(argument)], AuditError, USAGE)
+    check_given_once(given, AuditError, USAGE)
     if len(sources) == 1 and not ("model_a" in options and "model_b" in options):
         raise AuditError("one run needs model_a=NAME and model_b=NAME (two of its models); "
                          f"{USAGE}")
