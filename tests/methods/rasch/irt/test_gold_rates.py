@@ -13,7 +13,12 @@ from scipy import optimize, stats
 from audit.methods.rasch.irt.gold_rates import ConditionedRate, coin_or_worse_mass
 from audit.methods.rasch.irt.judge_cut import with_gold_rates
 from audit.errors import AuditError
-from audit.methods.rasch.irt.judge_error import JudgeConfusion, JudgeCorrection, resolve_confusion
+from audit.methods.rasch.irt.judge_error import (
+    JudgeConfusion,
+    JudgeCorrection,
+    check_better_than_coin,
+    resolve_confusion,
+)
 from audit.methods.rasch.simulation import VarianceComponents, judge_rates
 
 
@@ -60,14 +65,8 @@ def test_report_gives_each_rate_the_hdi_of_its_gold_posterior():
     assert summary.row(0) == pooled.row(0)
     _, mean, sd, low, high, _ = summary.row(1)
 
-    def width(start: float) -> float:
-        return stats.beta.ppf(start + 0.94, 8, 2) - stats.beta.ppf(start, 8, 2)
-
-    start = optimize.minimize_scalar(width, bounds=(0, 0.06), method="bounded",
-                                     options={"xatol": 1e-9}).x
     assert abs(mean - 0.8) < 1e-4 and abs(sd - stats.beta.std(8, 2)) < 1e-4
-    assert abs(low - stats.beta.ppf(start, 8, 2)) < 1e-3
-    assert abs(high - stats.beta.ppf(start + 0.94, 8, 2)) < 1e-3
+    assert (low, high) == pytest.approx(_beta_hdi(8, 2, 0.94), abs=1e-3)
 
 
 def test_a_barely_measured_path_is_warned_and_recorded(caplog):
@@ -147,19 +146,50 @@ def test_the_coin_mass_is_exact_to_nine_places_and_never_negative():
     assert coin_or_worse_mass((5000, 1), (5000, 1)) == 0.0
 
 
-def test_against_a_flat_other_rate_the_conditioned_rate_is_the_next_beta():
-    """Catches a wrong coin-line integral V (the two Betas swapped in it, or V dropped), an
-    unnormalised density, a loose root search, and a wrong value at u = 0 and 1. By hand: the
-    other rate flat gives P(other > 1 - x) = x, so Beta(10, 2) times x is Beta(11, 2)."""
-    from audit.methods.rasch.irt.gold_rates import GRID
+def _beta_hdi(a: float, b: float, prob: float) -> tuple[float, float]:
+    """The shortest ``prob`` interval of Beta(a, b), by hand (unimodal: the narrowest window)."""
+    def width(start: float) -> float:
+        return stats.beta.ppf(start + prob, a, b) - stats.beta.ppf(start, a, b)
 
+    start = optimize.minimize_scalar(width, bounds=(0, 1 - prob), method="bounded",
+                                     options={"xatol": 1e-10}).x
+    return float(stats.beta.ppf(start, a, b)), float(stats.beta.ppf(start + prob, a, b))
+
+
+def test_against_a_flat_other_rate_the_conditioned_rate_is_the_next_beta():
+    """Catches a wrong coin-line integral (the two Betas swapped in it, or the condition
+    dropped), unnormalised cell weights, a loose inverse, and a wrong value at u = 0 and 1. By
+    hand: the other rate flat gives P(other > 1 - x) = x, so Beta(10, 2) times x is
+    Beta(11, 2)."""
     rate = ConditionedRate((10, 2), (1, 1))
     for x in (0.5, 0.7, 0.85, 0.95):
         assert rate.cdf(x) == pytest.approx(stats.beta.cdf(x, 11, 2), abs=1e-6)
     for u in (0.03, 0.5, 0.97):
         assert rate.ppf(u) == pytest.approx(stats.beta.ppf(u, 11, 2), abs=1e-6)
     assert (rate.ppf(0.0), rate.ppf(1.0)) == (0.0, 1.0)
-    assert np.allclose(rate.density(), stats.beta.pdf(GRID, 11, 2), rtol=1e-6, atol=1e-9)
+    mean, sd, low, high = rate.mean_sd_hdi(0.94)
+    assert mean == pytest.approx(11 / 13, abs=1e-7)
+    assert sd == pytest.approx(stats.beta.std(11, 2), abs=1e-7)
+    assert (low, high) == pytest.approx(_beta_hdi(11, 2, 0.94), abs=1e-4)
+
+
+@pytest.mark.parametrize("answers", [100_000, 1_000_000, 10_000_000])
+def test_a_judge_measured_on_a_huge_gold_set_is_neither_warned_nor_refused(answers: int):
+    """Bug caught: the integrals ran over a grid of rates 1e-5 apart, and the gold Beta of a
+    judge wrong on 1 of 100,000 answers per class is 1e-5 wide: the grid missed its peak. Such a
+    judge was warned with 8% on the coin line at 100,000 answers and refused as no better than
+    a coin at a million. Its rates must be its gold Betas' own (conditioning moves nothing here),
+    to within 1e-9 of their means and a tenth of their sd at the interval's ends."""
+    counts = JudgeConfusion("imported", answers - 1, 1, answers - 1, 1)
+    assert coin_or_worse_mass(*counts.rate_betas()) == 0.0
+    assert counts.weak_gold() == []
+    check_better_than_coin(JudgeCorrection("imported", {"judge": counts}), "or not")
+    a, b = counts.rate_betas()[0]
+    beta_sd = np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))  # scipy's std cancels digits here
+    mean, sd, low, high = _rates(counts).rate_summary(0.94)["judge_sensitivity[judge]"]
+    assert mean == pytest.approx(a / (a + b), abs=1e-9)
+    assert sd == pytest.approx(beta_sd, rel=1e-3)
+    assert (low, high) == pytest.approx(_beta_hdi(a, b, 0.94), abs=beta_sd / 10)
 
 
 def test_the_rate_summary_uses_the_interval_mass_asked_for():
