@@ -12,8 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from audit.config import CONF_DIR
@@ -53,7 +51,7 @@ def run_composed(cfg: DictConfig,
         raise SystemExit(130) from None
     except (AuditError, BackendError) as error:
         log.error("%s", error)
-        if HydraConfig.get().mode == RunMode.MULTIRUN:
+        if sweeps.in_multirun():
             # One failed job must not end a sweep: the others still run and are logged, and
             # the sweep exits 2 at its end (main).
             sweeps.job_failed(str(error))
@@ -75,16 +73,10 @@ def main() -> None:
         sweeps.end_unfinished_sweep(ended)
         raise
     sweeps.end_unfinished_sweep(None)
-    if sweeps.failed_jobs:  # a multirun whose jobs failed must not pass a CI step
-        failed, run = len(sweeps.failed_jobs), sweeps.jobs_run
-        # "the others finished" was said of a sweep none of whose jobs had (review 2026-12-04);
-        # without a count of the jobs (no .hydra folders written), neither is said.
-        outcome = (f"{failed} sweep job(s) failed" if run < failed or not run else
-                   f"all {run} sweep jobs failed" if failed == run else
-                   f"{failed} of {run} sweep jobs failed")
-        log.error("%s (each said why above)%s. Fix the cause and rerun: finished answers are "
-                  "served from the response store", outcome,
-                  "; the others finished" if 0 < failed < run else "")
+    failed = sweeps.failed_jobs_line("Fix the cause and rerun: finished answers are served from "
+                                     "the response store")
+    if failed:  # a multirun whose jobs failed must not pass a CI step
+        log.error("%s", failed)
         raise SystemExit(2)
 
 

@@ -19,13 +19,14 @@ from audit.errors import AuditError
 from audit.llm.backends import BackendError
 from audit.logs import quiet_noisy_loggers
 from audit.methods.configs import register_configs
+from audit.tracking import sweeps
 
 log = logging.getLogger("audit.plan")
 
 register_configs()
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="plan")
 def app(cfg: DictConfig) -> None:
     quiet_noisy_loggers()
     try:
@@ -35,6 +36,11 @@ def app(cfg: DictConfig) -> None:
         table = plan.run_plan(audit_cfg, Path(audit_cfg.paths.output_dir))
     except (AuditError, BackendError) as error:
         log.error("%s", error)
+        if sweeps.in_multirun():
+            # As in `python -m audit -m`: the other plans of the sweep still run, and the sweep
+            # exits 2 at its end (main). It stopped at the first, unsaid which were not made.
+            sweeps.job_failed(str(error))
+            return
         raise SystemExit(2) from None
     # The CLI's result on stdout (the log and the bars are on stderr).
     settings = audit_cfg.plan
@@ -46,6 +52,11 @@ def app(cfg: DictConfig) -> None:
 def main() -> None:
     with one_line_config_errors(Path(CONF_DIR)):
         app()
+    failed = sweeps.failed_jobs_line("Fix the cause and rerun those jobs; each finished plan is "
+                                     "in its job folder's plan.csv")
+    if failed:
+        log.error("%s", failed)
+        raise SystemExit(2)
 
 
 if __name__ == "__main__":

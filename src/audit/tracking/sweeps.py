@@ -60,12 +60,32 @@ class OpenParent:
 open_parent: OpenParent | None = None
 
 
+def in_multirun() -> bool:
+    """Whether this is a job of a Hydra multirun (-m), whose user error must not end the sweep."""
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
 def job_failed(message: str) -> None:
     """Marks this multirun job failed with its one line, for on_multirun_end to count."""
-    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+    if in_multirun():
         folder = Path(HydraConfig.get().runtime.output_dir)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / FAILED_JOB_FILE).write_text(message + "\n", encoding="utf-8")
+
+
+def failed_jobs_line(advice: str) -> str | None:
+    """The closing line of the last multirun when some of its jobs failed (each said why as it
+    failed), ending with ``advice``; None when none failed."""
+    if not failed_jobs:
+        return None
+    failed, run = len(failed_jobs), jobs_run
+    # "the others finished" was said of a sweep none of whose jobs had (review 2026-12-04);
+    # without a count of the jobs (no .hydra folders written), neither is said.
+    outcome = (f"{failed} sweep job(s) failed" if run < failed or not run else
+               f"all {run} sweep jobs failed" if failed == run else
+               f"{failed} of {run} sweep jobs failed")
+    others = "; the others finished" if 0 < failed < run else ""
+    return f"{outcome} (each said why above){others}. {advice}"
 
 
 def read_failed_jobs(sweep_dir: Path) -> list[str]:
@@ -126,7 +146,7 @@ def _tracking_config(config: DictConfig) -> TrackingConfig | None:
 
 def parent_run_id() -> str | None:
     """The sweep's parent run, for a job of a Hydra multirun; None for a single run."""
-    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+    if not in_multirun():
         return None
     return os.environ.get(PARENT_RUN_ENV) or None
 
@@ -307,7 +327,12 @@ def end_unfinished_sweep(ended: BaseException | None) -> None:
 
 
 class MlflowSweepCallback(Callback):
-    """Configured in conf/config.yaml under hydra.callbacks; does nothing for single runs."""
+    """Configured in conf/config.yaml under hydra.callbacks; does nothing for single runs.
+    ``parent_run: false`` (conf/plan.yaml): a sweep whose jobs log no MLflow run still checks
+    its launcher and counts its failed jobs, but gets no parent run."""
+
+    def __init__(self, parent_run: bool = True) -> None:
+        self.parent_run = parent_run
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global open_parent, _multirun_started
@@ -331,7 +356,7 @@ class MlflowSweepCallback(Callback):
         for line in replaced_grid(overrides, preset):
             log.warning("%s", line)
         settings = _tracking_config(config)
-        if settings is None:
+        if settings is None or not self.parent_run:
             return
         if not jobs_compose(config):
             return
