@@ -31,7 +31,7 @@ from audit.methods.run import (
     write_config,
 )
 from audit.tracking import mlflow as tracking
-from audit.tracking import sweeps
+from audit.tracking import run_names, sweeps
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,7 @@ def sweep_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tu
     cfg = dif_config(tmp_path)
     parent = tracking.start_parent_run(cfg.tracking, "sweep:models", {"audit.role": "sweep"})
     monkeypatch.setenv(sweeps.PARENT_RUN_ENV, parent)
-    monkeypatch.setenv(sweeps.SWEPT_KEYS_ENV, "model")
+    monkeypatch.setenv(run_names.SWEPT_KEYS_ENV, "model")
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         job = compose("config", overrides=["hydra.mode=MULTIRUN", "hydra.job.num=1",
                                            f"hydra.sweep.dir={tmp_path / 'multirun'}",

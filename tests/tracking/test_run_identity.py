@@ -23,7 +23,7 @@ from audit.methods.configs import AuditConfig
 from audit.methods.run_identity import flat_config, run_name
 from audit.tracking import mlflow as tracking
 from audit.tracking import ui
-from audit.tracking import sweeps
+from audit.tracking import run_names, sweeps
 
 
 def _model() -> ModelConfig:
@@ -34,7 +34,7 @@ def _model() -> ModelConfig:
 def hydra_job(monkeypatch: pytest.MonkeyPatch) -> Iterator:
     """Hydra's state as a job started with the given overrides sees it."""
     def start(overrides: list[str], multirun: bool = False, swept: str = "") -> None:
-        monkeypatch.setenv(sweeps.SWEPT_KEYS_ENV, swept)
+        monkeypatch.setenv(run_names.SWEPT_KEYS_ENV, swept)
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             job = compose("config", overrides=["hydra.mode=MULTIRUN", "hydra.job.num=3"]
                           if multirun else [], return_hydra_config=True)
@@ -351,14 +351,14 @@ def test_a_sweeps_job_and_a_single_run_are_tagged_and_nested_as_they_ran(hydra_j
 def test_a_long_value_is_cut_to_its_limit_with_an_ellipsis_and_a_name_to_its_limit(hydra_job):
     """Catches a value of more than MAX_VALUE_CHARS cut one character longer than the limit, and
     a run's name (single run or sweep job) left longer than MAX_NAME_CHARS."""
-    limit = sweeps.MAX_VALUE_CHARS
-    assert sweeps.named_run("rasch", ["a=" + "x" * limit]) == "rasch a=" + "x" * limit
-    assert sweeps.named_run("rasch", ["a=" + "x" * (limit + 1)]) == (
+    limit = run_names.MAX_VALUE_CHARS
+    assert run_names.named_run("rasch", ["a=" + "x" * limit]) == "rasch a=" + "x" * limit
+    assert run_names.named_run("rasch", ["a=" + "x" * (limit + 1)]) == (
         "rasch a=" + "x" * (limit - 1) + "…")
     overrides = [f"k{number}=" + "v" * limit for number in range(6)]
-    assert len(sweeps.named_run("rasch", overrides)) == sweeps.MAX_NAME_CHARS
+    assert len(run_names.named_run("rasch", overrides)) == run_names.MAX_NAME_CHARS
     hydra_job(overrides, multirun=True, swept=",".join(f"k{number}" for number in range(6)))
-    assert len(sweeps.job_run_name("rasch qwen")) == sweeps.MAX_NAME_CHARS
+    assert len(run_names.job_run_name("rasch qwen")) == run_names.MAX_NAME_CHARS
 
 
 def test_a_run_that_saved_no_hydra_files_has_none_to_log(hydra_job):
@@ -379,14 +379,14 @@ def test_a_sweep_of_an_added_key_names_its_jobs_by_their_values(monkeypatch, pre
     (`++design.seed`) while job_run_name compares keys without it, so every job of
     `-m ++design.seed=1,2` was named `job N · rasch qwen`, and the parent `sweep:++design.seed`."""
     grid = f"{prefix}design.seed=1,2"
-    monkeypatch.setenv(sweeps.SWEPT_KEYS_ENV, ",".join(sweeps.swept_keys([grid], {})))
+    monkeypatch.setenv(run_names.SWEPT_KEYS_ENV, ",".join(sweeps.swept_keys([grid], {})))
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         job = compose("config", overrides=["hydra.mode=MULTIRUN", "hydra.job.num=3"],
                       return_hydra_config=True)
     job.hydra.overrides.task = [f"{prefix}design.seed=1"]
     HydraConfig.instance().set_config(job)
     try:
-        assert sweeps.job_run_name("rasch qwen") == f"{prefix}design.seed=1 · rasch qwen"
+        assert run_names.job_run_name("rasch qwen") == f"{prefix}design.seed=1 · rasch qwen"
     finally:
         HydraConfig.instance().cfg = None
     assert sweeps.sweep_name([grid]) == "sweep:design.seed"

@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 
 from audit.cli.runs import reproduction_steps
 from audit.tracking.mlflow import find_runs
-from audit.tracking import sweeps
+from audit.tracking import run_names, sweeps
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Stands in for the audit: the job with design.replicates=2 fails, on a user error (AuditError,
@@ -209,7 +209,7 @@ def unfinished(tmp_path, monkeypatch):
     monkeypatch.setattr(sweeps, "open_parent",
                         sweeps.OpenParent(TrackingConfig(tracking_uri="u"), "rid", tmp_path))
     monkeypatch.setenv(sweeps.PARENT_RUN_ENV, "rid")
-    monkeypatch.setenv(sweeps.SWEPT_KEYS_ENV, "fit")
+    monkeypatch.setenv(run_names.SWEPT_KEYS_ENV, "fit")
     return calls
 
 
@@ -229,7 +229,7 @@ def test_an_unfinished_sweep_ends_failed_saying_why(unfinished, tmp_path, ended,
                                "1: refused"),
         ("end", "rid", "FAILED")]
     assert sweeps.open_parent is None
-    assert sweeps.PARENT_RUN_ENV not in os.environ and sweeps.SWEPT_KEYS_ENV not in os.environ
+    assert sweeps.PARENT_RUN_ENV not in os.environ and run_names.SWEPT_KEYS_ENV not in os.environ
 
 
 def test_a_store_error_while_ending_an_unfinished_sweep_is_a_warning(unfinished, monkeypatch,
@@ -249,9 +249,9 @@ def test_a_sweep_that_ended_leaves_no_parent_id_for_the_next_single_run(monkeypa
     environment when no parent is open: a later run of the same process nested under it."""
     monkeypatch.setattr(sweeps, "open_parent", None)
     monkeypatch.setenv(sweeps.PARENT_RUN_ENV, "rid")
-    monkeypatch.setenv(sweeps.SWEPT_KEYS_ENV, "fit")
+    monkeypatch.setenv(run_names.SWEPT_KEYS_ENV, "fit")
     sweeps.end_unfinished_sweep(None)
-    assert sweeps.PARENT_RUN_ENV not in os.environ and sweeps.SWEPT_KEYS_ENV not in os.environ
+    assert sweeps.PARENT_RUN_ENV not in os.environ and run_names.SWEPT_KEYS_ENV not in os.environ
 
 
 def test_a_sweeps_start_names_its_grid_and_forgets_the_last_sweeps_failures(tmp_path,
@@ -266,7 +266,7 @@ def test_a_sweeps_start_names_its_grid_and_forgets_the_last_sweeps_failures(tmp_
     monkeypatch.setattr(sweeps, "failed_jobs", ["0: the last sweep's"])
     monkeypatch.setattr(sweeps, "open_parent", None)
     monkeypatch.delenv(sweeps.PARENT_RUN_ENV, raising=False)
-    monkeypatch.delenv(sweeps.SWEPT_KEYS_ENV, raising=False)
+    monkeypatch.delenv(run_names.SWEPT_KEYS_ENV, raising=False)
     started: list = []
     monkeypatch.setattr(sweeps.tracking, "start_parent_run",
                         lambda settings, name, tags: started.append((name, tags)) or "rid")
@@ -279,7 +279,7 @@ def test_a_sweeps_start_names_its_grid_and_forgets_the_last_sweeps_failures(tmp_
             return_hydra_config=True)
         config.hydra.overrides.task.append("design.replicates=1,2")  # compose refuses a grid
         sweeps.MlflowSweepCallback().on_multirun_start(config)
-    assert os.environ[sweeps.SWEPT_KEYS_ENV] == "design.replicates,fit"
+    assert os.environ[run_names.SWEPT_KEYS_ENV] == "design.replicates,fit"
     assert sweeps.failed_jobs == [] and not list(sweep_dir.glob(f"**/{sweeps.FAILED_JOB_FILE}"))
     ((name, tags),) = started
     assert (name, os.environ[sweeps.PARENT_RUN_ENV]) == ("sweep:fits", "rid")

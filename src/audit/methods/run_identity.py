@@ -20,7 +20,7 @@ from audit.config import SharedConfig
 from audit.methods import headline_metrics, method_module
 from audit.methods.configs import AuditConfig
 from audit.tracking import mlflow as tracking
-from audit.tracking import sweeps
+from audit.tracking import run_names, sweeps
 from audit.tracking.runs_table import HEADLINE_TAG
 
 # Under `dvc repro` there is no Hydra: the overrides params.yaml was composed from
@@ -47,15 +47,15 @@ def pipeline_overrides() -> tuple[str, ...] | None:
 
 def run_name(cfg: AuditConfig) -> str:
     """`tracking.run_name`, else the method and the models; with what the command line changed
-    (sweeps.job_run_name; under `dvc repro`, params.overrides named the same way), so that two
+    (run_names.job_run_name; under `dvc repro`, params.overrides named the same way), so that two
     runs of one model are told apart by their names."""
     base = cfg.tracking.run_name or f"{cfg.method} {'+'.join(sorted(cfg.model))}"
     overrides = pipeline_overrides()
     if overrides is None:
-        return sweeps.job_run_name(base)
+        return run_names.job_run_name(base)
     if cfg.tracking.run_name:  # a name the user gave is the name (`dvc exp run -S ...run_name=`)
         return base
-    return sweeps.named_run(base, overrides)
+    return run_names.named_run(base, overrides)
 
 
 def pipeline_tags() -> dict[str, str]:

@@ -15,7 +15,6 @@ import os
 import shlex
 import tempfile
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,12 +29,12 @@ from audit.tracking import ui
 from audit.tracking.runs_table import runs_frame
 from audit.config import TrackingConfig
 from audit.tracking.jobs import in_job_order
+from audit.tracking.run_names import SWEPT_KEYS_ENV, override_key
 from audit.tables import write_frame
 
 log = logging.getLogger(__name__)
 
 PARENT_RUN_ENV = "AUDIT_MLFLOW_PARENT_RUN_ID"
-SWEPT_KEYS_ENV = "AUDIT_SWEPT_KEYS"  # comma-separated: the keys whose values differ between jobs
 # A job that ended on a user error leaves its one line here, in its own output folder: jobs may
 # run in other processes (joblib, submitit, SLURM), so the launching process reads the files.
 FAILED_JOB_FILE = "job_failed.txt"
@@ -172,65 +171,6 @@ def swept_keys(task_overrides: list[str], sweeper_params: dict[str, Any]) -> lis
     return sorted(keys | set(sweeper_params))
 
 
-# Overrides that change where a run's files and records go, not what it measures
-# (tracking.PLACE_KEYS); `model=` and `method=` are named by the run name's base already.
-NAMED_KEYS = ("model", "method")
-TRANSPORT_KEYS = ("base_url", "base_urls", "api_key_env", "timeout_s", "keep_alive",
-                  "max_concurrency")
-MAX_VALUE_CHARS = 32
-MAX_NAME_CHARS = 160
-
-
-def _key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
-
-
-def _tells_apart(override: str) -> bool:
-    key = _key(override)
-    return not (key.startswith(tracking.PLACE_KEYS) or key in NAMED_KEYS
-                or (key.startswith("model.") and key.rsplit(".", 1)[-1] in TRANSPORT_KEYS))
-
-
-def _short(override: str) -> str:
-    """A long value (a file path) by its last part, cut to MAX_VALUE_CHARS."""
-    key, _, value = override.partition("=")
-    if len(value) > MAX_VALUE_CHARS and "/" in value.rstrip("/"):
-        value = value.rstrip("/").rsplit("/", 1)[-1]
-    return f"{key}={value[:MAX_VALUE_CHARS - 1] + '…' if len(value) > MAX_VALUE_CHARS else value}"
-
-
-def _naming(overrides: Iterable[str]) -> list[str]:
-    """The overrides that change what is measured, each value shortened (_short)."""
-    return [_short(override) for override in overrides if _tells_apart(override)]
-
-
-def named_run(base: str, overrides: Iterable[str]) -> str:
-    """`base`, then the overrides that change what is measured: the name of a single run,
-    whether Hydra's command line or (under `dvc repro`) params.overrides gave the overrides, so
-    one audit has one name either way."""
-    return " ".join([base, *_naming(overrides)])[:MAX_NAME_CHARS]
-
-
-def job_run_name(base: str) -> str:
-    """A run's name says what differs from other runs: `base` (the method and the models), then
-    the command line's overrides that change what is measured (`rasch qwen items=smoke`). A
-    sweep's job is named by the values swept, first, so a narrow column still shows them
-    (`fit=hurdle · rasch qwen`; a model sweep's `rasch qwen` names its model already): what its
-    jobs share is the sweep's parent run's. Where files go and how a server is reached are left
-    out."""
-    if not HydraConfig.initialized():
-        return base
-    hydra_config = HydraConfig.get()
-    if hydra_config.mode != RunMode.MULTIRUN:
-        return named_run(base, hydra_config.overrides.task)
-    overrides = _naming(hydra_config.overrides.task)
-    keys = {key for key in os.environ.get(SWEPT_KEYS_ENV, "").split(",") if key}
-    swept = [override for override in overrides if _key(override) in keys]
-    if not swept and not keys & set(NAMED_KEYS):  # nothing tells this job apart but its number
-        swept = [f"job {hydra_config.job.num}"]
-    return (f"{', '.join(swept)} · {base}" if swept else base)[:MAX_NAME_CHARS]
-
-
 def hydra_files() -> list[Path]:
     """The composed config, Hydra's own config and the overrides Hydra saved for this run."""
     if not HydraConfig.initialized():
@@ -254,7 +194,7 @@ def sweep_command(config: DictConfig) -> str:
     config_name = str(config.hydra.job.config_name)
     entry = "audit" if config_name == "config" else f"audit.{config_name}"
     hydra_overrides = [str(override) for override in config.hydra.overrides.hydra
-                       if not _key(str(override)).startswith(RERUN_DROPS)]
+                       if not override_key(str(override)).startswith(RERUN_DROPS)]
     return " ".join(shell_word(word) for word in ["python", "-m", entry, "-m", *hydra_overrides,
                                                    *map(str, config.hydra.overrides.task)])
 
