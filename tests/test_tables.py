@@ -283,7 +283,7 @@ def test_two_writers_of_one_file_never_rename_each_others_partial_file(tmp_path:
 def test_check_output_names_a_path_that_cannot_be_written(tmp_path: Path) -> None:
     """The one check of an output path (cli: fit, compare, verdict, iat, runs, stages): a file
     where a folder goes, a folder where a file goes, a path through a file; a new path passes."""
-    from audit.tables import check_output
+    from audit.outputs import check_output
 
     (tmp_path / "good.csv").write_text("a\n")
     for path, folder, message in [(tmp_path / "good.csv", True, "is a file, not a folder"),

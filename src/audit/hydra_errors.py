@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from audit.tables import why_unwritable
+from audit.outputs import why_unwritable
 from audit.yaml_files import frame_in
 
 # Hydra runs one of --run, --multirun, --cfg, --info at a time; `-m +sweep=NAME --cfg job`, the

@@ -14,7 +14,6 @@ import json
 import math
 import os
 import secrets
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -299,44 +298,6 @@ def read_metadata(path: Path, what: str, fix: str = NOT_WRITTEN) -> dict[str, st
     except (pl.exceptions.PolarsError, OSError) as error:
         reason = first_line(error)
         raise AuditError(f"cannot read {what} at {path}: {reason}; {fix}") from error
-
-
-def why_unwritable(path: Path, folder: bool = False) -> str | None:
-    """Why ``path`` cannot be written, or None. ``folder``: a folder files go into (new or
-    existing); otherwise a file (an existing one is replaced). The nearest part of the path that
-    exists must be a folder a file can be created in: tried with a file made and removed at once,
-    since permission bits do not tell (root may write anywhere, yet nothing under /proc)."""
-    path = Path(path)
-    kind = "folder" if folder else "file"
-    if path.exists() and path.is_dir() != folder:
-        return f"{path} is a {'file' if folder else 'folder'}, not a {kind}"
-    existing = next(part for part in ((path,) if folder else ()) + tuple(path.parents)
-                    if part.exists())
-    if not existing.is_dir():
-        return f"{existing} is a file, not a folder"
-    try:
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".audit-write-check-"):
-            pass
-    except OSError as problem:
-        return f"cannot write in {existing} ({problem.strerror or type(problem).__name__})"
-    return None
-
-
-def check_output(path: Path, option: str, *, folder: bool = False,
-                 error: type[AuditError] = AuditError) -> Path:
-    """An output path a command will write, checked before the work that fills it: one line
-    (``error``) naming it and the fix, instead of a traceback once the work is done and lost.
-    ``option``: the path's option as it is typed, value excluded (`output=`, `--csv `);
-    ``folder`` as in why_unwritable."""
-    path = Path(path)
-    reason = why_unwritable(path, folder)
-    if reason is None:
-        return path
-    fix = (f"pass {option}DIR naming a new or existing folder where you can write" if folder
-           else f"pass {option}PATH naming a file in a folder you can write")
-    where = (f"{option}{reason}" if reason.startswith(f"{path} ")
-             else f"{option}{path}: {reason}")
-    raise error(f"{where}: {fix}")
 
 
 def write_atomically(path: Path, write: Callable[[Path], object]) -> Path:

@@ -42,6 +42,24 @@ def test_a_csv_that_cannot_be_written_is_one_line_before_the_store_is_read(no_st
     assert len(errors) == 1 and f"--csv {csv}" in errors[0] and "pass --csv PATH" in errors[0]
 
 
+@pytest.mark.parametrize("arguments", [["--csv", "mlflow.db"],
+                                       ["params", "abc", "--output", "mlflow.db"]])
+def test_the_store_given_as_an_output_file_is_refused_and_kept(no_store, tmp_path, caplog,
+                                                               arguments: list[str]):
+    """Bug caught (bad-input review 2026-12-07): `--tracking-uri sqlite:///mlflow.db --csv
+    mlflow.db` (or `params ID --output mlflow.db`) wrote the runs table (the params YAML) over
+    the MLflow store and exited 0: every run in it was gone. A text file is still replaced."""
+    store = tmp_path / "mlflow.db"
+    store.write_bytes(b"SQLite format 3\x00" + bytes(100))
+    assert runs.main(["--tracking-uri", f"sqlite:///{store}", *arguments]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and "mlflow.db is an existing file that is not a text file" in errors[0]
+    assert store.read_bytes().startswith(b"SQLite format 3\x00")
+    (tmp_path / "old.csv").write_text("run_id\nold\n")
+    with pytest.raises(StoreRead):  # past the checks, to the store
+        runs.main(["--csv", "old.csv"])
+
+
 @pytest.mark.parametrize("limit", ["0", "-3", "many", "50001"])
 def test_a_limit_that_is_not_a_positive_integer_is_refused(no_store, capsys, limit: str):
     """Bugs caught: --limit 0 or --limit -3 reached MLflow, whose MlflowException was a 29-line

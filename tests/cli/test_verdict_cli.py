@@ -408,3 +408,16 @@ def test_a_junit_path_that_cannot_be_written_is_exit_2_before_judging(tmp_path: 
     assert main([f"run_dir={run}", f"junit={tmp_path / junit}"]) == 2
     assert f"junit={tmp_path / junit}" in caplog.text and "pass junit=PATH" in caplog.text
     assert not judged and not (run / "verdict_junit.xml").exists()
+
+
+def test_a_junit_path_naming_another_file_is_refused_and_the_file_kept(tmp_path: Path, caplog):
+    """Bug caught (bad-input review 2026-12-07): junit=RUN/config.yaml wrote the JUnit report
+    over the run's config, and every later verdict of the run failed on it. The folder's own
+    report from an earlier verdict is still replaced."""
+    run = counterfactual_run(tmp_path / "run", effect=0.0)
+    config = (run / "config.yaml").read_bytes()
+    assert main([f"run_dir={run}", f"junit={run / 'config.yaml'}"]) == 2
+    assert "config.yaml is an existing file that is not a JUnit XML file" in caplog.text
+    assert (run / "config.yaml").read_bytes() == config
+    assert main([f"run_dir={run}"]) == 0
+    assert main([f"run_dir={run}", f"junit={run / 'verdict_junit.xml'}"]) == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from audit.cli import check_given_once
 from audit.errors import AuditError, did_you_mean
-from audit.tables import check_output
+from audit.outputs import check_junit_output, check_output
 
 log = logging.getLogger("audit.compare")
 
@@ -130,7 +130,7 @@ def output_paths(options: dict[str, str], sources: list[str]) -> tuple[Path, Pat
     check_output(out, "output=", folder=True)
     for name in OUTPUT_FILES:  # a folder already there under a file's name
         check_output(out / name, "output=")
-    return out, check_output(junit, "junit=")
+    return out, check_junit_output(junit)
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ def read_arguments(argv: list[str]) -> CompareArguments:
     limit, unit = worsening_limit(options.get("max_worsening"))
     sampling = sampling_options(options)
     if "junit" in options:  # a bad path is the one line, not after this warning (review 12-04)
-        check_output(Path(options["junit"]), "junit=")
+        check_junit_output(Path(options["junit"]))
     if limit is None and "junit" in options:  # a CI gate that cannot fail on a worsening
         log.warning("junit= without max_worsening: no contrast can fail the gate, only a fit "
                     "that did not converge; pass max_worsening=DELTA (logits, or DELTApp)")

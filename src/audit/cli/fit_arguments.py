@@ -12,7 +12,8 @@ from omegaconf import OmegaConf
 from audit.methods.rasch.config import FIT_FILES, FitConfig
 from audit.config_ranges import check_config
 from audit.errors import AuditError, did_you_mean
-from audit.tables import check_output, column_key
+from audit.tables import column_key
+from audit.outputs import check_output
 from audit.cli import refused_arguments
 
 # `prior=` names the model by what a user of the original audit knows it as.

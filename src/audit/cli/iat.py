@@ -28,7 +28,8 @@ from audit.methods.iat.design import VARIATIONS, IATError, Stimuli, resolve_data
 from audit.methods.iat.score import score_answers
 from audit.methods.iat.analyse import check_statistics_config
 from audit.methods.iat.method import IATMethod, analyse, read_stimuli
-from audit.tables import check_output, read_frame
+from audit.tables import read_frame
+from audit.outputs import check_output
 from audit.methods.iat.report import print_iat_table
 from audit.methods.run import keep_earlier_run, write_config
 from audit.cli import printed_help, refused_arguments

@@ -33,7 +33,7 @@ from audit.config_files import (check_chosen_files_hold_settings, check_group_ch
 
 from audit.methods.configs import AuditConfig, to_audit_config, with_dvc_params
 from audit.config_errors import null_group_choice, one_line_config_errors
-from audit.tables import check_output
+from audit.outputs import check_output, check_replaces_only, is_text
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
 
@@ -86,6 +86,8 @@ def check_params_output(output: Path) -> None:
         raise AuditError(f"--output {output} is the name of an overrides record, which is "
                          "written beside the params file: pass --output PATH.yaml")
     check_output(overrides_file(output), "--output ")
+    for written in (output, overrides_file(output)):  # never a store or another binary file
+        check_replaces_only(written, "--output ", "a text file", is_text)
 
 
 def _first_value(sweep: Override) -> str:

@@ -44,7 +44,8 @@ from audit.methods.rasch.adaptive_run import pool_tokens
 from audit.design import ADAPTIVE_METHOD, check_adaptive_settings
 from audit.methods.rasch.design import backends_for, design_stage
 from audit.llm.store import ResponseStore, store_problem
-from audit.tables import check_output, write_frame
+from audit.tables import write_frame
+from audit.outputs import check_output
 from audit.methods.checks import percent, signed
 from audit.methods.rasch.irt import balance
 from audit.methods.rasch.irt.contrasts import POOLED_MODEL

@@ -34,7 +34,8 @@ from audit.methods.configs import to_audit_config
 from audit.tracking import mlflow as tracking
 from audit.logs import configure_cli_logging, counted
 from audit.tracking.runs_table import runs_frame, short_id, started_text, unmatched_patterns
-from audit.tables import check_output, write_frame
+from audit.tables import write_frame
+from audit.outputs import check_output, check_replaces_only, is_text
 from audit.tracking.store import TrackingError, not_a_store_file, reach_store, sqlite_path
 
 log = logging.getLogger(__name__)
@@ -327,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
             check_params_output(arguments.output)
         elif arguments.command is None and arguments.csv:
             check_output(arguments.csv, "--csv ")
+            check_replaces_only(arguments.csv, "--csv ", "a text file", is_text)
         check_store(settings)
         if arguments.command == "show":
             show_run(tracking.get_run(settings.tracking_uri,

@@ -35,7 +35,7 @@ from audit.methods import AuditMethod, create_method, registered_methods
 from audit.methods.layout import stage_name
 from audit.methods.run import STAGE_NAMES, find_stage, run_one_stage
 from audit.methods.summary import state_summary
-from audit.tables import check_output
+from audit.outputs import check_output
 from audit.tracking.mlflow import TrackingError
 from audit.yaml_files import SAVE_AS_UTF8, YAML_LOAD_ERRORS, not_settings, yaml_load_problem
 

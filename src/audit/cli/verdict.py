@@ -36,7 +36,8 @@ from audit.methods.configs import VerdictConfig
 from audit.methods.layout import VERDICT_JUNIT_FILE, found_run_file
 from audit.methods.verdict import (judge_run, recorded_method, recorded_setting,
                                    verdict_outcome, verdict_text)
-from audit.tables import check_output, write_atomically
+from audit.tables import write_atomically
+from audit.outputs import check_junit_output
 from audit.yaml_files import SAVE_AS_UTF8, YAML_LOAD_ERRORS, yaml_load_problem
 
 log = logging.getLogger("audit.verdict")
@@ -268,11 +269,10 @@ def main(argv: list[str] | None = None) -> int:
         # A JUnit path that cannot be written is bad input, named before the run is judged (it
         # was a traceback, exit 1 on a passing run, with no verdict line); the default one, in
         # the run's folder, once judging has found that folder.
-        junit = (check_output(Path(command.junit), "junit=", error=VerdictError)
-                 if command.junit else None)
+        junit = (check_junit_output(Path(command.junit), VerdictError) if command.junit else None)
         checks = judge_run(run_dir, command.rules)
         warn_unused_rules(arguments, recorded_method(run_dir), run_dir)
-        junit = junit or check_output(run_dir / JUNIT_DEFAULT, "junit=", error=VerdictError)
+        junit = junit or check_junit_output(run_dir / JUNIT_DEFAULT, VerdictError)
         write_junit(junit_xml(checks, run_dir, command.rules), junit)
     except AuditError as error:  # VerdictError, or a run table that cannot be read
         log.error("%s", error)

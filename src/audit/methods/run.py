@@ -45,7 +45,8 @@ from audit.llm.store import ResponseStore, store_problem
 from audit.methods.run_identity import (composed_from, flat_config, pipeline_overrides, run_name,
                                         run_tags)
 from audit.schemas import ResponseSchema
-from audit.tables import check_output, write_json, write_table
+from audit.tables import write_json, write_table
+from audit.outputs import check_output
 from audit.tracking import mlflow as tracking
 from audit.tracking import sweeps
 

@@ -22,7 +22,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_rand
 
 from audit.config import TrackingConfig
 from audit.errors import AuditError, first_line
-from audit.tables import why_unwritable
+from audit.outputs import why_unwritable
 
 if TYPE_CHECKING:  # mlflow is imported when a store is reached, not with this module
     from mlflow.entities import Experiment
