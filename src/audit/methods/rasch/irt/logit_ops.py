@@ -66,7 +66,8 @@ class BinomialLogitTerms(Op):
         for storage, value in zip(output_storage, binomial_logit_terms(*inputs), strict=True):
             storage[0] = value
 
-    def infer_shape(self, fgraph, node, input_shapes):
+    # PyTensor 3.3's signature: with the old `fgraph` first, each class warned as it was made.
+    def infer_shape(self, node, input_shapes):
         return [input_shapes[2]] * 2
 
     def pullback(self, inputs, outputs, output_gradients):  # PyTensor 3 name of L_op
@@ -111,7 +112,7 @@ class MisclassifiedLogitTerms(Op):
         for storage, value in zip(output_storage, misclassified_logit_terms(*inputs), strict=True):
             storage[0] = value
 
-    def infer_shape(self, fgraph, node, input_shapes):
+    def infer_shape(self, node, input_shapes):
         return [input_shapes[2]] * 4
 
     def pullback(self, inputs, outputs, output_gradients):  # PyTensor 3 name of L_op
