@@ -383,3 +383,14 @@ def test_a_recorded_value_out_of_its_range_names_the_record(tmp_path: Path, capl
     errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
     assert len(errors) == 1 and OVERRIDES_FILE in errors[0], errors
     assert "fit.draws=-5 must lie in" in errors[0] and "audit.params" in errors[0], errors
+
+
+def test_a_file_where_the_stage_folder_goes_is_one_line(tmp_path: Path, caplog):
+    """Bug caught (bad-input review 2026-12-07): --dir DIR with a file at DIR/design was a
+    FileExistsError traceback (exit 1) once the stage had run."""
+    (tmp_path / "pipeline").mkdir()
+    (tmp_path / "pipeline" / "design").write_text("not a folder\n")
+    assert stages_main(["design", "--params", str(tmp_path / "none.yaml"), "--dir",
+                        str(tmp_path / "pipeline")]) == 2
+    assert "design is a file, not a folder" in caplog.text
+    assert "none.yaml" not in caplog.text  # said before the params file is read

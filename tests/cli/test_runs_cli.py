@@ -60,6 +60,20 @@ def test_the_store_given_as_an_output_file_is_refused_and_kept(no_store, tmp_pat
         runs.main(["--csv", "old.csv"])
 
 
+@pytest.mark.parametrize("arguments, said", [
+    (["--sweep", ""], "argument --sweep: is empty: give a run id"),
+    (["--csv", "runs.csv", "show", "abc"], "--csv shape the runs table, which `show` does not"),
+    (["--limit", "5", "--metric", "x", "params", "abc"], "--limit, --metric shape the runs"),
+])
+def test_a_table_option_that_would_be_ignored_is_refused(no_store, capsys, arguments, said):
+    """Bugs caught (bad-input review 2026-12-07): `--sweep ''` listed every run, as if no sweep
+    had been named, and `--csv FILE show ID` printed the run and wrote no file, exit 0 both."""
+    with pytest.raises(SystemExit) as exited:
+        runs.main(arguments)
+    printed = capsys.readouterr().err.splitlines()
+    assert exited.value.code == 2 and len(printed) == 1 and said in printed[0], printed
+
+
 @pytest.mark.parametrize("limit", ["0", "-3", "many", "50001"])
 def test_a_limit_that_is_not_a_positive_integer_is_refused(no_store, capsys, limit: str):
     """Bugs caught: --limit 0 or --limit -3 reached MLflow, whose MlflowException was a 29-line

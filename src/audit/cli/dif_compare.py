@@ -19,6 +19,7 @@ import polars as pl
 from audit.cli import OneLineParser, path_argument
 from audit.errors import AuditError
 from audit.logs import configure_cli_logging
+from audit.outputs import why_unwritable
 from audit.methods.dif.analyse import across_models
 from audit.methods.dif import report as dif_plots
 from audit.methods.dif.schemas import DIFModelSchema
@@ -27,6 +28,7 @@ from audit.tables import read_table, save_figure, write_frame
 
 log = logging.getLogger(__name__)
 # What to do about a job's table that does not read: each is the DIF method's own output.
+OUTPUT_FILES = ("dif_models_all.csv", "dif_across_models.csv", "dif_accuracy_vs_bias.png")
 DIF_TABLE_FIX = ("rerun that job (python -m audit method=dif ...), or move its folder out of the "
                  "sweep's directory")
 
@@ -67,20 +69,24 @@ def main(argv: list[str] | None = None) -> int:
     configure_cli_logging()
     try:
         models = gather(arguments.directory)
+        for name in OUTPUT_FILES:  # a folder under a file's name was a traceback after the fit
+            reason = why_unwritable(arguments.directory / name)
+            if reason:
+                raise AuditError(f"{reason}: this command writes {name} into "
+                                 f"{arguments.directory}; move it out of the way and rerun")
     except AuditError as error:
         log.error("%s", error)
         return 2
 
     across = across_models(models)
-    write_frame(models, arguments.directory / "dif_models_all.csv")
-    write_frame(across, arguments.directory / "dif_across_models.csv")
-    save_figure(dif_plots.accuracy_vs_bias_plot(models, across),
-                   arguments.directory / "dif_accuracy_vs_bias.png")
+    models_file, across_file, plot_file = (arguments.directory / name for name in OUTPUT_FILES)
+    write_frame(models, models_file)
+    write_frame(across, across_file)
+    save_figure(dif_plots.accuracy_vs_bias_plot(models, across), plot_file)
     for row in across.iter_rows(named=True):
         log.info("%s: %d models, slope %s, R^2 %s", row["dataset"], row["n_models"],
                  row["slope"], row["r_squared"])
-    log.info("wrote dif_models_all.csv, dif_across_models.csv and dif_accuracy_vs_bias.png in %s",
-             arguments.directory)
+    log.info("wrote %s, %s and %s in %s", *OUTPUT_FILES, arguments.directory)
     return 0
 
 

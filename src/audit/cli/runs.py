@@ -270,6 +270,7 @@ def run_overrides(settings: TrackingConfig, run_id: str, scratch: Path) -> list[
 
 # MLflow's search_runs refuses max_results above this, with a traceback (bad-input review
 # 2026-12-06).
+DEFAULT_LIMIT = 20
 MLFLOW_MAX_RESULTS = 50_000
 
 
@@ -291,14 +292,23 @@ def positive_integer(text: str) -> int:
     return value
 
 
+def run_id_argument(text: str) -> str:
+    """argparse's type for a run id: an empty one (`--sweep ''`) listed every run, as if no
+    sweep had been named (bad-input review 2026-12-07)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a run id, as the runs table shows it")
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m audit.runs", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tracking-uri", default=tracking.default_tracking_uri())
     parser.add_argument("--experiment", default=TrackingConfig.experiment)
-    parser.add_argument("--sweep", help="only the job runs of this sweep's parent run")
-    parser.add_argument("--limit", type=positive_integer, default=20,
-                        help="how many runs to list (newest first; default 20)")
+    parser.add_argument("--sweep", type=run_id_argument,
+                        help="only the job runs of this sweep's parent run")
+    parser.add_argument("--limit", type=positive_integer,
+                        help=f"how many runs to list (newest first; default {DEFAULT_LIMIT})")
     parser.add_argument("--metric", action="append", default=[],
                         help="metric name or pattern to add as a column (repeatable)")
     parser.add_argument("--csv", type=path_argument("runs.csv"),
@@ -318,6 +328,15 @@ def main(argv: list[str] | None = None) -> int:
     params.add_argument("--output", type=path_argument("params.yaml"),
                         default=Path("params.yaml"))
     arguments = parser.parse_args(argv)
+    table_options = [option for option, value in (("--sweep", arguments.sweep),
+                                                  ("--limit", arguments.limit),
+                                                  ("--metric", arguments.metric),
+                                                  ("--csv", arguments.csv)) if value]
+    if arguments.command and table_options:  # they were ignored without a word (review 12-07)
+        parser.error(f"{', '.join(table_options)} shape the runs table, which `"
+                     f"{arguments.command}` does not print: leave them out, or drop "
+                     f"`{arguments.command} ID` to list the runs")
+    arguments.limit = arguments.limit or DEFAULT_LIMIT
     configure_cli_logging()
     settings = TrackingConfig(tracking_uri=arguments.tracking_uri,
                               experiment=arguments.experiment)

@@ -119,8 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     configure_cli_logging()
     try:
-        stage_name(arguments.stage)  # a mistyped stage is its own line, before params.yaml
-        check_output(arguments.dir, "--dir ", folder=True)  # each stage writes DIR/STAGE/
+        stage = stage_name(arguments.stage)  # a mistyped stage: its own line, before params.yaml
+        check_output(arguments.dir, "--dir ", folder=True)
+        # Each stage writes DIR/STAGE/: a file there was a FileExistsError traceback.
+        check_output(arguments.dir / stage, "--dir ", folder=True)
         cfg = load_params(arguments.params)
         check_kept_overrides(arguments.params, cfg)
         method = create_method(cfg.method)

@@ -212,6 +212,25 @@ def test_compare_gathers_a_sweep_and_fits_across_models(tmp_path: Path):
     assert main([str(tmp_path / "0" / "nothing")]) == 2
 
 
+@pytest.mark.parametrize("taken", ["dif_models_all.csv", "dif_accuracy_vs_bias.png"])
+def test_compare_refuses_an_output_it_cannot_write_before_writing_any(tmp_path: Path, caplog,
+                                                                      taken: str):
+    """Bug caught (bad-input review 2026-12-07): a folder under an output's name was an
+    IsADirectoryError traceback (exit 1), for the figure after both tables were written."""
+    from audit.cli.dif_compare import main
+
+    (tmp_path / "0").mkdir()
+    pl.DataFrame({"model_name": ["a"], "dataset": ["all"], "accuracy": [0.2],
+                  "accuracy_low": [0.1], "accuracy_high": [0.3], "mean_dif_real": [0.5]}
+                 ).write_csv(tmp_path / "0" / "dif_models.csv")
+    (tmp_path / taken).mkdir()
+    assert main([str(tmp_path)]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and f"{taken} is a folder, not a file" in errors[0]
+    assert "move it out of the way" in errors[0]
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(["0", taken])
+
+
 def test_a_model_in_several_jobs_keeps_its_highest_numbered_job(tmp_path: Path):
     """Bug caught: "the last job" was the last by name, and Hydra's job 10 sorts before job 2,
     so a model answered in jobs 2 and 10 of a sweep kept job 2's accuracy."""
