@@ -205,3 +205,17 @@ def test_each_op_compiles_its_own_kernel_under_a_key_the_kernels_source_sets(mon
     monkeypatch.setattr(logit_ops, "KERNEL_SOURCE", edited)
     for op in ops:
         assert numba_funcify_and_cache_key(op)[1] != keys[op]
+
+
+def test_the_ops_are_made_without_a_deprecation_of_our_own():
+    """Catches an Op method with a signature PyTensor deprecates (infer_shape's `fgraph`, which
+    PyTensor 3.3 warns about as each class is made, attributing it to its own metaclass): every
+    deprecation is an error in a fresh interpreter that imports the Ops (the pinned stack
+    itself raises none on this import)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c",
+                           "import audit.methods.rasch.irt.logit_ops"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
