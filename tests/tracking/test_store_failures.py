@@ -137,6 +137,7 @@ def test_the_runs_command_names_a_store_it_cannot_read_in_one_line(command, tmp_
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
     monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
+    (tmp_path / "mlruns").mkdir()  # an older audit's folder store (where none is: a typo)
     for store, reason in ((str(tmp_path / "mlruns"), "is a folder store, which MLflow opens "
                            "only with MLFLOW_ALLOW_FILE_STORE=true"),
                           (DEAD_STORE, "unreachable (connection refused)")):
@@ -461,9 +462,27 @@ def test_a_runs_files_are_missing_only_when_the_experiments_folder_is_gone(tmp_p
     ("https://h:1", None),
     ("sqlite:///x.db", None),
     ("postgresql://u@h/x.db", None),
+    ("databricks", None),  # a URI MLflow knows, with no slash
 ])
 def test_a_mistyped_store_uri_is_known_whatever_its_case(uri, said):
     assert mistyped_uri(uri) == said
+
+
+def test_a_bare_path_is_a_folder_store_only_where_a_folder_is(tmp_path, monkeypatch):
+    """Bugs caught (bad-input review 2026-12-07): `--tracking-uri ./typo_store`, where nothing
+    is, was called "a folder store, which MLflow opens only with MLFLOW_ALLOW_FILE_STORE=true",
+    and with that set MLflow made the folder; a folder named fs.db was told to use
+    sqlite:///fs.db, which then failed on the folder. A real folder is still MLflow's to read."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    nowhere = "is a path where nothing is, not a store URI (a SQLite store is sqlite:///FILE.db"
+    assert mistyped_uri("./typo_store").startswith(nowhere)
+    assert mistyped_uri("~/surely/not/here").startswith(nowhere)
+    (tmp_path / "fs.db").mkdir()
+    (tmp_path / "mlruns").mkdir()
+    assert mistyped_uri("fs.db") is None and mistyped_uri("./mlruns") is None
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # then a new folder store is allowed
+    assert mistyped_uri("./typo_store") is None
 
 
 def test_the_store_check_caps_mlflows_retries_and_timeout_and_puts_them_back(monkeypatch,

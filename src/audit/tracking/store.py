@@ -266,9 +266,22 @@ def mistyped_uri(tracking_uri: str) -> str | None:
         scheme, rest = match["scheme"].lower(), match["rest"]
         meant = f"{SQLITE_PREFIX}{rest}" if scheme == "sqlite" else f"{scheme}://{rest}"
         return f"is not a store URI (did you mean {meant}?)"
-    if "://" not in tracking_uri and tracking_uri.lower().endswith(_DATABASE_SUFFIXES):
+    if "://" in tracking_uri:
+        return None
+    # A bare path: MLflow reads it as a folder store, which it opens only with
+    # MLFLOW_ALLOW_FILE_STORE=true, and that it makes where none is. A folder named like a
+    # database was told to use sqlite:///, and a path typed wrong was called a folder store
+    # (bad-input review 2026-12-07). A bare word without a slash may be a URI MLflow knows
+    # (`databricks`), so it is left to MLflow.
+    path = Path(tracking_uri).expanduser()
+    if tracking_uri.lower().endswith(_DATABASE_SUFFIXES) and not path.is_dir():
         return (f"is a file's path, not a store URI (a SQLite store is "
                 f"{SQLITE_PREFIX}{tracking_uri})")
+    allowed = os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in ("true", "1")
+    if ("/" in tracking_uri or tracking_uri.startswith((".", "~"))) and not path.exists() \
+            and not allowed:  # a user who allows folder stores may start a new one
+        return (f"is a path where nothing is, not a store URI (a SQLite store is "
+                f"{SQLITE_PREFIX}FILE.db, made if new; a server is http://HOST:PORT)")
     return None
 
 
