@@ -108,6 +108,23 @@ def test_a_refusal_names_the_rows_or_the_first_three_values(column: str, values:
         refused.value
 
 
+@pytest.mark.parametrize(("column", "value", "kind"), [
+    ("replicate", "twice", "a whole number"),
+    ("latency_s", "fast", "a number"),
+    ("from_cache", "maybe", "true or false"),
+])
+def test_a_cell_that_cannot_be_coerced_names_its_column_value_and_kind(column, value, kind):
+    """Bug caught (bad-input review 2026-12-07): a word in a number column gave pandera's
+    "Could not coerce 'accuracy' in LazyFrame with schema Schema({...})", the whole frame's
+    schema on one line and no value. Catches the kind read off the wrong column too."""
+    schema, row = ((PromptSchema, PROMPT) if column == "replicate" else (ResponseSchema, RESPONSE))
+    frame = pl.DataFrame([row]).with_columns(pl.lit(value).alias(column))
+    with pytest.raises(AuditError) as refused:
+        validate(frame, schema, "table")
+    assert str(refused.value) == (f"table does not match {schema.__name__}: column '{column}' "
+                                  f"holds {value!r}, which is not {kind}")
+
+
 def test_a_repeated_key_of_several_columns_names_them_all():
     """Catches schema_problem reading a table-wide check (no column) as "column 'None' holds"."""
     vote = {"answer_id": "p1", "judge": "j", "label": "refusal", "rationale": ""}

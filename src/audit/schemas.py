@@ -169,6 +169,15 @@ def schema_problem(error: Exception, frame: pl.DataFrame | None = None,
         repeated = _repeated_key(error, cases)
         if repeated:
             return repeated
+    if reason == pa.errors.SchemaErrorReason.DATATYPE_COERCION and not column \
+            and isinstance(cases, pl.DataFrame) and cases.width:
+        # pandera names the column only in a one-line dump of the whole frame's schema
+        # ("Could not coerce 'accuracy' in LazyFrame with schema Schema({...})"), and the values
+        # only in failure_cases (bad-input review 2026-12-07).
+        column = cases.columns[0]
+        values = cases.get_column(column).unique(maintain_order=True).to_list()
+        shown = _first_three([repr(value) for value in values], ", ")
+        return f"column '{column}' holds {shown}, which is not {_kind(error, column)}"
     if not column or not isinstance(cases, pl.DataFrame) or not cases.width:
         return first_line
     values = cases.get_column(cases.columns[0]).unique(maintain_order=True).to_list()
@@ -180,6 +189,21 @@ def schema_problem(error: Exception, frame: pl.DataFrame | None = None,
     check = getattr(error, "check", None)
     rule = getattr(check, "error", None) or getattr(check, "name", None) or str(check)
     return f"column '{column}' holds {shown}, which fails {rule}"
+
+
+def _kind(error: Exception, column: str) -> str:
+    """What a column's cells must be, in words: "a number", "a whole number", "true or false",
+    else its pandera type."""
+    columns = getattr(getattr(error, "schema", None), "columns", None) or {}
+    dtype = getattr(columns.get(column), "dtype", None)
+    kind = getattr(dtype, "type", None)
+    if kind is None:
+        return "of the column's type"
+    if kind.is_float():
+        return "a number"
+    if kind.is_integer():
+        return "a whole number"
+    return "true or false" if kind == pl.Boolean else f"of type {kind}"
 
 
 def _repeated_key(error: Exception, cases: pl.DataFrame) -> str | None:
