@@ -394,3 +394,17 @@ def test_a_file_where_the_stage_folder_goes_is_one_line(tmp_path: Path, caplog):
                         str(tmp_path / "pipeline")]) == 2
     assert "design is a file, not a folder" in caplog.text
     assert "none.yaml" not in caplog.text  # said before the params file is read
+
+
+def test_a_stage_refused_for_a_missing_input_leaves_no_folder(tmp_path: Path, caplog):
+    """Bug caught (bad-input review 2026-12-07): `audit.stages analyse` before the design had
+    run said its prompts were missing and left an empty analyse/ behind, which looks like a
+    stage that ran. A folder that was there before is kept, even empty."""
+    params = write_params([*SMOKE, "tracking=none"], tmp_path / "params.yaml")
+    pipeline = tmp_path / "pipeline"
+    pipeline.mkdir()
+    assert stages_main(["analyse", "--params", str(params), "--dir", str(pipeline)]) == 2
+    assert "prompts not found" in caplog.text and list(pipeline.iterdir()) == []
+    (pipeline / "analyse").mkdir()
+    assert stages_main(["analyse", "--params", str(params), "--dir", str(pipeline)]) == 2
+    assert (pipeline / "analyse").is_dir()

@@ -229,12 +229,19 @@ def run_one_stage(stages: Sequence[Stage], name: str, cfg: AuditConfig, director
     check_tracking(cfg, f"before stage {stage.name}",
                    "write params.yaml again with `python -m audit.params OVERRIDES tracking=none`")
     files = stage_files(stages, directory)
-    (Path(directory) / stage.name).mkdir(parents=True, exist_ok=True)
+    folder = Path(directory) / stage.name
+    made = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
     clock = RunClock()
     if stage.name == STAGE_NAMES[-1]:
         clock.timings.update(read_stage_timings(Path(directory), STAGE_NAMES[:-1]))
-    with composed_from(overrides), timed(clock.timings, stage.name):
-        result = dict(stage.run(cfg, files, clock) or {})
+    try:
+        with composed_from(overrides), timed(clock.timings, stage.name):
+            result = dict(stage.run(cfg, files, clock) or {})
+    except BaseException:  # refused at once (an input missing): no empty folder that looks run
+        if made and not any(folder.iterdir()):
+            folder.rmdir()
+        raise
     write_stage_timing(clock.timings[stage.name], Path(directory), stage.name)
     if stage.name == STAGE_NAMES[-1]:
         write_headline_metrics(result.get("metrics") or {},
