@@ -268,9 +268,9 @@ def run_overrides(settings: TrackingConfig, run_id: str, scratch: Path) -> list[
             if not str(override).lstrip("+~").startswith(("hydra.", "sweep="))]
 
 
+DEFAULT_LIMIT = 20  # runs listed without --limit
 # MLflow's search_runs refuses max_results above this, with a traceback (bad-input review
 # 2026-12-06).
-DEFAULT_LIMIT = 20
 MLFLOW_MAX_RESULTS = 50_000
 
 
