@@ -22,6 +22,7 @@ from audit.cli.params import (
 from audit.cli.stages import load_params
 from audit.cli.stages import main as stages_main
 from audit.errors import AuditError
+from audit.methods.layout import stage_name
 
 SMOKE = ["items=smoke", "personas=smoke", "fit.draws=300"]
 
@@ -165,6 +166,8 @@ def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path: Path, caplog, monk
 
     monkeypatch.setattr(stages, "run_one_stage", interrupted)
     params = write_params(SMOKE, tmp_path / "params.yaml")
+    (tmp_path / "pipeline" / "design").mkdir(parents=True)
+    (tmp_path / "pipeline" / "design" / "prompts.parquet").write_bytes(b"")  # design has run
     assert stages_main(["respond", "--params", str(params), "--dir",
                         str(tmp_path / "pipeline")]) == 130
     assert [record.getMessage() for record in caplog.records
@@ -402,9 +405,34 @@ def test_a_stage_refused_for_a_missing_input_leaves_no_folder(tmp_path: Path, ca
     stage that ran. A folder that was there before is kept, even empty."""
     params = write_params([*SMOKE, "tracking=none"], tmp_path / "params.yaml")
     pipeline = tmp_path / "pipeline"
-    pipeline.mkdir()
+    (pipeline / "score").mkdir(parents=True)
+    (pipeline / "score" / "labels.parquet").write_bytes(b"")  # the score stage's, but no design
     assert stages_main(["analyse", "--params", str(params), "--dir", str(pipeline)]) == 2
-    assert "prompts not found" in caplog.text and list(pipeline.iterdir()) == []
+    assert "prompts not found" in caplog.text and list(pipeline.iterdir()) == [pipeline / "score"]
     (pipeline / "analyse").mkdir()
     assert stages_main(["analyse", "--params", str(params), "--dir", str(pipeline)]) == 2
     assert (pipeline / "analyse").is_dir()
+
+
+@pytest.mark.parametrize(("stage", "earlier"), [("respond", "design"), ("score", "respond"),
+                                                ("analyse", "score"), ("fit", "score"),
+                                                ("report", "analyse")])
+def test_a_stage_whose_earlier_stage_never_ran_names_the_command_that_runs_it(
+        tmp_path: Path, caplog, stage: str, earlier: str):
+    """Bug caught (review 2026-12-07): `audit.stages score` before respond said "responses not
+    found at pipe/respond/responses.parquet: run the stage that writes it first (or check the
+    path in the config)"; this command takes the folder as --dir, and no config names it. Now
+    the stage and the command that runs it, before the stage starts or makes its folder."""
+    params = write_params([*SMOKE, "tracking=none"], tmp_path / "params.yaml")
+    pipeline = tmp_path / "pipe"
+    (pipeline / "design").mkdir(parents=True)
+    (pipeline / "design" / "prompts.parquet").write_bytes(b"")  # design ran; no other stage
+    if earlier == "design":
+        (pipeline / "design" / "prompts.parquet").unlink()
+    assert stages_main([stage, "--params", str(params), "--dir", str(pipeline)]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert errors == [f"stage {stage_name(stage)} reads what stage {earlier} writes, and "
+                      f"{pipeline / earlier}/ holds none of it: run `python -m audit.stages "
+                      f"{earlier} --params {params} --dir {pipeline}` first (or `dvc repro`, "
+                      "which runs every stage in order), or pass the --dir it wrote"]
+    assert sorted(path.name for path in pipeline.iterdir()) == ["design"]

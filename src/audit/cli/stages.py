@@ -33,7 +33,7 @@ from audit.llm.backends import BackendError
 from audit.logs import configure_cli_logging
 from audit.methods import AuditMethod, create_method, registered_methods
 from audit.methods.layout import stage_name
-from audit.methods.run import STAGE_NAMES, find_stage, run_one_stage
+from audit.methods.run import STAGE_NAMES, find_stage, run_one_stage, stage_files
 from audit.methods.summary import state_summary
 from audit.outputs import check_output
 from audit.tracking.mlflow import TrackingError
@@ -96,6 +96,25 @@ def report_summary(method: AuditMethod, cfg: AuditConfig, directory: Path,
         log.warning("no summary of the pipeline in %s: %s", directory, error)
 
 
+def check_earlier_stage(method: AuditMethod, stage: str, arguments: argparse.Namespace) -> None:
+    """A stage whose earlier stage wrote none of its files in --dir (never run, or another --dir)
+    is refused naming the command that runs it (each stage reads the one before it): the table
+    reader's fix, "or check the path in the config", named a setting this command does
+    not have (the folder is --dir; review 2026-12-07)."""
+    names = [each.name for each in method.stages]
+    index = names.index(find_stage(method.stages, stage).name)
+    if index == 0:
+        return
+    earlier = method.stages[index - 1]
+    files = stage_files(method.stages, arguments.dir)
+    if not any(files.path(name).exists() for name in earlier.writes):
+        raise AuditError(f"stage {names[index]} reads what stage {earlier.name} writes, and "
+                         f"{arguments.dir / earlier.name}/ holds none of it: run `python -m "
+                         f"audit.stages {earlier.name} --params {arguments.params} --dir "
+                         f"{arguments.dir}` first (or `dvc repro`, which runs every stage in "
+                         f"order), or pass the --dir it wrote")
+
+
 def recorded_overrides(params: Path, cfg: AuditConfig | None = None) -> list[str] | None:
     """The overrides params.yaml was composed from (params.overrides, written by
     `python -m audit.params`), which name and tag the MLflow run; None for a file without one.
@@ -126,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_params(arguments.params)
         check_kept_overrides(arguments.params, cfg)
         method = create_method(cfg.method)
+        check_earlier_stage(method, arguments.stage, arguments)
         result = run_one_stage(method.stages, arguments.stage, cfg, arguments.dir,
                                recorded_overrides(arguments.params, cfg))
         if find_stage(method.stages, arguments.stage).name == STAGE_NAMES[-1]:
