@@ -78,3 +78,17 @@ def test_a_damaged_or_empty_run_config_names_the_file_and_the_fix(
     assert "\n" not in str(raised.value) and "None" not in str(raised.value)
     assert main([f"run_dir={run}"]) == 2
 
+
+
+@pytest.mark.parametrize("where", ["config.yaml", "report/config.yaml"])
+def test_a_folder_where_the_run_config_goes_is_named(tmp_path: Path, where: str) -> None:
+    """Bug caught (bad-input review 2026-12-07): a run whose config.yaml was a folder was told
+    "no config.yaml in RUN: ...", a file the user can see is there; now what it is and the fix."""
+    run = tmp_path / "run"
+    (run / where).mkdir(parents=True)
+    (run / "design").mkdir()
+    with pytest.raises(VerdictError, match=rf"^{re.escape(str(run / where))} is a folder, not the "
+                                           r"config file a run records: move it aside and rerun "
+                                           r"the same command to resume"):
+        judge_run(run, VerdictConfig())
+    assert main([f"run_dir={run}"]) == 2

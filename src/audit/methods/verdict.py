@@ -18,7 +18,7 @@ from audit.methods import method_module, registered_methods
 from audit.methods.checks import Check, VerdictError
 from audit.methods.configs import VerdictConfig
 from audit.logs import counted
-from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, found_run_file, runs_inside
+from audit.methods.layout import CONFIG_FILE, STAGE_NAMES, found_run_file, run_file, runs_inside
 from audit.yaml_files import YAML_LOAD_ERRORS, yaml_load_problem
 
 HYDRA_DIR = ".hydra"  # what Hydra writes into a run's folder as the run starts
@@ -63,6 +63,10 @@ def recorded_method(run_dir: Path) -> str:
                            f"of a finished run")
     path = recorded_config_file(run_dir)
     if path is None:
+        held = run_file(run_dir, CONFIG_FILE)
+        if held.exists():  # a folder: was "no config.yaml in DIR", which the user can see is there
+            raise VerdictError(f"{held} is a folder, not the config file a run records: move it "
+                               f"aside and {rerun_fix(run_dir)}")
         raise VerdictError(f"no {CONFIG_FILE} in {run_dir}: {not_a_run(run_dir)}")
     damaged = None
     try:
