@@ -74,7 +74,8 @@ def _wait_refused(error: BackendError, engine: EngineConfig) -> BackendError:
 
 def _backoff(engine: EngineConfig):
     """Exponential backoff with jitter, but never shorter than the server's Retry-After."""
-    exponential = wait_exponential_jitter(initial=engine.backoff_initial_s,
+    # `multiplier`, not `initial`: tenacity 9.2.1 deprecates `initial` (jd/tenacity#629).
+    exponential = wait_exponential_jitter(multiplier=engine.backoff_initial_s,
                                           max=engine.backoff_max_s)
 
     def wait(retry_state) -> float:
