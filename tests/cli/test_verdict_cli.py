@@ -327,6 +327,26 @@ def test_bad_input_replaces_the_folders_junit_file_with_an_error(tmp_path: Path)
     assert read_junit(elsewhere).get("errors") == "1"
 
 
+@pytest.mark.parametrize("bad", ["alpha=1.5", "bogus=1", "rules_file=missing.yaml"])
+def test_a_bad_rule_also_replaces_the_earlier_junit_file_with_an_error(tmp_path: Path,
+                                                                       bad: str) -> None:
+    """Bug caught (docs review 2026-12-07): a rule out of its range, an unknown one or a missing
+    rules_file left the earlier verdict's file in place (here its two failures; in CI as often a
+    pass) for a job that publishes it whatever the exit status, though the docs say bad input
+    never shows an earlier run's results. A junit= that fails its own check is still left."""
+    run = rasch_run(tmp_path / "run", ["different", "different"])
+    elsewhere = tmp_path / "audit.xml"
+    assert main([f"run_dir={run}"]) == 1 and main([f"run_dir={run}", f"junit={elsewhere}"]) == 1
+    for arguments in ([f"run_dir={run}", bad], [f"run_dir={run}", f"junit={elsewhere}", bad]):
+        assert main(arguments) == 2
+        root = read_junit(elsewhere if len(arguments) == 3 else run / "verdict_junit.xml")
+        assert (root.get("failures"), root.get("errors")) == ("0", "1"), arguments
+        assert bad.split("=")[0] in root.find(".//error").get("message")
+    (tmp_path / "folder").mkdir()
+    assert main([f"run_dir={run}", f"junit={tmp_path / 'folder'}", bad]) == 2
+    assert list((tmp_path / "folder").iterdir()) == []
+
+
 def test_the_verdict_names_where_the_report_is_and_lists_a_passs_untestable_checks(
         tmp_path: Path, capsys) -> None:
     """Bugs caught (CI review 2026-12-02): the verdict never said where the run's report was,
