@@ -21,10 +21,10 @@ from audit.llm.store import _SCHEMA, ResponseStore
 NO_WAIT = EngineConfig(max_attempts=3, backoff_initial_s=0.0, backoff_max_s=0.0)
 
 
-def _run(prompts, fake_models, store_path, backends=None):
+def _run(prompts, fake_models, store_path, backends=None, engine=NO_WAIT):
     backends = backends or {name: create_backend(config) for name, config in fake_models.items()}
     with ResponseStore(store_path) as store:
-        return collect_responses(prompts, backends, fake_models, store, NO_WAIT,
+        return collect_responses(prompts, backends, fake_models, store, engine,
                                  show_progress=False), backends
 
 
@@ -71,12 +71,15 @@ def test_failures_become_error_rows_and_are_retried_on_rerun(items, personas, fa
     failing = prompts.with_columns(
         pl.when(pl.col("item_id") == "hiring_01").then(pl.col("user_prompt") + " FAIL")
         .otherwise(pl.col("user_prompt")).alias("user_prompt"))
-    responses, _ = _run(failing, fake_models, tmp_path / "store.sqlite3")
+    # A stage that accepts the failures: one scenario's prompts fail in a row here, which would
+    # otherwise stop the run as a failing server (test_a_server_that_fails_every_request_...).
+    accepting = dataclasses.replace(NO_WAIT, max_failed_share=1.0)
+    responses, _ = _run(failing, fake_models, tmp_path / "store.sqlite3", engine=accepting)
     errors = responses.filter(pl.col("status") == "error")
     assert errors.height == failing.filter(pl.col("item_id") == "hiring_01").height
     assert set(errors["error_kind"]) == {"connection"}
     assert errors["response_text"].null_count() == errors.height
-    _, backends = _run(failing, fake_models, tmp_path / "store.sqlite3")
+    _, backends = _run(failing, fake_models, tmp_path / "store.sqlite3", engine=accepting)
     resent = [request for backend in backends.values() for request in backend.requests]
     assert len(set(resent)) == errors.height  # only the failed ones are sent again
     # each retried until its attempts ran out
@@ -104,9 +107,10 @@ def test_only_transient_failures_are_retried(items, personas, tmp_path):
              (RuntimeError("client bug"), "backend_crash", 1),
              (BackendError("server_error", "HTTP 503 from the server"), "server_error",
               NO_WAIT.max_attempts)]
+    accepting = dataclasses.replace(NO_WAIT, max_failed_share=1.0)  # no stop: every prompt sent
     for failure, kind, sends_per_prompt in cases:
         backend = _Failing(failure)
-        responses, _ = _timed_run(items, personas, tmp_path / kind, backend)
+        responses, _ = _timed_run(items, personas, tmp_path / kind, backend, engine=accepting)
         assert responses["error_kind"].to_list() == [kind] * 8
         assert backend.sends == 8 * sends_per_prompt
 
@@ -353,7 +357,8 @@ def test_a_retry_after_longer_than_the_setting_fails_the_request_at_once(items, 
     engine.max_retry_after_s, the request fails at once and says so; shorter, it is waited."""
     from dataclasses import replace
 
-    patient = replace(NO_WAIT, max_retry_after_s=0.3)
+    # max_failed_share=1: every request is tried (8 failing in a row would stop the run).
+    patient = replace(NO_WAIT, max_retry_after_s=0.3, max_failed_share=1.0)
     backend = _Timed(latency_s=0.0, rate_limited_first=0.5)
     responses, _ = _timed_run(items, personas, tmp_path / "long", backend, engine=patient)
     assert responses["error_kind"].to_list() == ["rate_limit"] * 8 and len(backend.calls) == 8
@@ -376,7 +381,8 @@ def test_a_long_retry_after_on_a_retry_stops_the_retries(items, personas, tmp_pa
     backend = _FirstThenLater(BackendError("rate_limit", "HTTP 429", 0.0),
                               BackendError("rate_limit", "HTTP 429", 5.0))
     responses, _ = _timed_run(items, personas, tmp_path, backend,
-                              engine=replace(NO_WAIT, max_retry_after_s=1.0))
+                              engine=replace(NO_WAIT, max_retry_after_s=1.0,
+                                             max_failed_share=1.0))
     assert responses["error_kind"].to_list() == ["rate_limit"] * 8 and backend.sends == 8 * 2
     assert all("wait 5 s (Retry-After), more than engine.max_retry_after_s=1: " in message
                for message in responses["error_message"].to_list())
@@ -809,3 +815,77 @@ def test_a_fresh_interpreter_gets_its_heap_back_after_sending():
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "True"
+
+
+class _Answering(_Failing):
+    """A backend that answers the prompts whose position (in sending order) `fails` rejects and
+    fails the others with `failure`."""
+
+    def __init__(self, failure: Exception, fails) -> None:
+        super().__init__(failure)
+        self.fails = fails
+
+    def complete(self, request):
+        from audit.llm.backends import Completion
+
+        self.sends += 1
+        if self.fails(self.sends):
+            raise self.failure
+        return Completion("A", 1, "stop", 0.0)
+
+
+def _serial_run(prompts, backend, tmp_path, engine=NO_WAIT):
+    from audit.config import ModelConfig
+
+    models = {"srv": ModelConfig(backend="fake", model="srv", max_concurrency=1)}
+    prompts = prompts.with_columns(pl.lit("srv").alias("model_name"))
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        return collect_responses(prompts, {"srv": backend}, models, store, engine,
+                                 show_progress=False)
+
+
+def test_a_server_that_fails_every_request_stops_the_run_after_five(items, personas,
+                                                                     fake_models, tmp_path):
+    """Bug caught (server probe 2026-12-07): a server answering every request with HTTP 500 (or
+    a proxy's HTML page) cost every prompt its retries before the stage stopped: 60 sends and
+    139 s for the 15-prompt smoke design, about 37 minutes for the default one. The run now stops
+    after FAILURES_IN_A_ROW such failures in a row, with one line; what was stored stays."""
+    from audit.llm.backends import BackendError
+    from audit.llm.preflight import FAILURES_IN_A_ROW
+
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
+    assert prompts.height > 2 * FAILURES_IN_A_ROW
+    failure = BackendError("server_error", "HTTP 500 from http://srv/v1: Internal Server Error")
+    backend = _Answering(failure, lambda send: send > 2)  # two answers, then nothing but 500s
+    with pytest.raises(BackendError, match=re.escape(
+            f"model 'srv' failed its last {FAILURES_IN_A_ROW} requests in a row (server_error: "
+            f"HTTP 500 from http://srv/v1: Internal Server Error); "
+            f"stopped with 2 of {prompts.height} answers saved in ")) as raised:
+        _serial_run(prompts, backend, tmp_path)
+    assert raised.value.kind == "server_error" and "rerun the same command" in str(raised.value)
+    assert backend.sends == 2 + FAILURES_IN_A_ROW * NO_WAIT.max_attempts
+    with sqlite3.connect(tmp_path / "store.sqlite3") as stored:
+        assert stored.execute("SELECT status, COUNT(*) FROM responses GROUP BY status "
+                              "ORDER BY status").fetchall() == [("error", FAILURES_IN_A_ROW),
+                                                                ("ok", 2)]
+
+
+def test_failures_the_stage_accepts_or_that_alternate_with_answers_never_stop_the_run(
+        items, personas, fake_models, tmp_path):
+    """What the stop must not catch: failures engine.max_failed_share accepts, a server that
+    fails often but answers between (a stop here loses nothing, but the run would end without
+    sending what it could), and refusals of single requests (an HTTP 400: their content)."""
+    from audit.llm.backends import BackendError
+
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
+    server_error = BackendError("server_error", "HTTP 500")
+    refusal = BackendError("http_status", "HTTP 400: content filter", status=400)
+    accepting = dataclasses.replace(NO_WAIT, max_failed_share=1.0)
+    cases = [(server_error, lambda send: True, accepting),
+             (server_error, lambda send: send % 4 != 0, NO_WAIT),  # 3 failures, then an answer
+             (refusal, lambda send: True, NO_WAIT)]
+    for index, (failure, fails, engine) in enumerate(cases):
+        backend = _Answering(failure, fails)
+        responses = _serial_run(prompts, backend, tmp_path / str(index), engine)
+        assert responses.height == prompts.height, index
+        assert responses.filter(pl.col("status") == "error").height > 0, index

@@ -31,8 +31,8 @@ from audit.llm.backends import (UNREACHABLE_KINDS, Backend, BackendError, ChatRe
 from audit.config import EngineConfig, ModelConfig
 from audit.logs import progress_bar
 from audit.llm.heap import heap_frozen
-from audit.llm.preflight import (Planned, ServerStopped, ServerWatch, answering_time_text,
-                                  estimate, preflight)
+from audit.llm.preflight import (Planned, ServerFailing, ServerStopped, ServerWatch,
+                                 answering_time_text, estimate, preflight, stopped_run_line)
 from audit.schemas import ResponseSchema, validate
 from audit.llm.store import ResponseStore
 
@@ -283,6 +283,11 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
         errors += outcome.error is not None
         if progress is not None:
             progress.update(task, advance=1, errors=errors)
+        # A refusal of one request (an HTTP 4xx: its content, its settings) says nothing of the
+        # server: only failures retried in vain count towards stopping the run.
+        server_failure = outcome.error if _is_transient(outcome.error) else None
+        watches[item.model_name].count(server_failure,
+                                       errors > engine.max_failed_share * len(planned))
 
     await asyncio.gather(*(one(item) for item in missing))
     return outcomes
@@ -312,12 +317,12 @@ def send_planned(planned: list[Planned], backends: dict[str, Backend],
         raise Interrupted(f"interrupted: {saved} of {len(planned)} {description} are saved in "
                           f"{store.path}; rerun the same command to resume (what is saved is "
                           f"not sent again)") from None
-    except ServerStopped as gone:
+    except (ServerStopped, ServerFailing) as stopped:
         saved = sum(store.get(item.key) is not None for item in planned)
-        raise BackendError(gone.kind, f"{role} '{gone.model_name}' stopped answering mid-run "
-                                      f"({gone}); {saved} of {len(planned)} {description} are "
-                                      f"saved in {store.path}: start the server and rerun the "
-                                      "same command to send the rest") from None
+        raise BackendError(stopped.kind, stopped_run_line(stopped, role, f"{saved} of "
+                                                          f"{len(planned)} {description}",
+                                                          store.path),
+                           status=stopped.status) from None
 
 
 def send_ahead(requests: Iterable[tuple[str, ChatRequest]], backends: dict[str, Backend],

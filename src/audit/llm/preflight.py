@@ -1,5 +1,5 @@
 """Before sending: what a run will cost, and whether its servers are up; while sending, whether
-a server that stopped answering is gone (ServerWatch).
+a server that stopped answering is gone, or fails every request (ServerWatch).
 
 The first two run on the planned requests before the first one goes out, so a user sees the size
 of a large run, or learns that a server is down, in seconds rather than after minutes of
@@ -23,6 +23,15 @@ from audit.llm.store import ResponseStore
 log = logging.getLogger(__name__)
 # Characters a prompt token, for estimates made before any tokenizer is at hand.
 CHARS_PER_TOKEN = 4
+# A model's finished requests that may fail in a row (each after its retries) before the run
+# stops, once the batch holds more failures than engine.max_failed_share accepts (so its stage
+# would stop at its end anyway). A server that answers every request with an error (HTTP 500, a
+# proxy's HTML login page, a generator stuck while its model list still answers) otherwise
+# spent every request's retries before the run said so: 139 s for the 15-prompt smoke design
+# on a loopback server, about 37 min for the default 252 prompts, days where every try timed
+# out (server probe, 2026-12-07). Five: a few prompts refused for their content still leave
+# the rest sent, so the rerun after the fix sends only those.
+FAILURES_IN_A_ROW = 5
 
 
 @dataclass(frozen=True)
@@ -174,6 +183,14 @@ class ServerStopped(BackendError):
         self.model_name = model_name
 
 
+class ServerFailing(BackendError):
+    """A server that is up failed a model's last FAILURES_IN_A_ROW requests: the last error."""
+
+    def __init__(self, model_name: str, error: BackendError) -> None:
+        super().__init__(error.kind, str(error), status=error.status)
+        self.model_name = model_name
+
+
 class ServerWatch:
     """Stops a run whose server went away mid-run. A server that died otherwise failed every
     remaining request through all its retries, in turn: minutes on a small design, hours on a
@@ -187,7 +204,8 @@ class ServerWatch:
 
     def __init__(self, model_name: str, backend: Backend) -> None:
         self.model_name, self.backend = model_name, backend
-        self.stopped: ServerStopped | None = None
+        self.stopped: ServerStopped | ServerFailing | None = None
+        self.failed_in_a_row = 0
         self._probing = asyncio.Lock()  # one probe a model at a time
 
     def check(self) -> None:
@@ -204,3 +222,26 @@ class ServerWatch:
             if error is not None and error.kind in UNREACHABLE_KINDS:
                 self.stopped = ServerStopped(self.model_name, error)
                 raise self.stopped from error
+
+    def count(self, failure: BackendError | None, beyond_accepted: bool) -> None:
+        """After each finished request (`failure` None when it was answered or refused): raise
+        ServerFailing, now and for every later request, when the model's last FAILURES_IN_A_ROW
+        failed and the batch already failed beyond what the stage accepts."""
+        self.failed_in_a_row = self.failed_in_a_row + 1 if failure is not None else 0
+        if (failure is not None and beyond_accepted and self.stopped is None
+                and self.failed_in_a_row >= FAILURES_IN_A_ROW):
+            self.stopped = ServerFailing(self.model_name, failure)
+            raise self.stopped
+
+
+def stopped_run_line(stopped: ServerStopped | ServerFailing, role: str, saved: str,
+                     store: object) -> str:
+    """The one line a run stopped by its ServerWatch ends with; `saved`: "N of M answers"."""
+    if isinstance(stopped, ServerStopped):
+        return (f"{role} '{stopped.model_name}' stopped answering mid-run ({stopped}); {saved} "
+                f"are saved in {store}: start the server and rerun the same command to send "
+                "the rest")
+    return (f"{role} '{stopped.model_name}' failed its last {FAILURES_IN_A_ROW} requests in a "
+            f"row ({stopped.kind}: {stopped}); stopped with {saved} saved in {store}: fix what "
+            "the error names (the server's log may say more), then rerun the same command to "
+            "send the rest")
