@@ -410,3 +410,29 @@ def test_a_health_check_refused_for_another_reason_warns_and_every_server_is_ask
            "anyway" in caplog.text
     with pytest.raises(BackendError, match="^model 'c': cannot reach"):
         preflight({"a": no_list, "b": up, "c": down}, ["a", "b", "c"])
+
+
+PAGE = (b"<!DOCTYPE html><html><head><title>Sign in - Corp Proxy</title></head>"
+        b"<body>Log in to continue</body></html>")
+
+
+@pytest.mark.parametrize(("reply", "said"), [
+    ((200, PAGE, "text/html"), 'is an HTML page titled "Sign in - Corp Proxy", not an OpenAI '
+                               "chat completion: base_url should reach"),
+    ((200, {"error": {"message": "upstream unavailable"}}),
+     "is JSON without choices (the server said: upstream unavailable), not an OpenAI chat "
+     "completion: the server's message says why"),
+    ((200, b"OK", "text/plain"), "is text ('OK'), not an OpenAI chat completion: base_url"),
+    ((200, b"{not json"), "is not JSON ('{not json'): base_url should reach"),
+    ((200, b""), "is an empty body, not JSON: base_url should reach"),
+], ids=["html", "gateway-error", "text", "bad-json", "empty"])
+def test_a_reply_that_is_not_a_chat_completion_says_what_came_back(reply, said):
+    """Bug caught (server probe 2026-12-07): a proxy's login page answered with status 200 was
+    "reply without a choice: 'str' object has no attribute 'choices'", a gateway's own error
+    "'NoneType' object is not subscriptable", and a body that was not JSON named no URL and no
+    fix. Each now says what came back, from which URL, and what to check."""
+    with ScriptedOpenAI(lambda body: reply) as server:
+        error = _error_of(openai_model(server.url))
+    assert error.kind == "malformed_reply"
+    assert str(error).startswith(f"the reply from {server.url}/chat/completions {said}"), error
+    assert "object" not in str(error) and "\n" not in str(error)

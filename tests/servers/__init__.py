@@ -15,10 +15,12 @@ class JsonHandler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
 
-    def _send(self, status: int, payload: dict) -> None:
-        data = json.dumps(payload).encode()
+    def _send(self, status: int, payload: dict | bytes, content_type: str | None = None) -> None:
+        """`payload` as JSON; bytes as they are (what a proxy's page or a broken server sends),
+        under `content_type`."""
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self.send_response(status)
-        self.send_header("Content-Type", self.content_type)
+        self.send_header("Content-Type", content_type or self.content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +41,8 @@ STRICT_UNSUPPORTED = frozenset({"minLength", "maxLength", "minProperties", "maxP
 OPENAI_HOSTS = ("api.openai.com", ".openai.azure.com")
 # How much of a server's error message a BackendError quotes.
 SERVER_MESSAGE_CHARS = 200
+# How much of a reply that is not the API's (a page title, the start of a body) an error quotes.
+SHOWN_CHARS = 80
 
 
 def retry_after(headers) -> float | None:
@@ -188,7 +191,11 @@ class OpenAICompatibleBackend:
             text = choice.message.content or ""
             tokens = int(getattr(reply.usage, "completion_tokens", 0) or 0)
         except (AttributeError, IndexError, TypeError) as error:
-            raise BackendError("malformed_reply", f"reply without a choice: {error}") from error
+            # Was "reply without a choice: 'str' object has no attribute 'choices'" for a
+            # proxy's login page (server probe, 2026-12-07): say what came back.
+            what, said = what_came_back(reply)
+            raise BackendError("malformed_reply", self._not_a_chat_reply(
+                f"is {what}, not an OpenAI chat completion", said)) from error
         if wrapped:
             try:
                 text = json.dumps(json.loads(text)["value"])
@@ -278,8 +285,20 @@ class OpenAICompatibleBackend:
             raise BackendError(kind, self._redacted(message),
                                retry_after(error.response.headers), status=status) from error
         except (openai.APIResponseValidationError, ValueError) as error:  # JSONDecodeError too
-            raise BackendError("malformed_reply", "the server's reply did not parse as the "
-                                                  "OpenAI chat format") from error
+            # A JSONDecodeError keeps the text, a UnicodeDecodeError the bytes: quote them.
+            start = getattr(error, "doc", None) or getattr(error, "object", None)
+            what = (f"is not JSON ({_clip(repr(start[:SHOWN_CHARS]))})" if start
+                    else "is an empty body, not JSON")
+            raise BackendError("malformed_reply", self._not_a_chat_reply(
+                what, path=options.get("path", ""))) from error
+
+    def _not_a_chat_reply(self, what: str, said: bool = False,
+                          path: str = "/chat/completions") -> str:
+        fix = ("the server's message says why (its log may say more), or check base_url in "
+               "conf/model/" if said else
+               "base_url should reach the server's OpenAI-compatible API (often ending in /v1), "
+               "not a web page or a proxy; check it in conf/model/")
+        return f"the reply from {self.config.base_url.rstrip('/')}{path} {what}: {fix}"
 
     def _hint(self, status: int) -> str:
         """What to check for the statuses whose cause is in the config."""
@@ -304,6 +323,27 @@ def served_models(body: bytes) -> list[str]:
         return [str(entry["id"]) for entry in listed if isinstance(entry, dict) and "id" in entry]
     except (ValueError, AttributeError, TypeError):
         return []
+
+
+def what_came_back(reply: Any) -> tuple[str, bool]:
+    """What a server sent instead of a chat completion, and whether it said why: a web page
+    (with its title), other text, or JSON without choices (with the server's own message when
+    it sent one, as gateways do with status 200)."""
+    if isinstance(reply, str):  # the client hands back a body that is not JSON as text
+        title = re.search(r"<title[^>]*>(.*?)</title>", reply, re.IGNORECASE | re.DOTALL)
+        if title or re.match(r"\s*<(!doctype|html)", reply, re.IGNORECASE):
+            return "an HTML page" + (f' titled "{_clip(title.group(1))}"' if title else ""), False
+        return (f"text ({_clip(repr(reply[:SHOWN_CHARS]))})" if reply.strip() else "empty"), False
+    error = (getattr(reply, "model_extra", None) or {}).get("error")
+    said = error.get("message", error) if isinstance(error, dict) else error
+    if said:
+        return f"JSON without choices (the server said: {_clip(str(said))})", True
+    return "JSON without choices", False
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return (text[:SHOWN_CHARS] + "...") if len(text) > SHOWN_CHARS else text
 
 
 def _server_message(error: Any) -> str:
