@@ -222,7 +222,8 @@ def test_a_server_that_does_not_answer_in_time_is_a_timeout():
             error = _error_of(replace(openai_model(server.url), timeout_s=0.2))
         finally:
             release.set()
-    assert (error.kind, str(error)) == ("timeout", "no reply within 0.2 s")
+    assert (error.kind, str(error)) == ("timeout", f"no reply from {server.url}/chat/completions"
+                                                   " within 0.2 s")
 
 
 @pytest.mark.parametrize("api_key_env, hint", [
@@ -358,8 +359,9 @@ def test_a_server_that_cannot_be_reached_or_answers_too_late_stops_before_any_re
         def health_check(self) -> None:
             raise BackendError(kind, "no reply from http://127.0.0.1:9/v1")
 
+    fix = "start the server" if kind == "connection" else "the server is there but did not"
     with pytest.raises(BackendError, match=r"^model 'down': no reply from http://127.0.0.1:9/v1"
-                                           r"\. Nothing was sent: start the server") as stopped:
+                                           rf"\. Nothing was sent: {fix}") as stopped:
         preflight({"down": Unreachable()}, ["down"])
     assert stopped.value.kind == kind
 
@@ -387,12 +389,69 @@ def test_a_key_refused_with_403_stops_a_judge_run_naming_its_config_folder():
     with pytest.raises(BackendError) as stopped:
         preflight({"j": forbidden}, ["j"], role="judge")
     assert str(stopped.value) == ("judge 'j': HTTP 403 from http://h/v1/models. Nothing was "
-                                  "sent: fix it in conf/judge/ and rerun")
+                                  "sent: fix the key or its variable (api_key_env in "
+                                  "conf/judge/) and rerun")
     assert (stopped.value.kind, stopped.value.status) == ("http_status", 403)
     down = _Probed(BackendError("connection", "cannot reach http://h/v1"))
     with pytest.raises(BackendError, match=r"start the server \(or fix base_url in "
                                            r"conf/judge/\) and rerun$"):
         preflight({"j": down}, ["j"], role="judge")
+    slow = _Probed(BackendError("timeout", "no reply from http://h/v1/models within 3 s"))
+    with pytest.raises(BackendError, match=r"Nothing was sent: the server is there but did not "
+                                           r"answer in time \(busy, or loading its model\): wait, "
+                                           r"or raise timeout_s in conf/model/, and rerun$"):
+        preflight({"m": slow}, ["m"])
+
+
+def test_a_connection_failure_names_its_cause_not_the_clients_exception():
+    """Bug caught (server probe 2026-12-07): https:// to a port that speaks plain HTTP, a port
+    where nothing listens and a host that does not exist each read "cannot reach URL:
+    APIConnectionError. ... start the server", though for the first the server was up."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    with ScriptedOpenAI(lambda body: (200, chat_reply(ANSWER))) as server:
+        tls = server.url.replace("http://", "https://")
+        cases = {tls: "the TLS handshake failed (WRONG_VERSION_NUMBER): if the server speaks "
+                      "plain HTTP, base_url starts with http://",
+                 f"http://127.0.0.1:{closed}/v1": "connection refused (nothing listens on that "
+                                                  "port)",
+                 "http://no-such-host.invalid/v1": "host name not found"}
+        for url, cause in cases.items():
+            with pytest.raises(BackendError) as error:
+                create_backend(replace(openai_model(url), timeout_s=5)).health_check()
+            assert (error.value.kind, str(error.value)) == ("connection",
+                                                            f"cannot reach {url}: {cause}")
+
+
+def test_ollama_given_its_openai_v1_url_is_told_to_drop_it():
+    """Bug caught (server probe 2026-12-07): backend ollama with base_url http://HOST/v1 (the URL
+    guides give for Ollama's OpenAI-compatible API) read "HTTP 404 from Ollama at URL: 404 page
+    not found", naming no fix."""
+    from servers import JsonHandler, LoopbackServer
+
+    class NotFound(LoopbackServer):
+        def _handler(self):
+            class Handler(JsonHandler):
+                def do_GET(self) -> None:
+                    self._send(404, b"404 page not found", "text/plain")
+            return Handler
+
+    with NotFound() as server:
+        backend = create_backend(ModelConfig(backend="ollama", model="llama3.2:1b",
+                                             base_url=f"{server.url}/v1", timeout_s=5))
+        with pytest.raises(BackendError) as error:
+            backend.identity()
+        rooted = create_backend(ModelConfig(backend="ollama", model="llama3.2:1b",
+                                            base_url=server.url, timeout_s=5))
+        with pytest.raises(BackendError) as at_root:
+            rooted.identity()
+    assert str(error.value).endswith(": backend ollama takes the server's root URL, not its "
+                                     "OpenAI-compatible /v1: drop /v1 from base_url (or use "
+                                     "backend openai_compatible with it)"), error.value
+    assert "drop /v1" not in str(at_root.value)
 
 
 def test_a_health_check_refused_for_another_reason_warns_and_every_server_is_asked(caplog):

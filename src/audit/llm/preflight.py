@@ -168,8 +168,14 @@ def preflight(backends: dict[str, Backend], model_names: Iterable[str],
             log.warning("%s '%s': the health check failed (%s); sending anyway", role, name,
                         error)
             continue
-        fix = ("fix it in conf/" + role + "/" if error.kind == "model_not_found"
-               or error.status in REFUSED_STATUSES else
+        # The fix the error's own words call for: "start the server" for a key the server
+        # refused, or for one that is up but slow, sent the user the wrong way (server probe
+        # 2026-12-07).
+        fix = (f"fix it in conf/{role}/" if error.kind == "model_not_found" else
+               f"fix the key or its variable (api_key_env in conf/{role}/)"
+               if error.status in REFUSED_STATUSES else
+               f"the server is there but did not answer in time (busy, or loading its model): "
+               f"wait, or raise timeout_s in conf/{role}/," if error.kind == "timeout" else
                f"start the server (or fix base_url in conf/{role}/)")
         raise BackendError(error.kind, f"{role} '{name}': {error}. Nothing was sent: {fix} "
                                        "and rerun", status=error.status) from error

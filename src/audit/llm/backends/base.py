@@ -114,6 +114,27 @@ NO_SCORING_FIX = ("judge.decoding=json judge.refusal_check=false for a judge mod
 UNREACHABLE_KINDS = frozenset({"connection", "timeout"})
 
 
+def connection_problem(error: BaseException, url: str) -> str:
+    """Why a connection to `url` failed, from the root of the client's exception chain: the
+    client's own name for it ("APIConnectionError") said nothing, and its fix, "start the
+    server", was wrong for a server that was up but spoke plain HTTP (server probe 2026-12-07)."""
+    import socket
+    import ssl
+
+    root = error
+    while (root.__cause__ or root.__context__) is not None:
+        root = root.__cause__ or root.__context__
+    if isinstance(root, ssl.SSLError):
+        plain = (": if the server speaks plain HTTP, base_url starts with http://"
+                 if url.startswith("https://") else "")
+        return f"the TLS handshake failed ({getattr(root, 'reason', None) or root}){plain}"
+    if isinstance(root, ConnectionRefusedError):
+        return "connection refused (nothing listens on that port)"
+    if isinstance(root, socket.gaierror):
+        return "host name not found"
+    return str(root) or type(root).__name__
+
+
 class BackendError(RuntimeError):
     """A failure of infrastructure, never of the audited behaviour; `kind` says which."""
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from audit.llm.backends.base import (NO_SCORING_FIX, UNREACHABLE_KINDS, BackendError,
-                                     ChatRequest, Completion)
+                                     ChatRequest, Completion, connection_problem)
 from audit.config import ModelConfig
 from audit.errors import first_line
 
@@ -105,14 +106,21 @@ class OllamaBackend:
             status = error.status_code
             kind = ("rate_limit" if status == 429 else "server_error" if status >= 500
                     else "model_not_found" if status == 404 else "http_status")
+            # Ollama's OpenAI-compatible API lives under /v1, a URL many guides give: this
+            # backend speaks the native API at the root, where /v1/api/... is "404 page not
+            # found", which named no fix (server probe 2026-12-07).
+            at_v1 = status == 404 and urlsplit(self.host).path.rstrip("/").endswith("/v1")
+            hint = (": backend ollama takes the server's root URL, not its OpenAI-compatible "
+                    "/v1: drop /v1 from base_url (or use backend openai_compatible with it)"
+                    if at_v1 else "")
             raise BackendError(kind, f"HTTP {status} from Ollama at {self.host}: "
-                                     f"{str(error.error)[:200]}") from error
+                                     f"{str(error.error)[:200]}{hint}") from error
         except httpx.TimeoutException as error:
             raise BackendError("timeout", f"no reply from {self.host} within "
                                           f"{self.config.timeout_s} s") from error
         except (httpx.TransportError, ConnectionError) as error:
             raise BackendError("connection", f"cannot reach Ollama at {self.host}: "
-                                             f"{type(error).__name__}") from error
+                                             f"{connection_problem(error, self.host)}") from error
         except (ValueError, TypeError) as error:  # a reply that is not the JSON Ollama sends
             raise BackendError("malformed_reply", f"unreadable reply from {self.host}: "
                                                   f"{_reply_problem(error)}") from error

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from scipy.special import logsumexp
 
-from audit.llm.backends.base import BackendError, ChatRequest, Completion
+from audit.llm.backends.base import BackendError, ChatRequest, Completion, connection_problem
 from audit.config import SCHEMA_FORMATS, ModelConfig
 
 log = logging.getLogger(__name__)
@@ -272,10 +272,13 @@ class OpenAICompatibleBackend:
         try:
             return method(**options)
         except openai.APITimeoutError as error:
-            raise BackendError("timeout", f"no reply within {self.config.timeout_s} s") from error
+            raise BackendError("timeout", f"no reply from {self.config.base_url.rstrip('/')}"
+                                          f"{options.get('path', '')} within "
+                                          f"{self.config.timeout_s} s") from error
         except openai.APIConnectionError as error:
             raise BackendError("connection", f"cannot reach {self.config.base_url}: "
-                                             f"{type(error).__name__}") from error
+                                             f"{connection_problem(error, self.config.base_url)}"
+                               ) from error
         except openai.APIStatusError as error:
             status = error.status_code
             kind = ("rate_limit" if status == 429 else
