@@ -37,6 +37,22 @@ def test_an_http_error_quotes_the_server_and_its_url():
     assert str(error) == f"HTTP 400 from {server.url}/chat/completions: {message[:200]}..."
 
 
+def test_a_context_overflow_or_a_rate_limit_names_the_setting_to_change():
+    """Bug caught (server probe 2026-12-07): vLLM's 400 for a prompt and max_tokens beyond its
+    context, and a 429 on every request, quoted the server but named no setting of this tool."""
+    overflow = {"error": {"message": "This model's maximum context length is 2048 tokens. "
+                                     "However, you requested 2100 tokens.", "code": 400}}
+    with ScriptedOpenAI(lambda body: (400, overflow)) as server:
+        error = _error_of(openai_model(server.url))
+    assert str(error).endswith("(lower sampling.max_tokens in conf/model/, or give the server a "
+                               "longer context: vLLM's --max-model-len, llama.cpp's --ctx-size)")
+    with ScriptedOpenAI(lambda body: (429, {"error": {"message": "Rate limit reached"}})) as server:
+        error = _error_of(openai_model(server.url))
+    assert (error.kind, str(error)) == ("rate_limit", (
+        f"HTTP 429 from {server.url}/chat/completions: Rate limit reached (lower max_concurrency "
+        "in conf/model/, or set engine.requests_per_minute to the server's limit)"))
+
+
 def test_an_http_error_never_shows_the_api_key(monkeypatch):
     monkeypatch.setenv("AUDIT_TEST_API_KEY", SECRET)
     echo = {"error": {"message": f"Incorrect API key provided: {SECRET}."}}
@@ -98,6 +114,16 @@ def test_a_base_url_without_its_scheme_is_named_at_once():
     assert str(error.value) == ("base_url 'ftp://127.0.0.1:1/v1' has the scheme ftp://, which an "
                                 "OpenAI-compatible server does not speak: use http:// or "
                                 "https:// in conf/model/")
+
+
+def test_an_empty_model_name_for_a_server_is_named_at_once():
+    """Bug caught (server probe 2026-12-07): `model: ''` passed, and a server that lists no
+    models would have been sent requests for no model."""
+    with pytest.raises(BackendError) as error:
+        create_backend(replace(openai_model("http://127.0.0.1:1/v1"), model=" "))
+    assert (error.value.kind, str(error.value)) == ("config", (
+        "openai_compatible needs `model`, the name the server serves (its /v1/models lists "
+        "them), in conf/model/"))
 
 
 def test_an_ollama_server_that_is_not_running_is_named_with_its_model_and_the_fix():

@@ -114,6 +114,9 @@ class OpenAICompatibleBackend:
         if not config.base_url.startswith(("http://", "https://")):
             # The client cannot send to it, and said only "cannot reach ...: APIConnectionError"
             raise BackendError("config", base_url_problem(config.base_url))
+        if not config.model.strip():  # sent as it is to a server that lists no models
+            raise BackendError("config", "openai_compatible needs `model`, the name the server "
+                                         "serves (its /v1/models lists them), in conf/model/")
         import openai  # imported here: only this backend needs the client
 
         api_key = NO_KEY
@@ -283,8 +286,8 @@ class OpenAICompatibleBackend:
             status = error.status_code
             kind = ("rate_limit" if status == 429 else
                     "server_error" if status >= 500 else "http_status")
-            message = (f"HTTP {status} from {error.request.url}: {_server_message(error)}"
-                       f"{self._hint(status)}")
+            said = _server_message(error)
+            message = f"HTTP {status} from {error.request.url}: {said}{self._hint(status, said)}"
             raise BackendError(kind, self._redacted(message),
                                retry_after(error.response.headers), status=status) from error
         except (openai.APIResponseValidationError, ValueError) as error:  # JSONDecodeError too
@@ -303,13 +306,19 @@ class OpenAICompatibleBackend:
                "not a web page or a proxy; check it in conf/model/")
         return f"the reply from {self.config.base_url.rstrip('/')}{path} {what}: {fix}"
 
-    def _hint(self, status: int) -> str:
+    def _hint(self, status: int, said: str) -> str:
         """What to check for the statuses whose cause is in the config."""
         if status in (401, 403):
             return (f" (check the key in ${self.config.api_key_env})" if self.config.api_key_env
                     else " (the server wants an API key: name its variable in api_key_env)")
         if status == 404:
             return " (check `model` and `base_url` in conf/model/)"
+        if status == 400 and "context" in said.lower():  # vLLM's, OpenAI's, llama.cpp's words
+            return (" (lower sampling.max_tokens in conf/model/, or give the server a longer "
+                    "context: vLLM's --max-model-len, llama.cpp's --ctx-size)")
+        if status == 429:
+            return (" (lower max_concurrency in conf/model/, or set "
+                    "engine.requests_per_minute to the server's limit)")
         return ""
 
     def _redacted(self, message: str) -> str:
