@@ -889,3 +889,27 @@ def test_failures_the_stage_accepts_or_that_alternate_with_answers_never_stop_th
         responses = _serial_run(prompts, backend, tmp_path / str(index), engine)
         assert responses.height == prompts.height, index
         assert responses.filter(pl.col("status") == "error").height > 0, index
+
+
+def test_the_first_timeout_of_a_model_is_said_at_once_and_once(items, personas, tmp_path,
+                                                               caplog):
+    """Bug caught (server probe 2026-12-07): against a server whose model list answered but
+    whose generation hung, the run sat silent through every try's timeout (4 x 120 s a request
+    at the defaults) before a failure showed. The first timed-out try is now a warning, once a
+    model; other failures retried say nothing until they fail."""
+    from audit.llm.backends import BackendError
+
+    accepting = dataclasses.replace(NO_WAIT, max_failed_share=1.0)
+    slow = _Failing(BackendError("timeout", "no reply from http://h/v1/chat/completions within "
+                                            "0.1 s"))
+    with caplog.at_level("WARNING", logger="audit.llm.preflight"):
+        _timed_run(items, personas, tmp_path / "slow", slow, engine=accepting)
+    said = [record.getMessage() for record in caplog.records if "retrying" in record.getMessage()]
+    assert said == ["'timed': no reply from http://h/v1/chat/completions within 0.1 s; retrying. "
+                    "A server that is up but does not answer in time is busy or stuck (its log "
+                    "says which); a slow model needs a larger timeout_s"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="audit.llm.preflight"):
+        _timed_run(items, personas, tmp_path / "500", _Failing(BackendError("server_error", "500")),
+                   engine=accepting)
+    assert "retrying" not in caplog.text

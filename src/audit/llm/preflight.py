@@ -212,6 +212,7 @@ class ServerWatch:
         self.model_name, self.backend = model_name, backend
         self.stopped: ServerStopped | ServerFailing | None = None
         self.failed_in_a_row = 0
+        self.said_timeout = False
         self._probing = asyncio.Lock()  # one probe a model at a time
 
     def check(self) -> None:
@@ -228,6 +229,18 @@ class ServerWatch:
             if error is not None and error.kind in UNREACHABLE_KINDS:
                 self.stopped = ServerStopped(self.model_name, error)
                 raise self.stopped from error
+
+    def retrying(self, retry_state) -> None:
+        """Before a retry (tenacity's before_sleep): the model's first try that timed out is
+        said at once. A server that lists its models but does not generate (stuck, or
+        overloaded) left the run silent through every try's timeout: 4 x 120 s a request at the
+        defaults (server probe, 2026-12-07)."""
+        error = retry_state.outcome.exception() if retry_state.outcome else None
+        if not self.said_timeout and getattr(error, "kind", None) == "timeout":
+            self.said_timeout = True
+            log.warning("'%s': %s; retrying. A server that is up but does not answer in time is "
+                        "busy or stuck (its log says which); a slow model needs a larger "
+                        "timeout_s", self.model_name, error)
 
     def count(self, failure: BackendError | None, beyond_accepted: bool) -> None:
         """After each finished request (`failure` None when it was answered or refused): raise
