@@ -844,8 +844,10 @@ def _serial_run(prompts, backend, tmp_path, engine=NO_WAIT):
                                  show_progress=False)
 
 
+@pytest.mark.parametrize("status", [500, 401])
 def test_a_server_that_fails_every_request_stops_the_run_after_five(items, personas,
-                                                                     fake_models, tmp_path):
+                                                                     fake_models, tmp_path,
+                                                                     status):
     """Bug caught (server probe 2026-12-07): a server answering every request with HTTP 500 (or
     a proxy's HTML page) cost every prompt its retries before the stage stopped: 60 sends and
     139 s for the 15-prompt smoke design, about 37 minutes for the default one. The run now stops
@@ -855,15 +857,18 @@ def test_a_server_that_fails_every_request_stops_the_run_after_five(items, perso
 
     prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
     assert prompts.height > 2 * FAILURES_IN_A_ROW
-    failure = BackendError("server_error", "HTTP 500 from http://srv/v1: Internal Server Error")
-    backend = _Answering(failure, lambda send: send > 2)  # two answers, then nothing but 500s
+    # A refused key (401 on every chat request, the model list allowed) is not retried, but
+    # says as much of the server as a 500.
+    kind, said, tries = (("server_error", "HTTP 500 from http://srv/v1: Internal Server Error",
+                          NO_WAIT.max_attempts) if status == 500 else
+                         ("http_status", "HTTP 401 from http://srv/v1: Invalid key", 1))
+    backend = _Answering(BackendError(kind, said, status=status), lambda send: send > 2)
     with pytest.raises(BackendError, match=re.escape(
-            f"model 'srv' failed its last {FAILURES_IN_A_ROW} requests in a row (server_error: "
-            f"HTTP 500 from http://srv/v1: Internal Server Error); "
-            f"stopped with 2 of {prompts.height} answers saved in ")) as raised:
+            f"model 'srv' failed its last {FAILURES_IN_A_ROW} requests in a row ({kind}: "
+            f"{said}); stopped with 2 of {prompts.height} answers saved in ")) as raised:
         _serial_run(prompts, backend, tmp_path)
-    assert raised.value.kind == "server_error" and "rerun the same command" in str(raised.value)
-    assert backend.sends == 2 + FAILURES_IN_A_ROW * NO_WAIT.max_attempts
+    assert raised.value.kind == kind and "rerun the same command" in str(raised.value)
+    assert backend.sends == 2 + FAILURES_IN_A_ROW * tries
     with sqlite3.connect(tmp_path / "store.sqlite3") as stored:
         assert stored.execute("SELECT status, COUNT(*) FROM responses GROUP BY status "
                               "ORDER BY status").fetchall() == [("error", FAILURES_IN_A_ROW),

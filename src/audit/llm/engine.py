@@ -31,8 +31,9 @@ from audit.llm.backends import (UNREACHABLE_KINDS, Backend, BackendError, ChatRe
 from audit.config import EngineConfig, ModelConfig
 from audit.logs import progress_bar
 from audit.llm.heap import heap_frozen
-from audit.llm.preflight import (Planned, ServerFailing, ServerStopped, ServerWatch,
-                                 answering_time_text, estimate, preflight, stopped_run_line)
+from audit.llm.preflight import (REFUSED_STATUSES, Planned, ServerFailing, ServerStopped,
+                                 ServerWatch, answering_time_text, estimate, preflight,
+                                 stopped_run_line)
 from audit.schemas import ResponseSchema, validate
 from audit.llm.store import ResponseStore
 
@@ -285,9 +286,10 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
         errors += outcome.error is not None
         if progress is not None:
             progress.update(task, advance=1, errors=errors)
-        # A refusal of one request (an HTTP 4xx: its content, its settings) says nothing of the
-        # server: only failures retried in vain count towards stopping the run.
-        server_failure = outcome.error if _is_transient(outcome.error) else None
+        # A refusal of one request (an HTTP 400: its content, its settings) says nothing of the
+        # server: failures retried in vain, and a refused key, count towards stopping the run.
+        server_failure = (outcome.error if _is_transient(outcome.error) or getattr(
+            outcome.error, "status", None) in REFUSED_STATUSES else None)
         watches[item.model_name].count(server_failure,
                                        errors > engine.max_failed_share * len(planned))
 
