@@ -918,3 +918,51 @@ def test_the_first_timeout_of_a_model_is_said_at_once_and_once(items, personas, 
         _timed_run(items, personas, tmp_path / "500", _Failing(BackendError("server_error", "500")),
                    engine=accepting)
     assert "retrying" not in caplog.text
+
+
+def test_a_request_that_failed_in_this_run_is_not_sent_again_by_a_later_batch(items, personas,
+                                                                               fake_models,
+                                                                               tmp_path):
+    """Bug caught (2026-12-07): `audit.judge_eval` labels the gold set once per mode through one
+    store; the second mode's batch sent again every request the first had failed, spending its
+    retries twice (`send` already returned the failure), and, being nothing but failures, now
+    read as a server failing everything. A later run (another store object) sends them again."""
+    from audit.llm.backends import BackendError
+
+    prompts = expand_design(items, personas, fake_models, DesignConfig(replicates=1, seed=3))
+    accepting = dataclasses.replace(NO_WAIT, max_failed_share=1.0)
+    backend = _ByPrompt(BackendError("server_error", "HTTP 500"))
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        first = _serial_run_in(prompts, backend, store, accepting)
+        sent = backend.sends
+        second = _serial_run_in(prompts, backend, store, accepting)
+    assert backend.sends == sent  # nothing sent again within the run
+    assert second.select("prompt_id", "status", "error_kind").equals(
+        first.select("prompt_id", "status", "error_kind"))
+    assert 0 < first.filter(pl.col("status") == "error").height < first.height
+    with ResponseStore(tmp_path / "store.sqlite3") as store:
+        _serial_run_in(prompts, backend, store, accepting)
+    assert backend.sends > sent  # a rerun sends the failed ones again
+
+
+class _ByPrompt(_Failing):
+    """A backend that fails, every time, the prompts whose text hashes to a multiple of 3."""
+
+    def complete(self, request):
+        import hashlib
+
+        from audit.llm.backends import Completion
+
+        self.sends += 1
+        if hashlib.sha256(request.messages[-1].content.encode()).digest()[0] % 3 == 0:
+            raise self.failure
+        return Completion("A", 1, "stop", 0.0)
+
+
+def _serial_run_in(prompts, backend, store, engine):
+    from audit.config import ModelConfig
+
+    models = {"srv": ModelConfig(backend="fake", model="srv", max_concurrency=1)}
+    prompts = prompts.with_columns(pl.lit("srv").alias("model_name"))
+    return collect_responses(prompts, {"srv": backend}, models, store, engine,
+                             show_progress=False)

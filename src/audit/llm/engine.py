@@ -266,14 +266,17 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
     missing = []
     for item in planned:
         stored = _stored(store, item.key)
-        if stored is None:
+        failed = None if stored else store.failure_this_run(item.key)
+        if failed is not None:  # as `send` says: sent again, a failure spent its retries twice
+            outcomes[item.prompt_id] = Outcome(item.key, None, False, BackendError(*failed))
+        elif stored is None:
             missing.append(item)
         else:
             outcomes[item.prompt_id] = stored
     # What the store holds is counted in before the bar starts: its rate is of requests sent.
+    errors = sum(outcome.error is not None for outcome in outcomes.values())
     task = (progress.add_task(description, total=len(planned), completed=len(outcomes),
-                              errors=0) if progress else None)
-    errors = 0
+                              errors=errors) if progress else None)
     watches = {name: ServerWatch(name, backend) for name, backend in backends.items()}
 
     async def one(item: Planned) -> None:
