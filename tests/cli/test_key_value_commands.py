@@ -39,7 +39,9 @@ def test_help_prints_the_usage_and_the_description_and_exits_0(command, flag, ca
                                                        "read ("),
 ])
 def test_a_refused_argument_is_named_as_typed_with_the_closest_option(command, arguments,
-                                                                       expected, caplog):
+                                                                       expected, caplog,
+                                                                       tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the verdict's JUnit error file goes to run_dir=. (its folder)
     module = importlib.import_module(f"audit.cli.{command}")
     assert module.main(arguments) == 2
     errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
