@@ -29,8 +29,9 @@ CHARS_PER_TOKEN = 4
 # proxy's HTML login page, a generator stuck while its model list still answers) otherwise
 # spent every request's retries before the run said so: 139 s for the 15-prompt smoke design
 # on a loopback server, about 37 min for the default 252 prompts, days where every try timed
-# out (server probe, 2026-12-07). Five: a few prompts refused for their content still leave
-# the rest sent, so the rerun after the fix sends only those.
+# out (server probe, 2026-12-07). Five: a server that fails one request in ten, at random,
+# has five in a row in about one batch of 250 requests in 450, and at the default share of 0
+# such a batch fails its stage anyway; stopping then loses only requests not yet sent.
 FAILURES_IN_A_ROW = 5
 
 
