@@ -521,3 +521,28 @@ def test_a_reply_that_is_not_a_chat_completion_says_what_came_back(reply, said):
     assert error.kind == "malformed_reply"
     assert str(error).startswith(f"the reply from {server.url}/chat/completions {said}"), error
     assert "object" not in str(error) and "\n" not in str(error)
+
+
+def test_a_web_page_where_the_model_list_goes_stops_the_run_before_any_request():
+    """Bug caught (server probe 2026-12-07): a proxy's login page on every route passed the
+    preflight (a model list that is not JSON was not judged), then every request was sent to
+    the page. Now the preflight names the page and nothing is sent."""
+    from audit.llm.preflight import preflight
+
+    class LoginPage(ScriptedOpenAI):
+        def _handler(self):
+            class Handler(super()._handler()):
+                def do_GET(self) -> None:
+                    self._send(200, PAGE, "text/html")
+            return Handler
+
+    with LoginPage(lambda body: (200, PAGE, "text/html")) as server:
+        with pytest.raises(BackendError) as stopped:
+            preflight({"srv": create_backend(openai_model(server.url))}, ["srv"])
+        assert server.bodies == []
+    assert stopped.value.kind == "not_the_api"
+    assert str(stopped.value) == (
+        f"model 'srv': the reply from {server.url}/models is an HTML page titled \"Sign in - "
+        "Corp Proxy\", not the OpenAI API's model list: base_url should reach the server's "
+        "OpenAI-compatible API (often ending in /v1), not a web page or a proxy; check it in "
+        "conf/model/. Nothing was sent: fix it in conf/model/ and rerun")

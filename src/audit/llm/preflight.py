@@ -134,9 +134,10 @@ def answering_time_text(seconds: float, to_send: int, timed_elsewhere: bool = Fa
 
 
 # Pre-flight failures that mean no request to this server can succeed now: unreachable, a model
-# it does not serve, or a key it refuses (every request would be refused the same way: a hosted
-# API with a bad key answered each of thousands of prompts with a 401).
-STOPPING_KINDS = UNREACHABLE_KINDS | {"model_not_found"}
+# it does not serve, a web page where the API should be (a proxy's login), or a key it refuses
+# (every request would be refused the same way: a hosted API with a bad key answered each of
+# thousands of prompts with a 401).
+STOPPING_KINDS = UNREACHABLE_KINDS | {"model_not_found", "not_the_api"}
 REFUSED_STATUSES = frozenset({401, 403})
 
 
@@ -172,7 +173,7 @@ def preflight(backends: dict[str, Backend], model_names: Iterable[str],
         # The fix the error's own words call for: "start the server" for a key the server
         # refused, or for one that is up but slow, sent the user the wrong way (server probe
         # 2026-12-07).
-        fix = (f"fix it in conf/{role}/" if error.kind == "model_not_found" else
+        fix = (f"fix it in conf/{role}/" if error.kind in {"model_not_found", "not_the_api"} else
                f"fix the key or its variable (api_key_env in conf/{role}/)"
                if error.status in REFUSED_STATUSES else
                f"the server is there but did not answer in time (busy, or loading its model): "

@@ -152,6 +152,11 @@ class OpenAICompatibleBackend:
         in the store for every later run of that name. Read as bytes: the typed page would
         import the client's model resources first (10 ms, in the way of the first request)."""
         body = self._call_method(self._client.get, path="/models", cast_to=bytes)
+        text = body.decode("utf-8", "replace")
+        if re.match(r"\s*<", text):  # a web page: a proxy's login, or a site, not the API
+            raise BackendError("not_the_api", self._not_a_chat_reply(
+                f"is {what_came_back(text)[0]}, not the OpenAI API's model list",
+                path="/models"))
         served = served_models(body)
         if served and self.config.model not in served:
             shown = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
