@@ -835,13 +835,8 @@ class _Answering(_Failing):
 
 
 def _serial_run(prompts, backend, tmp_path, engine=NO_WAIT):
-    from audit.config import ModelConfig
-
-    models = {"srv": ModelConfig(backend="fake", model="srv", max_concurrency=1)}
-    prompts = prompts.with_columns(pl.lit("srv").alias("model_name"))
     with ResponseStore(tmp_path / "store.sqlite3") as store:
-        return collect_responses(prompts, {"srv": backend}, models, store, engine,
-                                 show_progress=False)
+        return _serial_run_in(prompts, backend, store, engine)
 
 
 @pytest.mark.parametrize("status", [500, 401])

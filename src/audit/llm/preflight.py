@@ -249,7 +249,7 @@ class ServerWatch:
         ServerFailing, now and for every later request, when the model's last FAILURES_IN_A_ROW
         failed and the batch already failed beyond what the stage accepts."""
         self.failed_in_a_row = self.failed_in_a_row + 1 if failure is not None else 0
-        if (failure is not None and beyond_accepted and self.stopped is None
+        if (beyond_accepted and self.stopped is None
                 and self.failed_in_a_row >= FAILURES_IN_A_ROW):
             self.stopped = ServerFailing(self.model_name, failure)
             raise self.stopped

@@ -154,7 +154,7 @@ class OpenAICompatibleBackend:
         body = self._call_method(self._client.get, path="/models", cast_to=bytes)
         text = body.decode("utf-8", "replace")
         if re.match(r"\s*<", text):  # a web page: a proxy's login, or a site, not the API
-            raise BackendError("not_the_api", self._not_a_chat_reply(
+            raise BackendError("not_the_api", self._not_the_api(
                 f"is {what_came_back(text)[0]}, not the OpenAI API's model list",
                 path="/models"))
         served = served_models(body)
@@ -202,7 +202,7 @@ class OpenAICompatibleBackend:
             # Was "reply without a choice: 'str' object has no attribute 'choices'" for a
             # proxy's login page (server probe, 2026-12-07): say what came back.
             what, said = what_came_back(reply)
-            raise BackendError("malformed_reply", self._not_a_chat_reply(
+            raise BackendError("malformed_reply", self._not_the_api(
                 f"is {what}, not an OpenAI chat completion", said)) from error
         if wrapped:
             try:
@@ -300,11 +300,11 @@ class OpenAICompatibleBackend:
             start = getattr(error, "doc", None) or getattr(error, "object", None)
             what = (f"is not JSON ({_clip(repr(start[:SHOWN_CHARS]))})" if start
                     else "is an empty body, not JSON")
-            raise BackendError("malformed_reply", self._not_a_chat_reply(
+            raise BackendError("malformed_reply", self._not_the_api(
                 what, path=options.get("path", ""))) from error
 
-    def _not_a_chat_reply(self, what: str, said: bool = False,
-                          path: str = "/chat/completions") -> str:
+    def _not_the_api(self, what: str, said: bool = False, path: str = "/chat/completions") -> str:
+        """A reply from `path` that is not the OpenAI API's: what it is, and what to check."""
         fix = ("the server's message says why (its log may say more), or check base_url in "
                "conf/model/" if said else
                "base_url should reach the server's OpenAI-compatible API (often ending in /v1), "
@@ -358,9 +358,10 @@ def what_came_back(reply: Any) -> tuple[str, bool]:
     return "JSON without choices", False
 
 
-def _clip(text: str) -> str:
+def _clip(text: str, limit: int = SHOWN_CHARS) -> str:
+    """`text` on one line, cut at `limit` characters."""
     text = " ".join(text.split())
-    return (text[:SHOWN_CHARS] + "...") if len(text) > SHOWN_CHARS else text
+    return (text[:limit] + "...") if len(text) > limit else text
 
 
 def _server_message(error: Any) -> str:
@@ -373,5 +374,4 @@ def _server_message(error: Any) -> str:
                else body)
     if message is None:
         message = error.response.text or error.response.reason_phrase
-    text = " ".join(str(message).split())
-    return (text[:SERVER_MESSAGE_CHARS] + "...") if len(text) > SERVER_MESSAGE_CHARS else text
+    return _clip(str(message), SERVER_MESSAGE_CHARS)
