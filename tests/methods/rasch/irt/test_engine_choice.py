@@ -17,6 +17,28 @@ PUBLIC, CACHED = "public nutpie compile", "cached compile"
 FIT = FitConfig(draws=30, tune=20, chains=3, cores=2, target_accept=0.9, seed=5)
 
 
+class Finished:
+    """nutpie's background sampler, done: `wait` returns its draws, or raises `interrupt`."""
+
+    def __init__(self, draws, interrupt: BaseException | None = None):
+        self.draws, self.interrupt, self.cancelled = draws, interrupt, False
+
+    def wait(self):
+        if self.interrupt is not None:
+            raise self.interrupt
+        return self.draws
+
+    def cancel(self):
+        self.cancelled = True
+
+
+def _draws(count: int):
+    import arviz as az
+    import numpy as np
+
+    return az.from_dict({"posterior": {"x": np.zeros((3, count))}})
+
+
 @pytest.fixture()
 def paths(monkeypatch):
     """The public and the cached compile return labels, the internals check passes, and
@@ -76,9 +98,9 @@ def test_sample_posterior_hands_the_fit_settings_to_the_engine_it_names(paths):
     """Bugs caught: PyMC's sampler run without the seed (draws that differ run to run) or on
     another number of cores, and the nutpie path given draws for tune or compiled with auto
     whatever fit.engine said."""
-    recorded = []
-    paths.setattr(engines.pm, "sample", lambda **kwargs: recorded.append(kwargs) or "pymc draws")
-    assert engines.sample_posterior("model", replace(FIT, engine="pymc")) == "pymc draws"
+    recorded, draws = [], _draws(30)
+    paths.setattr(engines.pm, "sample", lambda **kwargs: recorded.append(kwargs) or draws)
+    assert engines.sample_posterior("model", replace(FIT, engine="pymc")) is draws
     assert recorded == [dict(draws=30, tune=20, chains=3, cores=2, target_accept=0.9,
                              random_seed=5, progressbar=False, compute_convergence_checks=False,
                              model="model")]
@@ -96,13 +118,14 @@ def test_sample_compiled_keeps_out_the_warm_up_and_adds_pymcs_groups(monkeypatch
 
     sampled, patched = [], []
     monkeypatch.setattr(engines.nutpie, "sample",
-                        lambda compiled_model, **kwargs: sampled.append(kwargs) or "idata")
+                        lambda compiled_model, **kwargs: sampled.append(kwargs)
+                        or Finished("idata"))
     monkeypatch.setattr(pymc_arviz, "patch_nutpie_idata",
                         lambda idata, model, elapsed: patched.append((idata, model)))
     assert engines.sample_compiled("compiled", "model", draws=3, tune=2, chains=1, cores=1,
                                    target_accept=0.8, seed=4, save_warmup=False) == "idata"
-    assert sampled == [dict(draws=3, tune=2, chains=1, cores=1, target_accept=0.8, seed=4,
-                            progress_bar=False, save_warmup=False)]
+    assert sampled == [dict(blocking=False, draws=3, tune=2, chains=1, cores=1,
+                            target_accept=0.8, seed=4, progress_bar=False, save_warmup=False)]
     assert patched == [("idata", "model")]
 
 
@@ -116,9 +139,29 @@ def test_sample_compiled_without_pymcs_helper_records_the_sampling_on_the_poster
     import numpy as np
 
     idata = az.from_dict({"posterior": {"x": np.zeros((1, 3))}})
-    monkeypatch.setattr(engines.nutpie, "sample", lambda compiled_model, **kwargs: idata)
+    monkeypatch.setattr(engines.nutpie, "sample",
+                        lambda compiled_model, **kwargs: Finished(idata))
     monkeypatch.setitem(sys.modules, "pymc.backends.arviz", None)  # its import fails
     engines.sample_compiled("compiled", "model", draws=3, tune=2, chains=1, cores=1,
                             target_accept=0.8, seed=4)
     assert idata.posterior.attrs["tuning_steps"] == 2
     assert "sampling_time" in idata.posterior.attrs
+
+
+def test_an_interrupt_stops_nutpie_instead_of_returning_the_draws_so_far(monkeypatch):
+    """Bugs caught: nutpie's blocking call, which catches Ctrl-C and returns a partial posterior
+    the run then reports as its fit, and a sampler left running after the interrupt. The real
+    sampler under SIGTERM: tests/cli/test_fit_cli.py."""
+    sampler = Finished("draws", interrupt=KeyboardInterrupt())
+    monkeypatch.setattr(engines.nutpie, "sample", lambda compiled_model, **kwargs: sampler)
+    with pytest.raises(KeyboardInterrupt):
+        engines.nutpie_sample("compiled", draws=3)
+    assert sampler.cancelled
+
+
+def test_pymc_returning_fewer_draws_than_asked_is_an_interrupt(paths):
+    """PyMC's sampler also catches Ctrl-C and returns the draws so far. Bug caught: those 12 of
+    30 draws fitted and reported as the run's posterior."""
+    paths.setattr(engines.pm, "sample", lambda **kwargs: _draws(12))
+    with pytest.raises(KeyboardInterrupt):
+        engines.sample_posterior("model", replace(FIT, engine="pymc"))

@@ -91,14 +91,15 @@ SETTINGS = {"draws": DRAWS, "tune": TUNE, "chains": 2, "cores": 1, "target_accep
 
 @pytest.fixture()
 def sampler(monkeypatch):
-    """nutpie.sample returning a raw trace (the arguments recorded), and sample_compiled (the
-    fallback) recording its arguments; warn_once's memory cleared."""
+    """nutpie.sample returning a finished sampler whose wait gives a raw trace (the arguments
+    recorded), and sample_compiled (the fallback) recording its arguments; warn_once's memory
+    cleared."""
     calls = {"nutpie": [], "fallback": []}
     trace = {"value": _trace(_chain(0), _chain(1))}
 
-    def sample(compiled, **kwargs):
+    def sample(compiled, **kwargs):  # nutpie's background sampler, finished
         calls["nutpie"].append(kwargs)
-        return trace["value"]
+        return SimpleNamespace(wait=lambda: trace["value"], cancel=lambda: None)
 
     def fallback(compiled, model, **kwargs):
         calls["fallback"].append(kwargs)
@@ -113,8 +114,9 @@ def sampler(monkeypatch):
 def test_a_tested_nutpie_returns_the_raw_traces_draws(sampler):
     tree = raw_trace.sample_draws(COMPILED, None, **SETTINGS)
     assert tree["posterior"]["sigma"].values.tolist() == [[2, 3, 4], [102, 103, 104]]
-    assert sampler.calls["nutpie"] == [{"progress_bar": False, "save_warmup": False,
-                                        "return_raw_trace": True, **SETTINGS}]
+    assert sampler.calls["nutpie"] == [{"blocking": False, "progress_bar": False,
+                                        "save_warmup": False, "return_raw_trace": True,
+                                        **SETTINGS}]
     assert sampler.calls["fallback"] == []
 
 

@@ -30,7 +30,7 @@ import pyarrow
 import xarray as xr
 from xarray import DataTree
 
-from audit.methods.rasch.irt.engines import sample_compiled, warn_once
+from audit.methods.rasch.irt.engines import nutpie_sample, sample_compiled, warn_once
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def sample_draws(compiled, model, *, draws: int, tune: int, chains: int, cores: 
     settings = dict(draws=draws, tune=tune, chains=chains, cores=cores,
                     target_accept=target_accept, seed=seed)
     if nutpie.__version__ in TESTED_NUTPIE_VERSIONS:
-        trace = nutpie.sample(compiled, progress_bar=False, save_warmup=False,
+        trace = nutpie_sample(compiled, progress_bar=False, save_warmup=False,
                               return_raw_trace=True, **settings)
         try:
             return trace_to_datatree(trace, compiled)
