@@ -1,8 +1,8 @@
 """`python -m audit`: compose the config with Hydra and run the whole audit.
 
 Thin on purpose: each method (audit.methods) runs its own stages, which `dvc repro` runs too, and
-the run ends with its answer (audit.methods.summary). Ctrl-C ends it with one line and exit status
-130: what is saved, and that the same command resumes.
+the run ends with its answer (audit.methods.summary). Ctrl-C or SIGTERM ends it with one line, what
+is saved and that the same command resumes, and exit status 130 or 143 (audit.interrupts).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from audit.config import CONF_DIR
 
 from audit.methods.configs import AuditConfig, register_configs
 from audit.config_errors import one_line_config_errors, validated_config
-from audit.errors import AuditError, interrupted_line
+from audit.errors import AuditError
+from audit.interrupts import interrupted_line, interrupted_status, termination_as_interrupt
 from audit.llm.backends import BackendError
 from audit.logs import quiet_noisy_loggers
 from audit.methods import create_method, hydra_record
@@ -48,7 +49,7 @@ def run_composed(cfg: DictConfig,
                           Path(audit_cfg.paths.output_dir))
     except KeyboardInterrupt as interrupted:
         log.error("%s", interrupted_line(interrupted, "answers", cfg.paths.response_store))
-        raise SystemExit(130) from None
+        raise SystemExit(interrupted_status()) from None
     except (AuditError, BackendError) as error:
         log.error("%s", error)
         if sweeps.in_multirun():
@@ -65,7 +66,7 @@ def run_composed(cfg: DictConfig,
 
 def main() -> None:
     try:
-        with one_line_config_errors(Path(CONF_DIR)):
+        with termination_as_interrupt(), one_line_config_errors(Path(CONF_DIR)):
             app()
     except BaseException as ended:
         # Whatever stops a sweep after its parent run was created (a job's bug, Ctrl-C) ends

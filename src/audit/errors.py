@@ -21,14 +21,6 @@ def first_line(error: BaseException) -> str:
                 type(error).__name__)
 
 
-def interrupted_line(interrupted: KeyboardInterrupt, received: str, store: object) -> str:
-    """The line Ctrl-C ends a command with: the engine's own, which counts what is saved, when
-    the engine raised it; else where the `received` (answers, judge replies) are, each committed
-    to the store as it arrived, so that the same command resumes."""
-    return str(interrupted) or (f"interrupted: the {received} received so far are saved in "
-                                f"{store}; rerun the same command to resume")
-
-
 def did_you_mean(word: str, options: Sequence[str]) -> str:
     """` (did you mean 'x'?)` for the option closest to a mistyped word, else empty: the hint
     every one-line refusal of an unknown key, option or name ends with."""

@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 from audit.config import CONF_DIR
 from audit.config_errors import one_line_config_errors, validated_config
 from audit.errors import AuditError
+from audit.interrupts import interrupted_by, interrupted_status, termination_as_interrupt
 from audit.llm.backends import BackendError
 from audit.logs import quiet_noisy_loggers
 from audit.methods.configs import register_configs
@@ -34,6 +35,10 @@ def app(cfg: DictConfig) -> None:
         from audit.cli import plan
 
         table = plan.run_plan(audit_cfg, Path(audit_cfg.paths.output_dir))
+    except KeyboardInterrupt:  # the simulations keep nothing until plan.csv is written
+        log.error("%s before plan.csv was written; rerun the same command to plan",
+                  interrupted_by())
+        raise SystemExit(interrupted_status()) from None
     except (AuditError, BackendError) as error:
         log.error("%s", error)
         if sweeps.in_multirun():
@@ -50,7 +55,7 @@ def app(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    with one_line_config_errors(Path(CONF_DIR)):
+    with termination_as_interrupt(), one_line_config_errors(Path(CONF_DIR)):
         app()
     failed = sweeps.failed_jobs_line("Fix the cause and rerun those jobs; each finished plan is "
                                      "in its job folder's plan.csv")

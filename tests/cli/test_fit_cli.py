@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -204,6 +206,35 @@ def test_the_command_writes_summary_and_posterior(tmp_path: Path, prior: str) ->
     # the input's column meant, in diagnostics.json and in its advice.
     diagnostics = json.loads((output / "diagnostics.json").read_text())
     assert diagnostics["outcomes"] == ["approved"] and "favourable" not in json.dumps(diagnostics)
+
+
+@pytest.mark.slow
+def test_sigterm_while_sampling_stops_the_fit_with_one_line_and_writes_nothing(
+        tmp_path: Path) -> None:
+    """Bugs caught: SIGTERM (a CI job's timeout) ending the command with no line (status -15),
+    and nutpie's blocking call catching the interrupt and returning the draws so far, which the
+    command then wrote and ranked as its fit (exit 0). 3,000,000 draws take about a minute to
+    sample and summarise here, so the signal, 4 s after the fit starts, comes while sampling."""
+    path = write_responses(tmp_path / "responses.csv")
+    output = tmp_path / "fit"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "audit.fit", f"input={path}", f"output={output}",
+         "draws=3000000", "tune=100", "chains=1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said = []
+    for line in run.stderr:
+        said.append(line)
+        if "fitting rasch" in line:
+            break
+    time.sleep(4)
+    assert run.poll() is None, "".join(said)
+    run.send_signal(signal.SIGTERM)
+    stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode == 143, stderr[-3000:]
+    assert stderr.strip().splitlines() == [
+        f"ERROR audit.fit: terminated (SIGTERM) before the fit was written to {output}; rerun "
+        f"the same command to fit"], stderr[-3000:]
+    assert not stdout and not output.exists()
 
 
 def write_gold(path: Path, truth: list, judged: list, **extra) -> Path:

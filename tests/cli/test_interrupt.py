@@ -1,5 +1,6 @@
 """Ctrl-C in the middle of the respond stage ends the run with one line: how many answers are
-saved and that the same command resumes; no traceback, exit status 130. Against a loopback
+saved and that the same command resumes; no traceback, exit status 130. SIGTERM (a CI job's
+timeout, `kill`, `docker stop`) the same, with exit status 143. Against a loopback
 OpenAI-compatible server whose answers take a while, so requests are in flight when it comes."""
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ def _stored(store: Path) -> int:
             "SELECT COUNT(*) FROM responses WHERE status = 'ok'").fetchone()[0]
 
 
-def test_ctrl_c_during_respond_prints_one_line_and_exits_130(tmp_path):
+@pytest.mark.parametrize(("sent", "status", "word"), [
+    (signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, r"terminated \(SIGTERM\)")])
+def test_an_interrupt_during_respond_prints_one_line_and_exits_128_plus_the_signal(
+        tmp_path, sent, status, word):
+    """Bug caught for SIGTERM: the run ended at once with no line (status -15), leaving a CI
+    log that said nothing of the answers saved or of the rerun that resumes."""
     store = tmp_path / "store.sqlite3"
     with OpenAILoopback(delay_s=0.3) as server:
         command = [sys.executable, "-m", "audit", "items=smoke", "personas=smoke",
@@ -41,15 +47,48 @@ def test_ctrl_c_during_respond_prints_one_line_and_exits_130(tmp_path):
         while len(server.chats) < 3 and time.monotonic() < deadline and run.poll() is None:
             time.sleep(0.05)
         assert run.poll() is None, "the run ended before it could be interrupted"
-        run.send_signal(signal.SIGINT)
+        run.send_signal(sent)
         stdout, stderr = run.communicate(timeout=120)
-    assert run.returncode == 130, stderr[-3000:]
+    assert run.returncode == status, stderr[-3000:]
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
-    said = [line for line in stderr.splitlines() if "interrupted" in line]
+    said = [line for line in stderr.splitlines() if re.search(word, line)]
     assert len(said) == 1, stderr[-3000:]
     assert said[0] == stderr.strip().splitlines()[-1], stderr[-3000:]  # the last thing said
-    saved = re.search(r"interrupted: (\d+) of 15 answers are saved in (\S+); rerun the same "
+    saved = re.search(word + r": (\d+) of 15 answers are saved in (\S+); rerun the same "
                       r"command to resume", said[0])
     assert saved, said[0]
     # The server had answered 3; the reply in flight when Ctrl-C came may be lost, no more.
     assert int(saved.group(1)) == _stored(store) >= 2 and saved.group(2) == str(store)
+
+
+def test_sigterm_in_a_sweep_ends_its_parent_run_failed_instead_of_running_for_good(tmp_path):
+    """A sweep (`-m`, two jobs in this process) stopped by SIGTERM in its first job. Bug caught:
+    the process ended at once, so the sweep's MLflow parent run, opened when the sweep started,
+    stayed RUNNING in the UI for good, and the log said nothing."""
+    from audit.tracking.mlflow import find_runs
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with OpenAILoopback(delay_s=0.3) as server:
+        command = [sys.executable, "-m", "audit", "-m", "design.seed=1,2", "items=smoke",
+                   "personas=smoke", "design.replicates=1", "model=vllm",
+                   f"model.vllm.base_url={server.url}", f"model.vllm.model={MODEL}",
+                   "model.vllm.max_concurrency=1", "judge=rules_only",
+                   "judge.evaluate_on_gold=false", f"tracking.tracking_uri={uri}",
+                   f"tracking.artifact_root={tmp_path / 'artifacts'}",
+                   f"paths.response_store={tmp_path / 'store.sqlite3'}",
+                   f"hydra.sweep.dir={tmp_path / 'multirun'}"]
+        env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
+        run = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env)
+        deadline = time.monotonic() + 300
+        while len(server.chats) < 3 and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.05)
+        assert run.poll() is None, "the sweep ended before it could be stopped"
+        run.send_signal(signal.SIGTERM)
+        stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode == 143, stderr[-3000:]
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
+    assert re.search(r"terminated \(SIGTERM\): \d+ of 15 answers are saved", stderr), stderr
+    parents = [found for found in find_runs(uri, "audit")
+               if found["tags"].get("audit.role") == "sweep"]
+    assert [parent["status"] for parent in parents] == ["FAILED"], parents

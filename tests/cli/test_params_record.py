@@ -157,12 +157,13 @@ def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path: Path, caplog, monk
     """Ctrl-C in `python -m audit.stages respond` (what `dvc repro` runs) was a 31-line
     traceback and exit 1; it ends like `python -m audit`: the engine's line, exit 130."""
     from audit.cli import stages
-    from audit.llm.engine import Interrupted
+    from audit.interrupts import Interrupted
 
-    said = "interrupted: 48 of 90 answers are saved in s.sqlite3; rerun the same command to resume"
+    said = ("interrupted: 48 of 90 answers are saved in s.sqlite3; rerun the same command to "
+            "resume (what is saved is not sent again)")
 
     def interrupted(*arguments, **options):
-        raise Interrupted(said)
+        raise Interrupted(48, 90, "answers", "s.sqlite3")
 
     monkeypatch.setattr(stages, "run_one_stage", interrupted)
     params = write_params(SMOKE, tmp_path / "params.yaml")

@@ -72,7 +72,7 @@ def test_a_runtime_exits_cleanly_with_the_model_loaded(tmp_path, backend):
 
 
 ENGINE_LINE = ("interrupted: 1 of 441 judge replies are saved in s.sqlite3; rerun the same "
-               "command to resume")
+               "command to resume (what is saved is not sent again)")
 
 
 @pytest.mark.parametrize("engines", [True, False])
@@ -82,10 +82,12 @@ def test_ctrl_c_in_judge_eval_is_the_engines_line_and_exit_130(tmp_path, monkeyp
     40-line traceback ending in the engine's own line; python -m audit says that line alone.
     Ctrl-C outside the engine (a bare KeyboardInterrupt, no line of its own) names the store."""
     import audit.cli.judge_eval as judge_eval
-    from audit.llm.engine import Interrupted
+    from audit.interrupts import Interrupted
 
     def interrupted(*_, **__):
-        raise Interrupted(ENGINE_LINE) if engines else KeyboardInterrupt()
+        if engines:
+            raise Interrupted(1, 441, "judge replies", "s.sqlite3")
+        raise KeyboardInterrupt
 
     monkeypatch.setattr(judge_eval, "evaluate", interrupted)
     monkeypatch.setattr(sys, "argv", ["judge_eval", f"hydra.run.dir={tmp_path / 'run'}",

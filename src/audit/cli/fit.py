@@ -16,6 +16,7 @@ from audit.cli import printed_help
 from audit.cli.fit_arguments import (FitInputError, USAGE, check_input,  # noqa: F401
                                      parse_arguments)
 from audit.errors import AuditError
+from audit.interrupts import interrupted_by, interrupted_status, termination_as_interrupt
 from audit.logs import configure_cli_logging
 
 log = logging.getLogger("audit.fit")
@@ -32,10 +33,15 @@ def main(arguments: list[str] | None = None) -> int:
         # The table reader and the sampler load only now, once the arguments and the input's
         # path are good: a refused one is said in about a second, not after 5 s of imports.
         from audit.cli.fit_run import run
-        run(command)
+        with termination_as_interrupt():
+            run(command)
     except AuditError as error:  # FitInputError, or a table or setting the model refuses
         log.error("%s", str(error).splitlines()[0])
         return 2
+    except KeyboardInterrupt:  # the sampler keeps nothing until the fit is written
+        log.error("%s before the fit was written to %s; rerun the same command to fit",
+                  interrupted_by(), command.output)
+        return interrupted_status()
     return 0
 
 

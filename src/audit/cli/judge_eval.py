@@ -25,7 +25,8 @@ from audit.config import CONF_DIR, JudgeConfig
 from audit.methods.configs import AuditConfig, register_configs
 from audit.config_errors import one_line_config_errors, validated_config
 from audit.data_files import read_users_table
-from audit.errors import AuditError, interrupted_line
+from audit.errors import AuditError
+from audit.interrupts import interrupted_line, interrupted_status, termination_as_interrupt
 from audit.llm.backends import BackendError
 from audit.llm.failures import check_failures
 from audit.llm.store import ResponseStore
@@ -159,14 +160,14 @@ def app(cfg: DictConfig) -> None:
         # 40-line traceback here (bad-input review 2026-12-06).
         log.error("%s", interrupted_line(interrupted, "judge replies",
                                          cfg.paths.response_store))
-        raise SystemExit(130) from None
+        raise SystemExit(interrupted_status()) from None
     except (AuditError, BackendError) as error:
         log.error("%s", error)
         raise SystemExit(2) from None
 
 
 def main() -> None:
-    with one_line_config_errors(Path(CONF_DIR)):
+    with termination_as_interrupt(), one_line_config_errors(Path(CONF_DIR)):
         app()
 
 

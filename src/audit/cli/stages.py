@@ -28,7 +28,8 @@ from audit.config import CONF_DIR
 from audit.config_errors import describe
 from audit.config_ranges import ConfigValueError
 from audit.methods.configs import AuditConfig, to_audit_config
-from audit.errors import AuditError, did_you_mean, interrupted_line
+from audit.errors import AuditError, did_you_mean
+from audit.interrupts import interrupted_line, interrupted_status, termination_as_interrupt
 from audit.llm.backends import BackendError
 from audit.logs import configure_cli_logging
 from audit.methods import AuditMethod, create_method, registered_methods
@@ -137,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=path_argument(), default=Path("pipeline"))
     arguments = parser.parse_args(argv)
     configure_cli_logging()
+    with termination_as_interrupt():
+        return run_command(arguments)
+
+
+def run_command(arguments: argparse.Namespace) -> int:
+    """The stage the arguments name, to its exit status."""
     try:
         stage = stage_name(arguments.stage)  # a mistyped stage: its own line, before params.yaml
         check_output(arguments.dir, "--dir ", folder=True)
@@ -155,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as interrupted:  # Ctrl-C under `dvc repro`: as `python -m audit`
         log.error("%s", interrupted_line(interrupted, "answers", "the response store"))
-        return 130
+        return interrupted_status()
     return 0
 
 

@@ -29,6 +29,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from audit.llm.backends import (UNREACHABLE_KINDS, Backend, BackendError, ChatRequest,
                                 Completion, Message, backend_request_key, check_reply_text)
 from audit.config import EngineConfig, ModelConfig
+from audit.interrupts import Interrupted
 from audit.logs import progress_bar
 from audit.llm.heap import heap_frozen
 from audit.llm.preflight import (REFUSED_STATUSES, Planned, ServerFailing, ServerStopped,
@@ -300,11 +301,6 @@ async def _collect(planned: list[Planned], backends: dict[str, Backend],
     return outcomes
 
 
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C while requests were in flight; its text is the one line a user sees: how many
-    answers are saved and how to resume."""
-
-
 def send_planned(planned: list[Planned], backends: dict[str, Backend],
                  models: dict[str, ModelConfig], store: ResponseStore, engine: EngineConfig,
                  show_progress: bool, description: str, role: str = "model",
@@ -321,9 +317,7 @@ def send_planned(planned: list[Planned], backends: dict[str, Backend],
     except KeyboardInterrupt:
         # Every reply was committed as it arrived: say how many, and that a rerun resumes.
         saved = sum(store.get(item.key) is not None for item in planned)
-        raise Interrupted(f"interrupted: {saved} of {len(planned)} {description} are saved in "
-                          f"{store.path}; rerun the same command to resume (what is saved is "
-                          f"not sent again)") from None
+        raise Interrupted(saved, len(planned), description, store.path) from None
     except (ServerStopped, ServerFailing) as stopped:
         saved = sum(store.get(item.key) is not None for item in planned)
         raise BackendError(stopped.kind, stopped_run_line(stopped, role, f"{saved} of "
