@@ -27,19 +27,14 @@ def _stored(store: Path) -> int:
             "SELECT COUNT(*) FROM responses WHERE status = 'ok'").fetchone()[0]
 
 
-@pytest.mark.parametrize(("sent", "status", "word"), [
-    (signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, r"terminated \(SIGTERM\)")])
-def test_an_interrupt_during_respond_prints_one_line_and_exits_128_plus_the_signal(
-        tmp_path, sent, status, word):
-    """Bug caught for SIGTERM: the run ended at once with no line (status -15), leaving a CI
-    log that said nothing of the answers saved or of the rerun that resumes."""
-    store = tmp_path / "store.sqlite3"
+def _stopped_after_three_answers(overrides: list[str], sent: int) -> tuple[int, str]:
+    """The exit status and stderr of a smoke audit of a slow loopback server (one request at a
+    time), sent `sent` once the server has had three requests."""
     with OpenAILoopback(delay_s=0.3) as server:
-        command = [sys.executable, "-m", "audit", "items=smoke", "personas=smoke",
+        command = [sys.executable, "-m", "audit", *overrides, "items=smoke", "personas=smoke",
                    "design.replicates=1", "model=vllm", f"model.vllm.base_url={server.url}",
                    f"model.vllm.model={MODEL}", "model.vllm.max_concurrency=1",
-                   "judge=rules_only", "judge.evaluate_on_gold=false", "tracking=none",
-                   f"paths.response_store={store}", f"hydra.run.dir={tmp_path / 'run'}"]
+                   "judge=rules_only", "judge.evaluate_on_gold=false"]
         env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
         run = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=env)
@@ -48,8 +43,21 @@ def test_an_interrupt_during_respond_prints_one_line_and_exits_128_plus_the_sign
             time.sleep(0.05)
         assert run.poll() is None, "the run ended before it could be interrupted"
         run.send_signal(sent)
-        stdout, stderr = run.communicate(timeout=120)
-    assert run.returncode == status, stderr[-3000:]
+        _, stderr = run.communicate(timeout=120)
+    return run.returncode, stderr
+
+
+@pytest.mark.parametrize(("sent", "status", "word"), [
+    (signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, r"terminated \(SIGTERM\)")])
+def test_an_interrupt_during_respond_prints_one_line_and_exits_128_plus_the_signal(
+        tmp_path, sent: int, status: int, word: str):
+    """Bug caught for SIGTERM: the run ended at once with no line (status -15), leaving a CI
+    log that said nothing of the answers saved or of the rerun that resumes."""
+    store = tmp_path / "store.sqlite3"
+    status_got, stderr = _stopped_after_three_answers(
+        ["tracking=none", f"paths.response_store={store}", f"hydra.run.dir={tmp_path / 'run'}"],
+        sent)
+    assert status_got == status, stderr[-3000:]
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
     said = [line for line in stderr.splitlines() if re.search(word, line)]
     assert len(said) == 1, stderr[-3000:]
@@ -68,25 +76,12 @@ def test_sigterm_in_a_sweep_ends_its_parent_run_failed_instead_of_running_for_go
     from audit.tracking.mlflow import find_runs
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    with OpenAILoopback(delay_s=0.3) as server:
-        command = [sys.executable, "-m", "audit", "-m", "design.seed=1,2", "items=smoke",
-                   "personas=smoke", "design.replicates=1", "model=vllm",
-                   f"model.vllm.base_url={server.url}", f"model.vllm.model={MODEL}",
-                   "model.vllm.max_concurrency=1", "judge=rules_only",
-                   "judge.evaluate_on_gold=false", f"tracking.tracking_uri={uri}",
-                   f"tracking.artifact_root={tmp_path / 'artifacts'}",
-                   f"paths.response_store={tmp_path / 'store.sqlite3'}",
-                   f"hydra.sweep.dir={tmp_path / 'multirun'}"]
-        env = {key: value for key, value in os.environ.items() if key != "HYDRA_FULL_ERROR"}
-        run = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=env)
-        deadline = time.monotonic() + 300
-        while len(server.chats) < 3 and time.monotonic() < deadline and run.poll() is None:
-            time.sleep(0.05)
-        assert run.poll() is None, "the sweep ended before it could be stopped"
-        run.send_signal(signal.SIGTERM)
-        stdout, stderr = run.communicate(timeout=120)
-    assert run.returncode == 143, stderr[-3000:]
+    status, stderr = _stopped_after_three_answers(
+        ["-m", "design.seed=1,2", f"tracking.tracking_uri={uri}",
+         f"tracking.artifact_root={tmp_path / 'artifacts'}",
+         f"paths.response_store={tmp_path / 'store.sqlite3'}",
+         f"hydra.sweep.dir={tmp_path / 'multirun'}"], signal.SIGTERM)
+    assert status == 143, stderr[-3000:]
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
     assert re.search(r"terminated \(SIGTERM\): \d+ of 15 answers are saved", stderr), stderr
     parents = [found for found in find_runs(uri, "audit")
