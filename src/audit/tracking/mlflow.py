@@ -234,21 +234,30 @@ def mlflow_run(config: TrackingConfig, run_name: str, tags: Mapping[str, str],
     not the few tenths of a second its logging takes at the end."""
     import mlflow
 
+    from mlflow.tracking.context.registry import resolve_tags  # what start_run adds
+
     with store_errors(config.tracking_uri):
         experiment_id = _experiment_id(config)
         tags = {**tags, **({PARENT_RUN_TAG: parent_run_id} if parent_run_id else {})}
-        if started_at is not None:
-            from mlflow.tracking.context.registry import resolve_tags  # what start_run adds
-
-            created = mlflow.MlflowClient(config.tracking_uri).create_run(
-                experiment_id, start_time=int(started_at * 1000), tags=resolve_tags(tags),
-                run_name=run_name)
+        client = mlflow.MlflowClient(config.tracking_uri)
+        created = client.create_run(
+            experiment_id, start_time=None if started_at is None else int(started_at * 1000),
+            tags=resolve_tags(tags), run_name=run_name)
+        # KILLED, as the UI shows it, for a run stopped from outside (Ctrl-C, SIGTERM:
+        # audit.interrupts); MLflow's own exit from the run says FAILED, as for a bug.
+        try:
             opened = mlflow.start_run(run_id=created.info.run_id)
-        else:
-            opened = mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=tags)
+        except BaseException as stopped:  # Ctrl-C as it opened: the run stayed RUNNING for good
+            client.set_terminated(created.info.run_id, "KILLED" if isinstance(
+                stopped, KeyboardInterrupt) else "FAILED")
+            raise
         with opened as run:
-            yield RunInfo(run.info.run_id, experiment_id, config.tracking_uri,
-                          run.info.artifact_uri)
+            try:
+                yield RunInfo(run.info.run_id, experiment_id, config.tracking_uri,
+                              run.info.artifact_uri)
+            except KeyboardInterrupt:
+                mlflow.end_run("KILLED")
+                raise
 
 
 def log_params(flat_config: Mapping[str, str]) -> None:
