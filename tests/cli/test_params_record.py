@@ -153,9 +153,20 @@ def test_a_params_option_naming_a_folder_or_a_mistyped_method_names_the_file(tmp
         load_params(params)
 
 
-def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path: Path, caplog, monkeypatch):
+class _DroppingOnCollect:
+    """A garbage-collection callback that an interrupt landed in: Python reports it and goes on."""
+
+    def __del__(self):
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("dropped", [False, True])
+def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path: Path, caplog, monkeypatch,
+                                                     dropped: bool):
     """Ctrl-C in `python -m audit.stages respond` (what `dvc repro` runs) was a 31-line
-    traceback and exit 1; it ends like `python -m audit`: the engine's line, exit 130."""
+    traceback and exit 1; it ends like `python -m audit`: the engine's line, exit 130. Bug
+    caught when Python dropped the interrupt in a garbage-collection callback: the stage ended
+    with exit 0, so `dvc repro` went on to the next stage."""
     from audit.cli import stages
     from audit.interrupts import Interrupted
 
@@ -163,8 +174,14 @@ def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path: Path, caplog, monk
             "resume (what is saved is not sent again)")
 
     def interrupted(*arguments, **options):
+        if dropped:
+            _DroppingOnCollect()
+            return None
         raise Interrupted(48, 90, "answers", "s.sqlite3")
 
+    if dropped:
+        said = ("interrupted: the answers received so far are saved in the response store; "
+                "rerun the same command to resume")
     monkeypatch.setattr(stages, "run_one_stage", interrupted)
     params = write_params(SMOKE, tmp_path / "params.yaml")
     (tmp_path / "pipeline" / "design").mkdir(parents=True)

@@ -125,6 +125,32 @@ def test_every_method_declares_the_five_stages_in_order():
         assert stages[-1].writes == (CONFIG_FILE,) or name == "rasch"
 
 
+def test_an_interrupt_dropped_in_a_stage_stops_the_run_before_the_next(tmp_path: Path):
+    """Bug caught: a Ctrl-C or SIGTERM that Python dropped in a garbage-collection callback
+    during one stage, after which every later stage ran and the run exited 0 (probe
+    2026-12-07)."""
+    from audit.interrupts import termination_as_interrupt
+    from audit.methods.run import Stage, run_stages
+
+    class DroppingOnCollect:  # what such a callback does when the interrupt lands in it
+        def __del__(self):
+            raise KeyboardInterrupt
+
+    ran = []
+
+    def stage(name: str) -> Stage:
+        def run(cfg, files, clock):
+            ran.append(name)
+            if name == "respond":
+                DroppingOnCollect()
+        return Stage(name, run, ())
+
+    with termination_as_interrupt(), pytest.raises(KeyboardInterrupt):
+        run_stages([stage(name) for name in STAGE_NAMES], dif_config(tmp_path, enabled=False),
+                   tmp_path / "out")
+    assert ran == ["design", "respond"]
+
+
 def test_stages_run_one_at_a_time_write_the_same_tables_into_stage_folders(tmp_path: Path):
     """What `dvc repro` runs (one stage a process, files in pipeline/STAGE/) gives the tables a
     whole run gives, and the report stage writes the headline metrics dvc.yaml declares."""
@@ -509,7 +535,7 @@ def test_a_run_into_a_folder_above_the_working_directory_moves_nothing(tmp_path:
 def test_the_wall_times_of_stages_that_wrote_none_are_left_out_not_an_error(tmp_path: Path):
     """Catches a pipeline whose earlier stages ran before their wall times were written (or in
     another folder) failing its report stage on the missing timing files."""
-    from audit.methods.run import read_stage_timings, write_stage_timing
+    from audit.methods.timings import read_stage_timings, write_stage_timing
 
     write_stage_timing(2.5, tmp_path, "respond")
     assert read_stage_timings(tmp_path, STAGE_NAMES[:-1]) == {"respond": 2.5}

@@ -9,7 +9,8 @@ from hydra import compose, initialize_config_dir
 
 from audit.config import CONF_DIR
 from audit.methods.configs import register_configs, to_audit_config
-from audit.methods.run import STAGE_NAMES, TIMINGS_FOLDER, Stage, run_one_stage
+from audit.methods.run import STAGE_NAMES, Stage, run_one_stage
+from audit.methods.timings import TIMINGS_FOLDER
 from audit.methods.run_identity import flat_config, run_name, run_tags
 
 register_configs()

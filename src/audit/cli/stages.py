@@ -29,7 +29,8 @@ from audit.config_errors import describe
 from audit.config_ranges import ConfigValueError
 from audit.methods.configs import AuditConfig, to_audit_config
 from audit.errors import AuditError, did_you_mean
-from audit.interrupts import interrupted_line, interrupted_status, termination_as_interrupt
+from audit.interrupts import (interrupted_line, interrupted_status, raise_dropped_interrupt,
+                              termination_as_interrupt)
 from audit.llm.backends import BackendError
 from audit.logs import configure_cli_logging
 from audit.methods import AuditMethod, create_method, registered_methods
@@ -155,6 +156,7 @@ def run_command(arguments: argparse.Namespace) -> int:
         check_earlier_stage(method, arguments.stage, arguments)
         result = run_one_stage(method.stages, arguments.stage, cfg, arguments.dir,
                                recorded_overrides(arguments.params, cfg))
+        raise_dropped_interrupt()  # asked to stop: `dvc repro` must not start the next stage
         if find_stage(method.stages, arguments.stage).name == STAGE_NAMES[-1]:
             report_summary(method, cfg, arguments.dir, result)
     except (AuditError, BackendError) as error:

@@ -30,6 +30,9 @@ import polars as pl
 from omegaconf import OmegaConf
 
 from audit.config import ModelConfig, PathsConfig
+from audit.interrupts import raise_dropped_interrupt
+from audit.methods.timings import (duration_metrics, read_stage_timings, timed,
+                                   write_stage_timing)
 from audit.design import ADAPTIVE_METHOD, check_adaptive_settings
 
 from audit.methods import hydra_record
@@ -55,11 +58,6 @@ log = logging.getLogger(__name__)
 # Under `dvc repro` the report stage also writes the run's headline figures here (flat JSON, no
 # durations), the file dvc.yaml declares as metrics for whatever the method is.
 DVC_METRICS_FILE = "metrics.json"
-# Each stage's wall time under `dvc repro`, for the report stage (a process of its own) to log as
-# `duration_s/STAGE`, as `python -m audit` does: beside the stages' out
-# folders, not in them, so a rerun whose tables are identical leaves its out's hash alone and DVC
-# does not rerun every later stage (the fit included) for a new time.
-TIMINGS_FOLDER = ".timings"
 # Where a run into a folder that holds an earlier run's files moves them (keep_earlier_run).
 EARLIER_FOLDER = "earlier"
 
@@ -166,6 +164,7 @@ def run_stages(stages: Sequence[Stage], cfg: AuditConfig, output_dir: Path) -> d
     keep_earlier_run(stages, files.directory)
     result: dict[str, object] = {}
     for stage in stages:
+        raise_dropped_interrupt()  # one Python dropped in the stage before (audit.interrupts)
         with timed(clock.timings, stage.name):
             result.update(stage.run(cfg, files, clock) or {})
     return result
@@ -249,23 +248,6 @@ def run_one_stage(stages: Sequence[Stage], name: str, cfg: AuditConfig, director
     return result
 
 
-def write_stage_timing(seconds: float, directory: Path, name: str) -> Path:
-    path = directory / TIMINGS_FOLDER / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"seconds": seconds}) + "\n")
-    return path
-
-
-def read_stage_timings(directory: Path, names: Iterable[str]) -> dict[str, float]:
-    """The wall times earlier stages wrote (a stage run before this file existed has none)."""
-    timings = {}
-    for name in names:
-        path = directory / TIMINGS_FOLDER / f"{name}.json"
-        if path.is_file():
-            timings[name] = float(json.loads(path.read_text())["seconds"])
-    return timings
-
-
 def write_headline_metrics(metrics: Mapping[str, object], path: Path) -> Path:
     """The figures `dvc metrics diff` compares: a flat JSON without wall times (they differ on
     every run and would bury the figures that changed)."""
@@ -274,26 +256,12 @@ def write_headline_metrics(metrics: Mapping[str, object], path: Path) -> Path:
     return write_json(headline, path)
 
 
-def duration_metrics(clock: RunClock) -> dict[str, float]:
-    return {f"duration_s/{stage}": seconds for stage, seconds in clock.timings.items()}
-
-
 def write_config(cfg: AuditConfig, directory: Path) -> Path:
     """The composed config next to the run's tables, whether or not MLflow is on."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / CONFIG_FILE
     path.write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
     return path
-
-
-@contextmanager
-def timed(timings: dict[str, float], stage: str) -> Iterator[None]:
-    """Record a stage's wall time under its name (logged as a metric by the method)."""
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        timings[stage] = time.perf_counter() - started
 
 
 @contextmanager
@@ -371,7 +339,7 @@ def logged_report(cfg: AuditConfig, files: RunFiles, clock: RunClock, metrics_fi
     """The report stage of a method whose analyse stage wrote its figures to `metrics_file`:
     config.yaml, then one MLflow run with those figures, the stages' wall times and the
     `artifacts` (MLflow folder, file name) that exist."""
-    metrics = {**read_metrics(files.path(metrics_file)), **duration_metrics(clock)}
+    metrics = {**read_metrics(files.path(metrics_file)), **duration_metrics(clock.timings)}
     config_file = write_config(cfg, files.path(CONFIG_FILE).parent)
     paths = [(folder, files.path(name)) for folder, name in artifacts]
     run_info = log_run(cfg, metrics, [(folder, path) for folder, path in paths if path.exists()],

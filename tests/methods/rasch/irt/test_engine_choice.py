@@ -165,3 +165,22 @@ def test_pymc_returning_fewer_draws_than_asked_is_an_interrupt(paths):
     paths.setattr(engines.pm, "sample", lambda **kwargs: _draws(12))
     with pytest.raises(KeyboardInterrupt):
         engines.sample_posterior("model", replace(FIT, engine="pymc"))
+
+
+def test_an_interrupt_dropped_while_compiling_stops_the_fit_once_it_is_sampled(monkeypatch):
+    """An interrupt Python dropped in a garbage-collection callback (the compile makes plenty
+    of garbage). Bug caught: the fit, and after it the whole run, went on to exit 0 (probe
+    2026-12-07: 1 of 5 signals 0.5 s into a fit)."""
+    from audit.interrupts import termination_as_interrupt
+
+    class DroppingOnCollect:
+        def __del__(self):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(engines.nutpie, "sample",
+                        lambda compiled_model, **kwargs: Finished("draws"))
+    with termination_as_interrupt():
+        assert engines.nutpie_sample("compiled", draws=3) == "draws"
+        DroppingOnCollect()
+        with pytest.raises(KeyboardInterrupt):
+            engines.nutpie_sample("compiled", draws=3)

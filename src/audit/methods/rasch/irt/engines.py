@@ -24,6 +24,7 @@ import nutpie
 import pymc as pm
 
 from audit.errors import AuditError
+from audit.interrupts import raise_dropped_interrupt
 from audit.methods.rasch.config import ENGINES
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ def sample_posterior(model: pm.Model, fit: FitConfig) -> DataTree:
         # report as if complete. Fewer draws than asked can only mean that.
         if idata.posterior.sizes["draw"] < fit.draws:
             raise KeyboardInterrupt
+        raise_dropped_interrupt()
         return idata
     return sample_compiled(compile_nutpie(model, fit.engine), model, draws=fit.draws,
                            tune=fit.tune, chains=fit.chains, cores=fit.cores,
@@ -141,7 +143,11 @@ def nutpie_sample(compiled, **settings):
     """
     sampler = nutpie.sample(compiled, blocking=False, **settings)
     try:
-        return sampler.wait()
+        draws = sampler.wait()
     except BaseException:
         sampler.cancel()
         raise
+    # An interrupt dropped while the model compiled (its garbage is collected then): the draws
+    # are complete, but the stop asked for must not wait for the end of the run.
+    raise_dropped_interrupt()
+    return draws
