@@ -76,8 +76,8 @@ def termination_as_interrupt() -> Iterator[None]:
 
 def raise_dropped_interrupt() -> None:
     """Raise the interrupt Python dropped inside a garbage-collection callback, if any: called
-    between stages, adaptive rounds and fits, so a stop asked for stops the work at the next of
-    those instead of never."""
+    between stages and after each fit (an adaptive look's, a simulated audit's), so a stop asked
+    for stops the work at the next of those instead of never."""
     if _dropped:
         _dropped.clear()  # raised now, and not again in a later command of this process
         raise KeyboardInterrupt
