@@ -152,6 +152,24 @@ def test_errors_exit_2_with_one_line(tmp_path: Path, caplog) -> None:
     assert "\n" not in errors[0].getMessage()
 
 
+@pytest.mark.parametrize("stopped_in", ["parse_arguments", "run"])
+def test_ctrl_c_is_one_line_and_exit_130_wherever_it_comes(tmp_path: Path, caplog, monkeypatch,
+                                                          stopped_in: str) -> None:
+    """Bugs caught: Ctrl-C in audit.fit was a KeyboardInterrupt traceback; and, with the line
+    naming the output folder, Ctrl-C before the arguments were read was an UnboundLocalError."""
+    import audit.cli.fit as fit_cli
+
+    def interrupted(*arguments):
+        raise KeyboardInterrupt
+
+    path = write_responses(tmp_path / "responses.csv")
+    monkeypatch.setattr(fit_run if stopped_in == "run" else fit_cli, stopped_in, interrupted)
+    assert main([f"input={path}", f"output={tmp_path / 'fit'}"]) == 130
+    where = f" to {tmp_path / 'fit'}" if stopped_in == "run" else ""
+    assert [record.getMessage() for record in caplog.records if record.levelname == "ERROR"] == [
+        f"interrupted before the fit was written{where}; rerun the same command to fit"]
+
+
 @pytest.mark.parametrize("name, said", [
     # Bugs caught: a folder was said not to exist; an empty file's fix named a stage to run,
     # which audit.fit does not have.

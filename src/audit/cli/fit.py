@@ -27,20 +27,27 @@ def main(arguments: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if arguments is None else arguments
     if printed_help(arguments, __doc__, USAGE):
         return 0
+    with termination_as_interrupt():
+        return fit_command(arguments)
+
+
+def fit_command(arguments: list[str]) -> int:
+    """The fit the arguments ask for, to its exit status."""
+    output = None
     try:
         command = parse_arguments(arguments)
+        output = command.output
         check_input(Path(command.input))
         # The table reader and the sampler load only now, once the arguments and the input's
         # path are good: a refused one is said in about a second, not after 5 s of imports.
         from audit.cli.fit_run import run
-        with termination_as_interrupt():
-            run(command)
+        run(command)
     except AuditError as error:  # FitInputError, or a table or setting the model refuses
         log.error("%s", str(error).splitlines()[0])
         return 2
     except KeyboardInterrupt:  # the sampler keeps nothing until the fit is written
-        log.error("%s before the fit was written to %s; rerun the same command to fit",
-                  interrupted_by(), command.output)
+        log.error("%s before the fit was written%s; rerun the same command to fit",
+                  interrupted_by(), f" to {output}" if output else "")
         return interrupted_status()
     return 0
 
