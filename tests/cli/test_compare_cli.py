@@ -187,6 +187,24 @@ def test_nothing_to_compare_is_refused_before_the_fit(two_runs, tmp_path, monkey
     assert "nothing to compare: race: no level labelled on both sides" in caplog.text
 
 
+def test_ctrl_c_or_sigterm_in_the_joint_fit_is_one_line(two_runs, monkeypatch, caplog):
+    """Bugs caught: Ctrl-C during the comparison's joint fit (minutes on real runs) was a
+    KeyboardInterrupt traceback, and SIGTERM ended it with no line at all."""
+    import signal
+
+    handled = []
+
+    def interrupted(*arguments, **options):
+        handled.append(signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(comparison, "fit_joint", interrupted)
+    assert compare.main([str(path) for path in two_runs] + ["tracking=false"]) == 130
+    assert handled == [True]
+    assert [record.getMessage() for record in caplog.records if record.levelname == "ERROR"] == [
+        "interrupted before the comparison was finished; rerun the same command to compare"]
+
+
 def test_a_level_one_side_never_asked_about_is_not_contrasted(tmp_path, monkeypatch, capsys):
     """Bug caught: with every Asian persona dropped from run A, compare still printed `race Asian
     vs ...` gaps for A (an effect made of the zero-sum constraint and the prior alone) and counted

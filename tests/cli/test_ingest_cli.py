@@ -52,6 +52,22 @@ def test_short_keys_are_the_ingest_settings():
     assert expand_short_keys(["+sweep=models", "model=vllm"]) == ["+sweep=models", "model=vllm"]
 
 
+def test_sigterm_is_handled_as_ctrl_c_while_answers_are_imported(monkeypatch):
+    """Bug caught: audit.ingest, which judges, fits and logs imported answers like
+    `python -m audit`, left SIGTERM at its default: a CI timeout ended it with no line."""
+    import signal
+
+    import audit.cli.ingest as ingest
+
+    handled = []
+    monkeypatch.setattr(ingest, "app", lambda: handled.append(
+        signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL))
+    monkeypatch.setattr(sys, "argv", ["ingest", "input=answers.csv"])
+    ingest.main()
+    assert handled == [True]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
 def test_a_table_it_cannot_read_is_one_line_naming_the_column(tmp_path):
     answers = tmp_path / "answers.csv"
     pl.DataFrame({"model": ["m"], "race": ["Black"], "item": ["lending_99"],

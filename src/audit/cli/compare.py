@@ -25,6 +25,7 @@ from audit.cli import printed_help
 from audit.cli.compare_arguments import (USAGE, output_paths, parse_arguments,  # noqa: F401
                                          read_arguments)
 from audit.errors import AuditError
+from audit.interrupts import interrupted_by, interrupted_status, termination_as_interrupt
 from audit.logs import configure_cli_logging
 
 log = logging.getLogger("audit.compare")
@@ -35,15 +36,20 @@ def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     if printed_help(arguments, __doc__, USAGE):
         return 0
-    try:
-        checked = read_arguments(arguments)
-        # The runs' readers, the sampler and MLflow load only now, once the arguments are good:
-        # a refused one is said in about a second, not after 6 s of imports.
-        from audit.cli.compare_run import run
-        return run(checked)
-    except AuditError as error:
-        log.error("%s", error)
-        return 2
+    with termination_as_interrupt():
+        try:
+            checked = read_arguments(arguments)
+            # The runs' readers, the sampler and MLflow load only now, once the arguments are
+            # good: a refused one is said in about a second, not after 6 s of imports.
+            from audit.cli.compare_run import run
+            return run(checked)
+        except AuditError as error:
+            log.error("%s", error)
+            return 2
+        except KeyboardInterrupt:  # the joint fit keeps nothing; its files come at the end
+            log.error("%s before the comparison was finished; rerun the same command to "
+                      "compare", interrupted_by())
+            return interrupted_status()
 
 
 if __name__ == "__main__":

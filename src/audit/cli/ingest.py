@@ -24,6 +24,7 @@ from audit.config import CONF_DIR
 from audit.config_errors import one_line_config_errors
 from audit.config_keys import valid_keys
 from audit.errors import AuditError, did_you_mean
+from audit.interrupts import termination_as_interrupt
 from audit.methods.configs import AuditConfig, register_configs
 from audit.methods.rasch.ingest.stages import with_imported_models
 
@@ -71,7 +72,7 @@ def main() -> None:
     except AuditError as error:
         sys.stderr.write(f"config error: {error}\n")
         raise SystemExit(2) from None
-    with one_line_config_errors(Path(CONF_DIR)):
+    with termination_as_interrupt(), one_line_config_errors(Path(CONF_DIR)):
         app()
 
 
