@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from dropped_interrupt import DroppingOnCollect
 
 from audit.interrupts import (interrupted_by, interrupted_line, interrupted_status,
                               raise_dropped_interrupt, termination_as_interrupt)
@@ -70,14 +71,6 @@ def test_a_sigterm_handler_someone_else_installed_is_left_alone():
     assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)
 
 
-class _DroppingOnCollect:
-    """What a garbage-collection callback does when an interrupt lands in it: raises
-    KeyboardInterrupt where Python can only report it and go on."""
-
-    def __del__(self):
-        raise KeyboardInterrupt
-
-
 def test_an_interrupt_python_drops_is_kept_and_raised_at_the_next_check(capsys):
     """Bugs caught: a Ctrl-C or SIGTERM that landed in a garbage-collection callback printed as
     "Exception ignored in ..." with a traceback and lost, the run going on to exit 0 (probe
@@ -88,7 +81,7 @@ def test_an_interrupt_python_drops_is_kept_and_raised_at_the_next_check(capsys):
     sys.unraisablehook = record
     try:
         with termination_as_interrupt():
-            _DroppingOnCollect()  # collected at once: its __del__ raises
+            DroppingOnCollect()  # collected at once: its __del__ raises
             with pytest.raises(KeyboardInterrupt):
                 raise_dropped_interrupt()
 
@@ -108,7 +101,7 @@ def test_no_interrupt_dropped_no_raise():
     """Bug caught: a check that raises when nothing was dropped (every run would stop), or an
     interrupt kept from an earlier command in the process (it stopped the next test's run)."""
     with termination_as_interrupt():
-        _DroppingOnCollect()
+        DroppingOnCollect()
     raise_dropped_interrupt()  # a stage run outside any command's context
     with termination_as_interrupt():
         raise_dropped_interrupt()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dropped_interrupt import DroppingOnCollect
 from omegaconf import OmegaConf
 
 from audit.cli.params import (
@@ -153,13 +154,6 @@ def test_a_params_option_naming_a_folder_or_a_mistyped_method_names_the_file(tmp
         load_params(params)
 
 
-class _DroppingOnCollect:
-    """A garbage-collection callback that an interrupt landed in: Python reports it and goes on."""
-
-    def __del__(self):
-        raise KeyboardInterrupt
-
-
 @pytest.mark.parametrize("dropped", [False, True])
 def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path: Path, caplog, monkeypatch,
                                                      dropped: bool):
@@ -175,7 +169,7 @@ def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path: Path, caplog, monk
 
     def interrupted(*arguments, **options):
         if dropped:
-            _DroppingOnCollect()
+            DroppingOnCollect()
             return None
         raise Interrupted(48, 90, "answers", "s.sqlite3")
 

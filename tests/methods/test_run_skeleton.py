@@ -129,12 +129,10 @@ def test_an_interrupt_dropped_in_a_stage_stops_the_run_before_the_next(tmp_path:
     """Bug caught: a Ctrl-C or SIGTERM that Python dropped in a garbage-collection callback
     during one stage, after which every later stage ran and the run exited 0 (probe
     2026-12-07)."""
+    from dropped_interrupt import DroppingOnCollect
+
     from audit.interrupts import termination_as_interrupt
     from audit.methods.run import Stage, run_stages
-
-    class DroppingOnCollect:  # what such a callback does when the interrupt lands in it
-        def __del__(self):
-            raise KeyboardInterrupt
 
     ran = []
 

@@ -171,11 +171,9 @@ def test_an_interrupt_dropped_while_compiling_stops_the_fit_once_it_is_sampled(m
     """An interrupt Python dropped in a garbage-collection callback (the compile makes plenty
     of garbage). Bug caught: the fit, and after it the whole run, went on to exit 0 (probe
     2026-12-07: 1 of 5 signals 0.5 s into a fit)."""
-    from audit.interrupts import termination_as_interrupt
+    from dropped_interrupt import DroppingOnCollect
 
-    class DroppingOnCollect:
-        def __del__(self):
-            raise KeyboardInterrupt
+    from audit.interrupts import termination_as_interrupt
 
     monkeypatch.setattr(engines.nutpie, "sample",
                         lambda compiled_model, **kwargs: Finished("draws"))
