@@ -113,6 +113,42 @@ def test_a_store_that_fails_says_where_the_runs_files_are(monkeypatch, tmp_path,
     assert capsys.readouterr().out.startswith("Result: iat audit of")
 
 
+def _interrupt(*arguments):
+    raise KeyboardInterrupt
+
+
+def test_a_stop_after_the_summary_says_the_run_finished_not_that_a_rerun_resumes(
+        monkeypatch, tmp_path, capsys):
+    """Interrupt probe 2026-12-07: Ctrl-C or SIGTERM while the summary became the MLflow run's
+    description ended `python -m audit` with "the answers received so far are saved ...; rerun
+    the same command to resume" about a finished run (whose rerun fits a second run). Fails
+    while the bare interrupt goes on: its text is empty, so the command writes that line."""
+    monkeypatch.setattr(summary.ui, "set_runs_view", lambda *arguments: None)
+    monkeypatch.setattr(summary.ui, "set_run_description", _interrupt)
+    run = RunInfo("r" * 32, "4", "sqlite:///m.db", "file:///a")
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        summary.state_summary(_Method(), AuditConfig(method="iat"), tmp_path, {"run": run})
+    assert str(stopped.value) == (f"interrupted after the run finished: its tables and report "
+                                  f"are in {tmp_path}; the summary above is its answer; its "
+                                  "MLflow run is FINISHED, without that summary as its "
+                                  "description")
+    assert capsys.readouterr().out.startswith("Result: iat audit of")
+
+
+def test_a_stop_before_the_summary_names_the_verdict_command(monkeypatch, tmp_path, capsys):
+    """The same stop while the findings are read: nothing is printed, and the line names the
+    command that gives the finished run's verdict."""
+    method = _Method()
+    method.findings = _interrupt
+    run_dir = tmp_path / "a run"
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        summary.state_summary(method, AuditConfig(method="iat"), run_dir, {})
+    assert str(stopped.value) == (f"interrupted after the run finished: its tables and report "
+                                  f"are in {run_dir}; its summary was not printed: `python -m "
+                                  f"audit.verdict 'run_dir={run_dir}'` gives its verdict")
+    assert capsys.readouterr().out == ""
+
+
 def test_a_summary_lists_twelve_comparisons_and_counts_the_thirteenth():
     """Mutation review 2026-12-06: twelve headlines are listed (a literal, not the constant the
     code uses); a thirteenth is counted, without a table when the findings name none."""

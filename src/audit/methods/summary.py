@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from audit.errors import AuditError
+from audit.interrupts import interrupted_by
 from audit.methods.configs import AuditConfig, VerdictConfig
 # Headline too: method plugins written before findings.py import both from here.
 from audit.methods.findings import Findings, Headline  # noqa: F401
@@ -117,8 +118,13 @@ def state_summary(method: AuditMethod, cfg: AuditConfig, run_dir: Path,
     """The summary of a finished run (a `python -m audit` run directory, or a `dvc repro`
     pipeline's after its report stage): printed on stdout, and the MLflow run's description.
     Findings and verdict read either layout (audit.methods.layout.run_file)."""
-    findings = method.findings(cfg, run_dir, result)
-    text = summary_text(cfg, findings, run_dir, result)
+    try:
+        findings = method.findings(cfg, run_dir, result)
+        text = summary_text(cfg, findings, run_dir, result)
+    except KeyboardInterrupt:
+        raise finished_interrupt(run_dir, "its summary was not printed: `python -m audit.verdict "
+                                 f"{shlex.quote(f'run_dir={run_dir}')}` gives its verdict")\
+            from None
     run_info = result.get("run")
     print(text, flush=True)  # before the store is written to: a store that fails keeps it
     if isinstance(run_info, tracking.RunInfo):
@@ -134,4 +140,17 @@ def state_summary(method: AuditMethod, cfg: AuditConfig, run_dir: Path,
         except tracking.TrackingError as error:
             raise tracking.TrackingError(f"{error}; the run's tables and report are in "
                                          f"{run_dir}") from error
+        except KeyboardInterrupt:
+            raise finished_interrupt(run_dir, "the summary above is its answer; its MLflow run "
+                                     "is FINISHED, without that summary as its description")\
+                from None
     return text
+
+
+def finished_interrupt(run_dir: Path, missing: str) -> KeyboardInterrupt:
+    """A stop that came after the run's work was done: the command's line says so and what is
+    missing, not that answers are saved and a rerun resumes (which read as if the run were
+    unfinished, and a rerun of `python -m audit` fits a second run: interrupt probe,
+    2026-12-07). The exit status still says the command was stopped."""
+    return KeyboardInterrupt(f"{interrupted_by()} after the run finished: its tables and report "
+                             f"are in {run_dir}; {missing}")
