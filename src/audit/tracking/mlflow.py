@@ -23,6 +23,7 @@ from typing import Any
 
 from audit.config import TrackingConfig
 from audit.redaction import REDACTED, is_secret_name, redacted
+from audit.tracking.orphans import new_run_tags
 # Callers reach the store's failures through this module (tracking.TrackingError, ...).
 from audit.tracking.store import (  # noqa: F401
     WITHOUT_STORE,
@@ -242,7 +243,7 @@ def mlflow_run(config: TrackingConfig, run_name: str, tags: Mapping[str, str],
         client = mlflow.MlflowClient(config.tracking_uri)
         created = client.create_run(
             experiment_id, start_time=None if started_at is None else int(started_at * 1000),
-            tags=resolve_tags(tags), run_name=run_name)
+            tags=resolve_tags(new_run_tags(client, experiment_id, tags)), run_name=run_name)
         # KILLED, as the UI shows it, for a run stopped from outside (Ctrl-C, SIGTERM:
         # audit.interrupts); MLflow's own exit from the run says FAILED, as for a bug.
         try:
@@ -309,8 +310,9 @@ def start_parent_run(config: TrackingConfig, run_name: str, tags: Mapping[str, s
     check_store(config)  # before any job starts: a store that is down is one line, at once
     with store_errors(config.tracking_uri):
         experiment_id = _experiment_id(config)
-        run = MlflowClient(config.tracking_uri).create_run(experiment_id, run_name=run_name,
-                                                           tags=dict(tags))
+        client = MlflowClient(config.tracking_uri)
+        run = client.create_run(experiment_id, run_name=run_name,
+                                tags=new_run_tags(client, experiment_id, tags))
     return run.info.run_id
 
 
