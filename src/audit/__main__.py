@@ -22,7 +22,7 @@ from audit.errors import AuditError
 from audit.interrupts import interrupted_line, interrupted_status, termination_as_interrupt
 from audit.llm.backends import BackendError
 from audit.logs import quiet_noisy_loggers
-from audit.methods import create_method, hydra_record
+from audit.methods import create_method, hydra_record, run_folder
 from audit.methods.summary import run_method
 from audit.tracking import sweeps
 
@@ -62,6 +62,7 @@ def run_composed(cfg: DictConfig,
         # A run refused before it started leaves the folder's earlier run as it was, Hydra's
         # record of it included (Hydra wrote the refused command's over it).
         hydra_record.put_back_unstarted()
+        run_folder.release()
 
 
 def main() -> None:

@@ -1,0 +1,89 @@
+"""One live run a run folder: a second command into a folder a run is still writing is refused.
+
+A run's stages hand their tables to each other through files in its folder (labels.parquet,
+fit/posterior.nc), so two runs writing one folder at once read each other's files. A concurrency
+probe (2026-12-07, two audits on loopback servers) saw all of it: a run that printed the other
+run's gaps and verdict and exited 0, a run that blamed its judge for the other's labels, an
+h5netcdf lock traceback. Two runs share a folder by accident easily: the default folder is named
+to the second (two CI steps started together), and CI often fixes hydra.run.dir.
+
+The callback locks the folder before Hydra writes anything in it (its `.hydra/` record, its log)
+and the run holds the lock until it ends; the kernel lets go of it when the process ends however
+it ends (`kill -9` included), so no stale lock is ever left. The lock is an advisory `flock` on
+the folder itself, which leaves no file behind: no locking library locks a folder (filelock
+needs a lock file, which would sit among the run's outputs). Where `fcntl` does not exist
+(Windows) runs are not checked.
+
+Only single runs: a sweep's job folders are known job by job, after Hydra has written in them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+# run folder (resolved) -> the descriptor that holds its lock, for this process's run in it
+_locks: dict[Path, int] = {}
+
+
+class RunFolderInUse(Exception):
+    """Another process holds the folder's lock."""
+
+
+class RunFolderLockCallback(Callback):
+    """Configured in conf/config.yaml under hydra.callbacks, after earlier_record (which must
+    see the folder as it was)."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        run_dir = Path(str(config.hydra.run.dir))
+        try:
+            lock(run_dir)
+        except RunFolderInUse:
+            # SystemExit, not an Exception: Hydra turns a callback's Exception into a warning
+            # and runs the job anyway.
+            log.error("run folder %s is in use by another run that has not finished: give this "
+                      "run its own folder (hydra.run.dir=DIR), or rerun when that one has ended "
+                      "(nothing was written)", run_dir)
+            raise SystemExit(2) from None
+        except OSError:  # a file where the folder goes, no permission: Hydra's own line says so
+            return
+
+    def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
+        release()
+
+
+def lock(run_dir: Path) -> None:
+    """Hold `run_dir`'s lock (the folder is made if it is new); RunFolderInUse when another
+    process holds it. This process's own earlier lock on it is kept (a rerun in one process)."""
+    if fcntl is None:
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    key = run_dir.resolve()
+    if key in _locks:
+        return
+    descriptor = os.open(key, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise RunFolderInUse(str(run_dir)) from None
+    _locks[key] = descriptor
+
+
+def release() -> None:
+    """Let go of the locks this process holds: its run has ended (a process runs one at a
+    time; the callback's on_run_end is not called when the run ends by SystemExit)."""
+    while _locks:
+        os.close(_locks.popitem()[1])  # closing the lock's only descriptor releases it

@@ -1,0 +1,94 @@
+"""One live run a run folder (audit.methods.run_folder): a second command into a folder that a
+run still writes is refused with one line before anything is written there; the lock goes with
+its process, however that ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from audit.methods import run_folder
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(run_folder.fcntl is None, reason="no flock on this platform")
+
+
+@pytest.fixture(autouse=True)
+def _nothing_locked():
+    run_folder.release()
+    yield
+    run_folder.release()
+
+
+def _holder(folder: Path) -> subprocess.Popen:
+    """Another process whose run holds the folder until it is killed."""
+    script = textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+        from audit.methods import run_folder
+        run_folder.lock(Path({str(folder)!r}))
+        print("locked", flush=True)
+        time.sleep(120)
+    """)
+    holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")})
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_a_folder_another_process_writes_is_refused_until_that_process_is_killed(tmp_path):
+    """Bugs caught: no lock (two runs wrote one folder and one printed the other's gaps,
+    probe 2026-12-07), and a lock that outlives its process (a run killed by kill -9 would
+    lock its folder for good)."""
+    folder = tmp_path / "run"
+    holder = _holder(folder)
+    try:
+        with pytest.raises(run_folder.RunFolderInUse):
+            run_folder.lock(folder)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    run_folder.lock(folder)  # the kernel let go of it with the process
+
+
+def test_a_process_may_run_again_in_its_own_folder_and_frees_it_when_its_run_ends(tmp_path):
+    """Bugs caught: a second run in one process (a notebook, the test suite) refused by its own
+    earlier lock, and a lock kept after the run ended (a later command in another process
+    refused)."""
+    folder = tmp_path / "run"
+    run_folder.lock(folder)
+    run_folder.lock(folder)
+    run_folder.release()
+    holder = _holder(folder)  # would block on the lock if this process still held it
+    holder.kill()
+    holder.wait()
+
+
+def test_the_audit_command_into_a_folder_in_use_says_so_and_writes_nothing(tmp_path):
+    """Bug caught: the callback left out of conf/config.yaml, or an Exception (which Hydra turns
+    into a warning before it runs the job anyway) instead of the one line and exit 2. The
+    folder of the run at work is as it was: no `.hydra/` record, no log of the refused
+    command."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "labels.parquet").write_bytes(b"the running audit's")
+    holder = _holder(folder)
+    try:
+        done = subprocess.run([sys.executable, "-m", "audit", f"hydra.run.dir={folder}",
+                               "tracking=none"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")})
+    finally:
+        holder.kill()
+        holder.wait()
+    said = done.stdout + done.stderr  # Hydra's log config, before the job's, prints to stdout
+    assert done.returncode == 2, said[-2000:]
+    assert f"run folder {folder} is in use by another run that has not finished" in said
+    assert "Traceback" not in said, said[-2000:]
+    assert sorted(path.name for path in folder.iterdir()) == ["labels.parquet"]
