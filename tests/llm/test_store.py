@@ -136,3 +136,32 @@ def test_store_problem_names_another_programs_tables_sorted_and_at_most_five(tmp
         "is another program's SQLite database (its tables: alpha, zeta)")
     assert store_problem(_database(tmp_path / "six.db", "f", "e", "d", "c", "b", "a")) == (
         "is another program's SQLite database (its tables: a, b, c, d, e, ...)")
+
+
+def test_a_store_another_program_keeps_locked_is_one_line_and_keeps_what_was_saved(
+        tmp_path, monkeypatch):
+    """Bug caught (concurrency probe 2026-12-07): a store held by another program's open write
+    (a database browser with changes not yet written) past the wait was sqlite3's "database is
+    locked" traceback and exit 1; now a StoreBusy (an AuditError: one line, exit 2) naming the
+    store, on each write."""
+    import pytest
+
+    from audit.errors import AuditError
+    from audit.llm.store import StoreBusy
+
+    monkeypatch.setattr(ResponseStore, "busy_timeout_s", 0.2)
+    path = tmp_path / "store.sqlite3"
+    with ResponseStore(path) as store:
+        store.put_ok("kept", IDENTITY, {}, "saved before", 1, 0.1)
+        browser = sqlite3.connect(path, isolation_level=None)
+        browser.execute("BEGIN EXCLUSIVE")
+        for write in (lambda: store.put_ok("k", IDENTITY, {}, "answer", 1, 0.1),
+                      lambda: store.put_error("k", IDENTITY, {}, "timeout", "took too long")):
+            with pytest.raises(StoreBusy, match=rf"^response store {path} stayed locked by "
+                                                r"another program for over 0 s \(") as busy:
+                write()
+            assert isinstance(busy.value, AuditError)
+        with ResponseStore(path) as reader:  # WAL: a store in use can still be opened and read
+            assert reader.get("kept").response_text == "saved before"
+        browser.execute("ROLLBACK")
+        assert store.get("kept").response_text == "saved before"

@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from audit.errors import AuditError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -112,21 +116,48 @@ def store_problem(path: str | Path) -> str | None:
     return None
 
 
+class StoreBusy(AuditError):
+    """Another program held the response store's write lock for longer than a write waits."""
+
+
 class ResponseStore:
+    # How long a write waits for another writer to finish: an audit's own writes take
+    # milliseconds, so only a program holding a write open (a database browser with changes not
+    # yet written, a copy made through SQLite) waits this long.
+    busy_timeout_s = 30.0
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._connection = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
-        self._connection.execute("PRAGMA journal_mode=WAL")
-        self._connection.execute("PRAGMA synchronous=NORMAL")
-        self._connection.executescript(_SCHEMA)
-        _add_concurrency_column(self._connection)
-        self._connection.commit()
+        self._connection = sqlite3.connect(self.path, timeout=self.busy_timeout_s,
+                                           check_same_thread=False)
+        with self._busy_as_error():
+            self._connection.execute("PRAGMA journal_mode=WAL")
+            self._connection.execute("PRAGMA synchronous=NORMAL")
+            self._connection.executescript(_SCHEMA)
+            _add_concurrency_column(self._connection)
+            self._connection.commit()
         # The requests that failed (after their retries) through this store object, by key:
         # a loop that asks again for what was sent ahead moments before gets the failure
         # (failure_this_run) instead of a second round of retries. A rerun opens a new store,
         # so it sends them again.
         self._failures: dict[str, tuple[str, str]] = {}
+
+    @contextmanager
+    def _busy_as_error(self) -> Iterator[None]:
+        """SQLite's "database is locked" after busy_timeout_s, as one line: it was a traceback
+        and exit 1 (concurrency probe, 2026-12-07: the store held by another program for 45 s).
+        """
+        try:
+            yield
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error):
+                raise
+            raise StoreBusy(
+                f"response store {self.path} stayed locked by another program for over "
+                f"{self.busy_timeout_s:.0f} s (a database browser with changes not yet written, "
+                "a copy or backup made through SQLite): the answers saved before are kept; close "
+                "that program and rerun the same command") from None
 
     def __enter__(self) -> ResponseStore:
         return self
@@ -166,7 +197,8 @@ class ResponseStore:
         row = (request_key, json.dumps(identity, sort_keys=True),
                json.dumps(request, sort_keys=True), response_text, completion_tokens, latency_s,
                concurrency)
-        with self._connection:  # one write transaction: no other writer comes in between
+        # One write transaction: no other writer comes in between.
+        with self._busy_as_error(), self._connection:
             inserted = self._connection.execute(_INSERT_OK, (*row, time.time())).rowcount
             stored = None if inserted else self.get(request_key)
             if not inserted and stored is None:
@@ -190,7 +222,7 @@ class ResponseStore:
         error_message: str,
     ) -> None:
         self._failures[request_key] = (error_kind, error_message)
-        with self._connection:
+        with self._busy_as_error(), self._connection:
             self._connection.execute(
                 "INSERT INTO responses (request_key, status, identity_json, request_json,"
                 " error_kind, error_message, created_at) VALUES (?, 'error', ?, ?, ?, ?, ?)",
