@@ -90,6 +90,9 @@ def quiet_noisy_loggers() -> None:
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    # MLflow's SQL store logs each database error it raises at ERROR, with the SQL and two
+    # tracebacks, before audit says it in one line (audit.tracking.store.store_errors).
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
 
 
 @contextmanager

@@ -513,3 +513,24 @@ def test_the_store_check_caps_mlflows_retries_and_timeout_and_puts_them_back(mon
                      logging.ERROR)]
     assert os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "soon"
     assert urllib3_log.level == logging.WARNING
+
+
+@pytest.mark.slow
+def test_a_store_another_process_keeps_locked_is_named_busy_not_misconfigured(tmp_path):
+    """Bug caught (concurrency probe 2026-12-07): a SQLite store held by another process's write
+    was "failed ((sqlite3.OperationalError) database is locked): fix tracking.tracking_uri", a
+    setting that was right, after MLflow's ERROR lines with the SQL and two tracebacks. Now it
+    is named busy, with the fix that fits. Slow: MLflow waits 20 s for the lock first."""
+    config = TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+                            artifact_root=str(tmp_path / "artifacts"))
+    check_store(config)  # its tables made
+    other = sqlite3.connect(tmp_path / "mlflow.db", isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    with pytest.raises(TrackingError) as busy:
+        check_store(config)
+    other.execute("ROLLBACK")
+    assert str(busy.value) == (f"MLflow store {config.tracking_uri} stayed locked by another "
+                               "process (database is locked: one writer at a time; another run "
+                               "logging, the MLflow UI, a database browser with changes not yet "
+                               "written): rerun when it is free, or pass tracking=none")
+    check_store(config)

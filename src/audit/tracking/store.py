@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +24,11 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_rand
 from audit.config import TrackingConfig
 from audit.errors import AuditError, first_line
 from audit.outputs import why_unwritable
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:  # mlflow is imported when a store is reached, not with this module
     from mlflow.entities import Experiment
@@ -62,8 +68,30 @@ def retried_on_write_race(write: Callable[[], Written], attempts: int = 3) -> Wr
 PROBE_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": 1, "MLFLOW_HTTP_REQUEST_TIMEOUT": 10}
 
 
+# SQLite's words for a write lock another process holds: MLflow's SQLite store takes one writer
+# at a time, and waits only seconds for it.
+BUSY = "database is locked"
+# The errors of two processes making one new SQLite store's tables at the same moment (each runs
+# MLflow's schema migrations): SQLite's, and alembic's when one finds the other's version row.
+# One process succeeds and the store ends complete (concurrency probe, 2026-12-07: 4 of 4 pairs
+# of runs on a new store lost one run to this).
+_CREATION_RACE = ("already exists", "duplicate column name", "Online migration expected")
+# How long reaching a new SQLite store waits for another process to make its tables (seconds,
+# as a rule: MLflow's migrations of an empty store took 1-2 s here).
+CONTENDED_WAIT_S = 30.0
+
+
+def store_contended(error: BaseException) -> bool:
+    """Another process holds the store's write lock, or is making its tables: the store is
+    right, and a rerun succeeds once that process is done."""
+    return any(marker in str(error) for marker in (BUSY, *_CREATION_RACE))
+
+
 def _failure_reason(error: Exception) -> str:
     text = str(error)
+    if BUSY in text:
+        return (f"stayed locked by another process ({BUSY}: one writer at a time; another run "
+                "logging, the MLflow UI, a database browser with changes not yet written)")
     for marker, reason in (("Connection refused", "unreachable (connection refused)"),
                            ("Name or service not known", "unreachable (unknown host)"),
                            ("timed out", "unreachable (timed out)"),
@@ -122,6 +150,7 @@ def store_errors(tracking_uri: str, without_store: str = WITHOUT_STORE,
                  setting: str | None = STORE_SETTING) -> Iterator[None]:
     """MLflow's and requests' failures as a TrackingError naming the store and the fix."""
     import requests
+    from alembic.util.exc import CommandError  # MLflow's schema migrations
     from mlflow.exceptions import MlflowException
     # MLflow's SQL store lets the database's own errors through: a file that is not a database,
     # or one cut off by a full disk, was sqlalchemy's traceback. A write race is retried inside
@@ -130,9 +159,13 @@ def store_errors(tracking_uri: str, without_store: str = WITHOUT_STORE,
 
     try:
         yield
-    except (MlflowException, requests.RequestException, DatabaseError) as error:
-        raise TrackingError(f"MLflow store {tracking_uri} {_failure_reason(error)}: "
-                            f"{store_fix(tracking_uri, without_store, setting)}") from error
+    except (MlflowException, requests.RequestException, DatabaseError, CommandError) as error:
+        # A store another process holds is not a setting to fix (it said "fix
+        # tracking.tracking_uri" for a store that was only busy).
+        fix = (f"rerun when it is free, or {without_store}" if store_contended(error)
+               else store_fix(tracking_uri, without_store, setting))
+        raise TrackingError(f"MLflow store {tracking_uri} {_failure_reason(error)}: {fix}")\
+            from error
 
 
 @contextmanager
@@ -308,11 +341,44 @@ def reach_store(config: TrackingConfig, without_store: str = WITHOUT_STORE,
                 os.environ[name] = str(cap)
         retries_log.setLevel(logging.ERROR)
         try:
-            with store_errors(config.tracking_uri, without_store, setting):
+            # MLflow waits out another process's write lock itself (its SQLite sessions set a
+            # busy timeout of 20 s).
+            with store_errors(config.tracking_uri, without_store, setting), \
+                    tables_made_alone(config.tracking_uri):
                 return MlflowClient(config.tracking_uri).get_experiment_by_name(
                     config.experiment)
         finally:
             retries_log.setLevel(level)
+
+
+@contextmanager
+def tables_made_alone(tracking_uri: str) -> Iterator[None]:
+    """Within, this process alone may make a new SQLite store's tables: MLflow makes them when
+    it first opens a store, and two processes opening a new one together both ran its schema
+    migrations, one failing on the other's tables (concurrency probe 2026-12-07: 4 of 4 pairs of
+    audits on a new store; 5 of 5 pairs in test_write_races; a retry on the errors named still
+    lost 1 in 5, to a half-made table). An advisory `flock` on the database file, which SQLite's
+    own (fcntl) locks do not see; an empty file is a new SQLite database. Not where `fcntl` does
+    not exist (Windows), nor after CONTENDED_WAIT_S (then MLflow's own error is the line)."""
+    database = sqlite_path(tracking_uri)
+    try:
+        handle = database.open("ab") if database is not None and fcntl is not None else None
+    except OSError:  # a store to read only (audit.runs): it has its tables; MLflow says the rest
+        handle = None
+    if handle is None:
+        yield
+        return
+    with handle:
+        deadline = time.monotonic() + CONTENDED_WAIT_S
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+        yield  # closing the file lets go of the lock
 
 
 def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE,
