@@ -92,3 +92,35 @@ def test_the_audit_command_into_a_folder_in_use_says_so_and_writes_nothing(tmp_p
     assert f"run folder {folder} is in use by another run that has not finished" in said
     assert "Traceback" not in said, said[-2000:]
     assert sorted(path.name for path in folder.iterdir()) == ["labels.parquet"]
+
+
+def _composed(overrides: list[str]):
+    from hydra import compose, initialize_config_dir
+
+    from audit.config import CONF_DIR
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose("config", overrides=overrides, return_hydra_config=True)
+
+
+def test_a_run_given_no_folder_moves_beside_one_in_use_and_a_chosen_folder_is_refused(
+        tmp_path, monkeypatch):
+    """Bugs caught: two runs started in the same second without hydra.run.dir (a script that
+    starts several audits) share outputs/DATE/TIME/, where the second was refused although it
+    chose no folder; and a folder the user chose (CI reads its files there) swapped for
+    another. The default in conf/config.yaml must also stay the pattern the callback knows."""
+    monkeypatch.chdir(tmp_path)
+    config = _composed([])
+    taken = tmp_path / str(config.hydra.run.dir)  # `now` is resolved once a process
+    holder = _holder(taken)
+    try:
+        run_folder.RunFolderLockCallback().on_run_start(config=config)
+        assert str(config.hydra.run.dir) == f"{taken.relative_to(tmp_path)}-2"
+        run_folder.release()
+        chosen = _composed([f"hydra.run.dir={taken}"])
+        with pytest.raises(SystemExit) as refused:
+            run_folder.RunFolderLockCallback().on_run_start(config=chosen)
+        assert refused.value.code == 2 and str(chosen.hydra.run.dir) == str(taken)
+    finally:
+        holder.kill()
+        holder.wait()

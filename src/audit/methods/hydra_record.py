@@ -82,6 +82,12 @@ def _restore(run_dir: Path, subdir: str, files: dict[str, bytes]) -> None:
         record.rmdir()
 
 
+def forget(run_dir: Path) -> None:
+    """Let go of the record held for `run_dir`: the run goes to another folder (this one is
+    another live run's, audit.methods.run_folder), so nothing of it is this run's to put back."""
+    _held.pop(run_dir.resolve(), None)
+
+
 def put_back_unstarted() -> None:
     """Each held record whose run never started (refused before keep_earlier_run) goes back in
     place of the refused command's. A record that cannot be written back is said, not raised:

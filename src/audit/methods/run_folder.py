@@ -5,7 +5,8 @@ fit/posterior.nc), so two runs writing one folder at once read each other's file
 probe (2026-12-07, two audits on loopback servers) saw all of it: a run that printed the other
 run's gaps and verdict and exited 0, a run that blamed its judge for the other's labels, an
 h5netcdf lock traceback. Two runs share a folder by accident easily: the default folder is named
-to the second (two CI steps started together), and CI often fixes hydra.run.dir.
+to the second (two CI steps started together: the second then writes to TIME-2), and CI often
+fixes hydra.run.dir (the second is refused).
 
 The callback locks the folder before Hydra writes anything in it (its `.hydra/` record, its log)
 and the run holds the lock until it ends; the kernel lets go of it when the process ends however
@@ -25,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf, read_write
+
+from audit.methods import hydra_record
 
 try:
     import fcntl
@@ -34,6 +37,10 @@ except ImportError:  # Windows
 
 log = logging.getLogger(__name__)
 
+# conf/config.yaml's hydra.run.dir, as written there: a run given no folder of its own moves to
+# a free sibling of a folder in use (two runs started in the same second), where a folder that
+# was chosen is refused.
+DEFAULT_RUN_DIR = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"
 # run folder (resolved) -> the descriptor that holds its lock, for this process's run in it
 _locks: dict[Path, int] = {}
 
@@ -50,18 +57,43 @@ class RunFolderLockCallback(Callback):
         run_dir = Path(str(config.hydra.run.dir))
         try:
             lock(run_dir)
+            return
         except RunFolderInUse:
-            # SystemExit, not an Exception: Hydra turns a callback's Exception into a warning
-            # and runs the job anyway.
-            log.error("run folder %s is in use by another run that has not finished: give this "
-                      "run its own folder (hydra.run.dir=DIR), or rerun when that one has ended "
-                      "(nothing was written)", run_dir)
-            raise SystemExit(2) from None
+            pass
         except OSError:  # a file where the folder goes, no permission: Hydra's own line says so
             return
+        if OmegaConf.to_container(config.hydra.run, resolve=False)["dir"] == DEFAULT_RUN_DIR:
+            sibling = _free_sibling(run_dir)
+            if sibling is not None:
+                # The same object is the config Hydra then runs the job with.
+                with read_write(config.hydra.run):
+                    config.hydra.run.dir = str(sibling)
+                hydra_record.forget(run_dir)  # the record read there is the other run's
+                log.info("run folder %s is another run's, started in the same second: this run "
+                         "writes to %s", run_dir, sibling)
+                return
+        # SystemExit, not an Exception: Hydra turns a callback's Exception into a warning and
+        # runs the job anyway.
+        log.error("run folder %s is in use by another run that has not finished: give this run "
+                  "its own folder (hydra.run.dir=DIR), or rerun when that one has ended "
+                  "(nothing was written)", run_dir)
+        raise SystemExit(2) from None
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
         release()
+
+
+def _free_sibling(run_dir: Path) -> Path | None:
+    """The first of TIME-2 ... TIME-9 beside the default folder TIME that no run holds, locked
+    for this run; None when every one is taken."""
+    for number in range(2, 10):
+        sibling = run_dir.with_name(f"{run_dir.name}-{number}")
+        try:
+            lock(sibling)
+            return sibling
+        except RunFolderInUse:
+            continue
+    return None
 
 
 def lock(run_dir: Path) -> None:
