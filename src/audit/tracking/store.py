@@ -68,8 +68,8 @@ def retried_on_write_race(write: Callable[[], Written], attempts: int = 3) -> Wr
 PROBE_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": 1, "MLFLOW_HTTP_REQUEST_TIMEOUT": 10}
 
 
-# SQLite's words for a write lock another process holds: MLflow's SQLite store takes one writer
-# at a time, and waits only seconds for it.
+# SQLite's words for a write lock another process holds past the wait: MLflow's SQLite store
+# takes one writer at a time, and waits 20 s for it.
 BUSY = "database is locked"
 # The errors of two processes making one new SQLite store's tables at the same moment (each runs
 # MLflow's schema migrations): SQLite's, and alembic's when one finds the other's version row.
@@ -378,7 +378,10 @@ def tables_made_alone(tracking_uri: str) -> Iterator[None]:
                 if time.monotonic() > deadline:
                     break
                 time.sleep(0.1)
-        yield  # closing the file lets go of the lock
+        # Closing the file lets go of the lock. It also drops any POSIX lock SQLite holds on the
+        # file in this process, and none is held here: MLflow's read has ended, and its pooled
+        # connections to a rollback-journal database hold no lock between transactions.
+        yield
 
 
 def check_store(config: TrackingConfig, without_store: str = WITHOUT_STORE,
