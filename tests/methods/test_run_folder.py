@@ -124,3 +124,33 @@ def test_a_run_given_no_folder_moves_beside_one_in_use_and_a_chosen_folder_is_re
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_sweep_into_a_sweep_folder_in_use_is_refused_before_its_parent_run(tmp_path):
+    """Bug caught (re-probe 2026-12-07): two sweeps in one sweep folder (hydra.sweep.dir, or the
+    default started in the same second) wrote the same job folders: both exited 1 with
+    h5netcdf tracebacks, a job blamed its judge for the other's labels. Also fails when the
+    lock comes after mlflow_sweep's parent run (a refused sweep left a FAILED parent)."""
+    import sqlite3
+
+    folder = tmp_path / "sweep"
+    holder = _holder(folder)
+    store = tmp_path / "mlflow.db"
+    try:
+        done = subprocess.run([sys.executable, "-m", "audit", "-m", "design.seed=1,2",
+                               f"hydra.sweep.dir={folder}",
+                               f"tracking.tracking_uri=sqlite:///{store}",
+                               f"tracking.artifact_root={tmp_path / 'artifacts'}"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")})
+    finally:
+        holder.kill()
+        holder.wait()
+    said = done.stdout + done.stderr
+    assert done.returncode == 2, said[-2000:]
+    assert f"sweep folder {folder} is in use by another sweep that has not finished" in said
+    assert "Traceback" not in said, said[-2000:]
+    assert list(folder.iterdir()) == []
+    runs = (sqlite3.connect(store).execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+            if store.exists() and store.stat().st_size else 0)
+    assert runs == 0

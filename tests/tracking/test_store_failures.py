@@ -520,7 +520,7 @@ def test_a_store_another_process_keeps_locked_is_named_busy_not_misconfigured(tm
     """Bug caught (concurrency probe 2026-12-07): a SQLite store held by another process's write
     was "failed ((sqlite3.OperationalError) database is locked): fix tracking.tracking_uri", a
     setting that was right, after MLflow's ERROR lines with the SQL and two tracebacks. Now it
-    is named busy, with the fix that fits. Slow: MLflow waits 20 s for the lock first."""
+    is named busy, with the fix that fits. Slow: MLflow waits about 10 s for the lock first."""
     config = TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
                             artifact_root=str(tmp_path / "artifacts"))
     check_store(config)  # its tables made

@@ -69,7 +69,8 @@ PROBE_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": 1, "MLFLOW_HTTP_REQUEST_TIM
 
 
 # SQLite's words for a write lock another process holds past the wait: MLflow's SQLite store
-# takes one writer at a time, and waits 20 s for it.
+# takes one writer at a time, and waits some seconds for it (11 s from the start of a run,
+# re-probe 2026-12-07).
 BUSY = "database is locked"
 # The errors of two processes making one new SQLite store's tables at the same moment (each runs
 # MLflow's schema migrations): SQLite's, and alembic's when one finds the other's version row.
@@ -341,8 +342,8 @@ def reach_store(config: TrackingConfig, without_store: str = WITHOUT_STORE,
                 os.environ[name] = str(cap)
         retries_log.setLevel(logging.ERROR)
         try:
-            # MLflow waits out another process's write lock itself (its SQLite sessions set a
-            # busy timeout of 20 s).
+            # MLflow waits out another process's write lock itself, for some seconds (its
+            # engine's first check retries; its sessions then wait up to 20 s).
             with store_errors(config.tracking_uri, without_store, setting), \
                     tables_made_alone(config.tracking_uri):
                 return MlflowClient(config.tracking_uri).get_experiment_by_name(
