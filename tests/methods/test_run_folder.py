@@ -22,8 +22,10 @@ pytestmark = pytest.mark.skipif(run_folder.fcntl is None, reason="no flock on th
 @pytest.fixture(autouse=True)
 def _nothing_locked():
     run_folder.release()
+    run_folder.release(sweep=True)
     yield
     run_folder.release()
+    run_folder.release(sweep=True)
 
 
 def _holder(folder: Path) -> subprocess.Popen:
@@ -154,3 +156,32 @@ def test_a_sweep_into_a_sweep_folder_in_use_is_refused_before_its_parent_run(tmp
     runs = (sqlite3.connect(store).execute("SELECT COUNT(*) FROM runs").fetchone()[0]
             if store.exists() and store.stat().st_size else 0)
     assert runs == 0
+
+
+def _other_process_can_lock(folder: Path) -> bool:
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        from audit.methods import run_folder
+        try:
+            run_folder.lock(Path({str(folder)!r}))
+            print("locked")
+        except run_folder.RunFolderInUse:
+            print("in use")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")})
+    return done.stdout.strip() == "locked"
+
+
+def test_a_sweep_holds_its_folder_through_its_jobs_runs_until_it_ends(tmp_path):
+    """Bug caught: each job's run ends by letting go of this process's locks (run_composed),
+    and a basic launcher runs the jobs in the sweep's own process, so the sweep's folder was
+    free for another sweep after its first job."""
+    folder = tmp_path / "sweep"
+    config = _composed(["hydra.mode=MULTIRUN", f"hydra.sweep.dir={folder}"])
+    callback = run_folder.RunFolderLockCallback()
+    callback.on_multirun_start(config=config)
+    run_folder.release()  # a job's run ended
+    assert not _other_process_can_lock(folder)
+    callback.on_multirun_end(config=config)
+    assert _other_process_can_lock(folder)

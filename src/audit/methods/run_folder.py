@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 DEFAULT_RUN_DIR = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"
 # run folder (resolved) -> the descriptor that holds its lock, for this process's run in it
 _locks: dict[Path, int] = {}
+# sweep folder (resolved) -> the descriptor that holds its lock, for this process's sweep in it
+_sweep_locks: dict[Path, int] = {}
 
 
 class RunFolderInUse(Exception):
@@ -93,7 +95,7 @@ class RunFolderLockCallback(Callback):
         cannot be moved from here."""
         sweep_dir = Path(str(config.hydra.sweep.dir))
         try:
-            lock(sweep_dir)
+            lock(sweep_dir, sweep=True)
         except RunFolderInUse:
             log.error("sweep folder %s is in use by another sweep that has not finished: give "
                       "this sweep its own folder (hydra.sweep.dir=DIR), or rerun when that one "
@@ -103,7 +105,7 @@ class RunFolderLockCallback(Callback):
             return
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        release()
+        release(sweep=True)
 
 
 def _free_sibling(run_dir: Path) -> Path | None:
@@ -119,26 +121,31 @@ def _free_sibling(run_dir: Path) -> Path | None:
     return None
 
 
-def lock(run_dir: Path) -> None:
-    """Hold `run_dir`'s lock (the folder is made if it is new); RunFolderInUse when another
-    process holds it. This process's own earlier lock on it is kept (a rerun in one process)."""
+def lock(folder: Path, sweep: bool = False) -> None:
+    """Hold `folder`'s lock for a run (or, with `sweep`, for a sweep; the folder is made if it is
+    new); RunFolderInUse when another process holds it. This process's own earlier lock on it is
+    kept (a rerun in one process)."""
     if fcntl is None:
         return
-    run_dir.mkdir(parents=True, exist_ok=True)
-    key = run_dir.resolve()
-    if key in _locks:
+    folder.mkdir(parents=True, exist_ok=True)
+    key = folder.resolve()
+    held = _sweep_locks if sweep else _locks
+    if key in held:
         return
     descriptor = os.open(key, os.O_RDONLY)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(descriptor)
-        raise RunFolderInUse(str(run_dir)) from None
-    _locks[key] = descriptor
+        raise RunFolderInUse(str(folder)) from None
+    held[key] = descriptor
 
 
-def release() -> None:
-    """Let go of the locks this process holds: its run has ended (a process runs one at a
-    time; the callback's on_run_end is not called when the run ends by SystemExit)."""
-    while _locks:
-        os.close(_locks.popitem()[1])  # closing the lock's only descriptor releases it
+def release(sweep: bool = False) -> None:
+    """Let go of the run folder locks this process holds (with `sweep`, its sweep folder's): its
+    run has ended (a process runs one at a time; the callback's on_run_end is not called when
+    the run ends by SystemExit). A sweep's lock outlives its jobs' runs, which a basic launcher
+    runs in the sweep's own process."""
+    held = _sweep_locks if sweep else _locks
+    while held:
+        os.close(held.popitem()[1])  # closing the lock's only descriptor releases it
