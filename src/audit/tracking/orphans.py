@@ -96,10 +96,9 @@ def new_run_tags(client: Any, experiment_id: str, tags: Mapping[str, str]) -> di
     return {**tags, PROCESS_TAG: this_process()}
 
 
-def end_orphaned_runs(client: Any, experiment_id: str) -> list[str]:
+def end_orphaned_runs(client: Any, experiment_id: str) -> None:
     """End as KILLED each RUNNING run of the experiment whose process has ended (see the module's
-    text); the ids ended. ``client`` is an MlflowClient of the store."""
-    ended = []
+    text). ``client`` is an MlflowClient of the store."""
     for run in client.search_runs([experiment_id], "attributes.status = 'RUNNING'",
                                   max_results=1000):
         recorded = _recorded(run.data.tags.get(PROCESS_TAG))
@@ -116,5 +115,3 @@ def end_orphaned_runs(client: Any, experiment_id: str) -> list[str]:
 
         retried_on_write_race(end)  # two runs that start together may both end it
         log.warning("ended MLflow run %s (%s) KILLED: %s", run_id, run.info.run_name, why)
-        ended.append(run.info.run_id)
-    return ended
