@@ -74,7 +74,8 @@ def test_a_process_may_run_again_in_its_own_folder_and_frees_it_when_its_run_end
 
 def test_the_audit_command_into_a_folder_in_use_says_so_and_writes_nothing(tmp_path):
     """Bug caught: the callback left out of conf/config.yaml, or an Exception (which Hydra turns
-    into a warning before it runs the job anyway) instead of the one line and exit 2. The
+    into a warning before it runs the job anyway) instead of the one line and exit 2, or the
+    line printed on stdout (Hydra's own log config) instead of stderr. The
     folder of the run at work is as it was: no `.hydra/` record, no log of the refused
     command."""
     folder = tmp_path / "run"
@@ -89,9 +90,12 @@ def test_the_audit_command_into_a_folder_in_use_says_so_and_writes_nothing(tmp_p
     finally:
         holder.kill()
         holder.wait()
-    said = done.stdout + done.stderr  # Hydra's log config, before the job's, prints to stdout
+    said = done.stdout + done.stderr
     assert done.returncode == 2, said[-2000:]
-    assert f"run folder {folder} is in use by another run that has not finished" in said
+    # On stderr: Hydra's own log config (in force before the job's) printed it to stdout, where
+    # `python -m audit > result.txt` keeps the result.
+    assert f"run folder {folder} is in use by another run that has not finished" in done.stderr
+    assert done.stdout == ""
     assert "Traceback" not in said, said[-2000:]
     assert sorted(path.name for path in folder.iterdir()) == ["labels.parquet"]
 
@@ -150,7 +154,8 @@ def test_a_sweep_into_a_sweep_folder_in_use_is_refused_before_its_parent_run(tmp
         holder.wait()
     said = done.stdout + done.stderr
     assert done.returncode == 2, said[-2000:]
-    assert f"sweep folder {folder} is in use by another sweep that has not finished" in said
+    assert (f"sweep folder {folder} is in use by another sweep that has not finished"
+            in done.stderr) and done.stdout == ""
     assert "Traceback" not in said, said[-2000:]
     assert list(folder.iterdir()) == []
     runs = (sqlite3.connect(store).execute("SELECT COUNT(*) FROM runs").fetchone()[0]
