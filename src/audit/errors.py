@@ -49,3 +49,30 @@ def unknown_ids(unknown: Sequence[str], valid: Sequence[str], setting: str,
              f"YAML reads from unquoted ids like 010 or no: quote ids in config files ('010', "
              f"'no')" if coerced else "")
     return f"unknown {what} {list(unknown)} in {setting}{near}; valid: {shown}{quote}"
+
+
+def _as_number(text: str) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if number == number else None  # NaN matches nothing
+
+
+def rewritten_number(unknown: Sequence[str], valid: Sequence[str]) -> str:
+    """For an unknown id that is a valid one written as another number ("0.0" for "0", "1" for
+    "001", as a spreadsheet or pandas rewrites an id column), the clause that says so; else
+    empty. Bug caught (bad-input probe 2026-12-07): the line sent a user whose item ids had
+    become floats to choose the item bank they had chosen."""
+    numbers = {}
+    for name in valid:
+        number = _as_number(str(name))
+        if number is not None:
+            numbers.setdefault(number, str(name))
+    for name in unknown:
+        number = _as_number(str(name))
+        if number is not None and number in numbers:
+            return (f"; {str(name)!r} is the id {numbers[number]!r} rewritten as a number (a "
+                    f"spreadsheet or pandas drops leading zeros and writes 0 as 0.0): keep the "
+                    f"ids as text")
+    return ""

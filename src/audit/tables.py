@@ -101,6 +101,8 @@ def read_frame(path: Path, what: str, fix: str = NOT_WRITTEN, *,
 
 
 SAVE_AS_CSV_UTF8 = "save it as CSV UTF-8 (Excel: File, Save As, 'CSV UTF-8')"
+GZIP_MAGIC = b"\x1f\x8b"
+GZIPPED = "it is gzip-compressed: decompress it (gunzip FILE) and pass the file that gives"
 
 
 PARQUET_SUFFIXES = (".parquet", ".pq")  # as audit.ingest names them, in any case
@@ -125,6 +127,8 @@ def not_csv_text(path: Path, head: bytes, by_name: bool = True) -> str | None:
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return f"it is UTF-16 text, as PowerShell's `>` and Excel's 'Unicode Text' write; " \
                f"{SAVE_AS_CSV_UTF8}"
+    if head.startswith(GZIP_MAGIC):
+        return GZIPPED
     if head.startswith(b"PAR1"):
         return "it is a parquet file, not CSV: name it .parquet (or choose the parquet format)"
     if head.startswith(b"PK\x03\x04"):
@@ -157,35 +161,58 @@ def csv_separator(header: bytes) -> str:
 
 def read_json_lines(path: Path, what: str, fix: str = NOT_WRITTEN) -> list[dict]:
     """A JSON Lines file as its records (blank lines skipped; a UTF-8 byte-order mark allowed),
-    or one line naming the file, the line that is not UTF-8 or not a JSON object, and the fix."""
+    or one line naming the file, the line that is not UTF-8 or not a JSON object, and the fix. A
+    file holding one JSON array of objects (`json.dump(rows, f)`, pandas' `orient="records"`)
+    is read as those records: it was refused as "line 1 is not JSON" (bad-input probe
+    2026-12-07)."""
     path = Path(path)
     if not path.is_file():
         raise AuditError(missing_file(path, what, fix))
     fix = damaged_fix(fix)
+    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+    if data.startswith(GZIP_MAGIC):
+        raise AuditError(f"cannot read {what} at {path}: {GZIPPED}")
+    if data.lstrip().startswith(b"["):
+        return _json_array(data, path, what, fix)
     records = []
-    # Read as bytes and decoded line by line, so a byte that is not UTF-8 (a file saved as
-    # cp1252 or latin-1) is named by its line instead of escaping as a UnicodeDecodeError.
-    with path.open("rb") as raw_lines:
-        for number, raw in enumerate(raw_lines, start=1):
-            if number == 1:
-                raw = raw.removeprefix(codecs.BOM_UTF8)
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise AuditError(f"cannot read {what} at {path}: line {number} is not UTF-8 "
-                                 f"(byte 0x{raw[error.start]:02x} in column {error.start + 1}); "
-                                 f"save it as UTF-8") from None
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise AuditError(f"cannot read {what} at {path}: line {number} is not JSON "
-                                 f"({error.msg}); {fix}") from error
-            if not isinstance(record, dict):
-                raise AuditError(f"cannot read {what} at {path}: line {number} is not a JSON "
-                                 f"object; {fix}")
-            records.append(record)
+    # Decoded line by line, so a byte that is not UTF-8 (a file saved as cp1252 or latin-1) is
+    # named by its line instead of escaping as a UnicodeDecodeError.
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise AuditError(f"cannot read {what} at {path}: line {number} is not UTF-8 "
+                             f"(byte 0x{raw[error.start]:02x} in column {error.start + 1}); "
+                             f"save it as UTF-8") from None
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise AuditError(f"cannot read {what} at {path}: line {number} is not JSON "
+                             f"({error.msg}); {fix}") from error
+        if not isinstance(record, dict):
+            raise AuditError(f"cannot read {what} at {path}: line {number} is not a JSON "
+                             f"object; {fix}")
+        records.append(record)
+    return records
+
+
+def _json_array(data: bytes, path: Path, what: str, fix: str) -> list[dict]:
+    """A file that is one JSON array, as its objects; one line naming what is wrong."""
+    try:
+        records = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise AuditError(f"cannot read {what} at {path}: byte {error.start + 1} is not UTF-8; "
+                         f"save it as UTF-8") from None
+    except json.JSONDecodeError as error:
+        raise AuditError(f"cannot read {what} at {path}: it starts as a JSON array but is not "
+                         f"JSON ({error.msg} at line {error.lineno}); {fix}") from None
+    bad = next((number for number, record in enumerate(records, start=1)
+                if not isinstance(record, dict)), None)
+    if bad is not None:
+        raise AuditError(f"cannot read {what} at {path}: element {bad} of its JSON array is not "
+                         f"an object; {fix}")
     return records
 
 

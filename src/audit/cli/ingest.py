@@ -25,12 +25,14 @@ from audit.config_errors import one_line_config_errors
 from audit.config_keys import valid_keys
 from audit.errors import AuditError, did_you_mean
 from audit.interrupts import termination_as_interrupt
+from audit.logs import said_once
 from audit.methods.configs import AuditConfig, register_configs
 from audit.methods.rasch.ingest.stages import with_imported_models
 
 register_configs()
 # Short forms users type (`input` as the issue and the docs name it) for the ingest.* settings.
 SHORT_KEYS = ("input", "format", "personas_file")
+INGEST_LOGGERS = ("audit.methods.rasch.ingest.tables", "audit.methods.rasch.ingest.values")
 
 
 def expand_short_keys(arguments: list[str]) -> list[str]:
@@ -63,7 +65,10 @@ def imported_config(cfg: AuditConfig) -> AuditConfig:
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="ingest")
 def app(cfg: DictConfig) -> dict | None:
-    return run_composed(cfg, imported_config)
+    # The stages read the answers file one after another (with_imported_models, then design,
+    # respond and score): a warning about its values is said once, not once a read.
+    with said_once(*INGEST_LOGGERS):
+        return run_composed(cfg, imported_config)
 
 
 def main() -> None:

@@ -16,7 +16,8 @@ import pytest
 
 from audit.errors import AuditError
 from audit.methods.configs import AuditConfig
-from audit.methods.rasch.ingest.formats import file_format, lm_eval_rows, read_answers
+from audit.methods.rasch.ingest.formats import file_format, read_answers
+from audit.methods.rasch.ingest.lm_eval import lm_eval_rows
 from audit.methods.rasch.ingest.stages import with_imported_models
 from audit.methods.rasch.ingest.tables import (
     decided_labels,
@@ -257,7 +258,8 @@ def test_exported_answer_files_read_as_their_columns_mean(tmp_path):
     halves = tmp_path / "halves.parquet"
     pl.DataFrame({**{key: [value] for key, value in rows[0].items()},
                   "replicate": [0.5]}).write_parquet(halves)
-    with pytest.raises(AuditError, match="column 'replicate' must hold whole numbers"):
+    with pytest.raises(AuditError, match=r"column 'replicate' holds 0.5 in row 1 \(item "
+                                         r"lending_01\): replicates are whole numbers from 0"):
         read_answers(halves, "auto", None)
     whole = tmp_path / "whole.parquet"
     pl.DataFrame({**{key: [value] for key, value in rows[0].items()},
@@ -267,9 +269,16 @@ def test_exported_answer_files_read_as_their_columns_mean(tmp_path):
     negative = tmp_path / "negative.csv"
     negative.write_text("race,item,decision,replicate\nBlack,lending_01,favourable,0\n"
                         "White,lending_01,favourable,-1\n")
-    with pytest.raises(AuditError, match=r"negative.csv: column 'replicate' holds -1: replicates "
-                                         r"are numbered from 0 \(or leave the column out"):
+    with pytest.raises(AuditError, match=r"negative.csv: column 'replicate' holds '-1' in row 2 "
+                                         r"\(item lending_01\): replicates are whole numbers "
+                                         r"from 0 \(or leave the column out"):
         read_answers(negative, "auto", None)
+    # Bug caught (bad-input probe 2026-12-07): a CSV's "1.0" (pandas writes a column with a
+    # missing cell as floats) was refused as no whole number, where JSONL's 1.0 was read.
+    floats = tmp_path / "floats.csv"
+    floats.write_text("race,item,decision,replicate\nBlack,lending_01,favourable,0.0\n"
+                      "Black,lending_01,favourable, 1.0\nWhite,lending_01,favourable,\n")
+    assert read_answers(floats, "auto", None)["replicate"].to_list() == [0, 1, None]
 
 
 def _probability_rows() -> list[dict]:

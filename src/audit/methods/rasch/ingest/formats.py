@@ -7,15 +7,13 @@ bank's item_id or source_id); the outcome as `answer` (text for the judge), `dec
 `option_logprobs` (a JSON object, option -> log-probability) or `p_favourable` (a probability
 of the favourable option, 0 to 1); optional `replicate` and `prompt`.
 lm-evaluation-harness's `--log_samples` files (`samples_TASK_DATE.jsonl`) are read by
-`lm_eval_rows`: the sample's `doc` gives the item and the persona, its `filtered_resps` the answer
-text or the options' log-likelihoods.
+lm_eval.lm_eval_rows.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,7 +22,9 @@ import polars as pl
 
 from audit.errors import AuditError
 from audit.logs import counted
+from audit.methods.rasch.ingest.lm_eval import lm_eval_rows
 from audit.methods.rasch.ingest.tables import blank_as_null
+from audit.methods.rasch.ingest.values import check_model_cells
 from audit.personas import one_edit_apart
 from audit.tables import SAVE_AS_CSV_UTF8, named_as, read_frame, read_json_lines
 
@@ -33,19 +33,6 @@ COLUMNS = ("model", "persona_id", "persona_kind", "gender", "race", "item", "ans
            "option_logprobs", "p_favourable", "replicate", "prompt")
 OUTCOME_COLUMNS = ("answer", "decision", "option_logprobs", "p_favourable")
 NUMBER_COLUMNS = ("replicate", "p_favourable")
-# Fields of an lm-evaluation-harness sample's `doc` that name the item, then the persona.
-LM_EVAL_ITEM_FIELDS = ("decision_question_id", "item_id", "item")
-LM_EVAL_PERSONA_FIELDS = ("race", "gender", "age")
-_NOT_SLUG = re.compile(r"[^a-z0-9]+")
-
-
-def slug(*parts: object) -> str:
-    """A persona id from its attributes: lowercase letters, digits and underscores (an age of
-    40.0 is 40)."""
-    words = [str(int(part)) if isinstance(part, float) and part.is_integer() else str(part)
-             for part in parts if part not in (None, "")]
-    joined = "_".join(words)
-    return _NOT_SLUG.sub("_", joined.lower()).strip("_")
 
 
 def file_format(path: Path, chosen: str) -> str:
@@ -60,6 +47,9 @@ def file_format(path: Path, chosen: str) -> str:
         return "lm_eval" if path.name.startswith("samples_") else "jsonl"
     if suffix in (".csv", ".txt"):
         return "csv"
+    if suffix in (".gz", ".gzip", ".zip", ".bz2", ".xz", ".zst"):
+        raise AuditError(f"{path} is compressed: decompress it and pass the file that gives as "
+                         f"ingest.input")
     if suffix in (".xlsx", ".xls", ".xlsm", ".ods"):  # format=csv would read the workbook's bytes
         raise AuditError(f"{path} is a spreadsheet: {SAVE_AS_CSV_UTF8} and pass that file as "
                          f"ingest.input")
@@ -114,7 +104,7 @@ def read_answers(path: Path, chosen_format: str, model: str | None,
         default_model = model or "imported"
         unread = {column: frame.get_column(column) for column in frame.columns
                   if not known_column(column)}
-    answers = standard_columns(frame, path, default_model)
+    answers = standard_columns(frame, path, default_model, model)
     check_unread_levels(answers, unread, attributes, path)
     return answers
 
@@ -198,13 +188,16 @@ def _text_values(frame: pl.DataFrame, path: Path) -> None:
                              "give one text (or number) a row")
 
 
-def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.DataFrame:
+def standard_columns(frame: pl.DataFrame, path: Path, default_model: str,
+                     named_model: str | None = None) -> pl.DataFrame:
+    """The file's columns as the table's; `named_model`: ingest.model, when the user set it."""
     # Read exactly, a "Race" column was left out: the run went on without race, its contrasts
     # gone, behind a warning about unlabelled levels (bad-input review 2026-12-02).
     frame = named_as(frame, list(COLUMNS), path, "answers file")
     if frame.is_empty():  # it went through judging to "no labelled responses: check the judge"
         raise AuditError(f"answers file {path} has no rows: it needs one row per answer")
     _text_values(frame, path)
+    check_model_cells(frame, path, named_model)
     if "item" not in frame.columns:
         raise AuditError(f"answers file {path} has no 'item' column: name each answer's item by "
                          f"the bank's item_id or source_id")
@@ -218,24 +211,7 @@ def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.
                                 if c in frame.columns])
     frame = frame.with_columns([pl.lit(None, pl.Utf8).alias(c) for c in text_columns
                                 if c not in frame.columns])
-    if "replicate" in frame.columns:
-        # A float column (parquet, JSONL) casts by truncation: 0.5 became replicate 0.
-        fractional = (frame.schema["replicate"].is_float()
-                      and bool((frame["replicate"].drop_nulls() % 1 != 0).any()))
-        try:
-            if fractional:
-                raise pl.exceptions.InvalidOperationError("a fraction")
-            frame = frame.with_columns(pl.col("replicate").cast(pl.Int64))
-            negative = frame.filter(pl.col("replicate") < 0)["replicate"]
-        except pl.exceptions.PolarsError as error:
-            raise AuditError(f"answers file {path}: column 'replicate' must hold whole numbers "
-                             f"from 0") from error
-        if len(negative):  # it failed later, naming PromptSchema, a table the user never wrote
-            raise AuditError(f"answers file {path}: column 'replicate' holds {negative[0]}: "
-                             "replicates are numbered from 0 (or leave the column out to number "
-                             "them in file order)")
-    else:
-        frame = frame.with_columns(pl.lit(None, pl.Int64).alias("replicate"))
+    frame = frame.with_columns(replicate_column(frame, path))
     frame = frame.with_columns(probability_column(frame, path))
     # Names trimmed, blank as missing: "gpt-4o " after a comma was a second model of its own,
     # and " hiring_01" an item "not in the bank" (bad-input review 2026-12-06).
@@ -245,6 +221,30 @@ def standard_columns(frame: pl.DataFrame, path: Path, default_model: str) -> pl.
         raise AuditError(f"answers file {path}: column 'item' is empty in "
                          f"{counted(empty, 'row')}: every answer needs its item")
     return frame.select(COLUMNS)
+
+
+def replicate_column(frame: pl.DataFrame, path: Path) -> pl.Series:
+    """`replicate` as whole numbers from 0 (null where a row has none, and in every row when the
+    column is absent); one line naming the first value that is not one. "1.0" is 1: pandas writes
+    a column with a missing cell as floats, and a CSV's "1.0" was refused as no whole number
+    where the same value in JSONL was read (bad-input probe 2026-12-07)."""
+    if "replicate" not in frame.columns:
+        return pl.Series("replicate", [None] * frame.height, dtype=pl.Int64)
+    values = frame["replicate"]
+    texts = values.cast(pl.Utf8).str.strip_chars().replace("", None)
+    numbers = texts.cast(pl.Float64, strict=False)
+    # A float column (parquet, JSONL) cast by truncation: 0.5 became replicate 0.
+    bad = frame.with_row_index("file_row", offset=1).filter(
+        texts.is_not_null() & (numbers.is_null() | ~numbers.is_finite() | (numbers % 1 != 0)
+                               | (numbers < 0)))
+    if bad.height:
+        # A negative one failed later, naming PromptSchema, a table the user never wrote.
+        first = bad.row(0, named=True)
+        raise AuditError(f"answers file {path}: column 'replicate' holds {first['replicate']!r} "
+                         f"in row {first['file_row']} (item {first['item']}): replicates are "
+                         f"whole numbers from 0 (or leave the column out to number them in file "
+                         f"order)")
+    return numbers.cast(pl.Int64).alias("replicate")
 
 
 def probability_column(frame: pl.DataFrame, path: Path) -> pl.Series:
@@ -307,89 +307,3 @@ def option_logprobs_column(frame: pl.DataFrame, path: Path) -> pl.Series:
                 f"{{\"yes\": -0.1, \"no\": -2.4}}, or empty") from None
         texts.append(json.dumps(scores) if scores is not None else None)
     return pl.Series("option_logprobs", texts, dtype=pl.Utf8)
-
-
-def _doc_value(doc: dict, fields: tuple[str, ...]) -> object:
-    return next((doc[field] for field in fields if doc.get(field) is not None), None)
-
-
-def _requests_and_responses(sample: dict, number: int, source: str
-                            ) -> tuple[list[tuple[object, object]], list]:
-    """A record's requests as (context, continuation) pairs and its filtered responses, refused
-    in one line when they are not shaped as lm-evaluation-harness writes them: a string of
-    responses had its first letter read as the answer, and a number, a string or a list where a
-    request belongs were tracebacks (bad-input review 2026-12-06)."""
-    where = f"answers file {source}: record {number}'s"
-    responses = sample["filtered_resps"]
-    if not isinstance(responses, list):
-        raise AuditError(f"{where} filtered_resps is {json.dumps(responses, default=str)[:60]}, "
-                         "not a list of responses as lm-evaluation-harness writes it: pass the "
-                         "samples_*.jsonl file of --log_samples as it was written")
-    arguments = sample.get("arguments") or {}
-    requests = (list(arguments.values()) if isinstance(arguments, dict)
-                else arguments if isinstance(arguments, list) else [arguments])
-    pairs = []
-    for request in requests:
-        if isinstance(request, dict):
-            pairs.append((request.get("arg_0"), request.get("arg_1")))
-        elif isinstance(request, list):
-            padded = [*request, None, None]
-            pairs.append((padded[0], padded[1]))
-        else:
-            raise AuditError(f"{where} arguments hold {json.dumps(request, default=str)[:60]}, "
-                             "not requests as lm-evaluation-harness writes them ({arg_0: "
-                             "context, arg_1: continuation}): pass the samples_*.jsonl file of "
-                             "--log_samples as it was written")
-    return pairs, responses
-
-
-def _choices_and_logprobs(requests: list[tuple[object, object]], responses: list, number: int,
-                          source: str) -> dict[str, float] | None:
-    """A multiple-choice sample's options and log-likelihoods: `arguments` holds each request's
-    (context, continuation), `filtered_resps` each one's [log-likelihood, is-greedy] (as strings
-    in the saved file); None for a generated answer."""
-    if len(requests) < 2 or len(requests) != len(responses):
-        return None
-    scores: dict[str, float] = {}
-    for (_, continuation), response in zip(requests, responses):
-        if not isinstance(continuation, str) or not isinstance(response, list) or not response:
-            return None
-        try:
-            scores[continuation] = float(response[0])
-        except (TypeError, ValueError):
-            raise AuditError(f"answers file {source}: record {number}'s log-likelihood of "
-                             f"{continuation!r} is {response[0]!r}, not a number: pass the "
-                             "samples_*.jsonl file of --log_samples as it was written") from None
-    return scores
-
-
-def lm_eval_rows(samples: list[dict], source: str) -> list[dict]:
-    """lm-evaluation-harness `--log_samples` records as answer rows. The item is the doc's
-    decision_question_id (or item_id/item); the persona its race, gender and age (each age a text
-    of its race x gender cell); a multiple-choice sample gives its options' log-likelihoods, a
-    generated one (`generate_until`) its first filtered response as the answer text."""
-    rows = []
-    for number, sample in enumerate(samples, start=1):
-        doc = sample.get("doc")
-        if not isinstance(doc, dict) or "filtered_resps" not in sample:
-            raise AuditError(f"answers file {source}: record {number} has no 'doc' or no "
-                             f"'filtered_resps': not an lm-evaluation-harness --log_samples file "
-                             f"(set ingest.format=jsonl for a plain JSONL table)")
-        item = _doc_value(doc, LM_EVAL_ITEM_FIELDS)
-        if item is None:
-            raise AuditError(f"answers file {source}: record {number}'s doc has none of "
-                             f"{', '.join(LM_EVAL_ITEM_FIELDS)}: the item cannot be named")
-        race, gender, age = (doc.get(field) for field in LM_EVAL_PERSONA_FIELDS)
-        requests, responses = _requests_and_responses(sample, number, source)
-        scores = _choices_and_logprobs(requests, responses, number, source)
-        first = responses[0] if responses else None
-        prompt = requests[0][0] if requests else None
-        rows.append({
-            "persona_id": slug(race, gender, age) or "baseline",
-            "persona_kind": "explicit" if (race or gender) else "baseline",
-            "gender": gender, "race": race, "item": str(item),
-            "answer": first if scores is None and isinstance(first, str) else None,
-            "option_logprobs": json.dumps(scores) if scores is not None else None,
-            "prompt": prompt if isinstance(prompt, str) else None,
-        })
-    return rows

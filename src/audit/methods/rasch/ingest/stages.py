@@ -33,6 +33,7 @@ from audit.methods.rasch.ingest.tables import (
     responses_table,
     with_prompt_ids,
 )
+from audit.methods.rasch.ingest.values import check_decisions_agree
 from audit.methods.rasch.schemas import (IMPORTED_DECISIONS_FIX, GoldResultSchema,
                                          LabelSchema, VoteSchema)
 from audit.methods.rasch.score import check_judge_failures, empty_gold, judge_stage
@@ -169,6 +170,7 @@ def design(cfg: AuditConfig, prompts_path: Path) -> None:
     bank = item_bank(cfg)  # read once: the answers' items and the prompts both need it
     answers = imported_answers(cfg, bank)
     prompts = prompts_table(answers, bank)
+    check_decisions_agree(decided_labels(answers, prompts), f"answers file {cfg.ingest.input}")
     check_judge_error_applies(cfg, answers, prompts)
     write_table(prompts, prompts_path, PromptSchema, "prompts", {ANSWERS_DIGEST: digest})
     log.info("ingest: %d answers from %s (%d respondents x %d items)", prompts.height,

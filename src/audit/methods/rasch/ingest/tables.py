@@ -19,9 +19,10 @@ import math
 import polars as pl
 
 from audit.design import prompt_id
-from audit.errors import AuditError
+from audit.errors import AuditError, rewritten_number
 from audit.logs import counted
 from audit.personas import check_level_spellings, near_spellings
+from audit.methods.rasch.ingest.values import placeholders_as_missing
 from audit.methods.rasch.schemas import LABELS
 from audit.schemas import PERSONA_KINDS, PromptSchema, ResponseSchema, validate
 
@@ -45,14 +46,16 @@ def resolve_items(answers: pl.DataFrame, bank: pl.DataFrame, bank_name: str) -> 
                 zip(bank["source_id"].to_list(), bank["item_id"].to_list()) if source is not None}
     unknown = sorted(set(answers["item"].to_list()) - set(ids))
     if unknown:
+        rewritten = rewritten_number(unknown, list(ids))
         raise AuditError(f"column 'item' of the answers has {len(unknown)} value(s) not in the "
-                         f"item bank {bank_name} (first: {unknown[0]!r}): choose the bank the answers "
-                         f"respond to with items=NAME (items=discrim_eval for discrim-eval) or "
-                         f"fix the column")
+                         f"item bank {bank_name} (first: {unknown[0]!r})" + (rewritten or (
+                             ": choose the bank the answers respond to with items=NAME "
+                             "(items=discrim_eval for discrim-eval) or fix the column")))
     return answers.with_columns(pl.col("item").replace_strict(ids).alias("item_id"))
 
 
 PERSONA_COLUMNS = ("persona_id", "persona_kind", "gender", "race")
+ATTRIBUTES = ("gender", "race")
 # What one persona is in every row it answers: its attribute levels and its kind.
 PERSONA_FACTS = ("gender", "race", "persona_kind")
 
@@ -88,7 +91,8 @@ def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl
     given (joined on persona_id), else from the row's own columns. A row is the baseline only
     when it says so (persona_kind=baseline), and one persona has one kind and one level of each
     attribute in every row."""
-    answers = blank_as_null(answers, PERSONA_COLUMNS)
+    answers = placeholders_as_missing(blank_as_null(answers, PERSONA_COLUMNS), ATTRIBUTES,
+                                      "the answers")
     if personas is not None:
         if answers["persona_id"].null_count() == answers.height:  # the column is absent
             raise AuditError("the answers have no 'persona_id' column (or it is empty in every "
@@ -98,14 +102,16 @@ def resolve_personas(answers: pl.DataFrame, personas: pl.DataFrame | None) -> pl
             raise AuditError("column 'persona_id' of the answers is empty in "
                              f"{counted(answers['persona_id'].null_count(), 'row')}: with "
                              f"ingest.personas_file every row names its persona")
-        personas = blank_as_null(personas, ("gender", "race"))
+        personas = placeholders_as_missing(blank_as_null(personas, ATTRIBUTES), ATTRIBUTES,
+                                           "ingest.personas_file")
         check_table_described(personas)
         known = set(personas["persona_id"].to_list())
         unknown = sorted(set(answers["persona_id"].to_list()) - known)
         if unknown:
             raise AuditError(f"column 'persona_id' of the answers has {len(unknown)} value(s) not "
-                             f"in ingest.personas_file (first: {unknown[0]!r}): add them to the "
-                             f"persona table or fix the column")
+                             f"in ingest.personas_file (first: {unknown[0]!r})"
+                             + (rewritten_number(unknown, sorted(known))
+                                or ": add them to the persona table or fix the column"))
         table = personas.select("persona_id", pl.col("kind").alias("table_kind"),
                                 pl.col("gender").alias("table_gender"),
                                 pl.col("race").alias("table_race"))
@@ -232,11 +238,19 @@ def number_replicates(answers: pl.DataFrame) -> pl.DataFrame:
             pl.int_range(pl.len()).over("model", "persona_id", "item_id")))
     clash = answers.filter(pl.struct("model", "persona_id", "item_id", "replicate").is_duplicated())
     if clash.height:
+        # Bug caught (bad-input probe 2026-12-07): a file without persona_id whose two texts of
+        # one cell became one persona was told to number replicates it already numbered, with a
+        # count of every row involved ("128 rows") rather than of the rows too many.
         first = clash.row(0, named=True)
-        raise AuditError(f"the answers hold {clash.height} rows for the same model, persona, item "
-                         f"and replicate (first: {first['model']}, {first['persona_id']}, "
-                         f"{first['item_id']}, replicate {first['replicate']}): number them in a "
-                         f"'replicate' column or remove the duplicates")
+        extra = clash.height - clash.select("model", "persona_id", "item_id", "replicate") \
+            .n_unique()
+        raise AuditError(
+            f"{counted(extra, 'answer row')} repeat another row's model, persona, item and "
+            f"replicate (first: {first['model']}, persona {first['persona_id']}, "
+            f"{first['item_id']}, replicate {first['replicate']}), and a prompt has one answer: "
+            f"give different personas their own persona_id (without one a persona is its gender "
+            f"and race, so two texts of one cell are one persona), number further answers in "
+            f"'replicate', or remove copies")
     return answers
 
 
