@@ -365,14 +365,23 @@ def test_a_runs_no_signal_names_the_outcome_it_fitted() -> None:
         "between personas"]
 
 
-def test_the_no_signal_headline_says_every_reason_and_both_fixes() -> None:
-    """Catches: the reasons joined by ", " (which a reason may hold) rather than "; ", and the
-    fix's setting names (model=..., judge=...) dropped."""
+def test_the_no_signal_headline_says_every_reason_and_the_fix_of_each() -> None:
+    """Catches: the reasons joined by ", " (which a reason may hold) rather than "; ", and a fix
+    said for a reason the run does not have (bug caught, bad-input probe 2026-12-07: a file of
+    imported decisions that never varied was told to use "a model that states decisions
+    (model=...) or a stronger judge", settings that do not apply to it)."""
     assert no_signal_headline(["m has no labelled answers", "k has no labelled answers"]) == (
         "NO SIGNAL: this run can neither show nor rule out a demographic difference, because m "
-        "has no labelled answers; k has no labelled answers. Use a model that states decisions "
-        "(model=...) or a stronger judge (judge=...) before reading any interval below as a "
-        "finding.")
+        "has no labelled answers; k has no labelled answers. Before reading any interval below "
+        "as a finding, give every model answers that can be labelled.")
+    varies = ("m's 'favourable' outcome is 1 in 40 of its 40 labelled answers, so it barely "
+              "varies between personas")
+    constant = no_signal_headline([varies])
+    assert constant.endswith("finding, ask items on which the decisions differ, or fit "
+                             "P(favourable) (fit.response=probability) where the answers carry "
+                             "it.") and "judge" not in constant
+    both = no_signal_headline([varies, "the judge labelled none of the gold answers"])
+    assert both.endswith("carry it; use a judge that reads the answers right (judge=...).")
 
 
 def test_a_runs_no_signal_reads_only_the_labels_of_its_prompts() -> None:

@@ -98,11 +98,11 @@ def no_signal_reasons(outcomes: pl.DataFrame, models: list[str], coding: str,
         majority, value = max((ones, 1), (n - ones, 0))
         if n and (n - majority) / n < NO_SIGNAL_MINORITY_SHARE:
             reasons.append(f"{model}'s '{coding}' outcome is {value} in {majority} of its {n} "
-                           f"labelled answers, so it barely varies between personas")
+                           f"labelled answers, {BARELY_VARIES}")
     for model in sorted(set(models) - set(counts["model_name"].to_list())):
-        reasons.append(f"{model} has no labelled answers")
+        reasons.append(f"{model} {NO_LABELLED_ANSWERS}")
     if untrusted_judge(judge):
-        reasons.append(f"the judge {untrusted_words(judge)}")
+        reasons.append(f"{THE_JUDGE}{untrusted_words(judge)}")
     return reasons
 
 
@@ -116,7 +116,21 @@ def run_no_signal(labels: pl.DataFrame, prompts: pl.DataFrame, models: list[str]
                              fit.outcome, judge_quality(labels, gold_metrics), fit.response)
 
 
+# The ends and start of no_signal_reasons' sentences, which the headline's fixes follow.
+BARELY_VARIES = "so it barely varies between personas"
+NO_LABELLED_ANSWERS = "has no labelled answers"
+THE_JUDGE = "the judge "
+# The fix for each kind of reason, in this order. Each applies to imported answers too: "use a
+# model that states decisions (model=...)" was said of a file of decisions, which has neither a
+# model to change nor a judge (bad-input probe 2026-12-07).
+FIXES = ((BARELY_VARIES, "ask items on which the decisions differ, or fit P(favourable) "
+                         "(fit.response=probability) where the answers carry it"),
+         (NO_LABELLED_ANSWERS, "give every model answers that can be labelled"),
+         (THE_JUDGE, "use a judge that reads the answers right (judge=...)"))
+
+
 def no_signal_headline(reasons: list[str]) -> str:
+    fixes = [fix for kind, fix in FIXES if any(kind in reason for reason in reasons)]
     return ("NO SIGNAL: this run can neither show nor rule out a demographic difference, "
-            f"because {'; '.join(reasons)}. Use a model that states decisions (model=...) or a "
-            f"stronger judge (judge=...) before reading any interval below as a finding.")
+            f"because {'; '.join(reasons)}. Before reading any interval below as a finding, "
+            f"{'; '.join(fixes) or 'fix that'}.")
