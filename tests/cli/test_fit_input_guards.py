@@ -338,3 +338,22 @@ def test_a_folder_named_like_a_fit_file_in_output_is_refused_before_sampling(
     (tmp_path / "out" / name).mkdir(parents=True)
     with pytest.raises(FitInputError, match=f"holds a folder named {name}"):
         parse_arguments([f"input={tmp_path / 'answers.csv'}", f"output={tmp_path / 'out'}"])
+
+
+def test_a_table_pasted_twice_is_said_and_replicates_are_not(tmp_path: Path, caplog) -> None:
+    """Bug caught (bad-input probe 2026-12-07): a table pasted twice fitted without a word, each
+    answer counted twice (the mean theta HDI 1.73 wide instead of 2.22). Replicates that
+    answered alike, row by row, are no copy of the table and are not warned of."""
+    twice = write_table(tmp_path / "twice.csv", **{key: values * 2
+                                                    for key, values in ANSWERS.items()})
+    with caplog.at_level("WARNING"):
+        assert read_long_table(twice, "respondent", "item", "y").height == 8
+    said = [record.getMessage() for record in caplog.records]
+    assert any("is its first 4 rows repeated 2 times, row for row" in line for line in said), said
+    caplog.clear()
+    replicates = write_table(tmp_path / "replicates.csv",
+                             **{key: [value for value in values for _ in range(2)]
+                                for key, values in ANSWERS.items()})
+    with caplog.at_level("WARNING"):
+        read_long_table(replicates, "respondent", "item", "y")
+    assert not caplog.records
