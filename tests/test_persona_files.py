@@ -209,6 +209,21 @@ def test_levels_one_letter_apart_with_as_many_personas_each_name_no_typo() -> No
         "counts them as two groups: if one is a typo, spell both alike in the persona files"]
 
 
+def test_levels_that_name_one_group_in_other_words_are_said() -> None:
+    """Bug caught (bad-input probe 2026-12-07): "male" beside "man" (discrim-eval's words beside
+    this project's) gave six gender contrasts without a word, "gender male vs man" among them.
+    Two different groups are not said."""
+    personas = _explicit([_row("a", "x", "man", "White"), _row("b", "y", "male", "Caucasian"),
+                          _row("c", "z", "Male", "Black"), _row("d", "w", "woman", "Black")])
+    assert near_spellings(personas) == [
+        "gender levels 'Male' (1 persona(s)) and 'male' (1 persona(s)) and 'man' (1 persona(s)) "
+        "name one group in different words, and the fit counts them as 3 groups: write one of "
+        "them in the persona files",
+        "race levels 'Caucasian' (1 persona(s)) and 'White' (1 persona(s)) name one group in "
+        "different words, and the fit counts them as 2 groups: write one of them in the persona "
+        "files"]
+
+
 def test_a_blank_kind_cell_is_no_kind_and_the_row_is_read_as_the_files() -> None:
     """Catches a blank `kind` cell kept as "" instead of missing: the row was refused as a
     persona of another kind ("say kind="), though the column may be left empty."""

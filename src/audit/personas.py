@@ -155,6 +155,31 @@ def near_spellings(personas: pl.DataFrame, where: str = "the persona files") -> 
                         f"{attribute} levels {rare!r} ({counts[rare]} persona(s)) and {common!r} "
                         f"({counts[common]}) are one letter apart, and the fit counts them as "
                         f"two groups: {fix} in {where}")
+        lines += _synonyms(attribute, counts, where)
+    return lines
+
+
+# Words that name one group, as levels are written in other people's files: discrim-eval's
+# "male"/"female" beside this project's "man"/"woman" gave six gender contrasts ("gender male vs
+# man", bad-input probe 2026-12-07). Case is compared apart (check_level_spellings refuses it).
+SAME_GROUP = ({"man", "male"}, {"woman", "female"},
+              {"non-binary", "nonbinary", "non binary"},
+              {"black", "african american", "african-american", "black or african american"},
+              {"white", "caucasian"}, {"hispanic", "latino", "latina", "latinx", "latine",
+                                       "hispanic or latino"},
+              {"asian", "asian american", "asian-american"})
+
+
+def _synonyms(attribute: str, counts: dict[str, int], where: str) -> list[str]:
+    """A warning for each set of an attribute's levels that name one group in other words."""
+    lines = []
+    for words in SAME_GROUP:
+        levels = sorted(level for level in counts if level.strip().casefold() in words)
+        if len(levels) > 1:
+            shown = " and ".join(f"{level!r} ({counts[level]} persona(s))" for level in levels)
+            lines.append(f"{attribute} levels {shown} name one group in different words, and "
+                         f"the fit counts them as {len(levels)} groups: write one of them in "
+                         f"{where}")
     return lines
 
 
