@@ -314,7 +314,13 @@ def test_gold_and_confusion_files_become_per_path_counts(tmp_path: Path) -> None
     # >= 0", naming no column and not that rates are not taken.
     ({"confusion.csv": {"true_1_judged_1": [0.9], "true_1_judged_0": [0.1],
                         "true_0_judged_0": [0.95], "true_0_judged_1": [0.05]}}, [],
-     "true_1_judged_1 is 0.9, and the file takes counts (whole numbers >= 0"),
+     "true_1_judged_1 is 0.9, and the file takes counts (whole numbers >= 0 of hand-checked "
+     "answers); for a judge measured only as rates"),
+    # Bug caught (bad-input probe 2026-12-07): a negative count was given the advice for rates.
+    ({"confusion.csv": {"true_1_judged_1": [18], "true_1_judged_0": [-2],
+                        "true_0_judged_0": [17], "true_0_judged_1": [3]}}, [],
+     "true_1_judged_0 is -2, and the file takes counts (whole numbers >= 0 of hand-checked "
+     "answers): correct the count"),
     ({"gold.csv": {"truth": [1, 0], "judged": [1, 0], "label_source": ["rule", None]}}, [],
      "empty label_source"),
     ({"gold.csv": {"truth": [1, 0], "Judged": [1, 0], "JUDGED": [0, 1]}}, [],

@@ -141,11 +141,15 @@ def confusion_correction(path: Path) -> JudgeCorrection:
             # Named: "the counts must be whole numbers" named no column, and a file of rates
             # (0.9, 0.95) read as a typo (judge review 2026-12-02).
             bad = next(column for column, count in zip(COUNT_COLUMNS, counts) if count < 0)
-            raise AuditError(f"confusion file {path}: {bad}{where} is "
-                             f"{as_numbers(rows.get_column(bad)).item()!r}, and the file takes "
-                             "counts (whole numbers >= 0 of hand-checked answers), not rates; "
-                             "for a judge measured only as rates, count its gold answers, or "
-                             "pass gold=")
+            value = as_numbers(rows.get_column(bad)).item()
+            # A rate (0.9) gets the advice for rates; a negative or missing count does not
+            # (bad-input probe 2026-12-07: "-2 ... not rates" named a mistake it was not).
+            rate = value is not None and 0 < value < 1
+            shown = "empty" if value is None else f"{value:g}"
+            raise AuditError(f"confusion file {path}: {bad}{where} is {shown}, and the file "
+                             "takes counts (whole numbers >= 0 of hand-checked answers)"
+                             + ("; for a judge measured only as rates, count its gold answers, "
+                                "or pass gold=" if rate else ": correct the count"))
         if not sum(counts):
             raise AuditError(f"confusion file {path}: the counts{where} are all 0, which "
                              "measures nothing; give the hand-checked counts (or leave out the "
