@@ -354,9 +354,12 @@ def test_every_contrast_of_an_attribute_counts_in_the_familywise_level():
 def test_pairing_names_personas_that_differ_whatever_their_counts():
     """Catches: the join made `left` or `inner`, the height check's `or` made `and`, or its
     check of side B dropped: personas missing from one side were paired by null texts."""
-    for other in (("p1", "p3"), ("p1", "p2", "p3"), ("p1",)):
+    for other, counts in ((("p1", "p3"), "A has 2, B 2, 1 shared"),
+                          (("p1", "p2", "p3"), "A has 2, B 3, 2 shared"),
+                          (("p1",), "A has 2, B 1, 1 shared")):
         found = comparison.pairing(prompts(), prompts(personas=other))
-        assert not found.paired and "personas or replicates differ" in found.reason, other
+        # Bug caught (review probe 2026-12-07): the reason did not say which side differed.
+        assert not found.paired and found.reason == f"unpaired: the personas differ ({counts})"
 
 
 def test_more_items_than_respondents_still_give_each_prompt_its_own_side_pull():

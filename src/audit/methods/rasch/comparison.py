@@ -103,6 +103,19 @@ class Pairing:
     reason: str  # why it is (or is not) paired, one phrase
 
 
+def _what_differs(key_a: pl.DataFrame, key_b: pl.DataFrame) -> str:
+    """Which of the personas and the replicates the two sides do not share, with the counts: the
+    line said "the personas or replicates differ" where docs/compare.md promises the reason."""
+    found = []
+    for column, noun in (("persona_id", "personas"), ("replicate", "replicates")):
+        own_a = set(key_a.get_column(column).to_list())
+        own_b = set(key_b.get_column(column).to_list())
+        if own_a != own_b:
+            found.append(f"the {noun} differ (A has {len(own_a)}, B {len(own_b)}, "
+                         f"{len(own_a & own_b)} shared)")
+    return "; ".join(found) or "the personas or replicates differ between the sides"
+
+
 def pairing(prompts_a: pl.DataFrame, prompts_b: pl.DataFrame) -> Pairing:
     """Paired when both sides hold the same prompts: items, persona texts, replicates and seeds."""
     key_a = prompts_a.select(*PROMPT_KEY, *PROMPT_TEXT)
@@ -119,7 +132,7 @@ def pairing(prompts_a: pl.DataFrame, prompts_b: pl.DataFrame) -> Pairing:
                               "they match")
     joined = key_a.join(key_b, on=list(PROMPT_KEY), how="full", suffix="_b", coalesce=True)
     if joined.height != key_a.height or joined.height != key_b.height:
-        return Pairing(False, "unpaired: the personas or replicates differ between the sides")
+        return Pairing(False, f"unpaired: {_what_differs(key_a, key_b)}")
     if (joined["user_prompt"] != joined["user_prompt_b"]).any():
         return Pairing(False, "unpaired: the persona texts or item wordings differ")
     if (joined["seed"] != joined["seed_b"]).any():
