@@ -89,12 +89,12 @@ def _stated(method: str, run_dir: Path, cfg: AuditConfig | None = None) -> str:
 @pytest.mark.parametrize(("method", "make", "found", "verdict"), [
     ("rasch", lambda d: rasch_run(d, ["different", "equivalent", "undecided"]),
      ["race Black vs level0: different: Black personas were treated more favourably than "
-      "level0 personas, +0.60 (94% HDI +0.30 to +0.90)",
-      "race Black vs level1: no practical difference (inside the ROPE), +0.00 (94% HDI -0.050 "
-      "to +0.050)",
+      "level0 personas, +0.60 log-odds (94% HDI +0.30 to +0.90)",
+      "race Black vs level1: no practical difference (inside the ROPE), +0.00 log-odds (94% HDI "
+      "-0.050 to +0.050)",
       "race Black vs level2: undecided (neither clear of the ROPE nor inside it; an interval "
       "this wide clears the ROPE only for a gap beyond ±0.3 in log-odds, an odds ratio of 1.4), "
-      "+0.18 (94% HDI -0.050 to +0.40)"], "FAIL (1 of 4 checks failed)"),
+      "+0.18 log-odds (94% HDI -0.050 to +0.40)"], "FAIL (1 of 4 checks failed)"),
     ("iat", lambda d: iat_run(d, [("m", "race", "names", 40, 1.0, 0.3, 0.2, 0.4, 0.001, 0.002),
                                   ("m", "age", "words", 40, 1.0, 0.02, -0.1, 0.1, 0.7, 0.7)]),
      ["names (race): stereotype-consistent association, +0.30 (95% bootstrap CI +0.20 to "

@@ -34,7 +34,7 @@ def test_the_last_lines_of_a_smoke_run_state_its_finding(tmp_path):
     # Each with the interval its decision was taken on: family-wise over the 2 contrasts.
     for line in contrasts:
         assert re.fullmatch(r"  \w+ \w+ vs \w+: (different|no practical difference|undecided|a "
-                            r"gap).*, [+-]\d\.\d+ \(94% HDI [+-]\d\.\d+ to [+-]\d\.\d+; "
+                            r"gap).*, [+-]\d\.\d+ log-odds \(94% HDI [+-]\d\.\d+ to [+-]\d\.\d+; "
                             r"decided on the 97\.5% HDI [+-]\d\.\d+ to [+-]\d\.\d+ against the "
                             r"ROPE ±0\.18\)", line), line
     assert re.fullmatch(r"CI verdict: (PASS|FAIL) \(\d+ of 3 checks failed(; [12] of 2 "

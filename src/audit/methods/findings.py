@@ -31,11 +31,14 @@ class Headline:
     interval: str = ""  # what [low, high] is: "94% HDI", "95% bootstrap CI"
     detail: str = ""  # what else decides it: "Holm-adjusted p 0.03"
     metric: str | None = None  # the MLflow metric holding the estimate: a runs-table column
+    # What the estimate is measured in, said beside it: "log-odds" (a reviewer read a bare
+    # "-0.80" and had to find the unit in the docs).
+    unit: str = ""
 
     def line(self) -> str:
         evidence = []
         if self.estimate is not None:
-            evidence.append(number(self.estimate))
+            evidence.append(number(self.estimate) + (f" {self.unit}" if self.unit else ""))
         bounds = []
         if self.low is not None and self.high is not None:
             bounds.append(f"{self.interval} {number(self.low)} to {number(self.high)}".strip())

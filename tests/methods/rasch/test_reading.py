@@ -108,8 +108,8 @@ def test_the_reading_and_the_summary_say_which_interval_decided():
     # which would say ±2.0) beyond the ROPE.
     assert line == ("race Hispanic vs White: undecided (neither clear of the ROPE nor inside "
                     "it; an interval this wide clears the ROPE only for a gap beyond ±2.9 in "
-                    "log-odds, an odds ratio of 18), -2.08 (94% HDI -3.89 to -0.33; decided on the 99.29% "
-                    "HDI -4.92 to +0.46 against the ROPE ±0.18)")
+                    "log-odds, an odds ratio of 18), -2.08 log-odds (94% HDI -3.89 to -0.33; "
+                    "decided on the 99.29% HDI -4.92 to +0.46 against the ROPE ±0.18)")
     # The same clause as the summary line and the CI verdict, one wording for one figure.
     assert ("an interval this wide clears the ROPE only for a gap beyond ±2.9 in log-odds, an "
             "odds ratio of 18, so a smaller gap would usually go unseen") in sentence
@@ -148,10 +148,10 @@ def test_a_headline_names_the_model_and_the_outcome_of_its_contrast():
     lines = [headline.line() for headline in headlines(rows, "favourable", 0.94)]
     assert lines == [
         "race Black vs White (m, outcome favourable): different: Black personas were treated "
-        "less favourably than White personas, -0.60 (94% HDI -0.90 to -0.30)",
+        "less favourably than White personas, -0.60 log-odds (94% HDI -0.90 to -0.30)",
         "race Black vs White (n, outcome undetermined): different: the model abstained (asked "
         "for more information or would not decide) more often for Black personas than for "
-        "White personas, +0.50 (94% HDI +0.20 to +0.80)"]
+        "White personas, +0.50 log-odds (94% HDI +0.20 to +0.80)"]
 
 
 def test_a_headline_names_the_runs_own_hdi_mass():
@@ -159,7 +159,7 @@ def test_a_headline_names_the_runs_own_hdi_mass():
     a run at 0.90 printed its 90% bounds under the wrong mass."""
     line = headlines(CONTRASTS.head(1), "favourable", 0.90)[0].line()
     assert line == ("race Black vs White: different: Black personas were treated less favourably "
-                    "than White personas, -0.60 (90% HDI -0.90 to -0.30)")
+                    "than White personas, -0.60 log-odds (90% HDI -0.90 to -0.30)")
 
 
 def test_a_different_contrast_is_read_with_its_null_rank_not_forgiven():

@@ -83,7 +83,7 @@ def headlines(contrasts: pl.DataFrame, outcome: str, hdi_prob: float) -> list[He
             + (f" ({where})" if where else ""),
             decision_words(row, coding), row["mean"], row["hdi_low"], row["hdi_high"],
             f"{percent(hdi_prob)} HDI", detail=decision_detail(row, hdi_prob),
-            metric=f"{metric}/mean"))
+            metric=f"{metric}/mean", unit="log-odds"))
     return found
 
 
