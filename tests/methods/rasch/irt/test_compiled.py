@@ -150,3 +150,37 @@ def test_an_edit_to_the_callback_module_changes_the_callbacks_cache_key(monkeypa
     assert edited != compiled_module.CALLBACK_MODULE_SOURCE
     monkeypatch.setattr(compiled_module, "CALLBACK_MODULE_SOURCE", edited)
     assert callback_cache_key("graph", "def f(): pass") != key
+
+
+JOINT_CHILD = textwrap.dedent("""
+    import hashlib, sys
+    import numpy as np
+    sys.path[:0] = [sys.argv[1]]
+    from test_comparison import FAST_FIT, gender_pair
+    from audit.methods.rasch import comparison
+    outcomes = gender_pair(np.random.default_rng(6), 0.5, prompt_sd=1.0, items=8, texts=2,
+                           replicates=2)
+    posterior = comparison.fit_joint(outcomes, FAST_FIT, paired=True)[0]["posterior"]
+    digest = hashlib.sha256()
+    for name in sorted(posterior.data_vars):
+        digest.update(np.ascontiguousarray(posterior[name].values).tobytes())
+    print(digest.hexdigest())
+""")
+
+
+def test_a_joint_fit_draws_the_same_on_a_cold_compile_cache_as_on_a_warm_one(tmp_path) -> None:
+    """Bug caught (review probe, 2026-12-07): `python -m audit.compare` gave other draws on a
+    fresh cache than on a filled one (gender change +0.00 [-4.87, +5.22] cold, -0.01 [-5.22,
+    +4.98] warm), so a new CI runner and a developer's machine disagreed on the same runs. Under
+    numba's fast-math the code that ran depended on what the process had compiled and what it
+    had loaded; this two-side fit, the comparison's graph, drew differently on this seed (two
+    hashes) until compile_nutpie turned fast-math off."""
+    environment = {**os.environ, "PYTENSOR_FLAGS": f"base_compiledir={tmp_path}"}
+    tests = os.path.join(os.path.dirname(os.path.dirname(__file__)))
+
+    def draws_digest() -> str:
+        child = subprocess.run([sys.executable, "-c", JOINT_CHILD, tests], capture_output=True,
+                               text=True, env=environment, check=True, timeout=600)
+        return child.stdout.strip().splitlines()[-1]
+
+    assert draws_digest() == draws_digest()

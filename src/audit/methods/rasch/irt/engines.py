@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import nutpie
 import pymc as pm
+import pytensor
 
 from audit.errors import AuditError
 from audit.interrupts import raise_dropped_interrupt
@@ -67,7 +68,20 @@ def _check(engine: str) -> None:
 
 
 def compile_nutpie(model: pm.Model, engine: str = "auto"):
-    """A nutpie compiled model (``with_data`` works on both kinds) for auto, cached or nutpie."""
+    """A nutpie compiled model (``with_data`` works on both kinds) for auto, cached or nutpie.
+
+    Compiled with numba's fast-math off. PyTensor turns it on by default, and under it the
+    machine code that runs depends on which numba functions this process compiled and which it
+    loaded from the on-disk cache: `python -m audit.compare` gave one result on a cold cache and
+    another on a warm one (a fresh CI runner and a developer's machine disagreed on the same
+    runs). The log density differed in its last bit at about 0.06% of points, and NUTS's step
+    size adaptation carried that into every draw after the first few dozen (probe, 2026-12-07:
+    bit-identical cold and warm without fast-math, at the same wall time on that comparison)."""
+    with pytensor.config.change_flags(numba__fastmath=False):
+        return _compile_nutpie(model, engine)
+
+
+def _compile_nutpie(model: pm.Model, engine: str):
     _check(engine)
     if engine == "pymc":
         raise AuditError("fit.engine=pymc cannot reuse one compiled model across simulations; "
