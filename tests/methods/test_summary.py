@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -24,7 +25,8 @@ from audit.methods.dif.config import DIFConfig
 from audit.methods.run import STAGE_NAMES, stage_files
 from audit.methods.rasch.report.findings import decision_words
 from audit.methods.findings import Findings, Headline
-from audit.methods.summary import MAX_HEADLINES, findings_lines, run_method, summary_text
+from audit.methods.summary import (MAX_HEADLINES, VERDICT_TAG, findings_lines, run_method,
+                                   summary_text)
 from audit.methods.verdict import judge_run, verdict_text
 from audit.tracking.mlflow import RunInfo
 from audit.tracking.ui import RUN_DESCRIPTION_TAG
@@ -248,8 +250,14 @@ def test_a_run_ends_with_its_answer_and_records_it_as_its_description(tmp_path, 
     assert lines[4].startswith(f"MLflow runs: http://127.0.0.1:5000/#/experiments/"
                                f"{run.experiment_id}/runs?workflowType=machine_learning")
     client = mlflow.MlflowClient(cfg.tracking.tracking_uri)
-    description = client.get_run(run.run_id).data.tags[RUN_DESCRIPTION_TAG]
-    assert description.replace("  \n", "\n") == text
+    tags = client.get_run(run.run_id).data.tags
+    assert tags[RUN_DESCRIPTION_TAG].replace("  \n", "\n") == text
+    # Bug caught (review probe 2026-12-07): the verdict was only in the description's text, so
+    # the runs table could not filter on it. The tag is the line's outcome word.
+    verdict = re.match(r"CI verdict: (PASS|FAIL|NOT TESTED)", lines[2]).group(1)
+    assert tags[VERDICT_TAG] == verdict
+    found = client.search_runs([run.experiment_id], f"tags.`{VERDICT_TAG}` = '{verdict}'")
+    assert [each.info.run_id for each in found] == [run.run_id]
     view = json.loads(client.get_experiment(run.experiment_id).tags[
         "mlflow.sharedViewState.audit-dif"])
     # The scripted backend's answers test nothing, so the headline estimate is not logged;

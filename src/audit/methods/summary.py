@@ -27,6 +27,7 @@ from audit.interrupts import interrupted_by
 from audit.methods.configs import AuditConfig, VerdictConfig
 # Headline too: method plugins written before findings.py import both from here.
 from audit.methods.findings import Findings, Headline  # noqa: F401
+from audit.methods.checks import Check
 from audit.methods.verdict import judge_run, verdict_outcome, verdict_text
 from audit.tracking import mlflow as tracking
 from audit.tracking import ui
@@ -38,16 +39,26 @@ if TYPE_CHECKING:
 # the method names holds every one.
 MAX_HEADLINES = 12
 MAX_FLAGGED_NAMED = 3
+# The run's tag holding its verdict under the default rules: PASS, FAIL, NOT TESTED or none.
+VERDICT_TAG = "audit.verdict"
 
 
-def verdict_line(run_dir: Path) -> str:
+def default_checks(run_dir: Path) -> list[Check] | AuditError:
+    """The checks `python -m audit.verdict` makes of the run under its default rules, or why it
+    cannot (VerdictError, or a run table that cannot be read)."""
+    try:
+        return judge_run(run_dir, VerdictConfig())
+    except AuditError as error:
+        return error
+
+
+def verdict_line(run_dir: Path, checks: list[Check] | AuditError | None = None) -> str:
     """What CI would say, by `python -m audit.verdict`'s own code and default rules."""
     # Quoted as a shell reads it: a run under "My Audits/" split into two arguments.
     command = f"python -m audit.verdict {shlex.quote(f'run_dir={run_dir}')}"
-    try:
-        checks = judge_run(run_dir, VerdictConfig())
-    except AuditError as error:  # VerdictError, or a run table that cannot be read
-        return f"CI verdict: none ({error}); {command}"
+    checks = default_checks(run_dir) if checks is None else checks
+    if isinstance(checks, AuditError):
+        return f"CI verdict: none ({checks}); {command}"
     flagged = [check.title_when_failed() for check in checks if check.failed]
     named = "; ".join(flagged[:MAX_FLAGGED_NAMED]) + ("; ..." if len(flagged) >
                                                       MAX_FLAGGED_NAMED else "")
@@ -85,11 +96,12 @@ def mlflow_lines(run_info: tracking.RunInfo | None, view_key: str,
 
 
 def summary_text(cfg: AuditConfig, findings: Findings, run_dir: Path,
-                 result: Mapping[str, object]) -> str:
+                 result: Mapping[str, object],
+                 checks: list[Check] | AuditError | None = None) -> str:
     run_info = result.get("run")
     report = result.get("report")
     lines = [f"Result: {cfg.method} audit of {', '.join(sorted(cfg.model)) or 'no model'}",
-             *findings_lines(findings), verdict_line(run_dir),
+             *findings_lines(findings), verdict_line(run_dir, checks),
              f"Report: {report}" if report else f"Tables and plots: {run_dir}",
              *mlflow_lines(run_info if isinstance(run_info, tracking.RunInfo) else None,
                            view_key(cfg.method))]
@@ -120,7 +132,8 @@ def state_summary(method: AuditMethod, cfg: AuditConfig, run_dir: Path,
     Findings and verdict read either layout (audit.methods.layout.run_file)."""
     try:
         findings = method.findings(cfg, run_dir, result)
-        text = summary_text(cfg, findings, run_dir, result)
+        checks = default_checks(run_dir)
+        text = summary_text(cfg, findings, run_dir, result, checks)
     except KeyboardInterrupt:
         raise finished_interrupt(run_dir, "its summary was not printed: `python -m audit.verdict "
                                  f"{shlex.quote(f'run_dir={run_dir}')}` gives its verdict")\
@@ -137,6 +150,12 @@ def state_summary(method: AuditMethod, cfg: AuditConfig, run_dir: Path,
             # Markdown, as the UI renders it: two spaces keep each line on its own.
             ui.set_run_description(run_info.tracking_uri, run_info.run_id,
                                    text.replace("\n", "  \n"))
+            # A tag, so the runs table filters and sorts on it (`tags."audit.verdict" =
+            # 'FAIL'`): the verdict was only in the description's text (review probe
+            # 2026-12-07).
+            ui.set_run_tag(run_info.tracking_uri, run_info.run_id, VERDICT_TAG,
+                           "none" if isinstance(checks, AuditError)
+                           else verdict_outcome(checks))
         except tracking.TrackingError as error:
             raise tracking.TrackingError(f"{error}; the run's tables and report are in "
                                          f"{run_dir}") from error

@@ -37,6 +37,13 @@ def set_run_description(tracking_uri: str, run_id: str, text: str) -> None:
         MlflowClient(tracking_uri).set_tag(run_id, RUN_DESCRIPTION_TAG, text)
 
 
+def set_run_tag(tracking_uri: str, run_id: str, key: str, value: str) -> None:
+    from mlflow.tracking import MlflowClient
+
+    with store_errors(tracking_uri):
+        MlflowClient(tracking_uri).set_tag(run_id, key, value)
+
+
 def metric_column(name: str) -> str:
     """A metric's column key in the UI's runs table (its `selectedColumns` entries)."""
     return f"metrics.`{metric_name(name)}`"
