@@ -279,6 +279,10 @@ def test_exported_answer_files_read_as_their_columns_mean(tmp_path):
     floats.write_text("race,item,decision,replicate\nBlack,lending_01,favourable,0.0\n"
                       "Black,lending_01,favourable, 1.0\nWhite,lending_01,favourable,\n")
     assert read_answers(floats, "auto", None)["replicate"].to_list() == [0, 1, None]
+    huge = tmp_path / "huge.csv"
+    huge.write_text("race,item,decision,replicate\nBlack,lending_01,favourable,1e20\n")
+    with pytest.raises(AuditError, match=r"column 'replicate' holds '1e20' in row 1"):
+        read_answers(huge, "auto", None)  # not polars' cast error, a traceback
 
 
 def _probability_rows() -> list[dict]:

@@ -236,7 +236,7 @@ def replicate_column(frame: pl.DataFrame, path: Path) -> pl.Series:
     # A float column (parquet, JSONL) cast by truncation: 0.5 became replicate 0.
     bad = frame.with_row_index("file_row", offset=1).filter(
         texts.is_not_null() & (numbers.is_null() | ~numbers.is_finite() | (numbers % 1 != 0)
-                               | (numbers < 0)))
+                               | (numbers < 0) | (numbers >= 2 ** 53)))
     if bad.height:
         # A negative one failed later, naming PromptSchema, a table the user never wrote.
         first = bad.row(0, named=True)
