@@ -92,12 +92,16 @@ def test_a_run_with_mlflow_records_its_summary_and_its_logged_columns(monkeypatc
                         lambda uri, experiment, key, metrics: calls.update(view=(key, metrics)))
     monkeypatch.setattr(summary.ui, "set_run_description",
                         lambda uri, run_id, text: calls.update(description=text))
+    monkeypatch.setattr(summary.ui, "set_run_tag",
+                        lambda uri, run_id, key, value: calls.update(tag=(key, value)))
     run = RunInfo("r" * 32, "4", "sqlite:///m.db", "file:///a")
     text = summary.state_summary(_Method(), AuditConfig(method="iat"), tmp_path,
                                  {"run": run, "metrics": {"gap": 0.1}})
     assert capsys.readouterr().out == text + "\n"
     assert calls["view"] == ("audit-iat", ["gap"])
     assert calls["description"] == text.replace("\n", "  \n") and "  \n" in calls["description"]
+    # A folder with no run files has no verdict: the tag says so, as the line does.
+    assert calls["tag"] == (summary.VERDICT_TAG, "none") and "\nCI verdict: none (" in text
 
 
 def test_a_store_that_fails_says_where_the_runs_files_are(monkeypatch, tmp_path, capsys):
